@@ -1,0 +1,74 @@
+//! The internal wire codec: one version byte, then bincode 2 (serde, standard config).
+//! Changing the codec is a change to this file only.
+
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Bumped whenever an internal message changes shape.
+pub const WIRE_VERSION: u8 = 1;
+
+/// The content type internal HTTP bodies carry.
+pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("empty message")]
+    Empty,
+    #[error("wire version {found} is not supported (this build speaks {WIRE_VERSION})")]
+    Version { found: u8 },
+    #[error("cannot decode message: {0}")]
+    Decode(#[from] bincode::error::DecodeError),
+    #[error("cannot encode message: {0}")]
+    Encode(#[from] bincode::error::EncodeError),
+    #[error("{0} trailing bytes after the message")]
+    Trailing(usize),
+}
+
+pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, CodecError> {
+    let mut out = vec![WIRE_VERSION];
+    let body = bincode::serde::encode_to_vec(msg, bincode::config::standard())?;
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
+    if version != WIRE_VERSION {
+        return Err(CodecError::Version { found: version });
+    }
+    let (msg, used) = bincode::serde::decode_from_slice(body, bincode::config::standard())?;
+    if used != body.len() {
+        return Err(CodecError::Trailing(body.len() - used));
+    }
+    Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::{LaunchBatch, LaunchRequest, Placement};
+    use crate::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+
+    #[test]
+    fn round_trip_and_version_check() {
+        let batch = LaunchBatch {
+            gm: GmId(1),
+            lm: LmId(2),
+            seq: 3,
+            requests: vec![LaunchRequest {
+                task: TaskSpec::short(TaskId::new(4, 5), Resources::cores(1, 64), Micros(9)),
+                node: NodeId(6),
+                placement: Placement::Repartition,
+            }],
+        };
+        let bytes = encode(&batch).unwrap();
+        assert_eq!(bytes[0], WIRE_VERSION);
+        assert_eq!(decode::<LaunchBatch>(&bytes).unwrap(), batch);
+        let mut wrong = bytes.clone();
+        wrong[0] = 99;
+        assert!(matches!(
+            decode::<LaunchBatch>(&wrong),
+            Err(CodecError::Version { found: 99 })
+        ));
+        assert!(matches!(decode::<LaunchBatch>(&[]), Err(CodecError::Empty)));
+    }
+}

@@ -1,0 +1,35 @@
+//! The shared vocabulary of the scheduler.
+//!
+//! Every other crate speaks in these types, so that the pure scheduling cores, the
+//! simulator and the networked services agree on what a task, a node or a message is.
+//!
+//! Layout:
+//! - [`ids`]: newtype identifiers (GM, LM, node, job, task, queue).
+//! - [`time`]: [`Micros`], the one unit of time used by the cores (virtual or wall).
+//! - [`resources`]: multi-dimensional [`Resources`] (CPU millicores, memory MiB).
+//! - [`constraints`]: machine/task placement constraints as a bit set.
+//! - [`task`]: task and job specifications, task kinds.
+//! - [`cluster`]: cluster descriptions: Megha config files and generated clusters.
+//! - [`messages`]: messages exchanged between GMs, LMs and workers.
+//! - [`events`]: task lifecycle events, the input of every allocation-time report.
+//! - [`codec`]: the one place that knows how internal messages are encoded.
+//! - [`rng`]: seeded, portable randomness.
+
+pub mod cluster;
+pub mod codec;
+pub mod constraint_model;
+pub mod constraints;
+pub mod events;
+pub mod ids;
+pub mod messages;
+pub mod reasons;
+pub mod resources;
+pub mod rng;
+pub mod task;
+pub mod time;
+
+pub use constraints::ConstraintSet;
+pub use ids::{GmId, JobId, LmId, NodeId, QueueId, TaskId};
+pub use resources::Resources;
+pub use task::{TaskKind, TaskSpec};
+pub use time::Micros;

@@ -1,0 +1,117 @@
+//! Messages between the roles. The same types travel over in-memory channels (the
+//! simulator, embedded mode) and over the network (bincode via [`crate::codec`]).
+//!
+//! GM -> LM: [`LaunchBatch`]. LM -> GM: [`LaunchResponse`] and [`LmSnapshot`]
+//! heartbeats. LM -> worker: [`StartTask`]. Worker -> LM: [`WorkerReport`].
+
+use crate::reasons::RejectReason;
+use crate::{ConstraintSet, GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// What never changes about an LM's nodes: their home partition (the GM that owns
+/// them), their machine constraints and their capacity. Sent with every snapshot (by
+/// reference in memory) so that a GM that (re)starts rebuilds its view from one
+/// heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmTopology {
+    pub lm: LmId,
+    /// Number of GMs, i.e. of partitions.
+    pub gms: u16,
+    /// Per node (indexed by `NodeId`): the partition it belongs to.
+    pub home: Vec<GmId>,
+    pub constraints: Vec<ConstraintSet>,
+    pub capacity: Vec<Resources>,
+}
+
+impl LmTopology {
+    pub fn node_count(&self) -> usize {
+        self.home.len()
+    }
+}
+
+/// The state of one LM at one moment: what every GM needs to match tasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LmSnapshot {
+    pub lm: LmId,
+    /// Increases with every change; a GM ignores a snapshot older than the one it has.
+    pub version: u64,
+    pub taken_at: Micros,
+    pub topology: Arc<LmTopology>,
+    /// Free resources of each physical node (indexed by `NodeId`), after deducting
+    /// everything running there, including resources lent to other partitions.
+    pub free: Arc<Vec<Resources>>,
+    /// Per GM, the sequence number of the last launch batch this snapshot includes,
+    /// so that a GM can re-apply what it has sent since.
+    pub applied_batches: Vec<u64>,
+    /// Resources in use per user queue (for fairness).
+    pub usage: Vec<(QueueId, Resources)>,
+}
+
+/// How the GM found the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// The node is in the GM's own partition of that LM.
+    Internal,
+    /// The node is in another GM's partition: the LM lends just the requested resources
+    /// to the GM's partition as a logical node until the task ends.
+    Repartition,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRequest {
+    pub task: TaskSpec,
+    pub node: NodeId,
+    pub placement: Placement,
+}
+
+/// Launch requests of one GM for one LM, sent together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchBatch {
+    pub gm: GmId,
+    pub lm: LmId,
+    /// Per (GM, LM) pair, increasing from 1.
+    pub seq: u64,
+    pub requests: Vec<LaunchRequest>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchOutcome {
+    Launched { placement: Placement },
+    Rejected(RejectReason),
+}
+
+/// The LM's answer to a batch, with its current state piggybacked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchResponse {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub seq: u64,
+    pub outcomes: Vec<(TaskId, LaunchOutcome)>,
+    pub snapshot: LmSnapshot,
+}
+
+/// LM -> worker: run this task now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartTask {
+    pub node: NodeId,
+    pub task: TaskSpec,
+}
+
+/// Worker -> LM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerReport {
+    Started {
+        node: NodeId,
+        task: TaskId,
+        at: Micros,
+    },
+    Finished {
+        node: NodeId,
+        task: TaskId,
+        at: Micros,
+    },
+}

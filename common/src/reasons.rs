@@ -1,0 +1,93 @@
+//! "No" as a value: why a task is not (yet) running.
+
+use crate::{GmId, Resources};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why an LM refused a launch request. Every refusal carries the LM's current state
+/// back to the GM (in the response), so the next attempt uses fresher data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum RejectReason {
+    /// The node id does not exist in this LM.
+    UnknownNode,
+    /// An internal launch named a node that belongs to another GM's partition.
+    NotInPartition { home: GmId },
+    /// A repartition named a node of the GM's own partition.
+    NotExternal,
+    /// The node lacks a placement constraint the task requires.
+    ConstraintsNotMet,
+    /// The node no longer has the requested resources free (stale view).
+    InsufficientResources { free: Resources },
+    /// The task id is already running or was already launched here.
+    Duplicate,
+    /// The request itself is malformed (zero resources, ...).
+    Invalid { detail: String },
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::UnknownNode => write!(f, "unknown node"),
+            RejectReason::NotInPartition { home } => {
+                write!(f, "node belongs to the partition of {home}")
+            }
+            RejectReason::NotExternal => write!(f, "repartition asked for an internal node"),
+            RejectReason::ConstraintsNotMet => write!(f, "node lacks a required constraint"),
+            RejectReason::InsufficientResources { free } => {
+                write!(f, "node has only {free} free")
+            }
+            RejectReason::Duplicate => write!(f, "task already launched"),
+            RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
+        }
+    }
+}
+
+/// Why a GM could not place a task on this attempt (the task stays queued), or can
+/// never place it (`NoNodeCanHost`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum PendingReason {
+    /// Still waiting for the first state of some LM.
+    NoStateYet,
+    /// No node anywhere has every constraint the task requires.
+    NoNodeWithConstraints,
+    /// Nodes with the constraints exist, but none is big enough even when empty.
+    NoNodeLargeEnough,
+    /// Eligible nodes exist, but the view shows none with enough free resources.
+    NoFreeResources { eligible_nodes: u64 },
+    /// The LM refused the last attempt; the task was requeued.
+    RejectedByLm(RejectReason),
+    /// The task's user is over its share and contention holds it back.
+    OverShare,
+}
+
+impl PendingReason {
+    /// True when waiting can never help: the task is reported as unplaceable.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            PendingReason::NoNodeWithConstraints | PendingReason::NoNodeLargeEnough
+        )
+    }
+}
+
+impl fmt::Display for PendingReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PendingReason::NoStateYet => write!(f, "waiting for local master state"),
+            PendingReason::NoNodeWithConstraints => {
+                write!(f, "no node has all required constraints")
+            }
+            PendingReason::NoNodeLargeEnough => {
+                write!(f, "no node with the constraints is large enough")
+            }
+            PendingReason::NoFreeResources { eligible_nodes } => write!(
+                f,
+                "{eligible_nodes} eligible nodes, none with enough free resources"
+            ),
+            PendingReason::RejectedByLm(r) => write!(f, "local master refused: {r}"),
+            PendingReason::OverShare => write!(f, "queue is over its share"),
+        }
+    }
+}
