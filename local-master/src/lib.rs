@@ -1,1 +1,15 @@
-//! placeholder
+//! The Local Master: the single authority over one cluster of worker nodes.
+//!
+//! It splits its nodes into one partition per Global Master, validates every launch
+//! and repartition request against its true state, lends resources across partitions
+//! (repartition), returns them when tasks end, tracks per-queue usage, and sends its
+//! state to every GM periodically and with every response.
+//!
+//! Layout:
+//! - [`validate`]: the pure check of one request against the authoritative state.
+//! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
+
+pub mod core;
+pub mod validate;
+
+pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};

@@ -1,0 +1,425 @@
+//! The LM state machine. Inputs: launch batches from GMs, reports from workers, and
+//! the passage of time. Outputs ([`LmEffects`]): responses and heartbeats for GMs,
+//! start orders for workers, lifecycle events.
+
+use crate::validate::validate;
+use common::cluster::LmSpec;
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{
+    LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement, StartTask,
+    WorkerReport,
+};
+use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct LmConfig {
+    /// How often the LM sends its state to every GM (the paper uses 10 s).
+    pub heartbeat_period: Micros,
+}
+
+impl Default for LmConfig {
+    fn default() -> Self {
+        LmConfig {
+            heartbeat_period: Micros::from_secs(10),
+        }
+    }
+}
+
+/// Resources held by one task. A repartitioned task holds them on behalf of the
+/// requesting GM's partition (the paper's logical node) until it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub node: NodeId,
+    pub resources: Resources,
+    pub gm: GmId,
+    pub placement: Placement,
+    pub queue: QueueId,
+    pub started: bool,
+}
+
+/// What the LM wants done after handling an input.
+#[derive(Debug, Default)]
+pub struct LmEffects {
+    /// The answer to a launch batch (send to that GM).
+    pub response: Option<LaunchResponse>,
+    /// State to broadcast to every GM.
+    pub heartbeat: Option<LmSnapshot>,
+    /// Tasks to start on workers.
+    pub starts: Vec<StartTask>,
+    pub events: Vec<TaskEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LmError {
+    #[error("worker report for task {task} on {node}, which is not running there")]
+    UnknownTask { task: TaskId, node: NodeId },
+    #[error("launch batch is addressed to {got}, this is {want}")]
+    WrongLm { got: LmId, want: LmId },
+}
+
+#[derive(Debug)]
+pub struct LocalMaster {
+    topology: Arc<LmTopology>,
+    free: Vec<Resources>,
+    running: HashMap<TaskId, Allocation>,
+    usage: BTreeMap<QueueId, Resources>,
+    applied_batches: Vec<u64>,
+    version: u64,
+    snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
+    config: LmConfig,
+    next_heartbeat: Micros,
+}
+
+impl LocalMaster {
+    /// An LM for `spec`, whose first heartbeat goes out at `now`.
+    pub fn new(spec: &LmSpec, gms: u16, config: LmConfig, now: Micros) -> Self {
+        let mut home = Vec::new();
+        let mut constraints = Vec::new();
+        let mut capacity = Vec::new();
+        for (_, gm, node) in spec.nodes() {
+            home.push(gm);
+            constraints.push(node.constraints);
+            capacity.push(node.capacity);
+        }
+        let topology = LmTopology {
+            lm: spec.id,
+            gms,
+            home,
+            constraints,
+            capacity,
+        };
+        LocalMaster {
+            free: topology.capacity.clone(),
+            topology: Arc::new(topology),
+            running: HashMap::new(),
+            usage: BTreeMap::new(),
+            applied_batches: vec![0; gms as usize],
+            version: 1,
+            snapshot_cache: None,
+            config,
+            next_heartbeat: now,
+        }
+    }
+
+    pub fn id(&self) -> LmId {
+        self.topology.lm
+    }
+
+    pub fn topology(&self) -> &Arc<LmTopology> {
+        &self.topology
+    }
+
+    /// Free resources per node (authoritative).
+    pub fn free(&self) -> &[Resources] {
+        &self.free
+    }
+
+    pub fn running(&self) -> &HashMap<TaskId, Allocation> {
+        &self.running
+    }
+
+    /// Resources in use by a queue, as this LM knows it.
+    pub fn usage(&self, queue: QueueId) -> Resources {
+        self.usage.get(&queue).copied().unwrap_or_default()
+    }
+
+    /// When [`LocalMaster::tick`] next has something to do.
+    pub fn next_wakeup(&self) -> Micros {
+        self.next_heartbeat
+    }
+
+    /// The current state, as sent to GMs.
+    pub fn snapshot(&mut self, now: Micros) -> LmSnapshot {
+        let free = match &self.snapshot_cache {
+            Some((v, free)) if *v == self.version => free.clone(),
+            _ => {
+                let free = Arc::new(self.free.clone());
+                self.snapshot_cache = Some((self.version, free.clone()));
+                free
+            }
+        };
+        LmSnapshot {
+            lm: self.topology.lm,
+            version: self.version,
+            taken_at: now,
+            topology: self.topology.clone(),
+            free,
+            applied_batches: self.applied_batches.clone(),
+            usage: self.usage.iter().map(|(q, r)| (*q, *r)).collect(),
+        }
+    }
+
+    /// Sends the periodic heartbeat when it is due.
+    pub fn tick(&mut self, now: Micros) -> LmEffects {
+        let mut effects = LmEffects::default();
+        if now >= self.next_heartbeat {
+            effects.heartbeat = Some(self.snapshot(now));
+            while self.next_heartbeat <= now {
+                self.next_heartbeat += self.config.heartbeat_period.max(Micros(1));
+            }
+        }
+        effects
+    }
+
+    /// Validates and applies every request of a batch independently: valid ones start,
+    /// invalid ones are refused with a reason. The response carries the new state.
+    pub fn handle_launch_batch(
+        &mut self,
+        now: Micros,
+        batch: LaunchBatch,
+    ) -> Result<LmEffects, LmError> {
+        if batch.lm != self.topology.lm {
+            return Err(LmError::WrongLm {
+                got: batch.lm,
+                want: self.topology.lm,
+            });
+        }
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        let mut outcomes = Vec::with_capacity(batch.requests.len());
+        for request in batch.requests {
+            let task_id = request.task.id;
+            let checked = if self.running.contains_key(&task_id) {
+                Err(common::reasons::RejectReason::Duplicate)
+            } else {
+                validate(&self.topology, &self.free, batch.gm, &request)
+            };
+            match checked {
+                Ok(()) => {
+                    let node = request.node;
+                    let resources = request.task.resources;
+                    let slot = &mut self.free[node.index()];
+                    *slot = slot.saturating_sub(&resources);
+                    let queue = request.task.queue;
+                    let usage = self.usage.entry(queue).or_default();
+                    *usage = usage.add(&resources);
+                    self.running.insert(
+                        task_id,
+                        Allocation {
+                            node,
+                            resources,
+                            gm: batch.gm,
+                            placement: request.placement,
+                            queue,
+                            started: false,
+                        },
+                    );
+                    self.version += 1;
+                    effects.events.push(TaskEvent {
+                        task: task_id,
+                        at: now,
+                        kind: TaskEventKind::Launched { lm, node },
+                    });
+                    effects.starts.push(StartTask {
+                        node,
+                        task: request.task,
+                    });
+                    outcomes.push((
+                        task_id,
+                        LaunchOutcome::Launched {
+                            placement: request.placement,
+                        },
+                    ));
+                }
+                Err(reason) => {
+                    effects.events.push(TaskEvent {
+                        task: task_id,
+                        at: now,
+                        kind: TaskEventKind::Rejected {
+                            lm,
+                            reason: reason.clone(),
+                        },
+                    });
+                    outcomes.push((task_id, LaunchOutcome::Rejected(reason)));
+                }
+            }
+        }
+        if let Some(last) = self.applied_batches.get_mut(batch.gm.index()) {
+            *last = (*last).max(batch.seq);
+        }
+        effects.response = Some(LaunchResponse {
+            lm,
+            gm: batch.gm,
+            seq: batch.seq,
+            outcomes,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    /// A worker started or finished a task. Finishing returns the task's resources to
+    /// the physical node (and so ends any repartition).
+    pub fn handle_worker_report(
+        &mut self,
+        _now: Micros,
+        report: WorkerReport,
+    ) -> Result<LmEffects, LmError> {
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        match report {
+            WorkerReport::Started { node, task, at } => {
+                let alloc = self
+                    .running
+                    .get_mut(&task)
+                    .filter(|a| a.node == node)
+                    .ok_or(LmError::UnknownTask { task, node })?;
+                alloc.started = true;
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Started { lm, node },
+                });
+            }
+            WorkerReport::Finished { node, task, at } => {
+                match self.running.get(&task) {
+                    Some(a) if a.node == node => {}
+                    _ => return Err(LmError::UnknownTask { task, node }),
+                }
+                let Some(alloc) = self.running.remove(&task) else {
+                    return Err(LmError::UnknownTask { task, node });
+                };
+                let slot = &mut self.free[node.index()];
+                *slot = slot.add(&alloc.resources);
+                if let Some(usage) = self.usage.get_mut(&alloc.queue) {
+                    *usage = usage.saturating_sub(&alloc.resources);
+                }
+                self.version += 1;
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Finished { lm, node },
+                });
+            }
+        }
+        Ok(effects)
+    }
+
+    /// True when no node has anything allocated (every resource returned).
+    pub fn is_idle(&self) -> bool {
+        self.running.is_empty() && self.free == self.topology.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::cluster::NodeSpec;
+    use common::messages::LaunchRequest;
+    use common::reasons::RejectReason;
+    use common::{ConstraintSet, TaskSpec};
+
+    fn lm_with(partitions: &[usize], cores: u64) -> LocalMaster {
+        let node = NodeSpec {
+            capacity: Resources::cores(cores, 1024),
+            constraints: ConstraintSet::EMPTY,
+        };
+        let spec = LmSpec {
+            id: LmId(0),
+            partitions: partitions.iter().map(|n| vec![node; *n]).collect(),
+        };
+        LocalMaster::new(&spec, partitions.len() as u16, LmConfig::default(), Micros(0))
+    }
+
+    fn launch(gm: u16, seq: u64, reqs: &[(u64, u32, Placement, u64)]) -> LaunchBatch {
+        LaunchBatch {
+            gm: GmId(gm),
+            lm: LmId(0),
+            seq,
+            requests: reqs
+                .iter()
+                .map(|&(task, node, placement, cores)| LaunchRequest {
+                    task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(cores, 10), Micros(5)),
+                    node: NodeId(node),
+                    placement,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn repartition_lends_exactly_the_request_and_returns_it() {
+        // GM0 owns node 0, GM1 owns node 1; both 4 cores.
+        let mut lm = lm_with(&[1, 1], 4);
+        let fx = lm
+            .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 1, Placement::Repartition, 3)]))
+            .unwrap();
+        let resp = fx.response.unwrap();
+        assert_eq!(
+            resp.outcomes[0].1,
+            LaunchOutcome::Launched { placement: Placement::Repartition }
+        );
+        assert_eq!(lm.free()[1], Resources::new(1000, 1014));
+        assert_eq!(resp.snapshot.free[1], Resources::new(1000, 1014));
+        assert_eq!(resp.snapshot.applied_batches, vec![1, 0]);
+        // GM1's own view of node 1 was stale: asking for 2 cores is refused with the truth.
+        let fx = lm
+            .handle_launch_batch(Micros(11), launch(1, 1, &[(2, 1, Placement::Internal, 2)]))
+            .unwrap();
+        assert_eq!(
+            fx.response.unwrap().outcomes[0].1,
+            LaunchOutcome::Rejected(RejectReason::InsufficientResources {
+                free: Resources::new(1000, 1014)
+            })
+        );
+        lm.handle_worker_report(Micros(20), WorkerReport::Finished { node: NodeId(1), task: TaskId::new(1, 0), at: Micros(20) })
+            .unwrap();
+        assert!(lm.is_idle());
+    }
+
+    #[test]
+    fn a_batch_is_validated_request_by_request() {
+        let mut lm = lm_with(&[2], 1);
+        let fx = lm
+            .handle_launch_batch(
+                Micros(0),
+                launch(
+                    0,
+                    1,
+                    &[
+                        (1, 0, Placement::Internal, 1),
+                        (2, 0, Placement::Internal, 1),
+                        (3, 1, Placement::Internal, 1),
+                    ],
+                ),
+            )
+            .unwrap();
+        let outcomes: Vec<bool> = fx
+            .response
+            .unwrap()
+            .outcomes
+            .iter()
+            .map(|(_, o)| matches!(o, LaunchOutcome::Launched { .. }))
+            .collect();
+        assert_eq!(outcomes, vec![true, false, true]);
+        assert_eq!(fx.starts.len(), 2);
+    }
+
+    #[test]
+    fn duplicates_and_unknown_reports_are_refused() {
+        let mut lm = lm_with(&[2], 1);
+        lm.handle_launch_batch(Micros(0), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
+            .unwrap();
+        let fx = lm
+            .handle_launch_batch(Micros(0), launch(0, 2, &[(1, 1, Placement::Internal, 1)]))
+            .unwrap();
+        assert_eq!(
+            fx.response.unwrap().outcomes[0].1,
+            LaunchOutcome::Rejected(RejectReason::Duplicate)
+        );
+        let err = lm
+            .handle_worker_report(Micros(1), WorkerReport::Finished { node: NodeId(1), task: TaskId::new(1, 0), at: Micros(1) })
+            .unwrap_err();
+        assert_eq!(err, LmError::UnknownTask { task: TaskId::new(1, 0), node: NodeId(1) });
+    }
+
+    #[test]
+    fn heartbeats_follow_the_period() {
+        let mut lm = lm_with(&[1], 1);
+        assert!(lm.tick(Micros(0)).heartbeat.is_some());
+        assert!(lm.tick(Micros(5)).heartbeat.is_none());
+        assert_eq!(lm.next_wakeup(), Micros::from_secs(10));
+        assert!(lm.tick(Micros::from_secs(10)).heartbeat.is_some());
+    }
+}
