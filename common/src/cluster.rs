@@ -168,7 +168,10 @@ impl ClusterSpec {
         }
         let gms = gms.unwrap_or(0);
         if gms == 0 || gms > u16::MAX as usize {
-            return Err(invalid("LMs.*.partitions", "need 1..65535 partitions per LM"));
+            return Err(invalid(
+                "LMs.*.partitions",
+                "need 1..65535 partitions per LM",
+            ));
         }
         Ok(ClusterSpec {
             gms: gms as u16,
@@ -195,7 +198,10 @@ fn parse_partition(
     let mut nodes: Option<Vec<NodeSpec>> = None;
     for (j, s) in strings.iter().enumerate() {
         let bits = s.strip_prefix("0b").ok_or_else(|| {
-            invalid(format!("{field}[{j}]"), "constraint strings must start with 0b")
+            invalid(
+                format!("{field}[{j}]"),
+                "constraint strings must start with 0b",
+            )
         })?;
         let nodes = nodes.get_or_insert_with(|| {
             vec![
@@ -251,7 +257,10 @@ mod tests {
         let c = ClusterSpec::from_megha_json(TINY, Resources::cores(1, 1024)).unwrap();
         assert_eq!(c.gms, 2);
         assert_eq!(c.node_count(), 5);
-        let p0: Vec<_> = c.lms[0].partitions[0].iter().map(|n| n.constraints).collect();
+        let p0: Vec<_> = c.lms[0].partitions[0]
+            .iter()
+            .map(|n| n.constraints)
+            .collect();
         assert_eq!(
             p0,
             vec![

@@ -14,7 +14,9 @@ pub const MAX_CONSTRAINTS: usize = 64;
 pub const MEGHA_CONSTRAINTS: usize = 21;
 
 /// A set of constraint ids, one bit each.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct ConstraintSet(pub u64);
 

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case", tag = "event")]
 pub enum TaskEventKind {
     /// Accepted by a GM into its queue.
-    Queued { gm: GmId },
+    Queued {
+        gm: GmId,
+    },
     /// The GM chose a node and sent the launch request.
     Dispatched {
         gm: GmId,
@@ -20,17 +22,40 @@ pub enum TaskEventKind {
         placement: Placement,
     },
     /// The GM found no node this time; the task went back to its queue.
-    Requeued { gm: GmId, reason: PendingReason },
+    Requeued {
+        gm: GmId,
+        reason: PendingReason,
+    },
     /// No node can ever host the task; it leaves the system, reported.
-    Unplaceable { gm: GmId, reason: PendingReason },
+    Unplaceable {
+        gm: GmId,
+        reason: PendingReason,
+    },
     /// The LM validated the request and sent the task to the worker.
-    Launched { lm: LmId, node: NodeId },
+    Launched {
+        lm: LmId,
+        node: NodeId,
+    },
     /// The LM refused the request.
-    Rejected { lm: LmId, reason: RejectReason },
-    Started { lm: LmId, node: NodeId },
-    Finished { lm: LmId, node: NodeId },
-    Preempted { lm: LmId, node: NodeId },
-    Failed { detail: String },
+    Rejected {
+        lm: LmId,
+        reason: RejectReason,
+    },
+    Started {
+        lm: LmId,
+        node: NodeId,
+    },
+    Finished {
+        lm: LmId,
+        node: NodeId,
+    },
+    Preempted {
+        lm: LmId,
+        node: NodeId,
+    },
+    Failed {
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,1 +1,16 @@
-//! placeholder
+//! The Global Master: an independent scheduler with an eventually consistent view of
+//! the whole data center.
+//!
+//! Layout:
+//! - [`core::view`]: per LM and partition, free resources and one bit-vector per
+//!   machine constraint, refreshed from heartbeats and every LM response.
+//! - [`core::matcher`]: Megha's Algorithm 1 (AND the constraint bit-vectors, then scan
+//!   the survivors for free resources).
+//! - [`core::queue`]: user queues served round-robin, with requeue semantics.
+//! - [`core::master`]: [`core::GlobalMaster`], the `(now, input) -> effects` state
+//!   machine: internal partitions round-robin, then external ones (repartition),
+//!   batched launch requests, requeue on failure.
+
+pub mod core;
+
+pub use crate::core::{GlobalMaster, GmConfig};

@@ -319,7 +319,12 @@ mod tests {
             id: LmId(0),
             partitions: partitions.iter().map(|n| vec![node; *n]).collect(),
         };
-        LocalMaster::new(&spec, partitions.len() as u16, LmConfig::default(), Micros(0))
+        LocalMaster::new(
+            &spec,
+            partitions.len() as u16,
+            LmConfig::default(),
+            Micros(0),
+        )
     }
 
     fn launch(gm: u16, seq: u64, reqs: &[(u64, u32, Placement, u64)]) -> LaunchBatch {
@@ -330,7 +335,11 @@ mod tests {
             requests: reqs
                 .iter()
                 .map(|&(task, node, placement, cores)| LaunchRequest {
-                    task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(cores, 10), Micros(5)),
+                    task: TaskSpec::short(
+                        TaskId::new(task, 0),
+                        Resources::cores(cores, 10),
+                        Micros(5),
+                    ),
                     node: NodeId(node),
                     placement,
                 })
@@ -343,12 +352,17 @@ mod tests {
         // GM0 owns node 0, GM1 owns node 1; both 4 cores.
         let mut lm = lm_with(&[1, 1], 4);
         let fx = lm
-            .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 1, Placement::Repartition, 3)]))
+            .handle_launch_batch(
+                Micros(10),
+                launch(0, 1, &[(1, 1, Placement::Repartition, 3)]),
+            )
             .unwrap();
         let resp = fx.response.unwrap();
         assert_eq!(
             resp.outcomes[0].1,
-            LaunchOutcome::Launched { placement: Placement::Repartition }
+            LaunchOutcome::Launched {
+                placement: Placement::Repartition
+            }
         );
         assert_eq!(lm.free()[1], Resources::new(1000, 1014));
         assert_eq!(resp.snapshot.free[1], Resources::new(1000, 1014));
@@ -363,8 +377,15 @@ mod tests {
                 free: Resources::new(1000, 1014)
             })
         );
-        lm.handle_worker_report(Micros(20), WorkerReport::Finished { node: NodeId(1), task: TaskId::new(1, 0), at: Micros(20) })
-            .unwrap();
+        lm.handle_worker_report(
+            Micros(20),
+            WorkerReport::Finished {
+                node: NodeId(1),
+                task: TaskId::new(1, 0),
+                at: Micros(20),
+            },
+        )
+        .unwrap();
         assert!(lm.is_idle());
     }
 
@@ -409,9 +430,22 @@ mod tests {
             LaunchOutcome::Rejected(RejectReason::Duplicate)
         );
         let err = lm
-            .handle_worker_report(Micros(1), WorkerReport::Finished { node: NodeId(1), task: TaskId::new(1, 0), at: Micros(1) })
+            .handle_worker_report(
+                Micros(1),
+                WorkerReport::Finished {
+                    node: NodeId(1),
+                    task: TaskId::new(1, 0),
+                    at: Micros(1),
+                },
+            )
             .unwrap_err();
-        assert_eq!(err, LmError::UnknownTask { task: TaskId::new(1, 0), node: NodeId(1) });
+        assert_eq!(
+            err,
+            LmError::UnknownTask {
+                task: TaskId::new(1, 0),
+                node: NodeId(1)
+            }
+        );
     }
 
     #[test]

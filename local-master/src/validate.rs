@@ -77,7 +77,12 @@ mod tests {
         let topo = topology();
         let free = [Resources::cores(2, 4096), Resources::cores(4, 4096)];
         let cases: Vec<(&str, GmId, LaunchRequest, Result<(), RejectReason>)> = vec![
-            ("internal fits", GmId(0), request(0, Placement::Internal, 2000, &[1]), Ok(())),
+            (
+                "internal fits",
+                GmId(0),
+                request(0, Placement::Internal, 2000, &[1]),
+                Ok(()),
+            ),
             (
                 "internal but over free",
                 GmId(0),
@@ -90,7 +95,12 @@ mod tests {
                 request(1, Placement::Internal, 1000, &[]),
                 Err(RejectReason::NotInPartition { home: GmId(1) }),
             ),
-            ("repartition of external node", GmId(0), request(1, Placement::Repartition, 4000, &[]), Ok(())),
+            (
+                "repartition of external node",
+                GmId(0),
+                request(1, Placement::Repartition, 4000, &[]),
+                Ok(()),
+            ),
             (
                 "repartition of own node",
                 GmId(0),
@@ -103,7 +113,12 @@ mod tests {
                 request(1, Placement::Internal, 1000, &[1]),
                 Err(RejectReason::ConstraintsNotMet),
             ),
-            ("unknown node", GmId(0), request(9, Placement::Internal, 1000, &[]), Err(RejectReason::UnknownNode)),
+            (
+                "unknown node",
+                GmId(0),
+                request(9, Placement::Internal, 1000, &[]),
+                Err(RejectReason::UnknownNode),
+            ),
         ];
         for (name, gm, req, want) in cases {
             assert_eq!(validate(&topo, &free, gm, &req), want, "{name}");

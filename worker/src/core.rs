@@ -23,7 +23,11 @@ pub enum WorkerError {
         free: Resources,
     },
     #[error("task {task} was sent to {got}, this worker is {want}")]
-    WrongNode { task: TaskId, got: NodeId, want: NodeId },
+    WrongNode {
+        task: TaskId,
+        got: NodeId,
+        want: NodeId,
+    },
     #[error("task {task} is already here")]
     Duplicate { task: TaskId },
 }
@@ -79,7 +83,9 @@ impl Worker {
                 want: self.node,
             });
         }
-        if self.running.iter().any(|r| r.task == task.id) || self.queue.iter().any(|t| t.id == task.id) {
+        if self.running.iter().any(|r| r.task == task.id)
+            || self.queue.iter().any(|t| t.id == task.id)
+        {
             return Err(WorkerError::Duplicate { task: task.id });
         }
         if self.free.fits(&task.resources) && self.queue.is_empty() {
@@ -158,16 +164,29 @@ mod tests {
     fn order(task: u64, cores: u64, secs: u64, kind: TaskKind) -> StartTask {
         StartTask {
             node: NodeId(0),
-            task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(cores, 1), Micros::from_secs(secs))
-                .with_kind(kind),
+            task: TaskSpec::short(
+                TaskId::new(task, 0),
+                Resources::cores(cores, 1),
+                Micros::from_secs(secs),
+            )
+            .with_kind(kind),
         }
     }
 
     #[test]
     fn holds_resources_for_the_duration() {
         let mut w = Worker::new(NodeId(0), Resources::cores(2, 10));
-        let r = w.start_task(Micros(0), order(1, 2, 3, TaskKind::Short)).unwrap();
-        assert_eq!(r, vec![WorkerReport::Started { node: NodeId(0), task: TaskId::new(1, 0), at: Micros(0) }]);
+        let r = w
+            .start_task(Micros(0), order(1, 2, 3, TaskKind::Short))
+            .unwrap();
+        assert_eq!(
+            r,
+            vec![WorkerReport::Started {
+                node: NodeId(0),
+                task: TaskId::new(1, 0),
+                at: Micros(0)
+            }]
+        );
         assert_eq!(w.free(), Resources::new(0, 9));
         assert_eq!(w.next_wakeup(), Some(Micros::from_secs(3)));
         assert!(w.advance(Micros::from_secs(2)).is_empty());
@@ -179,12 +198,16 @@ mod tests {
     #[test]
     fn never_over_commits_short_work_but_queues_queueable() {
         let mut w = Worker::new(NodeId(0), Resources::cores(1, 10));
-        w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short)).unwrap();
+        w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short))
+            .unwrap();
         assert!(matches!(
             w.start_task(Micros(0), order(2, 1, 5, TaskKind::Short)),
             Err(WorkerError::NoRoom { .. })
         ));
-        assert!(w.start_task(Micros(0), order(3, 1, 5, TaskKind::Queueable)).unwrap().is_empty());
+        assert!(w
+            .start_task(Micros(0), order(3, 1, 5, TaskKind::Queueable))
+            .unwrap()
+            .is_empty());
         assert_eq!(w.queued(), 1);
         let r = w.advance(Micros::from_secs(5));
         assert_eq!(r.len(), 2, "{r:?}");

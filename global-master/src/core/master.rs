@@ -1,0 +1,406 @@
+//! The GM state machine.
+//!
+//! Inputs: task submissions, LM snapshots (heartbeats), LM launch responses.
+//! [`GlobalMaster::schedule`] runs one pass over the ready tasks: for each task,
+//! internal partitions round-robin across LMs, then external partitions round-robin
+//! (a repartition request); launch requests are batched per LM. A task that matches
+//! nowhere waits until the view gains resources; a task that no node could ever host
+//! leaves with a reason.
+
+use super::matcher::{eligible_counts, find_node, Match};
+use super::queue::{Pending, Queues};
+use super::view::LmView;
+use common::messages::{
+    LaunchBatch, LaunchOutcome, LaunchRequest, LaunchResponse, LmSnapshot, Placement,
+};
+use common::reasons::{PendingReason, RejectReason};
+use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Clone, Debug)]
+pub struct GmConfig {
+    pub id: GmId,
+    /// Number of GMs (= partitions per LM).
+    pub gms: u16,
+    /// Number of LMs whose state the GM waits for before placing work.
+    pub lms: u16,
+    /// Largest launch batch per LM (the reference simulator uses 100).
+    pub batch_size: usize,
+}
+
+/// What happened to one task in a pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecisionOutcome {
+    Dispatched {
+        lm: LmId,
+        node: NodeId,
+        placement: Placement,
+        /// Index into [`PassOutput::batches`] of the batch carrying the request.
+        batch: usize,
+    },
+    Requeued(PendingReason),
+    Unplaceable(PendingReason),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub task: TaskId,
+    /// Partitions examined for this task.
+    pub partitions: u32,
+    /// 64-bit words of bit-vectors examined (the cost model charges per word).
+    pub words: u64,
+    pub outcome: DecisionOutcome,
+}
+
+/// The result of one scheduling pass, in decision order.
+#[derive(Debug, Default)]
+pub struct PassOutput {
+    pub decisions: Vec<Decision>,
+    pub batches: Vec<LaunchBatch>,
+}
+
+/// The result of handling an LM response.
+#[derive(Debug, Default)]
+pub struct ResponseOutput {
+    pub launched: Vec<TaskId>,
+    pub rejected: Vec<(TaskId, RejectReason)>,
+    /// Outcomes for tasks this GM was not waiting for (already answered or unknown).
+    pub unexpected: Vec<TaskId>,
+}
+
+/// Counters for reports and metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GmStats {
+    pub submitted: u64,
+    pub dispatched_internal: u64,
+    pub dispatched_repartition: u64,
+    pub launched: u64,
+    pub lm_rejections: u64,
+    pub requeues: u64,
+    pub unplaceable: u64,
+    pub snapshots_applied: u64,
+    pub stale_snapshots: u64,
+}
+
+/// Nodes able to host a (constraints, resources) shape, cached per shape.
+#[derive(Clone, Copy, Debug)]
+struct HostCount {
+    with_constraints: u64,
+    large_enough: u64,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    seq: u64,
+    deducted: Vec<(NodeId, Resources)>,
+}
+
+#[derive(Debug)]
+pub struct GlobalMaster {
+    config: GmConfig,
+    lms: Vec<Option<LmView>>,
+    queues: Queues,
+    /// Dispatched tasks waiting for the LM's answer.
+    outstanding: HashMap<TaskId, Pending>,
+    rr_internal: usize,
+    rr_external: usize,
+    next_seq: Vec<u64>,
+    in_flight: Vec<VecDeque<InFlight>>,
+    open_batches: Vec<Option<usize>>,
+    host_counts: HashMap<(ConstraintSet, Resources), HostCount>,
+    stats: GmStats,
+}
+
+impl GlobalMaster {
+    pub fn new(config: GmConfig) -> Self {
+        let lms = config.lms as usize;
+        GlobalMaster {
+            lms: (0..lms).map(|_| None).collect(),
+            queues: Queues::default(),
+            outstanding: HashMap::new(),
+            rr_internal: 0,
+            rr_external: 0,
+            next_seq: vec![0; lms],
+            in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
+            open_batches: vec![None; lms],
+            host_counts: HashMap::new(),
+            stats: GmStats::default(),
+            config,
+        }
+    }
+
+    pub fn id(&self) -> GmId {
+        self.config.id
+    }
+
+    pub fn stats(&self) -> &GmStats {
+        &self.stats
+    }
+
+    pub fn queues(&self) -> &Queues {
+        &self.queues
+    }
+
+    /// Tasks sent to an LM and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    /// True once the state of every LM has arrived.
+    pub fn has_full_view(&self) -> bool {
+        self.lms.iter().all(Option::is_some)
+    }
+
+    /// The view of one LM, if its state has arrived.
+    pub fn view(&self, lm: LmId) -> Option<&LmView> {
+        self.lms.get(lm.index()).and_then(Option::as_ref)
+    }
+
+    /// Accepts a task into its user queue.
+    pub fn submit(&mut self, now: Micros, task: TaskSpec) {
+        self.stats.submitted += 1;
+        self.queues.push_ready(Pending {
+            task,
+            submitted_at: now,
+            attempts: 0,
+            reason: None,
+        });
+    }
+
+    /// Applies an LM heartbeat (or the snapshot piggybacked on a response).
+    pub fn apply_snapshot(&mut self, _now: Micros, snapshot: &LmSnapshot) {
+        let l = snapshot.lm.index();
+        if l >= self.lms.len() {
+            return;
+        }
+        let me = self.config.id.index();
+        let slot = &mut self.lms[l];
+        let rebuilt = match slot {
+            Some(view)
+                if std::sync::Arc::ptr_eq(&view.topology, &snapshot.topology)
+                    || *view.topology == *snapshot.topology =>
+            {
+                false
+            }
+            _ => {
+                *slot = Some(LmView::build(snapshot.topology.clone()));
+                self.host_counts.clear();
+                true
+            }
+        };
+        let Some(view) = slot.as_mut() else {
+            return;
+        };
+        if !rebuilt && snapshot.version <= view.version {
+            self.stats.stale_snapshots += 1;
+            return;
+        }
+        self.stats.snapshots_applied += 1;
+        let gained = view.apply(snapshot);
+        // Launches sent after the snapshot was taken are not in it: deduct them again.
+        let applied = snapshot.applied_batches.get(me).copied().unwrap_or(0);
+        let in_flight = &mut self.in_flight[l];
+        while in_flight.front().is_some_and(|f| f.seq <= applied) {
+            in_flight.pop_front();
+        }
+        for f in in_flight.iter() {
+            for (node, res) in &f.deducted {
+                view.deduct(*node, res);
+            }
+        }
+        if gained || rebuilt {
+            self.queues.unblock_all();
+        }
+    }
+
+    /// Applies an LM's answer: launched tasks leave the GM; refused ones go to the
+    /// back of their queue, to be tried again against the fresher state.
+    pub fn handle_response(&mut self, now: Micros, response: &LaunchResponse) -> ResponseOutput {
+        self.apply_snapshot(now, &response.snapshot);
+        let mut out = ResponseOutput::default();
+        for (task, outcome) in &response.outcomes {
+            let Some(mut pending) = self.outstanding.remove(task) else {
+                out.unexpected.push(*task);
+                continue;
+            };
+            match outcome {
+                LaunchOutcome::Launched { .. } => {
+                    self.stats.launched += 1;
+                    out.launched.push(*task);
+                }
+                LaunchOutcome::Rejected(reason) => {
+                    self.stats.lm_rejections += 1;
+                    pending.reason = Some(PendingReason::RejectedByLm(reason.clone()));
+                    self.queues.push_ready(pending);
+                    out.rejected.push((*task, reason.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// One scheduling pass over every ready task.
+    pub fn schedule(&mut self, _now: Micros) -> PassOutput {
+        let mut out = PassOutput::default();
+        if !self.has_full_view() || self.lms.is_empty() {
+            return out;
+        }
+        while let Some(pending) = self.queues.pop_ready() {
+            let decision = self.place(pending, &mut out);
+            out.decisions.push(decision);
+        }
+        self.open_batches.iter_mut().for_each(|b| *b = None);
+        out
+    }
+
+    fn place(&mut self, mut pending: Pending, out: &mut PassOutput) -> Decision {
+        let task_id = pending.task.id;
+        let me = self.config.id.index();
+        let lms = self.lms.len();
+        let gms = self.config.gms as usize;
+        let constraints = pending.task.constraints;
+        let request = pending.task.resources;
+        let mut words = 0;
+        let mut partitions = 0;
+        let mut found = None;
+
+        // Internal partitions, round-robin across LMs.
+        let start = self.rr_internal;
+        self.rr_internal = (start + 1) % lms;
+        for k in 0..lms {
+            let l = (start + k) % lms;
+            let Some(view) = &self.lms[l] else { continue };
+            partitions += 1;
+            let part = &view.partitions[me];
+            if let Match::Found(slot) = find_node(part, constraints, &request, &mut words) {
+                found = Some((l, part.nodes[slot], Placement::Internal));
+                break;
+            }
+        }
+        // External partitions, round-robin over (LM, partition) pairs: a repartition.
+        let externals = lms * (gms - 1);
+        if found.is_none() && externals > 0 {
+            let start = self.rr_external;
+            self.rr_external = (start + 1) % externals;
+            for k in 0..externals {
+                let e = (start + k) % externals;
+                let (l, mut p) = (e / (gms - 1), e % (gms - 1));
+                if p >= me {
+                    p += 1;
+                }
+                let Some(view) = &self.lms[l] else { continue };
+                partitions += 1;
+                let part = &view.partitions[p];
+                if let Match::Found(slot) = find_node(part, constraints, &request, &mut words) {
+                    found = Some((l, part.nodes[slot], Placement::Repartition));
+                    break;
+                }
+            }
+        }
+
+        let outcome = match found {
+            Some((l, node, placement)) => {
+                let batch = self.dispatch(l, node, placement, &mut pending, out);
+                match placement {
+                    Placement::Internal => self.stats.dispatched_internal += 1,
+                    Placement::Repartition => self.stats.dispatched_repartition += 1,
+                }
+                DecisionOutcome::Dispatched {
+                    lm: LmId(l as u16),
+                    node,
+                    placement,
+                    batch,
+                }
+            }
+            None => {
+                let count = self.host_count(constraints, request);
+                if count.large_enough == 0 {
+                    self.stats.unplaceable += 1;
+                    DecisionOutcome::Unplaceable(if count.with_constraints == 0 {
+                        PendingReason::NoNodeWithConstraints
+                    } else {
+                        PendingReason::NoNodeLargeEnough
+                    })
+                } else {
+                    self.stats.requeues += 1;
+                    let reason = PendingReason::NoFreeResources {
+                        eligible_nodes: count.large_enough,
+                    };
+                    pending.reason = Some(reason.clone());
+                    pending.attempts += 1;
+                    self.queues.push_blocked(pending);
+                    DecisionOutcome::Requeued(reason)
+                }
+            }
+        };
+        Decision {
+            task: task_id,
+            partitions,
+            words,
+            outcome,
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        l: usize,
+        node: NodeId,
+        placement: Placement,
+        pending: &mut Pending,
+        out: &mut PassOutput,
+    ) -> usize {
+        let resources = pending.task.resources;
+        if let Some(view) = self.lms[l].as_mut() {
+            view.deduct(node, &resources);
+        }
+        let batch = match self.open_batches[l] {
+            Some(b) if out.batches[b].requests.len() < self.config.batch_size.max(1) => b,
+            _ => {
+                self.next_seq[l] += 1;
+                let seq = self.next_seq[l];
+                out.batches.push(LaunchBatch {
+                    gm: self.config.id,
+                    lm: LmId(l as u16),
+                    seq,
+                    requests: Vec::new(),
+                });
+                self.in_flight[l].push_back(InFlight {
+                    seq,
+                    deducted: Vec::new(),
+                });
+                self.open_batches[l] = Some(out.batches.len() - 1);
+                out.batches.len() - 1
+            }
+        };
+        if let Some(f) = self.in_flight[l].back_mut() {
+            f.deducted.push((node, resources));
+        }
+        pending.attempts += 1;
+        out.batches[batch].requests.push(LaunchRequest {
+            task: pending.task.clone(),
+            node,
+            placement,
+        });
+        self.outstanding.insert(pending.task.id, pending.clone());
+        batch
+    }
+
+    fn host_count(&mut self, constraints: ConstraintSet, request: Resources) -> HostCount {
+        if let Some(c) = self.host_counts.get(&(constraints, request)) {
+            return *c;
+        }
+        let mut count = HostCount {
+            with_constraints: 0,
+            large_enough: 0,
+        };
+        for view in self.lms.iter().flatten() {
+            for part in &view.partitions {
+                let (with, large) = eligible_counts(part, constraints, &request);
+                count.with_constraints += with;
+                count.large_enough += large;
+            }
+        }
+        self.host_counts.insert((constraints, request), count);
+        count
+    }
+}

@@ -1,0 +1,8 @@
+//! The pure GM core: no I/O, no clocks, no unseeded randomness.
+
+pub mod master;
+pub mod matcher;
+pub mod queue;
+pub mod view;
+
+pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};

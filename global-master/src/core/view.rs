@@ -1,0 +1,126 @@
+//! The GM's eventually consistent view of the data center.
+//!
+//! For each LM and each of its partitions: the partition's nodes, their free
+//! resources as last reported (minus what this GM has since sent), one bit-vector per
+//! machine constraint (bit `i` = node `i` of the partition has it) and one "has any
+//! free resources" bit-vector. Bit-vectors are built once per topology; a snapshot
+//! only rewrites free resources and the availability bits.
+
+use bitvec::prelude::*;
+use common::messages::{LmSnapshot, LmTopology};
+use common::{NodeId, Resources};
+use std::sync::Arc;
+
+pub type Bits = BitVec<u64, Lsb0>;
+
+#[derive(Debug)]
+pub struct PartitionView {
+    /// LM node id of each slot.
+    pub nodes: Vec<NodeId>,
+    pub free: Vec<Resources>,
+    pub capacity: Vec<Resources>,
+    /// `constraint_bits[j]`: slots whose node has constraint `j`.
+    pub constraint_bits: Vec<Bits>,
+    /// Slots with something free in every dimension.
+    pub available: Bits,
+}
+
+impl PartitionView {
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Sets the free resources of a slot, keeping the availability bit in step.
+    /// Returns true when the slot gained resources in some dimension.
+    #[inline]
+    pub fn set_free(&mut self, slot: usize, free: Resources) -> bool {
+        let old = self.free[slot];
+        self.free[slot] = free;
+        self.available.set(slot, !free.any_zero());
+        free.cpu_millis > old.cpu_millis || free.memory_mb > old.memory_mb
+    }
+}
+
+#[derive(Debug)]
+pub struct LmView {
+    pub version: u64,
+    pub topology: Arc<LmTopology>,
+    /// Indexed by GM id.
+    pub partitions: Vec<PartitionView>,
+    /// Per LM node: (partition, slot).
+    pub slot_of: Vec<(u16, u32)>,
+}
+
+impl LmView {
+    pub fn build(topology: Arc<LmTopology>) -> LmView {
+        let width = topology
+            .constraints
+            .iter()
+            .map(|c| c.width())
+            .max()
+            .unwrap_or(0);
+        let mut partitions: Vec<PartitionView> = (0..topology.gms)
+            .map(|_| PartitionView {
+                nodes: Vec::new(),
+                free: Vec::new(),
+                capacity: Vec::new(),
+                constraint_bits: Vec::new(),
+                available: Bits::new(),
+            })
+            .collect();
+        let mut slot_of = Vec::with_capacity(topology.node_count());
+        for (i, home) in topology.home.iter().enumerate() {
+            let p = &mut partitions[home.index()];
+            slot_of.push((home.0, p.nodes.len() as u32));
+            p.nodes.push(NodeId(i as u32));
+            p.free.push(topology.capacity[i]);
+            p.capacity.push(topology.capacity[i]);
+        }
+        for p in &mut partitions {
+            let n = p.nodes.len();
+            p.constraint_bits = (0..width).map(|_| bitvec![u64, Lsb0; 0; n]).collect();
+            p.available = bitvec![u64, Lsb0; 0; n];
+            for slot in 0..n {
+                let node = p.nodes[slot].index();
+                for j in topology.constraints[node].iter() {
+                    p.constraint_bits[j].set(slot, true);
+                }
+                let free = p.free[slot];
+                p.set_free(slot, free);
+            }
+        }
+        LmView {
+            version: 0,
+            topology,
+            partitions,
+            slot_of,
+        }
+    }
+
+    /// Overwrites free resources from a snapshot. Returns true when any node gained
+    /// resources compared with the view (so queued tasks deserve another try).
+    pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
+        self.version = snapshot.version;
+        let mut gained = false;
+        for (node, free) in snapshot.free.iter().enumerate() {
+            let Some(&(p, slot)) = self.slot_of.get(node) else {
+                break;
+            };
+            gained |= self.partitions[p as usize].set_free(slot as usize, *free);
+        }
+        gained
+    }
+
+    /// Deducts resources from a node of the view (a launch this GM has sent).
+    pub fn deduct(&mut self, node: NodeId, resources: &Resources) {
+        if let Some(&(p, slot)) = self.slot_of.get(node.index()) {
+            let part = &mut self.partitions[p as usize];
+            let free = part.free[slot as usize].saturating_sub(resources);
+            part.set_free(slot as usize, free);
+        }
+    }
+}
