@@ -4,4 +4,7 @@
 //! Layout:
 //! - [`trace`]: streaming trace readers and the common [`trace::TraceJob`] shape.
 
+pub mod cli;
+pub mod report;
+pub mod sim;
 pub mod trace;

@@ -15,7 +15,8 @@ use common::messages::{
 };
 use common::reasons::{PendingReason, RejectReason};
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug)]
 pub struct GmConfig {
@@ -108,6 +109,9 @@ pub struct GlobalMaster {
     in_flight: Vec<VecDeque<InFlight>>,
     open_batches: Vec<Option<usize>>,
     host_counts: HashMap<(ConstraintSet, Resources), HostCount>,
+    /// Task shapes that found no node since the view last gained resources: the view
+    /// has only shrunk since, so they would fail again. Cleared on every gain.
+    failed_shapes: HashSet<(ConstraintSet, Resources)>,
     stats: GmStats,
 }
 
@@ -117,13 +121,14 @@ impl GlobalMaster {
         GlobalMaster {
             lms: (0..lms).map(|_| None).collect(),
             queues: Queues::default(),
-            outstanding: HashMap::new(),
+            outstanding: HashMap::default(),
             rr_internal: 0,
             rr_external: 0,
             next_seq: vec![0; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
-            host_counts: HashMap::new(),
+            host_counts: HashMap::default(),
+            failed_shapes: HashSet::default(),
             stats: GmStats::default(),
             config,
         }
@@ -209,6 +214,7 @@ impl GlobalMaster {
             }
         }
         if gained || rebuilt {
+            self.failed_shapes.clear();
             self.queues.unblock_all();
         }
     }
@@ -263,11 +269,13 @@ impl GlobalMaster {
         let mut words = 0;
         let mut partitions = 0;
         let mut found = None;
+        let shape = (constraints, request);
+        let known_to_fail = self.failed_shapes.contains(&shape);
 
         // Internal partitions, round-robin across LMs.
         let start = self.rr_internal;
         self.rr_internal = (start + 1) % lms;
-        for k in 0..lms {
+        for k in 0..if known_to_fail { 0 } else { lms } {
             let l = (start + k) % lms;
             let Some(view) = &self.lms[l] else { continue };
             partitions += 1;
@@ -279,7 +287,7 @@ impl GlobalMaster {
         }
         // External partitions, round-robin over (LM, partition) pairs: a repartition.
         let externals = lms * (gms - 1);
-        if found.is_none() && externals > 0 {
+        if found.is_none() && externals > 0 && !known_to_fail {
             let start = self.rr_external;
             self.rr_external = (start + 1) % externals;
             for k in 0..externals {
@@ -322,6 +330,7 @@ impl GlobalMaster {
                         PendingReason::NoNodeLargeEnough
                     })
                 } else {
+                    self.failed_shapes.insert(shape);
                     self.stats.requeues += 1;
                     let reason = PendingReason::NoFreeResources {
                         eligible_nodes: count.large_enough,

@@ -106,11 +106,11 @@ impl LmView {
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
         self.version = snapshot.version;
         let mut gained = false;
-        for (node, free) in snapshot.free.iter().enumerate() {
-            let Some(&(p, slot)) = self.slot_of.get(node) else {
-                break;
-            };
-            gained |= self.partitions[p as usize].set_free(slot as usize, *free);
+        for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
+            let part = &mut self.partitions[p as usize];
+            if part.free[slot as usize] != *free {
+                gained |= part.set_free(slot as usize, *free);
+            }
         }
         gained
     }

@@ -1,0 +1,4 @@
+//! Command-line front ends. Each subcommand lives in its own file.
+
+pub mod bench;
+pub mod simulate;

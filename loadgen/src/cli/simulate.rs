@@ -1,0 +1,251 @@
+//! `loadgen simulate`: replay a trace in the deterministic simulator.
+
+use crate::report::{write_run, Summary};
+use crate::sim::workload::{self, ConstraintMode, WorkloadOptions};
+use crate::sim::{self, SchedulerKind, SimConfig};
+use crate::trace::{read_all, tr::TrReader};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use common::cluster::ClusterSpec;
+use common::{Micros, Resources};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where the simulated cluster comes from: a Megha config file, or generated.
+#[derive(Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Megha simulator cluster config (JSON), reproduced node for node.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["gms", "lms", "partition_size"])]
+    pub cluster: Option<PathBuf>,
+    /// Generated cluster: number of Global Masters (= partitions per LM).
+    #[arg(long, value_name = "N")]
+    pub gms: Option<u16>,
+    /// Generated cluster: number of Local Masters.
+    #[arg(long, value_name = "M")]
+    pub lms: Option<u16>,
+    /// Generated cluster: nodes in each partition (nodes = gms x lms x this).
+    #[arg(long, value_name = "P")]
+    pub partition_size: Option<usize>,
+    /// CPU cores per node. The default, 1, runs one task at a time per node as the
+    /// Megha simulator does; the paper's nodes have 64.
+    #[arg(long, default_value_t = 1, value_name = "CORES")]
+    pub node_cpus: u64,
+    /// Memory per node in MiB (paper: 16 GB).
+    #[arg(long, default_value_t = 16384, value_name = "MIB")]
+    pub node_memory_mb: u64,
+}
+
+impl ClusterArgs {
+    pub fn load(&self, seed: u64) -> Result<ClusterSpec> {
+        if self.node_cpus == 0 || self.node_memory_mb == 0 {
+            bail!("--node-cpus and --node-memory-mb must be positive");
+        }
+        let capacity = Resources::cores(self.node_cpus, self.node_memory_mb);
+        if let Some(path) = &self.cluster {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read cluster config {}", path.display()))?;
+            return ClusterSpec::from_megha_json(&text, capacity)
+                .with_context(|| format!("in cluster config {}", path.display()));
+        }
+        match (self.gms, self.lms, self.partition_size) {
+            (Some(g), Some(l), Some(p)) if g > 0 && l > 0 && p > 0 => {
+                Ok(ClusterSpec::generate(g, l, p, capacity, seed))
+            }
+            (Some(_), Some(_), Some(_)) => {
+                bail!("--gms, --lms and --partition-size must all be positive")
+            }
+            _ => bail!("give either --cluster FILE or all of --gms, --lms and --partition-size"),
+        }
+    }
+}
+
+/// Workload and model options shared by simulate and bench.
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Seed for constraint synthesis, cluster generation and sampling (printed).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// CPU cores a trace task asks for when the trace gives none.
+    #[arg(long, default_value_t = 1, value_name = "CORES")]
+    pub task_cpus: u64,
+    /// Memory a trace task asks for, in MiB, when the trace gives none.
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub task_memory_mb: u64,
+    /// How task placement constraints are synthesised (Megha / Sharma et al. model).
+    #[arg(long, value_enum, default_value_t = ConstraintMode::PerJob)]
+    pub constraints: ConstraintMode,
+    /// One-way network delay in milliseconds.
+    #[arg(long, default_value_t = 0.5, value_name = "MS")]
+    pub network_delay_ms: f64,
+    /// LM heartbeat period in seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub heartbeat_s: f64,
+    /// Largest launch batch a GM sends one LM.
+    #[arg(long, default_value_t = 100)]
+    pub batch_size: usize,
+    /// Sparrow probes per task.
+    #[arg(long, default_value_t = 2)]
+    pub probe_ratio: usize,
+}
+
+impl ModelArgs {
+    pub fn sim_config(&self, scheduler: SchedulerKind) -> Result<SimConfig> {
+        if !(self.network_delay_ms.is_finite() && self.network_delay_ms >= 0.0) {
+            bail!("--network-delay-ms must be a non-negative number");
+        }
+        if !(self.heartbeat_s.is_finite() && self.heartbeat_s > 0.0) {
+            bail!("--heartbeat-s must be a positive number");
+        }
+        if self.batch_size == 0 || self.probe_ratio == 0 {
+            bail!("--batch-size and --probe-ratio must be at least 1");
+        }
+        Ok(SimConfig {
+            scheduler,
+            network_delay: Micros::from_secs_f64(self.network_delay_ms / 1000.0),
+            heartbeat: Micros::from_secs_f64(self.heartbeat_s),
+            batch_size: self.batch_size,
+            probe_ratio: self.probe_ratio,
+            seed: self.seed,
+            ..SimConfig::default()
+        })
+    }
+
+    pub fn workload(&self) -> Result<WorkloadOptions> {
+        if self.task_cpus == 0 || self.task_memory_mb == 0 {
+            bail!("--task-cpus and --task-memory-mb must be positive");
+        }
+        Ok(WorkloadOptions {
+            default_task: Resources::cores(self.task_cpus, self.task_memory_mb),
+            constraints: self.constraints,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Simulate a trace on a cluster and write tasks.csv and summary.json.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Trace in the Sparrow/Megha `.tr` format (`arrival_s n_tasks mean_s d1 .. dn`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Scheduler(s) to run on the same inputs; several (comma-separated) are run one
+    /// after the other and written to DIR/<scheduler>/.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "megha")]
+    pub scheduler: Vec<SchedulerKind>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Output directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// No progress bar and no table on stdout (summary.json is still written).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let seed = args.model.seed;
+    eprintln!("seed: {seed}");
+    let cluster = args.cluster.load(seed)?;
+    let trace = read_all(TrReader::open(&args.trace)?)?;
+    let jobs = workload::build(&trace, &args.model.workload()?);
+    let mut schedulers = args.scheduler.clone();
+    schedulers.dedup();
+    let mut summaries = Vec::new();
+    for &scheduler in &schedulers {
+        let dir = if schedulers.len() == 1 {
+            args.out.clone()
+        } else {
+            args.out.join(scheduler.name())
+        };
+        let config = args.model.sim_config(scheduler)?;
+        let summary = run_one(&cluster, &jobs, &config, &dir, args.quiet)?;
+        summaries.push(summary);
+    }
+    if !args.quiet {
+        print_table(&summaries);
+        println!("written to {}", args.out.display());
+    }
+    Ok(())
+}
+
+/// Runs one scheduler and writes its reports into `dir`.
+pub fn run_one(
+    cluster: &ClusterSpec,
+    jobs: &[workload::Job],
+    config: &SimConfig,
+    dir: &Path,
+    quiet: bool,
+) -> Result<Summary> {
+    let started = Instant::now();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let name = config.scheduler.name();
+    let mut progress = |done: u64, total: u64| {
+        if quiet {
+            return;
+        }
+        if bar.is_none() && started.elapsed().as_secs_f64() > 1.0 {
+            let b = indicatif::ProgressBar::new(total);
+            b.set_message(name);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg:>12} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks done",
+            ) {
+                b.set_style(style);
+            }
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position(done);
+        }
+    };
+    let outcome = sim::run(cluster, jobs, config, &mut progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+    write_run(dir, &outcome.records, &summary)
+        .with_context(|| format!("cannot write reports to {}", dir.display()))?;
+    Ok(summary)
+}
+
+pub fn print_table(summaries: &[Summary]) {
+    println!(
+        "{:<12} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}",
+        "scheduler",
+        "tasks",
+        "unpl.",
+        "mean s",
+        "p50 s",
+        "p99 s",
+        "p99.9 s",
+        "max s",
+        "rejects",
+        "repart.",
+        "wall s"
+    );
+    for s in summaries {
+        let a = &s.allocation_s;
+        println!(
+            "{:<12} {:>8} {:>6} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.3} {:>8} {:>8} {:>8.2}",
+            s.scheduler,
+            s.tasks,
+            s.unplaceable,
+            a.mean,
+            a.p50,
+            a.p99,
+            a.p99_9,
+            a.max,
+            s.lm_rejections,
+            s.repartitions,
+            s.wall_time_s
+        );
+        if s.never_finished > 0 || s.over_commits > 0 {
+            println!(
+                "  WARNING: {} tasks never finished, {} over-commits",
+                s.never_finished, s.over_commits
+            );
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! `loadgen`: simulate, benchmark and (later) replay workloads against the scheduler.
+
+use clap::{Parser, Subcommand};
+use loadgen::cli;
+
+/// Load generator and data-center simulator for the Megha federated scheduler.
+///
+/// Start with `loadgen simulate --help`: it replays a trace on a simulated cluster
+/// with the real scheduling cores and writes per-task timings and a summary.
+#[derive(Parser, Debug)]
+#[command(name = "loadgen", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Replay a trace in the deterministic simulator (Megha, Sparrow or centralized)
+    /// and write DIR/tasks.csv and DIR/summary.json.
+    Simulate(cli::simulate::SimulateArgs),
+    /// Measure simulator speed and memory on 10,000 and 50,000 nodes (prints figures).
+    Bench(cli::bench::BenchArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => cli::simulate::run(args),
+        Command::Bench(args) => cli::bench::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Reports of a run: `tasks.csv` (one row per task) and `summary.json`.
+
+use crate::sim::ledger::{Decision, TaskRecord};
+use crate::sim::{SimCounters, SimOutcome};
+use common::Micros;
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+
+pub const TASKS_CSV_HEADER: &str = "job,task,arrival_s,decision,gm,lm,node,attempts,rejections,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s";
+
+fn secs(t: Micros) -> String {
+    format!("{}.{:06}", t.0 / 1_000_000, t.0 % 1_000_000)
+}
+
+fn opt_secs(t: Option<Micros>) -> String {
+    t.map(secs).unwrap_or_default()
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Writes one row per task, sorted by (job, task), times in seconds with microsecond
+/// precision: byte-identical for identical runs.
+pub fn write_tasks_csv<W: Write>(out: &mut W, records: &[TaskRecord]) -> std::io::Result<()> {
+    writeln!(out, "{TASKS_CSV_HEADER}")?;
+    let mut order: Vec<&TaskRecord> = records.iter().collect();
+    order.sort_by_key(|r| (r.job, r.index));
+    for r in order {
+        let started = r.start.is_some();
+        let comp = |m: Micros| if started { secs(m) } else { String::new() };
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.job,
+            r.index,
+            secs(r.arrival),
+            r.decision.as_str(),
+            opt(r.gm.map(|g| g.0)),
+            opt(r.lm.map(|l| l.0)),
+            opt(r.node.map(|n| n.0)),
+            r.attempts,
+            r.rejections,
+            opt_secs(r.launch),
+            opt_secs(r.start),
+            opt_secs(r.finish),
+            opt_secs(r.allocation()),
+            comp(r.framework_queuing),
+            comp(r.processing),
+            comp(r.worker_queuing),
+            comp(r.communication),
+        )?;
+    }
+    Ok(())
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Distribution {
+    pub count: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+impl Distribution {
+    /// Nearest-rank percentiles of `values` (seconds).
+    pub fn of(mut values: Vec<f64>) -> Distribution {
+        if values.is_empty() {
+            return Distribution::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let pick = |q: f64| values[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Distribution {
+            count: n,
+            mean: values.iter().sum::<f64>() / n as f64,
+            p50: pick(0.50),
+            p90: pick(0.90),
+            p99: pick(0.99),
+            p99_9: pick(0.999),
+            max: values[n - 1],
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ComponentMeans {
+    pub framework_queuing: f64,
+    pub processing: f64,
+    pub worker_queuing: f64,
+    pub communication: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub scheduler: String,
+    pub seed: u64,
+    pub nodes: usize,
+    pub tasks: usize,
+    pub started: usize,
+    pub finished: usize,
+    /// Tasks no node can ever host (constraints or size): reported, never run.
+    pub unplaceable: usize,
+    /// Tasks that never finished for any other reason (must be zero).
+    pub never_finished: usize,
+    /// Allocation time (start - arrival), seconds.
+    pub allocation_s: Distribution,
+    /// Mean of each component over started tasks, seconds.
+    pub components_mean_s: ComponentMeans,
+    pub lm_rejections: u64,
+    pub repartitions: u64,
+    pub requeues: u64,
+    pub heartbeats: u64,
+    pub launch_batches: u64,
+    pub probes: u64,
+    pub over_commits: u64,
+    pub events: u64,
+    pub simulated_span_s: f64,
+    pub wall_time_s: f64,
+    pub peak_rss_mb: f64,
+}
+
+impl Summary {
+    pub fn new(
+        scheduler: &str,
+        seed: u64,
+        nodes: usize,
+        outcome: &SimOutcome,
+        wall_time_s: f64,
+    ) -> Summary {
+        let records = &outcome.records;
+        let started: Vec<&TaskRecord> = records.iter().filter(|r| r.start.is_some()).collect();
+        let n = started.len().max(1) as f64;
+        let mean = |f: fn(&TaskRecord) -> Micros| {
+            started.iter().map(|r| f(r).as_secs_f64()).sum::<f64>() / n
+        };
+        let unplaceable = records
+            .iter()
+            .filter(|r| r.decision == Decision::Unplaceable)
+            .count();
+        let finished = records.iter().filter(|r| r.finish.is_some()).count();
+        let c: &SimCounters = &outcome.counters;
+        Summary {
+            scheduler: scheduler.to_owned(),
+            seed,
+            nodes,
+            tasks: records.len(),
+            started: started.len(),
+            finished,
+            unplaceable,
+            never_finished: records.len() - finished - unplaceable,
+            allocation_s: Distribution::of(
+                started
+                    .iter()
+                    .filter_map(|r| r.allocation())
+                    .map(Micros::as_secs_f64)
+                    .collect(),
+            ),
+            components_mean_s: ComponentMeans {
+                framework_queuing: mean(|r| r.framework_queuing),
+                processing: mean(|r| r.processing),
+                worker_queuing: mean(|r| r.worker_queuing),
+                communication: mean(|r| r.communication),
+            },
+            lm_rejections: c.lm_rejections,
+            repartitions: c.repartitions,
+            requeues: c.requeues,
+            heartbeats: c.heartbeats,
+            launch_batches: c.launch_batches,
+            probes: c.probes,
+            over_commits: c.over_commits,
+            events: c.events,
+            simulated_span_s: outcome.span.as_secs_f64(),
+            wall_time_s,
+            peak_rss_mb: peak_rss_mb().unwrap_or(0.0),
+        }
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), in MiB, where /proc says.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Writes `tasks.csv` and `summary.json` into `dir`.
+pub fn write_run(dir: &Path, records: &[TaskRecord], summary: &Summary) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(dir.join("tasks.csv"))?);
+    write_tasks_csv(&mut csv, records)?;
+    csv.flush()?;
+    let json = serde_json::to_string_pretty(summary).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join("summary.json"), json + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let d = Distribution::of((1..=1000).map(|i| i as f64).collect());
+        assert_eq!(
+            (d.p50, d.p90, d.p99, d.p99_9, d.max),
+            (500.0, 900.0, 990.0, 999.0, 1000.0)
+        );
+        assert_eq!(Distribution::of(vec![]).count, 0);
+    }
+}

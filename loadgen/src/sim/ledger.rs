@@ -1,0 +1,130 @@
+//! Per-task timing: where every microsecond between arrival and start went.
+//!
+//! Allocation time = start - arrival = framework queuing + processing + worker
+//! queuing + communication (Megha section III). The simulator attributes each interval
+//! of a task's life to exactly one component as it happens, so the four always add up.
+
+use common::messages::Placement;
+use common::{GmId, LmId, Micros, NodeId};
+
+/// The final placement decision of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Pending,
+    Internal,
+    Repartition,
+    /// Sparrow: bound to a worker by late binding.
+    LateBinding,
+    Unplaceable,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Pending => "pending",
+            Decision::Internal => "internal",
+            Decision::Repartition => "repartition",
+            Decision::LateBinding => "late_binding",
+            Decision::Unplaceable => "unplaceable",
+        }
+    }
+
+    pub fn from_placement(p: Placement) -> Self {
+        match p {
+            Placement::Internal => Decision::Internal,
+            Placement::Repartition => Decision::Repartition,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TaskRecord {
+    pub job: u64,
+    pub index: u32,
+    pub arrival: Micros,
+    pub decision: Decision,
+    pub gm: Option<GmId>,
+    pub lm: Option<LmId>,
+    pub node: Option<NodeId>,
+    pub attempts: u32,
+    pub rejections: u32,
+    pub launch: Option<Micros>,
+    pub start: Option<Micros>,
+    pub finish: Option<Micros>,
+    pub framework_queuing: Micros,
+    pub processing: Micros,
+    pub worker_queuing: Micros,
+    pub communication: Micros,
+    /// End of the last attributed interval.
+    pub mark: Micros,
+}
+
+impl TaskRecord {
+    pub fn new(job: u64, index: u32, arrival: Micros) -> Self {
+        TaskRecord {
+            job,
+            index,
+            arrival,
+            decision: Decision::Pending,
+            gm: None,
+            lm: None,
+            node: None,
+            attempts: 0,
+            rejections: 0,
+            launch: None,
+            start: None,
+            finish: None,
+            framework_queuing: Micros::ZERO,
+            processing: Micros::ZERO,
+            worker_queuing: Micros::ZERO,
+            communication: Micros::ZERO,
+            mark: arrival,
+        }
+    }
+
+    /// Time since the mark was spent waiting in a scheduler queue.
+    pub fn queued_until(&mut self, t: Micros) {
+        self.framework_queuing += t.since(self.mark);
+        self.mark = self.mark.max(t);
+    }
+
+    /// Time since the mark was spent being processed.
+    pub fn processed_until(&mut self, t: Micros) {
+        self.processing += t.since(self.mark);
+        self.mark = self.mark.max(t);
+    }
+
+    /// Time since the mark was spent on the network.
+    pub fn in_flight_until(&mut self, t: Micros) {
+        self.communication += t.since(self.mark);
+        self.mark = self.mark.max(t);
+    }
+
+    /// Time since the mark was spent waiting in a worker's queue.
+    pub fn worker_queued_until(&mut self, t: Micros) {
+        self.worker_queuing += t.since(self.mark);
+        self.mark = self.mark.max(t);
+    }
+
+    pub fn allocation(&self) -> Option<Micros> {
+        self.start.map(|s| s.since(self.arrival))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_add_up_to_the_allocation_time() {
+        let mut r = TaskRecord::new(0, 0, Micros(100));
+        r.queued_until(Micros(130));
+        r.processed_until(Micros(135));
+        r.in_flight_until(Micros(635));
+        r.worker_queued_until(Micros(700));
+        r.start = Some(Micros(700));
+        let sum = r.framework_queuing + r.processing + r.communication + r.worker_queuing;
+        assert_eq!(Some(sum), r.allocation());
+        assert_eq!(r.communication, Micros(500));
+    }
+}

@@ -1,0 +1,381 @@
+//! Drives the real GM, LM and worker cores over the modelled network.
+//!
+//! Every role is a single server: an input arriving while it is busy waits (framework
+//! queuing), handling it costs time per the [`CostModel`](super::CostModel), and its
+//! outputs leave when it is done. Messages take the configured one-way delay.
+
+use super::events::EventQueue;
+use super::ledger::{Decision, TaskRecord};
+use super::workload::Job;
+use super::{CostModel, Progress, SimConfig, SimCounters, SimOutcome};
+use common::cluster::ClusterSpec;
+use common::messages::{
+    LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, StartTask, WorkerReport,
+};
+use common::{GmId, LmId, Micros, TaskId};
+use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig};
+use local_master::{LmConfig, LocalMaster};
+use worker::Worker;
+
+enum Ev {
+    JobArrival(usize),
+    GmPass(usize),
+    GmResponse(LaunchResponse),
+    GmSnapshot(usize, LmSnapshot),
+    LmBatch(LaunchBatch),
+    LmTick(usize),
+    LmReport(usize, WorkerReport),
+    WorkerStart(usize, StartTask),
+    WorkerWake(usize),
+}
+
+struct Sim<'a> {
+    config: &'a SimConfig,
+    costs: &'a CostModel,
+    queue: EventQueue<Ev>,
+    gms: Vec<GlobalMaster>,
+    gm_busy: Vec<Micros>,
+    gm_pass_pending: Vec<bool>,
+    lms: Vec<LocalMaster>,
+    lm_busy: Vec<Micros>,
+    workers: Vec<Worker>,
+    worker_base: Vec<usize>,
+    wake_at: Vec<Option<Micros>>,
+    records: Vec<TaskRecord>,
+    job_offset: Vec<usize>,
+    counters: SimCounters,
+    done: u64,
+    running: u64,
+    idle_ticks: u64,
+    arrived: usize,
+    jobs: usize,
+}
+
+/// Simulates Megha (or, given a one-GM one-LM cluster, the centralized baseline).
+pub fn simulate(
+    cluster: &ClusterSpec,
+    jobs: &[Job],
+    config: &SimConfig,
+    progress: Progress<'_>,
+) -> SimOutcome {
+    let gm_count = cluster.gms as usize;
+    let lm_count = cluster.lms.len();
+    let lm_config = LmConfig {
+        heartbeat_period: config.heartbeat,
+    };
+    let mut workers = Vec::new();
+    let mut worker_base = Vec::new();
+    let mut lms = Vec::new();
+    for spec in &cluster.lms {
+        worker_base.push(workers.len());
+        workers.extend(spec.nodes().map(|(id, _, n)| Worker::new(id, n.capacity)));
+        lms.push(LocalMaster::new(
+            spec,
+            cluster.gms,
+            lm_config.clone(),
+            Micros::ZERO,
+        ));
+    }
+    let gms = (0..gm_count)
+        .map(|g| {
+            GlobalMaster::new(GmConfig {
+                id: GmId(g as u16),
+                gms: cluster.gms,
+                lms: lm_count as u16,
+                batch_size: config.batch_size,
+            })
+        })
+        .collect();
+    let max_job = jobs.iter().map(|j| j.id as usize + 1).max().unwrap_or(0);
+    let mut job_offset = vec![usize::MAX; max_job];
+    let mut records = Vec::new();
+    for job in jobs {
+        job_offset[job.id as usize] = records.len();
+        for t in &job.tasks {
+            records.push(TaskRecord::new(job.id, t.id.index, job.arrival));
+        }
+    }
+    let total = records.len() as u64;
+    let mut sim = Sim {
+        config,
+        costs: &config.costs,
+        queue: EventQueue::default(),
+        gms,
+        gm_busy: vec![Micros::ZERO; gm_count],
+        gm_pass_pending: vec![false; gm_count],
+        lm_busy: vec![Micros::ZERO; lm_count],
+        lms,
+        wake_at: vec![None; workers.len()],
+        workers,
+        worker_base,
+        records,
+        job_offset,
+        counters: SimCounters::default(),
+        done: 0,
+        running: 0,
+        idle_ticks: 0,
+        arrived: 0,
+        jobs: jobs.len(),
+    };
+    for (k, job) in jobs.iter().enumerate() {
+        sim.queue.push(job.arrival, Ev::JobArrival(k));
+    }
+    for l in 0..lm_count {
+        sim.queue.push(Micros::ZERO, Ev::LmTick(l));
+    }
+    let mut last_report = 0;
+    while sim.done < total {
+        let Some((now, ev)) = sim.queue.pop() else {
+            break;
+        };
+        sim.counters.events += 1;
+        sim.handle(now, ev, jobs);
+        if sim.done >= last_report + 1024 {
+            last_report = sim.done;
+            progress(sim.done, total);
+        }
+        // Nothing running, nothing in flight but heartbeats, for two rounds: no task
+        // can ever make progress again. Stop and report the rest as never finished.
+        if sim.idle_ticks > 2 * lm_count as u64 + 2 {
+            break;
+        }
+    }
+    progress(sim.done, total);
+    SimOutcome {
+        span: sim.queue.now(),
+        records: sim.records,
+        counters: sim.counters,
+    }
+}
+
+impl Sim<'_> {
+    fn delay(&self) -> Micros {
+        self.config.network_delay
+    }
+
+    fn record(&mut self, task: TaskId) -> &mut TaskRecord {
+        let i = self.job_offset[task.job.index()] + task.index as usize;
+        &mut self.records[i]
+    }
+
+    fn request_pass(&mut self, g: usize, at: Micros) {
+        if !self.gm_pass_pending[g] {
+            self.gm_pass_pending[g] = true;
+            self.queue.push(at.max(self.gm_busy[g]), Ev::GmPass(g));
+        }
+    }
+
+    fn schedule_wake(&mut self, w: usize) {
+        if let Some(t) = self.workers[w].next_wakeup() {
+            if self.wake_at[w].is_none_or(|s| t < s) {
+                self.wake_at[w] = Some(t);
+                self.queue.push(t, Ev::WorkerWake(w));
+            }
+        }
+    }
+
+    fn handle(&mut self, now: Micros, ev: Ev, jobs: &[Job]) {
+        match ev {
+            Ev::JobArrival(k) => {
+                self.arrived += 1;
+                self.idle_ticks = 0;
+                let g = k % self.gms.len();
+                for task in &jobs[k].tasks {
+                    self.gms[g].submit(now, task.clone());
+                    self.record(task.id).gm = Some(GmId(g as u16));
+                }
+                self.request_pass(g, now);
+            }
+            Ev::GmPass(g) => self.gm_pass(now, g),
+            Ev::GmResponse(response) => self.gm_response(now, response),
+            Ev::GmSnapshot(g, snapshot) => {
+                self.charge_snapshot(now, g, &snapshot);
+                self.gms[g].apply_snapshot(now, &snapshot);
+                self.request_pass(g, now);
+            }
+            Ev::LmBatch(batch) => self.lm_batch(now, batch),
+            Ev::LmTick(l) => self.lm_tick(now, l),
+            Ev::LmReport(l, report) => {
+                let start = now.max(self.lm_busy[l]);
+                self.lm_busy[l] = start + self.costs.lm_report;
+                let handled = self.lms[l].handle_worker_report(now, report);
+                debug_assert!(handled.is_ok(), "{handled:?}");
+            }
+            Ev::WorkerStart(w, order) => self.worker_start(now, w, order),
+            Ev::WorkerWake(w) => {
+                if self.wake_at[w] != Some(now) {
+                    return;
+                }
+                self.wake_at[w] = None;
+                let lm = self.lm_of_worker(w);
+                for report in self.workers[w].advance(now) {
+                    if let WorkerReport::Finished { task, at, .. } = report {
+                        self.record(task).finish = Some(at);
+                        self.done += 1;
+                        self.running -= 1;
+                    }
+                    self.queue
+                        .push(now + self.delay(), Ev::LmReport(lm, report));
+                }
+                self.schedule_wake(w);
+            }
+        }
+    }
+
+    fn lm_of_worker(&self, w: usize) -> usize {
+        self.worker_base.partition_point(|&base| base <= w) - 1
+    }
+
+    fn charge_snapshot(&mut self, now: Micros, g: usize, snapshot: &LmSnapshot) {
+        let cost = CostModel::per_unit(snapshot.free.len() as u64, self.costs.gm_snapshot_node_ns);
+        self.gm_busy[g] = now.max(self.gm_busy[g]) + cost;
+    }
+
+    fn gm_pass(&mut self, now: Micros, g: usize) {
+        if now < self.gm_busy[g] {
+            self.queue.push(self.gm_busy[g], Ev::GmPass(g));
+            return;
+        }
+        self.gm_pass_pending[g] = false;
+        let out = self.gms[g].schedule(now);
+        if out.decisions.is_empty() {
+            return;
+        }
+        let mut t = now;
+        for d in &out.decisions {
+            let cost = self.costs.gm_decision + CostModel::per_unit(d.words, self.costs.gm_word_ns);
+            let rec = self.record(d.task);
+            rec.queued_until(t);
+            t += cost;
+            rec.processed_until(t);
+            rec.attempts += 1;
+            match &d.outcome {
+                DecisionOutcome::Dispatched {
+                    lm,
+                    node,
+                    placement,
+                    ..
+                } => {
+                    rec.lm = Some(*lm);
+                    rec.node = Some(*node);
+                    rec.decision = Decision::from_placement(*placement);
+                }
+                DecisionOutcome::Requeued(_) => self.counters.requeues += 1,
+                DecisionOutcome::Unplaceable(_) => {
+                    rec.decision = Decision::Unplaceable;
+                    self.done += 1;
+                }
+            }
+        }
+        self.gm_busy[g] = t;
+        let arrive = t + self.delay();
+        for batch in out.batches {
+            for req in &batch.requests {
+                self.record(req.task.id).queued_until(t);
+            }
+            self.counters.launch_batches += 1;
+            self.queue.push(arrive, Ev::LmBatch(batch));
+        }
+    }
+
+    fn lm_batch(&mut self, now: Micros, batch: LaunchBatch) {
+        let l = batch.lm.index();
+        let start = now.max(self.lm_busy[l]);
+        let nodes = self.lms[l].topology().node_count() as u64;
+        let cost = self.costs.lm_batch
+            + Micros(self.costs.lm_request.0 * batch.requests.len() as u64)
+            + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
+        let done = start + cost;
+        self.lm_busy[l] = done;
+        for req in &batch.requests {
+            let rec = self.record(req.task.id);
+            rec.in_flight_until(now);
+            rec.queued_until(start);
+            rec.processed_until(done);
+        }
+        let Ok(effects) = self.lms[l].handle_launch_batch(start, batch) else {
+            return;
+        };
+        let arrive = done + self.delay();
+        for order in effects.starts {
+            self.record(order.task.id).launch = Some(done);
+            let w = self.worker_base[l] + order.node.index();
+            self.queue.push(arrive, Ev::WorkerStart(w, order));
+        }
+        if let Some(response) = effects.response {
+            self.queue.push(arrive, Ev::GmResponse(response));
+        }
+    }
+
+    fn gm_response(&mut self, now: Micros, response: LaunchResponse) {
+        let g = response.gm.index();
+        self.charge_snapshot(now, g, &response.snapshot);
+        for (task, outcome) in &response.outcomes {
+            match outcome {
+                LaunchOutcome::Launched {
+                    placement: Placement::Repartition,
+                } => self.counters.repartitions += 1,
+                LaunchOutcome::Launched { .. } => {}
+                LaunchOutcome::Rejected(_) => {
+                    let rec = self.record(*task);
+                    rec.in_flight_until(now);
+                    rec.rejections += 1;
+                    rec.decision = Decision::Pending;
+                    rec.lm = None;
+                    rec.node = None;
+                    self.counters.lm_rejections += 1;
+                }
+            }
+        }
+        self.gms[g].handle_response(now, &response);
+        self.request_pass(g, now);
+    }
+
+    fn lm_tick(&mut self, now: Micros, l: usize) {
+        let effects = self.lms[l].tick(now);
+        if let Some(snapshot) = effects.heartbeat {
+            self.counters.heartbeats += 1;
+            let nodes = snapshot.free.len() as u64;
+            self.lm_busy[l] = now.max(self.lm_busy[l])
+                + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
+            for g in 0..self.gms.len() {
+                self.queue
+                    .push(now + self.delay(), Ev::GmSnapshot(g, snapshot.clone()));
+            }
+        }
+        let quiet = self.running == 0
+            && self.arrived == self.jobs
+            && self
+                .gms
+                .iter()
+                .all(|gm| gm.outstanding() == 0 && gm.queues().ready_len() == 0);
+        if quiet {
+            self.idle_ticks += 1;
+        } else {
+            self.idle_ticks = 0;
+        }
+        self.queue.push(self.lms[l].next_wakeup(), Ev::LmTick(l));
+    }
+
+    fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
+        let task = order.task.id;
+        self.record(task).in_flight_until(now);
+        let lm = LmId(self.lm_of_worker(w) as u16);
+        match self.workers[w].start_task(now, order) {
+            Ok(reports) => {
+                for report in reports {
+                    if let WorkerReport::Started { task, .. } = report {
+                        let rec = self.record(task);
+                        rec.worker_queued_until(now);
+                        rec.start = Some(now);
+                        self.running += 1;
+                    }
+                    self.queue
+                        .push(now + self.delay(), Ev::LmReport(lm.index(), report));
+                }
+                self.schedule_wake(w);
+            }
+            Err(_) => self.counters.over_commits += 1,
+        }
+    }
+}
