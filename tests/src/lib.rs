@@ -1,1 +1,119 @@
-//! Cross-crate integration tests live in `tests/`; this library only holds shared helpers.
+//! Shared helpers for the cross-crate tests: fluent builders for clusters and tasks,
+//! and a harness that wires GM and LM cores directly (no simulator, no network) so a
+//! test controls exactly which messages are delivered and when.
+
+use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
+use common::messages::LaunchBatch;
+use common::{ConstraintSet, GmId, LmId, Micros, Resources, TaskId, TaskSpec};
+use global_master::core::{GlobalMaster, GmConfig};
+use local_master::{LmConfig, LocalMaster};
+
+/// Builds a cluster: `ClusterBuilder::new(gms, lms, nodes_per_partition).cores(2)...`.
+#[derive(Debug, Clone)]
+pub struct ClusterBuilder {
+    spec: ClusterSpec,
+}
+
+impl ClusterBuilder {
+    pub fn new(gms: u16, lms: u16, nodes_per_partition: usize) -> Self {
+        let node = NodeSpec {
+            capacity: Resources::cores(1, 1024),
+            constraints: ConstraintSet::EMPTY,
+        };
+        ClusterBuilder {
+            spec: ClusterSpec {
+                gms,
+                lms: (0..lms)
+                    .map(|l| LmSpec {
+                        id: LmId(l),
+                        partitions: vec![vec![node; nodes_per_partition]; gms as usize],
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// Every node gets `cores` cores and `memory_mb` MiB.
+    pub fn capacity(mut self, cores: u64, memory_mb: u64) -> Self {
+        for lm in &mut self.spec.lms {
+            for p in &mut lm.partitions {
+                for n in p.iter_mut() {
+                    n.capacity = Resources::cores(cores, memory_mb);
+                }
+            }
+        }
+        self
+    }
+
+    /// Gives node `slot` of partition `gm` in LM `lm` these constraints.
+    pub fn node_constraints(mut self, lm: u16, gm: u16, slot: usize, ids: &[u64]) -> Self {
+        self.spec.lms[lm as usize].partitions[gm as usize][slot].constraints =
+            ConstraintSet::from_ids(ids.iter().copied()).expect("test constraint ids are < 64");
+        self
+    }
+
+    pub fn build(self) -> ClusterSpec {
+        self.spec
+    }
+}
+
+/// A short task of job `job`, index 0, asking for `cores` cores and 1 MiB.
+pub fn task(job: u64, cores: u64, constraints: &[u64]) -> TaskSpec {
+    TaskSpec::short(
+        TaskId::new(job, 0),
+        Resources::cores(cores, 1),
+        Micros::from_secs(1),
+    )
+    .with_constraints(ConstraintSet::from_ids(constraints.iter().copied()).expect("ids are < 64"))
+}
+
+/// GMs and LMs of a cluster wired by hand.
+#[derive(Debug)]
+pub struct Harness {
+    pub gms: Vec<GlobalMaster>,
+    pub lms: Vec<LocalMaster>,
+}
+
+impl Harness {
+    pub fn new(cluster: &ClusterSpec) -> Self {
+        let lms: Vec<LocalMaster> = cluster
+            .lms
+            .iter()
+            .map(|spec| LocalMaster::new(spec, cluster.gms, LmConfig::default(), Micros::ZERO))
+            .collect();
+        let gms = (0..cluster.gms)
+            .map(|g| {
+                GlobalMaster::new(GmConfig {
+                    id: GmId(g),
+                    gms: cluster.gms,
+                    lms: lms.len() as u16,
+                    batch_size: 100,
+                })
+            })
+            .collect();
+        Harness { gms, lms }
+    }
+
+    /// Delivers every LM's current state to every GM (a heartbeat round).
+    pub fn heartbeat(&mut self, now: Micros) {
+        for lm in &mut self.lms {
+            let snapshot = lm.snapshot(now);
+            for gm in &mut self.gms {
+                gm.apply_snapshot(now, &snapshot);
+            }
+        }
+    }
+
+    /// Hands a batch to its LM and the response back to the GM that sent it.
+    pub fn deliver(&mut self, now: Micros, batch: LaunchBatch) -> local_master::LmEffects {
+        let gm = batch.gm.index();
+        let mut effects = self.lms[batch.lm.index()]
+            .handle_launch_batch(now, batch)
+            .expect("batch addressed to an existing LM");
+        if let Some(response) = &effects.response {
+            self.gms[gm].handle_response(now, response);
+        }
+        effects.response.take();
+        effects
+    }
+}

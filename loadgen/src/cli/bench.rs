@@ -70,6 +70,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 .arg(args.seed.to_string())
                 .arg("--out")
                 .arg(&out)
+                .stderr(std::process::Stdio::null())
                 .status()
                 .context("cannot start a simulation child process")?;
             if !status.success() {

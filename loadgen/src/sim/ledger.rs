@@ -48,6 +48,8 @@ pub struct TaskRecord {
     pub node: Option<NodeId>,
     pub attempts: u32,
     pub rejections: u32,
+    /// How many times the task started (exactly once in a correct run).
+    pub starts: u32,
     pub launch: Option<Micros>,
     pub start: Option<Micros>,
     pub finish: Option<Micros>,
@@ -71,6 +73,7 @@ impl TaskRecord {
             node: None,
             attempts: 0,
             rejections: 0,
+            starts: 0,
             launch: None,
             start: None,
             finish: None,

@@ -141,8 +141,19 @@ pub fn simulate(
         }
     }
     progress(sim.done, total);
+    let span = sim.queue.now();
+    // Let the last worker reports reach their LMs (dropping everything else, which
+    // ends the loop), then check that nothing leaked.
+    while let Some((now, ev)) = sim.queue.pop() {
+        if let Ev::LmReport(..) = ev {
+            sim.handle(now, ev, jobs);
+        }
+    }
+    let drained = sim.lms.iter().all(LocalMaster::is_idle)
+        && sim.workers.iter().all(|w| w.free() == w.capacity());
     SimOutcome {
-        span: sim.queue.now(),
+        drained,
+        span,
         records: sim.records,
         counters: sim.counters,
     }
@@ -368,7 +379,9 @@ impl Sim<'_> {
                         let rec = self.record(task);
                         rec.worker_queued_until(now);
                         rec.start = Some(now);
+                        rec.starts += 1;
                         self.running += 1;
+                        self.idle_ticks = 0;
                     }
                     self.queue
                         .push(now + self.delay(), Ev::LmReport(lm.index(), report));

@@ -135,6 +135,8 @@ pub struct SimOutcome {
     pub counters: SimCounters,
     /// Virtual time when the last event was handled.
     pub span: Micros,
+    /// Every node had all its resources back when the run ended (nothing leaked).
+    pub drained: bool,
 }
 
 /// Reports progress as tasks finish (for a progress bar); called with (done, total).

@@ -110,8 +110,13 @@ pub fn simulate(
     let mut done = 0u64;
     let mut counters = super::SimCounters::default();
     let mut last_report = 0;
-    while done < total {
-        let Some((now, ev)) = queue.pop() else { break };
+    // Sparrow has no periodic events: the queue empties once every task has finished
+    // and every leftover reservation was cancelled by late binding.
+    let mut span = Micros::ZERO;
+    while let Some((now, ev)) = queue.pop() {
+        if done < total {
+            span = now;
+        }
         counters.events += 1;
         match ev {
             Ev::JobArrival(k) => {
@@ -192,6 +197,7 @@ pub fn simulate(
                     rec.in_flight_until(now);
                     rec.launch = Some(now);
                     rec.start = Some(now);
+                    rec.starts += 1;
                     match worker.free.checked_sub(&needs[idx]) {
                         Some(free) => worker.free = free,
                         None => counters.over_commits += 1,
@@ -215,8 +221,12 @@ pub fn simulate(
         }
     }
     progress(done, total);
+    let drained = workers
+        .iter()
+        .all(|w| w.free == w.capacity && w.reservations.is_empty());
     SimOutcome {
-        span: queue.now(),
+        drained,
+        span,
         records,
         counters,
     }

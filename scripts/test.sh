@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The project's test command: installs and starts what the tests need, then runs the
+# format check, clippy and every test of the workspace.
+#
+#   scripts/test.sh            # everything
+#   SKIP_LINT=1 scripts/test.sh  # tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '==> %s\n' "$*"; }
+
+# --- system packages (Debian) -------------------------------------------------------
+need_pkgs=()
+command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] || need_pkgs+=(rabbitmq-server)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ${need_pkgs[*]} from Debian's packages"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  else
+    echo "error: missing ${need_pkgs[*]}; install them (apt-get install ${need_pkgs[*]}) or run as root" >&2
+    exit 1
+  fi
+fi
+
+# --- RabbitMQ -------------------------------------------------------------------------
+if ! (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  say "starting rabbitmq-server"
+  service rabbitmq-server start >/dev/null 2>&1 || rabbitmq-server -detached || true
+  for _ in $(seq 1 60); do
+    (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null && break
+    sleep 1
+  done
+fi
+if (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  say "RabbitMQ is listening on 127.0.0.1:5672"
+else
+  echo "warning: RabbitMQ is not reachable on 127.0.0.1:5672; tests that need it will fail and say so" >&2
+fi
+
+# --- Docker ---------------------------------------------------------------------------
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  say "Docker engine reachable: $(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown)"
+  export MEGHA_DOCKER=1
+else
+  say "no Docker engine reachable: the docker compose end-to-end test will report itself skipped"
+  export MEGHA_DOCKER=0
+fi
+
+# --- checks and tests -----------------------------------------------------------------
+if [ "${SKIP_LINT:-0}" != 1 ]; then
+  say "cargo fmt --check"
+  cargo fmt --all -- --check
+  say "cargo clippy --all-targets -- -D warnings"
+  cargo clippy --workspace --all-targets -- -D warnings
+fi
+say "cargo test --workspace"
+cargo build --workspace --bins
+cargo test --workspace
