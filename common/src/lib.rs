@@ -20,6 +20,7 @@ pub mod codec;
 pub mod constraint_model;
 pub mod constraints;
 pub mod events;
+pub mod fairness;
 pub mod ids;
 pub mod messages;
 pub mod reasons;
