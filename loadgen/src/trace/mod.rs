@@ -3,8 +3,14 @@
 //! whole.
 //!
 //! - [`tr`]: the Sparrow / Eagle / Megha simulator format (durations only).
+//! - [`alibaba`]: Alibaba cluster-trace-v2018 `batch_task.csv` / `batch_instance.csv`.
+//! - [`report`]: [`ReadReport`], what a reader dropped or patched and why.
 
+pub mod alibaba;
+pub mod report;
 pub mod tr;
+
+pub use report::ReadReport;
 
 use common::{ConstraintSet, Micros, Resources};
 use std::path::PathBuf;
