@@ -4,9 +4,11 @@
 //!
 //! - [`tr`]: the Sparrow / Eagle / Megha simulator format (durations only).
 //! - [`alibaba`]: Alibaba cluster-trace-v2018 `batch_task.csv` / `batch_instance.csv`.
+//! - [`google`]: Google cluster-usage traces v3 (2019) instance events (CSV / JSON).
 //! - [`report`]: [`ReadReport`], what a reader dropped or patched and why.
 
 pub mod alibaba;
+pub mod google;
 pub mod report;
 pub mod tr;
 
