@@ -3,5 +3,7 @@
 //!
 //! Layout:
 //! - [`trace`]: streaming trace readers and the common [`trace::TraceJob`] shape.
+//! - [`cli`]: command-line front ends (`loadgen trace ...`).
 
+pub mod cli;
 pub mod trace;
