@@ -118,6 +118,7 @@ pub struct AlibabaReader<R: Read> {
     record: csv::StringRecord,
     current: Option<JobBuilder>,
     pending: Option<TraceJob>,
+    pending_err: Option<TraceError>,
     closed: HashSet<u64>,
     next_id: u64,
     latest_arrival: Micros,
@@ -155,6 +156,7 @@ impl<R: Read> AlibabaReader<R> {
             record: csv::StringRecord::new(),
             current: None,
             pending: None,
+            pending_err: None,
             closed: HashSet::new(),
             next_id: 0,
             latest_arrival: Micros::ZERO,
@@ -246,12 +248,20 @@ impl<R: Read> Iterator for AlibabaReader<R> {
             if let Some(job) = self.pending.take() {
                 return Some(Ok(job));
             }
+            if let Some(e) = self.pending_err.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
             match self.csv.read_record(&mut self.record) {
                 Ok(true) => {
                     if let Err(e) = self.step() {
+                        // Hand out the job this row closed before its error.
+                        if let Some(job) = self.pending.take() {
+                            self.pending_err = Some(e);
+                            return Some(Ok(job));
+                        }
                         return Some(Err(e));
                     }
                 }
