@@ -16,22 +16,22 @@ pub enum ScalePreset {
 #[derive(Clone, Debug, Default, PartialEq, clap::Args)]
 pub struct TraceOptionsArgs {
     /// Keep jobs arriving at or after this many seconds (arrivals then count from it).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     pub window_start: Option<f64>,
     /// Keep jobs arriving before this many seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
     pub window_end: Option<f64>,
     /// Keep only the first N selected jobs.
     #[arg(long, value_name = "N")]
     pub first_jobs: Option<u64>,
     /// Keep this fraction of jobs, chosen at random (see --seed).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub sample: Option<f64>,
     /// Seed for --sample; drawn from the clock (and printed) when absent.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Divide arrival times by this factor.
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub speedup: Option<f64>,
     /// With --speedup, divide task durations by the factor too.
     #[arg(long, requires = "speedup")]
@@ -40,10 +40,10 @@ pub struct TraceOptionsArgs {
     #[arg(long, value_enum)]
     pub scale: Option<ScalePreset>,
     /// Multiply task CPU by this factor.
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub cpu_scale: Option<f64>,
     /// Multiply task memory by this factor.
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub mem_scale: Option<f64>,
     /// Let the simulator synthesise task constraints.
     #[arg(long)]

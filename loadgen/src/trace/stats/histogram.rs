@@ -58,10 +58,14 @@ impl LogHistogram {
     }
 
     /// The `q`-quantile (`q` in `[0, 1]`): the smallest bucket bound below which at
-    /// least `q` of the durations lie, clamped to the observed min and max.
+    /// least `q` of the durations lie, clamped to the observed min and max (exact for
+    /// `q = 0` and `q = 1`).
     pub fn quantile(&self, q: f64) -> Micros {
         if self.total == 0 {
             return Micros::ZERO;
+        }
+        if q <= 0.0 {
+            return self.min();
         }
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
         let mut seen = 0;
