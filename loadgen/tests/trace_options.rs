@@ -1,6 +1,8 @@
 //! The trace options adapter: window, first-N, sampling by seed, speed-up, scaling,
 //! and errors naming the flag.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use clap::Parser;
 use common::{Micros, Resources};
 use loadgen::trace::options::{ResourceScale, Sampling, SpeedUp, TraceOptions, TraceOptionsArgs};

@@ -1,6 +1,8 @@
 //! The Alibaba and Google readers on hand-written fixtures: exact counts, DAG edges,
 //! resources, constraint ids, and errors naming the line and field.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use common::{ConstraintSet, Micros, Resources};
 use loadgen::trace::alibaba::{AlibabaConfig, AlibabaReader, AlibabaTable};
 use loadgen::trace::google::{GoogleConfig, GoogleFormat, GoogleReader};

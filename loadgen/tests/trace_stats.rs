@@ -1,5 +1,7 @@
 //! Trace statistics: counts, percentiles and demand over time on a hand-computed case.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use common::{Micros, Resources};
 use loadgen::trace::stats::{write_csv, write_table, TraceStats};
 use loadgen::trace::{TraceJob, TraceTask};

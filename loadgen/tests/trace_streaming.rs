@@ -1,6 +1,8 @@
 //! Streaming over large generated inputs (200k rows): every job comes out whole and
 //! counted, the options adapter composes with it, and `.tr` conversion round-trips.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use common::Micros;
 use loadgen::trace::options::TraceOptions;
 use loadgen::trace::stats::TraceStats;

@@ -165,7 +165,7 @@ pub(super) fn parse_row<'a>(
         }
     };
     let end = match number(get(END), "end_time", None)? {
-        Value::Ok(v) if v == 0.0 => {
+        Value::Ok(0.0) => {
             report.drop("end_time: 0 (unfinished)");
             return Ok(None);
         }

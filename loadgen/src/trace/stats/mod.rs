@@ -121,9 +121,9 @@ impl TraceStats {
             self.spread(first, secs(a, (first as u64 + 1) * b), &weights);
             self.spread(last, secs(last as u64 * b, end), &weights);
             let full_secs = b as f64 / 1e6;
-            for k in 0..3 {
-                self.full[first + 1][k] += weights[k] * full_secs;
-                self.full[last][k] -= weights[k] * full_secs;
+            for (k, w) in weights.iter().enumerate() {
+                self.full[first + 1][k] += w * full_secs;
+                self.full[last][k] -= w * full_secs;
             }
         }
         Ok(())
@@ -142,8 +142,8 @@ impl TraceStats {
         let mut out = self.buckets.clone();
         let mut running = [0.0; 3];
         for (bucket, diff) in out.iter_mut().zip(&self.full) {
-            for k in 0..3 {
-                running[k] += diff[k];
+            for (r, d) in running.iter_mut().zip(diff) {
+                *r += d;
             }
             bucket.slot_secs += running[0];
             bucket.core_secs += running[1];
