@@ -24,15 +24,17 @@
 
 pub mod constraints;
 pub mod event;
+mod source;
 
 pub use constraints::ConstraintRegistry;
 pub use event::{Event, EventType, RawConstraint};
 
 use super::{ReadReport, TraceError, TraceJob, TraceTask};
 use common::{ConstraintSet, Micros, Resources};
+use source::{parse_err, Source};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// How the events are stored.
@@ -86,20 +88,6 @@ struct OpenJob {
     instances: HashMap<u32, Instance>,
 }
 
-#[derive(Debug)]
-enum Source<R: Read> {
-    Csv {
-        csv: csv::Reader<R>,
-        record: csv::StringRecord,
-        columns: Option<event::CsvColumns>,
-    },
-    Json {
-        input: BufReader<R>,
-        buf: String,
-        line: u64,
-    },
-}
-
 /// Streams [`TraceJob`]s out of Google v3 instance events. See the module docs.
 #[derive(Debug)]
 pub struct GoogleReader<R: Read> {
@@ -130,18 +118,8 @@ impl GoogleReader<File> {
 impl<R: Read> GoogleReader<R> {
     pub fn new(input: R, path: &Path, format: GoogleFormat, cfg: GoogleConfig) -> Self {
         let source = match format {
-            GoogleFormat::Csv => Source::Csv {
-                csv: csv::ReaderBuilder::new()
-                    .has_headers(false)
-                    .from_reader(input),
-                record: csv::StringRecord::new(),
-                columns: None,
-            },
-            GoogleFormat::JsonLines => Source::Json {
-                input: BufReader::new(input),
-                buf: String::new(),
-                line: 0,
-            },
+            GoogleFormat::Csv => Source::csv(input),
+            GoogleFormat::JsonLines => Source::json_lines(input),
         };
         GoogleReader {
             source,
@@ -173,52 +151,8 @@ impl<R: Read> GoogleReader<R> {
         parse_err(&self.path, line, field, reason)
     }
 
-    /// The next record: `Ok(None)` at end of input.
     fn read_event(&mut self) -> Result<Option<(u64, event::Parsed)>, TraceError> {
-        let path = &self.path;
-        match &mut self.source {
-            Source::Csv {
-                csv,
-                record,
-                columns,
-            } => loop {
-                let more = csv.read_record(record).map_err(|e| csv_error(path, e))?;
-                if !more {
-                    return Ok(None);
-                }
-                let line = record.position().map_or(0, |p| p.line());
-                let parsed = match columns {
-                    None => {
-                        let cols = event::CsvColumns::from_header(record)
-                            .map_err(|(f, r)| parse_err(path, line, &f, r))?;
-                        *columns = Some(cols);
-                        continue;
-                    }
-                    Some(cols) => cols.parse(record),
-                };
-                return parsed
-                    .map(|p| Some((line, p)))
-                    .map_err(|(f, r)| parse_err(path, line, &f, r));
-            },
-            Source::Json { input, buf, line } => loop {
-                buf.clear();
-                *line += 1;
-                let n = input.read_line(buf).map_err(|source| TraceError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                if buf.trim().is_empty() {
-                    continue;
-                }
-                let at = *line;
-                return event::from_json(buf.trim())
-                    .map(|p| Some((at, p)))
-                    .map_err(|(f, r)| parse_err(path, at, &f, r));
-            },
-        }
+        self.source.next_event(&self.path)
     }
 
     fn resources(&mut self, request: Option<(f64, f64)>) -> Option<Resources> {
@@ -382,31 +316,6 @@ impl<R: Read> GoogleReader<R> {
             stages: Vec::new(),
             tasks,
         });
-    }
-}
-
-fn parse_err(path: &Path, line: u64, field: &str, reason: String) -> TraceError {
-    TraceError::Parse {
-        path: path.to_owned(),
-        line,
-        field: field.to_owned(),
-        reason,
-    }
-}
-
-fn csv_error(path: &Path, err: csv::Error) -> TraceError {
-    let line = err.position().map_or(0, |p| p.line());
-    match err.into_kind() {
-        csv::ErrorKind::Io(source) => TraceError::Io {
-            path: path.to_owned(),
-            source,
-        },
-        other => TraceError::Parse {
-            path: path.to_owned(),
-            line,
-            field: "record".to_owned(),
-            reason: format!("{other:?}"),
-        },
     }
 }
 
