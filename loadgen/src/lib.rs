@@ -2,7 +2,11 @@
 //! simulator that drives the real scheduling cores, and reports.
 //!
 //! Layout:
-//! - [`trace`]: streaming trace readers and the common [`trace::TraceJob`] shape.
+//! - [`trace`]: streaming trace readers (`.tr`, Alibaba 2018, Google 2019), options
+//!   (window, sampling, speed-up, scaling) and statistics.
+//! - [`sim`]: the discrete-event simulator (Megha, Sparrow, centralized).
+//! - [`report`]: `tasks.csv` and `summary.json`.
+//! - [`cli`]: command-line front ends.
 
 pub mod cli;
 pub mod report;

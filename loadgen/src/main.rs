@@ -21,6 +21,9 @@ enum Command {
     Simulate(cli::simulate::SimulateArgs),
     /// Measure simulator speed and memory on 10,000 and 50,000 nodes (prints figures).
     Bench(cli::bench::BenchArgs),
+    /// Trace tools: statistics, conversion to `.tr`, streaming benchmark.
+    #[command(subcommand)]
+    Trace(cli::trace::TraceCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +31,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Trace(cmd) => cli::trace::run(cmd),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -2,3 +2,4 @@
 
 pub mod bench;
 pub mod simulate;
+pub mod trace;

@@ -146,6 +146,7 @@ pub fn write_tr<W: Write>(out: &mut W, job: &TraceJob) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -1,0 +1,104 @@
+//! `loadgen trace stats` and `convert` end to end on the fixtures.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use clap::Parser;
+use loadgen::cli::trace::{run, TraceCommand};
+use std::path::Path;
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: TraceCommand,
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn run_args(args: &[&str]) -> anyhow::Result<()> {
+    let mut argv = vec!["trace"];
+    argv.extend_from_slice(args);
+    run(Cli::try_parse_from(argv)?.cmd)
+}
+
+#[test]
+fn stats_writes_a_csv_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("stats.csv");
+    let input = fixture("alibaba_batch_instance.csv");
+    let out = csv.display().to_string();
+    run_args(&[
+        "stats",
+        &input,
+        "--format",
+        "alibaba-instance",
+        "--cluster-slots",
+        "8",
+        "--bucket-secs",
+        "100",
+        "--csv",
+        &out,
+    ])
+    .unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    // Tasks start at their job's arrival: j_2 at 30 s (one 60 s task), j_1 at 100 s,
+    // j_3 at 400 s with tasks of at most 60 s: buckets 0-100 .. 400-500.
+    assert_eq!(rows.len(), 1 + 5, "{text}");
+    assert_eq!(rows[1], "0,100,1,1,0.010000,0.600,0.000,0.000,8,0.075000");
+    assert!(rows[2].starts_with("100,200,1,5,"), "{text}");
+}
+
+#[test]
+fn convert_writes_tr_with_options_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.tr").display().to_string();
+    let input = fixture("alibaba_batch_task.csv");
+    run_args(&[
+        "convert",
+        &input,
+        "--format",
+        "alibaba-task",
+        "--out",
+        &out,
+        "--first-jobs",
+        "2",
+        "--window-start",
+        "50",
+    ])
+    .unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    // j_1 rebased to the window start (100 - 50 s), six tasks.
+    assert!(lines[0].starts_with("50.000000 6 "), "{text}");
+    assert!(lines[1].starts_with("0.000000 7 "), "{text}");
+}
+
+#[test]
+fn bad_input_and_flags_are_errors_not_panics() {
+    let err = run_args(&["stats", "/nonexistent/x.csv", "--format", "google-csv"]).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/x.csv"), "{err}");
+    let input = fixture("google_instance_events.csv");
+    let err = run_args(&[
+        "stats",
+        &input,
+        "--format",
+        "google-csv",
+        "--bucket-secs",
+        "0",
+    ])
+    .unwrap_err();
+    assert!(err.to_string().starts_with("--bucket-secs"), "{err}");
+    let err = run_args(&["stats", &input, "--format", "tr"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("google_instance_events.csv:1: field `arrival_s`"),
+        "{err}"
+    );
+}
