@@ -106,7 +106,10 @@ impl FairnessConfig {
                     share: q.share,
                 });
             }
-            if self.queues[..i].iter().any(|o| o.name == q.name || o.id == q.id) {
+            if self.queues[..i]
+                .iter()
+                .any(|o| o.name == q.name || o.id == q.id)
+            {
                 return Err(FairnessError::Duplicate(q.name.clone()));
             }
             if q.gm.0 >= gms {
@@ -163,7 +166,10 @@ mod tests {
         let err = FairnessConfig::parse("a:0.7:0,b:0.7:0", SharePolicy::Drf, 1).unwrap_err();
         assert!(matches!(err, FairnessError::Oversubscribed(_)));
         let err = FairnessConfig::parse("a:0.5:4", SharePolicy::Drf, 3).unwrap_err();
-        assert_eq!(err.to_string(), "queue `a`: gm4 does not exist (there are 3 GMs)");
+        assert_eq!(
+            err.to_string(),
+            "queue `a`: gm4 does not exist (there are 3 GMs)"
+        );
         assert!(FairnessConfig::parse("a:x:0", SharePolicy::Drf, 1).is_err());
         assert!(FairnessConfig::parse("a:0:0", SharePolicy::Drf, 1).is_err());
     }
@@ -174,7 +180,10 @@ mod tests {
         let c = FairnessConfig::parse("a:0.3:0", SharePolicy::Drf, 1).unwrap();
         let usage = Resources::new(1000, 400);
         assert!((c.violation(QueueId(0), &usage, &total) - 0.1).abs() < 1e-9);
-        let cpu = FairnessConfig { policy: SharePolicy::Cpu, ..c };
+        let cpu = FairnessConfig {
+            policy: SharePolicy::Cpu,
+            ..c
+        };
         assert!((cpu.violation(QueueId(0), &usage, &total) + 0.2).abs() < 1e-9);
     }
 

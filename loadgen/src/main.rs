@@ -41,3 +41,14 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_subcommand_has_consistent_arguments() {
+        Cli::command().debug_assert();
+    }
+}

@@ -186,7 +186,7 @@ fn args_convert_and_errors_name_the_flag() {
         (&["--sample", "1.5"], "--sample:"),
         (&["--speedup", "0"], "--speedup:"),
         (&["--mem-scale", "-2"], "--mem-scale:"),
-        (&["--seed", "3"], "--seed:"),
+        (&["--sample-seed", "3"], "--sample-seed:"),
     ];
     for (argv, flag) in cases {
         let err = parse(argv).unwrap_err();

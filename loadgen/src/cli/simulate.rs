@@ -3,7 +3,8 @@
 use crate::report::{write_run, Summary};
 use crate::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use crate::sim::{self, SchedulerKind, SimConfig};
-use crate::trace::{read_all, tr::TrReader};
+use crate::trace::options::TraceOptionsArgs;
+use crate::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
@@ -125,9 +126,15 @@ impl ModelArgs {
 /// Simulate a trace on a cluster and write tasks.csv and summary.json.
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// Trace in the Sparrow/Megha `.tr` format (`arrival_s n_tasks mean_s d1 .. dn`).
+    /// The trace to replay (by default in the Sparrow/Megha `.tr` format:
+    /// `arrival_s n_tasks mean_s d1 .. dn`, one job per line).
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
+    /// The trace's format.
+    #[arg(long, value_enum, default_value = "tr")]
+    pub format: TraceFormat,
+    #[command(flatten)]
+    pub selection: TraceOptionsArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Scheduler(s) to run on the same inputs; several (comma-separated) are run one
@@ -148,7 +155,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let seed = args.model.seed;
     eprintln!("seed: {seed}");
     let cluster = args.cluster.load(seed)?;
-    let trace = read_all(TrReader::open(&args.trace)?)?;
+    let trace = read_trace(&args.trace, args.format, args.selection.clone(), seed)?;
     let jobs = workload::build(&trace, &args.model.workload()?);
     let mut schedulers = args.scheduler.clone();
     schedulers.dedup();
@@ -168,6 +175,30 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         println!("written to {}", args.out.display());
     }
     Ok(())
+}
+
+/// Reads a whole trace with the selection options applied, reporting what the reader
+/// dropped or repaired on stderr.
+pub fn read_trace(
+    path: &Path,
+    format: TraceFormat,
+    selection: TraceOptionsArgs,
+    seed: u64,
+) -> Result<Vec<TraceJob>> {
+    let options = selection.into_options(seed)?;
+    let mut source = open_trace(path, format, &SourceConfig::default())?;
+    let jobs = options
+        .apply(source.by_ref())?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    let report = source.report().to_string();
+    if format != TraceFormat::Tr && !report.is_empty() {
+        eprint!("{report}");
+    }
+    if jobs.is_empty() {
+        bail!("trace {} selects no jobs", path.display());
+    }
+    Ok(jobs)
 }
 
 /// Runs one scheduler and writes its reports into `dir`.

@@ -28,8 +28,8 @@ pub struct TraceOptionsArgs {
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub sample: Option<f64>,
     /// Seed for --sample; drawn from the clock (and printed) when absent.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[arg(long, value_name = "SEED")]
+    pub sample_seed: Option<u64>,
     /// Divide arrival times by this factor.
     #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub speedup: Option<f64>,
@@ -69,8 +69,11 @@ impl TraceOptionsArgs {
             ScalePreset::None => ResourceScale::IDENTITY,
             ScalePreset::Megha => ResourceScale::MEGHA,
         };
-        if self.seed.is_some() && self.sample.is_none() {
-            return Err(OptionError::new("seed", "only meaningful with --sample"));
+        if self.sample_seed.is_some() && self.sample.is_none() {
+            return Err(OptionError::new(
+                "sample-seed",
+                "only meaningful with --sample",
+            ));
         }
         let opts = TraceOptions {
             window_start: secs("window-start", self.window_start)?,
@@ -78,7 +81,7 @@ impl TraceOptionsArgs {
             first_jobs: self.first_jobs,
             sample: self.sample.map(|fraction| Sampling {
                 fraction,
-                seed: self.seed.unwrap_or(clock_seed),
+                seed: self.sample_seed.unwrap_or(clock_seed),
             }),
             speedup: self.speedup.map(|factor| SpeedUp {
                 factor,
