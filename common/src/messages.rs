@@ -114,4 +114,77 @@ pub enum WorkerReport {
         task: TaskId,
         at: Micros,
     },
+    /// The task was stopped on the LM's order (preempted) before it finished.
+    Killed {
+        node: NodeId,
+        task: TaskId,
+        at: Micros,
+    },
+}
+
+/// GM -> LM (fairness, Algorithm 2): free room for `task` by preempting tasks of the
+/// `victim` queue, then launch `task` there. The LM checks against its authoritative
+/// usage that the victim is over its share before it touches anything.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreemptRequest {
+    pub gm: GmId,
+    pub lm: LmId,
+    pub task: TaskSpec,
+    pub victim: QueueId,
+}
+
+/// Why an LM refused a preemption.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum PreemptRefusal {
+    /// This LM runs no fairness policy.
+    NoFairness,
+    /// The victim is not over its share in the LM's authoritative state.
+    VictimNotOverShare {
+        usage_share: f64,
+        share: f64,
+    },
+    /// No node with the task's constraints can fit it even after preempting every
+    /// task of the victim there.
+    NothingToFree,
+    /// The task is already running here.
+    Duplicate,
+    Invalid {
+        detail: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptOutcome {
+    Launched {
+        node: NodeId,
+        preempted: Vec<TaskId>,
+    },
+    Refused(PreemptRefusal),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreemptResponse {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub task: TaskId,
+    pub outcome: PreemptOutcome,
+    pub snapshot: LmSnapshot,
+}
+
+/// LM -> worker: stop this task now (preempted); its resources are already reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillTask {
+    pub node: NodeId,
+    pub task: TaskId,
+}
+
+/// LM -> GM: tasks of the GM's queues that were preempted, to be queued again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreemptedTasks {
+    pub lm: LmId,
+    pub gm: GmId,
+    /// Each task with the work it lost (time it had run).
+    pub tasks: Vec<(TaskSpec, Micros)>,
 }

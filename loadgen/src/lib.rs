@@ -9,6 +9,7 @@
 //! - [`cli`]: command-line front ends.
 
 pub mod cli;
+pub mod fairness;
 pub mod report;
 pub mod sim;
 pub mod trace;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-pub const TASKS_CSV_HEADER: &str = "job,task,arrival_s,decision,gm,lm,node,attempts,rejections,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s";
+pub const TASKS_CSV_HEADER: &str = "job,task,queue,arrival_s,decision,gm,lm,node,attempts,rejections,preemptions,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s";
 
 fn secs(t: Micros) -> String {
     format!("{}.{:06}", t.0 / 1_000_000, t.0 % 1_000_000)
@@ -32,9 +32,10 @@ pub fn write_tasks_csv<W: Write>(out: &mut W, records: &[TaskRecord]) -> std::io
         let comp = |m: Micros| if started { secs(m) } else { String::new() };
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.job,
             r.index,
+            r.queue.0,
             secs(r.arrival),
             r.decision.as_str(),
             opt(r.gm.map(|g| g.0)),
@@ -42,6 +43,7 @@ pub fn write_tasks_csv<W: Write>(out: &mut W, records: &[TaskRecord]) -> std::io
             opt(r.node.map(|n| n.0)),
             r.attempts,
             r.rejections,
+            r.preemptions,
             opt_secs(r.launch),
             opt_secs(r.start),
             opt_secs(r.finish),
@@ -118,6 +120,13 @@ pub struct Summary {
     pub launch_batches: u64,
     pub probes: u64,
     pub over_commits: u64,
+    pub preempt_attempts: u64,
+    pub preempt_refused: u64,
+    pub preemptions: u64,
+    pub wasted_task_seconds: f64,
+    /// Jain's index of normalised shares per window (runs with queues only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<crate::fairness::FairnessSummary>,
     pub events: u64,
     pub simulated_span_s: f64,
     pub wall_time_s: f64,
@@ -173,6 +182,11 @@ impl Summary {
             launch_batches: c.launch_batches,
             probes: c.probes,
             over_commits: c.over_commits,
+            preempt_attempts: c.preempt_attempts,
+            preempt_refused: c.preempt_refused,
+            preemptions: c.preemptions,
+            wasted_task_seconds: c.wasted.as_secs_f64(),
+            fairness: None,
             events: c.events,
             simulated_span_s: outcome.span.as_secs_f64(),
             wall_time_s,

@@ -5,11 +5,12 @@
 use crate::validate::validate;
 use common::cluster::LmSpec;
 use common::events::{TaskEvent, TaskEventKind};
+use common::fairness::FairnessConfig;
 use common::messages::{
-    LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement, StartTask,
-    WorkerReport,
+    KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement,
+    PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
 };
-use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
+use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -37,6 +38,10 @@ pub struct Allocation {
     pub placement: Placement,
     pub queue: QueueId,
     pub started: bool,
+    /// When the worker reported the start (for lost-work accounting).
+    pub started_at: Option<Micros>,
+    /// The task itself, to requeue it if it is preempted.
+    pub task: TaskSpec,
 }
 
 /// What the LM wants done after handling an input.
@@ -49,6 +54,12 @@ pub struct LmEffects {
     /// Tasks to start on workers.
     pub starts: Vec<StartTask>,
     pub events: Vec<TaskEvent>,
+    /// The answer to a preemption request (send to that GM).
+    pub preempt_response: Option<PreemptResponse>,
+    /// Tasks to stop on workers (preempted).
+    pub kills: Vec<KillTask>,
+    /// Preempted tasks to hand back to the GMs that own their queues.
+    pub requeues: Vec<PreemptedTasks>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,12 +72,18 @@ pub enum LmError {
 
 #[derive(Debug)]
 pub struct LocalMaster {
-    topology: Arc<LmTopology>,
-    free: Vec<Resources>,
-    running: HashMap<TaskId, Allocation>,
-    usage: BTreeMap<QueueId, Resources>,
+    pub(crate) topology: Arc<LmTopology>,
+    pub(crate) free: Vec<Resources>,
+    pub(crate) running: HashMap<TaskId, Allocation>,
+    /// Tasks on each node (for preemption), in launch order.
+    pub(crate) on_node: Vec<Vec<TaskId>>,
+    pub(crate) usage: BTreeMap<QueueId, Resources>,
+    pub(crate) total: Resources,
+    pub(crate) fairness: Option<Arc<FairnessConfig>>,
+    /// Preempted tasks waiting for the worker to confirm the kill: (GM, task, lost work).
+    pub(crate) pending_kills: HashMap<TaskId, (GmId, TaskSpec, Micros)>,
     applied_batches: Vec<u64>,
-    version: u64,
+    pub(crate) version: u64,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
     config: LmConfig,
     next_heartbeat: Micros,
@@ -90,17 +107,36 @@ impl LocalMaster {
             constraints,
             capacity,
         };
+        let total = topology
+            .capacity
+            .iter()
+            .fold(Resources::ZERO, |acc, c| acc.add(c));
         LocalMaster {
             free: topology.capacity.clone(),
+            on_node: vec![Vec::new(); topology.node_count()],
             topology: Arc::new(topology),
             running: HashMap::new(),
             usage: BTreeMap::new(),
+            total,
+            fairness: None,
+            pending_kills: HashMap::new(),
             applied_batches: vec![0; gms as usize],
             version: 1,
             snapshot_cache: None,
             config,
             next_heartbeat: now,
         }
+    }
+
+    /// Enables preemption verified against these queue shares.
+    pub fn with_fairness(mut self, fairness: Arc<FairnessConfig>) -> Self {
+        self.fairness = Some(fairness);
+        self
+    }
+
+    /// The sum of all node capacities.
+    pub fn total_capacity(&self) -> Resources {
+        self.total
     }
 
     pub fn id(&self) -> LmId {
@@ -188,34 +224,14 @@ impl LocalMaster {
             };
             match checked {
                 Ok(()) => {
-                    let node = request.node;
-                    let resources = request.task.resources;
-                    let slot = &mut self.free[node.index()];
-                    *slot = slot.saturating_sub(&resources);
-                    let queue = request.task.queue;
-                    let usage = self.usage.entry(queue).or_default();
-                    *usage = usage.add(&resources);
-                    self.running.insert(
-                        task_id,
-                        Allocation {
-                            node,
-                            resources,
-                            gm: batch.gm,
-                            placement: request.placement,
-                            queue,
-                            started: false,
-                        },
+                    self.allocate(
+                        now,
+                        batch.gm,
+                        request.node,
+                        request.placement,
+                        request.task,
+                        &mut effects,
                     );
-                    self.version += 1;
-                    effects.events.push(TaskEvent {
-                        task: task_id,
-                        at: now,
-                        kind: TaskEventKind::Launched { lm, node },
-                    });
-                    effects.starts.push(StartTask {
-                        node,
-                        task: request.task,
-                    });
                     outcomes.push((
                         task_id,
                         LaunchOutcome::Launched {
@@ -249,6 +265,60 @@ impl LocalMaster {
         Ok(effects)
     }
 
+    /// Takes the task's resources on `node` and orders the worker to start it.
+    pub(crate) fn allocate(
+        &mut self,
+        now: Micros,
+        gm: GmId,
+        node: NodeId,
+        placement: Placement,
+        task: TaskSpec,
+        effects: &mut LmEffects,
+    ) {
+        let resources = task.resources;
+        let slot = &mut self.free[node.index()];
+        *slot = slot.saturating_sub(&resources);
+        let usage = self.usage.entry(task.queue).or_default();
+        *usage = usage.add(&resources);
+        self.on_node[node.index()].push(task.id);
+        self.running.insert(
+            task.id,
+            Allocation {
+                node,
+                resources,
+                gm,
+                placement,
+                queue: task.queue,
+                started: false,
+                started_at: None,
+                task: task.clone(),
+            },
+        );
+        self.version += 1;
+        effects.events.push(TaskEvent {
+            task: task.id,
+            at: now,
+            kind: TaskEventKind::Launched {
+                lm: self.topology.lm,
+                node,
+            },
+        });
+        effects.starts.push(StartTask { node, task });
+    }
+
+    /// Gives a task's resources back to its node and queue.
+    pub(crate) fn release(&mut self, task: TaskId) -> Option<Allocation> {
+        let alloc = self.running.remove(&task)?;
+        let node = alloc.node.index();
+        self.free[node] = self.free[node].add(&alloc.resources);
+        self.on_node[node].retain(|t| *t != task);
+        if let Some(usage) = self.usage.get_mut(&alloc.queue) {
+            *usage = usage.saturating_sub(&alloc.resources);
+        }
+        self.version += 1;
+        Some(alloc)
+    }
+
     /// A worker started or finished a task. Finishing returns the task's resources to
     /// the physical node (and so ends any repartition).
     pub fn handle_worker_report(
@@ -266,10 +336,27 @@ impl LocalMaster {
                     .filter(|a| a.node == node)
                     .ok_or(LmError::UnknownTask { task, node })?;
                 alloc.started = true;
+                alloc.started_at = Some(at);
                 effects.events.push(TaskEvent {
                     task,
                     at,
                     kind: TaskEventKind::Started { lm, node },
+                });
+            }
+            WorkerReport::Killed { node, task, .. } => {
+                let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
+                    return Err(LmError::UnknownTask { task, node });
+                };
+                crate::preempt::push_requeue(&mut effects.requeues, lm, gm, spec, lost);
+            }
+            WorkerReport::Finished { node, task, at }
+                if self.pending_kills.remove(&task).is_some() =>
+            {
+                // Finished before the kill reached the worker: the finish stands.
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Finished { lm, node },
                 });
             }
             WorkerReport::Finished { node, task, at } => {
@@ -277,15 +364,9 @@ impl LocalMaster {
                     Some(a) if a.node == node => {}
                     _ => return Err(LmError::UnknownTask { task, node }),
                 }
-                let Some(alloc) = self.running.remove(&task) else {
+                if self.release(task).is_none() {
                     return Err(LmError::UnknownTask { task, node });
-                };
-                let slot = &mut self.free[node.index()];
-                *slot = slot.add(&alloc.resources);
-                if let Some(usage) = self.usage.get_mut(&alloc.queue) {
-                    *usage = usage.saturating_sub(&alloc.resources);
                 }
-                self.version += 1;
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -298,7 +379,9 @@ impl LocalMaster {
 
     /// True when no node has anything allocated (every resource returned).
     pub fn is_idle(&self) -> bool {
-        self.running.is_empty() && self.free == self.topology.capacity
+        self.running.is_empty()
+            && self.pending_kills.is_empty()
+            && self.free == self.topology.capacity
     }
 }
 

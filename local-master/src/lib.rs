@@ -8,8 +8,10 @@
 //! Layout:
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
+//! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
 
 pub mod core;
+pub mod preempt;
 pub mod validate;
 
 pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};

@@ -82,14 +82,7 @@ impl Harness {
             .map(|spec| LocalMaster::new(spec, cluster.gms, LmConfig::default(), Micros::ZERO))
             .collect();
         let gms = (0..cluster.gms)
-            .map(|g| {
-                GlobalMaster::new(GmConfig {
-                    id: GmId(g),
-                    gms: cluster.gms,
-                    lms: lms.len() as u16,
-                    batch_size: 100,
-                })
-            })
+            .map(|g| GlobalMaster::new(GmConfig::new(GmId(g), cluster.gms, lms.len() as u16)))
             .collect();
         Harness { gms, lms }
     }

@@ -30,6 +30,8 @@ pub enum WorkerError {
     },
     #[error("task {task} is already here")]
     Duplicate { task: TaskId },
+    #[error("task {task} is not on this worker (it may have just finished)")]
+    NotHere { task: TaskId },
 }
 
 #[derive(Debug)]
@@ -137,7 +139,9 @@ impl Worker {
         // Finishing order must not depend on swap_remove's reshuffling.
         reports.sort_by_key(|r| match r {
             WorkerReport::Finished { at, task, .. } => (*at, *task),
-            WorkerReport::Started { at, task, .. } => (*at, *task),
+            WorkerReport::Started { at, task, .. } | WorkerReport::Killed { at, task, .. } => {
+                (*at, *task)
+            }
         });
         while let Some(head) = self.queue.front() {
             if !self.free.fits(&head.resources) {
@@ -149,6 +153,27 @@ impl Worker {
             reports.push(self.run(now, &task));
         }
         reports
+    }
+
+    /// Stops a running (or queued) task at once, freeing its resources; reports it
+    /// killed (it will never report finished). A task that already finished is
+    /// `NotHere`: its finish report is on its way and stands.
+    pub fn kill(&mut self, now: Micros, task: TaskId) -> Result<WorkerReport, WorkerError> {
+        let killed = WorkerReport::Killed {
+            node: self.node,
+            task,
+            at: now,
+        };
+        if let Some(i) = self.running.iter().position(|r| r.task == task) {
+            let done = self.running.swap_remove(i);
+            self.free = self.free.add(&done.resources);
+            return Ok(killed);
+        }
+        if let Some(i) = self.queue.iter().position(|t| t.id == task) {
+            self.queue.remove(i);
+            return Ok(killed);
+        }
+        Err(WorkerError::NotHere { task })
     }
 
     /// When the next running task finishes.
@@ -193,6 +218,23 @@ mod tests {
         let r = w.advance(Micros::from_secs(3));
         assert_eq!(r.len(), 1);
         assert_eq!(w.free(), w.capacity());
+    }
+
+    #[test]
+    fn killing_frees_resources_and_reports_nothing() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(1, 10));
+        w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short))
+            .unwrap();
+        let r = w.kill(Micros(7), TaskId::new(1, 0)).unwrap();
+        assert!(matches!(r, WorkerReport::Killed { at: Micros(7), .. }));
+        assert_eq!(w.free(), w.capacity());
+        assert!(w.advance(Micros::from_secs(9)).is_empty());
+        assert_eq!(
+            w.kill(Micros(8), TaskId::new(1, 0)),
+            Err(WorkerError::NotHere {
+                task: TaskId::new(1, 0)
+            })
+        );
     }
 
     #[test]

@@ -7,16 +7,22 @@
 //! nowhere waits until the view gains resources; a task that no node could ever host
 //! leaves with a reason.
 
+use super::fairness::{contention, usage_view, Contention};
 use super::matcher::{eligible_counts, find_node, Match};
 use super::queue::{Pending, Queues};
 use super::view::LmView;
+use common::fairness::FairnessConfig;
 use common::messages::{
     LaunchBatch, LaunchOutcome, LaunchRequest, LaunchResponse, LmSnapshot, Placement,
+    PreemptOutcome, PreemptRequest, PreemptResponse, PreemptedTasks,
 };
 use common::reasons::{PendingReason, RejectReason};
+use common::QueueId;
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub struct GmConfig {
@@ -27,6 +33,21 @@ pub struct GmConfig {
     pub lms: u16,
     /// Largest launch batch per LM (the reference simulator uses 100).
     pub batch_size: usize,
+    /// Queue shares; `None` disables preemption (fairness acts only with it).
+    pub fairness: Option<Arc<FairnessConfig>>,
+}
+
+impl GmConfig {
+    /// A GM without fairness and with the reference batch size of 100.
+    pub fn new(id: GmId, gms: u16, lms: u16) -> Self {
+        GmConfig {
+            id,
+            gms,
+            lms,
+            batch_size: 100,
+            fairness: None,
+        }
+    }
 }
 
 /// What happened to one task in a pass.
@@ -41,6 +62,12 @@ pub enum DecisionOutcome {
     },
     Requeued(PendingReason),
     Unplaceable(PendingReason),
+    /// No room under contention: the GM asked `lm` to preempt tasks of `victim`
+    /// (see [`PassOutput::preempts`]).
+    Preempting {
+        lm: LmId,
+        victim: QueueId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +85,7 @@ pub struct Decision {
 pub struct PassOutput {
     pub decisions: Vec<Decision>,
     pub batches: Vec<LaunchBatch>,
+    pub preempts: Vec<PreemptRequest>,
 }
 
 /// The result of handling an LM response.
@@ -81,6 +109,10 @@ pub struct GmStats {
     pub unplaceable: u64,
     pub snapshots_applied: u64,
     pub stale_snapshots: u64,
+    pub preempt_attempts: u64,
+    pub preempt_refused: u64,
+    /// Tasks of this GM's queues that were preempted and queued again.
+    pub preempted_requeued: u64,
 }
 
 /// Nodes able to host a (constraints, resources) shape, cached per shape.
@@ -112,6 +144,10 @@ pub struct GlobalMaster {
     /// Task shapes that found no node since the view last gained resources: the view
     /// has only shrunk since, so they would fail again. Cleared on every gain.
     failed_shapes: HashSet<(ConstraintSet, Resources)>,
+    /// Usage per queue and total capacity over the view, rebuilt after a snapshot.
+    usage_cache: Option<(BTreeMap<QueueId, Resources>, Resources)>,
+    /// Per LM: a preemption request of this GM awaits its answer.
+    preempt_in_flight: Vec<bool>,
     stats: GmStats,
 }
 
@@ -129,6 +165,8 @@ impl GlobalMaster {
             open_batches: vec![None; lms],
             host_counts: HashMap::default(),
             failed_shapes: HashSet::default(),
+            usage_cache: None,
+            preempt_in_flight: vec![false; lms],
             stats: GmStats::default(),
             config,
         }
@@ -169,6 +207,8 @@ impl GlobalMaster {
             submitted_at: now,
             attempts: 0,
             reason: None,
+            refused: Vec::new(),
+            preempting: None,
         });
     }
 
@@ -201,6 +241,7 @@ impl GlobalMaster {
             return;
         }
         self.stats.snapshots_applied += 1;
+        self.usage_cache = None;
         let gained = view.apply(snapshot);
         // Launches sent after the snapshot was taken are not in it: deduct them again.
         let applied = snapshot.applied_batches.get(me).copied().unwrap_or(0);
@@ -243,6 +284,50 @@ impl GlobalMaster {
             }
         }
         out
+    }
+
+    /// Applies an LM's answer to a preemption request: the task either runs (in the
+    /// room its victims left) or goes back to its queue to try the next candidate.
+    pub fn handle_preempt_response(&mut self, now: Micros, response: &PreemptResponse) -> bool {
+        self.apply_snapshot(now, &response.snapshot);
+        if let Some(flag) = self.preempt_in_flight.get_mut(response.lm.index()) {
+            *flag = false;
+        }
+        let Some(mut pending) = self.outstanding.remove(&response.task) else {
+            return false;
+        };
+        match &response.outcome {
+            PreemptOutcome::Launched { .. } => {
+                self.stats.launched += 1;
+                true
+            }
+            PreemptOutcome::Refused(_) => {
+                self.stats.preempt_refused += 1;
+                if let Some((lm, victim)) = pending.preempting.take() {
+                    pending
+                        .refused
+                        .push((lm, victim, response.snapshot.version));
+                }
+                self.queues.push_ready(pending);
+                false
+            }
+        }
+    }
+
+    /// Tasks of this GM's queues preempted by an LM: back to their queue, to be
+    /// scheduled again as regular tasks.
+    pub fn requeue_preempted(&mut self, now: Micros, preempted: &PreemptedTasks) {
+        for (task, _lost) in &preempted.tasks {
+            self.stats.preempted_requeued += 1;
+            self.queues.push_ready(Pending {
+                task: task.clone(),
+                submitted_at: now,
+                attempts: 0,
+                reason: None,
+                refused: Vec::new(),
+                preempting: None,
+            });
+        }
     }
 
     /// One scheduling pass over every ready task.
@@ -331,10 +416,49 @@ impl GlobalMaster {
                     })
                 } else {
                     self.failed_shapes.insert(shape);
-                    self.stats.requeues += 1;
-                    let reason = PendingReason::NoFreeResources {
+                    let mut reason = PendingReason::NoFreeResources {
                         eligible_nodes: count.large_enough,
                     };
+                    let decided = match &self.config.fairness {
+                        Some(f) => {
+                            let usage = self
+                                .usage_cache
+                                .get_or_insert_with(|| usage_view(&self.lms));
+                            contention(
+                                f,
+                                &self.lms,
+                                usage,
+                                pending.task.queue,
+                                &pending.refused,
+                                &self.preempt_in_flight,
+                            )
+                        }
+                        None => Contention::NoVictim,
+                    };
+                    match decided {
+                        Contention::Preempt { lm, victim } => {
+                            self.stats.preempt_attempts += 1;
+                            self.preempt_in_flight[lm.index()] = true;
+                            pending.attempts += 1;
+                            out.preempts.push(PreemptRequest {
+                                gm: self.config.id,
+                                lm,
+                                task: pending.task.clone(),
+                                victim,
+                            });
+                            pending.preempting = Some((lm, victim));
+                            self.outstanding.insert(task_id, pending);
+                            return Decision {
+                                task: task_id,
+                                partitions,
+                                words,
+                                outcome: DecisionOutcome::Preempting { lm, victim },
+                            };
+                        }
+                        Contention::OverShare => reason = PendingReason::OverShare,
+                        Contention::NoVictim => {}
+                    }
+                    self.stats.requeues += 1;
                     pending.reason = Some(reason.clone());
                     pending.attempts += 1;
                     self.queues.push_blocked(pending);

@@ -1,5 +1,6 @@
 //! The pure GM core: no I/O, no clocks, no unseeded randomness.
 
+pub mod fairness;
 pub mod master;
 pub mod matcher;
 pub mod queue;

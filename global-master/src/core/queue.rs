@@ -8,7 +8,7 @@
 //! paper's "requeue at the back" order without rescanning a backlog on every message.
 
 use common::reasons::PendingReason;
-use common::{Micros, QueueId, TaskSpec};
+use common::{LmId, Micros, QueueId, TaskSpec};
 use std::collections::{HashMap, VecDeque};
 
 /// A task waiting in a GM.
@@ -21,6 +21,11 @@ pub struct Pending {
     pub attempts: u32,
     /// Why the last attempt failed.
     pub reason: Option<PendingReason>,
+    /// LMs that refused to preempt a victim queue for this task (with the state
+    /// version of the refusal).
+    pub refused: Vec<super::fairness::Refusal>,
+    /// The preemption request in flight for this task, if any.
+    pub preempting: Option<(LmId, QueueId)>,
 }
 
 #[derive(Debug, Default)]
@@ -141,6 +146,8 @@ mod tests {
             submitted_at: Micros(0),
             attempts: 0,
             reason: None,
+            refused: Vec::new(),
+            preempting: None,
         }
     }
 

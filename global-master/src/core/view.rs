@@ -53,6 +53,10 @@ pub struct LmView {
     pub partitions: Vec<PartitionView>,
     /// Per LM node: (partition, slot).
     pub slot_of: Vec<(u16, u32)>,
+    /// The sum of the LM's node capacities.
+    pub total_capacity: Resources,
+    /// Resources in use per queue in this LM, as last reported.
+    pub usage: Vec<(common::QueueId, Resources)>,
 }
 
 impl LmView {
@@ -93,11 +97,17 @@ impl LmView {
                 p.set_free(slot, free);
             }
         }
+        let total_capacity = topology
+            .capacity
+            .iter()
+            .fold(Resources::ZERO, |acc, c| acc.add(c));
         LmView {
             version: 0,
             topology,
             partitions,
             slot_of,
+            total_capacity,
+            usage: Vec::new(),
         }
     }
 
@@ -105,6 +115,7 @@ impl LmView {
     /// resources compared with the view (so queued tasks deserve another try).
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
         self.version = snapshot.version;
+        self.usage.clone_from(&snapshot.usage);
         let mut gained = false;
         for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
             let part = &mut self.partitions[p as usize];

@@ -8,6 +8,7 @@ use crate::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
+use common::fairness::FairnessConfig;
 use common::{Micros, Resources};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -87,10 +88,25 @@ pub struct ModelArgs {
     /// Sparrow probes per task.
     #[arg(long, default_value_t = 2)]
     pub probe_ratio: usize,
+    /// User queues as NAME:SHARE:GM,... (e.g. a:0.1:0,b:0.25:1,c:0.15:1,d:0.5:2). Jobs
+    /// are spread over the queues round-robin and scheduled by their queue's GM, which
+    /// preempts queues over their share under contention (Megha Algorithm 2).
+    #[arg(long, value_name = "SPEC")]
+    pub queues: Option<String>,
+    /// How a queue's share of the cluster is measured: drf (dominant resource) or cpu.
+    #[arg(long, default_value = "drf", value_name = "POLICY")]
+    pub share_policy: common::fairness::SharePolicy,
+    /// With --queues: let GMs preempt queues over their share (off: measure the same
+    /// queues without preemption, for comparison).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub preemption: bool,
+    /// Window for the fairness index and shares.csv, in seconds.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub fairness_window_s: f64,
 }
 
 impl ModelArgs {
-    pub fn sim_config(&self, scheduler: SchedulerKind) -> Result<SimConfig> {
+    pub fn sim_config(&self, scheduler: SchedulerKind, gms: u16) -> Result<SimConfig> {
         if !(self.network_delay_ms.is_finite() && self.network_delay_ms >= 0.0) {
             bail!("--network-delay-ms must be a non-negative number");
         }
@@ -107,6 +123,13 @@ impl ModelArgs {
             batch_size: self.batch_size,
             probe_ratio: self.probe_ratio,
             seed: self.seed,
+            fairness: match &self.queues {
+                Some(spec) => Some(std::sync::Arc::new(
+                    FairnessConfig::parse(spec, self.share_policy, gms).context("in --queues")?,
+                )),
+                None => None,
+            },
+            preemption: self.preemption,
             ..SimConfig::default()
         })
     }
@@ -166,8 +189,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         } else {
             args.out.join(scheduler.name())
         };
-        let config = args.model.sim_config(scheduler)?;
-        let summary = run_one(&cluster, &jobs, &config, &dir, args.quiet)?;
+        let config = args.model.sim_config(scheduler, cluster.gms)?;
+        let window = Micros::from_secs_f64(args.model.fairness_window_s);
+        let summary = run_one(&cluster, &jobs, &config, &dir, args.quiet, window)?;
         summaries.push(summary);
     }
     if !args.quiet {
@@ -208,6 +232,7 @@ pub fn run_one(
     config: &SimConfig,
     dir: &Path,
     quiet: bool,
+    fairness_window: Micros,
 ) -> Result<Summary> {
     let started = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -235,7 +260,22 @@ pub fn run_one(
         b.finish_and_clear();
     }
     let wall = started.elapsed().as_secs_f64();
-    let summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+    let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+    if let Some(f) = &config.fairness {
+        let total = cluster.total_capacity();
+        let (samples, fair) = crate::fairness::measure(
+            f,
+            total,
+            &outcome.records,
+            &outcome.runs,
+            outcome.span,
+            fairness_window,
+        );
+        summary.fairness = Some(fair);
+        std::fs::create_dir_all(dir)?;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("shares.csv"))?);
+        crate::fairness::write_shares_csv(&mut out, f, &samples)?;
+    }
     write_run(dir, &outcome.records, &summary)
         .with_context(|| format!("cannot write reports to {}", dir.display()))?;
     Ok(summary)
@@ -272,6 +312,12 @@ pub fn print_table(summaries: &[Summary]) {
             s.repartitions,
             s.wall_time_s
         );
+        if let Some(f) = &s.fairness {
+            println!(
+                "  fairness: Jain mean {:.3}, min {:.3} over {} windows; preemptions {} (attempts {}, refused {}), wasted {:.0} task-s",
+                f.jain_mean, f.jain_min, f.windows, s.preemptions, s.preempt_attempts, s.preempt_refused, s.wasted_task_seconds
+            );
+        }
         if s.never_finished > 0 || s.over_commits > 0 {
             println!(
                 "  WARNING: {} tasks never finished, {} over-commits",

@@ -5,7 +5,7 @@
 //! of a task's life to exactly one component as it happens, so the four always add up.
 
 use common::messages::Placement;
-use common::{GmId, LmId, Micros, NodeId};
+use common::{GmId, LmId, Micros, NodeId, QueueId};
 
 /// The final placement decision of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +15,8 @@ pub enum Decision {
     Repartition,
     /// Sparrow: bound to a worker by late binding.
     LateBinding,
+    /// Placed by preempting tasks of a queue over its share (fairness).
+    Preemption,
     Unplaceable,
 }
 
@@ -25,6 +27,7 @@ impl Decision {
             Decision::Internal => "internal",
             Decision::Repartition => "repartition",
             Decision::LateBinding => "late_binding",
+            Decision::Preemption => "preemption",
             Decision::Unplaceable => "unplaceable",
         }
     }
@@ -41,6 +44,7 @@ impl Decision {
 pub struct TaskRecord {
     pub job: u64,
     pub index: u32,
+    pub queue: QueueId,
     pub arrival: Micros,
     pub decision: Decision,
     pub gm: Option<GmId>,
@@ -48,8 +52,11 @@ pub struct TaskRecord {
     pub node: Option<NodeId>,
     pub attempts: u32,
     pub rejections: u32,
-    /// How many times the task started (exactly once in a correct run).
+    /// How many times the task started: once, plus once per preemption.
     pub starts: u32,
+    /// Times it was preempted, and the work those runs lost.
+    pub preemptions: u32,
+    pub lost_work: Micros,
     pub launch: Option<Micros>,
     pub start: Option<Micros>,
     pub finish: Option<Micros>,
@@ -66,6 +73,7 @@ impl TaskRecord {
         TaskRecord {
             job,
             index,
+            queue: QueueId(0),
             arrival,
             decision: Decision::Pending,
             gm: None,
@@ -74,6 +82,8 @@ impl TaskRecord {
             attempts: 0,
             rejections: 0,
             starts: 0,
+            preemptions: 0,
+            lost_work: Micros::ZERO,
             launch: None,
             start: None,
             finish: None,
@@ -87,24 +97,36 @@ impl TaskRecord {
 
     /// Time since the mark was spent waiting in a scheduler queue.
     pub fn queued_until(&mut self, t: Micros) {
+        if self.start.is_some() {
+            return; // allocation time is measured up to the first start
+        }
         self.framework_queuing += t.since(self.mark);
         self.mark = self.mark.max(t);
     }
 
     /// Time since the mark was spent being processed.
     pub fn processed_until(&mut self, t: Micros) {
+        if self.start.is_some() {
+            return; // allocation time is measured up to the first start
+        }
         self.processing += t.since(self.mark);
         self.mark = self.mark.max(t);
     }
 
     /// Time since the mark was spent on the network.
     pub fn in_flight_until(&mut self, t: Micros) {
+        if self.start.is_some() {
+            return; // allocation time is measured up to the first start
+        }
         self.communication += t.since(self.mark);
         self.mark = self.mark.max(t);
     }
 
     /// Time since the mark was spent waiting in a worker's queue.
     pub fn worker_queued_until(&mut self, t: Micros) {
+        if self.start.is_some() {
+            return; // allocation time is measured up to the first start
+        }
         self.worker_queuing += t.since(self.mark);
         self.mark = self.mark.max(t);
     }

@@ -7,14 +7,17 @@
 use super::events::EventQueue;
 use super::ledger::{Decision, TaskRecord};
 use super::workload::Job;
+use super::Run;
 use super::{CostModel, Progress, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
 use common::messages::{
-    LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, StartTask, WorkerReport,
+    KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome,
+    PreemptRequest, PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
 };
 use common::{GmId, LmId, Micros, TaskId};
 use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig};
 use local_master::{LmConfig, LocalMaster};
+use std::collections::HashMap;
 use worker::Worker;
 
 enum Ev {
@@ -27,6 +30,10 @@ enum Ev {
     LmReport(usize, WorkerReport),
     WorkerStart(usize, StartTask),
     WorkerWake(usize),
+    LmPreempt(PreemptRequest),
+    GmPreemptResponse(PreemptResponse),
+    GmRequeue(PreemptedTasks),
+    WorkerKill(usize, KillTask),
 }
 
 struct Sim<'a> {
@@ -49,6 +56,8 @@ struct Sim<'a> {
     idle_ticks: u64,
     arrived: usize,
     jobs: usize,
+    runs: Vec<Run>,
+    active_run: HashMap<TaskId, usize>,
 }
 
 /// Simulates Megha (or, given a one-GM one-LM cluster, the centralized baseline).
@@ -69,20 +78,18 @@ pub fn simulate(
     for spec in &cluster.lms {
         worker_base.push(workers.len());
         workers.extend(spec.nodes().map(|(id, _, n)| Worker::new(id, n.capacity)));
-        lms.push(LocalMaster::new(
-            spec,
-            cluster.gms,
-            lm_config.clone(),
-            Micros::ZERO,
-        ));
+        let lm = LocalMaster::new(spec, cluster.gms, lm_config.clone(), Micros::ZERO);
+        lms.push(match &config.fairness {
+            Some(f) => lm.with_fairness(f.clone()),
+            None => lm,
+        });
     }
     let gms = (0..gm_count)
         .map(|g| {
             GlobalMaster::new(GmConfig {
-                id: GmId(g as u16),
-                gms: cluster.gms,
-                lms: lm_count as u16,
                 batch_size: config.batch_size,
+                fairness: config.fairness.clone().filter(|_| config.preemption),
+                ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             })
         })
         .collect();
@@ -116,6 +123,8 @@ pub fn simulate(
         idle_ticks: 0,
         arrived: 0,
         jobs: jobs.len(),
+        runs: Vec::new(),
+        active_run: HashMap::new(),
     };
     for (k, job) in jobs.iter().enumerate() {
         sim.queue.push(job.arrival, Ev::JobArrival(k));
@@ -154,6 +163,7 @@ pub fn simulate(
     SimOutcome {
         drained,
         span,
+        runs: sim.runs,
         records: sim.records,
         counters: sim.counters,
     }
@@ -190,12 +200,49 @@ impl Sim<'_> {
             Ev::JobArrival(k) => {
                 self.arrived += 1;
                 self.idle_ticks = 0;
-                let g = k % self.gms.len();
+                let (g, queue) = match &self.config.fairness {
+                    Some(f) if !f.queues.is_empty() => {
+                        let q = &f.queues[k % f.queues.len()];
+                        (q.gm.index(), q.id)
+                    }
+                    _ => (k % self.gms.len(), common::QueueId(0)),
+                };
                 for task in &jobs[k].tasks {
-                    self.gms[g].submit(now, task.clone());
-                    self.record(task.id).gm = Some(GmId(g as u16));
+                    self.gms[g].submit(now, task.clone().with_queue(queue));
+                    let rec = self.record(task.id);
+                    rec.gm = Some(GmId(g as u16));
+                    rec.queue = queue;
                 }
                 self.request_pass(g, now);
+            }
+            Ev::LmPreempt(request) => self.lm_preempt(now, request),
+            Ev::GmPreemptResponse(response) => {
+                let g = response.gm.index();
+                self.charge_snapshot(now, g, &response.snapshot);
+                let rec = self.record(response.task);
+                match &response.outcome {
+                    PreemptOutcome::Launched { .. } => rec.decision = Decision::Preemption,
+                    PreemptOutcome::Refused(_) => {
+                        rec.in_flight_until(now);
+                        self.counters.preempt_refused += 1;
+                    }
+                }
+                self.gms[g].handle_preempt_response(now, &response);
+                self.request_pass(g, now);
+            }
+            Ev::GmRequeue(preempted) => {
+                let g = preempted.gm.index();
+                self.gms[g].requeue_preempted(now, &preempted);
+                self.request_pass(g, now);
+            }
+            Ev::WorkerKill(w, kill) => {
+                if let Ok(report) = self.workers[w].kill(now, kill.task) {
+                    self.end_run(kill.task, now);
+                    self.running -= 1;
+                    let lm = self.lm_of_worker(w);
+                    self.queue
+                        .push(now + self.delay(), Ev::LmReport(lm, report));
+                }
             }
             Ev::GmPass(g) => self.gm_pass(now, g),
             Ev::GmResponse(response) => self.gm_response(now, response),
@@ -209,8 +256,20 @@ impl Sim<'_> {
             Ev::LmReport(l, report) => {
                 let start = now.max(self.lm_busy[l]);
                 self.lm_busy[l] = start + self.costs.lm_report;
-                let handled = self.lms[l].handle_worker_report(now, report);
-                debug_assert!(handled.is_ok(), "{handled:?}");
+                // A finish racing a preemption is answered "unknown task": harmless.
+                if let Ok(effects) = self.lms[l].handle_worker_report(now, report) {
+                    for preempted in effects.requeues {
+                        for (task, lost) in &preempted.tasks {
+                            self.counters.preemptions += 1;
+                            self.counters.wasted += *lost;
+                            let rec = self.record(task.id);
+                            rec.preemptions += 1;
+                            rec.lost_work += *lost;
+                        }
+                        let at = self.lm_busy[l] + self.delay();
+                        self.queue.push(at, Ev::GmRequeue(preempted));
+                    }
+                }
             }
             Ev::WorkerStart(w, order) => self.worker_start(now, w, order),
             Ev::WorkerWake(w) => {
@@ -221,6 +280,7 @@ impl Sim<'_> {
                 let lm = self.lm_of_worker(w);
                 for report in self.workers[w].advance(now) {
                     if let WorkerReport::Finished { task, at, .. } = report {
+                        self.end_run(task, at);
                         self.record(task).finish = Some(at);
                         self.done += 1;
                         self.running -= 1;
@@ -272,6 +332,7 @@ impl Sim<'_> {
                     rec.decision = Decision::from_placement(*placement);
                 }
                 DecisionOutcome::Requeued(_) => self.counters.requeues += 1,
+                DecisionOutcome::Preempting { .. } => self.counters.preempt_attempts += 1,
                 DecisionOutcome::Unplaceable(_) => {
                     rec.decision = Decision::Unplaceable;
                     self.done += 1;
@@ -286,6 +347,48 @@ impl Sim<'_> {
             }
             self.counters.launch_batches += 1;
             self.queue.push(arrive, Ev::LmBatch(batch));
+        }
+        for request in out.preempts {
+            self.record(request.task.id).queued_until(t);
+            self.queue.push(arrive, Ev::LmPreempt(request));
+        }
+    }
+
+    fn lm_preempt(&mut self, now: Micros, request: PreemptRequest) {
+        let l = request.lm.index();
+        let start = now.max(self.lm_busy[l]);
+        let nodes = self.lms[l].topology().node_count() as u64;
+        let done = start
+            + self.costs.lm_batch
+            + self.costs.lm_request
+            + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
+        self.lm_busy[l] = done;
+        let rec = self.record(request.task.id);
+        rec.in_flight_until(now);
+        rec.queued_until(start);
+        rec.processed_until(done);
+        let Ok(effects) = self.lms[l].handle_preempt(start, request) else {
+            return;
+        };
+        let arrive = done + self.delay();
+        // Kills leave before the start that reuses their room, so they arrive first.
+        for kill in effects.kills {
+            let w = self.worker_base[l] + kill.node.index();
+            self.queue.push(arrive, Ev::WorkerKill(w, kill));
+        }
+        for order in effects.starts {
+            self.record(order.task.id).launch = Some(done);
+            let w = self.worker_base[l] + order.node.index();
+            self.queue.push(arrive, Ev::WorkerStart(w, order));
+        }
+        if let Some(response) = effects.preempt_response {
+            self.queue.push(arrive, Ev::GmPreemptResponse(response));
+        }
+    }
+
+    fn end_run(&mut self, task: TaskId, at: Micros) {
+        if let Some(i) = self.active_run.remove(&task) {
+            self.runs[i].end = Some(at);
         }
     }
 
@@ -370,6 +473,7 @@ impl Sim<'_> {
 
     fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
         let task = order.task.id;
+        let order_resources = order.task.resources;
         self.record(task).in_flight_until(now);
         let lm = LmId(self.lm_of_worker(w) as u16);
         match self.workers[w].start_task(now, order) {
@@ -378,8 +482,16 @@ impl Sim<'_> {
                     if let WorkerReport::Started { task, .. } = report {
                         let rec = self.record(task);
                         rec.worker_queued_until(now);
-                        rec.start = Some(now);
+                        rec.start.get_or_insert(now);
                         rec.starts += 1;
+                        let (queue, resources) = (rec.queue, order_resources);
+                        self.active_run.insert(task, self.runs.len());
+                        self.runs.push(Run {
+                            queue,
+                            resources,
+                            start: now,
+                            end: None,
+                        });
                         self.running += 1;
                         self.idle_ticks = 0;
                     }

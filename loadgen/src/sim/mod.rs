@@ -18,8 +18,10 @@ pub mod sparrow;
 pub mod workload;
 
 use common::cluster::{ClusterSpec, LmSpec};
-use common::{LmId, Micros};
+use common::fairness::FairnessConfig;
+use common::{LmId, Micros, QueueId, Resources};
 use ledger::TaskRecord;
+use std::sync::Arc;
 
 /// Which scheduler to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -99,6 +101,11 @@ pub struct SimConfig {
     pub probe_ratio: usize,
     pub costs: CostModel,
     pub seed: u64,
+    /// User queues with shares: jobs are spread over the queues round-robin and go to
+    /// their queue's GM; preemption under contention (Megha only). `None`: one queue.
+    pub fairness: Option<Arc<FairnessConfig>>,
+    /// With queues: whether GMs may preempt (off = queues and shares only, to compare).
+    pub preemption: bool,
 }
 
 impl Default for SimConfig {
@@ -111,6 +118,8 @@ impl Default for SimConfig {
             probe_ratio: 2,
             costs: CostModel::default(),
             seed: 0,
+            fairness: None,
+            preemption: true,
         }
     }
 }
@@ -127,6 +136,21 @@ pub struct SimCounters {
     pub events: u64,
     /// Times a node was found over-committed (must stay zero).
     pub over_commits: u64,
+    pub preempt_attempts: u64,
+    pub preempt_refused: u64,
+    /// Tasks preempted (killed and requeued).
+    pub preemptions: u64,
+    /// Task time lost to preemption.
+    pub wasted: Micros,
+}
+
+/// One run of a task on a worker (a preempted task has several).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub queue: QueueId,
+    pub resources: Resources,
+    pub start: Micros,
+    pub end: Option<Micros>,
 }
 
 #[derive(Debug)]
@@ -137,6 +161,8 @@ pub struct SimOutcome {
     pub span: Micros,
     /// Every node had all its resources back when the run ended (nothing leaked).
     pub drained: bool,
+    /// Every task run, in start order (for fairness metrics).
+    pub runs: Vec<Run>,
 }
 
 /// Reports progress as tasks finish (for a progress bar); called with (done, total).

@@ -226,6 +226,7 @@ pub fn simulate(
         .all(|w| w.free == w.capacity && w.reservations.is_empty());
     SimOutcome {
         drained,
+        runs: Vec::new(),
         span,
         records,
         counters,

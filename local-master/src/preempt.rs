@@ -1,0 +1,223 @@
+//! Preemption verified by the LM (Megha Algorithm 2, the LM's half).
+//!
+//! A GM asks to preempt tasks of a `victim` queue to make room for one waiting task.
+//! The LM, the only one with authoritative usage, first checks that the victim is over
+//! its share here; then picks the node where the fewest victim tasks (then the least
+//! lost work) free enough room for the task, preempts a minimal set of them, and
+//! launches the waiting task in their place. Preempted tasks go back to the GMs that
+//! own their queues.
+
+use crate::core::{LmEffects, LmError, LocalMaster};
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{
+    KillTask, Placement, PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse,
+    PreemptedTasks,
+};
+use common::{GmId, Micros, NodeId, Resources, TaskId};
+
+/// Which tasks to preempt on which node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VictimChoice {
+    pub node: NodeId,
+    pub victims: Vec<TaskId>,
+}
+
+impl LocalMaster {
+    /// Handles a preemption request; the response carries the LM's new state.
+    pub fn handle_preempt(
+        &mut self,
+        now: Micros,
+        request: PreemptRequest,
+    ) -> Result<LmEffects, LmError> {
+        if request.lm != self.topology.lm {
+            return Err(LmError::WrongLm {
+                got: request.lm,
+                want: self.topology.lm,
+            });
+        }
+        let mut effects = LmEffects::default();
+        let task_id = request.task.id;
+        let outcome = match self.verify(now, &request) {
+            Err(refusal) => PreemptOutcome::Refused(refusal),
+            Ok(choice) => {
+                let preempted = self.preempt(now, &choice, &mut effects);
+                let placement = if self.topology.home[choice.node.index()] == request.gm {
+                    Placement::Internal
+                } else {
+                    Placement::Repartition
+                };
+                self.allocate(
+                    now,
+                    request.gm,
+                    choice.node,
+                    placement,
+                    request.task,
+                    &mut effects,
+                );
+                PreemptOutcome::Launched {
+                    node: choice.node,
+                    preempted,
+                }
+            }
+        };
+        effects.preempt_response = Some(PreemptResponse {
+            lm: self.topology.lm,
+            gm: request.gm,
+            task: task_id,
+            outcome,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    fn verify(
+        &self,
+        now: Micros,
+        request: &PreemptRequest,
+    ) -> Result<VictimChoice, PreemptRefusal> {
+        let Some(fairness) = &self.fairness else {
+            return Err(PreemptRefusal::NoFairness);
+        };
+        let task = &request.task;
+        if task.resources.any_zero() {
+            return Err(PreemptRefusal::Invalid {
+                detail: "every resource dimension must be positive".into(),
+            });
+        }
+        if request.gm.0 >= self.topology.gms {
+            return Err(PreemptRefusal::Invalid {
+                detail: format!("{} is not one of the global masters", request.gm),
+            });
+        }
+        if self.running.contains_key(&task.id) {
+            return Err(PreemptRefusal::Duplicate);
+        }
+        let usage = self.usage(request.victim);
+        let usage_share = fairness.policy.share(&usage, &self.total);
+        let share = fairness.share_of(request.victim);
+        if usage_share <= share {
+            return Err(PreemptRefusal::VictimNotOverShare { usage_share, share });
+        }
+        self.choose_victims(now, request.victim, task)
+            .ok_or(PreemptRefusal::NothingToFree)
+    }
+
+    /// The node where preempting the fewest victim tasks (then losing the least work)
+    /// makes room for `task`, with a minimal set of victims: none of them could be
+    /// spared.
+    pub fn choose_victims(
+        &self,
+        now: Micros,
+        victim: common::QueueId,
+        task: &common::TaskSpec,
+    ) -> Option<VictimChoice> {
+        let mut best: Option<(usize, u64, VictimChoice)> = None;
+        for (n, on_node) in self.on_node.iter().enumerate() {
+            if !task.constraints.satisfied_by(self.topology.constraints[n])
+                || !self.topology.capacity[n].fits(&task.resources)
+            {
+                continue;
+            }
+            // Most recently started first: they lose the least work.
+            let mut candidates: Vec<(&TaskId, Resources, Option<Micros>)> = on_node
+                .iter()
+                .filter_map(|t| self.running.get(t).map(|a| (t, a)))
+                .filter(|(_, a)| a.queue == victim)
+                .map(|(t, a)| (t, a.resources, a.started_at))
+                .collect();
+            candidates.sort_by_key(|(t, _, started)| {
+                (std::cmp::Reverse(started.unwrap_or(Micros::MAX)), **t)
+            });
+            let mut room = self.free[n];
+            let mut chosen = Vec::new();
+            for (t, res, started) in &candidates {
+                if room.fits(&task.resources) {
+                    break;
+                }
+                room = room.add(res);
+                chosen.push((**t, *res, *started));
+            }
+            if !room.fits(&task.resources) {
+                continue;
+            }
+            // Drop any victim the task does not need after all.
+            let mut i = 0;
+            while i < chosen.len() {
+                let without = room.saturating_sub(&chosen[i].1);
+                if without.fits(&task.resources) {
+                    room = without;
+                    chosen.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+            let lost: u64 = chosen
+                .iter()
+                .map(|(_, _, s)| s.map_or(0, |s| now.since(s).0))
+                .sum();
+            let key = (chosen.len(), lost);
+            if best.as_ref().is_none_or(|(c, l, _)| key < (*c, *l)) {
+                best = Some((
+                    key.0,
+                    key.1,
+                    VictimChoice {
+                        node: NodeId(n as u32),
+                        victims: chosen.into_iter().map(|(t, _, _)| t).collect(),
+                    },
+                ));
+            }
+        }
+        best.map(|(_, _, choice)| choice)
+    }
+
+    fn preempt(
+        &mut self,
+        now: Micros,
+        choice: &VictimChoice,
+        effects: &mut LmEffects,
+    ) -> Vec<TaskId> {
+        let lm = self.topology.lm;
+        let mut preempted = Vec::new();
+        for &task in &choice.victims {
+            let Some(alloc) = self.release(task) else {
+                continue;
+            };
+            let lost = alloc.started_at.map_or(Micros::ZERO, |s| now.since(s));
+            effects.kills.push(KillTask {
+                node: alloc.node,
+                task,
+            });
+            effects.events.push(TaskEvent {
+                task,
+                at: now,
+                kind: TaskEventKind::Preempted {
+                    lm,
+                    node: alloc.node,
+                },
+            });
+            // Requeued once the worker confirms the kill; if the task finishes first,
+            // its finish stands and nothing is requeued (it runs exactly once).
+            self.pending_kills
+                .insert(task, (alloc.gm, alloc.task, lost));
+            preempted.push(task);
+        }
+        preempted
+    }
+}
+
+pub(crate) fn push_requeue(
+    requeues: &mut Vec<PreemptedTasks>,
+    lm: common::LmId,
+    gm: GmId,
+    task: common::TaskSpec,
+    lost: Micros,
+) {
+    match requeues.iter_mut().find(|r| r.gm == gm) {
+        Some(r) => r.tasks.push((task, lost)),
+        None => requeues.push(PreemptedTasks {
+            lm,
+            gm,
+            tasks: vec![(task, lost)],
+        }),
+    }
+}
