@@ -3,14 +3,16 @@
 //!
 //! If the task's queue is within its share, the GM picks the queue with the largest
 //! share violation (from its eventually consistent usage view) and the LM where that
-//! queue uses the most, skipping (LM, victim) pairs that already refused this task.
+//! queue uses the most, skipping (LM, victim) pairs that refused since the view last
+//! gained resources (for any task, or for tasks of the same shape when the LM found
+//! nothing to free for that shape).
 //! A queue already over its share never preempts: its task waits. A GM has at most
 //! one preemption in flight per LM: the LM's answer (and its state) decides whether
 //! the next one still makes sense, instead of a burst the LM would mostly refuse.
 
 use super::view::LmView;
 use common::fairness::FairnessConfig;
-use common::{LmId, QueueId, Resources};
+use common::{ConstraintSet, LmId, QueueId, Resources};
 use std::collections::BTreeMap;
 
 /// What the fairness algorithm decided for a task that found no room.
@@ -22,6 +24,9 @@ pub enum Contention {
     OverShare,
     /// No queue is over its share where it could help: wait.
     NoVictim,
+    /// A victim exists, but the LMs where it runs are busy with this GM's previous
+    /// preemption requests: wait for one of them to answer.
+    Busy,
 }
 
 /// Usage per queue summed over every LM of the view, and the total capacity.
@@ -38,10 +43,9 @@ pub fn usage_view(lms: &[Option<LmView>]) -> (BTreeMap<QueueId, Resources>, Reso
     (usage, total)
 }
 
-/// An LM that refused to preempt a victim for a task, and the version of the LM's
-/// state that came with the refusal: asking again is pointless until newer state
-/// from that LM arrives.
-pub type Refusal = (LmId, QueueId, u64);
+/// An LM that refused to preempt a victim: for every task (`None`: the victim is not
+/// over its share there) or for one task shape (nothing to free for it there).
+pub type Refusal = (LmId, QueueId, Option<(ConstraintSet, Resources)>);
 
 /// Algorithm 2's choice for a task of `queue` that found no room. `usage` and `total`
 /// come from [`usage_view`].
@@ -50,7 +54,7 @@ pub fn contention(
     lms: &[Option<LmView>],
     (usage, total): &(BTreeMap<QueueId, Resources>, Resources),
     queue: QueueId,
-    refused: &[Refusal],
+    refused: &dyn Fn(LmId, QueueId) -> bool,
     busy: &[bool],
 ) -> Contention {
     let total = *total;
@@ -66,6 +70,7 @@ pub fn contention(
         .collect();
     // Largest violation first; ties by queue id for determinism.
     victims.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut busy_only = false;
     for (_, victim) in victims {
         let mut where_used: Vec<(Resources, LmId)> = lms
             .iter()
@@ -73,10 +78,9 @@ pub fn contention(
             .filter_map(|v| {
                 let lm = v.topology.lm;
                 let r = v.usage.iter().find(|(q, _)| *q == victim)?.1;
-                let refused_now = refused
-                    .iter()
-                    .any(|&(l, q, version)| l == lm && q == victim && version >= v.version);
+                let refused_now = refused(lm, victim);
                 let in_flight = busy.get(lm.index()).copied().unwrap_or(false);
+                busy_only |= in_flight && !r.is_zero() && !refused_now;
                 (!r.is_zero() && !refused_now && !in_flight).then_some((r, lm))
             })
             .collect();
@@ -89,5 +93,9 @@ pub fn contention(
             return Contention::Preempt { lm: *lm, victim };
         }
     }
-    Contention::NoVictim
+    if busy_only {
+        Contention::Busy
+    } else {
+        Contention::NoVictim
+    }
 }

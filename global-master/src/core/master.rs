@@ -7,14 +7,14 @@
 //! nowhere waits until the view gains resources; a task that no node could ever host
 //! leaves with a reason.
 
-use super::fairness::{contention, usage_view, Contention};
+use super::fairness::{contention, usage_view, Contention, Refusal};
 use super::matcher::{eligible_counts, find_node, Match};
 use super::queue::{Pending, Queues};
 use super::view::LmView;
 use common::fairness::FairnessConfig;
 use common::messages::{
     LaunchBatch, LaunchOutcome, LaunchRequest, LaunchResponse, LmSnapshot, Placement,
-    PreemptOutcome, PreemptRequest, PreemptResponse, PreemptedTasks,
+    PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse, PreemptedTasks,
 };
 use common::reasons::{PendingReason, RejectReason};
 use common::QueueId;
@@ -146,8 +146,13 @@ pub struct GlobalMaster {
     failed_shapes: HashSet<(ConstraintSet, Resources)>,
     /// Usage per queue and total capacity over the view, rebuilt after a snapshot.
     usage_cache: Option<(BTreeMap<QueueId, Resources>, Resources)>,
+    /// Preemptions refused since the view last gained resources.
+    preempt_refusals: HashSet<Refusal>,
     /// Per LM: a preemption request of this GM awaits its answer.
     preempt_in_flight: Vec<bool>,
+    /// Tasks waiting for a preemption slot (oldest first); one is retried each time
+    /// an LM answers a preemption.
+    slot_waiters: VecDeque<Pending>,
     stats: GmStats,
 }
 
@@ -167,6 +172,8 @@ impl GlobalMaster {
             failed_shapes: HashSet::default(),
             usage_cache: None,
             preempt_in_flight: vec![false; lms],
+            preempt_refusals: HashSet::default(),
+            slot_waiters: VecDeque::new(),
             stats: GmStats::default(),
             config,
         }
@@ -189,6 +196,11 @@ impl GlobalMaster {
         self.outstanding.len()
     }
 
+    /// Every task waiting in this GM, with the reason its last attempt failed.
+    pub fn pending(&self) -> impl Iterator<Item = &Pending> {
+        self.queues.iter().chain(self.slot_waiters.iter())
+    }
+
     /// True once the state of every LM has arrived.
     pub fn has_full_view(&self) -> bool {
         self.lms.iter().all(Option::is_some)
@@ -207,7 +219,6 @@ impl GlobalMaster {
             submitted_at: now,
             attempts: 0,
             reason: None,
-            refused: Vec::new(),
             preempting: None,
         });
     }
@@ -256,7 +267,11 @@ impl GlobalMaster {
         }
         if gained || rebuilt {
             self.failed_shapes.clear();
+            self.preempt_refusals.clear();
             self.queues.unblock_all();
+            while let Some(waiter) = self.slot_waiters.pop_front() {
+                self.queues.push_ready(waiter);
+            }
         }
     }
 
@@ -293,6 +308,10 @@ impl GlobalMaster {
         if let Some(flag) = self.preempt_in_flight.get_mut(response.lm.index()) {
             *flag = false;
         }
+        // The LM can take another preemption: the oldest task waiting for one may ask.
+        if let Some(waiter) = self.slot_waiters.pop_front() {
+            self.queues.push_ready(waiter);
+        }
         let Some(mut pending) = self.outstanding.remove(&response.task) else {
             return false;
         };
@@ -301,12 +320,16 @@ impl GlobalMaster {
                 self.stats.launched += 1;
                 true
             }
-            PreemptOutcome::Refused(_) => {
+            PreemptOutcome::Refused(why) => {
                 self.stats.preempt_refused += 1;
                 if let Some((lm, victim)) = pending.preempting.take() {
-                    pending
-                        .refused
-                        .push((lm, victim, response.snapshot.version));
+                    let shape = match why {
+                        PreemptRefusal::NothingToFree => {
+                            Some((pending.task.constraints, pending.task.resources))
+                        }
+                        _ => None,
+                    };
+                    self.preempt_refusals.insert((lm, victim, shape));
                 }
                 self.queues.push_ready(pending);
                 false
@@ -324,7 +347,6 @@ impl GlobalMaster {
                 submitted_at: now,
                 attempts: 0,
                 reason: None,
-                refused: Vec::new(),
                 preempting: None,
             });
         }
@@ -424,12 +446,17 @@ impl GlobalMaster {
                             let usage = self
                                 .usage_cache
                                 .get_or_insert_with(|| usage_view(&self.lms));
+                            let refusals = &self.preempt_refusals;
+                            let refused = |lm, victim| {
+                                refusals.contains(&(lm, victim, None))
+                                    || refusals.contains(&(lm, victim, Some(shape)))
+                            };
                             contention(
                                 f,
                                 &self.lms,
                                 usage,
                                 pending.task.queue,
-                                &pending.refused,
+                                &refused,
                                 &self.preempt_in_flight,
                             )
                         }
@@ -457,6 +484,18 @@ impl GlobalMaster {
                         }
                         Contention::OverShare => reason = PendingReason::OverShare,
                         Contention::NoVictim => {}
+                        Contention::Busy => {
+                            self.stats.requeues += 1;
+                            pending.reason = Some(reason.clone());
+                            pending.attempts += 1;
+                            self.slot_waiters.push_back(pending);
+                            return Decision {
+                                task: task_id,
+                                partitions,
+                                words,
+                                outcome: DecisionOutcome::Requeued(reason),
+                            };
+                        }
                     }
                     self.stats.requeues += 1;
                     pending.reason = Some(reason.clone());

@@ -21,9 +21,6 @@ pub struct Pending {
     pub attempts: u32,
     /// Why the last attempt failed.
     pub reason: Option<PendingReason>,
-    /// LMs that refused to preempt a victim queue for this task (with the state
-    /// version of the refusal).
-    pub refused: Vec<super::fairness::Refusal>,
     /// The preemption request in flight for this task, if any.
     pub preempting: Option<(LmId, QueueId)>,
 }
@@ -146,7 +143,6 @@ mod tests {
             submitted_at: Micros(0),
             attempts: 0,
             reason: None,
-            refused: Vec::new(),
             preempting: None,
         }
     }
