@@ -134,7 +134,7 @@ pub struct GlobalMaster {
     lms: Vec<Option<LmView>>,
     queues: Queues,
     /// Dispatched tasks waiting for the LM's answer.
-    outstanding: HashMap<TaskId, Pending>,
+    outstanding: HashMap<TaskId, Box<Pending>>,
     rr_internal: usize,
     rr_external: usize,
     next_seq: Vec<u64>,
@@ -152,7 +152,7 @@ pub struct GlobalMaster {
     preempt_in_flight: Vec<bool>,
     /// Tasks waiting for a preemption slot (oldest first); one is retried each time
     /// an LM answers a preemption.
-    slot_waiters: VecDeque<Pending>,
+    slot_waiters: VecDeque<Box<Pending>>,
     stats: GmStats,
 }
 
@@ -198,7 +198,9 @@ impl GlobalMaster {
 
     /// Every task waiting in this GM, with the reason its last attempt failed.
     pub fn pending(&self) -> impl Iterator<Item = &Pending> {
-        self.queues.iter().chain(self.slot_waiters.iter())
+        self.queues
+            .iter()
+            .chain(self.slot_waiters.iter().map(|p| &**p))
     }
 
     /// True once the state of every LM has arrived.
@@ -214,13 +216,13 @@ impl GlobalMaster {
     /// Accepts a task into its user queue.
     pub fn submit(&mut self, now: Micros, task: TaskSpec) {
         self.stats.submitted += 1;
-        self.queues.push_ready(Pending {
+        self.queues.push_ready(Box::new(Pending {
             task,
             submitted_at: now,
             attempts: 0,
             reason: None,
             preempting: None,
-        });
+        }));
     }
 
     /// Applies an LM heartbeat (or the snapshot piggybacked on a response).
@@ -342,13 +344,13 @@ impl GlobalMaster {
     pub fn requeue_preempted(&mut self, now: Micros, preempted: &PreemptedTasks) {
         for (task, _lost) in &preempted.tasks {
             self.stats.preempted_requeued += 1;
-            self.queues.push_ready(Pending {
+            self.queues.push_ready(Box::new(Pending {
                 task: task.clone(),
                 submitted_at: now,
                 attempts: 0,
                 reason: None,
                 preempting: None,
-            });
+            }));
         }
     }
 
@@ -366,7 +368,7 @@ impl GlobalMaster {
         out
     }
 
-    fn place(&mut self, mut pending: Pending, out: &mut PassOutput) -> Decision {
+    fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
         let task_id = pending.task.id;
         let me = self.config.id.index();
         let lms = self.lms.len();
@@ -553,7 +555,8 @@ impl GlobalMaster {
             node,
             placement,
         });
-        self.outstanding.insert(pending.task.id, pending.clone());
+        self.outstanding
+            .insert(pending.task.id, Box::new(pending.clone()));
         batch
     }
 

@@ -25,10 +25,11 @@ pub struct Pending {
     pub preempting: Option<(LmId, QueueId)>,
 }
 
+/// Tasks move between queues on every attempt; boxing keeps each move a pointer copy.
 #[derive(Debug, Default)]
 struct UserQueue {
-    ready: VecDeque<Pending>,
-    blocked: VecDeque<Pending>,
+    ready: VecDeque<Box<Pending>>,
+    blocked: VecDeque<Box<Pending>>,
 }
 
 #[derive(Debug, Default)]
@@ -56,13 +57,13 @@ impl Queues {
     }
 
     /// A new or retried task, at the back of its queue.
-    pub fn push_ready(&mut self, pending: Pending) {
+    pub fn push_ready(&mut self, pending: Box<Pending>) {
         self.ready += 1;
         self.queue_mut(pending.task.queue).ready.push_back(pending);
     }
 
     /// A task that failed against the current view.
-    pub fn push_blocked(&mut self, pending: Pending) {
+    pub fn push_blocked(&mut self, pending: Box<Pending>) {
         self.blocked += 1;
         self.queue_mut(pending.task.queue)
             .blocked
@@ -87,7 +88,7 @@ impl Queues {
     }
 
     /// The next ready task, taking queues in turn.
-    pub fn pop_ready(&mut self) -> Option<Pending> {
+    pub fn pop_ready(&mut self) -> Option<Box<Pending>> {
         if self.ready == 0 {
             return None;
         }
@@ -128,6 +129,7 @@ impl Queues {
         self.queues
             .iter()
             .flat_map(|q| q.blocked.iter().chain(q.ready.iter()))
+            .map(|p| &**p)
     }
 }
 
@@ -136,15 +138,15 @@ mod tests {
     use super::*;
     use common::{Resources, TaskId};
 
-    fn pending(job: u64, queue: u16) -> Pending {
-        Pending {
+    fn pending(job: u64, queue: u16) -> Box<Pending> {
+        Box::new(Pending {
             task: TaskSpec::short(TaskId::new(job, 0), Resources::cores(1, 1), Micros(1))
                 .with_queue(QueueId(queue)),
             submitted_at: Micros(0),
             attempts: 0,
             reason: None,
             preempting: None,
-        }
+        })
     }
 
     fn drain(q: &mut Queues) -> Vec<u64> {
