@@ -1,0 +1,640 @@
+//! The ILP placer (MEDEA section 5.2, Figure 5) over all LRAs of one scheduling
+//! interval, solved with HiGHS through good_lp.
+//!
+//! Pipeline, each stage for a reason:
+//! 1. Compile the problem, keeping only constraints the batch can affect.
+//! 2. Run both MEDEA heuristics (NC, TP) and keep the better answer: it is the warm
+//!    start, the yardstick, and the fallback.
+//! 3. Pick candidate nodes: every node the heuristics used, then nodes in the same
+//!    node sets (racks, domains) as those, most free memory first. Nodes identical
+//!    in free resources, node sets and tag counts are interchangeable, so at most as
+//!    many of one class as the batch has containers are kept (sound: no solution
+//!    uses more). The total is capped.
+//! 4. Build the model: `X[i][j][n]` binary, `S[i]` all-or-nothing, capacity per
+//!    dimension, one lower and one upper cardinality row per (subject, node set)
+//!    with a binary violation variable (DNF: one binary per clause, at least one
+//!    clause or the violation), fragmentation binaries `z[n]`, an optional
+//!    load-balance term. Objective: `w1/k Σ S - w2/m Σ weight·violation + w3/N Σ z`.
+//! 5. Solve under a time cap, check capacities, score with the same objective as
+//!    the heuristic and return whichever is better; the heuristic answer comes back
+//!    marked as a fallback.
+
+use super::compiled::{compile, Compiled, UNBOUNDED};
+use super::greedy::Greedy;
+use super::heuristics::{node_candidates, tag_popularity};
+use super::metrics::{score, subject_pairs, Score};
+use super::problem::{LraOutcome, NotPlaced, Problem, Solution};
+use common::{NodeId, Resources};
+use good_lp::solvers::highs::highs;
+use good_lp::{
+    variable, Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable,
+    WithInitialSolution,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// Knobs of the ILP placer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IlpConfig {
+    /// Solver time cap per scheduling interval; 0 skips the solver (heuristic answer).
+    pub time_limit_ms: u64,
+    /// At most this many candidate nodes beyond those the heuristics used.
+    pub max_candidate_nodes: usize,
+    /// Relative optimality gap at which HiGHS may stop.
+    pub mip_rel_gap: f32,
+}
+
+impl Default for IlpConfig {
+    fn default() -> Self {
+        IlpConfig {
+            time_limit_ms: 200,
+            max_candidate_nodes: 48,
+            mip_rel_gap: 0.001,
+        }
+    }
+}
+
+/// MEDEA-ILP.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IlpPlacer {
+    pub config: IlpConfig,
+}
+
+struct Answer {
+    at: Vec<Vec<Option<usize>>>,
+    reasons: Vec<Option<NotPlaced>>,
+    score: Score,
+}
+
+fn heuristic(c: &Compiled, problem: &Problem<'_>, rmin: &Resources, nc: bool) -> Answer {
+    let mut g = Greedy::new(c, problem.cluster);
+    if nc {
+        node_candidates(c, &mut g);
+    } else {
+        tag_popularity(c, &mut g);
+    }
+    let score = score(c, problem.cluster, &g.at, &problem.weights, rmin);
+    Answer {
+        at: g.at,
+        reasons: g.failed,
+        score,
+    }
+}
+
+impl IlpPlacer {
+    pub fn new(config: IlpConfig) -> Self {
+        IlpPlacer { config }
+    }
+
+    pub fn solve(&self, problem: &Problem<'_>) -> Solution {
+        let c = compile(problem.cluster, problem.lras, &problem.constraints, true);
+        let rmin = c
+            .new
+            .iter()
+            .flatten()
+            .map(|i| i.resources)
+            .reduce(|a, b| {
+                Resources::new(a.cpu_millis.min(b.cpu_millis), a.memory_mb.min(b.memory_mb))
+            })
+            .unwrap_or(Resources::ZERO);
+        let nc = heuristic(&c, problem, &rmin, true);
+        let tp = heuristic(&c, problem, &rmin, false);
+        let (best, other) = if tp.score.value > nc.score.value + 1e-12 {
+            (tp, nc)
+        } else {
+            (nc, tp)
+        };
+        if self.config.time_limit_ms == 0 {
+            return answer(
+                problem,
+                &best,
+                "ilp",
+                Some("solver time cap is zero".into()),
+            );
+        }
+        let candidates = candidate_nodes(
+            &c,
+            problem,
+            &best,
+            &other,
+            &rmin,
+            self.config.max_candidate_nodes,
+        );
+        let solved = solve_model(&c, problem, &best, &candidates, &rmin, &self.config);
+        match solved {
+            Ok(at) => {
+                if let Err(why) = check_capacity(&c, problem, &at) {
+                    return answer(problem, &best, "ilp", Some(why));
+                }
+                let s = score(&c, problem.cluster, &at, &problem.weights, &rmin);
+                if s.value > best.score.value + 1e-9 {
+                    let reasons = best
+                        .reasons
+                        .iter()
+                        .map(|r| Some(r.clone().unwrap_or(NotPlaced::NotChosen)))
+                        .collect();
+                    answer(
+                        problem,
+                        &Answer {
+                            at,
+                            reasons,
+                            score: s,
+                        },
+                        "ilp",
+                        None,
+                    )
+                } else {
+                    answer(
+                        problem,
+                        &best,
+                        "ilp",
+                        Some("solver did not improve on the heuristic".into()),
+                    )
+                }
+            }
+            Err(why) => answer(problem, &best, "ilp", Some(why)),
+        }
+    }
+}
+
+fn answer(
+    problem: &Problem<'_>,
+    a: &Answer,
+    placer: &'static str,
+    fallback: Option<String>,
+) -> Solution {
+    let outcomes = problem
+        .lras
+        .iter()
+        .enumerate()
+        .map(|(i, lra)| {
+            let placed: Option<Vec<NodeId>> = a.at[i]
+                .iter()
+                .map(|n| n.map(|n| NodeId(n as u32)))
+                .collect();
+            let outcome = match placed {
+                Some(nodes) if !nodes.is_empty() => LraOutcome::Placed(nodes),
+                _ => LraOutcome::NotPlaced(a.reasons[i].clone().unwrap_or(NotPlaced::NotChosen)),
+            };
+            (lra.id, outcome)
+        })
+        .collect();
+    Solution {
+        placer,
+        outcomes,
+        fallback,
+    }
+}
+
+fn check_capacity(
+    c: &Compiled,
+    problem: &Problem<'_>,
+    at: &[Vec<Option<usize>>],
+) -> Result<(), String> {
+    let mut free: Vec<Resources> = problem.cluster.nodes().iter().map(|n| n.free).collect();
+    for (i, nodes) in at.iter().enumerate() {
+        for (j, node) in nodes.iter().enumerate() {
+            if let Some(n) = node {
+                free[*n] = free[*n]
+                    .checked_sub(&c.new[i][j].resources)
+                    .ok_or_else(|| format!("solver answer overcommits node {n}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn candidate_nodes(
+    c: &Compiled,
+    problem: &Problem<'_>,
+    best: &Answer,
+    other: &Answer,
+    rmin: &Resources,
+    cap: usize,
+) -> Vec<usize> {
+    let cluster = problem.cluster;
+    let groups = cluster.groups();
+    let mut chosen: Vec<usize> = best
+        .at
+        .iter()
+        .chain(&other.at)
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    let mut used_groups: Vec<usize> = c.keys.iter().map(|k| k.group).filter(|&g| g != 0).collect();
+    used_groups.sort_unstable();
+    used_groups.dedup();
+    let seed_sets: Vec<std::collections::HashSet<usize>> = used_groups
+        .iter()
+        .map(|&g| chosen.iter().map(|&s| groups.set_of(g, s)).collect())
+        .collect();
+    let no_seeds = chosen.is_empty() || used_groups.is_empty();
+    let near = |n: usize| {
+        no_seeds
+            || used_groups
+                .iter()
+                .zip(&seed_sets)
+                .any(|(&g, sets)| sets.contains(&groups.set_of(g, n)))
+    };
+    let node_keys: Vec<usize> = (0..c.keys.len())
+        .filter(|&k| c.keys[k].group == 0)
+        .collect();
+    let total: usize = c.new.iter().map(Vec::len).sum();
+    let mut pool: Vec<usize> = (0..cluster.nodes().len())
+        .filter(|&n| cluster.nodes()[n].free.fits(rmin) && chosen.binary_search(&n).is_err())
+        .collect();
+    pool.sort_by_key(|&n| {
+        let f = cluster.nodes()[n].free;
+        (std::cmp::Reverse((f.memory_mb, f.cpu_millis)), n)
+    });
+    let mut per_class: HashMap<(Resources, Vec<usize>, Vec<u32>), usize> = HashMap::new();
+    let mut extra = 0;
+    for n in pool {
+        if extra >= cap {
+            break;
+        }
+        if !near(n) {
+            continue;
+        }
+        let class = (
+            cluster.nodes()[n].free,
+            used_groups.iter().map(|&g| groups.set_of(g, n)).collect(),
+            node_keys.iter().map(|&k| c.base[k][n]).collect(),
+        );
+        let seen = per_class.entry(class).or_insert(0);
+        if *seen >= total {
+            continue;
+        }
+        *seen += 1;
+        chosen.push(n);
+        extra += 1;
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Variables of one subject's (or group of running subjects') violation.
+struct Relax {
+    y: Variable,
+    /// One binary per clause for compound constraints; empty otherwise.
+    q: Vec<Variable>,
+}
+
+impl Relax {
+    fn clause(&self, k: usize) -> Expression {
+        match self.q.get(k) {
+            Some(q) => Expression::from_other_affine(1.0) - *q,
+            None => Expression::from_other_affine(self.y),
+        }
+    }
+}
+
+fn new_relax(
+    vars: &mut ProblemVariables,
+    clauses: usize,
+    rows: &mut Vec<good_lp::Constraint>,
+) -> Relax {
+    let y = vars.add(variable().binary());
+    let q: Vec<Variable> = if clauses > 1 {
+        (0..clauses)
+            .map(|_| vars.add(variable().binary()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !q.is_empty() {
+        let sum: Expression = q
+            .iter()
+            .copied()
+            .map(Expression::from_other_affine)
+            .sum::<Expression>()
+            + y;
+        rows.push(sum.geq(Expression::from_other_affine(1.0)));
+    }
+    Relax { y, q }
+}
+
+fn solve_model(
+    c: &Compiled,
+    problem: &Problem<'_>,
+    start: &Answer,
+    candidates: &[usize],
+    rmin: &Resources,
+    config: &IlpConfig,
+) -> Result<Vec<Vec<Option<usize>>>, String> {
+    let cluster = problem.cluster;
+    let groups = cluster.groups();
+    let w = problem.weights;
+    let nodes = cluster.nodes();
+    let mut vars = ProblemVariables::new();
+    let mut rows: Vec<good_lp::Constraint> = Vec::new();
+    let mut init: Vec<(Variable, f64)> = Vec::new();
+    let mut objective = Expression::default();
+    let k_norm = c.new.len().max(1) as f64;
+    let m_norm = subject_pairs(c) as f64;
+    let n_norm = nodes.len().max(1) as f64;
+
+    // X and S.
+    let mut x: Vec<Vec<Vec<(usize, Variable)>>> = Vec::new();
+    let mut s: Vec<Option<Variable>> = Vec::new();
+    for (i, items) in c.new.iter().enumerate() {
+        let per: Vec<Vec<usize>> = items
+            .iter()
+            .map(|it| {
+                candidates
+                    .iter()
+                    .copied()
+                    .filter(|&n| nodes[n].free.fits(&it.resources))
+                    .collect()
+            })
+            .collect();
+        if per.iter().any(Vec::is_empty) {
+            x.push(vec![Vec::new(); items.len()]);
+            s.push(None);
+            continue;
+        }
+        let placed = start.at[i].iter().all(Option::is_some) && !start.at[i].is_empty();
+        let si = vars.add(variable().binary());
+        init.push((si, f64::from(u8::from(placed))));
+        objective += w.placed / k_norm * si;
+        let mut xi = Vec::new();
+        for (j, cand) in per.iter().enumerate() {
+            let xs: Vec<(usize, Variable)> = cand
+                .iter()
+                .map(|&n| (n, vars.add(variable().binary())))
+                .collect();
+            for &(n, v) in &xs {
+                init.push((v, f64::from(u8::from(placed && start.at[i][j] == Some(n)))));
+            }
+            let sum: Expression = xs
+                .iter()
+                .map(|&(_, v)| Expression::from_other_affine(v))
+                .sum();
+            rows.push((sum - si).eq(Expression::default()));
+            xi.push(xs);
+        }
+        x.push(xi);
+        s.push(Some(si));
+    }
+
+    // Capacity and fragmentation per candidate node.
+    let mut used: BTreeMap<usize, (Expression, Expression)> = BTreeMap::new();
+    for (i, xi) in x.iter().enumerate() {
+        for (j, xs) in xi.iter().enumerate() {
+            let r = c.new[i][j].resources;
+            for &(n, v) in xs {
+                let e = used.entry(n).or_default();
+                e.0.add_mul(r.cpu_millis as f64, v);
+                e.1.add_mul(r.memory_mb as f64, v);
+            }
+        }
+    }
+    let mut start_free: Vec<Resources> = nodes.iter().map(|n| n.free).collect();
+    for (i, at) in start.at.iter().enumerate() {
+        if at.iter().all(Option::is_some) {
+            for (j, n) in at.iter().enumerate() {
+                if let Some(n) = n {
+                    start_free[*n] = start_free[*n].saturating_sub(&c.new[i][j].resources);
+                }
+            }
+        }
+    }
+    let balance = (w.load_balance > 0.0).then(|| vars.add(variable().min(0.0).max(1.0)));
+    if let Some(u) = balance {
+        objective -= w.load_balance * u;
+    }
+    for (&n, (cpu, mem)) in &used {
+        let free = nodes[n].free;
+        if w.fragmentation > 0.0 && free.fits(rmin) && !rmin.is_zero() {
+            let z = vars.add(variable().binary());
+            init.push((z, f64::from(u8::from(start_free[n].fits(rmin)))));
+            objective += w.fragmentation / n_norm * z;
+            rows.push((cpu.clone() + rmin.cpu_millis as f64 * z).leq(free.cpu_millis as f64));
+            rows.push((mem.clone() + rmin.memory_mb as f64 * z).leq(free.memory_mb as f64));
+        } else {
+            rows.push(cpu.clone().leq(free.cpu_millis as f64));
+            rows.push(mem.clone().leq(free.memory_mb as f64));
+        }
+        if let Some(u) = balance {
+            let cap = nodes[n].capacity.memory_mb.max(1) as f64;
+            let base = (nodes[n].capacity.memory_mb - free.memory_mb) as f64;
+            rows.push((mem.clone() * (1.0 / cap) - u).leq(-base / cap));
+        }
+    }
+
+    // Who counts for each key in each node set.
+    let mut contrib: Vec<HashMap<usize, Vec<(usize, usize, Variable)>>> =
+        vec![HashMap::new(); c.keys.len()];
+    for (i, xi) in x.iter().enumerate() {
+        for (j, xs) in xi.iter().enumerate() {
+            for &p in &c.new[i][j].matches {
+                for &k in &c.keys_by_pattern[p] {
+                    for &(n, v) in xs {
+                        contrib[k]
+                            .entry(groups.set_of(c.keys[k].group, n))
+                            .or_default()
+                            .push((i, j, v));
+                    }
+                }
+            }
+        }
+    }
+    // Counts under the warm start, to set the violation variables consistently.
+    let mut start_counts = c.base.clone();
+    for (i, at) in start.at.iter().enumerate() {
+        if at.iter().all(Option::is_some) {
+            for (j, n) in at.iter().enumerate() {
+                if let Some(n) = n {
+                    c.count(cluster, &mut start_counts, &c.new[i][j], *n, true);
+                }
+            }
+        }
+    }
+
+    // New subjects: rows per (rule, clause atom, node set the subject may land in).
+    for (i, xi) in x.iter().enumerate() {
+        for (j, xs) in xi.iter().enumerate() {
+            let item = &c.new[i][j];
+            for &p in &item.matches {
+                for &r in &c.rules_by_subject[p] {
+                    let rule = &c.rules[r];
+                    let relax = new_relax(&mut vars, rule.clauses.len(), &mut rows);
+                    objective -= w.violations * rule.weight / m_norm * relax.y;
+                    let at = start.at[i][j].filter(|_| start.at[i].iter().all(Option::is_some));
+                    set_start(c, cluster, &start_counts, item, at, rule, &relax, &mut init);
+                    for (cl, atoms) in rule.clauses.iter().enumerate() {
+                        for &a in atoms {
+                            let atom = c.atoms[a];
+                            let key = c.keys[atom.key];
+                            let mut by_set: BTreeMap<usize, Expression> = BTreeMap::new();
+                            for &(n, v) in xs {
+                                *by_set.entry(groups.set_of(key.group, n)).or_default() += v;
+                            }
+                            for (set, placed_here) in by_set {
+                                let others: Vec<Variable> = contrib[atom.key]
+                                    .get(&set)
+                                    .map(|l| {
+                                        l.iter()
+                                            .filter(|&&(a2, b2, _)| (a2, b2) != (i, j))
+                                            .map(|&(_, _, v)| v)
+                                            .collect()
+                                    })
+                                    .unwrap_or_default();
+                                let count: Expression = others
+                                    .iter()
+                                    .map(|&v| Expression::from_other_affine(v))
+                                    .sum();
+                                let base = f64::from(c.base[atom.key][set]);
+                                let min = f64::from(atom.min);
+                                if atom.min > 0 && base < min {
+                                    let lhs = count.clone() - min * placed_here.clone()
+                                        + min * relax.clause(cl);
+                                    rows.push(lhs.geq(Expression::from_other_affine(-base)));
+                                }
+                                if atom.max != UNBOUNDED {
+                                    let big = base + others.len() as f64 - f64::from(atom.max);
+                                    if big > 0.0 {
+                                        let lhs = count + big * placed_here.clone()
+                                            - big * relax.clause(cl);
+                                        rows.push(lhs.leq(f64::from(atom.max) - base + big));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // Running subjects whose node sets the batch may reach, grouped when identical.
+    let mut running: BTreeMap<(usize, usize, &[usize]), (usize, &super::compiled::Item)> =
+        BTreeMap::new();
+    for (node, item) in &c.deployed {
+        for &p in &item.matches {
+            for &r in &c.rules_by_subject[p] {
+                let reached = c.rules[r].clauses.iter().flatten().any(|&a| {
+                    let k = c.atoms[a].key;
+                    contrib[k].contains_key(&groups.set_of(c.keys[k].group, *node))
+                });
+                if reached {
+                    running
+                        .entry((r, *node, item.matches.as_slice()))
+                        .or_insert((0, item))
+                        .0 += 1;
+                }
+            }
+        }
+    }
+    for ((r, node, _), (mult, item)) in running {
+        let rule = &c.rules[r];
+        let relax = new_relax(&mut vars, rule.clauses.len(), &mut rows);
+        objective -= w.violations * rule.weight * mult as f64 / m_norm * relax.y;
+        set_start(
+            c,
+            cluster,
+            &start_counts,
+            item,
+            Some(node),
+            rule,
+            &relax,
+            &mut init,
+        );
+        for (cl, atoms) in rule.clauses.iter().enumerate() {
+            for &a in atoms {
+                let atom = c.atoms[a];
+                let key = c.keys[atom.key];
+                let set = groups.set_of(key.group, node);
+                let others: Vec<Variable> = contrib[atom.key]
+                    .get(&set)
+                    .map(|l| l.iter().map(|&(_, _, v)| v).collect())
+                    .unwrap_or_default();
+                let count: Expression = others
+                    .iter()
+                    .map(|&v| Expression::from_other_affine(v))
+                    .sum();
+                let base = f64::from(c.base[atom.key][set])
+                    - f64::from(u8::from(item.matches(key.pattern)));
+                let min = f64::from(atom.min);
+                if base < min {
+                    rows.push(
+                        (count.clone() + min * relax.clause(cl))
+                            .geq(Expression::from_other_affine(min - base)),
+                    );
+                }
+                if atom.max != UNBOUNDED {
+                    let big = base + others.len() as f64 - f64::from(atom.max);
+                    if big > 0.0 {
+                        rows.push((count - big * relax.clause(cl)).leq(f64::from(atom.max) - base));
+                    }
+                }
+            }
+        }
+    }
+
+    let mut model = highs(vars.maximise(objective))
+        .set_time_limit(config.time_limit_ms as f64 / 1000.0)
+        .set_threads(1)
+        .set_option("random_seed", 0)
+        .set_option("mip_rel_gap", f64::from(config.mip_rel_gap))
+        .with_initial_solution(init);
+    for row in rows {
+        model.add_constraint(row);
+    }
+    let solution = model.solve().map_err(|e| match e {
+        ResolutionError::Other(what) => format!("solver gave no answer in time ({what})"),
+        other => format!("solver failed: {other}"),
+    })?;
+    Ok(x.iter()
+        .zip(&s)
+        .map(|(xi, si)| match si {
+            Some(si) if solution.value(*si) > 0.5 => xi
+                .iter()
+                .map(|xs| {
+                    xs.iter()
+                        .find(|&&(_, v)| solution.value(v) > 0.5)
+                        .map(|&(n, _)| n)
+                })
+                .collect(),
+            _ => vec![None; xi.len()],
+        })
+        .collect())
+}
+
+/// Sets the violation variables of one subject to what the warm start yields.
+#[allow(clippy::too_many_arguments)]
+fn set_start(
+    c: &Compiled,
+    cluster: &super::model::ClusterState,
+    counts: &[Vec<u32>],
+    item: &super::compiled::Item,
+    node: Option<usize>,
+    rule: &super::compiled::Rule,
+    relax: &Relax,
+    init: &mut Vec<(Variable, f64)>,
+) {
+    let holds: Vec<bool> = match node {
+        Some(n) => rule
+            .clauses
+            .iter()
+            .map(|cl| {
+                cl.iter()
+                    .all(|&a| c.atom_holds(cluster, counts, item, n, a))
+            })
+            .collect(),
+        None => {
+            let mut v = vec![false; rule.clauses.len()];
+            if let Some(first) = v.first_mut() {
+                *first = true;
+            }
+            v
+        }
+    };
+    let any = holds.iter().any(|&h| h);
+    init.push((relax.y, f64::from(u8::from(!any))));
+    for (q, h) in relax.q.iter().zip(&holds) {
+        init.push((*q, f64::from(u8::from(*h))));
+    }
+}
