@@ -108,36 +108,48 @@ impl<'a> Greedy<'a> {
     }
 
     /// The weight of the constraints container (i, j) would violate on `node`, given
-    /// what is placed so far. A lower bound nobody can meet yet is not counted while
-    /// containers that could meet it are still waiting (the first container of an
-    /// affinity group goes anywhere).
-    pub fn own_cost(&self, i: usize, j: usize, node: usize, terms: Terms) -> f64 {
+    /// what is placed so far, and a smaller penalty for lower bounds not met yet that
+    /// the batch's waiting containers could still meet (the fewer missing, the
+    /// smaller: affinity groups gather in the node set where they started).
+    pub fn own_cost(&self, i: usize, j: usize, node: usize, terms: Terms) -> (f64, f64) {
         let item = &self.c.new[i][j];
         let groups = self.cluster.groups();
-        let mut cost = 0.0;
+        let (mut violated, mut pending) = (0.0, 0.0);
         for &p in &item.matches {
             for &r in &self.c.rules_by_subject[p] {
                 let rule = &self.c.rules[r];
-                let ok = rule.clauses.iter().any(|cl| {
-                    cl.iter().all(|&a| {
+                let mut best_clause: Option<f64> = None;
+                for cl in &rule.clauses {
+                    let mut shortfall = Some(0.0);
+                    for &a in cl {
                         let atom = self.c.atoms[a];
                         if terms == Terms::AffinityOnly && !atom.is_affinity_like() {
-                            return true;
+                            continue;
                         }
                         let key = self.c.keys[atom.key];
                         let count = self.counts[atom.key][groups.set_of(key.group, node)];
-                        let waiting =
-                            self.unplaced[key.pattern] > u32::from(item.matches(key.pattern));
-                        (count >= atom.min || (self.totals[atom.key] == 0 && waiting))
-                            && count <= atom.max
-                    })
-                });
-                if !ok {
-                    cost += rule.weight;
+                        let waiting = self.unplaced[key.pattern]
+                            .saturating_sub(u32::from(item.matches(key.pattern)));
+                        if count > atom.max || count + waiting < atom.min {
+                            shortfall = None;
+                            break;
+                        }
+                        if count < atom.min {
+                            let missing = f64::from(atom.min - count) / f64::from(atom.min);
+                            shortfall = shortfall.map(|s| s + 0.5 * missing);
+                        }
+                    }
+                    if let Some(s) = shortfall {
+                        best_clause = Some(best_clause.map_or(s, |b: f64| b.min(s)));
+                    }
+                }
+                match best_clause {
+                    Some(s) => pending += rule.weight * s.min(0.9),
+                    None => violated += rule.weight,
                 }
             }
         }
-        cost
+        (violated, pending)
     }
 
     /// The change in violated weight that container (i, j) on `node` causes to the
@@ -184,7 +196,8 @@ impl<'a> Greedy<'a> {
             if !self.fits(i, j, node) {
                 continue;
             }
-            let cost = self.own_cost(i, j, node, terms) + self.caused_cost(i, j, node, terms);
+            let (violated, pending) = self.own_cost(i, j, node, terms);
+            let cost = violated + pending + self.caused_cost(i, j, node, terms);
             let free = self.free[node];
             let better = match best {
                 None => true,

@@ -92,7 +92,7 @@ struct Class {
 
 fn count_candidates(g: &Greedy<'_>, i: usize, j: usize) -> usize {
     (0..g.free.len())
-        .filter(|&n| g.fits(i, j, n) && g.own_cost(i, j, n, Terms::All) <= 1e-9)
+        .filter(|&n| g.fits(i, j, n) && g.own_cost(i, j, n, Terms::All).0 <= 1e-9)
         .count()
 }
 

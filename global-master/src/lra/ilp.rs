@@ -574,6 +574,9 @@ fn solve_model(
         }
     }
 
+    if s.iter().all(Option::is_none) {
+        return Err("no application can be placed: nothing for the solver to decide".into());
+    }
     let mut model = highs(vars.maximise(objective))
         .set_time_limit(config.time_limit_ms as f64 / 1000.0)
         .set_threads(1)
@@ -583,7 +586,10 @@ fn solve_model(
     for row in rows {
         model.add_constraint(row);
     }
-    let solution = model.solve().map_err(|e| match e {
+    // The HiGHS bindings panic on some solver error codes; keep that from escaping.
+    let solved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.solve()))
+        .map_err(|_| "solver raised an internal error".to_string())?;
+    let solution = solved.map_err(|e| match e {
         ResolutionError::Other(what) => format!("solver gave no answer in time ({what})"),
         other => format!("solver failed: {other}"),
     })?;

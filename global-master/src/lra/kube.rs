@@ -47,7 +47,10 @@ impl KubePlacer {
                 // Filter, remembering each feasible node's affinity cost.
                 let feasible: Vec<(usize, f64)> = (0..nodes.len())
                     .filter(|&n| g.fits(i, j, n))
-                    .map(|n| (n, g.own_cost(i, j, n, Terms::AffinityOnly), n))
+                    .map(|n| {
+                        let (violated, pending) = g.own_cost(i, j, n, Terms::AffinityOnly);
+                        (n, violated + pending, n)
+                    })
                     .filter(|&(_, own, _)| own < HARD_WEIGHT)
                     .map(|(n, own, _)| (n, own + g.caused_cost(i, j, n, Terms::AffinityOnly)))
                     .collect();
