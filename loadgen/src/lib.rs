@@ -3,5 +3,9 @@
 //!
 //! Layout:
 //! - [`trace`]: streaming trace readers and the common [`trace::TraceJob`] shape.
+//! - [`lra_workload`]: HBase-like long-running applications (MEDEA 7.1).
+//! - [`cli`]: subcommand definitions and runners (`lra experiment`, `lra bench`).
 
+pub mod cli;
+pub mod lra_workload;
 pub mod trace;

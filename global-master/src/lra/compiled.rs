@@ -76,6 +76,8 @@ pub(crate) struct Compiled {
     pub new: Vec<Vec<Item>>,
     /// Running containers that match at least one pattern, with their node.
     pub deployed: Vec<(usize, Item)>,
+    /// The application of each entry of `deployed`.
+    pub deployed_lra: Vec<Option<super::model::LraId>>,
     /// `base[key][set]`: running containers counted by `key` in each node set.
     pub base: Vec<Vec<u32>>,
 }
@@ -223,6 +225,7 @@ pub(crate) fn compile(
         .map(|k| vec![0; groups.set_count(k.group)])
         .collect();
     let mut deployed = Vec::new();
+    let mut deployed_lra = Vec::new();
     for (n, node) in cluster.nodes().iter().enumerate() {
         for c in &node.containers {
             let matches = matches_of(&c.tags);
@@ -234,6 +237,7 @@ pub(crate) fn compile(
                     base[k][groups.set_of(keys[k].group, n)] += 1;
                 }
             }
+            deployed_lra.push(c.lra);
             deployed.push((
                 n,
                 Item {
@@ -253,6 +257,7 @@ pub(crate) fn compile(
         atoms_by_key,
         new,
         deployed,
+        deployed_lra,
         base,
     }
 }

@@ -10,7 +10,7 @@
 
 use super::compiled::{compile, Compiled};
 use super::constraints::PlacementConstraint;
-use super::model::ClusterState;
+use super::model::{ClusterState, LraId};
 use super::problem::ObjectiveWeights;
 use common::Resources;
 
@@ -44,13 +44,31 @@ pub fn quality(
     constraints: &[PlacementConstraint],
     threshold: &Resources,
 ) -> Quality {
+    quality_of(cluster, constraints, threshold, |_| true)
+}
+
+/// As [`quality`], counting violations only among the containers of the
+/// applications `counted` accepts (`None`: containers of no application).
+pub fn quality_of(
+    cluster: &ClusterState,
+    constraints: &[PlacementConstraint],
+    threshold: &Resources,
+    counted: impl Fn(Option<LraId>) -> bool,
+) -> Quality {
     let c = compile(cluster, &[], constraints, false);
     let violating = c
         .deployed
         .iter()
-        .filter(|(node, item)| c.violated(cluster, &c.base, item, *node).1 > 0)
+        .zip(&c.deployed_lra)
+        .filter(|(_, lra)| counted(**lra))
+        .filter(|((node, item), _)| c.violated(cluster, &c.base, item, *node).1 > 0)
         .count();
-    let containers: usize = cluster.nodes().iter().map(|n| n.containers.len()).sum();
+    let containers: usize = cluster
+        .nodes()
+        .iter()
+        .flat_map(|n| &n.containers)
+        .filter(|c| counted(c.lra))
+        .count();
     let nodes = cluster.nodes().len();
     let fragmented = cluster
         .nodes()

@@ -34,7 +34,7 @@ pub use constraints::{
 pub use heuristics::{NodeCandidatesPlacer, TagPopularityPlacer};
 pub use ilp::{IlpConfig, IlpPlacer};
 pub use kube::KubePlacer;
-pub use metrics::{quality, Quality, FRAGMENT_THRESHOLD};
+pub use metrics::{quality, quality_of, Quality, FRAGMENT_THRESHOLD};
 pub use model::{
     app_tag, ClusterState, ContainerRequest, LraId, LraRequest, NodeGroupSpec, NodeState, Tag,
     TagSet,

@@ -1,0 +1,3 @@
+//! Command-line front ends of loadgen subcommands.
+
+pub mod lra;

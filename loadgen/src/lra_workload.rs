@@ -1,0 +1,122 @@
+//! Synthetic LRA workloads after MEDEA section 7.1: HBase-like applications on a
+//! cluster of 8-core / 16 GiB nodes in racks.
+//!
+//! Each HBase LRA has a master, a Thrift server, a secondary and ten workers, with
+//! - intra-application rack affinity between its workers;
+//! - node affinity between its master and its Thrift server;
+//! - node anti-affinity between its master and its secondary;
+//! and the operator caps HBase workers at two per node (an inter-application
+//! cardinality constraint). Workers take <1 core, 2 GiB>, the others <0.5 core,
+//! 1 GiB>: the paper gives 1 core to every container, which would exhaust CPU
+//! before memory on these nodes; halving the small ones keeps both in step.
+//!
+//! The seed draws a light background load of task-based containers (none by
+//! default) so that nodes are not all alike.
+
+use common::rng::{seeded, Rng};
+use common::Resources;
+use global_master::lra::model::DeployedContainer;
+use global_master::lra::{
+    app_tag, ClusterState, ConstraintError, ConstraintManager, ContainerRequest, LraId, LraRequest,
+    NodeState, PlacementConstraint, Tag, TagSet,
+};
+
+/// The rng stream of LRA workloads (see `common::rng::streams`).
+pub const LRA_STREAM: u64 = 11;
+
+/// The node size of MEDEA 7.4.
+pub const NODE: Resources = Resources {
+    cpu_millis: 8000,
+    memory_mb: 16384,
+};
+
+const WORKERS: usize = 10;
+
+/// `nodes` nodes spread evenly over `racks` racks; each node carries a background
+/// load of 0 to `2 * background` of its memory (and as much CPU), in steps of
+/// <0.5 core, 1 GiB>.
+pub fn cluster(nodes: u32, racks: u32, background: f64, seed: u64) -> ClusterState {
+    let racks = racks.max(1);
+    let mut rng = seeded(seed, LRA_STREAM);
+    let step = Resources::new(500, 1024);
+    let steps_max = (NODE.memory_mb / step.memory_mb) as f64;
+    let states = (0..nodes)
+        .map(|n| {
+            let mut node = NodeState::empty(NODE, n * racks / nodes.max(1));
+            if background > 0.0 {
+                let share: f64 = rng.random::<f64>() * 2.0 * background;
+                let steps = (share.min(1.0) * steps_max).floor() as u64;
+                for _ in 0..steps {
+                    node.free = node.free.saturating_sub(&step);
+                    node.containers.push(DeployedContainer {
+                        lra: None,
+                        resources: step,
+                        tags: vec![Tag::from("batch")],
+                    });
+                }
+            }
+            node
+        })
+        .collect();
+    ClusterState::new(states, &[])
+        .unwrap_or_else(|_| ClusterState::uniform(racks, nodes / racks, NODE))
+}
+
+fn tagged(id: LraId, role: &str) -> TagSet {
+    TagSet::new([app_tag(id), Tag::from(role)])
+}
+
+/// One HBase-like LRA with its application constraints.
+pub fn hbase(id: LraId) -> LraRequest {
+    let small = Resources::new(500, 1024);
+    let worker = Resources::new(1000, 2048);
+    let mut containers = vec![
+        ContainerRequest::new(small, ["hb", "hb_m"]),
+        ContainerRequest::new(small, ["hb", "hb_t"]),
+        ContainerRequest::new(small, ["hb", "hb_s"]),
+    ];
+    containers.extend((0..WORKERS).map(|_| ContainerRequest::new(worker, ["hb", "hb_w"])));
+    let workers = tagged(id, "hb_w");
+    let master = tagged(id, "hb_m");
+    LraRequest {
+        id,
+        containers,
+        constraints: vec![
+            PlacementConstraint::affinity(workers.clone(), workers, "rack"),
+            PlacementConstraint::affinity(master.clone(), tagged(id, "hb_t"), "node"),
+            PlacementConstraint::anti_affinity(master, tagged(id, "hb_s"), "node"),
+        ],
+    }
+}
+
+/// The operator's constraint: at most two HBase workers per node.
+pub fn operator_constraints() -> Vec<PlacementConstraint> {
+    vec![PlacementConstraint::cardinality(
+        TagSet::one("hb_w"),
+        TagSet::one("hb_w"),
+        0,
+        1,
+        "node",
+    )]
+}
+
+/// A constraint manager holding the operator constraints.
+pub fn manager(cluster: &ClusterState) -> Result<ConstraintManager, ConstraintError> {
+    let mut m = ConstraintManager::new();
+    for c in operator_constraints() {
+        m.add_operator(c, cluster.groups())?;
+    }
+    Ok(m)
+}
+
+/// How many HBase LRAs bring the cluster's memory use to `utilisation` (0..1),
+/// counting what is already used.
+pub fn lras_for_utilisation(cluster: &ClusterState, utilisation: f64) -> usize {
+    let (cap, free) = cluster.nodes().iter().fold((0u64, 0u64), |(c, f), n| {
+        (c + n.capacity.memory_mb, f + n.free.memory_mb)
+    });
+    let target = cap as f64 * utilisation.clamp(0.0, 1.0);
+    let used = (cap - free) as f64;
+    let per = hbase(LraId(0)).total_resources().memory_mb as f64;
+    ((target - used).max(0.0) / per).floor() as usize
+}
