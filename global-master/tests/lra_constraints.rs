@@ -1,5 +1,7 @@
 //! Constraint validation and the constraint manager's operator override.
 
+#![allow(clippy::unwrap_used)]
+
 use common::Resources;
 use global_master::lra::*;
 

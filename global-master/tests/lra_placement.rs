@@ -1,6 +1,8 @@
 //! LRA placement on tiny clusters whose optimum is known by hand: each constraint
 //! kind, DNF, all-or-nothing, the ILP fallback, and quality metrics.
 
+#![allow(clippy::unwrap_used)]
+
 use common::{NodeId, Resources};
 use global_master::lra::model::DeployedContainer;
 use global_master::lra::*;

@@ -1,6 +1,8 @@
 //! Property: on random small problems every placer answers every LRA, places all or
 //! none of each LRA's containers, and never overcommits a node in any dimension.
 
+#![allow(clippy::unwrap_used)]
+
 use common::Resources;
 use global_master::lra::*;
 use proptest::prelude::*;

@@ -23,6 +23,7 @@ pub mod constraints;
 mod greedy;
 pub mod heuristics;
 pub mod ilp;
+mod ilp_model;
 pub mod kube;
 pub mod metrics;
 pub mod model;
