@@ -73,6 +73,17 @@ fn tagged(id: LraId, role: &str) -> TagSet {
 
 /// One HBase-like LRA with its application constraints.
 pub fn hbase(id: LraId) -> LraRequest {
+    hbase_with(id, 0)
+}
+
+/// A variant whose workers must share their node with exactly one other worker of
+/// the application (node cardinality `[1, 1]`): data-local pairs. Kubernetes-style
+/// placers cannot express it, MEDEA's can.
+pub fn hbase_paired(id: LraId) -> LraRequest {
+    hbase_with(id, 1)
+}
+
+fn hbase_with(id: LraId, min_other_workers: u32) -> LraRequest {
     let small = Resources::new(500, 1024);
     let worker = Resources::new(1000, 2048);
     let mut containers = vec![
@@ -88,7 +99,13 @@ pub fn hbase(id: LraId) -> LraRequest {
         containers,
         constraints: vec![
             PlacementConstraint::affinity(workers.clone(), workers.clone(), "rack"),
-            PlacementConstraint::cardinality(workers.clone(), workers, 0, 1, "node"),
+            PlacementConstraint::cardinality(
+                workers.clone(),
+                workers,
+                min_other_workers,
+                1,
+                "node",
+            ),
             PlacementConstraint::affinity(master.clone(), tagged(id, "hb_t"), "node"),
             PlacementConstraint::anti_affinity(master, tagged(id, "hb_s"), "node"),
         ],

@@ -3,7 +3,7 @@
 //!
 //! The placers read no clock; latency is measured here around each `solve` call.
 
-use crate::lra_workload::{cluster, hbase, lras_for_utilisation, manager};
+use crate::lra_workload::{cluster, hbase, hbase_paired, lras_for_utilisation, manager};
 use anyhow::{anyhow, Context};
 use common::NodeId;
 use global_master::lra::{
@@ -68,6 +68,9 @@ pub struct CommonArgs {
     prefill: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Workers must sit in pairs on a node (cardinality [1, 1] instead of [0, 1]).
+    #[arg(long)]
+    paired: bool,
 }
 
 impl CommonArgs {
@@ -134,10 +137,11 @@ struct Run {
     submitted: usize,
     micros: Vec<f64>,
     fallbacks: usize,
+    paired: bool,
 }
 
 impl Run {
-    fn new(cluster: ClusterState) -> anyhow::Result<Self> {
+    fn new(cluster: ClusterState, paired: bool) -> anyhow::Result<Self> {
         let manager = manager(&cluster).context("operator constraints")?;
         Ok(Run {
             cluster,
@@ -147,6 +151,7 @@ impl Run {
             submitted: 0,
             micros: Vec::new(),
             fallbacks: 0,
+            paired,
         })
     }
 
@@ -163,7 +168,14 @@ impl Run {
             let n = left.min(interval);
             left -= n;
             let batch: Vec<LraRequest> = (0..n)
-                .map(|k| hbase(LraId(self.next_id + k as u64)))
+                .map(|k| {
+                    let id = LraId(self.next_id + k as u64);
+                    if self.paired {
+                        hbase_paired(id)
+                    } else {
+                        hbase(id)
+                    }
+                })
                 .collect();
             self.next_id += n as u64;
             self.submitted += n;
@@ -225,7 +237,10 @@ fn quality_table(
     let mut levels = levels.to_vec();
     levels.sort_unstable();
     for placer in placers {
-        let mut run = Run::new(cluster(nodes, racks, common.background, common.seed))?;
+        let mut run = Run::new(
+            cluster(nodes, racks, common.background, common.seed),
+            common.paired,
+        )?;
         for &level in &levels {
             let more = lras_for_utilisation(&run.cluster, f64::from(level) / 100.0);
             // LRAs that did not fit still count as submitted: stop when nothing fits.
@@ -266,12 +281,10 @@ fn latency_table(
         "placer", "nodes", "mean-ms", "p50-ms", "p95-ms", "violate%", "fallbacks"
     );
     for &size in sizes {
-        let mut base = Run::new(cluster(
-            size,
-            (size / 50).max(1),
-            common.background,
-            common.seed,
-        ))?;
+        let mut base = Run::new(
+            cluster(size, (size / 50).max(1), common.background, common.seed),
+            common.paired,
+        )?;
         let prefill = lras_for_utilisation(&base.cluster, f64::from(common.prefill) / 100.0);
         base.submit(
             &Placer::TagPopularity,
@@ -288,6 +301,7 @@ fn latency_table(
                 submitted: 0,
                 micros: Vec::new(),
                 fallbacks: 0,
+                paired: common.paired,
             };
             run.submit(placer, lras, common.interval, true)?;
             let mut sorted = run.micros.clone();
