@@ -137,6 +137,7 @@ struct Run {
     submitted: usize,
     micros: Vec<f64>,
     fallbacks: usize,
+    intervals: usize,
     paired: bool,
 }
 
@@ -151,6 +152,7 @@ impl Run {
             submitted: 0,
             micros: Vec::new(),
             fallbacks: 0,
+            intervals: 0,
             paired,
         })
     }
@@ -190,6 +192,7 @@ impl Run {
                 self.micros
                     .extend(std::iter::repeat_n(elapsed / n as f64, n));
                 self.fallbacks += usize::from(solution.fallback.is_some());
+                self.intervals += 1;
             }
             for ((id, outcome), lra) in solution.outcomes.iter().zip(&batch) {
                 if let LraOutcome::Placed(nodes) = outcome {
@@ -231,8 +234,16 @@ fn quality_table(
         common.interval
     );
     println!(
-        "{:<8} {:>6} {:>7} {:>7} {:>10} {:>8} {:>8} {:>8}",
-        "placer", "util%", "lras", "placed", "violate%", "frag%", "mem-cv", "ms/lra"
+        "{:<8} {:>6} {:>7} {:>7} {:>10} {:>8} {:>8} {:>8} {:>18}",
+        "placer",
+        "util%",
+        "lras",
+        "placed",
+        "violate%",
+        "frag%",
+        "mem-cv",
+        "ms/lra",
+        "fallback/intervals"
     );
     let mut levels = levels.to_vec();
     levels.sort_unstable();
@@ -251,7 +262,7 @@ fn quality_table(
             });
             let mean = run.micros.iter().sum::<f64>() / run.micros.len().max(1) as f64 / 1000.0;
             println!(
-                "{:<8} {:>6} {:>7} {:>7} {:>10.2} {:>8.2} {:>8.3} {:>8.2}",
+                "{:<8} {:>6} {:>7} {:>7} {:>10.2} {:>8.2} {:>8.3} {:>8.2} {:>18}",
                 placer.name(),
                 level,
                 run.submitted,
@@ -259,7 +270,8 @@ fn quality_table(
                 q.violation_pct,
                 q.fragmentation_pct,
                 q.memory_utilisation_cv,
-                mean
+                mean,
+                format!("{}/{}", run.fallbacks, run.intervals)
             );
         }
     }
@@ -277,8 +289,8 @@ fn latency_table(
         common.prefill, common.interval
     );
     println!(
-        "{:<8} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "placer", "nodes", "mean-ms", "p50-ms", "p95-ms", "violate%", "fallbacks"
+        "{:<8} {:>6} {:>10} {:>10} {:>10} {:>10} {:>18}",
+        "placer", "nodes", "mean-ms", "p50-ms", "p95-ms", "violate%", "fallback/intervals"
     );
     for &size in sizes {
         let mut base = Run::new(
@@ -301,6 +313,7 @@ fn latency_table(
                 submitted: 0,
                 micros: Vec::new(),
                 fallbacks: 0,
+                intervals: 0,
                 paired: common.paired,
             };
             run.submit(placer, lras, common.interval, true)?;
@@ -322,7 +335,7 @@ fn latency_table(
                 pick(0.5),
                 pick(0.95),
                 run.violation_pct(true)?,
-                run.fallbacks
+                format!("{}/{}", run.fallbacks, run.intervals)
             );
         }
     }
