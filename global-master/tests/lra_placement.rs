@@ -343,3 +343,35 @@ fn deploying_a_solution_updates_free_resources_and_tags() {
     assert_eq!(cluster.set_cardinality(1, 0, &tags(&["x"])), 2);
     assert!(cluster.deploy(&lras[0], 0, NodeId(9)).is_err());
 }
+
+#[test]
+fn the_ilp_places_what_the_greedy_heuristics_lose_to_a_rolled_back_neighbour() {
+    // Only node 0 can hold a 2-core container. The `c` containers violate their
+    // (unsatisfiable) constraint everywhere, so the heuristics place them first:
+    // lra0's `c` takes node 0, lra1's `c` finds no room and fails, then lra0's `b`
+    // fails and lra0 is rolled back: nothing placed. The ILP places lra1.
+    let cluster = ClusterState::new(vec![node(3, 0, &[]), node(1, 0, &[])], &[]).unwrap();
+    let two = |t: &str| ContainerRequest::new(Resources::cores(2, 1024), [t]);
+    let lost = PlacementConstraint::affinity(tags(&["c"]), tags(&["a"]), "rack");
+    let lras = [
+        LraRequest {
+            id: LraId(0),
+            containers: vec![two("b"), two("c")],
+            constraints: vec![lost],
+        },
+        LraRequest {
+            id: LraId(1),
+            containers: vec![two("c")],
+            constraints: vec![],
+        },
+    ];
+    let problem = Problem::new(&cluster, &lras, &ConstraintManager::new()).unwrap();
+    for greedy in [Placer::NodeCandidates, Placer::TagPopularity] {
+        assert_eq!(greedy.solve(&problem).placed_lras(), 0, "{}", greedy.name());
+    }
+    let ilp = ALL[0].solve(&problem);
+    assert_eq!(ilp.fallback, None);
+    assert!(matches!(ilp.outcomes[0].1, LraOutcome::NotPlaced(_)));
+    assert_eq!(placed(&ilp, 1), vec![0]);
+    ilp.check(&problem).unwrap();
+}
