@@ -144,3 +144,38 @@ pub fn lras_for_utilisation(cluster: &ClusterState, utilisation: f64) -> usize {
     let per = hbase(LraId(0)).total_resources().memory_mb as f64;
     ((target - used).max(0.0) / per).floor() as usize
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hbase_has_the_paper_shape() {
+        let lra = hbase(LraId(3));
+        assert_eq!(lra.containers.len(), 13);
+        assert_eq!(lra.constraints.len(), 4);
+        assert_eq!(lra.total_resources(), Resources::new(11_500, 23_552));
+        let paired = hbase_paired(LraId(3));
+        let cap = paired.constraints[1].simple().map(|c| (c.c_min, c.c_max));
+        assert_eq!(cap, Some((1, Some(1))));
+    }
+
+    #[test]
+    fn clusters_are_seeded_and_racked() {
+        let a = cluster(100, 10, 0.1, 7);
+        let b = cluster(100, 10, 0.1, 7);
+        let c = cluster(100, 10, 0.1, 8);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.groups().set_count(1), 10);
+        assert_eq!(cluster(100, 10, 0.0, 7).nodes()[99].free, NODE);
+    }
+
+    #[test]
+    fn utilisation_targets_count_what_is_used() {
+        let empty = cluster(500, 10, 0.0, 1);
+        // 500 * 16 GiB * 50 % / 23 GiB per LRA = 173.9
+        assert_eq!(lras_for_utilisation(&empty, 0.5), 173);
+        assert_eq!(lras_for_utilisation(&empty, 0.0), 0);
+    }
+}
