@@ -50,8 +50,7 @@ impl<R: BufRead> TrReader<R> {
 
     fn parse_line(&self, line: &str) -> Result<TraceJob, TraceError> {
         let mut fields = line.split_whitespace();
-        let arrival =
-            parse_secs(fields.next(), "arrival_s").map_err(|r| self.err("arrival_s", r))?;
+        let arrival = parse_secs(fields.next(), "arrival_s").map_err(|r| self.err("arrival_s", r))?;
         let n: usize = fields
             .next()
             .ok_or_else(|| self.err("n_tasks", "missing"))?
@@ -89,9 +88,7 @@ fn parse_secs(field: Option<&str>, name: &str) -> Result<Micros, String> {
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!(
-            "{text:?} must be a finite, non-negative number of seconds"
-        ));
+        return Err(format!("{text:?} must be a finite, non-negative number of seconds"));
     }
     Ok(Micros::from_secs_f64(secs))
 }
@@ -132,11 +129,7 @@ pub fn write_tr<W: Write>(out: &mut W, job: &TraceJob) -> std::io::Result<()> {
     let mean = if n == 0 {
         0.0
     } else {
-        job.tasks
-            .iter()
-            .map(|t| t.duration.as_secs_f64())
-            .sum::<f64>()
-            / n as f64
+        job.tasks.iter().map(|t| t.duration.as_secs_f64()).sum::<f64>() / n as f64
     };
     write!(out, "{:.6} {} {:.6}", job.arrival.as_secs_f64(), n, mean)?;
     for t in &job.tasks {
@@ -172,10 +165,7 @@ mod tests {
         let err = read("x 1 1 1")[0].as_ref().unwrap_err().to_string();
         assert!(err.contains("field `arrival_s`"), "{err}");
         let err = read("1 1 1 -2")[0].as_ref().unwrap_err().to_string();
-        assert!(
-            err.contains("field `d1`") && err.contains("non-negative"),
-            "{err}"
-        );
+        assert!(err.contains("field `d1`") && err.contains("non-negative"), "{err}");
     }
 
     #[test]
