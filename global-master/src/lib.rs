@@ -10,7 +10,10 @@
 //! - [`core::master`]: [`core::GlobalMaster`], the `(now, input) -> effects` state
 //!   machine: internal partitions round-robin, then external ones (repartition),
 //!   batched launch requests, requeue on failure.
+//! - [`lra`]: long-running applications (MEDEA): tag constraints, the constraint
+//!   manager, the ILP placer and its heuristics, for the designated GM.
 
 pub mod core;
+pub mod lra;
 
 pub use crate::core::{GlobalMaster, GmConfig};

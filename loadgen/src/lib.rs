@@ -6,10 +6,12 @@
 //!   (window, sampling, speed-up, scaling) and statistics.
 //! - [`sim`]: the discrete-event simulator (Megha, Sparrow, centralized).
 //! - [`report`]: `tasks.csv` and `summary.json`.
+//! - [`lra_workload`]: HBase-like long-running applications for the MEDEA experiments.
 //! - [`cli`]: command-line front ends.
 
 pub mod cli;
 pub mod fairness;
+pub mod lra_workload;
 pub mod report;
 pub mod sim;
 pub mod trace;

@@ -24,6 +24,10 @@ enum Command {
     /// Trace tools: statistics, conversion to `.tr`, streaming benchmark.
     #[command(subcommand)]
     Trace(cli::trace::TraceCommand),
+    /// Long-running applications (MEDEA): placement-quality experiment and latency
+    /// benchmark of the ILP, NC, TP and J-KUBE placers.
+    #[command(subcommand)]
+    Lra(cli::lra::LraCommand),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,6 +36,7 @@ fn main() -> std::process::ExitCode {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Trace(cmd) => cli::trace::run(cmd),
+        Command::Lra(cmd) => cli::lra::run(cmd),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
