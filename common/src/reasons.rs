@@ -1,6 +1,6 @@
 //! "No" as a value: why a task is not (yet) running.
 
-use crate::{GmId, Resources};
+use crate::{GmId, LmId, Resources};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -60,6 +60,8 @@ pub enum PendingReason {
     RejectedByLm(RejectReason),
     /// The task's user is over its share and contention holds it back.
     OverShare,
+    /// The launch request could not be delivered to the LM; the task was requeued.
+    LmUnreachable { lm: LmId },
 }
 
 impl PendingReason {
@@ -88,6 +90,7 @@ impl fmt::Display for PendingReason {
             ),
             PendingReason::RejectedByLm(r) => write!(f, "local master refused: {r}"),
             PendingReason::OverShare => write!(f, "queue is over its share"),
+            PendingReason::LmUnreachable { lm } => write!(f, "{lm} could not be reached"),
         }
     }
 }

@@ -10,7 +10,10 @@
 //! - [`core::master`]: [`core::GlobalMaster`], the `(now, input) -> effects` state
 //!   machine: internal partitions round-robin, then external ones (repartition),
 //!   batched launch requests, requeue on failure.
+//! - [`service`]: the runtime shell (actix actor, HTTP API, broker) and the binary's
+//!   configuration; `main.rs` only parses flags and calls [`service::main_with`].
 
 pub mod core;
+pub mod service;
 
 pub use crate::core::{GlobalMaster, GmConfig};

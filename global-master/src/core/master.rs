@@ -245,6 +245,27 @@ impl GlobalMaster {
         out
     }
 
+    /// A launch batch never reached its LM (the transport gave up): its tasks go back
+    /// to their queues with the reason, and its deductions leave the view.
+    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
+        if let Some(in_flight) = self.in_flight.get_mut(lm.index()) {
+            in_flight.retain(|f| f.seq != seq);
+        }
+        let mut requeued = 0;
+        for task in tasks {
+            if let Some(mut pending) = self.outstanding.remove(task) {
+                pending.reason = Some(PendingReason::LmUnreachable { lm });
+                self.queues.push_ready(pending);
+                requeued += 1;
+            }
+        }
+        if requeued > 0 {
+            self.failed_shapes.clear();
+            self.queues.unblock_all();
+        }
+        requeued
+    }
+
     /// One scheduling pass over every ready task.
     pub fn schedule(&mut self, _now: Micros) -> PassOutput {
         let mut out = PassOutput::default();
