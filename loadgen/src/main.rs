@@ -1,4 +1,4 @@
-//! `loadgen`: simulate, benchmark and (later) replay workloads against the scheduler.
+//! `loadgen`: simulate, benchmark and replay workloads against the scheduler.
 
 use clap::{Parser, Subcommand};
 use loadgen::cli;
@@ -21,6 +21,14 @@ enum Command {
     Simulate(cli::simulate::SimulateArgs),
     /// Measure simulator speed and memory on 10,000 and 50,000 nodes (prints figures).
     Bench(cli::bench::BenchArgs),
+    /// Replay a trace against running GMs over HTTP, read task events from RabbitMQ,
+    /// and write DIR/tasks.csv and DIR/summary.json. Exits non-zero, listing them, if
+    /// any submitted task never finished.
+    Replay(cli::replay::ReplayArgs),
+    /// Start GMs, LMs and workers in this process (in-memory links, nothing to
+    /// install), replay a trace (default data/traces/YH_small.tr, 50x faster) and write
+    /// the same reports as `replay`.
+    Embedded(cli::replay::EmbeddedArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -28,6 +36,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Replay(args) => cli::replay::run_replay(args),
+        Command::Embedded(args) => cli::replay::run_embedded(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

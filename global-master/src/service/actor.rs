@@ -123,7 +123,7 @@ impl Actor for GmActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(1 << 20);
     }
 }
 

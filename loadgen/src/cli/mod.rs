@@ -1,4 +1,5 @@
 //! Command-line front ends. Each subcommand lives in its own file.
 
 pub mod bench;
+pub mod replay;
 pub mod simulate;

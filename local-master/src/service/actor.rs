@@ -157,7 +157,7 @@ impl Actor for LmActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(1 << 20);
         ctx.run_interval(self.heartbeat, |act, ctx| {
             let fx = act.core.tick(clock::now());
             act.apply(fx, ctx);
@@ -290,5 +290,17 @@ impl Handler<GetLoad> for LmActor {
     fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
         let (p, r) = self.load();
         MessageResult((p, r, self.ready()))
+    }
+}
+
+/// Publish the state now (embedded mode, once every GM is listening).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct PublishNow;
+
+impl Handler<PublishNow> for LmActor {
+    type Result = ();
+    fn handle(&mut self, _: PublishNow, _: &mut Context<Self>) {
+        self.publish();
     }
 }
