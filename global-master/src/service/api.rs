@@ -78,7 +78,11 @@ pub fn parse_job(body: &[u8], max_tasks: usize) -> Result<Vec<NewTask>, ApiError
     let de = &mut serde_json::Deserializer::from_slice(body);
     let request: JobRequest = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "body".to_owned() } else { path };
+        let field = if path == "." || path == "?" {
+            "body".to_owned()
+        } else {
+            path
+        };
         ApiError::new(400, field, e.inner().to_string())
     })?;
     if request.tasks.is_empty() {
