@@ -55,12 +55,18 @@ pub fn assert_all_finished(rows: &[Row]) {
     assert!(missing.is_empty(), "tasks never finished: {missing:?}");
 }
 
+/// (start, finish, job, task) of one task on one node.
+type Span = (f64, f64, u64, u32);
+
 /// With one-core nodes and one-core tasks, no two tasks may overlap on a node.
 pub fn assert_no_overlap_on_nodes(rows: &[Row]) {
-    let mut by_node: HashMap<(u16, u32), Vec<(f64, f64, u64, u32)>> = HashMap::new();
+    let mut by_node: HashMap<(u16, u32), Vec<Span>> = HashMap::new();
     for r in rows {
         if let (Some(lm), Some(node), Some(s), Some(f)) = (r.lm, r.node, r.start, r.finish) {
-            by_node.entry((lm, node)).or_default().push((s, f, r.job, r.task));
+            by_node
+                .entry((lm, node))
+                .or_default()
+                .push((s, f, r.job, r.task));
         }
     }
     for (node, mut spans) in by_node {
@@ -69,7 +75,14 @@ pub fn assert_no_overlap_on_nodes(rows: &[Row]) {
             assert!(
                 w[1].0 >= w[0].1 - 1e-6,
                 "node {node:?} over-committed: task {}.{} [{}, {}] overlaps task {}.{} [{}, {}]",
-                w[0].2, w[0].3, w[0].0, w[0].1, w[1].2, w[1].3, w[1].0, w[1].1
+                w[0].2,
+                w[0].3,
+                w[0].0,
+                w[0].1,
+                w[1].2,
+                w[1].3,
+                w[1].0,
+                w[1].1
             );
         }
     }

@@ -34,7 +34,15 @@ pub fn bin_dir() -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(workspace_root()).args([
-            "build", "--bins", "-p", "global-master", "-p", "local-master", "-p", "worker", "-p",
+            "build",
+            "--bins",
+            "-p",
+            "global-master",
+            "-p",
+            "local-master",
+            "-p",
+            "worker",
+            "-p",
             "loadgen",
         ]);
         if dir.file_name().is_some_and(|n| n == "release") {
@@ -44,7 +52,10 @@ pub fn bin_dir() -> PathBuf {
             cmd.env("CARGO_TARGET_DIR", target);
         }
         let status = cmd.status().expect("cargo build runs");
-        assert!(status.success(), "cargo build of the service binaries failed");
+        assert!(
+            status.success(),
+            "cargo build of the service binaries failed"
+        );
         dir
     })
     .clone()
@@ -85,7 +96,12 @@ impl Proc {
         });
         let url = rx
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("{name} did not start; see {}", log_dir.join(format!("{name}.log")).display()));
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{name} did not start; see {}",
+                    log_dir.join(format!("{name}.log")).display()
+                )
+            });
         Proc {
             name: name.to_owned(),
             url,
@@ -161,41 +177,95 @@ pub struct LoopbackCluster {
 }
 
 impl LoopbackCluster {
-    pub fn start(gms: u16, lms: u16, partition_size: usize, workers_per_lm: u32, amqp: &str, log_dir: &Path) -> Self {
+    pub fn start(
+        gms: u16,
+        lms: u16,
+        partition_size: usize,
+        workers_per_lm: u32,
+        amqp: &str,
+        log_dir: &Path,
+    ) -> Self {
         let s = |x: &dyn ToString| x.to_string();
         let mut lm_procs = Vec::new();
         for l in 0..lms {
             let args: Vec<String> = [
-                "--id", &s(&l), "--gms", &s(&gms), "--lms", &s(&lms), "--partition-size",
-                &s(&partition_size), "--workers", &s(&workers_per_lm), "--listen", "127.0.0.1:0",
-                "--heartbeat-ms", "500", "--amqp", amqp,
+                "--id",
+                &s(&l),
+                "--gms",
+                &s(&gms),
+                "--lms",
+                &s(&lms),
+                "--partition-size",
+                &s(&partition_size),
+                "--workers",
+                &s(&workers_per_lm),
+                "--listen",
+                "127.0.0.1:0",
+                "--heartbeat-ms",
+                "500",
+                "--amqp",
+                amqp,
             ]
             .iter()
             .map(|a| a.to_string())
             .collect();
-            lm_procs.push(Proc::spawn("local-master", &args, log_dir, &format!("lm{l}")));
+            lm_procs.push(Proc::spawn(
+                "local-master",
+                &args,
+                log_dir,
+                &format!("lm{l}"),
+            ));
         }
         let mut workers = Vec::new();
         for (l, lm) in lm_procs.iter().enumerate() {
             for slot in 0..workers_per_lm {
-                let args: Vec<String> = ["--lm-url", &lm.url, "--slot", &s(&slot), "--listen", "127.0.0.1:0"]
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect();
-                workers.push(Proc::spawn("worker", &args, log_dir, &format!("worker{l}.{slot}")));
+                let args: Vec<String> = [
+                    "--lm-url",
+                    &lm.url,
+                    "--slot",
+                    &s(&slot),
+                    "--listen",
+                    "127.0.0.1:0",
+                ]
+                .iter()
+                .map(|a| a.to_string())
+                .collect();
+                workers.push(Proc::spawn(
+                    "worker",
+                    &args,
+                    log_dir,
+                    &format!("worker{l}.{slot}"),
+                ));
             }
         }
-        let lm_urls = lm_procs.iter().map(|p| p.url.clone()).collect::<Vec<_>>().join(",");
+        let lm_urls = lm_procs
+            .iter()
+            .map(|p| p.url.clone())
+            .collect::<Vec<_>>()
+            .join(",");
         let mut gm_procs = Vec::new();
         for g in 0..gms {
             let args: Vec<String> = [
-                "--id", &s(&g), "--gms", &s(&gms), "--lm-urls", &lm_urls, "--listen", "127.0.0.1:0",
-                "--amqp", amqp,
+                "--id",
+                &s(&g),
+                "--gms",
+                &s(&gms),
+                "--lm-urls",
+                &lm_urls,
+                "--listen",
+                "127.0.0.1:0",
+                "--amqp",
+                amqp,
             ]
             .iter()
             .map(|a| a.to_string())
             .collect();
-            gm_procs.push(Proc::spawn("global-master", &args, log_dir, &format!("gm{g}")));
+            gm_procs.push(Proc::spawn(
+                "global-master",
+                &args,
+                log_dir,
+                &format!("gm{g}"),
+            ));
         }
         let cluster = LoopbackCluster {
             lms: lm_procs,
@@ -219,21 +289,30 @@ impl LoopbackCluster {
                 if ready {
                     break;
                 }
-                assert!(Instant::now() < deadline, "{} never received the state of every LM", gm.name);
+                assert!(
+                    Instant::now() < deadline,
+                    "{} never received the state of every LM",
+                    gm.name
+                );
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
     }
 
     pub fn gm_urls(&self) -> String {
-        self.gms.iter().map(|p| p.url.clone()).collect::<Vec<_>>().join(",")
+        self.gms
+            .iter()
+            .map(|p| p.url.clone())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Sum of a metric over every process of a role.
     pub fn metric(&self, role: &[Proc], name: &str) -> f64 {
         role.iter()
             .map(|p| {
-                let (_, _, page) = http("GET", &format!("{}/metrics", p.url), None).expect("metrics");
+                let (_, _, page) =
+                    http("GET", &format!("{}/metrics", p.url), None).expect("metrics");
                 crate::checks::metric_sum(&page, name)
             })
             .sum()

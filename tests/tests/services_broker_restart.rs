@@ -15,9 +15,22 @@ fn every_task_finishes_across_a_broker_restart() {
     let cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
     let out = dir.join("out");
     let args: Vec<String> = [
-        "replay", "--trace", "data/traces/YH_small.tr", "--gm", &cluster.gm_urls(), "--amqp",
-        AMQP_URL, "--out", out.to_str().expect("utf-8 path"), "--speedup", "10", "--nodes", "8",
-        "--quiet", "--timeout-s", "120",
+        "replay",
+        "--trace",
+        "data/traces/YH_small.tr",
+        "--gm",
+        &cluster.gm_urls(),
+        "--amqp",
+        AMQP_URL,
+        "--out",
+        out.to_str().expect("utf-8 path"),
+        "--speedup",
+        "10",
+        "--nodes",
+        "8",
+        "--quiet",
+        "--timeout-s",
+        "120",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -29,13 +42,23 @@ fn every_task_finishes_across_a_broker_restart() {
         .args(["rabbitmq-server", "restart"])
         .status()
         .expect("`service` runs");
-    assert!(restarted.success(), "could not restart RabbitMQ (needs root)");
+    assert!(
+        restarted.success(),
+        "could not restart RabbitMQ (needs root)"
+    );
     let status = replay.join().expect("replay thread");
-    assert!(status.success(), "replay failed across the restart; logs in {}", dir.display());
+    assert!(
+        status.success(),
+        "replay failed across the restart; logs in {}",
+        dir.display()
+    );
     let rows = read_tasks_csv(&out);
     assert_eq!(rows.len(), 183);
     assert_all_finished(&rows);
     assert_no_overlap_on_nodes(&rows);
-    assert_eq!(cluster.metric(&cluster.workers, "megha_worker_started_total"), 183.0);
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        183.0
+    );
     assert!(cluster.metric(&cluster.gms, "megha_broker_reconnects_total") >= 1.0);
 }

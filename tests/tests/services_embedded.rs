@@ -1,24 +1,23 @@
 //! Embedded mode: 2 GMs, 2 LMs and 4 workers in this process, linked in memory, replay
 //! the sample trace; every task runs exactly once and no node is over-committed.
 
+use common::cluster::ClusterSpec;
+use common::{Micros, Resources};
 use loadgen::cli::replay::{in_actix_system, replay_embedded};
 use loadgen::replay::driver::ReplayOptions;
 use loadgen::replay::embedded::EmbeddedConfig;
 use loadgen::replay::finish::finish;
 use loadgen::sim::workload::{build, ConstraintMode, WorkloadOptions};
 use loadgen::trace::{read_all, tr::TrReader};
-use common::cluster::ClusterSpec;
-use common::{Micros, Resources};
 use std::time::Duration;
 use tests::checks::{assert_all_finished, assert_no_overlap_on_nodes, read_tasks_csv};
 use tests::procs::workspace_root;
 
 #[test]
 fn embedded_cluster_runs_every_task_exactly_once() {
-    let trace = read_all(
-        TrReader::open(&workspace_root().join("data/traces/YH_small.tr")).expect("trace"),
-    )
-    .expect("trace parses");
+    let trace =
+        read_all(TrReader::open(&workspace_root().join("data/traces/YH_small.tr")).expect("trace"))
+            .expect("trace parses");
     let jobs = build(
         &trace,
         &WorkloadOptions {
@@ -46,7 +45,11 @@ fn embedded_cluster_runs_every_task_exactly_once() {
     let result = in_actix_system(replay_embedded(&cfg, &jobs, &opts)).expect("embedded run");
     assert!(result.unsubmitted.is_empty(), "{:?}", result.unsubmitted);
     assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
-    assert!(result.started_twice.is_empty(), "{:?}", result.started_twice);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
     let out = std::env::temp_dir().join(format!("megha-embedded-{}", std::process::id()));
     assert!(finish(&result, "megha-embedded", 7, 8, &out, true).expect("reports"));
     let rows = read_tasks_csv(&out);

@@ -14,9 +14,22 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
     let mut cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
     let out = dir.join("out");
     let args: Vec<String> = [
-        "replay", "--trace", "data/traces/YH_small.tr", "--gm", &cluster.gm_urls(), "--amqp",
-        AMQP_URL, "--out", out.to_str().expect("utf-8 path"), "--speedup", "100", "--nodes", "8",
-        "--quiet", "--timeout-s", "60",
+        "replay",
+        "--trace",
+        "data/traces/YH_small.tr",
+        "--gm",
+        &cluster.gm_urls(),
+        "--amqp",
+        AMQP_URL,
+        "--out",
+        out.to_str().expect("utf-8 path"),
+        "--speedup",
+        "100",
+        "--nodes",
+        "8",
+        "--quiet",
+        "--timeout-s",
+        "60",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -34,19 +47,43 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
             .expect("json");
     assert_eq!(summary["finished"], 183);
-    assert_eq!(cluster.metric(&cluster.gms, "megha_gm_launched_total"), 183.0);
-    assert_eq!(cluster.metric(&cluster.lms, "megha_lm_placements_total"), 183.0);
-    assert_eq!(cluster.metric(&cluster.workers, "megha_worker_started_total"), 183.0);
-    assert_eq!(cluster.metric(&cluster.workers, "megha_worker_finished_total"), 183.0);
-    assert_eq!(cluster.metric(&cluster.workers, "megha_worker_refused_total"), 0.0);
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_launched_total"),
+        183.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_placements_total"),
+        183.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        183.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_finished_total"),
+        183.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_refused_total"),
+        0.0
+    );
     assert_eq!(
         summary["lm_rejections"].as_f64(),
         Some(cluster.metric(&cluster.lms, "megha_lm_rejections_total"))
     );
 
     // Graceful shutdown: every service exits 0 on SIGTERM.
-    for p in cluster.gms.iter_mut().chain(&mut cluster.workers).chain(&mut cluster.lms) {
+    for p in cluster
+        .gms
+        .iter_mut()
+        .chain(&mut cluster.workers)
+        .chain(&mut cluster.lms)
+    {
         let status = p.terminate(Duration::from_secs(20));
-        assert!(status.is_some_and(|s| s.success()), "{} did not exit cleanly: {status:?}", p.name);
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{} did not exit cleanly: {status:?}",
+            p.name
+        );
     }
 }

@@ -81,14 +81,9 @@ async fn submit(State(s): State<ApiState>, body: Bytes) -> Response {
     }
 }
 
-fn parse_id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, Response> {
-    raw.parse().map_err(|_| {
-        error(ApiError::new(
-            400,
-            field,
-            format!("`{raw}` is not a valid {field}"),
-        ))
-    })
+fn parse_id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, ApiError> {
+    raw.parse()
+        .map_err(|_| ApiError::new(400, field, format!("`{raw}` is not a valid {field}")))
 }
 
 fn not_found(what: String) -> Response {
@@ -98,7 +93,7 @@ fn not_found(what: String) -> Response {
 async fn job(State(s): State<ApiState>, Path(id): Path<String>) -> Response {
     let id: u64 = match parse_id("job", &id) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(e) => return error(e),
     };
     match s.gm.send(GetJob(JobId(id))).await {
         Ok(Some(status)) => Json(status).into_response(),
@@ -110,7 +105,7 @@ async fn job(State(s): State<ApiState>, Path(id): Path<String>) -> Response {
 async fn task(State(s): State<ApiState>, Path((job, index)): Path<(String, String)>) -> Response {
     let (job, index): (u64, u32) = match (parse_id("job", &job), parse_id("index", &index)) {
         (Ok(j), Ok(i)) => (j, i),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(e), _) | (_, Err(e)) => return error(e),
     };
     let id = TaskId {
         job: JobId(job),

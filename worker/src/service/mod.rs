@@ -2,7 +2,7 @@
 //! API for start orders, reports to the LM over HTTP (bincode, in order, retried).
 //!
 //! - [`config`]: flags, environment, TOML file.
-//! - [`actor`]: [`actor::WorkerActor`].
+//! - [`actor`]: the actor, [`actor::WorkerActor`].
 //! - [`http`]: the routes.
 
 pub mod actor;
