@@ -29,6 +29,9 @@ enum Command {
     /// install), replay a trace (default data/traces/YH_small.tr, 50x faster) and write
     /// the same reports as `replay`.
     Embedded(cli::replay::EmbeddedArgs),
+    /// Find the sustained rate of short tasks at which the p99 allocation overhead
+    /// stays under 10 ms, embedded or against running services (prints figures).
+    BenchE2e(cli::bench_e2e::BenchE2eArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Replay(args) => cli::replay::run_replay(args),
         Command::Embedded(args) => cli::replay::run_embedded(args),
+        Command::BenchE2e(args) => cli::bench_e2e::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

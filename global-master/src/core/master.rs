@@ -249,7 +249,15 @@ impl GlobalMaster {
     /// to their queues with the reason, and its deductions leave the view.
     pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
         if let Some(in_flight) = self.in_flight.get_mut(lm.index()) {
-            in_flight.retain(|f| f.seq != seq);
+            if let Some(pos) = in_flight.iter().position(|f| f.seq == seq) {
+                if let (Some(lost), Some(view)) =
+                    (in_flight.remove(pos), self.lms[lm.index()].as_mut())
+                {
+                    for (node, res) in &lost.deducted {
+                        view.credit(*node, res);
+                    }
+                }
+            }
         }
         let mut requeued = 0;
         for task in tasks {

@@ -1,5 +1,6 @@
 //! Command-line front ends. Each subcommand lives in its own file.
 
 pub mod bench;
+pub mod bench_e2e;
 pub mod replay;
 pub mod simulate;

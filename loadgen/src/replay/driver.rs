@@ -50,6 +50,9 @@ pub struct ReplayResult {
     pub started_twice: Vec<(u64, u32)>,
     pub refusals: Vec<String>,
     pub wall_s: f64,
+    /// See [`Recorder::overhead`].
+    pub overhead_s: Vec<f64>,
+    pub waited_for_resources: usize,
 }
 
 /// Converts a job's tasks for submission, durations divided by `speedup`.
@@ -175,7 +178,10 @@ pub async fn replay(
     }
     bar.finish_and_clear();
     let span = clock::now().since(t0);
+    let (overhead_s, waited_for_resources) = rec.overhead();
     ReplayResult {
+        overhead_s,
+        waited_for_resources,
         unfinished: rec.unfinished(),
         unsubmitted: rec.unsubmitted(),
         started_twice: rec.started_twice(),

@@ -28,6 +28,7 @@ pub struct Recorder {
     starts: Vec<u32>,
     terminal: Vec<bool>,
     submitted: Vec<bool>,
+    waited: Vec<bool>,
     done: usize,
     pub counters: SimCounters,
 }
@@ -57,6 +58,7 @@ impl Recorder {
             starts: vec![0; n],
             terminal: vec![false; n],
             submitted: vec![false; n],
+            waited: vec![false; n],
             done: 0,
             counters: SimCounters::default(),
         }
@@ -121,7 +123,10 @@ impl Recorder {
                 r.decision = Decision::from_placement(placement);
                 r.queued_until(at);
             }
-            TaskEventKind::Requeued { .. } => self.counters.requeues += 1,
+            TaskEventKind::Requeued { .. } => {
+                self.counters.requeues += 1;
+                self.waited[i] = true;
+            }
             TaskEventKind::Unplaceable { .. } => {
                 r.decision = Decision::Unplaceable;
                 self.mark_terminal(i);
@@ -175,6 +180,23 @@ impl Recorder {
     /// Tasks that started more than once (must be empty).
     pub fn started_twice(&self) -> Vec<(u64, u32)> {
         self.filter(|i, s| s.starts[i] > 1)
+    }
+
+    /// Allocation overhead samples (seconds): the allocation time of every started
+    /// task that never waited for free resources (no `Requeued` event), so that what
+    /// remains is scheduling, messaging and validation, not queueing for capacity.
+    /// Also returns how many started tasks did wait.
+    pub fn overhead(&self) -> (Vec<f64>, usize) {
+        let mut samples = Vec::new();
+        let mut waited = 0;
+        for (i, r) in self.records.iter().enumerate() {
+            match r.allocation() {
+                Some(_) if self.waited[i] => waited += 1,
+                Some(a) => samples.push(a.as_secs_f64()),
+                None => {}
+            }
+        }
+        (samples, waited)
     }
 
     fn filter(&self, keep: impl Fn(usize, &Recorder) -> bool) -> Vec<(u64, u32)> {
