@@ -209,7 +209,7 @@ mod tests {
             (
                 format!(r#"{{"tasks":[{{{ok_res},"colour":1}}]}}"#),
                 400,
-                "tasks[0]",
+                "tasks[0].colour",
             ),
             (
                 format!(r#"{{"tasks":[{{{ok_res}}},{{{ok_res}}},{{{ok_res}}},{{{ok_res}}}]}}"#),

@@ -142,3 +142,57 @@ impl GmArgs {
         Ok(s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_env_beat_file_beat_defaults() {
+        let file = std::env::temp_dir().join(format!("gm-config-{}.toml", std::process::id()));
+        std::fs::write(
+            &file,
+            "gms = 3\nid = 1\nbatch_size = 7\nmax_queued = 9\nlm_urls = [\"http://a\"]\n",
+        )
+        .expect("write");
+        // The environment sets max_queued (beats the file); the flag sets id (beats both).
+        std::env::set_var("MEGHA_GM_MAX_QUEUED", "11");
+        std::env::set_var("MEGHA_GM_ID", "0");
+        let args = GmArgs::try_parse_from([
+            "global-master",
+            "--config",
+            file.to_str().expect("path"),
+            "--id",
+            "2",
+        ])
+        .expect("parse");
+        let s = args.resolve().expect("resolve");
+        std::env::remove_var("MEGHA_GM_MAX_QUEUED");
+        std::env::remove_var("MEGHA_GM_ID");
+        assert_eq!(s.id, 2, "flag");
+        assert_eq!(s.max_queued, 11, "env");
+        assert_eq!((s.gms, s.batch_size), (3, 7), "file");
+        assert_eq!(s.max_job_tasks, 10_000, "default");
+        assert_eq!(s.lm_urls, vec!["http://a".to_owned()]);
+    }
+
+    #[test]
+    fn unknown_file_keys_and_bad_values_are_refused() {
+        let file = std::env::temp_dir().join(format!("gm-bad-{}.toml", std::process::id()));
+        std::fs::write(&file, "colour = 3\n").expect("write");
+        let args = GmArgs::try_parse_from(["global-master", "--config", file.to_str().expect("p")])
+            .expect("parse");
+        assert!(args.resolve().is_err());
+        let args = GmArgs::try_parse_from([
+            "global-master",
+            "--id",
+            "3",
+            "--gms",
+            "2",
+            "--lm-urls",
+            "http://a",
+        ])
+        .expect("parse");
+        assert!(args.resolve().is_err());
+    }
+}
