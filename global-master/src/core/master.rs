@@ -236,7 +236,9 @@ impl GlobalMaster {
                 }
                 LaunchOutcome::Rejected(reason) => {
                     self.stats.lm_rejections += 1;
-                    pending.reason = Some(PendingReason::RejectedByLm(reason.clone()));
+                    pending.reason = Some(PendingReason::RejectedByLm {
+                        rejection: reason.clone(),
+                    });
                     self.queues.push_ready(pending);
                     out.rejected.push((*task, reason.clone()));
                 }

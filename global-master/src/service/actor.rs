@@ -243,8 +243,11 @@ impl Handler<LaunchDone> for GmActor {
                 }
                 for (task, reason) in out.rejected {
                     tracing::debug!(task = %task, job = task.job.0, %reason, "LM refused the launch; requeued");
-                    self.tracker
-                        .pending(task, &PendingReason::RejectedByLm(reason), false);
+                    self.tracker.pending(
+                        task,
+                        &PendingReason::RejectedByLm { rejection: reason },
+                        false,
+                    );
                 }
             }
             Err(error) => {
