@@ -86,6 +86,7 @@ struct Msg {
 enum Cmd {
     Msg(Msg),
     Flush(oneshot::Sender<()>),
+    Close(oneshot::Sender<()>),
 }
 
 /// Publishes to the broker from a background task; cheap to clone.
@@ -114,6 +115,16 @@ impl Publisher {
         }));
     }
 
+    /// Flushes (up to `timeout`), then closes the connection cleanly (shutdown).
+    pub async fn close(&self, timeout: Duration) -> bool {
+        let flushed = self.flush(timeout).await;
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Cmd::Close(tx)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+        }
+        flushed
+    }
+
     /// Resolves once everything published before the call is confirmed by the broker,
     /// or after `timeout`. Returns false on timeout.
     pub async fn flush(&self, timeout: Duration) -> bool {
@@ -140,6 +151,14 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
                     Cmd::Flush(f) => {
                         flushes.push(f);
                         break;
+                    }
+                    Cmd::Close(done) => {
+                        if let Some((conn, _)) = session.take() {
+                            let _ = conn.close(200, "shutdown").await;
+                        }
+                        status.connected.store(false, Ordering::Relaxed);
+                        let _ = done.send(());
+                        return;
                     }
                 }
                 if batch.len() < 2048 {
@@ -238,22 +257,39 @@ pub struct Subscription {
     pub prefetch: u16,
 }
 
-/// Consumes `sub` forever, calling `handler(routing_key, body)` for every message;
-/// reconnects with backoff after any failure.
+/// Stops a subscription and closes its connection cleanly.
+#[derive(Debug)]
+pub struct SubscriptionHandle {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SubscriptionHandle {
+    pub async fn close(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.task).await;
+    }
+}
+
+/// Consumes `sub` until closed, calling `handler(routing_key, body)` for every
+/// message; reconnects with backoff after any failure.
 pub fn subscribe<F>(
     url: String,
     sub: Subscription,
     handler: F,
-) -> (Arc<LinkStatus>, tokio::task::JoinHandle<()>)
+) -> (Arc<LinkStatus>, SubscriptionHandle)
 where
     F: Fn(&str, &[u8]) + Send + Sync + 'static,
 {
     let status = Arc::new(LinkStatus::default());
     let st = status.clone();
-    let handle = tokio::spawn(async move {
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
         let mut delay = Duration::from_millis(100);
         loop {
-            match consume(&url, &sub, &st, &handler, &mut delay).await {
+            let mut stop = stop.clone();
+            match consume(&url, &sub, &st, &handler, &mut delay, &mut stop).await {
+                Ok(()) if *stop.borrow() => return,
                 Ok(()) => tracing::warn!(exchange = sub.exchange, "consumer ended; reconnecting"),
                 Err(e) => {
                     tracing::warn!(%url, exchange = sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
@@ -262,11 +298,20 @@ where
             if st.connected.swap(false, Ordering::Relaxed) {
                 st.reconnects.fetch_add(1, Ordering::Relaxed);
             }
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stop.changed() => return,
+            }
             delay = (delay * 2).min(Duration::from_secs(5));
         }
     });
-    (status, handle)
+    (
+        status,
+        SubscriptionHandle {
+            stop: stop_tx,
+            task,
+        },
+    )
 }
 
 async fn consume<F: Fn(&str, &[u8])>(
@@ -275,8 +320,12 @@ async fn consume<F: Fn(&str, &[u8])>(
     status: &LinkStatus,
     handler: &F,
     delay: &mut Duration,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), lapin::Error> {
-    let (_conn, ch) = connect(url).await?;
+    if *stop.borrow() {
+        return Ok(());
+    }
+    let (conn, ch) = connect(url).await?;
     let (name, opts) = match &sub.queue {
         Some(name) => (
             name.as_str(),
@@ -323,7 +372,15 @@ async fn consume<F: Fn(&str, &[u8])>(
     // Acknowledged in groups (`multiple`): fewer round trips; after a reconnection
     // the broker redelivers at most one group, which consumers already tolerate.
     let mut unacked = 0u32;
-    while let Some(delivery) = consumer.next().await {
+    loop {
+        let delivery = tokio::select! {
+            d = consumer.next() => d,
+            _ = stop.changed() => {
+                let _ = conn.close(200, "shutdown").await;
+                return Ok(());
+            }
+        };
+        let Some(delivery) = delivery else { break };
         let delivery = delivery?;
         handler(delivery.routing_key.as_str(), &delivery.data);
         status.messages.fetch_add(1, Ordering::Relaxed);

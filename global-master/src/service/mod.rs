@@ -56,7 +56,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         s.max_queued,
     )
     .start();
-    let broker = mq::subscribe_state(s.amqp.clone(), gm.clone());
+    let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), gm.clone());
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
@@ -72,7 +72,8 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         .with_graceful_shutdown(service_kit::shutdown::signal())
         .await?;
     drain(&gm, s.drain_timeout).await;
-    if !publisher.flush(Duration::from_secs(5)).await {
+    subscription.close().await;
+    if !publisher.close(Duration::from_secs(5)).await {
         tracing::warn!("some events could not be confirmed by the broker before exit");
     }
     tracing::info!("global master stopped");

@@ -6,11 +6,11 @@
 use super::actor::{ApplySnapshot, GmActor};
 use actix::Addr;
 use common::messages::LmSnapshot;
-use service_kit::amqp::{subscribe, LinkStatus, Subscription};
+use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
 use service_kit::topology::STATE_EXCHANGE;
 use std::sync::Arc;
 
-pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> Arc<LinkStatus> {
+pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> (Arc<LinkStatus>, SubscriptionHandle) {
     let sub = Subscription {
         exchange: STATE_EXCHANGE,
         binding: String::new(),
@@ -18,11 +18,10 @@ pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> Arc<LinkStatus> {
         ack: false,
         prefetch: 0,
     };
-    let (status, _task) = subscribe(url, sub, move |_, body| {
+    subscribe(url, sub, move |_, body| {
         match common::codec::decode::<LmSnapshot>(body) {
             Ok(snapshot) => gm.do_send(ApplySnapshot(snapshot)),
             Err(e) => tracing::warn!(error = %e, "undecodable LM snapshot ignored"),
         }
-    });
-    status
+    })
 }

@@ -206,7 +206,8 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                     std::process::id(),
                     service_kit::clock::now().0
                 );
-                let (events, status) = net::amqp_events(args.amqp.clone(), queue.clone());
+                let (events, status, subscription) =
+                    net::amqp_events(args.amqp.clone(), queue.clone());
                 for _ in 0..100 {
                     if status.is_connected() {
                         break;
@@ -216,6 +217,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                 let client = service_kit::links::http_client(Duration::from_secs(30));
                 let submit = net::http_submitter(args.gm.clone(), client);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
+                subscription.close().await;
                 let _ = service_kit::amqp::delete_queue(&args.amqp, &queue).await;
                 r
             });

@@ -113,7 +113,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             std::process::id(),
             service_kit::clock::now().0
         );
-        let (events, status) = net::amqp_events(args.amqp.clone(), queue.clone());
+        let (events, status, subscription) = net::amqp_events(args.amqp.clone(), queue.clone());
         let mut waited = 0;
         while !status.is_connected() {
             if waited > 100 {
@@ -128,6 +128,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         let client = service_kit::links::http_client(Duration::from_secs(30));
         let submit = net::http_submitter(args.gm.clone(), client);
         let result = replay(&jobs, submit, events, &opts).await;
+        subscription.close().await;
         if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
             tracing::warn!(error = %e, queue, "cannot delete the replay queue");
         }

@@ -7,7 +7,7 @@ use common::events::TaskEvent;
 use common::JobId;
 use global_master::service::api::NewTask;
 use serde_json::{json, Value};
-use service_kit::amqp::{subscribe, LinkStatus, Subscription};
+use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
 use service_kit::topology::EVENTS_EXCHANGE;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +79,11 @@ pub fn http_submitter(gm_urls: Vec<String>, client: reqwest::Client) -> Submitte
 pub fn amqp_events(
     url: String,
     queue: String,
-) -> (mpsc::UnboundedReceiver<TaskEvent>, Arc<LinkStatus>) {
+) -> (
+    mpsc::UnboundedReceiver<TaskEvent>,
+    Arc<LinkStatus>,
+    SubscriptionHandle,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
     let sub = Subscription {
         exchange: EVENTS_EXCHANGE,
@@ -88,7 +92,7 @@ pub fn amqp_events(
         ack: true,
         prefetch: 5000,
     };
-    let (status, _task) = subscribe(url, sub, move |_, body| {
+    let (status, handle) = subscribe(url, sub, move |_, body| {
         match serde_json::from_slice::<TaskEvent>(body) {
             Ok(ev) => {
                 let _ = tx.send(ev);
@@ -96,5 +100,5 @@ pub fn amqp_events(
             Err(e) => tracing::warn!(error = %e, "undecodable event ignored"),
         }
     });
-    (rx, status)
+    (rx, status, handle)
 }

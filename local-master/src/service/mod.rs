@@ -52,7 +52,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
             Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
-    if !publisher.flush(Duration::from_secs(5)).await {
+    if !publisher.close(Duration::from_secs(5)).await {
         tracing::warn!("some events could not be confirmed by the broker before exit");
     }
     tracing::info!("local master stopped");
