@@ -241,6 +241,9 @@ async fn publish_all(ch: &Channel, batch: &[Msg]) -> Result<(), lapin::Error> {
     Ok(())
 }
 
+/// A named durable queue without consumers is deleted by the broker after this long.
+const DURABLE_QUEUE_EXPIRY_MS: u32 = 60_000;
+
 /// Deliveries acknowledged together (must stay below the prefetch).
 const ACK_GROUP: u32 = 64;
 
@@ -326,14 +329,23 @@ async fn consume<F: Fn(&str, &[u8])>(
         return Ok(());
     }
     let (conn, ch) = connect(url).await?;
+    let mut args = FieldTable::default();
     let (name, opts) = match &sub.queue {
-        Some(name) => (
-            name.as_str(),
-            QueueDeclareOptions {
-                durable: true,
-                ..Default::default()
-            },
-        ),
+        Some(name) => {
+            // A durable queue outlives a broker restart, but must not outlive its
+            // consumer for long: the broker deletes it after this much idle time.
+            args.insert(
+                "x-expires".into(),
+                lapin::types::AMQPValue::LongUInt(DURABLE_QUEUE_EXPIRY_MS),
+            );
+            (
+                name.as_str(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+            )
+        }
         None => (
             "",
             QueueDeclareOptions {
@@ -343,7 +355,7 @@ async fn consume<F: Fn(&str, &[u8])>(
             },
         ),
     };
-    let queue = ch.queue_declare(name, opts, FieldTable::default()).await?;
+    let queue = ch.queue_declare(name, opts, args).await?;
     let qname = queue.name().as_str().to_owned();
     ch.queue_bind(
         &qname,
