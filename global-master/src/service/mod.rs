@@ -20,6 +20,7 @@ pub mod status;
 use crate::core::GmConfig;
 use actix::{Actor, Addr};
 use anyhow::{Context as _, Result};
+use axum::serve::ListenerExt as _;
 use common::GmId;
 use service_kit::amqp::Publisher;
 use service_kit::links::{http_client, HttpLink};
@@ -68,9 +69,14 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         max_job_tasks: s.max_job_tasks,
         broker: Some(broker),
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(service_kit::shutdown::signal())
-        .await?;
+    axum::serve(
+        listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        }),
+        app,
+    )
+    .with_graceful_shutdown(service_kit::shutdown::signal())
+    .await?;
     drain(&gm, s.drain_timeout).await;
     subscription.close().await;
     if !publisher.close(Duration::from_secs(5)).await {

@@ -14,6 +14,7 @@ pub mod metrics;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
+use axum::serve::ListenerExt as _;
 use service_kit::amqp::Publisher;
 use service_kit::sinks::{amqp_event_sink, amqp_snapshot_sink};
 use std::time::{Duration, Instant};
@@ -42,9 +43,14 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         lm: lm.clone(),
         client: http::worker_client(),
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(service_kit::shutdown::signal())
-        .await?;
+    axum::serve(
+        listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        }),
+        app,
+    )
+    .with_graceful_shutdown(service_kit::shutdown::signal())
+    .await?;
     let deadline = Instant::now() + s.drain_timeout;
     while Instant::now() < deadline {
         match lm.send(actor::GetLoad).await {

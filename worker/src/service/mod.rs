@@ -11,6 +11,7 @@ pub mod http;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
+use axum::serve::ListenerExt as _;
 use common::messages::{WorkerAssignment, WorkerRegistration};
 use service_kit::links::{http_client, Call, HttpLink};
 use std::sync::Arc;
@@ -36,8 +37,13 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         .unwrap_or_else(|| format!("http://{local}"));
     tracing::info!(listen = %local, lm = %s.lm_url, slot = s.slot, "worker listening");
     println!("listening on http://{local}");
-    let server = axum::serve(listener, http::router(worker.clone()))
-        .with_graceful_shutdown(service_kit::shutdown::signal());
+    let server = axum::serve(
+        listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        }),
+        http::router(worker.clone()),
+    )
+    .with_graceful_shutdown(service_kit::shutdown::signal());
     let server = tokio::spawn(async move { server.await });
     // Register (retrying until the LM answers), then take the assigned nodes.
     let register = HttpLink {
