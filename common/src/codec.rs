@@ -71,4 +71,55 @@ mod tests {
         ));
         assert!(matches!(decode::<LaunchBatch>(&[]), Err(CodecError::Empty)));
     }
+
+    #[test]
+    fn a_response_with_refusals_round_trips() {
+        use crate::messages::{LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology};
+        use crate::reasons::RejectReason;
+        use std::sync::Arc;
+        let response = LaunchResponse {
+            lm: LmId(1),
+            gm: GmId(0),
+            seq: 9,
+            outcomes: vec![
+                (
+                    TaskId::new(1, 0),
+                    LaunchOutcome::Rejected(RejectReason::UnknownNode),
+                ),
+                (
+                    TaskId::new(1, 1),
+                    LaunchOutcome::Rejected(RejectReason::InsufficientResources {
+                        free: Resources::new(1, 2),
+                    }),
+                ),
+                (
+                    TaskId::new(1, 2),
+                    LaunchOutcome::Rejected(RejectReason::Invalid { detail: "x".into() }),
+                ),
+                (
+                    TaskId::new(1, 3),
+                    LaunchOutcome::Launched {
+                        placement: Placement::Internal,
+                    },
+                ),
+            ],
+            snapshot: LmSnapshot {
+                lm: LmId(1),
+                version: 3,
+                taken_at: Micros(4),
+                topology: Arc::new(LmTopology {
+                    lm: LmId(1),
+                    gms: 1,
+                    home: vec![GmId(0)],
+                    constraints: vec![crate::ConstraintSet::EMPTY],
+                    capacity: vec![Resources::new(1000, 10)],
+                }),
+                free: Arc::new(vec![Resources::new(1000, 10)]),
+                applied_batches: vec![9],
+                usage: vec![],
+            },
+        };
+        let bytes = encode(&response).unwrap();
+        assert_eq!(decode::<LaunchResponse>(&bytes).unwrap(), response);
+    }
 }

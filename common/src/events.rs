@@ -65,3 +65,52 @@ pub struct TaskEvent {
     #[serde(flatten)]
     pub kind: TaskEventKind,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reasons::RejectReason;
+    use crate::{LmId, NodeId, Resources};
+
+    #[test]
+    fn events_and_reasons_round_trip_as_json() {
+        let events = vec![
+            TaskEvent {
+                task: TaskId::new(1, 2),
+                at: Micros(3),
+                kind: TaskEventKind::Rejected {
+                    lm: LmId(0),
+                    reason: RejectReason::InsufficientResources {
+                        free: Resources::new(1, 1),
+                    },
+                },
+            },
+            TaskEvent {
+                task: TaskId::new(1, 2),
+                at: Micros(4),
+                kind: TaskEventKind::Requeued {
+                    gm: GmId(1),
+                    reason: PendingReason::RejectedByLm {
+                        rejection: RejectReason::UnknownNode,
+                    },
+                },
+            },
+            TaskEvent {
+                task: TaskId::new(1, 2),
+                at: Micros(5),
+                kind: TaskEventKind::Started {
+                    lm: LmId(0),
+                    node: NodeId(7),
+                },
+            },
+        ];
+        for e in events {
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(
+                serde_json::from_str::<TaskEvent>(&json).unwrap(),
+                e,
+                "{json}"
+            );
+        }
+    }
+}

@@ -2,7 +2,8 @@
 //! simulator, embedded mode) and over the network (bincode via [`crate::codec`]).
 //!
 //! GM -> LM: [`LaunchBatch`]. LM -> GM: [`LaunchResponse`] and [`LmSnapshot`]
-//! heartbeats. LM -> worker: [`StartTask`]. Worker -> LM: [`WorkerReport`].
+//! heartbeats. LM -> worker: [`StartTask`]. Worker -> LM: [`WorkerReport`], and once at
+//! start-up [`WorkerRegistration`], answered with a [`WorkerAssignment`].
 
 use crate::reasons::RejectReason;
 use crate::{ConstraintSet, GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec};
@@ -187,4 +188,18 @@ pub struct PreemptedTasks {
     pub gm: GmId,
     /// Each task with the work it lost (time it had run).
     pub tasks: Vec<(TaskSpec, Micros)>,
+}
+
+/// Worker -> LM at start-up: "I am worker slot `slot`, reach me at `url`".
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRegistration {
+    pub slot: u32,
+    pub url: String,
+}
+
+/// LM -> worker: the nodes this worker runs, with their capacity.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerAssignment {
+    pub lm: LmId,
+    pub nodes: Vec<(NodeId, Resources)>,
 }

@@ -1,13 +1,16 @@
 //! "No" as a value: why a task is not (yet) running.
 
-use crate::{GmId, Resources};
+use crate::{GmId, LmId, Resources};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Why an LM refused a launch request. Every refusal carries the LM's current state
 /// back to the GM (in the response), so the next attempt uses fresher data.
+///
+/// Externally tagged (serde's default): it travels in bincode inside
+/// `LaunchResponse`, and bincode cannot decode internally tagged enums.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "reason")]
+#[serde(rename_all = "snake_case")]
 pub enum RejectReason {
     /// The node id does not exist in this LM.
     UnknownNode,
@@ -57,9 +60,11 @@ pub enum PendingReason {
     /// Eligible nodes exist, but the view shows none with enough free resources.
     NoFreeResources { eligible_nodes: u64 },
     /// The LM refused the last attempt; the task was requeued.
-    RejectedByLm(RejectReason),
+    RejectedByLm { rejection: RejectReason },
     /// The task's user is over its share and contention holds it back.
     OverShare,
+    /// The launch request could not be delivered to the LM; the task was requeued.
+    LmUnreachable { lm: LmId },
 }
 
 impl PendingReason {
@@ -86,8 +91,11 @@ impl fmt::Display for PendingReason {
                 f,
                 "{eligible_nodes} eligible nodes, none with enough free resources"
             ),
-            PendingReason::RejectedByLm(r) => write!(f, "local master refused: {r}"),
+            PendingReason::RejectedByLm { rejection } => {
+                write!(f, "local master refused: {rejection}")
+            }
             PendingReason::OverShare => write!(f, "queue is over its share"),
+            PendingReason::LmUnreachable { lm } => write!(f, "{lm} could not be reached"),
         }
     }
 }

@@ -12,8 +12,11 @@
 //!   batched launch requests, requeue on failure.
 //! - [`lra`]: long-running applications (MEDEA): tag constraints, the constraint
 //!   manager, the ILP placer and its heuristics, for the designated GM.
+//! - [`service`]: the runtime shell (actix actor, HTTP API, broker) and the binary's
+//!   configuration; `main.rs` only parses flags and calls [`service::main_with`].
 
 pub mod core;
 pub mod lra;
+pub mod service;
 
 pub use crate::core::{GlobalMaster, GmConfig};

@@ -7,11 +7,15 @@
 //! - [`sim`]: the discrete-event simulator (Megha, Sparrow, centralized).
 //! - [`report`]: `tasks.csv` and `summary.json`.
 //! - [`lra_workload`]: HBase-like long-running applications for the MEDEA experiments.
+//! - [`fairness`]: Jain's index and per-queue shares of a run.
+//! - [`replay`]: replaying a trace against running services (HTTP + RabbitMQ) or an
+//!   embedded cluster, and rebuilding the same reports from the event stream.
 //! - [`cli`]: command-line front ends.
 
 pub mod cli;
 pub mod fairness;
 pub mod lra_workload;
+pub mod replay;
 pub mod report;
 pub mod sim;
 pub mod trace;

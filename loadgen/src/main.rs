@@ -1,4 +1,4 @@
-//! `loadgen`: simulate, benchmark and (later) replay workloads against the scheduler.
+//! `loadgen`: simulate, benchmark and replay workloads against the scheduler.
 
 use clap::{Parser, Subcommand};
 use loadgen::cli;
@@ -28,6 +28,17 @@ enum Command {
     /// benchmark of the ILP, NC, TP and J-KUBE placers.
     #[command(subcommand)]
     Lra(cli::lra::LraCommand),
+    /// Replay a trace against running GMs over HTTP, read task events from RabbitMQ,
+    /// and write DIR/tasks.csv and DIR/summary.json. Exits non-zero, listing them, if
+    /// any submitted task never finished.
+    Replay(cli::replay::ReplayArgs),
+    /// Start GMs, LMs and workers in this process (in-memory links, nothing to
+    /// install), replay a trace (default data/traces/YH_small.tr, 50x faster) and write
+    /// the same reports as `replay`.
+    Embedded(cli::replay::EmbeddedArgs),
+    /// Find the sustained rate of short tasks at which the p99 allocation overhead
+    /// stays under 10 ms, embedded or against running services (prints figures).
+    BenchE2e(cli::bench_e2e::BenchE2eArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,6 +48,9 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Trace(cmd) => cli::trace::run(cmd),
         Command::Lra(cmd) => cli::lra::run(cmd),
+        Command::Replay(args) => cli::replay::run_replay(args),
+        Command::Embedded(args) => cli::replay::run_embedded(args),
+        Command::BenchE2e(args) => cli::bench_e2e::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

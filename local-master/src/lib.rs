@@ -9,9 +9,12 @@
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
+//! - [`service`]: the runtime shell (actix actor, internal HTTP API, broker) and the
+//!   binary's configuration; `main.rs` only parses flags.
 
 pub mod core;
 pub mod preempt;
+pub mod service;
 pub mod validate;
 
 pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};

@@ -1,6 +1,16 @@
-//! Shared helpers for the cross-crate tests: fluent builders for clusters and tasks,
-//! and a harness that wires GM and LM cores directly (no simulator, no network) so a
-//! test controls exactly which messages are delivered and when.
+//! Shared helpers for the cross-crate tests (the tests themselves live in `tests/`).
+//!
+//! - [`ClusterBuilder`], [`task`] and [`Harness`] (here): fluent builders for clusters
+//!   and tasks, and GM and LM cores wired by hand (no simulator, no network) so a test
+//!   controls exactly which messages are delivered and when.
+//! - [`procs`]: building and locating the service binaries, running a loopback
+//!   cluster of processes, stopping them.
+//! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
+//! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
+
+pub mod broker;
+pub mod checks;
+pub mod procs;
 
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::LaunchBatch;

@@ -197,9 +197,9 @@ fn stale_views_are_refused_by_the_lm_and_the_task_is_retried() {
     let pending: Vec<_> = h.gms[0].queues().iter().map(|p| p.reason.clone()).collect();
     assert!(matches!(
         pending.as_slice(),
-        [Some(PendingReason::RejectedByLm(
-            RejectReason::InsufficientResources { .. }
-        ))]
+        [Some(PendingReason::RejectedByLm {
+            rejection: RejectReason::InsufficientResources { .. }
+        })]
     ));
     let out = h.gms[0].schedule(Micros(4));
     assert!(matches!(

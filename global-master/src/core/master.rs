@@ -294,7 +294,9 @@ impl GlobalMaster {
                 }
                 LaunchOutcome::Rejected(reason) => {
                     self.stats.lm_rejections += 1;
-                    pending.reason = Some(PendingReason::RejectedByLm(reason.clone()));
+                    pending.reason = Some(PendingReason::RejectedByLm {
+                        rejection: reason.clone(),
+                    });
                     self.queues.push_ready(pending);
                     out.rejected.push((*task, reason.clone()));
                 }
@@ -352,6 +354,35 @@ impl GlobalMaster {
                 preempting: None,
             }));
         }
+    }
+
+    /// A launch batch never reached its LM (the transport gave up): its tasks go back
+    /// to their queues with the reason, and its deductions leave the view.
+    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
+        if let Some(in_flight) = self.in_flight.get_mut(lm.index()) {
+            if let Some(pos) = in_flight.iter().position(|f| f.seq == seq) {
+                if let (Some(lost), Some(view)) =
+                    (in_flight.remove(pos), self.lms[lm.index()].as_mut())
+                {
+                    for (node, res) in &lost.deducted {
+                        view.credit(*node, res);
+                    }
+                }
+            }
+        }
+        let mut requeued = 0;
+        for task in tasks {
+            if let Some(mut pending) = self.outstanding.remove(task) {
+                pending.reason = Some(PendingReason::LmUnreachable { lm });
+                self.queues.push_ready(pending);
+                requeued += 1;
+            }
+        }
+        if requeued > 0 {
+            self.failed_shapes.clear();
+            self.queues.unblock_all();
+        }
+        requeued
     }
 
     /// One scheduling pass over every ready task.

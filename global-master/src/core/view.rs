@@ -134,4 +134,19 @@ impl LmView {
             part.set_free(slot as usize, free);
         }
     }
+
+    /// Gives back resources deducted for a launch that never reached the LM (capped
+    /// at the node's capacity).
+    pub fn credit(&mut self, node: NodeId, resources: &Resources) {
+        if let Some(&(p, slot)) = self.slot_of.get(node.index()) {
+            let part = &mut self.partitions[p as usize];
+            let (slot, cap) = (slot as usize, part.capacity[slot as usize]);
+            let free = part.free[slot].add(resources);
+            let free = Resources::new(
+                free.cpu_millis.min(cap.cpu_millis),
+                free.memory_mb.min(cap.memory_mb),
+            );
+            part.set_free(slot, free);
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Command-line front ends. Each subcommand lives in its own file.
 
 pub mod bench;
+pub mod bench_e2e;
 pub mod lra;
+pub mod replay;
 pub mod simulate;
 pub mod trace;

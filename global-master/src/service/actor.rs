@@ -1,0 +1,394 @@
+//! The GM actor: hosts the pure [`GlobalMaster`] core, one `Handler` per message.
+//!
+//! Submissions, LM snapshots and launch answers each update the core and ask for a
+//! scheduling pass; passes are coalesced (one `RunPass` queued at a time, behind
+//! whatever is already in the mailbox). Launch batches go out on their LM's link from
+//! a spawned task whose answer comes back as [`LaunchDone`].
+
+use super::api::NewTask;
+use super::status::{JobStatus, TaskStatus, Tracker};
+use crate::core::{DecisionOutcome, GlobalMaster, GmConfig};
+use actix::prelude::*;
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{LaunchBatch, LaunchResponse, LmSnapshot};
+use common::reasons::PendingReason;
+use common::{GmId, JobId, LmId, Micros, TaskId, TaskSpec};
+use service_kit::clock;
+use service_kit::links::{Link, LinkError, Sink};
+use service_kit::metrics::Histogram;
+use std::sync::Arc;
+
+pub type LaunchLink = Link<LaunchBatch, LaunchResponse>;
+
+/// Counters the core does not keep.
+#[derive(Debug)]
+pub struct ShellMetrics {
+    pub launch_latency: Histogram,
+    pub passes: u64,
+    pub batches_sent: u64,
+    pub batches_abandoned: u64,
+    pub submissions_refused_full: u64,
+    pub last_snapshot: Vec<Option<Micros>>,
+}
+
+pub struct GmActor {
+    pub(super) core: GlobalMaster,
+    links: Vec<LaunchLink>,
+    events: Sink<Vec<TaskEvent>>,
+    pub(super) tracker: Tracker,
+    pub(super) metrics: ShellMetrics,
+    max_queued: usize,
+    pass_scheduled: bool,
+    next_job: u64,
+    accepting: bool,
+}
+
+impl std::fmt::Debug for GmActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GmActor")
+            .field("id", &self.core.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GmActor {
+    pub fn new(
+        config: GmConfig,
+        links: Vec<LaunchLink>,
+        events: Sink<Vec<TaskEvent>>,
+        max_queued: usize,
+    ) -> Self {
+        let lms = links.len();
+        // Job ids: GM number in the top 16 bits, then a counter seeded from the clock
+        // so that a restarted GM does not reuse the ids of its previous life.
+        let next_job = ((config.id.0 as u64) << 48) | (clock::now().0 & ((1 << 48) - 1));
+        GmActor {
+            core: GlobalMaster::new(config),
+            links,
+            events,
+            tracker: Tracker::default(),
+            metrics: ShellMetrics {
+                launch_latency: Histogram::latency(),
+                passes: 0,
+                batches_sent: 0,
+                batches_abandoned: 0,
+                submissions_refused_full: 0,
+                last_snapshot: vec![None; lms],
+            },
+            max_queued,
+            pass_scheduled: false,
+            next_job,
+            accepting: true,
+        }
+    }
+
+    fn gm(&self) -> GmId {
+        self.core.id()
+    }
+
+    /// Tasks held: queued plus awaiting an LM's answer.
+    pub fn held(&self) -> usize {
+        self.core.queues().len() + self.core.outstanding()
+    }
+
+    fn request_pass(&mut self, ctx: &mut Context<Self>) {
+        if !self.pass_scheduled {
+            self.pass_scheduled = true;
+            ctx.notify(RunPass);
+        }
+    }
+
+    fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
+        let Some(link) = self.links.get(batch.lm.index()).cloned() else {
+            tracing::error!(lm = %batch.lm, "no link to this LM");
+            return;
+        };
+        self.metrics.batches_sent += 1;
+        let me = ctx.address();
+        let (lm, seq) = (batch.lm, batch.seq);
+        let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
+        tokio::spawn(async move {
+            let result = link.call(batch).await;
+            me.do_send(LaunchDone {
+                lm,
+                seq,
+                tasks,
+                result,
+            });
+        });
+    }
+}
+
+impl Actor for GmActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1 << 20);
+    }
+}
+
+/// Accept a job. Answers the job id and task ids, or `Err(QueueFull)`.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(JobId, Vec<TaskId>), SubmitRefused>")]
+pub struct Submit(pub Vec<NewTask>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitRefused {
+    /// The GM holds too many tasks; retry later.
+    QueueFull { held: usize, limit: usize },
+    /// The GM is shutting down.
+    ShuttingDown,
+}
+
+impl Handler<Submit> for GmActor {
+    type Result = Result<(JobId, Vec<TaskId>), SubmitRefused>;
+
+    fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Self::Result {
+        if !self.accepting {
+            return Err(SubmitRefused::ShuttingDown);
+        }
+        let held = self.held();
+        if held + msg.0.len() > self.max_queued {
+            self.metrics.submissions_refused_full += 1;
+            return Err(SubmitRefused::QueueFull {
+                held,
+                limit: self.max_queued,
+            });
+        }
+        let now = clock::now();
+        let job = JobId(self.next_job);
+        self.next_job += 1;
+        let gm = self.gm();
+        let mut ids = Vec::with_capacity(msg.0.len());
+        let mut events = Vec::with_capacity(msg.0.len());
+        for (index, t) in msg.0.into_iter().enumerate() {
+            let id = TaskId {
+                job,
+                index: index as u32,
+            };
+            let spec = TaskSpec {
+                id,
+                queue: t.queue,
+                kind: t.kind,
+                resources: t.resources,
+                constraints: t.constraints,
+                duration: t.duration,
+                tags: t.tags.into_iter().map(Arc::from).collect(),
+            };
+            self.core.submit(now, spec);
+            self.tracker.accepted(id, now);
+            events.push(TaskEvent {
+                task: id,
+                at: now,
+                kind: TaskEventKind::Queued { gm },
+            });
+            ids.push(id);
+        }
+        tracing::debug!(job = job.0, tasks = ids.len(), "job accepted");
+        (self.events)(events);
+        self.request_pass(ctx);
+        Ok((job, ids))
+    }
+}
+
+/// An LM's state (heartbeat on the broker, or in memory).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ApplySnapshot(pub LmSnapshot);
+
+impl Handler<ApplySnapshot> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ApplySnapshot, ctx: &mut Context<Self>) {
+        let lm = msg.0.lm.index();
+        if let Some(slot) = self.metrics.last_snapshot.get_mut(lm) {
+            *slot = Some(msg.0.taken_at);
+        }
+        let had_view = self.core.has_full_view();
+        self.core.apply_snapshot(clock::now(), &msg.0);
+        if !had_view && self.core.has_full_view() {
+            tracing::info!(gm = %self.gm(), "view complete: state of every LM received; placing work");
+        }
+        self.request_pass(ctx);
+    }
+}
+
+/// The outcome of sending one launch batch.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct LaunchDone {
+    pub lm: LmId,
+    pub seq: u64,
+    pub tasks: Vec<TaskId>,
+    pub result: Result<LaunchResponse, LinkError>,
+}
+
+impl Handler<LaunchDone> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: LaunchDone, ctx: &mut Context<Self>) {
+        let now = clock::now();
+        match msg.result {
+            Ok(response) => {
+                if let Some(slot) = self.metrics.last_snapshot.get_mut(msg.lm.index()) {
+                    *slot = Some(response.snapshot.taken_at);
+                }
+                let out = self.core.handle_response(now, &response);
+                for task in out.launched {
+                    if let Some(submitted) = self.tracker.launched(task, now) {
+                        self.metrics
+                            .launch_latency
+                            .observe(now.since(submitted).as_secs_f64());
+                    }
+                }
+                for (task, reason) in out.rejected {
+                    tracing::debug!(task = %task, job = task.job.0, %reason, "LM refused the launch; requeued");
+                    self.tracker.pending(
+                        task,
+                        &PendingReason::RejectedByLm { rejection: reason },
+                        false,
+                    );
+                }
+            }
+            Err(error) => {
+                tracing::warn!(lm = %msg.lm, seq = msg.seq, tasks = msg.tasks.len(), %error, "launch batch failed; requeueing its tasks");
+                self.metrics.batches_abandoned += 1;
+                self.core.abandon_batch(now, msg.lm, msg.seq, &msg.tasks);
+                let reason = PendingReason::LmUnreachable { lm: msg.lm };
+                for task in &msg.tasks {
+                    self.tracker.pending(*task, &reason, false);
+                }
+            }
+        }
+        self.request_pass(ctx);
+    }
+}
+
+/// Run one scheduling pass (queued by the GM itself).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct RunPass;
+
+impl Handler<RunPass> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, _: RunPass, ctx: &mut Context<Self>) {
+        self.pass_scheduled = false;
+        let now = clock::now();
+        let out = self.core.schedule(now);
+        if out.decisions.is_empty() {
+            return;
+        }
+        self.metrics.passes += 1;
+        let gm = self.gm();
+        let mut events = Vec::with_capacity(out.decisions.len());
+        for d in &out.decisions {
+            let kind = match &d.outcome {
+                DecisionOutcome::Dispatched {
+                    lm,
+                    node,
+                    placement,
+                    ..
+                } => {
+                    self.tracker.dispatched(d.task, *lm, *node);
+                    TaskEventKind::Dispatched {
+                        gm,
+                        lm: *lm,
+                        node: *node,
+                        placement: *placement,
+                    }
+                }
+                DecisionOutcome::Requeued(reason) => {
+                    if !self.tracker.pending(d.task, reason, false) {
+                        continue;
+                    }
+                    TaskEventKind::Requeued {
+                        gm,
+                        reason: reason.clone(),
+                    }
+                }
+                DecisionOutcome::Preempting { lm, victim } => {
+                    // Only with fairness configured, which the services do not set yet.
+                    tracing::info!(task = %d.task, job = d.task.job.0, %lm, %victim, "asking to preempt");
+                    continue;
+                }
+                DecisionOutcome::Unplaceable(reason) => {
+                    tracing::info!(task = %d.task, job = d.task.job.0, %reason, "task can never be placed");
+                    self.tracker.pending(d.task, reason, true);
+                    TaskEventKind::Unplaceable {
+                        gm,
+                        reason: reason.clone(),
+                    }
+                }
+            };
+            events.push(TaskEvent {
+                task: d.task,
+                at: now,
+                kind,
+            });
+        }
+        if !events.is_empty() {
+            (self.events)(events);
+        }
+        for batch in out.batches {
+            self.send_batch(batch, ctx);
+        }
+    }
+}
+
+#[derive(Message, Debug)]
+#[rtype(result = "Option<TaskStatus>")]
+pub struct GetTask(pub TaskId);
+
+impl Handler<GetTask> for GmActor {
+    type Result = Option<TaskStatus>;
+    fn handle(&mut self, msg: GetTask, _: &mut Context<Self>) -> Self::Result {
+        self.tracker.task(msg.0).cloned()
+    }
+}
+
+#[derive(Message, Debug)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct GetJob(pub JobId);
+
+impl Handler<GetJob> for GmActor {
+    type Result = Option<JobStatus>;
+    fn handle(&mut self, msg: GetJob, _: &mut Context<Self>) -> Self::Result {
+        self.tracker.job(msg.0)
+    }
+}
+
+/// Queued and outstanding task counts, and whether the view is complete.
+#[derive(Message, Debug)]
+#[rtype(result = "Load")]
+pub struct GetLoad;
+
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Load {
+    pub queued: usize,
+    pub outstanding: usize,
+    pub full_view: bool,
+}
+
+impl Handler<GetLoad> for GmActor {
+    type Result = actix::MessageResult<GetLoad>;
+    fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(Load {
+            queued: self.core.queues().len(),
+            outstanding: self.core.outstanding(),
+            full_view: self.core.has_full_view(),
+        })
+    }
+}
+
+/// Stop accepting submissions (shutdown); placing what is queued continues.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct StopAccepting;
+
+impl Handler<StopAccepting> for GmActor {
+    type Result = ();
+    fn handle(&mut self, _: StopAccepting, _: &mut Context<Self>) {
+        self.accepting = false;
+    }
+}

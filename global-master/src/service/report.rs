@@ -1,0 +1,229 @@
+//! Read-only views of the GM actor: the pending list with reasons and the
+//! Prometheus metrics text.
+
+use super::actor::GmActor;
+use actix::prelude::*;
+use common::reasons::PendingReason;
+use serde::Serialize;
+use service_kit::clock;
+use service_kit::metrics::{family, single};
+
+/// One task waiting in the GM, with why.
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingTask {
+    pub job: u64,
+    pub index: u32,
+    pub queue: u16,
+    pub attempts: u32,
+    pub waiting_s: f64,
+    pub reason: String,
+    pub reason_detail: Option<PendingReason>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingList {
+    pub total: usize,
+    pub shown: Vec<PendingTask>,
+}
+
+#[derive(Message, Debug)]
+#[rtype(result = "PendingList")]
+pub struct GetPending {
+    pub limit: usize,
+}
+
+impl Handler<GetPending> for GmActor {
+    type Result = MessageResult<GetPending>;
+
+    fn handle(&mut self, msg: GetPending, _: &mut Context<Self>) -> Self::Result {
+        let now = clock::now();
+        let full = self.core.has_full_view();
+        let queues = self.core.queues();
+        let shown = queues
+            .iter()
+            .take(msg.limit)
+            .map(|p| {
+                let detail = match (&p.reason, full) {
+                    (Some(r), _) => Some(r.clone()),
+                    (None, false) => Some(PendingReason::NoStateYet),
+                    (None, true) => None,
+                };
+                PendingTask {
+                    job: p.task.id.job.0,
+                    index: p.task.id.index,
+                    queue: p.task.queue.0,
+                    attempts: p.attempts,
+                    waiting_s: now.since(p.submitted_at).as_secs_f64(),
+                    reason: detail
+                        .as_ref()
+                        .map(|r| r.to_string())
+                        .unwrap_or_else(|| "not tried yet".into()),
+                    reason_detail: detail,
+                }
+            })
+            .collect();
+        MessageResult(PendingList {
+            total: queues.len(),
+            shown,
+        })
+    }
+}
+
+#[derive(Message, Debug)]
+#[rtype(result = "String")]
+pub struct RenderMetrics;
+
+impl Handler<RenderMetrics> for GmActor {
+    type Result = String;
+
+    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
+        let now = clock::now();
+        let s = self.core.stats().clone();
+        let m = &self.metrics;
+        let mut out = String::new();
+        let queues: Vec<(String, f64)> = self
+            .core
+            .queues()
+            .lengths()
+            .map(|(q, n)| (format!("queue=\"{}\"", q.0), n as f64))
+            .collect();
+        family(
+            &mut out,
+            "megha_gm_queue_length",
+            "gauge",
+            "Tasks waiting in each user queue.",
+            &queues,
+        );
+        single(
+            &mut out,
+            "megha_gm_outstanding",
+            "gauge",
+            "Tasks sent to an LM and not yet answered.",
+            self.core.outstanding() as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_full_view",
+            "gauge",
+            "1 once the state of every LM has arrived.",
+            f64::from(u8::from(self.core.has_full_view())),
+        );
+        single(
+            &mut out,
+            "megha_gm_submitted_total",
+            "counter",
+            "Tasks accepted.",
+            s.submitted as f64,
+        );
+        family(
+            &mut out,
+            "megha_gm_placements_total",
+            "counter",
+            "Placement decisions sent to LMs, by kind.",
+            &[
+                (
+                    "placement=\"internal\"".into(),
+                    s.dispatched_internal as f64,
+                ),
+                (
+                    "placement=\"repartition\"".into(),
+                    s.dispatched_repartition as f64,
+                ),
+            ],
+        );
+        single(
+            &mut out,
+            "megha_gm_repartitions_total",
+            "counter",
+            "Repartition requests (placements in another GM's partition).",
+            s.dispatched_repartition as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_launched_total",
+            "counter",
+            "Tasks the LMs accepted.",
+            s.launched as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_lm_rejections_total",
+            "counter",
+            "Launch requests refused by an LM (stale view).",
+            s.lm_rejections as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_requeues_total",
+            "counter",
+            "Tasks that found no free node in a pass.",
+            s.requeues as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_unplaceable_total",
+            "counter",
+            "Tasks no node can ever host.",
+            s.unplaceable as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_snapshots_applied_total",
+            "counter",
+            "LM states applied.",
+            s.snapshots_applied as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_passes_total",
+            "counter",
+            "Scheduling passes that decided something.",
+            m.passes as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_batches_sent_total",
+            "counter",
+            "Launch batches sent.",
+            m.batches_sent as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_batches_abandoned_total",
+            "counter",
+            "Launch batches that never reached their LM (tasks requeued).",
+            m.batches_abandoned as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_submissions_refused_total",
+            "counter",
+            "Submissions answered 429 (GM full).",
+            m.submissions_refused_full as f64,
+        );
+        let ages: Vec<(String, f64)> = m
+            .last_snapshot
+            .iter()
+            .enumerate()
+            .map(|(l, t)| {
+                let age = t
+                    .map(|t| now.since(t).as_secs_f64())
+                    .unwrap_or(f64::INFINITY);
+                (format!("lm=\"{l}\""), age)
+            })
+            .collect();
+        family(
+            &mut out,
+            "megha_gm_heartbeat_age_seconds",
+            "gauge",
+            "Age of the newest state received from each LM.",
+            &ages,
+        );
+        m.launch_latency.render(
+            &mut out,
+            "megha_gm_launch_latency_seconds",
+            "Time from submission to the LM accepting the launch (allocation time up to the worker hop).",
+        );
+        out
+    }
+}

@@ -1,0 +1,262 @@
+//! `loadgen replay` (against running services over HTTP + RabbitMQ) and
+//! `loadgen embedded` (every role in this process), sharing the workload options.
+
+use crate::replay::driver::{replay, ReplayOptions, ReplayResult};
+use crate::replay::{embedded, finish::finish, net};
+use crate::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
+use crate::trace::{read_all, tr::TrReader};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use common::cluster::ClusterSpec;
+use common::events::TaskEvent;
+use common::{Micros, Resources};
+use service_kit::links::Sink;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What to replay and how fast.
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Trace in the Sparrow/Megha `.tr` format.
+    #[arg(long, value_name = "FILE", default_value = "data/traces/YH_small.tr")]
+    pub trace: PathBuf,
+    /// Divide arrival times and task durations by X (10 = ten times faster).
+    #[arg(long, value_name = "X")]
+    pub speedup: Option<f64>,
+    /// Submit at most N tasks per second (jobs wait their turn).
+    #[arg(long, value_name = "N")]
+    pub rate_cap: Option<f64>,
+    /// Seconds to wait after the last arrival for every task to finish.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    pub timeout_s: f64,
+    /// CPU millicores per task.
+    #[arg(long, default_value_t = 1000)]
+    pub task_cpu_millis: u64,
+    /// Memory per task, MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub task_memory_mb: u64,
+    /// Task placement constraints (synthesised from the Megha model, or none).
+    #[arg(long, value_enum, default_value_t = ConstraintMode::None)]
+    pub constraints: ConstraintMode,
+    /// Seed for constraint synthesis (and the embedded cluster).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Output directory for tasks.csv and summary.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// No progress bar and no table.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl WorkloadArgs {
+    pub fn jobs(&self) -> Result<Vec<Job>> {
+        let default_task = Resources::new(self.task_cpu_millis, self.task_memory_mb);
+        if default_task.any_zero() {
+            bail!("--task-cpu-millis and --task-memory-mb must be positive");
+        }
+        let trace = read_all(TrReader::open(&self.trace)?)?;
+        Ok(workload::build(
+            &trace,
+            &WorkloadOptions {
+                default_task,
+                constraints: self.constraints,
+                seed: self.seed,
+            },
+        ))
+    }
+
+    pub fn options(&self, gms: usize, default_speedup: f64) -> Result<ReplayOptions> {
+        let speedup = self.speedup.unwrap_or(default_speedup);
+        if !(speedup.is_finite() && speedup > 0.0) {
+            bail!("--speedup must be a positive number");
+        }
+        if self.rate_cap.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            bail!("--rate-cap must be a positive number");
+        }
+        Ok(ReplayOptions {
+            speedup,
+            rate_cap: self.rate_cap,
+            timeout: Duration::from_secs_f64(self.timeout_s.max(0.0)),
+            quiet: self.quiet,
+            gms,
+        })
+    }
+}
+
+/// Replay a trace against running GMs over HTTP, observing events on RabbitMQ.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Base URLs of the GMs, comma-separated; jobs go round-robin.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URL,...")]
+    pub gm: Vec<String>,
+    /// RabbitMQ URL (events are read from the megha.events exchange).
+    #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    pub amqp: String,
+    /// Nodes in the cluster (for the summary only).
+    #[arg(long, default_value_t = 0)]
+    pub nodes: usize,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+}
+
+pub fn run_replay(args: ReplayArgs) -> Result<()> {
+    let jobs = args.workload.jobs()?;
+    let opts = args.workload.options(args.gm.len(), 1.0)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        let queue = format!(
+            "megha.replay.{}.{}",
+            std::process::id(),
+            service_kit::clock::now().0
+        );
+        let (events, status, subscription) = net::amqp_events(args.amqp.clone(), queue.clone());
+        let mut waited = 0;
+        while !status.is_connected() {
+            if waited > 100 {
+                bail!(
+                    "cannot subscribe to events at {} (is RabbitMQ running?)",
+                    args.amqp
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            waited += 1;
+        }
+        let client = service_kit::links::http_client(Duration::from_secs(30));
+        let submit = net::http_submitter(args.gm.clone(), client);
+        let result = replay(&jobs, submit, events, &opts).await;
+        subscription.close().await;
+        if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
+            tracing::warn!(error = %e, queue, "cannot delete the replay queue");
+        }
+        Ok::<ReplayResult, anyhow::Error>(result)
+    })?;
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    judge(&result, "megha-services", &args.workload, args.nodes)
+}
+
+fn judge(result: &ReplayResult, name: &str, w: &WorkloadArgs, nodes: usize) -> Result<()> {
+    if finish(result, name, w.seed, nodes, &w.out, w.quiet)? {
+        Ok(())
+    } else {
+        bail!(
+            "the run lost tasks (see {})",
+            w.out.join("problems.txt").display()
+        )
+    }
+}
+
+/// Run N GMs, M LMs and K workers per LM in this process and replay a trace.
+#[derive(Args, Debug)]
+pub struct EmbeddedArgs {
+    /// Number of GMs (= partitions per LM).
+    #[arg(long, default_value_t = 2)]
+    pub gms: u16,
+    /// Number of LMs.
+    #[arg(long, default_value_t = 2)]
+    pub lms: u16,
+    /// Nodes per partition (nodes = gms x lms x this).
+    #[arg(long, default_value_t = 2)]
+    pub partition_size: usize,
+    /// Worker actors per LM.
+    #[arg(long, default_value_t = 2)]
+    pub workers_per_lm: u32,
+    /// CPU cores per node.
+    #[arg(long, default_value_t = 1)]
+    pub node_cpus: u64,
+    /// Memory per node, MiB.
+    #[arg(long, default_value_t = 16384)]
+    pub node_memory_mb: u64,
+    /// LM heartbeat period, ms.
+    #[arg(long, default_value_t = 1000)]
+    pub heartbeat_ms: u64,
+    /// Least time between two change-triggered state publications, ms.
+    #[arg(long, default_value_t = 5)]
+    pub publish_min_interval_ms: u64,
+    /// Largest launch batch per LM.
+    #[arg(long, default_value_t = 100)]
+    pub batch_size: usize,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+}
+
+impl EmbeddedArgs {
+    pub fn config(&self) -> Result<embedded::EmbeddedConfig> {
+        let capacity = Resources::cores(self.node_cpus, self.node_memory_mb);
+        if capacity.any_zero() || self.gms == 0 || self.lms == 0 || self.partition_size == 0 {
+            bail!(
+                "--gms, --lms, --partition-size, --node-cpus and --node-memory-mb must be positive"
+            );
+        }
+        Ok(embedded::EmbeddedConfig {
+            cluster: ClusterSpec::generate(
+                self.gms,
+                self.lms,
+                self.partition_size,
+                capacity,
+                self.workload.seed,
+            ),
+            workers_per_lm: self.workers_per_lm.max(1),
+            heartbeat: Micros::from_millis(self.heartbeat_ms.max(1)),
+            publish_min_interval: Duration::from_millis(self.publish_min_interval_ms),
+            batch_size: self.batch_size.max(1),
+            max_queued: 10_000_000,
+        })
+    }
+}
+
+/// Starts the embedded cluster and replays `jobs` on it (inside an actix System).
+pub async fn replay_embedded(
+    cfg: &embedded::EmbeddedConfig,
+    jobs: &[Job],
+    opts: &ReplayOptions,
+) -> Result<ReplayResult> {
+    let (tx, events) = tokio::sync::mpsc::unbounded_channel::<TaskEvent>();
+    let sink: Sink<Vec<TaskEvent>> = Arc::new(move |evs: Vec<TaskEvent>| {
+        for e in evs {
+            let _ = tx.send(e);
+        }
+    });
+    let cluster = embedded::start(cfg, sink)
+        .await
+        .context("cannot start the embedded cluster")?;
+    Ok(replay(jobs, embedded::submitter(cluster.gms.clone()), events, opts).await)
+}
+
+/// Runs `fut` on an actix System over a multi-thread tokio runtime.
+pub fn in_actix_system<F: std::future::Future>(fut: F) -> F::Output {
+    let system = actix_rt::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("the tokio runtime must start")
+    });
+    system.block_on(fut)
+}
+
+pub fn run_embedded(args: EmbeddedArgs) -> Result<()> {
+    let cfg = args.config()?;
+    let jobs = args.workload.jobs()?;
+    let opts = args.workload.options(args.gms as usize, 50.0)?;
+    if !args.workload.quiet {
+        eprintln!(
+            "embedded: {} GMs, {} LMs, {} workers, {} nodes; {} jobs at speedup {}",
+            args.gms,
+            args.lms,
+            args.workers_per_lm as usize * args.lms as usize,
+            cfg.cluster.node_count(),
+            jobs.len(),
+            opts.speedup
+        );
+    }
+    let result = in_actix_system(replay_embedded(&cfg, &jobs, &opts))?;
+    judge(
+        &result,
+        "megha-embedded",
+        &args.workload,
+        cfg.cluster.node_count(),
+    )
+}

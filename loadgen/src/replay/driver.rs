@@ -1,0 +1,192 @@
+//! The replay loop, independent of the transport: submits each job at its (sped-up)
+//! arrival time through a [`Submitter`], feeds every event from the receiver to the
+//! [`Recorder`], shows progress, and stops when every submitted task has finished or
+//! been reported unplaceable, or when the timeout after the last arrival expires.
+
+use super::recorder::Recorder;
+use crate::sim::workload::Job;
+use crate::sim::SimOutcome;
+use common::events::TaskEvent;
+use common::{JobId, Micros};
+use global_master::service::api::NewTask;
+use service_kit::clock;
+use service_kit::links::BoxFut;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Why a submission was not accepted.
+#[derive(Debug, Clone)]
+pub enum SubmitError {
+    /// The GM is full: retry after this long (429 Retry-After).
+    Busy(Duration),
+    /// Refused for good (4xx) or the GM is unreachable.
+    Refused(String),
+}
+
+/// Submits one job's tasks to GM number `gm`; answers the job id.
+pub type Submitter =
+    Arc<dyn Fn(usize, Vec<NewTask>) -> BoxFut<Result<JobId, SubmitError>> + Send + Sync>;
+
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// Arrival times and task durations are divided by this.
+    pub speedup: f64,
+    /// At most this many tasks per second are submitted (None: the trace's pace).
+    pub rate_cap: Option<f64>,
+    /// How long after the last arrival to wait for tasks to finish.
+    pub timeout: Duration,
+    /// No progress bar.
+    pub quiet: bool,
+    /// GMs to spread jobs over, round-robin.
+    pub gms: usize,
+}
+
+#[derive(Debug)]
+pub struct ReplayResult {
+    pub outcome: SimOutcome,
+    pub unfinished: Vec<(u64, u32)>,
+    pub unsubmitted: Vec<(u64, u32)>,
+    pub started_twice: Vec<(u64, u32)>,
+    pub refusals: Vec<String>,
+    pub wall_s: f64,
+    /// See [`Recorder::overhead`].
+    pub overhead_s: Vec<f64>,
+    pub waited_for_resources: usize,
+}
+
+/// Converts a job's tasks for submission, durations divided by `speedup`.
+pub fn job_tasks(job: &Job, speedup: f64) -> Vec<NewTask> {
+    job.tasks
+        .iter()
+        .map(|t| NewTask {
+            queue: t.queue,
+            kind: t.kind,
+            resources: t.resources,
+            constraints: t.constraints,
+            duration: Micros((t.duration.0 as f64 / speedup).round() as u64),
+            tags: t.tags.iter().map(|s| s.to_string()).collect(),
+        })
+        .collect()
+}
+
+type Answer = (usize, Micros, Result<JobId, String>);
+
+fn spawn_submissions(
+    jobs: &[Job],
+    submit: Submitter,
+    opts: &ReplayOptions,
+    tx: mpsc::UnboundedSender<Answer>,
+) {
+    let speedup = opts.speedup;
+    let plan: Vec<(usize, Duration, Vec<NewTask>)> = jobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| {
+            let at = Duration::from_secs_f64(j.arrival.as_secs_f64() / speedup);
+            (k, at, job_tasks(j, speedup))
+        })
+        .collect();
+    let gms = opts.gms.max(1);
+    let cap = opts.rate_cap;
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        let mut sent = 0usize;
+        for (k, at, tasks) in plan {
+            let mut due = start + at;
+            if let Some(cap) = cap {
+                due = due.max(start + Duration::from_secs_f64(sent as f64 / cap));
+            }
+            tokio::time::sleep_until(due).await;
+            sent += tasks.len();
+            let (submit, tx) = (submit.clone(), tx.clone());
+            tokio::spawn(async move {
+                let arrival = clock::now();
+                loop {
+                    match submit(k % gms, tasks.clone()).await {
+                        Ok(job) => {
+                            let _ = tx.send((k, arrival, Ok(job)));
+                            return;
+                        }
+                        Err(SubmitError::Busy(wait)) => tokio::time::sleep(wait).await,
+                        Err(SubmitError::Refused(m)) => {
+                            let _ = tx.send((k, arrival, Err(m)));
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// Replays `jobs` and returns the rebuilt records.
+pub async fn replay(
+    jobs: &[Job],
+    submit: Submitter,
+    mut events: mpsc::UnboundedReceiver<TaskEvent>,
+    opts: &ReplayOptions,
+) -> ReplayResult {
+    let started = Instant::now();
+    let t0 = clock::now();
+    let mut rec = Recorder::new(jobs, t0);
+    let (tx, mut answers) = mpsc::unbounded_channel();
+    spawn_submissions(jobs, submit, opts, tx);
+    let last = jobs.iter().map(|j| j.arrival).max().unwrap_or_default();
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs_f64(last.as_secs_f64() / opts.speedup)
+        + opts.timeout;
+    let bar = if opts.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(rec.total() as u64)
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg:>10} [{elapsed_precise}] {wide_bar} {pos}/{len} tasks done",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message("replay");
+    let mut answered = 0;
+    let mut accepted_tasks = 0;
+    let mut refusals = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        if answered == jobs.len() && rec.done() >= accepted_tasks {
+            break;
+        }
+        tokio::select! {
+            Some((k, arrival, result)) = answers.recv() => {
+                answered += 1;
+                match result {
+                    Ok(job) => {
+                        accepted_tasks += jobs[k].tasks.len();
+                        rec.submitted(k, job, arrival);
+                    }
+                    Err(m) => refusals.push(format!("trace job {k}: {m}")),
+                }
+            }
+            Some(ev) = events.recv() => {
+                rec.apply(ev);
+                while let Ok(ev) = events.try_recv() {
+                    rec.apply(ev);
+                }
+            }
+            _ = tick.tick() => bar.set_position(rec.done() as u64),
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    bar.finish_and_clear();
+    let span = clock::now().since(t0);
+    let (overhead_s, waited_for_resources) = rec.overhead();
+    ReplayResult {
+        overhead_s,
+        waited_for_resources,
+        unfinished: rec.unfinished(),
+        unsubmitted: rec.unsubmitted(),
+        started_twice: rec.started_twice(),
+        refusals,
+        outcome: rec.into_outcome(span),
+        wall_s: started.elapsed().as_secs_f64(),
+    }
+}

@@ -1,0 +1,14 @@
+//! Replaying a trace against running schedulers (over HTTP and RabbitMQ, or in one
+//! process) and rebuilding the simulator's reports from the event stream.
+//!
+//! - [`recorder`]: events -> per-task records (pure).
+//! - [`driver`]: the replay loop, independent of the transport.
+//! - [`net`]: the HTTP submitter and the RabbitMQ event source.
+//! - [`embedded`]: every role in one process with in-memory links.
+//! - [`finish`]: writing the reports and judging the run.
+
+pub mod driver;
+pub mod embedded;
+pub mod finish;
+pub mod net;
+pub mod recorder;

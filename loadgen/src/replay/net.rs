@@ -1,0 +1,104 @@
+//! The networked side of a replay: jobs go to the GMs as JSON over HTTP, events come
+//! from a durable queue bound to the `megha.events` topic exchange (it survives a
+//! broker restart, and is deleted at the end of the run).
+
+use super::driver::{SubmitError, Submitter};
+use common::events::TaskEvent;
+use common::JobId;
+use global_master::service::api::NewTask;
+use serde_json::{json, Value};
+use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
+use service_kit::topology::EVENTS_EXCHANGE;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The JSON body of `POST /v1/jobs` for these tasks.
+pub fn job_body(tasks: &[NewTask]) -> Value {
+    let tasks: Vec<Value> = tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "queue": t.queue.0,
+                "resources": {"cpu_millis": t.resources.cpu_millis, "memory_mb": t.resources.memory_mb},
+                "constraints": t.constraints.iter().collect::<Vec<_>>(),
+                "duration_ms": t.duration.0 as f64 / 1000.0,
+                "kind": t.kind,
+                "tags": t.tags,
+            })
+        })
+        .collect();
+    json!({ "tasks": tasks })
+}
+
+/// Submits over HTTP to `gm_urls[gm]`. A full GM (429) or one not reachable yet is
+/// retried by the driver; any other refusal is final.
+pub fn http_submitter(gm_urls: Vec<String>, client: reqwest::Client) -> Submitter {
+    let urls: Arc<Vec<String>> = Arc::new(
+        gm_urls
+            .iter()
+            .map(|u| format!("{}/v1/jobs", u.trim_end_matches('/')))
+            .collect(),
+    );
+    Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
+        let url = urls[gm % urls.len()].clone();
+        let client = client.clone();
+        Box::pin(async move {
+            let resp = match client.post(&url).json(&job_body(&tasks)).send().await {
+                Ok(r) => r,
+                Err(e) if e.is_connect() => {
+                    return Err(SubmitError::Busy(Duration::from_millis(200)))
+                }
+                Err(e) => return Err(SubmitError::Refused(format!("{url}: {e}"))),
+            };
+            let status = resp.status();
+            if status.as_u16() == 429 {
+                let secs = resp
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(1.0);
+                return Err(SubmitError::Busy(Duration::from_secs_f64(
+                    secs.clamp(0.01, 30.0),
+                )));
+            }
+            let body: Value = resp.json().await.unwrap_or(Value::Null);
+            if status.as_u16() != 202 {
+                return Err(SubmitError::Refused(format!("{url}: {status}: {body}")));
+            }
+            body.get("job")
+                .and_then(Value::as_u64)
+                .map(JobId)
+                .ok_or_else(|| SubmitError::Refused(format!("{url}: no job id in {body}")))
+        })
+    })
+}
+
+/// Consumes every task event into a channel, from durable queue `queue`.
+pub fn amqp_events(
+    url: String,
+    queue: String,
+) -> (
+    mpsc::UnboundedReceiver<TaskEvent>,
+    Arc<LinkStatus>,
+    SubscriptionHandle,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sub = Subscription {
+        exchange: EVENTS_EXCHANGE,
+        binding: "task.#".into(),
+        queue: Some(queue),
+        ack: true,
+        prefetch: 5000,
+    };
+    let (status, handle) = subscribe(url, sub, move |_, body| {
+        match serde_json::from_slice::<TaskEvent>(body) {
+            Ok(ev) => {
+                let _ = tx.send(ev);
+            }
+            Err(e) => tracing::warn!(error = %e, "undecodable event ignored"),
+        }
+    });
+    (rx, status, handle)
+}

@@ -1,0 +1,224 @@
+//! Rebuilds per-task records from the event stream of a running system, so that a
+//! replay writes the same `tasks.csv` / `summary.json` as the simulator.
+//!
+//! Arrival is when loadgen submitted the job (its own clock; every process on one
+//! machine shares it). The components are attributed from the events as they are
+//! observed: framework queuing until the GM's last dispatch, processing until the LM
+//! launched the task (including the GM -> LM hop), communication until the worker
+//! started it. Events may arrive twice (at-least-once delivery): duplicates, same task,
+//! kind and timestamp, are dropped. Events for jobs not (yet) known are held until
+//! the submission answer names the job.
+
+use crate::sim::ledger::{Decision, TaskRecord};
+use crate::sim::workload::Job;
+use crate::sim::{SimCounters, SimOutcome};
+use common::events::{TaskEvent, TaskEventKind};
+use common::{JobId, Micros, TaskId};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug)]
+pub struct Recorder {
+    t0: Micros,
+    records: Vec<TaskRecord>,
+    job_offset: Vec<usize>,
+    job_len: Vec<usize>,
+    by_job: HashMap<JobId, usize>,
+    orphans: HashMap<JobId, Vec<TaskEvent>>,
+    seen: HashSet<(TaskId, u64, &'static str)>,
+    starts: Vec<u32>,
+    terminal: Vec<bool>,
+    submitted: Vec<bool>,
+    waited: Vec<bool>,
+    done: usize,
+    pub counters: SimCounters,
+}
+
+impl Recorder {
+    /// Records for every task of `jobs` (trace order); times are relative to `t0`.
+    pub fn new(jobs: &[Job], t0: Micros) -> Recorder {
+        let mut records = Vec::new();
+        let mut job_offset = Vec::new();
+        let mut job_len = Vec::new();
+        for (k, job) in jobs.iter().enumerate() {
+            job_offset.push(records.len());
+            job_len.push(job.tasks.len());
+            for t in &job.tasks {
+                records.push(TaskRecord::new(k as u64, t.id.index, job.arrival));
+            }
+        }
+        let n = records.len();
+        Recorder {
+            t0,
+            records,
+            job_offset,
+            job_len,
+            by_job: HashMap::new(),
+            orphans: HashMap::new(),
+            seen: HashSet::new(),
+            starts: vec![0; n],
+            terminal: vec![false; n],
+            submitted: vec![false; n],
+            waited: vec![false; n],
+            done: 0,
+            counters: SimCounters::default(),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Tasks finished or reported unplaceable.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    /// The submission of trace job `k` was accepted as `job` at `arrival` (absolute).
+    pub fn submitted(&mut self, k: usize, job: JobId, arrival: Micros) {
+        let Some(&offset) = self.job_offset.get(k) else {
+            return;
+        };
+        let rel = arrival.since(self.t0);
+        for i in offset..offset + self.job_len[k] {
+            let r = &mut self.records[i];
+            r.arrival = rel;
+            r.mark = rel;
+            self.submitted[i] = true;
+        }
+        self.by_job.insert(job, k);
+        if let Some(held) = self.orphans.remove(&job) {
+            for ev in held {
+                self.apply(ev);
+            }
+        }
+    }
+
+    pub fn apply(&mut self, ev: TaskEvent) {
+        let Some(&k) = self.by_job.get(&ev.task.job) else {
+            self.orphans.entry(ev.task.job).or_default().push(ev);
+            return;
+        };
+        let key = service_kit::topology::event_key(&ev.kind);
+        if !self.seen.insert((ev.task, ev.at.0, key)) {
+            return;
+        }
+        if ev.task.index as usize >= self.job_len[k] {
+            return;
+        }
+        self.counters.events += 1;
+        let i = self.job_offset[k] + ev.task.index as usize;
+        let at = ev.at.since(self.t0);
+        let r = &mut self.records[i];
+        match ev.kind {
+            TaskEventKind::Queued { gm } => r.gm = Some(gm),
+            TaskEventKind::Dispatched {
+                lm,
+                node,
+                placement,
+                ..
+            } => {
+                r.attempts += 1;
+                r.lm = Some(lm);
+                r.node = Some(node);
+                r.decision = Decision::from_placement(placement);
+                r.queued_until(at);
+            }
+            TaskEventKind::Requeued { .. } => {
+                self.counters.requeues += 1;
+                self.waited[i] = true;
+            }
+            TaskEventKind::Unplaceable { .. } => {
+                r.decision = Decision::Unplaceable;
+                self.mark_terminal(i);
+            }
+            TaskEventKind::Launched { lm, node } => {
+                r.lm = Some(lm);
+                r.node = Some(node);
+                r.launch = Some(at);
+                r.processed_until(at);
+                if r.decision == Decision::Repartition {
+                    self.counters.repartitions += 1;
+                }
+            }
+            TaskEventKind::Rejected { .. } => {
+                r.rejections += 1;
+                r.decision = Decision::Pending;
+                self.counters.lm_rejections += 1;
+            }
+            TaskEventKind::Started { lm, node } => {
+                r.lm = Some(lm);
+                r.node = Some(node);
+                r.start = Some(at);
+                r.in_flight_until(at);
+                self.starts[i] += 1;
+            }
+            TaskEventKind::Finished { .. } => {
+                r.finish = Some(at);
+                self.mark_terminal(i);
+            }
+            TaskEventKind::Preempted { .. } | TaskEventKind::Failed { .. } => {}
+        }
+    }
+
+    fn mark_terminal(&mut self, i: usize) {
+        if !self.terminal[i] {
+            self.terminal[i] = true;
+            self.done += 1;
+        }
+    }
+
+    /// (trace job, task index) of submitted tasks that never finished.
+    pub fn unfinished(&self) -> Vec<(u64, u32)> {
+        self.filter(|i, s| s.submitted[i] && !s.terminal[i])
+    }
+
+    /// Tasks never accepted by a GM.
+    pub fn unsubmitted(&self) -> Vec<(u64, u32)> {
+        self.filter(|i, s| !s.submitted[i])
+    }
+
+    /// Tasks that started more than once (must be empty).
+    pub fn started_twice(&self) -> Vec<(u64, u32)> {
+        self.filter(|i, s| s.starts[i] > 1)
+    }
+
+    /// Allocation overhead samples (seconds): the allocation time of every started
+    /// task that never waited for free resources (no `Requeued` event), so that what
+    /// remains is scheduling, messaging and validation, not queueing for capacity.
+    /// Also returns how many started tasks did wait.
+    pub fn overhead(&self) -> (Vec<f64>, usize) {
+        let mut samples = Vec::new();
+        let mut waited = 0;
+        for (i, r) in self.records.iter().enumerate() {
+            match r.allocation() {
+                Some(_) if self.waited[i] => waited += 1,
+                Some(a) => samples.push(a.as_secs_f64()),
+                None => {}
+            }
+        }
+        (samples, waited)
+    }
+
+    fn filter(&self, keep: impl Fn(usize, &Recorder) -> bool) -> Vec<(u64, u32)> {
+        (0..self.records.len())
+            .filter(|&i| keep(i, self))
+            .map(|i| (self.records[i].job, self.records[i].index))
+            .collect()
+    }
+
+    pub fn into_outcome(self, span: Micros) -> SimOutcome {
+        // From events alone: every task that started also finished, so the resources
+        // it held went back.
+        let drained = self
+            .records
+            .iter()
+            .all(|r| r.start.is_none() || r.finish.is_some());
+        SimOutcome {
+            records: self.records,
+            counters: self.counters,
+            span,
+            drained,
+            runs: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The LM's Prometheus metrics.
+
+use super::actor::LmActor;
+use actix::prelude::*;
+use service_kit::metrics::single;
+
+#[derive(Message, Debug)]
+#[rtype(result = "String")]
+pub struct RenderMetrics;
+
+impl Handler<RenderMetrics> for LmActor {
+    type Result = String;
+
+    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
+        let c = &self.counters;
+        let (undelivered, running) = self.load();
+        let mut out = String::new();
+        single(
+            &mut out,
+            "megha_lm_running_tasks",
+            "gauge",
+            "Tasks holding resources on this LM's nodes.",
+            running as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_undelivered_starts",
+            "gauge",
+            "Start orders not yet delivered to a worker.",
+            undelivered as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_ready",
+            "gauge",
+            "1 once every expected worker has registered.",
+            f64::from(u8::from(self.ready())),
+        );
+        single(
+            &mut out,
+            "megha_lm_launch_batches_total",
+            "counter",
+            "Launch batches received.",
+            c.batches as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_launch_requests_total",
+            "counter",
+            "Launch requests received.",
+            c.requests as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_placements_total",
+            "counter",
+            "Launch requests accepted.",
+            c.launched as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_rejections_total",
+            "counter",
+            "Launch requests refused (stale GM view).",
+            c.rejections as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_repartitions_total",
+            "counter",
+            "Resources lent to another GM's partition.",
+            c.repartitions as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_worker_reports_total",
+            "counter",
+            "Worker reports handled.",
+            c.reports as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_bad_worker_reports_total",
+            "counter",
+            "Worker reports about unknown tasks.",
+            c.bad_reports as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_snapshots_published_total",
+            "counter",
+            "State publications (heartbeats and changes).",
+            c.snapshots_published as f64,
+        );
+        out
+    }
+}

@@ -1,0 +1,414 @@
+//! RabbitMQ links (lapin 2 on the tokio runtime, no TLS).
+//!
+//! - [`Publisher`]: a background task that owns the connection, publishes in batches
+//!   with publisher confirms, and on any failure reconnects with exponential backoff
+//!   and resends the unconfirmed batch (so a broker restart loses nothing; a consumer
+//!   may see a message twice and must be idempotent).
+//! - [`subscribe`]: binds a queue to an exchange and feeds every message to a handler,
+//!   reconnecting and re-binding after connection loss.
+
+use crate::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+use futures_util::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Health of one broker link, for `/metrics` and `/healthz`.
+#[derive(Debug, Default)]
+pub struct LinkStatus {
+    pub connected: AtomicBool,
+    pub reconnects: AtomicU64,
+    pub messages: AtomicU64,
+}
+
+impl LinkStatus {
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+}
+
+async fn connect(url: &str) -> Result<(Connection, Channel), lapin::Error> {
+    let props = ConnectionProperties::default()
+        .with_executor(tokio_executor_trait::Tokio::current())
+        .with_reactor(tokio_reactor_trait::Tokio);
+    let conn = Connection::connect(url, props).await?;
+    let ch = conn.create_channel().await?;
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    ch.exchange_declare(
+        STATE_EXCHANGE,
+        ExchangeKind::Fanout,
+        durable,
+        FieldTable::default(),
+    )
+    .await?;
+    ch.exchange_declare(
+        EVENTS_EXCHANGE,
+        ExchangeKind::Topic,
+        durable,
+        FieldTable::default(),
+    )
+    .await?;
+    Ok((conn, ch))
+}
+
+/// Waits until a broker answers at `url` (or `timeout` passes).
+pub async fn probe(url: &str, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, connect(url)).await {
+        Ok(Ok((conn, _))) => {
+            let _ = conn.close(200, "probe").await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
+#[derive(Debug)]
+struct Msg {
+    exchange: &'static str,
+    key: String,
+    body: Vec<u8>,
+    persistent: bool,
+}
+
+#[derive(Debug)]
+enum Cmd {
+    Msg(Msg),
+    Flush(oneshot::Sender<()>),
+    Close(oneshot::Sender<()>),
+}
+
+/// Publishes to the broker from a background task; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Publisher {
+    tx: mpsc::UnboundedSender<Cmd>,
+    pub status: Arc<LinkStatus>,
+}
+
+impl Publisher {
+    /// Spawns the publishing task on the current tokio runtime. It connects lazily
+    /// and keeps retrying while the broker is away; messages wait in memory.
+    pub fn start(url: String) -> Publisher {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let status = Arc::new(LinkStatus::default());
+        tokio::spawn(run_publisher(url, rx, status.clone()));
+        Publisher { tx, status }
+    }
+
+    pub fn publish(&self, exchange: &'static str, key: String, body: Vec<u8>, persistent: bool) {
+        let _ = self.tx.send(Cmd::Msg(Msg {
+            exchange,
+            key,
+            body,
+            persistent,
+        }));
+    }
+
+    /// Flushes (up to `timeout`), then closes the connection cleanly (shutdown).
+    pub async fn close(&self, timeout: Duration) -> bool {
+        let flushed = self.flush(timeout).await;
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Cmd::Close(tx)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+        }
+        flushed
+    }
+
+    /// Resolves once everything published before the call is confirmed by the broker,
+    /// or after `timeout`. Returns false on timeout.
+    pub async fn flush(&self, timeout: Duration) -> bool {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Cmd::Flush(tx)).is_err() {
+            return false;
+        }
+        matches!(tokio::time::timeout(timeout, rx).await, Ok(Ok(())))
+    }
+}
+
+async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status: Arc<LinkStatus>) {
+    let mut batch: Vec<Msg> = Vec::new();
+    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
+    let mut session: Option<(Connection, Channel)> = None;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        if batch.is_empty() && flushes.is_empty() {
+            let Some(cmd) = rx.recv().await else { return };
+            let mut next = Some(cmd);
+            while let Some(cmd) = next.take() {
+                match cmd {
+                    Cmd::Msg(m) => batch.push(m),
+                    Cmd::Flush(f) => {
+                        flushes.push(f);
+                        break;
+                    }
+                    Cmd::Close(done) => {
+                        if let Some((conn, _)) = session.take() {
+                            let _ = conn.close(200, "shutdown").await;
+                        }
+                        status.connected.store(false, Ordering::Relaxed);
+                        let _ = done.send(());
+                        return;
+                    }
+                }
+                if batch.len() < 2048 {
+                    next = rx.try_recv().ok();
+                }
+            }
+        }
+        if session.is_none() {
+            match connect(&url).await {
+                Ok((conn, ch)) => match ch.confirm_select(ConfirmSelectOptions::default()).await {
+                    Ok(()) => {
+                        if delay > Duration::from_millis(100) {
+                            tracing::info!(%url, "publisher reconnected to the broker");
+                        }
+                        status.connected.store(true, Ordering::Relaxed);
+                        delay = Duration::from_millis(100);
+                        session = Some((conn, ch));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot enable publisher confirms"),
+                },
+                Err(e) => {
+                    status.connected.store(false, Ordering::Relaxed);
+                    tracing::warn!(%url, error = %e, retry_in_ms = delay.as_millis() as u64, "broker unreachable");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+        }
+        let Some((_, ch)) = session.as_ref() else {
+            continue;
+        };
+        match publish_all(ch, &batch).await {
+            Ok(()) => {
+                status
+                    .messages
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                batch.clear();
+                for f in flushes.drain(..) {
+                    let _ = f.send(());
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, unconfirmed = batch.len(), "publish failed; reconnecting");
+                status.connected.store(false, Ordering::Relaxed);
+                status.reconnects.fetch_add(1, Ordering::Relaxed);
+                session = None;
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+async fn publish_all(ch: &Channel, batch: &[Msg]) -> Result<(), lapin::Error> {
+    let mut confirms = Vec::with_capacity(batch.len());
+    for m in batch {
+        let props = if m.persistent {
+            BasicProperties::default().with_delivery_mode(2)
+        } else {
+            BasicProperties::default()
+        };
+        let confirm = ch
+            .basic_publish(
+                m.exchange,
+                &m.key,
+                BasicPublishOptions::default(),
+                &m.body,
+                props,
+            )
+            .await?;
+        confirms.push(confirm);
+    }
+    for c in confirms {
+        if c.await?.is_nack() {
+            return Err(lapin::Error::InvalidChannelState(
+                lapin::ChannelState::Error,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A named durable queue without consumers is deleted by the broker after this long.
+const DURABLE_QUEUE_EXPIRY_MS: u32 = 60_000;
+
+/// Deliveries acknowledged together (must stay below the prefetch).
+const ACK_GROUP: u32 = 64;
+
+/// What to consume.
+#[derive(Clone, Debug)]
+pub struct Subscription {
+    pub exchange: &'static str,
+    pub binding: String,
+    /// A durable named queue that outlives connection loss and broker restarts, or
+    /// `None` for an exclusive server-named queue that lives as long as the connection.
+    pub queue: Option<String>,
+    /// Acknowledge messages after the handler ran (at-least-once), in groups.
+    pub ack: bool,
+    pub prefetch: u16,
+}
+
+/// Stops a subscription and closes its connection cleanly.
+#[derive(Debug)]
+pub struct SubscriptionHandle {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SubscriptionHandle {
+    pub async fn close(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.task).await;
+    }
+}
+
+/// Consumes `sub` until closed, calling `handler(routing_key, body)` for every
+/// message; reconnects with backoff after any failure.
+pub fn subscribe<F>(
+    url: String,
+    sub: Subscription,
+    handler: F,
+) -> (Arc<LinkStatus>, SubscriptionHandle)
+where
+    F: Fn(&str, &[u8]) + Send + Sync + 'static,
+{
+    let status = Arc::new(LinkStatus::default());
+    let st = status.clone();
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(async move {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let mut stop = stop.clone();
+            match consume(&url, &sub, &st, &handler, &mut delay, &mut stop).await {
+                Ok(()) if *stop.borrow() => return,
+                Ok(()) => tracing::warn!(exchange = sub.exchange, "consumer ended; reconnecting"),
+                Err(e) => {
+                    tracing::warn!(%url, exchange = sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
+                }
+            }
+            if st.connected.swap(false, Ordering::Relaxed) {
+                st.reconnects.fetch_add(1, Ordering::Relaxed);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stop.changed() => return,
+            }
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    });
+    (
+        status,
+        SubscriptionHandle {
+            stop: stop_tx,
+            task,
+        },
+    )
+}
+
+async fn consume<F: Fn(&str, &[u8])>(
+    url: &str,
+    sub: &Subscription,
+    status: &LinkStatus,
+    handler: &F,
+    delay: &mut Duration,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), lapin::Error> {
+    if *stop.borrow() {
+        return Ok(());
+    }
+    let (conn, ch) = connect(url).await?;
+    let mut args = FieldTable::default();
+    let (name, opts) = match &sub.queue {
+        Some(name) => {
+            // A durable queue outlives a broker restart, but must not outlive its
+            // consumer for long: the broker deletes it after this much idle time.
+            args.insert(
+                "x-expires".into(),
+                lapin::types::AMQPValue::LongUInt(DURABLE_QUEUE_EXPIRY_MS),
+            );
+            (
+                name.as_str(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+            )
+        }
+        None => (
+            "",
+            QueueDeclareOptions {
+                exclusive: true,
+                auto_delete: true,
+                ..Default::default()
+            },
+        ),
+    };
+    let queue = ch.queue_declare(name, opts, args).await?;
+    let qname = queue.name().as_str().to_owned();
+    ch.queue_bind(
+        &qname,
+        sub.exchange,
+        &sub.binding,
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await?;
+    ch.basic_qos(sub.prefetch, BasicQosOptions::default())
+        .await?;
+    let mut consumer = ch
+        .basic_consume(
+            &qname,
+            "",
+            BasicConsumeOptions {
+                no_ack: !sub.ack,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    status.connected.store(true, Ordering::Relaxed);
+    *delay = Duration::from_millis(100);
+    tracing::info!(exchange = sub.exchange, queue = %qname, "subscribed");
+    // Acknowledged in groups (`multiple`): fewer round trips; after a reconnection
+    // the broker redelivers at most one group, which consumers already tolerate.
+    let mut unacked = 0u32;
+    loop {
+        let delivery = tokio::select! {
+            d = consumer.next() => d,
+            _ = stop.changed() => {
+                let _ = conn.close(200, "shutdown").await;
+                return Ok(());
+            }
+        };
+        let Some(delivery) = delivery else { break };
+        let delivery = delivery?;
+        handler(delivery.routing_key.as_str(), &delivery.data);
+        status.messages.fetch_add(1, Ordering::Relaxed);
+        unacked += 1;
+        if sub.ack && unacked >= ACK_GROUP {
+            unacked = 0;
+            delivery.ack(BasicAckOptions { multiple: true }).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes a durable queue (end of a replay).
+pub async fn delete_queue(url: &str, name: &str) -> Result<(), lapin::Error> {
+    let (conn, ch) = connect(url).await?;
+    ch.queue_delete(name, QueueDeleteOptions::default()).await?;
+    let _ = conn.close(200, "done").await;
+    Ok(())
+}

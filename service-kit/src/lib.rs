@@ -1,0 +1,24 @@
+//! Plumbing shared by the service shells of the GM, LM and worker binaries, and by
+//! `loadgen`'s replay and embedded modes. Nothing here schedules: the cores stay pure.
+//!
+//! Layout:
+//! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
+//! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
+//! - [`logging`]: `tracing` set-up, text or JSON.
+//! - [`shutdown`]: waiting for SIGTERM / SIGINT.
+//! - [`metrics`]: Prometheus text exposition helpers and a histogram.
+//! - [`links`]: transport-agnostic request/response links and fire-and-forget sinks,
+//!   with an HTTP (bincode) implementation and an in-memory one.
+//! - [`amqp`]: RabbitMQ publisher and subscriber with reconnection and backoff.
+//! - [`sinks`]: event and snapshot sinks that publish on the broker.
+//! - [`topology`]: exchange names and routing keys.
+
+pub mod amqp;
+pub mod clock;
+pub mod links;
+pub mod logging;
+pub mod metrics;
+pub mod settings;
+pub mod shutdown;
+pub mod sinks;
+pub mod topology;

@@ -1,0 +1,98 @@
+//! Reading a run's `tasks.csv` back, and the invariants every run must keep.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One row of tasks.csv (the columns the checks need).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub job: u64,
+    pub task: u32,
+    pub decision: String,
+    pub lm: Option<u16>,
+    pub node: Option<u32>,
+    pub start: Option<f64>,
+    pub finish: Option<f64>,
+}
+
+pub fn read_tasks_csv(dir: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(dir.join("tasks.csv")).expect("tasks.csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let (job, task, decision, lm, node, start, finish) = (
+        col("job"),
+        col("task"),
+        col("decision"),
+        col("lm"),
+        col("node"),
+        col("start_s"),
+        col("finish_s"),
+    );
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Row {
+                job: f[job].parse().expect("job"),
+                task: f[task].parse().expect("task"),
+                decision: f[decision].to_owned(),
+                lm: f[lm].parse().ok(),
+                node: f[node].parse().ok(),
+                start: f[start].parse().ok(),
+                finish: f[finish].parse().ok(),
+            }
+        })
+        .collect()
+}
+
+/// Every row started and finished.
+pub fn assert_all_finished(rows: &[Row]) {
+    let missing: Vec<_> = rows
+        .iter()
+        .filter(|r| r.start.is_none() || r.finish.is_none())
+        .map(|r| (r.job, r.task))
+        .collect();
+    assert!(missing.is_empty(), "tasks never finished: {missing:?}");
+}
+
+/// (start, finish, job, task) of one task on one node.
+type Span = (f64, f64, u64, u32);
+
+/// With one-core nodes and one-core tasks, no two tasks may overlap on a node.
+pub fn assert_no_overlap_on_nodes(rows: &[Row]) {
+    let mut by_node: HashMap<(u16, u32), Vec<Span>> = HashMap::new();
+    for r in rows {
+        if let (Some(lm), Some(node), Some(s), Some(f)) = (r.lm, r.node, r.start, r.finish) {
+            by_node
+                .entry((lm, node))
+                .or_default()
+                .push((s, f, r.job, r.task));
+        }
+    }
+    for (node, mut spans) in by_node {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in spans.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1 - 1e-6,
+                "node {node:?} over-committed: task {}.{} [{}, {}] overlaps task {}.{} [{}, {}]",
+                w[0].2,
+                w[0].3,
+                w[0].0,
+                w[0].1,
+                w[1].2,
+                w[1].3,
+                w[1].0,
+                w[1].1
+            );
+        }
+    }
+}
+
+/// Sums a metric family (all label sets) in a Prometheus text page.
+pub fn metric_sum(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}

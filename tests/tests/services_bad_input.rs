@@ -1,0 +1,143 @@
+//! Bad input: a table of malformed submissions to a real GM process; each gets the
+//! right 4xx naming the field, and none changes the GM's state. Also: a full GM answers
+//! 429 with Retry-After. (No LM is running, so accepted tasks wait with a reason.)
+
+use tests::checks::metric_sum;
+use tests::procs::{get_json, http, Proc};
+
+fn state(gm: &str) -> (f64, u64) {
+    let (_, _, page) = http("GET", &format!("{gm}/metrics"), None).expect("metrics");
+    let pending = get_json(&format!("{gm}/v1/pending"));
+    (
+        metric_sum(&page, "megha_gm_submitted_total"),
+        pending["total"].as_u64().expect("total"),
+    )
+}
+
+#[test]
+fn malformed_submissions_get_a_4xx_and_change_nothing() {
+    let dir = std::env::temp_dir().join(format!("megha-bad-input-{}", std::process::id()));
+    let args: Vec<String> = [
+        "--id",
+        "0",
+        "--gms",
+        "1",
+        "--lm-urls",
+        "http://127.0.0.1:9",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-job-tasks",
+        "3",
+        "--max-queued",
+        "4",
+        "--amqp",
+        "amqp://guest:guest@127.0.0.1:1/%2f",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let gm = Proc::spawn("global-master", &args, &dir, "gm");
+    let jobs = format!("{}/v1/jobs", gm.url);
+    let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+    let cases: Vec<(String, u16, &str)> = vec![
+        ("{".into(), 400, "body"),
+        (r#"{"tasks":5}"#.into(), 400, "tasks"),
+        (r#"{"tasks":[]}"#.into(), 422, "tasks"),
+        (
+            r#"{"tasks":[{"resources":{"cpu_millis":"1","memory_mb":1}}]}"#.into(),
+            400,
+            "tasks[0].resources.cpu_millis",
+        ),
+        (
+            r#"{"tasks":[{"resources":{"cpu_millis":-1,"memory_mb":1}}]}"#.into(),
+            400,
+            "tasks[0].resources.cpu_millis",
+        ),
+        (
+            r#"{"tasks":[{"resources":{"cpu_millis":0,"memory_mb":1}}]}"#.into(),
+            422,
+            "tasks[0].resources.cpu_millis",
+        ),
+        (
+            r#"{"tasks":[{"resources":{"cpu_millis":1,"memory_mb":0}}]}"#.into(),
+            422,
+            "tasks[0].resources.memory_mb",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok},"constraints":[1,99]}}]}}"#),
+            422,
+            "tasks[0].constraints",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok},"duration_ms":"long"}}]}}"#),
+            400,
+            "tasks[0].duration_ms",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok},"kind":"huge"}}]}}"#),
+            400,
+            "tasks[0].kind",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}},{{{ok}}},{{{ok}}}]}}"#),
+            413,
+            "tasks",
+        ),
+    ];
+    for (body, status, field) in &cases {
+        let (got, _, answer) = http("POST", &jobs, Some(body)).expect("post");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("json error body");
+        assert_eq!(got, *status, "{body} -> {answer}");
+        assert_eq!(answer["field"], *field, "{body} -> {answer}");
+        assert!(
+            !answer["error"].as_str().unwrap_or("").is_empty(),
+            "{answer}"
+        );
+        assert_eq!(state(&gm.url), (0.0, 0), "state changed after {body}");
+    }
+
+    // A good job is accepted and waits, saying why.
+    let (got, _, answer) = http(
+        "POST",
+        &jobs,
+        Some(&format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}]}}"#)),
+    )
+    .expect("post");
+    assert_eq!(got, 202, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("json");
+    let job = answer["job"].as_u64().expect("job id");
+    assert_eq!(state(&gm.url), (2.0, 2));
+    let pending = get_json(&format!("{}/v1/pending", gm.url));
+    assert_eq!(
+        pending["shown"][0]["reason_detail"]["reason"],
+        "no_state_yet"
+    );
+    let task = get_json(&format!("{}/v1/tasks/{job}/1", gm.url));
+    assert_eq!(task["state"], "queued");
+    let job_status = get_json(&format!("{}/v1/jobs/{job}", gm.url));
+    assert_eq!(job_status["tasks"], 2);
+
+    // Full: 2 held + 3 > 4.
+    let three = format!(r#"{{"tasks":[{{{ok}}},{{{ok}}},{{{ok}}}]}}"#);
+    let (got, head, _) = http("POST", &jobs, Some(&three)).expect("post");
+    assert_eq!(got, 429);
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 1"),
+        "{head}"
+    );
+    assert_eq!(state(&gm.url), (2.0, 2));
+
+    // Bad paths.
+    assert_eq!(
+        http("GET", &format!("{}/v1/tasks/abc/0", gm.url), None)
+            .expect("get")
+            .0,
+        400
+    );
+    assert_eq!(
+        http("GET", &format!("{}/v1/jobs/12345", gm.url), None)
+            .expect("get")
+            .0,
+        404
+    );
+}

@@ -1,0 +1,105 @@
+//! The worker as a service: the pure cores (one per node) in an actix actor, an HTTP
+//! API for start orders, reports to the LM over HTTP (bincode, in order, retried).
+//!
+//! - [`config`]: flags, environment, TOML file.
+//! - [`actor`]: the actor, [`actor::WorkerActor`].
+//! - [`http`]: the routes.
+
+pub mod actor;
+pub mod config;
+pub mod http;
+
+use actix::Actor;
+use anyhow::{Context as _, Result};
+use axum::serve::ListenerExt as _;
+use common::messages::{WorkerAssignment, WorkerRegistration};
+use service_kit::links::{http_client, Call, HttpLink};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Runs the worker until SIGTERM/SIGINT, then drains: waits for running tasks to
+/// finish and their reports to reach the LM (up to the drain timeout).
+pub async fn serve(s: config::WorkerSettings) -> Result<()> {
+    let client = http_client(Duration::from_secs(10));
+    let reports = Arc::new(HttpLink {
+        client: client.clone(),
+        url: format!("{}/v1/report", s.lm_url),
+        retries: 3,
+    });
+    let worker = actor::WorkerActor::new(reports).start();
+    let listener = tokio::net::TcpListener::bind(&s.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", s.listen))?;
+    let local = listener.local_addr()?;
+    let url = s
+        .advertise_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    tracing::info!(listen = %local, lm = %s.lm_url, slot = s.slot, "worker listening");
+    println!("listening on http://{local}");
+    let server = axum::serve(
+        listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        }),
+        http::router(worker.clone()),
+    )
+    .with_graceful_shutdown(service_kit::shutdown::signal());
+    let server = tokio::spawn(async move { server.await });
+    // Register (retrying until the LM answers), then take the assigned nodes.
+    let register = HttpLink {
+        client,
+        url: format!("{}/v1/register", s.lm_url),
+        retries: 0,
+    };
+    let registration = WorkerRegistration { slot: s.slot, url };
+    let mut delay = Duration::from_millis(100);
+    let assignment: WorkerAssignment = loop {
+        match register.call(registration.clone()).await {
+            Ok(a) => break a,
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "cannot register with the LM yet");
+                if server.is_finished() {
+                    return Ok(());
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    };
+    worker.do_send(actor::Assign(assignment));
+    server.await.context("server task")??;
+    let deadline = Instant::now() + s.drain_timeout;
+    while Instant::now() < deadline {
+        match worker.send(actor::GetLoad).await {
+            Ok((0, 0)) | Err(_) => break,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    tracing::info!("worker stopped");
+    Ok(())
+}
+
+/// The binary's entry point.
+pub fn main_with(args: config::WorkerArgs) -> std::process::ExitCode {
+    let settings = match args.resolve() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    service_kit::logging::init(settings.log_format);
+    let system = actix_rt::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("the tokio runtime must start")
+    });
+    match system.block_on(serve(settings)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "worker failed");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
