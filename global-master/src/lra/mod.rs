@@ -11,7 +11,7 @@
 //! - [`metrics`]: violations, fragmentation, load imbalance (MEDEA 7.4).
 //!
 //! Typical use on the designated GM, once per scheduling interval:
-//! ```ignore
+//! ```text
 //! let problem = Problem::new(&cluster, &pending, &manager)?;
 //! let solution = Placer::Ilp(IlpConfig::default()).solve(&problem);
 //! // send each Placed(nodes) to the LMs; register placed LRAs' constraints:
