@@ -9,9 +9,13 @@
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
+//! - [`queueable`]: Mercury's QUEUEABLE work: admission into worker queues, the
+//!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding.
 
 pub mod core;
 pub mod preempt;
+pub mod queueable;
 pub mod validate;
 
 pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};
+pub use crate::queueable::QueueableConfig;

@@ -57,6 +57,9 @@ pub struct LmView {
     pub total_capacity: Resources,
     /// Resources in use per queue in this LM, as last reported.
     pub usage: Vec<(common::QueueId, Resources)>,
+    /// Per LM node: the estimated queuing delay for QUEUEABLE work as last reported,
+    /// plus what this GM has sent there since (empty if the LM reports none).
+    pub queue_delay: Vec<common::Micros>,
 }
 
 impl LmView {
@@ -108,6 +111,7 @@ impl LmView {
             slot_of,
             total_capacity,
             usage: Vec::new(),
+            queue_delay: Vec::new(),
         }
     }
 
@@ -116,6 +120,7 @@ impl LmView {
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
         self.version = snapshot.version;
         self.usage.clone_from(&snapshot.usage);
+        self.queue_delay.clone_from(&snapshot.queue_delay);
         let mut gained = false;
         for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
             let part = &mut self.partitions[p as usize];
