@@ -91,6 +91,8 @@ pub struct LocalMaster {
     /// Per node: the queued QUEUEABLE tasks, in the order they were sent.
     pub(crate) queued_on: Vec<Vec<TaskId>>,
     pub(crate) queueable: Option<QueueableConfig>,
+    /// Tasks this LM has shed once: never shed again, so shedding always ends.
+    pub(crate) shed_once: std::collections::HashSet<TaskId>,
     applied_batches: Vec<u64>,
     pub(crate) version: u64,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
@@ -127,6 +129,7 @@ impl LocalMaster {
             queued: HashMap::new(),
             queued_on: vec![Vec::new(); topology.node_count()],
             queueable: None,
+            shed_once: std::collections::HashSet::new(),
             topology: Arc::new(topology),
             running: HashMap::new(),
             usage: BTreeMap::new(),

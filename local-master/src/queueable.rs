@@ -320,6 +320,8 @@ impl LocalMaster {
     /// Load shedding: on nodes whose estimate exceeds mean + k·sigma over this LM,
     /// drops queued work (latest queued first) until the estimate is under the
     /// threshold. The worker confirms each drop; the task then goes back to its GM.
+    /// A task is shed at most once per LM, so that shedding cannot chase work around
+    /// forever.
     pub(crate) fn shed(&mut self, now: Micros, effects: &mut LmEffects) {
         let Some(k) = self.queueable.as_ref().and_then(|q| q.shed_sigma) else {
             return;
@@ -339,9 +341,15 @@ impl LocalMaster {
         for (node, delay) in delays.iter().enumerate() {
             let mut estimate = delay.0 as f64;
             while estimate > threshold {
-                let Some(&task) = self.queued_on[node].last() else {
+                let Some(task) = self.queued_on[node]
+                    .iter()
+                    .rev()
+                    .find(|t| !self.shed_once.contains(t))
+                    .copied()
+                else {
                     break;
                 };
+                self.shed_once.insert(task);
                 let Some(q) = self.unqueue(task) else {
                     break;
                 };
@@ -360,5 +368,193 @@ impl LocalMaster {
                     .insert(task, (q.gm, q.task, Micros::ZERO));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::cluster::{LmSpec, NodeSpec};
+    use common::messages::{LaunchBatch, LaunchOutcome, Placement, WorkerReport};
+    use common::{ConstraintSet, LmId};
+
+    fn lm(nodes: usize, cores: u64, config: QueueableConfig) -> LocalMaster {
+        let node = NodeSpec {
+            capacity: Resources::cores(cores, 1024),
+            constraints: ConstraintSet::EMPTY,
+        };
+        let spec = LmSpec {
+            id: LmId(0),
+            partitions: vec![vec![node; nodes]],
+        };
+        LocalMaster::new(&spec, 1, crate::LmConfig::default(), Micros(0)).with_queueable(config)
+    }
+
+    fn task(id: u64, cores: u64, secs: u64, kind: TaskKind) -> TaskSpec {
+        TaskSpec::short(
+            TaskId::new(id, 0),
+            Resources::cores(cores, 1),
+            Micros::from_secs(secs),
+        )
+        .with_kind(kind)
+    }
+
+    fn send(lm: &mut LocalMaster, now: u64, seq: u64, tasks: &[(TaskSpec, u32)]) -> LmEffects {
+        let batch = LaunchBatch {
+            gm: GmId(0),
+            lm: LmId(0),
+            seq,
+            requests: tasks
+                .iter()
+                .map(|(t, n)| LaunchRequest {
+                    task: t.clone(),
+                    node: NodeId(*n),
+                    placement: Placement::Internal,
+                })
+                .collect(),
+        };
+        lm.handle_launch_batch(Micros(now), batch).unwrap()
+    }
+
+    fn started(lm: &mut LocalMaster, id: u64, node: u32, at: u64) -> LmEffects {
+        lm.handle_worker_report(
+            Micros(at),
+            WorkerReport::Started {
+                node: NodeId(node),
+                task: TaskId::new(id, 0),
+                at: Micros(at),
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn queueable_work_is_accepted_beyond_free_resources_and_estimated() {
+        let mut lm = lm(2, 1, QueueableConfig::default());
+        let q = |id| (task(id, 1, 10, TaskKind::Queueable), 0);
+        let fx = send(&mut lm, 0, 1, &[q(1), q(2), q(3)]);
+        assert_eq!(
+            fx.starts.len(),
+            3,
+            "every QUEUEABLE task goes to the worker"
+        );
+        assert_eq!(lm.queued_len(), 3);
+        started(&mut lm, 1, 0, 0);
+        let delays = lm.queue_delays(Micros::from_secs(4));
+        let overhead = QueueableConfig::default().launch_overhead;
+        // Two queued tasks of 10 s plus 6 s left of the running one.
+        assert_eq!(delays[0], overhead + Micros::from_secs(26));
+        assert_eq!(delays[1], overhead);
+        // Running QUEUEABLE work is invisible to the GMs' view of free resources.
+        assert_eq!(lm.snapshot(Micros(5)).free[0], Resources::cores(1, 1024));
+        assert_eq!(lm.snapshot(Micros(5)).queue_delay.len(), 2);
+    }
+
+    #[test]
+    fn other_work_kills_the_fewest_queueable_tasks_most_recent_first() {
+        let mut lm = lm(1, 4, QueueableConfig::default());
+        let qs: Vec<_> = (1..=3)
+            .map(|i| (task(i, 1, 100, TaskKind::Queueable), 0))
+            .collect();
+        send(&mut lm, 0, 1, &qs);
+        for i in 1..=3 {
+            started(&mut lm, i, 0, i * 10);
+        }
+        // 1 core free; a 2-core GUARANTEED task needs one QUEUEABLE task gone.
+        let fx = send(&mut lm, 50, 2, &[(task(9, 2, 5, TaskKind::Guaranteed), 0)]);
+        assert_eq!(
+            fx.kills,
+            vec![KillTask {
+                node: NodeId(0),
+                task: TaskId::new(3, 0)
+            }]
+        );
+        assert!(matches!(
+            fx.response.unwrap().outcomes[0].1,
+            LaunchOutcome::Launched { .. }
+        ));
+        let fx = lm
+            .handle_worker_report(
+                Micros(60),
+                WorkerReport::Killed {
+                    node: NodeId(0),
+                    task: TaskId::new(3, 0),
+                    at: Micros(60),
+                },
+            )
+            .unwrap();
+        assert_eq!(fx.requeues.len(), 1);
+        assert_eq!(fx.requeues[0].tasks[0].0.id, TaskId::new(3, 0));
+        // A Short task that would need more than QUEUEABLE work frees is refused.
+        let fx = send(&mut lm, 70, 3, &[(task(10, 3, 5, TaskKind::Short), 0)]);
+        assert!(fx.kills.is_empty());
+        assert!(matches!(
+            fx.response.unwrap().outcomes[0].1,
+            LaunchOutcome::Rejected(RejectReason::InsufficientResources { .. })
+        ));
+    }
+
+    #[test]
+    fn a_queueable_start_racing_other_work_is_killed_and_requeued_once() {
+        let mut lm = lm(1, 1, QueueableConfig::default());
+        send(&mut lm, 0, 1, &[(task(1, 1, 10, TaskKind::Queueable), 0)]);
+        // The LM places GUARANTEED work before it hears that the QUEUEABLE task started.
+        send(&mut lm, 1, 2, &[(task(2, 1, 10, TaskKind::Guaranteed), 0)]);
+        let fx = started(&mut lm, 1, 0, 2);
+        assert_eq!(fx.kills.len(), 1);
+        let fx = lm
+            .handle_worker_report(
+                Micros(3),
+                WorkerReport::Killed {
+                    node: NodeId(0),
+                    task: TaskId::new(1, 0),
+                    at: Micros(3),
+                },
+            )
+            .unwrap();
+        assert_eq!(fx.requeues[0].tasks.len(), 1);
+        assert_eq!(lm.free()[0], Resources::cores(0, 1023));
+    }
+
+    #[test]
+    fn the_cap_refuses_tasks_larger_than_the_queueable_share() {
+        let mut lm = lm(
+            1,
+            4,
+            QueueableConfig {
+                cap: 0.5,
+                ..QueueableConfig::default()
+            },
+        );
+        let fx = send(&mut lm, 0, 1, &[(task(1, 3, 1, TaskKind::Queueable), 0)]);
+        assert!(matches!(
+            fx.response.unwrap().outcomes[0].1,
+            LaunchOutcome::Rejected(RejectReason::OverQueueableCap { .. })
+        ));
+    }
+
+    #[test]
+    fn shedding_drops_queued_work_from_outliers_only() {
+        let mut lm = lm(
+            4,
+            1,
+            QueueableConfig {
+                shed_sigma: Some(0.5),
+                ..QueueableConfig::default()
+            },
+        );
+        let qs: Vec<_> = (1..=6)
+            .map(|i| (task(i, 1, 10, TaskKind::Queueable), 0))
+            .chain([(task(7, 1, 10, TaskKind::Queueable), 1)])
+            .collect();
+        send(&mut lm, 0, 1, &qs);
+        started(&mut lm, 1, 0, 0);
+        started(&mut lm, 7, 1, 0);
+        let fx = lm.tick(Micros::from_secs(20));
+        assert!(!fx.kills.is_empty());
+        assert!(fx.kills.iter().all(|k| k.node == NodeId(0)));
+        // Latest queued first; the running task is never shed.
+        assert_eq!(fx.kills[0].task, TaskId::new(6, 0));
+        assert!(fx.kills.iter().all(|k| k.task != TaskId::new(1, 0)));
     }
 }

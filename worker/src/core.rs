@@ -371,4 +371,55 @@ mod tests {
         assert_eq!(r.len(), 2, "{r:?}");
         assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(3, 0)));
     }
+
+    #[test]
+    fn guaranteed_work_kills_the_fewest_queueable_tasks_and_never_queues() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(3, 10));
+        for (id, at) in [(1, 0), (2, 1), (3, 2)] {
+            w.start_task(Micros(at), order(id, 1, 9, TaskKind::Queueable))
+                .unwrap();
+        }
+        let r = w
+            .start_task(Micros(3), order(4, 2, 9, TaskKind::Guaranteed))
+            .unwrap();
+        let killed: Vec<TaskId> = r
+            .iter()
+            .filter_map(|r| match r {
+                WorkerReport::Killed { task, .. } => Some(*task),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(killed, vec![TaskId::new(3, 0), TaskId::new(2, 0)]);
+        assert!(matches!(r.last(), Some(WorkerReport::Started { .. })));
+        assert_eq!(w.queued(), 0);
+        // Only GUARANTEED work left in the way: refused, not queued.
+        w.start_task(Micros(4), order(5, 1, 9, TaskKind::Guaranteed))
+            .unwrap();
+        assert!(matches!(
+            w.start_task(Micros(4), order(6, 1, 9, TaskKind::Guaranteed)),
+            Err(WorkerError::NoRoom { .. })
+        ));
+        assert_eq!(w.queued(), 0);
+    }
+
+    #[test]
+    fn queue_order_by_job_submission_and_the_queueable_cap() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10))
+            .with_queue_order(QueueOrder::JobSubmission)
+            .with_queueable_limit(Resources::cores(1, 10));
+        w.start_task(Micros(0), order(5, 1, 1, TaskKind::Queueable))
+            .unwrap();
+        // The cap holds the second one back although a core is free.
+        for id in [9, 7, 8] {
+            assert!(w
+                .start_task(Micros(0), order(id, 1, 1, TaskKind::Queueable))
+                .unwrap()
+                .is_empty());
+        }
+        let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
+        assert_eq!(jobs, vec![7, 8, 9]);
+        let r = w.advance(Micros::from_secs(1));
+        assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(7, 0)));
+        assert_eq!(w.running().len(), 1);
+    }
 }

@@ -183,7 +183,8 @@ impl GlobalMaster {
             outstanding: HashMap::default(),
             rr_internal: 0,
             rr_external: 0,
-            rr_queueable: 0,
+            // GMs start at different candidates so that they do not herd.
+            rr_queueable: config.id.index(),
             next_seq: vec![0; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
