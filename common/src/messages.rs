@@ -52,6 +52,11 @@ pub struct LmSnapshot {
     /// not estimate it (no QUEUEABLE support configured).
     #[serde(default)]
     pub queue_delay: Arc<Vec<Micros>>,
+    /// Per node: resources held by running QUEUEABLE work (included in `free`, since
+    /// other work may reclaim them). GMs prefer nodes where a task fits without
+    /// killing anything. Empty when there is none to report.
+    #[serde(default)]
+    pub queueable_held: Arc<Vec<Resources>>,
 }
 
 /// How the GM found the node.

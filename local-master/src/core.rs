@@ -224,6 +224,10 @@ impl LocalMaster {
                 Some(_) => Arc::new(self.queue_delays(now)),
                 None => Arc::new(Vec::new()),
             },
+            queueable_held: match self.queueable {
+                Some(_) => Arc::new(self.q_held.clone()),
+                None => Arc::new(Vec::new()),
+            },
         }
     }
 

@@ -285,12 +285,10 @@ impl Sim<'_> {
                         self.running -= 1;
                     }
                     let lm = self.lm_of_worker(w);
+                    // The room is left to the work the LM killed for, whose start
+                    // follows; queued work may take what that leaves.
                     self.queue
                         .push(now + self.delay(), Ev::LmReport(lm, report));
-                    // The room may let queued work start.
-                    let reports = self.workers[w].advance(now);
-                    self.worker_reports(now, w, reports);
-                    self.schedule_wake(w);
                 }
             }
             Ev::GmPass(g) => self.gm_pass(now, g),
@@ -532,8 +530,13 @@ impl Sim<'_> {
     fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
         let task = order.task.id;
         self.record(task).in_flight_until(now);
+        let reclaims = order.task.kind != TaskKind::Queueable;
         match self.workers[w].start_task(now, order) {
-            Ok(reports) => {
+            Ok(mut reports) => {
+                if reclaims {
+                    // Room left over after kills made for this task goes to queued work.
+                    reports.extend(self.workers[w].advance(now));
+                }
                 self.worker_reports(now, w, reports);
                 self.schedule_wake(w);
             }
