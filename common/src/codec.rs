@@ -117,6 +117,8 @@ mod tests {
                 free: Arc::new(vec![Resources::new(1000, 10)]),
                 applied_batches: vec![9],
                 usage: vec![],
+                queue_delay: Arc::new(vec![Micros(7)]),
+                queueable_held: Arc::new(vec![Resources::new(500, 5)]),
             },
         };
         let bytes = encode(&response).unwrap();

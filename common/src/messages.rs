@@ -40,13 +40,24 @@ pub struct LmSnapshot {
     pub taken_at: Micros,
     pub topology: Arc<LmTopology>,
     /// Free resources of each physical node (indexed by `NodeId`), after deducting
-    /// everything running there, including resources lent to other partitions.
+    /// everything running there, including resources lent to other partitions, but
+    /// not QUEUEABLE work: it is opportunistic and makes way for any other task.
     pub free: Arc<Vec<Resources>>,
     /// Per GM, the sequence number of the last launch batch this snapshot includes,
     /// so that a GM can re-apply what it has sent since.
     pub applied_batches: Vec<u64>,
     /// Resources in use per user queue (for fairness).
     pub usage: Vec<(QueueId, Resources)>,
+    /// Per node (indexed by `NodeId`): the estimated queuing delay a new QUEUEABLE
+    /// task would see there, R = T_q + T_r + T_l (Mercury 4.2). Empty when the LM does
+    /// not estimate it (no QUEUEABLE support configured).
+    #[serde(default)]
+    pub queue_delay: Arc<Vec<Micros>>,
+    /// Per node: resources held by running QUEUEABLE work (included in `free`, since
+    /// other work may reclaim them). GMs prefer nodes where a task fits without
+    /// killing anything. Empty when there is none to report.
+    #[serde(default)]
+    pub queueable_held: Arc<Vec<Resources>>,
 }
 
 /// How the GM found the node.
@@ -134,9 +145,9 @@ pub struct PreemptRequest {
     pub victim: QueueId,
 }
 
-/// Why an LM refused a preemption.
+/// Why an LM refused a preemption. Externally tagged: it travels in bincode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "reason")]
+#[serde(rename_all = "snake_case")]
 pub enum PreemptRefusal {
     /// This LM runs no fairness policy.
     NoFairness,

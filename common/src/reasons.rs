@@ -24,6 +24,8 @@ pub enum RejectReason {
     InsufficientResources { free: Resources },
     /// The task id is already running or was already launched here.
     Duplicate,
+    /// A QUEUEABLE task larger than the share of the node QUEUEABLE work may use.
+    OverQueueableCap { cap: Resources },
     /// The request itself is malformed (zero resources, ...).
     Invalid { detail: String },
 }
@@ -41,6 +43,9 @@ impl fmt::Display for RejectReason {
                 write!(f, "node has only {free} free")
             }
             RejectReason::Duplicate => write!(f, "task already launched"),
+            RejectReason::OverQueueableCap { cap } => {
+                write!(f, "QUEUEABLE work may use at most {cap} of the node")
+            }
             RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
         }
     }

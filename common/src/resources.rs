@@ -72,6 +72,31 @@ impl Resources {
         self.cpu_millis == 0 && self.memory_mb == 0
     }
 
+    /// This amount scaled by `fraction` (clamped to [0, 1]), rounded down: e.g. the
+    /// share of a node QUEUEABLE work may use.
+    pub fn scaled(&self, fraction: f64) -> Resources {
+        let f = if fraction.is_finite() {
+            fraction.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        Resources {
+            cpu_millis: (self.cpu_millis as f64 * f) as u64,
+            memory_mb: (self.memory_mb as f64 * f) as u64,
+        }
+    }
+
+    /// `duration` of work on this amount, spread over a node of `capacity`: the time
+    /// the whole node would need for it (CPU-weighted; the node's time when `capacity`
+    /// has no CPU).
+    pub fn node_time(&self, duration: crate::Micros, capacity: &Resources) -> crate::Micros {
+        if capacity.cpu_millis == 0 {
+            return duration;
+        }
+        let t = duration.0 as u128 * self.cpu_millis as u128 / capacity.cpu_millis as u128;
+        crate::Micros(t.min(u64::MAX as u128) as u64)
+    }
+
     /// The largest fraction of `total` this amount represents over all dimensions
     /// (the dominant share of DRF). Dimensions where `total` is zero are ignored.
     pub fn dominant_share(&self, total: &Resources) -> f64 {

@@ -19,4 +19,5 @@ pub mod streams {
     pub const TASK_CONSTRAINTS: u64 = 2;
     pub const SPARROW: u64 = 3;
     pub const SAMPLING: u64 = 4;
+    pub const TASK_TYPES: u64 = 5;
 }

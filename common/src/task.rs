@@ -34,6 +34,8 @@ pub struct TaskSpec {
     pub id: TaskId,
     /// The user queue the task was submitted to.
     pub queue: QueueId,
+    /// A submission that names no type is Short.
+    #[serde(default)]
     pub kind: TaskKind,
     pub resources: Resources,
     pub constraints: ConstraintSet,
@@ -71,5 +73,22 @@ impl TaskSpec {
     pub fn with_kind(mut self, kind: TaskKind) -> Self {
         self.kind = kind;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Micros, TaskId};
+
+    #[test]
+    fn a_submission_without_a_kind_is_short() {
+        let task = TaskSpec::short(TaskId::new(1, 0), Resources::cores(1, 1), Micros(1))
+            .with_kind(TaskKind::Queueable);
+        let mut json = serde_json::to_value(&task).unwrap();
+        assert_eq!(json["kind"], "queueable");
+        json.as_object_mut().unwrap().remove("kind");
+        let back: TaskSpec = serde_json::from_value(json).unwrap();
+        assert_eq!(back.kind, TaskKind::Short);
     }
 }

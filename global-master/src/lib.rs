@@ -6,6 +6,8 @@
 //!   machine constraint, refreshed from heartbeats and every LM response.
 //! - [`core::matcher`]: Megha's Algorithm 1 (AND the constraint bit-vectors, then scan
 //!   the survivors for free resources).
+//! - [`core::opportunistic`]: Mercury's distributed placement of QUEUEABLE work on
+//!   one of the top-k nodes by estimated queuing delay.
 //! - [`core::queue`]: user queues served round-robin, with requeue semantics.
 //! - [`core::master`]: [`core::GlobalMaster`], the `(now, input) -> effects` state
 //!   machine: internal partitions round-robin, then external ones (repartition),

@@ -18,7 +18,7 @@ struct Cli {
 enum Command {
     /// Replay a trace in the deterministic simulator (Megha, Sparrow or centralized)
     /// and write DIR/tasks.csv and DIR/summary.json.
-    Simulate(cli::simulate::SimulateArgs),
+    Simulate(Box<cli::simulate::SimulateArgs>),
     /// Measure simulator speed and memory on 10,000 and 50,000 nodes (prints figures).
     Bench(cli::bench::BenchArgs),
     /// Trace tools: statistics, conversion to `.tr`, streaming benchmark.
@@ -44,7 +44,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Simulate(args) => cli::simulate::run(args),
+        Command::Simulate(args) => cli::simulate::run(*args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Trace(cmd) => cli::trace::run(cmd),
         Command::Lra(cmd) => cli::lra::run(cmd),

@@ -124,6 +124,16 @@ pub struct Summary {
     pub preempt_refused: u64,
     pub preemptions: u64,
     pub wasted_task_seconds: f64,
+    /// The task-type policy (Mercury hybrid-GQ); "short" when every task is Short.
+    pub task_types: String,
+    /// Tasks finished per second between the first arrival and the last finish.
+    pub task_throughput_per_s: f64,
+    /// Job latency (last task's finish - job arrival) over jobs that finished, seconds.
+    pub job_latency_s: Distribution,
+    /// QUEUEABLE tasks killed (for other work, or shed) and requeued.
+    pub queueable_kills: u64,
+    /// Of those, queued tasks dropped by load shedding.
+    pub shed: u64,
     /// Jain's index of normalised shares per window (runs with queues only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::FairnessSummary>,
@@ -186,6 +196,11 @@ impl Summary {
             preempt_refused: c.preempt_refused,
             preemptions: c.preemptions,
             wasted_task_seconds: c.wasted.as_secs_f64(),
+            task_types: "short".to_owned(),
+            task_throughput_per_s: throughput(records),
+            job_latency_s: Distribution::of(job_latencies(records)),
+            queueable_kills: c.queueable_kills,
+            shed: c.shed,
             fairness: None,
             events: c.events,
             simulated_span_s: outcome.span.as_secs_f64(),
@@ -193,6 +208,34 @@ impl Summary {
             peak_rss_mb: peak_rss_mb().unwrap_or(0.0),
         }
     }
+}
+
+/// Finished tasks per second from the first arrival to the last finish.
+pub fn throughput(records: &[TaskRecord]) -> f64 {
+    let first = records.iter().map(|r| r.arrival).min();
+    let last = records.iter().filter_map(|r| r.finish).max();
+    let finished = records.iter().filter(|r| r.finish.is_some()).count();
+    match (first, last) {
+        (Some(a), Some(b)) if b > a => finished as f64 / b.since(a).as_secs_f64(),
+        _ => 0.0,
+    }
+}
+
+/// Per job whose every task finished: last finish - arrival, in seconds.
+pub fn job_latencies(records: &[TaskRecord]) -> Vec<f64> {
+    let mut jobs: std::collections::BTreeMap<u64, (Micros, Option<Micros>)> =
+        std::collections::BTreeMap::new();
+    for r in records {
+        let entry = jobs.entry(r.job).or_insert((r.arrival, Some(Micros::ZERO)));
+        entry.0 = entry.0.min(r.arrival);
+        entry.1 = match (entry.1, r.finish) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+    }
+    jobs.values()
+        .filter_map(|(arrival, finish)| finish.map(|f| f.since(*arrival).as_secs_f64()))
+        .collect()
 }
 
 /// Peak resident memory of this process (VmHWM), in MiB, where /proc says.

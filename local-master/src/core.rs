@@ -2,7 +2,8 @@
 //! the passage of time. Outputs ([`LmEffects`]): responses and heartbeats for GMs,
 //! start orders for workers, lifecycle events.
 
-use crate::validate::validate;
+use crate::queueable::{QueueableConfig, Queued};
+use crate::validate::validate_placement;
 use common::cluster::LmSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::fairness::FairnessConfig;
@@ -10,7 +11,7 @@ use common::messages::{
     KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement,
     PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
 };
-use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec};
+use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskKind, TaskSpec};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -82,6 +83,16 @@ pub struct LocalMaster {
     pub(crate) fairness: Option<Arc<FairnessConfig>>,
     /// Preempted tasks waiting for the worker to confirm the kill: (GM, task, lost work).
     pub(crate) pending_kills: HashMap<TaskId, (GmId, TaskSpec, Micros)>,
+    /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
+    /// deduction, but reclaimable by any other task).
+    pub(crate) q_held: Vec<Resources>,
+    /// QUEUEABLE tasks sent to a worker's queue and not yet reported started.
+    pub(crate) queued: HashMap<TaskId, Queued>,
+    /// Per node: the queued QUEUEABLE tasks, in the order they were sent.
+    pub(crate) queued_on: Vec<Vec<TaskId>>,
+    pub(crate) queueable: Option<QueueableConfig>,
+    /// Tasks this LM has shed once: never shed again, so shedding always ends.
+    pub(crate) shed_once: std::collections::HashSet<TaskId>,
     applied_batches: Vec<u64>,
     pub(crate) version: u64,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
@@ -114,6 +125,11 @@ impl LocalMaster {
         LocalMaster {
             free: topology.capacity.clone(),
             on_node: vec![Vec::new(); topology.node_count()],
+            q_held: vec![Resources::ZERO; topology.node_count()],
+            queued: HashMap::new(),
+            queued_on: vec![Vec::new(); topology.node_count()],
+            queueable: None,
+            shed_once: std::collections::HashSet::new(),
             topology: Arc::new(topology),
             running: HashMap::new(),
             usage: BTreeMap::new(),
@@ -126,6 +142,18 @@ impl LocalMaster {
             config,
             next_heartbeat: now,
         }
+    }
+
+    /// Enables QUEUEABLE support: the per-node cap, queuing-delay estimates in every
+    /// snapshot, and load shedding if configured.
+    pub fn with_queueable(mut self, config: QueueableConfig) -> Self {
+        self.queueable = Some(config);
+        self
+    }
+
+    /// QUEUEABLE tasks waiting in worker queues, as the LM knows them.
+    pub fn queued_len(&self) -> usize {
+        self.queued.len()
     }
 
     /// Enables preemption verified against these queue shares.
@@ -171,7 +199,15 @@ impl LocalMaster {
         let free = match &self.snapshot_cache {
             Some((v, free)) if *v == self.version => free.clone(),
             _ => {
-                let free = Arc::new(self.free.clone());
+                // QUEUEABLE work is invisible to the GMs' views: any other task may
+                // take its place.
+                let free = Arc::new(
+                    self.free
+                        .iter()
+                        .zip(&self.q_held)
+                        .map(|(f, q)| f.add(q))
+                        .collect::<Vec<_>>(),
+                );
                 self.snapshot_cache = Some((self.version, free.clone()));
                 free
             }
@@ -184,6 +220,14 @@ impl LocalMaster {
             free,
             applied_batches: self.applied_batches.clone(),
             usage: self.usage.iter().map(|(q, r)| (*q, *r)).collect(),
+            queue_delay: match self.queueable {
+                Some(_) => Arc::new(self.queue_delays(now)),
+                None => Arc::new(Vec::new()),
+            },
+            queueable_held: match self.queueable {
+                Some(_) => Arc::new(self.q_held.clone()),
+                None => Arc::new(Vec::new()),
+            },
         }
     }
 
@@ -191,6 +235,7 @@ impl LocalMaster {
     pub fn tick(&mut self, now: Micros) -> LmEffects {
         let mut effects = LmEffects::default();
         if now >= self.next_heartbeat {
+            self.shed(now, &mut effects);
             effects.heartbeat = Some(self.snapshot(now));
             while self.next_heartbeat <= now {
                 self.next_heartbeat += self.config.heartbeat_period.max(Micros(1));
@@ -217,13 +262,23 @@ impl LocalMaster {
         let mut outcomes = Vec::with_capacity(batch.requests.len());
         for request in batch.requests {
             let task_id = request.task.id;
-            let checked = if self.running.contains_key(&task_id) {
-                Err(common::reasons::RejectReason::Duplicate)
-            } else {
-                validate(&self.topology, &self.free, batch.gm, &request)
-            };
+            let checked =
+                if self.running.contains_key(&task_id) || self.queued.contains_key(&task_id) {
+                    Err(common::reasons::RejectReason::Duplicate)
+                } else if request.task.kind == TaskKind::Queueable {
+                    self.check_queueable(batch.gm, &request)
+                } else {
+                    validate_placement(&self.topology, batch.gm, &request)
+                        .and_then(|()| self.check_reclaimable(&request))
+                };
             match checked {
+                Ok(()) if request.task.kind == TaskKind::Queueable => {
+                    let placement = request.placement;
+                    self.admit_queueable(now, batch.gm, request, &mut effects);
+                    outcomes.push((task_id, LaunchOutcome::Launched { placement }));
+                }
                 Ok(()) => {
+                    self.reclaim(now, request.node, &request.task.resources, &mut effects);
                     self.allocate(
                         now,
                         batch.gm,
@@ -280,6 +335,10 @@ impl LocalMaster {
         *slot = slot.saturating_sub(&resources);
         let usage = self.usage.entry(task.queue).or_default();
         *usage = usage.add(&resources);
+        if task.kind == TaskKind::Queueable {
+            let held = &mut self.q_held[node.index()];
+            *held = held.add(&resources);
+        }
         self.on_node[node.index()].push(task.id);
         self.running.insert(
             task.id,
@@ -311,6 +370,9 @@ impl LocalMaster {
         let alloc = self.running.remove(&task)?;
         let node = alloc.node.index();
         self.free[node] = self.free[node].add(&alloc.resources);
+        if alloc.task.kind == TaskKind::Queueable {
+            self.q_held[node] = self.q_held[node].saturating_sub(&alloc.resources);
+        }
         self.on_node[node].retain(|t| *t != task);
         if let Some(usage) = self.usage.get_mut(&alloc.queue) {
             *usage = usage.saturating_sub(&alloc.resources);
@@ -323,12 +385,18 @@ impl LocalMaster {
     /// the physical node (and so ends any repartition).
     pub fn handle_worker_report(
         &mut self,
-        _now: Micros,
+        now: Micros,
         report: WorkerReport,
     ) -> Result<LmEffects, LmError> {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
         match report {
+            WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
+                self.queueable_started(now, node, task, at, &mut effects)?;
+            }
+            // Started after the LM ordered its kill (shed or reclaimed): the kill is
+            // on its way to the worker.
+            WorkerReport::Started { task, .. } if self.pending_kills.contains_key(&task) => {}
             WorkerReport::Started { node, task, at } => {
                 let alloc = self
                     .running
@@ -343,9 +411,10 @@ impl LocalMaster {
                     kind: TaskEventKind::Started { lm, node },
                 });
             }
-            WorkerReport::Killed { node, task, .. } => {
+            WorkerReport::Killed { node, task, at } => {
                 let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
-                    return Err(LmError::UnknownTask { task, node });
+                    // The worker made room for other work on its own.
+                    return self.queueable_killed_by_worker(node, task, at);
                 };
                 crate::preempt::push_requeue(&mut effects.requeues, lm, gm, spec, lost);
             }
@@ -381,6 +450,7 @@ impl LocalMaster {
     pub fn is_idle(&self) -> bool {
         self.running.is_empty()
             && self.pending_kills.is_empty()
+            && self.queued.is_empty()
             && self.free == self.topology.capacity
     }
 }

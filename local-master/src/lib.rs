@@ -9,12 +9,16 @@
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
+//! - [`queueable`]: Mercury's QUEUEABLE work: admission into worker queues, the
+//!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding.
 //! - [`service`]: the runtime shell (actix actor, internal HTTP API, broker) and the
 //!   binary's configuration; `main.rs` only parses flags.
 
 pub mod core;
 pub mod preempt;
+pub mod queueable;
 pub mod service;
 pub mod validate;
 
 pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};
+pub use crate::queueable::QueueableConfig;

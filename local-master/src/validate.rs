@@ -14,6 +14,23 @@ pub fn validate(
     gm: GmId,
     request: &LaunchRequest,
 ) -> Result<(), RejectReason> {
+    validate_placement(topology, gm, request)?;
+    let node = request.node.index();
+    let available = free.get(node).copied().unwrap_or(Resources::ZERO);
+    if !available.fits(&request.task.resources) {
+        return Err(RejectReason::InsufficientResources { free: available });
+    }
+    Ok(())
+}
+
+/// Every check of [`validate`] but the free resources: the GM and node exist, the task
+/// asks for something in every dimension, the placement matches the node's partition
+/// and the node has the task's constraints.
+pub fn validate_placement(
+    topology: &LmTopology,
+    gm: GmId,
+    request: &LaunchRequest,
+) -> Result<(), RejectReason> {
     if gm.0 >= topology.gms {
         return Err(RejectReason::Invalid {
             detail: format!("{gm} is not one of the {} global masters", topology.gms),
@@ -37,14 +54,10 @@ pub fn validate(
         Placement::Repartition if home == gm => return Err(RejectReason::NotExternal),
         _ => {}
     }
-    if !task.constraints.satisfied_by(topology.constraints[node]) {
-        return Err(RejectReason::ConstraintsNotMet);
+    match topology.constraints.get(node) {
+        Some(c) if task.constraints.satisfied_by(*c) => Ok(()),
+        _ => Err(RejectReason::ConstraintsNotMet),
     }
-    let available = free[node];
-    if !available.fits(&task.resources) {
-        return Err(RejectReason::InsufficientResources { free: available });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The worker state machine. Tasks start when their resources are free; tasks that
-//! may queue (QUEUEABLE work) wait in a FIFO queue, all others are refused rather
-//! than over-committing the node.
+//! may queue (QUEUEABLE work) wait in a queue (FIFO, or by job submission order), all
+//! others are never queued: they start at once, killing running QUEUEABLE work if the
+//! node is short only because of it (Mercury), and are refused otherwise rather than
+//! over-committing the node.
 
 use common::messages::{StartTask, WorkerReport};
 use common::{Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
@@ -11,6 +13,19 @@ pub struct RunningTask {
     pub task: TaskId,
     pub resources: Resources,
     pub finish_at: Micros,
+    pub kind: TaskKind,
+    pub started_at: Micros,
+}
+
+/// The order in which queued QUEUEABLE work starts (Mercury 4.3, queue reordering).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// First come, first served.
+    #[default]
+    Fifo,
+    /// Tasks of earlier-submitted jobs first. Job ids are dense in submission order,
+    /// so the job id is the submission rank; ties keep arrival order.
+    JobSubmission,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +56,9 @@ pub struct Worker {
     free: Resources,
     running: Vec<RunningTask>,
     queue: VecDeque<TaskSpec>,
+    order: QueueOrder,
+    /// Most resources running QUEUEABLE work may hold at once (load shaping).
+    queueable_limit: Option<Resources>,
 }
 
 impl Worker {
@@ -51,7 +69,52 @@ impl Worker {
             free: capacity,
             running: Vec::new(),
             queue: VecDeque::new(),
+            order: QueueOrder::Fifo,
+            queueable_limit: None,
         }
+    }
+
+    /// Orders the QUEUEABLE queue.
+    pub fn with_queue_order(mut self, order: QueueOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Caps the resources running QUEUEABLE work may hold (the LM's per-node cap).
+    pub fn with_queueable_limit(mut self, limit: Resources) -> Self {
+        self.queueable_limit = Some(limit);
+        self
+    }
+
+    /// Resources held by running QUEUEABLE work.
+    pub fn queueable_held(&self) -> Resources {
+        self.running
+            .iter()
+            .filter(|r| r.kind == TaskKind::Queueable)
+            .fold(Resources::ZERO, |acc, r| acc.add(&r.resources))
+    }
+
+    /// Tasks waiting in the queue, in the order they will start.
+    pub fn queue(&self) -> impl Iterator<Item = &TaskSpec> {
+        self.queue.iter()
+    }
+
+    /// True when a QUEUEABLE task may start now under the node's QUEUEABLE cap.
+    fn under_limit(&self, task: &TaskSpec) -> bool {
+        match self.queueable_limit {
+            Some(limit) if task.kind == TaskKind::Queueable => {
+                limit.fits(&self.queueable_held().add(&task.resources))
+            }
+            _ => true,
+        }
+    }
+
+    fn enqueue(&mut self, task: TaskSpec) {
+        let at = match self.order {
+            QueueOrder::Fifo => self.queue.len(),
+            QueueOrder::JobSubmission => self.queue.partition_point(|t| t.id.job <= task.id.job),
+        };
+        self.queue.insert(at, task);
     }
 
     pub fn free(&self) -> Resources {
@@ -70,8 +133,11 @@ impl Worker {
         self.queue.len()
     }
 
-    /// The LM asks to run a task. It starts now if it fits; QUEUEABLE work that does
-    /// not fit waits; anything else that does not fit is refused.
+    /// The LM asks to run a task. QUEUEABLE work starts now if it fits and nothing is
+    /// queued before it, and waits otherwise. Other work starts now if it fits,
+    /// killing the fewest running QUEUEABLE tasks (most recently started first) when
+    /// only they stand in the way (their `Killed` reports precede its `Started`);
+    /// otherwise it is refused.
     pub fn start_task(
         &mut self,
         now: Micros,
@@ -90,12 +156,22 @@ impl Worker {
         {
             return Err(WorkerError::Duplicate { task: task.id });
         }
-        if self.free.fits(&task.resources) && self.queue.is_empty() {
-            return Ok(vec![self.run(now, &task)]);
-        }
         if task.kind == TaskKind::Queueable {
-            self.queue.push_back(task);
+            if self.free.fits(&task.resources) && self.queue.is_empty() && self.under_limit(&task) {
+                return Ok(vec![self.run(now, &task)]);
+            }
+            self.enqueue(task);
             return Ok(Vec::new());
+        }
+        if let Some(victims) = self.reclaim_for(&task.resources) {
+            let mut reports = Vec::with_capacity(victims.len() + 1);
+            for victim in victims {
+                if let Ok(report) = self.kill(now, victim) {
+                    reports.push(report);
+                }
+            }
+            reports.push(self.run(now, &task));
+            return Ok(reports);
         }
         Err(WorkerError::NoRoom {
             task: task.id,
@@ -105,12 +181,52 @@ impl Worker {
         })
     }
 
+    /// The fewest running QUEUEABLE tasks to kill so that `need` fits (none when it
+    /// fits already), or `None` when even killing all of them would not do.
+    fn reclaim_for(&self, need: &Resources) -> Option<Vec<TaskId>> {
+        if self.free.fits(need) {
+            return Some(Vec::new());
+        }
+        let mut candidates: Vec<&RunningTask> = self
+            .running
+            .iter()
+            .filter(|r| r.kind == TaskKind::Queueable)
+            .collect();
+        // Most recently started first: they lose the least work.
+        candidates.sort_by_key(|r| (std::cmp::Reverse(r.started_at), r.task));
+        let mut room = self.free;
+        let mut chosen = Vec::new();
+        for r in candidates {
+            if room.fits(need) {
+                break;
+            }
+            room = room.add(&r.resources);
+            chosen.push(r);
+        }
+        if !room.fits(need) {
+            return None;
+        }
+        let mut i = 0;
+        while i < chosen.len() {
+            let without = room.saturating_sub(&chosen[i].resources);
+            if without.fits(need) {
+                room = without;
+                chosen.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Some(chosen.into_iter().map(|r| r.task).collect())
+    }
+
     fn run(&mut self, now: Micros, task: &TaskSpec) -> WorkerReport {
         self.free = self.free.saturating_sub(&task.resources);
         self.running.push(RunningTask {
             task: task.id,
             resources: task.resources,
             finish_at: now + task.duration,
+            kind: task.kind,
+            started_at: now,
         });
         WorkerReport::Started {
             node: self.node,
@@ -144,7 +260,7 @@ impl Worker {
             }
         });
         while let Some(head) = self.queue.front() {
-            if !self.free.fits(&head.resources) {
+            if !self.free.fits(&head.resources) || !self.under_limit(head) {
                 break;
             }
             let Some(task) = self.queue.pop_front() else {
@@ -254,5 +370,56 @@ mod tests {
         let r = w.advance(Micros::from_secs(5));
         assert_eq!(r.len(), 2, "{r:?}");
         assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(3, 0)));
+    }
+
+    #[test]
+    fn guaranteed_work_kills_the_fewest_queueable_tasks_and_never_queues() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(3, 10));
+        for (id, at) in [(1, 0), (2, 1), (3, 2)] {
+            w.start_task(Micros(at), order(id, 1, 9, TaskKind::Queueable))
+                .unwrap();
+        }
+        let r = w
+            .start_task(Micros(3), order(4, 2, 9, TaskKind::Guaranteed))
+            .unwrap();
+        let killed: Vec<TaskId> = r
+            .iter()
+            .filter_map(|r| match r {
+                WorkerReport::Killed { task, .. } => Some(*task),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(killed, vec![TaskId::new(3, 0), TaskId::new(2, 0)]);
+        assert!(matches!(r.last(), Some(WorkerReport::Started { .. })));
+        assert_eq!(w.queued(), 0);
+        // Only GUARANTEED work left in the way: refused, not queued.
+        w.start_task(Micros(4), order(5, 1, 9, TaskKind::Guaranteed))
+            .unwrap();
+        assert!(matches!(
+            w.start_task(Micros(4), order(6, 1, 9, TaskKind::Guaranteed)),
+            Err(WorkerError::NoRoom { .. })
+        ));
+        assert_eq!(w.queued(), 0);
+    }
+
+    #[test]
+    fn queue_order_by_job_submission_and_the_queueable_cap() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10))
+            .with_queue_order(QueueOrder::JobSubmission)
+            .with_queueable_limit(Resources::cores(1, 10));
+        w.start_task(Micros(0), order(5, 1, 1, TaskKind::Queueable))
+            .unwrap();
+        // The cap holds the second one back although a core is free.
+        for id in [9, 7, 8] {
+            assert!(w
+                .start_task(Micros(0), order(id, 1, 1, TaskKind::Queueable))
+                .unwrap()
+                .is_empty());
+        }
+        let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
+        assert_eq!(jobs, vec![7, 8, 9]);
+        let r = w.advance(Micros::from_secs(1));
+        assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(7, 0)));
+        assert_eq!(w.running().len(), 1);
     }
 }

@@ -17,8 +17,8 @@ use common::messages::{
     PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse, PreemptedTasks,
 };
 use common::reasons::{PendingReason, RejectReason};
-use common::QueueId;
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{QueueId, TaskKind};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -35,6 +35,14 @@ pub struct GmConfig {
     pub batch_size: usize,
     /// Queue shares; `None` disables preemption (fairness acts only with it).
     pub fairness: Option<Arc<FairnessConfig>>,
+    /// The GM that is the central scheduler for GUARANTEED work (and LRAs).
+    pub designated_gm: GmId,
+    /// QUEUEABLE work goes to one of this many nodes with the least estimated
+    /// queuing delay (Mercury's top-k), chosen round-robin.
+    pub queueable_top_k: usize,
+    /// Share of a node QUEUEABLE work may use (the LMs' cap), to skip nodes that
+    /// would refuse a task outright.
+    pub queueable_cap: f64,
 }
 
 impl GmConfig {
@@ -46,6 +54,9 @@ impl GmConfig {
             lms,
             batch_size: 100,
             fairness: None,
+            designated_gm: GmId(0),
+            queueable_top_k: 4,
+            queueable_cap: 1.0,
         }
     }
 }
@@ -113,6 +124,11 @@ pub struct GmStats {
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.
     pub preempted_requeued: u64,
+    /// QUEUEABLE tasks sent to a node by queuing-delay estimate.
+    pub dispatched_queueable: u64,
+    /// GUARANTEED tasks submitted to a GM that is not the designated one (scheduled
+    /// all the same, against this GM's view).
+    pub guaranteed_elsewhere: u64,
 }
 
 /// Nodes able to host a (constraints, resources) shape, cached per shape.
@@ -137,6 +153,8 @@ pub struct GlobalMaster {
     outstanding: HashMap<TaskId, Box<Pending>>,
     rr_internal: usize,
     rr_external: usize,
+    /// Round-robin pointer over the top-k candidates of QUEUEABLE placement.
+    pub(crate) rr_queueable: usize,
     next_seq: Vec<u64>,
     in_flight: Vec<VecDeque<InFlight>>,
     open_batches: Vec<Option<usize>>,
@@ -165,6 +183,8 @@ impl GlobalMaster {
             outstanding: HashMap::default(),
             rr_internal: 0,
             rr_external: 0,
+            // GMs start at different candidates so that they do not herd.
+            rr_queueable: config.id.index(),
             next_seq: vec![0; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
@@ -181,6 +201,11 @@ impl GlobalMaster {
 
     pub fn id(&self) -> GmId {
         self.config.id
+    }
+
+    /// True for the central scheduler of GUARANTEED work.
+    pub fn is_designated(&self) -> bool {
+        self.config.id == self.config.designated_gm
     }
 
     pub fn stats(&self) -> &GmStats {
@@ -216,6 +241,9 @@ impl GlobalMaster {
     /// Accepts a task into its user queue.
     pub fn submit(&mut self, now: Micros, task: TaskSpec) {
         self.stats.submitted += 1;
+        if task.kind.needs_designated_gm() && !self.is_designated() {
+            self.stats.guaranteed_elsewhere += 1;
+        }
         self.queues.push_ready(Box::new(Pending {
             task,
             submitted_at: now,
@@ -400,6 +428,9 @@ impl GlobalMaster {
     }
 
     fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
+        if pending.task.kind == TaskKind::Queueable {
+            return self.place_queueable(pending, out);
+        }
         let task_id = pending.task.id;
         let me = self.config.id.index();
         let lms = self.lms.len();
@@ -448,7 +479,7 @@ impl GlobalMaster {
 
         let outcome = match found {
             Some((l, node, placement)) => {
-                let batch = self.dispatch(l, node, placement, &mut pending, out);
+                let batch = self.dispatch(l, node, placement, &mut pending, out, true);
                 match placement {
                     Placement::Internal => self.stats.dispatched_internal += 1,
                     Placement::Repartition => self.stats.dispatched_repartition += 1,
@@ -546,15 +577,22 @@ impl GlobalMaster {
         }
     }
 
-    fn dispatch(
+    /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
+    /// resources from the view (not for QUEUEABLE work, which the view does not see).
+    pub(crate) fn dispatch(
         &mut self,
         l: usize,
         node: NodeId,
         placement: Placement,
         pending: &mut Pending,
         out: &mut PassOutput,
+        deduct: bool,
     ) -> usize {
-        let resources = pending.task.resources;
+        let resources = if deduct {
+            pending.task.resources
+        } else {
+            Resources::ZERO
+        };
         if let Some(view) = self.lms[l].as_mut() {
             view.deduct(node, &resources);
         }
@@ -589,6 +627,31 @@ impl GlobalMaster {
         self.outstanding
             .insert(pending.task.id, Box::new(pending.clone()));
         batch
+    }
+
+    pub(crate) fn host_count_pub(
+        &mut self,
+        constraints: ConstraintSet,
+        request: Resources,
+    ) -> (u64, u64) {
+        let c = self.host_count(constraints, request);
+        (c.with_constraints, c.large_enough)
+    }
+
+    pub(crate) fn lm_views(&self) -> &[Option<LmView>] {
+        &self.lms
+    }
+
+    pub(crate) fn lm_view_mut(&mut self, l: usize) -> Option<&mut LmView> {
+        self.lms.get_mut(l).and_then(Option::as_mut)
+    }
+
+    pub(crate) fn config(&self) -> &GmConfig {
+        &self.config
+    }
+
+    pub(crate) fn stats_mut(&mut self) -> &mut GmStats {
+        &mut self.stats
     }
 
     fn host_count(&mut self, constraints: ConstraintSet, request: Resources) -> HostCount {

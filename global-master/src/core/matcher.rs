@@ -37,6 +37,9 @@ pub fn find_node(
     }
     let rows = &rows[..k];
     let available = partition.available.as_raw_slice();
+    // The first node that fits only by killing QUEUEABLE work, if none fits without
+    // (Mercury: GUARANTEED work reclaims QUEUEABLE room, but prefers not to).
+    let mut reclaiming = None;
     for (w, &avail) in available.iter().enumerate() {
         *words += 1;
         let mut acc = avail;
@@ -46,12 +49,16 @@ pub fn find_node(
         while acc != 0 {
             let slot = w * 64 + acc.trailing_zeros() as usize;
             if partition.free[slot].fits(request) {
-                return Match::Found(slot);
+                let held = partition.q_held.get(slot).copied().unwrap_or_default();
+                if held.is_zero() || partition.free[slot].saturating_sub(&held).fits(request) {
+                    return Match::Found(slot);
+                }
+                reclaiming.get_or_insert(slot);
             }
             acc &= acc - 1;
         }
     }
-    Match::NotFound
+    reclaiming.map_or(Match::NotFound, Match::Found)
 }
 
 /// How many nodes of the partition have the constraints (ignoring resources), and how
@@ -145,6 +152,18 @@ mod tests {
             Match::NotFound,
             "no node has constraint 5"
         );
+    }
+
+    #[test]
+    fn prefers_a_node_where_nothing_must_be_killed() {
+        let mut p = partition(4);
+        // Slot 0 is free only thanks to running QUEUEABLE work; slot 2 is truly free.
+        p.q_held[0] = Resources::cores(2, 100);
+        assert_eq!(find(&p, &[], 1), Match::Found(1));
+        p.set_free(1, Resources::ZERO);
+        p.set_free(2, Resources::ZERO);
+        p.set_free(3, Resources::ZERO);
+        assert_eq!(find(&p, &[], 1), Match::Found(0), "reclaims when it must");
     }
 
     #[test]

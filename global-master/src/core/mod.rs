@@ -3,6 +3,7 @@
 pub mod fairness;
 pub mod master;
 pub mod matcher;
+pub mod opportunistic;
 pub mod queue;
 pub mod view;
 

@@ -23,6 +23,9 @@ pub struct PartitionView {
     pub constraint_bits: Vec<Bits>,
     /// Slots with something free in every dimension.
     pub available: Bits,
+    /// Per slot: resources of `free` held by running QUEUEABLE work (reclaimable by
+    /// killing it); all zero unless the LM reports QUEUEABLE work.
+    pub q_held: Vec<Resources>,
 }
 
 impl PartitionView {
@@ -57,6 +60,11 @@ pub struct LmView {
     pub total_capacity: Resources,
     /// Resources in use per queue in this LM, as last reported.
     pub usage: Vec<(common::QueueId, Resources)>,
+    /// Per LM node: the estimated queuing delay for QUEUEABLE work as last reported,
+    /// plus what this GM has sent there since (empty if the LM reports none).
+    pub queue_delay: Vec<common::Micros>,
+    /// The last snapshot reported QUEUEABLE holdings.
+    has_q_held: bool,
 }
 
 impl LmView {
@@ -74,6 +82,7 @@ impl LmView {
                 capacity: Vec::new(),
                 constraint_bits: Vec::new(),
                 available: Bits::new(),
+                q_held: Vec::new(),
             })
             .collect();
         let mut slot_of = Vec::with_capacity(topology.node_count());
@@ -83,6 +92,7 @@ impl LmView {
             p.nodes.push(NodeId(i as u32));
             p.free.push(topology.capacity[i]);
             p.capacity.push(topology.capacity[i]);
+            p.q_held.push(Resources::ZERO);
         }
         for p in &mut partitions {
             let n = p.nodes.len();
@@ -108,6 +118,8 @@ impl LmView {
             slot_of,
             total_capacity,
             usage: Vec::new(),
+            queue_delay: Vec::new(),
+            has_q_held: false,
         }
     }
 
@@ -116,11 +128,23 @@ impl LmView {
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
         self.version = snapshot.version;
         self.usage.clone_from(&snapshot.usage);
+        self.queue_delay.clone_from(&snapshot.queue_delay);
         let mut gained = false;
         for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
             let part = &mut self.partitions[p as usize];
             if part.free[slot as usize] != *free {
                 gained |= part.set_free(slot as usize, *free);
+            }
+        }
+        if !snapshot.queueable_held.is_empty() || self.has_q_held {
+            self.has_q_held = !snapshot.queueable_held.is_empty();
+            for (i, &(p, slot)) in self.slot_of.iter().enumerate() {
+                let held = snapshot
+                    .queueable_held
+                    .get(i)
+                    .copied()
+                    .unwrap_or(Resources::ZERO);
+                self.partitions[p as usize].q_held[slot as usize] = held;
             }
         }
         gained

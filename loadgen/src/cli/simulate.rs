@@ -1,6 +1,7 @@
 //! `loadgen simulate`: replay a trace in the deterministic simulator.
 
 use crate::report::{write_run, Summary};
+use crate::sim::task_types::{self, TaskTypes};
 use crate::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use crate::sim::{self, SchedulerKind, SimConfig};
 use crate::trace::options::TraceOptionsArgs;
@@ -146,6 +147,91 @@ impl ModelArgs {
     }
 }
 
+/// Mercury's task types and their placement and load-shaping knobs.
+#[derive(Args, Debug, Clone)]
+pub struct MercuryArgs {
+    /// Container types (Mercury hybrid-GQ): short (the Megha path, default), only-g,
+    /// only-q, hybrid (with --hybrid-td-s and --hybrid-pq) or hybrid:TD_S:PQ. Several
+    /// (comma-separated) are run on the same trace and written to DIR/<types>/.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "short",
+        value_name = "TYPES"
+    )]
+    pub task_types: Vec<String>,
+    /// hybrid: tasks shorter than this many seconds may be QUEUEABLE (inf: all).
+    #[arg(long, default_value_t = f64::INFINITY, value_name = "SECS")]
+    pub hybrid_td_s: f64,
+    /// hybrid: probability that an eligible task is QUEUEABLE.
+    #[arg(long, default_value_t = 0.5, value_name = "P")]
+    pub hybrid_pq: f64,
+    /// The GM that schedules GUARANTEED tasks.
+    #[arg(long, default_value_t = 0, value_name = "GM")]
+    pub designated_gm: u16,
+    /// QUEUEABLE tasks go to one of the k nodes with the least estimated queuing delay.
+    #[arg(long, default_value_t = 4, value_name = "K")]
+    pub top_k: usize,
+    /// Share of each node running QUEUEABLE work may hold (0 < cap <= 1).
+    #[arg(long, default_value_t = 1.0, value_name = "FRACTION")]
+    pub queueable_cap: f64,
+    /// Order of worker queues: job (earlier-submitted jobs first) or fifo.
+    #[arg(long, default_value = "job", value_name = "ORDER")]
+    pub queue_order: String,
+    /// Shed queued QUEUEABLE work from nodes above mean + K sigma (off if absent).
+    #[arg(long, value_name = "K")]
+    pub shed_sigma: Option<f64>,
+}
+
+impl MercuryArgs {
+    /// The task-type policies to run, in order.
+    pub fn policies(&self) -> Result<Vec<TaskTypes>> {
+        let mut out = Vec::new();
+        for spec in &self.task_types {
+            let policy = if spec == "hybrid" {
+                let td = if self.hybrid_td_s == f64::INFINITY {
+                    "inf".to_owned()
+                } else {
+                    self.hybrid_td_s.to_string()
+                };
+                format!("hybrid:{td}:{}", self.hybrid_pq).parse()
+            } else {
+                spec.parse()
+            };
+            out.push(policy.map_err(anyhow::Error::msg)?);
+        }
+        if out.is_empty() {
+            out.push(TaskTypes::Short);
+        }
+        Ok(out)
+    }
+
+    pub fn apply(&self, config: &mut SimConfig) -> Result<()> {
+        if !(self.queueable_cap > 0.0 && self.queueable_cap <= 1.0) {
+            bail!("--queueable-cap must be in (0, 1]");
+        }
+        if self.top_k == 0 {
+            bail!("--top-k must be at least 1");
+        }
+        if self.shed_sigma.is_some_and(|k| !k.is_finite()) {
+            bail!("--shed-sigma must be a number");
+        }
+        config.designated_gm = common::GmId(self.designated_gm);
+        config.mercury = crate::sim::MercuryOptions {
+            top_k: self.top_k,
+            cap: self.queueable_cap,
+            queue_order: match self.queue_order.as_str() {
+                "job" => worker::core::QueueOrder::JobSubmission,
+                "fifo" => worker::core::QueueOrder::Fifo,
+                other => bail!("--queue-order {other:?}: expected job or fifo"),
+            },
+            shed_sigma: self.shed_sigma,
+            ..crate::sim::MercuryOptions::default()
+        };
+        Ok(())
+    }
+}
+
 /// Simulate a trace on a cluster and write tasks.csv and summary.json.
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -166,6 +252,8 @@ pub struct SimulateArgs {
     pub scheduler: Vec<SchedulerKind>,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub mercury: MercuryArgs,
     /// Output directory (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -179,23 +267,38 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     eprintln!("seed: {seed}");
     let cluster = args.cluster.load(seed)?;
     let trace = read_trace(&args.trace, args.format, args.selection.clone(), seed)?;
-    let jobs = workload::build(&trace, &args.model.workload()?);
+    let base_jobs = workload::build(&trace, &args.model.workload()?);
+    let policies = args.mercury.policies()?;
     let mut schedulers = args.scheduler.clone();
     schedulers.dedup();
     let mut summaries = Vec::new();
     for &scheduler in &schedulers {
-        let dir = if schedulers.len() == 1 {
-            args.out.clone()
-        } else {
-            args.out.join(scheduler.name())
-        };
-        let config = args.model.sim_config(scheduler, cluster.gms)?;
-        let window = Micros::from_secs_f64(args.model.fairness_window_s);
-        let summary = run_one(&cluster, &jobs, &config, &dir, args.quiet, window)?;
-        summaries.push(summary);
+        for &policy in &policies {
+            let mut dir = args.out.clone();
+            if schedulers.len() > 1 {
+                dir = dir.join(scheduler.name());
+            }
+            if policies.len() > 1 {
+                dir = dir.join(policy.dir_name());
+            }
+            let mut jobs = base_jobs.clone();
+            task_types::assign(&mut jobs, policy, seed);
+            let mut config = args.model.sim_config(scheduler, cluster.gms)?;
+            args.mercury.apply(&mut config)?;
+            let window = Micros::from_secs_f64(args.model.fairness_window_s);
+            let mut summary = run_one(&cluster, &jobs, &config, &dir, args.quiet, window)?;
+            summary.task_types = policy.to_string();
+            // Rewrite the summary with the policy's name.
+            let json = serde_json::to_string_pretty(&summary)?;
+            std::fs::write(dir.join("summary.json"), json + "\n")?;
+            summaries.push(summary);
+        }
     }
     if !args.quiet {
         print_table(&summaries);
+        if policies.len() > 1 {
+            print_task_types(&summaries);
+        }
         println!("written to {}", args.out.display());
     }
     Ok(())
@@ -279,6 +382,48 @@ pub fn run_one(
     write_run(dir, &outcome.records, &summary)
         .with_context(|| format!("cannot write reports to {}", dir.display()))?;
     Ok(summary)
+}
+
+/// Task throughput, job latency and QUEUEABLE kills per task-type policy, with the
+/// throughput gain over the first policy of the same scheduler.
+pub fn print_task_types(summaries: &[Summary]) {
+    println!(
+        "{:<12} {:<16} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:>6}",
+        "scheduler",
+        "task types",
+        "tasks/s",
+        "gain",
+        "job mean s",
+        "job p50 s",
+        "job p99 s",
+        "Q kills",
+        "shed"
+    );
+    let mut base: Option<(&str, f64)> = None;
+    for s in summaries {
+        if base.is_none_or(|(name, _)| name != s.scheduler) {
+            base = Some((&s.scheduler, s.task_throughput_per_s));
+        }
+        let gain = match base {
+            Some((_, b)) if b > 0.0 => {
+                format!("{:+.1}%", (s.task_throughput_per_s / b - 1.0) * 100.0)
+            }
+            _ => "-".to_owned(),
+        };
+        let j = &s.job_latency_s;
+        println!(
+            "{:<12} {:<16} {:>10.2} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>8} {:>6}",
+            s.scheduler,
+            s.task_types,
+            s.task_throughput_per_s,
+            gain,
+            j.mean,
+            j.p50,
+            j.p99,
+            s.queueable_kills,
+            s.shed
+        );
+    }
 }
 
 pub fn print_table(summaries: &[Summary]) {

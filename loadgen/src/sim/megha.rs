@@ -14,9 +14,9 @@ use common::messages::{
     KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome,
     PreemptRequest, PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
 };
-use common::{GmId, LmId, Micros, TaskId};
+use common::{GmId, Micros, TaskId, TaskKind};
 use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig};
-use local_master::{LmConfig, LocalMaster};
+use local_master::{LmConfig, LocalMaster, QueueableConfig};
 use std::collections::HashMap;
 use worker::Worker;
 
@@ -56,6 +56,8 @@ struct Sim<'a> {
     idle_ticks: u64,
     arrived: usize,
     jobs: usize,
+    /// The GM that receives GUARANTEED tasks.
+    designated: usize,
     runs: Vec<Run>,
     active_run: HashMap<TaskId, usize>,
 }
@@ -72,23 +74,49 @@ pub fn simulate(
     let lm_config = LmConfig {
         heartbeat_period: config.heartbeat,
     };
+    let mercury = &config.mercury;
+    let queueable = jobs
+        .iter()
+        .any(|j| j.tasks.iter().any(|t| t.kind == TaskKind::Queueable));
     let mut workers = Vec::new();
     let mut worker_base = Vec::new();
     let mut lms = Vec::new();
     for spec in &cluster.lms {
         worker_base.push(workers.len());
-        workers.extend(spec.nodes().map(|(id, _, n)| Worker::new(id, n.capacity)));
-        let lm = LocalMaster::new(spec, cluster.gms, lm_config.clone(), Micros::ZERO);
+        workers.extend(spec.nodes().map(|(id, _, n)| {
+            let w = Worker::new(id, n.capacity).with_queue_order(mercury.queue_order);
+            if mercury.cap < 1.0 {
+                w.with_queueable_limit(n.capacity.scaled(mercury.cap))
+            } else {
+                w
+            }
+        }));
+        let mut lm = LocalMaster::new(spec, cluster.gms, lm_config.clone(), Micros::ZERO);
+        if queueable {
+            lm = lm.with_queueable(QueueableConfig {
+                cap: mercury.cap,
+                launch_overhead: mercury.launch_overhead,
+                shed_sigma: mercury.shed_sigma,
+            });
+        }
         lms.push(match &config.fairness {
             Some(f) => lm.with_fairness(f.clone()),
             None => lm,
         });
     }
+    let designated = if config.designated_gm.index() < gm_count {
+        config.designated_gm
+    } else {
+        GmId(0)
+    };
     let gms = (0..gm_count)
         .map(|g| {
             GlobalMaster::new(GmConfig {
                 batch_size: config.batch_size,
                 fairness: config.fairness.clone().filter(|_| config.preemption),
+                designated_gm: designated,
+                queueable_top_k: mercury.top_k.max(1),
+                queueable_cap: mercury.cap,
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             })
         })
@@ -123,6 +151,7 @@ pub fn simulate(
         idle_ticks: 0,
         arrived: 0,
         jobs: jobs.len(),
+        designated: designated.index(),
         runs: Vec::new(),
         active_run: HashMap::new(),
     };
@@ -207,13 +236,23 @@ impl Sim<'_> {
                     }
                     _ => (k % self.gms.len(), common::QueueId(0)),
                 };
+                let mut to_designated = false;
                 for task in &jobs[k].tasks {
-                    self.gms[g].submit(now, task.clone().with_queue(queue));
+                    let target = if task.kind.needs_designated_gm() {
+                        to_designated = true;
+                        self.designated
+                    } else {
+                        g
+                    };
+                    self.gms[target].submit(now, task.clone().with_queue(queue));
                     let rec = self.record(task.id);
-                    rec.gm = Some(GmId(g as u16));
+                    rec.gm = Some(GmId(target as u16));
                     rec.queue = queue;
                 }
                 self.request_pass(g, now);
+                if to_designated {
+                    self.request_pass(self.designated, now);
+                }
             }
             Ev::LmPreempt(request) => self.lm_preempt(now, request),
             Ev::GmPreemptResponse(response) => {
@@ -236,10 +275,18 @@ impl Sim<'_> {
                 self.request_pass(g, now);
             }
             Ev::WorkerKill(w, kill) => {
+                let was_running = self.workers[w]
+                    .running()
+                    .iter()
+                    .any(|r| r.task == kill.task);
                 if let Ok(report) = self.workers[w].kill(now, kill.task) {
-                    self.end_run(kill.task, now);
-                    self.running -= 1;
+                    if was_running {
+                        self.end_run(kill.task, now);
+                        self.running -= 1;
+                    }
                     let lm = self.lm_of_worker(w);
+                    // The room is left to the work the LM killed for, whose start
+                    // follows; queued work may take what that leaves.
                     self.queue
                         .push(now + self.delay(), Ev::LmReport(lm, report));
                 }
@@ -258,8 +305,16 @@ impl Sim<'_> {
                 self.lm_busy[l] = start + self.costs.lm_report;
                 // A finish racing a preemption is answered "unknown task": harmless.
                 if let Ok(effects) = self.lms[l].handle_worker_report(now, report) {
+                    let at = self.lm_busy[l] + self.delay();
+                    for kill in effects.kills {
+                        let w = self.worker_base[l] + kill.node.index();
+                        self.queue.push(at, Ev::WorkerKill(w, kill));
+                    }
                     for preempted in effects.requeues {
                         for (task, lost) in &preempted.tasks {
+                            if task.kind == TaskKind::Queueable {
+                                self.counters.queueable_kills += 1;
+                            }
                             self.counters.preemptions += 1;
                             self.counters.wasted += *lost;
                             let rec = self.record(task.id);
@@ -277,17 +332,8 @@ impl Sim<'_> {
                     return;
                 }
                 self.wake_at[w] = None;
-                let lm = self.lm_of_worker(w);
-                for report in self.workers[w].advance(now) {
-                    if let WorkerReport::Finished { task, at, .. } = report {
-                        self.end_run(task, at);
-                        self.record(task).finish = Some(at);
-                        self.done += 1;
-                        self.running -= 1;
-                    }
-                    self.queue
-                        .push(now + self.delay(), Ev::LmReport(lm, report));
-                }
+                let reports = self.workers[w].advance(now);
+                self.worker_reports(now, w, reports);
                 self.schedule_wake(w);
             }
         }
@@ -411,6 +457,11 @@ impl Sim<'_> {
             return;
         };
         let arrive = done + self.delay();
+        // Kills leave before the start that reuses their room, so they arrive first.
+        for kill in effects.kills {
+            let w = self.worker_base[l] + kill.node.index();
+            self.queue.push(arrive, Ev::WorkerKill(w, kill));
+        }
         for order in effects.starts {
             self.record(order.task.id).launch = Some(done);
             let w = self.worker_base[l] + order.node.index();
@@ -447,6 +498,11 @@ impl Sim<'_> {
 
     fn lm_tick(&mut self, now: Micros, l: usize) {
         let effects = self.lms[l].tick(now);
+        for kill in effects.kills {
+            self.counters.shed += 1;
+            let w = self.worker_base[l] + kill.node.index();
+            self.queue.push(now + self.delay(), Ev::WorkerKill(w, kill));
+        }
         if let Some(snapshot) = effects.heartbeat {
             self.counters.heartbeats += 1;
             let nodes = snapshot.free.len() as u64;
@@ -473,34 +529,62 @@ impl Sim<'_> {
 
     fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
         let task = order.task.id;
-        let order_resources = order.task.resources;
         self.record(task).in_flight_until(now);
-        let lm = LmId(self.lm_of_worker(w) as u16);
+        let reclaims = order.task.kind != TaskKind::Queueable;
         match self.workers[w].start_task(now, order) {
-            Ok(reports) => {
-                for report in reports {
-                    if let WorkerReport::Started { task, .. } = report {
-                        let rec = self.record(task);
-                        rec.worker_queued_until(now);
-                        rec.start.get_or_insert(now);
-                        rec.starts += 1;
-                        let (queue, resources) = (rec.queue, order_resources);
-                        self.active_run.insert(task, self.runs.len());
-                        self.runs.push(Run {
-                            queue,
-                            resources,
-                            start: now,
-                            end: None,
-                        });
-                        self.running += 1;
-                        self.idle_ticks = 0;
-                    }
-                    self.queue
-                        .push(now + self.delay(), Ev::LmReport(lm.index(), report));
+            Ok(mut reports) => {
+                if reclaims {
+                    // Room left over after kills made for this task goes to queued work.
+                    reports.extend(self.workers[w].advance(now));
                 }
+                self.worker_reports(now, w, reports);
                 self.schedule_wake(w);
             }
             Err(_) => self.counters.over_commits += 1,
+        }
+    }
+
+    /// Books a worker's reports (starts, finishes, kills it made on its own) and
+    /// sends them to its LM.
+    fn worker_reports(&mut self, now: Micros, w: usize, reports: Vec<WorkerReport>) {
+        let lm = self.lm_of_worker(w);
+        for report in reports {
+            match report {
+                WorkerReport::Started { task, .. } => {
+                    let resources = self.workers[w]
+                        .running()
+                        .iter()
+                        .find(|r| r.task == task)
+                        .map(|r| r.resources)
+                        .unwrap_or_default();
+                    let rec = self.record(task);
+                    rec.worker_queued_until(now);
+                    rec.start.get_or_insert(now);
+                    rec.starts += 1;
+                    let queue = rec.queue;
+                    self.active_run.insert(task, self.runs.len());
+                    self.runs.push(Run {
+                        queue,
+                        resources,
+                        start: now,
+                        end: None,
+                    });
+                    self.running += 1;
+                    self.idle_ticks = 0;
+                }
+                WorkerReport::Finished { task, at, .. } => {
+                    self.end_run(task, at);
+                    self.record(task).finish = Some(at);
+                    self.done += 1;
+                    self.running -= 1;
+                }
+                WorkerReport::Killed { task, at, .. } => {
+                    self.end_run(task, at);
+                    self.running -= 1;
+                }
+            }
+            self.queue
+                .push(now + self.delay(), Ev::LmReport(lm, report));
         }
     }
 }

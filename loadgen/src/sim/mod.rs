@@ -10,16 +10,18 @@
 //! - [`workload`]: trace jobs to task specifications.
 //! - [`megha`]: the Megha driver (also the centralized baseline).
 //! - [`sparrow`]: the Sparrow baseline.
+//! - [`task_types`]: Mercury's hybrid-GQ policy (GUARANTEED vs QUEUEABLE tasks).
 
 pub mod events;
 pub mod ledger;
 pub mod megha;
 pub mod sparrow;
+pub mod task_types;
 pub mod workload;
 
 use common::cluster::{ClusterSpec, LmSpec};
 use common::fairness::FairnessConfig;
-use common::{LmId, Micros, QueueId, Resources};
+use common::{GmId, LmId, Micros, QueueId, Resources};
 use ledger::TaskRecord;
 use std::sync::Arc;
 
@@ -106,6 +108,37 @@ pub struct SimConfig {
     pub fairness: Option<Arc<FairnessConfig>>,
     /// With queues: whether GMs may preempt (off = queues and shares only, to compare).
     pub preemption: bool,
+    /// The GM that schedules GUARANTEED work: jobs' GUARANTEED tasks go there.
+    pub designated_gm: GmId,
+    /// How QUEUEABLE work is placed and shaped (used only when a task is QUEUEABLE).
+    pub mercury: MercuryOptions,
+}
+
+/// Mercury's knobs (sections 4.2 and 4.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MercuryOptions {
+    /// GMs place QUEUEABLE work on one of the k least-loaded nodes.
+    pub top_k: usize,
+    /// Share of each node running QUEUEABLE work may hold.
+    pub cap: f64,
+    /// T_l in the queuing-delay estimate.
+    pub launch_overhead: Micros,
+    /// Order of worker queues.
+    pub queue_order: worker::core::QueueOrder,
+    /// Shed queued work from nodes above mean + k·sigma (k), at every LM heartbeat.
+    pub shed_sigma: Option<f64>,
+}
+
+impl Default for MercuryOptions {
+    fn default() -> Self {
+        MercuryOptions {
+            top_k: 4,
+            cap: 1.0,
+            launch_overhead: Micros::from_millis(10),
+            queue_order: worker::core::QueueOrder::JobSubmission,
+            shed_sigma: None,
+        }
+    }
 }
 
 impl Default for SimConfig {
@@ -120,6 +153,8 @@ impl Default for SimConfig {
             seed: 0,
             fairness: None,
             preemption: true,
+            designated_gm: GmId(0),
+            mercury: MercuryOptions::default(),
         }
     }
 }
@@ -142,6 +177,10 @@ pub struct SimCounters {
     pub preemptions: u64,
     /// Task time lost to preemption.
     pub wasted: Micros,
+    /// QUEUEABLE tasks killed (to make room for other work, or shed) and requeued.
+    pub queueable_kills: u64,
+    /// Of those, queued tasks dropped by load shedding.
+    pub shed: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).
