@@ -12,6 +12,9 @@ say() { printf '==> %s\n' "$*"; }
 # --- system packages (Debian) -------------------------------------------------------
 need_pkgs=()
 command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] || need_pkgs+=(rabbitmq-server)
+# HiGHS (the LRA placer's ILP solver, built from source by highs-sys) needs these.
+command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
+dpkg -s libclang-dev >/dev/null 2>&1 || need_pkgs+=(libclang-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing ${need_pkgs[*]} from Debian's packages"
