@@ -98,10 +98,12 @@ pub async fn drain(gm: &Addr<actor::GmActor>, timeout: Duration) {
         }
     }
     if let Ok(l) = gm.send(actor::GetLoad).await {
+        let failed = gm.send(actor::FailQueued).await.unwrap_or(0);
         tracing::warn!(
             queued = l.queued,
             outstanding = l.outstanding,
-            "drain timed out; these tasks are dropped"
+            failed,
+            "drain timed out; queued tasks were reported failed on the event stream"
         );
     }
 }
