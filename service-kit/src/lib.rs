@@ -5,6 +5,7 @@
 //! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
 //! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
 //! - [`logging`]: `tracing` set-up, text or JSON.
+//! - [`runtime`]: the shared `main`: settings, logging, actix on tokio, exit code.
 //! - [`shutdown`]: waiting for SIGTERM / SIGINT.
 //! - [`metrics`]: Prometheus text exposition helpers and a histogram.
 //! - [`links`]: transport-agnostic request/response links and fire-and-forget sinks,
@@ -18,6 +19,7 @@ pub mod clock;
 pub mod links;
 pub mod logging;
 pub mod metrics;
+pub mod runtime;
 pub mod settings;
 pub mod shutdown;
 pub mod sinks;

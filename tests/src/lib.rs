@@ -16,6 +16,7 @@ use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::LaunchBatch;
 use common::{ConstraintSet, GmId, LmId, Micros, Resources, TaskId, TaskSpec};
 use global_master::core::{GlobalMaster, GmConfig};
+use loadgen::trace::{TraceJob, TraceTask};
 use local_master::{LmConfig, LocalMaster};
 
 /// Builds a cluster: `ClusterBuilder::new(gms, lms, nodes_per_partition).cores(2)...`.
@@ -119,4 +120,21 @@ impl Harness {
         effects.response.take();
         effects
     }
+}
+
+/// Trace jobs from (arrival in ms, task durations in ms) pairs, numbered in order.
+pub fn trace(jobs: &[(u32, Vec<u32>)]) -> Vec<TraceJob> {
+    jobs.iter()
+        .enumerate()
+        .map(|(i, (arrival_ms, durations))| TraceJob {
+            id: i as u64,
+            arrival: Micros(*arrival_ms as u64 * 1000),
+            queue: None,
+            stages: Vec::new(),
+            tasks: durations
+                .iter()
+                .map(|d| TraceTask::with_duration(Micros(*d as u64 * 1000)))
+                .collect(),
+        })
+        .collect()
 }

@@ -8,11 +8,10 @@ use common::{GmId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
 use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig};
 use loadgen::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use loadgen::sim::{self, SchedulerKind, SimConfig};
-use loadgen::trace::{TraceJob, TraceTask};
 use local_master::{LmConfig, LocalMaster};
 use proptest::prelude::*;
 use std::sync::Arc;
-use tests::ClusterBuilder;
+use tests::{trace, ClusterBuilder};
 
 fn shares(spec: &str, gms: u16) -> Arc<FairnessConfig> {
     Arc::new(FairnessConfig::parse(spec, SharePolicy::Drf, gms).expect("valid queue spec"))
@@ -186,22 +185,6 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
     ));
     assert!(fx.kills.is_empty() && fx.starts.is_empty());
     assert_eq!(lm.running().len(), 4, "nothing was touched");
-}
-
-fn trace(jobs: &[(u32, Vec<u32>)]) -> Vec<TraceJob> {
-    jobs.iter()
-        .enumerate()
-        .map(|(i, (arrival_ms, durations))| TraceJob {
-            id: i as u64,
-            arrival: Micros(*arrival_ms as u64 * 1000),
-            queue: None,
-            stages: Vec::new(),
-            tasks: durations
-                .iter()
-                .map(|d| TraceTask::with_duration(Micros(*d as u64 * 1000)))
-                .collect(),
-        })
-        .collect()
 }
 
 fn run(

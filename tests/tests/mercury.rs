@@ -11,28 +11,11 @@ use loadgen::sim::ledger::Decision;
 use loadgen::sim::task_types::{self, TaskTypes};
 use loadgen::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use loadgen::sim::{self, MercuryOptions, SimConfig};
-use loadgen::trace::{TraceJob, TraceTask};
 use local_master::{LmConfig, LocalMaster, QueueableConfig};
 use proptest::prelude::*;
 use std::collections::HashMap;
-use tests::ClusterBuilder;
+use tests::{trace, ClusterBuilder};
 use worker::Worker;
-
-fn trace(jobs: &[(u32, Vec<u32>)]) -> Vec<TraceJob> {
-    jobs.iter()
-        .enumerate()
-        .map(|(i, (arrival_ms, durations))| TraceJob {
-            id: i as u64,
-            arrival: Micros(*arrival_ms as u64 * 1000),
-            queue: None,
-            stages: Vec::new(),
-            tasks: durations
-                .iter()
-                .map(|d| TraceTask::with_duration(Micros(*d as u64 * 1000)))
-                .collect(),
-        })
-        .collect()
-}
 
 fn task(job: u64, cores: u64, secs: u64, kind: TaskKind) -> TaskSpec {
     TaskSpec::short(

@@ -7,24 +7,8 @@ use common::{Micros, Resources};
 use loadgen::sim::ledger::Decision;
 use loadgen::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use loadgen::sim::{self, SchedulerKind, SimConfig};
-use loadgen::trace::{TraceJob, TraceTask};
 use proptest::prelude::*;
-
-fn trace(jobs: &[(u32, Vec<u32>)]) -> Vec<TraceJob> {
-    jobs.iter()
-        .enumerate()
-        .map(|(i, (arrival_ms, durations))| TraceJob {
-            id: i as u64,
-            arrival: Micros(*arrival_ms as u64 * 1000),
-            queue: None,
-            stages: Vec::new(),
-            tasks: durations
-                .iter()
-                .map(|d| TraceTask::with_duration(Micros(*d as u64 * 1000)))
-                .collect(),
-        })
-        .collect()
-}
+use tests::trace;
 
 fn check(
     cluster: &ClusterSpec,

@@ -110,25 +110,5 @@ pub async fn drain(gm: &Addr<actor::GmActor>, timeout: Duration) {
 
 /// The binary's entry point: parse settings, start the runtime, serve.
 pub fn main_with(args: config::GmArgs) -> std::process::ExitCode {
-    let settings = match args.resolve() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    service_kit::logging::init(settings.log_format);
-    let system = actix_rt::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("the tokio runtime must start")
-    });
-    match system.block_on(serve(settings)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = format!("{e:#}"), "global master failed");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    service_kit::runtime::run_service("global master", args.resolve(), |s| s.log_format, serve)
 }
