@@ -402,20 +402,39 @@ impl Sim<'_> {
 
     fn lm_preempt(&mut self, now: Micros, request: PreemptRequest) {
         let l = request.lm.index();
+        let (start, done) = self.lm_serve(now, l, std::slice::from_ref(&request.task.id));
+        let Ok(mut effects) = self.lms[l].handle_preempt(start, request) else {
+            return;
+        };
+        let response = effects.preempt_response.take();
+        self.lm_send(l, done, effects);
+        if let Some(response) = response {
+            self.queue
+                .push(done + self.delay(), Ev::GmPreemptResponse(response));
+        }
+    }
+
+    /// The LM serves a request for `tasks` from `max(now, busy)`: charges its cost and
+    /// the tasks' ledgers. Returns when it started and when it is done.
+    fn lm_serve(&mut self, now: Micros, l: usize, tasks: &[TaskId]) -> (Micros, Micros) {
         let start = now.max(self.lm_busy[l]);
         let nodes = self.lms[l].topology().node_count() as u64;
         let done = start
             + self.costs.lm_batch
-            + self.costs.lm_request
+            + Micros(self.costs.lm_request.0 * tasks.len() as u64)
             + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
         self.lm_busy[l] = done;
-        let rec = self.record(request.task.id);
-        rec.in_flight_until(now);
-        rec.queued_until(start);
-        rec.processed_until(done);
-        let Ok(effects) = self.lms[l].handle_preempt(start, request) else {
-            return;
-        };
+        for task in tasks {
+            let rec = self.record(*task);
+            rec.in_flight_until(now);
+            rec.queued_until(start);
+            rec.processed_until(done);
+        }
+        (start, done)
+    }
+
+    /// Sends an LM's kills and start orders to its workers when it is done.
+    fn lm_send(&mut self, l: usize, done: Micros, effects: local_master::LmEffects) {
         let arrive = done + self.delay();
         // Kills leave before the start that reuses their room, so they arrive first.
         for kill in effects.kills {
@@ -426,9 +445,6 @@ impl Sim<'_> {
             self.record(order.task.id).launch = Some(done);
             let w = self.worker_base[l] + order.node.index();
             self.queue.push(arrive, Ev::WorkerStart(w, order));
-        }
-        if let Some(response) = effects.preempt_response {
-            self.queue.push(arrive, Ev::GmPreemptResponse(response));
         }
     }
 
@@ -440,35 +456,16 @@ impl Sim<'_> {
 
     fn lm_batch(&mut self, now: Micros, batch: LaunchBatch) {
         let l = batch.lm.index();
-        let start = now.max(self.lm_busy[l]);
-        let nodes = self.lms[l].topology().node_count() as u64;
-        let cost = self.costs.lm_batch
-            + Micros(self.costs.lm_request.0 * batch.requests.len() as u64)
-            + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
-        let done = start + cost;
-        self.lm_busy[l] = done;
-        for req in &batch.requests {
-            let rec = self.record(req.task.id);
-            rec.in_flight_until(now);
-            rec.queued_until(start);
-            rec.processed_until(done);
-        }
-        let Ok(effects) = self.lms[l].handle_launch_batch(start, batch) else {
+        let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
+        let (start, done) = self.lm_serve(now, l, &tasks);
+        let Ok(mut effects) = self.lms[l].handle_launch_batch(start, batch) else {
             return;
         };
-        let arrive = done + self.delay();
-        // Kills leave before the start that reuses their room, so they arrive first.
-        for kill in effects.kills {
-            let w = self.worker_base[l] + kill.node.index();
-            self.queue.push(arrive, Ev::WorkerKill(w, kill));
-        }
-        for order in effects.starts {
-            self.record(order.task.id).launch = Some(done);
-            let w = self.worker_base[l] + order.node.index();
-            self.queue.push(arrive, Ev::WorkerStart(w, order));
-        }
-        if let Some(response) = effects.response {
-            self.queue.push(arrive, Ev::GmResponse(response));
+        let response = effects.response.take();
+        self.lm_send(l, done, effects);
+        if let Some(response) = response {
+            self.queue
+                .push(done + self.delay(), Ev::GmResponse(response));
         }
     }
 
