@@ -101,7 +101,14 @@ impl Project {
         let mut cmd = Command::new(&self.cli[0]);
         cmd.args(&self.cli[1..])
             .current_dir(workspace_root())
-            .args(["-f", "docker-compose.yml", "-p", &self.name, "--profile", "loadgen"])
+            .args([
+                "-f",
+                "docker-compose.yml",
+                "-p",
+                &self.name,
+                "--profile",
+                "loadgen",
+            ])
             .args(args);
         for v in COMPOSE_VARS {
             cmd.env_remove(v);
@@ -145,7 +152,10 @@ impl Project {
     }
 
     fn dump_logs(&self) {
-        if let Ok(out) = self.command(&["logs", "--no-color", "--tail", "40"]).output() {
+        if let Ok(out) = self
+            .command(&["logs", "--no-color", "--tail", "40"])
+            .output()
+        {
             eprintln!("{}", String::from_utf8_lossy(&out.stdout));
         }
     }
@@ -157,7 +167,15 @@ impl Drop for Project {
             self.dump_logs();
         }
         let _ = self
-            .command(&["down", "-v", "--rmi", "local", "--remove-orphans", "-t", "20"])
+            .command(&[
+                "down",
+                "-v",
+                "--rmi",
+                "local",
+                "--remove-orphans",
+                "-t",
+                "20",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -172,9 +190,13 @@ impl Drop for Project {
 
 fn config_ok(cli: &[String], env: &[(&'static str, String)]) -> Output {
     let mut cmd = Command::new(&cli[0]);
-    cmd.args(&cli[1..])
-        .current_dir(workspace_root())
-        .args(["-f", "docker-compose.yml", "--profile", "loadgen", "config"]);
+    cmd.args(&cli[1..]).current_dir(workspace_root()).args([
+        "-f",
+        "docker-compose.yml",
+        "--profile",
+        "loadgen",
+        "config",
+    ]);
     for v in COMPOSE_VARS {
         cmd.env_remove(v);
     }
@@ -234,7 +256,8 @@ fn compose_cluster_runs_every_task_exactly_once() {
         eprintln!("docker compose end-to-end test SKIPPED: no Docker engine reachable ({why})");
         return;
     }
-    let cli = compose_cli().expect("a Docker engine but no compose CLI (docker compose / docker-compose)");
+    let cli = compose_cli()
+        .expect("a Docker engine but no compose CLI (docker compose / docker-compose)");
     let root = workspace_root();
     let t0 = Instant::now();
 
@@ -368,7 +391,10 @@ fn compose_cluster_runs_every_task_exactly_once() {
     // Both replicas of each worker service got a slot of their own (auto slots).
     let logs = project.run(&["logs", "--no-color", "worker-0", "worker-1", "worker-2"]);
     let logs = String::from_utf8_lossy(&logs.stdout);
-    let assigned = logs.lines().filter(|l| l.contains("nodes assigned")).count();
+    let assigned = logs
+        .lines()
+        .filter(|l| l.contains("nodes assigned"))
+        .count();
     assert_eq!(assigned, 6, "6 workers should have registered:\n{logs}");
 
     drop(project);
