@@ -20,6 +20,9 @@ ARG BUILDER_IMAGE=rust:1-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM ${BUILDER_IMAGE} AS build
+# Marks the (classic builder's) intermediate images of this stage, so they can be found:
+#   docker image prune -f --filter label=io.megha.stage=build
+LABEL io.megha.stage=build
 ARG PREBUILT=
 WORKDIR /src
 COPY . .

@@ -12,11 +12,19 @@
 //! tagged per run) is removed by a guard, also when an assertion fails; the reusable
 //! base images (megha/debian:bookworm, megha/rabbitmq:local) are kept.
 
-use std::path::Path;
+use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use tests::checks::{assert_all_finished, assert_no_overlap_on_nodes, metric_sum, read_tasks_csv};
 use tests::procs::{bin_dir, http, workspace_root};
+
+/// Says something on the real stderr: libtest captures `eprintln!` of passing tests,
+/// and a skip must be visible without `--nocapture`.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// `docker compose` (v2 plugin) or `docker-compose` (v1), whichever answers.
 fn compose_cli() -> Option<Vec<String>> {
@@ -125,7 +133,7 @@ impl Project {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", self.cli));
-        eprintln!(
+        say!(
             "[docker_compose] {} {} ({:.1} s)",
             self.cli.join(" "),
             args.join(" "),
@@ -156,7 +164,7 @@ impl Project {
             .command(&["logs", "--no-color", "--tail", "40"])
             .output()
         {
-            eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+            say!("{}", String::from_utf8_lossy(&out.stdout));
         }
     }
 }
@@ -182,6 +190,18 @@ impl Drop for Project {
             .status();
         let _ = Command::new("docker")
             .args(["image", "rm", "-f", &self.image])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        // The untagged images the classic builder leaves for the build stage.
+        let _ = Command::new("docker")
+            .args([
+                "image",
+                "prune",
+                "-f",
+                "--filter",
+                "label=io.megha.stage=build",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -213,7 +233,7 @@ fn config_ok(cli: &[String], env: &[(&'static str, String)]) -> Output {
 #[test]
 fn compose_file_is_accepted() {
     let Some(cli) = compose_cli() else {
-        eprintln!(
+        say!(
             "docker compose config test SKIPPED: no compose CLI (neither `docker compose` nor `docker-compose` runs)"
         );
         return;
@@ -253,7 +273,7 @@ fn compose_file_is_accepted() {
 #[test]
 fn compose_cluster_runs_every_task_exactly_once() {
     if let Some(why) = docker_unavailable() {
-        eprintln!("docker compose end-to-end test SKIPPED: no Docker engine reachable ({why})");
+        say!("docker compose end-to-end test SKIPPED: no Docker engine reachable ({why})");
         return;
     }
     let cli = compose_cli()
@@ -270,7 +290,7 @@ fn compose_cluster_runs_every_task_exactly_once() {
         .status()
         .expect("scripts/docker-local-images.sh runs");
     assert!(status.success(), "scripts/docker-local-images.sh failed");
-    eprintln!(
+    say!(
         "[docker_compose] local images ready after {:.1} s",
         t0.elapsed().as_secs_f64()
     );
@@ -349,14 +369,14 @@ fn compose_cluster_runs_every_task_exactly_once() {
             std::thread::sleep(Duration::from_millis(500));
         }
     }
-    eprintln!(
+    say!(
         "[docker_compose] cluster healthy after {:.1} s",
         t0.elapsed().as_secs_f64()
     );
 
     // The loadgen profile service replays YH_small.tr and writes the report to `out`.
     let replay = project.run(&["run", "--rm", "--no-deps", "loadgen"]);
-    eprintln!("{}", String::from_utf8_lossy(&replay.stdout));
+    say!("{}", String::from_utf8_lossy(&replay.stdout));
 
     let rows = read_tasks_csv(&out);
     assert_eq!(rows.len(), 183, "YH_small has 183 tasks");
@@ -399,9 +419,8 @@ fn compose_cluster_runs_every_task_exactly_once() {
 
     drop(project);
     let _ = std::fs::remove_dir_all(&dir);
-    eprintln!(
+    say!(
         "[docker_compose] end to end done in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    let _ = Path::new(&out);
 }
