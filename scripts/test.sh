@@ -45,6 +45,15 @@ fi
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   say "Docker engine reachable: $(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown)"
   export MEGHA_DOCKER=1
+  # The docker compose test builds its base image with debootstrap (no registry needed).
+  if ! command -v debootstrap >/dev/null 2>&1 && ! docker image inspect megha/debian:bookworm >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      say "installing debootstrap from Debian's packages"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    else
+      echo "warning: debootstrap is missing; the docker compose test will fail and say so" >&2
+    fi
+  fi
 else
   say "no Docker engine reachable: the docker compose end-to-end test will report itself skipped"
   export MEGHA_DOCKER=0

@@ -201,7 +201,13 @@ pub struct PreemptedTasks {
     pub tasks: Vec<(TaskSpec, Micros)>,
 }
 
-/// Worker -> LM at start-up: "I am worker slot `slot`, reach me at `url`".
+/// The slot a worker asks for when it lets its LM choose (`worker --slot auto`): the
+/// slot its URL registered before, else the first free one. For replicas that cannot
+/// know an index of their own (`docker compose up --scale`).
+pub const AUTO_SLOT: u32 = u32::MAX;
+
+/// Worker -> LM at start-up: "I am worker slot `slot` ([`AUTO_SLOT`]: any free one),
+/// reach me at `url`".
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerRegistration {
     pub slot: u32,
@@ -212,5 +218,7 @@ pub struct WorkerRegistration {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerAssignment {
     pub lm: LmId,
+    /// The slot the worker holds (the one it asked for, or the LM's choice).
+    pub slot: u32,
     pub nodes: Vec<(NodeId, Resources)>,
 }

@@ -77,7 +77,11 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
                 async move { w.send(Start(orders)).await.map_err(mailbox) }
             });
             let assignment = lm
-                .send(Register { slot, link: starts })
+                .send(Register {
+                    slot,
+                    url: String::new(),
+                    link: starts,
+                })
                 .await?
                 .map_err(|e| anyhow!(e))?;
             w.send(Assign(assignment)).await?;

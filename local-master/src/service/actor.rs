@@ -35,6 +35,9 @@ pub struct LmCounters {
 pub struct LmActor {
     pub(super) core: LocalMaster,
     workers: Vec<Option<OrderedSender<StartTask>>>,
+    /// The URL each slot's worker registered with (to give a re-registering
+    /// `AUTO_SLOT` worker its slot back).
+    worker_urls: Vec<Option<String>>,
     held_starts: Vec<Vec<StartTask>>,
     snapshots: Sink<LmSnapshot>,
     events: Sink<Vec<TaskEvent>>,
@@ -70,6 +73,7 @@ impl LmActor {
         LmActor {
             core: LocalMaster::new(spec, gms, config, clock::now()),
             workers: (0..slots).map(|_| None).collect(),
+            worker_urls: vec![None; slots],
             held_starts: vec![Vec::new(); slots],
             snapshots,
             events,
@@ -235,7 +239,11 @@ impl Handler<Reports> for LmActor {
 #[derive(Message)]
 #[rtype(result = "Result<WorkerAssignment, String>")]
 pub struct Register {
+    /// A slot, or [`common::messages::AUTO_SLOT`]: the slot this URL registered
+    /// before, else the first slot no worker has registered for.
     pub slot: u32,
+    /// Where the worker listens (only used to recognise a re-registration).
+    pub url: String,
     pub link: StartLink,
 }
 
@@ -249,7 +257,23 @@ impl Handler<Register> for LmActor {
     type Result = Result<WorkerAssignment, String>;
 
     fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
-        let slot = msg.slot as usize;
+        let slot = if msg.slot == common::messages::AUTO_SLOT {
+            let again = self
+                .worker_urls
+                .iter()
+                .position(|u| u.as_deref() == Some(msg.url.as_str()));
+            match again.or_else(|| self.workers.iter().position(Option::is_none)) {
+                Some(slot) => slot,
+                None => {
+                    return Err(format!(
+                        "every slot of this LM is taken ({} workers expected); raise its --workers",
+                        self.workers.len()
+                    ))
+                }
+            }
+        } else {
+            msg.slot as usize
+        };
         if slot >= self.workers.len() {
             return Err(format!(
                 "slot {slot} does not exist: this LM expects {} workers (slots 0..{})",
@@ -263,6 +287,7 @@ impl Handler<Register> for LmActor {
             sender.send(start);
         }
         self.workers[slot] = Some(sender);
+        self.worker_urls[slot] = Some(msg.url);
         let topology = self.core.topology().clone();
         let nodes = (0..topology.node_count())
             .filter(|n| n % self.workers.len() == slot)
@@ -275,6 +300,7 @@ impl Handler<Register> for LmActor {
         }
         Ok(WorkerAssignment {
             lm: topology.lm,
+            slot: slot as u32,
             nodes,
         })
     }

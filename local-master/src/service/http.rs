@@ -92,6 +92,7 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         .lm
         .send(Register {
             slot: reg.slot,
+            url: reg.url,
             link,
         })
         .await

@@ -115,7 +115,7 @@ pub struct Assign(pub WorkerAssignment);
 impl Handler<Assign> for WorkerActor {
     type Result = ();
     fn handle(&mut self, msg: Assign, _: &mut Context<Self>) {
-        tracing::info!(lm = %msg.0.lm, nodes = msg.0.nodes.len(), "nodes assigned");
+        tracing::info!(lm = %msg.0.lm, slot = msg.0.slot, nodes = msg.0.nodes.len(), "nodes assigned");
         for (node, capacity) in msg.0.nodes {
             self.nodes
                 .entry(node)

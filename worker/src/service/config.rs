@@ -32,8 +32,10 @@ pub struct WorkerArgs {
     /// Base URL of this worker's Local Master. Default http://127.0.0.1:9100.
     #[arg(long, env = "MEGHA_WORKER_LM_URL", value_name = "URL")]
     pub lm_url: Option<String>,
-    /// This worker's slot at its LM, 0..(LM's --workers). Default 0.
-    #[arg(long, env = "MEGHA_WORKER_SLOT")]
+    /// This worker's slot at its LM, 0..(LM's --workers), or `auto`: the LM gives it
+    /// the first free slot (or the one this --advertise-url held before). Default 0.
+    /// In a TOML file: a number (auto is 4294967295).
+    #[arg(long, env = "MEGHA_WORKER_SLOT", value_parser = parse_slot)]
     pub slot: Option<u32>,
     /// Address for the worker's HTTP API. Default 127.0.0.1:9200 (port 0: any free).
     #[arg(long, env = "MEGHA_WORKER_LISTEN", value_name = "ADDR")]
@@ -47,6 +49,15 @@ pub struct WorkerArgs {
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+}
+
+/// `auto` or a slot number.
+fn parse_slot(s: &str) -> Result<u32, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(common::messages::AUTO_SLOT);
+    }
+    s.parse()
+        .map_err(|e| format!("expected a slot number or `auto`: {e}"))
 }
 
 #[derive(Clone, Debug)]
@@ -86,5 +97,19 @@ impl WorkerArgs {
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(30_000)),
             log_format: self.log_format.unwrap_or_default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_accepts_numbers_and_auto() {
+        let args = WorkerArgs::try_parse_from(["worker", "--slot", "auto"]).expect("auto");
+        assert_eq!(args.slot, Some(common::messages::AUTO_SLOT));
+        let args = WorkerArgs::try_parse_from(["worker", "--slot", "3"]).expect("3");
+        assert_eq!(args.slot, Some(3));
+        assert!(WorkerArgs::try_parse_from(["worker", "--slot", "three"]).is_err());
     }
 }
