@@ -4,6 +4,7 @@ pub mod fairness;
 pub mod master;
 pub mod matcher;
 pub mod opportunistic;
+pub mod outputs;
 pub mod queue;
 pub mod view;
 
