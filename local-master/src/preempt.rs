@@ -8,10 +8,8 @@
 //! own their queues.
 
 use crate::core::{LmEffects, LmError, LocalMaster};
-use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{
-    KillTask, Placement, PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse,
-    PreemptedTasks,
+    Placement, PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse, PreemptedTasks,
 };
 use common::{GmId, Micros, NodeId, Resources, TaskId};
 
@@ -176,30 +174,13 @@ impl LocalMaster {
         choice: &VictimChoice,
         effects: &mut LmEffects,
     ) -> Vec<TaskId> {
-        let lm = self.topology.lm;
         let mut preempted = Vec::new();
         for &task in &choice.victims {
-            let Some(alloc) = self.release(task) else {
-                continue;
-            };
-            let lost = alloc.started_at.map_or(Micros::ZERO, |s| now.since(s));
-            effects.kills.push(KillTask {
-                node: alloc.node,
-                task,
-            });
-            effects.events.push(TaskEvent {
-                task,
-                at: now,
-                kind: TaskEventKind::Preempted {
-                    lm,
-                    node: alloc.node,
-                },
-            });
             // Requeued once the worker confirms the kill; if the task finishes first,
             // its finish stands and nothing is requeued (it runs exactly once).
-            self.pending_kills
-                .insert(task, (alloc.gm, alloc.task, lost));
-            preempted.push(task);
+            if self.kill_running(now, task, effects) {
+                preempted.push(task);
+            }
         }
         preempted
     }

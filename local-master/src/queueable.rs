@@ -169,9 +169,14 @@ impl LocalMaster {
 
     /// Releases a running task and orders the worker to kill it; it is handed back
     /// to its GM once the worker confirms (a finish that wins the race stands).
-    fn kill_running(&mut self, now: Micros, task: TaskId, effects: &mut LmEffects) {
+    pub(crate) fn kill_running(
+        &mut self,
+        now: Micros,
+        task: TaskId,
+        effects: &mut LmEffects,
+    ) -> bool {
         let Some(alloc) = self.release(task) else {
-            return;
+            return false;
         };
         let lost = alloc.started_at.map_or(Micros::ZERO, |s| now.since(s));
         effects.kills.push(KillTask {
@@ -188,6 +193,7 @@ impl LocalMaster {
         });
         self.pending_kills
             .insert(task, (alloc.gm, alloc.task, lost));
+        true
     }
 
     fn unqueue(&mut self, task: TaskId) -> Option<Queued> {
