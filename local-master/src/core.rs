@@ -12,8 +12,14 @@ use common::messages::{
     PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
 };
 use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskKind, TaskSpec};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+
+/// The outcome of each request of one launch batch.
+type BatchOutcomes = Vec<(TaskId, LaunchOutcome)>;
+
+/// How many recent batch answers per GM the LM keeps for retried batches.
+const ANSWERS_KEPT: usize = 256;
 
 #[derive(Clone, Debug)]
 pub struct LmConfig {
@@ -94,6 +100,10 @@ pub struct LocalMaster {
     /// Tasks this LM has shed once: never shed again, so shedding always ends.
     pub(crate) shed_once: std::collections::HashSet<TaskId>,
     applied_batches: Vec<u64>,
+    /// Per GM, the outcomes of its most recent batches by sequence number, so that a
+    /// batch sent again (its answer was lost) gets the same answer instead of being
+    /// applied twice.
+    answered: Vec<VecDeque<(u64, BatchOutcomes)>>,
     pub(crate) version: u64,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
     config: LmConfig,
@@ -137,6 +147,7 @@ impl LocalMaster {
             fairness: None,
             pending_kills: HashMap::new(),
             applied_batches: vec![0; gms as usize],
+            answered: vec![VecDeque::new(); gms as usize],
             version: 1,
             snapshot_cache: None,
             config,
@@ -259,6 +270,21 @@ impl LocalMaster {
         }
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
+        let cached = self
+            .answered
+            .get(batch.gm.index())
+            .and_then(|a| a.iter().find(|(seq, _)| *seq == batch.seq))
+            .map(|(_, outcomes)| outcomes.clone());
+        if let Some(outcomes) = cached {
+            effects.response = Some(LaunchResponse {
+                lm,
+                gm: batch.gm,
+                seq: batch.seq,
+                outcomes,
+                snapshot: self.snapshot(now),
+            });
+            return Ok(effects);
+        }
         let mut outcomes = Vec::with_capacity(batch.requests.len());
         for request in batch.requests {
             let task_id = request.task.id;
@@ -309,6 +335,12 @@ impl LocalMaster {
         }
         if let Some(last) = self.applied_batches.get_mut(batch.gm.index()) {
             *last = (*last).max(batch.seq);
+        }
+        if let Some(answered) = self.answered.get_mut(batch.gm.index()) {
+            if answered.len() == ANSWERS_KEPT {
+                answered.pop_front();
+            }
+            answered.push_back((batch.seq, outcomes.clone()));
         }
         effects.response = Some(LaunchResponse {
             lm,

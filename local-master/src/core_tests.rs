@@ -147,3 +147,26 @@ fn heartbeats_follow_the_period() {
     assert_eq!(lm.next_wakeup(), Micros::from_secs(10));
     assert!(lm.tick(Micros::from_secs(10)).heartbeat.is_some());
 }
+
+#[test]
+fn a_batch_sent_again_gets_the_same_answer_and_runs_nothing_twice() {
+    let mut lm = lm_with(&[2], 1);
+    let batch = launch(
+        0,
+        1,
+        &[
+            (1, 0, Placement::Internal, 1),
+            (2, 0, Placement::Internal, 1),
+        ],
+    );
+    let first = lm.handle_launch_batch(Micros(0), batch.clone()).unwrap();
+    assert_eq!(first.starts.len(), 1);
+    // The answer was lost; the GM sends the very same batch (same seq) again.
+    let again = lm.handle_launch_batch(Micros(5), batch).unwrap();
+    assert!(again.starts.is_empty(), "nothing is started twice");
+    assert_eq!(
+        again.response.unwrap().outcomes,
+        first.response.unwrap().outcomes
+    );
+    assert_eq!(lm.running().len(), 1);
+}

@@ -98,6 +98,7 @@ impl GmActor {
         }
     }
 
+    /// Sends a batch to its LM; see [`AMBIGUOUS_RETRIES`].
     fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
         let Some(link) = self.links.get(batch.lm.index()).cloned() else {
             tracing::error!(lm = %batch.lm, "no link to this LM");
@@ -108,7 +109,19 @@ impl GmActor {
         let (lm, seq) = (batch.lm, batch.seq);
         let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
         tokio::spawn(async move {
-            let result = link.call(batch).await;
+            // An ambiguous failure (timeout, lost answer) is retried with the same
+            // sequence number: the LM answers a batch it has already applied from its
+            // record instead of applying it again, so no task runs twice.
+            let mut result = link.call(batch.clone()).await;
+            let mut delay = std::time::Duration::from_millis(50);
+            for _ in 0..AMBIGUOUS_RETRIES {
+                if !matches!(result, Err(service_kit::links::LinkError::Failed(_))) {
+                    break;
+                }
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+                result = link.call(batch.clone()).await;
+            }
             me.do_send(LaunchDone {
                 lm,
                 seq,
@@ -118,6 +131,10 @@ impl GmActor {
         });
     }
 }
+
+/// How often a launch batch whose fate is unknown is sent again (same `seq`) before
+/// its tasks are requeued.
+const AMBIGUOUS_RETRIES: usize = 3;
 
 impl Actor for GmActor {
     type Context = Context<Self>;
