@@ -74,7 +74,7 @@ impl ClusterSpec {
         self.lms
             .iter()
             .flat_map(|lm| lm.nodes().map(|(_, _, n)| n.capacity))
-            .fold(Resources::ZERO, |acc, c| acc.add(&c))
+            .sum::<Resources>()
     }
 
     /// A generated cluster: `gms` partitions of `partition_size` nodes in each of `lms`

@@ -114,6 +114,18 @@ impl Resources {
     }
 }
 
+impl std::iter::Sum for Resources {
+    fn sum<I: Iterator<Item = Resources>>(iter: I) -> Resources {
+        iter.fold(Resources::ZERO, |acc, r| acc.add(&r))
+    }
+}
+
+impl<'a> std::iter::Sum<&'a Resources> for Resources {
+    fn sum<I: Iterator<Item = &'a Resources>>(iter: I) -> Resources {
+        iter.copied().sum()
+    }
+}
+
 impl fmt::Display for Resources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}m cpu, {} MiB", self.cpu_millis, self.memory_mb)
@@ -140,6 +152,16 @@ mod tests {
             Some(Resources::new(600, 0))
         );
         assert_eq!(node.checked_sub(&Resources::new(400, 101)), None);
+    }
+
+    #[test]
+    fn sums_every_dimension() {
+        let parts = [Resources::new(1, 2), Resources::new(10, 20)];
+        assert_eq!(parts.iter().sum::<Resources>(), Resources::new(11, 22));
+        assert_eq!(
+            std::iter::empty::<Resources>().sum::<Resources>(),
+            Resources::ZERO
+        );
     }
 
     #[test]

@@ -128,10 +128,7 @@ impl LocalMaster {
             constraints,
             capacity,
         };
-        let total = topology
-            .capacity
-            .iter()
-            .fold(Resources::ZERO, |acc, c| acc.add(c));
+        let total = topology.capacity.iter().sum::<Resources>();
         LocalMaster {
             free: topology.capacity.clone(),
             on_node: vec![Vec::new(); topology.node_count()],
@@ -386,6 +383,17 @@ impl LocalMaster {
             },
         );
         self.version += 1;
+        self.order_start(now, node, task, effects);
+    }
+
+    /// Records the launch and orders the worker to start the task.
+    pub(crate) fn order_start(
+        &self,
+        now: Micros,
+        node: NodeId,
+        task: TaskSpec,
+        effects: &mut LmEffects,
+    ) {
         effects.events.push(TaskEvent {
             task: task.id,
             at: now,

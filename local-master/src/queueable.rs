@@ -15,7 +15,7 @@
 
 use crate::core::{LmEffects, LmError, LocalMaster};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{KillTask, LaunchRequest, StartTask};
+use common::messages::{KillTask, LaunchRequest};
 use common::reasons::RejectReason;
 use common::{GmId, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
 
@@ -110,18 +110,7 @@ impl LocalMaster {
             },
         );
         self.version += 1;
-        effects.events.push(TaskEvent {
-            task: task.id,
-            at: now,
-            kind: TaskEventKind::Launched {
-                lm: self.topology.lm,
-                node: request.node,
-            },
-        });
-        effects.starts.push(StartTask {
-            node: request.node,
-            task,
-        });
+        self.order_start(now, request.node, task, effects);
     }
 
     /// Kills the fewest running QUEUEABLE tasks on `node` needed for `need` to fit.

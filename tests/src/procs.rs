@@ -307,6 +307,32 @@ impl LoopbackCluster {
             .join(",")
     }
 
+    /// `loadgen replay` arguments for the sample trace against this cluster's GMs.
+    pub fn replay_args(&self, amqp: &str, out: &Path, speedup: u32, timeout_s: u32) -> Vec<String> {
+        let nodes = self.nodes.to_string();
+        [
+            "replay",
+            "--trace",
+            "data/traces/YH_small.tr",
+            "--gm",
+            &self.gm_urls(),
+            "--amqp",
+            amqp,
+            "--out",
+            out.to_str().expect("utf-8 path"),
+            "--speedup",
+            &speedup.to_string(),
+            "--nodes",
+            &nodes,
+            "--quiet",
+            "--timeout-s",
+            &timeout_s.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
     /// Sum of a metric over every process of a role.
     pub fn metric(&self, role: &[Proc], name: &str) -> f64 {
         role.iter()

@@ -14,27 +14,7 @@ fn every_task_finishes_across_a_broker_restart() {
     let dir = std::env::temp_dir().join(format!("megha-restart-{}", std::process::id()));
     let cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
     let out = dir.join("out");
-    let args: Vec<String> = [
-        "replay",
-        "--trace",
-        "data/traces/YH_small.tr",
-        "--gm",
-        &cluster.gm_urls(),
-        "--amqp",
-        AMQP_URL,
-        "--out",
-        out.to_str().expect("utf-8 path"),
-        "--speedup",
-        "10",
-        "--nodes",
-        "8",
-        "--quiet",
-        "--timeout-s",
-        "120",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = cluster.replay_args(AMQP_URL, &out, 10, 120);
     let log = dir.join("loadgen.log");
     let replay = std::thread::spawn(move || loadgen(&args, &log));
     std::thread::sleep(Duration::from_secs(3));

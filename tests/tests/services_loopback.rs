@@ -13,27 +13,7 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
     let dir = std::env::temp_dir().join(format!("megha-loopback-{}", std::process::id()));
     let mut cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
     let out = dir.join("out");
-    let args: Vec<String> = [
-        "replay",
-        "--trace",
-        "data/traces/YH_small.tr",
-        "--gm",
-        &cluster.gm_urls(),
-        "--amqp",
-        AMQP_URL,
-        "--out",
-        out.to_str().expect("utf-8 path"),
-        "--speedup",
-        "100",
-        "--nodes",
-        "8",
-        "--quiet",
-        "--timeout-s",
-        "60",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = cluster.replay_args(AMQP_URL, &out, 100, 60);
     let status = loadgen(&args, &dir.join("loadgen.log"));
     assert!(status.success(), "replay failed; logs in {}", dir.display());
 

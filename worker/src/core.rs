@@ -91,7 +91,8 @@ impl Worker {
         self.running
             .iter()
             .filter(|r| r.kind == TaskKind::Queueable)
-            .fold(Resources::ZERO, |acc, r| acc.add(&r.resources))
+            .map(|r| r.resources)
+            .sum::<Resources>()
     }
 
     /// Tasks waiting in the queue, in the order they will start.

@@ -107,10 +107,7 @@ impl LmView {
                 p.set_free(slot, free);
             }
         }
-        let total_capacity = topology
-            .capacity
-            .iter()
-            .fold(Resources::ZERO, |acc, c| acc.add(c));
+        let total_capacity = topology.capacity.iter().sum::<Resources>();
         LmView {
             version: 0,
             topology,

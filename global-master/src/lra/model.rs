@@ -125,7 +125,8 @@ impl LraRequest {
     pub fn total_resources(&self) -> Resources {
         self.containers
             .iter()
-            .fold(Resources::ZERO, |acc, c| acc.add(&c.resources))
+            .map(|c| c.resources)
+            .sum::<Resources>()
     }
 }
 
