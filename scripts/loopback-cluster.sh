@@ -24,7 +24,8 @@ for l in 0 1; do for s in 0 1; do
 done; done
 for g in 0 1; do
   "$BIN/global-master" --id $g --gms 2 --lm-urls http://127.0.0.1:9100,http://127.0.0.1:9101 \
-    --listen 127.0.0.1:808$g --amqp "$AMQP" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
+    --listen 127.0.0.1:808$g --amqp "$AMQP" \
+    --gm-url http://127.0.0.1:8080,http://127.0.0.1:8081 >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
 done
 echo "GMs: http://127.0.0.1:8080,http://127.0.0.1:8081 (logs in $LOGS); Ctrl-C stops all"
 wait

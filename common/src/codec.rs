@@ -119,6 +119,13 @@ mod tests {
                 usage: vec![],
                 queue_delay: Arc::new(vec![Micros(7)]),
                 queueable_held: Arc::new(vec![Resources::new(500, 5)]),
+                jobs: Arc::new(vec![(
+                    crate::JobId(1),
+                    crate::quota::JobContainers {
+                        queueable: 2,
+                        guaranteed: 1,
+                    },
+                )]),
             },
         };
         let bytes = encode(&response).unwrap();

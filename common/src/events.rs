@@ -49,12 +49,22 @@ pub enum TaskEventKind {
         lm: LmId,
         node: NodeId,
     },
+    /// Killed to make room for other work; `lost` is how long it had run (work lost).
+    /// It is queued again by its GM and starts afresh.
     Preempted {
         lm: LmId,
         node: NodeId,
+        #[serde(default)]
+        lost: Micros,
     },
     Failed {
         detail: String,
+    },
+    /// A running QUEUEABLE task became GUARANTEED (Mercury promotion): it keeps
+    /// running where it is and is never killed to make room for other work again.
+    Promoted {
+        lm: LmId,
+        node: NodeId,
     },
 }
 

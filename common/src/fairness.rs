@@ -9,6 +9,9 @@
 use crate::{GmId, QueueId, Resources};
 use serde::{Deserialize, Serialize};
 
+/// The one implicit queue of a deployment that configures none (fairness off).
+pub const DEFAULT_QUEUE: &str = "default";
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SharePolicy {
@@ -125,6 +128,21 @@ impl FairnessConfig {
             return Err(FairnessError::Oversubscribed(total));
         }
         Ok(())
+    }
+
+    /// Parses a list of `NAME:SHARE:GM` items (each may itself hold several, comma
+    /// separated), as given by repeated flags or a TOML array.
+    pub fn from_specs(
+        specs: &[String],
+        policy: SharePolicy,
+        gms: u16,
+    ) -> Result<Self, FairnessError> {
+        Self::parse(&specs.join(","), policy, gms)
+    }
+
+    /// The queue with this name.
+    pub fn by_name(&self, name: &str) -> Option<&QueueSpec> {
+        self.queues.iter().find(|q| q.name == name)
     }
 
     pub fn queue(&self, id: QueueId) -> Option<&QueueSpec> {

@@ -11,6 +11,7 @@
 //! - [`task`]: task and job specifications, task kinds.
 //! - [`cluster`]: cluster descriptions: Megha config files and generated clusters.
 //! - [`messages`]: messages exchanged between GMs, LMs and workers.
+//! - [`quota`]: per-job quotas on QUEUEABLE containers (Mercury 4.1).
 //! - [`events`]: task lifecycle events, the input of every allocation-time report.
 //! - [`codec`]: the one place that knows how internal messages are encoded.
 //! - [`rng`]: seeded, portable randomness.
@@ -23,6 +24,7 @@ pub mod events;
 pub mod fairness;
 pub mod ids;
 pub mod messages;
+pub mod quota;
 pub mod reasons;
 pub mod resources;
 pub mod rng;

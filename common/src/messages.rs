@@ -5,8 +5,11 @@
 //! heartbeats. LM -> worker: [`StartTask`]. Worker -> LM: [`WorkerReport`], and once at
 //! start-up [`WorkerRegistration`], answered with a [`WorkerAssignment`].
 
+use crate::quota::JobContainers;
 use crate::reasons::RejectReason;
-use crate::{ConstraintSet, GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec};
+use crate::{
+    ConstraintSet, GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskSpec,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -58,6 +61,11 @@ pub struct LmSnapshot {
     /// killing anything. Empty when there is none to report.
     #[serde(default)]
     pub queueable_held: Arc<Vec<Resources>>,
+    /// Per job with containers here: its outstanding QUEUEABLE containers and running
+    /// GUARANTEED ones, sorted by job (for quotas, Mercury 4.1). Empty when the LM has
+    /// no QUEUEABLE support configured.
+    #[serde(default)]
+    pub jobs: Arc<Vec<(JobId, JobContainers)>>,
 }
 
 /// How the GM found the node.
@@ -134,6 +142,17 @@ pub enum WorkerReport {
     },
 }
 
+impl WorkerReport {
+    /// The node the report is about.
+    pub fn node(&self) -> NodeId {
+        match self {
+            WorkerReport::Started { node, .. }
+            | WorkerReport::Finished { node, .. }
+            | WorkerReport::Killed { node, .. } => *node,
+        }
+    }
+}
+
 /// GM -> LM (fairness, Algorithm 2): free room for `task` by preempting tasks of the
 /// `victim` queue, then launch `task` there. The LM checks against its authoritative
 /// usage that the victim is over its share before it touches anything.
@@ -166,6 +185,19 @@ pub enum PreemptRefusal {
     },
 }
 
+impl PreemptRefusal {
+    /// A short snake_case name (metrics label, logs).
+    pub fn label(&self) -> &'static str {
+        match self {
+            PreemptRefusal::NoFairness => "no_fairness",
+            PreemptRefusal::VictimNotOverShare { .. } => "victim_not_over_share",
+            PreemptRefusal::NothingToFree => "nothing_to_free",
+            PreemptRefusal::Duplicate => "duplicate",
+            PreemptRefusal::Invalid { .. } => "invalid",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PreemptOutcome {
@@ -192,6 +224,14 @@ pub struct KillTask {
     pub task: TaskId,
 }
 
+/// LM -> worker: this running QUEUEABLE task is GUARANTEED from now on (Mercury's
+/// promotion): the worker must never kill it to make room for other work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromoteTask {
+    pub node: NodeId,
+    pub task: TaskId,
+}
+
 /// LM -> GM: tasks of the GM's queues that were preempted, to be queued again.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PreemptedTasks {
@@ -207,11 +247,25 @@ pub struct PreemptedTasks {
 pub const AUTO_SLOT: u32 = u32::MAX;
 
 /// Worker -> LM at start-up: "I am worker slot `slot` ([`AUTO_SLOT`]: any free one),
-/// reach me at `url`".
+/// reach me at `url`". A worker that registers again because its LM restarted lists
+/// the tasks it still holds, so that the new LM takes them into its state before it
+/// publishes any.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerRegistration {
     pub slot: u32,
     pub url: String,
+    pub holding: Vec<HeldTask>,
+    /// Tasks this worker finished recently (their reports may still be on the way):
+    /// a restarted LM must not launch them again when a GM resends their batch.
+    pub finished: Vec<TaskId>,
+}
+
+/// A task a worker holds: running (`started_at` set) or waiting in its queue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldTask {
+    pub node: NodeId,
+    pub task: TaskSpec,
+    pub started_at: Option<Micros>,
 }
 
 /// LM -> worker: the nodes this worker runs, with their capacity.
@@ -221,4 +275,7 @@ pub struct WorkerAssignment {
     /// The slot the worker holds (the one it asked for, or the LM's choice).
     pub slot: u32,
     pub nodes: Vec<(NodeId, Resources)>,
+    /// Identifies this life of the LM (its start time, µs since the epoch): a worker
+    /// that sees another value on the LM's `/healthz` registers again.
+    pub incarnation: u64,
 }

@@ -1,6 +1,6 @@
 //! "No" as a value: why a task is not (yet) running.
 
-use crate::{GmId, LmId, Resources};
+use crate::{GmId, JobId, LmId, Resources};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -26,6 +26,9 @@ pub enum RejectReason {
     Duplicate,
     /// A QUEUEABLE task larger than the share of the node QUEUEABLE work may use.
     OverQueueableCap { cap: Resources },
+    /// The task's job already has `limit` QUEUEABLE containers outstanding on this
+    /// LM (the LM's share of the job's quota, Mercury 4.1).
+    OverQueueableQuota { job: JobId, limit: u32 },
     /// The request itself is malformed (zero resources, ...).
     Invalid { detail: String },
 }
@@ -45,6 +48,12 @@ impl fmt::Display for RejectReason {
             RejectReason::Duplicate => write!(f, "task already launched"),
             RejectReason::OverQueueableCap { cap } => {
                 write!(f, "QUEUEABLE work may use at most {cap} of the node")
+            }
+            RejectReason::OverQueueableQuota { job, limit } => {
+                write!(
+                    f,
+                    "{job} already has {limit} QUEUEABLE containers here (its quota)"
+                )
             }
             RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
         }
@@ -70,6 +79,12 @@ pub enum PendingReason {
     OverShare,
     /// The launch request could not be delivered to the LM; the task was requeued.
     LmUnreachable { lm: LmId },
+    /// The task was running on `lm` and was preempted for a queue under its share;
+    /// it was queued again and starts afresh.
+    Preempted { lm: LmId },
+    /// A QUEUEABLE task held back: its job has `limit` QUEUEABLE containers
+    /// outstanding, its quota (Mercury 4.1). It is tried again when one ends.
+    OverQueueableQuota { limit: u32 },
 }
 
 impl PendingReason {
@@ -101,6 +116,14 @@ impl fmt::Display for PendingReason {
             }
             PendingReason::OverShare => write!(f, "queue is over its share"),
             PendingReason::LmUnreachable { lm } => write!(f, "{lm} could not be reached"),
+            PendingReason::Preempted { lm } => write!(
+                f,
+                "preempted on {lm} for a queue under its share; queued again"
+            ),
+            PendingReason::OverQueueableQuota { limit } => write!(
+                f,
+                "job has {limit} QUEUEABLE containers outstanding, its quota"
+            ),
         }
     }
 }

@@ -7,15 +7,20 @@
 //! - [`core::matcher`]: Megha's Algorithm 1 (AND the constraint bit-vectors, then scan
 //!   the survivors for free resources).
 //! - [`core::opportunistic`]: Mercury's distributed placement of QUEUEABLE work on
-//!   one of the top-k nodes by estimated queuing delay.
+//!   one of the top-k nodes by estimated queuing delay (a sorted index per LM view).
+//! - [`core::quota`]: per-job quotas on QUEUEABLE containers: counts and held tasks.
+//! - [`core::dispatch`]: launch batches, and taking back a batch never delivered.
 //! - [`core::queue`]: user queues served round-robin, with requeue semantics.
 //! - [`core::master`]: [`core::GlobalMaster`], the `(now, input) -> effects` state
 //!   machine: internal partitions round-robin, then external ones (repartition),
 //!   batched launch requests, requeue on failure.
+//! - [`core::lra_path`]: the designated GM's LRA path (MEDEA 5.4): LRAs wait for the
+//!   scheduling interval, the placer runs over the GM's view, placed LRAs become
+//!   launch requests the LMs validate, refused containers are resubmitted.
 //! - [`lra`]: long-running applications (MEDEA): tag constraints, the constraint
 //!   manager, the ILP placer and its heuristics, for the designated GM.
-//! - [`service`]: the runtime shell (actix actor, HTTP API, broker) and the binary's
-//!   configuration; `main.rs` only parses flags and calls [`service::main_with`].
+//! - [`service`]: the runtime shell (actix actor, HTTP API, routing to the designated
+//!   GM, broker) and the binary's configuration; `main.rs` only parses flags and calls [`service::main_with`].
 
 pub mod core;
 pub mod lra;

@@ -141,6 +141,9 @@ mod tests {
         let config = FairnessConfig::parse("a:0.5:0,b:0.5:0", SharePolicy::Cpu, 1).unwrap();
         let total = Resources::cores(2, 100);
         let run = |q: u16, cores: u64| Run {
+            task: common::TaskId::new(u64::from(q), 0),
+            kind: common::TaskKind::Short,
+            promoted_at: None,
             queue: QueueId(q),
             resources: Resources::cores(cores, 1),
             start: Micros(0),

@@ -39,6 +39,9 @@ enum Command {
     /// Find the sustained rate of short tasks at which the p99 allocation overhead
     /// stays under 10 ms, embedded or against running services (prints figures).
     BenchE2e(cli::bench_e2e::BenchE2eArgs),
+    /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
+    /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
+    BenchTopk(cli::bench_topk::BenchTopKArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Command::Replay(args) => cli::replay::run_replay(args),
         Command::Embedded(args) => cli::replay::run_embedded(args),
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
+        Command::BenchTopk(args) => cli::bench_topk::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

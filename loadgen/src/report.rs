@@ -134,6 +134,10 @@ pub struct Summary {
     pub queueable_kills: u64,
     /// Of those, queued tasks dropped by load shedding.
     pub shed: u64,
+    /// QUEUEABLE containers promoted to GUARANTEED.
+    pub promoted: u64,
+    /// QUEUEABLE placement attempts held back by their job's quota.
+    pub quota_held: u64,
     /// Jain's index of normalised shares per window (runs with queues only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::FairnessSummary>,
@@ -201,6 +205,8 @@ impl Summary {
             job_latency_s: Distribution::of(job_latencies(records)),
             queueable_kills: c.queueable_kills,
             shed: c.shed,
+            promoted: c.promoted,
+            quota_held: c.quota_held,
             fairness: None,
             events: c.events,
             simulated_span_s: outcome.span.as_secs_f64(),

@@ -8,10 +8,11 @@ use common::cluster::LmSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::fairness::FairnessConfig;
 use common::messages::{
-    KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement,
-    PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
+    HeldTask, KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology,
+    Placement, PreemptResponse, PreemptedTasks, PromoteTask, StartTask, WorkerReport,
 };
-use common::{GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskKind, TaskSpec};
+use common::quota::JobContainers;
+use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskKind, TaskSpec};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -49,6 +50,9 @@ pub struct Allocation {
     pub started_at: Option<Micros>,
     /// The task itself, to requeue it if it is preempted.
     pub task: TaskSpec,
+    /// When a QUEUEABLE task was promoted to GUARANTEED (its kind is GUARANTEED
+    /// from then on).
+    pub promoted_at: Option<Micros>,
 }
 
 /// What the LM wants done after handling an input.
@@ -67,6 +71,8 @@ pub struct LmEffects {
     pub kills: Vec<KillTask>,
     /// Preempted tasks to hand back to the GMs that own their queues.
     pub requeues: Vec<PreemptedTasks>,
+    /// QUEUEABLE tasks promoted to GUARANTEED (tell their workers).
+    pub promoted: Vec<PromoteTask>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -99,12 +105,17 @@ pub struct LocalMaster {
     pub(crate) queueable: Option<QueueableConfig>,
     /// Tasks this LM has shed once: never shed again, so shedding always ends.
     pub(crate) shed_once: std::collections::HashSet<TaskId>,
+    /// Per job: outstanding QUEUEABLE and running GUARANTEED containers (quotas).
+    pub(crate) jobs: HashMap<JobId, JobContainers>,
     applied_batches: Vec<u64>,
     /// Per GM, the outcomes of its most recent batches by sequence number, so that a
     /// batch sent again (its answer was lost) gets the same answer instead of being
     /// applied twice.
     answered: Vec<VecDeque<(u64, BatchOutcomes)>>,
     pub(crate) version: u64,
+    /// Tasks that finished before this LM (re)started, as workers report when they
+    /// register again: a launch of one of them is answered `Duplicate`.
+    finished_before: std::collections::HashSet<TaskId>,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
     config: LmConfig,
     next_heartbeat: Micros,
@@ -137,6 +148,7 @@ impl LocalMaster {
             queued_on: vec![Vec::new(); topology.node_count()],
             queueable: None,
             shed_once: std::collections::HashSet::new(),
+            jobs: HashMap::new(),
             topology: Arc::new(topology),
             running: HashMap::new(),
             usage: BTreeMap::new(),
@@ -145,7 +157,11 @@ impl LocalMaster {
             pending_kills: HashMap::new(),
             applied_batches: vec![0; gms as usize],
             answered: vec![VecDeque::new(); gms as usize],
-            version: 1,
+            // Versions start at the start time, so that the snapshots of a restarted LM
+            // supersede those of its previous life in every GM's view (one change per
+            // microsecond would be needed to catch up).
+            version: now.0.max(1),
+            finished_before: Default::default(),
             snapshot_cache: None,
             config,
             next_heartbeat: now,
@@ -236,6 +252,10 @@ impl LocalMaster {
                 Some(_) => Arc::new(self.q_held.clone()),
                 None => Arc::new(Vec::new()),
             },
+            jobs: match self.queueable {
+                Some(_) => Arc::new(self.job_counts()),
+                None => Arc::new(Vec::new()),
+            },
         }
     }
 
@@ -243,6 +263,7 @@ impl LocalMaster {
     pub fn tick(&mut self, now: Micros) -> LmEffects {
         let mut effects = LmEffects::default();
         if now >= self.next_heartbeat {
+            self.promote_due(now, &mut effects);
             self.shed(now, &mut effects);
             effects.heartbeat = Some(self.snapshot(now));
             while self.next_heartbeat <= now {
@@ -285,15 +306,17 @@ impl LocalMaster {
         let mut outcomes = Vec::with_capacity(batch.requests.len());
         for request in batch.requests {
             let task_id = request.task.id;
-            let checked =
-                if self.running.contains_key(&task_id) || self.queued.contains_key(&task_id) {
-                    Err(common::reasons::RejectReason::Duplicate)
-                } else if request.task.kind == TaskKind::Queueable {
-                    self.check_queueable(batch.gm, &request)
-                } else {
-                    validate_placement(&self.topology, batch.gm, &request)
-                        .and_then(|()| self.check_reclaimable(&request))
-                };
+            let checked = if self.running.contains_key(&task_id)
+                || self.queued.contains_key(&task_id)
+                || self.finished_before.contains(&task_id)
+            {
+                Err(common::reasons::RejectReason::Duplicate)
+            } else if request.task.kind == TaskKind::Queueable {
+                self.check_queueable(batch.gm, &request)
+            } else {
+                validate_placement(&self.topology, batch.gm, &request)
+                    .and_then(|()| self.check_reclaimable(&request))
+            };
             match checked {
                 Ok(()) if request.task.kind == TaskKind::Queueable => {
                     let placement = request.placement;
@@ -368,6 +391,7 @@ impl LocalMaster {
             let held = &mut self.q_held[node.index()];
             *held = held.add(&resources);
         }
+        self.count_job(task.id.job, task.kind, 1);
         self.on_node[node.index()].push(task.id);
         self.running.insert(
             task.id,
@@ -380,6 +404,7 @@ impl LocalMaster {
                 started: false,
                 started_at: None,
                 task: task.clone(),
+                promoted_at: None,
             },
         );
         self.version += 1;
@@ -413,6 +438,7 @@ impl LocalMaster {
         if alloc.task.kind == TaskKind::Queueable {
             self.q_held[node] = self.q_held[node].saturating_sub(&alloc.resources);
         }
+        self.count_job(task.job, alloc.task.kind, -1);
         self.on_node[node].retain(|t| *t != task);
         if let Some(usage) = self.usage.get_mut(&alloc.queue) {
             *usage = usage.saturating_sub(&alloc.resources);
@@ -434,9 +460,16 @@ impl LocalMaster {
             WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
                 self.queueable_started(now, node, task, at, &mut effects)?;
             }
-            // Started after the LM ordered its kill (shed or reclaimed): the kill is
-            // on its way to the worker.
-            WorkerReport::Started { task, .. } if self.pending_kills.contains_key(&task) => {}
+            // Started after the LM ordered its kill (preempted, shed or reclaimed):
+            // the kill is on its way to the worker. The start is still reported, so
+            // an observer sees the run the kill (or a finish winning the race) ends.
+            WorkerReport::Started { node, task, at } if self.pending_kills.contains_key(&task) => {
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Started { lm, node },
+                });
+            }
             WorkerReport::Started { node, task, at } => {
                 let alloc = self
                     .running
@@ -456,6 +489,11 @@ impl LocalMaster {
                     // The worker made room for other work on its own.
                     return self.queueable_killed_by_worker(node, task, at);
                 };
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Preempted { lm, node, lost },
+                });
                 crate::preempt::push_requeue(&mut effects.requeues, lm, gm, spec, lost);
             }
             WorkerReport::Finished { node, task, at }
@@ -484,6 +522,62 @@ impl LocalMaster {
             }
         }
         Ok(effects)
+    }
+
+    /// Takes a task a worker already holds into the state (the worker registered again
+    /// after this LM restarted): its resources are deducted from its node and its
+    /// queue's usage, on behalf of the node's home partition. A task already known is
+    /// left as it is. A task that does not fit in its node's free resources is
+    /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
+    /// to report; a node this LM does not have is an error. A started task's
+    /// `Started` event is issued again with its original time (the previous LM may
+    /// have died before publishing it; observers drop duplicates).
+    pub fn adopt(
+        &mut self,
+        now: Micros,
+        held: HeldTask,
+        effects: &mut LmEffects,
+    ) -> Result<bool, LmError> {
+        let HeldTask {
+            node,
+            task,
+            started_at,
+        } = held;
+        let Some(home) = self.topology.home.get(node.index()).copied() else {
+            return Err(LmError::UnknownTask {
+                task: task.id,
+                node,
+            });
+        };
+        if self.running.contains_key(&task.id) || self.queued.contains_key(&task.id) {
+            return Ok(true);
+        }
+        let fits = self.free[node.index()].fits(&task.resources);
+        let id = task.id;
+        let mut ignored = LmEffects::default();
+        self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
+        if let Some(alloc) = self.running.get_mut(&id) {
+            alloc.started = started_at.is_some();
+            alloc.started_at = started_at;
+        }
+        if let Some(at) = started_at {
+            effects.events.push(TaskEvent {
+                task: id,
+                at,
+                kind: TaskEventKind::Started {
+                    lm: self.topology.lm,
+                    node,
+                },
+            });
+        }
+        self.version += 1;
+        Ok(fits)
+    }
+
+    /// Records a task a worker finished before this LM started (it registered again
+    /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
+    pub fn finished_before_restart(&mut self, task: TaskId) {
+        self.finished_before.insert(task);
     }
 
     /// True when no node has anything allocated (every resource returned).

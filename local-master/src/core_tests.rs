@@ -5,15 +5,19 @@ use common::messages::LaunchRequest;
 use common::reasons::RejectReason;
 use common::{ConstraintSet, TaskSpec};
 
-fn lm_with(partitions: &[usize], cores: u64) -> LocalMaster {
+fn spec_with(partitions: &[usize], cores: u64) -> LmSpec {
     let node = NodeSpec {
         capacity: Resources::cores(cores, 1024),
         constraints: ConstraintSet::EMPTY,
     };
-    let spec = LmSpec {
+    LmSpec {
         id: LmId(0),
         partitions: partitions.iter().map(|n| vec![node; *n]).collect(),
-    };
+    }
+}
+
+fn lm_with(partitions: &[usize], cores: u64) -> LocalMaster {
+    let spec = spec_with(partitions, cores);
     LocalMaster::new(
         &spec,
         partitions.len() as u16,
@@ -169,4 +173,160 @@ fn a_batch_sent_again_gets_the_same_answer_and_runs_nothing_twice() {
         first.response.unwrap().outcomes
     );
     assert_eq!(lm.running().len(), 1);
+}
+
+#[test]
+fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
+    let fairness = common::fairness::FairnessConfig::parse(
+        "a:0.5:0,b:0.5:1",
+        common::fairness::SharePolicy::Drf,
+        2,
+    )
+    .unwrap();
+    let mut lm = lm_with(&[1, 0], 1).with_fairness(std::sync::Arc::new(fairness));
+    let fx = lm
+        .handle_launch_batch(Micros(0), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
+        .unwrap();
+    assert_eq!(fx.starts.len(), 1);
+    // Queue a (0) holds the whole LM; b's task preempts it before its start report.
+    let request = common::messages::PreemptRequest {
+        gm: GmId(1),
+        lm: LmId(0),
+        task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5))
+            .with_queue(QueueId(1)),
+        victim: QueueId(0),
+    };
+    let fx = lm.handle_preempt(Micros(1), request).unwrap();
+    assert_eq!(fx.kills.len(), 1);
+    let victim = TaskId::new(1, 0);
+    let started = lm
+        .handle_worker_report(
+            Micros(2),
+            WorkerReport::Started {
+                node: NodeId(0),
+                task: victim,
+                at: Micros(2),
+            },
+        )
+        .unwrap();
+    assert!(matches!(
+        started.events[..],
+        [TaskEvent {
+            kind: TaskEventKind::Started { .. },
+            ..
+        }]
+    ));
+    let finished = lm
+        .handle_worker_report(
+            Micros(3),
+            WorkerReport::Finished {
+                node: NodeId(0),
+                task: victim,
+                at: Micros(3),
+            },
+        )
+        .unwrap();
+    assert!(finished.requeues.is_empty(), "the finish stands");
+    assert!(matches!(
+        finished.events[..],
+        [TaskEvent {
+            kind: TaskEventKind::Finished { .. },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn adopting_held_tasks_rebuilds_the_state_of_a_restarted_lm() {
+    use common::messages::HeldTask;
+    let spec = spec_with(&[1, 1], 4);
+    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(5_000));
+    let before = lm.snapshot(Micros(5_000)).version;
+    let task = TaskSpec::short(TaskId::new(1, 0), Resources::new(1000, 100), Micros(5));
+    let held = HeldTask {
+        node: NodeId(0),
+        task: task.clone(),
+        started_at: Some(Micros(4_000)),
+    };
+    let mut fx = LmEffects::default();
+    assert_eq!(lm.adopt(Micros(5_000), held.clone(), &mut fx), Ok(true));
+    assert_eq!(lm.running().len(), 1);
+    // Its start is reported again, at the original time.
+    assert!(matches!(
+        fx.events.as_slice(),
+        [TaskEvent {
+            at: Micros(4_000),
+            kind: TaskEventKind::Started { .. },
+            ..
+        }]
+    ));
+    assert!(fx.starts.is_empty(), "an adopted task is not started again");
+    let free = lm.free()[0];
+    assert_eq!(
+        free,
+        Resources::cores(4, 1024).saturating_sub(&task.resources)
+    );
+    // Adopting the same task again changes nothing.
+    assert_eq!(lm.adopt(Micros(5_000), held, &mut fx), Ok(true));
+    assert_eq!(lm.free()[0], free);
+    assert!(lm.snapshot(Micros(5_001)).version > before);
+    // The worker's finish releases it as for any task.
+    let fx = lm
+        .handle_worker_report(
+            Micros(6_000),
+            WorkerReport::Finished {
+                node: NodeId(0),
+                task: task.id,
+                at: Micros(6_000),
+            },
+        )
+        .expect("known task");
+    assert_eq!(fx.events.len(), 1);
+    assert!(lm.is_idle());
+    // A node this LM does not have is refused.
+    let stray = HeldTask {
+        node: NodeId(10_000),
+        task,
+        started_at: None,
+    };
+    assert!(lm
+        .adopt(Micros(7_000), stray, &mut LmEffects::default())
+        .is_err());
+}
+
+#[test]
+fn versions_of_a_restarted_lm_supersede_the_old_ones() {
+    let spec = spec_with(&[1, 1], 4);
+    let mut old = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(1_000_000));
+    for t in 0..50 {
+        old.snapshot(Micros(1_000_000 + t));
+        old.adopt(
+            Micros(1_000_000 + t),
+            common::messages::HeldTask {
+                node: NodeId(0),
+                task: TaskSpec::short(TaskId::new(1, t as u32), Resources::new(1, 1), Micros(5)),
+                started_at: None,
+            },
+            &mut LmEffects::default(),
+        )
+        .expect("adopt");
+    }
+    let new = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(2_000_000))
+        .snapshot(Micros(2_000_000));
+    assert!(new.version > old.snapshot(Micros(1_999_999)).version);
+}
+
+#[test]
+fn a_task_finished_before_a_restart_is_not_launched_again() {
+    let mut lm = lm_with(&[2], 4);
+    lm.finished_before_restart(TaskId::new(1, 0));
+    let fx = lm
+        .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
+        .expect("batch");
+    assert!(fx.starts.is_empty(), "no second run");
+    assert_eq!(
+        fx.response.expect("answer").outcomes[0].1,
+        LaunchOutcome::Rejected(RejectReason::Duplicate)
+    );
+    assert!(lm.is_idle());
 }

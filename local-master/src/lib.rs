@@ -10,7 +10,8 @@
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
 //! - [`queueable`]: Mercury's QUEUEABLE work: admission into worker queues, the
-//!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding.
+//!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding,
+//!   per-job quotas and promotion to GUARANTEED.
 //! - [`service`]: the runtime shell (actix actor, internal HTTP API, broker) and the
 //!   binary's configuration; `main.rs` only parses flags.
 

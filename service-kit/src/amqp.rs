@@ -191,6 +191,7 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
         let Some((_, ch)) = session.as_ref() else {
             continue;
         };
+        coalesce(&mut batch);
         match publish_all(ch, &batch).await {
             Ok(()) => {
                 status
@@ -210,6 +211,40 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
             }
         }
     }
+}
+
+/// Largest event message [`coalesce`] builds.
+const MAX_COALESCED: usize = 1 << 20;
+
+/// Merges runs of adjacent event messages with the same routing key into one message
+/// (their bodies are JSON arrays, concatenated in order). Order is kept exactly: only
+/// neighbours merge. Under load the publisher drains bursts of small messages, and
+/// each message costs the broker far more than its bytes.
+fn coalesce(batch: &mut Vec<Msg>) {
+    let is_array = |b: &[u8]| b.len() >= 2 && b[0] == b'[' && b[b.len() - 1] == b']';
+    let mut out: Vec<Msg> = Vec::with_capacity(batch.len());
+    for m in batch.drain(..) {
+        if let Some(prev) = out.last_mut() {
+            if prev.exchange == EVENTS_EXCHANGE
+                && m.exchange == EVENTS_EXCHANGE
+                && prev.key == m.key
+                && prev.persistent == m.persistent
+                && is_array(&prev.body)
+                && is_array(&m.body)
+                && m.body.len() > 2
+                && prev.body.len() + m.body.len() <= MAX_COALESCED
+            {
+                prev.body.pop();
+                if prev.body.len() > 1 {
+                    prev.body.push(b',');
+                }
+                prev.body.extend_from_slice(&m.body[1..]);
+                continue;
+            }
+        }
+        out.push(m);
+    }
+    *batch = out;
 }
 
 async fn publish_all(ch: &Channel, batch: &[Msg]) -> Result<(), lapin::Error> {
@@ -411,4 +446,55 @@ pub async fn delete_queue(url: &str, name: &str) -> Result<(), lapin::Error> {
     ch.queue_delete(name, QueueDeleteOptions::default()).await?;
     let _ = conn.close(200, "done").await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{coalesce, Msg};
+    use crate::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+
+    fn msg(exchange: &'static str, key: &str, body: &str) -> Msg {
+        Msg {
+            exchange,
+            key: key.into(),
+            body: body.as_bytes().to_vec(),
+            persistent: true,
+        }
+    }
+
+    fn shape(batch: &[Msg]) -> Vec<(String, String)> {
+        batch
+            .iter()
+            .map(|m| (m.key.clone(), String::from_utf8_lossy(&m.body).into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn merges_adjacent_event_arrays_of_one_key_and_keeps_order() {
+        let mut batch = vec![
+            msg(EVENTS_EXCHANGE, "task.queued", "[1]"),
+            msg(EVENTS_EXCHANGE, "task.queued", "[2,3]"),
+            msg(EVENTS_EXCHANGE, "task.dispatched", "[4]"),
+            msg(EVENTS_EXCHANGE, "task.queued", "[5]"),
+            msg(STATE_EXCHANGE, "", "[6]"),
+            msg(STATE_EXCHANGE, "", "[7]"),
+            msg(EVENTS_EXCHANGE, "task.queued", "[]"),
+            msg(EVENTS_EXCHANGE, "task.queued", "{\"single\":8}"),
+        ];
+        coalesce(&mut batch);
+        let want = [
+            ("task.queued", "[1,2,3]"),
+            ("task.dispatched", "[4]"),
+            ("task.queued", "[5]"),
+            ("", "[6]"),
+            ("", "[7]"),
+            ("task.queued", "[]"),
+            ("task.queued", "{\"single\":8}"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, b)| (k.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(shape(&batch), want);
+    }
 }

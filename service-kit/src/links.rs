@@ -133,8 +133,15 @@ where
 /// `Started` must reach the LM before its `Finished`).
 #[derive(Clone)]
 pub struct OrderedSender<T> {
-    tx: tokio::sync::mpsc::UnboundedSender<T>,
+    tx: tokio::sync::mpsc::UnboundedSender<Item<T>>,
     pending: Arc<AtomicUsize>,
+}
+
+/// An item to send, or a marker that fires once everything sent before it is
+/// delivered.
+enum Item<T> {
+    Data(T),
+    Mark(tokio::sync::oneshot::Sender<()>),
 }
 
 impl<T> std::fmt::Debug for OrderedSender<T> {
@@ -146,26 +153,40 @@ impl<T> std::fmt::Debug for OrderedSender<T> {
 impl<T: Clone + Send + 'static> OrderedSender<T> {
     /// Spawns the sending task on the current tokio runtime.
     pub fn start(link: Link<Vec<T>, ()>) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<T>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Item<T>>();
         let pending = Arc::new(AtomicUsize::new(0));
         let counter = pending.clone();
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
-                let mut batch = vec![first];
-                while batch.len() < 4096 {
-                    match rx.try_recv() {
-                        Ok(item) => batch.push(item),
-                        Err(_) => break,
+                // A batch ends at the first marker, which fires once it is delivered.
+                let mut batch = Vec::new();
+                let mut mark = None;
+                let mut next = Some(first);
+                while let Some(item) = next.take() {
+                    match item {
+                        Item::Data(t) => batch.push(t),
+                        Item::Mark(m) => {
+                            mark = Some(m);
+                            break;
+                        }
+                    }
+                    if batch.len() < 4096 {
+                        next = rx.try_recv().ok();
                     }
                 }
                 let n = batch.len();
                 let mut delay = Duration::from_millis(20);
-                while let Err(e) = link.call(batch.clone()).await {
-                    tracing::warn!(error = %e, items = n, "send failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
+                if n > 0 {
+                    while let Err(e) = link.call(batch.clone()).await {
+                        tracing::warn!(error = %e, items = n, "send failed; retrying");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                    }
                 }
                 counter.fetch_sub(n, Ordering::SeqCst);
+                if let Some(m) = mark {
+                    let _ = m.send(());
+                }
             }
         });
         OrderedSender { tx, pending }
@@ -173,8 +194,18 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
 
     pub fn send(&self, item: T) {
         self.pending.fetch_add(1, Ordering::SeqCst);
-        if self.tx.send(item).is_err() {
+        if self.tx.send(Item::Data(item)).is_err() {
             self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Resolves once every item sent before the call has been delivered (at once if
+    /// the sender is gone).
+    pub fn delivered(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (mark, done) = tokio::sync::oneshot::channel();
+        let _ = self.tx.send(Item::Mark(mark));
+        async move {
+            let _ = done.await;
         }
     }
 }
@@ -183,5 +214,51 @@ impl<T> OrderedSender<T> {
     /// Items accepted and not yet delivered.
     pub fn pending(&self) -> usize {
         self.pending.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fn_link, LinkError, OrderedSender};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn delivered_resolves_after_everything_sent_before_it_and_order_holds() {
+        let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+        let failures = Arc::new(Mutex::new(1));
+        let (record, fail) = (seen.clone(), failures.clone());
+        // A slow link that fails its first call: the sender must retry in order.
+        let link = fn_link(move |batch: Vec<u32>| {
+            let (record, fail) = (record.clone(), fail.clone());
+            async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                {
+                    let mut left = fail.lock().expect("lock");
+                    if *left > 0 {
+                        *left -= 1;
+                        return Err(LinkError::Failed("first call fails".into()));
+                    }
+                }
+                record.lock().expect("lock").extend(batch);
+                Ok(())
+            }
+        });
+        let sender = OrderedSender::start(link);
+        for i in 0..3 {
+            sender.send(i);
+        }
+        sender.delivered().await;
+        assert_eq!(*seen.lock().expect("lock"), vec![0, 1, 2]);
+        assert_eq!(sender.pending(), 0);
+        sender.send(3);
+        let later = sender.delivered();
+        sender.send(4);
+        later.await;
+        assert!(seen.lock().expect("lock").starts_with(&[0, 1, 2, 3]));
+        // Nothing sent since the last mark: resolves at once.
+        sender.delivered().await;
+        sender.delivered().await;
+        assert_eq!(*seen.lock().expect("lock"), vec![0, 1, 2, 3, 4]);
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! - `megha.state` (fanout, durable): every LM publishes its `LmSnapshot` (bincode via
 //!   `common::codec`); every GM binds its own exclusive queue.
-//! - `megha.events` (topic, durable): `TaskEvent` as JSON, routing key
-//!   `task.<event>` (`task.queued`, `task.started`, ...). Bind `task.#` for all.
+//! - `megha.events` (topic, durable): a JSON array of `TaskEvent`s of one kind per
+//!   message (see `sinks::decode_events`), routing key `task.<event>` (`task.queued`, `task.started`, ...). Bind `task.#` for all.
 
 use common::events::TaskEventKind;
 
@@ -23,5 +23,6 @@ pub fn event_key(kind: &TaskEventKind) -> &'static str {
         TaskEventKind::Finished { .. } => "task.finished",
         TaskEventKind::Preempted { .. } => "task.preempted",
         TaskEventKind::Failed { .. } => "task.failed",
+        TaskEventKind::Promoted { .. } => "task.promoted",
     }
 }

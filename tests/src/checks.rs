@@ -1,4 +1,5 @@
-//! Reading a run's `tasks.csv` back, and the invariants every run must keep.
+//! Reading a run's `tasks.csv` back, and the invariants every run must keep (from
+//! tasks.csv, or from the task events of a services run).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,6 +44,16 @@ pub fn read_tasks_csv(dir: &Path) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// The report of a run of the 183-task sample trace in `out`: every task started and
+/// finished, no node ran two tasks at once. Returns the rows.
+pub fn assert_sample_run(out: &Path) -> Vec<Row> {
+    let rows = read_tasks_csv(out);
+    assert_eq!(rows.len(), 183, "tasks.csv in {}", out.display());
+    assert_all_finished(&rows);
+    assert_no_overlap_on_nodes(&rows);
+    rows
 }
 
 /// Every row started and finished.
@@ -95,4 +106,53 @@ pub fn metric_sum(page: &str, name: &str) -> f64 {
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+/// One run of a task on a node, from task events: (start, end, task).
+pub type EventRun = (common::Micros, common::Micros, common::TaskId);
+
+/// Runs per node from task events, each ended by `Finished` or `Preempted`; panics
+/// if a task starts while running or a run never ends.
+pub fn event_runs(
+    events: &[common::events::TaskEvent],
+) -> HashMap<(common::LmId, common::NodeId), Vec<EventRun>> {
+    use common::events::TaskEventKind;
+    let mut open = HashMap::new();
+    let mut out: HashMap<_, Vec<EventRun>> = HashMap::new();
+    for e in events {
+        match e.kind {
+            TaskEventKind::Started { lm, node } => {
+                assert!(
+                    open.insert(e.task, (lm, node, e.at)).is_none(),
+                    "{} started while running",
+                    e.task
+                );
+            }
+            TaskEventKind::Finished { .. } | TaskEventKind::Preempted { .. } => {
+                if let Some((lm, node, start)) = open.remove(&e.task) {
+                    out.entry((lm, node))
+                        .or_default()
+                        .push((start, e.at, e.task));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(open.is_empty(), "runs never ended: {open:?}");
+    out
+}
+
+/// No node ever ran two tasks at once (one-core nodes, one-core tasks).
+pub fn assert_no_overlapping_runs(events: &[common::events::TaskEvent]) {
+    for (node, mut spans) in event_runs(events) {
+        spans.sort();
+        for w in spans.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1,
+                "{node:?} over-committed: {:?} overlaps {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
 }

@@ -7,9 +7,11 @@
 //!   cluster of processes, stopping them.
 //! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
+//! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
 
 pub mod broker;
 pub mod checks;
+pub mod gm_http;
 pub mod procs;
 
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};

@@ -109,6 +109,12 @@ impl Proc {
         }
     }
 
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, then wait (up to `timeout`, then SIGKILL).
     pub fn terminate(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let _ = Command::new("kill")
@@ -162,9 +168,51 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> std::io::Result<(u16
     Ok((status, head.to_owned(), body.to_owned()))
 }
 
+/// Runs `loadgen` with `args` (a replay of the 183-task sample trace writing to
+/// `out`; its log goes to `dir`) and checks the run: it succeeded, every task
+/// finished exactly once, no node ran two tasks at once. Returns summary.json.
+pub fn replay_sample_trace(args: &[String], out: &Path, dir: &Path) -> serde_json::Value {
+    let status = loadgen(args, &dir.join("loadgen.log"));
+    assert!(status.success(), "replay failed; logs in {}", dir.display());
+    crate::checks::assert_sample_run(out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(summary["finished"], 183);
+    summary
+}
+
+/// Waits until `cond` holds (polling every 100 ms), or fails with `what`.
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `POST {gm}/v1/jobs` with one job of `n` copies of `task` (a JSON object);
+/// asserts 202 and returns the answer.
+pub fn submit_tasks(gm: &str, task: &str, n: usize) -> serde_json::Value {
+    let body = format!(r#"{{"tasks":[{}]}}"#, vec![task; n].join(","));
+    let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
+    assert_eq!(status, 202, "{answer}");
+    serde_json::from_str(&answer).expect("json answer")
+}
+
 pub fn get_json(url: &str) -> serde_json::Value {
     let (_, _, body) = http("GET", url, None).unwrap_or_else(|e| panic!("GET {url}: {e}"));
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {url}: {e}: {body}"))
+}
+
+/// Extra flags for each role of a [`LoopbackCluster`].
+#[derive(Debug, Default, Clone)]
+pub struct RoleArgs {
+    pub gm: Vec<String>,
+    pub lm: Vec<String>,
+    pub worker: Vec<String>,
+    /// The LMs get every GM's URL (`--gm-url`), as QUEUEABLE work needs.
+    pub lms_reach_gms: bool,
 }
 
 /// 2 or more GMs, LMs and workers on loopback, all sharing one broker.
@@ -174,6 +222,17 @@ pub struct LoopbackCluster {
     pub workers: Vec<Proc>,
     pub gms: Vec<Proc>,
     pub nodes: usize,
+    lm_args: Vec<Vec<String>>,
+    log_dir: PathBuf,
+}
+
+/// A loopback port free right now (bound, then released), for a service whose URL
+/// must be known before it starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
 
 impl LoopbackCluster {
@@ -185,10 +244,71 @@ impl LoopbackCluster {
         amqp: &str,
         log_dir: &Path,
     ) -> Self {
+        Self::start_with_queues(gms, lms, partition_size, workers_per_lm, amqp, log_dir, &[])
+    }
+
+    /// As [`LoopbackCluster::start`], with user queues (`NAME:SHARE:GM`) on every GM
+    /// and LM; the LMs get the GMs' URLs (fixed ports picked up front).
+    pub fn start_with_queues(
+        gms: u16,
+        lms: u16,
+        partition_size: usize,
+        workers_per_lm: u32,
+        amqp: &str,
+        log_dir: &Path,
+        queues: &[&str],
+    ) -> Self {
+        let extra = RoleArgs::default();
+        Self::start_with_args(
+            gms,
+            lms,
+            partition_size,
+            workers_per_lm,
+            amqp,
+            log_dir,
+            queues,
+            &extra,
+        )
+    }
+
+    /// As [`LoopbackCluster::start_with_queues`], with `extra` flags for each role.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_with_args(
+        gms: u16,
+        lms: u16,
+        partition_size: usize,
+        workers_per_lm: u32,
+        amqp: &str,
+        log_dir: &Path,
+        queues: &[&str],
+        extra: &RoleArgs,
+    ) -> Self {
         let s = |x: &dyn ToString| x.to_string();
+        let lms_reach_gms = !queues.is_empty() || extra.lms_reach_gms;
+        let gm_listen: Vec<String> = (0..gms)
+            .map(|_| {
+                if !lms_reach_gms {
+                    "127.0.0.1:0".to_owned()
+                } else {
+                    format!("127.0.0.1:{}", free_port())
+                }
+            })
+            .collect();
+        let mut fairness: Vec<String> = Vec::new();
+        for q in queues {
+            fairness.extend(["--queue".to_owned(), q.to_string()]);
+        }
+        let mut lm_fairness = fairness.clone();
+        lm_fairness.extend(extra.lm.iter().cloned());
+        if lms_reach_gms {
+            for addr in &gm_listen {
+                lm_fairness.extend(["--gm-url".to_owned(), format!("http://{addr}")]);
+            }
+        }
         let mut lm_procs = Vec::new();
+        let mut lm_args = Vec::new();
         for l in 0..lms {
-            let args: Vec<String> = [
+            let mut args: Vec<String> = [
                 "--id",
                 &s(&l),
                 "--gms",
@@ -209,17 +329,19 @@ impl LoopbackCluster {
             .iter()
             .map(|a| a.to_string())
             .collect();
+            args.extend(lm_fairness.iter().cloned());
             lm_procs.push(Proc::spawn(
                 "local-master",
                 &args,
                 log_dir,
                 &format!("lm{l}"),
             ));
+            lm_args.push(args);
         }
         let mut workers = Vec::new();
         for (l, lm) in lm_procs.iter().enumerate() {
             for slot in 0..workers_per_lm {
-                let args: Vec<String> = [
+                let mut args: Vec<String> = [
                     "--lm-url",
                     &lm.url,
                     "--slot",
@@ -230,6 +352,7 @@ impl LoopbackCluster {
                 .iter()
                 .map(|a| a.to_string())
                 .collect();
+                args.extend(extra.worker.iter().cloned());
                 workers.push(Proc::spawn(
                     "worker",
                     &args,
@@ -243,9 +366,9 @@ impl LoopbackCluster {
             .map(|p| p.url.clone())
             .collect::<Vec<_>>()
             .join(",");
-        let mut gm_procs = Vec::new();
+        let mut gm_procs: Vec<Proc> = Vec::new();
         for g in 0..gms {
-            let args: Vec<String> = [
+            let mut args: Vec<String> = [
                 "--id",
                 &s(&g),
                 "--gms",
@@ -253,13 +376,20 @@ impl LoopbackCluster {
                 "--lm-urls",
                 &lm_urls,
                 "--listen",
-                "127.0.0.1:0",
+                &gm_listen[g as usize],
                 "--amqp",
                 amqp,
             ]
             .iter()
             .map(|a| a.to_string())
             .collect();
+            args.extend(fairness.iter().cloned());
+            args.extend(extra.gm.iter().cloned());
+            // GM 0 is the designated GM; the others forward LRAs and GUARANTEED
+            // work to it.
+            if let Some(designated) = gm_procs.first() {
+                args.extend(["--designated-url".to_owned(), designated.url.clone()]);
+            }
             gm_procs.push(Proc::spawn(
                 "global-master",
                 &args,
@@ -272,9 +402,57 @@ impl LoopbackCluster {
             workers,
             gms: gm_procs,
             nodes: gms as usize * lms as usize * partition_size,
+            lm_args,
+            log_dir: log_dir.to_owned(),
         };
         cluster.wait_ready(Duration::from_secs(30));
         cluster
+    }
+
+    /// After a replay of the sample trace (183 one-core tasks) to `out`: every task
+    /// started and finished, no node ran two at once, and the workers started each
+    /// exactly once.
+    pub fn assert_sample_replay_ran_once(&self, out: &Path) {
+        crate::checks::assert_sample_run(out);
+        assert_eq!(
+            self.metric(&self.workers, "megha_worker_started_total"),
+            183.0
+        );
+    }
+
+    /// Graceful shutdown: SIGTERM to every GM, worker and LM (in that order); each
+    /// must exit 0 within 20 s.
+    pub fn terminate_all_cleanly(&mut self) {
+        for p in self
+            .gms
+            .iter_mut()
+            .chain(&mut self.workers)
+            .chain(&mut self.lms)
+        {
+            let status = p.terminate(Duration::from_secs(20));
+            assert!(
+                status.is_some_and(|s| s.success()),
+                "{} did not exit cleanly: {status:?}",
+                p.name
+            );
+        }
+    }
+
+    /// Kills LM `l` at once (SIGKILL: a crash, nothing flushed) and starts it again
+    /// on the same address with an empty state.
+    pub fn crash_and_restart_lm(&mut self, l: usize) {
+        let addr = self.lms[l].url.trim_start_matches("http://").to_owned();
+        self.lms[l].kill();
+        let mut args = self.lm_args[l].clone();
+        if let Some(i) = args.iter().position(|a| a == "--listen") {
+            args[i + 1] = addr;
+        }
+        self.lms[l] = Proc::spawn(
+            "local-master",
+            &args,
+            &self.log_dir,
+            &format!("lm{l}-restarted"),
+        );
     }
 
     /// Waits until every GM has the state of every LM.

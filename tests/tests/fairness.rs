@@ -285,3 +285,54 @@ proptest! {
         }
     }
 }
+
+/// The services' transport around a preemption: a request that cannot be delivered
+/// puts the task back in its queue (and frees the LM's preemption slot, so the next
+/// pass asks again); a request applied whose answer was lost is resent, and the LM's
+/// `Duplicate` answer counts as the launch it was.
+#[test]
+fn an_undelivered_preemption_requeues_and_a_resent_one_is_not_applied_twice() {
+    let f = shares("hog:0.5:0,fair:0.5:1", 2);
+    let mut lm = lm(4, &f);
+    let mut gm0 = gm(0, &f);
+    let mut gm1 = gm(1, &f);
+    fill(&mut lm, &mut gm0, 0, 4);
+    gm1.apply_snapshot(Micros(10), &lm.snapshot(Micros(10)));
+    let task = queued_task(1, 1, 5);
+    gm1.submit(Micros(10), task.clone());
+    let out = gm1.schedule(Micros(10));
+    assert_eq!(out.preempts.len(), 1);
+    assert_eq!(gm1.outstanding(), 1);
+
+    // Undelivered: back in the queue with the reason, asked again on the next pass.
+    assert!(gm1.abandon_preempt(Micros(11), LmId(0), task.id));
+    assert!(
+        !gm1.abandon_preempt(Micros(11), LmId(0), task.id),
+        "only once"
+    );
+    assert_eq!(gm1.outstanding(), 0);
+    let waiting: Vec<_> = gm1.queues().iter().collect();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(
+        waiting[0].reason,
+        Some(PendingReason::LmUnreachable { lm: LmId(0) })
+    );
+    let again = gm1.schedule(Micros(12));
+    let request = again.preempts.into_iter().next().expect("asked again");
+
+    // Applied, answer lost, resent: the LM does not preempt twice.
+    let first = lm
+        .handle_preempt(Micros(13), request.clone())
+        .expect("ours");
+    assert_eq!(first.kills.len(), 1);
+    let second = lm.handle_preempt(Micros(14), request).expect("ours");
+    assert!(second.kills.is_empty() && second.starts.is_empty());
+    let response = second.preempt_response.expect("an answer");
+    assert_eq!(
+        response.outcome,
+        PreemptOutcome::Refused(PreemptRefusal::Duplicate)
+    );
+    assert!(gm1.handle_preempt_response(Micros(15), &response));
+    assert_eq!(gm1.outstanding(), 0);
+    assert!(gm1.queues().is_empty(), "the task is running, not queued");
+}

@@ -224,3 +224,40 @@ fn launches_are_batched_per_lm_up_to_the_batch_size() {
         .collect();
     assert_eq!(sizes, vec![(1, 100), (2, 100), (3, 50)]);
 }
+
+#[test]
+fn a_launch_resent_to_a_restarted_lm_that_adopted_the_task_is_not_run_twice() {
+    use common::messages::HeldTask;
+    use local_master::{LmConfig, LocalMaster};
+    let cluster = ClusterBuilder::new(1, 1, 2).build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    h.gms[0].submit(Micros(0), task(1, 1, &[]));
+    let out = h.gms[0].schedule(Micros(0));
+    let batch = out.batches.into_iter().next().expect("batch");
+    // The LM applies the batch, the worker starts the task, the answer is lost and
+    // the LM crashes.
+    let lost = h.lms[0]
+        .handle_launch_batch(Micros(1), batch.clone())
+        .expect("batch");
+    let start = lost.starts.into_iter().next().expect("start order");
+    assert_eq!(h.gms[0].outstanding(), 1);
+    // The LM restarts empty; the worker registers again holding the task.
+    h.lms[0] = LocalMaster::new(&cluster.lms[0], 1, LmConfig::default(), Micros(10));
+    let held = HeldTask {
+        node: start.node,
+        task: start.task,
+        started_at: Some(Micros(2)),
+    };
+    let mut fx = local_master::LmEffects::default();
+    assert_eq!(h.lms[0].adopt(Micros(11), held, &mut fx), Ok(true));
+    // The GM resends the batch (same sequence number): the new LM already holds the
+    // task, so it is launched once, not requeued.
+    let effects = h.deliver(Micros(12), batch);
+    assert!(effects.starts.is_empty(), "no second start order");
+    assert_eq!(h.gms[0].outstanding(), 0);
+    assert!(h.gms[0].queues().is_empty());
+    assert_eq!(h.gms[0].stats().launched, 1);
+    assert_eq!(h.gms[0].stats().duplicates_answered, 1);
+    assert_eq!(h.gms[0].stats().lm_rejections, 0);
+}

@@ -141,3 +141,83 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
         404
     );
 }
+
+/// With queues configured, a submission names a queue this GM serves: unknown or
+/// missing queues are 422, a queue served by another GM is 421 naming that GM; none
+/// changes the GM's state. (GM 1 of 2 serves `b`; `a` is GM 0's.)
+#[test]
+fn queues_must_exist_and_be_served_by_this_gm() {
+    let dir = std::env::temp_dir().join(format!("megha-bad-queue-{}", std::process::id()));
+    let args: Vec<String> = [
+        "--id",
+        "1",
+        "--gms",
+        "2",
+        "--lm-urls",
+        "http://127.0.0.1:9",
+        "--listen",
+        "127.0.0.1:0",
+        "--queue",
+        "a:0.5:0",
+        "--queue",
+        "b:0.5:1",
+        "--amqp",
+        "amqp://guest:guest@127.0.0.1:1/%2f",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let gm = Proc::spawn("global-master", &args, &dir, "gm");
+    let jobs = format!("{}/v1/jobs", gm.url);
+    let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+    let cases: Vec<(String, u16, &str, &str)> = vec![
+        (
+            format!(r#"{{"tasks":[{{{ok},"queue":"b"}},{{{ok},"queue":"nope"}}]}}"#),
+            422,
+            "tasks[1].queue",
+            "unknown queue `nope`",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}}]}}"#),
+            422,
+            "tasks[0].queue",
+            "required",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok},"queue":"default"}}]}}"#),
+            422,
+            "tasks[0].queue",
+            "unknown queue",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok},"queue":"b"}},{{{ok},"queue":"a"}}]}}"#),
+            421,
+            "tasks[1].queue",
+            "served by gm0",
+        ),
+    ];
+    for (body, status, field, says) in &cases {
+        let (got, _, answer) = http("POST", &jobs, Some(body)).expect("post");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("json error body");
+        assert_eq!(got, *status, "{body} -> {answer}");
+        assert_eq!(answer["field"], *field, "{body} -> {answer}");
+        assert!(
+            answer["error"].as_str().unwrap_or("").contains(says),
+            "{body} -> {answer}"
+        );
+        assert_eq!(state(&gm.url), (0.0, 0), "state changed after {body}");
+    }
+    let (got, _, answer) = http(
+        "POST",
+        &jobs,
+        Some(&format!(r#"{{"tasks":[{{{ok},"queue":"b"}}]}}"#)),
+    )
+    .expect("post");
+    assert_eq!(got, 202, "{answer}");
+    assert_eq!(state(&gm.url), (1.0, 1));
+    let (_, _, page) = http("GET", &format!("{}/metrics", gm.url), None).expect("metrics");
+    assert!(
+        page.contains("megha_gm_queue_length{queue=\"b\"} 1"),
+        "{page}"
+    );
+}

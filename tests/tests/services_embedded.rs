@@ -34,6 +34,9 @@ fn embedded_cluster_runs_every_task_exactly_once() {
         publish_min_interval: Duration::from_millis(5),
         batch_size: 100,
         max_queued: 1_000_000,
+        fairness: None,
+        mercury: None,
+        designated_gm: common::GmId(0),
     };
     let opts = ReplayOptions {
         speedup: 100.0,
@@ -41,6 +44,7 @@ fn embedded_cluster_runs_every_task_exactly_once() {
         timeout: Duration::from_secs(60),
         quiet: true,
         gms: 2,
+        queues: None,
     };
     let result = in_actix_system(replay_embedded(&cfg, &jobs, &opts)).expect("embedded run");
     assert!(result.unsubmitted.is_empty(), "{:?}", result.unsubmitted);

@@ -2,10 +2,8 @@
 //! real RabbitMQ; `loadgen replay` submits the sample trace over HTTP and rebuilds the
 //! report from the event stream. Fails (never skips) when RabbitMQ is not running.
 
-use std::time::Duration;
 use tests::broker::{require_rabbitmq, AMQP_URL};
-use tests::checks::{assert_all_finished, assert_no_overlap_on_nodes, read_tasks_csv};
-use tests::procs::{loadgen, LoopbackCluster};
+use tests::procs::{replay_sample_trace, LoopbackCluster};
 
 #[test]
 fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
@@ -14,19 +12,9 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
     let mut cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
     let out = dir.join("out");
     let args = cluster.replay_args(AMQP_URL, &out, 100, 60);
-    let status = loadgen(&args, &dir.join("loadgen.log"));
-    assert!(status.success(), "replay failed; logs in {}", dir.display());
-
-    let rows = read_tasks_csv(&out);
-    assert_eq!(rows.len(), 183);
-    assert_all_finished(&rows);
-    assert_no_overlap_on_nodes(&rows);
+    let summary = replay_sample_trace(&args, &out, &dir);
 
     // The report agrees with what the services counted.
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
-            .expect("json");
-    assert_eq!(summary["finished"], 183);
     assert_eq!(
         cluster.metric(&cluster.gms, "megha_gm_launched_total"),
         183.0
@@ -53,17 +41,5 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
     );
 
     // Graceful shutdown: every service exits 0 on SIGTERM.
-    for p in cluster
-        .gms
-        .iter_mut()
-        .chain(&mut cluster.workers)
-        .chain(&mut cluster.lms)
-    {
-        let status = p.terminate(Duration::from_secs(20));
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "{} did not exit cleanly: {status:?}",
-            p.name
-        );
-    }
+    cluster.terminate_all_cleanly();
 }

@@ -28,6 +28,19 @@ pub enum QueueOrder {
     JobSubmission,
 }
 
+impl std::str::FromStr for QueueOrder {
+    type Err = String;
+
+    /// `fifo` or `job` (job submission order).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "fifo" => Ok(QueueOrder::Fifo),
+            "job" => Ok(QueueOrder::JobSubmission),
+            other => Err(format!("unknown queue order `{other}`: use fifo or job")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkerError {
     #[error("task {task} needs {need} but {node} has only {free} free")]
@@ -293,6 +306,20 @@ impl Worker {
         Err(WorkerError::NotHere { task })
     }
 
+    /// The LM promoted a running QUEUEABLE task to GUARANTEED: from now on it is
+    /// never killed to make room for other work, and no longer counts against the
+    /// QUEUEABLE cap. A task no longer running is `NotHere` (it finished or was
+    /// killed before the promotion arrived).
+    pub fn promote(&mut self, task: TaskId) -> Result<(), WorkerError> {
+        let running = self
+            .running
+            .iter_mut()
+            .find(|r| r.task == task)
+            .ok_or(WorkerError::NotHere { task })?;
+        running.kind = TaskKind::Guaranteed;
+        Ok(())
+    }
+
     /// When the next running task finishes.
     pub fn next_wakeup(&self) -> Option<Micros> {
         self.running.iter().map(|r| r.finish_at).min()
@@ -422,5 +449,32 @@ mod tests {
         let r = w.advance(Micros::from_secs(1));
         assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(7, 0)));
         assert_eq!(w.running().len(), 1);
+    }
+
+    #[test]
+    fn a_promoted_task_is_never_reclaimed() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10));
+        for (id, at) in [(1, 0), (2, 1)] {
+            w.start_task(Micros(at), order(id, 1, 9, TaskKind::Queueable))
+                .unwrap();
+        }
+        w.promote(TaskId::new(2, 0)).unwrap();
+        assert_eq!(w.queueable_held(), Resources::cores(1, 1));
+        // Two cores needed, one reclaimable: refused; the promoted task stays.
+        assert!(matches!(
+            w.start_task(Micros(2), order(3, 2, 9, TaskKind::Guaranteed)),
+            Err(WorkerError::NoRoom { .. })
+        ));
+        let r = w
+            .start_task(Micros(2), order(4, 1, 9, TaskKind::Guaranteed))
+            .unwrap();
+        assert!(matches!(r[0], WorkerReport::Killed { task, .. } if task == TaskId::new(1, 0)));
+        assert!(w.running().iter().any(|t| t.task == TaskId::new(2, 0)));
+        assert_eq!(
+            w.promote(TaskId::new(1, 0)),
+            Err(WorkerError::NotHere {
+                task: TaskId::new(1, 0)
+            })
+        );
     }
 }

@@ -13,13 +13,14 @@ pub use super::outputs::{
     Decision, DecisionOutcome, GmConfig, GmStats, PassOutput, ResponseOutput,
 };
 use super::queue::{Pending, Queues};
+use super::quota::QuotaBook;
 use super::view::LmView;
 use common::messages::{
-    LaunchBatch, LaunchOutcome, LaunchRequest, LaunchResponse, LmSnapshot, Placement,
-    PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse, PreemptedTasks,
+    LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome, PreemptRefusal,
+    PreemptRequest, PreemptResponse, PreemptedTasks,
 };
-use common::reasons::PendingReason;
-use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::reasons::{PendingReason, RejectReason};
+use common::{ConstraintSet, GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use common::{QueueId, TaskKind};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
@@ -33,29 +34,31 @@ struct HostCount {
 }
 
 #[derive(Debug)]
-struct InFlight {
-    seq: u64,
-    deducted: Vec<(NodeId, Resources)>,
+pub(crate) struct InFlight {
+    pub(crate) seq: u64,
+    pub(crate) deducted: Vec<(NodeId, Resources)>,
+    /// The job of every QUEUEABLE task in the batch (for quotas).
+    pub(crate) queueable_jobs: Vec<JobId>,
 }
 
 #[derive(Debug)]
 pub struct GlobalMaster {
-    config: GmConfig,
-    lms: Vec<Option<LmView>>,
-    queues: Queues,
+    pub(crate) config: GmConfig,
+    pub(crate) lms: Vec<Option<LmView>>,
+    pub(crate) queues: Queues,
     /// Dispatched tasks waiting for the LM's answer.
-    outstanding: HashMap<TaskId, Box<Pending>>,
+    pub(crate) outstanding: HashMap<TaskId, Box<Pending>>,
     rr_internal: usize,
     rr_external: usize,
     /// Round-robin pointer over the top-k candidates of QUEUEABLE placement.
     pub(crate) rr_queueable: usize,
-    next_seq: Vec<u64>,
-    in_flight: Vec<VecDeque<InFlight>>,
-    open_batches: Vec<Option<usize>>,
+    pub(crate) next_seq: Vec<u64>,
+    pub(crate) in_flight: Vec<VecDeque<InFlight>>,
+    pub(crate) open_batches: Vec<Option<usize>>,
     host_counts: HashMap<(ConstraintSet, Resources), HostCount>,
     /// Task shapes that found no node since the view last gained resources: the view
     /// has only shrunk since, so they would fail again. Cleared on every gain.
-    failed_shapes: HashSet<(ConstraintSet, Resources)>,
+    pub(crate) failed_shapes: HashSet<(ConstraintSet, Resources)>,
     /// Usage per queue and total capacity over the view, rebuilt after a snapshot.
     usage_cache: Option<(BTreeMap<QueueId, Resources>, Resources)>,
     /// Preemptions refused since the view last gained resources.
@@ -65,7 +68,11 @@ pub struct GlobalMaster {
     /// Tasks waiting for a preemption slot (oldest first); one is retried each time
     /// an LM answers a preemption.
     slot_waiters: VecDeque<Box<Pending>>,
-    stats: GmStats,
+    /// Per-job QUEUEABLE quotas: counts and the tasks they hold back.
+    pub(crate) quota: QuotaBook,
+    pub(crate) stats: GmStats,
+    /// LRAs (designated GM only): see [`super::lra_path`].
+    pub(crate) lra: super::lra_path::LraPath,
 }
 
 impl GlobalMaster {
@@ -88,7 +95,9 @@ impl GlobalMaster {
             preempt_in_flight: vec![false; lms],
             preempt_refusals: HashSet::default(),
             slot_waiters: VecDeque::new(),
+            quota: QuotaBook::new(config.queueable_quota),
             stats: GmStats::default(),
+            lra: super::lra_path::LraPath::new(config.lra.clone()),
             config,
         }
     }
@@ -120,6 +129,7 @@ impl GlobalMaster {
         self.queues
             .iter()
             .chain(self.slot_waiters.iter().map(|p| &**p))
+            .chain(self.quota.waiting())
     }
 
     /// True once the state of every LM has arrived.
@@ -154,6 +164,7 @@ impl GlobalMaster {
             return;
         }
         let me = self.config.id.index();
+        let old_jobs = self.lms[l].as_ref().map(|v| v.jobs.clone());
         let slot = &mut self.lms[l];
         let rebuilt = match slot {
             Some(view)
@@ -178,12 +189,23 @@ impl GlobalMaster {
         self.stats.snapshots_applied += 1;
         self.usage_cache = None;
         let gained = view.apply(snapshot);
+        let old_jobs = old_jobs.unwrap_or_default();
+        self.quota.report(&old_jobs, &snapshot.jobs);
         // Launches sent after the snapshot was taken are not in it: deduct them again.
         let applied = snapshot.applied_batches.get(me).copied().unwrap_or(0);
         let in_flight = &mut self.in_flight[l];
         while in_flight.front().is_some_and(|f| f.seq <= applied) {
-            in_flight.pop_front();
+            if let Some(landed) = in_flight.pop_front() {
+                landed
+                    .queueable_jobs
+                    .iter()
+                    .for_each(|j| self.quota.landed(*j));
+            }
         }
+        self.quota
+            .release()
+            .into_iter()
+            .for_each(|p| self.queues.push_ready(p));
         for f in in_flight.iter() {
             for (node, res) in &f.deducted {
                 view.deduct(*node, res);
@@ -204,11 +226,32 @@ impl GlobalMaster {
     pub fn handle_response(&mut self, now: Micros, response: &LaunchResponse) -> ResponseOutput {
         self.apply_snapshot(now, &response.snapshot);
         let mut out = ResponseOutput::default();
+        // "Duplicate": the LM already holds this task, launched by an earlier copy
+        // of the request whose answer was lost (a retry across an LM restart, the
+        // worker having re-registered it). It runs: requeueing would run it twice.
+        let already = LaunchOutcome::Launched {
+            placement: Placement::Internal,
+        };
         for (task, outcome) in &response.outcomes {
             let Some(mut pending) = self.outstanding.remove(task) else {
                 out.unexpected.push(*task);
                 continue;
             };
+            let outcome = match outcome {
+                LaunchOutcome::Rejected(RejectReason::Duplicate) => {
+                    self.stats.duplicates_answered += 1;
+                    &already
+                }
+                other => other,
+            };
+            if self.is_lra_container(&pending.task) {
+                self.lra_answer(*task, response.lm, Some(outcome));
+                match outcome {
+                    LaunchOutcome::Launched { .. } => out.launched.push(*task),
+                    LaunchOutcome::Rejected(r) => out.rejected.push((*task, r.clone())),
+                }
+                continue;
+            }
             match outcome {
                 LaunchOutcome::Launched { .. } => {
                     self.stats.launched += 1;
@@ -242,7 +285,10 @@ impl GlobalMaster {
             return false;
         };
         match &response.outcome {
-            PreemptOutcome::Launched { .. } => {
+            // `Duplicate`: the task already runs there, so a request whose first
+            // answer was lost did launch it.
+            PreemptOutcome::Launched { .. }
+            | PreemptOutcome::Refused(PreemptRefusal::Duplicate) => {
                 self.stats.launched += 1;
                 true
             }
@@ -278,33 +324,24 @@ impl GlobalMaster {
         }
     }
 
-    /// A launch batch never reached its LM (the transport gave up): its tasks go back
-    /// to their queues with the reason, and its deductions leave the view.
-    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
-        if let Some(in_flight) = self.in_flight.get_mut(lm.index()) {
-            if let Some(pos) = in_flight.iter().position(|f| f.seq == seq) {
-                if let (Some(lost), Some(view)) =
-                    (in_flight.remove(pos), self.lms[lm.index()].as_mut())
-                {
-                    for (node, res) in &lost.deducted {
-                        view.credit(*node, res);
-                    }
-                }
-            }
+    /// A preemption request got no answer (the transport gave up): the LM's slot is
+    /// free again and the task goes back to its queue as after a refusal, so it is
+    /// never lost. Returns false if the GM was not waiting for it.
+    pub fn abandon_preempt(&mut self, _now: Micros, lm: LmId, task: TaskId) -> bool {
+        if let Some(flag) = self.preempt_in_flight.get_mut(lm.index()) {
+            *flag = false;
         }
-        let mut requeued = 0;
-        for task in tasks {
-            if let Some(mut pending) = self.outstanding.remove(task) {
-                pending.reason = Some(PendingReason::LmUnreachable { lm });
-                self.queues.push_ready(pending);
-                requeued += 1;
-            }
+        if let Some(waiter) = self.slot_waiters.pop_front() {
+            self.queues.push_ready(waiter);
         }
-        if requeued > 0 {
-            self.failed_shapes.clear();
-            self.queues.unblock_all();
-        }
-        requeued
+        let Some(mut pending) = self.outstanding.remove(&task) else {
+            return false;
+        };
+        self.stats.preempt_refused += 1;
+        pending.preempting = None;
+        pending.reason = Some(PendingReason::LmUnreachable { lm });
+        self.queues.push_ready(pending);
+        true
     }
 
     /// One scheduling pass over every ready task.
@@ -317,8 +354,13 @@ impl GlobalMaster {
             let decision = self.place(pending, &mut out);
             out.decisions.push(decision);
         }
-        self.open_batches.iter_mut().for_each(|b| *b = None);
+        self.close_open_batches();
         out
+    }
+
+    /// Ends a pass: the next dispatch to any LM opens a new batch.
+    pub(crate) fn close_open_batches(&mut self) {
+        self.open_batches.iter_mut().for_each(|b| *b = None);
     }
 
     fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
@@ -469,58 +511,6 @@ impl GlobalMaster {
             words,
             outcome,
         }
-    }
-
-    /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
-    /// resources from the view (not for QUEUEABLE work, which the view does not see).
-    pub(crate) fn dispatch(
-        &mut self,
-        l: usize,
-        node: NodeId,
-        placement: Placement,
-        pending: &mut Pending,
-        out: &mut PassOutput,
-        deduct: bool,
-    ) -> usize {
-        let resources = if deduct {
-            pending.task.resources
-        } else {
-            Resources::ZERO
-        };
-        if let Some(view) = self.lms[l].as_mut() {
-            view.deduct(node, &resources);
-        }
-        let batch = match self.open_batches[l] {
-            Some(b) if out.batches[b].requests.len() < self.config.batch_size.max(1) => b,
-            _ => {
-                self.next_seq[l] += 1;
-                let seq = self.next_seq[l];
-                out.batches.push(LaunchBatch {
-                    gm: self.config.id,
-                    lm: LmId(l as u16),
-                    seq,
-                    requests: Vec::new(),
-                });
-                self.in_flight[l].push_back(InFlight {
-                    seq,
-                    deducted: Vec::new(),
-                });
-                self.open_batches[l] = Some(out.batches.len() - 1);
-                out.batches.len() - 1
-            }
-        };
-        if let Some(f) = self.in_flight[l].back_mut() {
-            f.deducted.push((node, resources));
-        }
-        pending.attempts += 1;
-        out.batches[batch].requests.push(LaunchRequest {
-            task: pending.task.clone(),
-            node,
-            placement,
-        });
-        self.outstanding
-            .insert(pending.task.id, Box::new(pending.clone()));
-        batch
     }
 
     pub(crate) fn host_count_pub(

@@ -3,6 +3,7 @@
 
 use common::fairness::FairnessConfig;
 use common::messages::{LaunchBatch, Placement, PreemptRequest};
+use common::quota::QueueableQuota;
 use common::reasons::{PendingReason, RejectReason};
 use common::{GmId, LmId, NodeId, QueueId, TaskId};
 use std::sync::Arc;
@@ -26,6 +27,11 @@ pub struct GmConfig {
     /// Share of a node QUEUEABLE work may use (the LMs' cap), to skip nodes that
     /// would refuse a task outright.
     pub queueable_cap: f64,
+    /// The LRA placer of the designated GM.
+    pub lra: super::lra_path::LraPathConfig,
+    /// Per-job limit on outstanding QUEUEABLE containers (Mercury 4.1); this GM is
+    /// authoritative for the jobs submitted to it.
+    pub queueable_quota: QueueableQuota,
 }
 
 impl GmConfig {
@@ -40,6 +46,8 @@ impl GmConfig {
             designated_gm: GmId(0),
             queueable_top_k: 4,
             queueable_cap: 1.0,
+            lra: super::lra_path::LraPathConfig::default(),
+            queueable_quota: QueueableQuota::UNLIMITED,
         }
     }
 }
@@ -99,6 +107,9 @@ pub struct GmStats {
     pub dispatched_repartition: u64,
     pub launched: u64,
     pub lm_rejections: u64,
+    /// Launches the LM answered "duplicate" (it already held the task): counted as
+    /// launched.
+    pub duplicates_answered: u64,
     pub requeues: u64,
     pub unplaceable: u64,
     pub snapshots_applied: u64,
@@ -112,4 +123,20 @@ pub struct GmStats {
     /// GUARANTEED tasks submitted to a GM that is not the designated one (scheduled
     /// all the same, against this GM's view).
     pub guaranteed_elsewhere: u64,
+    /// LRAs accepted (designated GM).
+    pub lra_submitted: u64,
+    /// LRA placer runs (at most one per interval).
+    pub lra_passes: u64,
+    /// LRAs (or their resubmitted remainders) the placer placed and sent.
+    pub lra_placed: u64,
+    /// Placer answers leaving an LRA waiting (counted per LRA per pass).
+    pub lra_not_placed: u64,
+    /// LRA containers refused by an LM (or lost on the way): conflicts.
+    pub lra_conflicts: u64,
+    /// LRAs resubmitted to the next interval after a conflict.
+    pub lra_resubmissions: u64,
+    pub lra_containers_launched: u64,
+    pub lra_containers_ended: u64,
+    /// QUEUEABLE tasks held back because their job was at its quota.
+    pub quota_held: u64,
 }

@@ -5,10 +5,17 @@
 //! machine constraint (bit `i` = node `i` of the partition has it) and one "has any
 //! free resources" bit-vector. Bit-vectors are built once per topology; a snapshot
 //! only rewrites free resources and the availability bits.
+//!
+//! For QUEUEABLE work each LM view also keeps every node's queuing-delay estimate in
+//! a sorted index, updated only where a snapshot or a dispatch changes an estimate,
+//! so that the top-k least-loaded nodes are found without scanning every node.
 
 use bitvec::prelude::*;
 use common::messages::{LmSnapshot, LmTopology};
+use common::quota::JobContainers;
+use common::{JobId, Micros};
 use common::{NodeId, Resources};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 pub type Bits = BitVec<u64, Lsb0>;
@@ -61,8 +68,14 @@ pub struct LmView {
     /// Resources in use per queue in this LM, as last reported.
     pub usage: Vec<(common::QueueId, Resources)>,
     /// Per LM node: the estimated queuing delay for QUEUEABLE work as last reported,
-    /// plus what this GM has sent there since (empty if the LM reports none).
-    pub queue_delay: Vec<common::Micros>,
+    /// plus what this GM has sent there since. Empty while every estimate is zero
+    /// (views of LMs without QUEUEABLE work cost nothing).
+    queue_delay: Vec<Micros>,
+    /// (estimate, node) of every node, sorted: the top-k index (empty with
+    /// `queue_delay`).
+    delay_index: BTreeSet<(Micros, u32)>,
+    /// Per job: its containers on this LM as last reported (for quotas).
+    pub jobs: Arc<Vec<(JobId, JobContainers)>>,
     /// The last snapshot reported QUEUEABLE holdings.
     has_q_held: bool,
 }
@@ -116,6 +129,8 @@ impl LmView {
             total_capacity,
             usage: Vec::new(),
             queue_delay: Vec::new(),
+            delay_index: BTreeSet::new(),
+            jobs: Arc::new(Vec::new()),
             has_q_held: false,
         }
     }
@@ -125,7 +140,18 @@ impl LmView {
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
         self.version = snapshot.version;
         self.usage.clone_from(&snapshot.usage);
-        self.queue_delay.clone_from(&snapshot.queue_delay);
+        self.jobs = snapshot.jobs.clone();
+        // Nothing to do when the LM reports no estimates and every node is at zero.
+        let all_zero = self
+            .delay_index
+            .last()
+            .is_none_or(|(d, _)| *d == Micros::ZERO);
+        if !(snapshot.queue_delay.is_empty() && all_zero) {
+            for n in 0..self.topology.node_count() {
+                let reported = snapshot.queue_delay.get(n).copied().unwrap_or(Micros::ZERO);
+                self.set_delay(n, reported);
+            }
+        }
         let mut gained = false;
         for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
             let part = &mut self.partitions[p as usize];
@@ -145,6 +171,44 @@ impl LmView {
             }
         }
         gained
+    }
+
+    /// The estimated queuing delay of a node (zero for an unknown node).
+    pub fn delay(&self, node: usize) -> Micros {
+        self.queue_delay.get(node).copied().unwrap_or(Micros::ZERO)
+    }
+
+    /// Sets a node's estimate, keeping the index in step.
+    pub fn set_delay(&mut self, node: usize, delay: Micros) {
+        if self.queue_delay.is_empty() {
+            if delay == Micros::ZERO {
+                return;
+            }
+            let nodes = self.topology.node_count();
+            self.queue_delay = vec![Micros::ZERO; nodes];
+            self.delay_index = (0..nodes as u32).map(|n| (Micros::ZERO, n)).collect();
+        }
+        let Some(old) = self.queue_delay.get_mut(node) else {
+            return;
+        };
+        if *old == delay {
+            return;
+        }
+        self.delay_index.remove(&(*old, node as u32));
+        self.delay_index.insert((delay, node as u32));
+        *old = delay;
+    }
+
+    /// Nodes in increasing order of estimate (ties by node id).
+    pub fn by_delay(&self) -> impl Iterator<Item = (Micros, NodeId)> + '_ {
+        // Before any estimate: every node at zero, in node order.
+        let unbuilt = match self.queue_delay.is_empty() {
+            true => self.topology.node_count() as u32,
+            false => 0,
+        };
+        (0..unbuilt)
+            .map(|n| (Micros::ZERO, NodeId(n)))
+            .chain(self.delay_index.iter().map(|&(d, n)| (d, NodeId(n))))
     }
 
     /// Deducts resources from a node of the view (a launch this GM has sent).

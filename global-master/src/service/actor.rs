@@ -6,6 +6,7 @@
 //! a spawned task whose answer comes back as [`LaunchDone`].
 
 use super::api::NewTask;
+use super::preempt::{PreemptLink, PreemptMetrics};
 use super::status::{JobStatus, TaskStatus, Tracker};
 use crate::core::{DecisionOutcome, GlobalMaster, GmConfig};
 use actix::prelude::*;
@@ -19,6 +20,19 @@ use service_kit::metrics::Histogram;
 use std::sync::Arc;
 
 pub type LaunchLink = Link<LaunchBatch, LaunchResponse>;
+
+/// How the GM reaches each LM (index = LM id).
+pub struct LmLinks {
+    pub launch: Vec<LaunchLink>,
+    /// Preemption requests (used only with queues configured).
+    pub preempt: Vec<PreemptLink>,
+}
+
+impl std::fmt::Debug for LmLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LmLinks({} LMs)", self.launch.len())
+    }
+}
 
 /// Counters the core does not keep.
 #[derive(Debug)]
@@ -34,12 +48,16 @@ pub struct ShellMetrics {
 pub struct GmActor {
     pub(super) core: GlobalMaster,
     links: Vec<LaunchLink>,
-    events: Sink<Vec<TaskEvent>>,
+    pub(super) preempt_links: Vec<PreemptLink>,
+    pub(super) events: Sink<Vec<TaskEvent>>,
     pub(super) tracker: Tracker,
     pub(super) metrics: ShellMetrics,
+    pub(super) preempt: PreemptMetrics,
+    /// Queue names by queue id (metrics labels).
+    pub(super) queue_names: Vec<String>,
     max_queued: usize,
     pass_scheduled: bool,
-    next_job: u64,
+    pub(super) next_job: u64,
     accepting: bool,
 }
 
@@ -54,18 +72,25 @@ impl std::fmt::Debug for GmActor {
 impl GmActor {
     pub fn new(
         config: GmConfig,
-        links: Vec<LaunchLink>,
+        links: LmLinks,
         events: Sink<Vec<TaskEvent>>,
         max_queued: usize,
     ) -> Self {
-        let lms = links.len();
+        let lms = links.launch.len();
+        let queue_names = match &config.fairness {
+            Some(f) => f.queues.iter().map(|q| q.name.clone()).collect(),
+            None => vec![common::fairness::DEFAULT_QUEUE.to_owned()],
+        };
         // Job ids: GM number in the top 16 bits, then a counter seeded from the clock
         // so that a restarted GM does not reuse the ids of its previous life.
         let next_job = ((config.id.0 as u64) << 48) | (clock::now().0 & ((1 << 48) - 1));
         GmActor {
             core: GlobalMaster::new(config),
-            links,
+            links: links.launch,
+            preempt_links: links.preempt,
             events,
+            preempt: PreemptMetrics::default(),
+            queue_names,
             tracker: Tracker::default(),
             metrics: ShellMetrics {
                 launch_latency: Histogram::latency(),
@@ -91,7 +116,7 @@ impl GmActor {
         self.core.queues().len() + self.core.outstanding()
     }
 
-    fn request_pass(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn request_pass(&mut self, ctx: &mut Context<Self>) {
         if !self.pass_scheduled {
             self.pass_scheduled = true;
             ctx.notify(RunPass);
@@ -99,7 +124,7 @@ impl GmActor {
     }
 
     /// Sends a batch to its LM; see [`AMBIGUOUS_RETRIES`].
-    fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
+    pub(super) fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
         let Some(link) = self.links.get(batch.lm.index()).cloned() else {
             tracing::error!(lm = %batch.lm, "no link to this LM");
             return;
@@ -113,14 +138,23 @@ impl GmActor {
             // sequence number: the LM answers a batch it has already applied from its
             // record instead of applying it again, so no task runs twice.
             let mut result = link.call(batch.clone()).await;
+            // Once an attempt may have been applied, a later "unreachable" (the LM
+            // is restarting) does not settle the batch's fate: keep trying.
+            let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
             let mut delay = std::time::Duration::from_millis(50);
             for _ in 0..AMBIGUOUS_RETRIES {
-                if !matches!(result, Err(service_kit::links::LinkError::Failed(_))) {
+                let retry = match &result {
+                    Err(LinkError::Failed(_)) => true,
+                    Err(LinkError::Unreachable(_)) => ambiguous,
+                    Ok(_) => false,
+                };
+                if !retry {
                     break;
                 }
                 tokio::time::sleep(delay).await;
                 delay *= 2;
                 result = link.call(batch.clone()).await;
+                ambiguous |= matches!(result, Err(LinkError::Failed(_)));
             }
             me.do_send(LaunchDone {
                 lm,
@@ -133,14 +167,17 @@ impl GmActor {
 }
 
 /// How often a launch batch whose fate is unknown is sent again (same `seq`) before
-/// its tasks are requeued.
-const AMBIGUOUS_RETRIES: usize = 3;
+/// its tasks are requeued: 50 ms doubling, 6.35 s in all, enough for an LM to restart
+/// and its workers to register again (a task it launched is then answered
+/// `duplicate`, i.e. running, instead of being placed a second time).
+const AMBIGUOUS_RETRIES: usize = 7;
 
 impl Actor for GmActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1 << 20);
+        self.start_lra_timer(ctx);
     }
 }
 
@@ -293,7 +330,7 @@ impl Handler<RunPass> for GmActor {
         self.pass_scheduled = false;
         let now = clock::now();
         let out = self.core.schedule(now);
-        if out.decisions.is_empty() {
+        if out.decisions.is_empty() && out.preempts.is_empty() {
             return;
         }
         self.metrics.passes += 1;
@@ -325,8 +362,9 @@ impl Handler<RunPass> for GmActor {
                     }
                 }
                 DecisionOutcome::Preempting { lm, victim } => {
-                    // Only with fairness configured, which the services do not set yet.
-                    tracing::info!(task = %d.task, job = d.task.job.0, %lm, %victim, "asking to preempt");
+                    // The request follows the pass (`out.preempts`); the LM's answer
+                    // or its `launched` event tells what became of it.
+                    tracing::debug!(task = %d.task, job = d.task.job.0, %lm, %victim, "no room: preempting");
                     continue;
                 }
                 DecisionOutcome::Unplaceable(reason) => {
@@ -349,6 +387,9 @@ impl Handler<RunPass> for GmActor {
         }
         for batch in out.batches {
             self.send_batch(batch, ctx);
+        }
+        for request in out.preempts {
+            self.send_preempt(request, ctx);
         }
     }
 }
@@ -391,7 +432,7 @@ impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
     fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
         actix::MessageResult(Load {
-            queued: self.core.queues().len(),
+            queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),
         })
@@ -420,13 +461,16 @@ impl Handler<FailQueued> for GmActor {
     type Result = usize;
     fn handle(&mut self, _: FailQueued, _: &mut Context<Self>) -> usize {
         let now = clock::now();
+        let lra_containers = self.core.lra_pending_containers();
         let events: Vec<TaskEvent> = self
             .core
             .pending()
-            .map(|p| {
-                tracing::warn!(task = %p.task.id, job = p.task.id.job.0, "shut down before placing the task");
+            .map(|p| p.task.id)
+            .chain(lra_containers)
+            .map(|task| {
+                tracing::warn!(task = %task, job = task.job.0, "shut down before placing the task");
                 TaskEvent {
-                    task: p.task.id,
+                    task,
                     at: now,
                     kind: TaskEventKind::Failed {
                         detail: "the global master shut down before placing it".into(),

@@ -1,8 +1,10 @@
 //! The public submission format (JSON) and its validation, kept pure so that every
 //! refusal can be table-tested: each names the offending field and the reason.
 
-use common::{ConstraintSet, Micros, QueueId, Resources, TaskKind};
+use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
+use common::{ConstraintSet, GmId, Micros, QueueId, Resources, TaskKind};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// `POST /v1/jobs` body: a batch of tasks submitted together (one job).
 #[derive(Debug, Deserialize)]
@@ -14,9 +16,10 @@ pub struct JobRequest {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRequest {
-    /// User queue (fairness); 0 when absent.
+    /// User queue, by name. Required when queues are configured; otherwise absent or
+    /// `default`.
     #[serde(default)]
-    pub queue: u16,
+    pub queue: Option<String>,
     pub resources: ResourceRequest,
     /// Machine constraint ids the node must have (0..64).
     #[serde(default)]
@@ -67,24 +70,93 @@ impl ApiError {
     }
 }
 
+/// The queues a GM knows and which of them it serves.
+#[derive(Clone, Debug)]
+pub struct QueueTable {
+    pub me: GmId,
+    /// `None`: the single implicit queue [`DEFAULT_QUEUE`] (fairness off).
+    pub fairness: Option<Arc<FairnessConfig>>,
+}
+
+impl QueueTable {
+    /// The queue a task names, if this GM serves it: 422 for a missing or unknown
+    /// queue, 421 (Misdirected Request) naming the GM for a queue served elsewhere.
+    /// `anywhere`: the task is placed by the designated GM whatever its queue
+    /// (GUARANTEED and long-running work), so any known queue is accepted.
+    pub fn resolve(
+        &self,
+        i: usize,
+        name: Option<&str>,
+        anywhere: bool,
+    ) -> Result<QueueId, ApiError> {
+        self.resolve_at(format!("tasks[{i}].queue"), name, anywhere)
+    }
+
+    /// [`QueueTable::resolve`] for the queue named at JSON path `field`.
+    pub fn resolve_at(
+        &self,
+        field: String,
+        name: Option<&str>,
+        anywhere: bool,
+    ) -> Result<QueueId, ApiError> {
+        let Some(fairness) = &self.fairness else {
+            return match name {
+                None | Some(DEFAULT_QUEUE) => Ok(QueueId(0)),
+                Some(other) => Err(ApiError::new(
+                    422,
+                    field,
+                    format!("unknown queue `{other}`: no queues are configured, so the only queue is `{DEFAULT_QUEUE}`"),
+                )),
+            };
+        };
+        let names = || {
+            fairness
+                .queues
+                .iter()
+                .map(|q| q.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some(name) = name else {
+            return Err(ApiError::new(
+                422,
+                field,
+                format!("required: name one of the queues {}", names()),
+            ));
+        };
+        match fairness.by_name(name) {
+            None => Err(ApiError::new(
+                422,
+                field,
+                format!("unknown queue `{name}`; the queues are {}", names()),
+            )),
+            Some(q) if q.gm != self.me && !anywhere => Err(ApiError::new(
+                421,
+                field,
+                format!(
+                    "queue `{name}` is served by {}, not by this GM ({}); submit it there",
+                    q.gm, self.me
+                ),
+            )),
+            Some(q) => Ok(q.id),
+        }
+    }
+}
+
 /// Most tags a task may carry, and their longest length.
 const MAX_TAGS: usize = 32;
 const MAX_TAG_LEN: usize = 128;
 /// Longest synthetic duration accepted (one week).
-const MAX_DURATION_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+pub(super) const MAX_DURATION_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
 
-/// Parses and validates a submission of at most `max_tasks` tasks.
-pub fn parse_job(body: &[u8], max_tasks: usize) -> Result<Vec<NewTask>, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    let request: JobRequest = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." || path == "?" {
-            "body".to_owned()
-        } else {
-            path
-        };
-        ApiError::new(400, field, e.inner().to_string())
-    })?;
+/// Parses and validates a submission of at most `max_tasks` tasks to queues of
+/// `queues`.
+pub fn parse_job(
+    body: &[u8],
+    max_tasks: usize,
+    queues: &QueueTable,
+) -> Result<Vec<NewTask>, ApiError> {
+    let request: JobRequest = parse_body(body)?;
     if request.tasks.is_empty() {
         return Err(ApiError::new(422, "tasks", "a job needs at least one task"));
     }
@@ -102,66 +174,179 @@ pub fn parse_job(body: &[u8], max_tasks: usize) -> Result<Vec<NewTask>, ApiError
         .tasks
         .into_iter()
         .enumerate()
-        .map(|(i, t)| validate_task(i, t))
+        .map(|(i, t)| validate_task(i, t, queues))
         .collect()
 }
 
-fn validate_task(i: usize, t: TaskRequest) -> Result<NewTask, ApiError> {
+/// Decodes a JSON body; a refusal (400) names the JSON path at fault.
+pub(super) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." || path == "?" {
+            "body".to_owned()
+        } else {
+            path
+        };
+        ApiError::new(400, field, e.inner().to_string())
+    })
+}
+
+fn validate_task(i: usize, t: TaskRequest, queues: &QueueTable) -> Result<NewTask, ApiError> {
     let field = |name: &str| format!("tasks[{i}].{name}");
-    if t.resources.cpu_millis == 0 {
-        return Err(ApiError::new(
-            422,
-            field("resources.cpu_millis"),
-            "must be positive",
-        ));
-    }
-    if t.resources.memory_mb == 0 {
-        return Err(ApiError::new(
-            422,
-            field("resources.memory_mb"),
-            "must be positive",
-        ));
-    }
+    let resources = check_resources(&field("resources"), &t.resources)?;
     let constraints = ConstraintSet::from_ids(t.constraints.iter().copied())
         .map_err(|e| ApiError::new(422, field("constraints"), e.to_string()))?;
-    if !(t.duration_ms.is_finite() && t.duration_ms >= 0.0 && t.duration_ms <= MAX_DURATION_MS) {
+    let duration = check_duration(&field("duration_ms"), t.duration_ms)?;
+    // GUARANTEED and long_running work is placed by the designated GM; the HTTP layer
+    // forwards it there (see `route`).
+    check_tags(&field("tags"), &t.tags)?;
+    let queue = queues.resolve(i, t.queue.as_deref(), t.kind.needs_designated_gm())?;
+    Ok(NewTask {
+        queue,
+        kind: t.kind,
+        resources,
+        constraints,
+        duration,
+        tags: t.tags,
+    })
+}
+
+/// Positive CPU and memory; `field` is the path of the resources object.
+pub(super) fn check_resources(field: &str, r: &ResourceRequest) -> Result<Resources, ApiError> {
+    if r.cpu_millis == 0 {
         return Err(ApiError::new(
             422,
-            field("duration_ms"),
+            format!("{field}.cpu_millis"),
+            "must be positive",
+        ));
+    }
+    if r.memory_mb == 0 {
+        return Err(ApiError::new(
+            422,
+            format!("{field}.memory_mb"),
+            "must be positive",
+        ));
+    }
+    Ok(Resources::new(r.cpu_millis, r.memory_mb))
+}
+
+/// A duration in milliseconds between 0 and a week.
+pub(super) fn check_duration(field: &str, ms: f64) -> Result<Micros, ApiError> {
+    if !(ms.is_finite() && (0.0..=MAX_DURATION_MS).contains(&ms)) {
+        return Err(ApiError::new(
+            422,
+            field,
             format!("must be a number of milliseconds between 0 and {MAX_DURATION_MS}"),
         ));
     }
-    if t.kind.needs_designated_gm() {
+    Ok(Micros((ms * 1000.0).round() as u64))
+}
+
+/// At most [`MAX_TAGS`] non-empty tags of at most [`MAX_TAG_LEN`] bytes.
+pub(super) fn check_tags(field: &str, tags: &[String]) -> Result<(), ApiError> {
+    if tags.len() > MAX_TAGS
+        || tags
+            .iter()
+            .any(|g| g.trim().is_empty() || g.len() > MAX_TAG_LEN)
+    {
         return Err(ApiError::new(
             422,
-            field("kind"),
-            "guaranteed and long_running work needs the designated GM's placer, which the services do not run yet; use short or queueable",
+            field,
+            format!("at most {MAX_TAGS} tags of 1 to {MAX_TAG_LEN} bytes, not blank"),
         ));
     }
-    if t.tags.len() > MAX_TAGS || t.tags.iter().any(|g| g.is_empty() || g.len() > MAX_TAG_LEN) {
-        return Err(ApiError::new(
-            422,
-            field("tags"),
-            format!("at most {MAX_TAGS} tags of 1 to {MAX_TAG_LEN} bytes"),
-        ));
-    }
-    Ok(NewTask {
-        queue: QueueId(t.queue),
-        kind: t.kind,
-        resources: Resources::new(t.resources.cpu_millis, t.resources.memory_mb),
-        constraints,
-        duration: Micros((t.duration_ms * 1000.0).round() as u64),
-        tags: t.tags,
-    })
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn no_queues() -> QueueTable {
+        QueueTable {
+            me: GmId(0),
+            fairness: None,
+        }
+    }
+
+    /// GM 1 of 2, serving `b`; `a` is GM 0's.
+    fn two_queues() -> QueueTable {
+        let f = FairnessConfig::parse("a:0.5:0,b:0.5:1", Default::default(), 2).expect("valid");
+        QueueTable {
+            me: GmId(1),
+            fairness: Some(Arc::new(f)),
+        }
+    }
+
     fn refusal(body: &str) -> (u16, String) {
-        let e = parse_job(body.as_bytes(), 3).expect_err(body);
+        let e = parse_job(body.as_bytes(), 3, &no_queues()).expect_err(body);
         (e.status, e.field)
+    }
+
+    #[test]
+    fn queues_are_named_and_must_be_served_here() {
+        let ok_res = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+        let job = |queue: &str| format!(r#"{{"tasks":[{{{ok_res}}},{{{ok_res}{queue}}}]}}"#);
+        // (queues, body, the last task's queue id or the refusal's status and field)
+        type Case = (QueueTable, String, Result<u16, (u16, &'static str)>);
+        let cases: Vec<Case> = vec![
+            (no_queues(), job(""), Ok(0)),
+            (no_queues(), job(r#","queue":"default""#), Ok(0)),
+            (
+                no_queues(),
+                job(r#","queue":"b""#),
+                Err((422, "tasks[1].queue")),
+            ),
+            (
+                no_queues(),
+                job(r#","queue":3"#),
+                Err((400, "tasks[1].queue")),
+            ),
+            (
+                two_queues(),
+                job(r#","queue":"b""#),
+                Err((422, "tasks[0].queue")),
+            ),
+            (
+                two_queues(),
+                format!(r#"{{"tasks":[{{{ok_res},"queue":"b"}},{{{ok_res},"queue":"b"}}]}}"#),
+                Ok(1),
+            ),
+            (
+                two_queues(),
+                format!(r#"{{"tasks":[{{{ok_res},"queue":"b"}},{{{ok_res},"queue":"zz"}}]}}"#),
+                Err((422, "tasks[1].queue")),
+            ),
+            (
+                two_queues(),
+                format!(r#"{{"tasks":[{{{ok_res},"queue":"a"}}]}}"#),
+                Err((421, "tasks[0].queue")),
+            ),
+            (
+                two_queues(),
+                format!(r#"{{"tasks":[{{{ok_res},"queue":"default"}}]}}"#),
+                Err((422, "tasks[0].queue")),
+            ),
+        ];
+        for (table, body, want) in cases {
+            let got = parse_job(body.as_bytes(), 3, &table)
+                .map(|tasks| tasks[tasks.len() - 1].queue.0)
+                .map_err(|e| (e.status, e.field));
+            let want = want.map_err(|(s, f)| (s, f.to_owned()));
+            assert_eq!(got, want, "{body}");
+        }
+        let misdirected = parse_job(
+            format!(r#"{{"tasks":[{{{ok_res},"queue":"a"}}]}}"#).as_bytes(),
+            3,
+            &two_queues(),
+        )
+        .expect_err("a is gm0's");
+        assert!(
+            misdirected.error.contains("served by gm0"),
+            "{}",
+            misdirected.error
+        );
     }
 
     #[test]
@@ -224,13 +409,13 @@ mod tests {
 
     #[test]
     fn accepts_a_well_formed_job() {
-        let body = r#"{"tasks":[{"queue":2,"resources":{"cpu_millis":500,"memory_mb":64},"constraints":[0,20],"duration_ms":1.5,"kind":"queueable","tags":["a"]}]}"#;
-        let tasks = parse_job(body.as_bytes(), 3).expect("valid");
+        let body = r#"{"tasks":[{"queue":"b","resources":{"cpu_millis":500,"memory_mb":64},"constraints":[0,20],"duration_ms":1.5,"kind":"queueable","tags":["a"]}]}"#;
+        let tasks = parse_job(body.as_bytes(), 3, &two_queues()).expect("valid");
         assert_eq!(tasks[0].duration, Micros(1500));
         assert_eq!(
             tasks[0].constraints,
             ConstraintSet::from_ids([0, 20]).expect("ids")
         );
-        assert_eq!(tasks[0].queue, QueueId(2));
+        assert_eq!(tasks[0].queue, QueueId(1));
     }
 }

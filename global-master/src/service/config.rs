@@ -1,13 +1,19 @@
 //! Configuration of the `global-master` binary: flags > environment > TOML file >
 //! defaults. Every flag's help text says what it is for and its default.
 
-use anyhow::{bail, Result};
+use crate::core::lra_path::LraPathConfig;
+use crate::lra::Placer;
+use anyhow::{bail, Context as _, Result};
 use clap::Parser;
+use common::fairness::{FairnessConfig, SharePolicy};
+use common::quota::QueueableQuota;
+use common::Micros;
 use serde::Deserialize;
 use service_kit::logging::LogFormat;
 use service_kit::merge_options;
 use service_kit::settings::load_file;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub const DEFAULT_AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
@@ -21,6 +27,16 @@ pub const DEFAULT_AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 ///
 /// Minimal example (two LMs, this GM is number 0 of 2):
 ///   global-master --id 0 --gms 2 --lm-urls http://127.0.0.1:9100,http://127.0.0.1:9101
+///
+/// User queues (fairness, Megha Algorithm 2): give every GM and LM the same
+/// `--queue NAME:SHARE:GM` list, e.g. `--queue analytics:0.25:0 --queue batch:0.75:1`.
+/// Submissions then name their queue (`"queue": "analytics"`) and must go to the GM
+/// that serves it. Without queues there is one queue, `default`, and no preemption.
+///
+/// QUEUEABLE work (Mercury) is placed by every GM on one of the --queueable-top-k
+/// nodes with the least estimated queuing delay; GUARANTEED work goes to the
+/// designated GM. Give the LMs --queueable (and the same cap and quota), e.g.
+///   global-master ... --queueable-top-k 4 --queueable-cap 0.8 --queueable-quota max:50
 ///
 /// Every setting can also come from an environment variable (shown below) or a TOML
 /// file given with --config (keys are the long flag names with `_`, e.g.
@@ -74,9 +90,77 @@ pub struct GmArgs {
     /// On SIGTERM, how long to keep placing queued work before exiting. Default 10000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
+    /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
+    /// The same list, in the same order, on every GM and LM. Default: none.
+    #[arg(
+        long = "queue",
+        env = "MEGHA_QUEUES",
+        value_delimiter = ',',
+        value_name = "NAME:SHARE:GM"
+    )]
+    pub queues: Option<Vec<String>>,
+    /// How a queue's share is measured: drf (dominant of CPU and memory) or cpu.
+    /// Default drf.
+    #[arg(long, env = "MEGHA_SHARE_POLICY", value_name = "drf|cpu")]
+    pub share_policy: Option<SharePolicy>,
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// The GM that places LRAs and GUARANTEED tasks; the others forward them. Default 0.
+    #[arg(long, env = "MEGHA_DESIGNATED_GM")]
+    pub designated_gm: Option<u16>,
+    /// Base URL of every GM, in GM-id order (repeat the flag, or comma-separate):
+    /// where to forward LRAs and GUARANTEED work. Only the designated GM's is used.
+    /// TOML `gm_urls`, as on the LM.
+    #[arg(
+        long = "gm-url",
+        env = "MEGHA_GM_URLS",
+        value_delimiter = ',',
+        value_name = "URL"
+    )]
+    pub gm_urls: Option<Vec<String>>,
+    /// Base URL of the designated GM (overrides --gm-url).
+    #[arg(long, env = "MEGHA_DESIGNATED_URL", value_name = "URL")]
+    pub designated_url: Option<String>,
+    /// LRA scheduling interval in milliseconds: LRAs submitted within one interval are
+    /// placed together (MEDEA uses 10 s). Default 10000.
+    #[arg(long, env = "MEGHA_LRA_INTERVAL_MS")]
+    pub lra_interval_ms: Option<u64>,
+    /// LRA placer: ilp, nc, tp or j-kube. Default ilp.
+    #[arg(long, env = "MEGHA_LRA_PLACER")]
+    pub lra_placer: Option<String>,
+    /// Time cap of the ILP solver per interval, in milliseconds (0: heuristic answer
+    /// only). Default 200.
+    #[arg(long, env = "MEGHA_LRA_ILP_TIME_MS")]
+    pub lra_ilp_time_ms: Option<u64>,
+    /// Nodes per rack (consecutive node ids within an LM) for the `rack` node group;
+    /// 0 makes each LM one rack. Default 0.
+    #[arg(long, env = "MEGHA_LRA_NODES_PER_RACK")]
+    pub lra_nodes_per_rack: Option<u32>,
+    /// Operator placement constraints for LRAs: a JSON file holding a list of
+    /// constraints in the POST /v1/lras format. They override application constraints
+    /// that are less restrictive (MEDEA section 3). Default none.
+    #[arg(long, env = "MEGHA_LRA_OPERATOR_CONSTRAINTS", value_name = "FILE")]
+    pub lra_operator_constraints: Option<PathBuf>,
+    /// Operator-defined node groups for LRA constraints (fault domains, upgrade
+    /// domains, ...): a JSON file holding a list of {"name": ..., "sets": [[node,
+    /// ...], ...]}, nodes numbered LM by LM in node-id order. Constraints may then
+    /// name them as `node_group`. Default none (only `node` and `rack`).
+    #[arg(long, env = "MEGHA_LRA_NODE_GROUPS", value_name = "FILE")]
+    pub lra_node_groups: Option<PathBuf>,
+    /// QUEUEABLE work goes to one of the K nodes with the least estimated queuing
+    /// delay (Mercury's top-k), round-robin. Default 4.
+    #[arg(long, env = "MEGHA_GM_QUEUEABLE_TOP_K", value_name = "K")]
+    pub queueable_top_k: Option<usize>,
+    /// The LMs' --queueable-cap (share of a node QUEUEABLE work may hold, in (0, 1]),
+    /// so that nodes that would refuse a task are skipped. Default 1.
+    #[arg(long, env = "MEGHA_QUEUEABLE_CAP", value_name = "FRACTION")]
+    pub queueable_cap: Option<f64>,
+    /// Per-job limit on outstanding QUEUEABLE containers: none, max:N, ratio:R (per
+    /// GUARANTEED container) or max:N,ratio:R. The same on every GM and LM.
+    /// Default none.
+    #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
+    pub queueable_quota: Option<String>,
 }
 
 /// Resolved settings.
@@ -92,7 +176,17 @@ pub struct GmSettings {
     pub max_job_tasks: usize,
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
+    /// User queues; `None`: the implicit `default` queue, no preemption.
+    pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
+    pub designated_gm: u16,
+    /// Base URL of the designated GM, when this GM knows it.
+    pub designated_url: Option<String>,
+    pub lra: crate::core::lra_path::LraPathConfig,
+    pub lra_operator_constraints: Vec<crate::lra::PlacementConstraint>,
+    pub queueable_top_k: usize,
+    pub queueable_cap: f64,
+    pub queueable_quota: QueueableQuota,
 }
 
 impl GmArgs {
@@ -111,11 +205,77 @@ impl GmArgs {
             max_job_tasks,
             launch_timeout_ms,
             drain_timeout_ms,
-            log_format
+            log_format,
+            designated_gm,
+            gm_urls,
+            designated_url,
+            lra_interval_ms,
+            lra_placer,
+            lra_ilp_time_ms,
+            lra_nodes_per_rack,
+            lra_operator_constraints,
+            lra_node_groups,
+            queues,
+            share_policy,
+            queueable_top_k,
+            queueable_cap,
+            queueable_quota
         );
+        let node_groups = match &self.lra_node_groups {
+            None => Vec::new(),
+            Some(path) => {
+                let text = std::fs::read(path)
+                    .with_context(|| format!("cannot read --lra-node-groups {}", path.display()))?;
+                super::lra_api::parse_node_groups(&text).map_err(|e| {
+                    anyhow::anyhow!(
+                        "--lra-node-groups {}: field `{}`: {}",
+                        path.display(),
+                        e.field,
+                        e.error
+                    )
+                })?
+            }
+        };
+        let queueable_quota =
+            service_kit::settings::queueable_quota(self.queueable_quota.as_deref())?;
+        let queueable_cap = service_kit::settings::queueable_cap(self.queueable_cap)?;
+        let lra_operator_constraints = match &self.lra_operator_constraints {
+            None => Vec::new(),
+            Some(path) => {
+                let text = std::fs::read(path).with_context(|| {
+                    format!("cannot read --lra-operator-constraints {}", path.display())
+                })?;
+                super::lra_api::parse_operator_constraints(&text, &node_groups).map_err(|e| {
+                    anyhow::anyhow!(
+                        "--lra-operator-constraints {}: field `{}`: {}",
+                        path.display(),
+                        e.field,
+                        e.error
+                    )
+                })?
+            }
+        };
+        let designated_gm = self.designated_gm.unwrap_or(0);
+        let designated_url = self.designated_url.clone().or_else(|| {
+            self.gm_urls
+                .as_ref()
+                .and_then(|urls| urls.get(designated_gm as usize).cloned())
+        });
+        let lra = LraPathConfig {
+            groups: std::sync::Arc::new(node_groups),
+            ..lra_config(
+                self.lra_interval_ms,
+                self.lra_placer.as_deref(),
+                self.lra_ilp_time_ms,
+                self.lra_nodes_per_rack,
+            )?
+        };
+        let gms = self.gms.unwrap_or(1);
+        let fairness =
+            service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
         let s = GmSettings {
             id: self.id.unwrap_or(0),
-            gms: self.gms.unwrap_or(1),
+            gms,
             lm_urls: self.lm_urls.unwrap_or_default(),
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
             amqp: self.amqp.unwrap_or_else(|| DEFAULT_AMQP.into()),
@@ -124,8 +284,26 @@ impl GmArgs {
             max_job_tasks: self.max_job_tasks.unwrap_or(10_000),
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
+            fairness,
             log_format: self.log_format.unwrap_or_default(),
+            designated_gm,
+            designated_url,
+            lra,
+            lra_operator_constraints,
+            queueable_top_k: self.queueable_top_k.unwrap_or(4),
+            queueable_cap,
+            queueable_quota,
         };
+        if s.queueable_top_k == 0 {
+            bail!("--queueable-top-k must be at least 1");
+        }
+        if s.designated_gm >= s.gms {
+            bail!(
+                "--designated-gm must be below --gms (got {} of {} GMs)",
+                s.designated_gm,
+                s.gms
+            );
+        }
         if s.gms == 0 || s.id >= s.gms {
             bail!(
                 "--id must be below --gms (got id {} of {} GMs)",
@@ -141,6 +319,34 @@ impl GmArgs {
         }
         Ok(s)
     }
+}
+
+/// The LRA placer settings, with their defaults.
+fn lra_config(
+    interval_ms: Option<u64>,
+    placer: Option<&str>,
+    ilp_time_ms: Option<u64>,
+    nodes_per_rack: Option<u32>,
+) -> Result<LraPathConfig> {
+    let interval_ms = interval_ms.unwrap_or(10_000);
+    if interval_ms == 0 {
+        bail!("--lra-interval-ms must be at least 1");
+    }
+    let name = placer.unwrap_or("ilp");
+    let placer = match Placer::parse(name) {
+        Some(Placer::Ilp(mut ilp)) => {
+            ilp.time_limit_ms = ilp_time_ms.unwrap_or(ilp.time_limit_ms);
+            Placer::Ilp(ilp)
+        }
+        Some(other) => other,
+        None => bail!("--lra-placer `{name}` is unknown: use ilp, nc, tp or j-kube"),
+    };
+    Ok(LraPathConfig {
+        interval: Micros::from_millis(interval_ms),
+        placer,
+        nodes_per_rack: nodes_per_rack.unwrap_or(0),
+        groups: Default::default(),
+    })
 }
 
 #[cfg(test)]
@@ -174,6 +380,117 @@ mod tests {
         assert_eq!((s.gms, s.batch_size), (3, 7), "file");
         assert_eq!(s.max_job_tasks, 10_000, "default");
         assert_eq!(s.lm_urls, vec!["http://a".to_owned()]);
+    }
+
+    #[test]
+    fn queueable_settings_are_checked() {
+        let resolve = |args: &[&str]| {
+            let mut all = vec!["global-master", "--lm-urls", "http://lm"];
+            all.extend_from_slice(args);
+            GmArgs::try_parse_from(all).expect("parse").resolve()
+        };
+        let s = resolve(&[]).expect("defaults");
+        assert_eq!((s.queueable_top_k, s.queueable_cap), (4, 1.0));
+        assert_eq!(s.queueable_quota, QueueableQuota::UNLIMITED);
+        let s = resolve(&[
+            "--queueable-top-k",
+            "2",
+            "--queueable-cap",
+            "0.5",
+            "--queueable-quota",
+            "max:4,ratio:2",
+        ])
+        .expect("valid");
+        assert_eq!((s.queueable_top_k, s.queueable_cap), (2, 0.5));
+        assert_eq!(
+            (s.queueable_quota.max, s.queueable_quota.ratio),
+            (Some(4), Some(2.0))
+        );
+        for (flag, value) in [
+            ("--queueable-top-k", "0"),
+            ("--queueable-cap", "0"),
+            ("--queueable-quota", "max:0"),
+        ] {
+            let err = resolve(&[flag, value]).expect_err(value);
+            assert!(format!("{err:#}").contains(flag), "{flag}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn routing_and_lra_settings() {
+        let args = GmArgs::try_parse_from([
+            "global-master",
+            "--lm-urls",
+            "http://lm",
+            "--gms",
+            "3",
+            "--designated-gm",
+            "1",
+            "--gm-url",
+            "http://g0",
+            "--gm-url",
+            "http://g1",
+            "--lra-placer",
+            "ilp",
+            "--lra-ilp-time-ms",
+            "50",
+            "--lra-interval-ms",
+            "250",
+        ])
+        .expect("parse");
+        let s = args.resolve().expect("resolve");
+        assert_eq!(s.designated_url.as_deref(), Some("http://g1"));
+        assert_eq!(s.lra.interval, Micros::from_millis(250));
+        assert!(matches!(s.lra.placer, Placer::Ilp(c) if c.time_limit_ms == 50));
+        for bad in [
+            vec!["--lra-placer", "best"],
+            vec!["--designated-gm", "3"],
+            vec!["--lra-interval-ms", "0"],
+            vec![
+                "--lra-operator-constraints",
+                "/nonexistent/constraints.json",
+            ],
+        ] {
+            let mut argv = vec!["global-master", "--lm-urls", "http://lm", "--gms", "3"];
+            argv.extend(bad.iter().copied());
+            let args = GmArgs::try_parse_from(argv).expect("parse");
+            assert!(args.resolve().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn queues_come_from_repeated_flags_or_the_file() {
+        let args = GmArgs::try_parse_from([
+            "global-master",
+            "--gms",
+            "2",
+            "--lm-urls",
+            "http://a",
+            "--queue",
+            "a:0.5:0",
+            "--queue",
+            "b:0.5:1",
+            "--share-policy",
+            "cpu",
+        ])
+        .expect("parse");
+        let f = args.resolve().expect("resolve").fairness.expect("queues");
+        assert_eq!(f.queues.len(), 2);
+        assert_eq!(f.policy, SharePolicy::Cpu);
+        let file = std::env::temp_dir().join(format!("gm-queues-{}.toml", std::process::id()));
+        std::fs::write(
+            &file,
+            "gms = 2\nlm_urls = [\"http://a\"]\nqueues = [\"a:0.5:0\", \"b:0.7:1\"]\n",
+        )
+        .expect("write");
+        let args = GmArgs::try_parse_from(["global-master", "--config", file.to_str().expect("p")])
+            .expect("parse");
+        let err = args.resolve().expect_err("shares add up to 1.2");
+        assert!(format!("{err:#}").contains("more than 1"), "{err:#}");
+        let args =
+            GmArgs::try_parse_from(["global-master", "--lm-urls", "http://a"]).expect("parse");
+        assert!(args.resolve().expect("resolve").fairness.is_none());
+        assert!(GmArgs::try_parse_from(["global-master", "--share-policy", "mean"]).is_err());
     }
 
     #[test]

@@ -4,10 +4,15 @@
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
+//! - `POST /v1/internal/requeue`: preempted tasks of this GM's queues, from an LM
+//!   (bincode `PreemptedTasks` -> `()`, like the LM's internal API).
 //! - `GET /healthz`, `GET /metrics` (Prometheus text).
+//! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
+//!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 
 use super::actor::{GetJob, GetLoad, GetTask, GmActor, Submit, SubmitRefused};
-use super::api::{parse_job, ApiError};
+use super::api::{parse_job, ApiError, QueueTable};
+use super::preempt::Requeue;
 use super::report::{GetPending, RenderMetrics};
 use actix::Addr;
 use axum::body::Bytes;
@@ -16,6 +21,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use common::codec;
+use common::messages::PreemptedTasks;
 use common::{JobId, TaskId};
 use serde_json::json;
 use service_kit::amqp::LinkStatus;
@@ -25,7 +32,12 @@ use std::sync::Arc;
 pub struct ApiState {
     pub gm: Addr<GmActor>,
     pub max_job_tasks: usize,
+    pub queues: QueueTable,
     pub broker: Option<Arc<LinkStatus>>,
+    /// Operator-defined node groups LRA constraints may name.
+    pub lra_groups: Arc<Vec<crate::lra::NodeGroupSpec>>,
+    /// Forwarding to the designated GM; `None` handles everything here.
+    pub route: Option<Arc<super::route::Route>>,
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -34,13 +46,15 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/tasks/{job}/{index}", get(task))
         .route("/v1/pending", get(pending))
+        .route("/v1/internal/requeue", post(requeue))
         .route("/healthz", get(healthz))
+        .merge(super::lra_http::routes())
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(state)
 }
 
-fn error(e: ApiError) -> Response {
+pub(super) fn error(e: ApiError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
     (status, Json(e)).into_response()
 }
@@ -53,11 +67,23 @@ fn unavailable(what: &str) -> Response {
         .into_response()
 }
 
-async fn submit(State(s): State<ApiState>, body: Bytes) -> Response {
-    let tasks = match parse_job(&body, s.max_job_tasks) {
+async fn submit(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let tasks = match parse_job(&body, s.max_job_tasks, &s.queues) {
         Ok(t) => t,
         Err(e) => return error(e),
     };
+    if tasks.iter().any(|t| t.kind.needs_designated_gm()) {
+        let route = s.route.as_deref();
+        let method = reqwest::Method::POST;
+        let routed = super::route::Route::route(route, &headers, method, "/v1/jobs", Some(body));
+        if let super::route::Routed::Answered(r) = routed.await {
+            return r;
+        }
+    }
     match s.gm.send(Submit(tasks)).await {
         Ok(Ok((job, ids))) => (
             StatusCode::ACCEPTED,
@@ -81,20 +107,66 @@ async fn submit(State(s): State<ApiState>, body: Bytes) -> Response {
     }
 }
 
+async fn requeue(State(s): State<ApiState>, body: Bytes) -> Response {
+    let tasks: PreemptedTasks = match codec::decode(&body) {
+        Ok(t) => t,
+        Err(e) => return error(ApiError::new(400, "body", e.to_string())),
+    };
+    if tasks.gm != s.queues.me {
+        return error(ApiError::new(
+            422,
+            "gm",
+            format!("preempted tasks of {} sent to {}", tasks.gm, s.queues.me),
+        ));
+    }
+    match s.gm.send(Requeue(tasks)).await {
+        Ok(()) => match codec::encode(&()) {
+            Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
+            Err(e) => unavailable(&e.to_string()),
+        },
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
 fn parse_id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, ApiError> {
     raw.parse()
         .map_err(|_| ApiError::new(400, field, format!("`{raw}` is not a valid {field}")))
+}
+
+/// The designated GM's answer for a job it accepted on this GM's behalf (a forwarded
+/// GUARANTEED job), or `None` to answer here.
+async fn forwarded_status(
+    s: &ApiState,
+    headers: &axum::http::HeaderMap,
+    job: u64,
+    path: &str,
+) -> Option<Response> {
+    let route = s.route.as_deref();
+    if !super::route::Route::is_forwarded_job(route, job) {
+        return None;
+    }
+    match super::route::Route::route(route, headers, reqwest::Method::GET, path, None).await {
+        super::route::Routed::Answered(r) => Some(r),
+        super::route::Routed::Local => None,
+    }
 }
 
 fn not_found(what: String) -> Response {
     (StatusCode::NOT_FOUND, Json(json!({"error": what}))).into_response()
 }
 
-async fn job(State(s): State<ApiState>, Path(id): Path<String>) -> Response {
+async fn job(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     let id: u64 = match parse_id("job", &id) {
         Ok(v) => v,
         Err(e) => return error(e),
     };
+    if let Some(r) = forwarded_status(&s, &headers, id, &format!("/v1/jobs/{id}")).await {
+        return r;
+    }
     match s.gm.send(GetJob(JobId(id))).await {
         Ok(Some(status)) => Json(status).into_response(),
         Ok(None) => not_found(format!("job {id} is unknown to this GM")),
@@ -102,11 +174,19 @@ async fn job(State(s): State<ApiState>, Path(id): Path<String>) -> Response {
     }
 }
 
-async fn task(State(s): State<ApiState>, Path((job, index)): Path<(String, String)>) -> Response {
+async fn task(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path((job, index)): Path<(String, String)>,
+) -> Response {
     let (job, index): (u64, u32) = match (parse_id("job", &job), parse_id("index", &index)) {
         (Ok(j), Ok(i)) => (j, i),
         (Err(e), _) | (_, Err(e)) => return error(e),
     };
+    let path = format!("/v1/tasks/{job}/{index}");
+    if let Some(r) = forwarded_status(&s, &headers, job, &path).await {
+        return r;
+    }
     let id = TaskId {
         job: JobId(job),
         index,

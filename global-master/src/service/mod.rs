@@ -4,6 +4,7 @@
 //! - [`config`]: flags, environment, TOML file.
 //! - [`api`]: the submission format and its validation.
 //! - [`actor`]: [`actor::GmActor`], one handler per message.
+//! - [`preempt`]: fairness: preemption requests to LMs, preempted tasks coming back.
 //! - [`status`]: per-task and per-job status for the API.
 //! - [`report`]: pending list and metrics.
 //! - [`http`]: the routes.
@@ -13,8 +14,13 @@ pub mod actor;
 pub mod api;
 pub mod config;
 pub mod http;
+pub mod lra_actor;
+pub mod lra_api;
+pub mod lra_http;
 pub mod mq;
+pub mod preempt;
 pub mod report;
+pub mod route;
 pub mod status;
 
 use crate::core::GmConfig;
@@ -32,23 +38,34 @@ use std::time::{Duration, Instant};
 /// is queued (up to the drain timeout), flushes events and returns.
 pub async fn serve(s: config::GmSettings) -> Result<()> {
     let client = http_client(s.launch_timeout);
-    let links: Vec<actor::LaunchLink> = s
-        .lm_urls
-        .iter()
-        .map(|u| {
-            Arc::new(HttpLink {
-                client: client.clone(),
-                url: format!("{}/v1/launch", u.trim_end_matches('/')),
-                retries: 3,
-            }) as actor::LaunchLink
-        })
-        .collect();
+    let link = |path: &str, u: &String| HttpLink {
+        client: client.clone(),
+        url: format!("{}{path}", u.trim_end_matches('/')),
+        retries: 3,
+    };
+    let links = actor::LmLinks {
+        launch: s
+            .lm_urls
+            .iter()
+            .map(|u| Arc::new(link("/v1/launch", u)) as actor::LaunchLink)
+            .collect(),
+        preempt: s
+            .lm_urls
+            .iter()
+            .map(|u| Arc::new(link("/v1/preempt", u)) as preempt::PreemptLink)
+            .collect(),
+    };
     let publisher = Publisher::start(s.amqp.clone());
-    // Queues with shares (and so preemption) are not configurable in the services
-    // yet: the core runs without fairness here.
+    let lra_groups = s.lra.groups.clone();
     let core = GmConfig {
         batch_size: s.batch_size,
-        ..GmConfig::new(GmId(s.id), s.gms, links.len() as u16)
+        designated_gm: GmId(s.designated_gm),
+        lra: s.lra,
+        fairness: s.fairness.clone(),
+        queueable_top_k: s.queueable_top_k,
+        queueable_cap: s.queueable_cap,
+        queueable_quota: s.queueable_quota,
+        ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
     let gm = actor::GmActor::new(
         core,
@@ -57,17 +74,38 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         s.max_queued,
     )
     .start();
+    if !s.lra_operator_constraints.is_empty() {
+        let constraints = s.lra_operator_constraints.clone();
+        let n = constraints.len();
+        gm.send(lra_actor::AddOperatorConstraints(constraints))
+            .await?
+            .context("in --lra-operator-constraints")?;
+        tracing::info!(constraints = n, "operator LRA constraints installed");
+    }
     let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), gm.clone());
+    // The designated GM learns the ends of its LRA containers from the task events.
+    let ends = (s.designated_gm == s.id).then(|| mq::subscribe_ends(s.amqp.clone(), gm.clone()));
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
-    tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), "global master listening");
+    tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
     println!("listening on http://{local}");
     let app = http::router(http::ApiState {
         gm: gm.clone(),
         max_job_tasks: s.max_job_tasks,
+        queues: api::QueueTable {
+            me: GmId(s.id),
+            fairness: s.fairness.clone(),
+        },
         broker: Some(broker),
+        lra_groups,
+        route: Some(Arc::new(route::Route {
+            me: GmId(s.id),
+            designated: GmId(s.designated_gm),
+            designated_url: s.designated_url.clone(),
+            client: http_client(s.launch_timeout),
+        })),
     });
     axum::serve(
         listener.tap_io(|tcp| {
@@ -79,6 +117,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     .await?;
     drain(&gm, s.drain_timeout).await;
     subscription.close().await;
+    for sub in ends.into_iter().flatten() {
+        sub.close().await;
+    }
     if !publisher.close(Duration::from_secs(5)).await {
         tracing::warn!("some events could not be confirmed by the broker before exit");
     }

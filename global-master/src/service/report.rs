@@ -85,7 +85,10 @@ impl Handler<RenderMetrics> for GmActor {
             .core
             .queues()
             .lengths()
-            .map(|(q, n)| (format!("queue=\"{}\"", q.0), n as f64))
+            .map(|(q, n)| {
+                let name = self.queue_names.get(q.index()).map_or("?", String::as_str);
+                (format!("queue=\"{name}\""), n as f64)
+            })
             .collect();
         family(
             &mut out,
@@ -219,11 +222,13 @@ impl Handler<RenderMetrics> for GmActor {
             "Age of the newest state received from each LM.",
             &ages,
         );
+        self.render_preempt_metrics(&mut out);
         m.launch_latency.render(
             &mut out,
             "megha_gm_launch_latency_seconds",
             "Time from submission to the LM accepting the launch (allocation time up to the worker hop).",
         );
+        super::lra_actor::render_lra_metrics(&mut out, &s, self.core.lras_waiting());
         out
     }
 }

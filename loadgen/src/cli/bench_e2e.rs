@@ -166,6 +166,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
         timeout: Duration::from_secs(30),
         quiet: true,
         gms,
+        queues: None,
     };
     let mut rows = Vec::new();
     if args.gm.is_empty() {
@@ -182,6 +183,9 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
             publish_min_interval: Duration::from_millis(2),
             batch_size: 100,
             max_queued: 10_000_000,
+            fairness: None,
+            mercury: None,
+            designated_gm: common::GmId(0),
         };
         eprintln!(
             "embedded cluster: {} nodes x {} cores",
@@ -215,7 +219,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 let client = service_kit::links::http_client(Duration::from_secs(30));
-                let submit = net::http_submitter(args.gm.clone(), client);
+                let submit = net::http_submitter(args.gm.clone(), client, None);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
                 subscription.close().await;
                 let _ = service_kit::amqp::delete_queue(&args.amqp, &queue).await;

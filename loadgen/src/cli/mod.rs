@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_e2e;
+pub mod bench_topk;
 pub mod lra;
 pub mod replay;
 pub mod simulate;

@@ -1,14 +1,17 @@
 //! `loadgen replay` (against running services over HTTP + RabbitMQ) and
 //! `loadgen embedded` (every role in this process), sharing the workload options.
 
+use super::simulate::MercuryArgs;
 use crate::replay::driver::{replay, ReplayOptions, ReplayResult};
-use crate::replay::{embedded, finish::finish, net};
+use crate::replay::{embedded, finish::finish_typed, net, queues};
+use crate::sim::task_types::{self, TaskTypes};
 use crate::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
 use crate::trace::{read_all, tr::TrReader};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
+use common::fairness::{FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
 use service_kit::links::Sink;
 use std::path::PathBuf;
@@ -48,26 +51,50 @@ pub struct WorkloadArgs {
     /// No progress bar and no table.
     #[arg(long)]
     pub quiet: bool,
+    /// A user queue NAME:SHARE:GM (repeatable or comma-separated): the services'
+    /// list, in the same order. Trace jobs that name a queue keep it; the others are
+    /// spread over the queues round-robin; each job goes to its queue's GM. Without
+    /// it, jobs go to the GMs round-robin, in the implicit `default` queue.
+    #[arg(long = "queue", value_delimiter = ',', value_name = "NAME:SHARE:GM")]
+    pub queues: Vec<String>,
+    /// How queue shares are measured (embedded mode): drf or cpu.
+    #[arg(long, default_value = "drf", value_name = "drf|cpu")]
+    pub share_policy: SharePolicy,
 }
 
 impl WorkloadArgs {
-    pub fn jobs(&self) -> Result<Vec<Job>> {
+    /// The `--queue` list for a system of `gms` GMs (`None` without queues).
+    pub fn fairness(&self, gms: u16) -> Result<Option<Arc<FairnessConfig>>> {
+        service_kit::settings::queues(Some(self.queues.as_slice()), Some(self.share_policy), gms)
+    }
+
+    /// The trace's jobs, each in its queue (see [`crate::replay::queues`]).
+    pub fn jobs(&self, fairness: Option<&FairnessConfig>) -> Result<Vec<Job>> {
         let default_task = Resources::new(self.task_cpu_millis, self.task_memory_mb);
         if default_task.any_zero() {
             bail!("--task-cpu-millis and --task-memory-mb must be positive");
         }
         let trace = read_all(TrReader::open(&self.trace)?)?;
-        Ok(workload::build(
+        let mut jobs = workload::build(
             &trace,
             &WorkloadOptions {
                 default_task,
                 constraints: self.constraints,
                 seed: self.seed,
             },
-        ))
+        );
+        if let Some(f) = fairness {
+            queues::assign_queues(&mut jobs, &trace, f)?;
+        }
+        Ok(jobs)
     }
 
-    pub fn options(&self, gms: usize, default_speedup: f64) -> Result<ReplayOptions> {
+    pub fn options(
+        &self,
+        gms: usize,
+        default_speedup: f64,
+        queues: Option<Arc<FairnessConfig>>,
+    ) -> Result<ReplayOptions> {
         let speedup = self.speedup.unwrap_or(default_speedup);
         if !(speedup.is_finite() && speedup > 0.0) {
             bail!("--speedup must be a positive number");
@@ -81,6 +108,7 @@ impl WorkloadArgs {
             timeout: Duration::from_secs_f64(self.timeout_s.max(0.0)),
             quiet: self.quiet,
             gms,
+            queues,
         })
     }
 }
@@ -97,13 +125,27 @@ pub struct ReplayArgs {
     /// Nodes in the cluster (for the summary only).
     #[arg(long, default_value_t = 0)]
     pub nodes: usize,
+    /// Container types given to the trace's tasks (Mercury hybrid-GQ, seeded by
+    /// --seed): short (the Megha path), only-g, only-q or hybrid:TD_S:PQ (tasks
+    /// shorter than TD_S seconds are QUEUEABLE with probability PQ). GUARANTEED work
+    /// is forwarded to the designated GM; the LMs need --queueable for QUEUEABLE work.
+    #[arg(long, default_value = "short", value_name = "TYPES")]
+    pub task_types: String,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }
 
 pub fn run_replay(args: ReplayArgs) -> Result<()> {
-    let jobs = args.workload.jobs()?;
-    let opts = args.workload.options(args.gm.len(), 1.0)?;
+    let fairness = args.workload.fairness(args.gm.len() as u16)?;
+    let mut jobs = args.workload.jobs(fairness.as_deref())?;
+    let policy: TaskTypes = args
+        .task_types
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--task-types: {e}"))?;
+    task_types::assign(&mut jobs, policy, args.workload.seed);
+    let opts = args
+        .workload
+        .options(args.gm.len(), 1.0, fairness.clone())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -126,7 +168,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             waited += 1;
         }
         let client = service_kit::links::http_client(Duration::from_secs(30));
-        let submit = net::http_submitter(args.gm.clone(), client);
+        let submit = net::http_submitter(args.gm.clone(), client, fairness);
         let result = replay(&jobs, submit, events, &opts).await;
         subscription.close().await;
         if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
@@ -135,11 +177,24 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         Ok::<ReplayResult, anyhow::Error>(result)
     })?;
     runtime.shutdown_timeout(Duration::from_secs(1));
-    judge(&result, "megha-services", &args.workload, args.nodes)
+    judge(
+        &result,
+        "megha-services",
+        policy,
+        &args.workload,
+        args.nodes,
+    )
 }
 
-fn judge(result: &ReplayResult, name: &str, w: &WorkloadArgs, nodes: usize) -> Result<()> {
-    if finish(result, name, w.seed, nodes, &w.out, w.quiet)? {
+fn judge(
+    result: &ReplayResult,
+    name: &str,
+    policy: TaskTypes,
+    w: &WorkloadArgs,
+    nodes: usize,
+) -> Result<()> {
+    let types = policy.to_string();
+    if finish_typed(result, name, &types, w.seed, nodes, &w.out, w.quiet)? {
         Ok(())
     } else {
         bail!(
@@ -181,9 +236,24 @@ pub struct EmbeddedArgs {
     pub batch_size: usize,
     #[command(flatten)]
     pub workload: WorkloadArgs,
+    /// Container types and QUEUEABLE knobs, as for `loadgen simulate` (one
+    /// --task-types policy here). Any policy but `short` turns QUEUEABLE work on.
+    #[command(flatten)]
+    pub mercury: MercuryArgs,
 }
 
 impl EmbeddedArgs {
+    /// The one task-type policy of this run.
+    pub fn task_types(&self) -> Result<TaskTypes> {
+        match self.mercury.policies()?.as_slice() {
+            [one] => Ok(*one),
+            more => bail!(
+                "--task-types: embedded mode runs one policy, got {}",
+                more.len()
+            ),
+        }
+    }
+
     pub fn config(&self) -> Result<embedded::EmbeddedConfig> {
         let capacity = Resources::cores(self.node_cpus, self.node_memory_mb);
         if capacity.any_zero() || self.gms == 0 || self.lms == 0 || self.partition_size == 0 {
@@ -204,6 +274,15 @@ impl EmbeddedArgs {
             publish_min_interval: Duration::from_millis(self.publish_min_interval_ms),
             batch_size: self.batch_size.max(1),
             max_queued: 10_000_000,
+            fairness: self.workload.fairness(self.gms)?,
+            mercury: match self.task_types()? {
+                TaskTypes::Short => None,
+                _ => Some(self.mercury.options()?),
+            },
+            designated_gm: match self.mercury.designated_gm {
+                g if g < self.gms => common::GmId(g),
+                g => bail!("--designated-gm {g} is not a GM of {}", self.gms),
+            },
         })
     }
 }
@@ -223,7 +302,8 @@ pub async fn replay_embedded(
     let cluster = embedded::start(cfg, sink)
         .await
         .context("cannot start the embedded cluster")?;
-    Ok(replay(jobs, embedded::submitter(cluster.gms.clone()), events, opts).await)
+    let submit = embedded::submitter_routed(cluster.gms.clone(), Some(cfg.designated_gm.index()));
+    Ok(replay(jobs, submit, events, opts).await)
 }
 
 /// Runs `fut` on an actix System over a multi-thread tokio runtime.
@@ -239,11 +319,15 @@ pub fn in_actix_system<F: std::future::Future>(fut: F) -> F::Output {
 
 pub fn run_embedded(args: EmbeddedArgs) -> Result<()> {
     let cfg = args.config()?;
-    let jobs = args.workload.jobs()?;
-    let opts = args.workload.options(args.gms as usize, 50.0)?;
+    let mut jobs = args.workload.jobs(cfg.fairness.as_deref())?;
+    let policy = args.task_types()?;
+    task_types::assign(&mut jobs, policy, args.workload.seed);
+    let opts = args
+        .workload
+        .options(args.gms as usize, 50.0, cfg.fairness.clone())?;
     if !args.workload.quiet {
         eprintln!(
-            "embedded: {} GMs, {} LMs, {} workers, {} nodes; {} jobs at speedup {}",
+            "embedded: {} GMs, {} LMs, {} workers, {} nodes; {} jobs ({policy} tasks) at speedup {}",
             args.gms,
             args.lms,
             args.workers_per_lm as usize * args.lms as usize,
@@ -256,6 +340,7 @@ pub fn run_embedded(args: EmbeddedArgs) -> Result<()> {
     judge(
         &result,
         "megha-embedded",
+        policy,
         &args.workload,
         cfg.cluster.node_count(),
     )

@@ -181,6 +181,17 @@ pub struct MercuryArgs {
     /// Shed queued QUEUEABLE work from nodes above mean + K sigma (off if absent).
     #[arg(long, value_name = "K")]
     pub shed_sigma: Option<f64>,
+    /// Per-job quota on outstanding QUEUEABLE containers: none, max:N (absolute),
+    /// ratio:R (R per GUARANTEED container of the job, at least 1) or max:N,ratio:R.
+    #[arg(long, default_value = "none", value_name = "QUOTA")]
+    pub queueable_quota: String,
+    /// Promote QUEUEABLE containers that have run this many seconds to GUARANTEED
+    /// at every LM heartbeat (off if absent).
+    #[arg(long, value_name = "SECONDS")]
+    pub promote_after_s: Option<f64>,
+    /// Most promotions per LM heartbeat.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub promote_per_tick: usize,
 }
 
 impl MercuryArgs {
@@ -207,6 +218,13 @@ impl MercuryArgs {
     }
 
     pub fn apply(&self, config: &mut SimConfig) -> Result<()> {
+        config.designated_gm = common::GmId(self.designated_gm);
+        config.mercury = self.options()?;
+        Ok(())
+    }
+
+    /// The QUEUEABLE knobs, checked (simulator and embedded services alike).
+    pub fn options(&self) -> Result<crate::sim::MercuryOptions> {
         if !(self.queueable_cap > 0.0 && self.queueable_cap <= 1.0) {
             bail!("--queueable-cap must be in (0, 1]");
         }
@@ -216,8 +234,19 @@ impl MercuryArgs {
         if self.shed_sigma.is_some_and(|k| !k.is_finite()) {
             bail!("--shed-sigma must be a number");
         }
-        config.designated_gm = common::GmId(self.designated_gm);
-        config.mercury = crate::sim::MercuryOptions {
+        let quota = self
+            .queueable_quota
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--queueable-quota: {e}"))?;
+        let promote_after = match self.promote_after_s {
+            Some(s) if s.is_finite() && s >= 0.0 => Some(Micros::from_secs_f64(s)),
+            Some(_) => bail!("--promote-after-s must be a number of seconds >= 0"),
+            None => None,
+        };
+        if self.promote_per_tick == 0 {
+            bail!("--promote-per-tick must be at least 1");
+        }
+        Ok(crate::sim::MercuryOptions {
             top_k: self.top_k,
             cap: self.queueable_cap,
             queue_order: match self.queue_order.as_str() {
@@ -226,9 +255,11 @@ impl MercuryArgs {
                 other => bail!("--queue-order {other:?}: expected job or fifo"),
             },
             shed_sigma: self.shed_sigma,
+            quota,
+            promote_after,
+            promote_per_tick: self.promote_per_tick,
             ..crate::sim::MercuryOptions::default()
-        };
-        Ok(())
+        })
     }
 }
 
@@ -388,7 +419,7 @@ pub fn run_one(
 /// throughput gain over the first policy of the same scheduler.
 pub fn print_task_types(summaries: &[Summary]) {
     println!(
-        "{:<12} {:<16} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:>6}",
+        "{:<12} {:<16} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8} {:>6} {:>8}",
         "scheduler",
         "task types",
         "tasks/s",
@@ -397,7 +428,8 @@ pub fn print_task_types(summaries: &[Summary]) {
         "job p50 s",
         "job p99 s",
         "Q kills",
-        "shed"
+        "shed",
+        "promoted"
     );
     let mut base: Option<(&str, f64)> = None;
     for s in summaries {
@@ -412,7 +444,7 @@ pub fn print_task_types(summaries: &[Summary]) {
         };
         let j = &s.job_latency_s;
         println!(
-            "{:<12} {:<16} {:>10.2} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>8} {:>6}",
+            "{:<12} {:<16} {:>10.2} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>8} {:>6} {:>8}",
             s.scheduler,
             s.task_types,
             s.task_throughput_per_s,
@@ -421,7 +453,8 @@ pub fn print_task_types(summaries: &[Summary]) {
             j.p50,
             j.p99,
             s.queueable_kills,
-            s.shed
+            s.shed,
+            s.promoted
         );
     }
 }

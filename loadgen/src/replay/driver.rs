@@ -7,6 +7,7 @@ use super::recorder::Recorder;
 use crate::sim::workload::Job;
 use crate::sim::SimOutcome;
 use common::events::TaskEvent;
+use common::fairness::FairnessConfig;
 use common::{JobId, Micros};
 use global_master::service::api::NewTask;
 use service_kit::clock;
@@ -38,8 +39,10 @@ pub struct ReplayOptions {
     pub timeout: Duration,
     /// No progress bar.
     pub quiet: bool,
-    /// GMs to spread jobs over, round-robin.
+    /// GMs to spread jobs over, round-robin (without queues).
     pub gms: usize,
+    /// User queues: each job goes to the GM serving its queue.
+    pub queues: Option<Arc<FairnessConfig>>,
 }
 
 #[derive(Debug)]
@@ -79,20 +82,21 @@ fn spawn_submissions(
     tx: mpsc::UnboundedSender<Answer>,
 ) {
     let speedup = opts.speedup;
-    let plan: Vec<(usize, Duration, Vec<NewTask>)> = jobs
+    let gms = opts.gms.max(1);
+    let plan: Vec<(usize, Duration, Vec<NewTask>, usize)> = jobs
         .iter()
         .enumerate()
         .map(|(k, j)| {
             let at = Duration::from_secs_f64(j.arrival.as_secs_f64() / speedup);
-            (k, at, job_tasks(j, speedup))
+            let gm = super::queues::gm_for(j, opts.queues.as_deref(), k % gms);
+            (k, at, job_tasks(j, speedup), gm)
         })
         .collect();
-    let gms = opts.gms.max(1);
     let cap = opts.rate_cap;
     tokio::spawn(async move {
         let start = tokio::time::Instant::now();
         let mut sent = 0usize;
-        for (k, at, tasks) in plan {
+        for (k, at, tasks, gm) in plan {
             let mut due = start + at;
             if let Some(cap) = cap {
                 due = due.max(start + Duration::from_secs_f64(sent as f64 / cap));
@@ -103,7 +107,7 @@ fn spawn_submissions(
             tokio::spawn(async move {
                 let arrival = clock::now();
                 loop {
-                    match submit(k % gms, tasks.clone()).await {
+                    match submit(gm, tasks.clone()).await {
                         Ok(job) => {
                             let _ = tx.send((k, arrival, Ok(job)));
                             return;

@@ -3,20 +3,31 @@
 //! nothing installed. Must run inside an actix `System` on a tokio runtime.
 
 use super::driver::{SubmitError, Submitter};
+use crate::sim::MercuryOptions;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Result};
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
-use common::messages::{LaunchBatch, LaunchResponse, LmSnapshot, StartTask, WorkerReport};
+use common::fairness::FairnessConfig;
+use common::messages::{
+    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptRequest, PreemptResponse,
+    PreemptedTasks, PromoteTask, StartTask, WorkerReport,
+};
 use common::{GmId, Micros};
 use global_master::core::GmConfig;
-use global_master::service::actor::{ApplySnapshot, GmActor, LaunchLink, Submit, SubmitRefused};
+use global_master::service::actor::{
+    ApplySnapshot, GmActor, LaunchLink, LmLinks, Submit, SubmitRefused,
+};
 use global_master::service::api::NewTask;
+use global_master::service::lra_actor::{ended_tasks, TasksEnded};
+use global_master::service::preempt::{PreemptLink, Requeue};
 use local_master::service::actor::{Launch, LmActor, PublishNow, Register, Reports};
+use local_master::service::orders::{RequeueLink, WorkerLinks};
+use local_master::service::preempt::Preempt;
 use service_kit::links::{fn_link, LinkError, Sink};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use worker::service::actor::{Assign, Start, WorkerActor};
+use worker::service::actor::{Assign, Kill, Promote, Start, WorkerActor};
 
 #[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
@@ -26,6 +37,13 @@ pub struct EmbeddedConfig {
     pub publish_min_interval: Duration,
     pub batch_size: usize,
     pub max_queued: usize,
+    /// User queues (the same for every GM and LM); `None`: one queue, no preemption.
+    pub fairness: Option<Arc<FairnessConfig>>,
+    /// QUEUEABLE work (Mercury) on every LM, worker and GM; `None`: LMs refuse it.
+    pub mercury: Option<MercuryOptions>,
+    /// The GM that places GUARANTEED work and LRAs (a `tune` of [`start_with`] may
+    /// still change it).
+    pub designated_gm: GmId,
 }
 
 #[derive(Debug)]
@@ -41,7 +59,35 @@ fn mailbox<E: std::fmt::Display>(e: E) -> LinkError {
 
 /// Starts every role; `events` receives every task event.
 pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result<EmbeddedCluster> {
+    start_with(cfg, &|c| c, events).await
+}
+
+/// [`start`] with every GM's core configuration passed through `tune` (designated
+/// GM, LRA placer, ...). The ends of tasks (finished, preempted) also go to the
+/// designated GM, which forgets the tags of its LRA containers that ended.
+pub async fn start_with(
+    cfg: &EmbeddedConfig,
+    tune: &dyn Fn(GmConfig) -> GmConfig,
+    events: Sink<Vec<TaskEvent>>,
+) -> Result<EmbeddedCluster> {
     let gm_slot: Arc<OnceLock<Vec<Addr<GmActor>>>> = Arc::new(OnceLock::new());
+    let designated = tune(GmConfig {
+        designated_gm: cfg.designated_gm,
+        ..GmConfig::new(GmId(0), cfg.cluster.gms, 1)
+    })
+    .designated_gm
+    .index();
+    let to_designated = gm_slot.clone();
+    let observer = events.clone();
+    let lm_events: Sink<Vec<TaskEvent>> = Arc::new(move |batch: Vec<TaskEvent>| {
+        let ended = ended_tasks(&batch);
+        if !ended.is_empty() {
+            if let Some(gm) = to_designated.get().and_then(|g| g.get(designated)) {
+                gm.do_send(TasksEnded(ended));
+            }
+        }
+        observer(batch);
+    });
     let fanout = gm_slot.clone();
     let snapshots: Sink<LmSnapshot> = Arc::new(move |s: LmSnapshot| {
         if let Some(gms) = fanout.get() {
@@ -51,36 +97,81 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
         }
     });
     let gms = cfg.cluster.gms;
+    // Preempted tasks go back to their GM's mailbox (the GMs start after the LMs).
+    let requeue_links: Vec<RequeueLink> = (0..gms as usize)
+        .map(|g| {
+            let slot = gm_slot.clone();
+            fn_link(move |tasks: PreemptedTasks| {
+                let gm = slot.get().and_then(|all| all.get(g)).cloned();
+                async move {
+                    let gm =
+                        gm.ok_or_else(|| LinkError::Unreachable(format!("gm{g} not started")))?;
+                    gm.send(Requeue(tasks)).await.map_err(mailbox)
+                }
+            })
+        })
+        .collect();
     let mut lms = Vec::new();
     let mut workers = Vec::new();
     for spec in &cfg.cluster.lms {
-        let lm = LmActor::new(
+        let mut lm = LmActor::new(
             spec,
             gms,
             cfg.heartbeat,
             cfg.workers_per_lm,
             snapshots.clone(),
-            events.clone(),
+            lm_events.clone(),
             cfg.publish_min_interval,
-        )
-        .start();
+        );
+        if let Some(fairness) = &cfg.fairness {
+            lm = lm.with_fairness(fairness.clone(), requeue_links.clone());
+        }
+        if let Some(mercury) = &cfg.mercury {
+            lm = lm.with_queueable(mercury.lm_config(), requeue_links.clone());
+        }
+        let lm = lm.start();
         for slot in 0..cfg.workers_per_lm {
             let to_lm = lm.clone();
             let reports = fn_link(move |r: Vec<WorkerReport>| {
                 let lm = to_lm.clone();
-                async move { lm.send(Reports(r)).await.map_err(mailbox) }
+                async move {
+                    lm.send(Reports(r))
+                        .await
+                        .map_err(mailbox)?
+                        .map_err(LinkError::Unreachable)
+                }
             });
-            let w = WorkerActor::new(reports).start();
+            let mut w = WorkerActor::new(reports);
+            if let Some(mercury) = &cfg.mercury {
+                w = w.with_queueing(mercury.queue_order, mercury.cap);
+            }
+            let w = w.start();
             let to_w = w.clone();
             let starts = fn_link(move |orders: Vec<StartTask>| {
                 let w = to_w.clone();
                 async move { w.send(Start(orders)).await.map_err(mailbox) }
             });
+            let to_w = w.clone();
+            let kills = fn_link(move |orders: Vec<KillTask>| {
+                let w = to_w.clone();
+                async move { w.send(Kill(orders)).await.map_err(mailbox) }
+            });
+            let to_w = w.clone();
+            let promotes = fn_link(move |orders: Vec<PromoteTask>| {
+                let w = to_w.clone();
+                async move { w.send(Promote(orders)).await.map_err(mailbox) }
+            });
             let assignment = lm
                 .send(Register {
                     slot,
                     url: String::new(),
-                    link: starts,
+                    links: WorkerLinks {
+                        start: starts,
+                        kill: kills,
+                        promote: promotes,
+                    },
+                    holding: Vec::new(),
+                    finished: Vec::new(),
                 })
                 .await?
                 .map_err(|e| anyhow!(e))?;
@@ -91,7 +182,7 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
     }
     let mut gm_addrs = Vec::new();
     for g in 0..gms {
-        let links: Vec<LaunchLink> = lms
+        let launch: Vec<LaunchLink> = lms
             .iter()
             .map(|lm| {
                 let lm = lm.clone();
@@ -100,6 +191,22 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
                     async move {
                         match lm.send(Launch(batch)).await {
                             Ok(Ok(r)) => Ok::<LaunchResponse, LinkError>(r),
+                            Ok(Err(e)) => Err(LinkError::Failed(e.to_string())),
+                            Err(e) => Err(mailbox(e)),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let preempt: Vec<PreemptLink> = lms
+            .iter()
+            .map(|lm| {
+                let lm = lm.clone();
+                fn_link(move |request: PreemptRequest| {
+                    let lm = lm.clone();
+                    async move {
+                        match lm.send(Preempt(request)).await {
+                            Ok(Ok(r)) => Ok::<PreemptResponse, LinkError>(r),
                             Ok(Err(e)) => Err(LinkError::Failed(e)),
                             Err(e) => Err(mailbox(e)),
                         }
@@ -107,10 +214,17 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
                 })
             })
             .collect();
-        let config = GmConfig {
+        let links = LmLinks { launch, preempt };
+        let mut config = GmConfig {
             batch_size: cfg.batch_size,
+            fairness: cfg.fairness.clone(),
+            designated_gm: cfg.designated_gm,
             ..GmConfig::new(GmId(g), gms, lms.len() as u16)
         };
+        if let Some(mercury) = &cfg.mercury {
+            config = mercury.gm_config(config);
+        }
+        let config = tune(config);
         gm_addrs.push(GmActor::new(config, links, events.clone(), cfg.max_queued).start());
     }
     let _ = gm_slot.set(gm_addrs.clone());
@@ -126,8 +240,19 @@ pub async fn start(cfg: &EmbeddedConfig, events: Sink<Vec<TaskEvent>>) -> Result
 
 /// Submits straight into the GM actors' mailboxes.
 pub fn submitter(gms: Vec<Addr<GmActor>>) -> Submitter {
+    submitter_routed(gms, None)
+}
+
+/// [`submitter`], with jobs holding GUARANTEED (or long-running) tasks sent to the
+/// `designated` GM, as the other GMs' HTTP APIs forward them.
+pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> Submitter {
     let gms = Arc::new(gms);
     Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
+        let central = tasks.iter().any(|t| t.kind.needs_designated_gm());
+        let gm = match designated {
+            Some(d) if central => d,
+            _ => gm,
+        };
         let addr = gms[gm % gms.len()].clone();
         Box::pin(async move {
             match addr.send(Submit(tasks)).await {

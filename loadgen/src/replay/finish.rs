@@ -19,7 +19,22 @@ pub fn finish(
     out: &Path,
     quiet: bool,
 ) -> Result<bool> {
-    let summary = Summary::new(scheduler, seed, nodes, &result.outcome, result.wall_s);
+    finish_typed(result, scheduler, "short", seed, nodes, out, quiet)
+}
+
+/// [`finish`] of a run whose tasks got types by the hybrid-GQ policy `task_types`
+/// (written to summary.json).
+pub fn finish_typed(
+    result: &ReplayResult,
+    scheduler: &str,
+    task_types: &str,
+    seed: u64,
+    nodes: usize,
+    out: &Path,
+    quiet: bool,
+) -> Result<bool> {
+    let mut summary = Summary::new(scheduler, seed, nodes, &result.outcome, result.wall_s);
+    summary.task_types = task_types.to_owned();
     write_run(out, &result.outcome.records, &summary)
         .with_context(|| format!("cannot write reports to {}", out.display()))?;
     if !quiet {

@@ -6,9 +6,11 @@
 //! - [`net`]: the HTTP submitter and the RabbitMQ event source.
 //! - [`embedded`]: every role in one process with in-memory links.
 //! - [`finish`]: writing the reports and judging the run.
+//! - [`queues`]: which user queue (and so which GM) each job goes to.
 
 pub mod driver;
 pub mod embedded;
 pub mod finish;
 pub mod net;
+pub mod queues;
 pub mod recorder;

@@ -4,6 +4,7 @@
 
 use super::driver::{SubmitError, Submitter};
 use common::events::TaskEvent;
+use common::fairness::FairnessConfig;
 use common::JobId;
 use global_master::service::api::NewTask;
 use serde_json::{json, Value};
@@ -13,27 +14,36 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// The JSON body of `POST /v1/jobs` for these tasks.
-pub fn job_body(tasks: &[NewTask]) -> Value {
+/// The JSON body of `POST /v1/jobs` for these tasks; queues by name (left out
+/// without queues: the GMs' implicit `default` queue).
+pub fn job_body(tasks: &[NewTask], queues: Option<&FairnessConfig>) -> Value {
     let tasks: Vec<Value> = tasks
         .iter()
         .map(|t| {
-            json!({
-                "queue": t.queue.0,
+            let mut task = json!({
                 "resources": {"cpu_millis": t.resources.cpu_millis, "memory_mb": t.resources.memory_mb},
                 "constraints": t.constraints.iter().collect::<Vec<_>>(),
                 "duration_ms": t.duration.0 as f64 / 1000.0,
                 "kind": t.kind,
                 "tags": t.tags,
-            })
+            });
+            if let Some(name) = super::queues::queue_name(queues, t.queue) {
+                task["queue"] = Value::String(name);
+            }
+            task
         })
         .collect();
     json!({ "tasks": tasks })
 }
 
-/// Submits over HTTP to `gm_urls[gm]`. A full GM (429) or one not reachable yet is
-/// retried by the driver; any other refusal is final.
-pub fn http_submitter(gm_urls: Vec<String>, client: reqwest::Client) -> Submitter {
+/// Submits over HTTP to `gm_urls[gm]`, naming each task's queue from `queues`. A
+/// full GM (429) or one not reachable yet is retried by the driver; any other refusal
+/// is final.
+pub fn http_submitter(
+    gm_urls: Vec<String>,
+    client: reqwest::Client,
+    queues: Option<Arc<FairnessConfig>>,
+) -> Submitter {
     let urls: Arc<Vec<String>> = Arc::new(
         gm_urls
             .iter()
@@ -43,8 +53,9 @@ pub fn http_submitter(gm_urls: Vec<String>, client: reqwest::Client) -> Submitte
     Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
         let url = urls[gm % urls.len()].clone();
         let client = client.clone();
+        let body = job_body(&tasks, queues.as_deref());
         Box::pin(async move {
-            let resp = match client.post(&url).json(&job_body(&tasks)).send().await {
+            let resp = match client.post(&url).json(&body).send().await {
                 Ok(r) => r,
                 Err(e) if e.is_connect() => {
                     return Err(SubmitError::Busy(Duration::from_millis(200)))
@@ -92,13 +103,18 @@ pub fn amqp_events(
         ack: true,
         prefetch: 5000,
     };
-    let (status, handle) = subscribe(url, sub, move |_, body| {
-        match serde_json::from_slice::<TaskEvent>(body) {
-            Ok(ev) => {
-                let _ = tx.send(ev);
-            }
-            Err(e) => tracing::warn!(error = %e, "undecodable event ignored"),
-        }
-    });
+    let (status, handle) =
+        subscribe(
+            url,
+            sub,
+            move |_, body| match service_kit::sinks::decode_events(body) {
+                Ok(events) => {
+                    for ev in events {
+                        let _ = tx.send(ev);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "undecodable event ignored"),
+            },
+        );
     (rx, status, handle)
 }

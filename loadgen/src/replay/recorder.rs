@@ -43,7 +43,9 @@ impl Recorder {
             job_offset.push(records.len());
             job_len.push(job.tasks.len());
             for t in &job.tasks {
-                records.push(TaskRecord::new(k as u64, t.id.index, job.arrival));
+                let mut r = TaskRecord::new(k as u64, t.id.index, job.arrival);
+                r.queue = t.queue;
+                records.push(r);
             }
         }
         let n = records.len();
@@ -118,9 +120,13 @@ impl Recorder {
                 ..
             } => {
                 r.attempts += 1;
-                r.lm = Some(lm);
-                r.node = Some(node);
-                r.decision = Decision::from_placement(placement);
+                // Events of different services may arrive out of order: a dispatch
+                // seen after the launch (of a later attempt) does not move the task.
+                if r.launch.is_none() {
+                    r.lm = Some(lm);
+                    r.node = Some(node);
+                    r.decision = Decision::from_placement(placement);
+                }
                 r.queued_until(at);
             }
             TaskEventKind::Requeued { .. } => {
@@ -132,6 +138,11 @@ impl Recorder {
                 self.mark_terminal(i);
             }
             TaskEventKind::Launched { lm, node } => {
+                // Launched with no live dispatch after an attempt: the GM's preemption
+                // request launched it (the LM picks the node, no dispatch event).
+                if r.decision == Decision::Pending && r.attempts > 0 {
+                    r.decision = Decision::Preemption;
+                }
                 r.lm = Some(lm);
                 r.node = Some(node);
                 r.launch = Some(at);
@@ -156,7 +167,16 @@ impl Recorder {
                 r.finish = Some(at);
                 self.mark_terminal(i);
             }
-            TaskEventKind::Preempted { .. } | TaskEventKind::Failed { .. } => {}
+            TaskEventKind::Preempted { lost, .. } => {
+                // The run ends here; the task is queued again and starts afresh.
+                r.preemptions += 1;
+                r.lost_work += lost;
+                self.counters.preemptions += 1;
+                self.counters.wasted += lost;
+                self.waited[i] = true;
+            }
+            TaskEventKind::Failed { .. } => {}
+            TaskEventKind::Promoted { .. } => self.counters.promoted += 1,
         }
     }
 
@@ -177,9 +197,10 @@ impl Recorder {
         self.filter(|i, s| !s.submitted[i])
     }
 
-    /// Tasks that started more than once (must be empty).
+    /// Tasks that started more than once per run (once, plus once per preemption):
+    /// must be empty.
     pub fn started_twice(&self) -> Vec<(u64, u32)> {
-        self.filter(|i, s| s.starts[i] > 1)
+        self.filter(|i, s| s.starts[i] > 1 + s.records[i].preemptions)
     }
 
     /// Allocation overhead samples (seconds): the allocation time of every started
@@ -220,5 +241,77 @@ impl Recorder {
             drained,
             runs: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::messages::Placement;
+    use common::{GmId, LmId, NodeId, Resources, TaskSpec};
+
+    fn ev(task: TaskId, at: u64, kind: TaskEventKind) -> TaskEvent {
+        TaskEvent {
+            task,
+            at: Micros(at),
+            kind,
+        }
+    }
+
+    #[test]
+    fn preemptions_and_out_of_order_dispatches() {
+        let job = Job {
+            id: 0,
+            arrival: Micros(0),
+            tasks: vec![TaskSpec::short(
+                TaskId::new(0, 0),
+                Resources::cores(1, 1),
+                Micros(100),
+            )],
+        };
+        let mut rec = Recorder::new(&[job], Micros(0));
+        let id = TaskId::new(77, 0);
+        rec.submitted(0, JobId(77), Micros(0));
+        let (lm, n0, n1) = (LmId(0), NodeId(0), NodeId(1));
+        let dispatched = TaskEventKind::Dispatched {
+            gm: GmId(0),
+            lm,
+            node: n0,
+            placement: Placement::Internal,
+        };
+        // First run on n0, preempted; second run launched by a preemption on n1,
+        // whose events overtake the (late) dispatch of a rejected attempt.
+        for e in [
+            ev(id, 1, dispatched.clone()),
+            ev(id, 2, TaskEventKind::Launched { lm, node: n0 }),
+            ev(id, 3, TaskEventKind::Started { lm, node: n0 }),
+            ev(
+                id,
+                10,
+                TaskEventKind::Preempted {
+                    lm,
+                    node: n0,
+                    lost: Micros(7),
+                },
+            ),
+            ev(id, 20, TaskEventKind::Launched { lm, node: n1 }),
+            ev(id, 21, TaskEventKind::Started { lm, node: n1 }),
+            ev(id, 15, dispatched),
+            ev(id, 90, TaskEventKind::Finished { lm, node: n1 }),
+        ] {
+            rec.apply(ev(e.task, e.at.0, e.kind));
+        }
+        assert!(rec.started_twice().is_empty(), "one start per run");
+        assert!(rec.unfinished().is_empty());
+        assert_eq!(
+            (rec.counters.preemptions, rec.counters.wasted),
+            (1, Micros(7))
+        );
+        let out = rec.into_outcome(Micros(100));
+        let r = &out.records[0];
+        assert_eq!(
+            (r.node, r.start, r.preemptions),
+            (Some(n1), Some(Micros(21)), 1)
+        );
     }
 }

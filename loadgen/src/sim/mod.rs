@@ -21,7 +21,8 @@ pub mod workload;
 
 use common::cluster::{ClusterSpec, LmSpec};
 use common::fairness::FairnessConfig;
-use common::{GmId, LmId, Micros, QueueId, Resources};
+use common::quota::QueueableQuota;
+use common::{GmId, LmId, Micros, QueueId, Resources, TaskId, TaskKind};
 use ledger::TaskRecord;
 use std::sync::Arc;
 
@@ -112,6 +113,13 @@ pub struct SimConfig {
     pub designated_gm: GmId,
     /// How QUEUEABLE work is placed and shaped (used only when a task is QUEUEABLE).
     pub mercury: MercuryOptions,
+    /// The designated GM's LRA placer. A job whose tasks are all `long_running` is an
+    /// LRA (its tasks are the containers, their tags the container tags) and goes
+    /// through the designated GM's LRA path.
+    pub lra: global_master::core::lra_path::LraPathConfig,
+    /// Operator placement constraints for LRAs (MEDEA section 3): the way a
+    /// simulated workload constrains its LRAs.
+    pub lra_operator_constraints: Vec<global_master::lra::PlacementConstraint>,
 }
 
 /// Mercury's knobs (sections 4.2 and 4.3).
@@ -127,6 +135,13 @@ pub struct MercuryOptions {
     pub queue_order: worker::core::QueueOrder,
     /// Shed queued work from nodes above mean + k·sigma (k), at every LM heartbeat.
     pub shed_sigma: Option<f64>,
+    /// Per-job limit on outstanding QUEUEABLE containers (section 4.1), held by the
+    /// job's GM and guarded by every LM.
+    pub quota: QueueableQuota,
+    /// LMs promote QUEUEABLE containers running at least this long to GUARANTEED,
+    /// at most `promote_per_tick` per heartbeat (off if `None`).
+    pub promote_after: Option<Micros>,
+    pub promote_per_tick: usize,
 }
 
 impl Default for MercuryOptions {
@@ -137,6 +152,41 @@ impl Default for MercuryOptions {
             launch_overhead: Micros::from_millis(10),
             queue_order: worker::core::QueueOrder::JobSubmission,
             shed_sigma: None,
+            quota: QueueableQuota::UNLIMITED,
+            promote_after: None,
+            promote_per_tick: 16,
+        }
+    }
+}
+
+impl MercuryOptions {
+    /// What every LM is configured with for QUEUEABLE work (the simulator and the
+    /// embedded services alike).
+    pub fn lm_config(&self) -> local_master::QueueableConfig {
+        local_master::QueueableConfig {
+            cap: self.cap,
+            launch_overhead: self.launch_overhead,
+            shed_sigma: self.shed_sigma,
+            quota: self.quota,
+            promotion: self
+                .promote_after
+                .map(|after| local_master::queueable::PromotionPolicy {
+                    after,
+                    per_tick: self.promote_per_tick.max(1),
+                }),
+        }
+    }
+
+    /// A GM configuration with these QUEUEABLE knobs.
+    pub fn gm_config(
+        &self,
+        config: global_master::core::GmConfig,
+    ) -> global_master::core::GmConfig {
+        global_master::core::GmConfig {
+            queueable_top_k: self.top_k.max(1),
+            queueable_cap: self.cap,
+            queueable_quota: self.quota,
+            ..config
         }
     }
 }
@@ -155,6 +205,8 @@ impl Default for SimConfig {
             preemption: true,
             designated_gm: GmId(0),
             mercury: MercuryOptions::default(),
+            lra: Default::default(),
+            lra_operator_constraints: Vec::new(),
         }
     }
 }
@@ -181,11 +233,20 @@ pub struct SimCounters {
     pub queueable_kills: u64,
     /// Of those, queued tasks dropped by load shedding.
     pub shed: u64,
+    /// QUEUEABLE containers promoted to GUARANTEED.
+    pub promoted: u64,
+    /// QUEUEABLE tasks held back by their job's quota (GM decisions).
+    pub quota_held: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
+    pub task: TaskId,
+    /// The kind the task started with.
+    pub kind: TaskKind,
+    /// When the worker learnt that this QUEUEABLE run was promoted to GUARANTEED.
+    pub promoted_at: Option<Micros>,
     pub queue: QueueId,
     pub resources: Resources,
     pub start: Micros,

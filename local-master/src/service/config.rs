@@ -1,15 +1,18 @@
 //! Configuration of the `local-master` binary: flags > environment > TOML file >
 //! defaults.
 
+use crate::queueable::{PromotionPolicy, QueueableConfig};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use common::cluster::{ClusterSpec, LmSpec};
+use common::fairness::{FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
 use serde::Deserialize;
 use service_kit::logging::LogFormat;
 use service_kit::merge_options;
 use service_kit::settings::load_file;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A Local Master of the Megha federated scheduler.
@@ -26,6 +29,17 @@ use std::time::Duration;
 ///
 /// Minimal example (LM 0 of 2, 2 GMs, 2 nodes per partition, 2 worker processes):
 ///   local-master --id 0 --gms 2 --lms 2 --partition-size 2 --workers 2 --listen 127.0.0.1:9100
+///
+/// Fairness: give every LM and GM the same --queue list; the LM then verifies each
+/// preemption a GM asks for (POST /v1/preempt) against its own per-queue usage, kills
+/// the victims on their workers and hands them back to the GM that serves their
+/// queue, which it reaches at --gm-url (one per GM, in GM-id order).
+///
+/// QUEUEABLE work (Mercury): with --queueable the LM accepts QUEUEABLE tasks into
+/// worker queues, kills running QUEUEABLE work to make room for other tasks and hands
+/// it back to its GM at --gm-url (required), and may shed, cap, limit and promote:
+///   local-master ... --queueable --queueable-cap 0.8 --shed-k 1.5 \
+///     --queueable-quota max:50,ratio:2 --promote-after-ms 30000 --gm-url http://g0,http://g1
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
@@ -85,6 +99,60 @@ pub struct LmArgs {
     /// On SIGTERM, how long to wait for running tasks to finish. Default 10000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
+    /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
+    /// The same list, in the same order, as the GMs'. Default: none (no preemption).
+    #[arg(
+        long = "queue",
+        env = "MEGHA_QUEUES",
+        value_delimiter = ',',
+        value_name = "NAME:SHARE:GM"
+    )]
+    pub queues: Option<Vec<String>>,
+    /// How a queue's share is measured: drf (dominant of CPU and memory) or cpu.
+    /// Default drf.
+    #[arg(long, env = "MEGHA_SHARE_POLICY", value_name = "drf|cpu")]
+    pub share_policy: Option<SharePolicy>,
+    /// Base URL of a GM (repeatable or comma-separated, in GM-id order; TOML
+    /// `gm_urls`): where preempted tasks go back to their queue. Required with --queue.
+    #[arg(
+        long = "gm-url",
+        env = "MEGHA_GM_URLS",
+        value_delimiter = ',',
+        value_name = "URL"
+    )]
+    pub gm_urls: Option<Vec<String>>,
+    /// Accept QUEUEABLE tasks (Mercury): worker queues, reclaim by killing them for
+    /// other work, handing them back to their GM (needs --gm-url). Default off.
+    #[arg(
+        long,
+        env = "MEGHA_LM_QUEUEABLE",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub queueable: Option<bool>,
+    /// Share of each node's capacity running QUEUEABLE work may hold, in (0, 1].
+    /// Give workers the same --queueable-cap. Default 1 (no cap).
+    #[arg(long, env = "MEGHA_QUEUEABLE_CAP", value_name = "FRACTION")]
+    pub queueable_cap: Option<f64>,
+    /// T_l of the queuing-delay estimate R = T_q + T_r + T_l, in ms. Default 10.
+    #[arg(long, env = "MEGHA_LM_LAUNCH_OVERHEAD_MS", value_name = "MS")]
+    pub launch_overhead_ms: Option<u64>,
+    /// Load shedding: at every heartbeat, drop queued QUEUEABLE work from nodes whose
+    /// estimate exceeds mean + K·sigma (it goes back to its GM). Default off.
+    #[arg(long, env = "MEGHA_LM_SHED_K", value_name = "K")]
+    pub shed_k: Option<f64>,
+    /// Per-job limit on outstanding QUEUEABLE containers: none, max:N, ratio:R
+    /// (per GUARANTEED container) or max:N,ratio:R. The same as the GMs'. Default none.
+    #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
+    pub queueable_quota: Option<String>,
+    /// Promote QUEUEABLE tasks that have run this long to GUARANTEED (never killed
+    /// again), at every heartbeat. Milliseconds; default off.
+    #[arg(long, env = "MEGHA_LM_PROMOTE_AFTER_MS", value_name = "MS")]
+    pub promote_after_ms: Option<u64>,
+    /// Most promotions per heartbeat (with --promote-after-ms). Default 16.
+    #[arg(long, env = "MEGHA_LM_PROMOTE_PER_TICK", value_name = "N")]
+    pub promote_per_tick: Option<usize>,
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -100,6 +168,12 @@ pub struct LmSettings {
     pub heartbeat: Micros,
     pub publish_min_interval: Duration,
     pub drain_timeout: Duration,
+    /// User queues; `None`: no fairness (preemption requests are refused).
+    pub fairness: Option<Arc<FairnessConfig>>,
+    /// GM base URLs by GM id (empty without queues or QUEUEABLE work).
+    pub gm_urls: Vec<String>,
+    /// QUEUEABLE work (Mercury); `None`: QUEUEABLE requests are refused.
+    pub queueable: Option<QueueableConfig>,
     pub log_format: LogFormat,
 }
 
@@ -123,7 +197,17 @@ impl LmArgs {
             heartbeat_ms,
             publish_min_interval_ms,
             drain_timeout_ms,
-            log_format
+            queues,
+            share_policy,
+            gm_urls,
+            log_format,
+            queueable,
+            queueable_cap,
+            launch_overhead_ms,
+            shed_k,
+            queueable_quota,
+            promote_after_ms,
+            promote_per_tick
         );
         let id = self.id.unwrap_or(0);
         let gms = self.gms.unwrap_or(1);
@@ -165,6 +249,16 @@ impl LmArgs {
         if workers == 0 {
             bail!("--workers must be at least 1");
         }
+        let fairness =
+            service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
+        let queueable = self.queueable_config()?;
+        let gm_urls = self.gm_urls.unwrap_or_default();
+        if (fairness.is_some() || queueable.is_some()) && gm_urls.len() != gms as usize {
+            bail!(
+                "--gm-url: with --queue or --queueable the LM needs the URL of every GM ({gms}), in GM-id order, to hand killed tasks back; got {}",
+                gm_urls.len()
+            );
+        }
         Ok(LmSettings {
             spec,
             gms,
@@ -176,7 +270,129 @@ impl LmArgs {
             heartbeat: Micros::from_millis(self.heartbeat_ms.unwrap_or(1000).max(1)),
             publish_min_interval: Duration::from_millis(self.publish_min_interval_ms.unwrap_or(5)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
+            fairness,
+            gm_urls,
+            queueable,
             log_format: self.log_format.unwrap_or_default(),
         })
+    }
+
+    /// The QUEUEABLE settings, checked; `None` without --queueable (then none of its
+    /// knobs may be set).
+    fn queueable_config(&self) -> Result<Option<QueueableConfig>> {
+        if !self.queueable.unwrap_or(false) {
+            let knobs = [
+                ("--queueable-cap", self.queueable_cap.is_some()),
+                ("--launch-overhead-ms", self.launch_overhead_ms.is_some()),
+                ("--shed-k", self.shed_k.is_some()),
+                ("--queueable-quota", self.queueable_quota.is_some()),
+                ("--promote-after-ms", self.promote_after_ms.is_some()),
+                ("--promote-per-tick", self.promote_per_tick.is_some()),
+            ];
+            if let Some((flag, _)) = knobs.iter().find(|(_, set)| *set) {
+                bail!("{flag} applies to QUEUEABLE work: add --queueable");
+            }
+            return Ok(None);
+        }
+        let cap = service_kit::settings::queueable_cap(self.queueable_cap)?;
+        if let Some(k) = self.shed_k {
+            if !(k.is_finite() && k >= 0.0) {
+                bail!("--shed-k must be a non-negative number, got {k}");
+            }
+        }
+        let quota = service_kit::settings::queueable_quota(self.queueable_quota.as_deref())?;
+        let per_tick = self.promote_per_tick.unwrap_or(16);
+        if per_tick == 0 {
+            bail!("--promote-per-tick must be at least 1");
+        }
+        Ok(Some(QueueableConfig {
+            cap,
+            launch_overhead: Micros::from_millis(self.launch_overhead_ms.unwrap_or(10)),
+            shed_sigma: self.shed_k,
+            quota,
+            promotion: self.promote_after_ms.map(|ms| PromotionPolicy {
+                after: Micros::from_millis(ms),
+                per_tick,
+            }),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(args: &[&str]) -> Result<LmSettings> {
+        let mut all = vec!["local-master", "--gms", "2", "--lms", "1"];
+        all.extend_from_slice(args);
+        LmArgs::try_parse_from(all).expect("parse").resolve()
+    }
+
+    #[test]
+    fn queues_need_every_gm_url() {
+        let s = resolve(&[]).expect("no queues");
+        assert!(s.fairness.is_none() && s.gm_urls.is_empty());
+        let q = ["--queue", "a:0.5:0", "--queue", "b:0.5:1"];
+        let err = resolve(&q).expect_err("no GM URLs");
+        assert!(format!("{err:#}").contains("--gm-url"), "{err:#}");
+        let mut one = q.to_vec();
+        one.extend(["--gm-url", "http://g0"]);
+        assert!(resolve(&one).is_err(), "one URL for two GMs");
+        let mut both = q.to_vec();
+        both.extend([
+            "--gm-url",
+            "http://g0",
+            "--gm-url",
+            "http://g1",
+            "--share-policy",
+            "cpu",
+        ]);
+        let s = resolve(&both).expect("valid");
+        assert_eq!(
+            s.gm_urls,
+            vec!["http://g0".to_owned(), "http://g1".to_owned()]
+        );
+        let f = s.fairness.expect("queues");
+        assert_eq!((f.queues.len(), f.policy), (2, SharePolicy::Cpu));
+        assert!(resolve(&["--queue", "a:2:0"]).is_err(), "share above 1");
+    }
+
+    #[test]
+    fn queueable_flags_resolve_and_are_checked() {
+        let urls = ["--gm-url", "http://g0", "--gm-url", "http://g1"];
+        let err = resolve(&["--queueable"]).expect_err("no GM URLs");
+        assert!(format!("{err:#}").contains("--gm-url"), "{err:#}");
+        let err = resolve(&["--shed-k", "2"]).expect_err("knob without --queueable");
+        assert!(format!("{err:#}").contains("--queueable"), "{err:#}");
+        let mut all = vec![
+            "--queueable",
+            "--queueable-cap",
+            "0.5",
+            "--shed-k",
+            "1.5",
+            "--queueable-quota",
+            "max:3",
+            "--promote-after-ms",
+            "2000",
+        ];
+        all.extend(urls);
+        let q = resolve(&all).expect("valid").queueable.expect("enabled");
+        assert_eq!((q.cap, q.shed_sigma), (0.5, Some(1.5)));
+        assert_eq!(q.quota.max, Some(3));
+        let p = q.promotion.expect("promotion");
+        assert_eq!((p.after, p.per_tick), (Micros::from_secs(2), 16));
+        for (flag, value) in [
+            ("--queueable-cap", "1.5"),
+            ("--queueable-cap", "0"),
+            ("--shed-k", "nan"),
+            ("--queueable-quota", "most:3"),
+            ("--promote-per-tick", "0"),
+        ] {
+            let mut bad = vec!["--queueable", flag, value];
+            bad.extend(urls);
+            let err = resolve(&bad).expect_err(value);
+            assert!(format!("{err:#}").contains(flag), "{flag}: {err:#}");
+        }
+        assert!(resolve(&[]).expect("default").queueable.is_none());
     }
 }

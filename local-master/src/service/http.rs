@@ -1,13 +1,18 @@
 //! The LM's internal HTTP API. Bodies are bincode via `common::codec`
 //! (content type `common::codec::CONTENT_TYPE`).
 //!
-//! - `POST /v1/launch`: `LaunchBatch` -> `LaunchResponse` (from GMs).
-//! - `POST /v1/report`: `Vec<WorkerReport>` -> `()` (from workers).
+//! - `POST /v1/launch`: `LaunchBatch` -> `LaunchResponse` (from GMs); 503 until every
+//!   worker has registered (the GM sends it again).
+//! - `POST /v1/preempt`: `PreemptRequest` -> `PreemptResponse` (from GMs).
+//! - `POST /v1/report`: `Vec<WorkerReport>` -> `()` (from workers); 409 while the
+//!   reporting worker has not registered with this life of the LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
-//! - `GET /healthz`, `GET /metrics`.
+//! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
-use super::actor::{GetLoad, Launch, LmActor, Register, Reports};
+use super::actor::{GetLoad, Launch, LaunchError, LmActor, Register, Reports};
 use super::metrics::RenderMetrics;
+use super::orders::WorkerLinks;
+use super::preempt::Preempt;
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -16,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::{LaunchBatch, WorkerRegistration, WorkerReport};
+use common::messages::{LaunchBatch, PreemptRequest, WorkerRegistration, WorkerReport};
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
 use std::sync::Arc;
@@ -26,11 +31,21 @@ use std::time::Duration;
 pub struct LmApi {
     pub lm: Addr<LmActor>,
     pub client: reqwest::Client,
+    /// This life of the LM (see [`LmActor::incarnation`]), on `/healthz`.
+    pub incarnation: u64,
+    /// The broker publisher: a report is answered once the events it caused are
+    /// confirmed, so that an LM crash cannot lose the end of a task whose worker
+    /// already forgot it (the worker sends the report again to the next LM).
+    pub publisher: Option<service_kit::amqp::Publisher>,
 }
+
+/// How long a report's answer waits for the broker to confirm its events.
+const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 pub fn router(state: LmApi) -> Router {
     Router::new()
         .route("/v1/launch", post(launch))
+        .route("/v1/preempt", post(preempt))
         .route("/v1/report", post(report))
         .route("/v1/register", post(register))
         .route("/healthz", get(healthz))
@@ -62,6 +77,21 @@ async fn launch(State(s): State<LmApi>, body: Bytes) -> Response {
     };
     match s.lm.send(Launch(batch)).await {
         Ok(Ok(response)) => bincode_ok(&response),
+        Ok(Err(e @ LaunchError::NotReady { .. })) => {
+            bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        }
+        Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
+        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn preempt(State(s): State<LmApi>, body: Bytes) -> Response {
+    let request: PreemptRequest = match codec::decode(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
+    };
+    match s.lm.send(Preempt(request)).await {
+        Ok(Ok(response)) => bincode_ok(&response),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
@@ -73,7 +103,15 @@ async fn report(State(s): State<LmApi>, body: Bytes) -> Response {
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
     match s.lm.send(Reports(reports)).await {
-        Ok(()) => bincode_ok(&()),
+        Ok(Ok(())) => {
+            if let Some(publisher) = &s.publisher {
+                if !publisher.flush(REPORT_CONFIRM_WAIT).await {
+                    tracing::warn!("events of a worker report not yet confirmed by the broker; answering anyway");
+                }
+            }
+            bincode_ok(&())
+        }
+        Ok(Err(e)) => bad(StatusCode::CONFLICT, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
@@ -83,17 +121,24 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    let link = Arc::new(HttpLink {
+    let worker = |path: &str| HttpLink {
         client: s.client.clone(),
-        url: format!("{}/v1/start", reg.url.trim_end_matches('/')),
+        url: format!("{}{path}", reg.url.trim_end_matches('/')),
         retries: 3,
-    });
+    };
+    let links = WorkerLinks {
+        start: Arc::new(worker("/v1/start")),
+        kill: Arc::new(worker("/v1/kill")),
+        promote: Arc::new(worker("/v1/promote")),
+    };
     match s
         .lm
         .send(Register {
             slot: reg.slot,
             url: reg.url,
-            link,
+            links,
+            holding: reg.holding,
+            finished: reg.finished,
         })
         .await
     {
@@ -107,6 +152,7 @@ async fn healthz(State(s): State<LmApi>) -> Response {
     match s.lm.send(GetLoad).await {
         Ok((undelivered, running, ready)) => Json(serde_json::json!({
             "status": "ok", "ready": ready, "running": running, "undelivered_starts": undelivered,
+            "incarnation": s.incarnation,
         }))
         .into_response(),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),

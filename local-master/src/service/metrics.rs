@@ -92,6 +92,35 @@ impl Handler<RenderMetrics> for LmActor {
             "State publications (heartbeats and changes).",
             c.snapshots_published as f64,
         );
+        single(
+            &mut out,
+            "megha_lm_adopted_tasks_total",
+            "counter",
+            "Tasks taken over from workers that registered again after this LM restarted.",
+            c.adopted as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_orphan_reports_total",
+            "counter",
+            "Reports of tasks that ended while this LM was away (published, no state).",
+            c.orphan_reports as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_queued_queueable_tasks",
+            "gauge",
+            "QUEUEABLE tasks sent to worker queues and not yet started.",
+            self.core.queued_len() as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_promotions_total",
+            "counter",
+            "Running QUEUEABLE tasks promoted to GUARANTEED.",
+            c.promotions as f64,
+        );
+        self.render_preempt_metrics(&mut out);
         out
     }
 }

@@ -6,24 +6,30 @@
 //! - [`actor`]: [`actor::LmActor`], one handler per message.
 //! - [`http`]: the routes.
 //! - [`metrics`]: Prometheus text.
+//! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
+//! - [`preempt`]: preemption requests from GMs (fairness).
 
 pub mod actor;
 pub mod config;
 pub mod http;
 pub mod metrics;
+pub mod orders;
+pub mod preempt;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
 use service_kit::amqp::Publisher;
+use service_kit::links::{http_client, HttpLink};
 use service_kit::sinks::{amqp_event_sink, amqp_snapshot_sink};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs the LM until SIGTERM/SIGINT, then drains: stops accepting launches, waits for
 /// running tasks to finish (up to the drain timeout), flushes the broker and returns.
 pub async fn serve(s: config::LmSettings) -> Result<()> {
     let publisher = Publisher::start(s.amqp.clone());
-    let lm = actor::LmActor::new(
+    let mut lm = actor::LmActor::new(
         &s.spec,
         s.gms,
         s.heartbeat,
@@ -31,17 +37,38 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         amqp_snapshot_sink(publisher.clone()),
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
-    )
-    .start();
+    );
+    let client = http_client(Duration::from_secs(10));
+    let requeue: Vec<orders::RequeueLink> = s
+        .gm_urls
+        .iter()
+        .map(|u| {
+            Arc::new(HttpLink {
+                client: client.clone(),
+                url: format!("{}/v1/internal/requeue", u.trim_end_matches('/')),
+                retries: 3,
+            }) as orders::RequeueLink
+        })
+        .collect();
+    if let Some(fairness) = &s.fairness {
+        lm = lm.with_fairness(fairness.clone(), requeue.clone());
+    }
+    if let Some(queueable) = &s.queueable {
+        lm = lm.with_queueable(queueable.clone(), requeue);
+    }
+    let incarnation = lm.incarnation();
+    let lm = lm.start();
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
-    tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, "local master listening");
+    tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
     println!("listening on http://{local}");
     let app = http::router(http::LmApi {
         lm: lm.clone(),
         client: http::worker_client(),
+        incarnation,
+        publisher: Some(publisher.clone()),
     });
     axum::serve(
         listener.tap_io(|tcp| {

@@ -1,26 +1,42 @@
 //! The worker actor: one pure [`Worker`] core per node it runs, a single timer set
 //! to the earliest task end, and an ordered sender of reports to the LM.
 
-use crate::core::Worker;
+use crate::core::{QueueOrder, Worker};
 use actix::prelude::*;
-use common::messages::{StartTask, WorkerAssignment, WorkerReport};
-use common::{Micros, NodeId};
+use common::messages::{
+    HeldTask, KillTask, PromoteTask, StartTask, WorkerAssignment, WorkerReport,
+};
+use common::{Micros, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::{Link, OrderedSender};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
     pub started: u64,
     pub finished: u64,
     pub refused: u64,
+    pub killed: u64,
+    pub promoted: u64,
 }
 
 pub struct WorkerActor {
     nodes: BTreeMap<NodeId, Worker>,
     reports: OrderedSender<WorkerReport>,
     wake: Option<(Micros, SpawnHandle)>,
+    /// Every task started or queued here and not yet reported ended, to list them
+    /// when registering again with a restarted LM.
+    held: HashMap<TaskId, (NodeId, TaskSpec)>,
+    /// The LM life this worker registered with.
+    incarnation: Option<u64>,
+    /// The most recent tasks finished here (at most [`FINISHED_KEPT`]), for a
+    /// restarted LM not to launch them again.
+    finished: std::collections::VecDeque<TaskId>,
     pub(super) counters: WorkerCounters,
+    /// How the nodes' QUEUEABLE queues are ordered.
+    queue_order: QueueOrder,
+    /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
+    queueable_cap: f64,
 }
 
 impl std::fmt::Debug for WorkerActor {
@@ -39,8 +55,21 @@ impl WorkerActor {
             nodes: BTreeMap::new(),
             reports: OrderedSender::start(report_link),
             wake: None,
+            held: HashMap::new(),
+            incarnation: None,
+            finished: std::collections::VecDeque::new(),
             counters: WorkerCounters::default(),
+            queue_order: QueueOrder::Fifo,
+            queueable_cap: 1.0,
         }
+    }
+
+    /// Orders every node's QUEUEABLE queue by `order` and caps running QUEUEABLE
+    /// work at `cap` of each node (the LM's cap); applies to nodes assigned later.
+    pub fn with_queueing(mut self, order: QueueOrder, cap: f64) -> Self {
+        self.queue_order = order;
+        self.queueable_cap = cap;
+        self
     }
 
     fn emit(&mut self, reports: Vec<WorkerReport>) {
@@ -51,10 +80,17 @@ impl WorkerActor {
                     tracing::debug!(task = %task, job = task.job.0, %node, "task started");
                 }
                 WorkerReport::Finished { task, node, .. } => {
+                    self.held.remove(&task);
+                    if self.finished.len() == FINISHED_KEPT {
+                        self.finished.pop_front();
+                    }
+                    self.finished.push_back(task);
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
                 WorkerReport::Killed { task, node, .. } => {
+                    self.held.remove(&task);
+                    self.counters.killed += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "task killed");
                 }
             }
@@ -115,11 +151,18 @@ pub struct Assign(pub WorkerAssignment);
 impl Handler<Assign> for WorkerActor {
     type Result = ();
     fn handle(&mut self, msg: Assign, _: &mut Context<Self>) {
-        tracing::info!(lm = %msg.0.lm, slot = msg.0.slot, nodes = msg.0.nodes.len(), "nodes assigned");
+        tracing::info!(lm = %msg.0.lm, slot = msg.0.slot, nodes = msg.0.nodes.len(), incarnation = msg.0.incarnation, "nodes assigned");
+        self.incarnation = Some(msg.0.incarnation);
+        let (order, cap) = (self.queue_order, self.queueable_cap);
         for (node, capacity) in msg.0.nodes {
-            self.nodes
-                .entry(node)
-                .or_insert_with(|| Worker::new(node, capacity));
+            self.nodes.entry(node).or_insert_with(|| {
+                let w = Worker::new(node, capacity).with_queue_order(order);
+                if cap < 1.0 {
+                    w.with_queueable_limit(capacity.scaled(cap))
+                } else {
+                    w
+                }
+            });
         }
     }
 }
@@ -141,8 +184,12 @@ impl Handler<Start> for WorkerActor {
                 tracing::error!(task = %task, job = task.job.0, %node, "start order for a node this worker does not run");
                 continue;
             };
+            let spec = order.task.clone();
             match w.start_task(now, order) {
-                Ok(r) => reports.extend(r),
+                Ok(r) => {
+                    self.held.insert(task, (node, spec));
+                    reports.extend(r);
+                }
                 Err(e) => {
                     self.counters.refused += 1;
                     tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused");
@@ -151,6 +198,97 @@ impl Handler<Start> for WorkerActor {
         }
         self.emit(reports);
         self.reschedule(ctx);
+    }
+}
+
+/// The tasks this worker holds (running or queued), those it finished recently, and
+/// the LM life it registered with.
+#[derive(Message, Debug)]
+#[rtype(result = "(Vec<HeldTask>, Vec<TaskId>, Option<u64>)")]
+pub struct Holding;
+
+/// How many recently finished tasks a worker remembers for a restarted LM.
+const FINISHED_KEPT: usize = 10_000;
+
+impl Handler<Holding> for WorkerActor {
+    type Result = MessageResult<Holding>;
+    fn handle(&mut self, _: Holding, _: &mut Context<Self>) -> Self::Result {
+        let started: HashMap<TaskId, Micros> = self
+            .nodes
+            .values()
+            .flat_map(|w| w.running().iter().map(|r| (r.task, r.started_at)))
+            .collect();
+        let held = self
+            .held
+            .iter()
+            .map(|(id, (node, spec))| HeldTask {
+                node: *node,
+                task: spec.clone(),
+                started_at: started.get(id).copied(),
+            })
+            .collect();
+        MessageResult((
+            held,
+            self.finished.iter().copied().collect(),
+            self.incarnation,
+        ))
+    }
+}
+
+/// Kill orders from the LM (preemption). A task no longer here (it finished, or the
+/// order is a retry) is skipped: its finish report stands.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Kill(pub Vec<KillTask>);
+
+impl Handler<Kill> for WorkerActor {
+    type Result = ();
+    fn handle(&mut self, msg: Kill, ctx: &mut Context<Self>) {
+        let now = clock::now();
+        let mut reports = Vec::new();
+        for order in msg.0 {
+            let (task, node) = (order.task, order.node);
+            let Some(w) = self.nodes.get_mut(&node) else {
+                tracing::error!(task = %task, job = task.job.0, %node, "kill order for a node this worker does not run");
+                continue;
+            };
+            match w.kill(now, task) {
+                Ok(r) => reports.push(r),
+                Err(e) => {
+                    tracing::debug!(task = %task, job = task.job.0, %node, error = %e, "kill order for a task not here; skipped")
+                }
+            }
+        }
+        self.emit(reports);
+        self.reschedule(ctx);
+    }
+}
+
+/// Promotion orders from the LM: running QUEUEABLE tasks become GUARANTEED (never
+/// killed for other work again). A task no longer here is skipped.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Promote(pub Vec<PromoteTask>);
+
+impl Handler<Promote> for WorkerActor {
+    type Result = ();
+    fn handle(&mut self, msg: Promote, _: &mut Context<Self>) {
+        for order in msg.0 {
+            let (task, node) = (order.task, order.node);
+            let Some(w) = self.nodes.get_mut(&node) else {
+                tracing::error!(task = %task, job = task.job.0, %node, "promote order for a node this worker does not run");
+                continue;
+            };
+            match w.promote(task) {
+                Ok(()) => {
+                    self.counters.promoted += 1;
+                    tracing::info!(task = %task, job = task.job.0, %node, "task promoted to GUARANTEED");
+                }
+                Err(e) => {
+                    tracing::debug!(task = %task, job = task.job.0, %node, error = %e, "promote order for a task not running here; skipped")
+                }
+            }
+        }
     }
 }
 
@@ -210,6 +348,20 @@ impl Handler<RenderMetrics> for WorkerActor {
             "counter",
             "Tasks finished.",
             c.finished as f64,
+        );
+        single(
+            &mut out,
+            "megha_worker_killed_total",
+            "counter",
+            "Tasks killed: preempted on the LM's order, or QUEUEABLE work making room.",
+            c.killed as f64,
+        );
+        single(
+            &mut out,
+            "megha_worker_promoted_total",
+            "counter",
+            "QUEUEABLE tasks promoted to GUARANTEED on the LM's order.",
+            c.promoted as f64,
         );
         single(
             &mut out,

@@ -1,5 +1,6 @@
 //! Configuration of the `worker` binary: flags > environment > TOML file > defaults.
 
+use crate::core::QueueOrder;
 use anyhow::{bail, Result};
 use clap::Parser;
 use serde::Deserialize;
@@ -18,6 +19,10 @@ use std::time::Duration;
 ///
 /// Minimal example:
 ///   worker --lm-url http://127.0.0.1:9100 --slot 0 --listen 127.0.0.1:9200
+///
+/// QUEUEABLE work (Mercury) waits in a per-node queue when the node is full; give
+/// the worker the LM's --queueable-cap and choose the queue order:
+///   worker --lm-url http://127.0.0.1:9100 --queue-order job --queueable-cap 0.8
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
@@ -43,9 +48,22 @@ pub struct WorkerArgs {
     /// URL the LM uses to reach this worker. Default http://<bound listen address>.
     #[arg(long, env = "MEGHA_WORKER_ADVERTISE_URL", value_name = "URL")]
     pub advertise_url: Option<String>,
+    /// How often to check that the LM is still the one this worker registered with
+    /// (its `incarnation` on /healthz); after an LM restart the worker registers
+    /// again, listing the tasks it holds. Milliseconds, default 1000.
+    #[arg(long, env = "MEGHA_WORKER_LM_CHECK_MS", value_name = "MS")]
+    pub lm_check_ms: Option<u64>,
     /// On SIGTERM, how long to wait for running tasks to finish. Default 30000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
+    /// Order of the QUEUEABLE queue of each node: fifo, or job (tasks of
+    /// earlier-submitted jobs first, Mercury's queue reordering). Default fifo.
+    #[arg(long, env = "MEGHA_WORKER_QUEUE_ORDER", value_name = "fifo|job")]
+    pub queue_order: Option<String>,
+    /// Share of each node's capacity running QUEUEABLE work may hold, in (0, 1]: the
+    /// same as the LM's --queueable-cap. Default 1 (no cap).
+    #[arg(long, env = "MEGHA_QUEUEABLE_CAP", value_name = "FRACTION")]
+    pub queueable_cap: Option<f64>,
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -67,7 +85,11 @@ pub struct WorkerSettings {
     pub listen: String,
     pub advertise_url: Option<String>,
     pub drain_timeout: Duration,
+    pub lm_check: Duration,
     pub log_format: LogFormat,
+    pub queue_order: QueueOrder,
+    /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
+    pub queueable_cap: f64,
 }
 
 impl WorkerArgs {
@@ -81,8 +103,18 @@ impl WorkerArgs {
             listen,
             advertise_url,
             drain_timeout_ms,
-            log_format
+            lm_check_ms,
+            log_format,
+            queue_order,
+            queueable_cap
         );
+        let queue_order = match &self.queue_order {
+            Some(text) => text
+                .parse::<QueueOrder>()
+                .map_err(|e| anyhow::anyhow!("--queue-order: {e}"))?,
+            None => QueueOrder::Fifo,
+        };
+        let queueable_cap = service_kit::settings::queueable_cap(self.queueable_cap)?;
         let lm_url = self
             .lm_url
             .unwrap_or_else(|| "http://127.0.0.1:9100".into());
@@ -95,7 +127,13 @@ impl WorkerArgs {
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),
             advertise_url: self.advertise_url,
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(30_000)),
+            lm_check: match self.lm_check_ms.unwrap_or(1000) {
+                0 => bail!("--lm-check-ms must be positive"),
+                ms => Duration::from_millis(ms),
+            },
             log_format: self.log_format.unwrap_or_default(),
+            queue_order,
+            queueable_cap,
         })
     }
 }
@@ -111,5 +149,25 @@ mod tests {
         let args = WorkerArgs::try_parse_from(["worker", "--slot", "3"]).expect("3");
         assert_eq!(args.slot, Some(3));
         assert!(WorkerArgs::try_parse_from(["worker", "--slot", "three"]).is_err());
+    }
+
+    #[test]
+    fn queue_order_and_cap_are_checked() {
+        let resolve = |args: &[&str]| {
+            let mut all = vec!["worker"];
+            all.extend_from_slice(args);
+            WorkerArgs::try_parse_from(all).expect("parse").resolve()
+        };
+        let s = resolve(&[]).expect("defaults");
+        assert_eq!((s.queue_order, s.queueable_cap), (QueueOrder::Fifo, 1.0));
+        let s = resolve(&["--queue-order", "job", "--queueable-cap", "0.5"]).expect("valid");
+        assert_eq!(
+            (s.queue_order, s.queueable_cap),
+            (QueueOrder::JobSubmission, 0.5)
+        );
+        let err = resolve(&["--queue-order", "lifo"]).expect_err("unknown order");
+        assert!(format!("{err:#}").contains("--queue-order"), "{err:#}");
+        let err = resolve(&["--queueable-cap", "2"]).expect_err("cap above 1");
+        assert!(format!("{err:#}").contains("--queueable-cap"), "{err:#}");
     }
 }

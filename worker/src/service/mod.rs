@@ -26,7 +26,9 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         url: format!("{}/v1/report", s.lm_url),
         retries: 3,
     });
-    let worker = actor::WorkerActor::new(reports).start();
+    let worker = actor::WorkerActor::new(reports)
+        .with_queueing(s.queue_order, s.queueable_cap)
+        .start();
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
@@ -47,27 +49,36 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     let server = tokio::spawn(async move { server.await });
     // Register (retrying until the LM answers), then take the assigned nodes.
     let register = HttpLink {
-        client,
+        client: client.clone(),
         url: format!("{}/v1/register", s.lm_url),
         retries: 0,
     };
-    let registration = WorkerRegistration { slot: s.slot, url };
-    let mut delay = Duration::from_millis(100);
-    let assignment: WorkerAssignment = loop {
-        match register.call(registration.clone()).await {
-            Ok(a) => break a,
-            Err(e) => {
-                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "cannot register with the LM yet");
-                if server.is_finished() {
-                    return Ok(());
-                }
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
-            }
-        }
+    let registration = WorkerRegistration {
+        slot: s.slot,
+        url,
+        holding: Vec::new(),
+        finished: Vec::new(),
+    };
+    let Some(assignment) = register_until_answered(&register, registration.clone(), &server).await
+    else {
+        return Ok(());
+    };
+    let registration = WorkerRegistration {
+        slot: assignment.slot,
+        ..registration
     };
     worker.do_send(actor::Assign(assignment));
-    server.await.context("server task")??;
+    let watcher = tokio::spawn(watch_lm(
+        client,
+        s.lm_url.clone(),
+        s.lm_check,
+        register,
+        registration,
+        worker.clone(),
+    ));
+    let served = server.await.context("server task");
+    watcher.abort();
+    served??;
     let deadline = Instant::now() + s.drain_timeout;
     while Instant::now() < deadline {
         match worker.send(actor::GetLoad).await {
@@ -77,6 +88,73 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     }
     tracing::info!("worker stopped");
     Ok(())
+}
+
+/// Registers, retrying with backoff until the LM answers; `None` if the server
+/// stopped meanwhile (shutdown).
+async fn register_until_answered<T>(
+    register: &HttpLink,
+    registration: WorkerRegistration,
+    server: &tokio::task::JoinHandle<T>,
+) -> Option<WorkerAssignment> {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match register.call(registration.clone()).await {
+            Ok(a) => return Some(a),
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "cannot register with the LM yet");
+                if server.is_finished() {
+                    return None;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// Every `period`, reads the LM's incarnation from its `/healthz`; when it is not the
+/// one this worker registered with (the LM restarted and lost its state), registers
+/// again listing the tasks held here, so that the new LM accounts for them before it
+/// publishes any state. Reports wait meanwhile: the LM refuses them from a worker that
+/// has not registered with it, and the ordered sender retries.
+async fn watch_lm(
+    client: reqwest::Client,
+    lm_url: String,
+    period: Duration,
+    register: HttpLink,
+    registration: WorkerRegistration,
+    worker: actix::Addr<actor::WorkerActor>,
+) {
+    let health = format!("{lm_url}/healthz");
+    loop {
+        tokio::time::sleep(period).await;
+        let seen = match client.get(&health).send().await {
+            Ok(resp) => resp
+                .json::<serde_json::Value>()
+                .await
+                .ok()
+                .and_then(|v| v.get("incarnation").and_then(serde_json::Value::as_u64)),
+            Err(_) => None,
+        };
+        let Some(seen) = seen else { continue };
+        let Ok((holding, finished, known)) = worker.send(actor::Holding).await else {
+            return;
+        };
+        if known == Some(seen) {
+            continue;
+        }
+        tracing::info!(lm = %lm_url, old = ?known, new = seen, tasks = holding.len(), "the LM restarted; registering again with the tasks held here");
+        let again = WorkerRegistration {
+            holding,
+            finished,
+            ..registration.clone()
+        };
+        match register.call(again).await {
+            Ok(a) => worker.do_send(actor::Assign(a)),
+            Err(e) => tracing::warn!(error = %e, "registering again failed; will retry"),
+        }
+    }
 }
 
 /// The binary's entry point.

@@ -3,22 +3,27 @@
 //! Every role is a single server: an input arriving while it is busy waits (framework
 //! queuing), handling it costs time per the [`CostModel`](super::CostModel), and its
 //! outputs leave when it is done. Messages take the configured one-way delay.
+//! [`workers`] holds the worker side.
+
+mod workers;
 
 use super::events::EventQueue;
 use super::ledger::{Decision, TaskRecord};
 use super::workload::Job;
-use super::Run;
-use super::{CostModel, Progress, SimConfig, SimCounters, SimOutcome};
+use super::{CostModel, Progress, Run, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
 use common::messages::{
-    KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome,
-    PreemptRequest, PreemptResponse, PreemptedTasks, StartTask, WorkerReport,
+    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptOutcome, PreemptRequest,
+    PreemptResponse, PreemptedTasks, PromoteTask, StartTask, WorkerReport,
 };
 use common::{GmId, Micros, TaskId, TaskKind};
-use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig};
-use local_master::{LmConfig, LocalMaster, QueueableConfig};
+use global_master::core::{GlobalMaster, GmConfig};
+use local_master::{LmConfig, LocalMaster};
 use std::collections::HashMap;
 use worker::Worker;
+
+mod gm;
+mod lra;
 
 enum Ev {
     JobArrival(usize),
@@ -34,6 +39,11 @@ enum Ev {
     GmPreemptResponse(PreemptResponse),
     GmRequeue(PreemptedTasks),
     WorkerKill(usize, KillTask),
+    /// The designated GM's LRA placer may run.
+    GmLraPass,
+    /// The designated GM learns that a task ended (from the LM's events).
+    GmLraEnded(TaskId),
+    WorkerPromote(usize, PromoteTask),
 }
 
 struct Sim<'a> {
@@ -60,6 +70,12 @@ struct Sim<'a> {
     designated: usize,
     runs: Vec<Run>,
     active_run: HashMap<TaskId, usize>,
+    /// Some job is an LRA.
+    has_lras: bool,
+    /// A `GmLraPass` event is queued.
+    lra_pass_pending: bool,
+    /// LRA placer runs in a row that placed nothing.
+    lra_fruitless: u32,
 }
 
 /// Simulates Megha (or, given a one-GM one-LM cluster, the centralized baseline).
@@ -93,11 +109,7 @@ pub fn simulate(
         }));
         let mut lm = LocalMaster::new(spec, cluster.gms, lm_config.clone(), Micros::ZERO);
         if queueable {
-            lm = lm.with_queueable(QueueableConfig {
-                cap: mercury.cap,
-                launch_overhead: mercury.launch_overhead,
-                shed_sigma: mercury.shed_sigma,
-            });
+            lm = lm.with_queueable(mercury.lm_config());
         }
         lms.push(match &config.fairness {
             Some(f) => lm.with_fairness(f.clone()),
@@ -111,14 +123,13 @@ pub fn simulate(
     };
     let gms = (0..gm_count)
         .map(|g| {
-            GlobalMaster::new(GmConfig {
+            GlobalMaster::new(mercury.gm_config(GmConfig {
                 batch_size: config.batch_size,
                 fairness: config.fairness.clone().filter(|_| config.preemption),
                 designated_gm: designated,
-                queueable_top_k: mercury.top_k.max(1),
-                queueable_cap: mercury.cap,
+                lra: config.lra.clone(),
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
-            })
+            }))
         })
         .collect();
     let max_job = jobs.iter().map(|j| j.id as usize + 1).max().unwrap_or(0);
@@ -154,7 +165,11 @@ pub fn simulate(
         designated: designated.index(),
         runs: Vec::new(),
         active_run: HashMap::new(),
+        has_lras: jobs.iter().any(lra::is_lra),
+        lra_pass_pending: false,
+        lra_fruitless: 0,
     };
+    sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
         sim.queue.push(job.arrival, Ev::JobArrival(k));
     }
@@ -215,15 +230,6 @@ impl Sim<'_> {
         }
     }
 
-    fn schedule_wake(&mut self, w: usize) {
-        if let Some(t) = self.workers[w].next_wakeup() {
-            if self.wake_at[w].is_none_or(|s| t < s) {
-                self.wake_at[w] = Some(t);
-                self.queue.push(t, Ev::WorkerWake(w));
-            }
-        }
-    }
-
     fn handle(&mut self, now: Micros, ev: Ev, jobs: &[Job]) {
         match ev {
             Ev::JobArrival(k) => {
@@ -236,6 +242,10 @@ impl Sim<'_> {
                     }
                     _ => (k % self.gms.len(), common::QueueId(0)),
                 };
+                if lra::is_lra(&jobs[k]) {
+                    self.lra_arrival(now, &jobs[k], queue);
+                    return;
+                }
                 let mut to_designated = false;
                 for task in &jobs[k].tasks {
                     let target = if task.kind.needs_designated_gm() {
@@ -274,24 +284,11 @@ impl Sim<'_> {
                 self.gms[g].requeue_preempted(now, &preempted);
                 self.request_pass(g, now);
             }
-            Ev::WorkerKill(w, kill) => {
-                let was_running = self.workers[w]
-                    .running()
-                    .iter()
-                    .any(|r| r.task == kill.task);
-                if let Ok(report) = self.workers[w].kill(now, kill.task) {
-                    if was_running {
-                        self.end_run(kill.task, now);
-                        self.running -= 1;
-                    }
-                    let lm = self.lm_of_worker(w);
-                    // The room is left to the work the LM killed for, whose start
-                    // follows; queued work may take what that leaves.
-                    self.queue
-                        .push(now + self.delay(), Ev::LmReport(lm, report));
-                }
-            }
+            Ev::WorkerKill(w, kill) => self.worker_kill(now, w, kill),
+            Ev::WorkerPromote(w, promote) => self.worker_promote(now, w, promote),
             Ev::GmPass(g) => self.gm_pass(now, g),
+            Ev::GmLraPass => self.lra_pass(now),
+            Ev::GmLraEnded(task) => self.lra_ended(now, task),
             Ev::GmResponse(response) => self.gm_response(now, response),
             Ev::GmSnapshot(g, snapshot) => {
                 self.charge_snapshot(now, g, &snapshot);
@@ -343,63 +340,6 @@ impl Sim<'_> {
         self.worker_base.partition_point(|&base| base <= w) - 1
     }
 
-    fn charge_snapshot(&mut self, now: Micros, g: usize, snapshot: &LmSnapshot) {
-        let cost = CostModel::per_unit(snapshot.free.len() as u64, self.costs.gm_snapshot_node_ns);
-        self.gm_busy[g] = now.max(self.gm_busy[g]) + cost;
-    }
-
-    fn gm_pass(&mut self, now: Micros, g: usize) {
-        if now < self.gm_busy[g] {
-            self.queue.push(self.gm_busy[g], Ev::GmPass(g));
-            return;
-        }
-        self.gm_pass_pending[g] = false;
-        let out = self.gms[g].schedule(now);
-        if out.decisions.is_empty() {
-            return;
-        }
-        let mut t = now;
-        for d in &out.decisions {
-            let cost = self.costs.gm_decision + CostModel::per_unit(d.words, self.costs.gm_word_ns);
-            let rec = self.record(d.task);
-            rec.queued_until(t);
-            t += cost;
-            rec.processed_until(t);
-            rec.attempts += 1;
-            match &d.outcome {
-                DecisionOutcome::Dispatched {
-                    lm,
-                    node,
-                    placement,
-                    ..
-                } => {
-                    rec.lm = Some(*lm);
-                    rec.node = Some(*node);
-                    rec.decision = Decision::from_placement(*placement);
-                }
-                DecisionOutcome::Requeued(_) => self.counters.requeues += 1,
-                DecisionOutcome::Preempting { .. } => self.counters.preempt_attempts += 1,
-                DecisionOutcome::Unplaceable(_) => {
-                    rec.decision = Decision::Unplaceable;
-                    self.done += 1;
-                }
-            }
-        }
-        self.gm_busy[g] = t;
-        let arrive = t + self.delay();
-        for batch in out.batches {
-            for req in &batch.requests {
-                self.record(req.task.id).queued_until(t);
-            }
-            self.counters.launch_batches += 1;
-            self.queue.push(arrive, Ev::LmBatch(batch));
-        }
-        for request in out.preempts {
-            self.record(request.task.id).queued_until(t);
-            self.queue.push(arrive, Ev::LmPreempt(request));
-        }
-    }
-
     fn lm_preempt(&mut self, now: Micros, request: PreemptRequest) {
         let l = request.lm.index();
         let (start, done) = self.lm_serve(now, l, std::slice::from_ref(&request.task.id));
@@ -436,6 +376,11 @@ impl Sim<'_> {
     /// Sends an LM's kills and start orders to its workers when it is done.
     fn lm_send(&mut self, l: usize, done: Micros, effects: local_master::LmEffects) {
         let arrive = done + self.delay();
+        for promote in effects.promoted {
+            self.counters.promoted += 1;
+            let w = self.worker_base[l] + promote.node.index();
+            self.queue.push(arrive, Ev::WorkerPromote(w, promote));
+        }
         // Kills leave before the start that reuses their room, so they arrive first.
         for kill in effects.kills {
             let w = self.worker_base[l] + kill.node.index();
@@ -445,12 +390,6 @@ impl Sim<'_> {
             self.record(order.task.id).launch = Some(done);
             let w = self.worker_base[l] + order.node.index();
             self.queue.push(arrive, Ev::WorkerStart(w, order));
-        }
-    }
-
-    fn end_run(&mut self, task: TaskId, at: Micros) {
-        if let Some(i) = self.active_run.remove(&task) {
-            self.runs[i].end = Some(at);
         }
     }
 
@@ -469,32 +408,14 @@ impl Sim<'_> {
         }
     }
 
-    fn gm_response(&mut self, now: Micros, response: LaunchResponse) {
-        let g = response.gm.index();
-        self.charge_snapshot(now, g, &response.snapshot);
-        for (task, outcome) in &response.outcomes {
-            match outcome {
-                LaunchOutcome::Launched {
-                    placement: Placement::Repartition,
-                } => self.counters.repartitions += 1,
-                LaunchOutcome::Launched { .. } => {}
-                LaunchOutcome::Rejected(_) => {
-                    let rec = self.record(*task);
-                    rec.in_flight_until(now);
-                    rec.rejections += 1;
-                    rec.decision = Decision::Pending;
-                    rec.lm = None;
-                    rec.node = None;
-                    self.counters.lm_rejections += 1;
-                }
-            }
-        }
-        self.gms[g].handle_response(now, &response);
-        self.request_pass(g, now);
-    }
-
     fn lm_tick(&mut self, now: Micros, l: usize) {
-        let effects = self.lms[l].tick(now);
+        let mut effects = self.lms[l].tick(now);
+        for promote in std::mem::take(&mut effects.promoted) {
+            self.counters.promoted += 1;
+            let w = self.worker_base[l] + promote.node.index();
+            self.queue
+                .push(now + self.delay(), Ev::WorkerPromote(w, promote));
+        }
         for kill in effects.kills {
             self.counters.shed += 1;
             let w = self.worker_base[l] + kill.node.index();
@@ -515,73 +436,15 @@ impl Sim<'_> {
             && self
                 .gms
                 .iter()
-                .all(|gm| gm.outstanding() == 0 && gm.queues().ready_len() == 0);
+                .all(|gm| gm.outstanding() == 0 && gm.queues().ready_len() == 0)
+            // Waiting LRAs keep the run going until two placer runs in a row
+            // placed nothing.
+            && (self.gms[self.designated].lras_waiting() == 0 || self.lra_fruitless >= 2);
         if quiet {
             self.idle_ticks += 1;
         } else {
             self.idle_ticks = 0;
         }
         self.queue.push(self.lms[l].next_wakeup(), Ev::LmTick(l));
-    }
-
-    fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
-        let task = order.task.id;
-        self.record(task).in_flight_until(now);
-        let reclaims = order.task.kind != TaskKind::Queueable;
-        match self.workers[w].start_task(now, order) {
-            Ok(mut reports) => {
-                if reclaims {
-                    // Room left over after kills made for this task goes to queued work.
-                    reports.extend(self.workers[w].advance(now));
-                }
-                self.worker_reports(now, w, reports);
-                self.schedule_wake(w);
-            }
-            Err(_) => self.counters.over_commits += 1,
-        }
-    }
-
-    /// Books a worker's reports (starts, finishes, kills it made on its own) and
-    /// sends them to its LM.
-    fn worker_reports(&mut self, now: Micros, w: usize, reports: Vec<WorkerReport>) {
-        let lm = self.lm_of_worker(w);
-        for report in reports {
-            match report {
-                WorkerReport::Started { task, .. } => {
-                    let resources = self.workers[w]
-                        .running()
-                        .iter()
-                        .find(|r| r.task == task)
-                        .map(|r| r.resources)
-                        .unwrap_or_default();
-                    let rec = self.record(task);
-                    rec.worker_queued_until(now);
-                    rec.start.get_or_insert(now);
-                    rec.starts += 1;
-                    let queue = rec.queue;
-                    self.active_run.insert(task, self.runs.len());
-                    self.runs.push(Run {
-                        queue,
-                        resources,
-                        start: now,
-                        end: None,
-                    });
-                    self.running += 1;
-                    self.idle_ticks = 0;
-                }
-                WorkerReport::Finished { task, at, .. } => {
-                    self.end_run(task, at);
-                    self.record(task).finish = Some(at);
-                    self.done += 1;
-                    self.running -= 1;
-                }
-                WorkerReport::Killed { task, at, .. } => {
-                    self.end_run(task, at);
-                    self.running -= 1;
-                }
-            }
-            self.queue
-                .push(now + self.delay(), Ev::LmReport(lm, report));
-        }
     }
 }

@@ -1,0 +1,518 @@
+//! The designated GM's path for long-running applications (MEDEA section 5.4, the
+//! "two-scheduler" design).
+//!
+//! The designated GM accepts LRA submissions and holds them until the next scheduling
+//! interval. Once per interval (time is an input: [`GlobalMaster::lra_pass`] does
+//! nothing before the interval has elapsed) it builds a [`ClusterState`] from its LM
+//! views (`lra_cluster.rs`), runs the configured [`Placer`](crate::lra::Placer) over every waiting
+//! LRA at once, checks the answer against capacities and turns each placed LRA into
+//! launch requests for the chosen nodes. Those go out in the same [`LaunchBatch`]es,
+//! with the same in-flight deductions, as every other task of this GM, and the LMs
+//! validate them like any other launch.
+//!
+//! The LM's answer decides:
+//! - a launched container is recorded; its tags count for later placements until it
+//!   ends (the GM learns ends from the `Finished`/`Preempted` task events the LMs
+//!   publish: [`GlobalMaster::lra_container_ended`]);
+//! - a refused container (the LM's state changed since the placement) makes the LRA a
+//!   *conflict*: once every container of the round is answered, the refused ones are
+//!   resubmitted to the next interval, and the launched ones stay and count as
+//!   deployed containers of the same application (their tags and resources are in the
+//!   next problem). We keep them rather than kill them: they are valid where they
+//!   are (the LM accepted them), killing would waste the work the LM just did and
+//!   could conflict again the same way, and the placer still sees the whole
+//!   application through its `appID` tag, so its constraints are honoured jointly.
+//! - an LRA the placer cannot place stays waiting with the placer's reason.
+//!
+//! [`LaunchBatch`]: common::messages::LaunchBatch
+
+use super::lra_cluster::build_cluster;
+pub use super::lra_types::{
+    ContainerState, ContainerStatus, LraPassOutput, LraPathConfig, LraRefused, LraStatus,
+    LraSubmission, LraWait,
+};
+use super::master::{DecisionOutcome, GlobalMaster, PassOutput};
+use super::queue::Pending;
+use crate::lra::model::ModelError;
+use crate::lra::{
+    ClusterState, ConstraintError, ConstraintManager, LraId, LraOutcome, LraRequest, NodeGroupSpec,
+    NodeState, PlacementConstraint, Problem,
+};
+use common::messages::{LaunchOutcome, Placement};
+use common::{JobId, LmId, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug)]
+struct LraRecord {
+    submission: LraSubmission,
+    submitted_at: Micros,
+    containers: Vec<ContainerState>,
+    /// `Some` while the LRA waits in the queue for an interval.
+    wait: Option<LraWait>,
+    /// Refusals in the current launch round (the first reason is kept).
+    round_refused: Option<(u32, LraWait)>,
+    placements: u32,
+    resubmissions: u32,
+    /// Its constraints are in the constraint manager (it runs, nothing pending).
+    registered: bool,
+}
+
+/// The LRA state of a GM (empty on every GM but the designated one).
+#[derive(Debug)]
+pub struct LraPath {
+    config: LraPathConfig,
+    /// The node groups constraints may name (`node`, `rack`, the operator's), built
+    /// once from the configuration to check submissions.
+    group_names: ClusterState,
+    manager: ConstraintManager,
+    records: BTreeMap<LraId, LraRecord>,
+    /// LRAs waiting for an interval, in arrival (or resubmission) order.
+    queue: Vec<LraId>,
+    next_pass: Micros,
+}
+
+impl LraPath {
+    pub fn new(config: LraPathConfig) -> Self {
+        LraPath {
+            group_names: lra_groups(&config.groups),
+            config,
+            manager: ConstraintManager::new(),
+            records: BTreeMap::new(),
+            queue: Vec::new(),
+            next_pass: Micros::ZERO,
+        }
+    }
+
+    fn status(&self, id: LraId) -> Option<LraStatus> {
+        let r = self.records.get(&id)?;
+        let any = |f: fn(&ContainerState) -> bool| r.containers.iter().any(f);
+        let state = if r.wait.is_some() {
+            "pending"
+        } else if any(|c| matches!(c, ContainerState::Launching { .. })) {
+            "launching"
+        } else if any(|c| matches!(c, ContainerState::Running { .. })) {
+            "running"
+        } else {
+            "finished"
+        };
+        Some(LraStatus {
+            lra: id.0,
+            state,
+            reason: r.wait.as_ref().map(ToString::to_string),
+            containers: r
+                .containers
+                .iter()
+                .enumerate()
+                .map(|(j, c)| ContainerStatus {
+                    task: container_task(id, j).to_string(),
+                    state: *c,
+                })
+                .collect(),
+            placements: r.placements,
+            resubmissions: r.resubmissions,
+        })
+    }
+}
+
+/// The task id of container `j` of `lra`: the LRA id is the job id.
+pub fn container_task(lra: LraId, j: usize) -> TaskId {
+    TaskId {
+        job: JobId(lra.0),
+        index: j as u32,
+    }
+}
+
+/// The groups every cluster has (`node`, `rack`) plus the operator's, to validate
+/// submissions before the view is complete (`extra` was checked with
+/// [`group_names`] when the configuration was read).
+pub fn lra_groups(extra: &[NodeGroupSpec]) -> ClusterState {
+    group_names(extra).unwrap_or_else(|_| ClusterState::uniform(1, 1, Resources::ZERO))
+}
+
+/// A cluster just large enough for the operator's `groups` (empty nodes), to check
+/// them and to resolve group names: an error names the group and the problem.
+pub fn group_names(groups: &[NodeGroupSpec]) -> Result<ClusterState, ModelError> {
+    let nodes = groups
+        .iter()
+        .flat_map(|g| g.sets.iter().flatten())
+        .max()
+        .map_or(1, |&n| n as usize + 1);
+    let empty = NodeState {
+        capacity: Resources::ZERO,
+        free: Resources::ZERO,
+        rack: 0,
+        containers: Vec::new(),
+    };
+    ClusterState::new(vec![empty; nodes], groups)
+}
+
+impl GlobalMaster {
+    /// Accepts an LRA for the next interval. Validates it (containers, tags,
+    /// constraints naming `node` or `rack`) and refuses it whole when it is invalid.
+    pub fn submit_lra(&mut self, now: Micros, submission: LraSubmission) -> Result<(), LraRefused> {
+        if !self.is_designated() {
+            return Err(LraRefused::NotDesignated {
+                designated: self.config().designated_gm.0,
+            });
+        }
+        let id = submission.request.id;
+        if self.lra.records.contains_key(&id) {
+            return Err(LraRefused::Duplicate(id));
+        }
+        let containers = submission.request.containers.len();
+        if submission.durations.len() != containers {
+            return Err(LraRefused::Durations {
+                given: submission.durations.len(),
+                containers,
+            });
+        }
+        Problem::new(
+            &self.lra.group_names,
+            std::slice::from_ref(&submission.request),
+            &self.lra.manager,
+        )?;
+        self.stats_mut().lra_submitted += 1;
+        self.lra.records.insert(
+            id,
+            LraRecord {
+                submission,
+                submitted_at: now,
+                containers: vec![ContainerState::Pending; containers],
+                wait: Some(LraWait::NextInterval),
+                round_refused: None,
+                placements: 0,
+                resubmissions: 0,
+                registered: false,
+            },
+        );
+        self.lra.queue.push(id);
+        Ok(())
+    }
+
+    /// Adds an operator constraint (MEDEA section 3); it applies from the next pass.
+    pub fn add_operator_constraint(
+        &mut self,
+        constraint: PlacementConstraint,
+    ) -> Result<(), ConstraintError> {
+        self.lra
+            .manager
+            .add_operator(constraint, self.lra.group_names.groups())
+    }
+
+    /// The status of an LRA this GM holds.
+    pub fn lra_status(&self, id: LraId) -> Option<LraStatus> {
+        self.lra.status(id)
+    }
+
+    /// LRAs waiting for an interval.
+    pub fn lras_waiting(&self) -> usize {
+        self.lra.queue.len()
+    }
+
+    /// Containers of LRAs that wait for a placement.
+    pub fn lra_pending_containers(&self) -> Vec<TaskId> {
+        self.lra
+            .records
+            .iter()
+            .filter(|(_, r)| r.wait.is_some())
+            .flat_map(|(id, r)| {
+                r.containers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c == ContainerState::Pending)
+                    .map(|(j, _)| container_task(*id, j))
+            })
+            .collect()
+    }
+
+    /// The LRA scheduling interval.
+    pub fn lra_interval(&self) -> Micros {
+        self.lra.config.interval
+    }
+
+    /// When the next LRA pass may run.
+    pub fn next_lra_pass(&self) -> Micros {
+        self.lra.next_pass
+    }
+
+    /// Runs the LRA placer if LRAs wait, the interval has elapsed and the view is
+    /// complete; `None` otherwise.
+    pub fn lra_pass(&mut self, now: Micros) -> Option<LraPassOutput> {
+        if self.lra.queue.is_empty() || now < self.lra.next_pass || !self.has_full_view() {
+            return None;
+        }
+        self.lra.next_pass = now + self.lra.config.interval;
+        self.stats_mut().lra_passes += 1;
+        let mut out = LraPassOutput {
+            placer: self.lra.config.placer.name(),
+            ..LraPassOutput::default()
+        };
+        let (cluster, nodes) = build_cluster(
+            self.lm_views(),
+            self.lra.records.values().flat_map(|r| {
+                r.containers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.is_deployed())
+                    .filter_map(move |(j, c)| c.at().map(|at| (&r.submission.request, j, at)))
+            }),
+            self.lra.config.nodes_per_rack,
+            &self.lra.config.groups,
+        );
+        // Each waiting LRA asks for its pending containers only; `index[k]` is the
+        // container number of request container `k`.
+        let mut batch: Vec<(LraRequest, Vec<usize>)> = Vec::new();
+        for id in std::mem::take(&mut self.lra.queue) {
+            let Some(r) = self.lra.records.get(&id) else {
+                continue;
+            };
+            let index: Vec<usize> = (0..r.containers.len())
+                .filter(|j| r.containers[*j] == ContainerState::Pending)
+                .collect();
+            let full = &r.submission.request;
+            let request = LraRequest {
+                id,
+                containers: index.iter().map(|j| full.containers[*j].clone()).collect(),
+                constraints: full.constraints.clone(),
+            };
+            batch.push((request, index));
+        }
+        let solution = loop {
+            let lras: Vec<LraRequest> = batch.iter().map(|(r, _)| r.clone()).collect();
+            match Problem::new(&cluster, &lras, &self.lra.manager) {
+                Ok(problem) => {
+                    let solution = self.lra.config.placer.solve(&problem);
+                    if let Err(e) = solution.check(&problem) {
+                        break Err(e.to_string());
+                    }
+                    break Ok(solution);
+                }
+                Err(e) => {
+                    // Drop the LRA at fault (its constraints no longer validate) and
+                    // place the others.
+                    let culprit = match &e {
+                        crate::lra::problem::ProblemError::Lra { lra, .. } => Some(*lra),
+                        crate::lra::problem::ProblemError::Constraint(
+                            ConstraintError::InApplication { lra, .. },
+                        ) => Some(*lra),
+                        _ => None,
+                    };
+                    let Some(lra) = culprit.filter(|l| batch.iter().any(|(r, _)| r.id == *l))
+                    else {
+                        break Err(e.to_string());
+                    };
+                    batch.retain(|(r, _)| r.id != lra);
+                    self.lra.records.remove(&lra);
+                    out.refused.push((lra, e.to_string()));
+                }
+            }
+        };
+        let solution = match solution {
+            Ok(s) => s,
+            Err(e) => {
+                for (request, _) in batch {
+                    self.lra_wait(request.id, LraWait::CheckFailed(e.clone()), &mut out);
+                }
+                return Some(out);
+            }
+        };
+        out.fallback = solution.fallback.clone();
+        for ((request, index), (_, outcome)) in batch.into_iter().zip(solution.outcomes) {
+            match outcome {
+                LraOutcome::Placed(at) => {
+                    let sent = self.send_lra(&request, &index, &at, &nodes, &mut out.pass);
+                    self.stats_mut().lra_placed += 1;
+                    out.placed.push((request.id, sent));
+                }
+                LraOutcome::NotPlaced(why) => {
+                    self.stats_mut().lra_not_placed += 1;
+                    self.lra_wait(request.id, LraWait::NotPlaced(why), &mut out);
+                }
+            }
+        }
+        self.close_open_batches();
+        Some(out)
+    }
+
+    fn lra_wait(&mut self, id: LraId, why: LraWait, out: &mut LraPassOutput) {
+        if let Some(r) = self.lra.records.get_mut(&id) {
+            r.wait = Some(why.clone());
+            self.lra.queue.push(id);
+            out.waiting.push((id, why));
+        }
+    }
+
+    /// Dispatches the containers of a placed LRA; answers where each went.
+    fn send_lra(
+        &mut self,
+        request: &LraRequest,
+        index: &[usize],
+        at: &[NodeId],
+        nodes: &[(usize, NodeId)],
+        pass: &mut PassOutput,
+    ) -> Vec<(LmId, NodeId)> {
+        let me = self.id();
+        let id = request.id;
+        let mut sent = Vec::with_capacity(at.len());
+        for (k, global) in at.iter().enumerate() {
+            let (l, node) = nodes[global.index()];
+            let j = index[k];
+            let Some(r) = self.lra.records.get(&id) else {
+                break;
+            };
+            let container = &r.submission.request.containers[j];
+            let task = TaskSpec {
+                id: container_task(id, j),
+                queue: r.submission.queue,
+                kind: TaskKind::LongRunning,
+                resources: container.resources,
+                constraints: common::ConstraintSet::EMPTY,
+                duration: r.submission.durations[j],
+                tags: container.tags.clone(),
+            };
+            let mut pending = Pending {
+                task,
+                submitted_at: r.submitted_at,
+                attempts: r.placements,
+                reason: None,
+                preempting: None,
+            };
+            let placement = match self.lm_views()[l].as_ref() {
+                Some(v) if v.topology.home.get(node.index()) == Some(&me) => Placement::Internal,
+                _ => Placement::Repartition,
+            };
+            let batch = self.dispatch(l, node, placement, &mut pending, pass, true);
+            let lm = LmId(l as u16);
+            pass.decisions.push(super::master::Decision {
+                task: pending.task.id,
+                partitions: 0,
+                words: 0,
+                outcome: DecisionOutcome::Dispatched {
+                    lm,
+                    node,
+                    placement,
+                    batch,
+                },
+            });
+            sent.push((lm, node));
+        }
+        if let Some(r) = self.lra.records.get_mut(&id) {
+            for (k, &(lm, node)) in sent.iter().enumerate() {
+                r.containers[index[k]] = ContainerState::Launching { lm, node };
+            }
+            r.wait = None;
+            r.round_refused = None;
+            r.placements += 1;
+        }
+        sent
+    }
+
+    /// True for a task that is a container of an LRA this GM placed.
+    pub(crate) fn is_lra_container(&self, task: &TaskSpec) -> bool {
+        task.kind == TaskKind::LongRunning && self.lra.records.contains_key(&LraId(task.id.job.0))
+    }
+
+    /// Applies the LM's answer for one container (from `handle_response` or, with
+    /// `None`, for a batch that never arrived).
+    pub(crate) fn lra_answer(&mut self, task: TaskId, lm: LmId, outcome: Option<&LaunchOutcome>) {
+        let id = LraId(task.job.0);
+        let j = task.index as usize;
+        let Some(r) = self.lra.records.get_mut(&id) else {
+            return;
+        };
+        let Some(state) = r.containers.get_mut(j) else {
+            return;
+        };
+        let ContainerState::Launching { lm: sent_to, node } = *state else {
+            // Already ended (its end event overtook the answer) or never sent.
+            return;
+        };
+        let refused = match outcome {
+            Some(LaunchOutcome::Launched { .. }) => {
+                *state = ContainerState::Running { lm: sent_to, node };
+                self.stats.lra_containers_launched += 1;
+                None
+            }
+            Some(LaunchOutcome::Rejected(reason)) => Some(LraWait::Conflict {
+                refused: 1,
+                reason: reason.clone(),
+            }),
+            None => Some(LraWait::LmUnreachable { lm, containers: 1 }),
+        };
+        if let Some(why) = refused {
+            *state = ContainerState::Pending;
+            self.stats.lra_conflicts += 1;
+            r.round_refused = Some(match r.round_refused.take() {
+                None => (1, why),
+                Some((n, first)) => (n + 1, first),
+            });
+        }
+        if r.containers
+            .iter()
+            .any(|c| matches!(c, ContainerState::Launching { .. }))
+        {
+            return;
+        }
+        // The round is answered.
+        match r.round_refused.take() {
+            Some((n, first)) => {
+                let why = match first {
+                    LraWait::Conflict { reason, .. } => LraWait::Conflict { refused: n, reason },
+                    LraWait::LmUnreachable { lm, .. } => {
+                        LraWait::LmUnreachable { lm, containers: n }
+                    }
+                    other => other,
+                };
+                tracing::info!(lra = %id, refused = n, reason = %why, "LRA conflict: refused containers resubmitted to the next interval");
+                r.wait = Some(why);
+                r.resubmissions += 1;
+                self.stats.lra_resubmissions += 1;
+                self.lra.queue.push(id);
+            }
+            None => {
+                if !r.registered {
+                    let constraints = r.submission.request.constraints.clone();
+                    // Validated at submission against the same group names.
+                    if self
+                        .lra
+                        .manager
+                        .add_application(id, constraints, self.lra.group_names.groups())
+                        .is_ok()
+                    {
+                        r.registered = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A container of an LRA ended (finished, preempted or killed): its resources are
+    /// the LM's again and its tags stop counting. Answers false for a task that is no
+    /// running LRA container of this GM. An LRA whose containers have all ended leaves
+    /// the constraint manager.
+    pub fn lra_container_ended(&mut self, _now: Micros, task: TaskId) -> bool {
+        let id = LraId(task.job.0);
+        let Some(r) = self.lra.records.get_mut(&id) else {
+            return false;
+        };
+        let Some(state) = r.containers.get_mut(task.index as usize) else {
+            return false;
+        };
+        let (ContainerState::Running { lm, node } | ContainerState::Launching { lm, node }) =
+            *state
+        else {
+            return false;
+        };
+        *state = ContainerState::Ended { lm, node };
+        self.stats.lra_containers_ended += 1;
+        let done = r.wait.is_none()
+            && r.containers
+                .iter()
+                .all(|c| matches!(c, ContainerState::Ended { .. }));
+        if done {
+            self.lra.manager.remove_application(id);
+            r.registered = false;
+        }
+        true
+    }
+}

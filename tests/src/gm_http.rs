@@ -1,0 +1,69 @@
+//! The GMs of an embedded cluster behind their real HTTP APIs on loopback, with
+//! forwarding to the designated GM, and polling those APIs.
+
+use common::GmId;
+use global_master::service::api::QueueTable;
+use global_master::service::http::{router, ApiState};
+use global_master::service::route::Route;
+use loadgen::replay::embedded::EmbeddedCluster;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Serves every GM of `cluster` on a free loopback port (no queues, no broker);
+/// the non-designated GMs forward LRAs and GUARANTEED work to `designated`.
+/// Returns the base URLs, by GM id. Call inside the cluster's actix System.
+pub async fn serve_gm_apis(cluster: &EmbeddedCluster, designated: GmId) -> Vec<String> {
+    let client = reqwest::Client::new();
+    let mut urls = Vec::new();
+    let mut listeners = Vec::new();
+    for _ in &cluster.gms {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        urls.push(format!("http://{}", l.local_addr().expect("addr")));
+        listeners.push(l);
+    }
+    for (g, listener) in listeners.into_iter().enumerate() {
+        let state = ApiState {
+            gm: cluster.gms[g].clone(),
+            max_job_tasks: 1000,
+            queues: QueueTable {
+                me: GmId(g as u16),
+                fairness: None,
+            },
+            broker: None,
+            lra_groups: Default::default(),
+            route: Some(Arc::new(Route {
+                me: GmId(g as u16),
+                designated,
+                designated_url: Some(urls[designated.index()].clone()),
+                client: client.clone(),
+            })),
+        };
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router(state)).await;
+        });
+    }
+    urls
+}
+
+/// Polls `GET url` until `done` holds for the JSON answer (fails after 30 s).
+pub async fn wait_for(client: &reqwest::Client, url: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v: Value = client
+            .get(url)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if done(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting on {url}: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,238 @@
+//! Fairness in the services (embedded mode, the same actors as the binaries): two
+//! queues with 50 % shares on different GMs. Queue `a` fills the whole cluster with
+//! long tasks; then a task of queue `b` (under its share) arrives and finds no room.
+//! Its GM asks the LM to preempt one of `a`'s tasks; the LM verifies `a` is over its
+//! share, kills the victim on its worker and launches `b`'s task in its room; the
+//! victim goes back to GM 0, waits (its queue is over share: it never preempts) and
+//! runs to completion once `b`'s task is done.
+
+use common::cluster::ClusterSpec;
+use common::events::{TaskEvent, TaskEventKind};
+use common::fairness::{FairnessConfig, SharePolicy};
+use common::reasons::PendingReason;
+use common::{JobId, Micros, QueueId, Resources, TaskId, TaskSpec};
+use loadgen::cli::replay::in_actix_system;
+use loadgen::replay::driver::{replay, ReplayOptions, ReplayResult};
+use loadgen::replay::embedded::{self, EmbeddedConfig};
+use loadgen::replay::queues::assign_queues;
+use loadgen::sim::workload::{build, ConstraintMode, Job, WorkloadOptions};
+use loadgen::trace::{read_all, tr::TrReader};
+use service_kit::links::Sink;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tests::checks::assert_no_overlapping_runs;
+use tests::procs::workspace_root;
+
+/// A job of `n` one-core tasks of `duration` in `queue`, arriving at `arrival_ms`.
+fn job(id: u64, arrival_ms: u64, n: u32, duration: Micros, queue: u16) -> Job {
+    Job {
+        id,
+        arrival: Micros::from_millis(arrival_ms),
+        tasks: (0..n)
+            .map(|i| TaskSpec {
+                queue: QueueId(queue),
+                ..TaskSpec::short(TaskId::new(id, i), Resources::cores(1, 512), duration)
+            })
+            .collect(),
+    }
+}
+
+/// Runs `jobs` on an embedded cluster; returns the replay result and every event.
+fn run(cfg: &EmbeddedConfig, jobs: &[Job], speedup: f64) -> (ReplayResult, Vec<TaskEvent>) {
+    let seen: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
+    let opts = ReplayOptions {
+        speedup,
+        rate_cap: None,
+        timeout: Duration::from_secs(30),
+        quiet: true,
+        gms: cfg.cluster.gms as usize,
+        queues: cfg.fairness.clone(),
+    };
+    let log = seen.clone();
+    let result = in_actix_system(async move {
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel::<TaskEvent>();
+        let sink: Sink<Vec<TaskEvent>> = Arc::new(move |evs: Vec<TaskEvent>| {
+            log.lock().expect("event log").extend(evs.iter().cloned());
+            for e in evs {
+                let _ = tx.send(e);
+            }
+        });
+        let cluster = embedded::start(cfg, sink).await.expect("cluster starts");
+        replay(
+            jobs,
+            embedded::submitter(cluster.gms.clone()),
+            events,
+            &opts,
+        )
+        .await
+    });
+    let events = std::mem::take(&mut *seen.lock().expect("event log"));
+    (result, events)
+}
+
+fn count(events: &[TaskEvent], task: TaskId, kind: fn(&TaskEventKind) -> bool) -> usize {
+    events
+        .iter()
+        .filter(|e| e.task == task && kind(&e.kind))
+        .count()
+}
+
+#[test]
+fn a_queue_under_its_share_preempts_the_queue_over_it() {
+    // 2 GMs, 1 LM, 2 nodes per partition: 4 one-core nodes.
+    let fairness = FairnessConfig::parse("a:0.5:0,b:0.5:1", SharePolicy::Drf, 2).expect("queues");
+    let cfg = EmbeddedConfig {
+        cluster: ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3),
+        workers_per_lm: 2,
+        heartbeat: Micros::from_millis(200),
+        publish_min_interval: Duration::from_millis(5),
+        batch_size: 100,
+        max_queued: 1000,
+        fairness: Some(Arc::new(fairness)),
+        mercury: None,
+        designated_gm: common::GmId(0),
+    };
+    let long = Micros::from_millis(1500);
+    let jobs = vec![
+        job(0, 0, 4, long, 0),
+        job(1, 400, 1, Micros::from_millis(300), 1),
+    ];
+    let (result, events) = run(&cfg, &jobs, 1.0);
+    assert!(result.unsubmitted.is_empty(), "{:?}", result.unsubmitted);
+    assert!(result.refusals.is_empty(), "{:?}", result.refusals);
+    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
+
+    // Exactly one of a's tasks was preempted, losing the work it had done.
+    let preempted: Vec<(TaskId, Micros)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            TaskEventKind::Preempted { lost, .. } => Some((e.task, lost)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(preempted.len(), 1, "{events:#?}");
+    let (victim, lost) = preempted[0];
+    assert_eq!(
+        victim.job,
+        first_job(&events, 0),
+        "the victim is one of a's tasks"
+    );
+    assert!(lost > Micros::ZERO, "a running task loses work");
+    assert_eq!(result.outcome.counters.preemptions, 1);
+    assert_eq!(result.outcome.counters.wasted, lost);
+
+    // The victim went back to its own GM (gm0) with the reason, ran again, and
+    // finished exactly once; b's task started once, before it.
+    let requeued_by_gm0 = events.iter().any(|e| {
+        e.task == victim
+            && matches!(&e.kind, TaskEventKind::Requeued { gm, reason: PendingReason::Preempted { .. } } if gm.0 == 0)
+    });
+    assert!(requeued_by_gm0, "{events:#?}");
+    let started = |k: &TaskEventKind| matches!(k, TaskEventKind::Started { .. });
+    let finished = |k: &TaskEventKind| matches!(k, TaskEventKind::Finished { .. });
+    assert_eq!(count(&events, victim, started), 2);
+    assert_eq!(count(&events, victim, finished), 1);
+    let b_task = TaskId {
+        job: first_job(&events, 1),
+        index: 0,
+    };
+    assert_eq!(count(&events, b_task, started), 1);
+    assert_eq!(count(&events, b_task, finished), 1);
+    for t in 0..4 {
+        let a_task = TaskId {
+            job: victim.job,
+            index: t,
+        };
+        assert_eq!(count(&events, a_task, finished), 1, "{a_task}");
+    }
+
+    // b's task did not wait for an a task to finish: it started before any did.
+    let b_start = events
+        .iter()
+        .find(|e| e.task == b_task && started(&e.kind))
+        .expect("b started")
+        .at;
+    let first_a_finish = events
+        .iter()
+        .filter(|e| e.task.job == victim.job && finished(&e.kind))
+        .map(|e| e.at)
+        .min()
+        .expect("a finished");
+    assert!(
+        b_start < first_a_finish,
+        "b waited for a to finish instead of preempting"
+    );
+
+    assert_no_overlapping_runs(&events);
+}
+
+/// The sample trace with two queues on two GMs (embedded): contention makes queues
+/// preempt each other; every task still finishes exactly once, each run of a node
+/// ends before the next starts, and the report counts one preemption per kill.
+#[test]
+fn the_sample_trace_with_queues_runs_every_task_to_the_end() {
+    let fairness = FairnessConfig::parse("a:0.3:0,b:0.7:1", SharePolicy::Drf, 2).expect("queues");
+    let trace =
+        read_all(TrReader::open(&workspace_root().join("data/traces/YH_small.tr")).expect("trace"))
+            .expect("trace parses");
+    let mut jobs = build(
+        &trace,
+        &WorkloadOptions {
+            default_task: Resources::cores(1, 1024),
+            constraints: ConstraintMode::None,
+            seed: 7,
+        },
+    );
+    assign_queues(&mut jobs, &trace, &fairness).expect("queues");
+    let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
+    let cfg = EmbeddedConfig {
+        cluster: ClusterSpec::generate(2, 2, 2, Resources::cores(1, 16384), 7),
+        workers_per_lm: 2,
+        heartbeat: Micros::from_millis(500),
+        publish_min_interval: Duration::from_millis(5),
+        batch_size: 100,
+        max_queued: 1_000_000,
+        fairness: Some(Arc::new(fairness)),
+        mercury: None,
+        designated_gm: common::GmId(0),
+    };
+    let (result, events) = run(&cfg, &jobs, 50.0);
+    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e.kind, TaskEventKind::Finished { .. }))
+        .count();
+    assert_eq!(finished, total, "each task finished exactly once");
+    let preempted = events
+        .iter()
+        .filter(|e| matches!(e.kind, TaskEventKind::Preempted { .. }))
+        .count() as u64;
+    assert!(
+        preempted > 0,
+        "the trace contends: queues preempt each other"
+    );
+    assert_eq!(result.outcome.counters.preemptions, preempted);
+    assert_no_overlapping_runs(&events);
+}
+
+/// The GM-assigned job id of the `k`-th job queued (by the order of `Queued` events
+/// of distinct jobs).
+fn first_job(events: &[TaskEvent], k: usize) -> JobId {
+    let mut jobs: Vec<JobId> = Vec::new();
+    for e in events {
+        if matches!(e.kind, TaskEventKind::Queued { .. }) && !jobs.contains(&e.task.job) {
+            jobs.push(e.task.job);
+        }
+    }
+    jobs[k]
+}

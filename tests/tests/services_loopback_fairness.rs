@@ -1,0 +1,73 @@
+//! Fairness across processes on loopback with a real RabbitMQ: 2 GMs, 1 LM and 2
+//! workers (4 one-core nodes), queues `a` (GM 0) and `b` (GM 1) with 50 % each. `a`
+//! fills the cluster with long tasks; a task of `b` then preempts one of them over
+//! HTTP (GM -> LM `/v1/preempt`, LM -> worker `/v1/kill`, LM -> GM
+//! `/v1/internal/requeue`), and every task finishes, the victim after running again.
+//! Fails (never skips) when RabbitMQ is not running.
+
+use std::time::Duration;
+use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::procs::{replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
+
+fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) {
+    let task = format!(
+        r#"{{"queue":"{queue}","resources":{{"cpu_millis":1000,"memory_mb":512}},"duration_ms":{duration_ms}}}"#
+    );
+    submit_tasks(gm, &task, tasks);
+}
+
+#[test]
+fn preemption_over_http_between_processes() {
+    require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-loopback-fair-{}", std::process::id()));
+    let mut cluster = LoopbackCluster::start_with_queues(
+        2,
+        1,
+        2,
+        2,
+        AMQP_URL,
+        &dir.join("logs"),
+        &["a:0.5:0", "b:0.5:1"],
+    );
+    let (gm0, gm1) = (cluster.gms[0].url.clone(), cluster.gms[1].url.clone());
+    submit(&gm0, "a", 4, 4000);
+    wait_until("a's tasks to start", Duration::from_secs(10), || {
+        cluster.metric(&cluster.workers, "megha_worker_started_total") == 4.0
+    });
+    submit(&gm1, "b", 1, 300);
+    wait_until("every task to finish", Duration::from_secs(30), || {
+        cluster.metric(&cluster.workers, "megha_worker_finished_total") == 5.0
+    });
+    let m = |role: &[tests::procs::Proc], name: &str| cluster.metric(role, name);
+    assert_eq!(m(&cluster.lms, "megha_lm_preemptions_total"), 1.0);
+    assert_eq!(m(&cluster.lms, "megha_lm_kills_sent_total"), 1.0);
+    assert_eq!(m(&cluster.workers, "megha_worker_killed_total"), 1.0);
+    assert_eq!(m(&cluster.workers, "megha_worker_refused_total"), 0.0);
+    // b's task plus a's tasks, the victim twice.
+    assert_eq!(m(&cluster.workers, "megha_worker_started_total"), 6.0);
+    assert_eq!(m(&cluster.gms[1..], "megha_gm_preemptions_total"), 1.0);
+    assert_eq!(
+        m(&cluster.gms[..1], "megha_gm_preempted_requeued_total"),
+        1.0
+    );
+    assert!(m(&cluster.lms, "megha_lm_wasted_task_seconds_total") > 0.0);
+
+    // `loadgen replay --queue` names each job's queue and sends it to that queue's GM
+    // (a wrong GM would answer 421 and the replay would fail); every task runs to the
+    // end exactly once per preemption, and the report counts the preemptions.
+    let out = dir.join("out");
+    let mut args = cluster.replay_args(AMQP_URL, &out, 100, 60);
+    args.extend(["--queue", "a:0.5:0", "--queue", "b:0.5:1"].map(String::from));
+    let kills_before = m(&cluster.lms, "megha_lm_kills_sent_total");
+    let requeued_before = m(&cluster.lms, "megha_lm_preempted_requeued_total");
+    let summary = replay_sample_trace(&args, &out, &dir);
+    // One `preempted` event per kill a worker confirmed (each such task went back to
+    // its GM); a victim that finished before its kill landed keeps its finish.
+    let preempted = summary["preemptions"].as_f64().expect("preemptions");
+    assert_eq!(
+        preempted,
+        m(&cluster.lms, "megha_lm_preempted_requeued_total") - requeued_before
+    );
+    assert!(preempted <= m(&cluster.lms, "megha_lm_kills_sent_total") - kills_before);
+    cluster.terminate_all_cleanly();
+}
