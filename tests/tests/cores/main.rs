@@ -1,0 +1,14 @@
+//! The scheduling cores and the simulator, without services: one test binary (each
+//! integration-test file used to link its own copy of every crate and of HiGHS).
+//!
+//! `cargo test -p tests --test cores` runs them all; add a module name to run one
+//! group, e.g. `cargo test -p tests --test cores sim_lra`.
+
+mod determinism;
+mod fairness;
+mod gm_abandon_batch;
+mod gm_placement;
+mod mercury;
+mod mercury_quota;
+mod sim_lra;
+mod sim_properties;
