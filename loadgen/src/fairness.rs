@@ -4,11 +4,12 @@
 //! window (a queue whose demand is met cannot be treated unfairly).
 
 use crate::sim::ledger::TaskRecord;
-use crate::sim::Run;
+use crate::sim::{Run, SimOutcome};
 use common::fairness::{jain_index, FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FairnessSummary {
@@ -107,6 +108,30 @@ pub fn measure(
     (samples, summary)
 }
 
+/// Measures a finished run (windows of `window`), writes `dir/shares.csv` and returns
+/// the summary: the simulator's and the replays' one report.
+pub fn report(
+    dir: &Path,
+    config: &FairnessConfig,
+    total: Resources,
+    outcome: &SimOutcome,
+    window: Micros,
+) -> std::io::Result<FairnessSummary> {
+    let (samples, summary) = measure(
+        config,
+        total,
+        &outcome.records,
+        &outcome.runs,
+        outcome.span,
+        window,
+    );
+    std::fs::create_dir_all(dir)?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("shares.csv"))?);
+    write_shares_csv(&mut out, config, &samples)?;
+    out.flush()?;
+    Ok(summary)
+}
+
 pub fn write_shares_csv<W: Write>(
     out: &mut W,
     config: &FairnessConfig,
@@ -120,7 +145,7 @@ pub fn write_shares_csv<W: Write>(
         writeln!(
             out,
             "{},{},{},{:.4},{:.6},{:.6}",
-            s.window_start.0 / 1_000_000,
+            s.window_start.as_secs_f64(),
             config.queues[s.queue].id.0,
             config.queues[s.queue].name,
             s.entitled,

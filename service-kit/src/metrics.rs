@@ -22,6 +22,16 @@ pub fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) 
     family(out, name, kind, help, &[(String::new(), value)]);
 }
 
+/// Sums every sample of a metric family (all label sets) in a Prometheus text page;
+/// 0 when the family is absent. Used by observers that read the services' counters.
+pub fn sum(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// A cumulative histogram over fixed upper bounds (seconds).
 #[derive(Clone, Debug)]
 pub struct Histogram {
@@ -92,5 +102,22 @@ mod tests {
         assert!(out.contains("x_bucket{le=\"60\"} 2\n"));
         assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"));
         assert!(out.contains("x_count 3\n"));
+    }
+
+    #[test]
+    fn sum_adds_every_label_set_of_one_family_only() {
+        let mut page = String::new();
+        family(
+            &mut page,
+            "refused_total",
+            "counter",
+            "h",
+            &[("reason=\"a\"".into(), 2.0), ("reason=\"b\"".into(), 3.0)],
+        );
+        single(&mut page, "refused_total_seconds", "counter", "h", 100.0);
+        single(&mut page, "attempts_total", "counter", "h", 7.0);
+        assert_eq!(sum(&page, "refused_total"), 5.0);
+        assert_eq!(sum(&page, "attempts_total"), 7.0);
+        assert_eq!(sum(&page, "missing_total"), 0.0);
     }
 }

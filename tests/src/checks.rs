@@ -100,13 +100,7 @@ pub fn assert_no_overlap_on_nodes(rows: &[Row]) {
 }
 
 /// Sums a metric family (all label sets) in a Prometheus text page.
-pub fn metric_sum(page: &str, name: &str) -> f64 {
-    page.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
+pub use service_kit::metrics::sum as metric_sum;
 
 /// One run of a task on a node, from task events: (start, end, task).
 pub type EventRun = (common::Micros, common::Micros, common::TaskId);

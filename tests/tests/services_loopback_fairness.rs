@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 use tests::broker::{require_rabbitmq, AMQP_URL};
-use tests::procs::{replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
+use tests::procs::{get_json, replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
 
 fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) {
     let task = format!(
@@ -30,6 +30,11 @@ fn preemption_over_http_between_processes() {
         &["a:0.5:0", "b:0.5:1"],
     );
     let (gm0, gm1) = (cluster.gms[0].url.clone(), cluster.gms[1].url.clone());
+    // Each GM reports the cluster it sees (what `loadgen replay` reads for its
+    // summary and fairness index): 4 one-core nodes.
+    let health = get_json(&format!("{gm1}/healthz"));
+    assert_eq!(health["nodes"], 4, "{health}");
+    assert_eq!(health["capacity"]["cpu_millis"], 4000, "{health}");
     submit(&gm0, "a", 4, 4000);
     wait_until("a's tasks to start", Duration::from_secs(10), || {
         cluster.metric(&cluster.workers, "megha_worker_started_total") == 4.0
@@ -69,5 +74,24 @@ fn preemption_over_http_between_processes() {
         m(&cluster.lms, "megha_lm_preempted_requeued_total") - requeued_before
     );
     assert!(preempted <= m(&cluster.lms, "megha_lm_kills_sent_total") - kills_before);
+    // Preemption attempts are GM decisions, read from the GMs' counters for the
+    // replay alone (the preemption above is not counted): each preemption was one.
+    let attempts = summary["preempt_attempts"]
+        .as_f64()
+        .expect("preempt_attempts");
+    assert!(attempts >= preempted, "{summary}");
+    // Per-queue shares over 60 trace-second windows, and Jain's index over them.
+    let fairness = &summary["fairness"];
+    let windows = fairness["windows"].as_u64().expect("fairness windows");
+    let jain = fairness["jain_mean"].as_f64().expect("jain_mean");
+    assert!(windows >= 1 && jain > 0.0 && jain <= 1.0, "{summary}");
+    let shares = std::fs::read_to_string(out.join("shares.csv")).expect("shares.csv");
+    let rows: Vec<&str> = shares.lines().skip(1).collect();
+    assert!(rows.iter().any(|r| r.contains(",a,")) && rows.iter().any(|r| r.contains(",b,")));
+    let used: f64 = rows
+        .iter()
+        .filter_map(|r| r.split(',').nth(4)?.parse::<f64>().ok())
+        .sum();
+    assert!(used > 0.0, "the queues used the cluster: {shares}");
     cluster.terminate_all_cleanly();
 }

@@ -138,6 +138,13 @@ impl GlobalMaster {
     }
 
     /// The view of one LM, if its state has arrived.
+    /// Nodes and total capacity of the LMs this GM has heard from.
+    pub fn cluster_size(&self) -> (usize, Resources) {
+        let views = self.lms.iter().flatten();
+        let nodes = views.clone().map(|v| v.topology.node_count()).sum();
+        (nodes, views.map(|v| v.total_capacity).sum())
+    }
+
     pub fn view(&self, lm: LmId) -> Option<&LmView> {
         self.lms.get(lm.index()).and_then(Option::as_ref)
     }

@@ -13,7 +13,7 @@ use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{LaunchBatch, LaunchResponse, LmSnapshot};
 use common::reasons::PendingReason;
-use common::{GmId, JobId, LmId, Micros, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId, Micros, Resources, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::{Link, LinkError, Sink};
 use service_kit::metrics::Histogram;
@@ -426,12 +426,18 @@ pub struct Load {
     pub queued: usize,
     pub outstanding: usize,
     pub full_view: bool,
+    /// Nodes and total capacity of the LMs this GM has heard from.
+    pub nodes: usize,
+    pub capacity: Resources,
 }
 
 impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
     fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
+        let (nodes, capacity) = self.core.cluster_size();
         actix::MessageResult(Load {
+            nodes,
+            capacity,
             queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),

@@ -218,6 +218,8 @@ async fn healthz(State(s): State<ApiState>) -> Response {
             "ready": load.full_view,
             "queued": load.queued,
             "outstanding": load.outstanding,
+            "nodes": load.nodes,
+            "capacity": load.capacity,
             "broker_connected": s.broker.as_ref().map(|b| b.is_connected()),
         }))
         .into_response(),

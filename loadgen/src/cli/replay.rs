@@ -3,7 +3,8 @@
 
 use super::simulate::MercuryArgs;
 use crate::replay::driver::{replay, ReplayOptions, ReplayResult};
-use crate::replay::{embedded, finish::finish_typed, net, queues};
+use crate::replay::finish::{finish_with, ReportOptions};
+use crate::replay::{embedded, net, queues};
 use crate::sim::task_types::{self, TaskTypes};
 use crate::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
 use crate::trace::{read_all, tr::TrReader};
@@ -57,9 +58,13 @@ pub struct WorkloadArgs {
     /// it, jobs go to the GMs round-robin, in the implicit `default` queue.
     #[arg(long = "queue", value_delimiter = ',', value_name = "NAME:SHARE:GM")]
     pub queues: Vec<String>,
-    /// How queue shares are measured (embedded mode): drf or cpu.
+    /// How queue shares are measured: drf or cpu (the services' --share-policy).
     #[arg(long, default_value = "drf", value_name = "drf|cpu")]
     pub share_policy: SharePolicy,
+    /// With --queue: the window of shares.csv and of Jain's fairness index, in trace
+    /// seconds (divided by the speed-up, like every trace time).
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub fairness_window_s: f64,
 }
 
 impl WorkloadArgs {
@@ -101,6 +106,9 @@ impl WorkloadArgs {
         }
         if self.rate_cap.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             bail!("--rate-cap must be a positive number");
+        }
+        if !(self.fairness_window_s.is_finite() && self.fairness_window_s > 0.0) {
+            bail!("--fairness-window-s must be a positive number");
         }
         Ok(ReplayOptions {
             speedup,
@@ -168,8 +176,10 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             waited += 1;
         }
         let client = service_kit::links::http_client(Duration::from_secs(30));
-        let submit = net::http_submitter(args.gm.clone(), client, fairness);
-        let result = replay(&jobs, submit, events, &opts).await;
+        let before = net::gm_facts(&client, &args.gm).await;
+        let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());
+        let mut result = replay(&jobs, submit, events, &opts).await;
+        result.facts = net::gm_facts(&client, &args.gm).await.since(&before);
         subscription.close().await;
         if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
             tracing::warn!(error = %e, queue, "cannot delete the replay queue");
@@ -181,6 +191,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         &result,
         "megha-services",
         policy,
+        &opts,
         &args.workload,
         args.nodes,
     )
@@ -188,13 +199,24 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
 
 fn judge(
     result: &ReplayResult,
-    name: &str,
+    scheduler: &str,
     policy: TaskTypes,
+    opts: &ReplayOptions,
     w: &WorkloadArgs,
     nodes: usize,
 ) -> Result<()> {
-    let types = policy.to_string();
-    if finish_typed(result, name, &types, w.seed, nodes, &w.out, w.quiet)? {
+    let task_types = policy.to_string();
+    let window = Micros::from_secs_f64(w.fairness_window_s / opts.speedup);
+    let report = ReportOptions {
+        scheduler,
+        task_types: &task_types,
+        seed: w.seed,
+        nodes,
+        out: &w.out,
+        quiet: w.quiet,
+        queues: opts.queues.as_deref().map(|q| (q, window)),
+    };
+    if finish_with(result, &report)? {
         Ok(())
     } else {
         bail!(
@@ -303,7 +325,9 @@ pub async fn replay_embedded(
         .await
         .context("cannot start the embedded cluster")?;
     let submit = embedded::submitter_routed(cluster.gms.clone(), Some(cfg.designated_gm.index()));
-    Ok(replay(jobs, submit, events, opts).await)
+    let mut result = replay(jobs, submit, events, opts).await;
+    result.facts = embedded::gm_facts(&cluster.gms).await;
+    Ok(result)
 }
 
 /// Runs `fut` on an actix System over a multi-thread tokio runtime.
@@ -341,6 +365,7 @@ pub fn run_embedded(args: EmbeddedArgs) -> Result<()> {
         &result,
         "megha-embedded",
         policy,
+        &opts,
         &args.workload,
         cfg.cluster.node_count(),
     )

@@ -397,18 +397,9 @@ pub fn run_one(
     let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
     if let Some(f) = &config.fairness {
         let total = cluster.total_capacity();
-        let (samples, fair) = crate::fairness::measure(
-            f,
-            total,
-            &outcome.records,
-            &outcome.runs,
-            outcome.span,
-            fairness_window,
-        );
+        let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
+            .with_context(|| format!("cannot write {}", dir.join("shares.csv").display()))?;
         summary.fairness = Some(fair);
-        std::fs::create_dir_all(dir)?;
-        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("shares.csv"))?);
-        crate::fairness::write_shares_csv(&mut out, f, &samples)?;
     }
     write_run(dir, &outcome.records, &summary)
         .with_context(|| format!("cannot write reports to {}", dir.display()))?;

@@ -2,7 +2,7 @@
 //! as the binaries, linked by actix mailboxes instead of HTTP and the broker. Needs
 //! nothing installed. Must run inside an actix `System` on a tokio runtime.
 
-use super::driver::{SubmitError, Submitter};
+use super::driver::{ClusterFacts, SubmitError, Submitter};
 use crate::sim::MercuryOptions;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Result};
@@ -16,11 +16,12 @@ use common::messages::{
 use common::{GmId, Micros};
 use global_master::core::GmConfig;
 use global_master::service::actor::{
-    ApplySnapshot, GmActor, LaunchLink, LmLinks, Submit, SubmitRefused,
+    ApplySnapshot, GetLoad, GmActor, LaunchLink, LmLinks, Submit, SubmitRefused,
 };
 use global_master::service::api::NewTask;
 use global_master::service::lra_actor::{ended_tasks, TasksEnded};
 use global_master::service::preempt::{PreemptLink, Requeue};
+use global_master::service::report::RenderMetrics;
 use local_master::service::actor::{Launch, LmActor, PublishNow, Register, Reports};
 use local_master::service::orders::{RequeueLink, WorkerLinks};
 use local_master::service::preempt::Preempt;
@@ -239,6 +240,21 @@ pub async fn start_with(
 }
 
 /// Submits straight into the GM actors' mailboxes.
+/// What the events do not say, asked of every GM actor: the cluster it sees and its
+/// preemption counters (from its metrics page, as `loadgen replay` reads them).
+pub async fn gm_facts(gms: &[Addr<GmActor>]) -> ClusterFacts {
+    let mut facts = ClusterFacts::default();
+    for gm in gms {
+        match (gm.send(GetLoad).await, gm.send(RenderMetrics).await) {
+            (Ok(load), Ok(metrics)) => facts.add_gm(load.nodes, load.capacity, &metrics),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(error = %e, "cannot read a GM's cluster view and counters")
+            }
+        }
+    }
+    facts
+}
+
 pub fn submitter(gms: Vec<Addr<GmActor>>) -> Submitter {
     submitter_routed(gms, None)
 }

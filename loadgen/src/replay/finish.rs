@@ -1,13 +1,32 @@
-//! The end of a replay: write `tasks.csv` and `summary.json` (the simulator's format),
-//! print the table, and judge the run: every submitted task must have finished (or
-//! been reported unplaceable) and none may have started twice.
+//! The end of a replay: write `tasks.csv` and `summary.json` (the simulator's format;
+//! with user queues also `shares.csv` and Jain's index), print the table, and judge
+//! the run: every submitted task must have finished (or been reported unplaceable)
+//! and none may have started twice.
 
 use super::driver::ReplayResult;
 use crate::cli::simulate::print_table;
 use crate::report::{write_run, Summary};
 use anyhow::{Context, Result};
+use common::fairness::FairnessConfig;
+use common::Micros;
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// How a replay is reported.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportOptions<'a> {
+    pub scheduler: &'a str,
+    /// The hybrid-GQ policy that typed the tasks (written to summary.json).
+    pub task_types: &'a str,
+    pub seed: u64,
+    /// Nodes for the summary; 0: as the GMs reported them ([`ReplayResult::facts`]).
+    pub nodes: usize,
+    pub out: &'a Path,
+    pub quiet: bool,
+    /// The run's user queues and the fairness window (replay time): per-queue shares
+    /// in `shares.csv` and Jain's index in summary.json.
+    pub queues: Option<(&'a FairnessConfig, Micros)>,
+}
 
 /// Writes the reports; returns `Ok(false)` (after listing them) when tasks went
 /// missing, were refused or ran twice.
@@ -19,28 +38,47 @@ pub fn finish(
     out: &Path,
     quiet: bool,
 ) -> Result<bool> {
-    finish_typed(result, scheduler, "short", seed, nodes, out, quiet)
+    finish_with(
+        result,
+        &ReportOptions {
+            scheduler,
+            task_types: "short",
+            seed,
+            nodes,
+            out,
+            quiet,
+            queues: None,
+        },
+    )
 }
 
-/// [`finish`] of a run whose tasks got types by the hybrid-GQ policy `task_types`
-/// (written to summary.json).
-pub fn finish_typed(
-    result: &ReplayResult,
-    scheduler: &str,
-    task_types: &str,
-    seed: u64,
-    nodes: usize,
-    out: &Path,
-    quiet: bool,
-) -> Result<bool> {
-    let mut summary = Summary::new(scheduler, seed, nodes, &result.outcome, result.wall_s);
-    summary.task_types = task_types.to_owned();
-    write_run(out, &result.outcome.records, &summary)
-        .with_context(|| format!("cannot write reports to {}", out.display()))?;
-    if !quiet {
-        print_table(std::slice::from_ref(&summary));
-        println!("written to {}", out.display());
+/// [`finish`] with every reporting option.
+pub fn finish_with(result: &ReplayResult, o: &ReportOptions) -> Result<bool> {
+    let facts = &result.facts;
+    let nodes = if o.nodes > 0 { o.nodes } else { facts.nodes };
+    let mut summary = Summary::new(o.scheduler, o.seed, nodes, &result.outcome, result.wall_s);
+    summary.task_types = o.task_types.to_owned();
+    summary.preempt_attempts = facts.preempt_attempts;
+    summary.preempt_refused = facts.preempt_refused;
+    if let Some((queues, window)) = o.queues {
+        if facts.capacity.any_zero() {
+            eprintln!(
+                "warning: no GM reported the cluster's capacity; no shares.csv or fairness index"
+            );
+        } else {
+            let fair =
+                crate::fairness::report(o.out, queues, facts.capacity, &result.outcome, window)
+                    .with_context(|| format!("cannot write shares.csv to {}", o.out.display()))?;
+            summary.fairness = Some(fair);
+        }
     }
+    write_run(o.out, &result.outcome.records, &summary)
+        .with_context(|| format!("cannot write reports to {}", o.out.display()))?;
+    if !o.quiet {
+        print_table(std::slice::from_ref(&summary));
+        println!("written to {}", o.out.display());
+    }
+    let out = o.out;
     let mut problems = String::new();
     let mut list = |title: &str, items: &[(u64, u32)]| {
         if items.is_empty() {

@@ -2,10 +2,10 @@
 //! from a durable queue bound to the `megha.events` topic exchange (it survives a
 //! broker restart, and is deleted at the end of the run).
 
-use super::driver::{SubmitError, Submitter};
+use super::driver::{ClusterFacts, SubmitError, Submitter};
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::JobId;
+use common::{JobId, Resources};
 use global_master::service::api::NewTask;
 use serde_json::{json, Value};
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
@@ -117,4 +117,43 @@ pub fn amqp_events(
             },
         );
     (rx, status, handle)
+}
+
+/// Reads what the events do not say from every GM: the cluster it sees (`/healthz`)
+/// and its preemption counters (`/metrics`). A GM that does not answer is skipped
+/// with a warning: the reports then lack what only it knew.
+pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFacts {
+    let mut facts = ClusterFacts::default();
+    for url in gm_urls {
+        let base = url.trim_end_matches('/');
+        let health = async {
+            let v: Value = client
+                .get(format!("{base}/healthz"))
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            let metrics = client
+                .get(format!("{base}/metrics"))
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await?;
+            Ok::<_, reqwest::Error>((v, metrics))
+        };
+        match health.await {
+            Ok((v, metrics)) => {
+                let nodes = v["nodes"].as_u64().unwrap_or(0) as usize;
+                let capacity =
+                    serde_json::from_value::<Resources>(v["capacity"].clone()).unwrap_or_default();
+                facts.add_gm(nodes, capacity, &metrics);
+            }
+            Err(e) => {
+                tracing::warn!(gm = base, error = %e, "cannot read the GM's cluster view and counters")
+            }
+        }
+    }
+    facts
 }

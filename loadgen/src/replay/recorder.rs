@@ -11,9 +11,9 @@
 
 use crate::sim::ledger::{Decision, TaskRecord};
 use crate::sim::workload::Job;
-use crate::sim::{SimCounters, SimOutcome};
+use crate::sim::{Run, SimCounters, SimOutcome};
 use common::events::{TaskEvent, TaskEventKind};
-use common::{JobId, Micros, TaskId};
+use common::{JobId, Micros, QueueId, Resources, TaskId, TaskKind};
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug)]
@@ -29,6 +29,11 @@ pub struct Recorder {
     terminal: Vec<bool>,
     submitted: Vec<bool>,
     waited: Vec<bool>,
+    /// Per task: what a run of it holds (for the per-queue shares).
+    holds: Vec<(QueueId, Resources, TaskKind)>,
+    /// Per task: its run in progress (index into `runs`).
+    open: Vec<Option<usize>>,
+    runs: Vec<Run>,
     done: usize,
     pub counters: SimCounters,
 }
@@ -39,6 +44,7 @@ impl Recorder {
         let mut records = Vec::new();
         let mut job_offset = Vec::new();
         let mut job_len = Vec::new();
+        let mut holds = Vec::new();
         for (k, job) in jobs.iter().enumerate() {
             job_offset.push(records.len());
             job_len.push(job.tasks.len());
@@ -46,6 +52,7 @@ impl Recorder {
                 let mut r = TaskRecord::new(k as u64, t.id.index, job.arrival);
                 r.queue = t.queue;
                 records.push(r);
+                holds.push((t.queue, t.resources, t.kind));
             }
         }
         let n = records.len();
@@ -61,6 +68,9 @@ impl Recorder {
             terminal: vec![false; n],
             submitted: vec![false; n],
             waited: vec![false; n],
+            holds,
+            open: vec![None; n],
+            runs: Vec::new(),
             done: 0,
             counters: SimCounters::default(),
         }
@@ -162,12 +172,28 @@ impl Recorder {
                 r.start = Some(at);
                 r.in_flight_until(at);
                 self.starts[i] += 1;
+                if self.open[i].is_none() {
+                    let (queue, resources, kind) = self.holds[i];
+                    self.open[i] = Some(self.runs.len());
+                    self.runs.push(Run {
+                        task: ev.task,
+                        kind,
+                        promoted_at: None,
+                        queue,
+                        resources,
+                        start: at,
+                        end: None,
+                    });
+                }
             }
             TaskEventKind::Finished { .. } => {
                 r.finish = Some(at);
+                self.end_run(i, at);
                 self.mark_terminal(i);
             }
             TaskEventKind::Preempted { lost, .. } => {
+                self.end_run(i, at);
+                let r = &mut self.records[i];
                 // The run ends here; the task is queued again and starts afresh.
                 r.preemptions += 1;
                 r.lost_work += lost;
@@ -177,6 +203,12 @@ impl Recorder {
             }
             TaskEventKind::Failed { .. } => {}
             TaskEventKind::Promoted { .. } => self.counters.promoted += 1,
+        }
+    }
+
+    fn end_run(&mut self, i: usize, at: Micros) {
+        if let Some(run) = self.open[i].take() {
+            self.runs[run].end = Some(at);
         }
     }
 
@@ -239,7 +271,7 @@ impl Recorder {
             counters: self.counters,
             span,
             drained,
-            runs: Vec::new(),
+            runs: self.runs,
         }
     }
 }
@@ -308,6 +340,19 @@ mod tests {
             (1, Micros(7))
         );
         let out = rec.into_outcome(Micros(100));
+        // Two runs for the per-queue shares: until the preemption, then to the end.
+        let runs: Vec<_> = out.runs.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(
+            runs,
+            [
+                (Micros(3), Some(Micros(10))),
+                (Micros(21), Some(Micros(90)))
+            ]
+        );
+        assert!(out
+            .runs
+            .iter()
+            .all(|r| r.resources == Resources::cores(1, 1)));
         let r = &out.records[0];
         assert_eq!(
             (r.node, r.start, r.preemptions),
