@@ -21,9 +21,12 @@ pub enum LinkError {
     /// The request was certainly not delivered (connection refused, peer gone).
     #[error("peer unreachable: {0}")]
     Unreachable(String),
-    /// The request may or may not have been handled (timeout, bad answer).
+    /// The request may or may not have been handled (timeout, bad answer, 5xx).
     #[error("call failed: {0}")]
     Failed(String),
+    /// The peer answered with a client error (4xx): it did not act on the request.
+    #[error("refused: {0}")]
+    Refused(String),
 }
 
 pub trait Call<Req, Resp>: Send + Sync {
@@ -56,6 +59,48 @@ where
     Fut: Future<Output = Result<Resp, LinkError>> + Send + 'static,
 {
     Arc::new(FnLink(f))
+}
+
+/// Calls `link` until the request's fate is known, for a request that is safe to send
+/// again because the peer recognises a repeat (the same sequence number) and answers
+/// it from its record instead of acting twice.
+///
+/// An ambiguous failure (timeout, lost answer, 5xx) is retried. Once an attempt may
+/// have been acted on, "unreachable" (the peer is down or restarting) does not settle
+/// anything either. Retries are 50 ms apart, doubling up to 2 s, until `doubt_timeout`
+/// has passed; then the last error is returned. A request that never reached the peer
+/// (unreachable at the first attempt) or that it refused (4xx) is settled at once.
+pub async fn call_until_settled<Req: Clone, Resp>(
+    link: &Link<Req, Resp>,
+    req: &Req,
+    doubt_timeout: Duration,
+    what: &str,
+) -> Result<Resp, LinkError> {
+    let deadline = tokio::time::Instant::now() + doubt_timeout;
+    let mut result = link.call(req.clone()).await;
+    let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let retry = match &result {
+            Err(LinkError::Failed(_)) => true,
+            Err(LinkError::Unreachable(_)) => ambiguous,
+            Err(LinkError::Refused(_)) | Ok(_) => false,
+        };
+        if !retry || tokio::time::Instant::now() + delay > deadline {
+            return result;
+        }
+        if delay == Duration::from_millis(1600) {
+            tracing::warn!(
+                what,
+                timeout_s = doubt_timeout.as_secs(),
+                "in doubt: the peer may have acted on it; sending it again until it answers"
+            );
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+        result = link.call(req.clone()).await;
+        ambiguous |= matches!(result, Err(LinkError::Failed(_)));
+    }
 }
 
 /// A keep-alive HTTP client with a request timeout.
@@ -108,7 +153,12 @@ where
                             .map_err(|e| LinkError::Failed(format!("{url}: {e}")))?;
                         if !status.is_success() {
                             let text = String::from_utf8_lossy(&bytes);
-                            return Err(LinkError::Failed(format!("{url}: {status}: {text}")));
+                            let what = format!("{url}: {status}: {text}");
+                            return Err(if status.is_client_error() {
+                                LinkError::Refused(what)
+                            } else {
+                                LinkError::Failed(what)
+                            });
                         }
                         return codec::decode(&bytes)
                             .map_err(|e| LinkError::Failed(format!("{url}: {e}")));
@@ -219,9 +269,58 @@ impl<T> OrderedSender<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fn_link, LinkError, OrderedSender};
+    use super::{call_until_settled, fn_link, LinkError, OrderedSender};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
+
+    /// A peer that answers call `k` (from 0) with `script[k]`, then with the last.
+    fn scripted(script: Vec<Result<u32, LinkError>>) -> (super::Link<u32, u32>, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let link = fn_link(move |_: u32| {
+            let k = seen.fetch_add(1, Ordering::SeqCst);
+            let answer = script[k.min(script.len() - 1)].clone();
+            async move { answer }
+        });
+        (link, calls)
+    }
+
+    fn failed() -> Result<u32, LinkError> {
+        Err(LinkError::Failed("timeout".into()))
+    }
+
+    fn unreachable() -> Result<u32, LinkError> {
+        Err(LinkError::Unreachable("refused".into()))
+    }
+
+    #[tokio::test]
+    async fn a_request_in_doubt_is_sent_through_unreachable_until_answered() {
+        let script = vec![failed(), unreachable(), unreachable(), unreachable(), Ok(7)];
+        let (link, calls) = scripted(script);
+        let r = call_until_settled(&link, &1, Duration::from_secs(10), "t").await;
+        assert_eq!(r.ok(), Some(7));
+        assert_eq!(calls.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn undelivered_or_refused_requests_settle_at_once() {
+        for first in [unreachable(), Err(LinkError::Refused("400".into()))] {
+            let (link, calls) = scripted(vec![first, Ok(7)]);
+            let r = call_until_settled(&link, &1, Duration::from_secs(10), "t").await;
+            assert!(r.is_err());
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn doubt_ends_at_the_timeout_with_the_last_error() {
+        let (link, calls) = scripted(vec![failed(), unreachable()]);
+        let r = call_until_settled(&link, &1, Duration::from_millis(300), "t").await;
+        assert!(matches!(r, Err(LinkError::Unreachable(_))));
+        // Sent at 0, 50 and 150 ms; the next (at 350 ms) would pass the timeout.
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
 
     #[tokio::test]
     async fn delivered_resolves_after_everything_sent_before_it_and_order_holds() {

@@ -15,7 +15,7 @@ use common::messages::{LaunchBatch, LaunchResponse, LmSnapshot};
 use common::reasons::PendingReason;
 use common::{GmId, JobId, LmId, Micros, Resources, TaskId, TaskSpec};
 use service_kit::clock;
-use service_kit::links::{Link, LinkError, Sink};
+use service_kit::links::{call_until_settled, Link, LinkError, Sink};
 use service_kit::metrics::Histogram;
 use std::sync::Arc;
 
@@ -56,6 +56,8 @@ pub struct GmActor {
     /// Queue names by queue id (metrics labels).
     pub(super) queue_names: Vec<String>,
     max_queued: usize,
+    /// See [`GmActor::with_doubt_timeout`].
+    pub(super) doubt_timeout: std::time::Duration,
     pass_scheduled: bool,
     pub(super) next_job: u64,
     accepting: bool,
@@ -101,10 +103,18 @@ impl GmActor {
                 last_snapshot: vec![None; lms],
             },
             max_queued,
+            doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
             pass_scheduled: false,
             next_job,
             accepting: true,
         }
+    }
+
+    /// How long a launch batch or preemption request that an LM may have carried out
+    /// without answering is sent again before its tasks are requeued (default 300 s).
+    pub fn with_doubt_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.doubt_timeout = timeout;
+        self
     }
 
     fn gm(&self) -> GmId {
@@ -123,7 +133,7 @@ impl GmActor {
         }
     }
 
-    /// Sends a batch to its LM; see [`AMBIGUOUS_RETRIES`].
+    /// Sends a batch to its LM; see [`call_until_settled`].
     pub(super) fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
         let Some(link) = self.links.get(batch.lm.index()).cloned() else {
             tracing::error!(lm = %batch.lm, "no link to this LM");
@@ -133,29 +143,10 @@ impl GmActor {
         let me = ctx.address();
         let (lm, seq) = (batch.lm, batch.seq);
         let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
+        let doubt_timeout = self.doubt_timeout;
         tokio::spawn(async move {
-            // An ambiguous failure (timeout, lost answer) is retried with the same
-            // sequence number: the LM answers a batch it has already applied from its
-            // record instead of applying it again, so no task runs twice.
-            let mut result = link.call(batch.clone()).await;
-            // Once an attempt may have been applied, a later "unreachable" (the LM
-            // is restarting) does not settle the batch's fate: keep trying.
-            let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
-            let mut delay = std::time::Duration::from_millis(50);
-            for _ in 0..AMBIGUOUS_RETRIES {
-                let retry = match &result {
-                    Err(LinkError::Failed(_)) => true,
-                    Err(LinkError::Unreachable(_)) => ambiguous,
-                    Ok(_) => false,
-                };
-                if !retry {
-                    break;
-                }
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-                result = link.call(batch.clone()).await;
-                ambiguous |= matches!(result, Err(LinkError::Failed(_)));
-            }
+            let what = format!("launch batch {seq} to {lm}");
+            let result = call_until_settled(&link, &batch, doubt_timeout, &what).await;
             me.do_send(LaunchDone {
                 lm,
                 seq,
@@ -166,11 +157,11 @@ impl GmActor {
     }
 }
 
-/// How often a launch batch whose fate is unknown is sent again (same `seq`) before
-/// its tasks are requeued: 50 ms doubling, 6.35 s in all, enough for an LM to restart
-/// and its workers to register again (a task it launched is then answered
-/// `duplicate`, i.e. running, instead of being placed a second time).
-const AMBIGUOUS_RETRIES: usize = 7;
+/// See [`service_kit::links::call_until_settled`]: a launch batch (or preemption
+/// request) that an LM may have carried out without answering is sent again (the LM
+/// answers a repeat from its record, or, restarted, `duplicate` for a task its
+/// workers hold or finished) for this long before its tasks go back to the queue.
+pub const DEFAULT_DOUBT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Actor for GmActor {
     type Context = Context<Self>;

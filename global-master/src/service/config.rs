@@ -90,6 +90,12 @@ pub struct GmArgs {
     /// On SIGTERM, how long to keep placing queued work before exiting. Default 10000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
+    /// How long to keep resending a launch batch or preemption request that an LM may
+    /// have carried out but did not answer (it crashed or restarts), in seconds,
+    /// before requeueing its tasks. A restarted LM answers it from what its workers
+    /// hold, so no task runs twice when the LM is back within this time. Default 300.
+    #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
+    pub doubt_timeout_s: Option<u64>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, on every GM and LM. Default: none.
     #[arg(
@@ -176,6 +182,7 @@ pub struct GmSettings {
     pub max_job_tasks: usize,
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
+    pub doubt_timeout: Duration,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
@@ -205,6 +212,7 @@ impl GmArgs {
             max_job_tasks,
             launch_timeout_ms,
             drain_timeout_ms,
+            doubt_timeout_s,
             log_format,
             designated_gm,
             gm_urls,
@@ -284,6 +292,7 @@ impl GmArgs {
             max_job_tasks: self.max_job_tasks.unwrap_or(10_000),
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
+            doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
             fairness,
             log_format: self.log_format.unwrap_or_default(),
             designated_gm,

@@ -73,6 +73,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         amqp_event_sink(publisher.clone()),
         s.max_queued,
     )
+    .with_doubt_timeout(s.doubt_timeout)
     .start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();

@@ -16,14 +16,11 @@ use common::messages::{
 use common::reasons::PendingReason;
 use common::{LmId, Micros, TaskId};
 use service_kit::clock;
-use service_kit::links::{Link, LinkError};
+use service_kit::links::{call_until_settled, Link, LinkError};
 use service_kit::metrics::{family, single};
 use std::collections::BTreeMap;
 
 pub type PreemptLink = Link<PreemptRequest, PreemptResponse>;
-
-/// How often a preemption request whose fate is unknown is sent again.
-const AMBIGUOUS_RETRIES: usize = 3;
 
 /// Preemption counters of the shell (the core counts attempts and requeues).
 #[derive(Debug, Default)]
@@ -55,17 +52,11 @@ impl GmActor {
         self.preempt.requests += 1;
         tracing::info!(task = %task, job = task.job.0, %lm, victim = %request.victim, "asking the LM to preempt");
         let me = ctx.address();
+        let doubt_timeout = self.doubt_timeout;
         tokio::spawn(async move {
-            let mut result = link.call(request.clone()).await;
-            let mut delay = std::time::Duration::from_millis(50);
-            for _ in 0..AMBIGUOUS_RETRIES {
-                if !matches!(result, Err(LinkError::Failed(_))) {
-                    break;
-                }
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-                result = link.call(request.clone()).await;
-            }
+            // The LM answers a request it already carried out `duplicate`.
+            let what = format!("preemption for {task} to {lm}");
+            let result = call_until_settled(&link, &request, doubt_timeout, &what).await;
             me.do_send(PreemptDone { lm, task, result });
         });
     }
