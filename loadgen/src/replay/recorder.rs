@@ -197,6 +197,11 @@ impl Recorder {
                 // The run ends here; the task is queued again and starts afresh.
                 r.preemptions += 1;
                 r.lost_work += lost;
+                // As the simulator counts them: every preemption, and among them the
+                // QUEUEABLE tasks killed (reclaimed, shed or preempted).
+                if self.holds[i].2 == TaskKind::Queueable {
+                    self.counters.queueable_kills += 1;
+                }
                 self.counters.preemptions += 1;
                 self.counters.wasted += lost;
                 self.waited[i] = true;
@@ -339,6 +344,10 @@ mod tests {
             (rec.counters.preemptions, rec.counters.wasted),
             (1, Micros(7))
         );
+        assert_eq!(
+            rec.counters.queueable_kills, 0,
+            "a short task was preempted"
+        );
         let out = rec.into_outcome(Micros(100));
         // Two runs for the per-queue shares: until the preemption, then to the end.
         let runs: Vec<_> = out.runs.iter().map(|r| (r.start, r.end)).collect();
@@ -357,6 +366,28 @@ mod tests {
         assert_eq!(
             (r.node, r.start, r.preemptions),
             (Some(n1), Some(Micros(21)), 1)
+        );
+    }
+
+    #[test]
+    fn a_killed_queueable_task_counts_as_a_queueable_kill_and_a_preemption() {
+        let mut task = TaskSpec::short(TaskId::new(0, 0), Resources::cores(1, 1), Micros(100));
+        task.kind = common::TaskKind::Queueable;
+        let job = Job {
+            id: 0,
+            arrival: Micros(0),
+            tasks: vec![task],
+        };
+        let mut rec = Recorder::new(&[job], Micros(0));
+        let id = TaskId::new(5, 0);
+        rec.submitted(0, JobId(5), Micros(0));
+        let (lm, node) = (LmId(0), NodeId(0));
+        rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
+        let lost = Micros(4);
+        rec.apply(ev(id, 5, TaskEventKind::Preempted { lm, node, lost }));
+        assert_eq!(
+            (rec.counters.preemptions, rec.counters.queueable_kills),
+            (1, 1)
         );
     }
 }
