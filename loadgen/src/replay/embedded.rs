@@ -2,7 +2,8 @@
 //! as the binaries, linked by actix mailboxes instead of HTTP and the broker. Needs
 //! nothing installed. Must run inside an actix `System` on a tokio runtime.
 
-use super::driver::{ClusterFacts, SubmitError, Submitter};
+use super::driver::{SubmitError, Submitter};
+use super::facts::ClusterFacts;
 use crate::sim::MercuryOptions;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Result};

@@ -6,10 +6,12 @@
 //! - [`net`]: the HTTP submitter and the RabbitMQ event source.
 //! - [`embedded`]: every role in one process with in-memory links.
 //! - [`finish`]: writing the reports and judging the run.
+//! - [`facts`]: what the reports need besides the events, read from the GMs.
 //! - [`queues`]: which user queue (and so which GM) each job goes to.
 
 pub mod driver;
 pub mod embedded;
+pub mod facts;
 pub mod finish;
 pub mod net;
 pub mod queues;

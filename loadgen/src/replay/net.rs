@@ -2,7 +2,8 @@
 //! from a durable queue bound to the `megha.events` topic exchange (it survives a
 //! broker restart, and is deleted at the end of the run).
 
-use super::driver::{ClusterFacts, SubmitError, Submitter};
+use super::driver::{SubmitError, Submitter};
+use super::facts::ClusterFacts;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Resources};
