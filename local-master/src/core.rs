@@ -113,9 +113,13 @@ pub struct LocalMaster {
     /// applied twice.
     answered: Vec<VecDeque<(u64, BatchOutcomes)>>,
     pub(crate) version: u64,
-    /// Tasks that finished before this LM (re)started, as workers report when they
-    /// register again: a launch of one of them is answered `Duplicate`.
+    /// Tasks the previous LM launched that have finished: those the workers reported
+    /// finished when they registered again, and adopted tasks that finished since. A
+    /// GM's launch of one of them (a batch resent because the old LM never answered)
+    /// is answered `Duplicate`.
     finished_before: std::collections::HashSet<TaskId>,
+    /// Tasks taken over from the previous LM ([`LocalMaster::adopt`]) still running.
+    adopted: std::collections::HashSet<TaskId>,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
     config: LmConfig,
     next_heartbeat: Micros,
@@ -162,6 +166,7 @@ impl LocalMaster {
             // microsecond would be needed to catch up).
             version: now.0.max(1),
             finished_before: Default::default(),
+            adopted: Default::default(),
             snapshot_cache: None,
             config,
             next_heartbeat: now,
@@ -487,8 +492,10 @@ impl LocalMaster {
             WorkerReport::Killed { node, task, at } => {
                 let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
                     // The worker made room for other work on its own.
+                    self.ended_adopted(task, false);
                     return self.queueable_killed_by_worker(node, task, at);
                 };
+                self.ended_adopted(task, false);
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -500,6 +507,7 @@ impl LocalMaster {
                 if self.pending_kills.remove(&task).is_some() =>
             {
                 // Finished before the kill reached the worker: the finish stands.
+                self.ended_adopted(task, true);
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -514,6 +522,7 @@ impl LocalMaster {
                 if self.release(task).is_none() {
                     return Err(LmError::UnknownTask { task, node });
                 }
+                self.ended_adopted(task, true);
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -554,6 +563,7 @@ impl LocalMaster {
         }
         let fits = self.free[node.index()].fits(&task.resources);
         let id = task.id;
+        self.adopted.insert(id);
         let mut ignored = LmEffects::default();
         self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
         if let Some(alloc) = self.running.get_mut(&id) {
@@ -572,6 +582,15 @@ impl LocalMaster {
         }
         self.version += 1;
         Ok(fits)
+    }
+
+    /// An adopted task ended: one that finished is remembered like the tasks finished
+    /// before the restart (a late resend of the old LM's batch must not run it again);
+    /// one that was killed goes back to its GM and may be launched again.
+    fn ended_adopted(&mut self, task: TaskId, finished: bool) {
+        if self.adopted.remove(&task) && finished {
+            self.finished_before.insert(task);
+        }
     }
 
     /// Records a task a worker finished before this LM started (it registered again

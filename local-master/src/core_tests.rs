@@ -283,6 +283,19 @@ fn adopting_held_tasks_rebuilds_the_state_of_a_restarted_lm() {
         .expect("known task");
     assert_eq!(fx.events.len(), 1);
     assert!(lm.is_idle());
+    // The old LM's batch, resent after the adopted task finished, does not run it
+    // again (this LM has no record of the batch itself).
+    let fx = lm
+        .handle_launch_batch(
+            Micros(6_500),
+            launch(0, 1, &[(1, 0, Placement::Internal, 1)]),
+        )
+        .expect("batch");
+    assert!(fx.starts.is_empty(), "no second run");
+    assert_eq!(
+        fx.response.expect("answer").outcomes[0].1,
+        LaunchOutcome::Rejected(RejectReason::Duplicate)
+    );
     // A node this LM does not have is refused.
     let stray = HeldTask {
         node: NodeId(10_000),
