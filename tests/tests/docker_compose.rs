@@ -94,6 +94,10 @@ const COMPOSE_VARS: &[&str] = &[
     "MEGHA_TRACE",
     "MEGHA_SPEEDUP",
     "MEGHA_REPLAY_OUT",
+    "MEGHA_QUEUES",
+    "MEGHA_SHARE_POLICY",
+    "MEGHA_QUEUEABLE",
+    "MEGHA_TASK_TYPES",
 ];
 
 /// A compose project; `down` (containers, network, volumes, its image) on drop.

@@ -170,11 +170,14 @@ pub fn parse_job(
             ),
         ));
     }
+    // A job with GUARANTEED or long-running work is forwarded whole to the designated
+    // GM and placed there, so each of its tasks may name any queue.
+    let designated = request.tasks.iter().any(|t| t.kind.needs_designated_gm());
     request
         .tasks
         .into_iter()
         .enumerate()
-        .map(|(i, t)| validate_task(i, t, queues))
+        .map(|(i, t)| validate_task(i, t, queues, designated))
         .collect()
 }
 
@@ -192,7 +195,12 @@ pub(super) fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
     })
 }
 
-fn validate_task(i: usize, t: TaskRequest, queues: &QueueTable) -> Result<NewTask, ApiError> {
+fn validate_task(
+    i: usize,
+    t: TaskRequest,
+    queues: &QueueTable,
+    any_queue: bool,
+) -> Result<NewTask, ApiError> {
     let field = |name: &str| format!("tasks[{i}].{name}");
     let resources = check_resources(&field("resources"), &t.resources)?;
     let constraints = ConstraintSet::from_ids(t.constraints.iter().copied())
@@ -201,7 +209,7 @@ fn validate_task(i: usize, t: TaskRequest, queues: &QueueTable) -> Result<NewTas
     // GUARANTEED and long_running work is placed by the designated GM; the HTTP layer
     // forwards it there (see `route`).
     check_tags(&field("tags"), &t.tags)?;
-    let queue = queues.resolve(i, t.queue.as_deref(), t.kind.needs_designated_gm())?;
+    let queue = queues.resolve(i, t.queue.as_deref(), any_queue)?;
     Ok(NewTask {
         queue,
         kind: t.kind,
@@ -347,6 +355,13 @@ mod tests {
             "{}",
             misdirected.error
         );
+        // The same task in a job with GUARANTEED work: the job is placed whole by the
+        // designated GM, so the queue of another GM is accepted (here and there).
+        let mixed = format!(
+            r#"{{"tasks":[{{{ok_res},"queue":"b","kind":"guaranteed"}},{{{ok_res},"queue":"a"}}]}}"#
+        );
+        let tasks = parse_job(mixed.as_bytes(), 3, &two_queues()).expect("mixed job");
+        assert_eq!(tasks[1].queue.0, 0, "queue a");
     }
 
     #[test]

@@ -56,10 +56,20 @@ pub struct WorkloadArgs {
     /// list, in the same order. Trace jobs that name a queue keep it; the others are
     /// spread over the queues round-robin; each job goes to its queue's GM. Without
     /// it, jobs go to the GMs round-robin, in the implicit `default` queue.
-    #[arg(long = "queue", value_delimiter = ',', value_name = "NAME:SHARE:GM")]
+    #[arg(
+        long = "queue",
+        env = "MEGHA_QUEUES",
+        value_delimiter = ',',
+        value_name = "NAME:SHARE:GM"
+    )]
     pub queues: Vec<String>,
     /// How queue shares are measured: drf or cpu (the services' --share-policy).
-    #[arg(long, default_value = "drf", value_name = "drf|cpu")]
+    #[arg(
+        long,
+        env = "MEGHA_SHARE_POLICY",
+        default_value = "drf",
+        value_name = "drf|cpu"
+    )]
     pub share_policy: SharePolicy,
     /// With --queue: the window of shares.csv and of Jain's fairness index, in trace
     /// seconds (divided by the speed-up, like every trace time).
@@ -137,7 +147,12 @@ pub struct ReplayArgs {
     /// --seed): short (the Megha path), only-g, only-q or hybrid:TD_S:PQ (tasks
     /// shorter than TD_S seconds are QUEUEABLE with probability PQ). GUARANTEED work
     /// is forwarded to the designated GM; the LMs need --queueable for QUEUEABLE work.
-    #[arg(long, default_value = "short", value_name = "TYPES")]
+    #[arg(
+        long,
+        env = "MEGHA_TASK_TYPES",
+        default_value = "short",
+        value_name = "TYPES"
+    )]
     pub task_types: String,
     #[command(flatten)]
     pub workload: WorkloadArgs,

@@ -127,21 +127,13 @@ pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFa
     let mut facts = ClusterFacts::default();
     for url in gm_urls {
         let base = url.trim_end_matches('/');
+        let get = |path: &str| {
+            let request = client.get(format!("{base}{path}")).send();
+            async move { request.await?.error_for_status() }
+        };
         let health = async {
-            let v: Value = client
-                .get(format!("{base}/healthz"))
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await?;
-            let metrics = client
-                .get(format!("{base}/metrics"))
-                .send()
-                .await?
-                .error_for_status()?
-                .text()
-                .await?;
+            let v: Value = get("/healthz").await?.json().await?;
+            let metrics = get("/metrics").await?.text().await?;
             Ok::<_, reqwest::Error>((v, metrics))
         };
         match health.await {
