@@ -1,6 +1,7 @@
 //! The GMs of an embedded cluster behind their real HTTP APIs on loopback, with
 //! forwarding to the designated GM, and polling those APIs.
 
+use common::fairness::FairnessConfig;
 use common::GmId;
 use global_master::service::api::QueueTable;
 use global_master::service::http::{router, ApiState};
@@ -14,6 +15,15 @@ use std::time::{Duration, Instant};
 /// the non-designated GMs forward LRAs and GUARANTEED work to `designated`.
 /// Returns the base URLs, by GM id. Call inside the cluster's actix System.
 pub async fn serve_gm_apis(cluster: &EmbeddedCluster, designated: GmId) -> Vec<String> {
+    serve_gm_apis_with_queues(cluster, designated, None).await
+}
+
+/// [`serve_gm_apis`] with the user queues the cluster was started with.
+pub async fn serve_gm_apis_with_queues(
+    cluster: &EmbeddedCluster,
+    designated: GmId,
+    fairness: Option<Arc<FairnessConfig>>,
+) -> Vec<String> {
     let client = reqwest::Client::new();
     let mut urls = Vec::new();
     let mut listeners = Vec::new();
@@ -30,7 +40,7 @@ pub async fn serve_gm_apis(cluster: &EmbeddedCluster, designated: GmId) -> Vec<S
             max_job_tasks: 1000,
             queues: QueueTable {
                 me: GmId(g as u16),
-                fairness: None,
+                fairness: fairness.clone(),
             },
             broker: None,
             lra_groups: Default::default(),

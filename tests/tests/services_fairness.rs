@@ -21,6 +21,7 @@ use service_kit::links::Sink;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::checks::assert_no_overlapping_runs;
+use tests::gm_http::serve_gm_apis_with_queues;
 use tests::procs::workspace_root;
 
 /// A job of `n` one-core tasks of `duration` in `queue`, arriving at `arrival_ms`.
@@ -235,4 +236,82 @@ fn first_job(events: &[TaskEvent], k: usize) -> JobId {
         }
     }
     jobs[k]
+}
+
+/// Over the GMs' HTTP APIs with queues `a` (GM 0, designated) and `b` (GM 1): a job
+/// of queue `b` that mixes a GUARANTEED task with a short one, submitted to GM 1, is
+/// forwarded whole to GM 0, which accepts the queue it does not serve (the job is
+/// placed there entire), and both tasks run to the end. An ordinary job of queue `b`
+/// sent to GM 0 is still refused, 421 naming GM 1.
+#[test]
+fn a_job_with_guaranteed_work_is_placed_whole_by_the_designated_gm_whatever_its_queue() {
+    let fairness =
+        Arc::new(FairnessConfig::parse("a:0.5:0,b:0.5:1", SharePolicy::Drf, 2).expect("queues"));
+    let log: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
+    let record = log.clone();
+    let cfg = EmbeddedConfig {
+        cluster: ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 5),
+        workers_per_lm: 2,
+        heartbeat: Micros::from_millis(200),
+        publish_min_interval: Duration::from_millis(5),
+        batch_size: 100,
+        max_queued: 10_000,
+        fairness: Some(fairness.clone()),
+        mercury: None,
+        designated_gm: common::GmId(0),
+    };
+    in_actix_system(async move {
+        let sink: Sink<Vec<TaskEvent>> = Arc::new(move |batch: Vec<TaskEvent>| {
+            record.lock().expect("events").extend(batch);
+        });
+        let cluster = embedded::start(&cfg, sink).await.expect("embedded cluster");
+        let urls =
+            serve_gm_apis_with_queues(&cluster, common::GmId(0), Some(fairness.clone())).await;
+        let client = reqwest::Client::new();
+        let task = |kind: &str| {
+            serde_json::json!({"queue": "b", "kind": kind, "duration_ms": 50,
+                               "resources": {"cpu_millis": 1000, "memory_mb": 64}})
+        };
+        let mixed = serde_json::json!({"tasks": [task("guaranteed"), task("short")]});
+        let answer = client
+            .post(format!("{}/v1/jobs", urls[1]))
+            .json(&mixed)
+            .send()
+            .await
+            .expect("post");
+        let status = answer.status().as_u16();
+        let body: serde_json::Value = answer.json().await.expect("json");
+        assert_eq!(status, 202, "{body}");
+        let job = JobId(body["job"].as_u64().expect("job id"));
+        let plain = serde_json::json!({"tasks": [task("short")]});
+        let refused = client
+            .post(format!("{}/v1/jobs", urls[0]))
+            .json(&plain)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(refused.status().as_u16(), 421);
+        let why: serde_json::Value = refused.json().await.expect("json");
+        assert!(
+            why["error"].as_str().is_some_and(|e| e.contains("gm1")),
+            "{why}"
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let done = log
+                .lock()
+                .expect("events")
+                .iter()
+                .filter(|e| e.task.job == job && matches!(e.kind, TaskEventKind::Finished { .. }))
+                .count();
+            if done == 2 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the mixed job did not finish"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
 }
