@@ -23,8 +23,9 @@ pub enum QueueOrder {
     /// First come, first served.
     #[default]
     Fifo,
-    /// Tasks of earlier-submitted jobs first. Job ids are dense in submission order,
-    /// so the job id is the submission rank; ties keep arrival order.
+    /// Tasks of earlier-submitted jobs first, by [`common::JobId::submission_key`]
+    /// (the submission time below the GM id in the services, the rank in the
+    /// simulator); ties keep arrival order.
     JobSubmission,
 }
 
@@ -126,7 +127,11 @@ impl Worker {
     fn enqueue(&mut self, task: TaskSpec) {
         let at = match self.order {
             QueueOrder::Fifo => self.queue.len(),
-            QueueOrder::JobSubmission => self.queue.partition_point(|t| t.id.job <= task.id.job),
+            QueueOrder::JobSubmission => {
+                let key = task.id.job.submission_key();
+                self.queue
+                    .partition_point(|t| t.id.job.submission_key() <= key)
+            }
         };
         self.queue.insert(at, task);
     }
@@ -446,8 +451,19 @@ mod tests {
         }
         let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
         assert_eq!(jobs, vec![7, 8, 9]);
+        // Services' ids carry the GM in the top bits: GM 1's job submitted at t = 6
+        // goes before GM 0's of t = 7, not after every job of GM 0.
+        let of_gm1 = common::JobId::stamped(1, 6, None).0;
+        assert!(w
+            .start_task(Micros(0), order(of_gm1, 1, 1, TaskKind::Queueable))
+            .unwrap()
+            .is_empty());
+        let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
+        assert_eq!(jobs, vec![of_gm1, 7, 8, 9]);
         let r = w.advance(Micros::from_secs(1));
-        assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(7, 0)));
+        assert!(
+            matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(of_gm1, 0))
+        );
         assert_eq!(w.running().len(), 1);
     }
 

@@ -59,7 +59,8 @@ pub struct GmActor {
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
     pass_scheduled: bool,
-    pub(super) next_job: u64,
+    /// The last job id handed out (see [`GmActor::new_job_id`]).
+    last_job: Option<JobId>,
     accepting: bool,
 }
 
@@ -83,9 +84,6 @@ impl GmActor {
             Some(f) => f.queues.iter().map(|q| q.name.clone()).collect(),
             None => vec![common::fairness::DEFAULT_QUEUE.to_owned()],
         };
-        // Job ids: GM number in the top 16 bits, then a counter seeded from the clock
-        // so that a restarted GM does not reuse the ids of its previous life.
-        let next_job = ((config.id.0 as u64) << 48) | (clock::now().0 & ((1 << 48) - 1));
         GmActor {
             core: GlobalMaster::new(config),
             links: links.launch,
@@ -105,7 +103,7 @@ impl GmActor {
             max_queued,
             doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
             pass_scheduled: false,
-            next_job,
+            last_job: None,
             accepting: true,
         }
     }
@@ -119,6 +117,16 @@ impl GmActor {
 
     fn gm(&self) -> GmId {
         self.core.id()
+    }
+
+    /// A new job id: this GM's number in the top 16 bits, then the submission time
+    /// (microseconds, kept unique and increasing), so that ids order jobs by
+    /// submission across GMs (the workers' job-order queues use this) and a
+    /// restarted GM does not reuse the ids of its previous life.
+    pub(super) fn new_job_id(&mut self, now: Micros) -> JobId {
+        let id = JobId::stamped(self.gm().0, now.0, self.last_job);
+        self.last_job = Some(id);
+        id
     }
 
     /// Tasks held: queued plus awaiting an LM's answer.
@@ -201,8 +209,7 @@ impl Handler<Submit> for GmActor {
             });
         }
         let now = clock::now();
-        let job = JobId(self.next_job);
-        self.next_job += 1;
+        let job = self.new_job_id(now);
         let gm = self.gm();
         let mut ids = Vec::with_capacity(msg.0.len());
         let mut events = Vec::with_capacity(msg.0.len());

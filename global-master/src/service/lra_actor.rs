@@ -24,7 +24,7 @@ impl Handler<SubmitLra> for GmActor {
 
     fn handle(&mut self, msg: SubmitLra, ctx: &mut Context<Self>) -> Self::Result {
         let now = clock::now();
-        let id = LraId(self.next_job);
+        let id = LraId(self.new_job_id(now).0);
         let lra = msg.0;
         let count = lra.containers.len();
         let submission = LraSubmission {
@@ -37,7 +37,6 @@ impl Handler<SubmitLra> for GmActor {
             durations: lra.durations,
         };
         self.core.submit_lra(now, submission)?;
-        self.next_job += 1;
         let tasks: Vec<TaskId> = (0..count).map(|j| container_task(id, j)).collect();
         let gm = self.core.id();
         for task in &tasks {

@@ -56,8 +56,9 @@ pub struct WorkerArgs {
     /// On SIGTERM, how long to wait for running tasks to finish. Default 30000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
-    /// Order of the QUEUEABLE queue of each node: fifo, or job (tasks of
-    /// earlier-submitted jobs first, Mercury's queue reordering). Default fifo.
+    /// Order of the QUEUEABLE queue of each node: job (tasks of earlier-submitted jobs
+    /// first, by submission time across GMs: Mercury's queue reordering, as in the
+    /// simulator) or fifo. Default job.
     #[arg(long, env = "MEGHA_WORKER_QUEUE_ORDER", value_name = "fifo|job")]
     pub queue_order: Option<String>,
     /// Share of each node's capacity running QUEUEABLE work may hold, in (0, 1]: the
@@ -112,7 +113,7 @@ impl WorkerArgs {
             Some(text) => text
                 .parse::<QueueOrder>()
                 .map_err(|e| anyhow::anyhow!("--queue-order: {e}"))?,
-            None => QueueOrder::Fifo,
+            None => QueueOrder::JobSubmission,
         };
         let queueable_cap = service_kit::settings::queueable_cap(self.queueable_cap)?;
         let lm_url = self
@@ -159,12 +160,12 @@ mod tests {
             WorkerArgs::try_parse_from(all).expect("parse").resolve()
         };
         let s = resolve(&[]).expect("defaults");
-        assert_eq!((s.queue_order, s.queueable_cap), (QueueOrder::Fifo, 1.0));
-        let s = resolve(&["--queue-order", "job", "--queueable-cap", "0.5"]).expect("valid");
         assert_eq!(
             (s.queue_order, s.queueable_cap),
-            (QueueOrder::JobSubmission, 0.5)
+            (QueueOrder::JobSubmission, 1.0)
         );
+        let s = resolve(&["--queue-order", "fifo", "--queueable-cap", "0.5"]).expect("valid");
+        assert_eq!((s.queue_order, s.queueable_cap), (QueueOrder::Fifo, 0.5));
         let err = resolve(&["--queue-order", "lifo"]).expect_err("unknown order");
         assert!(format!("{err:#}").contains("--queue-order"), "{err:#}");
         let err = resolve(&["--queueable-cap", "2"]).expect_err("cap above 1");
