@@ -8,8 +8,8 @@ use common::cluster::LmSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::fairness::FairnessConfig;
 use common::messages::{
-    HeldTask, KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology,
-    Placement, PreemptResponse, PreemptedTasks, PromoteTask, StartTask, WorkerReport,
+    KillTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology, Placement,
+    PreemptResponse, PreemptedTasks, PromoteTask, StartTask, WorkerReport,
 };
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId, TaskKind, TaskSpec};
@@ -117,9 +117,9 @@ pub struct LocalMaster {
     /// finished when they registered again, and adopted tasks that finished since. A
     /// GM's launch of one of them (a batch resent because the old LM never answered)
     /// is answered `Duplicate`.
-    finished_before: std::collections::HashSet<TaskId>,
+    pub(crate) finished_before: std::collections::HashSet<TaskId>,
     /// Tasks taken over from the previous LM ([`LocalMaster::adopt`]) still running.
-    adopted: std::collections::HashSet<TaskId>,
+    pub(crate) adopted: std::collections::HashSet<TaskId>,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
     config: LmConfig,
     next_heartbeat: Micros,
@@ -531,72 +531,6 @@ impl LocalMaster {
             }
         }
         Ok(effects)
-    }
-
-    /// Takes a task a worker already holds into the state (the worker registered again
-    /// after this LM restarted): its resources are deducted from its node and its
-    /// queue's usage, on behalf of the node's home partition. A task already known is
-    /// left as it is. A task that does not fit in its node's free resources is
-    /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
-    /// to report; a node this LM does not have is an error. A started task's
-    /// `Started` event is issued again with its original time (the previous LM may
-    /// have died before publishing it; observers drop duplicates).
-    pub fn adopt(
-        &mut self,
-        now: Micros,
-        held: HeldTask,
-        effects: &mut LmEffects,
-    ) -> Result<bool, LmError> {
-        let HeldTask {
-            node,
-            task,
-            started_at,
-        } = held;
-        let Some(home) = self.topology.home.get(node.index()).copied() else {
-            return Err(LmError::UnknownTask {
-                task: task.id,
-                node,
-            });
-        };
-        if self.running.contains_key(&task.id) || self.queued.contains_key(&task.id) {
-            return Ok(true);
-        }
-        let fits = self.free[node.index()].fits(&task.resources);
-        let id = task.id;
-        self.adopted.insert(id);
-        let mut ignored = LmEffects::default();
-        self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
-        if let Some(alloc) = self.running.get_mut(&id) {
-            alloc.started = started_at.is_some();
-            alloc.started_at = started_at;
-        }
-        if let Some(at) = started_at {
-            effects.events.push(TaskEvent {
-                task: id,
-                at,
-                kind: TaskEventKind::Started {
-                    lm: self.topology.lm,
-                    node,
-                },
-            });
-        }
-        self.version += 1;
-        Ok(fits)
-    }
-
-    /// An adopted task ended: one that finished is remembered like the tasks finished
-    /// before the restart (a late resend of the old LM's batch must not run it again);
-    /// one that was killed goes back to its GM and may be launched again.
-    fn ended_adopted(&mut self, task: TaskId, finished: bool) {
-        if self.adopted.remove(&task) && finished {
-            self.finished_before.insert(task);
-        }
-    }
-
-    /// Records a task a worker finished before this LM started (it registered again
-    /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
-    pub fn finished_before_restart(&mut self, task: TaskId) {
-        self.finished_before.insert(task);
     }
 
     /// True when no node has anything allocated (every resource returned).

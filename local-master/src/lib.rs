@@ -9,6 +9,7 @@
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
+//! - [`restart`]: what a restarted LM takes over from the tasks its workers hold.
 //! - [`queueable`]: Mercury's QUEUEABLE work: admission into worker queues, the
 //!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding,
 //!   per-job quotas and promotion to GUARANTEED.
@@ -18,6 +19,7 @@
 pub mod core;
 pub mod preempt;
 pub mod queueable;
+pub mod restart;
 pub mod service;
 pub mod validate;
 

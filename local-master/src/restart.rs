@@ -1,0 +1,76 @@
+//! A restarted LM takes over from its previous life: the tasks its workers still hold
+//! (adopted into the state) and those they finished meanwhile, so that a GM's launch
+//! batch resent because the old LM never answered does not run a task twice.
+
+use crate::core::{LmEffects, LmError, LocalMaster};
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{HeldTask, Placement};
+use common::{Micros, TaskId};
+
+impl LocalMaster {
+    /// Takes a task a worker already holds into the state (the worker registered again
+    /// after this LM restarted): its resources are deducted from its node and its
+    /// queue's usage, on behalf of the node's home partition. A task already known is
+    /// left as it is. A task that does not fit in its node's free resources is
+    /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
+    /// to report; a node this LM does not have is an error. A started task's
+    /// `Started` event is issued again with its original time (the previous LM may
+    /// have died before publishing it; observers drop duplicates).
+    pub fn adopt(
+        &mut self,
+        now: Micros,
+        held: HeldTask,
+        effects: &mut LmEffects,
+    ) -> Result<bool, LmError> {
+        let HeldTask {
+            node,
+            task,
+            started_at,
+        } = held;
+        let Some(home) = self.topology.home.get(node.index()).copied() else {
+            return Err(LmError::UnknownTask {
+                task: task.id,
+                node,
+            });
+        };
+        if self.running.contains_key(&task.id) || self.queued.contains_key(&task.id) {
+            return Ok(true);
+        }
+        let fits = self.free[node.index()].fits(&task.resources);
+        let id = task.id;
+        self.adopted.insert(id);
+        let mut ignored = LmEffects::default();
+        self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
+        if let Some(alloc) = self.running.get_mut(&id) {
+            alloc.started = started_at.is_some();
+            alloc.started_at = started_at;
+        }
+        if let Some(at) = started_at {
+            effects.events.push(TaskEvent {
+                task: id,
+                at,
+                kind: TaskEventKind::Started {
+                    lm: self.topology.lm,
+                    node,
+                },
+            });
+        }
+        self.version += 1;
+        Ok(fits)
+    }
+
+    /// An adopted task ended: one that finished is remembered like the tasks finished
+    /// before the restart (a late resend of the old LM's batch must not run it again);
+    /// one that was killed goes back to its GM and may be launched again.
+    pub(crate) fn ended_adopted(&mut self, task: TaskId, finished: bool) {
+        if self.adopted.remove(&task) && finished {
+            self.finished_before.insert(task);
+        }
+    }
+
+    /// Records a task a worker finished before this LM started (it registered again
+    /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
+    pub fn finished_before_restart(&mut self, task: TaskId) {
+        self.finished_before.insert(task);
+    }
+}
