@@ -8,6 +8,7 @@
 //! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
+//! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
 
 pub mod broker;
 pub mod checks;
@@ -18,6 +19,7 @@ use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::LaunchBatch;
 use common::{ConstraintSet, GmId, LmId, Micros, Resources, TaskId, TaskSpec};
 use global_master::core::{GlobalMaster, GmConfig};
+use loadgen::replay::embedded::EmbeddedConfig;
 use loadgen::trace::{TraceJob, TraceTask};
 use local_master::{LmConfig, LocalMaster};
 
@@ -139,4 +141,22 @@ pub fn trace(jobs: &[(u32, Vec<u32>)]) -> Vec<TraceJob> {
                 .collect(),
         })
         .collect()
+}
+
+/// Settings of an embedded cluster for a test: `cluster`, 2 workers per LM, 200 ms
+/// heartbeats, at least 5 ms between change-triggered publications, launch batches of
+/// up to 100, room for 1,000,000 queued tasks, no user queues, no QUEUEABLE work,
+/// GM 0 designated. Tests change what they need with `..embedded_config(c)`.
+pub fn embedded_config(cluster: ClusterSpec) -> EmbeddedConfig {
+    EmbeddedConfig {
+        cluster,
+        workers_per_lm: 2,
+        heartbeat: Micros::from_millis(200),
+        publish_min_interval: std::time::Duration::from_millis(5),
+        batch_size: 100,
+        max_queued: 1_000_000,
+        fairness: None,
+        mercury: None,
+        designated_gm: GmId(0),
+    }
 }

@@ -11,6 +11,7 @@ use loadgen::sim::workload::{build, ConstraintMode, WorkloadOptions};
 use loadgen::trace::{read_all, tr::TrReader};
 use std::time::Duration;
 use tests::checks::{assert_all_finished, assert_no_overlap_on_nodes, read_tasks_csv};
+use tests::embedded_config;
 use tests::procs::workspace_root;
 
 #[test]
@@ -28,15 +29,14 @@ fn embedded_cluster_runs_every_task_exactly_once() {
     );
     let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
     let cfg = EmbeddedConfig {
-        cluster: ClusterSpec::generate(2, 2, 2, Resources::cores(1, 16384), 7),
-        workers_per_lm: 2,
         heartbeat: Micros::from_millis(500),
-        publish_min_interval: Duration::from_millis(5),
-        batch_size: 100,
-        max_queued: 1_000_000,
-        fairness: None,
-        mercury: None,
-        designated_gm: common::GmId(0),
+        ..embedded_config(ClusterSpec::generate(
+            2,
+            2,
+            2,
+            Resources::cores(1, 16384),
+            7,
+        ))
     };
     let opts = ReplayOptions {
         speedup: 100.0,

@@ -21,6 +21,7 @@ use service_kit::links::Sink;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::checks::assert_no_overlapping_runs;
+use tests::embedded_config;
 use tests::gm_http::serve_gm_apis_with_queues;
 use tests::procs::workspace_root;
 
@@ -83,15 +84,8 @@ fn a_queue_under_its_share_preempts_the_queue_over_it() {
     // 2 GMs, 1 LM, 2 nodes per partition: 4 one-core nodes.
     let fairness = FairnessConfig::parse("a:0.5:0,b:0.5:1", SharePolicy::Drf, 2).expect("queues");
     let cfg = EmbeddedConfig {
-        cluster: ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3),
-        workers_per_lm: 2,
-        heartbeat: Micros::from_millis(200),
-        publish_min_interval: Duration::from_millis(5),
-        batch_size: 100,
-        max_queued: 1000,
         fairness: Some(Arc::new(fairness)),
-        mercury: None,
-        designated_gm: common::GmId(0),
+        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
     };
     let long = Micros::from_millis(1500);
     let jobs = vec![
@@ -192,15 +186,15 @@ fn the_sample_trace_with_queues_runs_every_task_to_the_end() {
     assign_queues(&mut jobs, &trace, &fairness).expect("queues");
     let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
     let cfg = EmbeddedConfig {
-        cluster: ClusterSpec::generate(2, 2, 2, Resources::cores(1, 16384), 7),
-        workers_per_lm: 2,
         heartbeat: Micros::from_millis(500),
-        publish_min_interval: Duration::from_millis(5),
-        batch_size: 100,
-        max_queued: 1_000_000,
         fairness: Some(Arc::new(fairness)),
-        mercury: None,
-        designated_gm: common::GmId(0),
+        ..embedded_config(ClusterSpec::generate(
+            2,
+            2,
+            2,
+            Resources::cores(1, 16384),
+            7,
+        ))
     };
     let (result, events) = run(&cfg, &jobs, 50.0);
     assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
@@ -250,15 +244,8 @@ fn a_job_with_guaranteed_work_is_placed_whole_by_the_designated_gm_whatever_its_
     let log: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
     let record = log.clone();
     let cfg = EmbeddedConfig {
-        cluster: ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 5),
-        workers_per_lm: 2,
-        heartbeat: Micros::from_millis(200),
-        publish_min_interval: Duration::from_millis(5),
-        batch_size: 100,
-        max_queued: 10_000,
         fairness: Some(fairness.clone()),
-        mercury: None,
-        designated_gm: common::GmId(0),
+        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 5))
     };
     in_actix_system(async move {
         let sink: Sink<Vec<TaskEvent>> = Arc::new(move |batch: Vec<TaskEvent>| {

@@ -11,11 +11,12 @@ use global_master::core::GmConfig;
 use global_master::lra::Placer;
 use global_master::service::route::FORWARDED_BY;
 use loadgen::cli::replay::in_actix_system;
-use loadgen::replay::embedded::{start_with, EmbeddedConfig};
+use loadgen::replay::embedded::start_with;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tests::embedded_config;
 use tests::gm_http::{serve_gm_apis, wait_for};
 
 #[test]
@@ -23,18 +24,8 @@ fn lras_and_guaranteed_tasks_sent_to_another_gm_run_on_the_designated_gm() {
     let seen: Arc<Mutex<Vec<TaskEvent>>> = Arc::default();
     let record = seen.clone();
     in_actix_system(async move {
-        let cfg = EmbeddedConfig {
-            // 2 GMs, 2 LMs, 2 nodes per partition: 8 nodes of 2 cores.
-            cluster: ClusterSpec::generate(2, 2, 2, Resources::cores(2, 4096), 3),
-            workers_per_lm: 2,
-            heartbeat: Micros::from_millis(200),
-            publish_min_interval: Duration::from_millis(5),
-            batch_size: 100,
-            max_queued: 10_000,
-            fairness: None,
-            mercury: None,
-            designated_gm: common::GmId(0),
-        };
+        // 2 GMs, 2 LMs, 2 nodes per partition: 8 nodes of 2 cores.
+        let cfg = embedded_config(ClusterSpec::generate(2, 2, 2, Resources::cores(2, 4096), 3));
         let tune = |c: GmConfig| GmConfig {
             designated_gm: GmId(0),
             lra: LraPathConfig {

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tests::checks::{assert_no_overlapping_runs, metric_sum};
+use tests::embedded_config;
 use tests::gm_http::serve_gm_apis;
 use worker::service::actor::RenderMetrics;
 
@@ -61,15 +62,8 @@ fn count(events: &[TaskEvent], job: u64, kind: fn(&TaskEventKind) -> bool) -> us
 /// recording events into `log`; returns it and the GMs' URLs (GM 0 designated).
 async fn cluster(mercury: MercuryOptions, log: &Log) -> (EmbeddedCluster, Vec<String>) {
     let cfg = EmbeddedConfig {
-        cluster: ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 5),
-        workers_per_lm: 2,
-        heartbeat: Micros::from_millis(200),
-        publish_min_interval: Duration::from_millis(5),
-        batch_size: 100,
-        max_queued: 10_000,
-        fairness: None,
         mercury: Some(mercury),
-        designated_gm: GmId(0),
+        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 5))
     };
     let record = log.clone();
     let sink = Arc::new(move |batch: Vec<TaskEvent>| {
