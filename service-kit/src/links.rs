@@ -76,7 +76,9 @@ pub async fn call_until_settled<Req: Clone, Resp>(
     doubt_timeout: Duration,
     what: &str,
 ) -> Result<Resp, LinkError> {
-    let deadline = tokio::time::Instant::now() + doubt_timeout;
+    let started = tokio::time::Instant::now();
+    let deadline = started + doubt_timeout;
+    let mut warned = false;
     let mut result = link.call(req.clone()).await;
     let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
     let mut delay = Duration::from_millis(50);
@@ -89,7 +91,9 @@ pub async fn call_until_settled<Req: Clone, Resp>(
         if !retry || tokio::time::Instant::now() + delay > deadline {
             return result;
         }
-        if delay == Duration::from_millis(1600) {
+        // Once, when a retry is still needed after a second: no longer a blip.
+        if !warned && started.elapsed() >= Duration::from_secs(1) {
+            warned = true;
             tracing::warn!(
                 what,
                 timeout_s = doubt_timeout.as_secs(),
