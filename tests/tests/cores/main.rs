@@ -10,5 +10,6 @@ mod gm_abandon_batch;
 mod gm_placement;
 mod mercury;
 mod mercury_quota;
+mod oracle;
 mod sim_lra;
 mod sim_properties;

@@ -238,7 +238,8 @@ impl Sim<'_> {
                 let (g, queue) = match &self.config.fairness {
                     Some(f) if !f.queues.is_empty() => {
                         let q = &f.queues[k % f.queues.len()];
-                        (q.gm.index(), q.id)
+                        // The centralized baseline has one GM: every queue is its own.
+                        (q.gm.index() % self.gms.len(), q.id)
                     }
                     _ => (k % self.gms.len(), common::QueueId(0)),
                 };
