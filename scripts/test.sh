@@ -68,6 +68,8 @@ say "disk before the build: $(df -h --output=avail "$(dirname "$target_dir")" 2>
 if [ "${SKIP_LINT:-0}" != 1 ]; then
   say "cargo fmt --check"
   cargo fmt --all -- --check
+  say "the cores have no I/O dependency"
+  scripts/check-core-purity.sh
   say "cargo clippy --all-targets -- -D warnings"
   cargo clippy --workspace --all-targets -- -D warnings
 fi

@@ -1,7 +1,8 @@
 //! The Global Master: an independent scheduler with an eventually consistent view of
 //! the whole data center.
 //!
-//! Layout:
+//! Layout (the scheduling logic lives in two crates with no I/O dependency, re-exported
+//! here: `gm-core` as [`core`], `lra-placer` as [`lra`]):
 //! - [`core::view`]: per LM and partition, free resources and one bit-vector per
 //!   machine constraint, refreshed from heartbeats and every LM response.
 //! - [`core::matcher`]: Megha's Algorithm 1 (AND the constraint bit-vectors, then scan
@@ -22,8 +23,8 @@
 //! - [`service`]: the runtime shell (actix actor, HTTP API, routing to the designated
 //!   GM, broker) and the binary's configuration; `main.rs` only parses flags and calls [`service::main_with`].
 
-pub mod core;
-pub mod lra;
+pub use gm_core as core;
+pub use lra_placer as lra;
 pub mod service;
 
 pub use crate::core::{GlobalMaster, GmConfig};

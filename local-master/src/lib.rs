@@ -1,27 +1,13 @@
-//! The Local Master: the single authority over one cluster of worker nodes.
-//!
-//! It splits its nodes into one partition per Global Master, validates every launch
-//! and repartition request against its true state, lends resources across partitions
-//! (repartition), returns them when tasks end, tracks per-queue usage, and sends its
-//! state to every GM periodically and with every response.
+//! The Local Master service: the runtime shell around the pure [`lm_core`] (actix
+//! actor, internal HTTP API, broker) and the binary's configuration; `main.rs` only
+//! parses flags.
 //!
 //! Layout:
-//! - [`validate`]: the pure check of one request against the authoritative state.
-//! - [`core`]: [`core::LocalMaster`], the `(now, input) -> effects` state machine.
-//! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
-//! - [`restart`]: what a restarted LM takes over from the tasks its workers hold.
-//! - [`queueable`]: Mercury's QUEUEABLE work: admission into worker queues, the
-//!   per-node cap, queuing-delay estimates, reclaiming for other work, load shedding,
-//!   per-job quotas and promotion to GUARANTEED.
-//! - [`service`]: the runtime shell (actix actor, internal HTTP API, broker) and the
-//!   binary's configuration; `main.rs` only parses flags.
+//! - [`lm_core`] (re-exported as [`core`], [`validate`], [`preempt`], [`restart`],
+//!   [`queueable`]): the state machine, in a crate of its own with no I/O dependency.
+//! - [`service`]: the actor, the HTTP API, metrics and configuration.
 
-pub mod core;
-pub mod preempt;
-pub mod queueable;
-pub mod restart;
+pub use lm_core::{core, preempt, queueable, restart, validate};
 pub mod service;
-pub mod validate;
 
-pub use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};
-pub use crate::queueable::QueueableConfig;
+pub use lm_core::{LmConfig, LmEffects, LmError, LocalMaster, QueueableConfig};

@@ -277,7 +277,7 @@ fn oracle_lras_beside_short_and_guaranteed_work() {
                 designated_gm: GmId(1),
                 lra: LraPathConfig {
                     interval: Micros::from_secs(5),
-                    placer: placer.clone(),
+                    placer,
                     nodes_per_rack: 3,
                     groups: Default::default(),
                 },

@@ -3,9 +3,9 @@
 //! waits, its status for the API, and the result of one pass.
 
 use super::master::PassOutput;
-use crate::lra::{LraId, LraRequest, NodeGroupSpec, NotPlaced, Placer};
 use common::reasons::RejectReason;
 use common::{LmId, Micros, NodeId, QueueId};
+use lra_placer::{LraId, LraRequest, NodeGroupSpec, NotPlaced, Placer};
 use serde::Serialize;
 use std::fmt;
 use std::sync::Arc;
@@ -28,7 +28,7 @@ impl Default for LraPathConfig {
     fn default() -> Self {
         LraPathConfig {
             interval: Micros::from_secs(10),
-            placer: Placer::Ilp(crate::lra::IlpConfig::default()),
+            placer: Placer::Ilp(lra_placer::IlpConfig::default()),
             nodes_per_rack: 0,
             groups: Arc::default(),
         }
@@ -55,7 +55,7 @@ pub enum LraRefused {
     #[error("durations: {given} given for {containers} containers")]
     Durations { given: usize, containers: usize },
     #[error(transparent)]
-    Invalid(#[from] crate::lra::problem::ProblemError),
+    Invalid(#[from] lra_placer::problem::ProblemError),
 }
 
 /// What one container is doing.

@@ -4,7 +4,7 @@
 //! The designated GM accepts LRA submissions and holds them until the next scheduling
 //! interval. Once per interval (time is an input: [`GlobalMaster::lra_pass`] does
 //! nothing before the interval has elapsed) it builds a [`ClusterState`] from its LM
-//! views (`lra_cluster.rs`), runs the configured [`Placer`](crate::lra::Placer) over every waiting
+//! views (`lra_cluster.rs`), runs the configured [`Placer`](lra_placer::Placer) over every waiting
 //! LRA at once, checks the answer against capacities and turns each placed LRA into
 //! launch requests for the chosen nodes. Those go out in the same [`LaunchBatch`]es,
 //! with the same in-flight deductions, as every other task of this GM, and the LMs
@@ -33,13 +33,13 @@ pub use super::lra_types::{
 };
 use super::master::{DecisionOutcome, GlobalMaster, PassOutput};
 use super::queue::Pending;
-use crate::lra::model::ModelError;
-use crate::lra::{
+use common::messages::{LaunchOutcome, Placement};
+use common::{JobId, LmId, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
+use lra_placer::model::ModelError;
+use lra_placer::{
     ClusterState, ConstraintError, ConstraintManager, LraId, LraOutcome, LraRequest, NodeGroupSpec,
     NodeState, PlacementConstraint, Problem,
 };
-use common::messages::{LaunchOutcome, Placement};
-use common::{JobId, LmId, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug)]
@@ -291,8 +291,8 @@ impl GlobalMaster {
                     // Drop the LRA at fault (its constraints no longer validate) and
                     // place the others.
                     let culprit = match &e {
-                        crate::lra::problem::ProblemError::Lra { lra, .. } => Some(*lra),
-                        crate::lra::problem::ProblemError::Constraint(
+                        lra_placer::problem::ProblemError::Lra { lra, .. } => Some(*lra),
+                        lra_placer::problem::ProblemError::Constraint(
                             ConstraintError::InApplication { lra, .. },
                         ) => Some(*lra),
                         _ => None,

@@ -88,7 +88,7 @@ pub fn eligible_counts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::view::LmView;
+    use crate::view::LmView;
     use common::messages::LmTopology;
     use common::{GmId, LmId};
     use std::sync::Arc;

@@ -3,12 +3,12 @@
 
 use super::lra_path::{container_task, LraPassOutput, LraPathConfig, LraRefused, LraSubmission};
 use super::master::{GlobalMaster, GmConfig};
-use crate::lra::{
-    ContainerRequest, LraId, LraRequest, NodeGroupSpec, PlacementConstraint, Placer, TagSet,
-};
 use common::messages::{LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology};
 use common::reasons::RejectReason;
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
+use lra_placer::{
+    ContainerRequest, LraId, LraRequest, NodeGroupSpec, PlacementConstraint, Placer, TagSet,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,3 +1,7 @@
+//! The worker's core: the state machine of one node. Pure: no I/O, no clocks;
+//! `cargo tree -p worker-core -e normal` shows no runtime crate
+//! (`scripts/check-core-purity.sh`, run by CI).
+//!
 //! The worker state machine. Tasks start when their resources are free; tasks that
 //! may queue (QUEUEABLE work) wait in a queue (FIFO, or by job submission order), all
 //! others are never queued: they start at once, killing running QUEUEABLE work if the

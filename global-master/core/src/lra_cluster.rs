@@ -7,9 +7,9 @@
 //! await their LM's answer, with their tags (including `appID`).
 
 use super::view::LmView;
-use crate::lra::model::DeployedContainer;
-use crate::lra::{ClusterState, LraRequest, NodeGroupSpec, NodeState};
 use common::{LmId, NodeId, Resources};
+use lra_placer::model::DeployedContainer;
+use lra_placer::{ClusterState, LraRequest, NodeGroupSpec, NodeState};
 
 /// The cluster and, per placer node index, its (LM index, LM node id).
 pub fn build_cluster<'a>(
