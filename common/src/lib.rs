@@ -10,7 +10,9 @@
 //! - [`constraints`]: machine/task placement constraints as a bit set.
 //! - [`task`]: task and job specifications, task kinds.
 //! - [`cluster`]: cluster descriptions: Megha config files and generated clusters.
-//! - [`messages`]: messages exchanged between GMs, LMs and workers.
+//! - [`protocol`]: one message enum per direction (GM -> LM, LM -> GM, LM -> worker,
+//!   worker -> LM, client -> GM): what every core's `step` takes and sends.
+//! - [`messages`]: the payloads those enums carry.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers (Mercury 4.1).
 //! - [`events`]: task lifecycle events, the input of every allocation-time report.
 //! - [`codec`]: the one place that knows how internal messages are encoded.
@@ -24,6 +26,7 @@ pub mod events;
 pub mod fairness;
 pub mod ids;
 pub mod messages;
+pub mod protocol;
 pub mod quota;
 pub mod reasons;
 pub mod resources;

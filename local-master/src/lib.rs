@@ -10,4 +10,4 @@
 pub use lm_core::{core, preempt, queueable, restart, validate};
 pub mod service;
 
-pub use lm_core::{LmConfig, LmEffects, LmError, LocalMaster, QueueableConfig};
+pub use lm_core::{LmConfig, LmEffects, LmError, LmInput, LmOutput, LocalMaster, QueueableConfig};

@@ -18,6 +18,7 @@
 //!   (repartition), batched launch requests, requeue on failure.
 //! - [`lra_path`]: the designated GM's LRA path (MEDEA 5.4) over the `lra-placer` crate.
 //! - [`outputs`]: configuration, decisions, counters.
+//! - [`step`]: the one entry point, [`GlobalMaster::step`]`(now, GmInput) -> GmOutput`.
 
 pub mod dispatch;
 pub mod fairness;
@@ -30,9 +31,11 @@ pub mod opportunistic;
 pub mod outputs;
 pub mod queue;
 pub mod quota;
+pub mod step;
 pub mod view;
 
 #[cfg(test)]
 mod lra_path_tests;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};
+pub use step::{GmInput, GmOutput, Undelivered};

@@ -8,6 +8,7 @@
 //! state to every GM periodically and with every response.
 //!
 //! Layout:
+//! - [`step`]: the one entry point, [`LocalMaster::step`]`(now, LmInput) -> LmOutput`.
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`core`]: [`LocalMaster`], the state machine.
 //! - [`preempt`]: preemption requests, verified against authoritative per-queue usage.
@@ -20,7 +21,9 @@ pub mod core;
 pub mod preempt;
 pub mod queueable;
 pub mod restart;
+pub mod step;
 pub mod validate;
 
 pub use crate::core::{Allocation, LmConfig, LmEffects, LmError, LocalMaster};
 pub use crate::queueable::QueueableConfig;
+pub use crate::step::{LmInput, LmOutput};

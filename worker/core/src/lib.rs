@@ -2,11 +2,14 @@
 //! `cargo tree -p worker-core -e normal` shows no runtime crate
 //! (`scripts/check-core-purity.sh`, run by CI).
 //!
-//! The worker state machine. Tasks start when their resources are free; tasks that
+//! The worker state machine ([`Worker::step`] is its one entry point, in `step.rs`). Tasks start when their resources are free; tasks that
 //! may queue (QUEUEABLE work) wait in a queue (FIFO, or by job submission order), all
 //! others are never queued: they start at once, killing running QUEUEABLE work if the
 //! node is short only because of it (Mercury), and are refused otherwise rather than
 //! over-committing the node.
+
+mod step;
+pub use step::{WorkerInput, WorkerOutput};
 
 use common::messages::{StartTask, WorkerReport};
 use common::{Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};

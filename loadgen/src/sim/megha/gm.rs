@@ -4,10 +4,11 @@
 use super::{Ev, Sim};
 use crate::sim::ledger::Decision;
 use crate::sim::CostModel;
-use common::messages::{LaunchOutcome, LaunchResponse, LmSnapshot, Placement};
+use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
+use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
 use common::Micros;
-use global_master::core::DecisionOutcome;
+use global_master::core::{DecisionOutcome, GmInput, GmOutput};
 
 impl Sim<'_> {
     pub(super) fn charge_snapshot(&mut self, now: Micros, g: usize, snapshot: &LmSnapshot) {
@@ -15,23 +16,82 @@ impl Sim<'_> {
         self.gm_busy[g] = now.max(self.gm_busy[g]) + cost;
     }
 
-    pub(super) fn gm_pass(&mut self, now: Micros, g: usize) {
-        if now < self.gm_busy[g] {
-            self.queue.push(self.gm_busy[g], Ev::GmPass(g));
-            return;
+    /// An input reaches a GM: a message from an LM (charged per node of the snapshot
+    /// it carries), or one of its timers.
+    pub(super) fn gm_input(&mut self, now: Micros, g: usize, input: GmInput) {
+        match input {
+            GmInput::Schedule => {
+                if now < self.gm_busy[g] {
+                    self.queue
+                        .push(self.gm_busy[g], Ev::Gm(g, GmInput::Schedule));
+                    return;
+                }
+                self.gm_pass_pending[g] = false;
+                let out = self.gms[g].step(now, GmInput::Schedule);
+                self.apply_pass(now, g, out);
+            }
+            GmInput::LraPass => self.lra_pass(now),
+            GmInput::Lm(message) => {
+                if let Some(snapshot) = message.snapshot() {
+                    self.charge_snapshot(now, g, snapshot);
+                }
+                self.observe_lm_message(now, &message);
+                let answer = matches!(message, LmToGm::LaunchAnswer(_));
+                let out = self.gms[g].step(now, GmInput::Lm(message));
+                if out.wants_pass {
+                    self.request_pass(g, now);
+                }
+                if answer && g == self.designated && self.has_lras {
+                    self.lra_wake(now);
+                }
+            }
+            other => {
+                let out = self.gms[g].step(now, other);
+                if out.wants_pass {
+                    self.request_pass(g, now);
+                }
+            }
         }
-        self.gm_pass_pending[g] = false;
-        let out = self.gms[g].schedule(now);
-        self.apply_pass(now, g, out);
+    }
+
+    /// Books what an LM's message tells about tasks: launches, refusals, preemptions.
+    fn observe_lm_message(&mut self, now: Micros, message: &LmToGm) {
+        match message {
+            LmToGm::LaunchAnswer(response) => {
+                for (task, outcome) in &response.outcomes {
+                    match outcome {
+                        LaunchOutcome::Launched {
+                            placement: Placement::Repartition,
+                        } => self.counters.repartitions += 1,
+                        LaunchOutcome::Launched { .. } => {}
+                        LaunchOutcome::Rejected(_) => {
+                            let rec = self.record(*task);
+                            rec.in_flight_until(now);
+                            rec.rejections += 1;
+                            rec.decision = Decision::Pending;
+                            rec.lm = None;
+                            rec.node = None;
+                            self.counters.lm_rejections += 1;
+                        }
+                    }
+                }
+            }
+            LmToGm::PreemptAnswer(response) => {
+                let rec = self.record(response.task);
+                match &response.outcome {
+                    PreemptOutcome::Launched { .. } => rec.decision = Decision::Preemption,
+                    PreemptOutcome::Refused(_) => {
+                        rec.in_flight_until(now);
+                        self.counters.preempt_refused += 1;
+                    }
+                }
+            }
+            LmToGm::State(_) | LmToGm::Requeue(_) => {}
+        }
     }
 
     /// Charges a GM pass's decisions, records them and sends its requests.
-    pub(super) fn apply_pass(
-        &mut self,
-        now: Micros,
-        g: usize,
-        out: global_master::core::PassOutput,
-    ) {
+    pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
         if out.decisions.is_empty() {
             return;
         }
@@ -68,44 +128,17 @@ impl Sim<'_> {
             }
         }
         self.gm_busy[g] = t;
-        let arrive = t + self.delay();
-        for batch in out.batches {
-            for req in &batch.requests {
-                self.record(req.task.id).queued_until(t);
-            }
-            self.counters.launch_batches += 1;
-            self.queue.push(arrive, Ev::LmBatch(batch));
-        }
-        for request in out.preempts {
-            self.record(request.task.id).queued_until(t);
-            self.queue.push(arrive, Ev::LmPreempt(request));
-        }
-    }
-
-    pub(super) fn gm_response(&mut self, now: Micros, response: LaunchResponse) {
-        let g = response.gm.index();
-        self.charge_snapshot(now, g, &response.snapshot);
-        for (task, outcome) in &response.outcomes {
-            match outcome {
-                LaunchOutcome::Launched {
-                    placement: Placement::Repartition,
-                } => self.counters.repartitions += 1,
-                LaunchOutcome::Launched { .. } => {}
-                LaunchOutcome::Rejected(_) => {
-                    let rec = self.record(*task);
-                    rec.in_flight_until(now);
-                    rec.rejections += 1;
-                    rec.decision = Decision::Pending;
-                    rec.lm = None;
-                    rec.node = None;
-                    self.counters.lm_rejections += 1;
+        for message in &out.to_lms {
+            match message {
+                GmToLm::Launch(batch) => {
+                    for req in &batch.requests {
+                        self.record(req.task.id).queued_until(t);
+                    }
+                    self.counters.launch_batches += 1;
                 }
+                GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
             }
         }
-        self.gms[g].handle_response(now, &response);
-        self.request_pass(g, now);
-        if g == self.designated && self.has_lras {
-            self.lra_wake(now);
-        }
+        self.send_from_gm(t, out.to_lms);
     }
 }

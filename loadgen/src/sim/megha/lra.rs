@@ -13,6 +13,7 @@ use crate::sim::ledger::Decision;
 use crate::sim::workload::Job;
 use common::{GmId, Micros, QueueId, TaskId, TaskKind};
 use global_master::core::lra_path::{container_task, LraSubmission};
+use global_master::core::GmInput;
 use global_master::lra::{ContainerRequest, LraId, LraRequest};
 
 /// True for a job made of `long_running` tasks only.
@@ -52,9 +53,13 @@ impl Sim<'_> {
             durations: job.tasks.iter().map(|t| t.duration).collect(),
         };
         let accepted = if numbered {
-            self.gms[d]
-                .submit_lra(now, submission)
-                .map_err(|e| e.to_string())
+            match self.gms[d]
+                .step(now, GmInput::SubmitLra(submission))
+                .lra_refused
+            {
+                Some(refused) => Err(refused.to_string()),
+                None => Ok(()),
+            }
         } else {
             Err("container tasks must be numbered 0..n".to_owned())
         };
@@ -86,36 +91,32 @@ impl Sim<'_> {
         }
         self.lra_pass_pending = true;
         let at = now.max(self.gms[d].next_lra_pass()).max(self.gm_busy[d]);
-        self.queue.push(at, Ev::GmLraPass);
+        self.queue.push(at, Ev::Gm(d, GmInput::LraPass));
     }
 
     pub(super) fn lra_pass(&mut self, now: Micros) {
         self.lra_pass_pending = false;
         let d = self.designated;
-        match self.gms[d].lra_pass(now) {
-            Some(out) => {
+        let out = self.gms[d].step(now, GmInput::LraPass);
+        match out.lra_pass.as_ref().map(|lra| lra.placed.is_empty()) {
+            Some(placed_nothing) => {
                 // Runs that place nothing, in a row: with nothing else going on, the
-                // run is stalled (see the idle check of `lm_tick`).
-                if out.placed.is_empty() {
+                // run is stalled (see the idle check of the LMs' ticks).
+                if placed_nothing {
                     self.lra_fruitless += 1;
                 } else {
                     self.lra_fruitless = 0;
                 }
-                self.apply_pass(now, d, out.pass);
+                self.apply_pass(now, d, out);
                 self.lra_wake(now);
             }
             // Not due or no complete view yet: look again one interval later.
             None if self.gms[d].lras_waiting() > 0 => {
                 self.lra_pass_pending = true;
                 let at = now + self.gms[d].lra_interval();
-                self.queue.push(at, Ev::GmLraPass);
+                self.queue.push(at, Ev::Gm(d, GmInput::LraPass));
             }
             None => {}
         }
-    }
-
-    pub(super) fn lra_ended(&mut self, now: Micros, task: TaskId) {
-        let d = self.designated;
-        self.gms[d].lra_container_ended(now, task);
     }
 }

@@ -8,42 +8,29 @@
 mod workers;
 
 use super::events::EventQueue;
-use super::ledger::{Decision, TaskRecord};
+use super::ledger::TaskRecord;
 use super::workload::Job;
 use super::{CostModel, Progress, Run, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
-use common::messages::{
-    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptOutcome, PreemptRequest,
-    PreemptResponse, PreemptedTasks, PromoteTask, StartTask, WorkerReport,
-};
+use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker};
 use common::{GmId, Micros, TaskId, TaskKind};
-use global_master::core::{GlobalMaster, GmConfig};
-use local_master::{LmConfig, LocalMaster};
+use global_master::core::{GlobalMaster, GmConfig, GmInput};
+use local_master::{LmConfig, LmInput, LmOutput, LocalMaster};
 use std::collections::HashMap;
+use worker::core::{WorkerInput, WorkerOutput};
 use worker::Worker;
 
 mod gm;
 mod lra;
 
+/// A simulation event: a job arriving from the trace, or an input reaching one role's
+/// core (a message from another role, or one of its timers). Every message travels
+/// as the protocol's enum, so a new message needs no new event.
 enum Ev {
     JobArrival(usize),
-    GmPass(usize),
-    GmResponse(LaunchResponse),
-    GmSnapshot(usize, LmSnapshot),
-    LmBatch(LaunchBatch),
-    LmTick(usize),
-    LmReport(usize, WorkerReport),
-    WorkerStart(usize, StartTask),
-    WorkerWake(usize),
-    LmPreempt(PreemptRequest),
-    GmPreemptResponse(PreemptResponse),
-    GmRequeue(PreemptedTasks),
-    WorkerKill(usize, KillTask),
-    /// The designated GM's LRA placer may run.
-    GmLraPass,
-    /// The designated GM learns that a task ended (from the LM's events).
-    GmLraEnded(TaskId),
-    WorkerPromote(usize, PromoteTask),
+    Gm(usize, GmInput),
+    Lm(usize, LmInput),
+    Worker(usize, WorkerInput),
 }
 
 struct Sim<'a> {
@@ -174,7 +161,7 @@ pub fn simulate(
         sim.queue.push(job.arrival, Ev::JobArrival(k));
     }
     for l in 0..lm_count {
-        sim.queue.push(Micros::ZERO, Ev::LmTick(l));
+        sim.queue.push(Micros::ZERO, Ev::Lm(l, LmInput::Tick));
     }
     let mut last_report = 0;
     while sim.done < total {
@@ -198,7 +185,7 @@ pub fn simulate(
     // Let the last worker reports reach their LMs (dropping everything else, which
     // ends the loop), then check that nothing leaked.
     while let Some((now, ev)) = sim.queue.pop() {
-        if let Ev::LmReport(..) = ev {
+        if let Ev::Lm(_, LmInput::Worker(_)) = ev {
             sim.handle(now, ev, jobs);
         }
     }
@@ -226,114 +213,96 @@ impl Sim<'_> {
     fn request_pass(&mut self, g: usize, at: Micros) {
         if !self.gm_pass_pending[g] {
             self.gm_pass_pending[g] = true;
-            self.queue.push(at.max(self.gm_busy[g]), Ev::GmPass(g));
+            self.queue
+                .push(at.max(self.gm_busy[g]), Ev::Gm(g, GmInput::Schedule));
         }
     }
 
     fn handle(&mut self, now: Micros, ev: Ev, jobs: &[Job]) {
         match ev {
-            Ev::JobArrival(k) => {
-                self.arrived += 1;
-                self.idle_ticks = 0;
-                let (g, queue) = match &self.config.fairness {
-                    Some(f) if !f.queues.is_empty() => {
-                        let q = &f.queues[k % f.queues.len()];
-                        // The centralized baseline has one GM: every queue is its own.
-                        (q.gm.index() % self.gms.len(), q.id)
-                    }
-                    _ => (k % self.gms.len(), common::QueueId(0)),
-                };
-                if lra::is_lra(&jobs[k]) {
-                    self.lra_arrival(now, &jobs[k], queue);
-                    return;
-                }
-                let mut to_designated = false;
-                for task in &jobs[k].tasks {
-                    let target = if task.kind.needs_designated_gm() {
-                        to_designated = true;
-                        self.designated
-                    } else {
-                        g
-                    };
-                    self.gms[target].submit(now, task.clone().with_queue(queue));
-                    let rec = self.record(task.id);
-                    rec.gm = Some(GmId(target as u16));
-                    rec.queue = queue;
-                }
-                self.request_pass(g, now);
-                if to_designated {
-                    self.request_pass(self.designated, now);
-                }
+            Ev::JobArrival(k) => self.job_arrival(now, k, jobs),
+            Ev::Gm(g, input) => self.gm_input(now, g, input),
+            Ev::Lm(l, input) => self.lm_input(now, l, input),
+            Ev::Worker(w, input) => self.worker_input(now, w, input),
+        }
+    }
+
+    /// The trace's client: submits a job's tasks to their GMs (GUARANTEED work to the
+    /// designated one, LRAs to its placer) at once.
+    fn job_arrival(&mut self, now: Micros, k: usize, jobs: &[Job]) {
+        self.arrived += 1;
+        self.idle_ticks = 0;
+        let (g, queue) = match &self.config.fairness {
+            Some(f) if !f.queues.is_empty() => {
+                let q = &f.queues[k % f.queues.len()];
+                // The centralized baseline has one GM: every queue is its own.
+                (q.gm.index() % self.gms.len(), q.id)
             }
-            Ev::LmPreempt(request) => self.lm_preempt(now, request),
-            Ev::GmPreemptResponse(response) => {
-                let g = response.gm.index();
-                self.charge_snapshot(now, g, &response.snapshot);
-                let rec = self.record(response.task);
-                match &response.outcome {
-                    PreemptOutcome::Launched { .. } => rec.decision = Decision::Preemption,
-                    PreemptOutcome::Refused(_) => {
-                        rec.in_flight_until(now);
-                        self.counters.preempt_refused += 1;
-                    }
-                }
-                self.gms[g].handle_preempt_response(now, &response);
-                self.request_pass(g, now);
-            }
-            Ev::GmRequeue(preempted) => {
-                let g = preempted.gm.index();
-                self.gms[g].requeue_preempted(now, &preempted);
-                self.request_pass(g, now);
-            }
-            Ev::WorkerKill(w, kill) => self.worker_kill(now, w, kill),
-            Ev::WorkerPromote(w, promote) => self.worker_promote(now, w, promote),
-            Ev::GmPass(g) => self.gm_pass(now, g),
-            Ev::GmLraPass => self.lra_pass(now),
-            Ev::GmLraEnded(task) => self.lra_ended(now, task),
-            Ev::GmResponse(response) => self.gm_response(now, response),
-            Ev::GmSnapshot(g, snapshot) => {
-                self.charge_snapshot(now, g, &snapshot);
-                self.gms[g].apply_snapshot(now, &snapshot);
-                self.request_pass(g, now);
-            }
-            Ev::LmBatch(batch) => self.lm_batch(now, batch),
-            Ev::LmTick(l) => self.lm_tick(now, l),
-            Ev::LmReport(l, report) => {
-                let start = now.max(self.lm_busy[l]);
-                self.lm_busy[l] = start + self.costs.lm_report;
-                // A finish racing a preemption is answered "unknown task": harmless.
-                if let Ok(effects) = self.lms[l].handle_worker_report(now, report) {
-                    let at = self.lm_busy[l] + self.delay();
-                    for kill in effects.kills {
-                        let w = self.worker_base[l] + kill.node.index();
-                        self.queue.push(at, Ev::WorkerKill(w, kill));
-                    }
-                    for preempted in effects.requeues {
-                        for (task, lost) in &preempted.tasks {
-                            if task.kind == TaskKind::Queueable {
-                                self.counters.queueable_kills += 1;
-                            }
-                            self.counters.preemptions += 1;
-                            self.counters.wasted += *lost;
-                            let rec = self.record(task.id);
-                            rec.preemptions += 1;
-                            rec.lost_work += *lost;
-                        }
-                        let at = self.lm_busy[l] + self.delay();
-                        self.queue.push(at, Ev::GmRequeue(preempted));
+            _ => (k % self.gms.len(), common::QueueId(0)),
+        };
+        if lra::is_lra(&jobs[k]) {
+            self.lra_arrival(now, &jobs[k], queue);
+            return;
+        }
+        let mut to_designated = false;
+        for task in &jobs[k].tasks {
+            let target = if task.kind.needs_designated_gm() {
+                to_designated = true;
+                self.designated
+            } else {
+                g
+            };
+            let submit = ClientToGm::Submit(vec![task.clone().with_queue(queue)]);
+            self.gms[target].step(now, GmInput::Client(submit));
+            let rec = self.record(task.id);
+            rec.gm = Some(GmId(target as u16));
+            rec.queue = queue;
+        }
+        self.request_pass(g, now);
+        if to_designated {
+            self.request_pass(self.designated, now);
+        }
+    }
+
+    /// Delivers an LM's messages when it is done at `depart`: orders to the workers of
+    /// its nodes, then messages to one GM or all of them.
+    fn send_from_lm(&mut self, l: usize, depart: Micros, out: LmOutput) {
+        let arrive = depart + self.delay();
+        for order in out.to_workers {
+            let w = self.worker_base[l] + order.node().index();
+            self.queue
+                .push(arrive, Ev::Worker(w, WorkerInput::Lm(order)));
+        }
+        for (to, message) in out.to_gms {
+            match to {
+                GmAddress::One(g) => self
+                    .queue
+                    .push(arrive, Ev::Gm(g.index(), GmInput::Lm(message))),
+                GmAddress::All => {
+                    for g in 0..self.gms.len() {
+                        self.queue
+                            .push(arrive, Ev::Gm(g, GmInput::Lm(message.clone())));
                     }
                 }
             }
-            Ev::WorkerStart(w, order) => self.worker_start(now, w, order),
-            Ev::WorkerWake(w) => {
-                if self.wake_at[w] != Some(now) {
-                    return;
-                }
-                self.wake_at[w] = None;
-                let reports = self.workers[w].advance(now);
-                self.worker_reports(now, w, reports);
-                self.schedule_wake(w);
-            }
+        }
+    }
+
+    /// Delivers a GM's requests to their LMs when it is done at `depart`.
+    fn send_from_gm(&mut self, depart: Micros, to_lms: Vec<GmToLm>) {
+        let arrive = depart + self.delay();
+        for message in to_lms {
+            let l = message.lm().index();
+            self.queue.push(arrive, Ev::Lm(l, LmInput::Gm(message)));
+        }
+    }
+
+    /// Delivers a worker's reports to its LM.
+    fn send_from_worker(&mut self, w: usize, depart: Micros, out: WorkerOutput) {
+        let l = self.lm_of_worker(w);
+        for report in out.to_lm {
+            self.queue
+                .push(depart + self.delay(), Ev::Lm(l, LmInput::Worker(report)));
         }
     }
 
@@ -341,17 +310,47 @@ impl Sim<'_> {
         self.worker_base.partition_point(|&base| base <= w) - 1
     }
 
-    fn lm_preempt(&mut self, now: Micros, request: PreemptRequest) {
-        let l = request.lm.index();
-        let (start, done) = self.lm_serve(now, l, std::slice::from_ref(&request.task.id));
-        let Ok(mut effects) = self.lms[l].handle_preempt(start, request) else {
-            return;
-        };
-        let response = effects.preempt_response.take();
-        self.lm_send(l, done, effects);
-        if let Some(response) = response {
-            self.queue
-                .push(done + self.delay(), Ev::GmPreemptResponse(response));
+    /// An input reaches an LM. Requests are charged per task, worker reports per
+    /// report; the LM's ticks send its heartbeat (charged per node).
+    fn lm_input(&mut self, now: Micros, l: usize, input: LmInput) {
+        match input {
+            LmInput::Gm(request) => {
+                let tasks: Vec<TaskId> = match &request {
+                    GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
+                    GmToLm::Preempt(p) => vec![p.task.id],
+                };
+                let (start, done) = self.lm_serve(now, l, &tasks);
+                let Ok(out) = self.lms[l].step(start, LmInput::Gm(request)) else {
+                    return;
+                };
+                self.observe_lm_orders(l, done, &out, false);
+                self.send_from_lm(l, done, out);
+            }
+            LmInput::Worker(report) => {
+                let start = now.max(self.lm_busy[l]);
+                self.lm_busy[l] = start + self.costs.lm_report;
+                // A finish racing a preemption is answered "unknown task": harmless.
+                if let Ok(out) = self.lms[l].step(now, LmInput::Worker(report)) {
+                    self.observe_requeues(&out);
+                    self.send_from_lm(l, self.lm_busy[l], out);
+                }
+            }
+            LmInput::Tick => {
+                let Ok(out) = self.lms[l].step(now, LmInput::Tick) else {
+                    return;
+                };
+                self.observe_lm_orders(l, now, &out, true);
+                if let Some(snapshot) = out.heartbeat() {
+                    self.counters.heartbeats += 1;
+                    let nodes = snapshot.free.len() as u64;
+                    self.lm_busy[l] = now.max(self.lm_busy[l])
+                        + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
+                }
+                let next = out.next_wakeup;
+                self.send_from_lm(l, now, out);
+                self.idle_check();
+                self.queue.push(next, Ev::Lm(l, LmInput::Tick));
+            }
         }
     }
 
@@ -374,64 +373,41 @@ impl Sim<'_> {
         (start, done)
     }
 
-    /// Sends an LM's kills and start orders to its workers when it is done.
-    fn lm_send(&mut self, l: usize, done: Micros, effects: local_master::LmEffects) {
-        let arrive = done + self.delay();
-        for promote in effects.promoted {
-            self.counters.promoted += 1;
-            let w = self.worker_base[l] + promote.node.index();
-            self.queue.push(arrive, Ev::WorkerPromote(w, promote));
-        }
-        // Kills leave before the start that reuses their room, so they arrive first.
-        for kill in effects.kills {
-            let w = self.worker_base[l] + kill.node.index();
-            self.queue.push(arrive, Ev::WorkerKill(w, kill));
-        }
-        for order in effects.starts {
-            self.record(order.task.id).launch = Some(done);
-            let w = self.worker_base[l] + order.node.index();
-            self.queue.push(arrive, Ev::WorkerStart(w, order));
-        }
-    }
-
-    fn lm_batch(&mut self, now: Micros, batch: LaunchBatch) {
-        let l = batch.lm.index();
-        let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
-        let (start, done) = self.lm_serve(now, l, &tasks);
-        let Ok(mut effects) = self.lms[l].handle_launch_batch(start, batch) else {
-            return;
-        };
-        let response = effects.response.take();
-        self.lm_send(l, done, effects);
-        if let Some(response) = response {
-            self.queue
-                .push(done + self.delay(), Ev::GmResponse(response));
-        }
-    }
-
-    fn lm_tick(&mut self, now: Micros, l: usize) {
-        let mut effects = self.lms[l].tick(now);
-        for promote in std::mem::take(&mut effects.promoted) {
-            self.counters.promoted += 1;
-            let w = self.worker_base[l] + promote.node.index();
-            self.queue
-                .push(now + self.delay(), Ev::WorkerPromote(w, promote));
-        }
-        for kill in effects.kills {
-            self.counters.shed += 1;
-            let w = self.worker_base[l] + kill.node.index();
-            self.queue.push(now + self.delay(), Ev::WorkerKill(w, kill));
-        }
-        if let Some(snapshot) = effects.heartbeat {
-            self.counters.heartbeats += 1;
-            let nodes = snapshot.free.len() as u64;
-            self.lm_busy[l] = now.max(self.lm_busy[l])
-                + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
-            for g in 0..self.gms.len() {
-                self.queue
-                    .push(now + self.delay(), Ev::GmSnapshot(g, snapshot.clone()));
+    /// Books an LM's orders to its workers: promotions, kills made by shedding (on a
+    /// tick), launches.
+    fn observe_lm_orders(&mut self, _l: usize, done: Micros, out: &LmOutput, tick: bool) {
+        for order in &out.to_workers {
+            match order {
+                LmToWorker::Promote(_) => self.counters.promoted += 1,
+                LmToWorker::Kill(_) if tick => self.counters.shed += 1,
+                LmToWorker::Kill(_) => {}
+                LmToWorker::Start(start) => self.record(start.task.id).launch = Some(done),
             }
         }
+    }
+
+    /// Books preempted tasks handed back to their GMs.
+    fn observe_requeues(&mut self, out: &LmOutput) {
+        for (_, message) in &out.to_gms {
+            let LmToGm::Requeue(preempted) = message else {
+                continue;
+            };
+            for (task, lost) in &preempted.tasks {
+                if task.kind == TaskKind::Queueable {
+                    self.counters.queueable_kills += 1;
+                }
+                self.counters.preemptions += 1;
+                self.counters.wasted += *lost;
+                let rec = self.record(task.id);
+                rec.preemptions += 1;
+                rec.lost_work += *lost;
+            }
+        }
+    }
+
+    /// Nothing running, nothing in flight but heartbeats: counts towards the end of
+    /// a run that can no longer make progress.
+    fn idle_check(&mut self) {
         let quiet = self.running == 0
             && self.arrived == self.jobs
             && self
@@ -446,6 +422,5 @@ impl Sim<'_> {
         } else {
             self.idle_ticks = 0;
         }
-        self.queue.push(self.lms[l].next_wakeup(), Ev::LmTick(l));
     }
 }

@@ -3,15 +3,18 @@
 
 use super::{Ev, Sim};
 use crate::sim::Run;
-use common::messages::{KillTask, PromoteTask, StartTask, WorkerReport};
-use common::{Micros, TaskId, TaskKind};
+use common::messages::WorkerReport;
+use common::protocol::{LmToWorker, WorkerToLm};
+use common::{Micros, TaskId};
+use global_master::core::GmInput;
+use worker::core::{WorkerInput, WorkerOutput};
 
 impl Sim<'_> {
     pub(super) fn schedule_wake(&mut self, w: usize) {
         if let Some(t) = self.workers[w].next_wakeup() {
             if self.wake_at[w].is_none_or(|s| t < s) {
                 self.wake_at[w] = Some(t);
-                self.queue.push(t, Ev::WorkerWake(w));
+                self.queue.push(t, Ev::Worker(w, WorkerInput::Wake));
             }
         }
     }
@@ -22,56 +25,61 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn worker_kill(&mut self, now: Micros, w: usize, kill: KillTask) {
-        let was_running = self.workers[w]
-            .running()
-            .iter()
-            .any(|r| r.task == kill.task);
-        if let Ok(report) = self.workers[w].kill(now, kill.task) {
-            if was_running {
-                self.end_run(kill.task, now);
-                self.running -= 1;
-            }
-            let lm = self.lm_of_worker(w);
-            // The room is left to the work the LM killed for, whose start
-            // follows; queued work may take what that leaves.
-            self.queue
-                .push(now + self.delay(), Ev::LmReport(lm, report));
-        }
-    }
-
-    /// A promotion reaches the worker (a task that ended meanwhile is left alone).
-    pub(super) fn worker_promote(&mut self, now: Micros, w: usize, promote: PromoteTask) {
-        if self.workers[w].promote(promote.task).is_ok() {
-            if let Some(&i) = self.active_run.get(&promote.task) {
-                self.runs[i].promoted_at = Some(now);
-            }
-        }
-    }
-
-    pub(super) fn worker_start(&mut self, now: Micros, w: usize, order: StartTask) {
-        let task = order.task.id;
-        self.record(task).in_flight_until(now);
-        let reclaims = order.task.kind != TaskKind::Queueable;
-        match self.workers[w].start_task(now, order) {
-            Ok(mut reports) => {
-                if reclaims {
-                    // Room left over after kills made for this task goes to queued work.
-                    reports.extend(self.workers[w].advance(now));
+    /// An input reaches a worker: an order from its LM, or its own wake-up.
+    pub(super) fn worker_input(&mut self, now: Micros, w: usize, input: WorkerInput) {
+        match input {
+            WorkerInput::Wake => {
+                if self.wake_at[w] != Some(now) {
+                    return;
                 }
-                self.worker_reports(now, w, reports);
+                self.wake_at[w] = None;
+                if let Ok(out) = self.workers[w].step(now, WorkerInput::Wake) {
+                    self.worker_reports(now, w, out);
+                }
                 self.schedule_wake(w);
             }
-            Err(_) => self.counters.over_commits += 1,
+            WorkerInput::Lm(LmToWorker::Start(order)) => {
+                self.record(order.task.id).in_flight_until(now);
+                match self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Start(order))) {
+                    Ok(out) => {
+                        self.worker_reports(now, w, out);
+                        self.schedule_wake(w);
+                    }
+                    Err(_) => self.counters.over_commits += 1,
+                }
+            }
+            WorkerInput::Lm(LmToWorker::Kill(kill)) => {
+                let task = kill.task;
+                let was_running = self.workers[w].running().iter().any(|r| r.task == task);
+                if let Ok(out) = self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Kill(kill)))
+                {
+                    if was_running {
+                        self.end_run(task, now);
+                        self.running -= 1;
+                    }
+                    // The room is left to the work the LM killed for, whose start
+                    // follows; queued work may take what that leaves.
+                    self.send_from_worker(w, now, out);
+                }
+            }
+            WorkerInput::Lm(LmToWorker::Promote(promote)) => {
+                let task = promote.task;
+                // A promotion of a task that ended meanwhile changes nothing.
+                let input = WorkerInput::Lm(LmToWorker::Promote(promote));
+                if self.workers[w].step(now, input).is_ok() {
+                    if let Some(&i) = self.active_run.get(&task) {
+                        self.runs[i].promoted_at = Some(now);
+                    }
+                }
+            }
         }
     }
 
     /// Books a worker's reports (starts, finishes, kills it made on its own) and
     /// sends them to its LM.
-    pub(super) fn worker_reports(&mut self, now: Micros, w: usize, reports: Vec<WorkerReport>) {
-        let lm = self.lm_of_worker(w);
-        for report in reports {
-            match report {
+    fn worker_reports(&mut self, now: Micros, w: usize, out: WorkerOutput) {
+        for WorkerToLm::Report(report) in &out.to_lm {
+            match *report {
                 WorkerReport::Started { task, .. } => {
                     let (resources, kind) = self.workers[w]
                         .running()
@@ -105,7 +113,8 @@ impl Sim<'_> {
                     if self.has_lras {
                         // The LM's Finished event reaches the designated GM.
                         let at = now + self.delay() + self.delay();
-                        self.queue.push(at, Ev::GmLraEnded(task));
+                        let d = self.designated;
+                        self.queue.push(at, Ev::Gm(d, GmInput::TaskEnded(task)));
                     }
                 }
                 WorkerReport::Killed { task, at, .. } => {
@@ -113,8 +122,7 @@ impl Sim<'_> {
                     self.running -= 1;
                 }
             }
-            self.queue
-                .push(now + self.delay(), Ev::LmReport(lm, report));
         }
+        self.send_from_worker(w, now, out);
     }
 }

@@ -1,0 +1,147 @@
+//! The protocol: one message enum per direction between the roles.
+//!
+//! | direction | enum | carried by |
+//! | --- | --- | --- |
+//! | GM -> LM | [`GmToLm`] | HTTP (bincode, [`crate::codec`]) |
+//! | LM -> GM | [`LmToGm`] | HTTP answers, the broker (state, requeues) |
+//! | LM -> worker | [`LmToWorker`] | HTTP (bincode) |
+//! | worker -> LM | [`WorkerToLm`] | HTTP (bincode) |
+//! | client -> GM | [`ClientToGm`] | the public JSON API |
+//!
+//! Each core takes one of these (wrapped in its own input enum with its timers) in
+//! `step(now, input)` and returns the ones it sends, addressed, in its effects. A
+//! driver (the simulator, the embedded mode, the services) moves them without
+//! knowing their variants: a new message is a variant here and a handler in the
+//! receiving core. The payload structs live in [`crate::messages`].
+
+use crate::messages::{
+    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptRequest, PreemptResponse,
+    PreemptedTasks, PromoteTask, StartTask, WorkerReport,
+};
+use crate::{GmId, LmId, NodeId, TaskSpec};
+use serde::{Deserialize, Serialize};
+
+/// GM -> LM requests. The LM validates each against its authoritative state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GmToLm {
+    /// Launch (or repartition) requests for this LM, numbered per (GM, LM).
+    Launch(LaunchBatch),
+    /// Fairness: preempt tasks of a queue over its share, then launch a task.
+    Preempt(PreemptRequest),
+}
+
+impl GmToLm {
+    /// The LM the message is for.
+    pub fn lm(&self) -> LmId {
+        match self {
+            GmToLm::Launch(b) => b.lm,
+            GmToLm::Preempt(p) => p.lm,
+        }
+    }
+
+    /// A short snake_case name (logs, metrics labels).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GmToLm::Launch(_) => "launch",
+            GmToLm::Preempt(_) => "preempt",
+        }
+    }
+}
+
+/// LM -> GM: answers to requests (with the LM's state piggybacked), heartbeats and
+/// preempted tasks handed back to the GM that owns their queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LmToGm {
+    LaunchAnswer(LaunchResponse),
+    PreemptAnswer(PreemptResponse),
+    /// The LM's periodic state (heartbeat), for every GM.
+    State(LmSnapshot),
+    /// Tasks of the GM's queues the LM preempted: queue them again.
+    Requeue(PreemptedTasks),
+}
+
+impl LmToGm {
+    /// The snapshot the message carries, if any (answers piggyback one).
+    pub fn snapshot(&self) -> Option<&LmSnapshot> {
+        match self {
+            LmToGm::LaunchAnswer(r) => Some(&r.snapshot),
+            LmToGm::PreemptAnswer(r) => Some(&r.snapshot),
+            LmToGm::State(s) => Some(s),
+            LmToGm::Requeue(_) => None,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LmToGm::LaunchAnswer(_) => "launch_answer",
+            LmToGm::PreemptAnswer(_) => "preempt_answer",
+            LmToGm::State(_) => "state",
+            LmToGm::Requeue(_) => "requeue",
+        }
+    }
+}
+
+/// LM -> worker orders.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LmToWorker {
+    Start(StartTask),
+    Kill(KillTask),
+    Promote(PromoteTask),
+}
+
+impl LmToWorker {
+    /// The node the order is for.
+    pub fn node(&self) -> NodeId {
+        match self {
+            LmToWorker::Start(s) => s.node,
+            LmToWorker::Kill(k) => k.node,
+            LmToWorker::Promote(p) => p.node,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LmToWorker::Start(_) => "start",
+            LmToWorker::Kill(_) => "kill",
+            LmToWorker::Promote(_) => "promote",
+        }
+    }
+}
+
+/// Worker -> LM. (Registration, with the slot and the URL to call back, is the
+/// services' handshake: the cores never see addresses.)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerToLm {
+    /// A task started, finished, or was killed on the node.
+    Report(WorkerReport),
+}
+
+impl WorkerToLm {
+    pub fn node(&self) -> NodeId {
+        match self {
+            WorkerToLm::Report(r) => r.node(),
+        }
+    }
+}
+
+/// Client -> GM requests (the public API's operations that change state).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientToGm {
+    /// Queue tasks (of one job) for placement, in order.
+    Submit(Vec<TaskSpec>),
+}
+// LRA submissions are typed by the `lra-placer` crate (tags, placement constraints)
+// and enter the designated GM's core as its own input, `GmInput::SubmitLra`.
+
+/// Where an LM's message goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GmAddress {
+    One(GmId),
+    /// Every GM (heartbeats).
+    All,
+}

@@ -1,0 +1,97 @@
+//! The LM's one entry point: `step(now, input) -> output`, in the raft-rs style.
+//!
+//! Every message an LM takes ([`GmToLm`], [`WorkerToLm`]) and the passage of time
+//! ([`LmInput::Tick`]) go through [`LocalMaster::step`], which returns what to send,
+//! addressed: orders for the workers of its nodes, messages for one GM or all of
+//! them, lifecycle events to publish, and when to be woken next. A driver delivers
+//! them without knowing their variants.
+
+use crate::core::{LmEffects, LmError, LocalMaster};
+use common::events::TaskEvent;
+use common::messages::LmSnapshot;
+use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
+use common::Micros;
+
+/// What an LM takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LmInput {
+    Gm(GmToLm),
+    Worker(WorkerToLm),
+    /// Time passed: send the heartbeat when due (with promotions and shedding).
+    Tick,
+}
+
+/// What an LM sends after one step, in the order it must leave: worker orders first
+/// (promotions, then kills, then starts, so that a kill arrives before the start that
+/// reuses its room), then messages for the GMs.
+#[derive(Debug, Default)]
+pub struct LmOutput {
+    pub to_workers: Vec<LmToWorker>,
+    pub to_gms: Vec<(GmAddress, LmToGm)>,
+    /// Lifecycle events for observers (the event stream).
+    pub events: Vec<TaskEvent>,
+    /// When the LM next wants a [`LmInput::Tick`].
+    pub next_wakeup: Micros,
+}
+
+impl LmOutput {
+    /// The heartbeat among the messages, if this step sent one.
+    pub fn heartbeat(&self) -> Option<&LmSnapshot> {
+        self.to_gms.iter().find_map(|(to, m)| match (to, m) {
+            (GmAddress::All, LmToGm::State(s)) => Some(s),
+            _ => None,
+        })
+    }
+}
+
+impl LocalMaster {
+    /// Handles one input. An error changes nothing: the input was not for this LM
+    /// (another LM's batch) or is about a task that does not run where it says.
+    pub fn step(&mut self, now: Micros, input: LmInput) -> Result<LmOutput, LmError> {
+        let effects = match input {
+            LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
+            LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
+            LmInput::Worker(WorkerToLm::Report(report)) => {
+                self.handle_worker_report(now, report)?
+            }
+            LmInput::Tick => self.tick(now),
+        };
+        Ok(self.output(effects))
+    }
+
+    fn output(&self, effects: LmEffects) -> LmOutput {
+        let LmEffects {
+            response,
+            heartbeat,
+            starts,
+            events,
+            preempt_response,
+            kills,
+            requeues,
+            promoted,
+        } = effects;
+        let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
+        to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
+        to_workers.extend(kills.into_iter().map(LmToWorker::Kill));
+        to_workers.extend(starts.into_iter().map(LmToWorker::Start));
+        let mut to_gms = Vec::new();
+        if let Some(r) = response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::LaunchAnswer(r)));
+        }
+        if let Some(r) = preempt_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(r)));
+        }
+        for r in requeues {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
+        }
+        if let Some(s) = heartbeat {
+            to_gms.push((GmAddress::All, LmToGm::State(s)));
+        }
+        LmOutput {
+            to_workers,
+            to_gms,
+            events,
+            next_wakeup: self.next_wakeup(),
+        }
+    }
+}
