@@ -18,7 +18,9 @@ use common::messages::{
     HeldTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptResponse,
     PreemptedTasks, WorkerAssignment, WorkerReport,
 };
+use common::protocol::{GmToLm, LmToGm, WorkerToLm};
 use common::{Micros, NodeId};
+use lm_core::{LmInput, LmOutput};
 use service_kit::clock;
 use service_kit::links::{OrderedSender, Sink};
 use std::collections::BTreeMap;
@@ -197,40 +199,46 @@ impl LmActor {
         }
     }
 
-    /// Carries out the core's effects; returns the answers (launch, preemption).
+    /// Carries out one step's output, whatever its messages: orders go to the
+    /// workers of their nodes (in the core's order: a kill leaves before the start
+    /// that reuses its room), requeues to the GM of their queue, the heartbeat to
+    /// every GM; the answers to the GM's request (launch, preemption) are returned for
+    /// the caller.
     pub(super) fn apply(
         &mut self,
-        fx: LmEffects,
+        out: LmOutput,
         ctx: &mut Context<Self>,
     ) -> (Option<LaunchResponse>, Option<PreemptResponse>) {
-        if fx.heartbeat.is_some() {
-            self.publish();
+        let (mut launch, mut preempt) = (None, None);
+        for order in out.to_workers {
+            match &order {
+                WorkerOrder::Kill(kill) => {
+                    self.counters.kills_sent += 1;
+                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a preempted task");
+                }
+                WorkerOrder::Promote(promote) => {
+                    self.counters.promotions += 1;
+                    tracing::info!(task = %promote.task, job = promote.task.job.0, node = %promote.node, "promoting a QUEUEABLE task to GUARANTEED");
+                }
+                WorkerOrder::Start(_) => {}
+            }
+            self.order(order.node(), order);
         }
-        // Kills first: a start may reuse the room a kill frees on the same node.
-        for kill in fx.kills {
-            self.counters.kills_sent += 1;
-            tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a preempted task");
-            self.order(kill.node, WorkerOrder::Kill(kill));
+        for (_, message) in out.to_gms {
+            match message {
+                LmToGm::State(_) => self.publish(),
+                LmToGm::Requeue(preempted) => self.requeue(preempted),
+                LmToGm::LaunchAnswer(r) => launch = Some(r),
+                LmToGm::PreemptAnswer(r) => preempt = Some(r),
+            }
         }
-        for start in fx.starts {
-            self.order(start.node, WorkerOrder::Start(start));
+        if !out.events.is_empty() {
+            (self.events)(out.events);
         }
-        // After the starts: a promotion concerns a task the worker already runs.
-        for promote in fx.promoted {
-            self.counters.promotions += 1;
-            tracing::info!(task = %promote.task, job = promote.task.job.0, node = %promote.node, "promoting a QUEUEABLE task to GUARANTEED");
-            self.order(promote.node, WorkerOrder::Promote(promote));
-        }
-        for preempted in fx.requeues {
-            self.requeue(preempted);
-        }
-        if !fx.events.is_empty() {
-            (self.events)(fx.events);
-        }
-        if fx.response.is_some() || fx.preempt_response.is_some() {
+        if launch.is_some() || preempt.is_some() {
             self.state_changed(ctx);
         }
-        (fx.response, fx.preempt_response)
+        (launch, preempt)
     }
 
     /// Hands preempted tasks back to the GM that serves their queue (retried until
@@ -309,8 +317,9 @@ impl Actor for LmActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1 << 20);
         ctx.run_interval(self.heartbeat, |act, ctx| {
-            let fx = act.core.tick(clock::now());
-            act.apply(fx, ctx);
+            if let Ok(out) = act.core.step(clock::now(), LmInput::Tick) {
+                act.apply(out, ctx);
+            }
         });
     }
 }
@@ -378,14 +387,23 @@ impl LmActor {
         self.counters.batches += 1;
         self.counters.requests += batch.requests.len() as u64;
         let (gm, seq) = (batch.gm, batch.seq);
-        let fx = self
+        let out = self
             .core
-            .handle_launch_batch(clock::now(), batch)
+            .step(clock::now(), LmInput::Gm(GmToLm::Launch(batch)))
             .map_err(|e| LaunchError::Invalid(e.to_string()))?;
-        let mut slots: Vec<usize> = fx.starts.iter().map(|s| self.slot_of(s.node)).collect();
+        let mut slots: Vec<usize> = out
+            .to_workers
+            .iter()
+            .filter(|o| matches!(o, WorkerOrder::Start(_)))
+            .map(|o| self.slot_of(o.node()))
+            .collect();
         slots.sort_unstable();
         slots.dedup();
-        if let Some(r) = &fx.response {
+        let answer = out.to_gms.iter().find_map(|(_, m)| match m {
+            LmToGm::LaunchAnswer(r) => Some(r),
+            _ => None,
+        });
+        if let Some(r) = answer {
             for (task, outcome) in &r.outcomes {
                 match outcome {
                     LaunchOutcome::Launched { placement } => {
@@ -402,7 +420,7 @@ impl LmActor {
             }
         }
         let response = self
-            .apply(fx, ctx)
+            .apply(out, ctx)
             .0
             .ok_or_else(|| LaunchError::Invalid("the core produced no response".to_owned()))?;
         let deliveries = slots
@@ -440,9 +458,12 @@ impl Handler<Reports> for LmActor {
         for report in msg.0 {
             self.counters.reports += 1;
             changed |= matches!(report, WorkerReport::Finished { .. });
-            match self.core.handle_worker_report(clock::now(), report) {
-                Ok(fx) => {
-                    self.apply(fx, ctx);
+            match self
+                .core
+                .step(clock::now(), LmInput::Worker(WorkerToLm::Report(report)))
+            {
+                Ok(out) => {
+                    self.apply(out, ctx);
                 }
                 Err(LmError::UnknownTask { task, node }) => {
                     // Ended while this LM was away (or a report sent again after its

@@ -15,14 +15,9 @@ pub type PromoteLink = Link<Vec<PromoteTask>, ()>;
 /// GM `POST /v1/internal/requeue`.
 pub type RequeueLink = Link<PreemptedTasks, ()>;
 
-/// One order to a worker, in the order the LM decided them.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WorkerOrder {
-    Start(StartTask),
-    Kill(KillTask),
-    /// A running QUEUEABLE task became GUARANTEED (Mercury promotion).
-    Promote(PromoteTask),
-}
+/// One order to a worker, in the order the LM decided them: the protocol's
+/// LM -> worker message.
+pub type WorkerOrder = common::protocol::LmToWorker;
 
 /// The three endpoints of one worker.
 #[derive(Clone)]

@@ -6,6 +6,8 @@
 use super::actor::LmActor;
 use actix::prelude::*;
 use common::messages::{PreemptOutcome, PreemptRequest, PreemptResponse};
+use common::protocol::{GmToLm, LmToGm};
+use lm_core::LmInput;
 use service_kit::clock;
 use service_kit::metrics::{family, single};
 
@@ -20,11 +22,15 @@ impl Handler<Preempt> for LmActor {
     fn handle(&mut self, msg: Preempt, ctx: &mut Context<Self>) -> Self::Result {
         self.counters.preempt_requests += 1;
         let (task, gm, victim) = (msg.0.task.id, msg.0.gm, msg.0.victim);
-        let fx = self
+        let out = self
             .core
-            .handle_preempt(clock::now(), msg.0)
+            .step(clock::now(), LmInput::Gm(GmToLm::Preempt(msg.0)))
             .map_err(|e| e.to_string())?;
-        match fx.preempt_response.as_ref().map(|r| &r.outcome) {
+        let answer = out.to_gms.iter().find_map(|(_, m)| match m {
+            LmToGm::PreemptAnswer(r) => Some(r),
+            _ => None,
+        });
+        match answer.map(|r| &r.outcome) {
             Some(PreemptOutcome::Launched { node, preempted }) => {
                 self.counters.preemptions += 1;
                 tracing::info!(task = %task, job = task.job.0, %gm, %victim, %node, victims = preempted.len(), "preempted to launch a task");
@@ -39,7 +45,7 @@ impl Handler<Preempt> for LmActor {
             }
             None => {}
         }
-        self.apply(fx, ctx)
+        self.apply(out, ctx)
             .1
             .ok_or_else(|| "the core produced no preemption answer".to_owned())
     }

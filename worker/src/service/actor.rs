@@ -1,11 +1,12 @@
 //! The worker actor: one pure [`Worker`] core per node it runs, a single timer set
 //! to the earliest task end, and an ordered sender of reports to the LM.
 
-use crate::core::{QueueOrder, Worker};
+use crate::core::{QueueOrder, Worker, WorkerInput};
 use actix::prelude::*;
 use common::messages::{
     HeldTask, KillTask, PromoteTask, StartTask, WorkerAssignment, WorkerReport,
 };
+use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::{Link, OrderedSender};
@@ -121,7 +122,9 @@ impl WorkerActor {
         let mut reports = Vec::new();
         for w in self.nodes.values_mut() {
             if w.next_wakeup().is_some_and(|t| t <= now) {
-                reports.extend(w.advance(now));
+                if let Ok(out) = w.step(now, WorkerInput::Wake) {
+                    reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
+                }
             }
         }
         self.emit(reports);
@@ -175,24 +178,49 @@ pub struct Start(pub Vec<StartTask>);
 impl Handler<Start> for WorkerActor {
     type Result = ();
     fn handle(&mut self, msg: Start, ctx: &mut Context<Self>) {
+        self.deliver(msg.0.into_iter().map(LmToWorker::Start), ctx);
+    }
+}
+
+impl WorkerActor {
+    /// Hands the LM's orders, whatever they are, to the cores of their nodes (in
+    /// order), then sends the reports they produced and sets the next wake-up.
+    fn deliver(&mut self, orders: impl Iterator<Item = LmToWorker>, ctx: &mut Context<Self>) {
         let now = clock::now();
         let mut reports = Vec::new();
-        for order in msg.0 {
-            let (task, node) = (order.task.id, order.node);
+        for order in orders {
+            let (node, kind) = (order.node(), order.kind());
+            let (task, spec) = match &order {
+                LmToWorker::Start(s) => (s.task.id, Some(s.task.clone())),
+                LmToWorker::Kill(k) => (k.task, None),
+                LmToWorker::Promote(p) => (p.task, None),
+            };
             let Some(w) = self.nodes.get_mut(&node) else {
-                self.counters.refused += 1;
-                tracing::error!(task = %task, job = task.job.0, %node, "start order for a node this worker does not run");
+                if spec.is_some() {
+                    self.counters.refused += 1;
+                }
+                tracing::error!(task = %task, job = task.job.0, %node, order = kind, "order for a node this worker does not run");
                 continue;
             };
-            let spec = order.task.clone();
-            match w.start_task(now, order) {
-                Ok(r) => {
-                    self.held.insert(task, (node, spec));
-                    reports.extend(r);
+            match (w.step(now, WorkerInput::Lm(order)), spec) {
+                (Ok(out), spec) => {
+                    if let Some(spec) = spec {
+                        self.held.insert(task, (node, spec));
+                    }
+                    if kind == "promote" {
+                        self.counters.promoted += 1;
+                        tracing::info!(task = %task, job = task.job.0, %node, "task promoted to GUARANTEED");
+                    }
+                    reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
                 }
-                Err(e) => {
+                (Err(e), Some(_)) => {
                     self.counters.refused += 1;
                     tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused");
+                }
+                // A kill or promotion of a task no longer here (it finished, or the
+                // order is a retry): its finish report stands.
+                (Err(e), None) => {
+                    tracing::debug!(task = %task, job = task.job.0, %node, order = kind, error = %e, "order for a task not here; skipped")
                 }
             }
         }
@@ -244,23 +272,7 @@ pub struct Kill(pub Vec<KillTask>);
 impl Handler<Kill> for WorkerActor {
     type Result = ();
     fn handle(&mut self, msg: Kill, ctx: &mut Context<Self>) {
-        let now = clock::now();
-        let mut reports = Vec::new();
-        for order in msg.0 {
-            let (task, node) = (order.task, order.node);
-            let Some(w) = self.nodes.get_mut(&node) else {
-                tracing::error!(task = %task, job = task.job.0, %node, "kill order for a node this worker does not run");
-                continue;
-            };
-            match w.kill(now, task) {
-                Ok(r) => reports.push(r),
-                Err(e) => {
-                    tracing::debug!(task = %task, job = task.job.0, %node, error = %e, "kill order for a task not here; skipped")
-                }
-            }
-        }
-        self.emit(reports);
-        self.reschedule(ctx);
+        self.deliver(msg.0.into_iter().map(LmToWorker::Kill), ctx);
     }
 }
 
@@ -272,23 +284,8 @@ pub struct Promote(pub Vec<PromoteTask>);
 
 impl Handler<Promote> for WorkerActor {
     type Result = ();
-    fn handle(&mut self, msg: Promote, _: &mut Context<Self>) {
-        for order in msg.0 {
-            let (task, node) = (order.task, order.node);
-            let Some(w) = self.nodes.get_mut(&node) else {
-                tracing::error!(task = %task, job = task.job.0, %node, "promote order for a node this worker does not run");
-                continue;
-            };
-            match w.promote(task) {
-                Ok(()) => {
-                    self.counters.promoted += 1;
-                    tracing::info!(task = %task, job = task.job.0, %node, "task promoted to GUARANTEED");
-                }
-                Err(e) => {
-                    tracing::debug!(task = %task, job = task.job.0, %node, error = %e, "promote order for a task not running here; skipped")
-                }
-            }
-        }
+    fn handle(&mut self, msg: Promote, ctx: &mut Context<Self>) {
+        self.deliver(msg.0.into_iter().map(LmToWorker::Promote), ctx);
     }
 }
 
