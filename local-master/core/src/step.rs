@@ -95,3 +95,74 @@ impl LocalMaster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::cluster::{LmSpec, NodeSpec};
+    use common::messages::{LaunchBatch, LaunchRequest, Placement, WorkerReport};
+    use common::{ConstraintSet, GmId, LmId, NodeId, Resources, TaskId, TaskSpec};
+
+    fn lm() -> LocalMaster {
+        let node = NodeSpec {
+            capacity: Resources::cores(2, 1024),
+            constraints: ConstraintSet::EMPTY,
+        };
+        let spec = LmSpec {
+            id: LmId(0),
+            partitions: vec![vec![node; 1]; 2],
+        };
+        LocalMaster::new(&spec, 2, crate::LmConfig::default(), Micros(0))
+    }
+
+    fn batch(lm: u16, task: u64) -> GmToLm {
+        GmToLm::Launch(LaunchBatch {
+            gm: GmId(1),
+            lm: LmId(lm),
+            seq: 1,
+            requests: vec![LaunchRequest {
+                task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
+                node: NodeId(1),
+                placement: Placement::Internal,
+            }],
+        })
+    }
+
+    #[test]
+    fn a_launch_orders_the_worker_then_answers_the_gm_that_asked() {
+        let mut lm = lm();
+        let out = lm.step(Micros(3), LmInput::Gm(batch(0, 7))).unwrap();
+        assert!(matches!(&out.to_workers[..], [LmToWorker::Start(s)] if s.node == NodeId(1)));
+        assert!(matches!(
+            &out.to_gms[..],
+            [(GmAddress::One(GmId(1)), LmToGm::LaunchAnswer(r))] if r.seq == 1
+        ));
+        assert!(out.heartbeat().is_none());
+    }
+
+    #[test]
+    fn a_tick_when_due_sends_the_state_to_every_gm_and_names_the_next_one() {
+        let mut lm = lm();
+        let out = lm.step(Micros(0), LmInput::Tick).unwrap();
+        assert!(out.heartbeat().is_some());
+        assert_eq!(out.next_wakeup, crate::LmConfig::default().heartbeat_period);
+        let early = lm.step(Micros(1), LmInput::Tick).unwrap();
+        assert!(early.heartbeat().is_none() && early.to_gms.is_empty());
+    }
+
+    #[test]
+    fn a_batch_for_another_lm_or_a_report_of_an_unknown_task_changes_nothing() {
+        let mut lm = lm();
+        let before = lm.free().to_vec();
+        assert!(lm.step(Micros(1), LmInput::Gm(batch(5, 7))).is_err());
+        let report = WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(9, 0),
+            at: Micros(2),
+        };
+        assert!(lm
+            .step(Micros(2), LmInput::Worker(WorkerToLm::Report(report)))
+            .is_err());
+        assert_eq!(lm.free(), &before[..]);
+    }
+}
