@@ -29,6 +29,7 @@ pub mod master;
 pub mod matcher;
 pub mod opportunistic;
 pub mod outputs;
+pub mod placement;
 pub mod queue;
 pub mod quota;
 pub mod step;

@@ -1,0 +1,225 @@
+//! Stage 3, the resource fit: among the slots the constraint filter lets through,
+//! the first (in slot order) with enough free resources for the request.
+//!
+//! Mercury lets GUARANTEED work reclaim room held by running QUEUEABLE work, but it
+//! prefers not to: a slot that fits only by killing QUEUEABLE work is remembered and
+//! taken only if no slot fits without.
+
+use super::filter::Filter;
+use crate::view::PartitionView;
+use common::{ConstraintSet, Resources};
+
+/// The result of matching one task against one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    /// The slot of a node with the constraints and enough free resources.
+    Found(usize),
+    /// No node of the partition qualifies; nothing more is known.
+    NotFound,
+}
+
+/// Filter then fit over one partition: Megha's Algorithm 1 for one partition.
+/// `words` counts the 64-bit words examined (the processing-cost model charges for
+/// them).
+pub fn find_node(
+    partition: &PartitionView,
+    constraints: ConstraintSet,
+    request: &Resources,
+    words: &mut u64,
+) -> Match {
+    match Filter::new(partition, constraints) {
+        Some(filter) => first_fit(partition, &filter, request, words),
+        None => Match::NotFound,
+    }
+}
+
+/// The first surviving slot of `filter` where `request` fits, preferring a slot where
+/// nothing must be killed.
+pub fn first_fit(
+    partition: &PartitionView,
+    filter: &Filter,
+    request: &Resources,
+    words: &mut u64,
+) -> Match {
+    let mut reclaiming = None;
+    for w in 0..filter.word_count() {
+        *words += 1;
+        let mut acc = filter.word(w);
+        while acc != 0 {
+            let slot = w * 64 + acc.trailing_zeros() as usize;
+            match fits(partition, slot, request) {
+                Fit::Free => return Match::Found(slot),
+                Fit::Reclaiming => {
+                    reclaiming.get_or_insert(slot);
+                }
+                Fit::No => {}
+            }
+            acc &= acc - 1;
+        }
+    }
+    reclaiming.map_or(Match::NotFound, Match::Found)
+}
+
+/// How a request fits a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// In the room no one uses.
+    Free,
+    /// Only by killing QUEUEABLE work running there.
+    Reclaiming,
+    /// Not at all.
+    No,
+}
+
+/// How `request` fits slot `slot` of `partition`.
+#[inline]
+pub fn fits(partition: &PartitionView, slot: usize, request: &Resources) -> Fit {
+    let free = partition.free[slot];
+    if !free.fits(request) {
+        return Fit::No;
+    }
+    let held = partition.q_held.get(slot).copied().unwrap_or_default();
+    if held.is_zero() || free.saturating_sub(&held).fits(request) {
+        Fit::Free
+    } else {
+        Fit::Reclaiming
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::fixtures::{partition, shape};
+
+    /// Node i has constraint 0 when i is odd, constraint 1 when i % 3 == 0; every node
+    /// has 2 cores. Each row: slots made full, slots whose free room is QUEUEABLE work
+    /// (cores held), constraints, cores asked, the match and the words examined.
+    #[test]
+    fn first_slot_with_the_constraints_and_room() {
+        type Row = (
+            &'static str,
+            usize,
+            Vec<usize>,
+            Vec<usize>,
+            &'static [u64],
+            u64,
+            Match,
+            u64,
+        );
+        let table: Vec<Row> = vec![
+            ("anything", 200, vec![], vec![], &[], 1, Match::Found(0), 1),
+            (
+                "constraint 0",
+                200,
+                vec![],
+                vec![],
+                &[0],
+                1,
+                Match::Found(1),
+                1,
+            ),
+            (
+                "both constraints",
+                200,
+                vec![],
+                vec![],
+                &[0, 1],
+                1,
+                Match::Found(3),
+                1,
+            ),
+            (
+                "too large anywhere",
+                200,
+                vec![],
+                vec![],
+                &[],
+                3,
+                Match::NotFound,
+                4,
+            ),
+            (
+                "unknown constraint",
+                200,
+                vec![],
+                vec![],
+                &[5],
+                1,
+                Match::NotFound,
+                0,
+            ),
+            (
+                "skips full nodes across words",
+                200,
+                (0..150).collect(),
+                vec![],
+                &[0, 1],
+                1,
+                Match::Found(153),
+                3,
+            ),
+            (
+                "prefers a node where nothing is killed",
+                4,
+                vec![],
+                vec![0],
+                &[],
+                1,
+                Match::Found(1),
+                1,
+            ),
+            (
+                "reclaims when it must",
+                4,
+                vec![1, 2, 3],
+                vec![0],
+                &[],
+                1,
+                Match::Found(0),
+                1,
+            ),
+        ];
+        for (name, n, full, held, ids, cores, want, want_words) in table {
+            let mut p = partition(n);
+            for slot in full {
+                p.set_free(slot, Resources::ZERO);
+            }
+            for slot in held {
+                p.q_held[slot] = Resources::cores(2, 100);
+            }
+            let (c, r) = shape(ids, cores);
+            let mut words = 0;
+            assert_eq!(find_node(&p, c, &r, &mut words), want, "{name}");
+            assert_eq!(words, want_words, "{name}: words examined");
+        }
+    }
+
+    #[test]
+    fn a_slot_with_less_free_room_is_skipped() {
+        let mut p = partition(200);
+        p.set_free(3, Resources::cores(1, 100));
+        let table: &[(u64, Match)] = &[(1, Match::Found(3)), (2, Match::Found(9))];
+        for (cores, want) in table {
+            let (c, r) = shape(&[0, 1], *cores);
+            assert_eq!(find_node(&p, c, &r, &mut 0), *want, "{cores} cores");
+        }
+    }
+
+    #[test]
+    fn fits_tells_free_from_reclaiming() {
+        let mut p = partition(3);
+        p.q_held[1] = Resources::cores(1, 50);
+        p.set_free(2, Resources::cores(1, 100));
+        let table: &[(usize, u64, Fit)] = &[
+            (0, 2, Fit::Free),
+            (1, 1, Fit::Free),
+            (1, 2, Fit::Reclaiming),
+            (2, 1, Fit::Free),
+            (2, 2, Fit::No),
+        ];
+        for (slot, cores, want) in table {
+            let r = Resources::cores(*cores, 1);
+            assert_eq!(fits(&p, *slot, &r), *want, "slot {slot}, {cores} cores");
+        }
+    }
+}
