@@ -1,17 +1,18 @@
 //! The GM state machine.
 //!
 //! Inputs: task submissions, LM snapshots (heartbeats), LM launch responses.
-//! [`GlobalMaster::schedule`] runs one pass over the ready tasks: for each task,
-//! internal partitions round-robin across LMs, then external partitions round-robin
-//! (a repartition request); launch requests are batched per LM. A task that matches
-//! nowhere waits until the view gains resources; a task that no node could ever host
-//! leaves with a reason.
+//! [`GlobalMaster::schedule`] runs one pass over the ready tasks: each task goes
+//! through the placement pipeline ([`crate::placement`]: internal partitions
+//! round-robin across LMs, then external partitions round-robin, a repartition);
+//! launch requests are batched per LM. A task that matches nowhere waits until the
+//! view gains resources (or preempts under fairness); a task that no node could ever
+//! host leaves with a reason.
 
 use super::fairness::{contention, usage_view, Contention, Refusal};
-use super::matcher::{eligible_counts, find_node, Match};
 pub use super::outputs::{
     Decision, DecisionOutcome, GmConfig, GmStats, PassOutput, ResponseOutput,
 };
+use super::placement::{Attempt, Found, Miss, Pipeline, PlacementPolicy, Views};
 use super::queue::{Pending, Queues};
 use super::quota::QuotaBook;
 use super::view::LmView;
@@ -25,13 +26,6 @@ use common::{QueueId, TaskKind};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
-
-/// Nodes able to host a (constraints, resources) shape, cached per shape.
-#[derive(Clone, Copy, Debug)]
-struct HostCount {
-    with_constraints: u64,
-    large_enough: u64,
-}
 
 #[derive(Debug)]
 pub(crate) struct InFlight {
@@ -48,14 +42,13 @@ pub struct GlobalMaster {
     pub(crate) queues: Queues,
     /// Dispatched tasks waiting for the LM's answer.
     pub(crate) outstanding: HashMap<TaskId, Box<Pending>>,
-    rr_internal: usize,
-    rr_external: usize,
+    /// Placement of non-QUEUEABLE work: policy and host counts.
+    placement: Pipeline,
     /// Round-robin pointer over the top-k candidates of QUEUEABLE placement.
     pub(crate) rr_queueable: usize,
     pub(crate) next_seq: Vec<u64>,
     pub(crate) in_flight: Vec<VecDeque<InFlight>>,
     pub(crate) open_batches: Vec<Option<usize>>,
-    host_counts: HashMap<(ConstraintSet, Resources), HostCount>,
     /// Task shapes that found no node since the view last gained resources: the view
     /// has only shrunk since, so they would fail again. Cleared on every gain.
     pub(crate) failed_shapes: HashSet<(ConstraintSet, Resources)>,
@@ -82,14 +75,12 @@ impl GlobalMaster {
             lms: (0..lms).map(|_| None).collect(),
             queues: Queues::default(),
             outstanding: HashMap::default(),
-            rr_internal: 0,
-            rr_external: 0,
+            placement: Pipeline::default(),
             // GMs start at different candidates so that they do not herd.
             rr_queueable: config.id.index(),
             next_seq: vec![0; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
-            host_counts: HashMap::default(),
             failed_shapes: HashSet::default(),
             usage_cache: None,
             preempt_in_flight: vec![false; lms],
@@ -100,6 +91,12 @@ impl GlobalMaster {
             lra: super::lra_path::LraPath::new(config.lra.clone()),
             config,
         }
+    }
+
+    /// Replaces the placement policy of non-QUEUEABLE work (the default is
+    /// [`crate::placement::DEFAULT_POLICY`]; see [`crate::placement::policy`]).
+    pub fn set_placement_policy(&mut self, policy: Box<dyn PlacementPolicy>) {
+        self.placement = Pipeline::new(policy);
     }
 
     pub fn id(&self) -> GmId {
@@ -182,7 +179,7 @@ impl GlobalMaster {
             }
             _ => {
                 *slot = Some(LmView::build(snapshot.topology.clone()));
-                self.host_counts.clear();
+                self.placement.topology_changed();
                 true
             }
         };
@@ -370,154 +367,125 @@ impl GlobalMaster {
         self.open_batches.iter_mut().for_each(|b| *b = None);
     }
 
+    /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
+    /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
+    /// and waits.
     fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
         if pending.task.kind == TaskKind::Queueable {
             return self.place_queueable(pending, out);
         }
-        let task_id = pending.task.id;
-        let me = self.config.id.index();
-        let lms = self.lms.len();
-        let gms = self.config.gms as usize;
-        let constraints = pending.task.constraints;
-        let request = pending.task.resources;
-        let mut words = 0;
-        let mut partitions = 0;
-        let mut found = None;
-        let shape = (constraints, request);
-        let known_to_fail = self.failed_shapes.contains(&shape);
-
-        // Internal partitions, round-robin across LMs.
-        let start = self.rr_internal;
-        self.rr_internal = (start + 1) % lms;
-        for k in 0..if known_to_fail { 0 } else { lms } {
-            let l = (start + k) % lms;
-            let Some(view) = &self.lms[l] else { continue };
-            partitions += 1;
-            let part = &view.partitions[me];
-            if let Match::Found(slot) = find_node(part, constraints, &request, &mut words) {
-                found = Some((l, part.nodes[slot], Placement::Internal));
-                break;
+        let shape = (pending.task.constraints, pending.task.resources);
+        let views = Views {
+            lms: &self.lms,
+            me: self.config.id.index(),
+            gms: self.config.gms as usize,
+        };
+        let known_miss = self.failed_shapes.contains(&shape);
+        let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
+        let task = pending.task.id;
+        let outcome = match result {
+            Ok(found) => self.dispatch_found(found, &mut pending, out),
+            Err(Miss::Unplaceable(reason)) => {
+                self.stats.unplaceable += 1;
+                DecisionOutcome::Unplaceable(reason)
             }
-        }
-        // External partitions, round-robin over (LM, partition) pairs: a repartition.
-        let externals = lms * (gms - 1);
-        if found.is_none() && externals > 0 && !known_to_fail {
-            let start = self.rr_external;
-            self.rr_external = (start + 1) % externals;
-            for k in 0..externals {
-                let e = (start + k) % externals;
-                let (l, mut p) = (e / (gms - 1), e % (gms - 1));
-                if p >= me {
-                    p += 1;
-                }
-                let Some(view) = &self.lms[l] else { continue };
-                partitions += 1;
-                let part = &view.partitions[p];
-                if let Match::Found(slot) = find_node(part, constraints, &request, &mut words) {
-                    found = Some((l, part.nodes[slot], Placement::Repartition));
-                    break;
-                }
-            }
-        }
-
-        let outcome = match found {
-            Some((l, node, placement)) => {
-                let batch = self.dispatch(l, node, placement, &mut pending, out, true);
-                match placement {
-                    Placement::Internal => self.stats.dispatched_internal += 1,
-                    Placement::Repartition => self.stats.dispatched_repartition += 1,
-                }
-                DecisionOutcome::Dispatched {
-                    lm: LmId(l as u16),
-                    node,
-                    placement,
-                    batch,
-                }
-            }
-            None => {
-                let count = self.host_count(constraints, request);
-                if count.large_enough == 0 {
-                    self.stats.unplaceable += 1;
-                    DecisionOutcome::Unplaceable(if count.with_constraints == 0 {
-                        PendingReason::NoNodeWithConstraints
-                    } else {
-                        PendingReason::NoNodeLargeEnough
-                    })
-                } else {
-                    self.failed_shapes.insert(shape);
-                    let mut reason = PendingReason::NoFreeResources {
-                        eligible_nodes: count.large_enough,
-                    };
-                    let decided = match &self.config.fairness {
-                        Some(f) => {
-                            let usage = self
-                                .usage_cache
-                                .get_or_insert_with(|| usage_view(&self.lms));
-                            let refusals = &self.preempt_refusals;
-                            let refused = |lm, victim| {
-                                refusals.contains(&(lm, victim, None))
-                                    || refusals.contains(&(lm, victim, Some(shape)))
-                            };
-                            contention(
-                                f,
-                                &self.lms,
-                                usage,
-                                pending.task.queue,
-                                &refused,
-                                &self.preempt_in_flight,
-                            )
-                        }
-                        None => Contention::NoVictim,
-                    };
-                    match decided {
-                        Contention::Preempt { lm, victim } => {
-                            self.stats.preempt_attempts += 1;
-                            self.preempt_in_flight[lm.index()] = true;
-                            pending.attempts += 1;
-                            out.preempts.push(PreemptRequest {
-                                gm: self.config.id,
-                                lm,
-                                task: pending.task.clone(),
-                                victim,
-                            });
-                            pending.preempting = Some((lm, victim));
-                            self.outstanding.insert(task_id, pending);
-                            return Decision {
-                                task: task_id,
-                                partitions,
-                                words,
-                                outcome: DecisionOutcome::Preempting { lm, victim },
-                            };
-                        }
-                        Contention::OverShare => reason = PendingReason::OverShare,
-                        Contention::NoVictim => {}
-                        Contention::Busy => {
-                            self.stats.requeues += 1;
-                            pending.reason = Some(reason.clone());
-                            pending.attempts += 1;
-                            self.slot_waiters.push_back(pending);
-                            return Decision {
-                                task: task_id,
-                                partitions,
-                                words,
-                                outcome: DecisionOutcome::Requeued(reason),
-                            };
-                        }
-                    }
-                    self.stats.requeues += 1;
-                    pending.reason = Some(reason.clone());
-                    pending.attempts += 1;
-                    self.queues.push_blocked(pending);
-                    DecisionOutcome::Requeued(reason)
-                }
+            Err(miss @ Miss::NoFreeResources { .. }) => {
+                self.failed_shapes.insert(shape);
+                self.no_room(pending, miss.reason(), out)
             }
         };
         Decision {
-            task: task_id,
-            partitions,
-            words,
+            task,
+            partitions: effort.partitions,
+            words: effort.words,
             outcome,
         }
+    }
+
+    fn dispatch_found(
+        &mut self,
+        found: Found,
+        pending: &mut Pending,
+        out: &mut PassOutput,
+    ) -> DecisionOutcome {
+        let Found {
+            lm,
+            node,
+            placement,
+        } = found;
+        let batch = self.dispatch(lm, node, placement, pending, out, true);
+        match placement {
+            Placement::Internal => self.stats.dispatched_internal += 1,
+            Placement::Repartition => self.stats.dispatched_repartition += 1,
+        }
+        DecisionOutcome::Dispatched {
+            lm: LmId(lm as u16),
+            node,
+            placement,
+            batch,
+        }
+    }
+
+    /// No node has room now: the fairness step (preempt a queue over its share), or
+    /// the task waits until the view gains resources (or a preemption slot frees).
+    fn no_room(
+        &mut self,
+        mut pending: Box<Pending>,
+        mut reason: PendingReason,
+        out: &mut PassOutput,
+    ) -> DecisionOutcome {
+        let shape = (pending.task.constraints, pending.task.resources);
+        let decided = match &self.config.fairness {
+            Some(f) => {
+                let usage = self
+                    .usage_cache
+                    .get_or_insert_with(|| usage_view(&self.lms));
+                let refusals = &self.preempt_refusals;
+                let refused = |lm, victim| {
+                    refusals.contains(&(lm, victim, None))
+                        || refusals.contains(&(lm, victim, Some(shape)))
+                };
+                contention(
+                    f,
+                    &self.lms,
+                    usage,
+                    pending.task.queue,
+                    &refused,
+                    &self.preempt_in_flight,
+                )
+            }
+            None => Contention::NoVictim,
+        };
+        match decided {
+            Contention::Preempt { lm, victim } => {
+                self.stats.preempt_attempts += 1;
+                self.preempt_in_flight[lm.index()] = true;
+                pending.attempts += 1;
+                out.preempts.push(PreemptRequest {
+                    gm: self.config.id,
+                    lm,
+                    task: pending.task.clone(),
+                    victim,
+                });
+                pending.preempting = Some((lm, victim));
+                self.outstanding.insert(pending.task.id, pending);
+                return DecisionOutcome::Preempting { lm, victim };
+            }
+            Contention::OverShare => reason = PendingReason::OverShare,
+            Contention::NoVictim => {}
+            Contention::Busy => {
+                self.stats.requeues += 1;
+                pending.reason = Some(reason.clone());
+                pending.attempts += 1;
+                self.slot_waiters.push_back(pending);
+                return DecisionOutcome::Requeued(reason);
+            }
+        }
+        self.stats.requeues += 1;
+        pending.reason = Some(reason.clone());
+        pending.attempts += 1;
+        self.queues.push_blocked(pending);
+        DecisionOutcome::Requeued(reason)
     }
 
     pub(crate) fn host_count_pub(
@@ -525,7 +493,7 @@ impl GlobalMaster {
         constraints: ConstraintSet,
         request: Resources,
     ) -> (u64, u64) {
-        let c = self.host_count(constraints, request);
+        let c = self.placement.host_count(&self.lms, constraints, request);
         (c.with_constraints, c.large_enough)
     }
 
@@ -543,24 +511,5 @@ impl GlobalMaster {
 
     pub(crate) fn stats_mut(&mut self) -> &mut GmStats {
         &mut self.stats
-    }
-
-    fn host_count(&mut self, constraints: ConstraintSet, request: Resources) -> HostCount {
-        if let Some(c) = self.host_counts.get(&(constraints, request)) {
-            return *c;
-        }
-        let mut count = HostCount {
-            with_constraints: 0,
-            large_enough: 0,
-        };
-        for view in self.lms.iter().flatten() {
-            for part in &view.partitions {
-                let (with, large) = eligible_counts(part, constraints, &request);
-                count.with_constraints += with;
-                count.large_enough += large;
-            }
-        }
-        self.host_counts.insert((constraints, request), count);
-        count
     }
 }

@@ -1,5 +1,13 @@
-//! Placement of one task as a pipeline of named stages, in the style of Nomad's
-//! feasibility -> rank -> select and kube-scheduler's extension points:
+//! Placement of one task (GUARANTEED and LRA-free work; QUEUEABLE work takes
+//! [`crate::opportunistic`] instead) as a pipeline of named stages, in the style of
+//! Nomad's feasibility -> rank -> select and kube-scheduler's extension points:
+//!
+//! ```text
+//!             ┌────────────── policy (PlacementPolicy) ───────────────┐
+//! task ─ known miss? ─► select ─► for each candidate: filter ─► fit ─┴─► Found
+//!            │                   (partition order)  (constraint bits) (free room)
+//!            └──────────────── no candidate fits ──► explain ─► Miss (a named reason)
+//! ```
 //!
 //! - [`select`]: the candidate partitions in order (Megha: this GM's own partitions
 //!   round-robin across LMs, then the other GMs' round-robin, a repartition).
@@ -8,11 +16,260 @@
 //! - [`fit`]: the first surviving node with enough free resources.
 //! - [`explain`]: when nothing fits, why: no node with the constraints, none large
 //!   enough (the task is unplaceable), or no free resources now.
+//!
+//! A policy ([`PlacementPolicy`]) chooses the candidate order and calls [`scan`]
+//! (filter then fit) on each. A new policy is one file and one line in [`policy`].
+//! What follows a decision (dispatch, the fairness step, requeueing) stays in
+//! [`crate::master`].
 
 pub mod explain;
 pub mod filter;
 pub mod fit;
+pub mod megha;
 pub mod select;
 
 #[cfg(test)]
 mod fixtures;
+
+pub use explain::{HostCount, HostCounts, Miss};
+pub use fit::Match;
+pub use select::Candidate;
+
+use crate::view::LmView;
+use common::messages::Placement;
+use common::{ConstraintSet, NodeId, Resources};
+
+/// What a policy looks at: the GM's view of every LM (`None` until it reports) and
+/// which partition of each LM is this GM's own.
+#[derive(Clone, Copy, Debug)]
+pub struct Views<'a> {
+    pub lms: &'a [Option<LmView>],
+    /// This GM's index: its partition in every LM.
+    pub me: usize,
+    /// Number of GMs (= partitions per LM).
+    pub gms: usize,
+}
+
+/// The node chosen for a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub lm: usize,
+    pub node: NodeId,
+    pub placement: Placement,
+}
+
+/// What a placement examined (the processing-cost model charges for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effort {
+    pub partitions: u32,
+    /// 64-bit words of bit-vectors.
+    pub words: u64,
+}
+
+/// A placement policy: the candidate order, and the choice among the candidates.
+pub trait PlacementPolicy: std::fmt::Debug + Send {
+    /// The name it is registered under in [`policy`].
+    fn name(&self) -> &'static str;
+
+    /// The node for a task of this shape, or `None` when no candidate has one with
+    /// the constraints and room; `effort` counts what was examined.
+    fn place(
+        &mut self,
+        views: &Views,
+        constraints: ConstraintSet,
+        request: &Resources,
+        effort: &mut Effort,
+    ) -> Option<Found>;
+
+    /// Called instead of [`PlacementPolicy::place`] for a shape known to fail (it
+    /// failed since the view last gained resources): a policy with cursors moves
+    /// them as if it had tried.
+    fn skip(&mut self, _views: &Views) {}
+}
+
+/// The policy used unless another is chosen.
+pub const DEFAULT_POLICY: &str = "megha";
+
+/// The registry: one line per policy.
+pub fn policy(name: &str) -> Option<Box<dyn PlacementPolicy>> {
+    match name {
+        "megha" => Some(Box::new(megha::Megha::default())),
+        _ => None,
+    }
+}
+
+/// Filter then fit over one candidate partition (skipped, and not counted, while its
+/// LM has not reported).
+pub fn scan(
+    views: &Views,
+    candidate: Candidate,
+    constraints: ConstraintSet,
+    request: &Resources,
+    effort: &mut Effort,
+) -> Option<Found> {
+    let view = views.lms.get(candidate.lm)?.as_ref()?;
+    let part = &view.partitions[candidate.partition];
+    effort.partitions += 1;
+    // Filter first: a partition without some constraint costs nothing more, and the
+    // bit-vector AND is far cheaper than comparing resources node by node.
+    let filter = filter::Filter::new(part, constraints)?;
+    // Fit on the survivors only, word by word, stopping at the first node with room.
+    match fit::first_fit(part, &filter, request, &mut effort.words) {
+        Match::Found(slot) => Some(Found {
+            lm: candidate.lm,
+            node: part.nodes[slot],
+            placement: candidate.placement,
+        }),
+        Match::NotFound => None,
+    }
+}
+
+/// The result of the pipeline for one task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub effort: Effort,
+    pub result: Result<Found, Miss>,
+}
+
+/// The pipeline: a policy and the host counts that explain its misses.
+#[derive(Debug)]
+pub struct Pipeline {
+    policy: Box<dyn PlacementPolicy>,
+    host_counts: HostCounts,
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline::new(Box::new(megha::Megha::default()))
+    }
+}
+
+impl Pipeline {
+    pub fn new(policy: Box<dyn PlacementPolicy>) -> Self {
+        Pipeline {
+            policy,
+            host_counts: HostCounts::default(),
+        }
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Places one task of shape (`constraints`, `request`). `known_miss`: the shape
+    /// failed since the view last gained resources, so it would fail again.
+    pub fn run(
+        &mut self,
+        views: &Views,
+        constraints: ConstraintSet,
+        request: Resources,
+        known_miss: bool,
+    ) -> Attempt {
+        let mut effort = Effort::default();
+        // Known misses first: the view has only shrunk since this shape failed, so a
+        // scan would fail again; skipping it keeps a backlog of one shape cheap.
+        let found = if known_miss {
+            self.policy.skip(views);
+            None
+        } else {
+            // Select, filter, fit: the policy's candidate order, each candidate
+            // filtered by constraints then scanned for room (see `scan`).
+            self.policy.place(views, constraints, &request, &mut effort)
+        };
+        let result = match found {
+            Some(found) => Ok(found),
+            // Explain last, and only on a miss: the host counts scan every node of
+            // every view (cached per shape), which a hit never needs.
+            None => Err(explain::explain(self.host_count(
+                views.lms,
+                constraints,
+                request,
+            ))),
+        };
+        Attempt { effort, result }
+    }
+
+    /// The (cached) host counts of a shape over `lms`.
+    pub fn host_count(
+        &mut self,
+        lms: &[Option<LmView>],
+        constraints: ConstraintSet,
+        request: Resources,
+    ) -> HostCount {
+        self.host_counts.get(lms, constraints, request)
+    }
+
+    /// A topology changed: host counts must be counted again.
+    pub fn topology_changed(&mut self) {
+        self.host_counts.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::reasons::PendingReason;
+    use fixtures::{shape, view};
+
+    #[test]
+    fn the_registry_knows_the_default_policy() {
+        let table: &[(&str, Option<&str>)] = &[("megha", Some("megha")), ("nomad", None)];
+        for (name, want) in table {
+            assert_eq!(policy(name).map(|p| p.name()), *want, "{name}");
+        }
+        assert_eq!(Pipeline::default().policy_name(), DEFAULT_POLICY);
+    }
+
+    #[test]
+    fn a_run_finds_or_explains() {
+        let mut lms = vec![Some(view(4))];
+        if let Some(v) = &mut lms[0] {
+            v.partitions[0].set_free(3, Resources::ZERO);
+        }
+        let views = Views {
+            lms: &lms,
+            me: 0,
+            gms: 1,
+        };
+        let node = |n| {
+            Ok(Found {
+                lm: 0,
+                node: NodeId(n),
+                placement: Placement::Internal,
+            })
+        };
+        let miss = |reason| Err(Miss::Unplaceable(reason));
+        let busy = |eligible_nodes| Err(Miss::NoFreeResources { eligible_nodes });
+        // (constraints, cores, known miss, result, partitions and words examined)
+        let table = [
+            (&[0u64][..], 1, false, node(1), (1, 1)),
+            (&[1], 1, false, node(0), (1, 1)),
+            (&[0, 1], 1, false, busy(1), (1, 1)),
+            (&[0], 1, true, busy(2), (0, 0)),
+            (
+                &[0],
+                3,
+                false,
+                miss(PendingReason::NoNodeLargeEnough),
+                (1, 1),
+            ),
+            (
+                &[4],
+                1,
+                false,
+                miss(PendingReason::NoNodeWithConstraints),
+                (1, 0),
+            ),
+        ];
+        let mut pipeline = Pipeline::default();
+        for (ids, cores, known_miss, want, (partitions, words)) in table {
+            let (c, r) = shape(ids, cores);
+            let got = pipeline.run(&views, c, r, known_miss);
+            assert_eq!(
+                got.result, want,
+                "{ids:?}, {cores} cores, known: {known_miss}"
+            );
+            assert_eq!(got.effort, Effort { partitions, words }, "{ids:?}: effort");
+        }
+    }
+}
