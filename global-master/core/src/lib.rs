@@ -6,7 +6,9 @@
 //! Layout:
 //! - [`view`]: per LM and partition, free resources and one bit-vector per machine
 //!   constraint, refreshed from heartbeats and every LM response.
-//! - [`matcher`]: Megha's Algorithm 1 (AND the constraint bit-vectors, then scan the
+//! - [`placement`]: the placement pipeline (select -> filter -> fit -> explain) and its
+//!   policies (one file and one registry line each; Megha is the default).
+//! - [`matcher`]: re-exports of Algorithm 1 (AND the constraint bit-vectors, then scan the
 //!   survivors for free resources).
 //! - [`opportunistic`]: Mercury's placement of QUEUEABLE work on one of the top-k nodes
 //!   by estimated queuing delay.
