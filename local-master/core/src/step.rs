@@ -35,6 +35,22 @@ pub struct LmOutput {
 }
 
 impl LmOutput {
+    /// The answer to a launch batch among the messages, if this step made one.
+    pub fn launch_answer(&self) -> Option<&common::messages::LaunchResponse> {
+        self.to_gms.iter().find_map(|(_, m)| match m {
+            LmToGm::LaunchAnswer(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// The answer to a preemption request among the messages, if this step made one.
+    pub fn preempt_answer(&self) -> Option<&common::messages::PreemptResponse> {
+        self.to_gms.iter().find_map(|(_, m)| match m {
+            LmToGm::PreemptAnswer(r) => Some(r),
+            _ => None,
+        })
+    }
+
     /// The heartbeat among the messages, if this step sent one.
     pub fn heartbeat(&self) -> Option<&LmSnapshot> {
         self.to_gms.iter().find_map(|(to, m)| match (to, m) {

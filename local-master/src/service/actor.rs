@@ -399,10 +399,7 @@ impl LmActor {
             .collect();
         slots.sort_unstable();
         slots.dedup();
-        let answer = out.to_gms.iter().find_map(|(_, m)| match m {
-            LmToGm::LaunchAnswer(r) => Some(r),
-            _ => None,
-        });
+        let answer = out.launch_answer();
         if let Some(r) = answer {
             for (task, outcome) in &r.outcomes {
                 match outcome {

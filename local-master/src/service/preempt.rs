@@ -6,7 +6,7 @@
 use super::actor::LmActor;
 use actix::prelude::*;
 use common::messages::{PreemptOutcome, PreemptRequest, PreemptResponse};
-use common::protocol::{GmToLm, LmToGm};
+use common::protocol::GmToLm;
 use lm_core::LmInput;
 use service_kit::clock;
 use service_kit::metrics::{family, single};
@@ -26,10 +26,7 @@ impl Handler<Preempt> for LmActor {
             .core
             .step(clock::now(), LmInput::Gm(GmToLm::Preempt(msg.0)))
             .map_err(|e| e.to_string())?;
-        let answer = out.to_gms.iter().find_map(|(_, m)| match m {
-            LmToGm::PreemptAnswer(r) => Some(r),
-            _ => None,
-        });
+        let answer = out.preempt_answer();
         match answer.map(|r| &r.outcome) {
             Some(PreemptOutcome::Launched { node, preempted }) => {
                 self.counters.preemptions += 1;
