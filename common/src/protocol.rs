@@ -73,6 +73,24 @@ impl LmToGm {
         }
     }
 
+    /// The GM the message is for.
+    pub fn to(&self) -> GmAddress {
+        match self {
+            LmToGm::LaunchAnswer(r) => GmAddress::One(r.gm),
+            LmToGm::PreemptAnswer(r) => GmAddress::One(r.gm),
+            LmToGm::State(_) => GmAddress::All,
+            LmToGm::Requeue(p) => GmAddress::One(p.gm),
+        }
+    }
+
+    /// Whether `gm` should take this message.
+    pub fn is_for(&self, gm: GmId) -> bool {
+        match self.to() {
+            GmAddress::One(one) => one == gm,
+            GmAddress::All => true,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             LmToGm::LaunchAnswer(_) => "launch_answer",

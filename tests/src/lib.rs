@@ -14,6 +14,7 @@ pub mod broker;
 pub mod checks;
 pub mod gm_http;
 pub mod procs;
+pub mod sim;
 
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::LaunchBatch;

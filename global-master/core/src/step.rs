@@ -47,6 +47,23 @@ pub enum Undelivered {
     },
 }
 
+impl Undelivered {
+    /// The notice for a request the transport gave up on.
+    pub fn of(message: &GmToLm) -> Self {
+        match message {
+            GmToLm::Launch(b) => Undelivered::Batch {
+                lm: b.lm,
+                seq: b.seq,
+                tasks: b.requests.iter().map(|r| r.task.id).collect(),
+            },
+            GmToLm::Preempt(p) => Undelivered::Preempt {
+                lm: p.lm,
+                task: p.task.id,
+            },
+        }
+    }
+}
+
 /// What a GM sends and reports after one step.
 #[derive(Debug, Default)]
 pub struct GmOutput {
@@ -55,7 +72,8 @@ pub struct GmOutput {
     pub to_lms: Vec<GmToLm>,
     /// The placement decisions of a pass, in order.
     pub decisions: Vec<Decision>,
-    /// For a launch answer: which tasks launched, which were refused.
+    /// For a launch answer: which tasks launched, which were refused; for a
+    /// preemption answer, the task if it launched.
     pub answered: ResponseOutput,
     /// For a preemption answer: whether the task now runs.
     pub preempt_launched: Option<bool>,
@@ -103,7 +121,11 @@ impl GlobalMaster {
                         out.answered = self.handle_response(now, &response)
                     }
                     LmToGm::PreemptAnswer(response) => {
-                        out.preempt_launched = Some(self.handle_preempt_response(now, &response))
+                        let launched = self.handle_preempt_response(now, &response);
+                        if launched {
+                            out.answered.launched.push(response.task);
+                        }
+                        out.preempt_launched = Some(launched);
                     }
                     LmToGm::Requeue(preempted) => self.requeue_preempted(now, &preempted),
                 }

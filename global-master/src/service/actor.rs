@@ -1,38 +1,23 @@
-//! The GM actor: hosts the pure [`GlobalMaster`] core, one `Handler` per message.
+//! The GM actor: hosts the pure [`GlobalMaster`] core. Inputs go through
+//! [`GmActor::deliver`] (see [`super::deliver`]); this file holds the actor's state,
+//! job submission (ids, status, `queued` events) and the queries of the HTTP API.
 //!
-//! Submissions, LM snapshots and launch answers each update the core and ask for a
-//! scheduling pass; passes are coalesced (one `RunPass` queued at a time, behind
-//! whatever is already in the mailbox). Launch batches go out on their LM's link from
-//! a spawned task whose answer comes back as [`LaunchDone`].
+//! Passes are coalesced: one `RunPass` queued at a time, behind whatever is already
+//! in the mailbox.
 
 use super::api::NewTask;
-use super::preempt::{PreemptLink, PreemptMetrics};
+use super::deliver::LmLink;
+use super::preempt::PreemptMetrics;
 use super::status::{JobStatus, TaskStatus, Tracker};
-use crate::core::{DecisionOutcome, GlobalMaster, GmConfig};
+use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{LaunchBatch, LaunchResponse, LmSnapshot};
-use common::reasons::PendingReason;
-use common::{GmId, JobId, LmId, Micros, Resources, TaskId, TaskSpec};
+use common::protocol::ClientToGm;
+use common::{GmId, JobId, Micros, Resources, TaskId, TaskSpec};
 use service_kit::clock;
-use service_kit::links::{call_until_settled, Link, LinkError, Sink};
+use service_kit::links::Sink;
 use service_kit::metrics::Histogram;
 use std::sync::Arc;
-
-pub type LaunchLink = Link<LaunchBatch, LaunchResponse>;
-
-/// How the GM reaches each LM (index = LM id).
-pub struct LmLinks {
-    pub launch: Vec<LaunchLink>,
-    /// Preemption requests (used only with queues configured).
-    pub preempt: Vec<PreemptLink>,
-}
-
-impl std::fmt::Debug for LmLinks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LmLinks({} LMs)", self.launch.len())
-    }
-}
 
 /// Counters the core does not keep.
 #[derive(Debug)]
@@ -47,8 +32,8 @@ pub struct ShellMetrics {
 
 pub struct GmActor {
     pub(super) core: GlobalMaster,
-    links: Vec<LaunchLink>,
-    pub(super) preempt_links: Vec<PreemptLink>,
+    /// One link per LM (index = LM id).
+    pub(super) links: Vec<LmLink>,
     pub(super) events: Sink<Vec<TaskEvent>>,
     pub(super) tracker: Tracker,
     pub(super) metrics: ShellMetrics,
@@ -58,7 +43,7 @@ pub struct GmActor {
     max_queued: usize,
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
-    pass_scheduled: bool,
+    pub(super) pass_scheduled: bool,
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     last_job: Option<JobId>,
     accepting: bool,
@@ -75,19 +60,18 @@ impl std::fmt::Debug for GmActor {
 impl GmActor {
     pub fn new(
         config: GmConfig,
-        links: LmLinks,
+        links: Vec<LmLink>,
         events: Sink<Vec<TaskEvent>>,
         max_queued: usize,
     ) -> Self {
-        let lms = links.launch.len();
+        let lms = links.len();
         let queue_names = match &config.fairness {
             Some(f) => f.queues.iter().map(|q| q.name.clone()).collect(),
             None => vec![common::fairness::DEFAULT_QUEUE.to_owned()],
         };
         GmActor {
             core: GlobalMaster::new(config),
-            links: links.launch,
-            preempt_links: links.preempt,
+            links,
             events,
             preempt: PreemptMetrics::default(),
             queue_names,
@@ -137,31 +121,8 @@ impl GmActor {
     pub(super) fn request_pass(&mut self, ctx: &mut Context<Self>) {
         if !self.pass_scheduled {
             self.pass_scheduled = true;
-            ctx.notify(RunPass);
+            ctx.notify(super::deliver::RunPass);
         }
-    }
-
-    /// Sends a batch to its LM; see [`call_until_settled`].
-    pub(super) fn send_batch(&mut self, batch: LaunchBatch, ctx: &mut Context<Self>) {
-        let Some(link) = self.links.get(batch.lm.index()).cloned() else {
-            tracing::error!(lm = %batch.lm, "no link to this LM");
-            return;
-        };
-        self.metrics.batches_sent += 1;
-        let me = ctx.address();
-        let (lm, seq) = (batch.lm, batch.seq);
-        let tasks: Vec<TaskId> = batch.requests.iter().map(|r| r.task.id).collect();
-        let doubt_timeout = self.doubt_timeout;
-        tokio::spawn(async move {
-            let what = format!("launch batch {seq} to {lm}");
-            let result = call_until_settled(&link, &batch, doubt_timeout, &what).await;
-            me.do_send(LaunchDone {
-                lm,
-                seq,
-                tasks,
-                result,
-            });
-        });
     }
 }
 
@@ -213,6 +174,7 @@ impl Handler<Submit> for GmActor {
         let gm = self.gm();
         let mut ids = Vec::with_capacity(msg.0.len());
         let mut events = Vec::with_capacity(msg.0.len());
+        let mut specs = Vec::with_capacity(msg.0.len());
         for (index, t) in msg.0.into_iter().enumerate() {
             let id = TaskId {
                 job,
@@ -227,8 +189,8 @@ impl Handler<Submit> for GmActor {
                 duration: t.duration,
                 tags: t.tags.into_iter().map(Arc::from).collect(),
             };
-            self.core.submit(now, spec);
             self.tracker.accepted(id, now);
+            specs.push(spec);
             events.push(TaskEvent {
                 task: id,
                 at: now,
@@ -238,157 +200,8 @@ impl Handler<Submit> for GmActor {
         }
         tracing::debug!(job = job.0, tasks = ids.len(), "job accepted");
         (self.events)(events);
-        self.request_pass(ctx);
+        self.deliver(GmInput::Client(ClientToGm::Submit(specs)), ctx);
         Ok((job, ids))
-    }
-}
-
-/// An LM's state (heartbeat on the broker, or in memory).
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub struct ApplySnapshot(pub LmSnapshot);
-
-impl Handler<ApplySnapshot> for GmActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: ApplySnapshot, ctx: &mut Context<Self>) {
-        let lm = msg.0.lm.index();
-        if let Some(slot) = self.metrics.last_snapshot.get_mut(lm) {
-            *slot = Some(msg.0.taken_at);
-        }
-        let had_view = self.core.has_full_view();
-        self.core.apply_snapshot(clock::now(), &msg.0);
-        if !had_view && self.core.has_full_view() {
-            tracing::info!(gm = %self.gm(), "view complete: state of every LM received; placing work");
-        }
-        self.request_pass(ctx);
-    }
-}
-
-/// The outcome of sending one launch batch.
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub struct LaunchDone {
-    pub lm: LmId,
-    pub seq: u64,
-    pub tasks: Vec<TaskId>,
-    pub result: Result<LaunchResponse, LinkError>,
-}
-
-impl Handler<LaunchDone> for GmActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: LaunchDone, ctx: &mut Context<Self>) {
-        let now = clock::now();
-        match msg.result {
-            Ok(response) => {
-                if let Some(slot) = self.metrics.last_snapshot.get_mut(msg.lm.index()) {
-                    *slot = Some(response.snapshot.taken_at);
-                }
-                let out = self.core.handle_response(now, &response);
-                for task in out.launched {
-                    if let Some(submitted) = self.tracker.launched(task, now) {
-                        self.metrics
-                            .launch_latency
-                            .observe(now.since(submitted).as_secs_f64());
-                    }
-                }
-                for (task, reason) in out.rejected {
-                    tracing::debug!(task = %task, job = task.job.0, %reason, "LM refused the launch; requeued");
-                    self.tracker.pending(
-                        task,
-                        &PendingReason::RejectedByLm { rejection: reason },
-                        false,
-                    );
-                }
-            }
-            Err(error) => {
-                tracing::warn!(lm = %msg.lm, seq = msg.seq, tasks = msg.tasks.len(), %error, "launch batch failed; requeueing its tasks");
-                self.metrics.batches_abandoned += 1;
-                self.core.abandon_batch(now, msg.lm, msg.seq, &msg.tasks);
-                let reason = PendingReason::LmUnreachable { lm: msg.lm };
-                for task in &msg.tasks {
-                    self.tracker.pending(*task, &reason, false);
-                }
-            }
-        }
-        self.request_pass(ctx);
-    }
-}
-
-/// Run one scheduling pass (queued by the GM itself).
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub struct RunPass;
-
-impl Handler<RunPass> for GmActor {
-    type Result = ();
-
-    fn handle(&mut self, _: RunPass, ctx: &mut Context<Self>) {
-        self.pass_scheduled = false;
-        let now = clock::now();
-        let out = self.core.schedule(now);
-        if out.decisions.is_empty() && out.preempts.is_empty() {
-            return;
-        }
-        self.metrics.passes += 1;
-        let gm = self.gm();
-        let mut events = Vec::with_capacity(out.decisions.len());
-        for d in &out.decisions {
-            let kind = match &d.outcome {
-                DecisionOutcome::Dispatched {
-                    lm,
-                    node,
-                    placement,
-                    ..
-                } => {
-                    self.tracker.dispatched(d.task, *lm, *node);
-                    TaskEventKind::Dispatched {
-                        gm,
-                        lm: *lm,
-                        node: *node,
-                        placement: *placement,
-                    }
-                }
-                DecisionOutcome::Requeued(reason) => {
-                    if !self.tracker.pending(d.task, reason, false) {
-                        continue;
-                    }
-                    TaskEventKind::Requeued {
-                        gm,
-                        reason: reason.clone(),
-                    }
-                }
-                DecisionOutcome::Preempting { lm, victim } => {
-                    // The request follows the pass (`out.preempts`); the LM's answer
-                    // or its `launched` event tells what became of it.
-                    tracing::debug!(task = %d.task, job = d.task.job.0, %lm, %victim, "no room: preempting");
-                    continue;
-                }
-                DecisionOutcome::Unplaceable(reason) => {
-                    tracing::info!(task = %d.task, job = d.task.job.0, %reason, "task can never be placed");
-                    self.tracker.pending(d.task, reason, true);
-                    TaskEventKind::Unplaceable {
-                        gm,
-                        reason: reason.clone(),
-                    }
-                }
-            };
-            events.push(TaskEvent {
-                task: d.task,
-                at: now,
-                kind,
-            });
-        }
-        if !events.is_empty() {
-            (self.events)(events);
-        }
-        for batch in out.batches {
-            self.send_batch(batch, ctx);
-        }
-        for request in out.preempts {
-            self.send_preempt(request, ctx);
-        }
     }
 }
 

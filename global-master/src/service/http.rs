@@ -4,15 +4,16 @@
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
-//! - `POST /v1/internal/requeue`: preempted tasks of this GM's queues, from an LM
-//!   (bincode `PreemptedTasks` -> `()`, like the LM's internal API).
+//! - `POST /v1/internal/messages`: a message from an LM (bincode
+//!   `common::protocol::LmToGm` -> `()`, like the LM's internal API): today the
+//!   preempted tasks of this GM's queues; 422 if it is addressed to another GM.
 //! - `GET /healthz`, `GET /metrics` (Prometheus text).
 //! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 
 use super::actor::{GetJob, GetLoad, GetTask, GmActor, Submit, SubmitRefused};
 use super::api::{parse_job, ApiError, QueueTable};
-use super::preempt::Requeue;
+use super::deliver::Deliver;
 use super::report::{GetPending, RenderMetrics};
 use actix::Addr;
 use axum::body::Bytes;
@@ -22,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::PreemptedTasks;
+use common::protocol::LmToGm;
 use common::{JobId, TaskId};
 use serde_json::json;
 use service_kit::amqp::LinkStatus;
@@ -46,7 +47,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/tasks/{job}/{index}", get(task))
         .route("/v1/pending", get(pending))
-        .route("/v1/internal/requeue", post(requeue))
+        .route("/v1/internal/messages", post(from_lm))
         .route("/healthz", get(healthz))
         .merge(super::lra_http::routes())
         .route("/metrics", get(metrics))
@@ -107,19 +108,24 @@ async fn submit(
     }
 }
 
-async fn requeue(State(s): State<ApiState>, body: Bytes) -> Response {
-    let tasks: PreemptedTasks = match codec::decode(&body) {
-        Ok(t) => t,
+async fn from_lm(State(s): State<ApiState>, body: Bytes) -> Response {
+    let message: LmToGm = match codec::decode(&body) {
+        Ok(m) => m,
         Err(e) => return error(ApiError::new(400, "body", e.to_string())),
     };
-    if tasks.gm != s.queues.me {
+    if !message.is_for(s.queues.me) {
         return error(ApiError::new(
             422,
             "gm",
-            format!("preempted tasks of {} sent to {}", tasks.gm, s.queues.me),
+            format!(
+                "a {} message for {:?} sent to {}",
+                message.kind(),
+                message.to(),
+                s.queues.me
+            ),
         ));
     }
-    match s.gm.send(Requeue(tasks)).await {
+    match s.gm.send(Deliver(crate::core::GmInput::Lm(message))).await {
         Ok(()) => match codec::encode(&()) {
             Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
             Err(e) => unavailable(&e.to_string()),

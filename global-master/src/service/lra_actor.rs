@@ -5,7 +5,7 @@
 use super::actor::GmActor;
 use super::lra_api::NewLra;
 use crate::core::lra_path::{container_task, LraRefused, LraStatus, LraSubmission};
-use crate::core::DecisionOutcome;
+use crate::core::GmInput;
 use crate::lra::{LraId, LraRequest};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
@@ -36,7 +36,12 @@ impl Handler<SubmitLra> for GmActor {
             queue: lra.queue,
             durations: lra.durations,
         };
-        self.core.submit_lra(now, submission)?;
+        if let Some(refused) = self
+            .deliver(GmInput::SubmitLra(submission), ctx)
+            .lra_refused
+        {
+            return Err(refused);
+        }
         let tasks: Vec<TaskId> = (0..count).map(|j| container_task(id, j)).collect();
         let gm = self.core.id();
         for task in &tasks {
@@ -92,10 +97,9 @@ pub struct TasksEnded(pub Vec<TaskId>);
 
 impl Handler<TasksEnded> for GmActor {
     type Result = ();
-    fn handle(&mut self, msg: TasksEnded, _: &mut Context<Self>) {
-        let now = clock::now();
+    fn handle(&mut self, msg: TasksEnded, ctx: &mut Context<Self>) {
         for task in msg.0 {
-            if self.core.lra_container_ended(now, task) {
+            if self.deliver(GmInput::TaskEnded(task), ctx).affected > 0 {
                 tracing::debug!(task = %task, job = task.job.0, "LRA container ended; its tags no longer count");
             }
         }
@@ -133,33 +137,9 @@ impl GmActor {
 
     /// Runs the LRA placer if it is due and sends what it placed.
     fn lra_tick(&mut self, ctx: &mut Context<Self>) {
-        let now = clock::now();
-        let Some(out) = self.core.lra_pass(now) else {
+        let Some(out) = self.deliver(GmInput::LraPass, ctx).lra_pass else {
             return;
         };
-        let gm = self.core.id();
-        let mut events = Vec::new();
-        for d in &out.pass.decisions {
-            if let DecisionOutcome::Dispatched {
-                lm,
-                node,
-                placement,
-                ..
-            } = &d.outcome
-            {
-                self.tracker.dispatched(d.task, *lm, *node);
-                events.push(TaskEvent {
-                    task: d.task,
-                    at: now,
-                    kind: TaskEventKind::Dispatched {
-                        gm,
-                        lm: *lm,
-                        node: *node,
-                        placement: *placement,
-                    },
-                });
-            }
-        }
         for (lra, nodes) in &out.placed {
             tracing::info!(lra = %lra, job = lra.0, containers = nodes.len(), placer = out.placer, "LRA placed; launching");
         }
@@ -171,12 +151,6 @@ impl GmActor {
         }
         if let Some(why) = &out.fallback {
             tracing::info!(reason = %why, "ILP placer fell back to its heuristic answer");
-        }
-        if !events.is_empty() {
-            (self.events)(events);
-        }
-        for batch in out.pass.batches {
-            self.send_batch(batch, ctx);
         }
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! - [`config`]: flags, environment, TOML file.
 //! - [`api`]: the submission format and its validation.
-//! - [`actor`]: [`actor::GmActor`], one handler per message.
-//! - [`preempt`]: fairness: preemption requests to LMs, preempted tasks coming back.
+//! - [`actor`]: [`actor::GmActor`]: state, job submission, queries.
+//! - [`deliver`]: every input through the core's `step`, and its output carried out
+//!   (requests to LMs over one link each, events, the status tracker).
+//! - [`preempt`]: fairness: the shell's preemption counters.
 //! - [`status`]: per-task and per-job status for the API.
 //! - [`report`]: pending list and metrics.
 //! - [`http`]: the routes.
@@ -13,6 +15,7 @@
 pub mod actor;
 pub mod api;
 pub mod config;
+pub mod deliver;
 pub mod http;
 pub mod lra_actor;
 pub mod lra_api;
@@ -43,18 +46,11 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         url: format!("{}{path}", u.trim_end_matches('/')),
         retries: 3,
     };
-    let links = actor::LmLinks {
-        launch: s
-            .lm_urls
-            .iter()
-            .map(|u| Arc::new(link("/v1/launch", u)) as actor::LaunchLink)
-            .collect(),
-        preempt: s
-            .lm_urls
-            .iter()
-            .map(|u| Arc::new(link("/v1/preempt", u)) as preempt::PreemptLink)
-            .collect(),
-    };
+    let links: Vec<deliver::LmLink> = s
+        .lm_urls
+        .iter()
+        .map(|u| Arc::new(link("/v1/messages", u)) as deliver::LmLink)
+        .collect();
     let publisher = Publisher::start(s.amqp.clone());
     let lra_groups = s.lra.groups.clone();
     let core = GmConfig {

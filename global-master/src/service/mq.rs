@@ -3,10 +3,13 @@
 //! heartbeats; its view is rebuilt from them (and it places nothing until it has the
 //! state of every LM).
 
-use super::actor::{ApplySnapshot, GmActor};
+use super::actor::GmActor;
+use super::deliver::Deliver;
 use super::lra_actor::TasksEnded;
+use crate::core::GmInput;
 use actix::Addr;
 use common::messages::LmSnapshot;
+use common::protocol::LmToGm;
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
 use service_kit::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
 use std::sync::Arc;
@@ -21,7 +24,7 @@ pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> (Arc<LinkStatus>, Subs
     };
     subscribe(url, sub, move |_, body| {
         match common::codec::decode::<LmSnapshot>(body) {
-            Ok(snapshot) => gm.do_send(ApplySnapshot(snapshot)),
+            Ok(snapshot) => gm.do_send(Deliver(GmInput::Lm(LmToGm::State(snapshot)))),
             Err(e) => tracing::warn!(error = %e, "undecodable LM snapshot ignored"),
         }
     })

@@ -10,22 +10,19 @@ use anyhow::{anyhow, Result};
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::messages::{
-    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptRequest, PreemptResponse,
-    PreemptedTasks, PromoteTask, StartTask, WorkerReport,
-};
+use common::messages::{KillTask, LmSnapshot, PromoteTask, StartTask, WorkerReport};
+use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, Micros};
-use global_master::core::GmConfig;
-use global_master::service::actor::{
-    ApplySnapshot, GetLoad, GmActor, LaunchLink, LmLinks, Submit, SubmitRefused,
-};
+use global_master::core::{GmConfig, GmInput};
+use global_master::service::actor::{GetLoad, GmActor, Submit, SubmitRefused};
 use global_master::service::api::NewTask;
+use global_master::service::deliver::{Deliver, LmLink};
 use global_master::service::lra_actor::{ended_tasks, TasksEnded};
-use global_master::service::preempt::{PreemptLink, Requeue};
 use global_master::service::report::RenderMetrics;
-use local_master::service::actor::{Launch, LmActor, PublishNow, Register, Reports};
+use local_master::service::actor::{LmActor, PublishNow};
+use local_master::service::gm::FromGm;
 use local_master::service::orders::{RequeueLink, WorkerLinks};
-use local_master::service::preempt::Preempt;
+use local_master::service::workers::{Register, Reports};
 use service_kit::links::{fn_link, LinkError, Sink};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -94,21 +91,24 @@ pub async fn start_with(
     let snapshots: Sink<LmSnapshot> = Arc::new(move |s: LmSnapshot| {
         if let Some(gms) = fanout.get() {
             for g in gms {
-                g.do_send(ApplySnapshot(s.clone()));
+                g.do_send(Deliver(GmInput::Lm(LmToGm::State(s.clone()))));
             }
         }
     });
     let gms = cfg.cluster.gms;
-    // Preempted tasks go back to their GM's mailbox (the GMs start after the LMs).
+    // LM messages (preempted tasks) go to their GM's mailbox (the GMs start after
+    // the LMs).
     let requeue_links: Vec<RequeueLink> = (0..gms as usize)
         .map(|g| {
             let slot = gm_slot.clone();
-            fn_link(move |tasks: PreemptedTasks| {
+            fn_link(move |message: LmToGm| {
                 let gm = slot.get().and_then(|all| all.get(g)).cloned();
                 async move {
                     let gm =
                         gm.ok_or_else(|| LinkError::Unreachable(format!("gm{g} not started")))?;
-                    gm.send(Requeue(tasks)).await.map_err(mailbox)
+                    gm.send(Deliver(GmInput::Lm(message)))
+                        .await
+                        .map_err(mailbox)
                 }
             })
         })
@@ -184,15 +184,15 @@ pub async fn start_with(
     }
     let mut gm_addrs = Vec::new();
     for g in 0..gms {
-        let launch: Vec<LaunchLink> = lms
+        let links: Vec<LmLink> = lms
             .iter()
             .map(|lm| {
                 let lm = lm.clone();
-                fn_link(move |batch: LaunchBatch| {
+                fn_link(move |message: GmToLm| {
                     let lm = lm.clone();
                     async move {
-                        match lm.send(Launch(batch)).await {
-                            Ok(Ok(r)) => Ok::<LaunchResponse, LinkError>(r),
+                        match lm.send(FromGm(message)).await {
+                            Ok(Ok(answer)) => Ok::<LmToGm, LinkError>(answer),
                             Ok(Err(e)) => Err(LinkError::Failed(e.to_string())),
                             Err(e) => Err(mailbox(e)),
                         }
@@ -200,23 +200,6 @@ pub async fn start_with(
                 })
             })
             .collect();
-        let preempt: Vec<PreemptLink> = lms
-            .iter()
-            .map(|lm| {
-                let lm = lm.clone();
-                fn_link(move |request: PreemptRequest| {
-                    let lm = lm.clone();
-                    async move {
-                        match lm.send(Preempt(request)).await {
-                            Ok(Ok(r)) => Ok::<PreemptResponse, LinkError>(r),
-                            Ok(Err(e)) => Err(LinkError::Failed(e)),
-                            Err(e) => Err(mailbox(e)),
-                        }
-                    }
-                })
-            })
-            .collect();
-        let links = LmLinks { launch, preempt };
         let mut config = GmConfig {
             batch_size: cfg.batch_size,
             fairness: cfg.fairness.clone(),

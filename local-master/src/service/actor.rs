@@ -1,24 +1,24 @@
-//! The LM actor: hosts the pure [`LocalMaster`] core, one `Handler` per message.
+//! The LM actor: hosts the pure [`LocalMaster`] core and carries out what each step
+//! returns ([`LmActor::apply`]). Requests from GMs arrive through
+//! [`super::gm::FromGm`]; this file holds the actor's state, worker reports and
+//! registration.
 //!
-//! Launch batches and preemption requests are validated by the core and answered at
+//! Requests from GMs are validated by the core and answered at
 //! once; start and kill orders go to the workers through one ordered, retrying sender
 //! per worker slot (a kill leaves before the start that reuses its room); preempted
 //! tasks go back to the GM serving their queue through one ordered, retrying sender
 //! per GM; the state goes to every GM each heartbeat and, rate-limited, after every
 //! change. Nothing is published until every expected worker has registered.
 
-use super::orders::{requeue_batches, worker_link, RequeueLink, WorkerLinks, WorkerOrder};
-use crate::core::{LmConfig, LmEffects, LmError, LocalMaster};
+use super::orders::{requeue_batches, RequeueLink, WorkerOrder};
+use crate::core::{LmConfig, LocalMaster};
 use crate::queueable::QueueableConfig;
 use actix::prelude::*;
 use common::cluster::LmSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::messages::{
-    HeldTask, LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptResponse,
-    PreemptedTasks, WorkerAssignment, WorkerReport,
-};
-use common::protocol::{GmToLm, LmToGm, WorkerToLm};
+use common::messages::{LmSnapshot, PreemptedTasks};
+use common::protocol::LmToGm;
 use common::{Micros, NodeId};
 use lm_core::{LmInput, LmOutput};
 use service_kit::clock;
@@ -55,22 +55,22 @@ pub struct LmCounters {
 
 pub struct LmActor {
     pub(super) core: LocalMaster,
-    workers: Vec<Option<OrderedSender<WorkerOrder>>>,
+    pub(super) workers: Vec<Option<OrderedSender<WorkerOrder>>>,
     /// The URL each slot's worker registered with (to give a re-registering
     /// `AUTO_SLOT` worker its slot back).
-    worker_urls: Vec<Option<String>>,
-    held_orders: Vec<Vec<WorkerOrder>>,
+    pub(super) worker_urls: Vec<Option<String>>,
+    pub(super) held_orders: Vec<Vec<WorkerOrder>>,
     /// Per GM: preempted, reclaimed or shed tasks on their way back to it.
     requeues: Vec<Option<OrderedSender<PreemptedTasks>>>,
     snapshots: Sink<LmSnapshot>,
-    events: Sink<Vec<TaskEvent>>,
+    pub(super) events: Sink<Vec<TaskEvent>>,
     heartbeat: Duration,
     min_interval: Duration,
     last_publish: Micros,
     publish_scheduled: bool,
     pub(super) counters: LmCounters,
     /// This life of the LM (start time, µs): workers register again when it changes.
-    incarnation: u64,
+    pub(super) incarnation: u64,
 }
 
 impl std::fmt::Debug for LmActor {
@@ -157,11 +157,24 @@ impl LmActor {
         self.workers.iter().all(Option::is_some)
     }
 
-    fn slot_of(&self, node: NodeId) -> usize {
+    /// (workers not yet registered, slots).
+    pub(super) fn missing_workers(&self) -> (usize, usize) {
+        (
+            self.workers.iter().filter(|w| w.is_none()).count(),
+            self.workers.len(),
+        )
+    }
+
+    /// The ordered sender to the worker of `slot`, once it registered.
+    pub(super) fn worker_sender(&self, slot: usize) -> Option<&OrderedSender<WorkerOrder>> {
+        self.workers.get(slot).and_then(Option::as_ref)
+    }
+
+    pub(super) fn slot_of(&self, node: NodeId) -> usize {
         node.index() % self.workers.len()
     }
 
-    fn publish(&mut self) {
+    pub(super) fn publish(&mut self) {
         if !self.ready() {
             return;
         }
@@ -174,7 +187,7 @@ impl LmActor {
 
     /// Publishes the state soon: now if the last publication is old enough, else at
     /// the end of the minimum interval (changes in between ride along).
-    fn state_changed(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn state_changed(&mut self, ctx: &mut Context<Self>) {
         if self.publish_scheduled || !self.ready() {
             return;
         }
@@ -202,14 +215,10 @@ impl LmActor {
     /// Carries out one step's output, whatever its messages: orders go to the
     /// workers of their nodes (in the core's order: a kill leaves before the start
     /// that reuses its room), requeues to the GM of their queue, the heartbeat to
-    /// every GM; the answers to the GM's request (launch, preemption) are returned for
-    /// the caller.
-    pub(super) fn apply(
-        &mut self,
-        out: LmOutput,
-        ctx: &mut Context<Self>,
-    ) -> (Option<LaunchResponse>, Option<PreemptResponse>) {
-        let (mut launch, mut preempt) = (None, None);
+    /// every GM; the answer to the GM's request (launch, preemption, ...) is returned
+    /// for the caller.
+    pub(super) fn apply(&mut self, out: LmOutput, ctx: &mut Context<Self>) -> Option<LmToGm> {
+        let mut answer = None;
         for order in out.to_workers {
             match &order {
                 WorkerOrder::Kill(kill) => {
@@ -228,17 +237,16 @@ impl LmActor {
             match message {
                 LmToGm::State(_) => self.publish(),
                 LmToGm::Requeue(preempted) => self.requeue(preempted),
-                LmToGm::LaunchAnswer(r) => launch = Some(r),
-                LmToGm::PreemptAnswer(r) => preempt = Some(r),
+                other => answer = Some(other),
             }
         }
         if !out.events.is_empty() {
             (self.events)(out.events);
         }
-        if launch.is_some() || preempt.is_some() {
+        if answer.is_some() {
             self.state_changed(ctx);
         }
-        (launch, preempt)
+        answer
     }
 
     /// Hands preempted tasks back to the GM that serves their queue (retried until
@@ -259,37 +267,6 @@ impl LmActor {
                 tracing::error!(gm = %preempted.gm, tasks = preempted.tasks.len(), "no link to this GM: preempted tasks cannot be queued again (configure --gm-url)")
             }
         }
-    }
-
-    /// Takes the tasks a re-registering worker holds into the state.
-    fn adopt(&mut self, slot: usize, holding: Vec<HeldTask>) {
-        if holding.is_empty() {
-            return;
-        }
-        let now = clock::now();
-        let n = holding.len();
-        let mut fx = LmEffects::default();
-        for held in holding {
-            let (task, node) = (held.task.id, held.node);
-            if self.slot_of(node) != slot {
-                tracing::warn!(task = %task, job = task.job.0, %node, slot, "worker holds a task on a node of another slot; ignored");
-                continue;
-            }
-            match self.core.adopt(now, held, &mut fx) {
-                Ok(true) => self.counters.adopted += 1,
-                Ok(false) => {
-                    self.counters.adopted += 1;
-                    tracing::warn!(task = %task, job = task.job.0, %node, "adopted task exceeds the node's free resources");
-                }
-                Err(e) => {
-                    tracing::warn!(task = %task, job = task.job.0, error = %e, "cannot adopt task")
-                }
-            }
-        }
-        if !fx.events.is_empty() {
-            (self.events)(fx.events);
-        }
-        tracing::info!(lm = %self.core.id(), slot, tasks = n, "worker registered again holding tasks; taken into the state");
     }
 
     /// Start orders not yet delivered to workers, and tasks running.
@@ -321,268 +298,6 @@ impl Actor for LmActor {
                 act.apply(out, ctx);
             }
         });
-    }
-}
-
-/// A GM's launch batch; answered with the outcomes and the LM's state.
-#[derive(Message, Debug)]
-#[rtype(result = "Result<LaunchResponse, LaunchError>")]
-pub struct Launch(pub LaunchBatch);
-
-/// Why a launch batch was not handled at all (nothing of it was applied).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LaunchError {
-    /// Malformed for this LM (addressed to another one).
-    #[error("{0}")]
-    Invalid(String),
-    /// Some workers have not registered yet (start-up, or after a restart, when the
-    /// tasks they hold are not yet in the state): send again shortly.
-    #[error("not ready: {missing} of {slots} workers have not registered with this LM yet")]
-    NotReady { missing: usize, slots: usize },
-}
-
-/// How long an LM's answer to a launch waits for its start orders to reach the
-/// workers (the GM's own timeout and resend take over beyond).
-const START_DELIVERY_WAIT: Duration = Duration::from_secs(3);
-
-impl Handler<Launch> for LmActor {
-    type Result = ResponseFuture<Result<LaunchResponse, LaunchError>>;
-
-    /// The answer goes out once the batch's start orders have reached their workers:
-    /// a GM told "launched" can then rely on the task existing somewhere other than
-    /// this LM's memory (a worker lists it when it registers with a restarted LM).
-    fn handle(&mut self, msg: Launch, ctx: &mut Context<Self>) -> Self::Result {
-        let answer = self.launch(msg.0, ctx);
-        Box::pin(async move {
-            let (response, deliveries) = answer?;
-            let all = futures_util::future::join_all(deliveries);
-            if tokio::time::timeout(START_DELIVERY_WAIT, all)
-                .await
-                .is_err()
-            {
-                tracing::warn!(
-                    "start orders not yet delivered to their workers; answering the launch anyway"
-                );
-            }
-            Ok(response)
-        })
-    }
-}
-
-/// A future that resolves when a worker has received its orders.
-type Delivery = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
-
-impl LmActor {
-    fn launch(
-        &mut self,
-        batch: LaunchBatch,
-        ctx: &mut Context<Self>,
-    ) -> Result<(LaunchResponse, Vec<Delivery>), LaunchError> {
-        if !self.ready() {
-            return Err(LaunchError::NotReady {
-                missing: self.workers.iter().filter(|w| w.is_none()).count(),
-                slots: self.workers.len(),
-            });
-        }
-        self.counters.batches += 1;
-        self.counters.requests += batch.requests.len() as u64;
-        let (gm, seq) = (batch.gm, batch.seq);
-        let out = self
-            .core
-            .step(clock::now(), LmInput::Gm(GmToLm::Launch(batch)))
-            .map_err(|e| LaunchError::Invalid(e.to_string()))?;
-        let mut slots: Vec<usize> = out
-            .to_workers
-            .iter()
-            .filter(|o| matches!(o, WorkerOrder::Start(_)))
-            .map(|o| self.slot_of(o.node()))
-            .collect();
-        slots.sort_unstable();
-        slots.dedup();
-        let answer = out.launch_answer();
-        if let Some(r) = answer {
-            for (task, outcome) in &r.outcomes {
-                match outcome {
-                    LaunchOutcome::Launched { placement } => {
-                        self.counters.launched += 1;
-                        if *placement == Placement::Repartition {
-                            self.counters.repartitions += 1;
-                        }
-                    }
-                    LaunchOutcome::Rejected(reason) => {
-                        self.counters.rejections += 1;
-                        tracing::debug!(task = %task, job = task.job.0, %gm, seq, %reason, "launch refused");
-                    }
-                }
-            }
-        }
-        let response = self
-            .apply(out, ctx)
-            .0
-            .ok_or_else(|| LaunchError::Invalid("the core produced no response".to_owned()))?;
-        let deliveries = slots
-            .into_iter()
-            .filter_map(|slot| self.workers[slot].as_ref())
-            .map(|sender| Box::pin(sender.delivered()) as Delivery)
-            .collect();
-        Ok((response, deliveries))
-    }
-}
-
-/// Reports from one worker, in order. Refused (and so retried by the worker) while
-/// the worker of a reported node has not registered with this LM: after a restart the
-/// worker must first tell which tasks it holds.
-#[derive(Message, Debug)]
-#[rtype(result = "Result<(), String>")]
-pub struct Reports(pub Vec<WorkerReport>);
-
-impl Handler<Reports> for LmActor {
-    type Result = Result<(), String>;
-
-    fn handle(&mut self, msg: Reports, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(node) = msg
-            .0
-            .iter()
-            .map(WorkerReport::node)
-            .find(|n| self.workers[self.slot_of(*n)].is_none())
-        {
-            return Err(format!(
-                "the worker of {node} has not registered with this LM (incarnation {}); register first",
-                self.incarnation
-            ));
-        }
-        let mut changed = false;
-        for report in msg.0 {
-            self.counters.reports += 1;
-            changed |= matches!(report, WorkerReport::Finished { .. });
-            match self
-                .core
-                .step(clock::now(), LmInput::Worker(WorkerToLm::Report(report)))
-            {
-                Ok(out) => {
-                    self.apply(out, ctx);
-                }
-                Err(LmError::UnknownTask { task, node }) => {
-                    // Ended while this LM was away (or a report sent again after its
-                    // answer was lost): nothing to release, but observers still learn
-                    // how the task ended; they drop duplicates.
-                    self.counters.orphan_reports += 1;
-                    tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
-                    let event = orphan_event(self.core.id(), report);
-                    (self.events)(vec![event]);
-                }
-                Err(e) => {
-                    self.counters.bad_reports += 1;
-                    tracing::warn!(error = %e, "worker report refused");
-                }
-            }
-        }
-        if changed {
-            self.state_changed(ctx);
-        }
-        Ok(())
-    }
-}
-
-/// The event for a report of a task this LM does not know.
-fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
-    use common::events::TaskEventKind;
-    let (task, at, kind) = match report {
-        WorkerReport::Started { node, task, at } => (task, at, TaskEventKind::Started { lm, node }),
-        WorkerReport::Finished { node, task, at } => {
-            (task, at, TaskEventKind::Finished { lm, node })
-        }
-        WorkerReport::Killed { node, task, at } => (
-            task,
-            at,
-            TaskEventKind::Preempted {
-                lm,
-                node,
-                lost: Micros::ZERO,
-            },
-        ),
-    };
-    TaskEvent { task, at, kind }
-}
-
-/// A worker announces itself for a slot; it gets its nodes back.
-#[derive(Message)]
-#[rtype(result = "Result<WorkerAssignment, String>")]
-pub struct Register {
-    /// A slot, or [`common::messages::AUTO_SLOT`]: the slot this URL registered
-    /// before, else the first slot no worker has registered for.
-    pub slot: u32,
-    /// Where the worker listens (only used to recognise a re-registration).
-    pub url: String,
-    /// Its start, kill and promote endpoints.
-    pub links: WorkerLinks,
-    /// Tasks the worker holds (it registers again after this LM restarted).
-    pub holding: Vec<HeldTask>,
-    /// Tasks the worker finished recently (see `WorkerRegistration::finished`).
-    pub finished: Vec<common::TaskId>,
-}
-
-impl std::fmt::Debug for Register {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Register(slot {})", self.slot)
-    }
-}
-
-impl Handler<Register> for LmActor {
-    type Result = Result<WorkerAssignment, String>;
-
-    fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
-        let slot = if msg.slot == common::messages::AUTO_SLOT {
-            let again = self
-                .worker_urls
-                .iter()
-                .position(|u| u.as_deref() == Some(msg.url.as_str()));
-            match again.or_else(|| self.workers.iter().position(Option::is_none)) {
-                Some(slot) => slot,
-                None => {
-                    return Err(format!(
-                        "every slot of this LM is taken ({} workers expected); raise its --workers",
-                        self.workers.len()
-                    ))
-                }
-            }
-        } else {
-            msg.slot as usize
-        };
-        if slot >= self.workers.len() {
-            return Err(format!(
-                "slot {slot} does not exist: this LM expects {} workers (slots 0..{})",
-                self.workers.len(),
-                self.workers.len()
-            ));
-        }
-        let was_ready = self.ready();
-        for task in msg.finished {
-            self.core.finished_before_restart(task);
-        }
-        self.adopt(slot, msg.holding);
-        let sender = OrderedSender::start(worker_link(msg.links));
-        for order in std::mem::take(&mut self.held_orders[slot]) {
-            sender.send(order);
-        }
-        self.workers[slot] = Some(sender);
-        self.worker_urls[slot] = Some(msg.url);
-        let topology = self.core.topology().clone();
-        let nodes = (0..topology.node_count())
-            .filter(|n| n % self.workers.len() == slot)
-            .map(|n| (NodeId(n as u32), topology.capacity[n]))
-            .collect::<Vec<_>>();
-        tracing::info!(lm = %self.core.id(), slot, nodes = nodes.len(), "worker registered");
-        if !was_ready && self.ready() {
-            tracing::info!(lm = %self.core.id(), "every worker registered; publishing state");
-            self.publish();
-        }
-        Ok(WorkerAssignment {
-            lm: topology.lm,
-            slot: slot as u32,
-            nodes,
-            incarnation: self.incarnation,
-        })
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// A Local Master of the Megha federated scheduler.
 ///
 /// Owns one cluster of worker nodes, split into one partition per GM. Validates the
-/// launch batches GMs send over HTTP (POST /v1/launch, bincode) against its true
+/// launch batches GMs send over HTTP (`GmToLm::Launch` on POST /v1/messages, bincode) against its true
 /// state, starts tasks on its workers, and publishes its state to every GM on
 /// RabbitMQ each heartbeat and (rate-limited) whenever it changes.
 ///
@@ -31,7 +31,7 @@ use std::time::Duration;
 ///   local-master --id 0 --gms 2 --lms 2 --partition-size 2 --workers 2 --listen 127.0.0.1:9100
 ///
 /// Fairness: give every LM and GM the same --queue list; the LM then verifies each
-/// preemption a GM asks for (POST /v1/preempt) against its own per-queue usage, kills
+/// preemption a GM asks for (`GmToLm::Preempt` on POST /v1/messages) against its own per-queue usage, kills
 /// the victims on their workers and hands them back to the GM that serves their
 /// queue, which it reaches at --gm-url (one per GM, in GM-id order).
 ///

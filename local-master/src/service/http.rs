@@ -1,18 +1,19 @@
 //! The LM's internal HTTP API. Bodies are bincode via `common::codec`
 //! (content type `common::codec::CONTENT_TYPE`).
 //!
-//! - `POST /v1/launch`: `LaunchBatch` -> `LaunchResponse` (from GMs); 503 until every
-//!   worker has registered (the GM sends it again).
-//! - `POST /v1/preempt`: `PreemptRequest` -> `PreemptResponse` (from GMs).
+//! - `POST /v1/messages`: any GM request (`common::protocol::GmToLm`: launch batch,
+//!   preemption) -> its answer (`LmToGm`); 503 until every worker has registered
+//!   (the GM sends it again), 422 if it is not for this LM.
 //! - `POST /v1/report`: `Vec<WorkerReport>` -> `()` (from workers); 409 while the
 //!   reporting worker has not registered with this life of the LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
-use super::actor::{GetLoad, Launch, LaunchError, LmActor, Register, Reports};
+use super::actor::{GetLoad, LmActor};
+use super::gm::{FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLinks;
-use super::preempt::Preempt;
+use super::workers::{Register, Reports};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -21,7 +22,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::{LaunchBatch, PreemptRequest, WorkerRegistration, WorkerReport};
+use common::messages::{WorkerRegistration, WorkerReport};
+use common::protocol::GmToLm;
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
 use std::sync::Arc;
@@ -44,8 +46,7 @@ const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 pub fn router(state: LmApi) -> Router {
     Router::new()
-        .route("/v1/launch", post(launch))
-        .route("/v1/preempt", post(preempt))
+        .route("/v1/messages", post(from_gm))
         .route("/v1/report", post(report))
         .route("/v1/register", post(register))
         .route("/healthz", get(healthz))
@@ -70,29 +71,17 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-async fn launch(State(s): State<LmApi>, body: Bytes) -> Response {
-    let batch: LaunchBatch = match codec::decode(&body) {
-        Ok(b) => b,
+async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
+    let message: GmToLm = match codec::decode(&body) {
+        Ok(m) => m,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    match s.lm.send(Launch(batch)).await {
-        Ok(Ok(response)) => bincode_ok(&response),
-        Ok(Err(e @ LaunchError::NotReady { .. })) => {
+    match s.lm.send(FromGm(message)).await {
+        Ok(Ok(answer)) => bincode_ok(&answer),
+        Ok(Err(e @ GmRequestError::NotReady { .. })) => {
             bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
         }
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
-        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
-}
-
-async fn preempt(State(s): State<LmApi>, body: Bytes) -> Response {
-    let request: PreemptRequest = match codec::decode(&body) {
-        Ok(r) => r,
-        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
-    };
-    match s.lm.send(Preempt(request)).await {
-        Ok(Ok(response)) => bincode_ok(&response),
-        Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }

@@ -3,18 +3,23 @@
 //! on the broker (lapin).
 //!
 //! - [`config`]: flags, environment, TOML file.
-//! - [`actor`]: [`actor::LmActor`], one handler per message.
+//! - [`actor`]: [`actor::LmActor`]: state, and carrying out each step's output.
+//! - [`gm`]: requests from GMs (any `GmToLm` message), answered after their orders
+//!   reached the workers.
+//! - [`workers`]: worker registration and reports.
 //! - [`http`]: the routes.
 //! - [`metrics`]: Prometheus text.
 //! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
-//! - [`preempt`]: preemption requests from GMs (fairness).
+//! - [`preempt`]: preemption counters (fairness).
 
 pub mod actor;
 pub mod config;
+pub mod gm;
 pub mod http;
 pub mod metrics;
 pub mod orders;
 pub mod preempt;
+pub mod workers;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
@@ -45,7 +50,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         .map(|u| {
             Arc::new(HttpLink {
                 client: client.clone(),
-                url: format!("{}/v1/internal/requeue", u.trim_end_matches('/')),
+                url: format!("{}/v1/internal/messages", u.trim_end_matches('/')),
                 retries: 3,
             }) as orders::RequeueLink
         })

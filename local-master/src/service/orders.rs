@@ -4,6 +4,7 @@
 //! reclaimed tasks back to their GMs.
 
 use common::messages::{KillTask, PreemptedTasks, PromoteTask, StartTask};
+use common::protocol::LmToGm;
 use service_kit::links::{fn_link, Link, LinkError};
 
 /// Worker `POST /v1/start`.
@@ -12,8 +13,9 @@ pub type StartLink = Link<Vec<StartTask>, ()>;
 pub type KillLink = Link<Vec<KillTask>, ()>;
 /// Worker `POST /v1/promote`.
 pub type PromoteLink = Link<Vec<PromoteTask>, ()>;
-/// GM `POST /v1/internal/requeue`.
-pub type RequeueLink = Link<PreemptedTasks, ()>;
+/// To one GM: `POST /v1/internal/messages` (any [`LmToGm`] message the LM sends on
+/// its own, today preempted tasks).
+pub type RequeueLink = Link<LmToGm, ()>;
 
 /// One order to a worker, in the order the LM decided them: the protocol's
 /// LM -> worker message.
@@ -89,7 +91,7 @@ pub fn requeue_batches(link: RequeueLink) -> Link<Vec<PreemptedTasks>, ()> {
             for more in it {
                 merged.tasks.extend(more.tasks);
             }
-            link.call(merged).await
+            link.call(LmToGm::Requeue(merged)).await
         }
     })
 }

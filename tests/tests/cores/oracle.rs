@@ -16,7 +16,6 @@ use loadgen::cli::simulate::{run, run_one, SimulateArgs};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{SchedulerKind, SimConfig};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tests::ClusterBuilder;
 
 #[derive(Parser)]
@@ -212,21 +211,7 @@ fn oracle_mercury_task_types_with_every_knob() {
 }
 
 fn lra(job: u64, arrival_s: u64, containers: u32, tag: &str) -> Job {
-    Job {
-        id: job,
-        arrival: Micros::from_secs(arrival_s),
-        tasks: (0..containers)
-            .map(|j| TaskSpec {
-                tags: vec![Arc::from(tag)],
-                ..TaskSpec::short(
-                    TaskId::new(job, j),
-                    Resources::cores(1, 512),
-                    Micros::from_secs(20 + u64::from(j)),
-                )
-                .with_kind(TaskKind::LongRunning)
-            })
-            .collect(),
-    }
+    tests::sim::lra_job(job, arrival_s, containers, tag, |j| 20 + u64::from(j))
 }
 
 fn short(job: u64, arrival_s: u64, tasks: u32, kind: TaskKind) -> Job {

@@ -3,30 +3,15 @@
 //! operator anti-affinity constraint holds at every moment (so LRAs that do not fit
 //! wait for earlier ones to end); short jobs run alongside.
 
-use common::{GmId, Micros, Resources, TaskId, TaskKind, TaskSpec};
+use common::{GmId, Micros, Resources, TaskId, TaskSpec};
 use global_master::core::lra_path::LraPathConfig;
 use global_master::lra::{IlpConfig, PlacementConstraint, Placer, TagSet};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{run, SimConfig};
-use std::sync::Arc;
 use tests::ClusterBuilder;
 
 fn lra(job: u64, arrival_s: u64, containers: u32) -> Job {
-    Job {
-        id: job,
-        arrival: Micros::from_secs(arrival_s),
-        tasks: (0..containers)
-            .map(|j| TaskSpec {
-                tags: vec![Arc::from("w")],
-                ..TaskSpec::short(
-                    TaskId::new(job, j),
-                    Resources::cores(1, 512),
-                    Micros::from_secs(30),
-                )
-                .with_kind(TaskKind::LongRunning)
-            })
-            .collect(),
-    }
+    tests::sim::lra_job(job, arrival_s, containers, "w", |_| 30)
 }
 
 #[test]

@@ -1,0 +1,282 @@
+//! The GM actor as the driver of its core. Every input (an LM's message, a transport
+//! notice, a timer, a client's submission) goes through [`GmActor::deliver`]:
+//!
+//! 1. the shell notes what the core does not keep (metrics, the status tracker, log
+//!    lines) in [`GmActor::observe`];
+//! 2. the core steps: `GlobalMaster::step(now, input) -> GmOutput`;
+//! 3. the output is carried out whatever its messages ([`GmActor::carry_out`]):
+//!    requests go to their LMs over one link each ([`LmLink`]) and their answers come
+//!    back as inputs; decisions go to the event stream and the tracker; a pass is
+//!    queued when the core wants one.
+//!
+//! A new GM <-> LM message therefore costs nothing here unless the shell wants a
+//! metric or a log line for it.
+
+use super::actor::GmActor;
+use crate::core::{DecisionOutcome, GmInput, GmOutput, Undelivered};
+use actix::prelude::*;
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{PreemptOutcome, PreemptRefusal};
+use common::protocol::{GmToLm, LmToGm};
+use common::reasons::PendingReason;
+use common::Micros;
+use service_kit::clock;
+use service_kit::links::{call_until_settled, Link};
+
+/// How the GM reaches one LM: any [`GmToLm`] request, answered by an [`LmToGm`].
+pub type LmLink = Link<GmToLm, LmToGm>;
+
+/// An input for the GM's core (from the broker, an LM, the HTTP API or the actor
+/// itself).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Deliver(pub GmInput);
+
+impl Handler<Deliver> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Deliver, ctx: &mut Context<Self>) {
+        self.deliver(msg.0, ctx);
+    }
+}
+
+/// Run one scheduling pass (queued by the GM itself, coalesced).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct RunPass;
+
+impl Handler<RunPass> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, _: RunPass, ctx: &mut Context<Self>) {
+        self.pass_scheduled = false;
+        let out = self.deliver(GmInput::Schedule, ctx);
+        if !out.decisions.is_empty() {
+            self.metrics.passes += 1;
+        }
+    }
+}
+
+impl GmActor {
+    /// One input through the core; see the module documentation. Returns the output
+    /// (its requests already sent) for callers that want an answer from it.
+    pub(super) fn deliver(&mut self, input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
+        let now = clock::now();
+        self.observe(now, &input);
+        let preempt_abandoned = match &input {
+            GmInput::Undelivered(Undelivered::Preempt { lm, task }) => Some((*lm, *task)),
+            _ => None,
+        };
+        let had_view = self.core.has_full_view();
+        let mut out = self.core.step(now, input);
+        if !had_view && self.core.has_full_view() {
+            tracing::info!(gm = %self.core.id(), "view complete: state of every LM received; placing work");
+        }
+        if let (Some((lm, task)), 1..) = (preempt_abandoned, out.affected) {
+            self.tracker
+                .pending(task, &PendingReason::LmUnreachable { lm }, false);
+        }
+        self.carry_out(now, &mut out, ctx);
+        out
+    }
+
+    /// What the shell keeps of an input before the core sees it.
+    fn observe(&mut self, now: Micros, input: &GmInput) {
+        match input {
+            GmInput::Lm(message) => {
+                if let Some(s) = message.snapshot() {
+                    if let Some(slot) = self.metrics.last_snapshot.get_mut(s.lm.index()) {
+                        *slot = Some(s.taken_at);
+                    }
+                }
+                match message {
+                    LmToGm::PreemptAnswer(r) => {
+                        if let PreemptOutcome::Refused(why) = &r.outcome {
+                            let label = why.label();
+                            tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
+                            if *why != PreemptRefusal::Duplicate {
+                                *self.preempt.refused.entry(label).or_default() += 1;
+                            }
+                        }
+                    }
+                    LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
+                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) => {}
+                }
+            }
+            GmInput::Undelivered(Undelivered::Batch { lm, tasks, .. }) => {
+                self.metrics.batches_abandoned += 1;
+                let reason = PendingReason::LmUnreachable { lm: *lm };
+                for task in tasks {
+                    self.tracker.pending(*task, &reason, false);
+                }
+            }
+            GmInput::Undelivered(Undelivered::Preempt { .. }) => {
+                *self.preempt.refused.entry("transport").or_default() += 1;
+            }
+            GmInput::Client(_)
+            | GmInput::SubmitLra(_)
+            | GmInput::Schedule
+            | GmInput::LraPass
+            | GmInput::TaskEnded(_) => {}
+        }
+    }
+
+    /// Tasks of this GM's queues an LM preempted: counted, logged, `requeued` events.
+    fn observe_requeue(&mut self, now: Micros, preempted: &common::messages::PreemptedTasks) {
+        let gm = self.core.id();
+        let reason = PendingReason::Preempted { lm: preempted.lm };
+        let mut events = Vec::with_capacity(preempted.tasks.len());
+        for (spec, lost) in &preempted.tasks {
+            tracing::info!(task = %spec.id, job = spec.id.job.0, lm = %preempted.lm, lost_ms = lost.0 / 1000, "preempted task queued again");
+            self.preempt.requeued += 1;
+            self.preempt.lost_work += *lost;
+            self.tracker.pending(spec.id, &reason, false);
+            events.push(TaskEvent {
+                task: spec.id,
+                at: now,
+                kind: TaskEventKind::Requeued {
+                    gm,
+                    reason: reason.clone(),
+                },
+            });
+        }
+        if !events.is_empty() {
+            (self.events)(events);
+        }
+    }
+
+    /// Carries out one step's output: decisions to the tracker and the event stream,
+    /// answers to the tracker, requests to their LMs, a pass if wanted.
+    fn carry_out(&mut self, now: Micros, out: &mut GmOutput, ctx: &mut Context<Self>) {
+        self.record_decisions(now, out);
+        for task in &out.answered.launched {
+            if let Some(submitted) = self.tracker.launched(*task, now) {
+                self.metrics
+                    .launch_latency
+                    .observe(now.since(submitted).as_secs_f64());
+            }
+        }
+        for (task, reason) in &out.answered.rejected {
+            tracing::debug!(task = %task, job = task.job.0, %reason, "LM refused the launch; requeued");
+            self.tracker.pending(
+                *task,
+                &PendingReason::RejectedByLm {
+                    rejection: reason.clone(),
+                },
+                false,
+            );
+        }
+        if out.preempt_launched == Some(true) {
+            self.preempt.preemptions += 1;
+        }
+        for message in std::mem::take(&mut out.to_lms) {
+            self.send(message, ctx);
+        }
+        if out.wants_pass {
+            self.request_pass(ctx);
+        }
+    }
+
+    /// Placement decisions as task events (and in the tracker).
+    fn record_decisions(&mut self, now: Micros, out: &GmOutput) {
+        let gm = self.core.id();
+        let mut events = Vec::with_capacity(out.decisions.len());
+        for d in &out.decisions {
+            let kind = match &d.outcome {
+                DecisionOutcome::Dispatched {
+                    lm,
+                    node,
+                    placement,
+                    ..
+                } => {
+                    self.tracker.dispatched(d.task, *lm, *node);
+                    TaskEventKind::Dispatched {
+                        gm,
+                        lm: *lm,
+                        node: *node,
+                        placement: *placement,
+                    }
+                }
+                DecisionOutcome::Requeued(reason) => {
+                    if !self.tracker.pending(d.task, reason, false) {
+                        continue;
+                    }
+                    TaskEventKind::Requeued {
+                        gm,
+                        reason: reason.clone(),
+                    }
+                }
+                DecisionOutcome::Preempting { lm, victim } => {
+                    // The request is among the output's messages; the LM's answer or
+                    // its `launched` event tells what became of it.
+                    tracing::debug!(task = %d.task, job = d.task.job.0, %lm, %victim, "no room: preempting");
+                    continue;
+                }
+                DecisionOutcome::Unplaceable(reason) => {
+                    tracing::info!(task = %d.task, job = d.task.job.0, %reason, "task can never be placed");
+                    self.tracker.pending(d.task, reason, true);
+                    TaskEventKind::Unplaceable {
+                        gm,
+                        reason: reason.clone(),
+                    }
+                }
+            };
+            events.push(TaskEvent {
+                task: d.task,
+                at: now,
+                kind,
+            });
+        }
+        if !events.is_empty() {
+            (self.events)(events);
+        }
+    }
+
+    /// Sends one request to its LM. A request the LM may have carried out without
+    /// answering is sent again (see [`call_until_settled`]: the LM answers a repeat
+    /// from its record); the answer comes back as an input, and so does a request the
+    /// transport gave up on ([`GmInput::Undelivered`]: its tasks go back to their
+    /// queues).
+    pub(super) fn send(&mut self, message: GmToLm, ctx: &mut Context<Self>) {
+        let lm = message.lm();
+        let what = describe(&message);
+        let Some(link) = self.links.get(lm.index()).cloned() else {
+            tracing::error!(%lm, what, "no link to this LM");
+            ctx.notify(Deliver(GmInput::Undelivered(Undelivered::of(&message))));
+            return;
+        };
+        match &message {
+            GmToLm::Launch(_) => self.metrics.batches_sent += 1,
+            GmToLm::Preempt(p) => {
+                self.preempt.requests += 1;
+                tracing::info!(task = %p.task.id, job = p.task.id.job.0, %lm, victim = %p.victim, "asking the LM to preempt");
+            }
+        }
+        let me = ctx.address();
+        let doubt_timeout = self.doubt_timeout;
+        tokio::spawn(async move {
+            let input = match call_until_settled(&link, &message, doubt_timeout, &what).await {
+                Ok(answer) => GmInput::Lm(answer),
+                Err(error) => {
+                    tracing::warn!(%lm, what, %error, "request to the LM failed; its tasks go back to their queues");
+                    GmInput::Undelivered(Undelivered::of(&message))
+                }
+            };
+            me.do_send(Deliver(input));
+        });
+    }
+}
+
+/// A request in a log line: "launch batch 3 (12 tasks) to lm1", "preemption for
+/// 7.0 to lm0".
+fn describe(message: &GmToLm) -> String {
+    match message {
+        GmToLm::Launch(b) => format!(
+            "launch batch {} ({} tasks) to {}",
+            b.seq,
+            b.requests.len(),
+            b.lm
+        ),
+        GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
+    }
+}

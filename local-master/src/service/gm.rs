@@ -1,0 +1,144 @@
+//! Requests from GMs, whatever the message (launch batch, preemption, ...): one
+//! endpoint (`POST /v1/messages`), one handler, one call of the core's `step`.
+//!
+//! The core validates the request against the LM's authoritative state and answers
+//! it at once; its orders go to the workers (see [`LmActor::apply`]). The answer is
+//! returned once those orders have reached their workers (or after
+//! [`DELIVERY_WAIT`]): a GM told "launched" can then rely on the task existing
+//! somewhere other than this LM's memory (a worker lists it when it registers with a
+//! restarted LM).
+
+use super::actor::LmActor;
+use actix::prelude::*;
+use common::messages::{LaunchOutcome, Placement, PreemptOutcome};
+use common::protocol::{GmToLm, LmToGm};
+use lm_core::LmInput;
+use service_kit::clock;
+use std::time::Duration;
+
+/// A GM's request; answered with the LM's answer (which carries its state).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<LmToGm, GmRequestError>")]
+pub struct FromGm(pub GmToLm);
+
+/// Why a request was not handled at all (nothing of it was applied).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GmRequestError {
+    /// Malformed for this LM (addressed to another one).
+    #[error("{0}")]
+    Invalid(String),
+    /// Some workers have not registered yet (start-up, or after a restart, when the
+    /// tasks they hold are not yet in the state): send again shortly.
+    #[error("not ready: {missing} of {slots} workers have not registered with this LM yet")]
+    NotReady { missing: usize, slots: usize },
+}
+
+/// How long an answer waits for its orders to reach the workers (the GM's own
+/// timeout and resend take over beyond).
+pub const DELIVERY_WAIT: Duration = Duration::from_secs(3);
+
+/// A future that resolves when a worker has received its orders.
+type Delivery = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+impl Handler<FromGm> for LmActor {
+    type Result = ResponseFuture<Result<LmToGm, GmRequestError>>;
+
+    fn handle(&mut self, msg: FromGm, ctx: &mut Context<Self>) -> Self::Result {
+        let answer = self.handle_gm_request(msg.0, ctx);
+        Box::pin(async move {
+            let (answer, deliveries) = answer?;
+            let all = futures_util::future::join_all(deliveries);
+            if tokio::time::timeout(DELIVERY_WAIT, all).await.is_err() {
+                tracing::warn!(
+                    answer = answer.kind(),
+                    "orders not yet delivered to their workers; answering anyway"
+                );
+            }
+            Ok(answer)
+        })
+    }
+}
+
+impl LmActor {
+    fn handle_gm_request(
+        &mut self,
+        message: GmToLm,
+        ctx: &mut Context<Self>,
+    ) -> Result<(LmToGm, Vec<Delivery>), GmRequestError> {
+        if !self.ready() {
+            let (missing, slots) = self.missing_workers();
+            return Err(GmRequestError::NotReady { missing, slots });
+        }
+        self.count_request(&message);
+        let out = self
+            .core
+            .step(clock::now(), LmInput::Gm(message))
+            .map_err(|e| GmRequestError::Invalid(e.to_string()))?;
+        let mut slots: Vec<usize> = out
+            .to_workers
+            .iter()
+            .map(|o| self.slot_of(o.node()))
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let answer = self
+            .apply(out, ctx)
+            .ok_or_else(|| GmRequestError::Invalid("the core produced no answer".to_owned()))?;
+        self.count_answer(&answer);
+        Ok((answer, self.deliveries(&slots)))
+    }
+
+    fn count_request(&mut self, message: &GmToLm) {
+        let c = &mut self.counters;
+        match message {
+            GmToLm::Launch(batch) => {
+                c.batches += 1;
+                c.requests += batch.requests.len() as u64;
+            }
+            GmToLm::Preempt(_) => c.preempt_requests += 1,
+        }
+    }
+
+    /// Counters and log lines of an answer.
+    fn count_answer(&mut self, answer: &LmToGm) {
+        let c = &mut self.counters;
+        match answer {
+            LmToGm::LaunchAnswer(r) => {
+                for (task, outcome) in &r.outcomes {
+                    match outcome {
+                        LaunchOutcome::Launched { placement } => {
+                            c.launched += 1;
+                            if *placement == Placement::Repartition {
+                                c.repartitions += 1;
+                            }
+                        }
+                        LaunchOutcome::Rejected(reason) => {
+                            c.rejections += 1;
+                            tracing::debug!(task = %task, job = task.job.0, gm = %r.gm, seq = r.seq, %reason, "launch refused");
+                        }
+                    }
+                }
+            }
+            LmToGm::PreemptAnswer(r) => match &r.outcome {
+                PreemptOutcome::Launched { node, preempted } => {
+                    c.preemptions += 1;
+                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, %node, victims = preempted.len(), "preempted to launch a task");
+                }
+                PreemptOutcome::Refused(why) => {
+                    *c.preempt_refused.entry(why.label()).or_default() += 1;
+                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, reason = why.label(), "preemption refused");
+                }
+            },
+            LmToGm::State(_) | LmToGm::Requeue(_) => {}
+        }
+    }
+
+    /// Futures that resolve once the workers of `slots` have received their orders.
+    fn deliveries(&self, slots: &[usize]) -> Vec<Delivery> {
+        slots
+            .iter()
+            .filter_map(|slot| self.worker_sender(*slot))
+            .map(|sender| Box::pin(sender.delivered()) as Delivery)
+            .collect()
+    }
+}
