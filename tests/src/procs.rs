@@ -144,6 +144,18 @@ impl Drop for Proc {
 
 /// A minimal HTTP/1.1 client over std (no runtime needed): returns (status, body).
 pub fn http(method: &str, url: &str, body: Option<&str>) -> std::io::Result<(u16, String, String)> {
+    let body = body.unwrap_or("").as_bytes();
+    let (status, head, body) = http_bytes(method, url, "application/json", body)?;
+    Ok((status, head, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// [`http`] with a binary body of `content_type` (the internal bincode endpoints).
+pub fn http_bytes(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String, Vec<u8>)> {
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -151,21 +163,26 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> std::io::Result<(u16
     };
     let mut stream = TcpStream::connect(host)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let body = body.unwrap_or("");
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    stream.write_all(body)?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(response.len());
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let body = response.get(split + 4..).unwrap_or_default().to_vec();
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    Ok((status, head.to_owned(), body.to_owned()))
+    Ok((status, head, body))
 }
 
 /// Runs `loadgen` with `args` (a replay of the 183-task sample trace writing to

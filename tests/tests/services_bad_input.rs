@@ -3,7 +3,7 @@
 //! 429 with Retry-After. (No LM is running, so accepted tasks wait with a reason.)
 
 use tests::checks::metric_sum;
-use tests::procs::{get_json, http, Proc};
+use tests::procs::{get_json, http, http_bytes, Proc};
 
 fn state(gm: &str) -> (f64, u64) {
     let (_, _, page) = http("GET", &format!("{gm}/metrics"), None).expect("metrics");
@@ -124,6 +124,34 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
     assert!(
         head.to_ascii_lowercase().contains("retry-after: 1"),
         "{head}"
+    );
+    assert_eq!(state(&gm.url), (2.0, 2));
+
+    // The internal endpoint (bincode LM -> GM messages): an undecodable body is 400, a
+    // message for another GM is 422 naming `gm`; neither changes anything.
+    let internal = format!("{}/v1/internal/messages", gm.url);
+    let ct = common::codec::CONTENT_TYPE;
+    let (got, _, _) = http_bytes("POST", &internal, ct, b"\x02garbage").expect("post");
+    assert_eq!(got, 400);
+    let (got, _, _) = http_bytes("POST", &internal, ct, b"\x01").expect("post");
+    assert_eq!(got, 400, "an old wire version is refused");
+    let spec = common::TaskSpec::short(
+        common::TaskId::new(7, 0),
+        common::Resources::cores(1, 64),
+        common::Micros(1),
+    );
+    let elsewhere = common::protocol::LmToGm::Requeue(common::messages::PreemptedTasks {
+        lm: common::LmId(0),
+        gm: common::GmId(5),
+        tasks: vec![(spec, common::Micros::ZERO)],
+    });
+    let body = common::codec::encode(&elsewhere).expect("encode");
+    let (got, _, answer) = http_bytes("POST", &internal, ct, &body).expect("post");
+    let answer: serde_json::Value = serde_json::from_slice(&answer).expect("json error body");
+    assert_eq!(
+        (got, answer["field"].as_str()),
+        (422, Some("gm")),
+        "{answer}"
     );
     assert_eq!(state(&gm.url), (2.0, 2));
 
