@@ -83,6 +83,11 @@ pub struct ModelArgs {
     /// LM heartbeat period in seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub heartbeat_s: f64,
+    /// Simulate every heartbeat through idle gaps (by default a quiet cluster jumps
+    /// to the last heartbeat before the next arrival, keeping the heartbeat phase;
+    /// the schedules are the same either way, this only costs time).
+    #[arg(long)]
+    pub simulate_idle: bool,
     /// Largest launch batch a GM sends one LM.
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
@@ -131,6 +136,7 @@ impl ModelArgs {
                 None => None,
             },
             preemption: self.preemption,
+            skip_idle: !self.simulate_idle,
             ..SimConfig::default()
         })
     }

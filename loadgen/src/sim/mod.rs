@@ -98,6 +98,10 @@ pub struct SimConfig {
     pub network_delay: Micros,
     /// LM heartbeat period (paper: 10 s).
     pub heartbeat: Micros,
+    /// Jump over idle gaps: when nothing runs, waits or travels, LM heartbeats resume
+    /// at the last tick (same phase) before the next arrival. Schedules are the same
+    /// with and without (Megha simulator only).
+    pub skip_idle: bool,
     /// Largest launch batch per LM.
     pub batch_size: usize,
     /// Sparrow probes per task.
@@ -197,6 +201,7 @@ impl Default for SimConfig {
             scheduler: SchedulerKind::Megha,
             network_delay: Micros(500),
             heartbeat: Micros::from_secs(10),
+            skip_idle: true,
             batch_size: 100,
             probe_ratio: 2,
             costs: CostModel::default(),
@@ -218,6 +223,8 @@ pub struct SimCounters {
     pub repartitions: u64,
     pub requeues: u64,
     pub heartbeats: u64,
+    /// LM heartbeat ticks not simulated: the system was quiet until the next arrival.
+    pub idle_ticks_skipped: u64,
     pub launch_batches: u64,
     pub probes: u64,
     pub events: u64,

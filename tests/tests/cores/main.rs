@@ -11,5 +11,6 @@ mod gm_placement;
 mod mercury;
 mod mercury_quota;
 mod oracle;
+mod sim_idle;
 mod sim_lra;
 mod sim_properties;

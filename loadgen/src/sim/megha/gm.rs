@@ -22,8 +22,7 @@ impl Sim<'_> {
         match input {
             GmInput::Schedule => {
                 if now < self.gm_busy[g] {
-                    self.queue
-                        .push(self.gm_busy[g], Ev::Gm(g, GmInput::Schedule));
+                    self.push(self.gm_busy[g], Ev::Gm(g, GmInput::Schedule));
                     return;
                 }
                 self.gm_pass_pending[g] = false;

@@ -91,7 +91,7 @@ impl Sim<'_> {
         }
         self.lra_pass_pending = true;
         let at = now.max(self.gms[d].next_lra_pass()).max(self.gm_busy[d]);
-        self.queue.push(at, Ev::Gm(d, GmInput::LraPass));
+        self.push(at, Ev::Gm(d, GmInput::LraPass));
     }
 
     pub(super) fn lra_pass(&mut self, now: Micros) {
@@ -114,7 +114,7 @@ impl Sim<'_> {
             None if self.gms[d].lras_waiting() > 0 => {
                 self.lra_pass_pending = true;
                 let at = now + self.gms[d].lra_interval();
-                self.queue.push(at, Ev::Gm(d, GmInput::LraPass));
+                self.push(at, Ev::Gm(d, GmInput::LraPass));
             }
             None => {}
         }

@@ -63,6 +63,18 @@ struct Sim<'a> {
     lra_pass_pending: bool,
     /// LRA placer runs in a row that placed nothing.
     lra_fruitless: u32,
+    /// Events in the queue other than arrivals and LM ticks: messages in flight and
+    /// timers of the roles (see [`Sim::push`]).
+    in_flight: u64,
+    /// Arrival times of the jobs, sorted (the next one is `arrivals[arrived]`).
+    arrivals: Vec<Micros>,
+    /// Per LM: its last tick found the whole system quiet (see [`Sim::skip_idle`]).
+    lm_quiet: Vec<bool>,
+}
+
+/// Whether an event counts as in flight: everything but trace arrivals and LM ticks.
+fn counted(ev: &Ev) -> bool {
+    !matches!(ev, Ev::JobArrival(_) | Ev::Lm(_, LmInput::Tick))
 }
 
 /// Simulates Megha (or, given a one-GM one-LM cluster, the centralized baseline).
@@ -155,13 +167,20 @@ pub fn simulate(
         has_lras: jobs.iter().any(lra::is_lra),
         lra_pass_pending: false,
         lra_fruitless: 0,
+        in_flight: 0,
+        arrivals: {
+            let mut a: Vec<Micros> = jobs.iter().map(|j| j.arrival).collect();
+            a.sort_unstable();
+            a
+        },
+        lm_quiet: vec![false; lm_count],
     };
     sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
         sim.queue.push(job.arrival, Ev::JobArrival(k));
     }
     for l in 0..lm_count {
-        sim.queue.push(Micros::ZERO, Ev::Lm(l, LmInput::Tick));
+        sim.push(Micros::ZERO, Ev::Lm(l, LmInput::Tick));
     }
     let mut last_report = 0;
     while sim.done < total {
@@ -169,6 +188,9 @@ pub fn simulate(
             break;
         };
         sim.counters.events += 1;
+        if counted(&ev) {
+            sim.in_flight -= 1;
+        }
         sim.handle(now, ev, jobs);
         if sim.done >= last_report + 1024 {
             last_report = sim.done;
@@ -201,6 +223,40 @@ pub fn simulate(
 }
 
 impl Sim<'_> {
+    /// Queues an event; see [`Sim::in_flight`].
+    fn push(&mut self, at: Micros, ev: Ev) {
+        if counted(&ev) {
+            self.in_flight += 1;
+        }
+        self.queue.push(at, ev);
+    }
+
+    /// Whether the tick of LM `l` at `now`, due again at `next`, can jump ahead: the
+    /// whole system is quiet (nothing running, queued, waiting or in flight, every LM
+    /// idle) and was at this LM's previous tick too, so the GMs already hold its
+    /// current state and every tick until the next arrival would send the same state
+    /// again and change nothing. Returns the last tick of the same phase at or before
+    /// the next arrival, if that is later than `next`: the tick that precedes the
+    /// arrival still runs, so the GMs' views at the arrival are what they would have
+    /// been.
+    fn skip_idle(&mut self, l: usize, now: Micros, next: Micros) -> Option<Micros> {
+        let quiet = self.in_flight == 0
+            && self.running == 0
+            && self.arrived < self.jobs
+            && self.gms.iter().all(|gm| {
+                gm.outstanding() == 0 && gm.queues().len() == 0 && gm.lras_waiting() == 0
+            })
+            && self.lms.iter().all(LocalMaster::is_idle);
+        let was_quiet = std::mem::replace(&mut self.lm_quiet[l], quiet);
+        if !(quiet && was_quiet && self.config.skip_idle) || next <= now {
+            return None;
+        }
+        let arrival = *self.arrivals.get(self.arrived)?;
+        let period = next.0 - now.0;
+        let jump = arrival.0.checked_sub(next.0)? / period * period;
+        (jump > 0).then(|| Micros(next.0 + jump))
+    }
+
     fn delay(&self) -> Micros {
         self.config.network_delay
     }
@@ -213,8 +269,7 @@ impl Sim<'_> {
     fn request_pass(&mut self, g: usize, at: Micros) {
         if !self.gm_pass_pending[g] {
             self.gm_pass_pending[g] = true;
-            self.queue
-                .push(at.max(self.gm_busy[g]), Ev::Gm(g, GmInput::Schedule));
+            self.push(at.max(self.gm_busy[g]), Ev::Gm(g, GmInput::Schedule));
         }
     }
 
@@ -270,18 +325,14 @@ impl Sim<'_> {
         let arrive = depart + self.delay();
         for order in out.to_workers {
             let w = self.worker_base[l] + order.node().index();
-            self.queue
-                .push(arrive, Ev::Worker(w, WorkerInput::Lm(order)));
+            self.push(arrive, Ev::Worker(w, WorkerInput::Lm(order)));
         }
         for (to, message) in out.to_gms {
             match to {
-                GmAddress::One(g) => self
-                    .queue
-                    .push(arrive, Ev::Gm(g.index(), GmInput::Lm(message))),
+                GmAddress::One(g) => self.push(arrive, Ev::Gm(g.index(), GmInput::Lm(message))),
                 GmAddress::All => {
                     for g in 0..self.gms.len() {
-                        self.queue
-                            .push(arrive, Ev::Gm(g, GmInput::Lm(message.clone())));
+                        self.push(arrive, Ev::Gm(g, GmInput::Lm(message.clone())));
                     }
                 }
             }
@@ -293,7 +344,7 @@ impl Sim<'_> {
         let arrive = depart + self.delay();
         for message in to_lms {
             let l = message.lm().index();
-            self.queue.push(arrive, Ev::Lm(l, LmInput::Gm(message)));
+            self.push(arrive, Ev::Lm(l, LmInput::Gm(message)));
         }
     }
 
@@ -301,8 +352,7 @@ impl Sim<'_> {
     fn send_from_worker(&mut self, w: usize, depart: Micros, out: WorkerOutput) {
         let l = self.lm_of_worker(w);
         for report in out.to_lm {
-            self.queue
-                .push(depart + self.delay(), Ev::Lm(l, LmInput::Worker(report)));
+            self.push(depart + self.delay(), Ev::Lm(l, LmInput::Worker(report)));
         }
     }
 
@@ -346,10 +396,15 @@ impl Sim<'_> {
                     self.lm_busy[l] = now.max(self.lm_busy[l])
                         + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
                 }
-                let next = out.next_wakeup;
+                let mut next = out.next_wakeup;
+                // Decided before this tick's heartbeat leaves (it is delivered either way).
+                if let Some(later) = self.skip_idle(l, now, next) {
+                    self.counters.idle_ticks_skipped += (later.0 - next.0) / (next.0 - now.0);
+                    next = later;
+                }
                 self.send_from_lm(l, now, out);
                 self.idle_check();
-                self.queue.push(next, Ev::Lm(l, LmInput::Tick));
+                self.push(next, Ev::Lm(l, LmInput::Tick));
             }
         }
     }

@@ -14,7 +14,7 @@ impl Sim<'_> {
         if let Some(t) = self.workers[w].next_wakeup() {
             if self.wake_at[w].is_none_or(|s| t < s) {
                 self.wake_at[w] = Some(t);
-                self.queue.push(t, Ev::Worker(w, WorkerInput::Wake));
+                self.push(t, Ev::Worker(w, WorkerInput::Wake));
             }
         }
     }
@@ -114,7 +114,7 @@ impl Sim<'_> {
                         // The LM's Finished event reaches the designated GM.
                         let at = now + self.delay() + self.delay();
                         let d = self.designated;
-                        self.queue.push(at, Ev::Gm(d, GmInput::TaskEnded(task)));
+                        self.push(at, Ev::Gm(d, GmInput::TaskEnded(task)));
                     }
                 }
                 WorkerReport::Killed { task, at, .. } => {
