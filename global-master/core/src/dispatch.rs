@@ -1,56 +1,72 @@
-//! Sending work: adding launch requests to per-LM batches (with the view deductions
-//! and quota counts a snapshot will later account for), and taking back a batch the
-//! transport could not deliver.
+//! Sending work: launch requests grouped into per-LM batches, the view deductions a
+//! snapshot will later account for, the tasks awaiting an LM's answer, and taking
+//! back a batch the transport could not deliver.
 
-use super::master::{GlobalMaster, InFlight, PassOutput};
-use super::queue::Pending;
+use crate::cluster_view::ClusterView;
+use crate::outputs::PassOutput;
+use crate::queue::Pending;
+use crate::view::LmView;
 use common::messages::{LaunchBatch, LaunchRequest, Placement};
-use common::reasons::PendingReason;
-use common::{LmId, Micros, NodeId, Resources, TaskId, TaskKind};
+use common::{GmId, JobId, LmId, NodeId, Resources, TaskId, TaskKind};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
-impl GlobalMaster {
-    /// A launch batch never reached its LM (the transport gave up): its tasks go back
-    /// to their queues with the reason, and its deductions leave the view.
-    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
-        if let Some(in_flight) = self.in_flight.get_mut(lm.index()) {
-            if let Some(pos) = in_flight.iter().position(|f| f.seq == seq) {
-                if let Some(lost) = in_flight.remove(pos) {
-                    lost.queueable_jobs
-                        .iter()
-                        .for_each(|j| self.quota.landed(*j));
-                    if let Some(view) = self.lms[lm.index()].as_mut() {
-                        lost.deducted.iter().for_each(|(n, r)| view.credit(*n, r));
-                    }
-                }
-            }
+/// A batch sent and not yet included in a snapshot of its LM.
+#[derive(Debug)]
+struct InFlight {
+    seq: u64,
+    deducted: Vec<(NodeId, Resources)>,
+    /// The job of every QUEUEABLE task in the batch (for quotas).
+    queueable_jobs: Vec<JobId>,
+}
+
+/// Per LM: batch sequence numbers, batches in flight and the batch open in the
+/// current pass; and every task sent and not yet answered.
+#[derive(Debug)]
+pub struct Dispatcher {
+    gm: GmId,
+    batch_size: usize,
+    next_seq: Vec<u64>,
+    in_flight: Vec<VecDeque<InFlight>>,
+    open_batches: Vec<Option<usize>>,
+    /// Dispatched tasks (and preemption requests) waiting for the LM's answer.
+    outstanding: HashMap<TaskId, Box<Pending>>,
+}
+
+impl Dispatcher {
+    pub fn new(gm: GmId, lms: usize, batch_size: usize) -> Self {
+        Dispatcher {
+            gm,
+            batch_size,
+            next_seq: vec![0; lms],
+            in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
+            open_batches: vec![None; lms],
+            outstanding: HashMap::default(),
         }
-        let mut requeued = 0;
-        for task in tasks {
-            if let Some(mut pending) = self.outstanding.remove(task) {
-                if self.is_lra_container(&pending.task) {
-                    self.lra_answer(*task, lm, None);
-                    continue;
-                }
-                pending.reason = Some(PendingReason::LmUnreachable { lm });
-                self.queues.push_ready(pending);
-                requeued += 1;
-            }
-        }
-        self.quota
-            .release()
-            .into_iter()
-            .for_each(|p| self.queues.push_ready(p));
-        if requeued > 0 {
-            self.failed_shapes.clear();
-            self.queues.unblock_all();
-        }
-        requeued
+    }
+
+    /// Tasks sent to an LM and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    /// A task sent (or asked to be preempted for) awaits its answer.
+    pub fn await_answer(&mut self, pending: Box<Pending>) {
+        self.outstanding.insert(pending.task.id, pending);
+    }
+
+    /// The task an LM answered for, if this GM was waiting for it.
+    pub fn answered(&mut self, task: &TaskId) -> Option<Box<Pending>> {
+        self.outstanding.remove(task)
     }
 
     /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
     /// resources from the view (not for QUEUEABLE work, which the view does not see).
-    pub(crate) fn dispatch(
+    /// Returns the index of the batch in `out.batches`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch(
         &mut self,
+        view: &mut ClusterView,
         l: usize,
         node: NodeId,
         placement: Placement,
@@ -63,16 +79,16 @@ impl GlobalMaster {
         } else {
             Resources::ZERO
         };
-        if let Some(view) = self.lms[l].as_mut() {
+        if let Some(view) = view.get_mut(l) {
             view.deduct(node, &resources);
         }
         let batch = match self.open_batches[l] {
-            Some(b) if out.batches[b].requests.len() < self.config.batch_size.max(1) => b,
+            Some(b) if out.batches[b].requests.len() < self.batch_size.max(1) => b,
             _ => {
                 self.next_seq[l] += 1;
                 let seq = self.next_seq[l];
                 out.batches.push(LaunchBatch {
-                    gm: self.config.id,
+                    gm: self.gm,
                     lm: LmId(l as u16),
                     seq,
                     requests: Vec::new(),
@@ -90,7 +106,6 @@ impl GlobalMaster {
             f.deducted.push((node, resources));
             if pending.task.kind == TaskKind::Queueable {
                 f.queueable_jobs.push(pending.task.id.job);
-                self.quota.sent(pending.task.id.job);
             }
         }
         pending.attempts += 1;
@@ -102,5 +117,54 @@ impl GlobalMaster {
         self.outstanding
             .insert(pending.task.id, Box::new(pending.clone()));
         batch
+    }
+
+    /// Ends a pass: the next dispatch to any LM opens a new batch.
+    pub fn close_open_batches(&mut self) {
+        self.open_batches.iter_mut().for_each(|b| *b = None);
+    }
+
+    /// A snapshot of LM `l` includes its batches up to `applied`: they leave the
+    /// in-flight list; answers the jobs of their QUEUEABLE tasks, in order.
+    pub fn landed(&mut self, l: usize, applied: u64) -> Vec<JobId> {
+        let mut jobs = Vec::new();
+        let Some(in_flight) = self.in_flight.get_mut(l) else {
+            return jobs;
+        };
+        while in_flight.front().is_some_and(|f| f.seq <= applied) {
+            if let Some(landed) = in_flight.pop_front() {
+                jobs.extend(landed.queueable_jobs);
+            }
+        }
+        jobs
+    }
+
+    /// Launches sent after a snapshot was taken are not in it: deducts them again
+    /// from LM `l`'s fresh view.
+    pub fn deduct_in_flight(&self, l: usize, view: &mut LmView) {
+        for f in self.in_flight.get(l).into_iter().flatten() {
+            for (node, res) in &f.deducted {
+                view.deduct(*node, res);
+            }
+        }
+    }
+
+    /// Batch `seq` never reached LM `lm`: its deductions go back to the view; answers
+    /// the jobs of its QUEUEABLE tasks (nothing if the batch is unknown or landed).
+    pub fn abandon(&mut self, view: &mut ClusterView, lm: LmId, seq: u64) -> Vec<JobId> {
+        let Some(in_flight) = self.in_flight.get_mut(lm.index()) else {
+            return Vec::new();
+        };
+        let Some(lost) = in_flight
+            .iter()
+            .position(|f| f.seq == seq)
+            .and_then(|pos| in_flight.remove(pos))
+        else {
+            return Vec::new();
+        };
+        if let Some(view) = view.get_mut(lm.index()) {
+            lost.deducted.iter().for_each(|(n, r)| view.credit(*n, r));
+        }
+        lost.queueable_jobs
     }
 }

@@ -10,10 +10,15 @@
 //! one preemption in flight per LM: the LM's answer (and its state) decides whether
 //! the next one still makes sense, instead of a burst the LM would mostly refuse.
 
-use super::view::LmView;
+use crate::backlog::{Backlog, Shape};
+use crate::queue::Pending;
+use crate::view::LmView;
 use common::fairness::FairnessConfig;
-use common::{ConstraintSet, LmId, QueueId, Resources};
-use std::collections::BTreeMap;
+use common::messages::PreemptRefusal;
+use common::{LmId, QueueId, Resources};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// What the fairness algorithm decided for a task that found no room.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +50,102 @@ pub fn usage_view(lms: &[Option<LmView>]) -> (BTreeMap<QueueId, Resources>, Reso
 
 /// An LM that refused to preempt a victim: for every task (`None`: the victim is not
 /// over its share there) or for one task shape (nothing to free for it there).
-pub type Refusal = (LmId, QueueId, Option<(ConstraintSet, Resources)>);
+pub type Refusal = (LmId, QueueId, Option<Shape>);
+
+/// Usage per queue and total capacity over the view.
+type Usage = (BTreeMap<QueueId, Resources>, Resources);
+
+/// The fairness step's state: the usage view, refusals, one preemption slot per LM
+/// and the tasks waiting for a slot.
+#[derive(Debug)]
+pub struct Fairness {
+    /// Queue shares; `None` disables preemption.
+    config: Option<Arc<FairnessConfig>>,
+    /// Usage per queue and total capacity over the view, rebuilt after a snapshot.
+    usage_cache: Option<Usage>,
+    /// Preemptions refused since the view last gained resources.
+    refusals: HashSet<Refusal>,
+    /// Per LM: a preemption request of this GM awaits its answer.
+    in_flight: Vec<bool>,
+    /// Tasks waiting for a preemption slot (oldest first); one is retried each time
+    /// an LM answers a preemption.
+    slot_waiters: VecDeque<Box<Pending>>,
+}
+
+impl Fairness {
+    pub fn new(config: Option<Arc<FairnessConfig>>, lms: usize) -> Self {
+        Fairness {
+            config,
+            usage_cache: None,
+            refusals: HashSet::default(),
+            in_flight: vec![false; lms],
+            slot_waiters: VecDeque::new(),
+        }
+    }
+
+    /// Algorithm 2 for a task of `queue` and `shape` that found no room in `lms`
+    /// ([`Contention::NoVictim`] without queue shares).
+    pub fn decide(&mut self, lms: &[Option<LmView>], queue: QueueId, shape: Shape) -> Contention {
+        let Some(f) = &self.config else {
+            return Contention::NoVictim;
+        };
+        let usage = self.usage_cache.get_or_insert_with(|| usage_view(lms));
+        let refusals = &self.refusals;
+        let refused = |lm, victim| {
+            refusals.contains(&(lm, victim, None)) || refusals.contains(&(lm, victim, Some(shape)))
+        };
+        contention(f, lms, usage, queue, &refused, &self.in_flight)
+    }
+
+    /// A preemption request to `lm` leaves: its slot is taken until the answer.
+    pub fn asked(&mut self, lm: LmId) {
+        self.in_flight[lm.index()] = true;
+    }
+
+    /// The victim's LMs are all busy: the task waits for a slot.
+    pub fn wait_for_slot(&mut self, pending: Box<Pending>) {
+        self.slot_waiters.push_back(pending);
+    }
+
+    /// `lm` answered (or will never answer) a preemption request: its slot is free,
+    /// and the oldest task waiting for one goes back to its queue.
+    pub fn slot_freed(&mut self, lm: LmId, backlog: &mut Backlog) {
+        if let Some(flag) = self.in_flight.get_mut(lm.index()) {
+            *flag = false;
+        }
+        if let Some(waiter) = self.slot_waiters.pop_front() {
+            backlog.push_ready(waiter);
+        }
+    }
+
+    /// `lm` refused to preempt `victim` for a task of `shape`: not asked again for
+    /// such a task (for any task unless it found nothing to free) until the view
+    /// gains resources.
+    pub fn refused(&mut self, lm: LmId, victim: QueueId, shape: Shape, why: &PreemptRefusal) {
+        let shape = match why {
+            PreemptRefusal::NothingToFree => Some(shape),
+            _ => None,
+        };
+        self.refusals.insert((lm, victim, shape));
+    }
+
+    /// A snapshot changed the view: usage is summed again when next needed.
+    pub fn view_changed(&mut self) {
+        self.usage_cache = None;
+    }
+
+    /// The view gained resources: refusals are forgotten and every task waiting for a
+    /// slot goes back to its queue.
+    pub fn view_gained(&mut self, backlog: &mut Backlog) {
+        self.refusals.clear();
+        backlog.push_all_ready(self.slot_waiters.drain(..));
+    }
+
+    /// Tasks waiting for a preemption slot.
+    pub fn waiting(&self) -> impl Iterator<Item = &Pending> {
+        self.slot_waiters.iter().map(|p| &**p)
+    }
+}
 
 /// Algorithm 2's choice for a task of `queue` that found no room. `usage` and `total`
 /// come from [`usage_view`].

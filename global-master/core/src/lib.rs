@@ -3,30 +3,40 @@
 //! randomness; `cargo tree -p gm-core -e normal` shows no runtime crate
 //! (`scripts/check-core-purity.sh`, run by CI).
 //!
-//! Layout:
-//! - [`view`]: per LM and partition, free resources and one bit-vector per machine
-//!   constraint, refreshed from heartbeats and every LM response.
+//! [`GlobalMaster`] composes parts, each a type with private state and its own
+//! methods; a part takes the other parts it needs as arguments. No two files import
+//! each other (`scripts/check-module-cycles.sh`, run by CI).
+//!
+//! Layout, leaves first:
+//! - [`outputs`]: decisions, pass and response outputs, counters (a leaf);
+//!   [`config`]: [`GmConfig`].
+//! - [`queue`]: a waiting task ([`queue::Pending`]) and the user queues served
+//!   round-robin, with requeue semantics.
+//! - [`view`]: one LM's view: per partition, free resources and one bit-vector per
+//!   machine constraint, refreshed from heartbeats and every LM response;
+//!   [`cluster_view`]: every LM's view and applying a snapshot.
+//! - [`backlog`]: the queues plus the known-miss cache of task shapes.
 //! - [`placement`]: the placement pipeline (select -> filter -> fit -> explain) and its
-//!   policies (one file and one registry line each; Megha is the default).
-//! - [`matcher`]: re-exports of Algorithm 1 (AND the constraint bit-vectors, then scan the
-//!   survivors for free resources).
+//!   policies (one file and one registry line each; Megha is the default);
+//!   [`matcher`]: re-exports of Algorithm 1 under its historical name.
 //! - [`opportunistic`]: Mercury's placement of QUEUEABLE work on one of the top-k nodes
 //!   by estimated queuing delay.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers.
-//! - [`dispatch`]: launch batches, and taking back a batch never delivered.
-//! - [`queue`]: user queues served round-robin, with requeue semantics.
-//! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share).
-//! - [`master`]: [`GlobalMaster`]: internal partitions round-robin, then external ones
-//!   (repartition), batched launch requests, requeue on failure.
+//! - [`dispatch`]: launch batches, in-flight deductions, tasks awaiting an answer, and
+//!   taking back a batch never delivered.
+//! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share), and the
+//!   preemption slots and refusals.
 //! - [`lra_path`]: the designated GM's LRA path (MEDEA 5.4) over the `lra-placer` crate.
-//! - [`outputs`]: configuration, decisions, counters.
-//! - [`step`]: the one entry point, [`GlobalMaster::step`]`(now, GmInput) -> GmOutput`.
+//! - [`master`]: [`GlobalMaster`], the composition: a scheduling pass, the LMs'
+//!   answers, the LRA path, and [`step`], the one entry point,
+//!   [`GlobalMaster::step`]`(now, GmInput) -> GmOutput`.
 
+pub mod backlog;
+pub mod cluster_view;
+pub mod config;
 pub mod dispatch;
 pub mod fairness;
-mod lra_cluster;
 pub mod lra_path;
-mod lra_types;
 pub mod master;
 pub mod matcher;
 pub mod opportunistic;
@@ -34,11 +44,9 @@ pub mod outputs;
 pub mod placement;
 pub mod queue;
 pub mod quota;
-pub mod step;
 pub mod view;
 
-#[cfg(test)]
-mod lra_path_tests;
+pub use master::step;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};
 pub use step::{GmInput, GmOutput, Undelivered};

@@ -13,12 +13,10 @@
 //! against). A task whose job is at its QUEUEABLE quota waits instead (see
 //! [`super::quota`]).
 
-use super::master::{Decision, DecisionOutcome, GlobalMaster, PassOutput};
-use super::queue::Pending;
-use super::view::LmView;
+use crate::cluster_view::ClusterView;
+use crate::view::LmView;
 use common::messages::Placement;
-use common::reasons::PendingReason;
-use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskSpec};
+use common::{ConstraintSet, GmId, Micros, NodeId, Resources, TaskSpec};
 
 /// One candidate node: (estimate, LM index, node).
 pub type Candidate = (Micros, usize, NodeId);
@@ -81,73 +79,61 @@ pub fn top_k_scan(lms: &[Option<LmView>], task: &TaskSpec, cap: f64, k: usize) -
     best
 }
 
-impl GlobalMaster {
-    pub(crate) fn place_queueable(
-        &mut self,
-        mut pending: Box<Pending>,
-        out: &mut PassOutput,
-    ) -> Decision {
-        let task_id = pending.task.id;
-        if let Some(limit) = self.quota.over(task_id.job) {
-            let reason = PendingReason::OverQueueableQuota { limit };
-            pending.reason = Some(reason.clone());
-            self.quota.hold(pending);
-            self.stats_mut().quota_held += 1;
-            return Decision {
-                task: task_id,
-                partitions: 0,
-                words: 0,
-                outcome: DecisionOutcome::Requeued(reason),
-            };
+/// Where a QUEUEABLE task goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueableChoice {
+    /// No node can ever host it under the cap.
+    Nowhere,
+    /// One of the top-k nodes, chosen round-robin; `candidates` were considered.
+    Node {
+        lm: usize,
+        node: NodeId,
+        placement: Placement,
+        candidates: usize,
+    },
+}
+
+/// The QUEUEABLE placement state: the round-robin pointer over the top-k candidates.
+#[derive(Debug)]
+pub struct Opportunistic {
+    rr: usize,
+    cap: f64,
+    top_k: usize,
+}
+
+impl Opportunistic {
+    /// `start`: where the round-robin starts (GMs start at different candidates so
+    /// that they do not herd).
+    pub fn new(start: usize, cap: f64, top_k: usize) -> Self {
+        Opportunistic {
+            rr: start,
+            cap,
+            top_k,
         }
-        let (cap, k) = (self.config().queueable_cap, self.config().queueable_top_k);
-        let candidates = top_k(self.lm_views(), &pending.task, cap, k);
-        let words = candidates.len() as u64;
+    }
+
+    /// Chooses a node for `task` among the top-k over `view` and adds the task's work
+    /// to that node's estimate, so that the next choice of a pass spreads.
+    pub fn choose(&mut self, view: &mut ClusterView, task: &TaskSpec, me: GmId) -> QueueableChoice {
+        let candidates = top_k(view.lms(), task, self.cap, self.top_k);
         if candidates.is_empty() {
-            let (with_constraints, _) =
-                self.host_count_pub(pending.task.constraints, pending.task.resources);
-            self.stats_mut().unplaceable += 1;
-            let reason = if with_constraints == 0 {
-                PendingReason::NoNodeWithConstraints
-            } else {
-                PendingReason::NoNodeLargeEnough
-            };
-            return Decision {
-                task: task_id,
-                partitions: 0,
-                words,
-                outcome: DecisionOutcome::Unplaceable(reason),
-            };
+            return QueueableChoice::Nowhere;
         }
-        let pick = self.rr_queueable % candidates.len();
-        self.rr_queueable = self.rr_queueable.wrapping_add(1);
+        let pick = self.rr % candidates.len();
+        self.rr = self.rr.wrapping_add(1);
         let (_, l, node) = candidates[pick];
-        let me = self.id();
-        let placement = match self.lm_views()[l].as_ref() {
-            Some(view) if view.topology.home.get(node.index()) == Some(&me) => Placement::Internal,
-            _ => Placement::Repartition,
-        };
-        if let Some(view) = self.lm_view_mut(l) {
+        let placement = view.placement_of(l, node, me);
+        if let Some(view) = view.get_mut(l) {
             let n = node.index();
             let capacity = view.topology.capacity[n];
-            let work = pending
-                .task
-                .resources
-                .node_time(pending.task.duration, &capacity);
+            let work = task.resources.node_time(task.duration, &capacity);
             view.set_delay(n, view.delay(n) + work);
         }
-        let batch = self.dispatch(l, node, placement, &mut pending, out, false);
-        self.stats_mut().dispatched_queueable += 1;
-        Decision {
-            task: task_id,
-            partitions: 1,
-            words,
-            outcome: DecisionOutcome::Dispatched {
-                lm: LmId(l as u16),
-                node,
-                placement,
-                batch,
-            },
+        QueueableChoice::Node {
+            lm: l,
+            node,
+            placement,
+            candidates: candidates.len(),
         }
     }
 }
@@ -156,7 +142,7 @@ impl GlobalMaster {
 mod tests {
     use super::*;
     use common::messages::LmTopology;
-    use common::{ConstraintSet, GmId, Resources, TaskId};
+    use common::{LmId, TaskId};
     use std::sync::Arc;
 
     fn view(delays: &[u64]) -> LmView {

@@ -1,56 +1,9 @@
-//! What the GM core is configured with and what it answers: configuration, per-task
-//! decisions of a scheduling pass, the handling of an LM response, and counters.
+//! What the GM core answers: per-task decisions of a scheduling pass, the handling
+//! of an LM response, and counters. A leaf: it imports nothing from the crate.
 
-use common::fairness::FairnessConfig;
 use common::messages::{LaunchBatch, Placement, PreemptRequest};
-use common::quota::QueueableQuota;
 use common::reasons::{PendingReason, RejectReason};
-use common::{GmId, LmId, NodeId, QueueId, TaskId};
-use std::sync::Arc;
-
-#[derive(Clone, Debug)]
-pub struct GmConfig {
-    pub id: GmId,
-    /// Number of GMs (= partitions per LM).
-    pub gms: u16,
-    /// Number of LMs whose state the GM waits for before placing work.
-    pub lms: u16,
-    /// Largest launch batch per LM (the reference simulator uses 100).
-    pub batch_size: usize,
-    /// Queue shares; `None` disables preemption (fairness acts only with it).
-    pub fairness: Option<Arc<FairnessConfig>>,
-    /// The GM that is the central scheduler for GUARANTEED work (and LRAs).
-    pub designated_gm: GmId,
-    /// QUEUEABLE work goes to one of this many nodes with the least estimated
-    /// queuing delay (Mercury's top-k), chosen round-robin.
-    pub queueable_top_k: usize,
-    /// Share of a node QUEUEABLE work may use (the LMs' cap), to skip nodes that
-    /// would refuse a task outright.
-    pub queueable_cap: f64,
-    /// The LRA placer of the designated GM.
-    pub lra: super::lra_path::LraPathConfig,
-    /// Per-job limit on outstanding QUEUEABLE containers (Mercury 4.1); this GM is
-    /// authoritative for the jobs submitted to it.
-    pub queueable_quota: QueueableQuota,
-}
-
-impl GmConfig {
-    /// A GM without fairness and with the reference batch size of 100.
-    pub fn new(id: GmId, gms: u16, lms: u16) -> Self {
-        GmConfig {
-            id,
-            gms,
-            lms,
-            batch_size: 100,
-            fairness: None,
-            designated_gm: GmId(0),
-            queueable_top_k: 4,
-            queueable_cap: 1.0,
-            lra: super::lra_path::LraPathConfig::default(),
-            queueable_quota: QueueableQuota::UNLIMITED,
-        }
-    }
-}
+use common::{LmId, NodeId, QueueId, TaskId};
 
 /// What happened to one task in a pass.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! own partitions round-robin across LMs, then the other GMs' partitions round-robin
 //! (a repartition); in each, the first node with the constraints and room.
 
+use super::contract::{scan, Effort, Found, PlacementPolicy, Views};
 use super::select::RoundRobin;
-use super::{scan, Effort, Found, PlacementPolicy, Views};
 use common::{ConstraintSet, Resources};
 
 /// The registered default policy; its only state is the two round-robin cursors.

@@ -1,7 +1,7 @@
 use super::*;
 use common::cluster::{LmSpec, NodeSpec};
 use common::messages::{LaunchBatch, LaunchOutcome, Placement, WorkerReport};
-use common::{ConstraintSet, LmId};
+use common::{ConstraintSet, LmId, TaskSpec};
 
 fn lm(nodes: usize, cores: u64, config: QueueableConfig) -> LocalMaster {
     let node = NodeSpec {

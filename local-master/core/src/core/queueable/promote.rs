@@ -9,19 +9,12 @@
 //! central scheduler's invariants: with queue shares configured, a task of a queue
 //! over its share is not promoted.
 
-use crate::core::{LmEffects, LocalMaster};
+pub use crate::config::PromotionPolicy;
+use crate::core::LocalMaster;
+use crate::effects::LmEffects;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::PromoteTask;
 use common::{Micros, TaskId, TaskKind};
-
-/// When the LM promotes running QUEUEABLE work on its own.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PromotionPolicy {
-    /// Only tasks that have run at least this long.
-    pub after: Micros,
-    /// At most this many promotions per LM heartbeat.
-    pub per_tick: usize,
-}
 
 /// Why a promotion was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! submission and why it may be refused, the state of each container, why an LRA
 //! waits, its status for the API, and the result of one pass.
 
-use super::master::PassOutput;
+use crate::outputs::PassOutput;
 use common::reasons::RejectReason;
 use common::{LmId, Micros, NodeId, QueueId};
 use lra_placer::{LraId, LraRequest, NodeGroupSpec, NotPlaced, Placer};

@@ -21,50 +21,17 @@ pub mod promote;
 pub mod quota;
 mod shed;
 
-pub use promote::{PromoteRefusal, PromotionPolicy};
+pub use crate::config::PromotionPolicy;
+pub use promote::PromoteRefusal;
 
-use crate::core::{LmEffects, LmError, LocalMaster};
+use super::LocalMaster;
+use crate::allocation::Queued;
+pub use crate::config::QueueableConfig;
+use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{KillTask, LaunchRequest};
-use common::quota::QueueableQuota;
 use common::reasons::RejectReason;
-use common::{GmId, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
-
-/// How an LM treats QUEUEABLE work.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QueueableConfig {
-    /// Share of each node's capacity running QUEUEABLE work may hold (1.0: no cap).
-    pub cap: f64,
-    /// T_l: the launch overhead added to every node's estimate.
-    pub launch_overhead: Micros,
-    /// Shed queued work from nodes whose estimate exceeds mean + k·sigma (k here).
-    pub shed_sigma: Option<f64>,
-    /// Per-job limit on outstanding QUEUEABLE containers; the LM enforces `max` on
-    /// its own counts (see [`quota`]).
-    pub quota: QueueableQuota,
-    /// Promote long-running QUEUEABLE containers to GUARANTEED at heartbeats.
-    pub promotion: Option<PromotionPolicy>,
-}
-
-impl Default for QueueableConfig {
-    fn default() -> Self {
-        QueueableConfig {
-            cap: 1.0,
-            launch_overhead: Micros::from_millis(10),
-            shed_sigma: None,
-            quota: QueueableQuota::UNLIMITED,
-            promotion: None,
-        }
-    }
-}
-
-/// A QUEUEABLE task sent to a worker's queue, not yet reported started.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Queued {
-    pub node: NodeId,
-    pub gm: GmId,
-    pub task: TaskSpec,
-}
+use common::{GmId, Micros, NodeId, Resources, TaskId, TaskKind};
 
 impl LocalMaster {
     /// The most running QUEUEABLE work may hold on `node`.
@@ -294,7 +261,7 @@ impl LocalMaster {
                 lost,
             },
         });
-        crate::preempt::push_requeue(&mut effects.requeues, self.topology.lm, gm, spec, lost);
+        effects.requeue(self.topology.lm, gm, spec, lost);
         Ok(effects)
     }
 }

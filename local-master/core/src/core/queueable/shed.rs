@@ -1,6 +1,7 @@
 //! Queuing-delay estimates (Mercury 4.2) and load shedding (Mercury 4.3).
 
-use crate::core::{LmEffects, LocalMaster};
+use crate::core::LocalMaster;
+use crate::effects::LmEffects;
 use common::messages::KillTask;
 use common::Micros;
 

@@ -7,11 +7,12 @@
 //! launches the waiting task in their place. Preempted tasks go back to the GMs that
 //! own their queues.
 
-use crate::core::{LmEffects, LmError, LocalMaster};
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
 use common::messages::{
-    Placement, PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse, PreemptedTasks,
+    Placement, PreemptOutcome, PreemptRefusal, PreemptRequest, PreemptResponse,
 };
-use common::{GmId, Micros, NodeId, Resources, TaskId};
+use common::{Micros, NodeId, Resources, TaskId};
 
 /// Which tasks to preempt on which node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,12 +28,7 @@ impl LocalMaster {
         now: Micros,
         request: PreemptRequest,
     ) -> Result<LmEffects, LmError> {
-        if request.lm != self.topology.lm {
-            return Err(LmError::WrongLm {
-                got: request.lm,
-                want: self.topology.lm,
-            });
-        }
+        self.check_addressed(request.lm)?;
         let mut effects = LmEffects::default();
         let task_id = request.task.id;
         let outcome = match self.verify(now, &request) {
@@ -183,22 +179,5 @@ impl LocalMaster {
             }
         }
         preempted
-    }
-}
-
-pub(crate) fn push_requeue(
-    requeues: &mut Vec<PreemptedTasks>,
-    lm: common::LmId,
-    gm: GmId,
-    task: common::TaskSpec,
-    lost: Micros,
-) {
-    match requeues.iter_mut().find(|r| r.gm == gm) {
-        Some(r) => r.tasks.push((task, lost)),
-        None => requeues.push(PreemptedTasks {
-            lm,
-            gm,
-            tasks: vec![(task, lost)],
-        }),
     }
 }

@@ -2,7 +2,8 @@
 //! (adopted into the state) and those they finished meanwhile, so that a GM's launch
 //! batch resent because the old LM never answered does not run a task twice.
 
-use crate::core::{LmEffects, LmError, LocalMaster};
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{HeldTask, Placement};
 use common::{Micros, TaskId};
@@ -38,7 +39,7 @@ impl LocalMaster {
         }
         let fits = self.free[node.index()].fits(&task.resources);
         let id = task.id;
-        self.adopted.insert(id);
+        self.restarted.adopt(id);
         let mut ignored = LmEffects::default();
         self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
         if let Some(alloc) = self.running.get_mut(&id) {
@@ -63,14 +64,12 @@ impl LocalMaster {
     /// before the restart (a late resend of the old LM's batch must not run it again);
     /// one that was killed goes back to its GM and may be launched again.
     pub(crate) fn ended_adopted(&mut self, task: TaskId, finished: bool) {
-        if self.adopted.remove(&task) && finished {
-            self.finished_before.insert(task);
-        }
+        self.restarted.ended(task, finished);
     }
 
     /// Records a task a worker finished before this LM started (it registered again
     /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
     pub fn finished_before_restart(&mut self, task: TaskId) {
-        self.finished_before.insert(task);
+        self.restarted.finished(task);
     }
 }

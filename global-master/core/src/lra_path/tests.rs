@@ -1,8 +1,8 @@
 //! The designated GM's LRA path against a fake LM that validates launches like the
 //! real one (free resources per node) and can lose resources to "another GM".
 
-use super::lra_path::{container_task, LraPassOutput, LraPathConfig, LraRefused, LraSubmission};
-use super::master::{GlobalMaster, GmConfig};
+use super::{container_task, LraPassOutput, LraPathConfig, LraRefused, LraSubmission};
+use crate::{GlobalMaster, GmConfig};
 use common::messages::{LaunchBatch, LaunchOutcome, LaunchResponse, LmSnapshot, LmTopology};
 use common::reasons::RejectReason;
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, QueueId, Resources, TaskId};

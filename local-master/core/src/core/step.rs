@@ -6,7 +6,8 @@
 //! them, lifecycle events to publish, and when to be woken next. A driver delivers
 //! them without knowing their variants.
 
-use crate::core::{LmEffects, LmError, LocalMaster};
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
 use common::events::TaskEvent;
 use common::messages::LmSnapshot;
 use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};

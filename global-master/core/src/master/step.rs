@@ -8,9 +8,9 @@
 //! (answers, whether a pass is wanted). A driver delivers them without knowing their
 //! variants.
 
+use super::GlobalMaster;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
 use crate::outputs::{Decision, PassOutput, ResponseOutput};
-use crate::GlobalMaster;
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::{LmId, Micros, TaskId};
 

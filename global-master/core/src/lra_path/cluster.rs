@@ -6,7 +6,7 @@
 //! deployed containers are the LRA containers this GM has placed that still run or
 //! await their LM's answer, with their tags (including `appID`).
 
-use super::view::LmView;
+use crate::view::LmView;
 use common::{LmId, NodeId, Resources};
 use lra_placer::model::DeployedContainer;
 use lra_placer::{ClusterState, LraRequest, NodeGroupSpec, NodeState};

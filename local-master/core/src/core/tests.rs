@@ -1,9 +1,10 @@
 //! Unit tests of the LM state machine ([`crate::core`]).
 use super::*;
 use common::cluster::NodeSpec;
-use common::messages::LaunchRequest;
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{LaunchBatch, LaunchOutcome, LaunchRequest, Placement, WorkerReport};
 use common::reasons::RejectReason;
-use common::{ConstraintSet, TaskSpec};
+use common::{ConstraintSet, NodeId, TaskSpec};
 
 fn spec_with(partitions: &[usize], cores: u64) -> LmSpec {
     let node = NodeSpec {

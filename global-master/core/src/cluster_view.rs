@@ -1,0 +1,116 @@
+//! The GM's view of every LM ([`LmView`] each, `None` until the LM first reports):
+//! which LMs have reported, the cluster's size, and applying a snapshot.
+
+use crate::view::LmView;
+use common::messages::{LmSnapshot, Placement};
+use common::quota::JobContainers;
+use common::{GmId, JobId, LmId, NodeId, Resources};
+use std::sync::Arc;
+
+/// What applying a snapshot did.
+#[derive(Debug)]
+pub enum SnapshotApplied {
+    /// The snapshot names an LM this GM does not know.
+    UnknownLm,
+    /// Older than (or as old as) what the view holds: nothing changed.
+    Stale,
+    Applied {
+        /// The LM's per-job counts before this snapshot (for quotas).
+        old_jobs: Arc<Vec<(JobId, JobContainers)>>,
+        /// The LM's topology changed (or first arrived): its view was built anew.
+        rebuilt: bool,
+        /// Some node gained free resources.
+        gained: bool,
+    },
+}
+
+/// Every LM's view, indexed by LM.
+#[derive(Debug)]
+pub struct ClusterView {
+    lms: Vec<Option<LmView>>,
+}
+
+impl ClusterView {
+    /// A view of `lms` LMs, none of which has reported yet.
+    pub fn new(lms: usize) -> Self {
+        ClusterView {
+            lms: (0..lms).map(|_| None).collect(),
+        }
+    }
+
+    /// Every LM's view, indexed by LM.
+    pub fn lms(&self) -> &[Option<LmView>] {
+        &self.lms
+    }
+
+    pub fn get(&self, l: usize) -> Option<&LmView> {
+        self.lms.get(l).and_then(Option::as_ref)
+    }
+
+    pub fn get_mut(&mut self, l: usize) -> Option<&mut LmView> {
+        self.lms.get_mut(l).and_then(Option::as_mut)
+    }
+
+    /// The view of one LM, if its state has arrived.
+    pub fn lm(&self, lm: LmId) -> Option<&LmView> {
+        self.get(lm.index())
+    }
+
+    /// True once the state of every LM has arrived.
+    pub fn is_full(&self) -> bool {
+        self.lms.iter().all(Option::is_some)
+    }
+
+    /// True when the GM knows no LM at all.
+    pub fn is_empty(&self) -> bool {
+        self.lms.is_empty()
+    }
+
+    /// Nodes and total capacity of the LMs this GM has heard from.
+    pub fn size(&self) -> (usize, Resources) {
+        let views = self.lms.iter().flatten();
+        let nodes = views.clone().map(|v| v.topology.node_count()).sum();
+        (nodes, views.map(|v| v.total_capacity).sum())
+    }
+
+    /// A node of LM `l` is `gm`'s own (internal) or another GM's (a repartition).
+    pub fn placement_of(&self, l: usize, node: NodeId, gm: GmId) -> Placement {
+        match self.get(l) {
+            Some(view) if view.topology.home.get(node.index()) == Some(&gm) => Placement::Internal,
+            _ => Placement::Repartition,
+        }
+    }
+
+    /// Applies an LM heartbeat (or the snapshot piggybacked on a response): a new
+    /// topology rebuilds the LM's view; an older snapshot changes nothing.
+    pub fn apply(&mut self, snapshot: &LmSnapshot) -> SnapshotApplied {
+        let Some(slot) = self.lms.get_mut(snapshot.lm.index()) else {
+            return SnapshotApplied::UnknownLm;
+        };
+        let old_jobs = slot.as_ref().map(|v| v.jobs.clone()).unwrap_or_default();
+        let rebuilt = match slot {
+            Some(view)
+                if Arc::ptr_eq(&view.topology, &snapshot.topology)
+                    || *view.topology == *snapshot.topology =>
+            {
+                false
+            }
+            _ => {
+                *slot = Some(LmView::build(snapshot.topology.clone()));
+                true
+            }
+        };
+        let Some(view) = slot.as_mut() else {
+            return SnapshotApplied::UnknownLm;
+        };
+        if !rebuilt && snapshot.version <= view.version {
+            return SnapshotApplied::Stale;
+        }
+        let gained = view.apply(snapshot);
+        SnapshotApplied::Applied {
+            old_jobs,
+            rebuilt,
+            gained,
+        }
+    }
+}

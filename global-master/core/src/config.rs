@@ -1,0 +1,51 @@
+//! What a GM core is configured with.
+
+use crate::lra_path::types::LraPathConfig;
+use common::fairness::FairnessConfig;
+use common::quota::QueueableQuota;
+use common::GmId;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct GmConfig {
+    pub id: GmId,
+    /// Number of GMs (= partitions per LM).
+    pub gms: u16,
+    /// Number of LMs whose state the GM waits for before placing work.
+    pub lms: u16,
+    /// Largest launch batch per LM (the reference simulator uses 100).
+    pub batch_size: usize,
+    /// Queue shares; `None` disables preemption (fairness acts only with it).
+    pub fairness: Option<Arc<FairnessConfig>>,
+    /// The GM that is the central scheduler for GUARANTEED work (and LRAs).
+    pub designated_gm: GmId,
+    /// QUEUEABLE work goes to one of this many nodes with the least estimated
+    /// queuing delay (Mercury's top-k), chosen round-robin.
+    pub queueable_top_k: usize,
+    /// Share of a node QUEUEABLE work may use (the LMs' cap), to skip nodes that
+    /// would refuse a task outright.
+    pub queueable_cap: f64,
+    /// The LRA placer of the designated GM.
+    pub lra: LraPathConfig,
+    /// Per-job limit on outstanding QUEUEABLE containers (Mercury 4.1); this GM is
+    /// authoritative for the jobs submitted to it.
+    pub queueable_quota: QueueableQuota,
+}
+
+impl GmConfig {
+    /// A GM without fairness and with the reference batch size of 100.
+    pub fn new(id: GmId, gms: u16, lms: u16) -> Self {
+        GmConfig {
+            id,
+            gms,
+            lms,
+            batch_size: 100,
+            fairness: None,
+            designated_gm: GmId(0),
+            queueable_top_k: 4,
+            queueable_cap: 1.0,
+            lra: LraPathConfig::default(),
+            queueable_quota: QueueableQuota::UNLIMITED,
+        }
+    }
+}

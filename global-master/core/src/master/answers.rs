@@ -1,0 +1,184 @@
+//! What comes back from the LMs: snapshots (heartbeats, or piggybacked on every
+//! answer), launch answers, preemption answers, preempted tasks handed back, and the
+//! transport's notices of requests never delivered. Each updates the parts it
+//! concerns, in a fixed order.
+
+use super::{new_pending, GlobalMaster};
+use crate::cluster_view::SnapshotApplied;
+use crate::outputs::ResponseOutput;
+use common::messages::{
+    LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome, PreemptRefusal,
+    PreemptResponse, PreemptedTasks,
+};
+use common::reasons::{PendingReason, RejectReason};
+use common::{LmId, Micros, TaskId};
+
+impl GlobalMaster {
+    /// Applies an LM heartbeat (or the snapshot piggybacked on a response).
+    pub fn apply_snapshot(&mut self, _now: Micros, snapshot: &LmSnapshot) {
+        let (old_jobs, rebuilt, gained) = match self.view.apply(snapshot) {
+            SnapshotApplied::UnknownLm => return,
+            SnapshotApplied::Stale => {
+                self.stats.stale_snapshots += 1;
+                return;
+            }
+            SnapshotApplied::Applied {
+                old_jobs,
+                rebuilt,
+                gained,
+            } => (old_jobs, rebuilt, gained),
+        };
+        if rebuilt {
+            self.placement.topology_changed();
+        }
+        self.stats.snapshots_applied += 1;
+        self.fairness.view_changed();
+        self.quota.report(&old_jobs, &snapshot.jobs);
+        // Launches sent after the snapshot was taken are not in it: deduct them again.
+        let l = snapshot.lm.index();
+        let applied = snapshot
+            .applied_batches
+            .get(self.config.id.index())
+            .copied()
+            .unwrap_or(0);
+        for job in self.dispatcher.landed(l, applied) {
+            self.quota.landed(job);
+        }
+        self.backlog.push_all_ready(self.quota.release());
+        if let Some(view) = self.view.get_mut(l) {
+            self.dispatcher.deduct_in_flight(l, view);
+        }
+        if gained || rebuilt {
+            self.backlog.view_gained();
+            self.fairness.view_gained(&mut self.backlog);
+        }
+    }
+
+    /// Applies an LM's answer: launched tasks leave the GM; refused ones go to the
+    /// back of their queue, to be tried again against the fresher state.
+    pub fn handle_response(&mut self, now: Micros, response: &LaunchResponse) -> ResponseOutput {
+        self.apply_snapshot(now, &response.snapshot);
+        let mut out = ResponseOutput::default();
+        // "Duplicate": the LM already holds this task, launched by an earlier copy
+        // of the request whose answer was lost (a retry across an LM restart, the
+        // worker having re-registered it). It runs: requeueing would run it twice.
+        let already = LaunchOutcome::Launched {
+            placement: Placement::Internal,
+        };
+        for (task, outcome) in &response.outcomes {
+            let Some(mut pending) = self.dispatcher.answered(task) else {
+                out.unexpected.push(*task);
+                continue;
+            };
+            let outcome = match outcome {
+                LaunchOutcome::Rejected(RejectReason::Duplicate) => {
+                    self.stats.duplicates_answered += 1;
+                    &already
+                }
+                other => other,
+            };
+            if self.lra.is_container(&pending.task) {
+                self.lra
+                    .answer(*task, response.lm, Some(outcome), &mut self.stats);
+                match outcome {
+                    LaunchOutcome::Launched { .. } => out.launched.push(*task),
+                    LaunchOutcome::Rejected(r) => out.rejected.push((*task, r.clone())),
+                }
+                continue;
+            }
+            match outcome {
+                LaunchOutcome::Launched { .. } => {
+                    self.stats.launched += 1;
+                    out.launched.push(*task);
+                }
+                LaunchOutcome::Rejected(reason) => {
+                    self.stats.lm_rejections += 1;
+                    pending.reason = Some(PendingReason::RejectedByLm {
+                        rejection: reason.clone(),
+                    });
+                    self.backlog.push_ready(pending);
+                    out.rejected.push((*task, reason.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Applies an LM's answer to a preemption request: the task either runs (in the
+    /// room its victims left) or goes back to its queue to try the next candidate.
+    pub fn handle_preempt_response(&mut self, now: Micros, response: &PreemptResponse) -> bool {
+        self.apply_snapshot(now, &response.snapshot);
+        // The LM can take another preemption: the oldest task waiting for one may ask.
+        self.fairness.slot_freed(response.lm, &mut self.backlog);
+        let Some(mut pending) = self.dispatcher.answered(&response.task) else {
+            return false;
+        };
+        match &response.outcome {
+            // `Duplicate`: the task already runs there, so a request whose first
+            // answer was lost did launch it.
+            PreemptOutcome::Launched { .. }
+            | PreemptOutcome::Refused(PreemptRefusal::Duplicate) => {
+                self.stats.launched += 1;
+                true
+            }
+            PreemptOutcome::Refused(why) => {
+                self.stats.preempt_refused += 1;
+                if let Some((lm, victim)) = pending.preempting.take() {
+                    let shape = (pending.task.constraints, pending.task.resources);
+                    self.fairness.refused(lm, victim, shape, why);
+                }
+                self.backlog.push_ready(pending);
+                false
+            }
+        }
+    }
+
+    /// Tasks of this GM's queues preempted by an LM: back to their queue, to be
+    /// scheduled again as regular tasks.
+    pub fn requeue_preempted(&mut self, now: Micros, preempted: &PreemptedTasks) {
+        for (task, _lost) in &preempted.tasks {
+            self.stats.preempted_requeued += 1;
+            self.backlog.push_ready(new_pending(now, task.clone()));
+        }
+    }
+
+    /// A preemption request got no answer (the transport gave up): the LM's slot is
+    /// free again and the task goes back to its queue as after a refusal, so it is
+    /// never lost. Returns false if the GM was not waiting for it.
+    pub fn abandon_preempt(&mut self, _now: Micros, lm: LmId, task: TaskId) -> bool {
+        self.fairness.slot_freed(lm, &mut self.backlog);
+        let Some(mut pending) = self.dispatcher.answered(&task) else {
+            return false;
+        };
+        self.stats.preempt_refused += 1;
+        pending.preempting = None;
+        pending.reason = Some(PendingReason::LmUnreachable { lm });
+        self.backlog.push_ready(pending);
+        true
+    }
+
+    /// A launch batch never reached its LM (the transport gave up): its tasks go back
+    /// to their queues with the reason, and its deductions leave the view.
+    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
+        for job in self.dispatcher.abandon(&mut self.view, lm, seq) {
+            self.quota.landed(job);
+        }
+        let mut requeued = 0;
+        for task in tasks {
+            if let Some(mut pending) = self.dispatcher.answered(task) {
+                if self.lra.is_container(&pending.task) {
+                    self.lra.answer(*task, lm, None, &mut self.stats);
+                    continue;
+                }
+                pending.reason = Some(PendingReason::LmUnreachable { lm });
+                self.backlog.push_ready(pending);
+                requeued += 1;
+            }
+        }
+        self.backlog.push_all_ready(self.quota.release());
+        if requeued > 0 {
+            self.backlog.view_gained();
+        }
+        requeued
+    }
+}

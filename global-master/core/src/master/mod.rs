@@ -1,0 +1,147 @@
+//! [`GlobalMaster`]: the GM's parts, composed. Each part owns its state behind its
+//! own type and methods; the orchestration here takes the parts a stage needs and
+//! passes them explicitly:
+//!
+//! - the view ([`ClusterView`]): every LM's free resources, constraints, estimates;
+//! - the backlog ([`Backlog`]): user queues and the known-miss cache;
+//! - placement ([`Pipeline`]) for GUARANTEED work, [`Opportunistic`] for QUEUEABLE;
+//! - the dispatcher ([`Dispatcher`]): launch batches, in-flight deductions, the tasks
+//!   awaiting an answer;
+//! - quotas ([`QuotaBook`]), fairness and preemption slots ([`Fairness`]);
+//! - the designated GM's LRA path ([`LraPath`]); counters ([`GmStats`]).
+//!
+//! The stages: [`GlobalMaster::schedule`] (`pass.rs`: one pass over the ready tasks),
+//! the LMs' answers and snapshots (`answers.rs`), the LRA path (`lra.rs`), and the one
+//! entry point [`GlobalMaster::step`] (`step.rs`).
+
+mod answers;
+mod lra;
+mod pass;
+pub mod step;
+
+use crate::backlog::Backlog;
+use crate::cluster_view::ClusterView;
+pub use crate::config::GmConfig;
+use crate::dispatch::Dispatcher;
+use crate::fairness::Fairness;
+use crate::lra_path::LraPath;
+use crate::opportunistic::Opportunistic;
+pub use crate::outputs::{Decision, DecisionOutcome, GmStats, PassOutput, ResponseOutput};
+use crate::placement::{Pipeline, PlacementPolicy};
+use crate::queue::{Pending, Queues};
+use crate::quota::QuotaBook;
+use crate::view::LmView;
+use common::{GmId, LmId, Micros, Resources, TaskSpec};
+
+#[derive(Debug)]
+pub struct GlobalMaster {
+    config: GmConfig,
+    view: ClusterView,
+    backlog: Backlog,
+    /// Placement of non-QUEUEABLE work: policy and host counts.
+    placement: Pipeline,
+    /// Placement of QUEUEABLE work.
+    opportunistic: Opportunistic,
+    dispatcher: Dispatcher,
+    /// Per-job QUEUEABLE quotas: counts and the tasks they hold back.
+    quota: QuotaBook,
+    fairness: Fairness,
+    /// LRAs (designated GM only): see [`crate::lra_path`].
+    lra: LraPath,
+    stats: GmStats,
+}
+
+impl GlobalMaster {
+    pub fn new(config: GmConfig) -> Self {
+        let lms = config.lms as usize;
+        GlobalMaster {
+            view: ClusterView::new(lms),
+            backlog: Backlog::default(),
+            placement: Pipeline::default(),
+            // GMs start at different candidates so that they do not herd.
+            opportunistic: Opportunistic::new(
+                config.id.index(),
+                config.queueable_cap,
+                config.queueable_top_k,
+            ),
+            dispatcher: Dispatcher::new(config.id, lms, config.batch_size),
+            quota: QuotaBook::new(config.queueable_quota),
+            fairness: Fairness::new(config.fairness.clone(), lms),
+            lra: LraPath::new(config.lra.clone()),
+            stats: GmStats::default(),
+            config,
+        }
+    }
+
+    /// Replaces the placement policy of non-QUEUEABLE work (the default is
+    /// [`crate::placement::DEFAULT_POLICY`]; see [`crate::placement::policy`]).
+    pub fn set_placement_policy(&mut self, policy: Box<dyn PlacementPolicy>) {
+        self.placement = Pipeline::new(policy);
+    }
+
+    pub fn id(&self) -> GmId {
+        self.config.id
+    }
+
+    /// True for the central scheduler of GUARANTEED work.
+    pub fn is_designated(&self) -> bool {
+        self.config.id == self.config.designated_gm
+    }
+
+    pub fn stats(&self) -> &GmStats {
+        &self.stats
+    }
+
+    pub fn queues(&self) -> &Queues {
+        self.backlog.queues()
+    }
+
+    /// Tasks sent to an LM and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.dispatcher.outstanding()
+    }
+
+    /// Every task waiting in this GM, with the reason its last attempt failed.
+    pub fn pending(&self) -> impl Iterator<Item = &Pending> {
+        self.backlog
+            .queues()
+            .iter()
+            .chain(self.fairness.waiting())
+            .chain(self.quota.waiting())
+    }
+
+    /// True once the state of every LM has arrived.
+    pub fn has_full_view(&self) -> bool {
+        self.view.is_full()
+    }
+
+    /// Nodes and total capacity of the LMs this GM has heard from.
+    pub fn cluster_size(&self) -> (usize, Resources) {
+        self.view.size()
+    }
+
+    /// The view of one LM, if its state has arrived.
+    pub fn view(&self, lm: LmId) -> Option<&LmView> {
+        self.view.lm(lm)
+    }
+
+    /// Accepts a task into its user queue.
+    pub fn submit(&mut self, now: Micros, task: TaskSpec) {
+        self.stats.submitted += 1;
+        if task.kind.needs_designated_gm() && !self.is_designated() {
+            self.stats.guaranteed_elsewhere += 1;
+        }
+        self.backlog.push_ready(new_pending(now, task));
+    }
+}
+
+/// A task not yet tried.
+fn new_pending(now: Micros, task: TaskSpec) -> Box<Pending> {
+    Box::new(Pending {
+        task,
+        submitted_at: now,
+        attempts: 0,
+        reason: None,
+        preempting: None,
+    })
+}

@@ -1,0 +1,193 @@
+//! One scheduling pass: each ready task goes through the placement pipeline
+//! ([`crate::placement`]: internal partitions round-robin across LMs, then external
+//! partitions round-robin, a repartition) or, if QUEUEABLE, to one of the top-k
+//! nodes by queuing delay ([`crate::opportunistic`]); launch requests are batched per
+//! LM. A task that matches nowhere waits until the view gains resources (or preempts
+//! under fairness); a task that no node could ever host leaves with a reason.
+
+use super::GlobalMaster;
+use crate::fairness::Contention;
+use crate::opportunistic::QueueableChoice;
+use crate::outputs::{Decision, DecisionOutcome, PassOutput};
+use crate::placement::{Attempt, Found, Miss, Views};
+use crate::queue::Pending;
+use common::messages::{Placement, PreemptRequest};
+use common::reasons::PendingReason;
+use common::{LmId, Micros, TaskKind};
+
+impl GlobalMaster {
+    /// One scheduling pass over every ready task.
+    pub fn schedule(&mut self, _now: Micros) -> PassOutput {
+        let mut out = PassOutput::default();
+        if !self.view.is_full() || self.view.is_empty() {
+            return out;
+        }
+        while let Some(pending) = self.backlog.pop_ready() {
+            let decision = self.place(pending, &mut out);
+            out.decisions.push(decision);
+        }
+        self.dispatcher.close_open_batches();
+        out
+    }
+
+    /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
+    /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
+    /// and waits.
+    fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
+        if pending.task.kind == TaskKind::Queueable {
+            return self.place_queueable(pending, out);
+        }
+        let shape = (pending.task.constraints, pending.task.resources);
+        let views = Views {
+            lms: self.view.lms(),
+            me: self.config.id.index(),
+            gms: self.config.gms as usize,
+        };
+        let known_miss = self.backlog.is_known_miss(&shape);
+        let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
+        let task = pending.task.id;
+        let outcome = match result {
+            Ok(found) => self.dispatch_found(found, &mut pending, out),
+            Err(Miss::Unplaceable(reason)) => {
+                self.stats.unplaceable += 1;
+                DecisionOutcome::Unplaceable(reason)
+            }
+            Err(miss @ Miss::NoFreeResources { .. }) => {
+                self.backlog.remember_miss(shape);
+                self.no_room(pending, miss.reason(), out)
+            }
+        };
+        Decision {
+            task,
+            partitions: effort.partitions,
+            words: effort.words,
+            outcome,
+        }
+    }
+
+    fn dispatch_found(
+        &mut self,
+        found: Found,
+        pending: &mut Pending,
+        out: &mut PassOutput,
+    ) -> DecisionOutcome {
+        let Found {
+            lm,
+            node,
+            placement,
+        } = found;
+        let batch =
+            self.dispatcher
+                .dispatch(&mut self.view, lm, node, placement, pending, out, true);
+        match placement {
+            Placement::Internal => self.stats.dispatched_internal += 1,
+            Placement::Repartition => self.stats.dispatched_repartition += 1,
+        }
+        DecisionOutcome::Dispatched {
+            lm: LmId(lm as u16),
+            node,
+            placement,
+            batch,
+        }
+    }
+
+    /// No node has room now: the fairness step (preempt a queue over its share), or
+    /// the task waits until the view gains resources (or a preemption slot frees).
+    fn no_room(
+        &mut self,
+        mut pending: Box<Pending>,
+        mut reason: PendingReason,
+        out: &mut PassOutput,
+    ) -> DecisionOutcome {
+        let shape = (pending.task.constraints, pending.task.resources);
+        let decided = self
+            .fairness
+            .decide(self.view.lms(), pending.task.queue, shape);
+        match decided {
+            Contention::Preempt { lm, victim } => {
+                self.stats.preempt_attempts += 1;
+                self.fairness.asked(lm);
+                pending.attempts += 1;
+                out.preempts.push(PreemptRequest {
+                    gm: self.config.id,
+                    lm,
+                    task: pending.task.clone(),
+                    victim,
+                });
+                pending.preempting = Some((lm, victim));
+                self.dispatcher.await_answer(pending);
+                return DecisionOutcome::Preempting { lm, victim };
+            }
+            Contention::OverShare => reason = PendingReason::OverShare,
+            Contention::NoVictim => {}
+            Contention::Busy => {
+                self.stats.requeues += 1;
+                pending.reason = Some(reason.clone());
+                pending.attempts += 1;
+                self.fairness.wait_for_slot(pending);
+                return DecisionOutcome::Requeued(reason);
+            }
+        }
+        self.stats.requeues += 1;
+        pending.reason = Some(reason.clone());
+        pending.attempts += 1;
+        self.backlog.push_blocked(pending);
+        DecisionOutcome::Requeued(reason)
+    }
+
+    /// A QUEUEABLE task: held back while its job is at its quota, otherwise sent to
+    /// one of the top-k nodes by queuing delay (never deducted from the view).
+    fn place_queueable(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
+        let task = pending.task.id;
+        let decided = |partitions, words, outcome| Decision {
+            task,
+            partitions,
+            words,
+            outcome,
+        };
+        if let Some(limit) = self.quota.over(task.job) {
+            let reason = PendingReason::OverQueueableQuota { limit };
+            pending.reason = Some(reason.clone());
+            self.quota.hold(pending);
+            self.stats.quota_held += 1;
+            return decided(0, 0, DecisionOutcome::Requeued(reason));
+        }
+        let choice = self
+            .opportunistic
+            .choose(&mut self.view, &pending.task, self.config.id);
+        let (l, node, placement, candidates) = match choice {
+            QueueableChoice::Node {
+                lm,
+                node,
+                placement,
+                candidates,
+            } => (lm, node, placement, candidates),
+            QueueableChoice::Nowhere => {
+                let counts = self.placement.host_count(
+                    self.view.lms(),
+                    pending.task.constraints,
+                    pending.task.resources,
+                );
+                self.stats.unplaceable += 1;
+                let reason = if counts.with_constraints == 0 {
+                    PendingReason::NoNodeWithConstraints
+                } else {
+                    PendingReason::NoNodeLargeEnough
+                };
+                return decided(0, 0, DecisionOutcome::Unplaceable(reason));
+            }
+        };
+        let batch =
+            self.dispatcher
+                .dispatch(&mut self.view, l, node, placement, &mut pending, out, false);
+        self.quota.sent(task.job);
+        self.stats.dispatched_queueable += 1;
+        let outcome = DecisionOutcome::Dispatched {
+            lm: LmId(l as u16),
+            node,
+            placement,
+            batch,
+        };
+        decided(1, candidates as u64, outcome)
+    }
+}

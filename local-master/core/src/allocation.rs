@@ -1,0 +1,32 @@
+//! What the LM holds per task: a running task's allocation, a QUEUEABLE task
+//! waiting in a worker's queue. A leaf.
+
+use common::messages::Placement;
+use common::{GmId, Micros, NodeId, QueueId, Resources, TaskSpec};
+
+/// Resources held by one task. A repartitioned task holds them on behalf of the
+/// requesting GM's partition (the paper's logical node) until it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub node: NodeId,
+    pub resources: Resources,
+    pub gm: GmId,
+    pub placement: Placement,
+    pub queue: QueueId,
+    pub started: bool,
+    /// When the worker reported the start (for lost-work accounting).
+    pub started_at: Option<Micros>,
+    /// The task itself, to requeue it if it is preempted.
+    pub task: TaskSpec,
+    /// When a QUEUEABLE task was promoted to GUARANTEED (its kind is GUARANTEED
+    /// from then on).
+    pub promoted_at: Option<Micros>,
+}
+
+/// A QUEUEABLE task sent to a worker's queue, not yet reported started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Queued {
+    pub node: NodeId,
+    pub gm: GmId,
+    pub task: TaskSpec,
+}

@@ -1,0 +1,170 @@
+//! Launch batches from the GMs: each request validated against the true state and
+//! applied or refused on its own, a batch sent again answered as the first time; and
+//! taking and returning a task's resources.
+
+use super::LocalMaster;
+use crate::allocation::Allocation;
+use crate::effects::{LmEffects, LmError};
+use crate::validate::validate_placement;
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{
+    LaunchBatch, LaunchOutcome, LaunchRequest, LaunchResponse, Placement, StartTask,
+};
+use common::{GmId, Micros, NodeId, TaskId, TaskKind, TaskSpec};
+
+impl LocalMaster {
+    /// Validates and applies every request of a batch independently: valid ones start,
+    /// invalid ones are refused with a reason. The response carries the new state.
+    pub fn handle_launch_batch(
+        &mut self,
+        now: Micros,
+        batch: LaunchBatch,
+    ) -> Result<LmEffects, LmError> {
+        self.check_addressed(batch.lm)?;
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        let outcomes = match self.answers.cached(batch.gm, batch.seq) {
+            Some(outcomes) => outcomes,
+            None => {
+                let outcomes: Vec<_> = batch
+                    .requests
+                    .into_iter()
+                    .map(|request| self.apply_request(now, batch.gm, request, &mut effects))
+                    .collect();
+                self.answers.record(batch.gm, batch.seq, &outcomes);
+                outcomes
+            }
+        };
+        effects.response = Some(LaunchResponse {
+            lm,
+            gm: batch.gm,
+            seq: batch.seq,
+            outcomes,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    /// Validates one request of a batch and applies it if it is valid.
+    fn apply_request(
+        &mut self,
+        now: Micros,
+        gm: GmId,
+        request: LaunchRequest,
+        effects: &mut LmEffects,
+    ) -> (TaskId, LaunchOutcome) {
+        let lm = self.topology.lm;
+        let task_id = request.task.id;
+        let checked = if self.running.contains_key(&task_id)
+            || self.queued.contains_key(&task_id)
+            || self.restarted.has_finished(&task_id)
+        {
+            Err(common::reasons::RejectReason::Duplicate)
+        } else if request.task.kind == TaskKind::Queueable {
+            self.check_queueable(gm, &request)
+        } else {
+            validate_placement(&self.topology, gm, &request)
+                .and_then(|()| self.check_reclaimable(&request))
+        };
+        let outcome = match checked {
+            Ok(()) if request.task.kind == TaskKind::Queueable => {
+                let placement = request.placement;
+                self.admit_queueable(now, gm, request, effects);
+                LaunchOutcome::Launched { placement }
+            }
+            Ok(()) => {
+                let placement = request.placement;
+                self.reclaim(now, request.node, &request.task.resources, effects);
+                self.allocate(now, gm, request.node, placement, request.task, effects);
+                LaunchOutcome::Launched { placement }
+            }
+            Err(reason) => {
+                effects.events.push(TaskEvent {
+                    task: task_id,
+                    at: now,
+                    kind: TaskEventKind::Rejected {
+                        lm,
+                        reason: reason.clone(),
+                    },
+                });
+                LaunchOutcome::Rejected(reason)
+            }
+        };
+        (task_id, outcome)
+    }
+
+    /// Takes the task's resources on `node` and orders the worker to start it.
+    pub(crate) fn allocate(
+        &mut self,
+        now: Micros,
+        gm: GmId,
+        node: NodeId,
+        placement: Placement,
+        task: TaskSpec,
+        effects: &mut LmEffects,
+    ) {
+        let resources = task.resources;
+        let slot = &mut self.free[node.index()];
+        *slot = slot.saturating_sub(&resources);
+        let usage = self.usage.entry(task.queue).or_default();
+        *usage = usage.add(&resources);
+        if task.kind == TaskKind::Queueable {
+            let held = &mut self.q_held[node.index()];
+            *held = held.add(&resources);
+        }
+        self.count_job(task.id.job, task.kind, 1);
+        self.on_node[node.index()].push(task.id);
+        self.running.insert(
+            task.id,
+            Allocation {
+                node,
+                resources,
+                gm,
+                placement,
+                queue: task.queue,
+                started: false,
+                started_at: None,
+                task: task.clone(),
+                promoted_at: None,
+            },
+        );
+        self.version += 1;
+        self.order_start(now, node, task, effects);
+    }
+
+    /// Records the launch and orders the worker to start the task.
+    pub(crate) fn order_start(
+        &self,
+        now: Micros,
+        node: NodeId,
+        task: TaskSpec,
+        effects: &mut LmEffects,
+    ) {
+        effects.events.push(TaskEvent {
+            task: task.id,
+            at: now,
+            kind: TaskEventKind::Launched {
+                lm: self.topology.lm,
+                node,
+            },
+        });
+        effects.starts.push(StartTask { node, task });
+    }
+
+    /// Gives a task's resources back to its node and queue.
+    pub(crate) fn release(&mut self, task: TaskId) -> Option<Allocation> {
+        let alloc = self.running.remove(&task)?;
+        let node = alloc.node.index();
+        self.free[node] = self.free[node].add(&alloc.resources);
+        if alloc.task.kind == TaskKind::Queueable {
+            self.q_held[node] = self.q_held[node].saturating_sub(&alloc.resources);
+        }
+        self.count_job(task.job, alloc.task.kind, -1);
+        self.on_node[node].retain(|t| *t != task);
+        if let Some(usage) = self.usage.get_mut(&alloc.queue) {
+            *usage = usage.saturating_sub(&alloc.resources);
+        }
+        self.version += 1;
+        Some(alloc)
+    }
+}

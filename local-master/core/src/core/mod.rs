@@ -1,0 +1,238 @@
+//! [`LocalMaster`], the LM state machine. Inputs: launch batches from GMs, reports
+//! from workers, and the passage of time. Outputs ([`LmEffects`]): responses and
+//! heartbeats for GMs, start orders for workers, lifecycle events.
+//!
+//! The state is private to this module; its methods are split by concern into
+//! submodules: [`step`] (the one entry point), `launch.rs` (launch batches, taking
+//! and returning resources), `reports.rs` (worker reports), [`preempt`],
+//! [`restart`] and [`queueable`]. Batch answers ([`BatchAnswers`]) and what a
+//! restarted LM remembers ([`Restarted`]) are parts of their own.
+
+mod launch;
+pub mod preempt;
+pub mod queueable;
+mod reports;
+pub mod restart;
+pub mod step;
+
+pub use crate::allocation::Allocation;
+use crate::allocation::Queued;
+use crate::answers::BatchAnswers;
+pub use crate::config::{LmConfig, QueueableConfig};
+pub use crate::effects::{LmEffects, LmError};
+use crate::restarted::Restarted;
+use common::cluster::LmSpec;
+use common::fairness::FairnessConfig;
+use common::messages::{LmSnapshot, LmTopology};
+use common::quota::JobContainers;
+use common::{GmId, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub struct LocalMaster {
+    topology: Arc<LmTopology>,
+    free: Vec<Resources>,
+    running: HashMap<TaskId, Allocation>,
+    /// Tasks on each node (for preemption), in launch order.
+    on_node: Vec<Vec<TaskId>>,
+    usage: BTreeMap<QueueId, Resources>,
+    total: Resources,
+    fairness: Option<Arc<FairnessConfig>>,
+    /// Preempted tasks waiting for the worker to confirm the kill: (GM, task, lost work).
+    pending_kills: HashMap<TaskId, (GmId, TaskSpec, Micros)>,
+    /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
+    /// deduction, but reclaimable by any other task).
+    q_held: Vec<Resources>,
+    /// QUEUEABLE tasks sent to a worker's queue and not yet reported started.
+    queued: HashMap<TaskId, Queued>,
+    /// Per node: the queued QUEUEABLE tasks, in the order they were sent.
+    queued_on: Vec<Vec<TaskId>>,
+    queueable: Option<QueueableConfig>,
+    /// Tasks this LM has shed once: never shed again, so shedding always ends.
+    shed_once: HashSet<TaskId>,
+    /// Per job: outstanding QUEUEABLE and running GUARANTEED containers (quotas).
+    jobs: HashMap<JobId, JobContainers>,
+    answers: BatchAnswers,
+    version: u64,
+    /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
+    restarted: Restarted,
+    snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
+    config: LmConfig,
+    next_heartbeat: Micros,
+}
+
+impl LocalMaster {
+    /// An LM for `spec`, whose first heartbeat goes out at `now`.
+    pub fn new(spec: &LmSpec, gms: u16, config: LmConfig, now: Micros) -> Self {
+        let mut home = Vec::new();
+        let mut constraints = Vec::new();
+        let mut capacity = Vec::new();
+        for (_, gm, node) in spec.nodes() {
+            home.push(gm);
+            constraints.push(node.constraints);
+            capacity.push(node.capacity);
+        }
+        let topology = LmTopology {
+            lm: spec.id,
+            gms,
+            home,
+            constraints,
+            capacity,
+        };
+        let total = topology.capacity.iter().sum::<Resources>();
+        LocalMaster {
+            free: topology.capacity.clone(),
+            on_node: vec![Vec::new(); topology.node_count()],
+            q_held: vec![Resources::ZERO; topology.node_count()],
+            queued: HashMap::new(),
+            queued_on: vec![Vec::new(); topology.node_count()],
+            queueable: None,
+            shed_once: HashSet::new(),
+            jobs: HashMap::new(),
+            topology: Arc::new(topology),
+            running: HashMap::new(),
+            usage: BTreeMap::new(),
+            total,
+            fairness: None,
+            pending_kills: HashMap::new(),
+            answers: BatchAnswers::new(gms as usize),
+            // Versions start at the start time, so that the snapshots of a restarted LM
+            // supersede those of its previous life in every GM's view (one change per
+            // microsecond would be needed to catch up).
+            version: now.0.max(1),
+            restarted: Restarted::default(),
+            snapshot_cache: None,
+            config,
+            next_heartbeat: now,
+        }
+    }
+
+    /// Enables QUEUEABLE support: the per-node cap, queuing-delay estimates in every
+    /// snapshot, and load shedding if configured.
+    pub fn with_queueable(mut self, config: QueueableConfig) -> Self {
+        self.queueable = Some(config);
+        self
+    }
+
+    /// QUEUEABLE tasks waiting in worker queues, as the LM knows them.
+    pub fn queued_len(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Enables preemption verified against these queue shares.
+    pub fn with_fairness(mut self, fairness: Arc<FairnessConfig>) -> Self {
+        self.fairness = Some(fairness);
+        self
+    }
+
+    /// The sum of all node capacities.
+    pub fn total_capacity(&self) -> Resources {
+        self.total
+    }
+
+    pub fn id(&self) -> LmId {
+        self.topology.lm
+    }
+
+    pub fn topology(&self) -> &Arc<LmTopology> {
+        &self.topology
+    }
+
+    /// Free resources per node (authoritative).
+    pub fn free(&self) -> &[Resources] {
+        &self.free
+    }
+
+    pub fn running(&self) -> &HashMap<TaskId, Allocation> {
+        &self.running
+    }
+
+    /// Resources in use by a queue, as this LM knows it.
+    pub fn usage(&self, queue: QueueId) -> Resources {
+        self.usage.get(&queue).copied().unwrap_or_default()
+    }
+
+    /// When [`LocalMaster::tick`] next has something to do.
+    pub fn next_wakeup(&self) -> Micros {
+        self.next_heartbeat
+    }
+
+    /// The current state, as sent to GMs.
+    pub fn snapshot(&mut self, now: Micros) -> LmSnapshot {
+        let free = match &self.snapshot_cache {
+            Some((v, free)) if *v == self.version => free.clone(),
+            _ => {
+                // QUEUEABLE work is invisible to the GMs' views: any other task may
+                // take its place.
+                let free = Arc::new(
+                    self.free
+                        .iter()
+                        .zip(&self.q_held)
+                        .map(|(f, q)| f.add(q))
+                        .collect::<Vec<_>>(),
+                );
+                self.snapshot_cache = Some((self.version, free.clone()));
+                free
+            }
+        };
+        LmSnapshot {
+            lm: self.topology.lm,
+            version: self.version,
+            taken_at: now,
+            topology: self.topology.clone(),
+            free,
+            applied_batches: self.answers.applied().to_vec(),
+            usage: self.usage.iter().map(|(q, r)| (*q, *r)).collect(),
+            queue_delay: match self.queueable {
+                Some(_) => Arc::new(self.queue_delays(now)),
+                None => Arc::new(Vec::new()),
+            },
+            queueable_held: match self.queueable {
+                Some(_) => Arc::new(self.q_held.clone()),
+                None => Arc::new(Vec::new()),
+            },
+            jobs: match self.queueable {
+                Some(_) => Arc::new(self.job_counts()),
+                None => Arc::new(Vec::new()),
+            },
+        }
+    }
+
+    /// Sends the periodic heartbeat when it is due.
+    pub fn tick(&mut self, now: Micros) -> LmEffects {
+        let mut effects = LmEffects::default();
+        if now >= self.next_heartbeat {
+            self.promote_due(now, &mut effects);
+            self.shed(now, &mut effects);
+            effects.heartbeat = Some(self.snapshot(now));
+            while self.next_heartbeat <= now {
+                self.next_heartbeat += self.config.heartbeat_period.max(Micros(1));
+            }
+        }
+        effects
+    }
+
+    /// A launch batch or preemption request for another LM is refused.
+    fn check_addressed(&self, lm: LmId) -> Result<(), LmError> {
+        if lm == self.topology.lm {
+            Ok(())
+        } else {
+            Err(LmError::WrongLm {
+                got: lm,
+                want: self.topology.lm,
+            })
+        }
+    }
+
+    /// True when no node has anything allocated (every resource returned).
+    pub fn is_idle(&self) -> bool {
+        self.running.is_empty()
+            && self.pending_kills.is_empty()
+            && self.queued.is_empty()
+            && self.free == self.topology.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests;

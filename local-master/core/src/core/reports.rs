@@ -1,0 +1,91 @@
+//! Worker reports: a task started, finished, or was killed (on the LM's order, or by
+//! the worker on its own to make room).
+
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::WorkerReport;
+use common::Micros;
+
+impl LocalMaster {
+    /// A worker started or finished a task. Finishing returns the task's resources to
+    /// the physical node (and so ends any repartition).
+    pub fn handle_worker_report(
+        &mut self,
+        now: Micros,
+        report: WorkerReport,
+    ) -> Result<LmEffects, LmError> {
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        match report {
+            WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
+                self.queueable_started(now, node, task, at, &mut effects)?;
+            }
+            // Started after the LM ordered its kill (preempted, shed or reclaimed):
+            // the kill is on its way to the worker. The start is still reported, so
+            // an observer sees the run the kill (or a finish winning the race) ends.
+            WorkerReport::Started { node, task, at } if self.pending_kills.contains_key(&task) => {
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Started { lm, node },
+                });
+            }
+            WorkerReport::Started { node, task, at } => {
+                let alloc = self
+                    .running
+                    .get_mut(&task)
+                    .filter(|a| a.node == node)
+                    .ok_or(LmError::UnknownTask { task, node })?;
+                alloc.started = true;
+                alloc.started_at = Some(at);
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Started { lm, node },
+                });
+            }
+            WorkerReport::Killed { node, task, at } => {
+                let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
+                    // The worker made room for other work on its own.
+                    self.ended_adopted(task, false);
+                    return self.queueable_killed_by_worker(node, task, at);
+                };
+                self.ended_adopted(task, false);
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Preempted { lm, node, lost },
+                });
+                effects.requeue(lm, gm, spec, lost);
+            }
+            WorkerReport::Finished { node, task, at }
+                if self.pending_kills.remove(&task).is_some() =>
+            {
+                // Finished before the kill reached the worker: the finish stands.
+                self.ended_adopted(task, true);
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Finished { lm, node },
+                });
+            }
+            WorkerReport::Finished { node, task, at } => {
+                match self.running.get(&task) {
+                    Some(a) if a.node == node => {}
+                    _ => return Err(LmError::UnknownTask { task, node }),
+                }
+                if self.release(task).is_none() {
+                    return Err(LmError::UnknownTask { task, node });
+                }
+                self.ended_adopted(task, true);
+                effects.events.push(TaskEvent {
+                    task,
+                    at,
+                    kind: TaskEventKind::Finished { lm, node },
+                });
+            }
+        }
+        Ok(effects)
+    }
+}

@@ -1,0 +1,51 @@
+//! What the LM wants done after handling an input ([`LmEffects`]), and why it may
+//! refuse an input ([`LmError`]). A leaf.
+
+use common::events::TaskEvent;
+use common::messages::{
+    KillTask, LaunchResponse, LmSnapshot, PreemptResponse, PreemptedTasks, PromoteTask, StartTask,
+};
+use common::{GmId, LmId, Micros, NodeId, TaskId, TaskSpec};
+
+/// What the LM wants done after handling an input.
+#[derive(Debug, Default)]
+pub struct LmEffects {
+    /// The answer to a launch batch (send to that GM).
+    pub response: Option<LaunchResponse>,
+    /// State to broadcast to every GM.
+    pub heartbeat: Option<LmSnapshot>,
+    /// Tasks to start on workers.
+    pub starts: Vec<StartTask>,
+    pub events: Vec<TaskEvent>,
+    /// The answer to a preemption request (send to that GM).
+    pub preempt_response: Option<PreemptResponse>,
+    /// Tasks to stop on workers (preempted).
+    pub kills: Vec<KillTask>,
+    /// Preempted tasks to hand back to the GMs that own their queues.
+    pub requeues: Vec<PreemptedTasks>,
+    /// QUEUEABLE tasks promoted to GUARANTEED (tell their workers).
+    pub promoted: Vec<PromoteTask>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LmError {
+    #[error("worker report for task {task} on {node}, which is not running there")]
+    UnknownTask { task: TaskId, node: NodeId },
+    #[error("launch batch is addressed to {got}, this is {want}")]
+    WrongLm { got: LmId, want: LmId },
+}
+
+impl LmEffects {
+    /// Hands a preempted (or shed, or reclaimed) task back to `gm`, which owns its
+    /// queue: one message per GM.
+    pub fn requeue(&mut self, lm: LmId, gm: GmId, task: TaskSpec, lost: Micros) {
+        match self.requeues.iter_mut().find(|r| r.gm == gm) {
+            Some(r) => r.tasks.push((task, lost)),
+            None => self.requeues.push(PreemptedTasks {
+                lm,
+                gm,
+                tasks: vec![(task, lost)],
+            }),
+        }
+    }
+}
