@@ -244,7 +244,7 @@ impl Sim<'_> {
             && self.running == 0
             && self.arrived < self.jobs
             && self.gms.iter().all(|gm| {
-                gm.outstanding() == 0 && gm.queues().len() == 0 && gm.lras_waiting() == 0
+                gm.outstanding() == 0 && gm.queues().is_empty() && gm.lras_waiting() == 0
             })
             && self.lms.iter().all(LocalMaster::is_idle);
         let was_quiet = std::mem::replace(&mut self.lm_quiet[l], quiet);
