@@ -37,5 +37,5 @@ pub mod time;
 pub use constraints::ConstraintSet;
 pub use ids::{GmId, JobId, LmId, NodeId, QueueId, TaskId};
 pub use resources::Resources;
-pub use task::{TaskKind, TaskSpec};
+pub use task::{ExecCommand, Executor, TaskKind, TaskSpec};
 pub use time::Micros;

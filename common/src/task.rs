@@ -2,6 +2,7 @@
 
 use crate::{ConstraintSet, Micros, QueueId, Resources, TaskId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// How a task is scheduled.
@@ -44,6 +45,48 @@ pub struct TaskSpec {
     /// Tags for LRA placement constraints (MEDEA); empty for most tasks.
     #[serde(default)]
     pub tags: Vec<Arc<str>>,
+    /// How the worker runs the task; `None`: the worker's default executor
+    /// (synthetic unless the worker is configured otherwise). Always `None` in the
+    /// simulator and in trace replay.
+    #[serde(default)]
+    pub executor: Option<Executor>,
+}
+
+/// How a worker runs a task. Externally tagged (bincode has no self-describing
+/// formats); the public JSON API has its own `{"type": ...}` shape and converts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Executor {
+    /// Holds the task's resources for its duration and runs nothing.
+    Synthetic,
+    /// Busy-loops one thread per requested core (rounded up) until the task's
+    /// CPU-seconds (cores x duration) are consumed.
+    Burn,
+    /// Runs a command under the task's CPU and memory limits; ends when it exits.
+    Exec(Arc<ExecCommand>),
+}
+
+impl Executor {
+    /// A short lowercase name (metrics label, logs).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Executor::Synthetic => "synthetic",
+            Executor::Burn => "burn",
+            Executor::Exec(_) => "exec",
+        }
+    }
+}
+
+/// A command a worker runs for a task (the `exec` executor).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecCommand {
+    /// The program: a path, or a name looked up in the worker's `PATH`.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Added to the worker's environment.
+    pub env: BTreeMap<String, String>,
+    /// Working directory; `None`: the task's directory under the worker's data dir.
+    pub cwd: Option<String>,
 }
 
 impl TaskSpec {
@@ -57,7 +100,13 @@ impl TaskSpec {
             constraints: ConstraintSet::EMPTY,
             duration,
             tags: Vec::new(),
+            executor: None,
         }
+    }
+
+    pub fn with_executor(mut self, executor: Executor) -> Self {
+        self.executor = Some(executor);
+        self
     }
 
     pub fn with_constraints(mut self, constraints: ConstraintSet) -> Self {
@@ -90,5 +139,26 @@ mod tests {
         json.as_object_mut().unwrap().remove("kind");
         let back: TaskSpec = serde_json::from_value(json).unwrap();
         assert_eq!(back.kind, TaskKind::Short);
+    }
+
+    #[test]
+    fn executors_round_trip_through_the_wire_codec() {
+        let exec = Executor::Exec(Arc::new(ExecCommand {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 3".into()],
+            env: [("A".to_owned(), "1".to_owned())].into(),
+            cwd: Some("/tmp".into()),
+        }));
+        for executor in [
+            None,
+            Some(Executor::Synthetic),
+            Some(Executor::Burn),
+            Some(exec),
+        ] {
+            let mut task = TaskSpec::short(TaskId::new(1, 0), Resources::cores(1, 1), Micros(1));
+            task.executor = executor;
+            let bytes = crate::codec::encode(&task).unwrap();
+            assert_eq!(crate::codec::decode::<TaskSpec>(&bytes).unwrap(), task);
+        }
     }
 }

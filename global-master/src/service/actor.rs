@@ -188,6 +188,7 @@ impl Handler<Submit> for GmActor {
                 constraints: t.constraints,
                 duration: t.duration,
                 tags: t.tags.into_iter().map(Arc::from).collect(),
+                executor: t.executor,
             };
             self.tracker.accepted(id, now);
             specs.push(spec);

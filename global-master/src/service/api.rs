@@ -1,8 +1,9 @@
 //! The public submission format (JSON) and its validation, kept pure so that every
 //! refusal can be table-tested: each names the offending field and the reason.
 
+use super::executor_api::{check_executor, ExecutorRequest};
 use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
-use common::{ConstraintSet, GmId, Micros, QueueId, Resources, TaskKind};
+use common::{ConstraintSet, Executor, GmId, Micros, QueueId, Resources, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -31,6 +32,10 @@ pub struct TaskRequest {
     pub kind: TaskKind,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// How the worker runs the task (see [`super::executor_api`]); absent: the
+    /// worker's default.
+    #[serde(default)]
+    pub executor: Option<ExecutorRequest>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +54,7 @@ pub struct NewTask {
     pub constraints: ConstraintSet,
     pub duration: Micros,
     pub tags: Vec<String>,
+    pub executor: Option<Executor>,
 }
 
 /// A refusal: HTTP status, the field at fault (JSON path) and why.
@@ -210,6 +216,10 @@ fn validate_task(
     // forwards it there (see `route`).
     check_tags(&field("tags"), &t.tags)?;
     let queue = queues.resolve(i, t.queue.as_deref(), any_queue)?;
+    let executor = t
+        .executor
+        .map(|e| check_executor(&field("executor"), e))
+        .transpose()?;
     Ok(NewTask {
         queue,
         kind: t.kind,
@@ -217,6 +227,7 @@ fn validate_task(
         constraints,
         duration,
         tags: t.tags,
+        executor,
     })
 }
 

@@ -106,14 +106,16 @@ impl Handler<TasksEnded> for GmActor {
     }
 }
 
-/// The ended tasks among `events` (finished or preempted).
+/// The ended tasks among `events` (finished, failed or preempted).
 pub fn ended_tasks(events: &[TaskEvent]) -> Vec<TaskId> {
     events
         .iter()
         .filter(|e| {
             matches!(
                 e.kind,
-                TaskEventKind::Finished { .. } | TaskEventKind::Preempted { .. }
+                TaskEventKind::Finished { .. }
+                    | TaskEventKind::Failed { .. }
+                    | TaskEventKind::Preempted { .. }
             )
         })
         .map(|e| e.task)

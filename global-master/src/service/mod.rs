@@ -2,7 +2,8 @@
 //! HTTP launch links to the LMs (reqwest, bincode) and the broker (lapin).
 //!
 //! - [`config`]: flags, environment, TOML file.
-//! - [`api`]: the submission format and its validation.
+//! - [`api`]: the submission format and its validation ([`executor_api`]: how the
+//!   worker runs a task).
 //! - [`actor`]: [`actor::GmActor`]: state, job submission, queries.
 //! - [`deliver`]: every input through the core's `step`, and its output carried out
 //!   (requests to LMs over one link each, events, the status tracker).
@@ -16,6 +17,7 @@ pub mod actor;
 pub mod api;
 pub mod config;
 pub mod deliver;
+pub mod executor_api;
 pub mod http;
 pub mod lra_actor;
 pub mod lra_api;

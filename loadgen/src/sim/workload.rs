@@ -77,6 +77,7 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
                         constraints,
                         duration: t.duration,
                         tags: Vec::new(),
+                        executor: None,
                     }
                 })
                 .collect();

@@ -72,11 +72,14 @@ impl Handler<Reports> for LmActor {
         let mut changed = false;
         for report in msg.0 {
             self.counters.reports += 1;
-            changed |= matches!(report, WorkerReport::Finished { .. });
-            match self
-                .core
-                .step(clock::now(), LmInput::Worker(WorkerToLm::Report(report)))
-            {
+            changed |= matches!(
+                report,
+                WorkerReport::Finished { .. } | WorkerReport::Failed { .. }
+            );
+            match self.core.step(
+                clock::now(),
+                LmInput::Worker(WorkerToLm::Report(report.clone())),
+            ) {
                 Ok(out) => {
                     self.apply(out, ctx);
                 }
@@ -110,6 +113,12 @@ fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
         WorkerReport::Finished { node, task, at } => {
             (task, at, TaskEventKind::Finished { lm, node })
         }
+        WorkerReport::Failed {
+            node,
+            task,
+            at,
+            failure,
+        } => (task, at, crate::core::ended_event(lm, node, Some(&failure))),
         WorkerReport::Killed { node, task, at } => (
             task,
             at,

@@ -7,19 +7,26 @@
 //! others are never queued: they start at once, killing running QUEUEABLE work if the
 //! node is short only because of it (Mercury), and are refused otherwise rather than
 //! over-committing the node.
+//!
+//! How a task runs is its executor ([`common::Executor`], the worker's default when
+//! the task names none). A synthetic task ends when the core's own timer says its
+//! duration is over. Any other executor runs outside the core: the core orders its
+//! launch and its stop ([`ExecOrder`], in [`WorkerOutput::exec`]) and learns of its end
+//! from [`WorkerInput::Exited`].
 
 mod step;
-pub use step::{WorkerInput, WorkerOutput};
+pub use step::{ExecOrder, WorkerInput, WorkerOutput};
 
-use common::messages::{StartTask, WorkerReport};
-use common::{Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
+use common::messages::{StartTask, TaskFailure, WorkerReport};
+use common::{Executor, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningTask {
     pub task: TaskId,
     pub resources: Resources,
-    pub finish_at: Micros,
+    /// When a synthetic task ends; `None` when its executor tells (burn, exec).
+    pub finish_at: Option<Micros>,
     pub kind: TaskKind,
     pub started_at: Micros,
 }
@@ -80,6 +87,10 @@ pub struct Worker {
     order: QueueOrder,
     /// Most resources running QUEUEABLE work may hold at once (load shaping).
     queueable_limit: Option<Resources>,
+    /// The executor of tasks that name none.
+    default_executor: Executor,
+    /// Launches and stops for the executors, drained by [`Worker::step`].
+    exec: Vec<ExecOrder>,
 }
 
 impl Worker {
@@ -92,7 +103,17 @@ impl Worker {
             queue: VecDeque::new(),
             order: QueueOrder::Fifo,
             queueable_limit: None,
+            default_executor: Executor::Synthetic,
+            exec: Vec::new(),
         }
+    }
+
+    /// Runs tasks that name no executor with `executor` (synthetic by default).
+    /// Drivers of a real executor must go through [`Worker::step`], which hands out
+    /// the launches and stops.
+    pub fn with_default_executor(mut self, executor: Executor) -> Self {
+        self.default_executor = executor;
+        self
     }
 
     /// Orders the QUEUEABLE queue.
@@ -247,10 +268,21 @@ impl Worker {
 
     fn run(&mut self, now: Micros, task: &TaskSpec) -> WorkerReport {
         self.free = self.free.saturating_sub(&task.resources);
+        let executor = task.executor.as_ref().unwrap_or(&self.default_executor);
+        let finish_at = match executor {
+            Executor::Synthetic => Some(now + task.duration),
+            real => {
+                self.exec.push(ExecOrder::Launch {
+                    task: task.clone(),
+                    executor: real.clone(),
+                });
+                None
+            }
+        };
         self.running.push(RunningTask {
             task: task.id,
             resources: task.resources,
-            finish_at: now + task.duration,
+            finish_at,
             kind: task.kind,
             started_at: now,
         });
@@ -266,25 +298,21 @@ impl Worker {
         let mut reports = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
-            if self.running[i].finish_at <= now {
-                let done = self.running.swap_remove(i);
-                self.free = self.free.add(&done.resources);
-                reports.push(WorkerReport::Finished {
-                    node: self.node,
-                    task: done.task,
-                    at: done.finish_at,
-                });
-            } else {
-                i += 1;
+            match self.running[i].finish_at {
+                Some(at) if at <= now => {
+                    let done = self.running.swap_remove(i);
+                    self.free = self.free.add(&done.resources);
+                    reports.push(WorkerReport::Finished {
+                        node: self.node,
+                        task: done.task,
+                        at,
+                    });
+                }
+                _ => i += 1,
             }
         }
         // Finishing order must not depend on swap_remove's reshuffling.
-        reports.sort_by_key(|r| match r {
-            WorkerReport::Finished { at, task, .. } => (*at, *task),
-            WorkerReport::Started { at, task, .. } | WorkerReport::Killed { at, task, .. } => {
-                (*at, *task)
-            }
-        });
+        reports.sort_by_key(|r| (r.at(), r.task()));
         while let Some(head) = self.queue.front() {
             if !self.free.fits(&head.resources) || !self.under_limit(head) {
                 break;
@@ -309,6 +337,9 @@ impl Worker {
         if let Some(i) = self.running.iter().position(|r| r.task == task) {
             let done = self.running.swap_remove(i);
             self.free = self.free.add(&done.resources);
+            if done.finish_at.is_none() {
+                self.exec.push(ExecOrder::Stop { task });
+            }
             return Ok(killed);
         }
         if let Some(i) = self.queue.iter().position(|t| t.id == task) {
@@ -316,6 +347,46 @@ impl Worker {
             return Ok(killed);
         }
         Err(WorkerError::NotHere { task })
+    }
+
+    /// The executor of a running task says it ended (`failure` is `None` for a clean
+    /// exit): its resources go back, the end is reported, queued work that now fits
+    /// starts. A task not running here under an executor (it was killed, so its
+    /// process ending is expected; or a synthetic task) is `NotHere`.
+    pub fn exited(
+        &mut self,
+        now: Micros,
+        task: TaskId,
+        failure: Option<TaskFailure>,
+    ) -> Result<Vec<WorkerReport>, WorkerError> {
+        let i = self
+            .running
+            .iter()
+            .position(|r| r.task == task && r.finish_at.is_none())
+            .ok_or(WorkerError::NotHere { task })?;
+        let done = self.running.swap_remove(i);
+        self.free = self.free.add(&done.resources);
+        let node = self.node;
+        let mut reports = vec![match failure {
+            None => WorkerReport::Finished {
+                node,
+                task,
+                at: now,
+            },
+            Some(failure) => WorkerReport::Failed {
+                node,
+                task,
+                at: now,
+                failure,
+            },
+        }];
+        reports.extend(self.advance(now));
+        Ok(reports)
+    }
+
+    /// Launches and stops ordered since the last call, in order.
+    fn take_exec_orders(&mut self) -> Vec<ExecOrder> {
+        std::mem::take(&mut self.exec)
     }
 
     /// The LM promoted a running QUEUEABLE task to GUARANTEED: from now on it is
@@ -334,7 +405,7 @@ impl Worker {
 
     /// When the next running task finishes.
     pub fn next_wakeup(&self) -> Option<Micros> {
-        self.running.iter().map(|r| r.finish_at).min()
+        self.running.iter().filter_map(|r| r.finish_at).min()
     }
 }
 

@@ -2,11 +2,14 @@
 //!
 //! Orders from the LM ([`LmToWorker`]) and the passage of time ([`WorkerInput::Wake`])
 //! go through [`Worker::step`], which returns the reports for the LM and when the
-//! worker next wants to be woken (its next task end).
+//! worker next wants to be woken (its next task end), and what the executors must
+//! launch or stop (tasks that are not synthetic). Their ends come back as
+//! [`WorkerInput::Exited`].
 
 use crate::{Worker, WorkerError};
+use common::messages::TaskFailure;
 use common::protocol::{LmToWorker, WorkerToLm};
-use common::{Micros, TaskKind};
+use common::{Executor, Micros, TaskId, TaskKind, TaskSpec};
 
 /// What a worker takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -14,6 +17,23 @@ pub enum WorkerInput {
     Lm(LmToWorker),
     /// Time passed: tasks due end, queued work starts where room frees.
     Wake,
+    /// The executor of a running task says it ended: `None` a clean exit (code 0,
+    /// burn done), otherwise why it failed.
+    Exited {
+        task: TaskId,
+        failure: Option<TaskFailure>,
+    },
+}
+
+/// What the service must do for a task that runs under a real executor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExecOrder {
+    /// Run `task` with `executor` (its own, or the worker's default); report its end
+    /// with [`WorkerInput::Exited`].
+    Launch { task: TaskSpec, executor: Executor },
+    /// The task was killed (the LM's order, or room made for other work): stop it.
+    /// Its end is already reported; the `Exited` that follows is `NotHere`.
+    Stop { task: TaskId },
 }
 
 /// What a worker sends after one step.
@@ -23,6 +43,8 @@ pub struct WorkerOutput {
     pub to_lm: Vec<WorkerToLm>,
     /// When the next running task ends.
     pub next_wakeup: Option<Micros>,
+    /// Launches and stops for the executors, in order (empty for synthetic tasks).
+    pub exec: Vec<ExecOrder>,
 }
 
 impl Worker {
@@ -45,10 +67,12 @@ impl Worker {
                 Vec::new()
             }
             WorkerInput::Wake => self.advance(now),
+            WorkerInput::Exited { task, failure } => self.exited(now, task, failure)?,
         };
         Ok(WorkerOutput {
             to_lm: reports.into_iter().map(WorkerToLm::Report).collect(),
             next_wakeup: self.next_wakeup(),
+            exec: self.take_exec_orders(),
         })
     }
 }
@@ -72,7 +96,10 @@ mod tests {
     }
 
     fn reports(out: &WorkerOutput) -> Vec<WorkerReport> {
-        out.to_lm.iter().map(|WorkerToLm::Report(r)| *r).collect()
+        out.to_lm
+            .iter()
+            .map(|WorkerToLm::Report(r)| r.clone())
+            .collect()
     }
 
     #[test]
@@ -107,6 +134,143 @@ mod tests {
         assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(3, 0)));
         assert!(matches!(r[2], WorkerReport::Started { task, .. } if task == TaskId::new(2, 0)));
         assert_eq!(w.free().cpu_millis, 0);
+    }
+
+    fn exec_start(job: u64, cores: u64, kind: TaskKind) -> WorkerInput {
+        let WorkerInput::Lm(LmToWorker::Start(mut order)) = start(job, cores, 60, kind) else {
+            unreachable!("start builds a start order")
+        };
+        order.task.executor = Some(Executor::Exec(Default::default()));
+        WorkerInput::Lm(LmToWorker::Start(order))
+    }
+
+    fn launched(out: &WorkerOutput) -> Vec<TaskId> {
+        out.exec
+            .iter()
+            .filter_map(|o| match o {
+                ExecOrder::Launch { task, .. } => Some(task.id),
+                ExecOrder::Stop { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_executor_task_ends_when_its_executor_says_and_frees_room_for_queued_work() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(1, 100));
+        let out = w
+            .step(Micros(0), exec_start(1, 1, TaskKind::Queueable))
+            .unwrap();
+        assert!(matches!(reports(&out)[..], [WorkerReport::Started { .. }]));
+        assert_eq!(launched(&out), vec![TaskId::new(1, 0)]);
+        // No timer: the duration does not end it.
+        assert_eq!(out.next_wakeup, None);
+        assert!(w
+            .step(Micros::from_secs(999), WorkerInput::Wake)
+            .unwrap()
+            .to_lm
+            .is_empty());
+        // A second one queues behind it.
+        let out = w
+            .step(Micros(1), exec_start(2, 1, TaskKind::Queueable))
+            .unwrap();
+        assert!(out.to_lm.is_empty() && out.exec.is_empty());
+        let failure = TaskFailure::Exit { code: 3 };
+        let out = w
+            .step(
+                Micros(5),
+                WorkerInput::Exited {
+                    task: TaskId::new(1, 0),
+                    failure: Some(failure.clone()),
+                },
+            )
+            .unwrap();
+        let r = reports(&out);
+        assert_eq!(
+            r[0],
+            WorkerReport::Failed {
+                node: NodeId(0),
+                task: TaskId::new(1, 0),
+                at: Micros(5),
+                failure
+            }
+        );
+        assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(2, 0)));
+        assert_eq!(launched(&out), vec![TaskId::new(2, 0)]);
+        let out = w
+            .step(
+                Micros(6),
+                WorkerInput::Exited {
+                    task: TaskId::new(2, 0),
+                    failure: None,
+                },
+            )
+            .unwrap();
+        assert!(matches!(
+            reports(&out)[..],
+            [WorkerReport::Finished { at: Micros(6), .. }]
+        ));
+        assert_eq!(w.free(), w.capacity());
+    }
+
+    #[test]
+    fn killing_an_executor_task_stops_it_and_its_late_exit_changes_nothing() {
+        let mut w = Worker::new(NodeId(0), Resources::cores(2, 100));
+        w.step(Micros(0), exec_start(1, 1, TaskKind::Short))
+            .unwrap();
+        let kill = WorkerInput::Lm(LmToWorker::Kill(KillTask {
+            node: NodeId(0),
+            task: TaskId::new(1, 0),
+        }));
+        let out = w.step(Micros(1), kill).unwrap();
+        assert!(matches!(reports(&out)[..], [WorkerReport::Killed { .. }]));
+        assert_eq!(
+            out.exec,
+            vec![ExecOrder::Stop {
+                task: TaskId::new(1, 0)
+            }]
+        );
+        assert_eq!(w.free(), w.capacity());
+        let exited = WorkerInput::Exited {
+            task: TaskId::new(1, 0),
+            failure: Some(TaskFailure::Signal {
+                signal: 15,
+                out_of_memory: false,
+            }),
+        };
+        assert!(w.step(Micros(2), exited).is_err());
+        // A synthetic task is ended by the timer, never by an executor.
+        w.step(Micros(3), start(2, 1, 5, TaskKind::Short)).unwrap();
+        let exited = WorkerInput::Exited {
+            task: TaskId::new(2, 0),
+            failure: None,
+        };
+        assert!(w.step(Micros(4), exited).is_err());
+        assert_eq!(w.running().len(), 1);
+    }
+
+    #[test]
+    fn the_default_executor_applies_to_tasks_that_name_none() {
+        let mut w =
+            Worker::new(NodeId(0), Resources::cores(2, 100)).with_default_executor(Executor::Burn);
+        let out = w.step(Micros(0), start(1, 1, 5, TaskKind::Short)).unwrap();
+        assert!(matches!(
+            &out.exec[..],
+            [ExecOrder::Launch {
+                executor: Executor::Burn,
+                ..
+            }]
+        ));
+        assert_eq!(out.next_wakeup, None);
+        // A task naming synthetic stays on the timer.
+        let WorkerInput::Lm(LmToWorker::Start(mut order)) = start(2, 1, 5, TaskKind::Short) else {
+            unreachable!("start builds a start order")
+        };
+        order.task.executor = Some(Executor::Synthetic);
+        let out = w
+            .step(Micros(0), WorkerInput::Lm(LmToWorker::Start(order)))
+            .unwrap();
+        assert!(out.exec.is_empty());
+        assert_eq!(out.next_wakeup, Some(Micros::from_secs(5)));
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! The worker actor: one pure [`Worker`] core per node it runs, a single timer set
-//! to the earliest task end, and an ordered sender of reports to the LM.
+//! to the earliest synthetic task end, the executors of burn and exec tasks (whose
+//! ends come back as [`WorkerInput::Exited`]), and an ordered sender of reports to
+//! the LM.
 
-use crate::core::{QueueOrder, Worker, WorkerInput};
+use crate::core::{ExecOrder, QueueOrder, Worker, WorkerInput, WorkerOutput};
+use crate::exec::Executors;
 use actix::prelude::*;
 use common::messages::{
-    HeldTask, KillTask, PromoteTask, StartTask, WorkerAssignment, WorkerReport,
+    HeldTask, KillTask, PromoteTask, StartTask, TaskFailure, WorkerAssignment, WorkerReport,
 };
 use common::protocol::{LmToWorker, WorkerToLm};
-use common::{Micros, NodeId, TaskId, TaskSpec};
+use common::{Executor, Micros, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::{Link, OrderedSender};
 use std::collections::{BTreeMap, HashMap};
@@ -19,7 +22,25 @@ pub struct WorkerCounters {
     pub refused: u64,
     pub killed: u64,
     pub promoted: u64,
+    pub failed: u64,
+    /// Tasks that could not start (bad command, missing binary, limits...).
+    pub start_failures: u64,
+    /// Starts by executor: synthetic, burn, exec.
+    pub started_by: [u64; 3],
+    /// Executor ends for tasks no longer running (killed before they exited).
+    pub exits_after_kill: u64,
 }
+
+/// The index of an executor in [`WorkerCounters::started_by`].
+fn executor_index(e: &Executor) -> usize {
+    match e {
+        Executor::Synthetic => 0,
+        Executor::Burn => 1,
+        Executor::Exec(_) => 2,
+    }
+}
+
+const EXECUTORS: [&str; 3] = ["synthetic", "burn", "exec"];
 
 pub struct WorkerActor {
     nodes: BTreeMap<NodeId, Worker>,
@@ -38,6 +59,10 @@ pub struct WorkerActor {
     queue_order: QueueOrder,
     /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
     queueable_cap: f64,
+    /// The executor of tasks that name none.
+    default_executor: Executor,
+    /// Burn and exec tasks run here; `None` (embedded mode): such tasks fail.
+    exec: Option<Executors>,
 }
 
 impl std::fmt::Debug for WorkerActor {
@@ -62,7 +87,17 @@ impl WorkerActor {
             counters: WorkerCounters::default(),
             queue_order: QueueOrder::Fifo,
             queueable_cap: 1.0,
+            default_executor: Executor::Synthetic,
+            exec: None,
         }
+    }
+
+    /// Runs burn and exec tasks with `exec`; tasks that name no executor run with
+    /// `default` (applies to nodes assigned later).
+    pub fn with_executors(mut self, exec: Executors, default: Executor) -> Self {
+        self.exec = Some(exec);
+        self.default_executor = default;
+        self
     }
 
     /// Orders every node's QUEUEABLE queue by `order` and caps running QUEUEABLE
@@ -75,28 +110,112 @@ impl WorkerActor {
 
     fn emit(&mut self, reports: Vec<WorkerReport>) {
         for r in reports {
-            match r {
+            match &r {
                 WorkerReport::Started { task, node, .. } => {
                     self.counters.started += 1;
-                    tracing::debug!(task = %task, job = task.job.0, %node, "task started");
+                    let executor = self
+                        .held
+                        .get(task)
+                        .and_then(|(_, spec)| spec.executor.as_ref())
+                        .unwrap_or(&self.default_executor);
+                    self.counters.started_by[executor_index(executor)] += 1;
+                    tracing::debug!(task = %task, job = task.job.0, %node, executor = executor.label(), "task started");
                 }
                 WorkerReport::Finished { task, node, .. } => {
-                    self.held.remove(&task);
-                    if self.finished.len() == FINISHED_KEPT {
-                        self.finished.pop_front();
-                    }
-                    self.finished.push_back(task);
+                    self.ended(*task);
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
+                WorkerReport::Failed {
+                    task,
+                    node,
+                    failure,
+                    ..
+                } => {
+                    self.ended(*task);
+                    self.counters.failed += 1;
+                    tracing::warn!(task = %task, job = task.job.0, %node, %failure, "task failed");
+                }
                 WorkerReport::Killed { task, node, .. } => {
-                    self.held.remove(&task);
+                    self.held.remove(task);
                     self.counters.killed += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "task killed");
                 }
             }
             self.reports.send(r);
         }
+    }
+
+    /// A task ended here (finished or failed): remembered for a restarted LM.
+    fn ended(&mut self, task: TaskId) {
+        self.held.remove(&task);
+        if self.finished.len() == FINISHED_KEPT {
+            self.finished.pop_front();
+        }
+        self.finished.push_back(task);
+    }
+
+    /// Takes one step's output: its reports go to `reports`, its launches and stops
+    /// to the executors.
+    fn take(
+        &mut self,
+        node: NodeId,
+        out: WorkerOutput,
+        reports: &mut Vec<WorkerReport>,
+        ctx: &mut Context<Self>,
+    ) {
+        reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
+        for order in out.exec {
+            match order {
+                ExecOrder::Launch { task, executor } => self.launch(node, task, &executor, ctx),
+                ExecOrder::Stop { task } => {
+                    let stopping = self.exec.as_mut().is_some_and(|e| e.stop(task));
+                    tracing::info!(task = %task, job = task.job.0, %node, stopping, "stopping a killed task's executor");
+                }
+            }
+        }
+    }
+
+    /// Runs a burn or exec task; its end comes back to the core as `Exited`.
+    fn launch(
+        &mut self,
+        node: NodeId,
+        task: TaskSpec,
+        executor: &Executor,
+        ctx: &mut Context<Self>,
+    ) {
+        let id = task.id;
+        let Some(exec) = self.exec.as_mut() else {
+            let failure = TaskFailure::StartFailed {
+                reason: format!(
+                    "this worker runs no {} executor (embedded mode)",
+                    executor.label()
+                ),
+            };
+            tracing::warn!(task = %id, job = id.job.0, %node, %failure, "task cannot start");
+            ctx.notify(Exited {
+                node,
+                task: id,
+                run: None,
+                failure: Some(failure),
+            });
+            return;
+        };
+        let (run, handle) = exec.launch(task, executor);
+        tracing::debug!(task = %id, job = id.job.0, %node, run, executor = executor.label(), "executor launched");
+        ctx.spawn(handle.into_actor(self).map(move |joined, _act, ctx| {
+            let failure = joined.unwrap_or_else(|e| {
+                Some(TaskFailure::StartFailed {
+                    reason: format!("the executor crashed: {e}"),
+                })
+            });
+            ctx.notify(Exited {
+                node,
+                task: id,
+                run: Some(run),
+                failure,
+            });
+        }));
     }
 
     fn reschedule(&mut self, ctx: &mut Context<Self>) {
@@ -120,11 +239,18 @@ impl WorkerActor {
     fn advance(&mut self, ctx: &mut Context<Self>) {
         let now = clock::now();
         let mut reports = Vec::new();
-        for w in self.nodes.values_mut() {
-            if w.next_wakeup().is_some_and(|t| t <= now) {
-                if let Ok(out) = w.step(now, WorkerInput::Wake) {
-                    reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
-                }
+        let due: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(_, w)| w.next_wakeup().is_some_and(|t| t <= now))
+            .map(|(node, _)| *node)
+            .collect();
+        for node in due {
+            let Some(w) = self.nodes.get_mut(&node) else {
+                continue;
+            };
+            if let Ok(out) = w.step(now, WorkerInput::Wake) {
+                self.take(node, out, &mut reports, ctx);
             }
         }
         self.emit(reports);
@@ -157,9 +283,12 @@ impl Handler<Assign> for WorkerActor {
         tracing::info!(lm = %msg.0.lm, slot = msg.0.slot, nodes = msg.0.nodes.len(), incarnation = msg.0.incarnation, "nodes assigned");
         self.incarnation = Some(msg.0.incarnation);
         let (order, cap) = (self.queue_order, self.queueable_cap);
+        let default = self.default_executor.clone();
         for (node, capacity) in msg.0.nodes {
             self.nodes.entry(node).or_insert_with(|| {
-                let w = Worker::new(node, capacity).with_queue_order(order);
+                let w = Worker::new(node, capacity)
+                    .with_queue_order(order)
+                    .with_default_executor(default.clone());
                 if cap < 1.0 {
                     w.with_queueable_limit(capacity.scaled(cap))
                 } else {
@@ -211,7 +340,7 @@ impl WorkerActor {
                         self.counters.promoted += 1;
                         tracing::info!(task = %task, job = task.job.0, %node, "task promoted to GUARANTEED");
                     }
-                    reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
+                    self.take(node, out, &mut reports, ctx);
                 }
                 (Err(e), Some(_)) => {
                     self.counters.refused += 1;
@@ -226,6 +355,91 @@ impl WorkerActor {
         }
         self.emit(reports);
         self.reschedule(ctx);
+    }
+}
+
+/// A burn or exec task's executor answered: `run` is the executor's run number
+/// (`None`: it never ran).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+struct Exited {
+    node: NodeId,
+    task: TaskId,
+    run: Option<u64>,
+    failure: Option<TaskFailure>,
+}
+
+impl Handler<Exited> for WorkerActor {
+    type Result = ();
+    fn handle(&mut self, msg: Exited, ctx: &mut Context<Self>) {
+        let Exited {
+            node,
+            task,
+            run,
+            failure,
+        } = msg;
+        if matches!(failure, Some(TaskFailure::StartFailed { .. })) {
+            self.counters.start_failures += 1;
+        }
+        let current = match (run, self.exec.as_mut()) {
+            (Some(run), Some(exec)) => exec.ended(task, run),
+            _ => true,
+        };
+        if !current {
+            self.counters.exits_after_kill += 1;
+            tracing::debug!(task = %task, job = task.job.0, %node, failure = ?failure, "the executor of a killed task ended");
+            return;
+        }
+        let Some(w) = self.nodes.get_mut(&node) else {
+            tracing::error!(task = %task, job = task.job.0, %node, "a task ended on a node this worker does not run");
+            return;
+        };
+        match w.step(clock::now(), WorkerInput::Exited { task, failure }) {
+            Ok(out) => {
+                let mut reports = Vec::new();
+                self.take(node, out, &mut reports, ctx);
+                self.emit(reports);
+                self.reschedule(ctx);
+            }
+            Err(e) => {
+                self.counters.exits_after_kill += 1;
+                tracing::warn!(task = %task, job = task.job.0, %node, error = %e, "an executor's end the core does not know; dropped");
+            }
+        }
+    }
+}
+
+/// Stops every burn and exec task (shutdown); answers how many still run.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "usize")]
+pub struct StopExecutors {
+    /// Remove the worker's cgroup too (once nothing runs).
+    pub remove_cgroup: bool,
+}
+
+impl Handler<StopExecutors> for WorkerActor {
+    type Result = usize;
+    fn handle(&mut self, msg: StopExecutors, _: &mut Context<Self>) -> usize {
+        let Some(exec) = self.exec.as_mut() else {
+            return 0;
+        };
+        exec.shutdown();
+        if msg.remove_cgroup {
+            exec.remove_cgroup();
+        }
+        exec.running()
+    }
+}
+
+/// Where task logs are: `<data dir>/tasks` (`None`: no executors here).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<std::path::PathBuf>")]
+pub struct LogsRoot;
+
+impl Handler<LogsRoot> for WorkerActor {
+    type Result = Option<std::path::PathBuf>;
+    fn handle(&mut self, _: LogsRoot, _: &mut Context<Self>) -> Self::Result {
+        self.exec.as_ref().map(|e| e.logs().root().to_owned())
     }
 }
 
@@ -359,6 +573,52 @@ impl Handler<RenderMetrics> for WorkerActor {
             "counter",
             "QUEUEABLE tasks promoted to GUARANTEED on the LM's order.",
             c.promoted as f64,
+        );
+        single(
+            &mut out,
+            "megha_worker_failed_total",
+            "counter",
+            "Tasks that ended failed (non-zero exit, signal, could not start).",
+            c.failed as f64,
+        );
+        single(
+            &mut out,
+            "megha_worker_start_failures_total",
+            "counter",
+            "Tasks whose executor could not start them (bad command, missing binary, bad cwd, limits).",
+            c.start_failures as f64,
+        );
+        let by: Vec<(String, f64)> = EXECUTORS
+            .iter()
+            .zip(c.started_by)
+            .map(|(e, n)| (format!("executor=\"{e}\""), n as f64))
+            .collect();
+        service_kit::metrics::family(
+            &mut out,
+            "megha_worker_starts_by_executor_total",
+            "counter",
+            "Tasks started, by executor.",
+            &by,
+        );
+        let exits = [
+            ("finished", c.finished),
+            ("failed", c.failed),
+            ("killed", c.killed),
+        ]
+        .map(|(o, n)| (format!("outcome=\"{o}\""), n as f64));
+        service_kit::metrics::family(
+            &mut out,
+            "megha_worker_exits_total",
+            "counter",
+            "Task ends, by outcome.",
+            &exits,
+        );
+        single(
+            &mut out,
+            "megha_worker_exits_after_kill_total",
+            "counter",
+            "Executor ends of tasks already reported killed (or unknown to the core).",
+            c.exits_after_kill as f64,
         );
         single(
             &mut out,

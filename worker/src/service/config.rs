@@ -1,8 +1,10 @@
 //! Configuration of the `worker` binary: flags > environment > TOML file > defaults.
 
 use crate::core::QueueOrder;
+use crate::exec::ExecSettings;
 use anyhow::{bail, Result};
 use clap::Parser;
+use common::Executor;
 use serde::Deserialize;
 use service_kit::logging::LogFormat;
 use service_kit::merge_options;
@@ -23,6 +25,14 @@ use std::time::Duration;
 /// QUEUEABLE work (Mercury) waits in a per-node queue when the node is full; give
 /// the worker the LM's --queueable-cap and choose the queue order:
 ///   worker --lm-url http://127.0.0.1:9100 --queue-order job --queueable-cap 0.8
+///
+/// Tasks run with the executor they name, or --default-executor: synthetic (hold the
+/// resources for the duration), burn (busy-loop the requested cores for the
+/// duration's CPU-seconds). Exec tasks (a command) write stdout and stderr to
+/// <data-dir>/tasks/<job>.<index>/ (kept after they end: the newest --keep-task-logs
+/// of them), served by GET /v1/tasks/{job}/{index}/logs. Their CPU and memory are
+/// limited with cgroups where the host allows, else memory by RLIMIT_AS:
+///   worker --default-executor burn --data-dir /var/lib/megha-worker
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
@@ -65,6 +75,34 @@ pub struct WorkerArgs {
     /// same as the LM's --queueable-cap. Default 1 (no cap).
     #[arg(long, env = "MEGHA_QUEUEABLE_CAP", value_name = "FRACTION")]
     pub queueable_cap: Option<f64>,
+    /// Executor of tasks that name none: synthetic or burn. Default synthetic.
+    #[arg(
+        long,
+        env = "MEGHA_WORKER_DEFAULT_EXECUTOR",
+        value_name = "synthetic|burn"
+    )]
+    pub default_executor: Option<String>,
+    /// Directory for task directories and logs. Default /tmp/megha-worker-<slot>
+    /// (/tmp/megha-worker-pid<pid> with --slot auto).
+    #[arg(long, env = "MEGHA_WORKER_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// When killing an exec task: milliseconds between SIGTERM and SIGKILL to its
+    /// process group. Default 5000.
+    #[arg(long, env = "MEGHA_WORKER_KILL_GRACE_MS", value_name = "MS")]
+    pub kill_grace_ms: Option<u64>,
+    /// How many ended exec tasks' directories (logs) to keep. Default 1000.
+    #[arg(long, env = "MEGHA_WORKER_KEEP_TASK_LOGS", value_name = "N")]
+    pub keep_task_logs: Option<usize>,
+    /// Limit exec tasks with cgroups when the host allows (else RLIMIT_AS). Default
+    /// true.
+    #[arg(
+        long,
+        env = "MEGHA_WORKER_CGROUPS",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub cgroups: Option<bool>,
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -91,6 +129,9 @@ pub struct WorkerSettings {
     pub queue_order: QueueOrder,
     /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
     pub queueable_cap: f64,
+    /// The executor of tasks that name none.
+    pub default_executor: Executor,
+    pub exec: ExecSettings,
 }
 
 impl WorkerArgs {
@@ -107,8 +148,29 @@ impl WorkerArgs {
             lm_check_ms,
             log_format,
             queue_order,
-            queueable_cap
+            queueable_cap,
+            default_executor,
+            data_dir,
+            kill_grace_ms,
+            keep_task_logs,
+            cgroups
         );
+        let default_executor = match self.default_executor.as_deref().map(str::trim) {
+            None | Some("synthetic") => Executor::Synthetic,
+            Some("burn") => Executor::Burn,
+            Some(other) => bail!(
+                "--default-executor: unknown executor `{other}`: use synthetic or burn (exec needs a command: tasks name it)"
+            ),
+        };
+        let slot = self.slot.unwrap_or(0);
+        let data_dir = self.data_dir.unwrap_or_else(|| {
+            let name = if slot == common::messages::AUTO_SLOT {
+                format!("megha-worker-pid{}", std::process::id())
+            } else {
+                format!("megha-worker-{slot}")
+            };
+            std::env::temp_dir().join(name)
+        });
         let queue_order = match &self.queue_order {
             Some(text) => text
                 .parse::<QueueOrder>()
@@ -124,7 +186,7 @@ impl WorkerArgs {
         }
         Ok(WorkerSettings {
             lm_url: lm_url.trim_end_matches('/').to_owned(),
-            slot: self.slot.unwrap_or(0),
+            slot,
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),
             advertise_url: self.advertise_url,
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(30_000)),
@@ -135,6 +197,13 @@ impl WorkerArgs {
             log_format: self.log_format.unwrap_or_default(),
             queue_order,
             queueable_cap,
+            default_executor,
+            exec: ExecSettings {
+                data_dir,
+                grace: Duration::from_millis(self.kill_grace_ms.unwrap_or(5000)),
+                keep_logs: self.keep_task_logs.unwrap_or(1000),
+                cgroups: self.cgroups.unwrap_or(true),
+            },
         })
     }
 }
@@ -170,5 +239,29 @@ mod tests {
         assert!(format!("{err:#}").contains("--queue-order"), "{err:#}");
         let err = resolve(&["--queueable-cap", "2"]).expect_err("cap above 1");
         assert!(format!("{err:#}").contains("--queueable-cap"), "{err:#}");
+    }
+
+    #[test]
+    fn executor_settings_are_checked() {
+        let resolve = |args: &[&str]| {
+            let mut all = vec!["worker", "--slot", "3"];
+            all.extend_from_slice(args);
+            WorkerArgs::try_parse_from(all).expect("parse").resolve()
+        };
+        let s = resolve(&[]).expect("defaults");
+        assert_eq!(s.default_executor, Executor::Synthetic);
+        assert!(
+            s.exec.data_dir.ends_with("megha-worker-3"),
+            "{:?}",
+            s.exec.data_dir
+        );
+        assert_eq!(s.exec.grace, Duration::from_secs(5));
+        let s = resolve(&["--default-executor", "burn", "--kill-grace-ms", "10"]).expect("burn");
+        assert_eq!(
+            (s.default_executor, s.exec.grace),
+            (Executor::Burn, Duration::from_millis(10))
+        );
+        let err = resolve(&["--default-executor", "exec"]).expect_err("exec needs a command");
+        assert!(format!("{err:#}").contains("--default-executor"), "{err:#}");
     }
 }

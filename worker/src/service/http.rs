@@ -1,12 +1,15 @@
 //! The worker's HTTP API: `POST /v1/start` (bincode `Vec<StartTask>` -> `()`, from
 //! its LM), `POST /v1/kill` (bincode `Vec<KillTask>` -> `()`, from its LM: preempted
 //! tasks), `POST /v1/promote` (bincode `Vec<PromoteTask>` -> `()`, from its LM:
-//! QUEUEABLE tasks made GUARANTEED), `GET /healthz`, `GET /metrics`.
+//! QUEUEABLE tasks made GUARANTEED), `GET /v1/tasks/{job}/{index}/logs?stream=
+//! stdout|stderr&tail=N` (an exec task's log, text; 404 for a task with none here),
+//! `GET /healthz`, `GET /metrics`.
 
-use super::actor::{GetLoad, Kill, Promote, RenderMetrics, Start, WorkerActor};
+use super::actor::{GetLoad, Kill, LogsRoot, Promote, RenderMetrics, Start, WorkerActor};
+use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,6 +21,7 @@ pub fn router(worker: Addr<WorkerActor>) -> Router {
         .route("/v1/start", post(start))
         .route("/v1/kill", post(kill))
         .route("/v1/promote", post(promote))
+        .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -62,6 +66,46 @@ fn done(sent: Result<(), actix::MailboxError>) -> Response {
             Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         },
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogQuery {
+    /// stdout (default) or stderr.
+    stream: Option<String>,
+    /// The last N lines only.
+    tail: Option<usize>,
+}
+
+async fn task_logs(
+    State(w): State<Addr<WorkerActor>>,
+    Path((job, index)): Path<(u64, u32)>,
+    Query(q): Query<LogQuery>,
+) -> Response {
+    let task = common::TaskId::new(job, index);
+    let stream: Stream = match q.stream.as_deref().unwrap_or("stdout").parse() {
+        Ok(s) => s,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("stream: {e}")),
+    };
+    let root = match w.send(LogsRoot).await {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            return bad(
+                StatusCode::NOT_FOUND,
+                format!("no logs for task {task}: this worker runs no exec tasks"),
+            )
+        }
+        Err(e) => return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    };
+    let read = tokio::task::spawn_blocking(move || logs::tail(&root, task, stream, q.tail)).await;
+    match read {
+        Ok(Ok(text)) => {
+            ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+        }
+        Ok(Err(e @ LogError::Unknown { .. })) => bad(StatusCode::NOT_FOUND, e.to_string()),
+        Ok(Err(e)) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 

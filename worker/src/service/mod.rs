@@ -26,8 +26,11 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         url: format!("{}/v1/report", s.lm_url),
         retries: 3,
     });
+    let executors = crate::exec::Executors::new(s.exec.clone())
+        .with_context(|| format!("cannot create the data dir {}", s.exec.data_dir.display()))?;
     let worker = actor::WorkerActor::new(reports)
         .with_queueing(s.queue_order, s.queueable_cap)
+        .with_executors(executors, s.default_executor.clone())
         .start();
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
@@ -86,6 +89,23 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
             Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
+    // What still runs is killed (SIGTERM, grace, SIGKILL); then the cgroup goes.
+    let deadline = Instant::now() + s.exec.grace + Duration::from_secs(1);
+    let stop = actor::StopExecutors {
+        remove_cgroup: false,
+    };
+    while let Ok(n @ 1..) = worker.send(stop).await {
+        if Instant::now() >= deadline {
+            tracing::warn!(running = n, "exec tasks still ending at shutdown");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = worker
+        .send(actor::StopExecutors {
+            remove_cgroup: true,
+        })
+        .await;
     tracing::info!("worker stopped");
     Ok(())
 }

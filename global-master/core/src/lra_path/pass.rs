@@ -175,6 +175,7 @@ impl LraPath {
                 constraints: common::ConstraintSet::EMPTY,
                 duration: r.submission.durations[j],
                 tags: container.tags.clone(),
+                executor: None,
             };
             let mut pending = Pending {
                 task,

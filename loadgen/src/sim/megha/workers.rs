@@ -38,6 +38,8 @@ impl Sim<'_> {
                 }
                 self.schedule_wake(w);
             }
+            // The simulator runs synthetic tasks only: their ends come from Wake.
+            WorkerInput::Exited { .. } => {}
             WorkerInput::Lm(LmToWorker::Start(order)) => {
                 self.record(order.task.id).in_flight_until(now);
                 match self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Start(order))) {
@@ -79,8 +81,9 @@ impl Sim<'_> {
     /// sends them to its LM.
     fn worker_reports(&mut self, now: Micros, w: usize, out: WorkerOutput) {
         for WorkerToLm::Report(report) in &out.to_lm {
-            match *report {
+            match report {
                 WorkerReport::Started { task, .. } => {
+                    let task = *task;
                     let (resources, kind) = self.workers[w]
                         .running()
                         .iter()
@@ -105,7 +108,9 @@ impl Sim<'_> {
                     self.running += 1;
                     self.idle_ticks = 0;
                 }
-                WorkerReport::Finished { task, at, .. } => {
+                // Failed: real executors only, never in the simulator.
+                WorkerReport::Finished { task, at, .. } | WorkerReport::Failed { task, at, .. } => {
+                    let (task, at) = (*task, *at);
                     self.end_run(task, at);
                     self.record(task).finish = Some(at);
                     self.done += 1;
@@ -118,6 +123,7 @@ impl Sim<'_> {
                     }
                 }
                 WorkerReport::Killed { task, at, .. } => {
+                    let (task, at) = (*task, *at);
                     self.end_run(task, at);
                     self.running -= 1;
                 }

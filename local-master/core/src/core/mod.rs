@@ -19,7 +19,7 @@ pub use crate::allocation::Allocation;
 use crate::allocation::Queued;
 use crate::answers::BatchAnswers;
 pub use crate::config::{LmConfig, QueueableConfig};
-pub use crate::effects::{LmEffects, LmError};
+pub use crate::effects::{ended_event, LmEffects, LmError};
 use crate::restarted::Restarted;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;

@@ -2,7 +2,7 @@
 //! the worker on its own to make room).
 
 use super::LocalMaster;
-use crate::effects::{LmEffects, LmError};
+use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::WorkerReport;
 use common::Micros;
@@ -17,6 +17,11 @@ impl LocalMaster {
     ) -> Result<LmEffects, LmError> {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
+        // A failed task ends as a finished one does; only its event differs.
+        let failure = match &report {
+            WorkerReport::Failed { failure, .. } => Some(failure.clone()),
+            _ => None,
+        };
         match report {
             WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
                 self.queueable_started(now, node, task, at, &mut effects)?;
@@ -60,6 +65,7 @@ impl LocalMaster {
                 effects.requeue(lm, gm, spec, lost);
             }
             WorkerReport::Finished { node, task, at }
+            | WorkerReport::Failed { node, task, at, .. }
                 if self.pending_kills.remove(&task).is_some() =>
             {
                 // Finished before the kill reached the worker: the finish stands.
@@ -67,10 +73,11 @@ impl LocalMaster {
                 effects.events.push(TaskEvent {
                     task,
                     at,
-                    kind: TaskEventKind::Finished { lm, node },
+                    kind: ended_event(lm, node, failure.as_ref()),
                 });
             }
-            WorkerReport::Finished { node, task, at } => {
+            WorkerReport::Finished { node, task, at }
+            | WorkerReport::Failed { node, task, at, .. } => {
                 match self.running.get(&task) {
                     Some(a) if a.node == node => {}
                     _ => return Err(LmError::UnknownTask { task, node }),
@@ -82,7 +89,7 @@ impl LocalMaster {
                 effects.events.push(TaskEvent {
                     task,
                     at,
-                    kind: TaskEventKind::Finished { lm, node },
+                    kind: ended_event(lm, node, failure.as_ref()),
                 });
             }
         }

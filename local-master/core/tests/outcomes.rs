@@ -1,0 +1,74 @@
+//! A worker's report of how a task ended becomes the event observers see: a clean
+//! end `Finished`, a failure `Failed` with its reason; both return the resources.
+
+use common::cluster::{LmSpec, NodeSpec};
+use common::events::TaskEventKind;
+use common::messages::{LaunchBatch, LaunchRequest, Placement, TaskFailure, WorkerReport};
+use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use lm_core::{LmConfig, LocalMaster};
+
+fn launched(task: u64) -> LocalMaster {
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node]],
+    };
+    let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
+    let batch = LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq: 1,
+        requests: vec![LaunchRequest {
+            task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
+            node: NodeId(0),
+            placement: Placement::Internal,
+        }],
+    };
+    lm.handle_launch_batch(Micros(1), batch).expect("launch");
+    lm
+}
+
+#[test]
+fn a_failed_task_is_reported_failed_with_its_reason_and_frees_its_node() {
+    let mut lm = launched(1);
+    let fx = lm
+        .handle_worker_report(
+            Micros(9),
+            WorkerReport::Failed {
+                node: NodeId(0),
+                task: TaskId::new(1, 0),
+                at: Micros(9),
+                failure: TaskFailure::Exit { code: 3 },
+            },
+        )
+        .expect("a known task");
+    let kinds: Vec<&TaskEventKind> = fx.events.iter().map(|e| &e.kind).collect();
+    let [TaskEventKind::Failed { detail }] = &kinds[..] else {
+        panic!("one Failed event, got {kinds:?}");
+    };
+    assert!(detail.contains("exited with code 3"), "{detail}");
+    assert!(lm.is_idle(), "the node's resources came back");
+}
+
+#[test]
+fn a_clean_end_is_still_finished() {
+    let mut lm = launched(2);
+    let fx = lm
+        .handle_worker_report(
+            Micros(9),
+            WorkerReport::Finished {
+                node: NodeId(0),
+                task: TaskId::new(2, 0),
+                at: Micros(9),
+            },
+        )
+        .expect("a known task");
+    assert!(matches!(
+        &fx.events[..],
+        [e] if matches!(e.kind, TaskEventKind::Finished { .. })
+    ));
+    assert!(lm.is_idle());
+}

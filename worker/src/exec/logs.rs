@@ -1,0 +1,198 @@
+//! Per-task directories and logs under the worker's data dir:
+//! `<data-dir>/tasks/<job>.<index>/{stdout,stderr}` (also the command's working
+//! directory unless it names one). Kept after the task ends; only the newest
+//! `keep` ended tasks' directories stay (the oldest go first).
+
+use common::TaskId;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Most bytes read from the end of a log to answer a tail request.
+pub const MAX_TAIL_BYTES: u64 = 1 << 20;
+
+/// Which output of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+impl std::str::FromStr for Stream {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stdout" => Ok(Stream::Stdout),
+            "stderr" => Ok(Stream::Stderr),
+            other => Err(format!("unknown stream `{other}`: use stdout or stderr")),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("no logs for task {task} on this worker (unknown task, not an exec task, or removed by retention)")]
+    Unknown { task: TaskId },
+    #[error("cannot read the {stream} log of task {task}: {source}")]
+    Io {
+        task: TaskId,
+        stream: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// The task directories of one worker.
+#[derive(Debug)]
+pub struct TaskLogs {
+    root: PathBuf,
+    keep: usize,
+    ended: VecDeque<TaskId>,
+}
+
+impl TaskLogs {
+    pub fn new(data_dir: &Path, keep: usize) -> std::io::Result<Self> {
+        let root = data_dir.join("tasks");
+        std::fs::create_dir_all(&root)?;
+        Ok(TaskLogs {
+            root,
+            keep,
+            ended: VecDeque::new(),
+        })
+    }
+
+    /// `<data dir>/tasks`.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn dir(&self, task: TaskId) -> PathBuf {
+        task_dir(&self.root, task)
+    }
+
+    pub fn path(&self, task: TaskId, stream: Stream) -> PathBuf {
+        self.dir(task).join(stream.file_name())
+    }
+
+    /// Creates the task's directory and empty log files (a run again truncates).
+    pub fn create(&self, task: TaskId) -> std::io::Result<(File, File)> {
+        std::fs::create_dir_all(self.dir(task))?;
+        Ok((
+            File::create(self.path(task, Stream::Stdout))?,
+            File::create(self.path(task, Stream::Stderr))?,
+        ))
+    }
+
+    /// The task ended: its logs stay, and the oldest beyond `keep` go.
+    pub fn ended(&mut self, task: TaskId) {
+        self.ended.retain(|t| *t != task);
+        self.ended.push_back(task);
+        while self.ended.len() > self.keep {
+            let Some(old) = self.ended.pop_front() else {
+                break;
+            };
+            if let Err(e) = std::fs::remove_dir_all(self.dir(old)) {
+                tracing::warn!(task = %old, job = old.job.0, error = %e, "cannot remove an old task directory");
+            }
+        }
+    }
+
+    pub fn tail(
+        &self,
+        task: TaskId,
+        stream: Stream,
+        lines: Option<usize>,
+    ) -> Result<String, LogError> {
+        tail(&self.root, task, stream, lines)
+    }
+}
+
+/// The last `lines` lines (all when `None`) of a task's log under `root` (the
+/// `tasks` directory), read from at most its last [`MAX_TAIL_BYTES`].
+pub fn tail(
+    root: &Path,
+    task: TaskId,
+    stream: Stream,
+    lines: Option<usize>,
+) -> Result<String, LogError> {
+    let io = |source| LogError::Io {
+        task,
+        stream: stream.file_name(),
+        source,
+    };
+    let path = task_dir(root, task).join(stream.file_name());
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LogError::Unknown { task })
+        }
+        Err(e) => return Err(io(e)),
+    };
+    let len = file.metadata().map_err(io)?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(MAX_TAIL_BYTES)))
+        .map_err(io)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io)?;
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(match lines {
+        None => text.into_owned(),
+        Some(n) => last_lines(&text, n).to_owned(),
+    })
+}
+
+/// A task's directory under `root` (the `tasks` directory).
+pub fn task_dir(root: &Path, task: TaskId) -> PathBuf {
+    root.join(format!("{}.{}", task.job.0, task.index))
+}
+
+/// The suffix of `text` holding its last `n` lines (a final newline ends a line).
+pub fn last_lines(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(n - 1) {
+        Some((i, _)) => &text[i + 1..],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_lines_counts_from_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc\n");
+        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\n", 5), "a\nb\n");
+        assert_eq!(last_lines("a\n", 0), "");
+        assert_eq!(last_lines("", 3), "");
+    }
+
+    #[test]
+    fn retention_keeps_the_newest_ended_tasks() {
+        let dir = std::env::temp_dir().join(format!("megha-logs-test-{}", std::process::id()));
+        let mut logs = TaskLogs::new(&dir, 2).expect("data dir");
+        let tasks: Vec<TaskId> = (0..3).map(|i| TaskId::new(7, i)).collect();
+        for &t in &tasks {
+            logs.create(t).expect("create");
+            logs.ended(t);
+        }
+        assert!(matches!(
+            logs.tail(tasks[0], Stream::Stdout, None),
+            Err(LogError::Unknown { .. })
+        ));
+        assert_eq!(logs.tail(tasks[2], Stream::Stderr, None).expect("kept"), "");
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+}
