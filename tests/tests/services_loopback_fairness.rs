@@ -1,7 +1,7 @@
 //! Fairness across processes on loopback with a real RabbitMQ: 2 GMs, 1 LM and 2
 //! workers (4 one-core nodes), queues `a` (GM 0) and `b` (GM 1) with 50 % each. `a`
 //! fills the cluster with long tasks; a task of `b` then preempts one of them over
-//! HTTP (GM -> LM `GmToLm::Preempt` on `/v1/messages`, LM -> worker `/v1/kill`, LM -> GM
+//! HTTP (GM -> LM `GmToLm::Preempt` on `/v1/messages`, LM -> worker `LmToWorker::Kill`, LM -> GM
 //! `LmToGm::Requeue` on `/v1/internal/messages`), and every task finishes, the victim after running again.
 //! Fails (never skips) when RabbitMQ is not running.
 

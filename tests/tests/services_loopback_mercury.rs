@@ -1,7 +1,7 @@
 //! Mercury across processes on loopback with a real RabbitMQ: 2 GMs, 1 LM with
 //! `--queueable`, 2 workers (4 one-core nodes). QUEUEABLE work fills the nodes and
 //! queues at the workers; GUARANTEED tasks sent to GM 1 are forwarded to GM 0 (the
-//! designated GM) and make room by killing QUEUEABLE tasks (LM -> worker `/v1/kill`),
+//! designated GM) and make room by killing QUEUEABLE tasks (LM -> worker `LmToWorker::Kill`),
 //! which go back to GM 1 (`LmToGm::Requeue` on `/v1/internal/messages`) and run again. Then `loadgen replay
 //! --task-types hybrid:10:0.7` runs the sample trace through the same processes.
 //! Fails (never skips) when RabbitMQ is not running.

@@ -13,10 +13,11 @@ mod support;
 
 use actix::prelude::*;
 use common::messages::{StartTask, WorkerReport};
+use common::protocol::LmToWorker;
 use common::{ExecCommand, Executor, Micros, NodeId, Resources, TaskId, TaskSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use worker::service::actor::Start;
+use worker::service::actor::FromLm;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -56,10 +57,10 @@ async fn main() {
                     .with_executor(executor.clone());
             let id = task.id;
             let t0 = Instant::now();
-            worker.do_send(Start(vec![StartTask {
+            worker.do_send(FromLm(vec![LmToWorker::Start(StartTask {
                 node: NodeId(0),
                 task,
-            }]));
+            })]));
             loop {
                 let (at, r) = rx.recv().await.expect("report");
                 match r {

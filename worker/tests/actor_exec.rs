@@ -5,10 +5,11 @@
 mod support;
 
 use common::messages::{KillTask, StartTask, TaskFailure, WorkerReport};
+use common::protocol::LmToWorker;
 use common::{ExecCommand, Executor, Micros, NodeId, Resources, TaskId, TaskSpec};
 use std::sync::Arc;
 use std::time::Duration;
-use worker::service::actor::{Kill, RenderMetrics, Start};
+use worker::service::actor::{FromLm, RenderMetrics};
 
 fn exec_task(job: u64, script: &str) -> StartTask {
     StartTask {
@@ -57,7 +58,10 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
 
     // A failing command: Started, then Failed with its exit code.
     let failing = exec_task(1, "echo hello; exit 3");
-    worker.send(Start(vec![failing])).await.expect("start");
+    worker
+        .send(FromLm(vec![LmToWorker::Start(failing)]))
+        .await
+        .expect("start");
     let id = TaskId::new(1, 0);
     assert!(matches!(
         next_about(&mut rx, id).await,
@@ -102,17 +106,20 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
 
     // A running command killed on the LM's order: Killed, and nothing finishes later.
     let sleeper = exec_task(2, "sleep 1000");
-    worker.send(Start(vec![sleeper])).await.expect("start");
+    worker
+        .send(FromLm(vec![LmToWorker::Start(sleeper)]))
+        .await
+        .expect("start");
     let id = TaskId::new(2, 0);
     assert!(matches!(
         next_about(&mut rx, id).await,
         WorkerReport::Started { .. }
     ));
     worker
-        .send(Kill(vec![KillTask {
+        .send(FromLm(vec![LmToWorker::Kill(KillTask {
             node: NodeId(0),
             task: id,
-        }]))
+        })]))
         .await
         .expect("kill");
     assert!(matches!(
@@ -122,7 +129,7 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
     // A finishing command afterwards proves the actor still runs; the sleeper sent
     // nothing more in between.
     worker
-        .send(Start(vec![exec_task(3, "true")]))
+        .send(FromLm(vec![LmToWorker::Start(exec_task(3, "true"))]))
         .await
         .expect("start");
     loop {

@@ -10,8 +10,8 @@ use anyhow::{anyhow, Result};
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::messages::{KillTask, LmSnapshot, PromoteTask, StartTask, WorkerReport};
-use common::protocol::{GmToLm, LmToGm};
+use common::messages::{LmSnapshot, WorkerReport};
+use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros};
 use global_master::core::{GmConfig, GmInput};
 use global_master::service::actor::{GetLoad, GmActor, Submit, SubmitRefused};
@@ -21,12 +21,12 @@ use global_master::service::lra_actor::{ended_tasks, TasksEnded};
 use global_master::service::report::RenderMetrics;
 use local_master::service::actor::{LmActor, PublishNow};
 use local_master::service::gm::FromGm;
-use local_master::service::orders::{RequeueLink, WorkerLinks};
-use local_master::service::workers::{Register, Reports};
+use local_master::service::orders::RequeueLink;
+use local_master::service::workers::{FromWorker, Register};
 use service_kit::links::{fn_link, LinkError, Sink};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use worker::service::actor::{Assign, Kill, Promote, Start, WorkerActor};
+use worker::service::actor::{Assign, FromLm, WorkerActor};
 
 #[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
@@ -137,7 +137,7 @@ pub async fn start_with(
             let reports = fn_link(move |r: Vec<WorkerReport>| {
                 let lm = to_lm.clone();
                 async move {
-                    lm.send(Reports(r))
+                    lm.send(FromWorker(r.into_iter().map(WorkerToLm::Report).collect()))
                         .await
                         .map_err(mailbox)?
                         .map_err(LinkError::Unreachable)
@@ -149,29 +149,15 @@ pub async fn start_with(
             }
             let w = w.start();
             let to_w = w.clone();
-            let starts = fn_link(move |orders: Vec<StartTask>| {
+            let link = fn_link(move |orders: Vec<LmToWorker>| {
                 let w = to_w.clone();
-                async move { w.send(Start(orders)).await.map_err(mailbox) }
-            });
-            let to_w = w.clone();
-            let kills = fn_link(move |orders: Vec<KillTask>| {
-                let w = to_w.clone();
-                async move { w.send(Kill(orders)).await.map_err(mailbox) }
-            });
-            let to_w = w.clone();
-            let promotes = fn_link(move |orders: Vec<PromoteTask>| {
-                let w = to_w.clone();
-                async move { w.send(Promote(orders)).await.map_err(mailbox) }
+                async move { w.send(FromLm(orders)).await.map_err(mailbox) }
             });
             let assignment = lm
                 .send(Register {
                     slot,
                     url: String::new(),
-                    links: WorkerLinks {
-                        start: starts,
-                        kill: kills,
-                        promote: promotes,
-                    },
+                    link,
                     holding: Vec::new(),
                     finished: Vec::new(),
                 })

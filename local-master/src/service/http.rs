@@ -4,16 +4,17 @@
 //! - `POST /v1/messages`: any GM request (`common::protocol::GmToLm`: launch batch,
 //!   preemption) -> its answer (`LmToGm`); 503 until every worker has registered
 //!   (the GM sends it again), 422 if it is not for this LM.
-//! - `POST /v1/report`: `Vec<WorkerReport>` -> `()` (from workers); 409 while the
-//!   reporting worker has not registered with this life of the LM.
+//! - `POST /v1/worker/messages`: `Vec<WorkerToLm>` -> `()` (from workers: reports, in
+//!   order); 409 while the reporting worker has not registered with this life of the
+//!   LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
-use super::orders::WorkerLinks;
-use super::workers::{Register, Reports};
+use super::orders::WorkerLink;
+use super::workers::{FromWorker, Register};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -22,8 +23,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::{WorkerRegistration, WorkerReport};
-use common::protocol::GmToLm;
+use common::messages::WorkerRegistration;
+use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
 use std::sync::Arc;
@@ -47,7 +48,7 @@ const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 pub fn router(state: LmApi) -> Router {
     Router::new()
         .route("/v1/messages", post(from_gm))
-        .route("/v1/report", post(report))
+        .route("/v1/worker/messages", post(from_worker))
         .route("/v1/register", post(register))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -86,12 +87,12 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
     }
 }
 
-async fn report(State(s): State<LmApi>, body: Bytes) -> Response {
-    let reports: Vec<WorkerReport> = match codec::decode(&body) {
+async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
+    let messages: Vec<WorkerToLm> = match codec::decode(&body) {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    match s.lm.send(Reports(reports)).await {
+    match s.lm.send(FromWorker(messages)).await {
         Ok(Ok(())) => {
             if let Some(publisher) = &s.publisher {
                 if !publisher.flush(REPORT_CONFIRM_WAIT).await {
@@ -110,22 +111,17 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    let worker = |path: &str| HttpLink {
+    let link: WorkerLink = Arc::new(HttpLink {
         client: s.client.clone(),
-        url: format!("{}{path}", reg.url.trim_end_matches('/')),
+        url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
         retries: 3,
-    };
-    let links = WorkerLinks {
-        start: Arc::new(worker("/v1/start")),
-        kill: Arc::new(worker("/v1/kill")),
-        promote: Arc::new(worker("/v1/promote")),
-    };
+    });
     match s
         .lm
         .send(Register {
             slot: reg.slot,
             url: reg.url,
-            links,
+            link,
             holding: reg.holding,
             finished: reg.finished,
         })

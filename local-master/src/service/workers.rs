@@ -3,7 +3,7 @@
 //! are adopted) and reports (started, finished, killed), each a step of the core.
 
 use super::actor::LmActor;
-use super::orders::{worker_link, WorkerLinks};
+use super::orders::WorkerLink;
 use crate::core::{LmEffects, LmError};
 use actix::prelude::*;
 use common::events::TaskEvent;
@@ -52,16 +52,16 @@ impl LmActor {
 /// worker must first tell which tasks it holds.
 #[derive(Message, Debug)]
 #[rtype(result = "Result<(), String>")]
-pub struct Reports(pub Vec<WorkerReport>);
+pub struct FromWorker(pub Vec<WorkerToLm>);
 
-impl Handler<Reports> for LmActor {
+impl Handler<FromWorker> for LmActor {
     type Result = Result<(), String>;
 
-    fn handle(&mut self, msg: Reports, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: FromWorker, ctx: &mut Context<Self>) -> Self::Result {
         if let Some(node) = msg
             .0
             .iter()
-            .map(WorkerReport::node)
+            .map(WorkerToLm::node)
             .find(|n| self.workers[self.slot_of(*n)].is_none())
         {
             return Err(format!(
@@ -70,16 +70,16 @@ impl Handler<Reports> for LmActor {
             ));
         }
         let mut changed = false;
-        for report in msg.0 {
+        for message in msg.0 {
             self.counters.reports += 1;
             changed |= matches!(
-                report,
-                WorkerReport::Finished { .. } | WorkerReport::Failed { .. }
+                message,
+                WorkerToLm::Report(WorkerReport::Finished { .. } | WorkerReport::Failed { .. })
             );
-            match self.core.step(
-                clock::now(),
-                LmInput::Worker(WorkerToLm::Report(report.clone())),
-            ) {
+            match self
+                .core
+                .step(clock::now(), LmInput::Worker(message.clone()))
+            {
                 Ok(out) => {
                     self.apply(out, ctx);
                 }
@@ -89,6 +89,7 @@ impl Handler<Reports> for LmActor {
                     // how the task ended; they drop duplicates.
                     self.counters.orphan_reports += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
+                    let WorkerToLm::Report(report) = message;
                     let event = orphan_event(self.core.id(), report);
                     (self.events)(vec![event]);
                 }
@@ -142,7 +143,7 @@ pub struct Register {
     /// Where the worker listens (only used to recognise a re-registration).
     pub url: String,
     /// Its start, kill and promote endpoints.
-    pub links: WorkerLinks,
+    pub link: WorkerLink,
     /// Tasks the worker holds (it registers again after this LM restarted).
     pub holding: Vec<HeldTask>,
     /// Tasks the worker finished recently (see `WorkerRegistration::finished`).
@@ -188,7 +189,7 @@ impl Handler<Register> for LmActor {
             self.core.finished_before_restart(task);
         }
         self.adopt(slot, msg.holding);
-        let sender = OrderedSender::start(worker_link(msg.links));
+        let sender = OrderedSender::start(msg.link);
         for order in std::mem::take(&mut self.held_orders[slot]) {
             sender.send(order);
         }

@@ -6,9 +6,7 @@
 use crate::core::{ExecOrder, QueueOrder, Worker, WorkerInput, WorkerOutput};
 use crate::exec::Executors;
 use actix::prelude::*;
-use common::messages::{
-    HeldTask, KillTask, PromoteTask, StartTask, TaskFailure, WorkerAssignment, WorkerReport,
-};
+use common::messages::{HeldTask, TaskFailure, WorkerAssignment, WorkerReport};
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Executor, Micros, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
@@ -299,15 +297,17 @@ impl Handler<Assign> for WorkerActor {
     }
 }
 
-/// Start orders from the LM.
+/// Orders from the LM, whatever they are (start, kill, promote, ...), in the order
+/// the LM decided them. A kill or promotion of a task no longer here (it finished, or
+/// the order is a retry) is skipped: its finish report stands.
 #[derive(Message, Debug)]
 #[rtype(result = "()")]
-pub struct Start(pub Vec<StartTask>);
+pub struct FromLm(pub Vec<LmToWorker>);
 
-impl Handler<Start> for WorkerActor {
+impl Handler<FromLm> for WorkerActor {
     type Result = ();
-    fn handle(&mut self, msg: Start, ctx: &mut Context<Self>) {
-        self.deliver(msg.0.into_iter().map(LmToWorker::Start), ctx);
+    fn handle(&mut self, msg: FromLm, ctx: &mut Context<Self>) {
+        self.deliver(msg.0.into_iter(), ctx);
     }
 }
 
@@ -474,32 +474,6 @@ impl Handler<Holding> for WorkerActor {
             self.finished.iter().copied().collect(),
             self.incarnation,
         ))
-    }
-}
-
-/// Kill orders from the LM (preemption). A task no longer here (it finished, or the
-/// order is a retry) is skipped: its finish report stands.
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub struct Kill(pub Vec<KillTask>);
-
-impl Handler<Kill> for WorkerActor {
-    type Result = ();
-    fn handle(&mut self, msg: Kill, ctx: &mut Context<Self>) {
-        self.deliver(msg.0.into_iter().map(LmToWorker::Kill), ctx);
-    }
-}
-
-/// Promotion orders from the LM: running QUEUEABLE tasks become GUARANTEED (never
-/// killed for other work again). A task no longer here is skipped.
-#[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub struct Promote(pub Vec<PromoteTask>);
-
-impl Handler<Promote> for WorkerActor {
-    type Result = ();
-    fn handle(&mut self, msg: Promote, ctx: &mut Context<Self>) {
-        self.deliver(msg.0.into_iter().map(LmToWorker::Promote), ctx);
     }
 }
 

@@ -1,11 +1,10 @@
-//! The worker's HTTP API: `POST /v1/start` (bincode `Vec<StartTask>` -> `()`, from
-//! its LM), `POST /v1/kill` (bincode `Vec<KillTask>` -> `()`, from its LM: preempted
-//! tasks), `POST /v1/promote` (bincode `Vec<PromoteTask>` -> `()`, from its LM:
-//! QUEUEABLE tasks made GUARANTEED), `GET /v1/tasks/{job}/{index}/logs?stream=
+//! The worker's HTTP API: `POST /v1/messages` (bincode `Vec<LmToWorker>` -> `()`,
+//! from its LM: start, kill and promote orders, in the order the LM decided them),
+//! `GET /v1/tasks/{job}/{index}/logs?stream=
 //! stdout|stderr&tail=N` (an exec task's log, text; 404 for a task with none here),
 //! `GET /healthz`, `GET /metrics`.
 
-use super::actor::{GetLoad, Kill, LogsRoot, Promote, RenderMetrics, Start, WorkerActor};
+use super::actor::{FromLm, GetLoad, LogsRoot, RenderMetrics, WorkerActor};
 use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
 use axum::body::Bytes;
@@ -15,12 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
+use common::protocol::LmToWorker;
 
 pub fn router(worker: Addr<WorkerActor>) -> Router {
     Router::new()
-        .route("/v1/start", post(start))
-        .route("/v1/kill", post(kill))
-        .route("/v1/promote", post(promote))
+        .route("/v1/messages", post(from_lm))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -32,30 +30,13 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-async fn start(State(w): State<Addr<WorkerActor>>, body: Bytes) -> Response {
-    deliver(&w, &body, Start).await
-}
-
-async fn kill(State(w): State<Addr<WorkerActor>>, body: Bytes) -> Response {
-    deliver(&w, &body, Kill).await
-}
-
-async fn promote(State(w): State<Addr<WorkerActor>>, body: Bytes) -> Response {
-    deliver(&w, &body, Promote).await
-}
-
-/// Decodes a bincode list of orders and hands it to the actor as `wrap(orders)`.
-async fn deliver<T, M>(w: &Addr<WorkerActor>, body: &[u8], wrap: fn(Vec<T>) -> M) -> Response
-where
-    T: serde::de::DeserializeOwned,
-    M: actix::Message<Result = ()> + Send + 'static,
-    WorkerActor: actix::Handler<M>,
-{
-    let orders: Vec<T> = match codec::decode(body) {
+/// Decodes a bincode list of orders and hands it to the actor.
+async fn from_lm(State(w): State<Addr<WorkerActor>>, body: Bytes) -> Response {
+    let orders: Vec<LmToWorker> = match codec::decode(&body) {
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    done(w.send(wrap(orders)).await)
+    done(w.send(FromLm(orders)).await)
 }
 
 /// The empty bincode answer once the actor took the orders.

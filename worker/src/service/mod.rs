@@ -12,8 +12,9 @@ pub mod http;
 use actix::Actor;
 use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
-use common::messages::{WorkerAssignment, WorkerRegistration};
-use service_kit::links::{http_client, Call, HttpLink};
+use common::messages::{WorkerAssignment, WorkerRegistration, WorkerReport};
+use common::protocol::WorkerToLm;
+use service_kit::links::{fn_link, http_client, Call, HttpLink, Link};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,10 +22,18 @@ use std::time::{Duration, Instant};
 /// finish and their reports to reach the LM (up to the drain timeout).
 pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     let client = http_client(Duration::from_secs(10));
-    let reports = Arc::new(HttpLink {
+    let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
-        url: format!("{}/v1/report", s.lm_url),
+        url: format!("{}/v1/worker/messages", s.lm_url),
         retries: 3,
+    });
+    let reports = fn_link(move |reports: Vec<WorkerReport>| {
+        let to_lm = to_lm.clone();
+        async move {
+            to_lm
+                .call(reports.into_iter().map(WorkerToLm::Report).collect())
+                .await
+        }
     });
     let executors = crate::exec::Executors::new(s.exec.clone())
         .with_context(|| format!("cannot create the data dir {}", s.exec.data_dir.display()))?;
