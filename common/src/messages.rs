@@ -289,6 +289,27 @@ pub struct PromoteTask {
     pub task: TaskId,
 }
 
+/// LM -> GM: tasks this GM launched that ended at their workers, finished or failed
+/// (sent to the GM that launched them, on the same ordered, retrying stream as
+/// requeues; a repeat is harmless: an end is final).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TasksEnded {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub ends: Vec<TaskEnd>,
+}
+
+/// How one task ended at its worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnd {
+    pub task: TaskId,
+    pub node: NodeId,
+    /// When the worker saw it end.
+    pub at: Micros,
+    /// `None`: finished (exit 0, or a synthetic task's time was up).
+    pub failure: Option<TaskFailure>,
+}
+
 /// LM -> GM: tasks of the GM's queues that were preempted, to be queued again.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PreemptedTasks {

@@ -16,7 +16,7 @@
 
 use crate::messages::{
     KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptRequest, PreemptResponse,
-    PreemptedTasks, PromoteTask, StartTask, WorkerReport,
+    PreemptedTasks, PromoteTask, StartTask, TasksEnded, WorkerReport,
 };
 use crate::{GmId, LmId, NodeId, TaskSpec};
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,8 @@ pub enum LmToGm {
     State(LmSnapshot),
     /// Tasks of the GM's queues the LM preempted: queue them again.
     Requeue(PreemptedTasks),
+    /// Tasks the GM launched that finished or failed at their workers.
+    Ended(TasksEnded),
 }
 
 impl LmToGm {
@@ -69,7 +71,7 @@ impl LmToGm {
             LmToGm::LaunchAnswer(r) => Some(&r.snapshot),
             LmToGm::PreemptAnswer(r) => Some(&r.snapshot),
             LmToGm::State(s) => Some(s),
-            LmToGm::Requeue(_) => None,
+            LmToGm::Requeue(_) | LmToGm::Ended(_) => None,
         }
     }
 
@@ -80,6 +82,7 @@ impl LmToGm {
             LmToGm::PreemptAnswer(r) => GmAddress::One(r.gm),
             LmToGm::State(_) => GmAddress::All,
             LmToGm::Requeue(p) => GmAddress::One(p.gm),
+            LmToGm::Ended(e) => GmAddress::One(e.gm),
         }
     }
 
@@ -97,6 +100,7 @@ impl LmToGm {
             LmToGm::PreemptAnswer(_) => "preempt_answer",
             LmToGm::State(_) => "state",
             LmToGm::Requeue(_) => "requeue",
+            LmToGm::Ended(_) => "ended",
         }
     }
 }

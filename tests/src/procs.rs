@@ -228,8 +228,6 @@ pub struct RoleArgs {
     pub gm: Vec<String>,
     pub lm: Vec<String>,
     pub worker: Vec<String>,
-    /// The LMs get every GM's URL (`--gm-url`), as QUEUEABLE work needs.
-    pub lms_reach_gms: bool,
 }
 
 /// 2 or more GMs, LMs and workers on loopback, all sharing one broker.
@@ -301,15 +299,10 @@ impl LoopbackCluster {
         extra: &RoleArgs,
     ) -> Self {
         let s = |x: &dyn ToString| x.to_string();
-        let lms_reach_gms = !queues.is_empty() || extra.lms_reach_gms;
+        // The LMs get every GM's URL (`--gm-url`): task ends go to the GM that
+        // launched each task, killed tasks back to their queue's GM.
         let gm_listen: Vec<String> = (0..gms)
-            .map(|_| {
-                if !lms_reach_gms {
-                    "127.0.0.1:0".to_owned()
-                } else {
-                    format!("127.0.0.1:{}", free_port())
-                }
-            })
+            .map(|_| format!("127.0.0.1:{}", free_port()))
             .collect();
         let mut fairness: Vec<String> = Vec::new();
         for q in queues {
@@ -317,10 +310,8 @@ impl LoopbackCluster {
         }
         let mut lm_fairness = fairness.clone();
         lm_fairness.extend(extra.lm.iter().cloned());
-        if lms_reach_gms {
-            for addr in &gm_listen {
-                lm_fairness.extend(["--gm-url".to_owned(), format!("http://{addr}")]);
-            }
+        for addr in &gm_listen {
+            lm_fairness.extend(["--gm-url".to_owned(), format!("http://{addr}")]);
         }
         let mut lm_procs = Vec::new();
         let mut lm_args = Vec::new();

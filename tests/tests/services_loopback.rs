@@ -35,6 +35,25 @@ fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
         cluster.metric(&cluster.workers, "megha_worker_refused_total"),
         0.0
     );
+    // Every task ends `finished` at the GM that launched it (reported by its LM on
+    // the LM -> GM stream, which may trail the event stream by a moment).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let finished = cluster.metric(&cluster.gms, "megha_gm_tasks_finished_total");
+        if finished == 183.0 || std::time::Instant::now() > deadline {
+            assert_eq!(finished, 183.0, "task ends known to the GMs");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_tasks_failed_total"),
+        0.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_gm_messages_dropped_total"),
+        0.0
+    );
     assert_eq!(
         summary["lm_rejections"].as_f64(),
         Some(cluster.metric(&cluster.lms, "megha_lm_rejections_total"))

@@ -59,6 +59,9 @@ pub struct GmStats {
     pub dispatched_internal: u64,
     pub dispatched_repartition: u64,
     pub launched: u64,
+    /// Tasks of this GM the LMs reported finished (exit 0) and failed.
+    pub tasks_finished: u64,
+    pub tasks_failed: u64,
     pub lm_rejections: u64,
     /// Launches the LM answered "duplicate" (it already held the task): counted as
     /// launched.

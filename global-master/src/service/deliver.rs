@@ -100,7 +100,7 @@ impl GmActor {
                         }
                     }
                     LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
-                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) => {}
+                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
                 }
             }
             GmInput::Undelivered(Undelivered::Batch { lm, tasks, .. }) => {
@@ -165,6 +165,9 @@ impl GmActor {
                 },
                 false,
             );
+        }
+        for end in &out.ended {
+            self.tracker.ended(end);
         }
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;

@@ -4,9 +4,10 @@
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
-//! - `POST /v1/internal/messages`: a message from an LM (bincode
-//!   `common::protocol::LmToGm` -> `()`, like the LM's internal API): today the
-//!   preempted tasks of this GM's queues; 422 if it is addressed to another GM.
+//! - `POST /v1/internal/messages`: messages from an LM (bincode
+//!   `Vec<common::protocol::LmToGm>` -> `()`, like the LM's internal API): preempted
+//!   tasks of this GM's queues, ends of tasks it launched; 422 (nothing applied) if
+//!   one is addressed to another GM.
 //! - `GET /healthz`, `GET /metrics` (Prometheus text).
 //! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
@@ -109,27 +110,30 @@ async fn submit(
 }
 
 async fn from_lm(State(s): State<ApiState>, body: Bytes) -> Response {
-    let message: LmToGm = match codec::decode(&body) {
+    let messages: Vec<LmToGm> = match codec::decode(&body) {
         Ok(m) => m,
         Err(e) => return error(ApiError::new(400, "body", e.to_string())),
     };
-    if !message.is_for(s.queues.me) {
+    // All or nothing: one message for another GM refuses the whole call.
+    if let Some(m) = messages.iter().find(|m| !m.is_for(s.queues.me)) {
         return error(ApiError::new(
             422,
             "gm",
             format!(
                 "a {} message for {:?} sent to {}",
-                message.kind(),
-                message.to(),
+                m.kind(),
+                m.to(),
                 s.queues.me
             ),
         ));
     }
-    match s.gm.send(Deliver(crate::core::GmInput::Lm(message))).await {
-        Ok(()) => match codec::encode(&()) {
-            Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
-            Err(e) => unavailable(&e.to_string()),
-        },
+    for message in messages {
+        if let Err(e) = s.gm.send(Deliver(crate::core::GmInput::Lm(message))).await {
+            return unavailable(&e.to_string());
+        }
+    }
+    match codec::encode(&()) {
+        Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
         Err(e) => unavailable(&e.to_string()),
     }
 }

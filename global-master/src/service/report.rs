@@ -150,6 +150,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_tasks_finished_total",
+            "counter",
+            "Tasks of this GM the LMs reported finished (exit 0).",
+            s.tasks_finished as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_tasks_failed_total",
+            "counter",
+            "Tasks of this GM the LMs reported failed (exit code, signal, start failure).",
+            s.tasks_failed as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_lm_rejections_total",
             "counter",
             "Launch requests refused by an LM (stale view).",

@@ -1,6 +1,8 @@
 //! What the GM knows about each task it accepted, for `GET /v1/tasks/...` and
-//! `GET /v1/jobs/...`. The GM's knowledge ends when the LM accepts a launch
-//! (`launched`); starts and finishes are on the event stream.
+//! `GET /v1/jobs/...`: queued -> dispatched -> launched -> finished | failed, from
+//! its own decisions, the LMs' answers and the LMs' reports of task ends
+//! (`LmToGm::Ended`). An end is final: a late answer or a stale requeue reason does
+//! not move a task back. Starts are on the event stream.
 
 use common::reasons::PendingReason;
 use common::{JobId, LmId, Micros, NodeId, TaskId};
@@ -14,6 +16,17 @@ pub enum TaskState {
     Dispatched,
     Launched,
     Unplaceable,
+    /// Ended at its worker with exit 0 (or a synthetic task's time was up).
+    Finished,
+    /// Ended at its worker with a failure (`failure` says which).
+    Failed,
+}
+
+impl TaskState {
+    /// An end: nothing changes the task's state any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, TaskState::Finished | TaskState::Failed)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -29,6 +42,10 @@ pub struct TaskStatus {
     pub attempts: u32,
     pub submitted_at_us: u64,
     pub launched_at_us: Option<u64>,
+    /// When the worker saw it end (worker clock).
+    pub ended_at_us: Option<u64>,
+    /// Why it failed (exit code, signal, start failure), for `failed`.
+    pub failure: Option<common::messages::TaskFailure>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -36,6 +53,9 @@ pub struct JobStatus {
     pub job: u64,
     pub tasks: u32,
     pub states: BTreeMap<TaskState, u32>,
+    /// `finished` when every task finished, `failed` when every task ended and one
+    /// failed, else `active`.
+    pub state: &'static str,
 }
 
 #[derive(Debug, Default)]
@@ -60,12 +80,19 @@ impl Tracker {
                 attempts: 0,
                 submitted_at_us: now.0,
                 launched_at_us: None,
+                ended_at_us: None,
+                failure: None,
             },
         );
     }
 
+    /// The task, unless it already ended.
+    fn live(&mut self, task: TaskId) -> Option<&mut TaskStatus> {
+        self.tasks.get_mut(&task).filter(|s| !s.state.is_final())
+    }
+
     pub fn dispatched(&mut self, task: TaskId, lm: LmId, node: NodeId) {
-        if let Some(s) = self.tasks.get_mut(&task) {
+        if let Some(s) = self.live(task) {
             s.state = TaskState::Dispatched;
             s.lm = Some(lm.0);
             s.node = Some(node.0);
@@ -76,7 +103,7 @@ impl Tracker {
     /// Records a new reason; returns true when it differs from the last one (the
     /// caller publishes an event only then, to avoid a storm of identical requeues).
     pub fn pending(&mut self, task: TaskId, reason: &PendingReason, unplaceable: bool) -> bool {
-        let Some(s) = self.tasks.get_mut(&task) else {
+        let Some(s) = self.live(task) else {
             return false;
         };
         s.state = if unplaceable {
@@ -94,12 +121,28 @@ impl Tracker {
 
     /// The LM accepted the task; returns when it was submitted.
     pub fn launched(&mut self, task: TaskId, now: Micros) -> Option<Micros> {
-        let s = self.tasks.get_mut(&task)?;
+        let s = self.live(task)?;
         s.state = TaskState::Launched;
         s.reason = None;
         s.reason_detail = None;
         s.launched_at_us = Some(now.0);
         Some(Micros(s.submitted_at_us))
+    }
+
+    /// The task ended at its worker (reported by its LM). A repeat changes nothing.
+    pub fn ended(&mut self, end: &common::messages::TaskEnd) {
+        let Some(s) = self.live(end.task) else {
+            return;
+        };
+        s.state = match end.failure {
+            None => TaskState::Finished,
+            Some(_) => TaskState::Failed,
+        };
+        s.reason = None;
+        s.reason_detail = None;
+        s.node = Some(end.node.0);
+        s.ended_at_us = Some(end.at.0);
+        s.failure = end.failure.clone();
     }
 
     pub fn task(&self, task: TaskId) -> Option<&TaskStatus> {
@@ -114,10 +157,59 @@ impl Tracker {
                 *states.entry(s.state).or_default() += 1;
             }
         }
+        let ended = |state| states.get(&state).copied().unwrap_or(0);
+        let state = match (ended(TaskState::Finished), ended(TaskState::Failed)) {
+            (f, 0) if f == tasks => "finished",
+            (f, e) if e > 0 && f + e == tasks => "failed",
+            _ => "active",
+        };
         Some(JobStatus {
             job: job.0,
             tasks,
             states,
+            state,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::messages::{TaskEnd, TaskFailure};
+
+    fn end(task: TaskId, failure: Option<TaskFailure>) -> TaskEnd {
+        TaskEnd {
+            task,
+            node: NodeId(3),
+            at: Micros(50),
+            failure,
+        }
+    }
+
+    #[test]
+    fn ends_are_final_and_make_the_job_state() {
+        let mut t = Tracker::default();
+        let (a, b) = (TaskId::new(1, 0), TaskId::new(1, 1));
+        t.accepted(a, Micros(1));
+        t.accepted(b, Micros(1));
+        t.dispatched(a, LmId(0), NodeId(3));
+        assert_eq!(t.job(a.job).expect("job").state, "active");
+        // The end can overtake the launch answer: the late answer changes nothing.
+        t.ended(&end(a, None));
+        assert!(t.launched(a, Micros(9)).is_none());
+        assert!(!t.pending(a, &PendingReason::NoStateYet, false));
+        assert_eq!(t.task(a).expect("a").state, TaskState::Finished);
+        assert_eq!(t.task(a).expect("a").ended_at_us, Some(50));
+        assert_eq!(t.job(a.job).expect("job").state, "active");
+        t.launched(b, Micros(9));
+        t.ended(&end(b, Some(TaskFailure::Exit { code: 3 })));
+        // A repeated end (the LM's stream resends) is harmless.
+        t.ended(&end(b, None));
+        let s = t.task(b).expect("b");
+        assert_eq!(s.state, TaskState::Failed);
+        assert_eq!(s.failure, Some(TaskFailure::Exit { code: 3 }));
+        let job = t.job(a.job).expect("job");
+        assert_eq!(job.state, "failed");
+        assert_eq!(job.states.get(&TaskState::Finished), Some(&1));
     }
 }

@@ -101,14 +101,17 @@ pub async fn start_with(
     let requeue_links: Vec<RequeueLink> = (0..gms as usize)
         .map(|g| {
             let slot = gm_slot.clone();
-            fn_link(move |message: LmToGm| {
+            fn_link(move |messages: Vec<LmToGm>| {
                 let gm = slot.get().and_then(|all| all.get(g)).cloned();
                 async move {
                     let gm =
                         gm.ok_or_else(|| LinkError::Unreachable(format!("gm{g} not started")))?;
-                    gm.send(Deliver(GmInput::Lm(message)))
-                        .await
-                        .map_err(mailbox)
+                    for message in messages {
+                        gm.send(Deliver(GmInput::Lm(message)))
+                            .await
+                            .map_err(mailbox)?;
+                    }
+                    Ok(())
                 }
             })
         })
@@ -131,6 +134,7 @@ pub async fn start_with(
         if let Some(mercury) = &cfg.mercury {
             lm = lm.with_queueable(mercury.lm_config(), requeue_links.clone());
         }
+        let lm = lm.with_gms(requeue_links.clone());
         let lm = lm.start();
         for slot in 0..cfg.workers_per_lm {
             let to_lm = lm.clone();

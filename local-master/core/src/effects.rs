@@ -4,6 +4,7 @@
 use common::events::TaskEvent;
 use common::messages::{
     KillTask, LaunchResponse, LmSnapshot, PreemptResponse, PreemptedTasks, PromoteTask, StartTask,
+    TaskEnd, TasksEnded,
 };
 use common::{GmId, LmId, Micros, NodeId, TaskId, TaskSpec};
 
@@ -25,6 +26,8 @@ pub struct LmEffects {
     pub requeues: Vec<PreemptedTasks>,
     /// QUEUEABLE tasks promoted to GUARANTEED (tell their workers).
     pub promoted: Vec<PromoteTask>,
+    /// Tasks that ended at their workers, for the GMs that launched them.
+    pub ended: Vec<TasksEnded>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,6 +48,20 @@ impl LmEffects {
                 lm,
                 gm,
                 tasks: vec![(task, lost)],
+            }),
+        }
+    }
+}
+
+impl LmEffects {
+    /// Tells `gm`, which launched the task, that it ended: one message per GM.
+    pub fn ended(&mut self, lm: LmId, gm: GmId, end: TaskEnd) {
+        match self.ended.iter_mut().find(|e| e.gm == gm) {
+            Some(e) => e.ends.push(end),
+            None => self.ended.push(TasksEnded {
+                lm,
+                gm,
+                ends: vec![end],
             }),
         }
     }

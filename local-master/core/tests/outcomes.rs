@@ -72,3 +72,42 @@ fn a_clean_end_is_still_finished() {
     ));
     assert!(lm.is_idle());
 }
+
+/// Through `step`: an end goes to the GM that launched the task, as one
+/// `LmToGm::Ended` addressed to it, with the failure if any; a repeated report
+/// (the worker resends after a lost answer) is refused and sends nothing.
+#[test]
+fn an_end_is_reported_to_the_gm_that_launched_the_task() {
+    use common::protocol::{GmAddress, LmToGm, WorkerToLm};
+    use lm_core::LmInput;
+    let mut lm = launched(3);
+    let report = WorkerReport::Failed {
+        node: NodeId(0),
+        task: TaskId::new(3, 0),
+        at: Micros(9),
+        failure: TaskFailure::Exit { code: 4 },
+    };
+    let out = lm
+        .step(Micros(9), LmInput::Worker(WorkerToLm::Report(report.clone())))
+        .expect("a known task");
+    let ended: Vec<_> = out
+        .to_gms
+        .iter()
+        .filter_map(|(to, m)| match m {
+            LmToGm::Ended(e) => Some((*to, e)),
+            _ => None,
+        })
+        .collect();
+    let [(GmAddress::One(GmId(0)), e)] = &ended[..] else {
+        panic!("one Ended message for GM 0, got {:?}", out.to_gms);
+    };
+    assert_eq!((e.lm, e.gm), (LmId(0), GmId(0)));
+    let [end] = &e.ends[..] else {
+        panic!("one end, got {:?}", e.ends);
+    };
+    assert_eq!(end.task, TaskId::new(3, 0));
+    assert_eq!(end.failure, Some(TaskFailure::Exit { code: 4 }));
+    assert!(lm
+        .step(Micros(10), LmInput::Worker(WorkerToLm::Report(report)))
+        .is_err());
+}

@@ -10,15 +10,15 @@
 //! per GM; the state goes to every GM each heartbeat and, rate-limited, after every
 //! change. Nothing is published until every expected worker has registered.
 
-use super::orders::{requeue_batches, RequeueLink, WorkerOrder};
+use super::orders::{RequeueLink, WorkerOrder};
 use crate::core::{LmConfig, LocalMaster};
 use crate::queueable::QueueableConfig;
 use actix::prelude::*;
 use common::cluster::LmSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::messages::{LmSnapshot, PreemptedTasks};
-use common::protocol::LmToGm;
+use common::messages::LmSnapshot;
+use common::protocol::{GmAddress, LmToGm};
 use common::{Micros, NodeId};
 use lm_core::{LmInput, LmOutput};
 use service_kit::clock;
@@ -51,6 +51,10 @@ pub struct LmCounters {
     /// Tasks handed back to their GM after a kill, and the work they lost.
     pub requeued: u64,
     pub wasted: Micros,
+    /// Task ends reported to the GMs that launched them.
+    pub ends_reported: u64,
+    /// LM -> GM messages dropped because no link to their GM was configured.
+    pub gm_undeliverable: u64,
 }
 
 pub struct LmActor {
@@ -61,7 +65,9 @@ pub struct LmActor {
     pub(super) worker_urls: Vec<Option<String>>,
     pub(super) held_orders: Vec<Vec<WorkerOrder>>,
     /// Per GM: preempted, reclaimed or shed tasks on their way back to it.
-    requeues: Vec<Option<OrderedSender<PreemptedTasks>>>,
+    /// Per GM: the LM's own messages to it (requeues, task ends), in order, retried
+    /// until delivered.
+    to_gm: Vec<Option<OrderedSender<LmToGm>>>,
     snapshots: Sink<LmSnapshot>,
     pub(super) events: Sink<Vec<TaskEvent>>,
     heartbeat: Duration,
@@ -101,7 +107,7 @@ impl LmActor {
             workers: (0..slots).map(|_| None).collect(),
             worker_urls: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
-            requeues: Vec::new(),
+            to_gm: Vec::new(),
             snapshots,
             events,
             heartbeat: Duration::from_micros(heartbeat.0),
@@ -125,7 +131,7 @@ impl LmActor {
         requeue_links: Vec<RequeueLink>,
     ) -> Self {
         self.core = self.core.with_fairness(fairness);
-        self.with_requeues(requeue_links)
+        self.with_gms(requeue_links)
     }
 
     /// Accepts QUEUEABLE work (Mercury): worker queues, reclaim, shedding, quotas and
@@ -137,16 +143,17 @@ impl LmActor {
         requeue_links: Vec<RequeueLink>,
     ) -> Self {
         self.core = self.core.with_queueable(config);
-        self.with_requeues(requeue_links)
+        self.with_gms(requeue_links)
     }
 
-    /// Where tasks taken back from workers go (set once: fairness and QUEUEABLE work
-    /// share the same links).
-    fn with_requeues(mut self, requeue_links: Vec<RequeueLink>) -> Self {
-        if self.requeues.is_empty() {
-            self.requeues = requeue_links
+    /// How the LM's own messages reach each GM (index = GM id): tasks taken back
+    /// from workers, task ends. Set once (fairness and QUEUEABLE work share the same
+    /// links). Call inside a tokio runtime.
+    pub fn with_gms(mut self, links: Vec<RequeueLink>) -> Self {
+        if self.to_gm.is_empty() {
+            self.to_gm = links
                 .into_iter()
-                .map(|l| Some(OrderedSender::start(requeue_batches(l))))
+                .map(|l| Some(OrderedSender::start(l)))
                 .collect();
         }
         self
@@ -233,11 +240,11 @@ impl LmActor {
             }
             self.order(order.node(), order);
         }
-        for (_, message) in out.to_gms {
+        for (to, message) in out.to_gms {
             match message {
                 LmToGm::State(_) => self.publish(),
-                LmToGm::Requeue(preempted) => self.requeue(preempted),
-                other => answer = Some(other),
+                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) => answer = Some(message),
+                other => self.send_to_gm(to, other),
             }
         }
         if !out.events.is_empty() {
@@ -249,22 +256,38 @@ impl LmActor {
         answer
     }
 
-    /// Hands preempted tasks back to the GM that serves their queue (retried until
-    /// delivered).
-    fn requeue(&mut self, preempted: PreemptedTasks) {
-        self.counters.requeued += preempted.tasks.len() as u64;
-        for (task, lost) in &preempted.tasks {
-            self.counters.wasted += *lost;
-            tracing::info!(task = %task.id, job = task.id.job.0, gm = %preempted.gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
+    /// Sends one of the LM's own messages (not an answer, not the state) to its GM
+    /// on that GM's ordered stream, retried until delivered.
+    fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
+        match &message {
+            LmToGm::Requeue(preempted) => {
+                self.counters.requeued += preempted.tasks.len() as u64;
+                for (task, lost) in &preempted.tasks {
+                    self.counters.wasted += *lost;
+                    tracing::info!(task = %task.id, job = task.id.job.0, gm = %preempted.gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
+                }
+            }
+            LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
+            _ => {}
         }
-        match self
-            .requeues
-            .get(preempted.gm.index())
-            .and_then(Option::as_ref)
-        {
-            Some(sender) => sender.send(preempted),
-            None => {
-                tracing::error!(gm = %preempted.gm, tasks = preempted.tasks.len(), "no link to this GM: preempted tasks cannot be queued again (configure --gm-url)")
+        let gms: Vec<usize> = match to {
+            GmAddress::One(gm) => vec![gm.index()],
+            GmAddress::All => (0..self.to_gm.len()).collect(),
+        };
+        for g in gms {
+            match self.to_gm.get(g).and_then(Option::as_ref) {
+                Some(sender) => sender.send(message.clone()),
+                None => {
+                    self.counters.gm_undeliverable += 1;
+                    if matches!(message, LmToGm::Requeue(_)) || self.counters.gm_undeliverable == 1
+                    {
+                        tracing::error!(
+                            gm = g,
+                            kind = message.kind(),
+                            "no link to this GM: its message is dropped (configure --gm-url)"
+                        );
+                    }
+                }
             }
         }
     }
@@ -279,7 +302,7 @@ impl LmActor {
             .sum::<usize>()
             + self.held_orders.iter().map(Vec::len).sum::<usize>()
             + self
-                .requeues
+                .to_gm
                 .iter()
                 .flatten()
                 .map(OrderedSender::pending)

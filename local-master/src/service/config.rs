@@ -113,7 +113,9 @@ pub struct LmArgs {
     #[arg(long, env = "MEGHA_SHARE_POLICY", value_name = "drf|cpu")]
     pub share_policy: Option<SharePolicy>,
     /// Base URL of a GM (repeatable or comma-separated, in GM-id order; TOML
-    /// `gm_urls`): where preempted tasks go back to their queue. Required with --queue.
+    /// `gm_urls`): where task ends are reported and preempted tasks go back to their
+    /// queue. Required with --queue; without it GMs learn task ends only from the
+    /// event stream.
     #[arg(
         long = "gm-url",
         env = "MEGHA_GM_URLS",
@@ -258,6 +260,15 @@ impl LmArgs {
                 "--gm-url: with --queue or --queueable the LM needs the URL of every GM ({gms}), in GM-id order, to hand killed tasks back; got {}",
                 gm_urls.len()
             );
+        }
+        if !gm_urls.is_empty() && gm_urls.len() != gms as usize {
+            bail!(
+                "--gm-url: give the URL of every GM ({gms}), in GM-id order, or none; got {}",
+                gm_urls.len()
+            );
+        }
+        if gm_urls.is_empty() {
+            tracing::warn!("no --gm-url: the GMs will not learn when their tasks finish or fail (only the event stream will)");
         }
         Ok(LmSettings {
             spec,

@@ -129,7 +129,7 @@ impl LmActor {
                     tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, reason = why.label(), "preemption refused");
                 }
             },
-            LmToGm::State(_) | LmToGm::Requeue(_) => {}
+            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) => {}
         }
     }
 

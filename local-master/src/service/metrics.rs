@@ -31,6 +31,20 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_task_ends_reported_total",
+            "counter",
+            "Task ends (finished, failed) sent to the GMs that launched them.",
+            c.ends_reported as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gm_messages_dropped_total",
+            "counter",
+            "Messages for a GM this LM has no link to (configure --gm-url).",
+            c.gm_undeliverable as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_ready",
             "gauge",
             "1 once every expected worker has registered.",

@@ -59,8 +59,10 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         lm = lm.with_fairness(fairness.clone(), requeue.clone());
     }
     if let Some(queueable) = &s.queueable {
-        lm = lm.with_queueable(queueable.clone(), requeue);
+        lm = lm.with_queueable(queueable.clone(), requeue.clone());
     }
+    // Task ends go to the GM that launched each task, whenever GM URLs are known.
+    lm = lm.with_gms(requeue);
     let incarnation = lm.incarnation();
     let lm = lm.start();
     let listener = tokio::net::TcpListener::bind(&s.listen)

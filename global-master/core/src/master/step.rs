@@ -11,6 +11,7 @@
 use super::GlobalMaster;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
 use crate::outputs::{Decision, PassOutput, ResponseOutput};
+use common::messages::TaskEnd;
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::{LmId, Micros, TaskId};
 
@@ -85,6 +86,8 @@ pub struct GmOutput {
     /// For a task end: whether it was a running LRA container of this GM. For an
     /// undelivered request: how many tasks went back to their queues.
     pub affected: usize,
+    /// For an LM's `Ended` message: the tasks of this GM that finished or failed.
+    pub ended: Vec<TaskEnd>,
     /// The input may have made work placeable: the driver should run a pass soon.
     pub wants_pass: bool,
 }
@@ -128,6 +131,13 @@ impl GlobalMaster {
                         out.preempt_launched = Some(launched);
                     }
                     LmToGm::Requeue(preempted) => self.requeue_preempted(now, &preempted),
+                    // The end of a task changes nothing the GM places with (the LM's
+                    // state does, in its next heartbeat): reported, no pass.
+                    LmToGm::Ended(ended) => {
+                        self.count_ends(&ended.ends);
+                        out.ended = ended.ends;
+                        return out;
+                    }
                 }
                 out.wants_pass = true;
             }
@@ -154,5 +164,18 @@ impl GlobalMaster {
             }
         }
         out
+    }
+}
+
+impl GlobalMaster {
+    /// Counts ends reported by the LMs (finished, failed).
+    fn count_ends(&mut self, ends: &[TaskEnd]) {
+        let stats = &mut self.stats;
+        for end in ends {
+            match end.failure {
+                None => stats.tasks_finished += 1,
+                Some(_) => stats.tasks_failed += 1,
+            }
+        }
     }
 }

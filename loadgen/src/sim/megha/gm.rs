@@ -85,7 +85,8 @@ impl Sim<'_> {
                     }
                 }
             }
-            LmToGm::State(_) | LmToGm::Requeue(_) => {}
+            // Ends are booked from the worker reports (zero cost here, no pass).
+            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) => {}
         }
     }
 

@@ -4,7 +4,7 @@
 use super::LocalMaster;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::WorkerReport;
+use common::messages::{TaskEnd, WorkerReport};
 use common::Micros;
 
 impl LocalMaster {
@@ -66,22 +66,32 @@ impl LocalMaster {
             }
             WorkerReport::Finished { node, task, at }
             | WorkerReport::Failed { node, task, at, .. }
-                if self.pending_kills.remove(&task).is_some() =>
+                if self.pending_kills.contains_key(&task) =>
             {
                 // Finished before the kill reached the worker: the finish stands.
+                let gm = self.pending_kills.remove(&task).map(|(gm, ..)| gm);
                 self.ended_adopted(task, true);
                 effects.events.push(TaskEvent {
                     task,
                     at,
                     kind: ended_event(lm, node, failure.as_ref()),
                 });
+                if let Some(gm) = gm {
+                    let end = TaskEnd {
+                        task,
+                        node,
+                        at,
+                        failure,
+                    };
+                    effects.ended(lm, gm, end);
+                }
             }
             WorkerReport::Finished { node, task, at }
             | WorkerReport::Failed { node, task, at, .. } => {
-                match self.running.get(&task) {
-                    Some(a) if a.node == node => {}
+                let gm = match self.running.get(&task) {
+                    Some(a) if a.node == node => a.gm,
                     _ => return Err(LmError::UnknownTask { task, node }),
-                }
+                };
                 if self.release(task).is_none() {
                     return Err(LmError::UnknownTask { task, node });
                 }
@@ -91,6 +101,16 @@ impl LocalMaster {
                     at,
                     kind: ended_event(lm, node, failure.as_ref()),
                 });
+                effects.ended(
+                    lm,
+                    gm,
+                    TaskEnd {
+                        task,
+                        node,
+                        at,
+                        failure,
+                    },
+                );
             }
         }
         Ok(effects)

@@ -86,6 +86,7 @@ impl LocalMaster {
             kills,
             requeues,
             promoted,
+            ended,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -100,6 +101,9 @@ impl LocalMaster {
         }
         for r in requeues {
             to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
+        }
+        for e in ended {
+            to_gms.push((GmAddress::One(e.gm), LmToGm::Ended(e)));
         }
         if let Some(s) = heartbeat {
             to_gms.push((GmAddress::All, LmToGm::State(s)));
