@@ -206,7 +206,13 @@ impl Recorder {
                 self.counters.wasted += lost;
                 self.waited[i] = true;
             }
-            TaskEventKind::Failed { .. } => {}
+            // An end too (an exec task's non-zero exit, a start failure, a task the
+            // GM gave up on at shutdown): the replay stops waiting for it; with no
+            // finish time it counts as never finished in the reports.
+            TaskEventKind::Failed { .. } => {
+                self.end_run(i, at);
+                self.mark_terminal(i);
+            }
             TaskEventKind::Promoted { .. } => self.counters.promoted += 1,
         }
     }
@@ -367,6 +373,32 @@ mod tests {
             (r.node, r.start, r.preemptions),
             (Some(n1), Some(Micros(21)), 1)
         );
+    }
+
+    #[test]
+    fn a_failed_task_ends_the_wait_without_a_finish() {
+        let job = Job {
+            id: 0,
+            arrival: Micros(0),
+            tasks: vec![TaskSpec::short(
+                TaskId::new(0, 0),
+                Resources::cores(1, 1),
+                Micros(100),
+            )],
+        };
+        let mut rec = Recorder::new(&[job], Micros(0));
+        let id = TaskId::new(9, 0);
+        rec.submitted(0, JobId(9), Micros(0));
+        let (lm, node) = (LmId(0), NodeId(0));
+        rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
+        assert_eq!(rec.done(), 0);
+        let detail = "exited with code 3".to_owned();
+        rec.apply(ev(id, 5, TaskEventKind::Failed { detail }));
+        assert_eq!(rec.done(), 1);
+        assert!(rec.unfinished().is_empty());
+        let out = rec.into_outcome(Micros(10));
+        assert_eq!(out.records[0].finish, None, "failed, not finished");
+        assert_eq!(out.runs[0].end, Some(Micros(5)), "the run ended");
     }
 
     #[test]

@@ -88,7 +88,10 @@ fn an_end_is_reported_to_the_gm_that_launched_the_task() {
         failure: TaskFailure::Exit { code: 4 },
     };
     let out = lm
-        .step(Micros(9), LmInput::Worker(WorkerToLm::Report(report.clone())))
+        .step(
+            Micros(9),
+            LmInput::Worker(WorkerToLm::Report(report.clone())),
+        )
         .expect("a known task");
     let ended: Vec<_> = out
         .to_gms
