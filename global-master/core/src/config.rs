@@ -30,6 +30,12 @@ pub struct GmConfig {
     /// Per-job limit on outstanding QUEUEABLE containers (Mercury 4.1); this GM is
     /// authoritative for the jobs submitted to it.
     pub queueable_quota: QueueableQuota,
+    /// Launch batches to each LM are numbered from `first_batch_seq + 1`. An LM
+    /// answers a batch number it already applied from its record (the answer may
+    /// have been lost), so a GM that restarts must not reuse the numbers of its
+    /// previous life: the services start from the start time in microseconds (a life
+    /// sends far fewer than one batch per microsecond). 0 in the simulator.
+    pub first_batch_seq: u64,
 }
 
 impl GmConfig {
@@ -46,6 +52,7 @@ impl GmConfig {
             queueable_cap: 1.0,
             lra: LraPathConfig::default(),
             queueable_quota: QueueableQuota::UNLIMITED,
+            first_batch_seq: 0,
         }
     }
 }

@@ -34,11 +34,12 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(gm: GmId, lms: usize, batch_size: usize) -> Self {
+    /// Batches to each LM are numbered from `first_seq + 1`.
+    pub fn new(gm: GmId, lms: usize, batch_size: usize, first_seq: u64) -> Self {
         Dispatcher {
             gm,
             batch_size,
-            next_seq: vec![0; lms],
+            next_seq: vec![first_seq; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
             outstanding: HashMap::default(),

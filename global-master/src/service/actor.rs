@@ -27,6 +27,8 @@ pub struct ShellMetrics {
     pub batches_sent: u64,
     pub batches_abandoned: u64,
     pub submissions_refused_full: u64,
+    /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
+    pub unexpected_outcomes: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -82,6 +84,7 @@ impl GmActor {
                 batches_sent: 0,
                 batches_abandoned: 0,
                 submissions_refused_full: 0,
+                unexpected_outcomes: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,

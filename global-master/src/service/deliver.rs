@@ -166,6 +166,10 @@ impl GmActor {
                 false,
             );
         }
+        for task in &out.answered.unexpected {
+            self.metrics.unexpected_outcomes += 1;
+            tracing::warn!(task = %task, job = task.job.0, "launch outcome for a task this GM is not waiting for (already answered, or of another life of this GM); ignored");
+        }
         for end in &out.ended {
             self.tracker.ended(end);
         }

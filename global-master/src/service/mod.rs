@@ -63,6 +63,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         queueable_top_k: s.queueable_top_k,
         queueable_cap: s.queueable_cap,
         queueable_quota: s.queueable_quota,
+        // A restarted GM must not reuse its previous life's batch numbers (the LMs
+        // would answer them from their record of that life).
+        first_batch_seq: service_kit::clock::now().0,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
     let gm = actor::GmActor::new(

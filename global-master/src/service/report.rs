@@ -206,6 +206,13 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_unexpected_outcomes_total",
+            "counter",
+            "Launch outcomes for tasks this GM was not waiting for (already answered or unknown), ignored.",
+            m.unexpected_outcomes as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_batches_abandoned_total",
             "counter",
             "Launch batches that never reached their LM (tasks requeued).",

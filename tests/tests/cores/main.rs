@@ -8,6 +8,7 @@ mod determinism;
 mod fairness;
 mod gm_abandon_batch;
 mod gm_placement;
+mod gm_restart;
 mod mercury;
 mod mercury_quota;
 mod oracle;

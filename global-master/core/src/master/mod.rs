@@ -64,7 +64,7 @@ impl GlobalMaster {
                 config.queueable_cap,
                 config.queueable_top_k,
             ),
-            dispatcher: Dispatcher::new(config.id, lms, config.batch_size),
+            dispatcher: Dispatcher::new(config.id, lms, config.batch_size, config.first_batch_seq),
             quota: QuotaBook::new(config.queueable_quota),
             fairness: Fairness::new(config.fairness.clone(), lms),
             lra: LraPath::new(config.lra.clone()),
