@@ -150,3 +150,54 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
     }
     let _ = std::fs::remove_dir_all(data_dir);
 }
+
+/// A start the worker cannot take (more than the node has) is reported as a failed
+/// start with the reason, so the LM frees the allocation instead of the task
+/// vanishing; a start repeated for a task already here is not.
+#[actix_rt::test]
+async fn a_refused_start_is_reported_failed_with_the_reason() {
+    let data_dir = std::env::temp_dir().join(format!("megha-refused-test-{}", std::process::id()));
+    let (worker, mut rx) = support::one_node_worker(&data_dir, false).await;
+    let too_big = StartTask {
+        node: NodeId(0),
+        task: TaskSpec::short(
+            TaskId::new(40, 0),
+            Resources::cores(64, 256),
+            Micros::from_secs(1),
+        ),
+    };
+    worker
+        .send(FromLm(vec![LmToWorker::Start(too_big)]))
+        .await
+        .expect("start");
+    match next_about(&mut rx, TaskId::new(40, 0)).await {
+        WorkerReport::Failed {
+            failure: TaskFailure::StartFailed { reason },
+            ..
+        } => assert!(reason.contains("refused"), "{reason}"),
+        other => panic!("expected a failed start, got {other:?}"),
+    }
+    // A synthetic task started twice: one Started, and the repeat reports nothing.
+    let ok = StartTask {
+        node: NodeId(0),
+        task: TaskSpec::short(
+            TaskId::new(41, 0),
+            Resources::cores(1, 256),
+            Micros::from_secs(30),
+        ),
+    };
+    worker
+        .send(FromLm(vec![
+            LmToWorker::Start(ok.clone()),
+            LmToWorker::Start(ok),
+        ]))
+        .await
+        .expect("start");
+    assert!(matches!(
+        next_about(&mut rx, TaskId::new(41, 0)).await,
+        WorkerReport::Started { .. }
+    ));
+    let quiet = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+    assert!(quiet.is_err(), "nothing more reported: {quiet:?}");
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

@@ -3,7 +3,7 @@
 //! ends come back as [`WorkerInput::Exited`]), and an ordered sender of reports to
 //! the LM.
 
-use crate::core::{ExecOrder, QueueOrder, Worker, WorkerInput, WorkerOutput};
+use crate::core::{ExecOrder, QueueOrder, Worker, WorkerError, WorkerInput, WorkerOutput};
 use crate::exec::Executors;
 use actix::prelude::*;
 use common::messages::{HeldTask, TaskFailure, WorkerAssignment, WorkerReport};
@@ -325,10 +325,12 @@ impl WorkerActor {
                 LmToWorker::Promote(p) => (p.task, None),
             };
             let Some(w) = self.nodes.get_mut(&node) else {
+                tracing::error!(task = %task, job = task.job.0, %node, order = kind, "order for a node this worker does not run");
                 if spec.is_some() {
                     self.counters.refused += 1;
+                    let reason = format!("{node} is not run by this worker");
+                    reports.push(refused_start(node, task, now, reason));
                 }
-                tracing::error!(task = %task, job = task.job.0, %node, order = kind, "order for a node this worker does not run");
                 continue;
             };
             match (w.step(now, WorkerInput::Lm(order)), spec) {
@@ -342,9 +344,17 @@ impl WorkerActor {
                     }
                     self.take(node, out, &mut reports, ctx);
                 }
+                // Already here (a retried order): it runs, its reports stand.
+                (Err(e @ WorkerError::Duplicate { .. }), Some(_)) => {
+                    tracing::debug!(task = %task, job = task.job.0, error = %e, "start order for a task already here; skipped")
+                }
+                // Refused (no room, wrong node): reported as a failed start, so the
+                // LM frees its allocation and the GM learns why, instead of the task
+                // vanishing.
                 (Err(e), Some(_)) => {
                     self.counters.refused += 1;
-                    tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused");
+                    tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused; reported failed");
+                    reports.push(refused_start(node, task, now, e.to_string()));
                 }
                 // A kill or promotion of a task no longer here (it finished, or the
                 // order is a retry): its finish report stands.
@@ -602,5 +612,17 @@ impl Handler<RenderMetrics> for WorkerActor {
             c.refused as f64,
         );
         out
+    }
+}
+
+/// The report of a start this worker refused: the task failed to start, with why.
+fn refused_start(node: NodeId, task: TaskId, at: Micros, reason: String) -> WorkerReport {
+    WorkerReport::Failed {
+        node,
+        task,
+        at,
+        failure: TaskFailure::StartFailed {
+            reason: format!("refused by the worker: {reason}"),
+        },
     }
 }
