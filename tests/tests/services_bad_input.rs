@@ -117,6 +117,33 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
     let job_status = get_json(&format!("{}/v1/jobs/{job}", gm.url));
     assert_eq!(job_status["tasks"], 2);
 
+    // The job list: the accepted job, active; bad filters are 400 naming the field.
+    let list = get_json(&format!("{}/v1/jobs", gm.url));
+    assert_eq!(list["jobs"][0]["job"].as_u64(), Some(job), "{list}");
+    assert_eq!(list["jobs"][0]["state"], "active", "{list}");
+    assert_eq!(list["next"], serde_json::Value::Null);
+    let finished = get_json(&format!("{}/v1/jobs?state=finished", gm.url));
+    assert_eq!(
+        finished["jobs"].as_array().map(Vec::len),
+        Some(0),
+        "{finished}"
+    );
+    for (query, field) in [
+        ("state=done", "state"),
+        ("limit=0", "limit"),
+        ("limit=5000", "limit"),
+        ("limit=x", "query"),
+    ] {
+        let (got, _, answer) =
+            http("GET", &format!("{}/v1/jobs?{query}", gm.url), None).expect("get");
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(
+            (got, answer["field"].as_str()),
+            (400, Some(field)),
+            "{query}: {answer}"
+        );
+    }
+
     // Full: 2 held + 3 > 4.
     let three = format!(r#"{{"tasks":[{{{ok}}},{{{ok}}},{{{ok}}}]}}"#);
     let (got, head, _) = http("POST", &jobs, Some(&three)).expect("post");

@@ -8,7 +8,7 @@
 use super::api::NewTask;
 use super::deliver::LmLink;
 use super::preempt::PreemptMetrics;
-use super::status::{JobStatus, TaskStatus, Tracker};
+use super::status::{JobPage, JobStatus, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
@@ -228,6 +228,22 @@ impl Handler<GetJob> for GmActor {
     type Result = Option<JobStatus>;
     fn handle(&mut self, msg: GetJob, _: &mut Context<Self>) -> Self::Result {
         self.tracker.job(msg.0)
+    }
+}
+
+/// A page of jobs (see [`Tracker::list`](super::status::Tracker::list)).
+#[derive(Message, Debug)]
+#[rtype(result = "JobPage")]
+pub struct ListJobs {
+    pub after: Option<u64>,
+    pub limit: usize,
+    pub state: Option<&'static str>,
+}
+
+impl Handler<ListJobs> for GmActor {
+    type Result = actix::MessageResult<ListJobs>;
+    fn handle(&mut self, msg: ListJobs, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(self.tracker.list(msg.after, msg.limit, msg.state))
     }
 }
 

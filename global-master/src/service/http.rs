@@ -2,6 +2,7 @@
 //!
 //! - `POST /v1/jobs`: submit a job (see [`super::api`]); 202 with the ids, 4xx naming
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
+//! - `GET /v1/jobs?state=&limit=&after=`: this GM's jobs, paged, by state.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
 //! - `POST /v1/internal/messages`: messages from an LM (bincode
@@ -12,7 +13,7 @@
 //! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 
-use super::actor::{GetJob, GetLoad, GetTask, GmActor, Submit, SubmitRefused};
+use super::actor::{GetJob, GetLoad, GetTask, GmActor, ListJobs, Submit, SubmitRefused};
 use super::api::{parse_job, ApiError, QueueTable};
 use super::deliver::Deliver;
 use super::report::{GetPending, RenderMetrics};
@@ -44,7 +45,7 @@ pub struct ApiState {
 
 pub fn router(state: ApiState) -> Router {
     Router::new()
-        .route("/v1/jobs", post(submit))
+        .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/tasks/{job}/{index}", get(task))
         .route("/v1/pending", get(pending))
@@ -163,6 +164,62 @@ async fn forwarded_status(
 
 fn not_found(what: String) -> Response {
     (StatusCode::NOT_FOUND, Json(json!({"error": what}))).into_response()
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobsQuery {
+    state: Option<String>,
+    limit: Option<usize>,
+    after: Option<u64>,
+}
+
+/// The largest page of `GET /v1/jobs`.
+const MAX_JOBS_PAGE: usize = 1000;
+
+/// `GET /v1/jobs?state=finished|failed|active&limit=N&after=ID`: this GM's jobs in
+/// submission order, a page at a time (`next` is the `after` of the next page).
+async fn list_jobs(
+    State(s): State<ApiState>,
+    query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return error(ApiError::new(400, "query", e.body_text())),
+    };
+    let state = match q.state.as_deref() {
+        None => None,
+        Some("finished") => Some("finished"),
+        Some("failed") => Some("failed"),
+        Some("active") => Some("active"),
+        Some(other) => {
+            return error(ApiError::new(
+                400,
+                "state",
+                format!("`{other}` is not a job state: use finished, failed or active"),
+            ))
+        }
+    };
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_JOBS_PAGE {
+        return error(ApiError::new(
+            400,
+            "limit",
+            format!("must be between 1 and {MAX_JOBS_PAGE}"),
+        ));
+    }
+    match s
+        .gm
+        .send(ListJobs {
+            after: q.after,
+            limit,
+            state,
+        })
+        .await
+    {
+        Ok(page) => Json(page).into_response(),
+        Err(e) => unavailable(&e.to_string()),
+    }
 }
 
 async fn job(

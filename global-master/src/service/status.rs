@@ -8,6 +8,7 @@ use common::reasons::PendingReason;
 use common::{JobId, LmId, Micros, NodeId, TaskId};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,7 +62,16 @@ pub struct JobStatus {
 #[derive(Debug, Default)]
 pub struct Tracker {
     tasks: HashMap<TaskId, TaskStatus>,
-    jobs: HashMap<JobId, u32>,
+    /// Tasks per job, by job id (ids order jobs by submission).
+    jobs: BTreeMap<JobId, u32>,
+}
+
+/// One page of [`Tracker::list`].
+#[derive(Clone, Debug, Serialize)]
+pub struct JobPage {
+    pub jobs: Vec<JobStatus>,
+    /// Pass as `after` for the next page; `None` on the last page.
+    pub next: Option<u64>,
 }
 
 impl Tracker {
@@ -149,6 +159,28 @@ impl Tracker {
         self.tasks.get(&task)
     }
 
+    /// Jobs after `after` (by id, i.e. submission order), at most `limit`, whose
+    /// state is `state` if given (`finished`, `failed`, `active`).
+    pub fn list(&self, after: Option<u64>, limit: usize, state: Option<&str>) -> JobPage {
+        let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(JobId(a)));
+        let mut jobs = Vec::new();
+        let mut next = None;
+        for job in self.jobs.range((start, Bound::Unbounded)).map(|(j, _)| *j) {
+            let Some(status) = self.job(job) else {
+                continue;
+            };
+            if state.is_some_and(|s| s != status.state) {
+                continue;
+            }
+            if jobs.len() == limit {
+                next = jobs.last().map(|j: &JobStatus| j.job);
+                break;
+            }
+            jobs.push(status);
+        }
+        JobPage { jobs, next }
+    }
+
     pub fn job(&self, job: JobId) -> Option<JobStatus> {
         let &tasks = self.jobs.get(&job)?;
         let mut states = BTreeMap::new();
@@ -211,5 +243,25 @@ mod tests {
         let job = t.job(a.job).expect("job");
         assert_eq!(job.state, "failed");
         assert_eq!(job.states.get(&TaskState::Finished), Some(&1));
+    }
+
+    #[test]
+    fn jobs_list_in_pages_and_by_state() {
+        let mut t = Tracker::default();
+        for job in 1..=5 {
+            t.accepted(TaskId::new(job, 0), Micros(job));
+        }
+        t.ended(&end(TaskId::new(2, 0), None));
+        t.ended(&end(TaskId::new(4, 0), None));
+        let ids = |p: &JobPage| p.jobs.iter().map(|j| j.job).collect::<Vec<_>>();
+        let first = t.list(None, 2, None);
+        assert_eq!((ids(&first), first.next), (vec![1, 2], Some(2)));
+        let second = t.list(first.next, 2, None);
+        assert_eq!((ids(&second), second.next), (vec![3, 4], Some(4)));
+        let last = t.list(second.next, 2, None);
+        assert_eq!((ids(&last), last.next), (vec![5], None));
+        let finished = t.list(None, 10, Some("finished"));
+        assert_eq!((ids(&finished), finished.next), (vec![2, 4], None));
+        assert_eq!(ids(&t.list(None, 10, Some("active"))), vec![1, 3, 5]);
     }
 }
