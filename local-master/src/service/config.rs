@@ -23,7 +23,7 @@ use std::time::Duration;
 /// RabbitMQ each heartbeat and (rate-limited) whenever it changes.
 ///
 /// Every LM of a cluster must be started with the same cluster description: either
-/// --cluster FILE (a Megha simulator config) or --lms/--partition-size/--seed (a
+/// --cluster-file FILE (a Megha simulator config) or --lms/--partition-size/--seed (a
 /// generated cluster), plus --gms. Workers register themselves (see `worker --help`);
 /// the LM publishes no state until --workers of them have.
 ///

@@ -49,7 +49,12 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         .advertise_url
         .clone()
         .unwrap_or_else(|| format!("http://{local}"));
-    tracing::info!(listen = %local, lm = %s.lm_url, slot = s.slot, "worker listening");
+    let slot = if s.slot == common::messages::AUTO_SLOT {
+        "auto".to_owned()
+    } else {
+        s.slot.to_string()
+    };
+    tracing::info!(listen = %local, lm = %s.lm_url, %slot, "worker listening");
     println!("listening on http://{local}");
     let server = axum::serve(
         listener.tap_io(|tcp| {
