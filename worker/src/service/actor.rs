@@ -38,10 +38,10 @@ fn executor_index(e: &Executor) -> usize {
     }
 }
 
-const EXECUTORS: [&str; 3] = ["synthetic", "burn", "exec"];
+pub(super) const EXECUTORS: [&str; 3] = ["synthetic", "burn", "exec"];
 
 pub struct WorkerActor {
-    nodes: BTreeMap<NodeId, Worker>,
+    pub(super) nodes: BTreeMap<NodeId, Worker>,
     reports: OrderedSender<WorkerReport>,
     wake: Option<(Micros, SpawnHandle)>,
     /// Every task started or queued here and not yet reported ended, to list them
@@ -495,123 +495,6 @@ impl Handler<GetLoad> for WorkerActor {
     type Result = MessageResult<GetLoad>;
     fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.load())
-    }
-}
-
-#[derive(Message, Debug)]
-#[rtype(result = "String")]
-pub struct RenderMetrics;
-
-impl Handler<RenderMetrics> for WorkerActor {
-    type Result = String;
-    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
-        use service_kit::metrics::single;
-        let (running, undelivered) = self.load();
-        let c = &self.counters;
-        let mut out = String::new();
-        single(
-            &mut out,
-            "megha_worker_nodes",
-            "gauge",
-            "Nodes this worker runs.",
-            self.nodes.len() as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_running_tasks",
-            "gauge",
-            "Tasks running.",
-            running as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_undelivered_reports",
-            "gauge",
-            "Reports not yet delivered to the LM.",
-            undelivered as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_started_total",
-            "counter",
-            "Tasks started.",
-            c.started as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_finished_total",
-            "counter",
-            "Tasks finished.",
-            c.finished as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_killed_total",
-            "counter",
-            "Tasks killed: preempted on the LM's order, or QUEUEABLE work making room.",
-            c.killed as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_promoted_total",
-            "counter",
-            "QUEUEABLE tasks promoted to GUARANTEED on the LM's order.",
-            c.promoted as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_failed_total",
-            "counter",
-            "Tasks that ended failed (non-zero exit, signal, could not start).",
-            c.failed as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_start_failures_total",
-            "counter",
-            "Tasks whose executor could not start them (bad command, missing binary, bad cwd, limits).",
-            c.start_failures as f64,
-        );
-        let by: Vec<(String, f64)> = EXECUTORS
-            .iter()
-            .zip(c.started_by)
-            .map(|(e, n)| (format!("executor=\"{e}\""), n as f64))
-            .collect();
-        service_kit::metrics::family(
-            &mut out,
-            "megha_worker_starts_by_executor_total",
-            "counter",
-            "Tasks started, by executor.",
-            &by,
-        );
-        let exits = [
-            ("finished", c.finished),
-            ("failed", c.failed),
-            ("killed", c.killed),
-        ]
-        .map(|(o, n)| (format!("outcome=\"{o}\""), n as f64));
-        service_kit::metrics::family(
-            &mut out,
-            "megha_worker_exits_total",
-            "counter",
-            "Task ends, by outcome.",
-            &exits,
-        );
-        single(
-            &mut out,
-            "megha_worker_exits_after_kill_total",
-            "counter",
-            "Executor ends of tasks already reported killed (or unknown to the core).",
-            c.exits_after_kill as f64,
-        );
-        single(
-            &mut out,
-            "megha_worker_refused_total",
-            "counter",
-            "Start orders refused (would over-commit, unknown node).",
-            c.refused as f64,
-        );
-        out
     }
 }
 

@@ -4,7 +4,8 @@
 //! stdout|stderr&tail=N` (an exec task's log, text; 404 for a task with none here),
 //! `GET /healthz`, `GET /metrics`.
 
-use super::actor::{FromLm, GetLoad, LogsRoot, RenderMetrics, WorkerActor};
+use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
+use super::metrics::RenderMetrics;
 use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
 use axum::body::Bytes;

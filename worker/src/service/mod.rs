@@ -8,6 +8,7 @@
 pub mod actor;
 pub mod config;
 pub mod http;
+pub mod metrics;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
