@@ -276,3 +276,36 @@ fn queues_must_exist_and_be_served_by_this_gm() {
         "{page}"
     );
 }
+
+/// `loadgen replay` against a GM URL nobody answers fails within seconds, naming the
+/// URL, instead of retrying its submissions in silence.
+#[test]
+fn a_replay_against_an_unreachable_gm_fails_naming_it() {
+    tests::broker::require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-replay-nogm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let url = format!("http://127.0.0.1:{}", tests::procs::free_port());
+    let args: Vec<String> = [
+        "replay",
+        "--trace",
+        "data/traces/YH_small.tr",
+        "--gm",
+        &url,
+        "--amqp",
+        tests::broker::AMQP_URL,
+        "--out",
+        dir.join("out").to_str().expect("utf-8 path"),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let log = dir.join("loadgen.log");
+    let status = tests::procs::loadgen(&args, &log);
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!status.success(), "{text}");
+    assert!(
+        text.contains(&url) && text.contains("no answer"),
+        "the error names the GM: {text}"
+    );
+}

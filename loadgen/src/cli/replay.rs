@@ -191,6 +191,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             waited += 1;
         }
         let client = service_kit::links::http_client(Duration::from_secs(30));
+        net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
         let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());
         let mut result = replay(&jobs, submit, events, &opts).await;

@@ -123,6 +123,36 @@ pub fn amqp_events(
 /// Reads what the events do not say from every GM: the cluster it sees (`/healthz`)
 /// and its preemption counters (`/metrics`). A GM that does not answer is skipped
 /// with a warning: the reports then lack what only it knew.
+/// Fails fast, naming the URL, when a GM does not answer `GET /healthz` (any HTTP
+/// answer counts) within `wait`: a replay against a wrong or dead URL would
+/// otherwise only find out through its submissions' retries.
+pub async fn check_gms_reachable(
+    client: &reqwest::Client,
+    gm_urls: &[String],
+    wait: Duration,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    for url in gm_urls {
+        let health = format!("{}/healthz", url.trim_end_matches('/'));
+        loop {
+            let attempt = client
+                .get(&health)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+            match attempt {
+                Ok(_) => break,
+                Err(e) if tokio::time::Instant::now() >= deadline => anyhow::bail!(
+                    "--gm {url}: no answer from {health} within {} s ({e}); is the global master running, and is the URL right?",
+                    wait.as_secs()
+                ),
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        }
+    }
+    Ok(())
+}
+
 pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFacts {
     let mut facts = ClusterFacts::default();
     for url in gm_urls {
