@@ -1,6 +1,8 @@
 //! Workloads for simulator scenarios (the oracle, the LRA scenarios).
 
 use common::{Micros, Resources, TaskId, TaskKind, TaskSpec};
+use global_master::core::lra_path::LraPathConfig;
+use global_master::lra::{PlacementConstraint, Placer, TagSet};
 use loadgen::sim::workload::Job;
 use std::sync::Arc;
 
@@ -28,4 +30,21 @@ pub fn lra_job(
             })
             .collect(),
     }
+}
+
+/// The designated GM's LRA path for the scenarios: `placer` every `interval_s`
+/// seconds, 3 nodes per rack.
+pub fn lra_path(placer: Placer, interval_s: u64) -> LraPathConfig {
+    LraPathConfig {
+        interval: Micros::from_secs(interval_s),
+        placer,
+        nodes_per_rack: 3,
+        groups: Default::default(),
+    }
+}
+
+/// The operator constraint of the scenarios: containers tagged `w` never share a
+/// node (hard).
+pub fn w_anti_affinity() -> Vec<PlacementConstraint> {
+    vec![PlacementConstraint::anti_affinity(TagSet::one("w"), TagSet::one("w"), "node").hard()]
 }

@@ -8,7 +8,7 @@
 use super::api::NewTask;
 use super::deliver::LmLink;
 use super::preempt::PreemptMetrics;
-use super::status::{JobPage, JobStatus, TaskStatus, Tracker};
+use super::status::{JobPage, JobState, JobStatus, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
@@ -237,7 +237,7 @@ impl Handler<GetJob> for GmActor {
 pub struct ListJobs {
     pub after: Option<u64>,
     pub limit: usize,
-    pub state: Option<&'static str>,
+    pub state: Option<JobState>,
 }
 
 impl Handler<ListJobs> for GmActor {

@@ -17,6 +17,7 @@ use super::actor::{GetJob, GetLoad, GetTask, GmActor, ListJobs, Submit, SubmitRe
 use super::api::{parse_job, ApiError, QueueTable};
 use super::deliver::Deliver;
 use super::report::{GetPending, RenderMetrics};
+use super::status::JobState;
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -187,16 +188,17 @@ async fn list_jobs(
         Ok(q) => q,
         Err(e) => return error(ApiError::new(400, "query", e.body_text())),
     };
-    let state = match q.state.as_deref() {
+    let state = match q
+        .state
+        .map(|v| serde_json::from_value::<JobState>(json!(v)))
+    {
         None => None,
-        Some("finished") => Some("finished"),
-        Some("failed") => Some("failed"),
-        Some("active") => Some("active"),
-        Some(other) => {
+        Some(Ok(state)) => Some(state),
+        Some(Err(_)) => {
             return error(ApiError::new(
                 400,
                 "state",
-                format!("`{other}` is not a job state: use finished, failed or active"),
+                "not a job state: use finished, failed or active",
             ))
         }
     };

@@ -54,9 +54,19 @@ pub struct JobStatus {
     pub job: u64,
     pub tasks: u32,
     pub states: BTreeMap<TaskState, u32>,
-    /// `finished` when every task finished, `failed` when every task ended and one
-    /// failed, else `active`.
-    pub state: &'static str,
+    pub state: JobState,
+}
+
+/// A job as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Every task finished.
+    Finished,
+    /// Every task ended and at least one failed.
+    Failed,
+    /// Some task has not ended yet.
+    Active,
 }
 
 #[derive(Debug, Default)]
@@ -161,7 +171,7 @@ impl Tracker {
 
     /// Jobs after `after` (by id, i.e. submission order), at most `limit`, whose
     /// state is `state` if given (`finished`, `failed`, `active`).
-    pub fn list(&self, after: Option<u64>, limit: usize, state: Option<&str>) -> JobPage {
+    pub fn list(&self, after: Option<u64>, limit: usize, state: Option<JobState>) -> JobPage {
         let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(JobId(a)));
         let mut jobs = Vec::new();
         let mut next = None;
@@ -191,9 +201,9 @@ impl Tracker {
         }
         let ended = |state| states.get(&state).copied().unwrap_or(0);
         let state = match (ended(TaskState::Finished), ended(TaskState::Failed)) {
-            (f, 0) if f == tasks => "finished",
-            (f, e) if e > 0 && f + e == tasks => "failed",
-            _ => "active",
+            (f, 0) if f == tasks => JobState::Finished,
+            (f, e) if e > 0 && f + e == tasks => JobState::Failed,
+            _ => JobState::Active,
         };
         Some(JobStatus {
             job: job.0,
@@ -225,14 +235,14 @@ mod tests {
         t.accepted(a, Micros(1));
         t.accepted(b, Micros(1));
         t.dispatched(a, LmId(0), NodeId(3));
-        assert_eq!(t.job(a.job).expect("job").state, "active");
+        assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
         // The end can overtake the launch answer: the late answer changes nothing.
         t.ended(&end(a, None));
         assert!(t.launched(a, Micros(9)).is_none());
         assert!(!t.pending(a, &PendingReason::NoStateYet, false));
         assert_eq!(t.task(a).expect("a").state, TaskState::Finished);
         assert_eq!(t.task(a).expect("a").ended_at_us, Some(50));
-        assert_eq!(t.job(a.job).expect("job").state, "active");
+        assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
         t.launched(b, Micros(9));
         t.ended(&end(b, Some(TaskFailure::Exit { code: 3 })));
         // A repeated end (the LM's stream resends) is harmless.
@@ -241,7 +251,7 @@ mod tests {
         assert_eq!(s.state, TaskState::Failed);
         assert_eq!(s.failure, Some(TaskFailure::Exit { code: 3 }));
         let job = t.job(a.job).expect("job");
-        assert_eq!(job.state, "failed");
+        assert_eq!(job.state, JobState::Failed);
         assert_eq!(job.states.get(&TaskState::Finished), Some(&1));
     }
 
@@ -260,8 +270,11 @@ mod tests {
         assert_eq!((ids(&second), second.next), (vec![3, 4], Some(4)));
         let last = t.list(second.next, 2, None);
         assert_eq!((ids(&last), last.next), (vec![5], None));
-        let finished = t.list(None, 10, Some("finished"));
+        let finished = t.list(None, 10, Some(JobState::Finished));
         assert_eq!((ids(&finished), finished.next), (vec![2, 4], None));
-        assert_eq!(ids(&t.list(None, 10, Some("active"))), vec![1, 3, 5]);
+        assert_eq!(
+            ids(&t.list(None, 10, Some(JobState::Active))),
+            vec![1, 3, 5]
+        );
     }
 }

@@ -21,7 +21,7 @@ use global_master::service::lra_actor::{ended_tasks, TasksEnded};
 use global_master::service::report::RenderMetrics;
 use local_master::service::actor::{LmActor, PublishNow};
 use local_master::service::gm::FromGm;
-use local_master::service::orders::RequeueLink;
+use local_master::service::orders::GmLink;
 use local_master::service::workers::{FromWorker, Register};
 use service_kit::links::{fn_link, LinkError, Sink};
 use std::sync::{Arc, OnceLock};
@@ -98,7 +98,7 @@ pub async fn start_with(
     let gms = cfg.cluster.gms;
     // LM messages (preempted tasks) go to their GM's mailbox (the GMs start after
     // the LMs).
-    let requeue_links: Vec<RequeueLink> = (0..gms as usize)
+    let gm_links: Vec<GmLink> = (0..gms as usize)
         .map(|g| {
             let slot = gm_slot.clone();
             fn_link(move |messages: Vec<LmToGm>| {
@@ -129,12 +129,12 @@ pub async fn start_with(
             cfg.publish_min_interval,
         );
         if let Some(fairness) = &cfg.fairness {
-            lm = lm.with_fairness(fairness.clone(), requeue_links.clone());
+            lm = lm.with_fairness(fairness.clone());
         }
         if let Some(mercury) = &cfg.mercury {
-            lm = lm.with_queueable(mercury.lm_config(), requeue_links.clone());
+            lm = lm.with_queueable(mercury.lm_config());
         }
-        let lm = lm.with_gms(requeue_links.clone());
+        let lm = lm.with_gms(gm_links.clone());
         let lm = lm.start();
         for slot in 0..cfg.workers_per_lm {
             let to_lm = lm.clone();

@@ -301,18 +301,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn preemptions_and_out_of_order_dispatches() {
-        let job = Job {
+    /// Trace job 0: one one-core task of `kind`, 100 µs long.
+    fn one_task_job(kind: TaskKind) -> Job {
+        Job {
             id: 0,
             arrival: Micros(0),
-            tasks: vec![TaskSpec::short(
-                TaskId::new(0, 0),
-                Resources::cores(1, 1),
-                Micros(100),
-            )],
-        };
-        let mut rec = Recorder::new(&[job], Micros(0));
+            tasks: vec![
+                TaskSpec::short(TaskId::new(0, 0), Resources::cores(1, 1), Micros(100))
+                    .with_kind(kind),
+            ],
+        }
+    }
+
+    #[test]
+    fn preemptions_and_out_of_order_dispatches() {
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
         let id = TaskId::new(77, 0);
         rec.submitted(0, JobId(77), Micros(0));
         let (lm, n0, n1) = (LmId(0), NodeId(0), NodeId(1));
@@ -377,16 +380,7 @@ mod tests {
 
     #[test]
     fn a_failed_task_ends_the_wait_without_a_finish() {
-        let job = Job {
-            id: 0,
-            arrival: Micros(0),
-            tasks: vec![TaskSpec::short(
-                TaskId::new(0, 0),
-                Resources::cores(1, 1),
-                Micros(100),
-            )],
-        };
-        let mut rec = Recorder::new(&[job], Micros(0));
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
         let id = TaskId::new(9, 0);
         rec.submitted(0, JobId(9), Micros(0));
         let (lm, node) = (LmId(0), NodeId(0));
@@ -403,14 +397,7 @@ mod tests {
 
     #[test]
     fn a_killed_queueable_task_counts_as_a_queueable_kill_and_a_preemption() {
-        let mut task = TaskSpec::short(TaskId::new(0, 0), Resources::cores(1, 1), Micros(100));
-        task.kind = common::TaskKind::Queueable;
-        let job = Job {
-            id: 0,
-            arrival: Micros(0),
-            tasks: vec![task],
-        };
-        let mut rec = Recorder::new(&[job], Micros(0));
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Queueable)], Micros(0));
         let id = TaskId::new(5, 0);
         rec.submitted(0, JobId(5), Micros(0));
         let (lm, node) = (LmId(0), NodeId(0));

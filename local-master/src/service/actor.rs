@@ -10,7 +10,7 @@
 //! per GM; the state goes to every GM each heartbeat and, rate-limited, after every
 //! change. Nothing is published until every expected worker has registered.
 
-use super::orders::{RequeueLink, WorkerOrder};
+use super::orders::{GmLink, WorkerOrder};
 use crate::core::{LmConfig, LocalMaster};
 use crate::queueable::QueueableConfig;
 use actix::prelude::*;
@@ -123,39 +123,28 @@ impl LmActor {
         self.incarnation
     }
 
-    /// Verifies preemptions against `fairness` and hands preempted tasks back to
-    /// their GMs through `requeue_links` (index = GM id). Call inside a tokio runtime.
-    pub fn with_fairness(
-        mut self,
-        fairness: Arc<FairnessConfig>,
-        requeue_links: Vec<RequeueLink>,
-    ) -> Self {
+    /// Verifies preemptions against `fairness`; preempted tasks go back to their GMs
+    /// (see [`LmActor::with_gms`]).
+    pub fn with_fairness(mut self, fairness: Arc<FairnessConfig>) -> Self {
         self.core = self.core.with_fairness(fairness);
-        self.with_gms(requeue_links)
+        self
     }
 
     /// Accepts QUEUEABLE work (Mercury): worker queues, reclaim, shedding, quotas and
-    /// promotion as `config` says. Killed and shed tasks go back to their GMs through
-    /// `requeue_links` (index = GM id). Call inside a tokio runtime.
-    pub fn with_queueable(
-        mut self,
-        config: QueueableConfig,
-        requeue_links: Vec<RequeueLink>,
-    ) -> Self {
+    /// promotion as `config` says. Killed and shed tasks go back to their GMs (see
+    /// [`LmActor::with_gms`]).
+    pub fn with_queueable(mut self, config: QueueableConfig) -> Self {
         self.core = self.core.with_queueable(config);
-        self.with_gms(requeue_links)
+        self
     }
 
     /// How the LM's own messages reach each GM (index = GM id): tasks taken back
-    /// from workers, task ends. Set once (fairness and QUEUEABLE work share the same
-    /// links). Call inside a tokio runtime.
-    pub fn with_gms(mut self, links: Vec<RequeueLink>) -> Self {
-        if self.to_gm.is_empty() {
-            self.to_gm = links
-                .into_iter()
-                .map(|l| Some(OrderedSender::start(l)))
-                .collect();
-        }
+    /// from workers, task ends. Call inside a tokio runtime.
+    pub fn with_gms(mut self, links: Vec<GmLink>) -> Self {
+        self.to_gm = links
+            .into_iter()
+            .map(|l| Some(OrderedSender::start(l)))
+            .collect();
         self
     }
 

@@ -267,9 +267,6 @@ impl LmArgs {
                 gm_urls.len()
             );
         }
-        if gm_urls.is_empty() {
-            tracing::warn!("no --gm-url: the GMs will not learn when their tasks finish or fail (only the event stream will)");
-        }
         Ok(LmSettings {
             spec,
             gms,

@@ -44,7 +44,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         s.publish_min_interval,
     );
     let client = http_client(Duration::from_secs(10));
-    let requeue: Vec<orders::RequeueLink> = s
+    let to_gms: Vec<orders::GmLink> = s
         .gm_urls
         .iter()
         .map(|u| {
@@ -52,17 +52,21 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
                 client: client.clone(),
                 url: format!("{}/v1/internal/messages", u.trim_end_matches('/')),
                 retries: 3,
-            }) as orders::RequeueLink
+            }) as orders::GmLink
         })
         .collect();
+    if to_gms.is_empty() {
+        tracing::warn!("no --gm-url: the GMs will not learn when their tasks finish or fail (only the event stream will)");
+    }
     if let Some(fairness) = &s.fairness {
-        lm = lm.with_fairness(fairness.clone(), requeue.clone());
+        lm = lm.with_fairness(fairness.clone());
     }
     if let Some(queueable) = &s.queueable {
-        lm = lm.with_queueable(queueable.clone(), requeue.clone());
+        lm = lm.with_queueable(queueable.clone());
     }
-    // Task ends go to the GM that launched each task, whenever GM URLs are known.
-    lm = lm.with_gms(requeue);
+    // Task ends go to the GM that launched each task, killed tasks back to the GM of
+    // their queue (--queue and --queueable require every GM's URL).
+    lm = lm.with_gms(to_gms);
     let incarnation = lm.incarnation();
     let lm = lm.start();
     let listener = tokio::net::TcpListener::bind(&s.listen)

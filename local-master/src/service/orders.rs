@@ -10,7 +10,7 @@ use service_kit::links::Link;
 pub type WorkerLink = Link<Vec<WorkerOrder>, ()>;
 /// To one GM: `POST /v1/internal/messages`, the LM's own messages to it (preempted
 /// tasks, task ends: any [`LmToGm`] that is not an answer), in order.
-pub type RequeueLink = Link<Vec<LmToGm>, ()>;
+pub type GmLink = Link<Vec<LmToGm>, ()>;
 
 /// One order to a worker, in the order the LM decided them: the protocol's
 /// LM -> worker message.

@@ -10,8 +10,7 @@
 
 use clap::Parser;
 use common::{GmId, Micros, Resources, TaskId, TaskKind, TaskSpec};
-use global_master::core::lra_path::LraPathConfig;
-use global_master::lra::{PlacementConstraint, Placer, TagSet};
+use global_master::lra::Placer;
 use loadgen::cli::simulate::{run, run_one, SimulateArgs};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{SchedulerKind, SimConfig};
@@ -260,18 +259,8 @@ fn oracle_lras_beside_short_and_guaranteed_work() {
                 scheduler,
                 seed: 3,
                 designated_gm: GmId(1),
-                lra: LraPathConfig {
-                    interval: Micros::from_secs(5),
-                    placer,
-                    nodes_per_rack: 3,
-                    groups: Default::default(),
-                },
-                lra_operator_constraints: vec![PlacementConstraint::anti_affinity(
-                    TagSet::one("w"),
-                    TagSet::one("w"),
-                    "node",
-                )
-                .hard()],
+                lra: tests::sim::lra_path(placer, 5),
+                lra_operator_constraints: tests::sim::w_anti_affinity(),
                 ..SimConfig::default()
             };
             let dir = out.join(name).join(scheduler.name());

@@ -5,7 +5,7 @@
 
 use common::{GmId, Micros, Resources, TaskId, TaskSpec};
 use global_master::core::lra_path::LraPathConfig;
-use global_master::lra::{IlpConfig, PlacementConstraint, Placer, TagSet};
+use global_master::lra::{IlpConfig, Placer};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{run, SimConfig};
 use tests::ClusterBuilder;
@@ -37,18 +37,8 @@ fn lras_run_through_the_designated_gm_and_keep_their_anti_affinity() {
     });
     for (placer, kind) in [("ilp", ilp), ("nc", Placer::NodeCandidates)] {
         let config = SimConfig {
-            lra: LraPathConfig {
-                interval: Micros::from_secs(10),
-                placer: kind,
-                nodes_per_rack: 3,
-                groups: Default::default(),
-            },
-            lra_operator_constraints: vec![PlacementConstraint::anti_affinity(
-                TagSet::one("w"),
-                TagSet::one("w"),
-                "node",
-            )
-            .hard()],
+            lra: tests::sim::lra_path(kind, 10),
+            lra_operator_constraints: tests::sim::w_anti_affinity(),
             ..SimConfig::default()
         };
         let outcome = run(&cluster, &jobs, &config, &mut |_, _| {});
