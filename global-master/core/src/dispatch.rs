@@ -51,6 +51,11 @@ impl Dispatcher {
         self.outstanding.len()
     }
 
+    /// Whether this GM awaits an answer for `task`.
+    pub fn awaits(&self, task: &TaskId) -> bool {
+        self.outstanding.contains_key(task)
+    }
+
     /// A task sent (or asked to be preempted for) awaits its answer.
     pub fn await_answer(&mut self, pending: Box<Pending>) {
         self.outstanding.insert(pending.task.id, pending);

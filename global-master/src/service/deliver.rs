@@ -63,18 +63,10 @@ impl GmActor {
     pub(super) fn deliver(&mut self, input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
         let now = clock::now();
         self.observe(now, &input);
-        let preempt_abandoned = match &input {
-            GmInput::Undelivered(Undelivered::Preempt { lm, task }) => Some((*lm, *task)),
-            _ => None,
-        };
         let had_view = self.core.has_full_view();
         let mut out = self.core.step(now, input);
         if !had_view && self.core.has_full_view() {
             tracing::info!(gm = %self.core.id(), "view complete: state of every LM received; placing work");
-        }
-        if let (Some((lm, task)), 1..) = (preempt_abandoned, out.affected) {
-            self.tracker
-                .pending(task, &PendingReason::LmUnreachable { lm }, false);
         }
         self.carry_out(now, &mut out, ctx);
         out
@@ -103,12 +95,8 @@ impl GmActor {
                     LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
                 }
             }
-            GmInput::Undelivered(Undelivered::Batch { lm, tasks, .. }) => {
+            GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
-                let reason = PendingReason::LmUnreachable { lm: *lm };
-                for task in tasks {
-                    self.tracker.pending(*task, &reason, false);
-                }
             }
             GmInput::Undelivered(Undelivered::Preempt { .. }) => {
                 *self.preempt.refused.entry("transport").or_default() += 1;
@@ -169,6 +157,9 @@ impl GmActor {
         for task in &out.answered.unexpected {
             self.metrics.unexpected_outcomes += 1;
             tracing::warn!(task = %task, job = task.job.0, "launch outcome for a task this GM is not waiting for (already answered, or of another life of this GM); ignored");
+        }
+        for (task, reason) in &out.requeued {
+            self.tracker.pending(*task, reason, false);
         }
         for end in &out.ended {
             self.tracker.ended(end);

@@ -54,3 +54,47 @@ fn abandoned_batch_requeues_and_restores_the_view() {
     );
     let _ = lm.tick(Micros(6));
 }
+
+/// Through `step`: the output names the tasks that went back to their queue and why
+/// (the service marks exactly those pending); a second notice for the same batch
+/// names none.
+#[test]
+fn an_undelivered_batch_lists_the_tasks_it_requeued() {
+    use common::protocol::{ClientToGm, GmToLm, LmToGm};
+    use global_master::core::{GmInput, Undelivered};
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node]],
+    };
+    let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
+    let mut gm = GlobalMaster::new(GmConfig::new(GmId(0), 1, 1));
+    gm.step(
+        Micros(0),
+        GmInput::Lm(LmToGm::State(lm.snapshot(Micros(0)))),
+    );
+    let tasks: Vec<TaskSpec> = (0..2)
+        .map(|j| TaskSpec::short(TaskId::new(1, j), Resources::cores(1, 10), Micros(5)))
+        .collect();
+    gm.step(Micros(1), GmInput::Client(ClientToGm::Submit(tasks)));
+    let out = gm.step(Micros(2), GmInput::Schedule);
+    let [message @ GmToLm::Launch(_)] = &out.to_lms[..] else {
+        panic!("one launch batch, got {:?}", out.to_lms);
+    };
+    let notice = Undelivered::of(message);
+    let back = gm.step(Micros(3), GmInput::Undelivered(notice.clone()));
+    let reason = PendingReason::LmUnreachable { lm: LmId(0) };
+    assert_eq!(
+        back.requeued,
+        vec![
+            (TaskId::new(1, 0), reason.clone()),
+            (TaskId::new(1, 1), reason)
+        ]
+    );
+    assert_eq!(back.affected, 2);
+    let again = gm.step(Micros(4), GmInput::Undelivered(notice));
+    assert!(again.requeued.is_empty() && again.affected == 0);
+}

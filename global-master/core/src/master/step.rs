@@ -13,6 +13,7 @@ use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
 use crate::outputs::{Decision, PassOutput, ResponseOutput};
 use common::messages::TaskEnd;
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
+use common::reasons::PendingReason;
 use common::{LmId, Micros, TaskId};
 
 /// What a GM takes.
@@ -86,6 +87,9 @@ pub struct GmOutput {
     /// For a task end: whether it was a running LRA container of this GM. For an
     /// undelivered request: how many tasks went back to their queues.
     pub affected: usize,
+    /// For an undelivered request: the tasks that went back to their queue (or to
+    /// the LRA path), and why.
+    pub requeued: Vec<(TaskId, PendingReason)>,
     /// For an LM's `Ended` message: the tasks of this GM that finished or failed.
     pub ended: Vec<TaskEnd>,
     /// The input may have made work placeable: the driver should run a pass soon.
@@ -155,11 +159,20 @@ impl GlobalMaster {
                 out.affected = usize::from(self.lra_container_ended(now, task));
             }
             GmInput::Undelivered(Undelivered::Batch { lm, seq, tasks }) => {
+                let reason = PendingReason::LmUnreachable { lm };
+                out.requeued = tasks
+                    .iter()
+                    .filter(|t| self.dispatcher.awaits(t))
+                    .map(|t| (*t, reason.clone()))
+                    .collect();
                 out.affected = self.abandon_batch(now, lm, seq, &tasks);
                 out.wants_pass = out.affected > 0;
             }
             GmInput::Undelivered(Undelivered::Preempt { lm, task }) => {
-                out.affected = usize::from(self.abandon_preempt(now, lm, task));
+                if self.abandon_preempt(now, lm, task) {
+                    out.requeued = vec![(task, PendingReason::LmUnreachable { lm })];
+                }
+                out.affected = out.requeued.len();
                 out.wants_pass = true;
             }
         }
