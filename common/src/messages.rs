@@ -162,6 +162,9 @@ pub enum TaskFailure {
     Signal { signal: i32, out_of_memory: bool },
     /// The task never ran: bad command, missing binary, bad working directory...
     StartFailed { reason: String },
+    /// The worker holding the task stopped answering (or came back without it): the
+    /// task's outcome is unknown and its node is down.
+    Lost { reason: String },
 }
 
 impl std::fmt::Display for TaskFailure {
@@ -174,6 +177,7 @@ impl std::fmt::Display for TaskFailure {
             } => write!(f, "killed by signal {signal}: over its memory limit"),
             TaskFailure::Signal { signal, .. } => write!(f, "killed by signal {signal}"),
             TaskFailure::StartFailed { reason } => write!(f, "could not start: {reason}"),
+            TaskFailure::Lost { reason } => write!(f, "lost: {reason}"),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the worker on its own to make room).
 
 use super::LocalMaster;
+use crate::allocation::PendingKill;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{TaskEnd, WorkerReport};
@@ -17,6 +18,10 @@ impl LocalMaster {
     ) -> Result<LmEffects, LmError> {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
+        if self.lost.contains(&(report.task(), report.node())) {
+            self.lost_task_reported(report, &mut effects);
+            return Ok(effects);
+        }
         // A failed task ends as a finished one does; only its event differs.
         let failure = match &report {
             WorkerReport::Failed { failure, .. } => Some(failure.clone()),
@@ -51,7 +56,13 @@ impl LocalMaster {
                 });
             }
             WorkerReport::Killed { node, task, at } => {
-                let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
+                let Some(PendingKill {
+                    gm,
+                    task: spec,
+                    lost,
+                    ..
+                }) = self.pending_kills.remove(&task)
+                else {
                     // The worker made room for other work on its own.
                     self.ended_adopted(task, false);
                     return self.queueable_killed_by_worker(node, task, at);
@@ -69,7 +80,7 @@ impl LocalMaster {
                 if self.pending_kills.contains_key(&task) =>
             {
                 // Finished before the kill reached the worker: the finish stands.
-                let gm = self.pending_kills.remove(&task).map(|(gm, ..)| gm);
+                let gm = self.pending_kills.remove(&task).map(|k| k.gm);
                 self.ended_adopted(task, true);
                 effects.events.push(TaskEvent {
                     task,
