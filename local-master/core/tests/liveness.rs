@@ -70,7 +70,7 @@ fn a_lost_worker_ends_its_tasks_lost_at_their_gms_and_its_nodes_go_down() {
         .to_gms
         .iter()
         .filter_map(|(to, m)| match m {
-            LmToGm::Ended(e) => Some((to.clone(), e.clone())),
+            LmToGm::Ended(e) => Some((*to, e.clone())),
             _ => None,
         })
         .collect();
