@@ -342,6 +342,23 @@ pub struct WorkerRegistration {
     pub finished: Vec<TaskId>,
 }
 
+/// Worker -> LM, every `--lm-check-ms`: the worker of `slot`, listening at `url`,
+/// is alive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerAlive {
+    pub slot: u32,
+    pub url: String,
+}
+
+/// LM -> worker: the LM's life, and whether it counts this worker registered (the
+/// same slot and URL, not declared lost). When not, the worker registers again,
+/// listing the tasks it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerAliveAnswer {
+    pub incarnation: u64,
+    pub registered: bool,
+}
+
 /// A task a worker holds: running (`started_at` set) or waiting in its queue.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldTask {

@@ -164,6 +164,7 @@ impl GmActor {
         for end in &out.ended {
             self.tracker.ended(end);
         }
+        self.journal_ends(&out.ended);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }
@@ -172,6 +173,34 @@ impl GmActor {
         }
         if out.wants_pass {
             self.request_pass(ctx);
+        }
+    }
+
+    /// Writes the tasks that reached a final state to the journal, before the LM
+    /// that reported them hears its answer (it sends them again otherwise).
+    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd]) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let finals: Vec<_> = ends
+            .iter()
+            .filter(|e| {
+                self.tracker
+                    .task(e.task)
+                    .is_some_and(|s| s.state.is_final())
+            })
+            .map(|e| {
+                let ended = super::journal::Ended {
+                    at: e.at,
+                    node: e.node.0,
+                    failure: e.failure.clone(),
+                };
+                (e.task, ended)
+            })
+            .collect();
+        if let Err(e) = journal.ended(&finals) {
+            self.metrics.journal_errors += 1;
+            tracing::error!(tasks = finals.len(), error = %e, "cannot write task ends to the journal: a restart would run them again");
         }
     }
 

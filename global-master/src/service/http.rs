@@ -107,6 +107,9 @@ async fn submit(
         )
             .into_response(),
         Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
+        Ok(Err(SubmitRefused::JournalFailed)) => {
+            unavailable("cannot write the job to this GM's journal (see its log); not accepted")
+        }
         Err(e) => unavailable(&e.to_string()),
     }
 }

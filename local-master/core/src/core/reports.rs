@@ -5,7 +5,7 @@ use super::LocalMaster;
 use crate::allocation::PendingKill;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{TaskEnd, WorkerReport};
+use common::messages::{TaskEnd, TaskFailure, WorkerReport};
 use common::Micros;
 
 impl LocalMaster {
@@ -82,6 +82,7 @@ impl LocalMaster {
                 // Finished before the kill reached the worker: the finish stands.
                 let gm = self.pending_kills.remove(&task).map(|k| k.gm);
                 self.ended_adopted(task, true);
+                self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -107,6 +108,7 @@ impl LocalMaster {
                     return Err(LmError::UnknownTask { task, node });
                 }
                 self.ended_adopted(task, true);
+                self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -125,5 +127,14 @@ impl LocalMaster {
             }
         }
         Ok(effects)
+    }
+
+    /// A task that finished cleanly is remembered: a launch of it again (a restarted
+    /// GM resubmitting its journal, a resent batch) is a `Duplicate`. A failed one is
+    /// not: its GM may retry it.
+    fn remember_if_finished(&mut self, task: common::TaskId, failure: Option<&TaskFailure>) {
+        if failure.is_none() {
+            self.finished_before_restart(task);
+        }
     }
 }
