@@ -38,6 +38,11 @@ impl LmTopology {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LmSnapshot {
     pub lm: LmId,
+    /// The LM's life (its start time, µs). Snapshots of one life are ordered by
+    /// `version`; a snapshot of another life replaces them when its number is higher,
+    /// or when the life the GM holds has been silent for a few snapshots of the
+    /// other (an LM restarted on a host whose clock is behind).
+    pub incarnation: u64,
     /// Increases with every change; a GM ignores a snapshot older than the one it has.
     pub version: u64,
     pub taken_at: Micros,

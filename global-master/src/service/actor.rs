@@ -320,7 +320,7 @@ impl Handler<ListJobs> for GmActor {
 #[rtype(result = "Load")]
 pub struct GetLoad;
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Load {
     pub queued: usize,
     pub outstanding: usize,
@@ -328,7 +328,14 @@ pub struct Load {
     /// Nodes and total capacity of the LMs this GM has heard from.
     pub nodes: usize,
     pub capacity: Resources,
+    /// LMs whose state this GM has not taken for [`LM_SILENCE`] (or ever).
+    pub silent_lms: Vec<usize>,
 }
+
+/// An LM whose state a GM has not taken for this long is reported on `/healthz`
+/// (`degraded`): its view may be stale (the LM is down, cut off, or sends snapshots
+/// of a life the GM does not follow).
+pub const LM_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
@@ -340,6 +347,14 @@ impl Handler<GetLoad> for GmActor {
             queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),
+            silent_lms: {
+                let now = clock::now();
+                let limit = Micros(LM_SILENCE.as_micros() as u64);
+                (self.metrics.last_snapshot.iter().enumerate())
+                    .filter(|(_, t)| t.is_none_or(|t| now.since(t) > limit))
+                    .map(|(l, _)| l)
+                    .collect()
+            },
         })
     }
 }

@@ -64,7 +64,22 @@ impl GmActor {
         let now = clock::now();
         self.observe(now, &input);
         let had_view = self.core.has_full_view();
+        let snapshot = match &input {
+            GmInput::Lm(m) => m.snapshot().map(|s| (s.lm, s.incarnation, s.version)),
+            _ => None,
+        };
         let mut out = self.core.step(now, input);
+        // An LM's state counts as heard only when the core took it (a snapshot of
+        // another life, or stale, does not: the view would look fresh while frozen).
+        if let Some((lm, incarnation, version)) = snapshot {
+            let taken = self
+                .core
+                .view(lm)
+                .is_some_and(|v| v.incarnation == incarnation && v.version == version);
+            if let (true, Some(slot)) = (taken, self.metrics.last_snapshot.get_mut(lm.index())) {
+                *slot = Some(now);
+            }
+        }
         if !had_view && self.core.has_full_view() {
             tracing::info!(gm = %self.core.id(), "view complete: state of every LM received; placing work");
         }
@@ -75,26 +90,19 @@ impl GmActor {
     /// What the shell keeps of an input before the core sees it.
     fn observe(&mut self, now: Micros, input: &GmInput) {
         match input {
-            GmInput::Lm(message) => {
-                if let Some(s) = message.snapshot() {
-                    if let Some(slot) = self.metrics.last_snapshot.get_mut(s.lm.index()) {
-                        *slot = Some(s.taken_at);
-                    }
-                }
-                match message {
-                    LmToGm::PreemptAnswer(r) => {
-                        if let PreemptOutcome::Refused(why) = &r.outcome {
-                            let label = why.label();
-                            tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
-                            if *why != PreemptRefusal::Duplicate {
-                                *self.preempt.refused.entry(label).or_default() += 1;
-                            }
+            GmInput::Lm(message) => match message {
+                LmToGm::PreemptAnswer(r) => {
+                    if let PreemptOutcome::Refused(why) = &r.outcome {
+                        let label = why.label();
+                        tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
+                        if *why != PreemptRefusal::Duplicate {
+                            *self.preempt.refused.entry(label).or_default() += 1;
                         }
                     }
-                    LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
-                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
                 }
-            }
+                LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
+                LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
+            },
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
             }

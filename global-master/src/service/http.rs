@@ -286,7 +286,9 @@ async fn pending(State(s): State<ApiState>, Query(q): Query<PendingQuery>) -> Re
 async fn healthz(State(s): State<ApiState>) -> Response {
     match s.gm.send(GetLoad).await {
         Ok(load) => Json(json!({
-            "status": "ok",
+            // Degraded: some LM's state not taken for a while (see `silent_lms`).
+            "status": if load.silent_lms.is_empty() { "ok" } else { "degraded" },
+            "silent_lms": load.silent_lms,
             "ready": load.full_view,
             "queued": load.queued,
             "outstanding": load.outstanding,

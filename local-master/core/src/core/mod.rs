@@ -56,6 +56,8 @@ pub struct LocalMaster {
     jobs: HashMap<JobId, JobContainers>,
     answers: BatchAnswers,
     version: u64,
+    /// This life (its start time, µs; see [`LmSnapshot::incarnation`]).
+    incarnation: u64,
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
@@ -110,6 +112,7 @@ impl LocalMaster {
             // supersede those of its previous life in every GM's view (one change per
             // microsecond would be needed to catch up).
             version: now.0.max(1),
+            incarnation: now.0.max(1),
             restarted: Restarted::default(),
             snapshot_cache: None,
             down: vec![false; topology_nodes],
@@ -189,6 +192,7 @@ impl LocalMaster {
         };
         LmSnapshot {
             lm: self.topology.lm,
+            incarnation: self.incarnation,
             version: self.version,
             taken_at: now,
             topology: self.topology.clone(),
