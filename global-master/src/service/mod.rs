@@ -66,6 +66,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         // A restarted GM must not reuse its previous life's batch numbers (the LMs
         // would answer them from their record of that life).
         first_batch_seq: service_kit::clock::now().0,
+        retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
     let gm = actor::GmActor::new(
@@ -75,6 +76,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         s.max_queued,
     )
     .with_doubt_timeout(s.doubt_timeout)
+    .with_retention(s.retention)
     .start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();

@@ -55,6 +55,13 @@ pub struct LmCounters {
     pub ends_reported: u64,
     /// LM -> GM messages dropped because no link to their GM was configured.
     pub gm_undeliverable: u64,
+    /// Cancel requests, tasks they stopped, and tasks they named that another GM
+    /// launched (left running).
+    pub cancel_requests: u64,
+    pub tasks_cancelled: u64,
+    pub cancel_not_yours: u64,
+    /// Task starts reported to the GMs that launched them.
+    pub starts_reported: u64,
 }
 
 pub struct LmActor {
@@ -219,7 +226,7 @@ impl LmActor {
             match &order {
                 WorkerOrder::Kill(kill) => {
                     self.counters.kills_sent += 1;
-                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a preempted task");
+                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a task (preempted, reclaimed or cancelled)");
                 }
                 WorkerOrder::Promote(promote) => {
                     self.counters.promotions += 1;
@@ -232,7 +239,9 @@ impl LmActor {
         for (to, message) in out.to_gms {
             match message {
                 LmToGm::State(_) => self.publish(),
-                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) => answer = Some(message),
+                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_) => {
+                    answer = Some(message)
+                }
                 other => self.send_to_gm(to, other),
             }
         }
@@ -257,6 +266,9 @@ impl LmActor {
                 }
             }
             LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
+            LmToGm::Started(started) => {
+                self.counters.starts_reported += started.starts.len() as u64
+            }
             _ => {}
         }
         let gms: Vec<usize> = match to {

@@ -8,6 +8,7 @@
 //! [`restart`] and [`queueable`]. Batch answers ([`BatchAnswers`]) and what a
 //! restarted LM remembers ([`Restarted`]) are parts of their own.
 
+mod cancel;
 mod launch;
 pub mod preempt;
 pub mod queueable;
@@ -41,6 +42,9 @@ pub struct LocalMaster {
     fairness: Option<Arc<FairnessConfig>>,
     /// Preempted tasks waiting for the worker to confirm the kill: (GM, task, lost work).
     pending_kills: HashMap<TaskId, (GmId, TaskSpec, Micros)>,
+    /// Tasks of cancelled jobs whose kill is on its way to the worker (their
+    /// resources are free already): the GM that cancelled them.
+    cancelling: HashMap<TaskId, GmId>,
     /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
     /// deduction, but reclaimable by any other task).
     q_held: Vec<Resources>,
@@ -96,6 +100,7 @@ impl LocalMaster {
             total,
             fairness: None,
             pending_kills: HashMap::new(),
+            cancelling: HashMap::new(),
             answers: BatchAnswers::new(gms as usize),
             // Versions start at the start time, so that the snapshots of a restarted LM
             // supersede those of its previous life in every GM's view (one change per
