@@ -1,0 +1,177 @@
+//! The task lifecycle through the services (issue 13): one GM, one LM, one worker
+//! running two 1-core nodes, as separate processes on loopback with a real RabbitMQ,
+//! `exec` tasks.
+//!
+//! - a command that exits 3 runs `max_attempts` times (its job's retry policy) and
+//!   ends `failed` with every attempt's failure;
+//! - a running task shows `running` with its start time; `DELETE /v1/jobs/{id}`
+//!   cancels the queued task at once and the running ones at their worker (their
+//!   processes are gone), twice answers the same, 404 for an unknown job;
+//! - an ended job is forgotten after `--job-retention`; `GET /v1/jobs` filters by
+//!   queue and user.
+
+use serde_json::Value;
+use std::time::Duration;
+use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::procs::{get_json, http, wait_until, LoopbackCluster, RoleArgs};
+
+fn exec_task(command: &str) -> String {
+    format!(
+        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(command).expect("json string")
+    )
+}
+
+fn submit(gm: &str, body: &str) -> u64 {
+    let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(body)).expect("post");
+    assert_eq!(status, 202, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("json");
+    answer["job"].as_u64().expect("a job id")
+}
+
+fn task(gm: &str, job: u64, index: u32) -> Value {
+    get_json(&format!("{gm}/v1/tasks/{job}/{index}"))
+}
+
+#[test]
+fn retries_cancel_running_state_and_retention_through_the_services() {
+    require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-lifecycle-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let extra = RoleArgs {
+        gm: vec!["--job-retention".into(), "3".into()],
+        ..RoleArgs::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 2, 1, AMQP_URL, &dir.join("logs"), &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let ended = |job: u64| {
+        let state = get_json(&format!("{gm}/v1/jobs/{job}"))["state"].clone();
+        state != "active"
+    };
+
+    // Retries: exit 3, three attempts 50 ms then 100 ms apart, then failed for good.
+    let failing = format!(
+        r#"{{"tasks":[{}],"user":"ana","retry":{{"max_attempts":3,"backoff":{{"initial_ms":50,"factor":2}}}}}}"#,
+        exec_task("exit 3")
+    );
+    let job = submit(&gm, &failing);
+    wait_until("the failing job to end", Duration::from_secs(30), || {
+        ended(job)
+    });
+    let t = task(&gm, job, 0);
+    assert_eq!(t["state"], "failed", "{t}");
+    assert_eq!(
+        (t["attempt"].as_u64(), t["max_attempts"].as_u64()),
+        (Some(3), Some(3)),
+        "{t}"
+    );
+    let failures = t["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 3, "{t}");
+    for (i, f) in failures.iter().enumerate() {
+        assert_eq!(f["attempt"], i as u64 + 1);
+        assert_eq!(f["failure"]["exit"]["code"], 3, "{f}");
+    }
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_tasks_retried_total"),
+        2.0
+    );
+    let by_user = get_json(&format!("{gm}/v1/jobs?user=ana"));
+    assert_eq!(
+        by_user["jobs"].as_array().map(Vec::len),
+        Some(1),
+        "{by_user}"
+    );
+    assert_eq!(by_user["jobs"][0]["job"], job);
+    let by_queue = get_json(&format!("{gm}/v1/jobs?queue=nope"));
+    assert_eq!(
+        by_queue["jobs"].as_array().map(Vec::len),
+        Some(0),
+        "{by_queue}"
+    );
+
+    // Cancel: two tasks run (one node each), the third waits in the GM's queue.
+    let pids = dir.join("pids");
+    let _ = std::fs::create_dir_all(&pids);
+    let sleeper = exec_task(&format!("echo $$ > {}/$$; exec sleep 60", pids.display()));
+    let body = format!(r#"{{"tasks":[{sleeper},{sleeper},{sleeper}]}}"#);
+    let job = submit(&gm, &body);
+    wait_until("two tasks running", Duration::from_secs(30), || {
+        (0..3)
+            .filter(|i| task(&gm, job, *i)["state"] == "running")
+            .count()
+            == 2
+    });
+    let running: Vec<u32> = (0..3)
+        .filter(|i| task(&gm, job, *i)["state"] == "running")
+        .collect();
+    assert!(task(&gm, job, running[0])["started_at_us"]
+        .as_u64()
+        .is_some());
+    wait_until(
+        "both processes to write their pid",
+        Duration::from_secs(10),
+        || std::fs::read_dir(&pids).map(|d| d.count()).unwrap_or(0) == 2,
+    );
+    let url = format!("{gm}/v1/jobs/{job}");
+    let (status, _, answer) = http("DELETE", &url, None).expect("delete");
+    assert_eq!(status, 202, "{answer}");
+    let first: Value = serde_json::from_str(&answer).expect("json");
+    assert_eq!(first["job"], job);
+    assert!(
+        first["cancel_requested_at_us"].as_u64().is_some(),
+        "{first}"
+    );
+    wait_until("the job to end cancelled", Duration::from_secs(20), || {
+        ended(job)
+    });
+    let status_now = get_json(&url);
+    assert_eq!(status_now["state"], "cancelled", "{status_now}");
+    assert_eq!(status_now["states"]["cancelled"], 3, "{status_now}");
+    // The processes are gone.
+    for entry in std::fs::read_dir(&pids).expect("pids") {
+        let pid = entry
+            .expect("entry")
+            .file_name()
+            .into_string()
+            .expect("utf-8");
+        wait_until(
+            "the cancelled process to exit",
+            Duration::from_secs(15),
+            || !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        );
+    }
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_tasks_cancelled_total"),
+        2.0
+    );
+    // A second DELETE answers the same way, and changes nothing.
+    let (status, _, again) = http("DELETE", &url, None).expect("delete");
+    assert_eq!(status, 202, "{again}");
+    let again: Value = serde_json::from_str(&again).expect("json");
+    assert_eq!(again["state"], "cancelled");
+    assert_eq!(
+        again["cancel_requested_at_us"],
+        first["cancel_requested_at_us"]
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_jobs_cancelled_total"),
+        1.0
+    );
+    let (status, _, body) = http("DELETE", &format!("{gm}/v1/jobs/12345"), None).expect("delete");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("job 12345 is unknown"), "{body}");
+
+    // Retention: three seconds after its end, a job is forgotten.
+    wait_until(
+        "the ended jobs to be forgotten",
+        Duration::from_secs(15),
+        || {
+            let (status, _, _) = http("GET", &url, None).expect("get");
+            status == 404
+        },
+    );
+    assert!(cluster.metric(&cluster.gms, "megha_gm_jobs_forgotten_total") >= 2.0);
+
+    cluster.terminate_all_cleanly();
+}
