@@ -90,6 +90,62 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
         "{by_queue}"
     );
 
+    // Logs through the GM (from the worker, via the LM): whole, tail, stderr, follow.
+    let talker = exec_task("echo hello; echo world; echo oops >&2");
+    let job = submit(&gm, &format!(r#"{{"tasks":[{talker}]}}"#));
+    wait_until("the talker to end", Duration::from_secs(30), || ended(job));
+    let logs = |query: &str| {
+        let url = format!("{gm}/v1/tasks/{job}/0/logs{query}");
+        let (status, _, body) = http("GET", &url, None).expect("get logs");
+        (status, body)
+    };
+    assert_eq!(logs(""), (200, "hello\nworld\n".to_owned()));
+    assert_eq!(logs("?tail=1"), (200, "world\n".to_owned()));
+    assert_eq!(logs("?stream=stderr"), (200, "oops\n".to_owned()));
+    assert_eq!(logs("?stream=nope").0, 400);
+    let (status, body) = {
+        let (status, _, body) =
+            http("GET", &format!("{gm}/v1/tasks/{job}/7/logs"), None).expect("get");
+        (status, body)
+    };
+    assert_eq!(status, 404, "{body}");
+    let counter = exec_task("for i in 1 2 3; do echo line$i; sleep 0.3; done");
+    let job = submit(&gm, &format!(r#"{{"tasks":[{counter}]}}"#));
+    wait_until("the counter to start", Duration::from_secs(30), || {
+        task(&gm, job, 0)["state"] == "running"
+    });
+    let url = format!("{gm}/v1/tasks/{job}/0/logs?follow=true");
+    let (status, _, followed) = http("GET", &url, None).expect("follow");
+    assert_eq!(status, 200);
+    for line in ["line1", "line2", "line3"] {
+        assert!(followed.contains(line), "{followed}");
+    }
+    assert_eq!(
+        task(&gm, job, 0)["state"],
+        "finished",
+        "follow ends with the task"
+    );
+
+    // The nodes: the GM's view and the LM's authoritative state.
+    let view = get_json(&format!("{gm}/v1/nodes"));
+    assert_eq!(view["lms"][0]["known"], true, "{view}");
+    assert_eq!(view["lms"][0]["nodes"], 2, "{view}");
+    let nodes = view["lms"][0]["partitions"][0]["nodes"]
+        .as_array()
+        .expect("nodes");
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[0]["capacity"]["cpu_millis"], 1000, "{view}");
+    assert!(view["lms"][0]["state_age_ms"].as_u64().is_some(), "{view}");
+    let summary = get_json(&format!("{gm}/v1/nodes?summary=true"));
+    assert!(
+        summary["lms"][0]["partitions"][0].get("nodes").is_none(),
+        "{summary}"
+    );
+    let lm = get_json(&format!("{}/v1/nodes", cluster.lms[0].url));
+    assert_eq!(lm["nodes"].as_array().map(Vec::len), Some(2), "{lm}");
+    assert_eq!(lm["nodes"][1]["worker_registered"], true, "{lm}");
+    assert_eq!(lm["running_tasks"], 0, "{lm}");
+
     // Cancel: two tasks run (one node each), the third waits in the GM's queue.
     let pids = dir.join("pids");
     let _ = std::fs::create_dir_all(&pids);

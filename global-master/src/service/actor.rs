@@ -47,6 +47,8 @@ pub struct GmActor {
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
     pub(super) pass_scheduled: bool,
+    /// Base URLs of the LMs (index = LM id), for task logs; empty in embedded mode.
+    pub(super) lm_urls: Vec<String>,
     /// When a [`GmInput::Tick`] is already due (see `deliver::wake_at`).
     pub(super) wakeup: Option<Micros>,
     /// The last job id handed out (see [`GmActor::new_job_id`]).
@@ -94,9 +96,16 @@ impl GmActor {
             doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
             pass_scheduled: false,
             wakeup: None,
+            lm_urls: Vec::new(),
             last_job: None,
             accepting: true,
         }
+    }
+
+    /// The LMs' base URLs (index = LM id): task logs are read through them.
+    pub fn with_lm_urls(mut self, urls: Vec<String>) -> Self {
+        self.lm_urls = urls;
+        self
     }
 
     /// How long and how many ended jobs the status API keeps (default: one hour,

@@ -4,9 +4,13 @@
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
 //! - `GET /v1/jobs?state=&queue=&user=&limit=&after=`: this GM's jobs, paged, filtered.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
+//! - `GET /v1/tasks/{job}/{index}/logs?stream=stdout|stderr&tail=N&follow=true`:
+//!   the task's output, through its LM from its worker (see [`super::logs`]).
 //! - `DELETE /v1/jobs/{id}`: cancel a job (202 with its status, again on a repeat;
 //!   404 for an unknown job).
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
+//! - `GET /v1/nodes?summary=true|false`: the GM's view: per LM, its partitions and
+//!   nodes with capacity, free and used resources, and the age of its last state.
 //! - `POST /v1/internal/messages`: messages from an LM (bincode
 //!   `Vec<common::protocol::LmToGm>` -> `()`, like the LM's internal API): preempted
 //!   tasks of this GM's queues, ends of tasks it launched; 422 (nothing applied) if
@@ -53,7 +57,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(job).delete(cancel))
         .route("/v1/tasks/{job}/{index}", get(task))
+        .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/v1/pending", get(pending))
+        .route("/v1/nodes", get(nodes))
         .route("/v1/internal/messages", post(from_lm))
         .route("/healthz", get(healthz))
         .merge(super::lra_http::routes())
@@ -317,6 +323,57 @@ async fn task(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsQuery {
+    stream: Option<String>,
+    tail: Option<usize>,
+    follow: Option<bool>,
+}
+
+async fn task_logs(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path((job, index)): Path<(String, String)>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+    uri: axum::http::Uri,
+) -> Response {
+    let (job, index): (u64, u32) = match (parse_id("job", &job), parse_id("index", &index)) {
+        (Ok(j), Ok(i)) => (j, i),
+        (Err(e), _) | (_, Err(e)) => return error(e),
+    };
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return error(ApiError::new(400, "query", e.body_text())),
+    };
+    let stream = q.stream.unwrap_or_else(|| "stdout".to_owned());
+    if stream != "stdout" && stream != "stderr" {
+        return error(ApiError::new(400, "stream", "use stdout or stderr"));
+    }
+    let path = match uri.query() {
+        Some(query) => format!("/v1/tasks/{job}/{index}/logs?{query}"),
+        None => format!("/v1/tasks/{job}/{index}/logs"),
+    };
+    if let Some(r) = forwarded_status(&s, &headers, job, &path).await {
+        return r;
+    }
+    let id = TaskId {
+        job: JobId(job),
+        index,
+    };
+    match s.gm.send(super::logs::FindLog(id)).await {
+        Ok(Ok(source)) => {
+            let follow = q.follow.unwrap_or(false);
+            super::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
+        }
+        Ok(Err((status, why))) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND);
+            (status, Json(json!({"error": why}))).into_response()
+        }
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+#[derive(serde::Deserialize)]
 struct PendingQuery {
     limit: Option<usize>,
 }
@@ -325,6 +382,27 @@ async fn pending(State(s): State<ApiState>, Query(q): Query<PendingQuery>) -> Re
     let limit = q.limit.unwrap_or(100).min(10_000);
     match s.gm.send(GetPending { limit }).await {
         Ok(list) => Json(list).into_response(),
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodesQuery {
+    summary: Option<bool>,
+}
+
+async fn nodes(
+    State(s): State<ApiState>,
+    query: Result<Query<NodesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return error(ApiError::new(400, "query", e.body_text())),
+    };
+    let summary = q.summary.unwrap_or(false);
+    match s.gm.send(super::nodes::GetNodes { summary }).await {
+        Ok(view) => Json(view).into_response(),
         Err(e) => unavailable(&e.to_string()),
     }
 }

@@ -9,7 +9,7 @@
 //!   (requests to LMs over one link each, events, the status tracker).
 //! - [`preempt`]: fairness: the shell's preemption counters.
 //! - [`status`]: per-task and per-job status for the API.
-//! - [`report`]: pending list and metrics.
+//! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
 //! - [`http`]: the routes.
 //! - [`mq`]: the state subscription.
 
@@ -19,10 +19,12 @@ pub mod config;
 pub mod deliver;
 pub mod executor_api;
 pub mod http;
+pub mod logs;
 pub mod lra_actor;
 pub mod lra_api;
 pub mod lra_http;
 pub mod mq;
+pub mod nodes;
 pub mod preempt;
 pub mod report;
 pub mod route;
@@ -77,6 +79,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     )
     .with_doubt_timeout(s.doubt_timeout)
     .with_retention(s.retention)
+    .with_lm_urls(s.lm_urls.clone())
     .start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();
