@@ -13,7 +13,21 @@
 use serde_json::Value;
 use std::time::Duration;
 use tests::broker::{require_rabbitmq, AMQP_URL};
-use tests::procs::{get_json, http, wait_until, LoopbackCluster, RoleArgs};
+use tests::procs::{bin_dir, get_json, http, wait_until, LoopbackCluster, RoleArgs};
+
+/// Runs the `megha` client against `gm`; returns (success, stdout, stderr).
+fn megha(gm: &str, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(bin_dir().join("megha"))
+        .args(args)
+        .env("MEGHA_GM", gm)
+        .output()
+        .expect("megha runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 fn exec_task(command: &str) -> String {
     format!(
@@ -145,6 +159,45 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
     assert_eq!(lm["nodes"].as_array().map(Vec::len), Some(2), "{lm}");
     assert_eq!(lm["nodes"][1]["worker_registered"], true, "{lm}");
     assert_eq!(lm["running_tasks"], 0, "{lm}");
+
+    // The `megha` client: each command against the cluster.
+    let (ok, out, err) = megha(
+        &gm,
+        &["submit", "--user", "bo", "--", "sh", "-c", "echo from-cli"],
+    );
+    assert!(ok, "{err}");
+    let job: u64 = out
+        .split_whitespace()
+        .nth(2)
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("submitted job ID: {out}"));
+    wait_until("the CLI's job to end", Duration::from_secs(30), || {
+        ended(job)
+    });
+    let (ok, out, err) = megha(&gm, &["jobs", "--user", "bo"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("JOB ") && out.contains(&format!("{job}  finished")),
+        "{out}"
+    );
+    let (ok, out, _) = megha(&gm, &["job", &job.to_string()]);
+    assert!(ok && out.contains("finished  1/1"), "{out}");
+    let (ok, out, _) = megha(&gm, &["logs", &job.to_string(), "0"]);
+    assert!(ok);
+    assert_eq!(out, "from-cli\n");
+    let (ok, out, _) = megha(&gm, &["--json", "nodes", "--summary"]);
+    assert!(ok);
+    let nodes: Value = serde_json::from_str(&out).expect("--json is JSON");
+    assert_eq!(nodes["lms"][0]["nodes"], 2, "{out}");
+    let (ok, out, _) = megha(&gm, &["nodes"]);
+    assert!(ok && out.starts_with("LM  "), "{out}");
+    let file = tests::procs::workspace_root().join("data/jobs/hello.toml");
+    let (ok, out, err) = megha(&gm, &["submit", file.to_str().expect("utf-8")]);
+    assert!(ok && out.contains("(2 tasks)"), "{out}{err}");
+    let (ok, _, err) = megha(&gm, &["cancel", "12345"]);
+    assert!(!ok && err.contains("job 12345 is unknown"), "{err}");
+    let (ok, _, err) = megha("http://127.0.0.1:1", &["jobs"]);
+    assert!(!ok && err.contains("is the GM running"), "{err}");
 
     // Cancel: two tasks run (one node each), the third waits in the GM's queue.
     let pids = dir.join("pids");
