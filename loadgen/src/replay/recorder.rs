@@ -209,7 +209,7 @@ impl Recorder {
             // An end too (an exec task's non-zero exit, a start failure, a task the
             // GM gave up on at shutdown): the replay stops waiting for it; with no
             // finish time it counts as never finished in the reports.
-            TaskEventKind::Failed { .. } => {
+            TaskEventKind::Failed { .. } | TaskEventKind::Cancelled { .. } => {
                 self.end_run(i, at);
                 self.mark_terminal(i);
             }
