@@ -436,3 +436,40 @@ fn a_cancel_request_never_delivered_is_sent_again_later() {
     assert_eq!(cancelled, vec![a]);
     assert!(h.lm.running().is_empty());
 }
+
+#[test]
+fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    h.gm_step(0, 1, GmInput::Client(ClientToGm::Submit(vec![task(1, 0)])));
+    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
+    let node = h.start_of(a);
+    // The LM took the cancel, then died before its kill reached the worker.
+    h.gm_step(0, 3, GmInput::Client(ClientToGm::Cancel(JobId(1))));
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![
+            NodeSpec {
+                capacity: Resources::cores(2, 1024),
+                constraints: ConstraintSet::EMPTY,
+            };
+            1
+        ]],
+    };
+    h.lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(10));
+    // The worker registers again, still running the task: the new LM adopts it and
+    // tells its GM it runs; the GM asks this LM again to stop it.
+    let mut fx = local_master::LmEffects::default();
+    let held = common::messages::HeldTask {
+        node,
+        task: task(1, 0),
+        started_at: Some(Micros(2)),
+    };
+    h.lm.adopt(Micros(11), held, &mut fx).expect("adopted");
+    assert_eq!(fx.started.len(), 1, "the start goes to the GM");
+    let started = LmToGm::Started(fx.started.remove(0));
+    let outs = h.gm_step(0, 12, GmInput::Lm(started));
+    let stopped: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
+    assert_eq!(stopped, vec![a]);
+    assert!(h.lm.running().is_empty());
+}
