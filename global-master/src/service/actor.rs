@@ -7,14 +7,16 @@
 
 use super::api::NewTask;
 use super::deliver::LmLink;
+use super::journal::{Journal, Recovered};
 use super::preempt::PreemptMetrics;
 use super::status::{JobFilter, JobPage, JobStatus, Retention, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
+use common::messages::TaskEnd;
 use common::protocol::ClientToGm;
 use common::retry::RetryPolicy;
-use common::{GmId, JobId, Micros, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::Sink;
 use service_kit::metrics::Histogram;
@@ -30,6 +32,10 @@ pub struct ShellMetrics {
     pub submissions_refused_full: u64,
     /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
     pub unexpected_outcomes: u64,
+    /// Journal writes that failed (submissions refused, ends not recorded).
+    pub journal_errors: u64,
+    /// Tasks resubmitted from the journal at start.
+    pub recovered_tasks: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -54,6 +60,10 @@ pub struct GmActor {
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     last_job: Option<JobId>,
     accepting: bool,
+    /// Accepted work on disk (see [`super::journal`]); `None` without `--data-dir`.
+    pub(super) journal: Option<Journal>,
+    /// Jobs read back from the journal, resubmitted when the actor starts.
+    recovered: Vec<Recovered>,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -90,6 +100,8 @@ impl GmActor {
                 batches_abandoned: 0,
                 submissions_refused_full: 0,
                 unexpected_outcomes: 0,
+                journal_errors: 0,
+                recovered_tasks: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,
@@ -99,6 +111,53 @@ impl GmActor {
             lm_urls: Vec::new(),
             last_job: None,
             accepting: true,
+            journal: None,
+            recovered: Vec::new(),
+        }
+    }
+
+    /// Writes accepted jobs and task ends to `journal`; the jobs `recovered` from it
+    /// (a previous life's) are resubmitted when the actor starts.
+    pub fn with_journal(mut self, journal: Journal, recovered: Vec<Recovered>) -> Self {
+        self.journal = Some(journal);
+        self.recovered = recovered;
+        self
+    }
+
+    /// Resubmits the tasks of the previous life's jobs that had not ended, and shows
+    /// the ended ones as they ended. A task that still runs (or finished meanwhile)
+    /// is answered `Duplicate` by its LM and counts as launched; its end arrives
+    /// over the LM's retried stream.
+    fn recover(&mut self, ctx: &mut Context<Self>) {
+        let recovered = std::mem::take(&mut self.recovered);
+        let (mut jobs, mut resubmitted) = (0, 0);
+        for r in recovered {
+            jobs += 1;
+            self.last_job = self.last_job.max(Some(r.job));
+            let mut again = Vec::new();
+            for spec in r.tasks {
+                self.tracker.accepted(spec.id, r.accepted_at);
+                match r.ended.get(&spec.id.index) {
+                    Some(e) => {
+                        let end = TaskEnd {
+                            task: spec.id,
+                            node: NodeId(e.node),
+                            at: e.at,
+                            failure: e.failure.clone(),
+                        };
+                        self.tracker.ended(&end, r.accepted_at.max(e.at))
+                    }
+                    None => again.push(spec),
+                }
+            }
+            resubmitted += again.len();
+            if !again.is_empty() {
+                self.deliver(GmInput::Client(ClientToGm::Submit(again)), ctx);
+            }
+        }
+        self.metrics.recovered_tasks += resubmitted as u64;
+        if jobs > 0 {
+            tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "resumed the jobs of the previous life from the journal");
         }
     }
 
@@ -161,6 +220,7 @@ impl Actor for GmActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1 << 20);
         self.start_lra_timer(ctx);
+        self.recover(ctx);
     }
 }
 
@@ -186,6 +246,8 @@ pub enum SubmitRefused {
     QueueFull { held: usize, limit: usize },
     /// The GM is shutting down.
     ShuttingDown,
+    /// The job could not be written to the journal (logged): not accepted.
+    JournalFailed,
 }
 
 impl Handler<Submit> for GmActor {
@@ -235,8 +297,6 @@ impl GmActor {
         let policy = msg
             .retry
             .unwrap_or_else(|| self.core.lifecycle().default_policy());
-        self.tracker
-            .job_accepted(job, now, queues, msg.user, policy.max_attempts);
         let mut ids = Vec::with_capacity(msg.tasks.len());
         let mut events = Vec::with_capacity(msg.tasks.len());
         let mut specs = Vec::with_capacity(msg.tasks.len());
@@ -255,7 +315,6 @@ impl GmActor {
                 tags: t.tags.into_iter().map(Arc::from).collect(),
                 executor: t.executor,
             };
-            self.tracker.accepted(id, now);
             specs.push(spec);
             events.push(TaskEvent {
                 task: id,
@@ -263,6 +322,18 @@ impl GmActor {
                 kind: TaskEventKind::Queued { gm },
             });
             ids.push(id);
+        }
+        if let Some(journal) = &mut self.journal {
+            if let Err(e) = journal.accept(job, now, &specs) {
+                self.metrics.journal_errors += 1;
+                tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
+                return Err(SubmitRefused::JournalFailed);
+            }
+        }
+        self.tracker
+            .job_accepted(job, now, queues, msg.user, policy.max_attempts);
+        for id in &ids {
+            self.tracker.accepted(*id, now);
         }
         tracing::debug!(
             job = job.0,
@@ -360,7 +431,7 @@ impl Handler<ListJobs> for GmActor {
 #[rtype(result = "Load")]
 pub struct GetLoad;
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Load {
     pub queued: usize,
     pub outstanding: usize,
@@ -368,7 +439,14 @@ pub struct Load {
     /// Nodes and total capacity of the LMs this GM has heard from.
     pub nodes: usize,
     pub capacity: Resources,
+    /// LMs whose state this GM has not taken for [`LM_SILENCE`] (or ever).
+    pub silent_lms: Vec<usize>,
 }
+
+/// An LM whose state a GM has not taken for this long is reported on `/healthz`
+/// (`degraded`): its view may be stale (the LM is down, cut off, or sends snapshots
+/// of a life the GM does not follow).
+pub const LM_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
@@ -380,6 +458,14 @@ impl Handler<GetLoad> for GmActor {
             queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),
+            silent_lms: {
+                let now = clock::now();
+                let limit = Micros(LM_SILENCE.as_micros() as u64);
+                (self.metrics.last_snapshot.iter().enumerate())
+                    .filter(|(_, t)| t.is_none_or(|t| now.since(t) > limit))
+                    .map(|(l, _)| l)
+                    .collect()
+            },
         })
     }
 }

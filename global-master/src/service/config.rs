@@ -107,6 +107,13 @@ pub struct GmArgs {
     /// `retry` policy (1: no retry). Backoff 1 s, doubling, at most 60 s. Default 1.
     #[arg(long, env = "MEGHA_GM_MAX_ATTEMPTS")]
     pub max_attempts: Option<u32>,
+    /// Directory of the GM's journal (`journal.redb`): every accepted job is written
+    /// there before the client hears 202, so it survives the GM being killed; a GM
+    /// restarted on the same directory resumes the jobs that had not ended. Without
+    /// it, accepted jobs live in memory only (a warning says so). Give each GM its
+    /// own directory.
+    #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, on every GM and LM. Default: none.
     #[arg(
@@ -198,6 +205,8 @@ pub struct GmSettings {
     pub retention: super::status::Retention,
     /// The retry policy of jobs that name none.
     pub retry: common::retry::RetryPolicy,
+    /// See `--data-dir`.
+    pub data_dir: Option<std::path::PathBuf>,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
@@ -231,6 +240,7 @@ impl GmArgs {
             job_retention,
             max_finished_jobs,
             max_attempts,
+            data_dir,
             log_format,
             designated_gm,
             gm_urls,
@@ -319,6 +329,7 @@ impl GmArgs {
                 max_attempts: self.max_attempts.unwrap_or(1),
                 ..common::retry::RetryPolicy::NONE
             },
+            data_dir: self.data_dir.clone(),
             fairness,
             log_format: self.log_format.unwrap_or_default(),
             designated_gm,

@@ -19,6 +19,7 @@ pub mod config;
 pub mod deliver;
 pub mod executor_api;
 pub mod http;
+pub mod journal;
 pub mod logs;
 pub mod lra_actor;
 pub mod lra_api;
@@ -71,7 +72,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
-    let gm = actor::GmActor::new(
+    let mut gm = actor::GmActor::new(
         core,
         links,
         amqp_event_sink(publisher.clone()),
@@ -79,8 +80,18 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     )
     .with_doubt_timeout(s.doubt_timeout)
     .with_retention(s.retention)
-    .with_lm_urls(s.lm_urls.clone())
-    .start();
+    .with_lm_urls(s.lm_urls.clone());
+    match &s.data_dir {
+        Some(dir) => {
+            let (journal, recovered) = journal::Journal::open(dir)?;
+            tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
+            gm = gm.with_journal(journal, recovered);
+        }
+        None => tracing::warn!(
+            "no --data-dir: accepted jobs live in memory only and are lost if this GM dies"
+        ),
+    }
+    let gm = gm.start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();
         let n = constraints.len();

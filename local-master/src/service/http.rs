@@ -13,13 +13,15 @@
 //! - `GET /v1/tasks/{job}/{index}/logs?node=N&stream=&tail=&from=`: a task's log,
 //!   proxied to the worker that runs node `N` (without `node`: the node where the
 //!   task runs now). The GM's logs endpoint comes through here.
+//! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
+//!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
-use super::workers::{FromWorker, Register};
+use super::workers::{Alive, FromWorker, Register};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -28,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::WorkerRegistration;
+use common::messages::{WorkerAlive, WorkerRegistration};
 use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
@@ -57,6 +59,7 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/register", post(register))
         .route("/v1/nodes", get(nodes))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
+        .route("/v1/worker/alive", post(alive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -136,6 +139,17 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
     {
         Ok(Ok(assignment)) => bincode_ok(&assignment),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn alive(State(s): State<LmApi>, body: Bytes) -> Response {
+    let alive: WorkerAlive = match codec::decode(&body) {
+        Ok(a) => a,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
+    };
+    match s.lm.send(Alive(alive)).await {
+        Ok(answer) => bincode_ok(&answer),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
