@@ -289,7 +289,7 @@ impl LmActor {
 
     /// Sends one of the LM's own messages (not an answer, not the state) to its GM
     /// on that GM's ordered stream, retried until delivered.
-    fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
+    pub(super) fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
         match &message {
             LmToGm::Requeue(preempted) => {
                 self.counters.requeued += preempted.tasks.len() as u64;

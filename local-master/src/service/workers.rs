@@ -126,6 +126,10 @@ impl LmActor {
         if !fx.events.is_empty() {
             (self.events)(fx.events);
         }
+        for started in fx.started {
+            let gm = common::protocol::GmAddress::One(started.gm);
+            self.send_to_gm(gm, common::protocol::LmToGm::Started(started));
+        }
         tracing::info!(lm = %self.core.id(), slot, tasks = n, "worker registered again holding tasks; taken into the state");
     }
 }

@@ -182,6 +182,25 @@ fn queued(gm: &GlobalMaster) -> usize {
     gm.queues().len()
 }
 
+/// Every task an output says ended cancelled, in order.
+fn cancelled(outs: &[GmOutput]) -> Vec<TaskId> {
+    outs.iter().flat_map(|o| o.cancelled.clone()).collect()
+}
+
+impl Harness {
+    /// Job `job`'s one task, submitted to GM 0 with the default policy and launched.
+    fn launch_one(&mut self, job: u64) -> TaskId {
+        let a = TaskId::new(job, 0);
+        self.gm_step(
+            0,
+            1,
+            GmInput::Client(ClientToGm::Submit(vec![task(job, 0)])),
+        );
+        assert_eq!(launches(&self.pass(0, 2)), vec![a]);
+        a
+    }
+}
+
 fn launches(outs: &[GmOutput]) -> Vec<TaskId> {
     outs.iter()
         .flat_map(|o| o.answered.launched.iter().copied())
@@ -335,9 +354,9 @@ fn a_cancel_empties_the_queues_and_the_lm_stops_the_running_tasks() {
     );
 
     let outs = h.gm_step(0, 4, GmInput::Client(ClientToGm::Cancel(job)));
-    let cancelled: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
-    assert_eq!(cancelled[0], TaskId::new(1, 2), "the queued task at once");
-    let mut stopped = cancelled[1..].to_vec();
+    let gone = cancelled(&outs);
+    assert_eq!(gone[0], TaskId::new(1, 2), "the queued task at once");
+    let mut stopped = gone[1..].to_vec();
     stopped.sort();
     assert_eq!(stopped, running, "then the LM's answer");
     assert_eq!(queued(&h.gms[0]), 0);
@@ -399,17 +418,14 @@ fn a_launch_that_raced_the_cancel_is_stopped_when_its_answer_arrives() {
     let answer = h.lm_out(out).expect("an answer");
     let outs = h.gm_step(0, 5, GmInput::Lm(answer));
     assert_eq!(outs[0].answered.launched, vec![a]);
-    let cancelled: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
-    assert_eq!(cancelled, vec![a]);
+    assert_eq!(cancelled(&outs), vec![a]);
     assert!(h.lm.running().is_empty());
 }
 
 #[test]
 fn only_the_gm_that_launched_a_task_may_cancel_it() {
     let mut h = Harness::new(2, 1);
-    let a = TaskId::new(1, 0);
-    h.gm_step(0, 1, GmInput::Client(ClientToGm::Submit(vec![task(1, 0)])));
-    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
+    let a = h.launch_one(1);
     // GM 1 names GM 0's job.
     let outs = h.gm_step(1, 3, GmInput::Client(ClientToGm::Cancel(JobId(1))));
     assert!(outs.iter().all(|o| o.cancelled.is_empty()));
@@ -420,9 +436,7 @@ fn only_the_gm_that_launched_a_task_may_cancel_it() {
 #[test]
 fn a_cancel_request_never_delivered_is_sent_again_later() {
     let mut h = Harness::new(1, 1);
-    let a = TaskId::new(1, 0);
-    h.gm_step(0, 1, GmInput::Client(ClientToGm::Submit(vec![task(1, 0)])));
-    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
+    let a = h.launch_one(1);
     let out = h.gms[0].step(Micros(3), GmInput::Client(ClientToGm::Cancel(JobId(1))));
     let [GmToLm::Cancel(request)] = &out.to_lms[..] else {
         panic!("one cancel request, got {:?}", out.to_lms);
@@ -432,7 +446,40 @@ fn a_cancel_request_never_delivered_is_sent_again_later() {
     assert_eq!(out.next_wakeup, Some(Micros(4) + CANCEL_RESEND));
     assert!(h.gms[0].step(Micros(5), GmInput::Tick).to_lms.is_empty());
     let outs = h.gm_step(0, 4 + CANCEL_RESEND.0, GmInput::Tick);
-    let cancelled: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
-    assert_eq!(cancelled, vec![a]);
+    assert_eq!(cancelled(&outs), vec![a]);
+    assert!(h.lm.running().is_empty());
+}
+
+#[test]
+fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
+    let mut h = Harness::new(1, 1);
+    let a = h.launch_one(1);
+    let node = h.start_of(a);
+    // The LM took the cancel, then died before its kill reached the worker.
+    h.gm_step(0, 3, GmInput::Client(ClientToGm::Cancel(JobId(1))));
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![
+            NodeSpec {
+                capacity: Resources::cores(2, 1024),
+                constraints: ConstraintSet::EMPTY,
+            };
+            1
+        ]],
+    };
+    h.lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(10));
+    // The worker registers again, still running the task: the new LM adopts it and
+    // tells its GM it runs; the GM asks this LM again to stop it.
+    let mut fx = local_master::LmEffects::default();
+    let held = common::messages::HeldTask {
+        node,
+        task: task(1, 0),
+        started_at: Some(Micros(2)),
+    };
+    h.lm.adopt(Micros(11), held, &mut fx).expect("adopted");
+    assert_eq!(fx.started.len(), 1, "the start goes to the GM");
+    let started = LmToGm::Started(fx.started.remove(0));
+    let outs = h.gm_step(0, 12, GmInput::Lm(started));
+    assert_eq!(cancelled(&outs), vec![a]);
     assert!(h.lm.running().is_empty());
 }

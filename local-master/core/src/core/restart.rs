@@ -51,6 +51,10 @@ impl LocalMaster {
             alloc.started_at = started_at;
         }
         if let Some(at) = started_at {
+            // Its GM learns it runs (again): a task of a job cancelled while this LM
+            // was away is then stopped (the GM asks again).
+            let start = common::messages::TaskStart { task: id, node, at };
+            effects.started(self.topology.lm, home, start);
             effects.events.push(TaskEvent {
                 task: id,
                 at,
