@@ -1,0 +1,167 @@
+//! Deterministic fault injection: a small seeded cluster (GMs, LMs, one worker core
+//! per node) driven through the very cores the services run, over a modelled network
+//! that loses, duplicates, delays and reorders messages, with partitions, crashes and
+//! restarts, refusing workers, broker outages and clock skew as seeded events. The
+//! invariants ([`check`]) are checked after every event; a broken one stops the run
+//! with the seed, the event index and the events before it, and the same seed replays
+//! it exactly.
+//!
+//! Separate from [`super::megha`] (the costed simulator the oracle pins byte for
+//! byte): nothing here runs unless asked for, so `loadgen simulate` is unchanged.
+//!
+//! How the network mirrors the services' transport (service-kit `links.rs`, the LM
+//! and GM drivers):
+//! - GM -> LM requests are calls: a lost request or answer is a timeout, retried 50 ms
+//!   apart doubling to 2 s until the doubt timeout (the LM answers a repeat from its
+//!   record); a peer unreachable at the first attempt settles it at once as
+//!   [`GmInput::Undelivered`](global_master::core::GmInput::Undelivered). An LM answers
+//!   once its orders reached the workers, and not before every worker registered
+//!   after its start (503).
+//! - LM -> worker orders, worker -> LM reports and LM -> GM `Requeue`/`Ended` are
+//!   ordered streams retried until delivered: a loss is a later resend, a duplicate a
+//!   resend whose first copy arrived; their content dies with the sender.
+//! - State updates (heartbeats) go over the broker: lost while it is down or the
+//!   sides are cut, and may be lost, duplicated, delayed or reordered.
+//!
+//! What a restart keeps mirrors the services: a worker comes back empty and registers
+//! again; a restarted LM takes the tasks its workers still hold and those they
+//! finished (lm-core `restart.rs`); a GM keeps nothing (its first batch number is its
+//! clock, `GmConfig::first_batch_seq`) unless [`FaultConfig::journal`] models issue
+//! 14's journal: accepted tasks survive, the restarted GM resubmits those no LM or
+//! worker holds, and requests of its previous life are fenced at the LMs.
+//!
+//! Layout: [`plan`] (fault kinds, random and scripted schedules), [`check`] (the
+//! invariants), `world` (the driver), `search` (many seeds on threads).
+
+pub mod check;
+pub mod plan;
+mod search;
+mod world;
+
+pub use check::{Invariant, Known, Violation};
+pub use plan::{Fault, FaultRates, LinkRates, Role, Schedule};
+pub use search::{search, SearchReport};
+
+use common::Micros;
+use std::collections::BTreeMap;
+
+/// The cluster, workload and fault model of a run.
+#[derive(Clone, Debug)]
+pub struct FaultConfig {
+    pub gms: u16,
+    pub lms: u16,
+    /// Nodes per partition (each LM has one partition per GM); one worker per node.
+    pub nodes_per_partition: u16,
+    /// Cores per node.
+    pub cores: u64,
+    pub jobs: u32,
+    /// Tasks per job, drawn from 1 to this.
+    pub max_tasks: u32,
+    /// Faults happen (and jobs arrive) in `[0, horizon)`.
+    pub horizon: Micros,
+    /// After the horizon: no faults, then liveness and views are checked.
+    pub quiet: Micros,
+    pub heartbeat: Micros,
+    pub network_delay: Micros,
+    /// Largest extra delay of a delayed message.
+    pub max_extra_delay: Micros,
+    /// A GM -> LM call attempt with no answer by then failed (the GM's
+    /// `launch_timeout_ms`, 5 s).
+    pub call_timeout: Micros,
+    /// A call in doubt is retried until then (the GM's `doubt_timeout_s`, 300 s).
+    pub doubt_timeout: Micros,
+    /// Model issue 14's GM journal (accepted tasks survive a GM crash).
+    pub journal: bool,
+    /// Count the known issues of issue 14 as violations.
+    pub strict: bool,
+    /// Events kept for a violation's history.
+    pub history: usize,
+    /// Print every event (replay).
+    pub trace: bool,
+    /// Faults of a random schedule; unused with a script.
+    pub rates: FaultRates,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            gms: 2,
+            lms: 2,
+            nodes_per_partition: 1,
+            cores: 2,
+            jobs: 8,
+            max_tasks: 3,
+            horizon: Micros::from_secs(20),
+            quiet: Micros::from_secs(30),
+            heartbeat: Micros::from_secs(1),
+            network_delay: Micros::from_millis(1),
+            max_extra_delay: Micros::from_millis(500),
+            call_timeout: Micros::from_secs(5),
+            doubt_timeout: Micros::from_secs(300),
+            journal: false,
+            strict: false,
+            history: 30,
+            trace: false,
+            rates: FaultRates::default(),
+        }
+    }
+}
+
+/// What one seed's run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    pub seed: u64,
+    pub events: u64,
+    pub accepted: usize,
+    pub finished: u64,
+    pub failed: u64,
+    /// Tasks stuck for a known reason (issue 14), per reason.
+    pub known: BTreeMap<Known, u32>,
+    pub violation: Option<Violation>,
+    /// The faults the run injected (the random schedule, or the script).
+    pub schedule: Schedule,
+}
+
+/// Runs one seed: the schedule given, or a random one drawn from the seed.
+///
+/// A liveness failure is found at the end, long after its cause: its history is then
+/// taken from a second, identical run keeping every event, as the faults and the
+/// events that name the task.
+pub fn run(seed: u64, config: &FaultConfig, script: Option<&Schedule>) -> RunReport {
+    let mut report = world::World::new(seed, config, script).run();
+    let keep = config.history;
+    if let Some(v) = report
+        .violation
+        .as_mut()
+        .filter(|_| keep > 0 && !config.trace)
+    {
+        if let Some(task) = v.task {
+            let all = FaultConfig {
+                history: usize::MAX,
+                ..config.clone()
+            };
+            let again = world::World::new(seed, &all, script).run_history();
+            let token = format!(" {task}");
+            let mut lines: Vec<String> = again
+                .into_iter()
+                .filter(|l| l.contains("FAULT") || mentions(l, &token))
+                .collect();
+            if lines.len() > keep {
+                lines.drain(..lines.len() - keep);
+            }
+            v.history = lines;
+        }
+    }
+    report
+}
+
+/// Whether a history line names the task (`1.2`, not `11.2` or `1.23`).
+fn mentions(line: &str, token: &str) -> bool {
+    let id = &token[1..];
+    line.match_indices(id).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + id.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit() || c == '.')
+            && !after.is_some_and(|c| c.is_ascii_digit() || c == '.')
+    })
+}
