@@ -124,9 +124,9 @@ pub struct RunReport {
 
 /// Runs one seed: the schedule given, or a random one drawn from the seed.
 ///
-/// A liveness failure is found at the end, long after its cause: its history is then
-/// taken from a second, identical run keeping every event, as the faults and the
-/// events that name the task.
+/// A violation about a task (a liveness failure is found at the end, long after its
+/// cause) takes its history from a second, identical run keeping every event: the
+/// faults and the events that name the task, up to the violation.
 pub fn run(seed: u64, config: &FaultConfig, script: Option<&Schedule>) -> RunReport {
     let mut report = world::World::new(seed, config, script).run();
     let keep = config.history;
@@ -142,10 +142,19 @@ pub fn run(seed: u64, config: &FaultConfig, script: Option<&Schedule>) -> RunRep
             };
             let again = world::World::new(seed, &all, script).run_history();
             let token = format!(" {task}");
-            let mut lines: Vec<String> = again
-                .into_iter()
-                .filter(|l| l.contains("FAULT") || mentions(l, &token))
-                .collect();
+            let mut lines: Vec<String> = Vec::new();
+            for line in again {
+                let index: Option<u64> = line
+                    .strip_prefix('#')
+                    .and_then(|l| l.split(' ').next())
+                    .and_then(|n| n.parse().ok());
+                if index.is_some_and(|i| i > v.event) {
+                    break;
+                }
+                if line.contains("FAULT") || mentions(&line, &token) {
+                    lines.push(line);
+                }
+            }
             if lines.len() > keep {
                 lines.drain(..lines.len() - keep);
             }

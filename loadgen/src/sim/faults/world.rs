@@ -63,6 +63,8 @@ struct Call {
     /// An attempt may have been acted on.
     ambiguous: bool,
     backoff: Micros,
+    /// The life of the LM that first acted on it.
+    reached: Option<u32>,
 }
 
 /// An answer waiting for the orders its request caused to reach the workers.
@@ -103,6 +105,10 @@ pub(super) struct World<'a> {
     pass_pending: Vec<bool>,
     lms: Vec<Option<LocalMaster>>,
     lm_life: Vec<u32>,
+    /// Per LM: its start clock (snapshot versions count from it), and whether a
+    /// life started with a clock behind an earlier one's.
+    lm_started: Vec<Micros>,
+    clock_behind: Vec<bool>,
     /// Per LM: workers that have not registered since it started.
     unregistered: Vec<HashSet<u32>>,
     workers: Vec<Option<Worker>>,
@@ -186,6 +192,8 @@ impl<'a> World<'a> {
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
             unregistered: vec![HashSet::new(); config.lms as usize],
+            lm_started: vec![Micros::ZERO; config.lms as usize],
+            clock_behind: vec![false; config.lms as usize],
             workers: (0..n).map(|_| None).collect(),
             worker_life: vec![0; n],
             placement,
@@ -208,6 +216,7 @@ impl<'a> World<'a> {
             violation: None,
             history_all: false,
         };
+        world.checker.strict = config.strict;
         // Skews scheduled at time zero act on the first start.
         let (initial, rest): (Vec<_>, Vec<_>) = world
             .schedule
@@ -258,13 +267,13 @@ impl<'a> World<'a> {
         }
         if self.violation.is_none() {
             self.now = end;
-            let (broken, known) = self.checker.liveness(self.config.strict);
-            self.broke(broken.map_or(Ok(()), Err));
+            let views = self.views_converged();
+            self.broke(views);
             if self.violation.is_none() {
-                let views = self.views_converged();
-                self.broke(views);
+                let (broken, known) = self.checker.liveness(self.config.strict);
+                self.broke(broken.map_or(Ok(()), Err));
+                return self.report(known);
             }
-            return self.report(known);
         }
         self.report(Default::default())
     }
@@ -327,9 +336,7 @@ impl<'a> World<'a> {
                 seed: self.seed,
                 event: self.event,
                 at: self.now,
-                task: (invariant == check::Invariant::Liveness)
-                    .then(|| check::task_of(&detail))
-                    .flatten(),
+                task: check::task_of(&detail),
                 invariant,
                 detail,
                 history: self.history.iter().cloned().collect(),
@@ -352,9 +359,11 @@ impl<'a> World<'a> {
 
     /// After the quiet period every GM's view of every LM matches the LM's free
     /// resources node by node.
-    fn views_converged(&self) -> Result<(), Broken> {
+    fn views_converged(&mut self) -> Result<(), Broken> {
+        let mut excused = Vec::new();
         for gm in self.gms.iter().flatten() {
-            for lm in self.lms.iter().flatten() {
+            for (l, lm) in self.lms.iter().enumerate() {
+                let Some(lm) = lm else { continue };
                 let Some(view) = gm.view(lm.id()) else {
                     return Err((
                         check::Invariant::ViewDiverged,
@@ -365,7 +374,7 @@ impl<'a> World<'a> {
                     let (p, slot) = view.slot_of[n];
                     let seen = view.partitions[p as usize].free[slot as usize];
                     if seen != *free {
-                        return Err((
+                        let broken = (
                             check::Invariant::ViewDiverged,
                             format!(
                                 "{}'s view of {} node {n}: free {seen:?}, the LM has {free:?} \
@@ -375,10 +384,21 @@ impl<'a> World<'a> {
                                 view.version,
                                 self.config.quiet.0 / self.config.heartbeat.0.max(1)
                             ),
-                        ));
+                        );
+                        if self.clock_behind[l] {
+                            excused.push((Known::LmClockBehind, broken));
+                        } else if free.fits(&seen) {
+                            excused.push((Known::StaleViewRejectedBatch, broken));
+                        } else {
+                            return Err(broken);
+                        }
+                        break;
                     }
                 }
             }
+        }
+        for (why, broken) in excused {
+            self.checker.excuse(why, broken)?;
         }
         Ok(())
     }
@@ -539,6 +559,7 @@ impl<'a> World<'a> {
                 attempt: 0,
                 ambiguous: false,
                 backoff: Micros::from_millis(50),
+                reached: None,
             },
         );
         self.queue.push(self.now, Ev::Attempt(id));
@@ -625,7 +646,19 @@ impl<'a> World<'a> {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
             GmToLm::Preempt(p) => vec![p.task.id],
         };
-        let attempt = self.calls.get(&id).map_or(0, |c| c.attempt);
+        let lm_life = self.lm_life[l as usize];
+        let attempt = match self.calls.get_mut(&id) {
+            Some(c) => {
+                if c.reached.is_some_and(|first| first != lm_life) {
+                    for task in &asked {
+                        self.checker.resent(*task);
+                    }
+                }
+                c.reached.get_or_insert(lm_life);
+                c.attempt
+            }
+            None => 0,
+        };
         self.lm_step(l, LmInput::Gm(message), Some((id, attempt, asked)));
     }
 

@@ -63,10 +63,20 @@ impl World<'_> {
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
         };
+        let end = match &input {
+            LmInput::Worker(WorkerToLm::Report(
+                r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
+            )) => Some(r.task()),
+            _ => None,
+        };
         let out = match lm.step(now, input) {
             Ok(out) => out,
             Err(e) => {
                 self.note(|| format!("  lm{l} refuses: {e}"));
+                // An end the event stream never saw, refused: it is lost.
+                if let Some(task) = end.filter(|t| !self.checker.ended(t)) {
+                    self.checker.mark_known(task, Known::EndLostAtLmRestart);
+                }
                 return;
             }
         };
@@ -190,6 +200,9 @@ impl World<'_> {
         }
         match worker.step(now, WorkerInput::Lm(order)) {
             Ok(out) => self.worker_out(w, out),
+            // Already here (a resent order): it runs, its reports stand (as the
+            // worker service does).
+            Err(worker::WorkerError::Duplicate { .. }) => {}
             Err(e) => {
                 if let Some(task) = start {
                     self.note(|| format!("  w{w} refuses {task}: {e}"));
@@ -257,8 +270,15 @@ impl World<'_> {
             lm.finished_before_restart(task);
         }
         let mut fx = local_master::LmEffects::default();
+        let mut adopted = Vec::new();
         for held in holding {
-            let _ = lm.adopt(now, held, &mut fx);
+            let task = held.task.id;
+            if lm.adopt(now, held, &mut fx).is_ok() {
+                adopted.push(task);
+            }
+        }
+        for task in adopted {
+            self.checker.adopted(task);
         }
         for event in &fx.events {
             let broken = self.checker.event(event);
@@ -314,10 +334,21 @@ impl World<'_> {
         for key in dropped {
             if let Some(stream) = self.streams.remove(&key) {
                 for item in stream.items {
-                    if let Item::ToGm(LmToGm::Ended(e)) = item {
-                        for end in e.ends {
-                            self.checker.mark_known(end.task, Known::LmCrashLostEnd);
+                    match item {
+                        Item::ToGm(LmToGm::Ended(e)) => {
+                            for end in e.ends {
+                                self.checker.mark_known(end.task, Known::LmCrashLostEnd);
+                            }
                         }
+                        Item::ToWorker(LmToWorker::Start(s), _) => {
+                            self.checker.mark_known(s.task.id, Known::StartLostWithLm);
+                        }
+                        Item::ToLm(WorkerToLm::Report(
+                            r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
+                        )) => {
+                            self.checker.mark_known(r.task(), Known::EndLostWithWorker);
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -439,6 +470,10 @@ impl World<'_> {
             heartbeat_period: self.config.heartbeat,
         };
         let start = self.clock(Role::Lm(l));
+        if restarted && start < self.lm_started[l as usize] {
+            self.clock_behind[l as usize] = true;
+        }
+        self.lm_started[l as usize] = self.lm_started[l as usize].max(start);
         let spec = &self.cluster.lms[l as usize];
         self.lms[l as usize] = Some(LocalMaster::new(spec, self.config.gms, config, start));
         let life = self.lm_life[l as usize];
