@@ -30,12 +30,19 @@ pub struct FaultsArgs {
     /// Print the faults of the schedule before the run (with --replay).
     #[arg(long)]
     pub show_schedule: bool,
+    /// With --replay: drop faults while the same violation (strict) still happens,
+    /// and print the smallest script found (a regression history).
+    #[arg(long)]
+    pub shrink: bool,
     /// Model issue 14's GM journal: accepted tasks survive a GM crash.
     #[arg(long)]
     pub journal: bool,
-    /// Count known issues (issue 14) as violations.
+    /// Count known causes (issue 14's gaps, bugs found and recorded) as violations.
     #[arg(long)]
     pub strict: bool,
+    /// Model the GM before its batch-sequence fix (every life numbers batches from 1).
+    #[arg(long)]
+    pub batch_seq_from_zero: bool,
     #[arg(long, default_value_t = 2)]
     pub gms: u16,
     #[arg(long, default_value_t = 2)]
@@ -77,6 +84,7 @@ impl FaultsArgs {
             quiet: Micros::from_secs(self.quiet_s),
             journal: self.journal,
             strict: self.strict,
+            batch_seq_from_zero: self.batch_seq_from_zero,
             ..FaultConfig::default()
         };
         if self.gms == 0 || self.lms == 0 || self.nodes == 0 {
@@ -106,6 +114,12 @@ impl FaultsArgs {
     }
 }
 
+/// The known cause a strict violation names (`[known: ...]`), if any.
+fn known_cause(detail: &str) -> Option<&str> {
+    let at = detail.find("[known: ")?;
+    Some(&detail[at..])
+}
+
 pub fn run(args: FaultsArgs) -> Result<()> {
     let mut config = args.config()?;
     let script = match &args.script {
@@ -116,6 +130,23 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         }
         None => None,
     };
+    if let (Some(seed), true) = (args.replay, args.shrink) {
+        config.strict = true;
+        let first = faults::run(seed, &config, script.as_ref());
+        let Some(v) = first.violation else {
+            bail!("seed {seed} breaks no invariant (strict): nothing to shrink");
+        };
+        let (invariant, cause) = (v.invariant, known_cause(&v.detail));
+        let small = faults::shrink(seed, &config, &first.schedule, |r| {
+            r.violation
+                .as_ref()
+                .is_some_and(|w| w.invariant == invariant && known_cause(&w.detail) == cause)
+        });
+        println!("# seed {seed}: {invariant}{}", cause.map(|c| format!(" {c}")).unwrap_or_default());
+        println!("# replay: loadgen faults --replay {seed} --strict --script FILE");
+        print!("{small}");
+        return Ok(());
+    }
     if let Some(seed) = args.replay {
         config.trace = true;
         println!("seed: {seed} (replay)");

@@ -57,6 +57,10 @@ pub enum Known {
     /// The task's end was waiting in the LM's stream to its GM when the LM crashed:
     /// no reconciliation of ends yet (issue 14, item 2).
     LmCrashLostEnd,
+    /// A GM restarted with its clock behind its previous life: its batch numbers
+    /// repeat the previous life's and an LM answers them from its record of the
+    /// other life (issue 14, item 3: batches keyed by incarnation).
+    GmClockBehind,
     /// A worker crashed with end reports its LM (down or cut off) never got, and the
     /// restarted LM does not know the task: only a reconciliation of the GM's
     /// launched tasks with the LMs' state finds it (issue 14, item 2).
@@ -93,6 +97,7 @@ impl Known {
                 | Known::LmCrashLostEnd
                 | Known::EndLostWithWorker
                 | Known::LmClockBehind
+                | Known::GmClockBehind
         )
     }
 }
@@ -109,6 +114,9 @@ impl fmt::Display for Known {
             }
             Known::EndLostWithWorker => {
                 "worker crash drops ends its restarted LM never knew (issue 14: reconciliation)"
+            }
+            Known::GmClockBehind => {
+                "GM restarted with its clock behind: answers from its previous life's record (issue 14: epochs)"
             }
             Known::LmClockBehind => {
                 "LM restarted with its clock behind: GM views freeze (issue 14: epochs)"

@@ -72,8 +72,11 @@ pub struct FaultConfig {
     pub doubt_timeout: Micros,
     /// Model issue 14's GM journal (accepted tasks survive a GM crash).
     pub journal: bool,
-    /// Count the known issues of issue 14 as violations.
+    /// Count known causes (issue 14's gaps, bugs found here) as violations.
     pub strict: bool,
+    /// Model the GM before its batch-sequence fix: every life numbers its batches
+    /// from 1 (the harness should find answers from another life's record).
+    pub batch_seq_from_zero: bool,
     /// Events kept for a violation's history.
     pub history: usize,
     /// Print every event (replay).
@@ -100,6 +103,7 @@ impl Default for FaultConfig {
             doubt_timeout: Micros::from_secs(300),
             journal: false,
             strict: false,
+            batch_seq_from_zero: false,
             history: 30,
             trace: false,
             rates: FaultRates::default(),
@@ -162,6 +166,39 @@ pub fn run(seed: u64, config: &FaultConfig, script: Option<&Schedule>) -> RunRep
         }
     }
     report
+}
+
+/// A smaller schedule that still breaks the same way: faults are dropped one at a
+/// time (greedily, last first, until none can go) while `still` holds of the run and
+/// every fault still ends ([`Schedule::is_closed`], when the original does).
+/// Turns a seed the search found into a short regression script.
+pub fn shrink(
+    seed: u64,
+    config: &FaultConfig,
+    schedule: &Schedule,
+    still: impl Fn(&RunReport) -> bool,
+) -> Schedule {
+    let quiet = FaultConfig {
+        history: 0,
+        trace: false,
+        ..config.clone()
+    };
+    let mut best = schedule.clone();
+    let closed = schedule.is_closed();
+    loop {
+        let mut dropped = false;
+        for i in (0..best.faults.len()).rev() {
+            let mut fewer = best.clone();
+            fewer.faults.remove(i);
+            if (!closed || fewer.is_closed()) && still(&run(seed, &quiet, Some(&fewer))) {
+                best = fewer;
+                dropped = true;
+            }
+        }
+        if !dropped {
+            return best;
+        }
+    }
 }
 
 /// Whether a history line names the task (`1.2`, not `11.2` or `1.23`).

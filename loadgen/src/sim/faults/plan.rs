@@ -150,9 +150,46 @@ pub struct Schedule {
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (at, fault) in &self.faults {
-            writeln!(f, "{} {fault}", at.0 / 1000)?;
+            match at.0 % 1000 {
+                0 => writeln!(f, "{} {fault}", at.0 / 1000)?,
+                us => writeln!(f, "{}.{us:03} {fault}", at.0 / 1000)?,
+            }
         }
         Ok(())
+    }
+}
+
+impl Schedule {
+    /// Whether every fault ends by the end of the schedule: each crash is followed
+    /// by a restart, each partition by a heal, each refusal by an accept, a broker
+    /// outage by its end and per-message faults are off (liveness is owed only then).
+    pub fn is_closed(&self) -> bool {
+        let mut down = std::collections::HashSet::new();
+        let (mut cut, mut broker, mut rates) = (false, false, false);
+        let mut refusing = std::collections::HashSet::new();
+        for (_, f) in &self.faults {
+            match f {
+                Fault::Crash(r) => {
+                    down.insert(*r);
+                }
+                Fault::Restart(r) => {
+                    down.remove(r);
+                }
+                Fault::Partition(..) => cut = true,
+                Fault::Heal => cut = false,
+                Fault::Refuse(w) => {
+                    refusing.insert(*w);
+                }
+                Fault::Accept(w) => {
+                    refusing.remove(w);
+                }
+                Fault::BrokerDown => broker = true,
+                Fault::BrokerUp => broker = false,
+                Fault::Rates(r) => rates = !r.is_off(),
+                Fault::Skew(..) => {}
+            }
+        }
+        down.is_empty() && refusing.is_empty() && !cut && !broker && !rates
     }
 }
 
@@ -180,15 +217,25 @@ impl Schedule {
             let (at, rest) = line
                 .split_once(char::is_whitespace)
                 .ok_or_else(|| err("expected `<ms> <fault> ...`".into()))?;
-            let at: u64 = at
-                .parse()
-                .map_err(|_| err(format!("time `{at}` is not a number of milliseconds")))?;
+            let at = parse_ms(at)
+                .ok_or_else(|| err(format!("time `{at}` is not a number of milliseconds")))?;
             let fault = parse_fault(rest.trim()).map_err(err)?;
-            faults.push((Micros::from_millis(at), fault));
+            faults.push((at, fault));
         }
         faults.sort_by_key(|(at, _)| *at);
         Ok(Schedule { faults })
     }
+}
+
+/// Milliseconds with up to three decimals (microseconds): `2848` or `2848.125`.
+fn parse_ms(text: &str) -> Option<Micros> {
+    let (ms, us) = text.split_once('.').unwrap_or((text, ""));
+    if us.len() > 3 || !us.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let ms: u64 = ms.parse().ok()?;
+    let us: u64 = if us.is_empty() { 0 } else { format!("{us:0<3}").parse().ok()? };
+    ms.checked_mul(1000)?.checked_add(us).map(Micros)
 }
 
 fn parse_fault(text: &str) -> Result<Fault, String> {
@@ -288,8 +335,8 @@ impl Default for FaultRates {
             partitions: 2,
             refusals: 1,
             broker_outages: 1,
-            skews: 1,
-            max_skew_ms: 5_000,
+            skews: 2,
+            max_skew_ms: 30_000,
             links: LinkRates {
                 loss: 0.03,
                 dup: 0.03,
@@ -341,11 +388,16 @@ pub fn random(seed: u64, roles: Roles, rates: &FaultRates, horizon: Micros) -> S
         let b = rng.random_range(a + 1..h);
         (Micros(a), Micros(b))
     };
-    // Skews first: they act at the next start, so the crashes below meet them.
+    // A skew acts at the role's next start (at time zero: its first).
     for _ in 0..rng.random_range(0..=rates.skews) {
         let role = roles.any(&mut rng);
         let ms = rng.random_range(-rates.max_skew_ms..=rates.max_skew_ms);
-        faults.push((Micros::ZERO, Fault::Skew(role, ms)));
+        let at = if rng.random_bool(0.5) {
+            Micros::ZERO
+        } else {
+            Micros(rng.random_range(0..h))
+        };
+        faults.push((at, Fault::Skew(role, ms)));
     }
     for _ in 0..rng.random_range(0..=rates.crashes) {
         let role = roles.any(&mut rng);
@@ -412,6 +464,11 @@ mod tests {
         let e = Schedule::parse("10 crash gm0\n20 crash xx1\n").unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.reason.contains("xx1"), "{e}");
+        let exact = Schedule::parse("2848.125 heal\n7.5 heal").unwrap();
+        assert_eq!(exact.faults[0].0, Micros(7_500));
+        assert_eq!(exact.faults[1].0, Micros(2_848_125));
+        assert_eq!(Schedule::parse(&exact.to_string()).unwrap(), exact);
+        assert!(Schedule::parse("1.2345 heal").is_err());
         let e = Schedule::parse("1x crash gm0").unwrap_err();
         assert!(e.reason.contains("1x"), "{e}");
         assert!(Schedule::parse("5 refuse gm1")

@@ -109,6 +109,9 @@ pub(super) struct World<'a> {
     /// life started with a clock behind an earlier one's.
     lm_started: Vec<Micros>,
     clock_behind: Vec<bool>,
+    /// The same for the GMs (their first batch number is their start clock).
+    gm_started: Vec<Micros>,
+    gm_clock_behind: Vec<bool>,
     /// Per LM: workers that have not registered since it started.
     unregistered: Vec<HashSet<u32>>,
     workers: Vec<Option<Worker>>,
@@ -194,6 +197,8 @@ impl<'a> World<'a> {
             unregistered: vec![HashSet::new(); config.lms as usize],
             lm_started: vec![Micros::ZERO; config.lms as usize],
             clock_behind: vec![false; config.lms as usize],
+            gm_started: vec![Micros::ZERO; config.gms as usize],
+            gm_clock_behind: vec![false; config.gms as usize],
             workers: (0..n).map(|_| None).collect(),
             worker_life: vec![0; n],
             placement,
