@@ -31,6 +31,8 @@ pub enum RejectReason {
     OverQueueableQuota { job: JobId, limit: u32 },
     /// The request itself is malformed (zero resources, ...).
     Invalid { detail: String },
+    /// The node's worker stopped answering: nothing runs there until it is back.
+    NodeDown,
 }
 
 impl fmt::Display for RejectReason {
@@ -56,6 +58,7 @@ impl fmt::Display for RejectReason {
                 )
             }
             RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
+            RejectReason::NodeDown => write!(f, "node is down (its worker stopped answering)"),
         }
     }
 }

@@ -70,6 +70,10 @@ pub struct GmStats {
     pub unplaceable: u64,
     pub snapshots_applied: u64,
     pub stale_snapshots: u64,
+    /// Snapshots of a lower-numbered LM life than the view follows, ignored (an LM
+    /// restarted with a clock behind, until the old life is given up; or two LMs with
+    /// one id).
+    pub other_life_snapshots: u64,
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.

@@ -7,13 +7,15 @@
 
 use super::api::NewTask;
 use super::deliver::LmLink;
+use super::journal::{Journal, Recovered};
 use super::preempt::PreemptMetrics;
 use super::status::{JobPage, JobState, JobStatus, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
+use common::messages::TaskEnd;
 use common::protocol::ClientToGm;
-use common::{GmId, JobId, Micros, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::Sink;
 use service_kit::metrics::Histogram;
@@ -29,6 +31,10 @@ pub struct ShellMetrics {
     pub submissions_refused_full: u64,
     /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
     pub unexpected_outcomes: u64,
+    /// Journal writes that failed (submissions refused, ends not recorded).
+    pub journal_errors: u64,
+    /// Tasks resubmitted from the journal at start.
+    pub recovered_tasks: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -49,6 +55,10 @@ pub struct GmActor {
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     last_job: Option<JobId>,
     accepting: bool,
+    /// Accepted work on disk (see [`super::journal`]); `None` without `--data-dir`.
+    pub(super) journal: Option<Journal>,
+    /// Jobs read back from the journal, resubmitted when the actor starts.
+    recovered: Vec<Recovered>,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -85,6 +95,8 @@ impl GmActor {
                 batches_abandoned: 0,
                 submissions_refused_full: 0,
                 unexpected_outcomes: 0,
+                journal_errors: 0,
+                recovered_tasks: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,
@@ -92,6 +104,50 @@ impl GmActor {
             pass_scheduled: false,
             last_job: None,
             accepting: true,
+            journal: None,
+            recovered: Vec::new(),
+        }
+    }
+
+    /// Writes accepted jobs and task ends to `journal`; the jobs `recovered` from it
+    /// (a previous life's) are resubmitted when the actor starts.
+    pub fn with_journal(mut self, journal: Journal, recovered: Vec<Recovered>) -> Self {
+        self.journal = Some(journal);
+        self.recovered = recovered;
+        self
+    }
+
+    /// Resubmits the tasks of the previous life's jobs that had not ended, and shows
+    /// the ended ones as they ended. A task that still runs (or finished meanwhile)
+    /// is answered `Duplicate` by its LM and counts as launched; its end arrives
+    /// over the LM's retried stream.
+    fn recover(&mut self, ctx: &mut Context<Self>) {
+        let recovered = std::mem::take(&mut self.recovered);
+        let (mut jobs, mut resubmitted) = (0, 0);
+        for r in recovered {
+            jobs += 1;
+            self.last_job = self.last_job.max(Some(r.job));
+            let mut again = Vec::new();
+            for spec in r.tasks {
+                self.tracker.accepted(spec.id, r.accepted_at);
+                match r.ended.get(&spec.id.index) {
+                    Some(e) => self.tracker.ended(&TaskEnd {
+                        task: spec.id,
+                        node: NodeId(e.node),
+                        at: e.at,
+                        failure: e.failure.clone(),
+                    }),
+                    None => again.push(spec),
+                }
+            }
+            resubmitted += again.len();
+            if !again.is_empty() {
+                self.deliver(GmInput::Client(ClientToGm::Submit(again)), ctx);
+            }
+        }
+        self.metrics.recovered_tasks += resubmitted as u64;
+        if jobs > 0 {
+            tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "resumed the jobs of the previous life from the journal");
         }
     }
 
@@ -141,6 +197,7 @@ impl Actor for GmActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1 << 20);
         self.start_lra_timer(ctx);
+        self.recover(ctx);
     }
 }
 
@@ -155,6 +212,8 @@ pub enum SubmitRefused {
     QueueFull { held: usize, limit: usize },
     /// The GM is shutting down.
     ShuttingDown,
+    /// The job could not be written to the journal (logged): not accepted.
+    JournalFailed,
 }
 
 impl Handler<Submit> for GmActor {
@@ -193,7 +252,6 @@ impl Handler<Submit> for GmActor {
                 tags: t.tags.into_iter().map(Arc::from).collect(),
                 executor: t.executor,
             };
-            self.tracker.accepted(id, now);
             specs.push(spec);
             events.push(TaskEvent {
                 task: id,
@@ -201,6 +259,16 @@ impl Handler<Submit> for GmActor {
                 kind: TaskEventKind::Queued { gm },
             });
             ids.push(id);
+        }
+        if let Some(journal) = &mut self.journal {
+            if let Err(e) = journal.accept(job, now, &specs) {
+                self.metrics.journal_errors += 1;
+                tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
+                return Err(SubmitRefused::JournalFailed);
+            }
+        }
+        for id in &ids {
+            self.tracker.accepted(*id, now);
         }
         tracing::debug!(job = job.0, tasks = ids.len(), "job accepted");
         (self.events)(events);
@@ -252,7 +320,7 @@ impl Handler<ListJobs> for GmActor {
 #[rtype(result = "Load")]
 pub struct GetLoad;
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Load {
     pub queued: usize,
     pub outstanding: usize,
@@ -260,7 +328,14 @@ pub struct Load {
     /// Nodes and total capacity of the LMs this GM has heard from.
     pub nodes: usize,
     pub capacity: Resources,
+    /// LMs whose state this GM has not taken for [`LM_SILENCE`] (or ever).
+    pub silent_lms: Vec<usize>,
 }
+
+/// An LM whose state a GM has not taken for this long is reported on `/healthz`
+/// (`degraded`): its view may be stale (the LM is down, cut off, or sends snapshots
+/// of a life the GM does not follow).
+pub const LM_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
@@ -272,6 +347,14 @@ impl Handler<GetLoad> for GmActor {
             queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),
+            silent_lms: {
+                let now = clock::now();
+                let limit = Micros(LM_SILENCE.as_micros() as u64);
+                (self.metrics.last_snapshot.iter().enumerate())
+                    .filter(|(_, t)| t.is_none_or(|t| now.since(t) > limit))
+                    .map(|(l, _)| l)
+                    .collect()
+            },
         })
     }
 }

@@ -96,6 +96,13 @@ pub struct GmArgs {
     /// hold, so no task runs twice when the LM is back within this time. Default 300.
     #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
     pub doubt_timeout_s: Option<u64>,
+    /// Directory of the GM's journal (`journal.redb`): every accepted job is written
+    /// there before the client hears 202, so it survives the GM being killed; a GM
+    /// restarted on the same directory resumes the jobs that had not ended. Without
+    /// it, accepted jobs live in memory only (a warning says so). Give each GM its
+    /// own directory.
+    #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, on every GM and LM. Default: none.
     #[arg(
@@ -183,6 +190,8 @@ pub struct GmSettings {
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
     pub doubt_timeout: Duration,
+    /// See `--data-dir`.
+    pub data_dir: Option<std::path::PathBuf>,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
@@ -213,6 +222,7 @@ impl GmArgs {
             launch_timeout_ms,
             drain_timeout_ms,
             doubt_timeout_s,
+            data_dir,
             log_format,
             designated_gm,
             gm_urls,
@@ -293,6 +303,7 @@ impl GmArgs {
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
             doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
+            data_dir: self.data_dir.clone(),
             fairness,
             log_format: self.log_format.unwrap_or_default(),
             designated_gm,

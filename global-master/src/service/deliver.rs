@@ -64,7 +64,22 @@ impl GmActor {
         let now = clock::now();
         self.observe(now, &input);
         let had_view = self.core.has_full_view();
+        let snapshot = match &input {
+            GmInput::Lm(m) => m.snapshot().map(|s| (s.lm, s.incarnation, s.version)),
+            _ => None,
+        };
         let mut out = self.core.step(now, input);
+        // An LM's state counts as heard only when the core took it (a snapshot of
+        // another life, or stale, does not: the view would look fresh while frozen).
+        if let Some((lm, incarnation, version)) = snapshot {
+            let taken = self
+                .core
+                .view(lm)
+                .is_some_and(|v| v.incarnation == incarnation && v.version == version);
+            if let (true, Some(slot)) = (taken, self.metrics.last_snapshot.get_mut(lm.index())) {
+                *slot = Some(now);
+            }
+        }
         if !had_view && self.core.has_full_view() {
             tracing::info!(gm = %self.core.id(), "view complete: state of every LM received; placing work");
         }
@@ -75,26 +90,19 @@ impl GmActor {
     /// What the shell keeps of an input before the core sees it.
     fn observe(&mut self, now: Micros, input: &GmInput) {
         match input {
-            GmInput::Lm(message) => {
-                if let Some(s) = message.snapshot() {
-                    if let Some(slot) = self.metrics.last_snapshot.get_mut(s.lm.index()) {
-                        *slot = Some(s.taken_at);
-                    }
-                }
-                match message {
-                    LmToGm::PreemptAnswer(r) => {
-                        if let PreemptOutcome::Refused(why) = &r.outcome {
-                            let label = why.label();
-                            tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
-                            if *why != PreemptRefusal::Duplicate {
-                                *self.preempt.refused.entry(label).or_default() += 1;
-                            }
+            GmInput::Lm(message) => match message {
+                LmToGm::PreemptAnswer(r) => {
+                    if let PreemptOutcome::Refused(why) = &r.outcome {
+                        let label = why.label();
+                        tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
+                        if *why != PreemptRefusal::Duplicate {
+                            *self.preempt.refused.entry(label).or_default() += 1;
                         }
                     }
-                    LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
-                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
                 }
-            }
+                LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
+                LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
+            },
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
             }
@@ -164,6 +172,7 @@ impl GmActor {
         for end in &out.ended {
             self.tracker.ended(end);
         }
+        self.journal_ends(&out.ended);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }
@@ -172,6 +181,34 @@ impl GmActor {
         }
         if out.wants_pass {
             self.request_pass(ctx);
+        }
+    }
+
+    /// Writes the tasks that reached a final state to the journal, before the LM
+    /// that reported them hears its answer (it sends them again otherwise).
+    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd]) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let finals: Vec<_> = ends
+            .iter()
+            .filter(|e| {
+                self.tracker
+                    .task(e.task)
+                    .is_some_and(|s| s.state.is_final())
+            })
+            .map(|e| {
+                let ended = super::journal::Ended {
+                    at: e.at,
+                    node: e.node.0,
+                    failure: e.failure.clone(),
+                };
+                (e.task, ended)
+            })
+            .collect();
+        if let Err(e) = journal.ended(&finals) {
+            self.metrics.journal_errors += 1;
+            tracing::error!(tasks = finals.len(), error = %e, "cannot write task ends to the journal: a restart would run them again");
         }
     }
 

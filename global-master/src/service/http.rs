@@ -107,6 +107,9 @@ async fn submit(
         )
             .into_response(),
         Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
+        Ok(Err(SubmitRefused::JournalFailed)) => {
+            unavailable("cannot write the job to this GM's journal (see its log); not accepted")
+        }
         Err(e) => unavailable(&e.to_string()),
     }
 }
@@ -283,7 +286,9 @@ async fn pending(State(s): State<ApiState>, Query(q): Query<PendingQuery>) -> Re
 async fn healthz(State(s): State<ApiState>) -> Response {
     match s.gm.send(GetLoad).await {
         Ok(load) => Json(json!({
-            "status": "ok",
+            // Degraded: some LM's state not taken for a while (see `silent_lms`).
+            "status": if load.silent_lms.is_empty() { "ok" } else { "degraded" },
+            "silent_lms": load.silent_lms,
             "ready": load.full_view,
             "queued": load.queued,
             "outstanding": load.outstanding,

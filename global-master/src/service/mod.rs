@@ -19,6 +19,7 @@ pub mod config;
 pub mod deliver;
 pub mod executor_api;
 pub mod http;
+pub mod journal;
 pub mod lra_actor;
 pub mod lra_api;
 pub mod lra_http;
@@ -68,14 +69,24 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         first_batch_seq: service_kit::clock::now().0,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
-    let gm = actor::GmActor::new(
+    let mut gm = actor::GmActor::new(
         core,
         links,
         amqp_event_sink(publisher.clone()),
         s.max_queued,
     )
-    .with_doubt_timeout(s.doubt_timeout)
-    .start();
+    .with_doubt_timeout(s.doubt_timeout);
+    match &s.data_dir {
+        Some(dir) => {
+            let (journal, recovered) = journal::Journal::open(dir)?;
+            tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
+            gm = gm.with_journal(journal, recovered);
+        }
+        None => tracing::warn!(
+            "no --data-dir: accepted jobs live in memory only and are lost if this GM dies"
+        ),
+    }
+    let gm = gm.start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();
         let n = constraints.len();

@@ -213,6 +213,27 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_journal_errors_total",
+            "counter",
+            "Journal writes that failed (submissions refused with 503, task ends not recorded).",
+            m.journal_errors as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_recovered_tasks_total",
+            "counter",
+            "Tasks of a previous life's jobs resubmitted from the journal at start.",
+            m.recovered_tasks as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_journal_jobs",
+            "gauge",
+            "Jobs in the journal (accepted, not every task ended); 0 without --data-dir.",
+            self.journal.as_ref().map_or(0, |j| j.jobs()) as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_batches_abandoned_total",
             "counter",
             "Launch batches that never reached their LM (tasks requeued).",

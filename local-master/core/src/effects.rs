@@ -34,6 +34,8 @@ pub struct LmEffects {
 pub enum LmError {
     #[error("worker report for task {task} on {node}, which is not running there")]
     UnknownTask { task: TaskId, node: NodeId },
+    #[error("{node} is not a node of this LM")]
+    UnknownNode { node: NodeId },
     #[error("launch batch is addressed to {got}, this is {want}")]
     WrongLm { got: LmId, want: LmId },
 }

@@ -8,13 +8,15 @@
 //!   order); 409 while the reporting worker has not registered with this life of the
 //!   LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
+//! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
+//!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
-use super::workers::{FromWorker, Register};
+use super::workers::{Alive, FromWorker, Register};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -23,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::WorkerRegistration;
+use common::messages::{WorkerAlive, WorkerRegistration};
 use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
@@ -50,6 +52,7 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/messages", post(from_gm))
         .route("/v1/worker/messages", post(from_worker))
         .route("/v1/register", post(register))
+        .route("/v1/worker/alive", post(alive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -129,6 +132,17 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
     {
         Ok(Ok(assignment)) => bincode_ok(&assignment),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn alive(State(s): State<LmApi>, body: Bytes) -> Response {
+    let alive: WorkerAlive = match codec::decode(&body) {
+        Ok(a) => a,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
+    };
+    match s.lm.send(Alive(alive)).await {
+        Ok(answer) => bincode_ok(&answer),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }

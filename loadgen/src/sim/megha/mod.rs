@@ -385,6 +385,13 @@ impl Sim<'_> {
                     self.send_from_lm(l, self.lm_busy[l], out);
                 }
             }
+            // A worker declared lost or back (the fault-injection harness's inputs).
+            input @ (LmInput::WorkerLost { .. } | LmInput::WorkerBack { .. }) => {
+                if let Ok(out) = self.lms[l].step(now, input) {
+                    self.observe_requeues(&out);
+                    self.send_from_lm(l, now, out);
+                }
+            }
             LmInput::Tick => {
                 let Ok(out) = self.lms[l].step(now, LmInput::Tick) else {
                     return;

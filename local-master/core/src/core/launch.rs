@@ -60,6 +60,8 @@ impl LocalMaster {
             || self.restarted.has_finished(&task_id)
         {
             Err(common::reasons::RejectReason::Duplicate)
+        } else if self.is_down(request.node) {
+            Err(common::reasons::RejectReason::NodeDown)
         } else if request.task.kind == TaskKind::Queueable {
             self.check_queueable(gm, &request)
         } else {

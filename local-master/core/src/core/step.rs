@@ -11,7 +11,7 @@ use crate::effects::{LmEffects, LmError};
 use common::events::TaskEvent;
 use common::messages::LmSnapshot;
 use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
-use common::Micros;
+use common::{Micros, NodeId, TaskId};
 
 /// What an LM takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,18 @@ pub enum LmInput {
     Worker(WorkerToLm),
     /// Time passed: send the heartbeat when due (with promotions and shedding).
     Tick,
+    /// The worker of these nodes stopped answering (the driver's judgement: it owns
+    /// the clock and the transport): their tasks end lost, the nodes are down.
+    WorkerLost {
+        nodes: Vec<NodeId>,
+        reason: String,
+    },
+    /// The worker of these nodes is back, holding these tasks: the nodes are up
+    /// again; held tasks reported lost are killed.
+    WorkerBack {
+        nodes: Vec<NodeId>,
+        holding: Vec<(NodeId, TaskId)>,
+    },
 }
 
 /// What an LM sends after one step, in the order it must leave: worker orders first
@@ -72,6 +84,8 @@ impl LocalMaster {
                 self.handle_worker_report(now, report)?
             }
             LmInput::Tick => self.tick(now),
+            LmInput::WorkerLost { nodes, reason } => self.nodes_lost(now, &nodes, &reason)?,
+            LmInput::WorkerBack { nodes, holding } => self.nodes_back(&nodes, &holding)?,
         };
         Ok(self.output(effects))
     }
