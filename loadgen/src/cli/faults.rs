@@ -34,9 +34,12 @@ pub struct FaultsArgs {
     /// and print the smallest script found (a regression history).
     #[arg(long)]
     pub shrink: bool,
-    /// Model issue 14's GM journal: accepted tasks survive a GM crash.
+    /// Model the GM without its journal (before issue 14): queued tasks die with it.
     #[arg(long)]
-    pub journal: bool,
+    pub no_journal: bool,
+    /// Model the LM without worker liveness (before issue 14).
+    #[arg(long)]
+    pub no_liveness: bool,
     /// Count known causes (issue 14's gaps, bugs found and recorded) as violations.
     #[arg(long)]
     pub strict: bool,
@@ -82,7 +85,8 @@ impl FaultsArgs {
             jobs: self.tasks_jobs,
             horizon: Micros::from_secs(self.horizon_s),
             quiet: Micros::from_secs(self.quiet_s),
-            journal: self.journal,
+            journal: !self.no_journal,
+            worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,
             ..FaultConfig::default()
@@ -142,8 +146,25 @@ pub fn run(args: FaultsArgs) -> Result<()> {
                 .as_ref()
                 .is_some_and(|w| w.invariant == invariant && known_cause(&w.detail) == cause)
         });
-        println!("# seed {seed}: {invariant}{}", cause.map(|c| format!(" {c}")).unwrap_or_default());
-        println!("# replay: loadgen faults --replay {seed} --strict --script FILE");
+        println!(
+            "# seed {seed}: {invariant}{}",
+            cause.map(|c| format!(" {c}")).unwrap_or_default()
+        );
+        let mut options = Vec::new();
+        if args.no_journal {
+            options.push("--no-journal");
+        }
+        if args.no_liveness {
+            options.push("--no-liveness");
+        }
+        if args.batch_seq_from_zero {
+            options.push("--batch-seq-from-zero");
+        }
+        println!("# options: {}", options.join(" "));
+        println!(
+            "# replay: loadgen faults --replay {seed} --strict --script FILE {}",
+            options.join(" ")
+        );
         print!("{small}");
         return Ok(());
     }
@@ -180,10 +201,11 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         config.gms,
         config.lms,
         config.nodes_per_partition,
-        if config.journal {
-            ", GM journal modelled"
-        } else {
-            ""
+        match (config.journal, config.worker_timeout.is_some()) {
+            (true, true) => "",
+            (false, true) => ", no GM journal",
+            (true, false) => ", no worker liveness",
+            (false, false) => ", no GM journal, no worker liveness",
         }
     );
     let report = faults::search(

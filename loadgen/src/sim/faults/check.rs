@@ -61,9 +61,10 @@ pub enum Known {
     /// repeat the previous life's and an LM answers them from its record of the
     /// other life (issue 14, item 3: batches keyed by incarnation).
     GmClockBehind,
-    /// A worker crashed with end reports its LM (down or cut off) never got, and the
-    /// restarted LM does not know the task: only a reconciliation of the GM's
-    /// launched tasks with the LMs' state finds it (issue 14, item 2).
+    /// The task's worker crashed and its LM restarted (in either order) before the
+    /// LM heard its end or declared the worker lost: the restarted LM never knew the
+    /// task, so nothing reports it; only a reconciliation of the GM's launched tasks
+    /// with the LMs' state finds it (issue 14, item 2).
     EndLostWithWorker,
     /// An LM restarted with its clock behind its previous life: its snapshot
     /// versions are lower and the GMs' views of it freeze (issue 14, item 3).
@@ -81,6 +82,11 @@ pub enum Known {
     /// Found here: a launch batch resent after its LM restarted runs again a task
     /// that already ended (the LM's record of answered batches died with it).
     ResentBatchRerun,
+    /// Found here: a GM restarted from its journal resubmits a task whose end it had
+    /// not heard; placed on another LM than the one that ran it (or after its end
+    /// arrived), it runs again (main's journal counts on a `Duplicate` answer from
+    /// the same LM).
+    JournalRerun,
     /// Found here: a GM's view keeps the deduction of a launch batch the LM rejected
     /// entirely: the LM does not bump its snapshot version for it and the GM
     /// discards equal versions, so the in-flight entry never lands.
@@ -113,7 +119,7 @@ impl fmt::Display for Known {
                 "LM crash loses an end not yet sent to the GM (issue 14: reconciliation)"
             }
             Known::EndLostWithWorker => {
-                "worker crash drops ends its restarted LM never knew (issue 14: reconciliation)"
+                "task of a crashed worker unknown to its restarted LM (issue 14: reconciliation)"
             }
             Known::GmClockBehind => {
                 "GM restarted with its clock behind: answers from its previous life's record (issue 14: epochs)"
@@ -132,6 +138,9 @@ impl fmt::Display for Known {
             }
             Known::ResentBatchRerun => {
                 "BUG batch resent after an LM restart runs an ended task again"
+            }
+            Known::JournalRerun => {
+                "BUG task resubmitted from the GM journal runs again (another LM, or after its end)"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps a rejected batch's deduction while the LM version stands"
@@ -207,6 +216,8 @@ struct Track {
     adopted: bool,
     /// Asked for again by a batch resent after its LM restarted.
     resent: bool,
+    /// Resubmitted from its GM's journal.
+    resubmitted: bool,
 }
 
 /// What the invariants remember about tasks; fed by the driver.
@@ -257,6 +268,16 @@ impl Checker {
             .collect()
     }
 
+    /// Tasks accepted by `gm` whose end it has not heard (what its journal resubmits
+    /// after a restart).
+    pub fn open_at_gm(&self, gm: u16) -> Vec<TaskId> {
+        self.tasks
+            .iter()
+            .filter(|(_, t)| t.owner == gm && t.gm_ended.is_none())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Marks a task whose failure to end would be the known issue `why` (the first
     /// reason sticks).
     pub fn mark_known(&mut self, task: TaskId, why: Known) {
@@ -278,6 +299,25 @@ impl Checker {
     pub fn resent(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.resent = true;
+        }
+    }
+
+    /// A restarted GM resubmitted the task from its journal.
+    pub fn resubmitted(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.resubmitted = true;
+        }
+    }
+
+    /// The known cause of the task running again, if any.
+    pub fn rerun_cause(&self, task: &TaskId) -> Option<Known> {
+        let t = self.tasks.get(task)?;
+        if t.resent {
+            Some(Known::ResentBatchRerun)
+        } else if t.resubmitted {
+            Some(Known::JournalRerun)
+        } else {
+            None
         }
     }
 
@@ -303,14 +343,13 @@ impl Checker {
             }
             TaskEventKind::Started { lm, node } => {
                 if let Some(ended) = t.ended {
-                    let resent = t.resent;
                     let broken = (
                         Invariant::RanTwice,
                         format!("task {task} started on {lm}/{node} after it ended ({ended:?})"),
                     );
-                    return match resent {
-                        true => self.excuse(Known::ResentBatchRerun, broken),
-                        false => Err(broken),
+                    return match self.rerun_cause(&task) {
+                        Some(why) => self.excuse(why, broken),
+                        None => Err(broken),
                     };
                 }
                 t.launched = true;
@@ -327,14 +366,13 @@ impl Checker {
             } else {
                 Invariant::TerminalDisagrees
             };
-            let resent = t.resent;
             let broken = (
                 invariant,
                 format!("task {task} ended twice in the event stream: {before:?} then {end:?}"),
             );
-            return match resent {
-                true => self.excuse(Known::ResentBatchRerun, broken),
-                false => Err(broken),
+            return match self.rerun_cause(&task) {
+                Some(why) => self.excuse(why, broken),
+                None => Err(broken),
             };
         }
         t.ended = Some(end);
@@ -373,7 +411,7 @@ impl Checker {
             }
             match t.ended {
                 Some(e) if e == ending => {}
-                other if t.resent => {
+                other if t.resent || t.resubmitted => {
                     let broken = (
                         Invariant::TerminalDisagrees,
                         format!(
@@ -381,7 +419,11 @@ impl Checker {
                             end.task
                         ),
                     );
-                    self.excuse(Known::ResentBatchRerun, broken)?;
+                    let why = match t.resent {
+                        true => Known::ResentBatchRerun,
+                        false => Known::JournalRerun,
+                    };
+                    self.excuse(why, broken)?;
                     continue;
                 }
                 other => {

@@ -26,9 +26,11 @@
 //! What a restart keeps mirrors the services: a worker comes back empty and registers
 //! again; a restarted LM takes the tasks its workers still hold and those they
 //! finished (lm-core `restart.rs`); a GM keeps nothing (its first batch number is its
-//! clock, `GmConfig::first_batch_seq`) unless [`FaultConfig::journal`] models issue
-//! 14's journal: accepted tasks survive, the restarted GM resubmits those no LM or
-//! worker holds, and requests of its previous life are fenced at the LMs.
+//! clock, `GmConfig::first_batch_seq`) but its journal ([`FaultConfig::journal`], as
+//! the GM service has it since issue 14): it resubmits every accepted task whose end
+//! it had not heard. Workers silent for the worker timeout are lost at their LM
+//! ([`FaultConfig::worker_timeout`], the LM service's worker liveness). Both can be
+//! turned off to check the invariants against the roles before issue 14.
 //!
 //! Layout: [`plan`] (fault kinds, random and scripted schedules), [`check`] (the
 //! invariants), `world` (the driver), `search` (many seeds on threads).
@@ -70,8 +72,13 @@ pub struct FaultConfig {
     pub call_timeout: Micros,
     /// A call in doubt is retried until then (the GM's `doubt_timeout_s`, 300 s).
     pub doubt_timeout: Micros,
-    /// Model issue 14's GM journal (accepted tasks survive a GM crash).
+    /// The GM journal of issue 14 (as the GM service has it): a restarted GM
+    /// resubmits every task it accepted whose end it had not heard. Off: the GM
+    /// before it (queued tasks die with it).
     pub journal: bool,
+    /// Worker liveness of issue 14 (as the LM service has it, `--worker-timeout-ms`,
+    /// 10 s): a worker silent this long is lost. `None`: the LM before it.
+    pub worker_timeout: Option<Micros>,
     /// Count known causes (issue 14's gaps, bugs found here) as violations.
     pub strict: bool,
     /// Model the GM before its batch-sequence fix: every life numbers its batches
@@ -101,7 +108,8 @@ impl Default for FaultConfig {
             max_extra_delay: Micros::from_millis(500),
             call_timeout: Micros::from_secs(5),
             doubt_timeout: Micros::from_secs(300),
-            journal: false,
+            journal: true,
+            worker_timeout: Some(Micros::from_secs(10)),
             strict: false,
             batch_seq_from_zero: false,
             history: 30,

@@ -234,7 +234,11 @@ fn parse_ms(text: &str) -> Option<Micros> {
         return None;
     }
     let ms: u64 = ms.parse().ok()?;
-    let us: u64 = if us.is_empty() { 0 } else { format!("{us:0<3}").parse().ok()? };
+    let us: u64 = if us.is_empty() {
+        0
+    } else {
+        format!("{us:0<3}").parse().ok()?
+    };
     ms.checked_mul(1000)?.checked_add(us).map(Micros)
 }
 

@@ -13,10 +13,11 @@ use common::rng::{seeded, Rng, SeededRng};
 use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use global_master::core::{GlobalMaster, GmInput, Undelivered};
 use local_master::{LmInput, LocalMaster};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use worker::Worker;
 
+mod liveness;
 mod roles;
 
 /// Stream of the per-message faults and the workload (the schedule has its own).
@@ -112,8 +113,11 @@ pub(super) struct World<'a> {
     /// The same for the GMs (their first batch number is their start clock).
     gm_started: Vec<Micros>,
     gm_clock_behind: Vec<bool>,
-    /// Per LM: workers that have not registered since it started.
-    unregistered: Vec<HashSet<u32>>,
+    /// Per worker: registered with the current life of its LM; declared lost
+    /// (down) by it; when its LM last heard from it.
+    registered: Vec<bool>,
+    slot_down: Vec<bool>,
+    last_seen: Vec<Micros>,
     workers: Vec<Option<Worker>>,
     worker_life: Vec<u32>,
     /// Per worker: (LM, node).
@@ -194,7 +198,9 @@ impl<'a> World<'a> {
             pass_pending: vec![false; config.gms as usize],
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
-            unregistered: vec![HashSet::new(); config.lms as usize],
+            registered: vec![true; n],
+            slot_down: vec![false; n],
+            last_seen: vec![Micros::ZERO; n],
             lm_started: vec![Micros::ZERO; config.lms as usize],
             clock_behind: vec![false; config.lms as usize],
             gm_started: vec![Micros::ZERO; config.gms as usize],
@@ -262,7 +268,15 @@ impl<'a> World<'a> {
             self.note(|| describe(&ev));
             self.handle(ev);
             if self.violation.is_none() {
-                let broken = self.check_states();
+                let broken = match self.check_states() {
+                    Err(broken) => {
+                        match check::task_of(&broken.1).and_then(|t| self.checker.rerun_cause(&t)) {
+                            Some(why) => self.checker.excuse(why, broken),
+                            None => Err(broken),
+                        }
+                    }
+                    ok => ok,
+                };
                 self.broke(broken);
             }
             self.event += 1;
@@ -422,7 +436,7 @@ impl<'a> World<'a> {
             Ev::Wake(w, life) => self.wake(w, life),
             Ev::Attempt(call) => self.attempt(call),
             Ev::Timeout(call, attempt) => self.timeout(call, attempt),
-            Ev::Request(call, life, message) => self.request(call, life, message),
+            Ev::Request(call, _life, message) => self.request(call, message),
             Ev::Answer(call, attempt, message) => self.answer(call, attempt, message),
             Ev::Pump(from, to) => self.pump(from, to),
             Ev::State(g, message) => {
@@ -539,6 +553,9 @@ impl<'a> World<'a> {
                 }
             }
             (Role::Lm(l), Item::ToLm(report)) => {
+                if let Role::Worker(w) = from {
+                    self.last_seen[w as usize] = self.now;
+                }
                 self.lm_step(l, LmInput::Worker(report), None);
             }
             (Role::Lm(l), Item::Register { holding, finished }) => {
@@ -634,18 +651,10 @@ impl<'a> World<'a> {
     }
 
     /// A request reaches its LM.
-    fn request(&mut self, id: u64, life: u32, message: GmToLm) {
+    fn request(&mut self, id: u64, message: GmToLm) {
         let l = message.lm().0;
-        let g = match &message {
-            GmToLm::Launch(b) => b.gm.0,
-            GmToLm::Preempt(p) => p.gm.0,
-        };
-        if !self.up(Role::Lm(l)) || !self.unregistered[l as usize].is_empty() {
+        if !self.up(Role::Lm(l)) || !self.ready(l) {
             return; // refused or not ready (503): the call times out and retries
-        }
-        if self.config.journal && life != self.gm_life[g as usize] {
-            self.note(|| format!("  fenced: {} from a previous life of gm{g}", message.kind()));
-            return;
         }
         let asked: Vec<TaskId> = match &message {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),

@@ -4,7 +4,7 @@
 use super::{describe_request, refused, tasks, Ev, Held, Item, World};
 use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::{Fault, Role};
-use common::messages::{HeldTask, WorkerReport};
+use common::messages::WorkerReport;
 use common::protocol::{ClientToGm, GmAddress, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
@@ -84,7 +84,7 @@ impl World<'_> {
             let broken = self.checker.event(event);
             self.broke(broken);
         }
-        let ready = self.unregistered[l as usize].is_empty();
+        let ready = self.ready(l);
         let mut answer = None;
         for (to, message) in out.to_gms {
             match (&message, &call) {
@@ -128,7 +128,8 @@ impl World<'_> {
                 );
                 let broken = (check::Invariant::AnswerFromOtherLife, detail);
                 let gm = self.calls.get(&id).map(|c| c.gm as usize);
-                let result = match gm.is_some_and(|g| self.gm_clock_behind[g]) {
+                let behind = gm.is_some_and(|g| self.gm_clock_behind[g]);
+                let result = match behind && !self.config.batch_seq_from_zero {
                     true => self.checker.excuse(Known::GmClockBehind, broken),
                     false => Err(broken),
                 };
@@ -171,6 +172,7 @@ impl World<'_> {
             return;
         }
         self.lm_step(l, LmInput::Tick, None);
+        self.check_workers(l);
         let next = self.lms[l as usize]
             .as_ref()
             .map_or(self.now, LocalMaster::next_wakeup);
@@ -260,40 +262,6 @@ impl World<'_> {
         }
     }
 
-    /// A worker registers with a (re)started LM: the LM takes what it finished and
-    /// what it holds (lm-core `restart.rs`, as the LM service does).
-    pub(super) fn register(
-        &mut self,
-        l: u16,
-        w: u32,
-        holding: Vec<HeldTask>,
-        finished: Vec<TaskId>,
-    ) {
-        let now = self.clock(Role::Lm(l));
-        let Some(lm) = self.lms[l as usize].as_mut() else {
-            return;
-        };
-        for task in finished {
-            lm.finished_before_restart(task);
-        }
-        let mut fx = local_master::LmEffects::default();
-        let mut adopted = Vec::new();
-        for held in holding {
-            let task = held.task.id;
-            if lm.adopt(now, held, &mut fx).is_ok() {
-                adopted.push(task);
-            }
-        }
-        for task in adopted {
-            self.checker.adopted(task);
-        }
-        for event in &fx.events {
-            let broken = self.checker.event(event);
-            self.broke(broken);
-        }
-        self.unregistered[l as usize].remove(&w);
-    }
-
     pub(super) fn fault(&mut self, fault: Fault) {
         match fault {
             Fault::Crash(role) => self.crash(role),
@@ -359,11 +327,15 @@ impl World<'_> {
                             let held = self.lms[l as usize]
                                 .as_ref()
                                 .is_some_and(|lm| lm.running().contains_key(&r.task()));
-                            let why = match held {
-                                true => Known::WorkerCrash,
-                                false => Known::EndLostWithWorker,
-                            };
-                            self.checker.mark_known(r.task(), why);
+                            match (held, self.config.worker_timeout) {
+                                (true, None) => {
+                                    self.checker.mark_known(r.task(), Known::WorkerCrash)
+                                }
+                                (true, Some(_)) => {}
+                                (false, _) => {
+                                    self.checker.mark_known(r.task(), Known::EndLostWithWorker)
+                                }
+                            }
                         }
                         _ => {}
                     }
@@ -385,27 +357,29 @@ impl World<'_> {
                 }
             }
             Role::Lm(l) => {
+                // Tasks on nodes whose worker is down: no one will know them.
+                let orphans: Vec<TaskId> = self.lms[l as usize]
+                    .as_ref()
+                    .map(|lm| {
+                        lm.running()
+                            .iter()
+                            .filter(|(_, a)| {
+                                let w = self.worker_of(l, a.node);
+                                self.workers[w as usize].is_none()
+                            })
+                            .map(|(t, _)| *t)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for task in orphans {
+                    self.checker.mark_known(task, Known::EndLostWithWorker);
+                }
                 self.lms[l as usize] = None;
                 self.lm_life[l as usize] += 1;
                 self.held.retain(|_, h| h.lm != l);
             }
             Role::Worker(w) => {
-                let (l, node) = self.placement[w as usize];
-                let mut lost: Vec<TaskId> = self.workers[w as usize]
-                    .as_ref()
-                    .map(|x| x.running().iter().map(|r| r.task).collect())
-                    .unwrap_or_default();
-                if let Some(lm) = self.lms[l as usize].as_ref() {
-                    lost.extend(
-                        lm.running()
-                            .iter()
-                            .filter(|(_, a)| a.node == node)
-                            .map(|(t, _)| *t),
-                    );
-                }
-                for task in lost {
-                    self.checker.mark_known(task, Known::WorkerCrash);
-                }
+                self.worker_crashed(w);
                 self.workers[w as usize] = None;
                 self.worker_life[w as usize] += 1;
                 self.wake_at[w as usize] = None;
@@ -439,13 +413,18 @@ impl World<'_> {
             Role::Gm(g) => {
                 self.start_gm(g);
                 if self.config.journal {
+                    // As the GM service's journal does: every task whose end it had
+                    // not recorded (a task still running, or finished meanwhile, is
+                    // answered `Duplicate` by its LM).
                     let resubmit: Vec<TaskSpec> = self
                         .checker
-                        .open_of(g)
+                        .open_at_gm(g)
                         .into_iter()
-                        .filter(|t| !self.held_anywhere(t))
                         .filter_map(|t| self.specs.get(&t).cloned())
                         .collect();
+                    for t in &resubmit {
+                        self.checker.resubmitted(t.id);
+                    }
                     if !resubmit.is_empty() {
                         self.note(|| {
                             format!(
@@ -504,37 +483,14 @@ impl World<'_> {
         self.lms[l as usize] = Some(LocalMaster::new(spec, self.config.gms, config, start));
         let life = self.lm_life[l as usize];
         self.queue.push(self.now, Ev::Tick(l, life));
+        self.lm_started(l, restarted);
         if !restarted {
             return;
         }
         // Every worker registers again, with what it holds and what it finished.
-        let mine: Vec<u32> = (0..self.workers.len() as u32)
-            .filter(|w| self.placement[*w as usize].0 == l)
-            .collect();
-        self.unregistered[l as usize] = mine.iter().copied().collect();
+        let mine: Vec<u32> = self.workers_of(l).collect();
         for w in mine {
-            let Some(worker) = self.workers[w as usize].as_ref() else {
-                continue;
-            };
-            let node = self.placement[w as usize].1;
-            let holding = worker
-                .running()
-                .iter()
-                .filter_map(|r| {
-                    Some(HeldTask {
-                        node,
-                        task: self.specs.get(&r.task)?.clone(),
-                        started_at: Some(r.started_at),
-                    })
-                })
-                .collect();
-            let finished = self.finished[w as usize].clone();
-            self.send(
-                Role::Worker(w),
-                Role::Lm(l),
-                Item::Register { holding, finished },
-                true,
-            );
+            self.register_again(w);
         }
     }
 
