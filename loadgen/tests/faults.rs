@@ -4,6 +4,8 @@
 //! per cause the search found) still breaks the way its header says under `strict`.
 //! When a fix lands, its fixture fails here: replace the expectation by "clean".
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use loadgen::sim::faults::{self, FaultConfig, Invariant, Known, Schedule};
 use std::path::Path;
 

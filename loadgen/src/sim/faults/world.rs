@@ -7,18 +7,22 @@ use super::plan::{self, Fault, LinkRates, Role, Schedule};
 use super::{FaultConfig, RunReport};
 use crate::sim::events::EventQueue;
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
-use common::messages::{HeldTask, LaunchOutcome, TaskFailure, WorkerReport};
+use common::messages::{HeldTask, TaskFailure, WorkerReport};
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::rng::{seeded, Rng, SeededRng};
 use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use global_master::core::{GlobalMaster, GmInput, Undelivered};
-use local_master::{LmInput, LocalMaster};
+use global_master::core::{GlobalMaster, GmInput};
+use local_master::LocalMaster;
 use std::collections::{HashMap, VecDeque};
 
 use worker::Worker;
 
 mod liveness;
+mod net;
 mod roles;
+mod trace;
+
+use trace::{describe, describe_item, describe_request, tasks};
 
 /// Stream of the per-message faults and the workload (the schedule has its own).
 const NET_STREAM: u64 = 0xFA18;
@@ -156,7 +160,7 @@ impl<'a> World<'a> {
                 .map(|l| LmSpec {
                     id: LmId(l),
                     partitions: vec![
-                        vec![node.clone(); config.nodes_per_partition as usize];
+                        vec![node; config.nodes_per_partition as usize];
                         config.gms as usize
                     ],
                 })
@@ -495,225 +499,6 @@ impl<'a> World<'a> {
             Micros::ZERO
         }
     }
-
-    // ----- ordered streams -----
-
-    fn send(&mut self, from: Role, to: Role, item: Item, front: bool) {
-        let stream = self.streams.entry((from, to)).or_default();
-        if front {
-            stream.items.push_front(item);
-        } else {
-            stream.items.push_back(item);
-        }
-        if !stream.pumping {
-            stream.pumping = true;
-            let at = self.now + self.transit(true);
-            self.queue.push(at, Ev::Pump(from, to));
-        }
-    }
-
-    fn pump(&mut self, from: Role, to: Role) {
-        let Some(stream) = self.streams.get(&(from, to)) else {
-            return;
-        };
-        if stream.items.is_empty() {
-            if let Some(s) = self.streams.get_mut(&(from, to)) {
-                s.pumping = false;
-            }
-            return;
-        }
-        if !self.up(to) || self.blocked(from, to) || self.chance(self.rates.loss) {
-            self.queue.push(self.now + STREAM_RETRY, Ev::Pump(from, to));
-            return;
-        }
-        let Some(item) = self
-            .streams
-            .get_mut(&(from, to))
-            .and_then(|s| s.items.pop_front())
-        else {
-            return;
-        };
-        let twice = self.chance(self.rates.dup);
-        if twice {
-            self.deliver(from, to, item.clone());
-        }
-        self.deliver(from, to, item);
-        let at = self.now + self.extra_delay();
-        self.queue.push(at, Ev::Pump(from, to));
-    }
-
-    fn deliver(&mut self, from: Role, to: Role, item: Item) {
-        self.note(|| format!("  deliver {from}->{to} {}", describe_item(&item)));
-        match (to, item) {
-            (Role::Gm(g), Item::ToGm(message)) => self.gm_step(g, GmInput::Lm(message)),
-            (Role::Worker(w), Item::ToWorker(order, call)) => {
-                self.worker_order(w, order);
-                if let Some(call) = call {
-                    self.order_delivered(call);
-                }
-            }
-            (Role::Lm(l), Item::ToLm(report)) => {
-                if let Role::Worker(w) = from {
-                    self.last_seen[w as usize] = self.now;
-                }
-                self.lm_step(l, LmInput::Worker(report), None);
-            }
-            (Role::Lm(l), Item::Register { holding, finished }) => {
-                let Role::Worker(w) = from else { return };
-                self.register(l, w, holding, finished);
-            }
-            _ => {}
-        }
-    }
-
-    // ----- GM -> LM calls -----
-
-    fn call(&mut self, g: u16, message: GmToLm) {
-        let id = self.next_call;
-        self.next_call += 1;
-        self.calls.insert(
-            id,
-            Call {
-                gm: g,
-                life: self.gm_life[g as usize],
-                message,
-                started: self.now,
-                attempt: 0,
-                ambiguous: false,
-                backoff: Micros::from_millis(50),
-                reached: None,
-            },
-        );
-        self.queue.push(self.now, Ev::Attempt(id));
-    }
-
-    fn attempt(&mut self, id: u64) {
-        let Some(c) = self.calls.get_mut(&id) else {
-            return;
-        };
-        c.attempt += 1;
-        let (g, attempt, life, message) = (c.gm, c.attempt, c.life, c.message.clone());
-        let l = message.lm().0;
-        if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
-            if self.calls[&id].ambiguous {
-                self.retry(id);
-            } else {
-                self.queue
-                    .push(self.now + UNREACHABLE_AFTER, Ev::Settle(id));
-            }
-            return;
-        }
-        self.queue.push(
-            self.now + self.config.call_timeout,
-            Ev::Timeout(id, attempt),
-        );
-        if self.chance(self.rates.loss) {
-            return;
-        }
-        let copies = if self.chance(self.rates.dup) { 2 } else { 1 };
-        for _ in 0..copies {
-            let at = self.now + self.transit(false);
-            self.queue.push(at, Ev::Request(id, life, message.clone()));
-        }
-    }
-
-    /// The attempt got no answer in time: in doubt, sent again after the backoff
-    /// until the doubt timeout.
-    fn timeout(&mut self, id: u64, attempt: u32) {
-        match self.calls.get_mut(&id) {
-            Some(c) if c.attempt == attempt => c.ambiguous = true,
-            _ => return,
-        }
-        self.retry(id);
-    }
-
-    fn retry(&mut self, id: u64) {
-        let Some(c) = self.calls.get_mut(&id) else {
-            return;
-        };
-        let delay = c.backoff;
-        c.backoff = Micros((c.backoff.0 * 2).min(2_000_000));
-        if self.now + delay > c.started + self.config.doubt_timeout {
-            self.give_up(id);
-        } else {
-            self.queue.push(self.now + delay, Ev::Attempt(id));
-        }
-    }
-
-    /// The transport gives up: the GM takes the request back.
-    fn give_up(&mut self, id: u64) {
-        let Some(c) = self.calls.remove(&id) else {
-            return;
-        };
-        if self.gm_life[c.gm as usize] == c.life && self.gms[c.gm as usize].is_some() {
-            self.gm_step(c.gm, GmInput::Undelivered(Undelivered::of(&c.message)));
-        }
-    }
-
-    /// A request reaches its LM.
-    fn request(&mut self, id: u64, message: GmToLm) {
-        let l = message.lm().0;
-        if !self.up(Role::Lm(l)) || !self.ready(l) {
-            return; // refused or not ready (503): the call times out and retries
-        }
-        let asked: Vec<TaskId> = match &message {
-            GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
-            GmToLm::Preempt(p) => vec![p.task.id],
-        };
-        let lm_life = self.lm_life[l as usize];
-        let attempt = match self.calls.get_mut(&id) {
-            Some(c) => {
-                if c.reached.is_some_and(|first| first != lm_life) {
-                    for task in &asked {
-                        self.checker.resent(*task);
-                    }
-                }
-                c.reached.get_or_insert(lm_life);
-                c.attempt
-            }
-            None => 0,
-        };
-        self.lm_step(l, LmInput::Gm(message), Some((id, attempt, asked)));
-    }
-
-    fn answer(&mut self, id: u64, attempt: u32, message: LmToGm) {
-        match self.calls.get(&id) {
-            Some(c) if c.attempt == attempt => {}
-            _ => return, // a late or repeated answer: the call has moved on
-        }
-        let Some(c) = self.calls.remove(&id) else {
-            return;
-        };
-        if self.gm_life[c.gm as usize] == c.life && self.gms[c.gm as usize].is_some() {
-            self.gm_step(c.gm, GmInput::Lm(message));
-        }
-    }
-
-    fn order_delivered(&mut self, call: u64) {
-        let Some(h) = self.held.get_mut(&call) else {
-            return;
-        };
-        h.remaining = h.remaining.saturating_sub(1);
-        if h.remaining == 0 {
-            if let Some(h) = self.held.remove(&call) {
-                if let Some(answer) = h.answer {
-                    self.send_answer(h.lm, call, answer);
-                }
-            }
-        }
-    }
-
-    fn send_answer(&mut self, l: u16, call: u64, answer: LmToGm) {
-        let Some(c) = self.calls.get(&call) else {
-            return;
-        };
-        let (g, attempt) = (c.gm, c.attempt);
-        if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(self.rates.loss) {
-            return;
-        }
-        let at = self.now + self.transit(false);
-        self.queue.push(at, Ev::Answer(call, attempt, answer));
-    }
 }
 
 /// The trace of a run: jobs of 1 to `max_tasks` one-core tasks of 0.2 to 3 s,
@@ -734,92 +519,6 @@ fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
             (arrival, tasks)
         })
         .collect()
-}
-
-fn describe(ev: &Ev) -> String {
-    match ev {
-        Ev::Arrival(k) => format!("job {k} arrives"),
-        Ev::Fault(f) => format!("FAULT {f}"),
-        Ev::Pass(g, _) => format!("gm{g} pass"),
-        Ev::Tick(l, _) => format!("lm{l} tick"),
-        Ev::Wake(w, _) => format!("w{w} wake"),
-        Ev::Attempt(c) => format!("call {c} attempt"),
-        Ev::Timeout(c, a) => format!("call {c} attempt {a} timeout?"),
-        Ev::Request(c, life, m) => {
-            format!("call {c} (life {life}) reaches lm: {}", describe_request(m))
-        }
-        Ev::Answer(c, a, m) => format!("call {c} attempt {a} answered: {}", describe_lm_to_gm(m)),
-        Ev::Pump(a, b) => format!("stream {a}->{b}"),
-        Ev::State(g, m) => format!("gm{g} gets {}", describe_lm_to_gm(m)),
-        Ev::Settle(c) => format!("call {c} unreachable"),
-    }
-}
-
-fn tasks(ids: impl Iterator<Item = TaskId>) -> String {
-    ids.map(|t| t.to_string()).collect::<Vec<_>>().join(",")
-}
-
-fn describe_request(m: &GmToLm) -> String {
-    match m {
-        GmToLm::Launch(b) => format!(
-            "launch gm{}->lm{} seq {} [{}]",
-            b.gm.0,
-            b.lm.0,
-            b.seq,
-            tasks(b.requests.iter().map(|r| r.task.id))
-        ),
-        GmToLm::Preempt(p) => format!("preempt gm{}->lm{} for {}", p.gm.0, p.lm.0, p.task.id),
-    }
-}
-
-fn describe_lm_to_gm(m: &LmToGm) -> String {
-    match m {
-        LmToGm::LaunchAnswer(r) => format!(
-            "launch answer lm{} seq {} [{}]",
-            r.lm.0,
-            r.seq,
-            r.outcomes
-                .iter()
-                .map(|(t, o)| match o {
-                    LaunchOutcome::Launched { .. } => format!("{t} ok"),
-                    LaunchOutcome::Rejected(r) => format!("{t} rejected {r:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        LmToGm::State(s) => format!("state of lm{} v{}", s.lm.0, s.version),
-        LmToGm::Ended(e) => format!("ended [{}]", tasks(e.ends.iter().map(|x| x.task))),
-        other => other.kind().to_string(),
-    }
-}
-
-fn describe_item(item: &Item) -> String {
-    match item {
-        Item::ToGm(m) => describe_lm_to_gm(m),
-        Item::ToWorker(o, _) => format!("{} {}", o.kind(), order_task(o)),
-        Item::ToLm(WorkerToLm::Report(r)) => {
-            let what = match r {
-                WorkerReport::Started { .. } => "started",
-                WorkerReport::Finished { .. } => "finished",
-                WorkerReport::Killed { .. } => "killed",
-                WorkerReport::Failed { .. } => "failed",
-            };
-            format!("report {} {what} on {}", r.task(), r.node())
-        }
-        Item::Register { holding, finished } => format!(
-            "register holding [{}] finished [{}]",
-            tasks(holding.iter().map(|h| h.task.id)),
-            tasks(finished.iter().copied())
-        ),
-    }
-}
-
-fn order_task(o: &LmToWorker) -> TaskId {
-    match o {
-        LmToWorker::Start(s) => s.task.id,
-        LmToWorker::Kill(k) => k.task,
-        LmToWorker::Promote(p) => p.task,
-    }
 }
 
 /// The report of a start a refusing worker turns down (as the worker service does).
