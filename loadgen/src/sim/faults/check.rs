@@ -66,9 +66,6 @@ pub enum Known {
     /// task, so nothing reports it; only a reconciliation of the GM's launched tasks
     /// with the LMs' state finds it (issue 14, item 2).
     EndLostWithWorker,
-    /// An LM restarted with its clock behind its previous life: its snapshot
-    /// versions are lower and the GMs' views of it freeze (issue 14, item 3).
-    LmClockBehind,
     /// Found here: a worker's end report reaching a restarted LM is refused ("not
     /// running there"): the LM never publishes the end nor tells the GM.
     EndLostAtLmRestart,
@@ -87,9 +84,11 @@ pub enum Known {
     /// arrived), it runs again (main's journal counts on a `Duplicate` answer from
     /// the same LM).
     JournalRerun,
-    /// Found here: a GM's view keeps the deduction of a launch batch the LM rejected
-    /// entirely: the LM does not bump its snapshot version for it and the GM
-    /// discards equal versions, so the in-flight entry never lands.
+    /// Found here: a GM's view keeps the deduction of a launch batch that changed
+    /// nothing at the LM (every request rejected, or answered `Duplicate`, e.g. a
+    /// journal resubmission): the LM records the batch number but does not bump its
+    /// snapshot version, the GM discards snapshots of an equal version, so the
+    /// batch's in-flight deduction never lands while the LM stays unchanged.
     StaleViewRejectedBatch,
 }
 
@@ -102,7 +101,6 @@ impl Known {
                 | Known::GmCrash
                 | Known::LmCrashLostEnd
                 | Known::EndLostWithWorker
-                | Known::LmClockBehind
                 | Known::GmClockBehind
         )
     }
@@ -124,9 +122,6 @@ impl fmt::Display for Known {
             Known::GmClockBehind => {
                 "GM restarted with its clock behind: answers from its previous life's record (issue 14: epochs)"
             }
-            Known::LmClockBehind => {
-                "LM restarted with its clock behind: GM views freeze (issue 14: epochs)"
-            }
             Known::EndLostAtLmRestart => {
                 "BUG end report refused by a restarted LM: end never published nor sent to the GM"
             }
@@ -143,7 +138,7 @@ impl fmt::Display for Known {
                 "BUG task resubmitted from the GM journal runs again (another LM, or after its end)"
             }
             Known::StaleViewRejectedBatch => {
-                "BUG GM view keeps a rejected batch's deduction while the LM version stands"
+                "BUG GM view keeps the deduction of a batch that changed nothing at the LM"
             }
         })
     }

@@ -475,10 +475,6 @@ impl World<'_> {
             heartbeat_period: self.config.heartbeat,
         };
         let start = self.clock(Role::Lm(l));
-        if restarted && start < self.lm_started[l as usize] {
-            self.clock_behind[l as usize] = true;
-        }
-        self.lm_started[l as usize] = self.lm_started[l as usize].max(start);
         let spec = &self.cluster.lms[l as usize];
         self.lms[l as usize] = Some(LocalMaster::new(spec, self.config.gms, config, start));
         let life = self.lm_life[l as usize];
