@@ -130,7 +130,18 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read fault script {}", path.display()))?;
-            Some(Schedule::parse(&text).with_context(|| path.display().to_string())?)
+            let schedule = Schedule::parse(&text).with_context(|| path.display().to_string())?;
+            let roles = faults::plan::Roles {
+                gms: config.gms,
+                lms: config.lms,
+                workers: u32::from(config.lms)
+                    * u32::from(config.gms)
+                    * u32::from(config.nodes_per_partition),
+            };
+            if let Err(e) = schedule.check_roles(roles) {
+                bail!("{}: {e}", path.display());
+            }
+            Some(schedule)
         }
         None => None,
     };

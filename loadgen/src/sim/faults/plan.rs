@@ -160,6 +160,34 @@ impl fmt::Display for Schedule {
 }
 
 impl Schedule {
+    /// Refuses a schedule naming a role the cluster does not have.
+    pub fn check_roles(&self, roles: Roles) -> Result<(), String> {
+        let exists = |r: &Role| match *r {
+            Role::Gm(g) => g < roles.gms,
+            Role::Lm(l) => l < roles.lms,
+            Role::Worker(w) => w < roles.workers,
+        };
+        for (at, fault) in &self.faults {
+            let named: Vec<Role> = match fault {
+                Fault::Crash(r) | Fault::Restart(r) | Fault::Skew(r, _) => vec![*r],
+                Fault::Refuse(w) | Fault::Accept(w) => vec![Role::Worker(*w)],
+                Fault::Partition(a, b) => a.iter().chain(b).copied().collect(),
+                _ => Vec::new(),
+            };
+            if let Some(r) = named.iter().find(|r| !exists(r)) {
+                return Err(format!(
+                    "fault `{fault}` at {} ms: {r} does not exist in a cluster of {} GMs, {} LMs \
+                     and {} workers",
+                    at.0 / 1000,
+                    roles.gms,
+                    roles.lms,
+                    roles.workers
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every fault ends by the end of the schedule: each crash is followed
     /// by a restart, each partition by a heal, each refusal by an accept, a broker
     /// outage by its end and per-message faults are off (liveness is owed only then).
@@ -480,6 +508,26 @@ mod tests {
             .reason
             .contains("not a worker"));
         assert!(Schedule::parse("5 rates loss=2").is_err());
+    }
+
+    #[test]
+    fn a_script_naming_a_role_the_cluster_lacks_is_refused_and_closed_means_every_fault_ends() {
+        let roles = Roles {
+            gms: 2,
+            lms: 2,
+            workers: 4,
+        };
+        let ok =
+            Schedule::parse("1 crash w3\n2 restart w3\n3 partition gm1 | lm1\n4 heal").unwrap();
+        assert!(ok.check_roles(roles).is_ok());
+        assert!(ok.is_closed());
+        let open = Schedule::parse("1 crash w3\n3 partition gm1 | lm1\n4 heal").unwrap();
+        assert!(!open.is_closed());
+        let e = Schedule::parse("1 refuse w4")
+            .unwrap()
+            .check_roles(roles)
+            .unwrap_err();
+        assert!(e.contains("w4 does not exist"), "{e}");
     }
 
     #[test]
