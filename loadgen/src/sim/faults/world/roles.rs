@@ -106,6 +106,14 @@ impl World<'_> {
         for order in out.to_workers {
             let w = self.worker_of(l, order.node());
             let tag = call.as_ref().map(|c| c.0);
+            // A start for a dead worker: without worker liveness it waits forever.
+            if let (LmToWorker::Start(s), None, None) = (
+                &order,
+                self.workers[w as usize].as_ref(),
+                self.config.worker_timeout,
+            ) {
+                self.checker.mark_known(s.task.id, Known::WorkerCrash);
+            }
             self.send(
                 Role::Lm(l),
                 Role::Worker(w),
