@@ -41,7 +41,7 @@ mod search;
 mod world;
 
 pub use check::{Invariant, Known, Violation};
-pub use plan::{Fault, FaultRates, LinkRates, Role, Schedule};
+pub use plan::{Fault, FaultRates, Link, LinkRates, Role, Schedule};
 pub use search::{search, SearchReport};
 
 use common::Micros;

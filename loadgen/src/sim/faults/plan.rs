@@ -17,6 +17,7 @@
 //! 700   broker up
 //! 100   skew lm1 -5000
 //! 8000  rates off
+//! 9000  rates link=state loss=0.5   # one kind of link: gm-lm, lm-worker or state
 //! ```
 //!
 //! Roles are `gmN`, `lmN` and `wN` (workers numbered across the cluster). A skew (in
@@ -71,6 +72,29 @@ impl std::str::FromStr for Role {
     }
 }
 
+/// A kind of link, for per-message faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Link {
+    /// GM -> LM calls and their answers, LM -> GM ends and requeues.
+    GmLm,
+    /// LM -> worker orders, worker -> LM reports and registrations.
+    LmWorker,
+    /// State updates (heartbeats) over the broker.
+    State,
+}
+
+impl Link {
+    pub const ALL: [Link; 3] = [Link::GmLm, Link::LmWorker, Link::State];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Link::GmLm => "gm-lm",
+            Link::LmWorker => "lm-worker",
+            Link::State => "state",
+        }
+    }
+}
+
 /// Per-message fault probabilities, applied to every message sent while they are on.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LinkRates {
@@ -108,8 +132,8 @@ pub enum Fault {
     BrokerUp,
     /// The role's clock reads `ms` milliseconds off from its next start on.
     Skew(Role, i64),
-    /// Per-message faults from now on.
-    Rates(LinkRates),
+    /// Per-message faults from now on, on one kind of link or (`None`) on all.
+    Rates(Option<Link>, LinkRates),
 }
 
 impl fmt::Display for Fault {
@@ -131,12 +155,20 @@ impl fmt::Display for Fault {
             Fault::BrokerDown => write!(f, "broker down"),
             Fault::BrokerUp => write!(f, "broker up"),
             Fault::Skew(r, ms) => write!(f, "skew {r} {ms}"),
-            Fault::Rates(r) if r.is_off() => write!(f, "rates off"),
-            Fault::Rates(r) => write!(
-                f,
-                "rates loss={} dup={} delay={} reorder={}",
-                r.loss, r.dup, r.delay, r.reorder
-            ),
+            Fault::Rates(link, r) => {
+                f.write_str("rates")?;
+                if let Some(link) = link {
+                    write!(f, " link={}", link.name())?;
+                }
+                match r.is_off() {
+                    true => f.write_str(" off"),
+                    false => write!(
+                        f,
+                        " loss={} dup={} delay={} reorder={}",
+                        r.loss, r.dup, r.delay, r.reorder
+                    ),
+                }
+            }
         }
     }
 }
@@ -193,7 +225,8 @@ impl Schedule {
     /// outage by its end and per-message faults are off (liveness is owed only then).
     pub fn is_closed(&self) -> bool {
         let mut down = std::collections::HashSet::new();
-        let (mut cut, mut broker, mut rates) = (false, false, false);
+        let (mut cut, mut broker) = (false, false);
+        let mut rates = [false; 3];
         let mut refusing = std::collections::HashSet::new();
         for (_, f) in &self.faults {
             match f {
@@ -213,11 +246,12 @@ impl Schedule {
                 }
                 Fault::BrokerDown => broker = true,
                 Fault::BrokerUp => broker = false,
-                Fault::Rates(r) => rates = !r.is_off(),
+                Fault::Rates(None, r) => rates = [!r.is_off(); 3],
+                Fault::Rates(Some(link), r) => rates[*link as usize] = !r.is_off(),
                 Fault::Skew(..) => {}
             }
         }
-        down.is_empty() && refusing.is_empty() && !cut && !broker && !rates
+        down.is_empty() && refusing.is_empty() && !cut && !broker && rates == [false; 3]
     }
 }
 
@@ -320,8 +354,20 @@ fn parse_fault(text: &str) -> Result<Fault, String> {
         }
         Some("rates") => {
             let mut rates = LinkRates::default();
+            let mut link = None;
             for kv in &words[1..] {
                 if *kv == "off" {
+                    continue;
+                }
+                if let Some(name) = kv.strip_prefix("link=") {
+                    link = Some(
+                        Link::ALL
+                            .into_iter()
+                            .find(|l| l.name() == name)
+                            .ok_or_else(|| {
+                                format!("`{kv}`: a link is gm-lm, lm-worker or state")
+                            })?,
+                    );
                     continue;
                 }
                 let (k, v) = kv
@@ -340,7 +386,7 @@ fn parse_fault(text: &str) -> Result<Fault, String> {
                     _ => return Err(format!("`{k}`: expected loss, dup, delay or reorder")),
                 }
             }
-            Fault::Rates(rates)
+            Fault::Rates(link, rates)
         }
         _ => return Err(format!("`{text}`: unknown fault")),
     })
@@ -463,8 +509,8 @@ pub fn random(seed: u64, roles: Roles, rates: &FaultRates, horizon: Micros) -> S
         faults.push((b, Fault::BrokerUp));
     }
     if !rates.links.is_off() {
-        faults.push((Micros::ZERO, Fault::Rates(rates.links)));
-        faults.push((Micros(h - 1), Fault::Rates(LinkRates::default())));
+        faults.push((Micros::ZERO, Fault::Rates(None, rates.links)));
+        faults.push((Micros(h - 1), Fault::Rates(None, LinkRates::default())));
     }
     faults.sort_by_key(|(at, _)| *at);
     Schedule { faults }
@@ -480,9 +526,20 @@ mod tests {
                     1000 crash gm0 # the GM dies\n\
                     2000 partition gm0,lm1 | w3\n\
                     2500 heal\n3000 restart gm0\n100 skew lm1 -5000\n\
-                    400 refuse w2\n500 accept w2\n600 broker down\n700 broker up\n";
+                    400 refuse w2\n500 accept w2\n600 broker down\n700 broker up\n\
+                    800 rates link=state loss=0.5\n900 rates link=state off\n";
         let schedule = Schedule::parse(text).unwrap();
-        assert_eq!(schedule.faults.len(), 10);
+        assert_eq!(schedule.faults.len(), 12);
+        let state = LinkRates {
+            loss: 0.5,
+            ..LinkRates::default()
+        };
+        let at = Micros(800_000);
+        assert_eq!(
+            schedule.faults[6],
+            (at, Fault::Rates(Some(Link::State), state))
+        );
+        assert!(Schedule::parse("1 rates link=disk loss=1").is_err());
         assert_eq!(
             schedule.faults[1],
             (Micros(100_000), Fault::Skew(Role::Lm(1), -5000))

@@ -3,7 +3,7 @@
 //! roles' handlers, crashes and restarts are in `roles`.
 
 use super::check::{self, Broken, Checker, Known, Violation};
-use super::plan::{self, Fault, LinkRates, Role, Schedule};
+use super::plan::{self, Fault, Link, LinkRates, Role, Schedule};
 use super::{FaultConfig, RunReport};
 use crate::sim::events::EventQueue;
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
@@ -131,7 +131,8 @@ pub(super) struct World<'a> {
     pending_skew: HashMap<Role, i64>,
     broker_down: bool,
     partitions: Vec<(Vec<Role>, Vec<Role>)>,
-    rates: LinkRates,
+    /// Per kind of link ([`Link`] as index).
+    rates: [LinkRates; 3],
     streams: HashMap<(Role, Role), Stream>,
     calls: HashMap<u64, Call>,
     next_call: u64,
@@ -214,7 +215,7 @@ impl<'a> World<'a> {
             pending_skew: HashMap::new(),
             broker_down: false,
             partitions: Vec::new(),
-            rates: LinkRates::default(),
+            rates: [LinkRates::default(); 3],
             streams: HashMap::new(),
             calls: HashMap::new(),
             next_call: 0,
@@ -478,17 +479,17 @@ impl<'a> World<'a> {
 
     /// The one-way time of a message: the network delay, plus an extra delay or (for
     /// links without order) a reordering delay when drawn.
-    fn transit(&mut self, ordered: bool) -> Micros {
-        let mut t = self.config.network_delay + self.extra_delay();
-        if !ordered && self.chance(self.rates.reorder) {
+    fn transit(&mut self, link: Link, ordered: bool) -> Micros {
+        let mut t = self.config.network_delay + self.extra_delay(link);
+        if !ordered && self.chance(self.rates[link as usize].reorder) {
             t += Micros(self.net.random_range(0..=self.config.network_delay.0 * 10));
         }
         t
     }
 
     /// An extra delay, when drawn.
-    fn extra_delay(&mut self) -> Micros {
-        if self.chance(self.rates.delay) {
+    fn extra_delay(&mut self, link: Link) -> Micros {
+        if self.chance(self.rates[link as usize].delay) {
             Micros(self.net.random_range(0..=self.config.max_extra_delay.0))
         } else {
             Micros::ZERO

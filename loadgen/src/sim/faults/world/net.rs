@@ -3,7 +3,7 @@
 //! service's `call_until_settled` does (see [`super::super`]).
 
 use super::{describe_item, Call, Ev, Item, World, STREAM_RETRY, UNREACHABLE_AFTER};
-use crate::sim::faults::plan::Role;
+use crate::sim::faults::plan::{Link, Role};
 use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
 use global_master::core::{GmInput, Undelivered};
@@ -21,7 +21,7 @@ impl World<'_> {
         }
         if !stream.pumping {
             stream.pumping = true;
-            let at = self.now + self.transit(true);
+            let at = self.now + self.transit(link_of(from, to), true);
             self.queue.push(at, Ev::Pump(from, to));
         }
     }
@@ -36,7 +36,8 @@ impl World<'_> {
             }
             return;
         }
-        if !self.up(to) || self.blocked(from, to) || self.chance(self.rates.loss) {
+        let link = link_of(from, to) as usize;
+        if !self.up(to) || self.blocked(from, to) || self.chance(self.rates[link].loss) {
             self.queue.push(self.now + STREAM_RETRY, Ev::Pump(from, to));
             return;
         }
@@ -47,12 +48,12 @@ impl World<'_> {
         else {
             return;
         };
-        let twice = self.chance(self.rates.dup);
+        let twice = self.chance(self.rates[link].dup);
         if twice {
             self.deliver(from, to, item.clone());
         }
         self.deliver(from, to, item);
-        let at = self.now + self.extra_delay();
+        let at = self.now + self.extra_delay(link_of(from, to));
         self.queue.push(at, Ev::Pump(from, to));
     }
 
@@ -121,12 +122,13 @@ impl World<'_> {
             self.now + self.config.call_timeout,
             Ev::Timeout(id, attempt),
         );
-        if self.chance(self.rates.loss) {
+        let rates = self.rates[Link::GmLm as usize];
+        if self.chance(rates.loss) {
             return;
         }
-        let copies = if self.chance(self.rates.dup) { 2 } else { 1 };
+        let copies = if self.chance(rates.dup) { 2 } else { 1 };
         for _ in 0..copies {
-            let at = self.now + self.transit(false);
+            let at = self.now + self.transit(Link::GmLm, false);
             self.queue.push(at, Ev::Request(id, life, message.clone()));
         }
     }
@@ -222,10 +224,19 @@ impl World<'_> {
             return;
         };
         let (g, attempt) = (c.gm, c.attempt);
-        if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(self.rates.loss) {
+        let loss = self.rates[Link::GmLm as usize].loss;
+        if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(loss) {
             return;
         }
-        let at = self.now + self.transit(false);
+        let at = self.now + self.transit(Link::GmLm, false);
         self.queue.push(at, Ev::Answer(call, attempt, answer));
+    }
+}
+
+/// The kind of link a stream runs on.
+fn link_of(from: Role, to: Role) -> Link {
+    match (from, to) {
+        (Role::Worker(_), _) | (_, Role::Worker(_)) => Link::LmWorker,
+        _ => Link::GmLm,
     }
 }

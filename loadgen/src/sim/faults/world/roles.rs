@@ -3,7 +3,7 @@
 
 use super::{describe_request, refused, tasks, Ev, Held, Item, World};
 use crate::sim::faults::check::{self, Known};
-use crate::sim::faults::plan::{Fault, Role};
+use crate::sim::faults::plan::{Fault, Link, Role};
 use common::messages::WorkerReport;
 use common::protocol::{ClientToGm, GmAddress, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, NodeId, Resources, TaskId, TaskSpec};
@@ -164,12 +164,13 @@ impl World<'_> {
             return;
         }
         for g in 0..self.gms.len() as u16 {
-            if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(self.rates.loss) {
+            let rates = self.rates[Link::State as usize];
+            if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(rates.loss) {
                 continue;
             }
-            let copies = if self.chance(self.rates.dup) { 2 } else { 1 };
+            let copies = if self.chance(rates.dup) { 2 } else { 1 };
             for _ in 0..copies {
-                let at = self.now + self.transit(false);
+                let at = self.now + self.transit(Link::State, false);
                 self.queue.push(at, Ev::State(g, message.clone()));
             }
         }
@@ -291,7 +292,8 @@ impl World<'_> {
             Fault::Skew(role, ms) => {
                 self.pending_skew.insert(role, ms);
             }
-            Fault::Rates(r) => self.rates = r,
+            Fault::Rates(None, r) => self.rates = [r; 3],
+            Fault::Rates(Some(link), r) => self.rates[link as usize] = r,
         }
     }
 
