@@ -62,6 +62,10 @@ pub struct FaultsArgs {
     /// Then this many quiet seconds before liveness and views are checked.
     #[arg(long, default_value_t = 30)]
     pub quiet_s: u64,
+    /// The GMs' doubt timeout (`doubt_timeout_s`): a call that may have been acted on
+    /// is sent again until then, then its tasks go back to their queue.
+    #[arg(long, default_value_t = 300)]
+    pub doubt_timeout_s: u64,
     /// Per-message loss probability while faults last (also dup, delay, reorder).
     #[arg(long)]
     pub loss: Option<f64>,
@@ -85,6 +89,7 @@ impl FaultsArgs {
             jobs: self.tasks_jobs,
             horizon: Micros::from_secs(self.horizon_s),
             quiet: Micros::from_secs(self.quiet_s),
+            doubt_timeout: Micros::from_secs(self.doubt_timeout_s),
             journal: !self.no_journal,
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
             strict: self.strict,
