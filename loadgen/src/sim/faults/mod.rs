@@ -167,6 +167,7 @@ pub fn run(seed: u64, config: &FaultConfig, script: Option<&Schedule>) -> RunRep
                     lines.push(line);
                 }
             }
+            let mut lines = collapse(lines);
             if lines.len() > keep {
                 lines.drain(..lines.len() - keep);
             }
@@ -209,6 +210,41 @@ pub fn shrink(
     }
 }
 
+/// Runs of lines that differ only in numbers (a GM retrying a placement every pass)
+/// keep their first and last line and say how many were left out between.
+fn collapse(lines: Vec<String>) -> Vec<String> {
+    // The part after `#index time`, numbers removed.
+    let shape = |l: &str| -> String {
+        l.splitn(3, char::is_whitespace)
+            .nth(2)
+            .unwrap_or("")
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect()
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let flush = |run: &mut Vec<String>, out: &mut Vec<String>| {
+        if run.len() > 3 {
+            let n = run.len() - 2;
+            out.push(run[0].clone());
+            out.push(format!("    ... {n} similar lines ..."));
+            out.push(run[run.len() - 1].clone());
+        } else {
+            out.append(run);
+        }
+        run.clear();
+    };
+    for line in lines {
+        if run.last().is_some_and(|last| shape(last) != shape(&line)) {
+            flush(&mut run, &mut out);
+        }
+        run.push(line);
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 /// Whether a history line names the task (`1.2`, not `11.2` or `1.23`).
 fn mentions(line: &str, token: &str) -> bool {
     let id = &token[1..];
@@ -218,4 +254,24 @@ fn mentions(line: &str, token: &str) -> bool {
         !before.is_some_and(|c| c.is_ascii_digit() || c == '.')
             && !after.is_some_and(|c| c.is_ascii_digit() || c == '.')
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{collapse, mentions};
+
+    #[test]
+    fn a_history_collapses_runs_that_differ_only_in_numbers_and_names_tasks_exactly() {
+        let mut lines: Vec<String> = (0..6)
+            .map(|i| format!("#{i} {i}.000s   gm1 sends launch seq {i} [1.0]"))
+            .collect();
+        lines.push("#9 9.000s FAULT heal".into());
+        let out = collapse(lines);
+        assert_eq!(out.len(), 4, "{out:?}");
+        assert!(out[1].contains("4 similar lines"), "{out:?}");
+        assert_eq!(out[3], "#9 9.000s FAULT heal");
+        assert!(mentions("start 1.2 on w0", " 1.2"));
+        assert!(!mentions("start 11.2 on w0", " 1.2"));
+        assert!(!mentions("start 1.23 on w0", " 1.2"));
+    }
 }
