@@ -383,3 +383,46 @@ pub struct WorkerAssignment {
     /// that sees another value on the LM's `/healthz` registers again.
     pub incarnation: u64,
 }
+
+/// LM -> GM: tasks this GM launched that started at their workers (sent to the GM
+/// that launched them on the LM's ordered stream, like [`TasksEnded`]; a repeat is
+/// harmless).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TasksStarted {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub starts: Vec<TaskStart>,
+}
+
+/// One task's start at its worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskStart {
+    pub task: TaskId,
+    pub node: NodeId,
+    /// When the worker started it (worker clock).
+    pub at: Micros,
+}
+
+/// GM -> LM: stop every task of `job` that `gm` launched here (the job was
+/// cancelled). The LM stops only the tasks that GM launched; a repeat finds nothing
+/// more to stop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub gm: GmId,
+    pub lm: LmId,
+    pub job: JobId,
+}
+
+/// The LM's answer to a [`CancelRequest`], with its state piggybacked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CancelResponse {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub job: JobId,
+    /// Tasks of the job stopped now: killed at their workers (or taken out of a
+    /// worker's queue), their resources free again.
+    pub cancelled: Vec<TaskId>,
+    /// Tasks of the job running here that another GM launched: left alone.
+    pub not_yours: Vec<TaskId>,
+    pub snapshot: LmSnapshot,
+}

@@ -88,6 +88,9 @@ pub enum PendingReason {
     /// A QUEUEABLE task held back: its job has `limit` QUEUEABLE containers
     /// outstanding, its quota (Mercury 4.1). It is tried again when one ends.
     OverQueueableQuota { limit: u32 },
+    /// The last run failed (or was lost); the job's retry policy runs it again:
+    /// `attempt` is the run to come (2 for the first retry).
+    Retrying { attempt: u32, failure: String },
 }
 
 impl PendingReason {
@@ -127,6 +130,9 @@ impl fmt::Display for PendingReason {
                 f,
                 "job has {limit} QUEUEABLE containers outstanding, its quota"
             ),
+            PendingReason::Retrying { attempt, failure } => {
+                write!(f, "attempt {attempt} after the last one failed: {failure}")
+            }
         }
     }
 }

@@ -9,12 +9,13 @@ use super::api::NewTask;
 use super::deliver::LmLink;
 use super::journal::{Journal, Recovered};
 use super::preempt::PreemptMetrics;
-use super::status::{JobPage, JobState, JobStatus, TaskStatus, Tracker};
+use super::status::{JobFilter, JobPage, JobStatus, Retention, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::TaskEnd;
 use common::protocol::ClientToGm;
+use common::retry::RetryPolicy;
 use common::{GmId, JobId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::Sink;
@@ -52,6 +53,10 @@ pub struct GmActor {
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
     pub(super) pass_scheduled: bool,
+    /// Base URLs of the LMs (index = LM id), for task logs; empty in embedded mode.
+    pub(super) lm_urls: Vec<String>,
+    /// When a [`GmInput::Tick`] is already due (see `deliver::wake_at`).
+    pub(super) wakeup: Option<Micros>,
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     last_job: Option<JobId>,
     accepting: bool,
@@ -102,6 +107,8 @@ impl GmActor {
             max_queued,
             doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
             pass_scheduled: false,
+            wakeup: None,
+            lm_urls: Vec::new(),
             last_job: None,
             accepting: true,
             journal: None,
@@ -127,28 +134,65 @@ impl GmActor {
         for r in recovered {
             jobs += 1;
             self.last_job = self.last_job.max(Some(r.job));
+            let at = r.accepted.accepted_at;
+            let mut queues: Vec<String> =
+                r.tasks.iter().map(|t| self.queue_name(t.queue)).collect();
+            queues.sort();
+            queues.dedup();
+            let policy = r
+                .accepted
+                .retry
+                .unwrap_or_else(|| self.core.lifecycle().default_policy());
+            self.tracker
+                .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             let mut again = Vec::new();
             for spec in r.tasks {
-                self.tracker.accepted(spec.id, r.accepted_at);
+                self.tracker.accepted(spec.id, at);
                 match r.ended.get(&spec.id.index) {
-                    Some(e) => self.tracker.ended(&TaskEnd {
-                        task: spec.id,
-                        node: NodeId(e.node),
-                        at: e.at,
-                        failure: e.failure.clone(),
-                    }),
+                    Some(e) if e.cancelled => {
+                        self.tracker.cancelled(spec.id, e.at);
+                    }
+                    Some(e) => self.tracker.ended(
+                        &TaskEnd {
+                            task: spec.id,
+                            node: NodeId(e.node),
+                            at: e.at,
+                            failure: e.failure.clone(),
+                        },
+                        e.at,
+                    ),
                     None => again.push(spec),
                 }
             }
             resubmitted += again.len();
             if !again.is_empty() {
-                self.deliver(GmInput::Client(ClientToGm::Submit(again)), ctx);
+                let submit = match r.accepted.retry {
+                    None => ClientToGm::Submit(again),
+                    Some(retry) => ClientToGm::SubmitJob {
+                        tasks: again,
+                        retry,
+                    },
+                };
+                self.deliver(GmInput::Client(submit), ctx);
             }
         }
         self.metrics.recovered_tasks += resubmitted as u64;
         if jobs > 0 {
             tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "resumed the jobs of the previous life from the journal");
         }
+    }
+
+    /// The LMs' base URLs (index = LM id): task logs are read through them.
+    pub fn with_lm_urls(mut self, urls: Vec<String>) -> Self {
+        self.lm_urls = urls;
+        self
+    }
+
+    /// How long and how many ended jobs the status API keeps (default: one hour,
+    /// 10,000 jobs).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.tracker = Tracker::new(retention);
+        self
     }
 
     /// How long a launch batch or preemption request that an LM may have carried out
@@ -201,10 +245,21 @@ impl Actor for GmActor {
     }
 }
 
-/// Accept a job. Answers the job id and task ids, or `Err(QueueFull)`.
+/// Accept a job under the GM's default retry policy. Answers the job id and task
+/// ids, or `Err(QueueFull)`.
 #[derive(Message, Debug)]
 #[rtype(result = "Result<(JobId, Vec<TaskId>), SubmitRefused>")]
 pub struct Submit(pub Vec<NewTask>);
+
+/// Accept a job with its retry policy (`None`: the GM's default) and the
+/// submitter's label.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(JobId, Vec<TaskId>), SubmitRefused>")]
+pub struct SubmitJob {
+    pub tasks: Vec<NewTask>,
+    pub retry: Option<RetryPolicy>,
+    pub user: Option<String>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitRefused {
@@ -220,11 +275,34 @@ impl Handler<Submit> for GmActor {
     type Result = Result<(JobId, Vec<TaskId>), SubmitRefused>;
 
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Self::Result {
+        let job = SubmitJob {
+            tasks: msg.0,
+            retry: None,
+            user: None,
+        };
+        self.accept(job, ctx)
+    }
+}
+
+impl Handler<SubmitJob> for GmActor {
+    type Result = Result<(JobId, Vec<TaskId>), SubmitRefused>;
+
+    fn handle(&mut self, msg: SubmitJob, ctx: &mut Context<Self>) -> Self::Result {
+        self.accept(msg, ctx)
+    }
+}
+
+impl GmActor {
+    fn accept(
+        &mut self,
+        msg: SubmitJob,
+        ctx: &mut Context<Self>,
+    ) -> Result<(JobId, Vec<TaskId>), SubmitRefused> {
         if !self.accepting {
             return Err(SubmitRefused::ShuttingDown);
         }
         let held = self.held();
-        if held + msg.0.len() > self.max_queued {
+        if held + msg.tasks.len() > self.max_queued {
             self.metrics.submissions_refused_full += 1;
             return Err(SubmitRefused::QueueFull {
                 held,
@@ -234,10 +312,16 @@ impl Handler<Submit> for GmActor {
         let now = clock::now();
         let job = self.new_job_id(now);
         let gm = self.gm();
-        let mut ids = Vec::with_capacity(msg.0.len());
-        let mut events = Vec::with_capacity(msg.0.len());
-        let mut specs = Vec::with_capacity(msg.0.len());
-        for (index, t) in msg.0.into_iter().enumerate() {
+        let mut queues: Vec<String> = msg.tasks.iter().map(|t| self.queue_name(t.queue)).collect();
+        queues.sort();
+        queues.dedup();
+        let policy = msg
+            .retry
+            .unwrap_or_else(|| self.core.lifecycle().default_policy());
+        let mut ids = Vec::with_capacity(msg.tasks.len());
+        let mut events = Vec::with_capacity(msg.tasks.len());
+        let mut specs = Vec::with_capacity(msg.tasks.len());
+        for (index, t) in msg.tasks.into_iter().enumerate() {
             let id = TaskId {
                 job,
                 index: index as u32,
@@ -261,19 +345,72 @@ impl Handler<Submit> for GmActor {
             ids.push(id);
         }
         if let Some(journal) = &mut self.journal {
-            if let Err(e) = journal.accept(job, now, &specs) {
+            let accepted = super::journal::Accepted {
+                accepted_at: now,
+                user: msg.user.clone(),
+                retry: msg.retry,
+            };
+            if let Err(e) = journal.accept(job, &accepted, &specs) {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);
             }
         }
+        self.tracker
+            .job_accepted(job, now, queues, msg.user, policy.max_attempts);
         for id in &ids {
             self.tracker.accepted(*id, now);
         }
-        tracing::debug!(job = job.0, tasks = ids.len(), "job accepted");
+        tracing::debug!(
+            job = job.0,
+            tasks = ids.len(),
+            max_attempts = policy.max_attempts,
+            "job accepted"
+        );
         (self.events)(events);
-        self.deliver(GmInput::Client(ClientToGm::Submit(specs)), ctx);
+        let submit = match msg.retry {
+            None => ClientToGm::Submit(specs),
+            Some(retry) => ClientToGm::SubmitJob {
+                tasks: specs,
+                retry,
+            },
+        };
+        self.deliver(GmInput::Client(submit), ctx);
         Ok((job, ids))
+    }
+
+    /// A queue's name (its id if unknown).
+    pub(super) fn queue_name(&self, queue: common::QueueId) -> String {
+        self.queue_names
+            .get(queue.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| queue.to_string())
+    }
+}
+
+/// Cancel a job: `None` if this GM does not know it (never, or forgotten).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct CancelJob(pub JobId);
+
+impl Handler<CancelJob> for GmActor {
+    type Result = Option<JobStatus>;
+
+    fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
+        let job = msg.0;
+        let now = clock::now();
+        if !self.tracker.cancel_requested(job, now) {
+            return None;
+        }
+        if !self.core.lifecycle().is_cancelled(job) {
+            tracing::info!(
+                job = job.0,
+                open = self.tracker.open_tasks(job).len(),
+                "job cancelled"
+            );
+        }
+        self.deliver(GmInput::Client(ClientToGm::Cancel(job)), ctx);
+        self.tracker.job(job)
     }
 }
 
@@ -305,13 +442,13 @@ impl Handler<GetJob> for GmActor {
 pub struct ListJobs {
     pub after: Option<u64>,
     pub limit: usize,
-    pub state: Option<JobState>,
+    pub filter: JobFilter,
 }
 
 impl Handler<ListJobs> for GmActor {
     type Result = actix::MessageResult<ListJobs>;
     fn handle(&mut self, msg: ListJobs, _: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(self.tracker.list(msg.after, msg.limit, msg.state))
+        actix::MessageResult(self.tracker.list(msg.after, msg.limit, &msg.filter))
     }
 }
 

@@ -9,7 +9,7 @@
 //!   (requests to LMs over one link each, events, the status tracker).
 //! - [`preempt`]: fairness: the shell's preemption counters.
 //! - [`status`]: per-task and per-job status for the API.
-//! - [`report`]: pending list and metrics.
+//! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
 //! - [`http`]: the routes.
 //! - [`mq`]: the state subscription.
 
@@ -20,10 +20,12 @@ pub mod deliver;
 pub mod executor_api;
 pub mod http;
 pub mod journal;
+pub mod logs;
 pub mod lra_actor;
 pub mod lra_api;
 pub mod lra_http;
 pub mod mq;
+pub mod nodes;
 pub mod preempt;
 pub mod report;
 pub mod route;
@@ -67,6 +69,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         // A restarted GM must not reuse its previous life's batch numbers (the LMs
         // would answer them from their record of that life).
         first_batch_seq: service_kit::clock::now().0,
+        retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
     let mut gm = actor::GmActor::new(
@@ -75,7 +78,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         amqp_event_sink(publisher.clone()),
         s.max_queued,
     )
-    .with_doubt_timeout(s.doubt_timeout);
+    .with_doubt_timeout(s.doubt_timeout)
+    .with_retention(s.retention)
+    .with_lm_urls(s.lm_urls.clone());
     match &s.data_dir {
         Some(dir) => {
             let (journal, recovered) = journal::Journal::open(dir)?;

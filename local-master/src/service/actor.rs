@@ -62,6 +62,13 @@ pub struct LmCounters {
     pub tasks_lost: u64,
     /// Orders to a lost worker that were never delivered (dropped with it).
     pub orders_dropped: u64,
+    /// Cancel requests, tasks they stopped, and tasks they named that another GM
+    /// launched (left running).
+    pub cancel_requests: u64,
+    pub tasks_cancelled: u64,
+    pub cancel_not_yours: u64,
+    /// Task starts reported to the GMs that launched them.
+    pub starts_reported: u64,
 }
 
 pub struct LmActor {
@@ -252,7 +259,7 @@ impl LmActor {
             match &order {
                 WorkerOrder::Kill(kill) => {
                     self.counters.kills_sent += 1;
-                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a preempted task");
+                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a task (preempted, reclaimed or cancelled)");
                 }
                 WorkerOrder::Promote(promote) => {
                     self.counters.promotions += 1;
@@ -265,7 +272,9 @@ impl LmActor {
         for (to, message) in out.to_gms {
             match message {
                 LmToGm::State(_) => self.publish(),
-                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) => answer = Some(message),
+                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_) => {
+                    answer = Some(message)
+                }
                 other => self.send_to_gm(to, other),
             }
         }
@@ -290,6 +299,9 @@ impl LmActor {
                 }
             }
             LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
+            LmToGm::Started(started) => {
+                self.counters.starts_reported += started.starts.len() as u64
+            }
             _ => {}
         }
         let gms: Vec<usize> = match to {

@@ -36,6 +36,30 @@ impl Handler<RenderMetrics> for LmActor {
             "Task ends (finished, failed) sent to the GMs that launched them.",
             c.ends_reported as f64,
         );
+        for (name, help, value) in [
+            (
+                "megha_lm_task_starts_reported_total",
+                "Task starts sent to the GMs that launched them.",
+                c.starts_reported,
+            ),
+            (
+                "megha_lm_cancel_requests_total",
+                "Cancel requests received from GMs.",
+                c.cancel_requests,
+            ),
+            (
+                "megha_lm_tasks_cancelled_total",
+                "Tasks stopped for a cancelled job.",
+                c.tasks_cancelled,
+            ),
+            (
+                "megha_lm_cancel_not_yours_total",
+                "Tasks a cancel request named that another GM launched (left running).",
+                c.cancel_not_yours,
+            ),
+        ] {
+            single(&mut out, name, "counter", help, value as f64);
+        }
         single(
             &mut out,
             "megha_lm_gm_messages_dropped_total",

@@ -17,6 +17,7 @@ pub mod config;
 pub mod gm;
 pub mod http;
 pub mod metrics;
+pub mod nodes;
 pub mod orders;
 pub mod preempt;
 pub mod workers;

@@ -8,6 +8,7 @@
 //! [`restart`] and [`queueable`]. Batch answers ([`BatchAnswers`]) and what a
 //! restarted LM remembers ([`Restarted`]) are parts of their own.
 
+mod cancel;
 mod launch;
 mod liveness;
 pub mod preempt;
@@ -26,7 +27,7 @@ use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
 use common::messages::{LmSnapshot, LmTopology};
 use common::quota::JobContainers;
-use common::{JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
+use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -42,6 +43,9 @@ pub struct LocalMaster {
     fairness: Option<Arc<FairnessConfig>>,
     /// Preempted tasks waiting for the worker to confirm the kill.
     pending_kills: HashMap<TaskId, PendingKill>,
+    /// Tasks of cancelled jobs whose kill is on its way to the worker (their
+    /// resources are free already): the GM that cancelled them.
+    cancelling: HashMap<TaskId, GmId>,
     /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
     /// deduction, but reclaimable by any other task).
     q_held: Vec<Resources>,
@@ -107,6 +111,7 @@ impl LocalMaster {
             total,
             fairness: None,
             pending_kills: HashMap::new(),
+            cancelling: HashMap::new(),
             answers: BatchAnswers::new(gms as usize),
             // Versions start at the start time, so that the snapshots of a restarted LM
             // supersede those of its previous life in every GM's view (one change per

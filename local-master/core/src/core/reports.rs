@@ -5,7 +5,7 @@ use super::LocalMaster;
 use crate::allocation::PendingKill;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{TaskEnd, TaskFailure, WorkerReport};
+use common::messages::{TaskEnd, TaskFailure, TaskStart, WorkerReport};
 use common::Micros;
 
 impl LocalMaster {
@@ -28,8 +28,15 @@ impl LocalMaster {
             _ => None,
         };
         match report {
+            // Its job was cancelled and its kill is on the way (see cancel.rs).
+            report if self.is_cancelling(report.task()) => {
+                return Ok(self.cancelled_report(report));
+            }
             WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
                 self.queueable_started(now, node, task, at, &mut effects)?;
+                if let Some(a) = self.running.get(&task) {
+                    effects.started(lm, a.gm, TaskStart { task, node, at });
+                }
             }
             // Started after the LM ordered its kill (preempted, shed or reclaimed):
             // the kill is on its way to the worker. The start is still reported, so
@@ -49,6 +56,7 @@ impl LocalMaster {
                     .ok_or(LmError::UnknownTask { task, node })?;
                 alloc.started = true;
                 alloc.started_at = Some(at);
+                effects.started(lm, alloc.gm, TaskStart { task, node, at });
                 effects.events.push(TaskEvent {
                     task,
                     at,

@@ -80,6 +80,7 @@ impl LocalMaster {
         let effects = match input {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
+            LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
@@ -101,6 +102,8 @@ impl LocalMaster {
             requeues,
             promoted,
             ended,
+            started,
+            cancel_response,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -115,6 +118,12 @@ impl LocalMaster {
         }
         for r in requeues {
             to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
+        }
+        if let Some(r) = cancel_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::CancelAnswer(r)));
+        }
+        for s in started {
+            to_gms.push((GmAddress::One(s.gm), LmToGm::Started(s)));
         }
         for e in ended {
             to_gms.push((GmAddress::One(e.gm), LmToGm::Ended(e)));
