@@ -84,6 +84,21 @@ pub enum Known {
     /// arrived), it runs again (main's journal counts on a `Duplicate` answer from
     /// the same LM).
     JournalRerun,
+    /// Found here (after issue 13's retries met issue 14's liveness): a task retried
+    /// on the node where its previous run was reported lost is taken by the LM for
+    /// the lost run: its start is answered with a kill, or its end is absorbed as a
+    /// late report, and nothing ever ends it (lm-core `lost` keeps (task, node) for
+    /// good).
+    RetryKilledAsLost,
+    /// Found here (retries meet liveness): a worker declared lost registers again
+    /// listing a run the LM reported lost as *finished*; the LM records it
+    /// (`finished_before_restart`, applied on every registration, not only after an
+    /// LM restart) and answers the GM's retry `Duplicate`: the retry never runs.
+    RetryAnsweredDuplicate,
+    /// Found here (retries): the GM hears a run ended lost while its launch call is
+    /// still in doubt, schedules a retry, then takes the late "launched" answer of
+    /// the lost run for the retry's launch: the retry never runs.
+    StaleAnswerTakenForRetry,
     /// Found here: a GM's view keeps the deduction of a launch batch that changed
     /// nothing at the LM (every request rejected, or answered `Duplicate`, e.g. a
     /// journal resubmission): the LM records the batch number but does not bump its
@@ -136,6 +151,15 @@ impl fmt::Display for Known {
             }
             Known::JournalRerun => {
                 "BUG task resubmitted from the GM journal runs again (another LM, or after its end)"
+            }
+            Known::RetryKilledAsLost => {
+                "BUG a retry on the node of its lost run is taken for that run (killed, or its end absorbed)"
+            }
+            Known::RetryAnsweredDuplicate => {
+                "BUG a retry is answered Duplicate (its lost run was listed finished) and never runs"
+            }
+            Known::StaleAnswerTakenForRetry => {
+                "BUG a late launch answer of a lost run is taken for its retry's launch"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps the deduction of a batch that changed nothing at the LM"
@@ -213,6 +237,12 @@ struct Track {
     resent: bool,
     /// Resubmitted from its GM's journal.
     resubmitted: bool,
+    /// Runs after a failure (its job's retry policy).
+    retries: u32,
+    /// When its GM last decided to run it again.
+    retried_at: Option<Micros>,
+    /// The last end its GM took (node, time): a repeat is the same end.
+    last_gm_end: Option<(NodeId, Micros)>,
 }
 
 /// What the invariants remember about tasks; fed by the driver.
@@ -297,11 +327,36 @@ impl Checker {
         }
     }
 
+    /// The task failed and its GM runs it again (its job's retry policy): its end was
+    /// not its last.
+    pub fn retrying(&mut self, task: TaskId, now: Micros) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.retried_at = Some(now);
+            t.ended = None;
+            t.gm_ended = None;
+            t.started_on = None;
+            t.retries += 1;
+        }
+    }
+
     /// A restarted GM resubmitted the task from its journal.
     pub fn resubmitted(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.resubmitted = true;
         }
+    }
+
+    /// Whether the GM decided to run the task again after `since`.
+    pub fn retried_since(&self, task: &TaskId, since: Micros) -> bool {
+        self.tasks
+            .get(task)
+            .and_then(|t| t.retried_at)
+            .is_some_and(|at| at > since)
+    }
+
+    /// Whether the task is a run after a failure.
+    pub fn is_retry(&self, task: &TaskId) -> bool {
+        self.tasks.get(task).is_some_and(|t| t.retries > 0)
     }
 
     /// The known cause of the task running again, if any.
@@ -389,6 +444,11 @@ impl Checker {
                 continue;
             };
             let ending = Ending::of_end(end);
+            // The same end again (a resent `Ended`): the GM takes it once.
+            let key = (end.node, end.at);
+            if t.last_gm_end == Some(key) {
+                continue;
+            }
             if t.owner != gm {
                 let broken = (
                     Invariant::TerminalDisagrees,
@@ -441,6 +501,7 @@ impl Checker {
                 ));
             }
             t.gm_ended = Some(ending);
+            t.last_gm_end = Some(key);
         }
         Ok(())
     }

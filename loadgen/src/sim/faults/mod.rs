@@ -79,6 +79,8 @@ pub struct FaultConfig {
     /// Worker liveness of issue 14 (as the LM service has it, `--worker-timeout-ms`,
     /// 10 s): a worker silent this long is lost. `None`: the LM before it.
     pub worker_timeout: Option<Micros>,
+    /// The retry policy of every job (issue 13); 3 attempts as in the chaos tests.
+    pub retry: common::retry::RetryPolicy,
     /// Count known causes (issue 14's gaps, bugs found here) as violations.
     pub strict: bool,
     /// Model the GM before its batch-sequence fix: every life numbers its batches
@@ -111,6 +113,10 @@ impl Default for FaultConfig {
             journal: true,
             worker_timeout: Some(Micros::from_secs(10)),
             strict: false,
+            retry: common::retry::RetryPolicy {
+                max_attempts: 3,
+                backoff: common::retry::Backoff::default(),
+            },
             batch_seq_from_zero: false,
             history: 30,
             trace: false,

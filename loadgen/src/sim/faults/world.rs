@@ -94,6 +94,8 @@ enum Ev {
     Pump(Role, Role),
     State(u16, LmToGm),
     Settle(u64),
+    /// A GM's own wake-up (a retry's backoff ended, a cancel is due again).
+    GmTick(u16, u32),
 }
 
 pub(super) struct World<'a> {
@@ -108,6 +110,8 @@ pub(super) struct World<'a> {
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,
+    /// Per GM: when its own wake-up is due.
+    gm_wake_at: Vec<Option<Micros>>,
     lms: Vec<Option<LocalMaster>>,
     lm_life: Vec<u32>,
     /// Per GM: its latest start clock (its first batch number), and whether a life
@@ -198,6 +202,7 @@ impl<'a> World<'a> {
             gms: (0..config.gms).map(|_| None).collect(),
             gm_life: vec![0; config.gms as usize],
             pass_pending: vec![false; config.gms as usize],
+            gm_wake_at: vec![None; config.gms as usize],
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
             registered: vec![true; n],
@@ -445,6 +450,13 @@ impl<'a> World<'a> {
                 }
             }
             Ev::Settle(call) => self.give_up(call),
+            Ev::GmTick(g, life) => {
+                let i = g as usize;
+                if self.gm_life[i] == life && self.gm_wake_at[i] == Some(self.now) {
+                    self.gm_wake_at[i] = None;
+                    self.gm_step(g, GmInput::Tick);
+                }
+            }
         }
     }
 

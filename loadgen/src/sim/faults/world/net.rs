@@ -3,6 +3,7 @@
 //! service's `call_until_settled` does (see [`super::super`]).
 
 use super::{describe_item, Call, Ev, Item, World, STREAM_RETRY, UNREACHABLE_AFTER};
+use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::{Link, Role};
 use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
@@ -175,6 +176,7 @@ impl World<'_> {
         let asked: Vec<TaskId> = match &message {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
             GmToLm::Preempt(p) => vec![p.task.id],
+            GmToLm::Cancel(_) => Vec::new(),
         };
         let lm_life = self.lm_life[l as usize];
         let attempt = match self.calls.get_mut(&id) {
@@ -201,6 +203,16 @@ impl World<'_> {
             return;
         };
         if self.gm_life[c.gm as usize] == c.life && self.gms[c.gm as usize].is_some() {
+            // "Launched" for a run whose end (lost) the GM heard and retries since the
+            // call began: the GM may take it for the retry's launch.
+            if let LmToGm::LaunchAnswer(r) = &message {
+                for (task, _) in &r.outcomes {
+                    if self.checker.retried_since(task, c.started) {
+                        self.checker
+                            .mark_known(*task, Known::StaleAnswerTakenForRetry);
+                    }
+                }
+            }
             self.gm_step(c.gm, GmInput::Lm(message));
         }
     }

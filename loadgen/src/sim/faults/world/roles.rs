@@ -23,7 +23,8 @@ impl World<'_> {
         for t in &tasks {
             self.checker.accepted(t.id, g);
         }
-        self.gm_step(g, GmInput::Client(ClientToGm::Submit(tasks)));
+        let retry = self.config.retry;
+        self.gm_step(g, GmInput::Client(ClientToGm::SubmitJob { tasks, retry }));
     }
 
     pub(super) fn gm_step(&mut self, g: u16, input: GmInput) {
@@ -40,6 +41,18 @@ impl World<'_> {
         if !out.ended.is_empty() {
             let broken = self.checker.gm_ended(g, &out.ended);
             self.broke(broken);
+        }
+        // Failed tasks its job's retry policy runs again: not ended for good.
+        for retry in &out.retries {
+            self.checker.retrying(retry.task, self.now);
+        }
+        if let Some(at) = out.next_wakeup {
+            let at = self.to_sim(Role::Gm(g), at).max(self.now);
+            let life = self.gm_life[g as usize];
+            if self.gm_wake_at[g as usize].is_none_or(|w| at < w || w < self.now) {
+                self.gm_wake_at[g as usize] = Some(at);
+                self.queue.push(at, Ev::GmTick(g, life));
+            }
         }
         for message in out.to_lms {
             self.note(|| format!("  gm{g} sends {}", describe_request(&message)));
@@ -84,13 +97,22 @@ impl World<'_> {
             let broken = self.checker.event(event);
             self.broke(broken);
         }
+        // The end of a retried run absorbed without a word: taken for a late report
+        // of the run reported lost on that node.
+        if let Some(task) = end {
+            let told = out.events.iter().any(|e| e.task == task);
+            if !told && self.checker.is_retry(&task) && !self.checker.ended(&task) {
+                self.checker.mark_known(task, Known::RetryKilledAsLost);
+            }
+        }
         let ready = self.ready(l);
         let mut answer = None;
         for (to, message) in out.to_gms {
             match (&message, &call) {
-                (LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_), Some(_)) => {
-                    answer = Some(message)
-                }
+                (
+                    LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_),
+                    Some(_),
+                ) => answer = Some(message),
                 (LmToGm::State(_), _) => {
                     if ready {
                         self.publish(l, message)
@@ -106,6 +128,13 @@ impl World<'_> {
         for order in out.to_workers {
             let w = self.worker_of(l, order.node());
             let tag = call.as_ref().map(|c| c.0);
+            // A retried task killed though no one asked: the LM took its run for a
+            // late report of the run it declared lost.
+            if let LmToWorker::Kill(k) = &order {
+                if self.checker.is_retry(&k.task) {
+                    self.checker.mark_known(k.task, Known::RetryKilledAsLost);
+                }
+            }
             // A start for a dead worker: without worker liveness it waits forever.
             if let (LmToWorker::Start(s), None, None) = (
                 &order,
@@ -127,6 +156,27 @@ impl World<'_> {
                 LmToGm::PreemptAnswer(r) => vec![r.task],
                 _ => Vec::new(),
             };
+            // A retry answered `Duplicate` because the LM took the failed run for
+            // finished (its worker listed it on registering again): it never runs.
+            if let LmToGm::LaunchAnswer(r) = &answer {
+                for (task, outcome) in &r.outcomes {
+                    let duplicate = matches!(
+                        outcome,
+                        common::messages::LaunchOutcome::Rejected(
+                            common::reasons::RejectReason::Duplicate
+                        )
+                    );
+                    let running = self
+                        .workers
+                        .iter()
+                        .flatten()
+                        .any(|w| w.running().iter().any(|x| x.task == *task));
+                    if duplicate && !running && self.checker.is_retry(task) {
+                        self.checker
+                            .mark_known(*task, Known::RetryAnsweredDuplicate);
+                    }
+                }
+            }
             if answered != asked {
                 let detail = format!(
                     "task {}: lm{l} answered a request for [{}] with outcomes for [{}]",
@@ -367,15 +417,18 @@ impl World<'_> {
                 }
             }
             Role::Lm(l) => {
-                // Tasks on nodes whose worker is down: no one will know them.
+                // Tasks their worker does not hold (it is down, or came back empty):
+                // no one will know them.
                 let orphans: Vec<TaskId> = self.lms[l as usize]
                     .as_ref()
                     .map(|lm| {
                         lm.running()
                             .iter()
-                            .filter(|(_, a)| {
+                            .filter(|(t, a)| {
                                 let w = self.worker_of(l, a.node);
-                                self.workers[w as usize].is_none()
+                                !self.workers[w as usize]
+                                    .as_ref()
+                                    .is_some_and(|x| x.running().iter().any(|r| r.task == **t))
                             })
                             .map(|(t, _)| *t)
                             .collect()

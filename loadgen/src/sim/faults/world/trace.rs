@@ -21,6 +21,7 @@ pub(super) fn describe(ev: &Ev) -> String {
         Ev::Pump(a, b) => format!("stream {a}->{b}"),
         Ev::State(g, m) => format!("gm{g} gets {}", describe_lm_to_gm(m)),
         Ev::Settle(c) => format!("call {c} unreachable"),
+        Ev::GmTick(g, _) => format!("gm{g} wakes"),
     }
 }
 
@@ -38,6 +39,7 @@ pub(super) fn describe_request(m: &GmToLm) -> String {
             tasks(b.requests.iter().map(|r| r.task.id))
         ),
         GmToLm::Preempt(p) => format!("preempt gm{}->lm{} for {}", p.gm.0, p.lm.0, p.task.id),
+        GmToLm::Cancel(c) => format!("cancel gm{}->lm{} job {}", c.gm.0, c.lm.0, c.job.0),
     }
 }
 
