@@ -62,6 +62,9 @@ pub struct FaultsArgs {
     /// Then this many quiet seconds before liveness and views are checked.
     #[arg(long, default_value_t = 30)]
     pub quiet_s: u64,
+    /// Runs of a task at most (the jobs' retry policy, issue 13; 1: never retried).
+    #[arg(long, default_value_t = 3)]
+    pub attempts: u32,
     /// The GMs' doubt timeout (`doubt_timeout_s`): a call that may have been acted on
     /// is sent again until then, then its tasks go back to their queue.
     #[arg(long, default_value_t = 300)]
@@ -90,6 +93,10 @@ impl FaultsArgs {
             horizon: Micros::from_secs(self.horizon_s),
             quiet: Micros::from_secs(self.quiet_s),
             doubt_timeout: Micros::from_secs(self.doubt_timeout_s),
+            retry: common::retry::RetryPolicy {
+                max_attempts: self.attempts,
+                backoff: common::retry::Backoff::default(),
+            },
             journal: !self.no_journal,
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
             strict: self.strict,
@@ -98,6 +105,10 @@ impl FaultsArgs {
         };
         if self.gms == 0 || self.lms == 0 || self.nodes == 0 {
             bail!("--gms, --lms and --nodes must be at least 1");
+        }
+        let most = common::retry::RetryPolicy::MAX_ATTEMPTS;
+        if !(1..=most).contains(&self.attempts) {
+            bail!("--attempts must be between 1 and {most}");
         }
         for (name, p) in [("--loss", self.loss), ("--dup", self.dup)] {
             if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
