@@ -98,6 +98,43 @@ impl LmActor {
         }
     }
 
+    /// The end of a task this LM does not hold (it ended while the LM was away, so
+    /// the previous life could not tell its GM) goes to the GM that accepted its job,
+    /// named in the job id's top bits: without it that GM would wait for the end
+    /// forever (found by `loadgen faults`, seed 9). A repeat is harmless: a GM takes
+    /// one end per task.
+    fn orphan_end_to_gm(&mut self, report: &WorkerReport) {
+        let (node, task, at, failure) = match report {
+            WorkerReport::Finished { node, task, at } => (*node, *task, *at, None),
+            WorkerReport::Failed {
+                node,
+                task,
+                at,
+                failure,
+            } => (*node, *task, *at, Some(failure.clone())),
+            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return,
+        };
+        let gm = task.job.0 >> common::JobId::SUBMISSION_BITS;
+        if gm >= u64::from(self.core.topology().gms) {
+            return;
+        }
+        let gm = common::GmId(gm as u16);
+        let ended = common::messages::TasksEnded {
+            lm: self.core.id(),
+            gm,
+            ends: vec![common::messages::TaskEnd {
+                task,
+                node,
+                at,
+                failure,
+            }],
+        };
+        self.send_to_gm(
+            common::protocol::GmAddress::One(gm),
+            common::protocol::LmToGm::Ended(ended),
+        );
+    }
+
     /// Takes the tasks a re-registering worker holds into the state.
     fn adopt(&mut self, slot: usize, holding: Vec<HeldTask>) {
         if holding.is_empty() {
@@ -182,6 +219,7 @@ impl Handler<FromWorker> for LmActor {
                     self.counters.orphan_reports += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
                     let WorkerToLm::Report(report) = message;
+                    self.orphan_end_to_gm(&report);
                     let event = orphan_event(self.core.id(), report);
                     (self.events)(vec![event]);
                 }
