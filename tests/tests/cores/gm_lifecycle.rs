@@ -483,3 +483,24 @@ fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
     assert_eq!(cancelled(&outs), vec![a]);
     assert!(h.lm.running().is_empty());
 }
+
+/// A restarted GM resubmits its journal; its LM remembers the first two tasks
+/// finished and answers `Duplicate`, taking nothing. The room the GM deducted for
+/// them comes back with the answer's snapshot (the LM's version moves), so the next
+/// pass places the other two. (Before: the snapshot kept the LM's version, the GM
+/// took it for stale and the two tasks waited for ever; `services_gm_crash` hung
+/// whenever nothing else changed at the LM.)
+#[test]
+fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
+    let mut h = Harness::new(1, 1);
+    h.lm.finished_before_restart(TaskId::new(1, 0));
+    h.lm.finished_before_restart(TaskId::new(1, 1));
+    h.heartbeat(1);
+    let tasks: Vec<TaskSpec> = (0..4).map(|i| task(1, i)).collect();
+    h.gm_step(0, 2, GmInput::Client(ClientToGm::Submit(tasks)));
+    assert_eq!(launches(&h.pass(0, 3)).len(), 2, "answered duplicate");
+    assert!(h.lm.running().is_empty());
+    let again = launches(&h.pass(0, 4));
+    assert_eq!(again, vec![TaskId::new(1, 2), TaskId::new(1, 3)]);
+    assert_eq!(queued(&h.gms[0]), 0);
+}
