@@ -504,3 +504,34 @@ fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
     assert_eq!(again, vec![TaskId::new(1, 2), TaskId::new(1, 3)]);
     assert_eq!(queued(&h.gms[0]), 0);
 }
+
+/// A state cut for another number of GMs (an LM of another cluster publishing on
+/// the same broker) is refused and counted; the GM placed with it before and
+/// panicked on a partition that does not exist.
+#[test]
+fn a_state_of_another_cluster_is_refused_not_a_panic() {
+    let mut h = Harness::new(2, 1);
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let other = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node; 1]],
+    };
+    let mut foreign = LocalMaster::new(&other, 1, LmConfig::default(), Micros(1_000_000));
+    let snapshot = foreign.snapshot(Micros(1_000_001));
+    h.gms[1].step(Micros(1_000_002), GmInput::Lm(LmToGm::State(snapshot)));
+    assert_eq!(h.gms[1].stats().foreign_snapshots, 1);
+    h.gm_step(
+        1,
+        1_000_003,
+        GmInput::Client(ClientToGm::Submit(vec![task(9, 0)])),
+    );
+    let outs = h.pass(1, 1_000_004);
+    assert_eq!(
+        launches(&outs),
+        vec![TaskId::new(9, 0)],
+        "placed with its own cluster's view"
+    );
+}
