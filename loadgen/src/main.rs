@@ -42,6 +42,11 @@ enum Command {
     /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
     /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
     BenchTopk(cli::bench_topk::BenchTopKArgs),
+    /// Seeded fault injection (crashes, partitions, lost/duplicated/delayed messages,
+    /// refusing workers, broker outages, clock skew) on small simulated clusters,
+    /// invariants checked after every event; prints seeds/s and every violation with
+    /// its seed (`--replay SEED` prints its trace).
+    Faults(cli::faults::FaultsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -55,6 +60,7 @@ fn main() -> std::process::ExitCode {
         Command::Embedded(args) => cli::replay::run_embedded(args),
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
+        Command::Faults(args) => cli::faults::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -394,7 +394,8 @@ impl LoopbackCluster {
             .map(|a| a.to_string())
             .collect();
             args.extend(fairness.iter().cloned());
-            args.extend(extra.gm.iter().cloned());
+            // `{id}` in a GM flag stands for the GM's id (e.g. its own --data-dir).
+            args.extend(extra.gm.iter().map(|a| a.replace("{id}", &g.to_string())));
             // GM 0 is the designated GM; the others forward LRAs and GUARANTEED
             // work to it.
             if let Some(designated) = gm_procs.first() {

@@ -7,12 +7,12 @@
 //! `finished` at the restarted GM.
 
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
 
 #[test]
 fn a_job_survives_its_gm_killed_and_every_task_runs_once() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-gm-crash-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let data = dir.join("gm0-data");
@@ -22,7 +22,7 @@ fn a_job_survives_its_gm_killed_and_every_task_runs_once() {
     };
     // 1 GM, 1 LM of 4 one-core nodes, 2 workers: 12 tasks of 1.5 s run in 3 waves.
     let mut cluster =
-        LoopbackCluster::start_with_args(1, 1, 4, 2, AMQP_URL, &dir.join("logs"), &[], &extra);
+        LoopbackCluster::start_with_args(1, 1, 4, 2, &broker.url, &dir.join("logs"), &[], &extra);
     let lm = cluster.lms[0].url.clone();
     let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":1500}"#;
     let job = submit_tasks(&cluster.gms[0].url, task, 12)["job"]

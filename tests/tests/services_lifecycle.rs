@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{bin_dir, get_json, http, wait_until, LoopbackCluster, RoleArgs};
 
 /// Runs the `megha` client against `gm`; returns (success, stdout, stderr).
@@ -49,7 +49,7 @@ fn task(gm: &str, job: u64, index: u32) -> Value {
 
 #[test]
 fn retries_cancel_running_state_and_retention_through_the_services() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-lifecycle-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let extra = RoleArgs {
@@ -57,7 +57,7 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
         ..RoleArgs::default()
     };
     let mut cluster =
-        LoopbackCluster::start_with_args(1, 1, 2, 1, AMQP_URL, &dir.join("logs"), &[], &extra);
+        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
     let gm = cluster.gms[0].url.clone();
     let ended = |job: u64| {
         let state = get_json(&format!("{gm}/v1/jobs/{job}"))["state"].clone();

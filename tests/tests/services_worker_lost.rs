@@ -7,7 +7,7 @@
 //! worker's nodes down.
 
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, Proc, RoleArgs};
 
 fn task(duration_ms: u64) -> String {
@@ -20,7 +20,7 @@ fn flags(list: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_killed_worker_is_declared_lost_and_a_new_one_takes_its_slot() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-worker-lost-{}", std::process::id()));
     let logs = dir.join("logs");
     let extra = RoleArgs {
@@ -29,7 +29,7 @@ fn a_killed_worker_is_declared_lost_and_a_new_one_takes_its_slot() {
         ..RoleArgs::default()
     };
     // 1 GM, 1 LM of 4 one-core nodes, 2 workers (slot 0: nodes 0, 2; slot 1: 1, 3).
-    let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, AMQP_URL, &logs, &[], &extra);
+    let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, &broker.url, &logs, &[], &extra);
     let gm = cluster.gms[0].url.clone();
     let lm = cluster.lms[0].url.clone();
     let m = |c: &LoopbackCluster, name: &str| c.metric(&c.lms, name);
@@ -107,7 +107,7 @@ fn a_killed_worker_is_declared_lost_and_a_new_one_takes_its_slot() {
 
 #[test]
 fn an_lm_restarted_while_a_worker_is_dead_runs_with_the_workers_it_has() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir =
         std::env::temp_dir().join(format!("megha-worker-dead-restart-{}", std::process::id()));
     let logs = dir.join("logs");
@@ -118,7 +118,7 @@ fn an_lm_restarted_while_a_worker_is_dead_runs_with_the_workers_it_has() {
     };
     // 1 GM, 1 LM of 4 nodes, 2 workers; worker 1 dies, then the LM crashes and
     // restarts: slot 1 never registers with the new life.
-    let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, AMQP_URL, &logs, &[], &extra);
+    let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, &broker.url, &logs, &[], &extra);
     let lm = cluster.lms[0].url.clone();
     let gm = cluster.gms[0].url.clone();
     cluster.workers[1].kill();

@@ -134,25 +134,46 @@ impl GmActor {
         for r in recovered {
             jobs += 1;
             self.last_job = self.last_job.max(Some(r.job));
+            let at = r.accepted.accepted_at;
+            let mut queues: Vec<String> =
+                r.tasks.iter().map(|t| self.queue_name(t.queue)).collect();
+            queues.sort();
+            queues.dedup();
+            let policy = r
+                .accepted
+                .retry
+                .unwrap_or_else(|| self.core.lifecycle().default_policy());
+            self.tracker
+                .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             let mut again = Vec::new();
             for spec in r.tasks {
-                self.tracker.accepted(spec.id, r.accepted_at);
+                self.tracker.accepted(spec.id, at);
                 match r.ended.get(&spec.id.index) {
-                    Some(e) => {
-                        let end = TaskEnd {
+                    Some(e) if e.cancelled => {
+                        self.tracker.cancelled(spec.id, e.at);
+                    }
+                    Some(e) => self.tracker.ended(
+                        &TaskEnd {
                             task: spec.id,
                             node: NodeId(e.node),
                             at: e.at,
                             failure: e.failure.clone(),
-                        };
-                        self.tracker.ended(&end, r.accepted_at.max(e.at))
-                    }
+                        },
+                        e.at,
+                    ),
                     None => again.push(spec),
                 }
             }
             resubmitted += again.len();
             if !again.is_empty() {
-                self.deliver(GmInput::Client(ClientToGm::Submit(again)), ctx);
+                let submit = match r.accepted.retry {
+                    None => ClientToGm::Submit(again),
+                    Some(retry) => ClientToGm::SubmitJob {
+                        tasks: again,
+                        retry,
+                    },
+                };
+                self.deliver(GmInput::Client(submit), ctx);
             }
         }
         self.metrics.recovered_tasks += resubmitted as u64;
@@ -324,7 +345,12 @@ impl GmActor {
             ids.push(id);
         }
         if let Some(journal) = &mut self.journal {
-            if let Err(e) = journal.accept(job, now, &specs) {
+            let accepted = super::journal::Accepted {
+                accepted_at: now,
+                user: msg.user.clone(),
+                retry: msg.retry,
+            };
+            if let Err(e) = journal.accept(job, &accepted, &specs) {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);

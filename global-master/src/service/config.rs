@@ -96,6 +96,13 @@ pub struct GmArgs {
     /// hold, so no task runs twice when the LM is back within this time. Default 300.
     #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
     pub doubt_timeout_s: Option<u64>,
+    /// Directory of the GM's journal (`journal.redb`): every accepted job is written
+    /// there before the client hears 202, so it survives the GM being killed; a GM
+    /// restarted on the same directory resumes the jobs that had not ended. Without
+    /// it, accepted jobs live in memory only (a warning says so). Give each GM its
+    /// own directory.
+    #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
     /// How long the status API keeps a job after its last task ended, in seconds
     /// (then it is forgotten: 404). Default 3600.
     #[arg(long, env = "MEGHA_GM_JOB_RETENTION_S", value_name = "SECONDS")]
@@ -107,13 +114,6 @@ pub struct GmArgs {
     /// `retry` policy (1: no retry). Backoff 1 s, doubling, at most 60 s. Default 1.
     #[arg(long, env = "MEGHA_GM_MAX_ATTEMPTS")]
     pub max_attempts: Option<u32>,
-    /// Directory of the GM's journal (`journal.redb`): every accepted job is written
-    /// there before the client hears 202, so it survives the GM being killed; a GM
-    /// restarted on the same directory resumes the jobs that had not ended. Without
-    /// it, accepted jobs live in memory only (a warning says so). Give each GM its
-    /// own directory.
-    #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
-    pub data_dir: Option<std::path::PathBuf>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, on every GM and LM. Default: none.
     #[arg(
@@ -201,12 +201,12 @@ pub struct GmSettings {
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
     pub doubt_timeout: Duration,
+    /// See `--data-dir`.
+    pub data_dir: Option<std::path::PathBuf>,
     /// How long and how many ended jobs the status API keeps.
     pub retention: super::status::Retention,
     /// The retry policy of jobs that name none.
     pub retry: common::retry::RetryPolicy,
-    /// See `--data-dir`.
-    pub data_dir: Option<std::path::PathBuf>,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
@@ -237,10 +237,10 @@ impl GmArgs {
             launch_timeout_ms,
             drain_timeout_ms,
             doubt_timeout_s,
+            data_dir,
             job_retention,
             max_finished_jobs,
             max_attempts,
-            data_dir,
             log_format,
             designated_gm,
             gm_urls,
@@ -321,6 +321,7 @@ impl GmArgs {
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
             doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
+            data_dir: self.data_dir.clone(),
             retention: super::status::Retention {
                 keep: Duration::from_secs(self.job_retention.unwrap_or(3600)),
                 max_jobs: self.max_finished_jobs.unwrap_or(10_000),
@@ -329,7 +330,6 @@ impl GmArgs {
                 max_attempts: self.max_attempts.unwrap_or(1),
                 ..common::retry::RetryPolicy::NONE
             },
-            data_dir: self.data_dir.clone(),
             fairness,
             log_format: self.log_format.unwrap_or_default(),
             designated_gm,

@@ -190,14 +190,7 @@ impl GmActor {
             self.tracker.pending(*task, reason, false);
         }
         self.record_lifecycle(now, out);
-        // Ends the job's policy retries are not final: only final ones are journaled.
-        let final_ends: Vec<_> = out
-            .ended
-            .iter()
-            .filter(|e| !out.retries.iter().any(|r| r.task == e.task))
-            .cloned()
-            .collect();
-        self.journal_ends(&final_ends);
+        self.journal_ends(&out.ended, &out.cancelled);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }
@@ -271,26 +264,34 @@ impl GmActor {
 
     /// Writes the tasks that reached a final state to the journal, before the LM
     /// that reported them hears its answer (it sends them again otherwise).
-    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd]) {
+    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd], cancelled: &[common::TaskId]) {
         let Some(journal) = &mut self.journal else {
             return;
         };
-        let finals: Vec<_> = ends
+        let is_final = |t: common::TaskId| self.tracker.task(t).is_some_and(|s| s.state.is_final());
+        let mut finals: Vec<_> = ends
             .iter()
-            .filter(|e| {
-                self.tracker
-                    .task(e.task)
-                    .is_some_and(|s| s.state.is_final())
-            })
+            .filter(|e| is_final(e.task))
             .map(|e| {
                 let ended = super::journal::Ended {
                     at: e.at,
                     node: e.node.0,
                     failure: e.failure.clone(),
+                    cancelled: false,
                 };
                 (e.task, ended)
             })
             .collect();
+        let now = clock::now();
+        finals.extend(cancelled.iter().filter(|t| is_final(**t)).map(|t| {
+            let ended = super::journal::Ended {
+                at: now,
+                node: 0,
+                failure: None,
+                cancelled: true,
+            };
+            (*t, ended)
+        }));
         if let Err(e) = journal.ended(&finals) {
             self.metrics.journal_errors += 1;
             tracing::error!(tasks = finals.len(), error = %e, "cannot write task ends to the journal: a restart would run them again");

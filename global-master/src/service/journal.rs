@@ -20,6 +20,7 @@
 //! submission and a broker outage blocking submissions.
 
 use common::messages::TaskFailure;
+use common::retry::RetryPolicy;
 use common::{JobId, Micros, TaskId, TaskSpec};
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -31,10 +32,20 @@ const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 /// (job id, task index) -> how the task ended ([`Ended`], bincode).
 const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
 
+/// What a submission said of its job as a whole.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JournalJob {
+pub struct Accepted {
     pub accepted_at: Micros,
-    pub tasks: Vec<TaskSpec>,
+    /// The submitting user, when the GM knows users.
+    pub user: Option<String>,
+    /// The job's own retry policy (`None`: the GM's default).
+    pub retry: Option<RetryPolicy>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct JournalJob {
+    accepted: Accepted,
+    tasks: Vec<TaskSpec>,
 }
 
 /// How a task ended, as its status shows it.
@@ -43,13 +54,15 @@ pub struct Ended {
     pub at: Micros,
     pub node: u32,
     pub failure: Option<TaskFailure>,
+    /// Cancelled with its job (then `failure` is `None` and `node` meaningless).
+    pub cancelled: bool,
 }
 
 /// A job read back from the journal: its tasks, and those that already ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recovered {
     pub job: JobId,
-    pub accepted_at: Micros,
+    pub accepted: Accepted,
     pub tasks: Vec<TaskSpec>,
     pub ended: BTreeMap<u32, Ended>,
 }
@@ -126,7 +139,7 @@ impl Journal {
             }
             out.push(Recovered {
                 job: JobId(job),
-                accepted_at: stored.accepted_at,
+                accepted: stored.accepted,
                 tasks: stored.tasks,
                 ended: done,
             });
@@ -146,11 +159,11 @@ impl Journal {
     pub fn accept(
         &mut self,
         job: JobId,
-        accepted_at: Micros,
+        accepted: &Accepted,
         tasks: &[TaskSpec],
     ) -> Result<(), JournalError> {
         let stored = JournalJob {
-            accepted_at,
+            accepted: accepted.clone(),
             tasks: tasks.to_vec(),
         };
         let bytes = common::codec::encode(&stored).map_err(|e| self.error("cannot encode", e))?;
@@ -245,6 +258,15 @@ mod tests {
             at: Micros(at),
             node: 3,
             failure: None,
+            cancelled: false,
+        }
+    }
+
+    fn accepted(at: u64) -> Accepted {
+        Accepted {
+            accepted_at: Micros(at),
+            user: Some("ana".into()),
+            retry: None,
         }
     }
 
@@ -255,8 +277,8 @@ mod tests {
         {
             let (mut j, recovered) = Journal::open(&dir).unwrap();
             assert!(recovered.is_empty());
-            j.accept(JobId(7), Micros(5), &specs(7, 3)).unwrap();
-            j.accept(JobId(8), Micros(6), &specs(8, 1)).unwrap();
+            j.accept(JobId(7), &accepted(5), &specs(7, 3)).unwrap();
+            j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
             j.ended(&[(TaskId::new(7, 1), end(10))]).unwrap();
             // Job 8's only task ends: the job leaves; a repeat changes nothing.
             j.ended(&[(TaskId::new(8, 0), end(11))]).unwrap();
@@ -268,7 +290,7 @@ mod tests {
         let (mut j, recovered) = Journal::open(&dir).unwrap();
         assert_eq!(recovered.len(), 1, "{recovered:?}");
         let r = &recovered[0];
-        assert_eq!((r.job, r.accepted_at), (JobId(7), Micros(5)));
+        assert_eq!((r.job, &r.accepted), (JobId(7), &accepted(5)));
         assert_eq!(r.tasks, specs(7, 3));
         assert_eq!(r.ended.keys().copied().collect::<Vec<_>>(), vec![1]);
         assert_eq!(r.ended[&1], end(10));

@@ -45,6 +45,11 @@ use std::time::{Duration, Instant};
 /// Runs the GM until SIGTERM/SIGINT, then drains: stops accepting, keeps placing what
 /// is queued (up to the drain timeout), flushes events and returns.
 pub async fn serve(s: config::GmSettings) -> Result<()> {
+    // First, so that a taken address fails the start before any actor or connection
+    // exists (tearing those down outside their runtime panicked).
+    let listener = tokio::net::TcpListener::bind(&s.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let client = http_client(s.launch_timeout);
     let link = |path: &str, u: &String| HttpLink {
         client: client.clone(),
@@ -103,9 +108,6 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), gm.clone());
     // The designated GM learns the ends of its LRA containers from the task events.
     let ends = (s.designated_gm == s.id).then(|| mq::subscribe_ends(s.amqp.clone(), gm.clone()));
-    let listener = tokio::net::TcpListener::bind(&s.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
     tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
     println!("listening on http://{local}");

@@ -203,3 +203,41 @@ fn a_worker_back_gets_its_nodes_offered_again_and_its_lost_tasks_killed() {
         )
         .is_err());
 }
+
+/// Found by `loadgen faults` (seed 359): a worker back from a partition listed the
+/// lost run as finished, and the GM's retry was answered `Duplicate` forever.
+#[test]
+fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lm.step(
+        Micros(10),
+        LmInput::WorkerLost {
+            nodes: vec![NodeId(0)],
+            reason: "silent".into(),
+        },
+    )
+    .unwrap();
+    // Its end arrives late (absorbed), then the worker lists it finished.
+    report(
+        &mut lm,
+        WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(1, 0),
+            at: Micros(12),
+        },
+    );
+    lm.finished_before_restart(TaskId::new(1, 0));
+    lm.step(
+        Micros(20),
+        LmInput::WorkerBack {
+            nodes: vec![NodeId(0)],
+            holding: vec![],
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        launch(&mut lm, 0, 2, 1, 0),
+        LaunchOutcome::Launched { .. }
+    ));
+}

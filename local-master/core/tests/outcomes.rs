@@ -146,10 +146,14 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
         },
     )
     .expect("known");
+    let before = lm.snapshot(Micros(29)).version;
     assert_eq!(
         relaunch(&mut lm, 4, 2),
         LaunchOutcome::Rejected(RejectReason::Duplicate)
     );
+    // The state changed for the GM (the batch is applied: it may stop deducting the
+    // task's room), so the version moves and the GM does not discard it as stale.
+    assert!(lm.snapshot(Micros(31)).version > before);
     let mut lm = launched(5);
     lm.handle_worker_report(
         Micros(9),

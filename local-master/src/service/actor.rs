@@ -55,13 +55,6 @@ pub struct LmCounters {
     pub ends_reported: u64,
     /// LM -> GM messages dropped because no link to their GM was configured.
     pub gm_undeliverable: u64,
-    /// Cancel requests, tasks they stopped, and tasks they named that another GM
-    /// launched (left running).
-    pub cancel_requests: u64,
-    pub tasks_cancelled: u64,
-    pub cancel_not_yours: u64,
-    /// Task starts reported to the GMs that launched them.
-    pub starts_reported: u64,
     /// Workers declared lost (silent for --worker-timeout-ms, or never registered
     /// within it, or registered again after a restart).
     pub workers_lost: u64,
@@ -69,6 +62,13 @@ pub struct LmCounters {
     pub tasks_lost: u64,
     /// Orders to a lost worker that were never delivered (dropped with it).
     pub orders_dropped: u64,
+    /// Cancel requests, tasks they stopped, and tasks they named that another GM
+    /// launched (left running).
+    pub cancel_requests: u64,
+    pub tasks_cancelled: u64,
+    pub cancel_not_yours: u64,
+    /// Task starts reported to the GMs that launched them.
+    pub starts_reported: u64,
 }
 
 pub struct LmActor {

@@ -8,13 +8,13 @@
 //!   order); 409 while the reporting worker has not registered with this life of the
 //!   LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
+//! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
+//!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /v1/nodes`: the LM's authoritative state per node (JSON; see
 //!   [`super::nodes`]).
 //! - `GET /v1/tasks/{job}/{index}/logs?node=N&stream=&tail=&from=`: a task's log,
 //!   proxied to the worker that runs node `N` (without `node`: the node where the
 //!   task runs now). The GM's logs endpoint comes through here.
-//! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
-//!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
 use super::actor::{GetLoad, LmActor};
@@ -57,9 +57,9 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/messages", post(from_gm))
         .route("/v1/worker/messages", post(from_worker))
         .route("/v1/register", post(register))
+        .route("/v1/worker/alive", post(alive))
         .route("/v1/nodes", get(nodes))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
-        .route("/v1/worker/alive", post(alive))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))

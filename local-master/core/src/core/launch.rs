@@ -32,10 +32,10 @@ impl LocalMaster {
                     .map(|request| self.apply_request(now, batch.gm, request, &mut effects))
                     .collect();
                 self.answers.record(batch.gm, batch.seq, &outcomes);
-                // A task answered `Duplicate` took nothing here, but the GM deducted
-                // it from its view until a snapshot including this batch: a new
-                // version, or an all-duplicate batch (a restarted GM resubmitting
-                // its journal) would leave its room taken in that view for good.
+                // A `Duplicate` counts as launched at the GM, which deducts its room
+                // until a snapshot shows the batch applied; a batch that changed
+                // nothing else would leave the version as it was, and the GM would
+                // discard that snapshot as stale (and the room stay deducted).
                 let duplicate = LaunchOutcome::Rejected(common::reasons::RejectReason::Duplicate);
                 if outcomes.iter().any(|(_, o)| *o == duplicate) {
                     self.version += 1;

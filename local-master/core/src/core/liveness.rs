@@ -131,6 +131,12 @@ impl LocalMaster {
         Ok(effects)
     }
 
+    /// True when some run of `task` was reported lost (its worker may still report
+    /// it, or already reported its end, which was absorbed).
+    pub(crate) fn has_lost_run(&self, task: TaskId) -> bool {
+        self.lost_ended.contains(&task) || self.lost.iter().any(|(t, _)| *t == task)
+    }
+
     /// True when `node`'s worker is down.
     pub fn is_down(&self, node: NodeId) -> bool {
         self.down.get(node.index()).copied().unwrap_or(false)
@@ -153,6 +159,7 @@ impl LocalMaster {
             }
             other => {
                 self.lost.remove(&(other.task(), other.node()));
+                self.lost_ended.insert(other.task());
             }
         }
     }

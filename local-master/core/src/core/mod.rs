@@ -72,6 +72,9 @@ pub struct LocalMaster {
     /// them): their reports are absorbed, and a start is answered with a kill.
     /// (Keyed by node too: the task's GM may launch it again elsewhere.)
     lost: HashSet<(TaskId, NodeId)>,
+    /// Tasks whose lost run's end was absorbed: a worker listing it finished later
+    /// must not make the GM's retry a `Duplicate`.
+    lost_ended: HashSet<TaskId>,
     config: LmConfig,
     next_heartbeat: Micros,
 }
@@ -122,6 +125,7 @@ impl LocalMaster {
             snapshot_cache: None,
             down: vec![false; topology_nodes],
             lost: HashSet::new(),
+            lost_ended: HashSet::new(),
             config,
             next_heartbeat: now,
         }

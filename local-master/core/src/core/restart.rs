@@ -77,7 +77,11 @@ impl LocalMaster {
 
     /// Records a task a worker finished before this LM started (it registered again
     /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
+    /// A run this LM reported lost is not recorded: its GM retries the task, and the
+    /// retry must not be answered `Duplicate`.
     pub fn finished_before_restart(&mut self, task: TaskId) {
-        self.restarted.finished(task);
+        if !self.has_lost_run(task) {
+            self.restarted.finished(task);
+        }
     }
 }
