@@ -80,6 +80,9 @@ pub struct GmStats {
     pub unplaceable: u64,
     pub snapshots_applied: u64,
     pub stale_snapshots: u64,
+    /// Snapshots refused because their LM cuts its nodes for another number of GMs
+    /// (another cluster on the same broker, or a misconfigured LM).
+    pub foreign_snapshots: u64,
     /// Snapshots of a lower-numbered LM life than the view follows, ignored (an LM
     /// restarted with a clock behind, until the old life is given up; or two LMs with
     /// one id).

@@ -166,6 +166,12 @@ impl Handler<RenderMetrics> for GmActor {
         let lifecycle = self.core.lifecycle();
         for (name, kind, help, value) in [
             (
+                "megha_gm_foreign_snapshots_total",
+                "counter",
+                "LM states refused: cut for another number of GMs (another cluster on this broker?).",
+                s.foreign_snapshots,
+            ),
+            (
                 "megha_gm_tasks_started_total",
                 "counter",
                 "Tasks of this GM the LMs reported started.",

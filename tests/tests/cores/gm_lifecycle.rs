@@ -483,3 +483,55 @@ fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
     assert_eq!(cancelled(&outs), vec![a]);
     assert!(h.lm.running().is_empty());
 }
+
+/// A restarted GM resubmits its journal; its LM remembers the first two tasks
+/// finished and answers `Duplicate`, taking nothing. The room the GM deducted for
+/// them comes back with the answer's snapshot (the LM's version moves), so the next
+/// pass places the other two. (Before: the snapshot kept the LM's version, the GM
+/// took it for stale and the two tasks waited for ever; `services_gm_crash` hung
+/// whenever nothing else changed at the LM.)
+#[test]
+fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
+    let mut h = Harness::new(1, 1);
+    h.lm.finished_before_restart(TaskId::new(1, 0));
+    h.lm.finished_before_restart(TaskId::new(1, 1));
+    h.heartbeat(1);
+    let tasks: Vec<TaskSpec> = (0..4).map(|i| task(1, i)).collect();
+    h.gm_step(0, 2, GmInput::Client(ClientToGm::Submit(tasks)));
+    assert_eq!(launches(&h.pass(0, 3)).len(), 2, "answered duplicate");
+    assert!(h.lm.running().is_empty());
+    let again = launches(&h.pass(0, 4));
+    assert_eq!(again, vec![TaskId::new(1, 2), TaskId::new(1, 3)]);
+    assert_eq!(queued(&h.gms[0]), 0);
+}
+
+/// A state cut for another number of GMs (an LM of another cluster publishing on
+/// the same broker) is refused and counted; the GM placed with it before and
+/// panicked on a partition that does not exist.
+#[test]
+fn a_state_of_another_cluster_is_refused_not_a_panic() {
+    let mut h = Harness::new(2, 1);
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let other = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node; 1]],
+    };
+    let mut foreign = LocalMaster::new(&other, 1, LmConfig::default(), Micros(1_000_000));
+    let snapshot = foreign.snapshot(Micros(1_000_001));
+    h.gms[1].step(Micros(1_000_002), GmInput::Lm(LmToGm::State(snapshot)));
+    assert_eq!(h.gms[1].stats().foreign_snapshots, 1);
+    h.gm_step(
+        1,
+        1_000_003,
+        GmInput::Client(ClientToGm::Submit(vec![task(9, 0)])),
+    );
+    let outs = h.pass(1, 1_000_004);
+    assert_eq!(
+        launches(&outs),
+        vec![TaskId::new(9, 0)],
+        "placed with its own cluster's view"
+    );
+}

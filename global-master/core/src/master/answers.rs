@@ -16,6 +16,15 @@ use common::{LmId, Micros, TaskId};
 impl GlobalMaster {
     /// Applies an LM heartbeat (or the snapshot piggybacked on a response).
     pub fn apply_snapshot(&mut self, _now: Micros, snapshot: &LmSnapshot) {
+        // One partition per GM: a state cut for another number of GMs is of another
+        // cluster (or a misconfigured LM); placing with it would index partitions
+        // that do not exist.
+        if usize::from(snapshot.topology.gms) != usize::from(self.config.gms)
+            || snapshot.topology.home.len() != snapshot.free.len()
+        {
+            self.stats.foreign_snapshots += 1;
+            return;
+        }
         let (old_jobs, rebuilt, gained) = match self.view.apply(snapshot) {
             SnapshotApplied::UnknownLm => return,
             SnapshotApplied::Stale => {
