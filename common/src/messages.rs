@@ -413,6 +413,28 @@ pub struct CancelRequest {
     pub job: JobId,
 }
 
+/// GM -> LM, from a GM restarted on its journal before it resumes its tasks: which
+/// of `tasks` does this LM hold (running, queued, being preempted) or remember
+/// finished? A task it holds is not placed again (on another LM it would run twice).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReconcileRequest {
+    pub gm: GmId,
+    pub lm: LmId,
+    pub tasks: Vec<TaskId>,
+}
+
+/// The LM's answer to a [`ReconcileRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReconcileResponse {
+    pub lm: LmId,
+    pub gm: GmId,
+    /// Asked-about tasks this LM holds, and where: their ends (or their requeue, if
+    /// being preempted) will reach the GM.
+    pub held: Vec<(TaskId, NodeId)>,
+    /// Asked-about tasks this LM remembers finished cleanly.
+    pub finished: Vec<TaskId>,
+}
+
 /// The LM's answer to a [`CancelRequest`], with its state piggybacked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CancelResponse {

@@ -16,8 +16,8 @@
 
 use crate::messages::{
     CancelRequest, CancelResponse, KillTask, LaunchBatch, LaunchResponse, LmSnapshot,
-    PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, StartTask, TasksEnded,
-    TasksStarted, WorkerReport,
+    PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, ReconcileRequest,
+    ReconcileResponse, StartTask, TasksEnded, TasksStarted, WorkerReport,
 };
 use crate::retry::RetryPolicy;
 use crate::{GmId, JobId, LmId, NodeId, TaskSpec};
@@ -33,6 +33,8 @@ pub enum GmToLm {
     Preempt(PreemptRequest),
     /// A cancelled job: stop its tasks this GM launched here.
     Cancel(CancelRequest),
+    /// A restarted GM asks which of its tasks this LM holds or finished.
+    Reconcile(ReconcileRequest),
 }
 
 impl GmToLm {
@@ -42,6 +44,7 @@ impl GmToLm {
             GmToLm::Launch(b) => b.lm,
             GmToLm::Preempt(p) => p.lm,
             GmToLm::Cancel(c) => c.lm,
+            GmToLm::Reconcile(r) => r.lm,
         }
     }
 
@@ -51,6 +54,7 @@ impl GmToLm {
             GmToLm::Launch(_) => "launch",
             GmToLm::Preempt(_) => "preempt",
             GmToLm::Cancel(_) => "cancel",
+            GmToLm::Reconcile(_) => "reconcile",
         }
     }
 }
@@ -71,6 +75,7 @@ pub enum LmToGm {
     /// Tasks the GM launched that started at their workers.
     Started(TasksStarted),
     CancelAnswer(CancelResponse),
+    ReconcileAnswer(ReconcileResponse),
 }
 
 impl LmToGm {
@@ -81,7 +86,10 @@ impl LmToGm {
             LmToGm::PreemptAnswer(r) => Some(&r.snapshot),
             LmToGm::State(s) => Some(s),
             LmToGm::CancelAnswer(r) => Some(&r.snapshot),
-            LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => None,
+            LmToGm::Requeue(_)
+            | LmToGm::Ended(_)
+            | LmToGm::Started(_)
+            | LmToGm::ReconcileAnswer(_) => None,
         }
     }
 
@@ -95,6 +103,7 @@ impl LmToGm {
             LmToGm::Ended(e) => GmAddress::One(e.gm),
             LmToGm::Started(s) => GmAddress::One(s.gm),
             LmToGm::CancelAnswer(r) => GmAddress::One(r.gm),
+            LmToGm::ReconcileAnswer(r) => GmAddress::One(r.gm),
         }
     }
 
@@ -115,6 +124,7 @@ impl LmToGm {
             LmToGm::Ended(_) => "ended",
             LmToGm::Started(_) => "started",
             LmToGm::CancelAnswer(_) => "cancel_answer",
+            LmToGm::ReconcileAnswer(_) => "reconcile_answer",
         }
     }
 }

@@ -117,7 +117,8 @@ impl GmActor {
                 LmToGm::LaunchAnswer(_)
                 | LmToGm::State(_)
                 | LmToGm::Ended(_)
-                | LmToGm::Started(_) => {}
+                | LmToGm::Started(_)
+                | LmToGm::ReconcileAnswer(_) => {}
             },
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
@@ -128,6 +129,7 @@ impl GmActor {
             GmInput::Undelivered(Undelivered::Cancel { lm, job }) => {
                 tracing::warn!(job = job.0, %lm, "cancel request not delivered; it will be sent again");
             }
+            GmInput::Undelivered(Undelivered::Reconcile { .. }) => {}
             GmInput::Client(_)
             | GmInput::SubmitLra(_)
             | GmInput::Schedule
@@ -264,7 +266,11 @@ impl GmActor {
 
     /// Writes the tasks that reached a final state to the journal, before the LM
     /// that reported them hears its answer (it sends them again otherwise).
-    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd], cancelled: &[common::TaskId]) {
+    pub(super) fn journal_ends(
+        &mut self,
+        ends: &[common::messages::TaskEnd],
+        cancelled: &[common::TaskId],
+    ) {
         let Some(journal) = &mut self.journal else {
             return;
         };
@@ -375,6 +381,7 @@ impl GmActor {
             GmToLm::Cancel(c) => {
                 tracing::debug!(job = c.job.0, %lm, "asking the LM to stop a cancelled job's tasks");
             }
+            GmToLm::Reconcile(_) => {}
         }
         let me = ctx.address();
         let doubt_timeout = self.doubt_timeout;
@@ -403,5 +410,6 @@ fn describe(message: &GmToLm) -> String {
         ),
         GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
         GmToLm::Cancel(c) => format!("cancel of {} to {}", c.job, c.lm),
+        GmToLm::Reconcile(r) => format!("reconcile of {} tasks with {}", r.tasks.len(), r.lm),
     }
 }

@@ -32,6 +32,8 @@ pub struct LmEffects {
     pub started: Vec<TasksStarted>,
     /// The answer to a cancel request (send to that GM).
     pub cancel_response: Option<CancelResponse>,
+    /// The answer to a restarted GM's reconcile request (send to that GM).
+    pub reconcile_response: Option<common::messages::ReconcileResponse>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -170,3 +170,48 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
         LaunchOutcome::Launched { .. }
     ));
 }
+
+/// A restarted GM asks which of its tasks an LM holds or finished: running ones
+/// with their node, clean finishes; unknown ones are not mentioned; nothing changes.
+#[test]
+fn reconcile_names_held_and_finished_tasks() {
+    use common::messages::ReconcileRequest;
+    use common::protocol::{GmToLm, LmToGm};
+    let mut lm = launched(1);
+    let batch = LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq: 2,
+        requests: vec![LaunchRequest {
+            task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5)),
+            node: NodeId(0),
+            placement: Placement::Internal,
+        }],
+    };
+    lm.handle_launch_batch(Micros(2), batch).expect("launch");
+    lm.handle_worker_report(
+        Micros(9),
+        WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(2, 0),
+            at: Micros(9),
+        },
+    )
+    .expect("known");
+    let before = lm.snapshot(Micros(10)).version;
+    let request = GmToLm::Reconcile(ReconcileRequest {
+        gm: GmId(0),
+        lm: LmId(0),
+        tasks: vec![TaskId::new(1, 0), TaskId::new(2, 0), TaskId::new(3, 0)],
+    });
+    let out = lm
+        .step(Micros(11), lm_core::LmInput::Gm(request))
+        .expect("for this LM");
+    let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {
+        panic!("one answer: {:?}", out.to_gms);
+    };
+    assert_eq!(a.held, vec![(TaskId::new(1, 0), NodeId(0))]);
+    assert_eq!(a.finished, vec![TaskId::new(2, 0)]);
+    assert!(out.to_workers.is_empty());
+    assert_eq!(lm.snapshot(Micros(12)).version, before);
+}

@@ -272,9 +272,10 @@ impl LmActor {
         for (to, message) in out.to_gms {
             match message {
                 LmToGm::State(_) => self.publish(),
-                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_) => {
-                    answer = Some(message)
-                }
+                LmToGm::LaunchAnswer(_)
+                | LmToGm::PreemptAnswer(_)
+                | LmToGm::CancelAnswer(_)
+                | LmToGm::ReconcileAnswer(_) => answer = Some(message),
                 other => self.send_to_gm(to, other),
             }
         }

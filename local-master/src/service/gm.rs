@@ -97,6 +97,9 @@ impl LmActor {
             }
             GmToLm::Preempt(_) => c.preempt_requests += 1,
             GmToLm::Cancel(_) => c.cancel_requests += 1,
+            GmToLm::Reconcile(r) => {
+                tracing::info!(gm = %r.gm, tasks = r.tasks.len(), "a restarted GM asks which of its tasks this LM holds")
+            }
         }
     }
 
@@ -139,6 +142,9 @@ impl LmActor {
                     c.cancel_not_yours += r.not_yours.len() as u64;
                     tracing::warn!(job = r.job.0, gm = %r.gm, tasks = r.not_yours.len(), "cancel request for tasks another GM launched; left running");
                 }
+            }
+            LmToGm::ReconcileAnswer(r) => {
+                tracing::info!(gm = %r.gm, held = r.held.len(), finished = r.finished.len(), "told a restarted GM which of its tasks this LM holds");
             }
             LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => {}
         }

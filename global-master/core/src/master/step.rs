@@ -55,6 +55,11 @@ pub enum Undelivered {
         lm: LmId,
         job: JobId,
     },
+    /// A restarted GM's question to an LM (asked by the service, which resumes the
+    /// tasks without that LM's answer): nothing for the core to undo.
+    Reconcile {
+        lm: LmId,
+    },
 }
 
 impl Undelivered {
@@ -74,6 +79,7 @@ impl Undelivered {
                 lm: c.lm,
                 job: c.job,
             },
+            GmToLm::Reconcile(r) => Undelivered::Reconcile { lm: r.lm },
         }
     }
 }
@@ -198,6 +204,7 @@ impl GlobalMaster {
             GmInput::Undelivered(Undelivered::Cancel { lm, job }) => {
                 self.cancel_undelivered(now, lm, job);
             }
+            GmInput::Undelivered(Undelivered::Reconcile { .. }) => {}
             GmInput::Tick => {}
         }
         for d in &out.decisions {
@@ -254,6 +261,8 @@ impl GlobalMaster {
                 self.cancel_answered(now, &response);
                 out.cancelled.extend(response.cancelled);
             }
+            // Read by the service that asked (a restarted GM resuming its journal).
+            LmToGm::ReconcileAnswer(_) => return,
         }
         out.wants_pass = true;
     }

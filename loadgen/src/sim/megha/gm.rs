@@ -91,7 +91,8 @@ impl Sim<'_> {
             | LmToGm::Requeue(_)
             | LmToGm::Ended(_)
             | LmToGm::Started(_)
-            | LmToGm::CancelAnswer(_) => {}
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => {}
         }
     }
 
@@ -142,7 +143,7 @@ impl Sim<'_> {
                     self.counters.launch_batches += 1;
                 }
                 GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
-                GmToLm::Cancel(_) => {}
+                GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
             }
         }
         self.send_from_gm(t, out.to_lms);

@@ -368,7 +368,7 @@ impl Sim<'_> {
                 let tasks: Vec<TaskId> = match &request {
                     GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
                     GmToLm::Preempt(p) => vec![p.task.id],
-                    GmToLm::Cancel(_) => Vec::new(),
+                    GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
                 };
                 let (start, done) = self.lm_serve(now, l, &tasks);
                 let Ok(out) = self.lms[l].step(start, LmInput::Gm(request)) else {

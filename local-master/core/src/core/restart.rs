@@ -84,4 +84,37 @@ impl LocalMaster {
             self.restarted.finished(task);
         }
     }
+
+    /// A restarted GM asks which of its tasks this LM holds (running, queued in a
+    /// worker, being preempted or cancelled) or remembers finished. Changes nothing.
+    pub fn handle_reconcile(
+        &mut self,
+        request: common::messages::ReconcileRequest,
+    ) -> Result<LmEffects, LmError> {
+        self.check_addressed(request.lm)?;
+        let mut held = Vec::new();
+        let mut finished = Vec::new();
+        for task in request.tasks {
+            let node = match (self.running.get(&task), self.queued.get(&task)) {
+                (Some(a), _) => Some(a.node),
+                (None, Some(q)) => Some(q.node),
+                (None, None) => self.pending_kills.get(&task).map(|k| k.node),
+            };
+            match node {
+                Some(node) => held.push((task, node)),
+                None if self.restarted.has_finished(&task) => finished.push(task),
+                None => {}
+            }
+        }
+        let effects = LmEffects {
+            reconcile_response: Some(common::messages::ReconcileResponse {
+                lm: self.topology.lm,
+                gm: request.gm,
+                held,
+                finished,
+            }),
+            ..LmEffects::default()
+        };
+        Ok(effects)
+    }
 }

@@ -81,6 +81,7 @@ impl LocalMaster {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
             LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
+            LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
@@ -104,6 +105,7 @@ impl LocalMaster {
             ended,
             started,
             cancel_response,
+            reconcile_response,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -118,6 +120,9 @@ impl LocalMaster {
         }
         for r in requeues {
             to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
+        }
+        if let Some(r) = reconcile_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::ReconcileAnswer(r)));
         }
         if let Some(r) = cancel_response {
             to_gms.push((GmAddress::One(r.gm), LmToGm::CancelAnswer(r)));

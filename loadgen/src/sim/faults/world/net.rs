@@ -176,7 +176,7 @@ impl World<'_> {
         let asked: Vec<TaskId> = match &message {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
             GmToLm::Preempt(p) => vec![p.task.id],
-            GmToLm::Cancel(_) => Vec::new(),
+            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         };
         let lm_life = self.lm_life[l as usize];
         let attempt = match self.calls.get_mut(&id) {

@@ -40,6 +40,12 @@ pub(super) fn describe_request(m: &GmToLm) -> String {
         ),
         GmToLm::Preempt(p) => format!("preempt gm{}->lm{} for {}", p.gm.0, p.lm.0, p.task.id),
         GmToLm::Cancel(c) => format!("cancel gm{}->lm{} job {}", c.gm.0, c.lm.0, c.job.0),
+        GmToLm::Reconcile(r) => format!(
+            "reconcile gm{}->lm{} [{}]",
+            r.gm.0,
+            r.lm.0,
+            tasks(r.tasks.iter().copied())
+        ),
     }
 }
 
