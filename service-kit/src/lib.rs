@@ -2,6 +2,7 @@
 //! `loadgen`'s replay and embedded modes. Nothing here schedules: the cores stay pure.
 //!
 //! Layout:
+//! - [`auth`]: the cluster credential of internal calls, open mode, worker networks.
 //! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
 //! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
 //! - [`logging`]: `tracing` set-up, text or JSON.
@@ -15,6 +16,7 @@
 //! - [`topology`]: exchange names and routing keys.
 
 pub mod amqp;
+pub mod auth;
 pub mod clock;
 pub mod links;
 pub mod logging;

@@ -167,6 +167,18 @@ pub struct GmArgs {
     /// Default none.
     #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
     pub queueable_quota: Option<String>,
+    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
+    /// secret itself in MEGHA_CLUSTER_SECRET): required on internal calls
+    /// (/v1/internal/*) and with a forwarding header, sent on the GM's own calls.
+    /// Without either the GM runs open, allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// Users of the API: a TOML (or .json) file of [[users]] entries with `name`,
+    /// `token`, `queues` (names, "*": any) and `admin`; read again on SIGHUP and when
+    /// it changes. Without it the API is open (every caller an admin), allowed only
+    /// on a loopback --listen.
+    #[arg(long, env = "MEGHA_TOKENS_FILE", value_name = "FILE")]
+    pub tokens_file: Option<PathBuf>,
 }
 
 /// Resolved settings.
@@ -194,6 +206,10 @@ pub struct GmSettings {
     pub queueable_top_k: usize,
     pub queueable_cap: f64,
     pub queueable_quota: QueueableQuota,
+    /// `None`: open mode for internal calls (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// The users' tokens file; `None`: open API (loopback only).
+    pub tokens_file: Option<PathBuf>,
 }
 
 impl GmArgs {
@@ -227,7 +243,9 @@ impl GmArgs {
             share_policy,
             queueable_top_k,
             queueable_cap,
-            queueable_quota
+            queueable_quota,
+            cluster_secret_file,
+            tokens_file
         );
         let node_groups = match &self.lra_node_groups {
             None => Vec::new(),
@@ -282,6 +300,10 @@ impl GmArgs {
         let fairness =
             service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
         let s = GmSettings {
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
+            tokens_file: self.tokens_file.clone(),
             id: self.id.unwrap_or(0),
             gms,
             lm_urls: self.lm_urls.unwrap_or_default(),

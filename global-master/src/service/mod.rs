@@ -12,6 +12,7 @@
 //! - [`report`]: pending list and metrics.
 //! - [`http`]: the routes.
 //! - [`mq`]: the state subscription.
+//! - [`users`]: who may call: user tokens, the cluster credential, job owners.
 
 pub mod actor;
 pub mod api;
@@ -27,6 +28,7 @@ pub mod preempt;
 pub mod report;
 pub mod route;
 pub mod status;
+pub mod users;
 
 use crate::core::GmConfig;
 use actix::{Actor, Addr};
@@ -34,7 +36,7 @@ use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
 use common::GmId;
 use service_kit::amqp::Publisher;
-use service_kit::links::{http_client, HttpLink};
+use service_kit::links::{http_client_with, HttpLink};
 use service_kit::sinks::amqp_event_sink;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,7 +44,30 @@ use std::time::{Duration, Instant};
 /// Runs the GM until SIGTERM/SIGINT, then drains: stops accepting, keeps placing what
 /// is queued (up to the drain timeout), flushes events and returns.
 pub async fn serve(s: config::GmSettings) -> Result<()> {
-    let client = http_client(s.launch_timeout);
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
+    let users = match &s.tokens_file {
+        Some(path) => {
+            let table = Arc::new(users::UserTable::load(path)?);
+            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
+            table.watch(Duration::from_secs(2));
+            Some(table)
+        }
+        None => {
+            service_kit::auth::open_mode_allowed(
+                "tokens file (API users)",
+                "--tokens-file or MEGHA_TOKENS_FILE",
+                &s.listen,
+            )?;
+            None
+        }
+    };
+    let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref());
     let link = |path: &str, u: &String| HttpLink {
         client: client.clone(),
         url: format!("{}{path}", u.trim_end_matches('/')),
@@ -106,14 +131,20 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             me: GmId(s.id),
             designated: GmId(s.designated_gm),
             designated_url: s.designated_url.clone(),
-            client: http_client(s.launch_timeout),
+            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref()),
         })),
+        auth: Arc::new(users::GmAuth::new(
+            users,
+            service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "gm"),
+            GmId(s.id),
+            GmId(s.designated_gm),
+        )),
     });
     axum::serve(
         listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         }),
-        app,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(service_kit::shutdown::signal())
     .await?;

@@ -154,11 +154,16 @@ pub struct ReplayArgs {
         value_name = "TYPES"
     )]
     pub task_types: String,
+    /// File holding the API token sent to the GMs (or the token itself in
+    /// MEGHA_TOKEN); the GMs' --tokens-file maps it to a user and queues.
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }
 
 pub fn run_replay(args: ReplayArgs) -> Result<()> {
+    let token = service_kit::auth::user_token(args.token_file.as_deref())?;
     let fairness = args.workload.fairness(args.gm.len() as u16)?;
     let mut jobs = args.workload.jobs(fairness.as_deref())?;
     let policy: TaskTypes = args
@@ -190,7 +195,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
             waited += 1;
         }
-        let client = service_kit::links::http_client(Duration::from_secs(30));
+        let client = service_kit::auth::user_client(Duration::from_secs(30), token.as_deref());
         net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
         let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());

@@ -158,6 +158,21 @@ pub struct LmArgs {
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// File holding the cluster secret every internal call carries (GMs, LMs and
+    /// workers share it); or the secret itself in MEGHA_CLUSTER_SECRET. Without
+    /// either the LM runs open, which is allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// Networks (CIDR, comma-separated) a registering worker's callback URL must lie
+    /// in. Default: loopback, plus the /24 (IPv6: /64) of --listen when it names one
+    /// address.
+    #[arg(
+        long,
+        env = "MEGHA_WORKER_NETWORKS",
+        value_delimiter = ',',
+        value_name = "CIDR"
+    )]
+    pub worker_networks: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -177,6 +192,9 @@ pub struct LmSettings {
     /// QUEUEABLE work (Mercury); `None`: QUEUEABLE requests are refused.
     pub queueable: Option<QueueableConfig>,
     pub log_format: LogFormat,
+    /// `None`: open mode (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    pub worker_networks: service_kit::auth::WorkerNetworks,
 }
 
 impl LmArgs {
@@ -209,7 +227,9 @@ impl LmArgs {
             shed_k,
             queueable_quota,
             promote_after_ms,
-            promote_per_tick
+            promote_per_tick,
+            cluster_secret_file,
+            worker_networks
         );
         let id = self.id.unwrap_or(0);
         let gms = self.gms.unwrap_or(1);
@@ -267,11 +287,20 @@ impl LmArgs {
                 gm_urls.len()
             );
         }
+        let listen = self.listen.unwrap_or_else(|| "127.0.0.1:9100".into());
+        let worker_networks = match &self.worker_networks {
+            Some(items) => service_kit::auth::WorkerNetworks::parse(items)?,
+            None => service_kit::auth::WorkerNetworks::default_for(&listen),
+        };
         Ok(LmSettings {
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
+            worker_networks,
             spec,
             gms,
             workers,
-            listen: self.listen.unwrap_or_else(|| "127.0.0.1:9100".into()),
+            listen,
             amqp: self
                 .amqp
                 .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),

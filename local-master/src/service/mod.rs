@@ -25,7 +25,7 @@ use actix::Actor;
 use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
 use service_kit::amqp::Publisher;
-use service_kit::links::{http_client, HttpLink};
+use service_kit::links::{http_client_with, HttpLink};
 use service_kit::sinks::{amqp_event_sink, amqp_snapshot_sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +33,13 @@ use std::time::{Duration, Instant};
 /// Runs the LM until SIGTERM/SIGINT, then drains: stops accepting launches, waits for
 /// running tasks to finish (up to the drain timeout), flushes the broker and returns.
 pub async fn serve(s: config::LmSettings) -> Result<()> {
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
     let publisher = Publisher::start(s.amqp.clone());
     let mut lm = actor::LmActor::new(
         &s.spec,
@@ -43,7 +50,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
     );
-    let client = http_client(Duration::from_secs(10));
+    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
     let to_gms: Vec<orders::GmLink> = s
         .gm_urls
         .iter()
@@ -77,15 +84,17 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     println!("listening on http://{local}");
     let app = http::router(http::LmApi {
         lm: lm.clone(),
-        client: http::worker_client(),
+        client: http::worker_client(s.cluster_secret.as_ref()),
         incarnation,
         publisher: Some(publisher.clone()),
+        guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm"),
+        worker_networks: Arc::new(s.worker_networks.clone()),
     });
     axum::serve(
         listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         }),
-        app,
+        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(service_kit::shutdown::signal())
     .await?;

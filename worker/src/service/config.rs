@@ -106,6 +106,11 @@ pub struct WorkerArgs {
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
+    /// secret itself in MEGHA_CLUSTER_SECRET). Without either the worker runs open,
+    /// which is allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
 }
 
 /// `auto` or a slot number.
@@ -132,6 +137,8 @@ pub struct WorkerSettings {
     /// The executor of tasks that name none.
     pub default_executor: Executor,
     pub exec: ExecSettings,
+    /// `None`: open mode (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
 }
 
 impl WorkerArgs {
@@ -153,7 +160,8 @@ impl WorkerArgs {
             data_dir,
             kill_grace_ms,
             keep_task_logs,
-            cgroups
+            cgroups,
+            cluster_secret_file
         );
         let default_executor = match self.default_executor.as_deref().map(str::trim) {
             None | Some("synthetic") => Executor::Synthetic,
@@ -185,6 +193,9 @@ impl WorkerArgs {
             bail!("--lm-url must be an http:// URL (got {lm_url})");
         }
         Ok(WorkerSettings {
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
             lm_url: lm_url.trim_end_matches('/').to_owned(),
             slot,
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),

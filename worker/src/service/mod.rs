@@ -15,14 +15,21 @@ use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
 use common::messages::{WorkerAssignment, WorkerRegistration, WorkerReport};
 use common::protocol::WorkerToLm;
-use service_kit::links::{fn_link, http_client, Call, HttpLink, Link};
+use service_kit::links::{fn_link, http_client_with, Call, HttpLink, Link};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs the worker until SIGTERM/SIGINT, then drains: waits for running tasks to
 /// finish and their reports to reach the LM (up to the drain timeout).
 pub async fn serve(s: config::WorkerSettings) -> Result<()> {
-    let client = http_client(Duration::from_secs(10));
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
+    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
         url: format!("{}/v1/worker/messages", s.lm_url),
@@ -61,7 +68,11 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         }),
-        http::router(worker.clone()),
+        http::router(
+            worker.clone(),
+            service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker"),
+        )
+        .into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(service_kit::shutdown::signal());
     let server = tokio::spawn(async move { server.await });
