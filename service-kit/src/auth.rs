@@ -126,7 +126,7 @@ pub fn user_client(timeout: std::time::Duration, token: Option<&str>) -> reqwest
             headers.insert(reqwest::header::AUTHORIZATION, v);
         }
     }
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .default_headers(headers)
         .timeout(timeout)
         .connect_timeout(std::time::Duration::from_secs(2))

@@ -13,6 +13,7 @@
 //!   with an HTTP (bincode) implementation and an in-memory one.
 //! - [`amqp`]: RabbitMQ publisher and subscriber with reconnection and backoff.
 //! - [`sinks`]: event and snapshot sinks that publish on the broker.
+//! - [`tls`]: optional HTTPS (rustls, ring): serving, and the CA clients trust.
 //! - [`topology`]: exchange names and routing keys.
 
 pub mod amqp;
@@ -25,4 +26,5 @@ pub mod runtime;
 pub mod settings;
 pub mod shutdown;
 pub mod sinks;
+pub mod tls;
 pub mod topology;

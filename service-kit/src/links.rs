@@ -118,7 +118,7 @@ pub fn http_client_with(
     timeout: Duration,
     secret: Option<&crate::auth::ClusterSecret>,
 ) -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::tls::client_builder()
         .default_headers(crate::auth::client_headers(secret))
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(2))

@@ -255,6 +255,9 @@ pub fn http_raw(
     body: &[u8],
     headers: &[(&str, &str)],
 ) -> std::io::Result<(u16, String, Vec<u8>)> {
+    if url.starts_with("https://") {
+        return https_raw(method, url, content_type, body, headers);
+    }
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -286,6 +289,40 @@ pub fn http_raw(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     Ok((status, head, body))
+}
+
+/// [`http_raw`] over TLS (reqwest on a runtime of its own), trusting the CA the test
+/// gave `service_kit::tls::trust_ca`. The head is the status line only.
+fn https_raw(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, String, Vec<u8>)> {
+    let io = |e: &dyn std::fmt::Display| std::io::Error::other(format!("{url}: {e}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = service_kit::tls::client_builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| io(&e))?;
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| io(&e))?;
+        let mut req = client
+            .request(method, url)
+            .header("content-type", content_type)
+            .body(body.to_vec());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.map_err(|e| io(&e))?;
+        let status = resp.status().as_u16();
+        let head = format!("HTTP/1.1 {status}");
+        let bytes = resp.bytes().await.map_err(|e| io(&e))?;
+        Ok((status, head, bytes.to_vec()))
+    })
 }
 
 /// Runs `loadgen` with `args` (a replay of the 183-task sample trace writing to
@@ -413,8 +450,14 @@ impl LoopbackCluster {
         }
         let mut lm_fairness = fairness.clone();
         lm_fairness.extend(extra.lm.iter().cloned());
+        // GMs given a certificate serve HTTPS (see services_tls).
+        let gm_scheme = if extra.gm.iter().any(|a| a == "--tls-cert-file") {
+            "https"
+        } else {
+            "http"
+        };
         for addr in &gm_listen {
-            lm_fairness.extend(["--gm-url".to_owned(), format!("http://{addr}")]);
+            lm_fairness.extend(["--gm-url".to_owned(), format!("{gm_scheme}://{addr}")]);
         }
         let mut lm_procs = Vec::new();
         let mut lm_args = Vec::new();

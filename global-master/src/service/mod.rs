@@ -33,7 +33,6 @@ pub mod users;
 use crate::core::GmConfig;
 use actix::{Actor, Addr};
 use anyhow::{Context as _, Result};
-use axum::serve::ListenerExt as _;
 use common::GmId;
 use service_kit::amqp::Publisher;
 use service_kit::links::{http_client_with, HttpLink};
@@ -44,6 +43,9 @@ use std::time::{Duration, Instant};
 /// Runs the GM until SIGTERM/SIGINT, then drains: stops accepting, keeps placing what
 /// is queued (up to the drain timeout), flushes events and returns.
 pub async fn serve(s: config::GmSettings) -> Result<()> {
+    if let Some(ca) = &s.tls.ca {
+        service_kit::tls::trust_ca(ca)?;
+    }
     if s.cluster_secret.is_none() {
         service_kit::auth::open_mode_allowed(
             "cluster secret",
@@ -117,7 +119,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
     tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
-    println!("listening on http://{local}");
+    println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::ApiState {
         gm: gm.clone(),
         max_job_tasks: s.max_job_tasks,
@@ -140,14 +142,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             GmId(s.designated_gm),
         )),
     });
-    axum::serve(
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(service_kit::shutdown::signal())
-    .await?;
+    service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     drain(&gm, s.drain_timeout).await;
     subscription.close().await;
     for sub in ends.into_iter().flatten() {

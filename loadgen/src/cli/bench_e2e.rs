@@ -31,6 +31,9 @@ pub struct BenchE2eArgs {
     /// Services mode: file holding the API token (or the token in MEGHA_TOKEN).
     #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Services mode: a CA (PEM) to trust for https:// GMs and amqps:// brokers.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<std::path::PathBuf>,
     /// Offered rates to try, tasks per second.
     #[arg(
         long,
@@ -161,6 +164,9 @@ fn print(rows: &[Row], target_ms: f64, mode: &str) {
 
 pub fn run(args: BenchE2eArgs) -> Result<()> {
     let token = service_kit::auth::user_token(args.token_file.as_deref())?;
+    if let Some(ca) = &args.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
     if args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || args.seconds <= 0.0 {
         bail!("--rates and --seconds must be positive");
     }

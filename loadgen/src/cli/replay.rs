@@ -158,12 +158,20 @@ pub struct ReplayArgs {
     /// MEGHA_TOKEN); the GMs' --tokens-file maps it to a user and queues.
     #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// A CA (PEM) to trust for https:// GMs and amqps:// brokers, besides the
+    /// system roots.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }
 
 pub fn run_replay(args: ReplayArgs) -> Result<()> {
     let token = service_kit::auth::user_token(args.token_file.as_deref())?;
+    if let Some(ca) = &args.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    let amqp = service_kit::amqp::resolve_url(args.amqp.clone())?;
     let fairness = args.workload.fairness(args.gm.len() as u16)?;
     let mut jobs = args.workload.jobs(fairness.as_deref())?;
     let policy: TaskTypes = args
@@ -183,13 +191,13 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             std::process::id(),
             service_kit::clock::now().0
         );
-        let (events, status, subscription) = net::amqp_events(args.amqp.clone(), queue.clone());
+        let (events, status, subscription) = net::amqp_events(amqp.clone(), queue.clone());
         let mut waited = 0;
         while !status.is_connected() {
             if waited > 100 {
                 bail!(
                     "cannot subscribe to events at {} (is RabbitMQ running?)",
-                    args.amqp
+                    service_kit::amqp::redact(&amqp)
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -202,7 +210,7 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         let mut result = replay(&jobs, submit, events, &opts).await;
         result.facts = net::gm_facts(&client, &args.gm).await.since(&before);
         subscription.close().await;
-        if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
+        if let Err(e) = service_kit::amqp::delete_queue(&amqp, &queue).await {
             tracing::warn!(error = %e, queue, "cannot delete the replay queue");
         }
         Ok::<ReplayResult, anyhow::Error>(result)

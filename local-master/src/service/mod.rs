@@ -23,7 +23,6 @@ pub mod workers;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
-use axum::serve::ListenerExt as _;
 use service_kit::amqp::Publisher;
 use service_kit::links::{http_client_with, HttpLink};
 use service_kit::sinks::{amqp_event_sink, amqp_snapshot_sink};
@@ -33,6 +32,9 @@ use std::time::{Duration, Instant};
 /// Runs the LM until SIGTERM/SIGINT, then drains: stops accepting launches, waits for
 /// running tasks to finish (up to the drain timeout), flushes the broker and returns.
 pub async fn serve(s: config::LmSettings) -> Result<()> {
+    if let Some(ca) = &s.tls.ca {
+        service_kit::tls::trust_ca(ca)?;
+    }
     if s.cluster_secret.is_none() {
         service_kit::auth::open_mode_allowed(
             "cluster secret",
@@ -81,7 +83,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
     tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
-    println!("listening on http://{local}");
+    println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::LmApi {
         lm: lm.clone(),
         client: http::worker_client(s.cluster_secret.as_ref()),
@@ -90,14 +92,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm"),
         worker_networks: Arc::new(s.worker_networks.clone()),
     });
-    axum::serve(
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(service_kit::shutdown::signal())
-    .await?;
+    service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     let deadline = Instant::now() + s.drain_timeout;
     while Instant::now() < deadline {
         match lm.send(actor::GetLoad).await {

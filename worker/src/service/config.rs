@@ -111,6 +111,17 @@ pub struct WorkerArgs {
     /// which is allowed only on a loopback --listen.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
+    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
+    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// HTTPS: the private key (PEM) of --tls-cert-file.
+    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
+    /// and amqps:// brokers (e.g. the cluster's private CA).
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 /// `auto` or a slot number.
@@ -139,6 +150,8 @@ pub struct WorkerSettings {
     pub exec: ExecSettings,
     /// `None`: open mode (loopback only; checked when serving).
     pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// HTTPS and the extra CA clients trust.
+    pub tls: service_kit::tls::TlsSettings,
 }
 
 impl WorkerArgs {
@@ -161,7 +174,10 @@ impl WorkerArgs {
             kill_grace_ms,
             keep_task_logs,
             cgroups,
-            cluster_secret_file
+            cluster_secret_file,
+            tls_cert_file,
+            tls_key_file,
+            tls_ca_file
         );
         let default_executor = match self.default_executor.as_deref().map(str::trim) {
             None | Some("synthetic") => Executor::Synthetic,
@@ -189,10 +205,15 @@ impl WorkerArgs {
         let lm_url = self
             .lm_url
             .unwrap_or_else(|| "http://127.0.0.1:9100".into());
-        if !lm_url.starts_with("http://") {
-            bail!("--lm-url must be an http:// URL (got {lm_url})");
+        if !lm_url.starts_with("http://") && !lm_url.starts_with("https://") {
+            bail!("--lm-url must be an http:// or https:// URL (got {lm_url})");
         }
         Ok(WorkerSettings {
+            tls: service_kit::tls::TlsSettings::resolve(
+                self.tls_cert_file.clone(),
+                self.tls_key_file.clone(),
+                self.tls_ca_file.clone(),
+            )?,
             cluster_secret: service_kit::auth::ClusterSecret::load(
                 self.cluster_secret_file.as_deref(),
             )?,
