@@ -137,8 +137,13 @@ pub struct ReplayArgs {
     /// Base URLs of the GMs, comma-separated; jobs go round-robin.
     #[arg(long, value_delimiter = ',', required = true, value_name = "URL,...")]
     pub gm: Vec<String>,
-    /// RabbitMQ URL (events are read from the megha.events exchange).
-    #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    /// RabbitMQ URL (events are read from the megha.events exchange); the password
+    /// may come from MEGHA_AMQP_PASSWORD_FILE instead.
+    #[arg(
+        long,
+        env = "MEGHA_AMQP_URL",
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    )]
     pub amqp: String,
     /// Nodes in the cluster (for the summary only).
     #[arg(long, default_value_t = 0)]
