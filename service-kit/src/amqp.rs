@@ -578,4 +578,31 @@ mod tests {
             .collect();
         assert_eq!(shape(&batch), want);
     }
+
+    #[test]
+    fn urls_are_logged_without_their_password_and_take_it_from_a_file() {
+        assert_eq!(
+            super::redact("amqp://megha:s3cret@rabbitmq:5672/%2f"),
+            "amqp://megha:***@rabbitmq:5672/%2f"
+        );
+        assert_eq!(super::redact("amqps://host:5671"), "amqps://host:5671");
+        let err = super::resolve_url("http://x:y@h/".into()).expect_err("scheme");
+        assert!(!err.to_string().contains(":y@"), "{err}");
+        assert!(super::resolve_url("amqps://h:5671/%2f".into()).is_ok());
+        // The password file (a process-wide variable: only this test sets it).
+        let dir = std::env::temp_dir().join(format!("megha-amqp-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("pw");
+        std::fs::write(&file, "p@ss/w rd\n").expect("write");
+        std::env::set_var(super::PASSWORD_FILE_ENV, &file);
+        let url = super::resolve_url("amqp://megha@rabbitmq:5672/%2f".into());
+        let no_user = super::resolve_url("amqp://rabbitmq:5672/%2f".into());
+        std::env::remove_var(super::PASSWORD_FILE_ENV);
+        assert_eq!(
+            url.expect("url"),
+            "amqp://megha:p%40ss%2Fw%20rd@rabbitmq:5672/%2f"
+        );
+        assert!(no_user.is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

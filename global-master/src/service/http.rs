@@ -100,7 +100,7 @@ async fn submit(
     };
     for (i, t) in tasks.iter().enumerate() {
         let field = format!("tasks[{i}].queue");
-        if let Err(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {
+        if let Some(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {
             return refused;
         }
     }

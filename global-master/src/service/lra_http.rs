@@ -41,7 +41,8 @@ async fn submit_lra(
         Ok(l) => l,
         Err(e) => return error(e),
     };
-    if let Err(refused) = super::users::check_queue(&s.auth, &caller, &s.queues, lra.queue, "queue")
+    if let Some(refused) =
+        super::users::check_queue(&s.auth, &caller, &s.queues, lra.queue, "queue")
     {
         return refused;
     }

@@ -423,24 +423,24 @@ pub fn queue_name(queues: &super::api::QueueTable, id: common::QueueId) -> &str 
         .map_or(common::fairness::DEFAULT_QUEUE, |q| q.name.as_str())
 }
 
-/// 403 naming `field` when `caller` may not use queue `id`.
+/// The 403 naming `field` when `caller` may not use queue `id`; `None` when allowed.
 pub fn check_queue(
     auth: &GmAuth,
     caller: &Caller,
     queues: &super::api::QueueTable,
     id: common::QueueId,
     field: &str,
-) -> Result<(), Response> {
+) -> Option<Response> {
     let name = queue_name(queues, id);
     if caller.may_use(name) {
-        return Ok(());
+        return None;
     }
     auth.guard
         .counters
         .forbidden
         .fetch_add(1, Ordering::Relaxed);
     tracing::warn!(user = %caller.user, queue = name, "submission refused: queue not allowed for this user");
-    Err(service_kit::auth::forbidden(
+    Some(service_kit::auth::forbidden(
         field,
         &format!("user {} may not submit to queue {name}", caller.user),
     ))
