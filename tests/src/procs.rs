@@ -191,6 +191,11 @@ impl Proc {
         }
     }
 
+    /// The process id (to send it a signal).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -457,6 +457,33 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
     assert!(listed(&c.alice).contains(&job));
     assert!(listed(&c.admin).contains(&job));
 
+    // A new user in the tokens file works after SIGHUP (or the GM's next look at
+    // the file); until then the token is unknown.
+    let carol = format!("carol-{}", "c".repeat(20));
+    let (status, _) = call("GET", &format!("{gm0}/v1/jobs"), b"", false, User(&carol));
+    assert_eq!(status, 401);
+    let mut tokens = std::fs::read_to_string(&c.tokens_file).expect("tokens");
+    tokens.push_str(&format!(
+        "\n[[users]]\nname = \"carol\"\ntoken = \"{carol}\"\nqueues = [\"b\"]\n"
+    ));
+    std::fs::write(&c.tokens_file, tokens).expect("write tokens");
+    std::process::Command::new("kill")
+        .args(["-HUP", &cluster.gms[0].pid().to_string()])
+        .status()
+        .expect("kill -HUP");
+    wait_until("carol's token to work", Duration::from_secs(10), || {
+        call("GET", &format!("{gm0}/v1/jobs"), b"", false, User(&carol)).0 == 200
+    });
+    let (status, _) = call(
+        "POST",
+        &format!("{gm0}/v1/jobs"),
+        short("a").as_bytes(),
+        false,
+        User(&carol),
+    );
+    assert_eq!(status, 403, "carol may use queue b only");
+    assert!(cluster.metric(&cluster.gms[..1], "megha_gm_tokens_reloads_total") >= 1.0);
+
     // No credential in any log line.
     for entry in std::fs::read_dir(&logs).expect("logs") {
         let path = entry.expect("entry").path();
