@@ -117,8 +117,8 @@ pub fn user_token(file: Option<&Path>) -> Result<Option<String>> {
 }
 
 /// An HTTP client for the GM API whose every request carries `token` as a bearer
-/// token (marked sensitive).
-pub fn user_client(timeout: std::time::Duration, token: Option<&str>) -> reqwest::Client {
+/// token (marked sensitive); `timeout` bounds each request (`None`: no bound).
+pub fn user_client(timeout: Option<std::time::Duration>, token: Option<&str>) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(t) = token {
         if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {t}")) {
@@ -126,10 +126,11 @@ pub fn user_client(timeout: std::time::Duration, token: Option<&str>) -> reqwest
             headers.insert(reqwest::header::AUTHORIZATION, v);
         }
     }
-    crate::tls::client_builder()
-        .default_headers(headers)
-        .timeout(timeout)
-        .connect_timeout(std::time::Duration::from_secs(2))
+    let mut b = crate::tls::client_builder().default_headers(headers);
+    if let Some(t) = timeout {
+        b = b.timeout(t);
+    }
+    b.connect_timeout(std::time::Duration::from_secs(2))
         .pool_idle_timeout(std::time::Duration::from_secs(90))
         .tcp_nodelay(true)
         .build()

@@ -281,7 +281,7 @@ fn queues_must_exist_and_be_served_by_this_gm() {
 /// URL, instead of retrying its submissions in silence.
 #[test]
 fn a_replay_against_an_unreachable_gm_fails_naming_it() {
-    tests::broker::require_rabbitmq();
+    let broker = tests::broker::require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-replay-nogm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let url = format!("http://127.0.0.1:{}", tests::procs::free_port());
@@ -292,7 +292,7 @@ fn a_replay_against_an_unreachable_gm_fails_naming_it() {
         "--gm",
         &url,
         "--amqp",
-        tests::broker::AMQP_URL,
+        &broker.url,
         "--out",
         dir.join("out").to_str().expect("utf-8 path"),
         "--quiet",

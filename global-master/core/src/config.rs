@@ -3,6 +3,7 @@
 use crate::lra_path::types::LraPathConfig;
 use common::fairness::FairnessConfig;
 use common::quota::QueueableQuota;
+use common::retry::RetryPolicy;
 use common::GmId;
 use std::sync::Arc;
 
@@ -36,6 +37,9 @@ pub struct GmConfig {
     /// previous life: the services start from the start time in microseconds (a life
     /// sends far fewer than one batch per microsecond). 0 in the simulator.
     pub first_batch_seq: u64,
+    /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
+    /// failed task stays failed).
+    pub retry: RetryPolicy,
 }
 
 impl GmConfig {
@@ -53,6 +57,7 @@ impl GmConfig {
             lra: LraPathConfig::default(),
             queueable_quota: QueueableQuota::UNLIMITED,
             first_batch_seq: 0,
+            retry: RetryPolicy::NONE,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! paper's "requeue at the back" order without rescanning a backlog on every message.
 
 use common::reasons::PendingReason;
-use common::{LmId, Micros, QueueId, TaskSpec};
+use common::{JobId, LmId, Micros, QueueId, TaskSpec};
 use std::collections::{HashMap, VecDeque};
 
 /// A task waiting in a GM.
@@ -104,6 +104,28 @@ impl Queues {
         None
     }
 
+    /// Takes every waiting task of `job` out of the queues (a cancelled job).
+    pub fn remove_job(&mut self, job: JobId) -> Vec<Box<Pending>> {
+        let mut removed = Vec::new();
+        for q in &mut self.queues {
+            for (list, count) in [
+                (&mut q.ready, &mut self.ready),
+                (&mut q.blocked, &mut self.blocked),
+            ] {
+                if !list.iter().any(|p| p.task.id.job == job) {
+                    continue;
+                }
+                let (gone, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(list)
+                    .into_iter()
+                    .partition(|p| p.task.id.job == job);
+                *count -= gone.len();
+                *list = kept;
+                removed.extend(gone);
+            }
+        }
+        removed
+    }
+
     pub fn len(&self) -> usize {
         self.ready + self.blocked
     }
@@ -176,5 +198,20 @@ mod tests {
         assert_eq!(q.len(), 3);
         assert_eq!(drain(&mut q), vec![1, 2, 3]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_job_leaves_both_fifos_and_the_counts() {
+        let mut q = Queues::default();
+        q.push_blocked(pending(1, 0));
+        q.push_blocked(pending(2, 0));
+        q.push_ready(pending(1, 1));
+        q.push_ready(pending(3, 1));
+        let gone = q.remove_job(JobId(1));
+        assert_eq!(gone.len(), 2);
+        assert_eq!((q.len(), q.ready_len()), (2, 1));
+        q.unblock_all();
+        assert_eq!(drain(&mut q), vec![2, 3]);
+        assert!(q.remove_job(JobId(1)).is_empty());
     }
 }

@@ -446,6 +446,19 @@ pub fn check_queue(
     ))
 }
 
+/// The 403 for a job whose body names another user than the (non-admin) caller.
+pub fn forbidden_user(auth: &GmAuth, caller: &Caller, named: &str) -> Response {
+    auth.guard
+        .counters
+        .forbidden
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, named, "submission refused: names another user");
+    service_kit::auth::forbidden(
+        "user",
+        &format!("user {} may not submit jobs as {named}", caller.user),
+    )
+}
+
 /// Appends the GM's auth metrics to a metrics page.
 pub fn render_metrics(auth: &GmAuth, text: &mut String) {
     service_kit::auth::render_counters(

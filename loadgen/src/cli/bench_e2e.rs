@@ -229,7 +229,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 let client =
-                    service_kit::auth::user_client(Duration::from_secs(30), token.as_deref());
+                    service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
                 let submit = net::http_submitter(args.gm.clone(), client, None);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
                 subscription.close().await;

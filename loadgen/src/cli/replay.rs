@@ -208,7 +208,8 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
             waited += 1;
         }
-        let client = service_kit::auth::user_client(Duration::from_secs(30), token.as_deref());
+        let client =
+            service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
         net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
         let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());

@@ -17,6 +17,7 @@ pub mod config;
 pub mod gm;
 pub mod http;
 pub mod metrics;
+pub mod nodes;
 pub mod orders;
 pub mod preempt;
 pub mod workers;
@@ -75,7 +76,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     }
     // Task ends go to the GM that launched each task, killed tasks back to the GM of
     // their queue (--queue and --queueable require every GM's URL).
-    lm = lm.with_gms(to_gms);
+    lm = lm.with_gms(to_gms).with_worker_timeout(s.worker_timeout);
     let incarnation = lm.incarnation();
     let lm = lm.start();
     let listener = tokio::net::TcpListener::bind(&s.listen)

@@ -12,7 +12,7 @@ impl LocalMaster {
     /// Takes a task a worker already holds into the state (the worker registered again
     /// after this LM restarted): its resources are deducted from its node and its
     /// queue's usage, on behalf of the node's home partition. A task already known is
-    /// left as it is. A task that does not fit in its node's free resources is
+    /// left as it is, and so is one reported lost (its kill is on its way). A task that does not fit in its node's free resources is
     /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
     /// to report; a node this LM does not have is an error. A started task's
     /// `Started` event is issued again with its original time (the previous LM may
@@ -34,7 +34,11 @@ impl LocalMaster {
                 node,
             });
         };
-        if self.running.contains_key(&task.id) || self.queued.contains_key(&task.id) {
+        if self.running.contains_key(&task.id)
+            || self.queued.contains_key(&task.id)
+            || self.lost.contains(&(task.id, node))
+        {
+            // Known, or reported lost (being killed): left as it is.
             return Ok(true);
         }
         let fits = self.free[node.index()].fits(&task.resources);
