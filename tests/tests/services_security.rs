@@ -16,7 +16,7 @@ use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, LmId, Micros, NodeId};
 use serde_json::Value;
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{credentials, http_raw, wait_until, LoopbackCluster};
 
 /// What a call presents.
@@ -83,11 +83,11 @@ fn one_task(job: u64) -> common::TaskSpec {
 
 #[test]
 fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-security-{}", std::process::id()));
     let logs = dir.join("logs");
     let cluster =
-        LoopbackCluster::start_with_queues(2, 1, 2, 1, AMQP_URL, &logs, &["a:0.5:0", "b:0.5:1"]);
+        LoopbackCluster::start_with_queues(2, 1, 2, 1, &broker.url, &logs, &["a:0.5:0", "b:0.5:1"]);
     let c = credentials();
     let (gm0, gm1) = (&cluster.gms[0].url, &cluster.gms[1].url);
     let lm = &cluster.lms[0].url;

@@ -4,7 +4,7 @@
 //! through `loadgen` over HTTPS; and `amqps://` never falls back to plain text.
 
 use std::path::Path;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{http, replay_sample_trace, LoopbackCluster, RoleArgs};
 
 /// Writes `ca.pem`, and `cert.pem` / `key.pem` for localhost and 127.0.0.1 signed by
@@ -32,7 +32,7 @@ fn make_pki(dir: &Path) {
 
 #[test]
 fn a_tls_loopback_cluster_replays_the_sample_trace() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-tls-{}", std::process::id()));
     let pki = dir.join("pki");
     make_pki(&pki);
@@ -56,7 +56,7 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
         worker: tls,
     };
     let cluster =
-        LoopbackCluster::start_with_args(2, 2, 2, 1, AMQP_URL, &dir.join("logs"), &[], &extra);
+        LoopbackCluster::start_with_args(2, 2, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
     for p in cluster
         .gms
         .iter()
@@ -71,7 +71,7 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
         assert!(!answered, "{} answered plain HTTP", p.name);
     }
     let out = dir.join("out");
-    let mut args = cluster.replay_args(AMQP_URL, &out, 100, 60);
+    let mut args = cluster.replay_args(&broker.url, &out, 100, 60);
     args.extend([
         "--tls-ca-file".to_owned(),
         ca.to_str().expect("utf-8").to_owned(),
@@ -91,10 +91,10 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
 
 #[test]
 fn amqps_never_falls_back_to_plain_text() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     // The broker's plain listener: a TLS client must fail the handshake there (a
     // client without TLS would connect in plain text and succeed).
-    let url = AMQP_URL.replace("amqp://", "amqps://");
+    let url = broker.url.replace("amqp://", "amqps://");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -106,7 +106,7 @@ fn amqps_never_falls_back_to_plain_text() {
     assert!(probed.is_err(), "amqps:// connected to a plain listener");
     // The same broker over amqp:// answers (the failure above is TLS's).
     rt.block_on(service_kit::amqp::probe(
-        AMQP_URL,
+        &broker.url,
         std::time::Duration::from_secs(10),
     ))
     .expect("plain amqp:// works");
