@@ -499,3 +499,63 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ownership survives a GM restart: the job's user is in the GM's journal, so after a
+/// crash its submitter still sees it and another user still gets 404.
+#[test]
+fn a_users_job_stays_theirs_across_a_gm_restart() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-security-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let extra = tests::procs::RoleArgs {
+        gm: vec![
+            "--data-dir".into(),
+            dir.join("gm0-data").display().to_string(),
+        ],
+        ..Default::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let c = credentials();
+    let task = r#"{"tasks":[{"resources":{"cpu_millis":100,"memory_mb":1},"duration_ms":10}]}"#;
+    let gm = cluster.gms[0].url.clone();
+    let (status, answer) = call(
+        "POST",
+        &format!("{gm}/v1/jobs"),
+        task.as_bytes(),
+        false,
+        Cred::User(&c.alice),
+    );
+    assert_eq!(status, 202, "{answer}");
+    let job = json(&answer)["job"].as_u64().expect("job id");
+    cluster.crash_and_restart_gm(0, Duration::from_millis(200));
+    let gm = cluster.gms[0].url.clone();
+    let url = format!("{gm}/v1/jobs/{job}");
+    wait_until(
+        "the restarted GM to know alice's job",
+        Duration::from_secs(20),
+        || call("GET", &url, b"", false, Cred::User(&c.admin)).0 == 200,
+    );
+    assert_eq!(call("GET", &url, b"", false, Cred::User(&c.alice)).0, 200);
+    assert_eq!(call("GET", &url, b"", false, Cred::User(&c.bob)).0, 404);
+    let (_, list) = call(
+        "GET",
+        &format!("{gm}/v1/jobs"),
+        b"",
+        false,
+        Cred::User(&c.alice),
+    );
+    assert!(
+        list.contains(&job.to_string()),
+        "alice lists her job: {list}"
+    );
+    let (_, list) = call(
+        "GET",
+        &format!("{gm}/v1/jobs"),
+        b"",
+        false,
+        Cred::User(&c.bob),
+    );
+    assert!(!list.contains(&job.to_string()), "bob does not: {list}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

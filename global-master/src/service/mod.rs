@@ -152,12 +152,15 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             designated_url: s.designated_url.clone(),
             client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref()),
         })),
-        auth: Arc::new(users::GmAuth::new(
-            users,
-            service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "gm"),
-            GmId(s.id),
-            GmId(s.designated_gm),
-        )),
+        auth: Arc::new(
+            users::GmAuth::new(
+                users,
+                service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "gm"),
+                GmId(s.id),
+                GmId(s.designated_gm),
+            )
+            .with_gm(gm.clone()),
+        ),
     });
     service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     drain(&gm, s.drain_timeout).await;

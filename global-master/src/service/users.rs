@@ -12,7 +12,8 @@
 //!   credential: only a peer GM may claim to forward.
 //! - A user sees only their own jobs: a path naming a job (`/v1/jobs/{id}...`,
 //!   `/v1/tasks/{job}/...`, `/v1/lras/{id}`) of another user answers 404 exactly like
-//!   a missing one. An admin sees everything.
+//!   a missing one (the owner: the job's user in the GM's journaled records, which is
+//!   the caller for a non-admin submission). An admin sees everything.
 //! - No tokens file: open mode (every caller is an admin), allowed only on a
 //!   loopback `--listen` with a loud warning (see [`service_kit::auth`]).
 
@@ -265,9 +266,11 @@ pub struct GmAuth {
     pub guard: ClusterGuard,
     pub me: GmId,
     pub designated: GmId,
-    /// The user who submitted each job accepted here (in memory: after a restart only
-    /// an admin sees the jobs of the previous life).
+    /// The user who submitted each job accepted in this life (a fast path).
     owners: Mutex<HashMap<u64, Arc<str>>>,
+    /// The GM, whose job records (journaled) name each job's user: how a job of an
+    /// earlier life is recognised. `None` (embedded routers): the map only.
+    gm: Option<actix::Addr<super::actor::GmActor>>,
 }
 
 impl GmAuth {
@@ -283,7 +286,14 @@ impl GmAuth {
             me,
             designated,
             owners: Mutex::default(),
+            gm: None,
         }
+    }
+
+    /// Also asks the GM's job records for a job's user (durable across restarts).
+    pub fn with_gm(mut self, gm: actix::Addr<super::actor::GmActor>) -> Self {
+        self.gm = Some(gm);
+        self
     }
 
     /// Open mode without a cluster secret (tests, embedded clusters on loopback).
@@ -339,7 +349,7 @@ impl GmAuth {
     /// The 404 a path naming a job of another user answers, the same as for a job
     /// this GM does not know; `None` when the caller may see it (or the path names
     /// no job, or the designated GM decides).
-    fn hidden(&self, caller: &Caller, path: &str) -> Option<Response> {
+    async fn hidden(&self, caller: &Caller, path: &str) -> Option<Response> {
         if caller.admin {
             return None;
         }
@@ -363,10 +373,21 @@ impl GmAuth {
         // user's token, which the forwarding carries).
         let forwarded =
             self.me != self.designated && (kind == "lras" || job_owner(job) == self.designated.0);
-        if forwarded || self.may_see(caller, job) {
+        if forwarded || self.may_see(caller, job) || self.recorded_user_is(caller, job).await {
             return None;
         }
         Some((StatusCode::NOT_FOUND, Json(body)).into_response())
+    }
+
+    /// True when the GM's record of `job` names the caller as its user.
+    async fn recorded_user_is(&self, caller: &Caller, job: u64) -> bool {
+        let Some(gm) = &self.gm else {
+            return false;
+        };
+        match gm.send(super::actor::GetJob(common::JobId(job))).await {
+            Ok(Some(status)) => status.user.as_deref() == Some(&*caller.user),
+            _ => false,
+        }
     }
 }
 
@@ -407,7 +428,7 @@ async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next)
             }
         }
     };
-    if let Some(hidden) = auth.hidden(&caller, &path) {
+    if let Some(hidden) = auth.hidden(&caller, &path).await {
         return hidden;
     }
     req.extensions_mut().insert(caller);
