@@ -4,15 +4,28 @@
 # target/release). Example:
 #   cargo build --release --bins
 #   scripts/loopback-cluster.sh          # then, in another shell:
+#   MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token \
 #   target/release/loadgen replay --gm http://127.0.0.1:8080,http://127.0.0.1:8081 \
 #       --trace data/traces/YH_small.tr --speedup 10 --out out/replay
+# Credentials (README "Security"): a cluster secret and an API tokens file with one
+# admin user are made in $SECRETS (default out/cluster-secrets, mode 700) on the first
+# run and reused; every process reads them from MEGHA_CLUSTER_SECRET_FILE and
+# MEGHA_TOKENS_FILE.
 set -euo pipefail
 BIN=${BIN:-target/release}
 AMQP=${AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 PARTITION_SIZE=${PARTITION_SIZE:-2}
 NODE_CPUS=${NODE_CPUS:-1}
 LOGS=${LOGS:-out/cluster-logs}
+SECRETS=${SECRETS:-out/cluster-secrets}
 mkdir -p "$LOGS"
+if [ ! -s "$SECRETS/cluster-secret" ]; then
+  (umask 077; mkdir -p "$SECRETS"
+   head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$SECRETS/cluster-secret"
+   head -c 32 /dev/urandom | base64 | tr -d '\n=/+' >"$SECRETS/admin-token"
+   printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml")
+fi
+export MEGHA_CLUSTER_SECRET_FILE="$SECRETS/cluster-secret" MEGHA_TOKENS_FILE="$SECRETS/tokens.toml"
 pids=()
 trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
 common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2 --amqp "$AMQP")
@@ -29,5 +42,5 @@ for g in 0 1; do
     --listen 127.0.0.1:808$g --amqp "$AMQP" \
     --gm-url http://127.0.0.1:8080,http://127.0.0.1:8081 >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
 done
-echo "GMs: http://127.0.0.1:8080,http://127.0.0.1:8081 (logs in $LOGS); Ctrl-C stops all"
+echo "GMs: http://127.0.0.1:8080,http://127.0.0.1:8081 (logs in $LOGS); API token in $SECRETS/admin-token; Ctrl-C stops all"
 wait

@@ -1,4 +1,10 @@
-//! RabbitMQ links (lapin 2 on the tokio runtime, no TLS).
+//! RabbitMQ links (lapin 2 on the tokio runtime).
+//!
+//! `amqps://` URLs connect with TLS (rustls; the system roots plus the CA of
+//! `--tls-ca-file`) and fail when the handshake fails, never falling back to plain
+//! text; `amqp://` is plain. The password may come from a file
+//! ([`resolve_url`], `MEGHA_AMQP_PASSWORD_FILE`) rather than the URL, and URLs are
+//! logged without it ([`redact`]).
 //!
 //! - [`Publisher`]: a background task that owns the connection, publishes in batches
 //!   with publisher confirms, and on any failure reconnects with exponential backoff
@@ -35,11 +41,86 @@ impl LinkStatus {
     }
 }
 
+/// Environment variable naming a file that holds the broker password.
+pub const PASSWORD_FILE_ENV: &str = "MEGHA_AMQP_PASSWORD_FILE";
+
+/// Checks the scheme of a broker URL and, when `MEGHA_AMQP_PASSWORD_FILE` names a
+/// file, puts its content (trimmed, percent-encoded) in the URL as the password.
+pub fn resolve_url(url: String) -> anyhow::Result<String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        anyhow::bail!(
+            "--amqp `{}`: not a URL (amqp://... or amqps://...)",
+            redact(&url)
+        );
+    };
+    if scheme != "amqp" && scheme != "amqps" {
+        anyhow::bail!(
+            "--amqp `{}`: the scheme must be amqp or amqps (TLS)",
+            redact(&url)
+        );
+    }
+    let Ok(file) = std::env::var(PASSWORD_FILE_ENV) else {
+        return Ok(url);
+    };
+    let password = std::fs::read_to_string(&file)
+        .map_err(|e| anyhow::anyhow!("{PASSWORD_FILE_ENV} {file}: {e}"))?;
+    let encoded: String = password
+        .trim()
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        anyhow::bail!(
+            "{PASSWORD_FILE_ENV} is set but --amqp `{}` names no user (amqp://USER@host/vhost)",
+            redact(&url)
+        );
+    };
+    let user = userinfo.split(':').next().unwrap_or_default();
+    Ok(format!("{scheme}://{user}:{encoded}@{host}/{path}"))
+}
+
+/// The URL without its password (for logs and errors).
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest
+        .split_once('/')
+        .map_or((rest, None), |(a, p)| (a, Some(p)));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{user}:***@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    match path {
+        Some(p) => format!("{scheme}://{authority}/{p}"),
+        None => format!("{scheme}://{authority}"),
+    }
+}
+
 async fn connect(url: &str) -> Result<(Connection, Channel), lapin::Error> {
     let props = ConnectionProperties::default()
         .with_executor(tokio_executor_trait::Tokio::current())
         .with_reactor(tokio_reactor_trait::Tokio);
-    let conn = Connection::connect(url, props).await?;
+    let conn = if url.starts_with("amqps://") {
+        // lapin is built with rustls: the handshake happens or the connection fails.
+        crate::tls::install_provider();
+        let tls = lapin::tcp::OwnedTLSConfig {
+            identity: None,
+            cert_chain: crate::tls::extra_ca_pem().map(str::to_owned),
+        };
+        Connection::connect_with_config(url, props, tls).await?
+    } else {
+        Connection::connect(url, props).await?
+    };
     let ch = conn.create_channel().await?;
     let durable = ExchangeDeclareOptions {
         durable: true,
@@ -171,7 +252,7 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
                 Ok((conn, ch)) => match ch.confirm_select(ConfirmSelectOptions::default()).await {
                     Ok(()) => {
                         if delay > Duration::from_millis(100) {
-                            tracing::info!(%url, "publisher reconnected to the broker");
+                            tracing::info!(url = %redact(&url), "publisher reconnected to the broker");
                         }
                         status.connected.store(true, Ordering::Relaxed);
                         delay = Duration::from_millis(100);
@@ -181,7 +262,7 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
                 },
                 Err(e) => {
                     status.connected.store(false, Ordering::Relaxed);
-                    tracing::warn!(%url, error = %e, retry_in_ms = delay.as_millis() as u64, "broker unreachable");
+                    tracing::warn!(url = %redact(&url), error = %e, retry_in_ms = delay.as_millis() as u64, "broker unreachable");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                     continue;
@@ -330,7 +411,7 @@ where
                 Ok(()) if *stop.borrow() => return,
                 Ok(()) => tracing::warn!(exchange = sub.exchange, "consumer ended; reconnecting"),
                 Err(e) => {
-                    tracing::warn!(%url, exchange = sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
+                    tracing::warn!(url = %redact(&url), exchange = sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
                 }
             }
             if st.connected.swap(false, Ordering::Relaxed) {
@@ -496,5 +577,32 @@ mod tests {
             .map(|(k, b)| (k.to_string(), b.to_string()))
             .collect();
         assert_eq!(shape(&batch), want);
+    }
+
+    #[test]
+    fn urls_are_logged_without_their_password_and_take_it_from_a_file() {
+        assert_eq!(
+            super::redact("amqp://megha:s3cret@rabbitmq:5672/%2f"),
+            "amqp://megha:***@rabbitmq:5672/%2f"
+        );
+        assert_eq!(super::redact("amqps://host:5671"), "amqps://host:5671");
+        let err = super::resolve_url("http://x:y@h/".into()).expect_err("scheme");
+        assert!(!err.to_string().contains(":y@"), "{err}");
+        assert!(super::resolve_url("amqps://h:5671/%2f".into()).is_ok());
+        // The password file (a process-wide variable: only this test sets it).
+        let dir = std::env::temp_dir().join(format!("megha-amqp-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("pw");
+        std::fs::write(&file, "p@ss/w rd\n").expect("write");
+        std::env::set_var(super::PASSWORD_FILE_ENV, &file);
+        let url = super::resolve_url("amqp://megha@rabbitmq:5672/%2f".into());
+        let no_user = super::resolve_url("amqp://rabbitmq:5672/%2f".into());
+        std::env::remove_var(super::PASSWORD_FILE_ENV);
+        assert_eq!(
+            url.expect("url"),
+            "amqp://megha:p%40ss%2Fw%20rd@rabbitmq:5672/%2f"
+        );
+        assert!(no_user.is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -2,6 +2,7 @@
 //! `loadgen`'s replay and embedded modes. Nothing here schedules: the cores stay pure.
 //!
 //! Layout:
+//! - [`auth`]: the cluster credential of internal calls, open mode, worker networks.
 //! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
 //! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
 //! - [`logging`]: `tracing` set-up, text or JSON.
@@ -12,9 +13,11 @@
 //!   with an HTTP (bincode) implementation and an in-memory one.
 //! - [`amqp`]: RabbitMQ publisher and subscriber with reconnection and backoff.
 //! - [`sinks`]: event and snapshot sinks that publish on the broker.
+//! - [`tls`]: optional HTTPS (rustls, ring): serving, and the CA clients trust.
 //! - [`topology`]: exchange names and routing keys.
 
 pub mod amqp;
+pub mod auth;
 pub mod clock;
 pub mod links;
 pub mod logging;
@@ -23,4 +26,5 @@ pub mod runtime;
 pub mod settings;
 pub mod shutdown;
 pub mod sinks;
+pub mod tls;
 pub mod topology;

@@ -109,7 +109,17 @@ pub async fn call_until_settled<Req: Clone, Resp>(
 
 /// A keep-alive HTTP client with a request timeout.
 pub fn http_client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
+    http_client_with(timeout, None)
+}
+
+/// [`http_client`] whose every request carries the cluster credential (see
+/// [`crate::auth`]): the client of a role's internal calls.
+pub fn http_client_with(
+    timeout: Duration,
+    secret: Option<&crate::auth::ClusterSecret>,
+) -> reqwest::Client {
+    crate::tls::client_builder()
+        .default_headers(crate::auth::client_headers(secret))
         .timeout(timeout)
         .connect_timeout(Duration::from_secs(2))
         .pool_idle_timeout(Duration::from_secs(90))

@@ -50,6 +50,10 @@ pub async fn serve_gm_apis_with_queues(
                 designated_url: Some(urls[designated.index()].clone()),
                 client: client.clone(),
             })),
+            auth: Arc::new(global_master::service::users::GmAuth::open(
+                GmId(g as u16),
+                designated,
+            )),
         };
         tokio::spawn(async move {
             let _ = axum::serve(listener, router(state)).await;

@@ -61,6 +61,64 @@ pub fn bin_dir() -> PathBuf {
     .clone()
 }
 
+/// The credentials of this test process's clusters (one set per test binary): a
+/// cluster secret and an API tokens file with an admin and two users, in a fresh
+/// directory. Every [`Proc`] gets them through the environment
+/// (`MEGHA_CLUSTER_SECRET_FILE`, `MEGHA_TOKENS_FILE`), [`loadgen`] gets the admin
+/// token (`MEGHA_TOKEN`), and [`http`] / [`http_bytes`] send the admin token and the
+/// cluster secret; [`http_raw`] sends only what it is given.
+#[derive(Debug)]
+pub struct Credentials {
+    pub dir: PathBuf,
+    pub secret_file: PathBuf,
+    pub tokens_file: PathBuf,
+    pub secret: String,
+    /// An admin: sees every job, may use every queue.
+    pub admin: String,
+    /// User `alice`: queues `default` and `a`.
+    pub alice: String,
+    /// User `bob`: any queue.
+    pub bob: String,
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .expect("read /dev/urandom");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn credentials() -> &'static Credentials {
+    static CREDS: OnceLock<Credentials> = OnceLock::new();
+    CREDS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "megha-test-creds-{}-{}",
+            std::process::id(),
+            random_hex(4)
+        ));
+        std::fs::create_dir_all(&dir).expect("credentials dir");
+        let c = Credentials {
+            secret_file: dir.join("cluster-secret"),
+            tokens_file: dir.join("tokens.toml"),
+            dir,
+            secret: random_hex(24),
+            admin: format!("admin-{}", random_hex(16)),
+            alice: format!("alice-{}", random_hex(16)),
+            bob: format!("bob-{}", random_hex(16)),
+        };
+        std::fs::write(&c.secret_file, format!("{}\n", c.secret)).expect("secret file");
+        let tokens = format!(
+            "[[users]]\nname = \"admin\"\ntoken = \"{}\"\nadmin = true\n\n\
+             [[users]]\nname = \"alice\"\ntoken = \"{}\"\nqueues = [\"default\", \"a\"]\n\n\
+             [[users]]\nname = \"bob\"\ntoken = \"{}\"\nqueues = [\"*\"]\n",
+            c.admin, c.alice, c.bob
+        );
+        std::fs::write(&c.tokens_file, tokens).expect("tokens file");
+        c
+    })
+}
+
 /// A running service process.
 #[derive(Debug)]
 pub struct Proc {
@@ -73,9 +131,33 @@ impl Proc {
     /// Starts `bin` with `args`, stderr to `log_dir/name.log`, and waits for its
     /// `listening on` line.
     pub fn spawn(bin: &str, args: &[String], log_dir: &Path, name: &str) -> Proc {
+        let c = credentials();
+        let env = [
+            ("MEGHA_CLUSTER_SECRET_FILE", Some(c.secret_file.as_os_str())),
+            ("MEGHA_TOKENS_FILE", Some(c.tokens_file.as_os_str())),
+        ];
+        Self::spawn_env(bin, args, log_dir, name, &env)
+    }
+
+    /// [`Proc::spawn`] with these environment variables instead of the test
+    /// credentials (`None` removes one).
+    pub fn spawn_env(
+        bin: &str,
+        args: &[String],
+        log_dir: &Path,
+        name: &str,
+        env: &[(&str, Option<&std::ffi::OsStr>)],
+    ) -> Proc {
         std::fs::create_dir_all(log_dir).expect("log dir");
         let log = std::fs::File::create(log_dir.join(format!("{name}.log"))).expect("log file");
-        let mut child = Command::new(bin_dir().join(bin))
+        let mut cmd = Command::new(bin_dir().join(bin));
+        for (k, v) in env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let mut child = cmd
             .args(args)
             .current_dir(workspace_root())
             .stdout(Stdio::piped())
@@ -107,6 +189,11 @@ impl Proc {
             url,
             child,
         }
+    }
+
+    /// The process id (to send it a signal).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGKILL, and wait for the process to be gone.
@@ -156,6 +243,26 @@ pub fn http_bytes(
     content_type: &str,
     body: &[u8],
 ) -> std::io::Result<(u16, String, Vec<u8>)> {
+    let c = credentials();
+    let bearer = format!("Bearer {}", c.admin);
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("x-megha-cluster-token", c.secret.as_str()),
+    ];
+    http_raw(method, url, content_type, body, &headers)
+}
+
+/// An HTTP/1.1 call with exactly these extra `headers` (no credential of its own).
+pub fn http_raw(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, String, Vec<u8>)> {
+    if url.starts_with("https://") {
+        return https_raw(method, url, content_type, body, headers);
+    }
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -163,9 +270,13 @@ pub fn http_bytes(
     };
     let mut stream = TcpStream::connect(host)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}\r\n",
         body.len()
     )?;
     stream.write_all(body)?;
@@ -183,6 +294,40 @@ pub fn http_bytes(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     Ok((status, head, body))
+}
+
+/// [`http_raw`] over TLS (reqwest on a runtime of its own), trusting the CA the test
+/// gave `service_kit::tls::trust_ca`. The head is the status line only.
+fn https_raw(
+    method: &str,
+    url: &str,
+    content_type: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, String, Vec<u8>)> {
+    let io = |e: &dyn std::fmt::Display| std::io::Error::other(format!("{url}: {e}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = service_kit::tls::client_builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| io(&e))?;
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| io(&e))?;
+        let mut req = client
+            .request(method, url)
+            .header("content-type", content_type)
+            .body(body.to_vec());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.map_err(|e| io(&e))?;
+        let status = resp.status().as_u16();
+        let head = format!("HTTP/1.1 {status}");
+        let bytes = resp.bytes().await.map_err(|e| io(&e))?;
+        Ok((status, head, bytes.to_vec()))
+    })
 }
 
 /// Runs `loadgen` with `args` (a replay of the 183-task sample trace writing to
@@ -311,8 +456,14 @@ impl LoopbackCluster {
         }
         let mut lm_fairness = fairness.clone();
         lm_fairness.extend(extra.lm.iter().cloned());
+        // GMs given a certificate serve HTTPS (see services_tls).
+        let gm_scheme = if extra.gm.iter().any(|a| a == "--tls-cert-file") {
+            "https"
+        } else {
+            "http"
+        };
         for addr in &gm_listen {
-            lm_fairness.extend(["--gm-url".to_owned(), format!("http://{addr}")]);
+            lm_fairness.extend(["--gm-url".to_owned(), format!("{gm_scheme}://{addr}")]);
         }
         let mut lm_procs = Vec::new();
         let mut lm_args = Vec::new();
@@ -554,6 +705,7 @@ pub fn loadgen(args: &[String], log: &Path) -> ExitStatus {
     let out = std::fs::File::create(log).expect("loadgen log");
     let err = out.try_clone().expect("log clone");
     Command::new(bin_dir().join("loadgen"))
+        .env("MEGHA_TOKEN", &credentials().admin)
         .args(args)
         .current_dir(workspace_root())
         .stdout(out)

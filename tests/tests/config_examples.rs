@@ -46,3 +46,14 @@ fn worker_example_resolves() {
     .expect("flags");
     args.resolve().expect("worker.example.toml resolves");
 }
+
+#[test]
+fn tokens_example_loads() {
+    let path = workspace_root().join("config/tokens.example.toml");
+    let users = global_master::service::users::Users::load(&path).expect("tokens example");
+    assert_eq!(users.len(), 3);
+    let alice = users
+        .find(b"EXAMPLE-alice-3q2+Xk9vQ0bR7u")
+        .expect("alice's token");
+    assert!(alice.may_use("analytics") && !alice.may_use("batch"));
+}

@@ -20,6 +20,7 @@ fn megha(gm: &str, args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new(bin_dir().join("megha"))
         .args(args)
         .env("MEGHA_GM", gm)
+        .env("MEGHA_TOKEN", &tests::procs::credentials().admin)
         .output()
         .expect("megha runs");
     (

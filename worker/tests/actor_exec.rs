@@ -54,7 +54,10 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = worker::service::http::router(worker.clone());
+    let app = worker::service::http::router(
+        worker.clone(),
+        service_kit::auth::ClusterGuard::new(None, "worker"),
+    );
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     // A failing command: Started, then Failed with its exit code.

@@ -185,6 +185,29 @@ pub struct GmArgs {
     /// Default none.
     #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
     pub queueable_quota: Option<String>,
+    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
+    /// secret itself in MEGHA_CLUSTER_SECRET): required on internal calls
+    /// (/v1/internal/*) and with a forwarding header, sent on the GM's own calls.
+    /// Without either the GM runs open, allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
+    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
+    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// HTTPS: the private key (PEM) of --tls-cert-file.
+    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
+    /// and amqps:// brokers (e.g. the cluster's private CA).
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Users of the API: a TOML (or .json) file of [[users]] entries with `name`,
+    /// `token`, `queues` (names, "*": any) and `admin`; read again on SIGHUP and when
+    /// it changes. Without it the API is open (every caller an admin), allowed only
+    /// on a loopback --listen.
+    #[arg(long, env = "MEGHA_TOKENS_FILE", value_name = "FILE")]
+    pub tokens_file: Option<PathBuf>,
 }
 
 /// Resolved settings.
@@ -218,6 +241,12 @@ pub struct GmSettings {
     pub queueable_top_k: usize,
     pub queueable_cap: f64,
     pub queueable_quota: QueueableQuota,
+    /// `None`: open mode for internal calls (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// The users' tokens file; `None`: open API (loopback only).
+    pub tokens_file: Option<PathBuf>,
+    /// HTTPS and the extra CA clients trust.
+    pub tls: service_kit::tls::TlsSettings,
 }
 
 impl GmArgs {
@@ -255,7 +284,12 @@ impl GmArgs {
             share_policy,
             queueable_top_k,
             queueable_cap,
-            queueable_quota
+            queueable_quota,
+            cluster_secret_file,
+            tls_cert_file,
+            tls_key_file,
+            tls_ca_file,
+            tokens_file
         );
         let node_groups = match &self.lra_node_groups {
             None => Vec::new(),
@@ -310,11 +344,20 @@ impl GmArgs {
         let fairness =
             service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
         let s = GmSettings {
+            tls: service_kit::tls::TlsSettings::resolve(
+                self.tls_cert_file.clone(),
+                self.tls_key_file.clone(),
+                self.tls_ca_file.clone(),
+            )?,
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
+            tokens_file: self.tokens_file.clone(),
             id: self.id.unwrap_or(0),
             gms,
             lm_urls: self.lm_urls.unwrap_or_default(),
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
-            amqp: self.amqp.unwrap_or_else(|| DEFAULT_AMQP.into()),
+            amqp: service_kit::amqp::resolve_url(self.amqp.unwrap_or_else(|| DEFAULT_AMQP.into()))?,
             batch_size: self.batch_size.unwrap_or(100),
             max_queued: self.max_queued.unwrap_or(200_000),
             max_job_tasks: self.max_job_tasks.unwrap_or(10_000),

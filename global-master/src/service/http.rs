@@ -16,6 +16,11 @@
 //!   tasks of this GM's queues, ends of tasks it launched; 422 (nothing applied) if
 //!   one is addressed to another GM.
 //! - `GET /healthz`, `GET /metrics` (Prometheus text).
+//!
+//! Every route but `/healthz` and `/metrics` is guarded ([`super::users`]): a user's
+//! bearer token (401 without or with a bad one; 403 naming `tasks[i].queue` for a
+//! queue the user may not use; another user's job answers 404 like a missing one),
+//! or the cluster credential for `/v1/internal/*` and forwarded requests.
 //! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 
@@ -26,13 +31,14 @@ use super::api::{parse_job_request, ApiError, QueueTable};
 use super::deliver::Deliver;
 use super::report::{GetPending, RenderMetrics};
 use super::status::{JobFilter, JobState};
+use super::users::{check_queue, Caller, GmAuth};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use common::codec;
 use common::protocol::LmToGm;
 use common::{JobId, TaskId};
@@ -50,10 +56,13 @@ pub struct ApiState {
     pub lra_groups: Arc<Vec<crate::lra::NodeGroupSpec>>,
     /// Forwarding to the designated GM; `None` handles everything here.
     pub route: Option<Arc<super::route::Route>>,
+    /// Who may call (a layer over every route, see [`super::users`]).
+    pub auth: Arc<GmAuth>,
 }
 
 pub fn router(state: ApiState) -> Router {
-    Router::new()
+    let auth = state.auth.clone();
+    let routes = Router::new()
         .route("/v1/jobs", post(submit).get(list_jobs))
         .route("/v1/jobs/{id}", get(job).delete(cancel))
         .route("/v1/tasks/{job}/{index}", get(task))
@@ -65,7 +74,14 @@ pub fn router(state: ApiState) -> Router {
         .merge(super::lra_http::routes())
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-        .with_state(state)
+        .with_state(state);
+    auth.layer(routes)
+}
+
+/// The caller the auth layer put on the request (an admin when there is none: a
+/// router served without the layer is the embedded, open one).
+pub(super) fn caller_of(c: Option<Extension<Caller>>) -> Caller {
+    c.map_or_else(Caller::anonymous, |Extension(c)| c)
 }
 
 pub(super) fn error(e: ApiError) -> Response {
@@ -83,12 +99,28 @@ fn unavailable(what: &str) -> Response {
 
 async fn submit(
     State(s): State<ApiState>,
+    caller: Option<Extension<Caller>>,
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    let caller = caller_of(caller);
     let job = match parse_job_request(&body, s.max_job_tasks, &s.queues) {
         Ok(j) => j,
         Err(e) => return error(e),
+    };
+    for (i, t) in job.tasks.iter().enumerate() {
+        let field = format!("tasks[{i}].queue");
+        if let Some(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {
+            return refused;
+        }
+    }
+    // The job's user is who is calling; only an admin (or open mode) may name another.
+    let user = match (&job.user, caller.admin) {
+        (Some(named), false) if named.as_str() != &*caller.user => {
+            return super::users::forbidden_user(&s.auth, &caller, named);
+        }
+        (named, true) => named.clone(),
+        (_, false) => Some(caller.user.to_string()),
     };
     if job.tasks.iter().any(|t| t.kind.needs_designated_gm()) {
         let route = s.route.as_deref();
@@ -101,17 +133,20 @@ async fn submit(
     let submit = SubmitJob {
         tasks: job.tasks,
         retry: job.retry,
-        user: job.user,
+        user,
     };
     match s.gm.send(submit).await {
-        Ok(Ok((job, ids))) => (
-            StatusCode::ACCEPTED,
-            Json(json!({
-                "job": job.0,
-                "tasks": ids.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-            })),
-        )
-            .into_response(),
+        Ok(Ok((job, ids))) => {
+            s.auth.record_owner(job.0, &caller);
+            (
+                StatusCode::ACCEPTED,
+                Json(json!({
+                    "job": job.0,
+                    "tasks": ids.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                })),
+            )
+                .into_response()
+        }
         Ok(Err(SubmitRefused::QueueFull { held, limit })) => (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, "1")],
@@ -202,8 +237,10 @@ const MAX_JOBS_PAGE: usize = 1000;
 /// submission order, a page at a time (`next` is the `after` of the next page).
 async fn list_jobs(
     State(s): State<ApiState>,
+    caller: Option<Extension<Caller>>,
     query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
+    let caller = caller_of(caller);
     let Query(q) = match query {
         Ok(q) => q,
         Err(e) => return error(ApiError::new(400, "query", e.body_text())),
@@ -238,7 +275,12 @@ async fn list_jobs(
             filter: JobFilter {
                 state,
                 queue: q.queue,
-                user: q.user,
+                // A user lists their own jobs only (jobs are submitted as the caller).
+                user: if caller.admin {
+                    q.user
+                } else {
+                    Some(caller.user.to_string())
+                },
             },
         })
         .await
@@ -381,10 +423,25 @@ struct PendingQuery {
     limit: Option<usize>,
 }
 
-async fn pending(State(s): State<ApiState>, Query(q): Query<PendingQuery>) -> Response {
+async fn pending(
+    State(s): State<ApiState>,
+    caller: Option<Extension<Caller>>,
+    Query(q): Query<PendingQuery>,
+) -> Response {
+    let caller = caller_of(caller);
     let limit = q.limit.unwrap_or(100).min(10_000);
-    match s.gm.send(GetPending { limit }).await {
-        Ok(list) => Json(list).into_response(),
+    // A user sees their own pending tasks only (among the first 10,000 queued), and
+    // their count as `total`.
+    let asked = if caller.admin { limit } else { 10_000 };
+    match s.gm.send(GetPending { limit: asked }).await {
+        Ok(mut list) => {
+            if !caller.admin {
+                list.shown.retain(|p| s.auth.may_see(&caller, p.job));
+                list.total = list.shown.len();
+                list.shown.truncate(limit);
+            }
+            Json(list).into_response()
+        }
         Err(e) => unavailable(&e.to_string()),
     }
 }
@@ -431,6 +488,7 @@ async fn healthz(State(s): State<ApiState>) -> Response {
 async fn metrics(State(s): State<ApiState>) -> Response {
     match s.gm.send(RenderMetrics).await {
         Ok(mut text) => {
+            super::users::render_metrics(&s.auth, &mut text);
             if let Some(b) = &s.broker {
                 service_kit::metrics::single(
                     &mut text,

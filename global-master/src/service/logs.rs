@@ -68,8 +68,18 @@ impl Handler<FindLog> for GmActor {
     }
 }
 
+static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+
+/// The client of the log reads carries the cluster credential (the LM requires it);
+/// call once at start-up, before the first read.
+pub fn init_client(secret: Option<&service_kit::auth::ClusterSecret>) {
+    let _ = CLIENT.set(service_kit::links::http_client_with(
+        Duration::from_secs(30),
+        secret,
+    ));
+}
+
 fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| service_kit::links::http_client(Duration::from_secs(30)))
 }
 

@@ -30,11 +30,22 @@ fn refusal(status: StatusCode, field: &str, error: String) -> Response {
     (status, Json(json!({"field": field, "error": error}))).into_response()
 }
 
-async fn submit_lra(State(s): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn submit_lra(
+    State(s): State<ApiState>,
+    caller: Option<axum::Extension<super::users::Caller>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let caller = super::http::caller_of(caller);
     let lra = match parse_lra(&body, s.max_job_tasks, &s.queues, &s.lra_groups) {
         Ok(l) => l,
         Err(e) => return error(e),
     };
+    if let Some(refused) =
+        super::users::check_queue(&s.auth, &caller, &s.queues, lra.queue, "queue")
+    {
+        return refused;
+    }
     let routed = Route::route(
         s.route.as_deref(),
         &headers,
@@ -47,15 +58,18 @@ async fn submit_lra(State(s): State<ApiState>, headers: HeaderMap, body: Bytes) 
         return r;
     }
     match s.gm.send(SubmitLra(lra)).await {
-        Ok(Ok((id, tasks))) => (
-            StatusCode::ACCEPTED,
-            Json(json!({
-                "lra": id.0,
-                "job": id.0,
-                "tasks": tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-            })),
-        )
-            .into_response(),
+        Ok(Ok((id, tasks))) => {
+            s.auth.record_owner(id.0, &caller);
+            (
+                StatusCode::ACCEPTED,
+                Json(json!({
+                    "lra": id.0,
+                    "job": id.0,
+                    "tasks": tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                })),
+            )
+                .into_response()
+        }
         Ok(Err(e @ LraRefused::NotDesignated { .. })) => refusal(
             StatusCode::MISDIRECTED_REQUEST,
             "designated_gm",

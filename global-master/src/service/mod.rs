@@ -12,6 +12,7 @@
 //! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
 //! - [`http`]: the routes.
 //! - [`mq`]: the state subscription.
+//! - [`users`]: who may call: user tokens, the cluster credential, job owners.
 
 pub mod actor;
 pub mod api;
@@ -30,14 +31,14 @@ pub mod preempt;
 pub mod report;
 pub mod route;
 pub mod status;
+pub mod users;
 
 use crate::core::GmConfig;
 use actix::{Actor, Addr};
 use anyhow::{Context as _, Result};
-use axum::serve::ListenerExt as _;
 use common::GmId;
 use service_kit::amqp::Publisher;
-use service_kit::links::{http_client, HttpLink};
+use service_kit::links::{http_client_with, HttpLink};
 use service_kit::sinks::amqp_event_sink;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,7 +51,34 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
-    let client = http_client(s.launch_timeout);
+    if let Some(ca) = &s.tls.ca {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
+    let users = match &s.tokens_file {
+        Some(path) => {
+            let table = Arc::new(users::UserTable::load(path)?);
+            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
+            table.watch(Duration::from_secs(2));
+            Some(table)
+        }
+        None => {
+            service_kit::auth::open_mode_allowed(
+                "tokens file (API users)",
+                "--tokens-file or MEGHA_TOKENS_FILE",
+                &s.listen,
+            )?;
+            None
+        }
+    };
+    let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref());
+    logs::init_client(s.cluster_secret.as_ref());
     let link = |path: &str, u: &String| HttpLink {
         client: client.clone(),
         url: format!("{}{path}", u.trim_end_matches('/')),
@@ -110,7 +138,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let ends = (s.designated_gm == s.id).then(|| mq::subscribe_ends(s.amqp.clone(), gm.clone()));
     let local = listener.local_addr()?;
     tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
-    println!("listening on http://{local}");
+    println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::ApiState {
         gm: gm.clone(),
         max_job_tasks: s.max_job_tasks,
@@ -124,17 +152,19 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             me: GmId(s.id),
             designated: GmId(s.designated_gm),
             designated_url: s.designated_url.clone(),
-            client: http_client(s.launch_timeout),
+            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref()),
         })),
+        auth: Arc::new(
+            users::GmAuth::new(
+                users,
+                service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "gm"),
+                GmId(s.id),
+                GmId(s.designated_gm),
+            )
+            .with_gm(gm.clone()),
+        ),
     });
-    axum::serve(
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
-        app,
-    )
-    .with_graceful_shutdown(service_kit::shutdown::signal())
-    .await?;
+    service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     drain(&gm, s.drain_timeout).await;
     subscription.close().await;
     for sub in ends.into_iter().flatten() {

@@ -98,6 +98,11 @@ impl Route {
             .client
             .request(method, &url)
             .header(FORWARDED_BY, r.me.0.to_string());
+        // The user's token goes along: the designated GM authenticates the user and
+        // checks the job's owner itself; the client adds the cluster credential.
+        if let Some(user) = headers.get(header::AUTHORIZATION) {
+            request = request.header(header::AUTHORIZATION, user.clone());
+        }
         if let Some(body) = body {
             request = request
                 .header(header::CONTENT_TYPE, "application/json")

@@ -28,6 +28,12 @@ pub struct BenchE2eArgs {
     /// RabbitMQ URL (services mode).
     #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
     pub amqp: String,
+    /// Services mode: file holding the API token (or the token in MEGHA_TOKEN).
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Services mode: a CA (PEM) to trust for https:// GMs and amqps:// brokers.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<std::path::PathBuf>,
     /// Offered rates to try, tasks per second.
     #[arg(
         long,
@@ -157,6 +163,10 @@ fn print(rows: &[Row], target_ms: f64, mode: &str) {
 }
 
 pub fn run(args: BenchE2eArgs) -> Result<()> {
+    let token = service_kit::auth::user_token(args.token_file.as_deref())?;
+    if let Some(ca) = &args.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
     if args.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || args.seconds <= 0.0 {
         bail!("--rates and --seconds must be positive");
     }
@@ -218,7 +228,8 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                let client = service_kit::links::http_client(Duration::from_secs(30));
+                let client =
+                    service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
                 let submit = net::http_submitter(args.gm.clone(), client, None);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
                 subscription.close().await;

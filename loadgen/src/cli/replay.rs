@@ -137,8 +137,13 @@ pub struct ReplayArgs {
     /// Base URLs of the GMs, comma-separated; jobs go round-robin.
     #[arg(long, value_delimiter = ',', required = true, value_name = "URL,...")]
     pub gm: Vec<String>,
-    /// RabbitMQ URL (events are read from the megha.events exchange).
-    #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    /// RabbitMQ URL (events are read from the megha.events exchange); the password
+    /// may come from MEGHA_AMQP_PASSWORD_FILE instead.
+    #[arg(
+        long,
+        env = "MEGHA_AMQP_URL",
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    )]
     pub amqp: String,
     /// Nodes in the cluster (for the summary only).
     #[arg(long, default_value_t = 0)]
@@ -154,11 +159,24 @@ pub struct ReplayArgs {
         value_name = "TYPES"
     )]
     pub task_types: String,
+    /// File holding the API token sent to the GMs (or the token itself in
+    /// MEGHA_TOKEN); the GMs' --tokens-file maps it to a user and queues.
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// A CA (PEM) to trust for https:// GMs and amqps:// brokers, besides the
+    /// system roots.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
 }
 
 pub fn run_replay(args: ReplayArgs) -> Result<()> {
+    let token = service_kit::auth::user_token(args.token_file.as_deref())?;
+    if let Some(ca) = &args.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    let amqp = service_kit::amqp::resolve_url(args.amqp.clone())?;
     let fairness = args.workload.fairness(args.gm.len() as u16)?;
     let mut jobs = args.workload.jobs(fairness.as_deref())?;
     let policy: TaskTypes = args
@@ -178,26 +196,27 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             std::process::id(),
             service_kit::clock::now().0
         );
-        let (events, status, subscription) = net::amqp_events(args.amqp.clone(), queue.clone());
+        let (events, status, subscription) = net::amqp_events(amqp.clone(), queue.clone());
         let mut waited = 0;
         while !status.is_connected() {
             if waited > 100 {
                 bail!(
                     "cannot subscribe to events at {} (is RabbitMQ running?)",
-                    args.amqp
+                    service_kit::amqp::redact(&amqp)
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
             waited += 1;
         }
-        let client = service_kit::links::http_client(Duration::from_secs(30));
+        let client =
+            service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
         net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
         let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());
         let mut result = replay(&jobs, submit, events, &opts).await;
         result.facts = net::gm_facts(&client, &args.gm).await.since(&before);
         subscription.close().await;
-        if let Err(e) = service_kit::amqp::delete_queue(&args.amqp, &queue).await {
+        if let Err(e) = service_kit::amqp::delete_queue(&amqp, &queue).await {
             tracing::warn!(error = %e, queue, "cannot delete the replay queue");
         }
         Ok::<ReplayResult, anyhow::Error>(result)

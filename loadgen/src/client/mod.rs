@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -41,6 +40,13 @@ pub struct Cli {
         global = true
     )]
     pub gm: String,
+    /// File holding your API token (or the token itself in MEGHA_TOKEN); see the
+    /// README's "Security".
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    /// A CA (PEM) to trust for an https:// GM, besides the system roots.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE", global = true)]
+    pub tls_ca_file: Option<PathBuf>,
     /// Print the GM's JSON answers instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
@@ -181,12 +187,14 @@ impl Gm {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    if let Some(ca) = &cli.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    let token = service_kit::auth::user_token(cli.token_file.as_deref())?;
     let gm = Gm {
         base: cli.gm.clone(),
-        client: reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .context("HTTP client")?,
+        // No overall timeout: `logs --follow` streams for as long as the task runs.
+        client: service_kit::auth::user_client(None, token.as_deref()),
     };
     let out = &mut std::io::stdout().lock();
     let print = |out: &mut dyn Write, value: &Value, table: String| -> Result<()> {

@@ -165,6 +165,32 @@ pub struct LmArgs {
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// File holding the cluster secret every internal call carries (GMs, LMs and
+    /// workers share it); or the secret itself in MEGHA_CLUSTER_SECRET. Without
+    /// either the LM runs open, which is allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
+    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
+    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// HTTPS: the private key (PEM) of --tls-cert-file.
+    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
+    /// and amqps:// brokers (e.g. the cluster's private CA).
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Networks (CIDR, comma-separated) a registering worker's callback URL must lie
+    /// in. Default: loopback, plus the /24 (IPv6: /64) of --listen when it names one
+    /// address.
+    #[arg(
+        long,
+        env = "MEGHA_WORKER_NETWORKS",
+        value_delimiter = ',',
+        value_name = "CIDR"
+    )]
+    pub worker_networks: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -186,6 +212,11 @@ pub struct LmSettings {
     /// QUEUEABLE work (Mercury); `None`: QUEUEABLE requests are refused.
     pub queueable: Option<QueueableConfig>,
     pub log_format: LogFormat,
+    /// `None`: open mode (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    pub worker_networks: service_kit::auth::WorkerNetworks,
+    /// HTTPS and the extra CA clients trust.
+    pub tls: service_kit::tls::TlsSettings,
 }
 
 impl LmArgs {
@@ -219,7 +250,12 @@ impl LmArgs {
             shed_k,
             queueable_quota,
             promote_after_ms,
-            promote_per_tick
+            promote_per_tick,
+            cluster_secret_file,
+            tls_cert_file,
+            tls_key_file,
+            tls_ca_file,
+            worker_networks
         );
         let id = self.id.unwrap_or(0);
         let gms = self.gms.unwrap_or(1);
@@ -281,15 +317,30 @@ impl LmArgs {
                 gm_urls.len()
             );
         }
+        let listen = self.listen.unwrap_or_else(|| "127.0.0.1:9100".into());
+        let worker_networks = match &self.worker_networks {
+            Some(items) => service_kit::auth::WorkerNetworks::parse(items)?,
+            None => service_kit::auth::WorkerNetworks::default_for(&listen),
+        };
         Ok(LmSettings {
+            tls: service_kit::tls::TlsSettings::resolve(
+                self.tls_cert_file.clone(),
+                self.tls_key_file.clone(),
+                self.tls_ca_file.clone(),
+            )?,
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
+            worker_networks,
             spec,
             gms,
             workers,
             worker_timeout: Duration::from_millis(worker_timeout_ms),
-            listen: self.listen.unwrap_or_else(|| "127.0.0.1:9100".into()),
-            amqp: self
-                .amqp
-                .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+            listen,
+            amqp: service_kit::amqp::resolve_url(
+                self.amqp
+                    .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+            )?,
             heartbeat: Micros::from_millis(self.heartbeat_ms.unwrap_or(1000).max(1)),
             publish_min_interval: Duration::from_millis(self.publish_min_interval_ms.unwrap_or(5)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),

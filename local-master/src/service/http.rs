@@ -7,7 +7,8 @@
 //! - `POST /v1/worker/messages`: `Vec<WorkerToLm>` -> `()` (from workers: reports, in
 //!   order); 409 while the reporting worker has not registered with this life of the
 //!   LM.
-//! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
+//! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers);
+//!   403 naming the reason when its callback URL is outside `--worker-networks`.
 //! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
 //!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /v1/nodes`: the LM's authoritative state per node (JSON; see
@@ -16,6 +17,9 @@
 //!   proxied to the worker that runs node `N` (without `node`: the node where the
 //!   task runs now). The GM's logs endpoint comes through here.
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
+//!
+//! Every route but `/healthz` and `/metrics` needs the cluster credential
+//! (`service_kit::auth`): 401 without it or with a wrong one, nothing applied.
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
@@ -33,7 +37,7 @@ use common::codec;
 use common::messages::{WorkerAlive, WorkerRegistration};
 use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
-use service_kit::links::{http_client, HttpLink};
+use service_kit::links::{http_client_with, HttpLink};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,13 +51,18 @@ pub struct LmApi {
     /// confirmed, so that an LM crash cannot lose the end of a task whose worker
     /// already forgot it (the worker sends the report again to the next LM).
     pub publisher: Option<service_kit::amqp::Publisher>,
+    /// Every route but `/healthz` and `/metrics` needs the cluster credential.
+    pub guard: service_kit::auth::ClusterGuard,
+    /// Where a registering worker may ask to be called back.
+    pub worker_networks: Arc<service_kit::auth::WorkerNetworks>,
 }
 
 /// How long a report's answer waits for the broker to confirm its events.
 const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 pub fn router(state: LmApi) -> Router {
-    Router::new()
+    let guard = state.guard.clone();
+    let routes = Router::new()
         .route("/v1/messages", post(from_gm))
         .route("/v1/worker/messages", post(from_worker))
         .route("/v1/register", post(register))
@@ -63,12 +72,13 @@ pub fn router(state: LmApi) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-        .with_state(state)
+        .with_state(state);
+    service_kit::auth::require_cluster(routes, guard)
 }
 
-/// A new client for the LM's calls to workers.
-pub fn worker_client() -> reqwest::Client {
-    http_client(Duration::from_secs(10))
+/// A new client for the LM's calls to workers (carrying the cluster credential).
+pub fn worker_client(secret: Option<&service_kit::auth::ClusterSecret>) -> reqwest::Client {
+    http_client_with(Duration::from_secs(10), secret)
 }
 
 fn bincode_ok<T: Serialize>(value: &T) -> Response {
@@ -121,6 +131,16 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
+    // The LM will send start orders (with the cluster credential) to this URL: only
+    // within the configured networks, or a registration could aim them anywhere.
+    if let Err(why) = s.worker_networks.check_url(&reg.url).await {
+        s.guard
+            .counters
+            .forbidden
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(slot = ?reg.slot, %why, "worker registration refused");
+        return bad(StatusCode::FORBIDDEN, why);
+    }
     let link: WorkerLink = Arc::new(HttpLink {
         client: s.client.clone(),
         url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
@@ -244,7 +264,10 @@ async fn healthz(State(s): State<LmApi>) -> Response {
 
 async fn metrics(State(s): State<LmApi>) -> Response {
     match s.lm.send(RenderMetrics).await {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        Ok(mut text) => {
+            s.guard.render(&mut text);
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+        }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }

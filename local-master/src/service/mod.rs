@@ -24,9 +24,8 @@ pub mod workers;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
-use axum::serve::ListenerExt as _;
 use service_kit::amqp::Publisher;
-use service_kit::links::{http_client, HttpLink};
+use service_kit::links::{http_client_with, HttpLink};
 use service_kit::sinks::{amqp_event_sink, amqp_snapshot_sink};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +37,16 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
+    if let Some(ca) = &s.tls.ca {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
     let publisher = Publisher::start(s.amqp.clone());
     let mut lm = actor::LmActor::new(
         &s.spec,
@@ -48,7 +57,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
     );
-    let client = http_client(Duration::from_secs(10));
+    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
     let to_gms: Vec<orders::GmLink> = s
         .gm_urls
         .iter()
@@ -76,21 +85,16 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     let lm = lm.start();
     let local = listener.local_addr()?;
     tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
-    println!("listening on http://{local}");
+    println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::LmApi {
         lm: lm.clone(),
-        client: http::worker_client(),
+        client: http::worker_client(s.cluster_secret.as_ref()),
         incarnation,
         publisher: Some(publisher.clone()),
+        guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm"),
+        worker_networks: Arc::new(s.worker_networks.clone()),
     });
-    axum::serve(
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
-        app,
-    )
-    .with_graceful_shutdown(service_kit::shutdown::signal())
-    .await?;
+    service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     let deadline = Instant::now() + s.drain_timeout;
     while Instant::now() < deadline {
         match lm.send(actor::GetLoad).await {

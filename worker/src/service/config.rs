@@ -108,6 +108,22 @@ pub struct WorkerArgs {
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
+    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
+    /// secret itself in MEGHA_CLUSTER_SECRET). Without either the worker runs open,
+    /// which is allowed only on a loopback --listen.
+    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
+    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
+    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// HTTPS: the private key (PEM) of --tls-cert-file.
+    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
+    /// and amqps:// brokers (e.g. the cluster's private CA).
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 /// `auto` or a slot number.
@@ -134,6 +150,10 @@ pub struct WorkerSettings {
     /// The executor of tasks that name none.
     pub default_executor: Executor,
     pub exec: ExecSettings,
+    /// `None`: open mode (loopback only; checked when serving).
+    pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// HTTPS and the extra CA clients trust.
+    pub tls: service_kit::tls::TlsSettings,
 }
 
 impl WorkerArgs {
@@ -155,7 +175,11 @@ impl WorkerArgs {
             data_dir,
             kill_grace_ms,
             keep_task_logs,
-            cgroups
+            cgroups,
+            cluster_secret_file,
+            tls_cert_file,
+            tls_key_file,
+            tls_ca_file
         );
         let default_executor = match self.default_executor.as_deref().map(str::trim) {
             None | Some("synthetic") => Executor::Synthetic,
@@ -183,10 +207,18 @@ impl WorkerArgs {
         let lm_url = self
             .lm_url
             .unwrap_or_else(|| "http://127.0.0.1:9100".into());
-        if !lm_url.starts_with("http://") {
-            bail!("--lm-url must be an http:// URL (got {lm_url})");
+        if !lm_url.starts_with("http://") && !lm_url.starts_with("https://") {
+            bail!("--lm-url must be an http:// or https:// URL (got {lm_url})");
         }
         Ok(WorkerSettings {
+            tls: service_kit::tls::TlsSettings::resolve(
+                self.tls_cert_file.clone(),
+                self.tls_key_file.clone(),
+                self.tls_ca_file.clone(),
+            )?,
+            cluster_secret: service_kit::auth::ClusterSecret::load(
+                self.cluster_secret_file.as_deref(),
+            )?,
             lm_url: lm_url.trim_end_matches('/').to_owned(),
             slot,
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),

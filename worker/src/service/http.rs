@@ -3,7 +3,8 @@
 //! `GET /v1/tasks/{job}/{index}/logs?stream=
 //! stdout|stderr&tail=N|from=BYTES` (an exec task's log, text; `from`: from that
 //! byte on, with the log's size in `x-megha-log-size`; 404 for a task with none here),
-//! `GET /healthz`, `GET /metrics`.
+//! `GET /healthz`, `GET /metrics`. Every route but the last two needs the cluster
+//! credential (`service_kit::auth`).
 
 use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
@@ -17,15 +18,20 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
 use common::protocol::LmToWorker;
+use service_kit::auth::ClusterGuard;
 
-pub fn router(worker: Addr<WorkerActor>) -> Router {
-    Router::new()
+/// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
+/// of `guard` (401 otherwise, nothing applied).
+pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard) -> Router {
+    let routes = Router::new()
         .route("/v1/messages", post(from_lm))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .layer(axum::Extension(guard.clone()))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-        .with_state(worker)
+        .with_state(worker);
+    service_kit::auth::require_cluster(routes, guard)
 }
 
 fn bad(status: StatusCode, msg: String) -> Response {
@@ -125,9 +131,15 @@ async fn healthz(State(w): State<Addr<WorkerActor>>) -> Response {
     }
 }
 
-async fn metrics(State(w): State<Addr<WorkerActor>>) -> Response {
+async fn metrics(
+    State(w): State<Addr<WorkerActor>>,
+    axum::Extension(guard): axum::Extension<ClusterGuard>,
+) -> Response {
     match w.send(RenderMetrics).await {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        Ok(mut text) => {
+            guard.render(&mut text);
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+        }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }

@@ -12,19 +12,28 @@ pub mod metrics;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};
-use axum::serve::ListenerExt as _;
 use common::messages::{
     WorkerAlive, WorkerAliveAnswer, WorkerAssignment, WorkerRegistration, WorkerReport,
 };
 use common::protocol::WorkerToLm;
-use service_kit::links::{fn_link, http_client, Call, HttpLink, Link};
+use service_kit::links::{fn_link, http_client_with, Call, HttpLink, Link};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs the worker until SIGTERM/SIGINT, then drains: waits for running tasks to
 /// finish and their reports to reach the LM (up to the drain timeout).
 pub async fn serve(s: config::WorkerSettings) -> Result<()> {
-    let client = http_client(Duration::from_secs(10));
+    if let Some(ca) = &s.tls.ca {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    if s.cluster_secret.is_none() {
+        service_kit::auth::open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            &s.listen,
+        )?;
+    }
+    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
         url: format!("{}/v1/worker/messages", s.lm_url),
@@ -51,22 +60,22 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     let url = s
         .advertise_url
         .clone()
-        .unwrap_or_else(|| format!("http://{local}"));
+        .unwrap_or_else(|| format!("{}://{local}", s.tls.scheme()));
     let slot = if s.slot == common::messages::AUTO_SLOT {
         "auto".to_owned()
     } else {
         s.slot.to_string()
     };
     tracing::info!(listen = %local, lm = %s.lm_url, %slot, "worker listening");
-    println!("listening on http://{local}");
-    let server = axum::serve(
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
-        http::router(worker.clone()),
-    )
-    .with_graceful_shutdown(service_kit::shutdown::signal());
-    let server = tokio::spawn(async move { server.await });
+    println!("listening on {}://{local}", s.tls.scheme());
+    let app = http::router(
+        worker.clone(),
+        service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker"),
+    );
+    let tls = s.tls.clone();
+    let server = tokio::spawn(async move {
+        service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
+    });
     // Register (retrying until the LM answers), then take the assigned nodes.
     let register = HttpLink {
         client: client.clone(),

@@ -1,0 +1,580 @@
+//! Who may call the GM: users by bearer token, peers by the cluster credential.
+//!
+//! - The tokens file (`--tokens-file`, TOML, or JSON when it ends in `.json`) maps
+//!   each token to a user, the queues that user may submit to (`"*"`: any) and an
+//!   admin flag. It is read again on SIGHUP and when its modification time or size
+//!   changes (checked every 2 s); a file that no longer parses keeps the previous
+//!   table (logged, counted).
+//! - [`GmAuth::layer`] guards the whole router, so routes added later are guarded by
+//!   default: `/healthz` and `/metrics` are open; `/v1/internal/*` needs the cluster
+//!   credential; every other path needs a user's token (401 without or with a bad
+//!   one). A request carrying `x-megha-forwarded-by` must also carry the cluster
+//!   credential: only a peer GM may claim to forward.
+//! - A user sees only their own jobs: a path naming a job (`/v1/jobs/{id}...`,
+//!   `/v1/tasks/{job}/...`, `/v1/lras/{id}`) of another user answers 404 exactly like
+//!   a missing one (the owner: the job's user in the GM's journaled records, which is
+//!   the caller for a non-admin submission). An admin sees everything.
+//! - No tokens file: open mode (every caller is an admin), allowed only on a
+//!   loopback `--listen` with a loud warning (see [`service_kit::auth`]).
+
+use super::route::{job_owner, FORWARDED_BY};
+use anyhow::{bail, Context as _, Result};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use common::GmId;
+use serde::Deserialize;
+use service_kit::auth::{ClusterGuard, Refusal, OPEN_PATHS};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use subtle::ConstantTimeEq as _;
+
+/// The caller of a user route, as the handlers see it (a request extension).
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub user: Arc<str>,
+    pub admin: bool,
+    /// Queue names this user may submit to; `None`: any.
+    queues: Option<Arc<HashSet<String>>>,
+}
+
+impl Caller {
+    /// The caller of open mode: an admin.
+    pub fn anonymous() -> Self {
+        Caller {
+            user: "anonymous".into(),
+            admin: true,
+            queues: None,
+        }
+    }
+
+    pub fn may_use(&self, queue: &str) -> bool {
+        self.admin || self.queues.as_ref().is_none_or(|q| q.contains(queue))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsersFile {
+    #[serde(default)]
+    users: Vec<UserEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserEntry {
+    name: String,
+    token: String,
+    #[serde(default)]
+    queues: Vec<String>,
+    #[serde(default)]
+    admin: bool,
+}
+
+/// The users of one reading of the tokens file.
+#[derive(Default)]
+pub struct Users {
+    entries: Vec<(Box<[u8]>, Caller)>,
+}
+
+impl std::fmt::Debug for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Users({} entries, tokens redacted)", self.entries.len())
+    }
+}
+
+/// The shortest user token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+impl Users {
+    /// Parses a tokens file's text (`json`: JSON, else TOML); errors name the entry
+    /// and field, never a token.
+    pub fn parse(text: &str, json: bool) -> Result<Self> {
+        let file: UsersFile = if json {
+            serde_json::from_str(text).context("not a JSON tokens file")?
+        } else {
+            toml::from_str(text).context("not a TOML tokens file")?
+        };
+        let mut names = HashSet::new();
+        let mut tokens: Vec<&str> = Vec::new();
+        let mut entries = Vec::new();
+        for (i, u) in file.users.iter().enumerate() {
+            let name = u.name.trim();
+            if name.is_empty() {
+                bail!("users[{i}].name: must not be empty");
+            }
+            if !names.insert(name.to_owned()) {
+                bail!("users[{i}].name: `{name}` appears twice");
+            }
+            if u.token.len() < MIN_TOKEN_LEN || u.token.chars().any(char::is_whitespace) {
+                bail!("users[{i}].token (user {name}): at least {MIN_TOKEN_LEN} characters, no whitespace");
+            }
+            if tokens.contains(&u.token.as_str()) {
+                bail!("users[{i}].token (user {name}): the same token as another user");
+            }
+            tokens.push(&u.token);
+            if !u.admin && u.queues.is_empty() {
+                bail!("users[{i}].queues (user {name}): name the queues this user may use (\"*\": any)");
+            }
+            let queues = (!u.queues.iter().any(|q| q == "*"))
+                .then(|| Arc::new(u.queues.iter().cloned().collect::<HashSet<_>>()));
+            entries.push((
+                u.token.as_bytes().into(),
+                Caller {
+                    user: name.into(),
+                    admin: u.admin,
+                    queues,
+                },
+            ));
+        }
+        Ok(Users { entries })
+    }
+
+    /// Reads and parses a tokens file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--tokens-file {}", path.display()))?;
+        let json = path.extension().is_some_and(|e| e == "json");
+        Self::parse(&text, json).with_context(|| format!("--tokens-file {}", path.display()))
+    }
+
+    /// The user of `token`. Every entry is compared (constant time each), so the
+    /// time taken does not say which entry matched.
+    pub fn find(&self, token: &[u8]) -> Option<&Caller> {
+        let mut found = None;
+        for (t, caller) in &self.entries {
+            if bool::from(t.as_ref().ct_eq(token)) {
+                found = Some(caller);
+            }
+        }
+        found
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The users of a tokens file, read again when it changes.
+#[derive(Debug)]
+pub struct UserTable {
+    path: PathBuf,
+    current: RwLock<Arc<Users>>,
+    stamp: Mutex<Option<(std::time::SystemTime, u64)>>,
+    pub reloads: AtomicU64,
+    pub reload_failures: AtomicU64,
+}
+
+fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+impl UserTable {
+    pub fn load(path: &Path) -> Result<Self> {
+        let users = Users::load(path)?;
+        Ok(UserTable {
+            path: path.to_owned(),
+            current: RwLock::new(Arc::new(users)),
+            stamp: Mutex::new(stamp(path)),
+            reloads: AtomicU64::new(0),
+            reload_failures: AtomicU64::new(0),
+        })
+    }
+
+    pub fn users(&self) -> Arc<Users> {
+        self.current
+            .read()
+            .map(|u| u.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Reads the file again; on error keeps the current table.
+    pub fn reload(&self, why: &str) {
+        *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp(&self.path);
+        match Users::load(&self.path) {
+            Ok(users) => {
+                let n = users.len();
+                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(users);
+                self.reloads.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(file = %self.path.display(), users = n, why, "tokens file reloaded");
+            }
+            Err(e) => {
+                self.reload_failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    error = format!("{e:#}"),
+                    why,
+                    "tokens file not reloaded; keeping the previous users"
+                );
+            }
+        }
+    }
+
+    /// Reloads if the file's modification time or size changed since the last read.
+    pub fn reload_if_changed(&self) {
+        let now = stamp(&self.path);
+        let changed = *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) != now;
+        if changed {
+            self.reload("file changed");
+        }
+    }
+
+    /// Reloads on SIGHUP and when the file changes (polled every `period`), until
+    /// the runtime stops.
+    pub fn watch(self: &Arc<Self>, period: Duration) {
+        let table = self.clone();
+        tokio::spawn(async move {
+            #[cfg(unix)]
+            let mut hup =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+            loop {
+                #[cfg(unix)]
+                {
+                    let hangup = async {
+                        match hup.as_mut() {
+                            Some(h) => h.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        _ = hangup => { table.reload("SIGHUP"); continue; }
+                        _ = tokio::time::sleep(period) => {}
+                    }
+                }
+                #[cfg(not(unix))]
+                tokio::time::sleep(period).await;
+                table.reload_if_changed();
+            }
+        });
+    }
+}
+
+/// The GM's guard: users, the cluster credential, and who submitted which job.
+#[derive(Debug)]
+pub struct GmAuth {
+    /// `None`: open mode (loopback only).
+    pub users: Option<Arc<UserTable>>,
+    pub guard: ClusterGuard,
+    pub me: GmId,
+    pub designated: GmId,
+    /// The user who submitted each job accepted in this life (a fast path).
+    owners: Mutex<HashMap<u64, Arc<str>>>,
+    /// The GM, whose job records (journaled) name each job's user: how a job of an
+    /// earlier life is recognised. `None` (embedded routers): the map only.
+    gm: Option<actix::Addr<super::actor::GmActor>>,
+}
+
+impl GmAuth {
+    pub fn new(
+        users: Option<Arc<UserTable>>,
+        guard: ClusterGuard,
+        me: GmId,
+        designated: GmId,
+    ) -> Self {
+        GmAuth {
+            users,
+            guard,
+            me,
+            designated,
+            owners: Mutex::default(),
+            gm: None,
+        }
+    }
+
+    /// Also asks the GM's job records for a job's user (durable across restarts).
+    pub fn with_gm(mut self, gm: actix::Addr<super::actor::GmActor>) -> Self {
+        self.gm = Some(gm);
+        self
+    }
+
+    /// Open mode without a cluster secret (tests, embedded clusters on loopback).
+    pub fn open(me: GmId, designated: GmId) -> Self {
+        Self::new(None, ClusterGuard::new(None, "gm"), me, designated)
+    }
+
+    /// Records that `caller` submitted `job`.
+    pub fn record_owner(&self, job: u64, caller: &Caller) {
+        self.owners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(job, caller.user.clone());
+    }
+
+    /// Whether `caller` may see `job` here (its owner, or an admin).
+    pub fn may_see(&self, caller: &Caller, job: u64) -> bool {
+        caller.admin
+            || self
+                .owners
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&job)
+                .is_some_and(|u| *u == caller.user)
+    }
+
+    /// Guards every route of `router` (present and future); see the module doc.
+    pub fn layer<S: Clone + Send + Sync + 'static>(
+        self: &Arc<Self>,
+        router: Router<S>,
+    ) -> Router<S> {
+        router.layer(axum::middleware::from_fn_with_state(self.clone(), gm_layer))
+    }
+
+    fn refuse_user(&self, r: Refusal, req: &Request) -> Response {
+        self.guard.counters.count(r);
+        tracing::warn!(
+            method = req.method().as_str(),
+            path = req.uri().path(),
+            peer = service_kit::auth::peer(req)
+                .map(|p| p.to_string())
+                .as_deref()
+                .unwrap_or("?"),
+            credential = r.label(),
+            "API call refused: no valid user token"
+        );
+        service_kit::auth::unauthorized(match r {
+            Refusal::Missing => "missing credential: send Authorization: Bearer <token>",
+            Refusal::Wrong => "unknown token",
+        })
+    }
+
+    /// The 404 a path naming a job of another user answers, the same as for a job
+    /// this GM does not know; `None` when the caller may see it (or the path names
+    /// no job, or the designated GM decides).
+    async fn hidden(&self, caller: &Caller, path: &str) -> Option<Response> {
+        if caller.admin {
+            return None;
+        }
+        let mut parts = path.trim_start_matches('/').split('/');
+        let (Some("v1"), Some(kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            return None;
+        };
+        let job: u64 = id.parse().ok()?;
+        let body = match kind {
+            "jobs" => serde_json::json!({"error": format!("job {job} is unknown to this GM")}),
+            "tasks" => {
+                let index: u32 = parts.next().and_then(|i| i.parse().ok())?;
+                serde_json::json!({"error": format!("task {job}.{index} is unknown to this GM")})
+            }
+            "lras" => {
+                serde_json::json!({"field": "lra", "error": format!("lra {job} is unknown to this GM")})
+            }
+            _ => return None,
+        };
+        // Requests this GM forwards to the designated GM are checked there (with the
+        // user's token, which the forwarding carries).
+        let forwarded =
+            self.me != self.designated && (kind == "lras" || job_owner(job) == self.designated.0);
+        if forwarded || self.may_see(caller, job) || self.recorded_user_is(caller, job).await {
+            return None;
+        }
+        Some((StatusCode::NOT_FOUND, Json(body)).into_response())
+    }
+
+    /// True when the GM's record of `job` names the caller as its user.
+    async fn recorded_user_is(&self, caller: &Caller, job: u64) -> bool {
+        let Some(gm) = &self.gm else {
+            return false;
+        };
+        match gm.send(super::actor::GetJob(common::JobId(job))).await {
+            Ok(Some(status)) => status.user.as_deref() == Some(&*caller.user),
+            _ => false,
+        }
+    }
+}
+
+async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    if OPEN_PATHS.contains(&path.as_str()) {
+        return next.run(req).await;
+    }
+    let peer_call = path.starts_with("/v1/internal/") || req.headers().contains_key(FORWARDED_BY);
+    if peer_call {
+        if let Err(r) = auth.guard.check(req.headers()) {
+            return auth.guard.refuse(
+                r,
+                req.method().as_str(),
+                &path,
+                service_kit::auth::peer(&req),
+            );
+        }
+        if path.starts_with("/v1/internal/") {
+            return next.run(req).await;
+        }
+    }
+    let caller = match &auth.users {
+        None => Caller::anonymous(),
+        Some(table) => {
+            let token = req
+                .headers()
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim);
+            let Some(token) = token else {
+                return auth.refuse_user(Refusal::Missing, &req);
+            };
+            match table.users().find(token.as_bytes()) {
+                Some(c) => c.clone(),
+                None => return auth.refuse_user(Refusal::Wrong, &req),
+            }
+        }
+    };
+    if let Some(hidden) = auth.hidden(&caller, &path).await {
+        return hidden;
+    }
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+/// The name of queue `id` (for the users' allowed queues).
+pub fn queue_name(queues: &super::api::QueueTable, id: common::QueueId) -> &str {
+    queues
+        .fairness
+        .as_ref()
+        .and_then(|f| f.queues.iter().find(|q| q.id == id))
+        .map_or(common::fairness::DEFAULT_QUEUE, |q| q.name.as_str())
+}
+
+/// The 403 naming `field` when `caller` may not use queue `id`; `None` when allowed.
+pub fn check_queue(
+    auth: &GmAuth,
+    caller: &Caller,
+    queues: &super::api::QueueTable,
+    id: common::QueueId,
+    field: &str,
+) -> Option<Response> {
+    let name = queue_name(queues, id);
+    if caller.may_use(name) {
+        return None;
+    }
+    auth.guard
+        .counters
+        .forbidden
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, queue = name, "submission refused: queue not allowed for this user");
+    Some(service_kit::auth::forbidden(
+        field,
+        &format!("user {} may not submit to queue {name}", caller.user),
+    ))
+}
+
+/// The 403 for a job whose body names another user than the (non-admin) caller.
+pub fn forbidden_user(auth: &GmAuth, caller: &Caller, named: &str) -> Response {
+    auth.guard
+        .counters
+        .forbidden
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, named, "submission refused: names another user");
+    service_kit::auth::forbidden(
+        "user",
+        &format!("user {} may not submit jobs as {named}", caller.user),
+    )
+}
+
+/// Appends the GM's auth metrics to a metrics page.
+pub fn render_metrics(auth: &GmAuth, text: &mut String) {
+    service_kit::auth::render_counters(
+        &auth.guard.counters,
+        auth.users.is_none() || auth.guard.secret.is_none(),
+        text,
+    );
+    if let Some(t) = &auth.users {
+        for (name, help, v) in [
+            (
+                "megha_gm_tokens_reloads_total",
+                "Readings of the tokens file after the first.",
+                t.reloads.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "megha_gm_tokens_reload_failures_total",
+                "Readings of the tokens file that failed (the previous users stayed).",
+                t.reload_failures.load(Ordering::Relaxed) as f64,
+            ),
+        ] {
+            service_kit::metrics::single(text, name, "counter", help, v);
+        }
+        service_kit::metrics::single(
+            text,
+            "megha_gm_users",
+            "gauge",
+            "Users in the tokens file.",
+            t.users().len() as f64,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+[[users]]
+name = "alice"
+token = "alice-token-0123456789"
+queues = ["a"]
+
+[[users]]
+name = "root"
+token = "root-token-0123456789"
+admin = true
+"#;
+
+    #[test]
+    fn tokens_map_to_users_and_queues() {
+        let users = Users::parse(FILE, false).expect("valid");
+        let alice = users.find(b"alice-token-0123456789").expect("alice");
+        assert_eq!(&*alice.user, "alice");
+        assert!(alice.may_use("a") && !alice.may_use("b") && !alice.admin);
+        let root = users.find(b"root-token-0123456789").expect("root");
+        assert!(root.admin && root.may_use("b"));
+        assert!(users.find(b"alice-token-012345678").is_none());
+        assert!(users.find(b"").is_none());
+        assert!(!format!("{users:?}").contains("token-0"));
+        let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["*"]}]}"#;
+        let bob = Users::parse(json, true).expect("json");
+        assert!(bob.find(b"bob-token-0123456789").expect("bob").may_use("z"));
+    }
+
+    #[test]
+    fn bad_files_name_the_entry_and_never_the_token() {
+        for (text, field) in [
+            ("[[users]]\nname = \"a\"\ntoken = \"short\"\nqueues=[\"a\"]", "users[0].token"),
+            ("[[users]]\nname = \"\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]", "users[0].name"),
+            ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"", "users[0].queues"),
+            ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\n[[users]]\nname = \"b\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]", "users[1].token"),
+            ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\ncolour=1", "colour"),
+        ] {
+            let err = format!("{:#}", Users::parse(text, false).expect_err(field));
+            assert!(err.contains(field), "{field}: {err}");
+            assert!(!err.contains("0123456789abcdefg"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_table_reloads_when_the_file_changes_and_keeps_the_last_good_one() {
+        let dir = std::env::temp_dir().join(format!("megha-users-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("tokens.toml");
+        std::fs::write(&path, FILE).expect("write");
+        let table = UserTable::load(&path).expect("load");
+        assert_eq!(table.users().len(), 2);
+        std::fs::write(&path, "[[users]]\nname = \"carol\"\ntoken = \"carol-token-0123456789\"\nqueues = [\"c\"]\nadmin = false\n# longer\n").expect("write");
+        table.reload_if_changed();
+        assert_eq!(table.users().len(), 1);
+        assert!(table.users().find(b"carol-token-0123456789").is_some());
+        std::fs::write(&path, "not toml [").expect("write");
+        table.reload("test");
+        assert_eq!(table.reload_failures.load(Ordering::Relaxed), 1);
+        assert!(table.users().find(b"carol-token-0123456789").is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
