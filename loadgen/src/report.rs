@@ -139,6 +139,11 @@ pub struct Summary {
     pub promoted: u64,
     /// QUEUEABLE placement attempts held back by their job's quota.
     pub quota_held: u64,
+    /// Which blocked tasks the GMs retried on a gain of resources (indexed, all).
+    pub wake: String,
+    /// GM placement attempts of tasks tried before, and blocked tasks woken.
+    pub retries: u64,
+    pub woken: u64,
     /// Jain's index of normalised shares per window (runs with queues only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::FairnessSummary>,
@@ -209,6 +214,9 @@ impl Summary {
             shed: c.shed,
             promoted: c.promoted,
             quota_held: c.quota_held,
+            wake: String::new(),
+            retries: c.retries,
+            woken: c.woken,
             fairness: None,
             events: c.events,
             simulated_span_s: outcome.span.as_secs_f64(),

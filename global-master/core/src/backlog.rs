@@ -1,25 +1,51 @@
-//! The work waiting in a GM's queues, and the task shapes known to find no node.
+//! The work waiting in a GM's queues, the task shapes known to find no node, and
+//! which blocked tasks wake when the view gains resources.
 //!
 //! A shape (constraints, resources) that found no node since the view last gained
 //! resources would fail again: the view has only shrunk since. The placement
 //! pipeline skips its scan (a known miss); the cache empties whenever the view gains
 //! resources, which is also when blocked tasks deserve another try.
+//!
+//! Which blocked tasks are tried again ([`WakePolicy`]): the paper's simulator
+//! retries every one of them whenever the view gains anything, so an overloaded GM
+//! spends its time failing the same tasks again (274 million retries for a
+//! 312,000-task trace). With [`WakePolicy::Indexed`] (the default) the blocked tasks
+//! wait in classes by shape (see [`crate::queue`]); at the next pass only the classes
+//! that some node whose free resources grew could host wake, in the same key order
+//! as before, and a class goes back to sleep at its first task that finds no room
+//! (the ones behind it would fail too), like kube-scheduler's queueing hints. Queues
+//! the fairness step may still preempt for keep the full retry: each of their tasks
+//! asks the fairness step, as before.
 
-use crate::queue::{Pending, Queues};
-use common::{ConstraintSet, Resources};
+pub use crate::config::WakePolicy;
+pub use crate::queue::Shape;
+use crate::queue::{Pending, Queued, Queues};
+use common::QueueId;
 use rustc_hash::FxHashSet as HashSet;
-
-/// A task's shape: its constraints and its request.
-pub type Shape = (ConstraintSet, Resources);
 
 /// The user queues and the known-miss cache.
 #[derive(Debug, Default)]
 pub struct Backlog {
     queues: Queues,
     failed_shapes: HashSet<Shape>,
+    policy: WakePolicy,
+    /// The view gained resources since the last pass.
+    gained: bool,
+    /// ... in a way the grown nodes do not tell (a topology changed): wake all.
+    wake_all: bool,
+    /// Queues whose classes stay awake for the whole pass (the fairness step may
+    /// preempt for them).
+    kept_awake: Vec<QueueId>,
 }
 
 impl Backlog {
+    pub fn new(policy: WakePolicy) -> Self {
+        Backlog {
+            policy,
+            ..Backlog::default()
+        }
+    }
+
     pub fn queues(&self) -> &Queues {
         &self.queues
     }
@@ -34,14 +60,23 @@ impl Backlog {
         pending.into_iter().for_each(|p| self.queues.push_ready(p));
     }
 
-    /// A task that found no room in the current view.
-    pub fn push_blocked(&mut self, pending: Box<Pending>) {
-        self.queues.push_blocked(pending);
+    /// A task that found no room in the current view: it waits in its class.
+    pub fn push_blocked(&mut self, queued: Queued) {
+        self.queues.push_blocked(queued);
     }
 
     /// The next ready task, taking queues in turn.
-    pub fn pop_ready(&mut self) -> Option<Box<Pending>> {
+    pub fn pop_ready(&mut self) -> Option<Queued> {
         self.queues.pop_ready()
+    }
+
+    /// Tasks the next pass would try (every blocked one counts while a gain is
+    /// pending: it may wake).
+    pub fn ready_len(&self) -> usize {
+        match self.gained {
+            true => self.queues.ready_len() + self.queues.blocked_len(),
+            false => self.queues.ready_len(),
+        }
     }
 
     /// The shape found no node since the view last gained resources.
@@ -49,15 +84,74 @@ impl Backlog {
         self.failed_shapes.contains(shape)
     }
 
-    /// The shape found no node in the current view.
+    /// The shape found no node in the current view: known from now on, and (indexed)
+    /// its class sleeps, except in the queues kept awake for the fairness step.
     pub fn remember_miss(&mut self, shape: Shape) {
         self.failed_shapes.insert(shape);
+        if self.policy == WakePolicy::Indexed {
+            let kept = &self.kept_awake;
+            self.queues.sleep(shape, &|q| kept.contains(&q));
+        }
     }
 
-    /// The view gained resources: every shape and every blocked task is worth another
-    /// try.
+    /// The view gained resources: every shape is worth another try, and blocked
+    /// tasks wake at the next pass ([`Backlog::begin_pass`]).
     pub fn view_gained(&mut self) {
         self.failed_shapes.clear();
-        self.queues.unblock_all();
+        self.gained = true;
+    }
+
+    /// The view changed in a way grown nodes do not describe (a topology was built
+    /// anew): every blocked task is tried at the next pass.
+    pub fn view_rebuilt(&mut self) {
+        self.view_gained();
+        self.wake_all = true;
+    }
+
+    /// True when a gain since the last pass may wake blocked tasks.
+    pub fn wake_pending(&self) -> bool {
+        self.gained
+    }
+
+    /// Queues holding blocked tasks.
+    pub fn blocked_queues(&self) -> Vec<QueueId> {
+        self.queues.blocked_queues()
+    }
+
+    /// The start of a pass after a gain: wakes the classes `fits` says some grown
+    /// node could host (all of them with [`WakePolicy::All`] or after a rebuild),
+    /// and every class of the `fairness_live` queues. Returns how many tasks woke.
+    pub fn begin_pass(
+        &mut self,
+        mut fits: impl FnMut(&Shape) -> bool,
+        fairness_live: Vec<QueueId>,
+    ) -> usize {
+        if !std::mem::take(&mut self.gained) {
+            return 0;
+        }
+        let before = self.queues.ready_len();
+        if self.policy == WakePolicy::All || std::mem::take(&mut self.wake_all) {
+            self.queues.wake_all();
+        } else {
+            let wake: Vec<Shape> = self
+                .queues
+                .blocked_shapes()
+                .filter(|s| fits(s))
+                .copied()
+                .collect();
+            wake.into_iter().for_each(|s| self.queues.wake(s));
+            for q in &fairness_live {
+                self.queues.wake_queue(*q);
+            }
+        }
+        self.wake_all = false;
+        self.kept_awake = fairness_live;
+        self.queues.ready_len() - before
+    }
+
+    /// The end of a pass: every class sleeps until the view gains resources.
+    pub fn end_pass(&mut self) {
+        self.queues.sleep_all();
+        self.kept_awake.clear();
     }
 }

@@ -4,7 +4,7 @@
 use crate::view::LmView;
 use common::messages::{LmSnapshot, Placement};
 use common::quota::JobContainers;
-use common::{GmId, JobId, LmId, NodeId, Resources};
+use common::{ConstraintSet, GmId, JobId, LmId, NodeId, Resources};
 use std::sync::Arc;
 
 /// What applying a snapshot did.
@@ -71,6 +71,18 @@ impl ClusterView {
         let views = self.lms.iter().flatten();
         let nodes = views.clone().map(|v| v.topology.node_count()).sum();
         (nodes, views.map(|v| v.total_capacity).sum())
+    }
+
+    /// The nodes whose free resources grew since the last call, over every LM, as
+    /// (constraints, free now), each distinct pair once.
+    pub fn take_raised(&mut self) -> Vec<(ConstraintSet, Resources)> {
+        let mut raised = Vec::new();
+        for view in self.lms.iter_mut().flatten() {
+            view.take_raised(&mut raised);
+        }
+        raised.sort_unstable_by_key(|(c, r)| (c.0, r.cpu_millis, r.memory_mb));
+        raised.dedup();
+        raised
     }
 
     /// A node of LM `l` is `gm`'s own (internal) or another GM's (a repartition).

@@ -46,6 +46,7 @@ pub mod queue;
 pub mod quota;
 pub mod view;
 
+pub use config::WakePolicy;
 pub use master::step;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};

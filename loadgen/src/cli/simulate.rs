@@ -88,6 +88,11 @@ pub struct ModelArgs {
     /// the schedules are the same either way, this only costs time).
     #[arg(long)]
     pub simulate_idle: bool,
+    /// Which blocked tasks a GM tries again when its view gains resources: indexed
+    /// (only those the grown nodes could host; the cost of an event does not grow
+    /// with the backlog) or all (every one, as the paper's simulator does).
+    #[arg(long, default_value = "indexed", value_name = "POLICY", value_parser = parse_wake)]
+    pub wake: global_master::core::WakePolicy,
     /// Largest launch batch a GM sends one LM.
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
@@ -137,6 +142,7 @@ impl ModelArgs {
             },
             preemption: self.preemption,
             skip_idle: !self.simulate_idle,
+            wake: self.wake,
             ..SimConfig::default()
         })
     }
@@ -151,6 +157,15 @@ impl ModelArgs {
             seed: self.seed,
         })
     }
+}
+
+fn parse_wake(name: &str) -> Result<global_master::core::WakePolicy, String> {
+    global_master::core::WakePolicy::parse(name).ok_or_else(|| {
+        format!(
+            "unknown wake policy {name:?}; expected one of: {}",
+            global_master::core::WakePolicy::NAMES.join(", ")
+        )
+    })
 }
 
 /// Mercury's task types and their placement and load-shaping knobs.
@@ -401,6 +416,7 @@ pub fn run_one(
     }
     let wall = started.elapsed().as_secs_f64();
     let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+    summary.wake = config.wake.name().to_owned();
     if let Some(f) = &config.fairness {
         let total = cluster.total_capacity();
         let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)

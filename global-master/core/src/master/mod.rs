@@ -56,7 +56,7 @@ impl GlobalMaster {
         let lms = config.lms as usize;
         GlobalMaster {
             view: ClusterView::new(lms),
-            backlog: Backlog::default(),
+            backlog: Backlog::new(config.wake),
             placement: Pipeline::default(),
             // GMs start at different candidates so that they do not herd.
             opportunistic: Opportunistic::new(
@@ -94,6 +94,12 @@ impl GlobalMaster {
 
     pub fn queues(&self) -> &Queues {
         self.backlog.queues()
+    }
+
+    /// Tasks the next pass would try (blocked ones too while a gain of resources may
+    /// wake them).
+    pub fn ready_len(&self) -> usize {
+        self.backlog.ready_len()
     }
 
     /// Tasks sent to an LM and not yet answered.

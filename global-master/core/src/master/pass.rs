@@ -6,11 +6,12 @@
 //! under fairness); a task that no node could ever host leaves with a reason.
 
 use super::GlobalMaster;
+use crate::backlog::Shape;
 use crate::fairness::Contention;
 use crate::opportunistic::QueueableChoice;
 use crate::outputs::{Decision, DecisionOutcome, PassOutput};
 use crate::placement::{Attempt, Found, Miss, Views};
-use crate::queue::Pending;
+use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
 use common::reasons::PendingReason;
 use common::{LmId, Micros, TaskKind};
@@ -22,18 +23,49 @@ impl GlobalMaster {
         if !self.view.is_full() || self.view.is_empty() {
             return out;
         }
-        while let Some(pending) = self.backlog.pop_ready() {
-            let decision = self.place(pending, &mut out);
+        self.wake_blocked();
+        while let Some(queued) = self.backlog.pop_ready() {
+            let decision = self.place(queued, &mut out);
             out.decisions.push(decision);
         }
+        self.backlog.end_pass();
         self.dispatcher.close_open_batches();
         out
+    }
+
+    /// After a gain: wakes the blocked tasks whose shape fits a node that grew since
+    /// the last wake (every blocked task under [`crate::backlog::WakePolicy::All`]),
+    /// and those of queues the fairness step may preempt for.
+    fn wake_blocked(&mut self) {
+        if !self.backlog.wake_pending() {
+            return;
+        }
+        let raised = self.view.take_raised();
+        let lms = self.view.lms();
+        let fairness = &mut self.fairness;
+        let live: Vec<_> = self
+            .backlog
+            .blocked_queues()
+            .into_iter()
+            .filter(|q| fairness.may_preempt_for(lms, *q))
+            .collect();
+        let fits = |(constraints, request): &Shape| {
+            raised
+                .iter()
+                .any(|(node, free)| constraints.satisfied_by(*node) && free.fits(request))
+        };
+        let woken = self.backlog.begin_pass(fits, live);
+        self.stats.woken += woken as u64;
     }
 
     /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
     /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
     /// and waits.
-    fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
+    fn place(&mut self, queued: Queued, out: &mut PassOutput) -> Decision {
+        let Queued { key, mut pending } = queued;
+        if pending.attempts > 0 {
+            self.stats.retries += 1;
+        }
         if pending.task.kind == TaskKind::Queueable {
             return self.place_queueable(pending, out);
         }
@@ -54,7 +86,7 @@ impl GlobalMaster {
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
                 self.backlog.remember_miss(shape);
-                self.no_room(pending, miss.reason(), out)
+                self.no_room(Queued { key, pending }, miss.reason(), out)
             }
         };
         Decision {
@@ -95,10 +127,11 @@ impl GlobalMaster {
     /// the task waits until the view gains resources (or a preemption slot frees).
     fn no_room(
         &mut self,
-        mut pending: Box<Pending>,
+        queued: Queued,
         mut reason: PendingReason,
         out: &mut PassOutput,
     ) -> DecisionOutcome {
+        let Queued { key, mut pending } = queued;
         let shape = (pending.task.constraints, pending.task.resources);
         let decided = self
             .fairness
@@ -131,7 +164,7 @@ impl GlobalMaster {
         self.stats.requeues += 1;
         pending.reason = Some(reason.clone());
         pending.attempts += 1;
-        self.backlog.push_blocked(pending);
+        self.backlog.push_blocked(Queued { key, pending });
         DecisionOutcome::Requeued(reason)
     }
 
