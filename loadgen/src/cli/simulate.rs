@@ -498,13 +498,18 @@ pub fn run_one(
             b.set_position(done);
         }
     };
+    let cpu_before = crate::report::cpu_seconds();
     let outcome = sim::run(cluster, jobs, config, &mut progress);
+    let cpu = crate::report::cpu_seconds()
+        .zip(cpu_before)
+        .map_or(0.0, |(after, before)| after - before);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let wall = started.elapsed().as_secs_f64();
     let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
     summary.wake = config.wake.name().to_owned();
+    summary.cpu_time_s = cpu;
     if let Some(f) = &config.fairness {
         let total = cluster.total_capacity();
         let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
