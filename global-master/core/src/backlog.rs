@@ -113,6 +113,12 @@ impl Backlog {
         self.gained
     }
 
+    /// True when the next [`Backlog::begin_pass`] wakes only some classes: every
+    /// other blocked task can fit only on a node that grew since the last wake.
+    pub fn wakes_selectively(&self) -> bool {
+        self.gained && self.policy == WakePolicy::Indexed && !self.wake_all
+    }
+
     /// Queues holding blocked tasks.
     pub fn blocked_queues(&self) -> Vec<QueueId> {
         self.queues.blocked_queues()

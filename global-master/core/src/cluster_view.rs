@@ -73,16 +73,41 @@ impl ClusterView {
         (nodes, views.map(|v| v.total_capacity).sum())
     }
 
-    /// The nodes whose free resources grew since the last call, over every LM, as
-    /// (constraints, free now), each distinct pair once.
-    pub fn take_raised(&mut self) -> Vec<(ConstraintSet, Resources)> {
+    /// The nodes (LM, node) whose free resources grew since the last call, over
+    /// every LM.
+    pub fn take_raised(&mut self) -> Vec<(u16, u32)> {
         let mut raised = Vec::new();
-        for view in self.lms.iter_mut().flatten() {
-            view.take_raised(&mut raised);
+        for (l, view) in self.lms.iter_mut().enumerate() {
+            if let Some(view) = view {
+                view.take_raised(l as u16, &mut raised);
+            }
         }
-        raised.sort_unstable_by_key(|(c, r)| (c.0, r.cpu_millis, r.memory_mb));
-        raised.dedup();
         raised
+    }
+
+    /// The distinct (constraints, free now) of these nodes.
+    pub fn shapes_of(&self, nodes: &[(u16, u32)]) -> Vec<(ConstraintSet, Resources)> {
+        let mut out: Vec<_> = nodes
+            .iter()
+            .filter_map(|&(l, n)| self.get(l as usize)?.node_now(n))
+            .collect();
+        out.sort_unstable_by_key(|(c, r)| (c.0, r.cpu_millis, r.memory_mb));
+        out.dedup();
+        out
+    }
+
+    /// True when one of these nodes has `constraints` and room for `request` now.
+    pub fn fits_one_of(
+        &self,
+        nodes: &[(u16, u32)],
+        constraints: ConstraintSet,
+        request: &Resources,
+    ) -> bool {
+        nodes.iter().any(|&(l, n)| {
+            self.get(l as usize)
+                .and_then(|v| v.node_now(n))
+                .is_some_and(|(has, free)| constraints.satisfied_by(has) && free.fits(request))
+        })
     }
 
     /// A node of LM `l` is `gm`'s own (internal) or another GM's (a repartition).

@@ -48,6 +48,9 @@ impl Pending {
 pub struct Queued {
     pub key: u64,
     pub pending: Box<Pending>,
+    /// It waited in a class (it failed against an earlier view), as opposed to a
+    /// new or refused task.
+    pub was_blocked: bool,
 }
 
 /// The blocked tasks of one shape in one queue.
@@ -68,18 +71,19 @@ impl Class {
     /// Back to sleep: the parked tasks go back in front of the line.
     fn sleep(&mut self) {
         self.awake = false;
-        if !self.parked.is_empty() {
-            self.parked.append(&mut self.line);
-            std::mem::swap(&mut self.parked, &mut self.line);
+        // Costs the parked tasks, not the line.
+        while let Some(task) = self.parked.pop_back() {
+            self.line.push_front(task);
         }
     }
 
     /// A blocked task, at its place by key.
     fn insert(&mut self, key: u64, pending: Box<Pending>) {
-        match self.line.back() {
-            None => self.line.push_back((key, pending)),
-            Some((last, _)) if *last < key => self.line.push_back((key, pending)),
-            Some(_) => {
+        match (self.line.front(), self.line.back()) {
+            (None, _) => self.line.push_back((key, pending)),
+            (_, Some((last, _))) if *last < key => self.line.push_back((key, pending)),
+            (Some((first, _)), _) if key < *first => self.line.push_front((key, pending)),
+            _ => {
                 let at = self.line.partition_point(|(k, _)| *k < key);
                 self.line.insert(at, (key, pending));
             }
@@ -114,7 +118,12 @@ impl UserQueue {
                 }
                 // An emptied class stays until it sleeps: its failures park there.
                 self.blocked -= 1;
-                Some((Queued { key, pending }, true))
+                let queued = Queued {
+                    key,
+                    pending,
+                    was_blocked: true,
+                };
+                Some((queued, true))
             }
             (Some(_), None) => self.pop_ready(),
             (None, None) => None,
@@ -123,7 +132,12 @@ impl UserQueue {
 
     fn pop_ready(&mut self) -> Option<(Queued, bool)> {
         let (key, pending) = self.ready.pop_front()?;
-        Some((Queued { key, pending }, false))
+        let queued = Queued {
+            key,
+            pending,
+            was_blocked: false,
+        };
+        Some((queued, false))
     }
 
     /// Wakes one class; returns how many tasks became ready.
@@ -207,7 +221,7 @@ impl Queues {
     /// place in the line. A class awake in this pass keeps it aside (parked) so that
     /// the pass does not try it twice.
     pub fn push_blocked(&mut self, queued: Queued) {
-        let Queued { key, pending } = queued;
+        let Queued { key, pending, .. } = queued;
         let shape = pending.shape();
         let i = self.queue_index(pending.task.queue);
         let q = &mut self.queues[i];

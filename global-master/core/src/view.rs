@@ -245,18 +245,24 @@ impl LmView {
         }
     }
 
-    /// The nodes whose free resources grew since the last call, as (constraints,
-    /// free now), leaving out those with nothing free in some dimension (no task can
-    /// use them: the constraint filter drops them too).
-    pub fn take_raised(&mut self, into: &mut Vec<(ConstraintSet, Resources)>) {
+    /// The nodes whose free resources grew since the last call, leaving out those
+    /// with nothing free in some dimension (no task can use them: the constraint
+    /// filter drops them too).
+    pub fn take_raised(&mut self, lm: u16, into: &mut Vec<(u16, u32)>) {
         for n in self.raised.drain(..) {
             self.raised_mark.set(n as usize, false);
             let (p, slot) = self.slot_of[n as usize];
-            let free = self.partitions[p as usize].free[slot as usize];
-            if !free.any_zero() {
-                into.push((self.topology.constraints[n as usize], free));
+            if !self.partitions[p as usize].free[slot as usize].any_zero() {
+                into.push((lm, n));
             }
         }
+    }
+
+    /// The constraints and free resources of an LM node now.
+    pub fn node_now(&self, n: u32) -> Option<(ConstraintSet, Resources)> {
+        let &(p, slot) = self.slot_of.get(n as usize)?;
+        let free = self.partitions[p as usize].free[slot as usize];
+        Some((*self.topology.constraints.get(n as usize)?, free))
     }
 }
 

@@ -25,9 +25,19 @@ pub struct BenchWakeArgs {
     /// The 10,000-node Megha cluster config.
     #[arg(long, default_value = "data/clusters/megha_config_G5L5S10000_C.json")]
     pub cluster: PathBuf,
-    /// Tasks of the generated overloaded trace (jobs of 250 tasks).
-    #[arg(long, default_value_t = 300_000, value_name = "N")]
-    pub overload_tasks: u64,
+    /// Tasks of the generated overloaded trace (jobs of 250 tasks); several
+    /// (comma-separated) give a scaling series, one scenario each.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "300000",
+        value_name = "N"
+    )]
+    pub overload_tasks: Vec<u64>,
+    /// Run the overloaded traces on a generated cluster of this many one-core nodes
+    /// (10 GMs x 10 LMs, a multiple of 100) instead of the Megha cluster config.
+    #[arg(long, value_name = "NODES")]
+    pub overload_nodes: Option<usize>,
     /// The moderate trace run on 1,000 nodes.
     #[arg(long, default_value = "data/traces/YH1_sub.tr")]
     pub trace: PathBuf,
@@ -80,20 +90,32 @@ pub fn run(args: BenchWakeArgs) -> Result<()> {
     for scenario in &args.scenarios {
         let setup = match scenario.as_str() {
             "overload" => {
-                if !args.cluster.exists() {
-                    bail!(
+                let cluster = match args.overload_nodes {
+                    Some(n) if n >= 100 && n % 100 == 0 => [
+                        "--gms",
+                        "10",
+                        "--lms",
+                        "10",
+                        "--partition-size",
+                        &(n / 100).to_string(),
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    Some(n) => bail!("--overload-nodes {n}: must be a positive multiple of 100"),
+                    None if !args.cluster.exists() => bail!(
                         "cluster {} not found (run from the repository root or give --cluster)",
                         args.cluster.display()
-                    );
+                    ),
+                    None => vec!["--cluster".into(), args.cluster.display().to_string()],
+                };
+                for &tasks in &args.overload_tasks {
+                    let trace = args.out.join(format!("overload-{tasks}.tr"));
+                    write_overload_trace(&trace, tasks, args.seed)?;
+                    let mut setup = vec!["--trace".into(), trace.display().to_string()];
+                    setup.extend(cluster.iter().cloned());
+                    setups.push((format!("overload-{tasks}"), setup));
                 }
-                let trace = args.out.join(format!("overload-{}.tr", args.overload_tasks));
-                write_overload_trace(&trace, args.overload_tasks, args.seed)?;
-                vec![
-                    "--trace".into(),
-                    trace.display().to_string(),
-                    "--cluster".into(),
-                    args.cluster.display().to_string(),
-                ]
+                continue;
             }
             "yh1-per-job" | "yh1-per-task" => {
                 if !args.trace.exists() {
@@ -125,7 +147,7 @@ pub fn run(args: BenchWakeArgs) -> Result<()> {
         setups.push((scenario.clone(), setup));
     }
     println!(
-        "{:<14} {:<8} {:>8} {:>8} {:>8} {:>14} {:>14} {:>9} {:>9} {:>8}",
+        "{:<16} {:<8} {:>8} {:>8} {:>8} {:>14} {:>14} {:>9} {:>9} {:>8}",
         "scenario",
         "wake",
         "tasks",
@@ -173,7 +195,7 @@ pub fn run(args: BenchWakeArgs) -> Result<()> {
                 }
             };
             println!(
-                "{:<14} {:<8} {:>8} {:>8.2} {:>8.2} {:>14} {:>14} {:>9.2} {:>9.2} {:>8.0}{}",
+                "{:<16} {:<8} {:>8} {:>8.2} {:>8.2} {:>14} {:>14} {:>9.2} {:>9.2} {:>8.0}{}",
                 name,
                 wake,
                 f("tasks"),

@@ -49,6 +49,9 @@ pub struct GlobalMaster {
     /// LRAs (designated GM only): see [`crate::lra_path`].
     lra: LraPath,
     stats: GmStats,
+    /// During a pass after a selective wake: the (LM, node) pairs that grew since
+    /// the wake before (see [`crate::backlog`]).
+    grown: Option<Vec<(u16, u32)>>,
 }
 
 impl GlobalMaster {
@@ -69,6 +72,7 @@ impl GlobalMaster {
             fairness: Fairness::new(config.fairness.clone(), lms),
             lra: LraPath::new(config.lra.clone()),
             stats: GmStats::default(),
+            grown: None,
             config,
         }
     }

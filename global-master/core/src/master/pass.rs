@@ -37,10 +37,12 @@ impl GlobalMaster {
     /// the last wake (every blocked task under [`crate::backlog::WakePolicy::All`]),
     /// and those of queues the fairness step may preempt for.
     fn wake_blocked(&mut self) {
+        self.grown = None;
         if !self.backlog.wake_pending() {
             return;
         }
-        let raised = self.view.take_raised();
+        let selective = self.backlog.wakes_selectively();
+        let grown = self.view.take_raised();
         let lms = self.view.lms();
         let fairness = &mut self.fairness;
         let live: Vec<_> = self
@@ -49,20 +51,28 @@ impl GlobalMaster {
             .into_iter()
             .filter(|q| fairness.may_preempt_for(lms, *q))
             .collect();
+        let nodes = self.view.shapes_of(&grown);
         let fits = |(constraints, request): &Shape| {
-            raised
+            nodes
                 .iter()
                 .any(|(node, free)| constraints.satisfied_by(*node) && free.fits(request))
         };
         let woken = self.backlog.begin_pass(fits, live);
         self.stats.woken += woken as u64;
+        if selective {
+            self.grown = Some(grown);
+        }
     }
 
     /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
     /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
     /// and waits.
     fn place(&mut self, queued: Queued, out: &mut PassOutput) -> Decision {
-        let Queued { key, mut pending } = queued;
+        let Queued {
+            key,
+            mut pending,
+            was_blocked,
+        } = queued;
         if pending.attempts > 0 {
             self.stats.retries += 1;
         }
@@ -75,7 +85,14 @@ impl GlobalMaster {
             me: self.config.id.index(),
             gms: self.config.gms as usize,
         };
-        let known_miss = self.backlog.is_known_miss(&shape);
+        // A blocked task of a selective wake fits only on a node that grew since the
+        // last wake: once none of those has room for it, the scan would fail.
+        let known_miss = self.backlog.is_known_miss(&shape)
+            || (was_blocked
+                && self
+                    .grown
+                    .as_ref()
+                    .is_some_and(|g| !self.view.fits_one_of(g, shape.0, &shape.1)));
         let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
         let task = pending.task.id;
         let outcome = match result {
@@ -86,7 +103,12 @@ impl GlobalMaster {
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
                 self.backlog.remember_miss(shape);
-                self.no_room(Queued { key, pending }, miss.reason(), out)
+                let queued = Queued {
+                    key,
+                    pending,
+                    was_blocked,
+                };
+                self.no_room(queued, miss.reason(), out)
             }
         };
         Decision {
@@ -131,7 +153,11 @@ impl GlobalMaster {
         mut reason: PendingReason,
         out: &mut PassOutput,
     ) -> DecisionOutcome {
-        let Queued { key, mut pending } = queued;
+        let Queued {
+            key,
+            mut pending,
+            was_blocked,
+        } = queued;
         let shape = (pending.task.constraints, pending.task.resources);
         let decided = self
             .fairness
@@ -164,7 +190,11 @@ impl GlobalMaster {
         self.stats.requeues += 1;
         pending.reason = Some(reason.clone());
         pending.attempts += 1;
-        self.backlog.push_blocked(Queued { key, pending });
+        self.backlog.push_blocked(Queued {
+            key,
+            pending,
+            was_blocked,
+        });
         DecisionOutcome::Requeued(reason)
     }
 
