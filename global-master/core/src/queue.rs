@@ -255,15 +255,21 @@ impl Queues {
 
     /// Wakes the class of `shape` in every queue: its tasks are ready for this pass.
     pub fn wake(&mut self, shape: Shape) {
-        let Some(holders) = self.shapes.get(&shape).cloned() else {
+        let Queues {
+            shapes,
+            queues,
+            awake,
+            ready,
+            ..
+        } = self;
+        let Some(holders) = shapes.get(&shape) else {
             return;
         };
-        for i in holders {
-            let woke = self.queues[i].wake(shape);
-            if self.queues[i].classes.get(&shape).is_some_and(|c| c.awake) {
-                self.awake.push((i, shape));
+        for &i in holders {
+            *ready += queues[i].wake(shape);
+            if queues[i].classes.get(&shape).is_some_and(|c| c.awake) {
+                awake.push((i, shape));
             }
-            self.ready += woke;
         }
     }
 
@@ -290,20 +296,25 @@ impl Queues {
 
     /// Puts the class of `shape` back to sleep in every queue but `keep_awake` ones.
     pub fn sleep(&mut self, shape: Shape, keep_awake: &dyn Fn(QueueId) -> bool) {
-        let Some(holders) = self.shapes.get(&shape).cloned() else {
+        let Queues {
+            shapes,
+            queues,
+            ids,
+            ready,
+            ..
+        } = self;
+        let Some(holders) = shapes.get_mut(&shape) else {
             return;
         };
-        let mut emptied = Vec::new();
-        for i in holders {
-            if keep_awake(self.ids[i]) {
-                continue;
+        holders.retain(|&i| {
+            if !keep_awake(ids[i]) {
+                *ready -= queues[i].sleep(shape);
             }
-            self.ready -= self.queues[i].sleep(shape);
-            if !self.queues[i].classes.contains_key(&shape) {
-                emptied.push(i);
-            }
+            queues[i].classes.contains_key(&shape)
+        });
+        if holders.is_empty() {
+            shapes.remove(&shape);
         }
-        self.forget_holders(shape, &emptied);
     }
 
     /// The end of a pass: every class sleeps until the view gains resources.
