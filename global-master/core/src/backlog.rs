@@ -18,6 +18,7 @@
 //! asks the fairness step, as before.
 
 pub use crate::config::WakePolicy;
+pub use crate::queue::Probe;
 pub use crate::queue::Shape;
 use crate::queue::{Pending, Queued, Queues};
 use common::QueueId;
@@ -124,35 +125,35 @@ impl Backlog {
         self.queues.blocked_queues()
     }
 
-    /// The start of a pass after a gain: wakes the classes `fits` says some grown
-    /// node could host (all of them with [`WakePolicy::All`] or after a rebuild),
-    /// and every class of the `fairness_live` queues. Returns how many tasks woke.
-    pub fn begin_pass(
-        &mut self,
-        mut fits: impl FnMut(&Shape) -> bool,
-        fairness_live: Vec<QueueId>,
-    ) -> usize {
+    /// The start of a pass after a gain. With [`WakePolicy::All`] (or after a
+    /// rebuild) every class wakes; otherwise the pass is selective: the classes of
+    /// the `fairness_live` queues wake, and each other class is asked, when its turn
+    /// in the line comes, whether it fits ([`Backlog::pop_ready_with`]).
+    pub fn begin_pass(&mut self, fairness_live: Vec<QueueId>) {
         if !std::mem::take(&mut self.gained) {
-            return 0;
+            return;
         }
-        let before = self.queues.ready_len();
         if self.policy == WakePolicy::All || std::mem::take(&mut self.wake_all) {
             self.queues.wake_all();
         } else {
-            let wake: Vec<Shape> = self
-                .queues
-                .blocked_shapes()
-                .filter(|s| fits(s))
-                .copied()
-                .collect();
-            wake.into_iter().for_each(|s| self.queues.wake(s));
             for q in &fairness_live {
                 self.queues.wake_queue(*q);
             }
+            self.queues.start_walk();
         }
         self.wake_all = false;
         self.kept_awake = fairness_live;
-        self.queues.ready_len() - before
+    }
+
+    /// The next ready task; in a selective pass, sleeping classes `probe` says fit
+    /// wake when their turn comes.
+    pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
+        self.queues.pop_ready_with(probe)
+    }
+
+    /// Tasks in the classes woken so far.
+    pub fn woken(&self) -> u64 {
+        self.queues.woken()
     }
 
     /// The end of a pass: every class sleeps until the view gains resources.

@@ -85,15 +85,13 @@ impl ClusterView {
         raised
     }
 
-    /// The distinct (constraints, free now) of these nodes.
-    pub fn shapes_of(&self, nodes: &[(u16, u32)]) -> Vec<(ConstraintSet, Resources)> {
-        let mut out: Vec<_> = nodes
-            .iter()
-            .filter_map(|&(l, n)| self.get(l as usize)?.node_now(n))
-            .collect();
-        out.sort_unstable_by_key(|(c, r)| (c.0, r.cpu_millis, r.memory_mb));
-        out.dedup();
-        out
+    /// True when one of these nodes has something free in every dimension now.
+    pub fn any_room(&self, nodes: &[(u16, u32)]) -> bool {
+        nodes.iter().any(|&(l, n)| {
+            self.get(l as usize)
+                .and_then(|v| v.node_now(n))
+                .is_some_and(|(_, free)| !free.any_zero())
+        })
     }
 
     /// True when one of these nodes has `constraints` and room for `request` now.

@@ -53,6 +53,15 @@ pub struct Queued {
     pub was_blocked: bool,
 }
 
+/// Whether a sleeping class could find room now (asked during a selective pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    Fits,
+    No,
+    /// No class can find room any more in this pass: stop asking.
+    Never,
+}
+
 /// The blocked tasks of one shape in one queue.
 #[derive(Debug, Default)]
 struct Class {
@@ -98,11 +107,48 @@ struct UserQueue {
     classes: FxHashMap<Shape, Class>,
     /// The awake classes with a task in their line, by the key of that first task.
     heads: BTreeMap<u64, Shape>,
+    /// The sleeping classes with a task in their line, by the key of that task.
+    sleeping: BTreeMap<u64, Shape>,
+    /// In a selective pass: sleeping classes with a first key below this were asked.
+    cursor: u64,
     /// Tasks in the classes (lines and parked).
     blocked: usize,
 }
 
 impl UserQueue {
+    /// In a selective pass, before taking a task: asks the sleeping classes whose
+    /// first task comes before the next candidate, in key order, and wakes those
+    /// `probe` says fit. Returns the tasks woken (their shapes in `woke`).
+    fn walk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe, woke: &mut Vec<Shape>) -> usize {
+        let mut count = 0;
+        loop {
+            let bound = match (self.ready.front(), self.heads.first_key_value()) {
+                (Some((r, _)), Some((h, _))) => Some((*r).min(*h)),
+                (Some((r, _)), None) => Some(*r),
+                (None, Some((h, _))) => Some(*h),
+                (None, None) => None,
+            };
+            let Some((&key, &shape)) = self.sleeping.range(self.cursor..).next() else {
+                return count;
+            };
+            if bound.is_some_and(|b| key > b) {
+                return count;
+            }
+            match probe(&shape) {
+                Probe::Never => {
+                    self.cursor = u64::MAX;
+                    return count;
+                }
+                Probe::No => self.cursor = key + 1,
+                Probe::Fits => {
+                    self.cursor = key + 1;
+                    count += self.wake(shape);
+                    woke.push(shape);
+                }
+            }
+        }
+    }
+
     /// The task with the smallest key among the ready ones and the awake classes.
     fn pop_next(&mut self) -> Option<(Queued, bool)> {
         let ready_key = self.ready.front().map(|(k, _)| *k);
@@ -150,6 +196,7 @@ impl UserQueue {
         }
         class.awake = true;
         if let Some((key, _)) = class.line.front() {
+            self.sleeping.remove(key);
             self.heads.insert(*key, shape);
         }
         class.line.len()
@@ -169,8 +216,13 @@ impl UserQueue {
             self.heads.remove(key);
         }
         class.sleep();
-        if class.len() == 0 {
-            self.classes.remove(&shape);
+        match class.line.front() {
+            Some((key, _)) => {
+                self.sleeping.insert(*key, shape);
+            }
+            None => {
+                self.classes.remove(&shape);
+            }
         }
         left
     }
@@ -193,6 +245,11 @@ pub struct Queues {
     shapes: FxHashMap<Shape, Vec<usize>>,
     /// Classes woken since the last [`Queues::sleep_all`] (queue, shape).
     awake: Vec<(usize, Shape)>,
+    /// A selective pass: sleeping classes are asked in key order as the pass goes
+    /// ([`Queues::pop_ready_with`]).
+    walking: bool,
+    /// Tasks in the classes woken so far.
+    woken: u64,
 }
 
 impl Queues {
@@ -232,7 +289,14 @@ impl Queues {
         if class.awake {
             class.parked.push_back((key, pending));
         } else {
+            let old_head = class.line.front().map(|(k, _)| *k);
             class.insert(key, pending);
+            if old_head.is_none_or(|h| key < h) {
+                if let Some(h) = old_head {
+                    q.sleeping.remove(&h);
+                }
+                q.sleeping.insert(key, shape);
+            }
         }
         q.blocked += 1;
         self.blocked += 1;
@@ -260,13 +324,16 @@ impl Queues {
             queues,
             awake,
             ready,
+            woken,
             ..
         } = self;
         let Some(holders) = shapes.get(&shape) else {
             return;
         };
         for &i in holders {
-            *ready += queues[i].wake(shape);
+            let count = queues[i].wake(shape);
+            *ready += count;
+            *woken += count as u64;
             if queues[i].classes.get(&shape).is_some_and(|c| c.awake) {
                 awake.push((i, shape));
             }
@@ -282,6 +349,7 @@ impl Queues {
         for shape in shapes {
             let woke = self.queues[i].wake(shape);
             self.ready += woke;
+            self.woken += woke as u64;
             self.awake.push((i, shape));
         }
     }
@@ -319,6 +387,7 @@ impl Queues {
 
     /// The end of a pass: every class sleeps until the view gains resources.
     pub fn sleep_all(&mut self) {
+        self.walking = false;
         for (i, shape) in std::mem::take(&mut self.awake) {
             self.ready -= self.queues[i].sleep(shape);
             if !self.queues[i].classes.contains_key(&shape) {
@@ -341,12 +410,26 @@ impl Queues {
 
     /// The next ready task, taking queues in turn.
     pub fn pop_ready(&mut self) -> Option<Queued> {
-        if self.ready == 0 {
+        self.pop_ready_with(&mut |_| Probe::Never)
+    }
+
+    /// The next ready task, taking queues in turn; in a selective pass
+    /// ([`Queues::start_walk`]) the sleeping classes `probe` says fit wake first if
+    /// their turn has come.
+    pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
+        if self.ready == 0 && !self.walking {
             return None;
         }
         let n = self.queues.len();
+        let mut woke = Vec::new();
         for k in 0..n {
             let i = (self.next + k) % n;
+            if self.walking {
+                let count = self.queues[i].walk(probe, &mut woke);
+                self.ready += count;
+                self.woken += count as u64;
+                self.awake.extend(woke.drain(..).map(|shape| (i, shape)));
+            }
             if let Some((queued, from_class)) = self.queues[i].pop_next() {
                 self.next = (i + 1) % n;
                 self.ready -= 1;
@@ -357,6 +440,19 @@ impl Queues {
             }
         }
         None
+    }
+
+    /// The start of a selective pass: sleeping classes are asked as their turn comes.
+    pub fn start_walk(&mut self) {
+        self.walking = true;
+        for q in &mut self.queues {
+            q.cursor = 0;
+        }
+    }
+
+    /// Tasks in the classes woken so far.
+    pub fn woken(&self) -> u64 {
+        self.woken
     }
 
     pub fn len(&self) -> usize {
@@ -535,5 +631,42 @@ mod tests {
         assert_eq!(pass(&mut q, &[]), vec![2, 4]);
         q.wake_all();
         assert_eq!(drain(&mut q), vec![1, 3]);
+    }
+
+    #[test]
+    fn a_selective_pass_asks_sleeping_classes_in_key_order_as_their_turn_comes() {
+        let one = (ConstraintSet::EMPTY, Resources::cores(1, 1));
+        let mut asked = Vec::new();
+        let mut q = Queues::default();
+        for (job, cores) in [(1, 1), (2, 2), (3, 1), (4, 2)] {
+            q.push_ready(pending_of(job, 0, cores));
+        }
+        pass(&mut q, &[1, 2, 3, 4]);
+        q.push_ready(pending_of(5, 0, 2));
+        q.start_walk();
+        let mut tried = Vec::new();
+        while let Some(p) = q.pop_ready_with(&mut |s: &Shape| {
+            asked.push(s.1.cpu_millis / 1000);
+            if *s == one {
+                Probe::Fits
+            } else {
+                Probe::No
+            }
+        }) {
+            tried.push(p.pending.task.id.job.0);
+        }
+        q.sleep_all();
+        assert_eq!(
+            tried,
+            vec![1, 3, 5],
+            "the one-core class woke, then the new task"
+        );
+        assert_eq!(asked, vec![1, 2], "each class asked once, in key order");
+        assert_eq!(q.woken(), 2);
+        q.start_walk();
+        let none = q.pop_ready_with(&mut |_: &Shape| Probe::Never);
+        q.sleep_all();
+        assert!(none.is_none(), "nothing fits: nothing tried");
+        assert_eq!(q.len(), 2, "2 and 4 wait (1 and 3 were not blocked again)");
     }
 }

@@ -6,7 +6,7 @@
 //! under fairness); a task that no node could ever host leaves with a reason.
 
 use super::GlobalMaster;
-use crate::backlog::Shape;
+use crate::backlog::{Probe, Shape};
 use crate::fairness::Contention;
 use crate::opportunistic::QueueableChoice;
 use crate::outputs::{Decision, DecisionOutcome, PassOutput};
@@ -24,11 +24,24 @@ impl GlobalMaster {
             return out;
         }
         self.wake_blocked();
-        while let Some(queued) = self.backlog.pop_ready() {
+        loop {
+            // A sleeping class fits only on a node that grew since the last wake.
+            let (view, grown) = (&self.view, &self.grown);
+            let mut probe = |(constraints, request): &Shape| match grown {
+                Some(g) if view.any_room(g) => match view.fits_one_of(g, *constraints, request) {
+                    true => Probe::Fits,
+                    false => Probe::No,
+                },
+                _ => Probe::Never,
+            };
+            let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
+                break;
+            };
             let decision = self.place(queued, &mut out);
             out.decisions.push(decision);
         }
         self.backlog.end_pass();
+        self.stats.woken = self.backlog.woken();
         self.dispatcher.close_open_batches();
         out
     }
@@ -51,14 +64,7 @@ impl GlobalMaster {
             .into_iter()
             .filter(|q| fairness.may_preempt_for(lms, *q))
             .collect();
-        let nodes = self.view.shapes_of(&grown);
-        let fits = |(constraints, request): &Shape| {
-            nodes
-                .iter()
-                .any(|(node, free)| constraints.satisfied_by(*node) && free.fits(request))
-        };
-        let woken = self.backlog.begin_pass(fits, live);
-        self.stats.woken += woken as u64;
+        self.backlog.begin_pass(live);
         if selective {
             self.grown = Some(grown);
         }
