@@ -11,8 +11,9 @@
 //! blocked tasks come before the ready ones (they were queued before those arrived).
 //!
 //! Which classes wake when the view gains resources is the backlog's choice
-//! ([`crate::backlog`]): all of them (the full retry of the paper's simulator), or
-//! only those the gained resources could host.
+//! ([`crate::backlog`]): all of them at the start of the pass (the full retry of the
+//! paper's simulator), or, in a selective pass, each sleeping class when the line
+//! reaches its first task and a [`Probe`] says it may fit.
 
 use common::reasons::PendingReason;
 use common::{ConstraintSet, LmId, Micros, QueueId, Resources, TaskSpec};
