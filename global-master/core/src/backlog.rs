@@ -36,6 +36,7 @@
 //!   can start on another LM (same kind of partition);
 //! - across queues, a queue's blocked tasks that cannot fit no longer take turns in
 //!   the round-robin between queues.
+//!
 //! With one GM, one LM, one queue and no charge for decisions the two give the same
 //! schedules but for `attempts` (`tests/tests/cores/wake_index.rs`).
 
