@@ -17,7 +17,9 @@ pids=()
 trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
 common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2 --amqp "$AMQP")
 for l in 0 1; do
-  "$BIN/local-master" --id $l "${common[@]}" --listen 127.0.0.1:910$l >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
+  # --gm-url: task starts and ends go to the GM that launched each task (its status API).
+  "$BIN/local-master" --id $l "${common[@]}" --listen 127.0.0.1:910$l \
+    --gm-url http://127.0.0.1:8080,http://127.0.0.1:8081 >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
 for l in 0 1; do for s in 0 1; do
   "$BIN/worker" --lm-url http://127.0.0.1:910$l --slot $s --listen 127.0.0.1:92$l$s >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)

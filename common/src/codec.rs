@@ -4,7 +4,7 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Bumped whenever an internal message changes shape.
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -105,6 +105,7 @@ mod tests {
             ],
             snapshot: LmSnapshot {
                 lm: LmId(1),
+                incarnation: 2,
                 version: 3,
                 taken_at: Micros(4),
                 topology: Arc::new(LmTopology {

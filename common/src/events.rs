@@ -66,6 +66,11 @@ pub enum TaskEventKind {
         lm: LmId,
         node: NodeId,
     },
+    /// Its job was cancelled at the GM that owns it: it left the queue, or its LM
+    /// stopped it. Final.
+    Cancelled {
+        gm: GmId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,6 +30,7 @@ pub mod protocol;
 pub mod quota;
 pub mod reasons;
 pub mod resources;
+pub mod retry;
 pub mod rng;
 pub mod task;
 pub mod time;

@@ -38,6 +38,11 @@ impl LmTopology {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LmSnapshot {
     pub lm: LmId,
+    /// The LM's life (its start time, µs). Snapshots of one life are ordered by
+    /// `version`; a snapshot of another life replaces them when its number is higher,
+    /// or when the life the GM holds has been silent for a few snapshots of the
+    /// other (an LM restarted on a host whose clock is behind).
+    pub incarnation: u64,
     /// Increases with every change; a GM ignores a snapshot older than the one it has.
     pub version: u64,
     pub taken_at: Micros,
@@ -162,6 +167,9 @@ pub enum TaskFailure {
     Signal { signal: i32, out_of_memory: bool },
     /// The task never ran: bad command, missing binary, bad working directory...
     StartFailed { reason: String },
+    /// The worker holding the task stopped answering (or came back without it): the
+    /// task's outcome is unknown and its node is down.
+    Lost { reason: String },
 }
 
 impl std::fmt::Display for TaskFailure {
@@ -174,6 +182,7 @@ impl std::fmt::Display for TaskFailure {
             } => write!(f, "killed by signal {signal}: over its memory limit"),
             TaskFailure::Signal { signal, .. } => write!(f, "killed by signal {signal}"),
             TaskFailure::StartFailed { reason } => write!(f, "could not start: {reason}"),
+            TaskFailure::Lost { reason } => write!(f, "lost: {reason}"),
         }
     }
 }
@@ -338,6 +347,23 @@ pub struct WorkerRegistration {
     pub finished: Vec<TaskId>,
 }
 
+/// Worker -> LM, every `--lm-check-ms`: the worker of `slot`, listening at `url`,
+/// is alive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerAlive {
+    pub slot: u32,
+    pub url: String,
+}
+
+/// LM -> worker: the LM's life, and whether it counts this worker registered (the
+/// same slot and URL, not declared lost). When not, the worker registers again,
+/// listing the tasks it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerAliveAnswer {
+    pub incarnation: u64,
+    pub registered: bool,
+}
+
 /// A task a worker holds: running (`started_at` set) or waiting in its queue.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldTask {
@@ -356,4 +382,47 @@ pub struct WorkerAssignment {
     /// Identifies this life of the LM (its start time, µs since the epoch): a worker
     /// that sees another value on the LM's `/healthz` registers again.
     pub incarnation: u64,
+}
+
+/// LM -> GM: tasks this GM launched that started at their workers (sent to the GM
+/// that launched them on the LM's ordered stream, like [`TasksEnded`]; a repeat is
+/// harmless).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TasksStarted {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub starts: Vec<TaskStart>,
+}
+
+/// One task's start at its worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskStart {
+    pub task: TaskId,
+    pub node: NodeId,
+    /// When the worker started it (worker clock).
+    pub at: Micros,
+}
+
+/// GM -> LM: stop every task of `job` that `gm` launched here (the job was
+/// cancelled). The LM stops only the tasks that GM launched; a repeat finds nothing
+/// more to stop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub gm: GmId,
+    pub lm: LmId,
+    pub job: JobId,
+}
+
+/// The LM's answer to a [`CancelRequest`], with its state piggybacked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CancelResponse {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub job: JobId,
+    /// Tasks of the job stopped now: killed at their workers (or taken out of a
+    /// worker's queue), their resources free again.
+    pub cancelled: Vec<TaskId>,
+    /// Tasks of the job running here that another GM launched: left alone.
+    pub not_yours: Vec<TaskId>,
+    pub snapshot: LmSnapshot,
 }

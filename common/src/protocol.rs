@@ -15,10 +15,12 @@
 //! receiving core. The payload structs live in [`crate::messages`].
 
 use crate::messages::{
-    KillTask, LaunchBatch, LaunchResponse, LmSnapshot, PreemptRequest, PreemptResponse,
-    PreemptedTasks, PromoteTask, StartTask, TasksEnded, WorkerReport,
+    CancelRequest, CancelResponse, KillTask, LaunchBatch, LaunchResponse, LmSnapshot,
+    PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, StartTask, TasksEnded,
+    TasksStarted, WorkerReport,
 };
-use crate::{GmId, LmId, NodeId, TaskSpec};
+use crate::retry::RetryPolicy;
+use crate::{GmId, JobId, LmId, NodeId, TaskSpec};
 use serde::{Deserialize, Serialize};
 
 /// GM -> LM requests. The LM validates each against its authoritative state.
@@ -29,6 +31,8 @@ pub enum GmToLm {
     Launch(LaunchBatch),
     /// Fairness: preempt tasks of a queue over its share, then launch a task.
     Preempt(PreemptRequest),
+    /// A cancelled job: stop its tasks this GM launched here.
+    Cancel(CancelRequest),
 }
 
 impl GmToLm {
@@ -37,6 +41,7 @@ impl GmToLm {
         match self {
             GmToLm::Launch(b) => b.lm,
             GmToLm::Preempt(p) => p.lm,
+            GmToLm::Cancel(c) => c.lm,
         }
     }
 
@@ -45,6 +50,7 @@ impl GmToLm {
         match self {
             GmToLm::Launch(_) => "launch",
             GmToLm::Preempt(_) => "preempt",
+            GmToLm::Cancel(_) => "cancel",
         }
     }
 }
@@ -62,6 +68,9 @@ pub enum LmToGm {
     Requeue(PreemptedTasks),
     /// Tasks the GM launched that finished or failed at their workers.
     Ended(TasksEnded),
+    /// Tasks the GM launched that started at their workers.
+    Started(TasksStarted),
+    CancelAnswer(CancelResponse),
 }
 
 impl LmToGm {
@@ -71,7 +80,8 @@ impl LmToGm {
             LmToGm::LaunchAnswer(r) => Some(&r.snapshot),
             LmToGm::PreemptAnswer(r) => Some(&r.snapshot),
             LmToGm::State(s) => Some(s),
-            LmToGm::Requeue(_) | LmToGm::Ended(_) => None,
+            LmToGm::CancelAnswer(r) => Some(&r.snapshot),
+            LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => None,
         }
     }
 
@@ -83,6 +93,8 @@ impl LmToGm {
             LmToGm::State(_) => GmAddress::All,
             LmToGm::Requeue(p) => GmAddress::One(p.gm),
             LmToGm::Ended(e) => GmAddress::One(e.gm),
+            LmToGm::Started(s) => GmAddress::One(s.gm),
+            LmToGm::CancelAnswer(r) => GmAddress::One(r.gm),
         }
     }
 
@@ -101,6 +113,8 @@ impl LmToGm {
             LmToGm::State(_) => "state",
             LmToGm::Requeue(_) => "requeue",
             LmToGm::Ended(_) => "ended",
+            LmToGm::Started(_) => "started",
+            LmToGm::CancelAnswer(_) => "cancel_answer",
         }
     }
 }
@@ -154,8 +168,16 @@ impl WorkerToLm {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientToGm {
-    /// Queue tasks (of one job) for placement, in order.
+    /// Queue tasks (of one job) for placement, in order, under the GM's default
+    /// retry policy.
     Submit(Vec<TaskSpec>),
+    /// Queue tasks of one job with the job's retry policy.
+    SubmitJob {
+        tasks: Vec<TaskSpec>,
+        retry: RetryPolicy,
+    },
+    /// Cancel a job: its queued tasks leave the queues, the LMs stop the others.
+    Cancel(JobId),
 }
 // LRA submissions are typed by the `lra-placer` crate (tags, placement constraints)
 // and enter the designated GM's core as its own input, `GmInput::SubmitLra`.

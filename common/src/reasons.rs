@@ -31,6 +31,8 @@ pub enum RejectReason {
     OverQueueableQuota { job: JobId, limit: u32 },
     /// The request itself is malformed (zero resources, ...).
     Invalid { detail: String },
+    /// The node's worker stopped answering: nothing runs there until it is back.
+    NodeDown,
 }
 
 impl fmt::Display for RejectReason {
@@ -56,6 +58,7 @@ impl fmt::Display for RejectReason {
                 )
             }
             RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
+            RejectReason::NodeDown => write!(f, "node is down (its worker stopped answering)"),
         }
     }
 }
@@ -85,6 +88,9 @@ pub enum PendingReason {
     /// A QUEUEABLE task held back: its job has `limit` QUEUEABLE containers
     /// outstanding, its quota (Mercury 4.1). It is tried again when one ends.
     OverQueueableQuota { limit: u32 },
+    /// The last run failed (or was lost); the job's retry policy runs it again:
+    /// `attempt` is the run to come (2 for the first retry).
+    Retrying { attempt: u32, failure: String },
 }
 
 impl PendingReason {
@@ -124,6 +130,9 @@ impl fmt::Display for PendingReason {
                 f,
                 "job has {limit} QUEUEABLE containers outstanding, its quota"
             ),
+            PendingReason::Retrying { attempt, failure } => {
+                write!(f, "attempt {attempt} after the last one failed: {failure}")
+            }
         }
     }
 }

@@ -10,9 +10,11 @@
 //! - [`fairness`]: Jain's index and per-queue shares of a run.
 //! - [`replay`]: replaying a trace against running services (HTTP + RabbitMQ) or an
 //!   embedded cluster, and rebuilding the same reports from the event stream.
-//! - [`cli`]: command-line front ends.
+//! - [`cli`]: command-line front ends; [`client`]: `megha`, the cluster's
+//!   command-line client (binary `src/bin/megha.rs`).
 
 pub mod cli;
+pub mod client;
 pub mod fairness;
 pub mod lra_workload;
 pub mod replay;

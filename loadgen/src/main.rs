@@ -46,6 +46,11 @@ enum Command {
     /// against the wake index (--wake indexed), CPU seconds and retries (prints
     /// figures).
     BenchWake(cli::bench_wake::BenchWakeArgs),
+    /// Seeded fault injection (crashes, partitions, lost/duplicated/delayed messages,
+    /// refusing workers, broker outages, clock skew) on small simulated clusters,
+    /// invariants checked after every event; prints seeds/s and every violation with
+    /// its seed (`--replay SEED` prints its trace).
+    Faults(cli::faults::FaultsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -60,6 +65,7 @@ fn main() -> std::process::ExitCode {
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
         Command::BenchWake(args) => cli::bench_wake::run(args),
+        Command::Faults(args) => cli::faults::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

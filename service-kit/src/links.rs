@@ -232,6 +232,12 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
                 let mut delay = Duration::from_millis(20);
                 if n > 0 {
                     while let Err(e) = link.call(batch.clone()).await {
+                        if rx.is_closed() {
+                            // Every sender is gone: its owner gave the peer up (a worker
+                            // declared lost) and counted what was pending.
+                            tracing::info!(error = %e, items = n, "send failed and the stream was abandoned; not retrying");
+                            return;
+                        }
                         tracing::warn!(error = %e, items = n, "send failed; retrying");
                         tokio::time::sleep(delay).await;
                         delay = (delay * 2).min(Duration::from_secs(2));

@@ -24,5 +24,6 @@ pub fn event_key(kind: &TaskEventKind) -> &'static str {
         TaskEventKind::Preempted { .. } => "task.preempted",
         TaskEventKind::Failed { .. } => "task.failed",
         TaskEventKind::Promoted { .. } => "task.promoted",
+        TaskEventKind::Cancelled { .. } => "task.cancelled",
     }
 }

@@ -1,11 +1,49 @@
-//! The RabbitMQ precondition of the multi-process tests: never skipped silently.
+//! The RabbitMQ precondition of the multi-process tests: never skipped silently. Each
+//! test gets a virtual host of its own ([`TestBroker`]), so that two test clusters on
+//! one machine (parallel tests, two checkouts) never see each other's messages.
 
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// The broker's default virtual host (for probing; tests use their own).
 pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
-/// Panics with instructions when no broker answers at [`AMQP_URL`].
-pub fn require_rabbitmq() {
+/// A virtual host made for one test, deleted when dropped.
+#[derive(Debug)]
+pub struct TestBroker {
+    /// The URL of the test's own virtual host.
+    pub url: String,
+    vhost: String,
+}
+
+impl Drop for TestBroker {
+    fn drop(&mut self) {
+        let _ = rabbitmqctl(&["delete_vhost", &self.vhost]);
+    }
+}
+
+fn rabbitmqctl(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("rabbitmqctl")
+        .arg("-q")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run rabbitmqctl: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "rabbitmqctl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Panics with instructions when no broker answers at [`AMQP_URL`]; otherwise makes
+/// a virtual host for this test (with `rabbitmqctl`, so the test must run where the
+/// broker runs, as root or the rabbitmq user) and returns it.
+pub fn require_rabbitmq() -> TestBroker {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -15,4 +53,21 @@ pub fn require_rabbitmq() {
             "RabbitMQ not reachable at {AMQP_URL} ({e}); install rabbitmq-server and run `service rabbitmq-server start`"
         );
     }
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let vhost = format!(
+        "megha-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    let made = rabbitmqctl(&["add_vhost", &vhost])
+        .and_then(|()| rabbitmqctl(&["set_permissions", "-p", &vhost, "guest", ".*", ".*", ".*"]));
+    if let Err(e) = made {
+        panic!("cannot make the test's own RabbitMQ virtual host {vhost}: {e}");
+    }
+    let url = format!("amqp://guest:guest@127.0.0.1:5672/{vhost}");
+    let probed = rt.block_on(service_kit::amqp::probe(&url, Duration::from_secs(5)));
+    if let Err(e) = probed {
+        panic!("the test's virtual host {vhost} does not answer at {url}: {e}");
+    }
+    TestBroker { url, vhost }
 }

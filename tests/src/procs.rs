@@ -238,6 +238,7 @@ pub struct LoopbackCluster {
     pub gms: Vec<Proc>,
     pub nodes: usize,
     lm_args: Vec<Vec<String>>,
+    gm_args: Vec<Vec<String>>,
     log_dir: PathBuf,
 }
 
@@ -375,6 +376,7 @@ impl LoopbackCluster {
             .collect::<Vec<_>>()
             .join(",");
         let mut gm_procs: Vec<Proc> = Vec::new();
+        let mut gm_args = Vec::new();
         for g in 0..gms {
             let mut args: Vec<String> = [
                 "--id",
@@ -392,7 +394,8 @@ impl LoopbackCluster {
             .map(|a| a.to_string())
             .collect();
             args.extend(fairness.iter().cloned());
-            args.extend(extra.gm.iter().cloned());
+            // `{id}` in a GM flag stands for the GM's id (e.g. its own --data-dir).
+            args.extend(extra.gm.iter().map(|a| a.replace("{id}", &g.to_string())));
             // GM 0 is the designated GM; the others forward LRAs and GUARANTEED
             // work to it.
             if let Some(designated) = gm_procs.first() {
@@ -404,6 +407,7 @@ impl LoopbackCluster {
                 log_dir,
                 &format!("gm{g}"),
             ));
+            gm_args.push(args);
         }
         let cluster = LoopbackCluster {
             lms: lm_procs,
@@ -411,6 +415,7 @@ impl LoopbackCluster {
             gms: gm_procs,
             nodes: gms as usize * lms as usize * partition_size,
             lm_args,
+            gm_args,
             log_dir: log_dir.to_owned(),
         };
         cluster.wait_ready(Duration::from_secs(30));
@@ -460,6 +465,19 @@ impl LoopbackCluster {
             &args,
             &self.log_dir,
             &format!("lm{l}-restarted"),
+        );
+    }
+
+    /// Kills GM `g` at once (SIGKILL) and, `down_for` later, starts it again with the
+    /// same flags (same address; same `--data-dir` if it had one).
+    pub fn crash_and_restart_gm(&mut self, g: usize, down_for: Duration) {
+        self.gms[g].kill();
+        std::thread::sleep(down_for);
+        self.gms[g] = Proc::spawn(
+            "global-master",
+            &self.gm_args[g],
+            &self.log_dir,
+            &format!("gm{g}-restarted"),
         );
     }
 

@@ -41,6 +41,19 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
     let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
     let cases: Vec<(String, u16, &str)> = vec![
         ("{".into(), 400, "body"),
+        (
+            format!(r#"{{"tasks":[{{{ok}}}],"retry":{{"max_attempts":0}}}}"#),
+            422,
+            "retry.max_attempts",
+        ),
+        (
+            format!(
+                r#"{{"tasks":[{{{ok}}}],"retry":{{"max_attempts":2,"backoff":{{"factor":-1}}}}}}"#
+            ),
+            422,
+            "retry.backoff.factor",
+        ),
+        (format!(r#"{{"tasks":[{{{ok}}}],"user":""}}"#), 422, "user"),
         (r#"{"tasks":5}"#.into(), 400, "tasks"),
         (r#"{"tasks":[]}"#.into(), 422, "tasks"),
         (
@@ -195,6 +208,41 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
             .0,
         404
     );
+
+    // Logs, nodes and cancel: bad input is a 4xx naming what is wrong.
+    let status = |method: &str, path: &str| {
+        let (got, _, body) = http(method, &format!("{}{path}", gm.url), None).expect("call");
+        (got, body)
+    };
+    assert_eq!(
+        status("GET", &format!("/v1/tasks/{job}/0/logs?stream=x")).0,
+        400
+    );
+    assert_eq!(
+        status("GET", &format!("/v1/tasks/{job}/0/logs?colour=1")).0,
+        400
+    );
+    let (got, body) = status("GET", &format!("/v1/tasks/{job}/0/logs"));
+    assert_eq!(got, 409, "not started yet: {body}");
+    assert_eq!(status("GET", "/v1/tasks/12345/0/logs").0, 404);
+    assert_eq!(status("GET", "/v1/nodes?summary=maybe").0, 400);
+    let nodes = get_json(&format!("{}/v1/nodes", gm.url));
+    assert_eq!(nodes["lms"][0]["known"], false, "no LM state yet: {nodes}");
+    assert_eq!(status("DELETE", "/v1/jobs/abc").0, 400);
+    let (got, body) = status("DELETE", "/v1/jobs/12345");
+    assert_eq!(got, 404, "{body}");
+    // Cancelling the queued job: both tasks leave the queue at once.
+    let (got, body) = status("DELETE", &format!("/v1/jobs/{job}"));
+    assert_eq!(got, 202, "{body}");
+    let cancelled: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(state(&gm.url), (2.0, 0));
+    let (got, again) = status("DELETE", &format!("/v1/jobs/{job}"));
+    assert_eq!(
+        (got, again.contains("\"cancelled\"")),
+        (202, true),
+        "{again}"
+    );
 }
 
 /// With queues configured, a submission names a queue this GM serves: unknown or
@@ -281,7 +329,7 @@ fn queues_must_exist_and_be_served_by_this_gm() {
 /// URL, instead of retrying its submissions in silence.
 #[test]
 fn a_replay_against_an_unreachable_gm_fails_naming_it() {
-    tests::broker::require_rabbitmq();
+    let broker = tests::broker::require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-replay-nogm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let url = format!("http://127.0.0.1:{}", tests::procs::free_port());
@@ -292,7 +340,7 @@ fn a_replay_against_an_unreachable_gm_fails_naming_it() {
         "--gm",
         &url,
         "--amqp",
-        tests::broker::AMQP_URL,
+        &broker.url,
         "--out",
         dir.join("out").to_str().expect("utf-8 path"),
         "--quiet",

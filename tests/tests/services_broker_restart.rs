@@ -4,16 +4,16 @@
 
 use std::process::Command;
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{loadgen, LoopbackCluster};
 
 #[test]
 fn every_task_finishes_across_a_broker_restart() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-restart-{}", std::process::id()));
-    let cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
+    let cluster = LoopbackCluster::start(2, 2, 2, 2, &broker.url, &dir.join("logs"));
     let out = dir.join("out");
-    let args = cluster.replay_args(AMQP_URL, &out, 10, 120);
+    let args = cluster.replay_args(&broker.url, &out, 10, 120);
     let log = dir.join("loadgen.log");
     let replay = std::thread::spawn(move || loadgen(&args, &log));
     std::thread::sleep(Duration::from_secs(3));

@@ -6,17 +6,17 @@
 //! node is over-committed and no worker refuses a start.
 
 use std::time::{Duration, Instant};
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::checks::assert_sample_run;
 use tests::procs::{get_json, loadgen, LoopbackCluster};
 
 #[test]
 fn every_task_finishes_across_an_lm_crash_and_restart() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-lm-restart-{}", std::process::id()));
-    let mut cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
+    let mut cluster = LoopbackCluster::start(2, 2, 2, 2, &broker.url, &dir.join("logs"));
     let out = dir.join("out");
-    let args = cluster.replay_args(AMQP_URL, &out, 10, 120);
+    let args = cluster.replay_args(&broker.url, &out, 10, 120);
     let log = dir.join("loadgen.log");
     let replay = std::thread::spawn(move || loadgen(&args, &log));
     // Crash LM 0 while it has tasks running.

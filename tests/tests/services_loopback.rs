@@ -2,16 +2,16 @@
 //! real RabbitMQ; `loadgen replay` submits the sample trace over HTTP and rebuilds the
 //! report from the event stream. Fails (never skips) when RabbitMQ is not running.
 
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{replay_sample_trace, LoopbackCluster};
 
 #[test]
 fn loopback_cluster_with_rabbitmq_runs_every_task_exactly_once() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-loopback-{}", std::process::id()));
-    let mut cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
+    let mut cluster = LoopbackCluster::start(2, 2, 2, 2, &broker.url, &dir.join("logs"));
     let out = dir.join("out");
-    let args = cluster.replay_args(AMQP_URL, &out, 100, 60);
+    let args = cluster.replay_args(&broker.url, &out, 100, 60);
     let summary = replay_sample_trace(&args, &out, &dir);
 
     // The report agrees with what the services counted.

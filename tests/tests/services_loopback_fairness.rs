@@ -6,7 +6,7 @@
 //! Fails (never skips) when RabbitMQ is not running.
 
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{get_json, replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
 
 fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) {
@@ -18,14 +18,14 @@ fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) {
 
 #[test]
 fn preemption_over_http_between_processes() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-loopback-fair-{}", std::process::id()));
     let mut cluster = LoopbackCluster::start_with_queues(
         2,
         1,
         2,
         2,
-        AMQP_URL,
+        &broker.url,
         &dir.join("logs"),
         &["a:0.5:0", "b:0.5:1"],
     );
@@ -61,7 +61,7 @@ fn preemption_over_http_between_processes() {
     // (a wrong GM would answer 421 and the replay would fail); every task runs to the
     // end exactly once per preemption, and the report counts the preemptions.
     let out = dir.join("out");
-    let mut args = cluster.replay_args(AMQP_URL, &out, 100, 60);
+    let mut args = cluster.replay_args(&broker.url, &out, 100, 60);
     args.extend(["--queue", "a:0.5:0", "--queue", "b:0.5:1"].map(String::from));
     let kills_before = m(&cluster.lms, "megha_lm_kills_sent_total");
     let requeued_before = m(&cluster.lms, "megha_lm_preempted_requeued_total");

@@ -7,7 +7,7 @@
 //! Fails (never skips) when RabbitMQ is not running.
 
 use std::time::Duration;
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{replay_sample_trace, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
 
 fn task(kind: &str, duration_ms: u64) -> String {
@@ -18,7 +18,7 @@ fn task(kind: &str, duration_ms: u64) -> String {
 
 #[test]
 fn guaranteed_work_reclaims_queueable_room_between_processes() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-loopback-mercury-{}", std::process::id()));
     let flags = |list: &[&str]| list.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     let extra = RoleArgs {
@@ -27,7 +27,7 @@ fn guaranteed_work_reclaims_queueable_room_between_processes() {
         worker: flags(&["--queue-order", "job"]),
     };
     let mut cluster =
-        LoopbackCluster::start_with_args(2, 1, 2, 2, AMQP_URL, &dir.join("logs"), &[], &extra);
+        LoopbackCluster::start_with_args(2, 1, 2, 2, &broker.url, &dir.join("logs"), &[], &extra);
     let gm1 = cluster.gms[1].url.clone();
     let m = |role: &[tests::procs::Proc], name: &str| cluster.metric(role, name);
     let q = submit_tasks(&gm1, &task("queueable", 4000), 8);
@@ -67,7 +67,7 @@ fn guaranteed_work_reclaims_queueable_room_between_processes() {
 
     // A hybrid-GQ replay of the sample trace through the same processes.
     let out = dir.join("out");
-    let mut args = cluster.replay_args(AMQP_URL, &out, 100, 90);
+    let mut args = cluster.replay_args(&broker.url, &out, 100, 90);
     args.extend(["--task-types", "hybrid:10:0.7"].map(String::from));
     let summary = replay_sample_trace(&args, &out, &dir);
     assert_eq!(summary["task_types"], "hybrid:10:0.7");

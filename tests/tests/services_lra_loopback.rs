@@ -5,15 +5,15 @@
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tests::broker::{require_rabbitmq, AMQP_URL};
+use tests::broker::require_rabbitmq;
 use tests::procs::{get_json, http, LoopbackCluster};
 
 #[test]
 fn an_lra_sent_to_another_gm_is_placed_by_the_designated_gm_and_finishes() {
-    require_rabbitmq();
+    let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-lra-loopback-{}", std::process::id()));
     // 2 GMs, 2 LMs, 2 nodes per partition: 8 one-core nodes.
-    let cluster = LoopbackCluster::start(2, 2, 2, 2, AMQP_URL, &dir.join("logs"));
+    let cluster = LoopbackCluster::start(2, 2, 2, 2, &broker.url, &dir.join("logs"));
     let (gm0, gm1) = (&cluster.gms[0].url, &cluster.gms[1].url);
     let lra = r#"{"containers":[{"resources":{"cpu_millis":500,"memory_mb":64},"tags":["w"],
         "count":5,"duration_ms":1500}],

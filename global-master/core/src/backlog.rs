@@ -89,6 +89,11 @@ impl Backlog {
         self.queues.push_blocked(queued);
     }
 
+    /// Takes every waiting task of `job` out (a cancelled job).
+    pub fn remove_job(&mut self, job: common::JobId) -> Vec<Box<Pending>> {
+        self.queues.remove_job(job)
+    }
+
     /// The next ready task, taking queues in turn.
     pub fn pop_ready(&mut self) -> Option<Queued> {
         self.queues.pop_ready()

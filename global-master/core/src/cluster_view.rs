@@ -14,6 +14,9 @@ pub enum SnapshotApplied {
     UnknownLm,
     /// Older than (or as old as) what the view holds: nothing changed.
     Stale,
+    /// Of a lower-numbered LM life than the view follows, which has not been silent
+    /// long enough to give it up ([`crate::view::TAKEOVER_AFTER`]): nothing changed.
+    OtherLife,
     Applied {
         /// The LM's per-job counts before this snapshot (for quotas).
         old_jobs: Arc<Vec<(JobId, JobContainers)>>,
@@ -138,14 +141,94 @@ impl ClusterView {
         let Some(view) = slot.as_mut() else {
             return SnapshotApplied::UnknownLm;
         };
-        if !rebuilt && snapshot.version <= view.version {
-            return SnapshotApplied::Stale;
+        if !rebuilt {
+            if snapshot.incarnation == view.incarnation {
+                if snapshot.version <= view.version {
+                    return SnapshotApplied::Stale;
+                }
+            } else if snapshot.incarnation < view.incarnation {
+                view.other_life_streak += 1;
+                if view.other_life_streak < crate::view::TAKEOVER_AFTER {
+                    return SnapshotApplied::OtherLife;
+                }
+            }
         }
         let gained = view.apply(snapshot);
         SnapshotApplied::Applied {
             old_jobs,
             rebuilt,
             gained,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::messages::LmTopology;
+    use common::{ConstraintSet, LmId, Micros};
+
+    fn snapshot(incarnation: u64, version: u64, free: u64) -> LmSnapshot {
+        LmSnapshot {
+            lm: LmId(0),
+            incarnation,
+            version,
+            taken_at: Micros(version),
+            topology: Arc::new(LmTopology {
+                lm: LmId(0),
+                gms: 1,
+                home: vec![GmId(0)],
+                constraints: vec![ConstraintSet::EMPTY],
+                capacity: vec![Resources::cores(4, 4096)],
+            }),
+            free: Arc::new(vec![Resources::cores(free, 4096)]),
+            applied_batches: vec![0],
+            usage: Vec::new(),
+            queue_delay: Arc::default(),
+            queueable_held: Arc::default(),
+            jobs: Arc::default(),
+        }
+    }
+
+    fn applied(view: &mut ClusterView, s: LmSnapshot) -> bool {
+        matches!(view.apply(&s), SnapshotApplied::Applied { .. })
+    }
+
+    #[test]
+    fn a_higher_life_replaces_at_once_whatever_its_version() {
+        let mut view = ClusterView::new(1);
+        assert!(applied(&mut view, snapshot(100, 500, 1)));
+        assert!(!applied(&mut view, snapshot(100, 400, 2)), "older version");
+        assert!(applied(&mut view, snapshot(200, 7, 3)), "a newer life");
+        assert_eq!(view.get(0).unwrap().incarnation, 200);
+    }
+
+    /// The frozen-view bug: an LM restarted on a host whose clock is behind numbers
+    /// its life (and versions) lower; its snapshots were discarded for good. Now the
+    /// view follows it after a few snapshots in a row from that life alone.
+    #[test]
+    fn a_lower_life_is_followed_once_the_held_life_stays_silent() {
+        let mut view = ClusterView::new(1);
+        assert!(applied(&mut view, snapshot(1_000, 1_005, 1)));
+        for v in 1..crate::view::TAKEOVER_AFTER {
+            assert!(
+                matches!(
+                    view.apply(&snapshot(50, 50 + v as u64, 2)),
+                    SnapshotApplied::OtherLife
+                ),
+                "snapshot {v} of the lower life"
+            );
+        }
+        assert!(applied(&mut view, snapshot(50, 60, 3)));
+        let v = view.get(0).unwrap();
+        assert_eq!((v.incarnation, v.version), (50, 60));
+        // One snapshot of the held life resets the count.
+        let mut view = ClusterView::new(1);
+        assert!(applied(&mut view, snapshot(1_000, 1_005, 1)));
+        assert!(!applied(&mut view, snapshot(50, 51, 2)));
+        assert!(applied(&mut view, snapshot(1_000, 1_006, 1)));
+        for _ in 1..crate::view::TAKEOVER_AFTER {
+            assert!(!applied(&mut view, snapshot(50, 52, 2)));
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::lra_path::types::LraPathConfig;
 use common::fairness::FairnessConfig;
 use common::quota::QueueableQuota;
+use common::retry::RetryPolicy;
 use common::GmId;
 use std::sync::Arc;
 
@@ -38,6 +39,9 @@ pub struct GmConfig {
     pub first_batch_seq: u64,
     /// Which blocked tasks a gain of resources wakes (see [`crate::backlog`]).
     pub wake: WakePolicy,
+    /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
+    /// failed task stays failed).
+    pub retry: RetryPolicy,
 }
 
 /// Which blocked tasks a gain of resources wakes.
@@ -86,6 +90,7 @@ impl GmConfig {
             queueable_quota: QueueableQuota::UNLIMITED,
             first_batch_seq: 0,
             wake: WakePolicy::default(),
+            retry: RetryPolicy::NONE,
         }
     }
 }

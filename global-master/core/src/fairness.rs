@@ -158,6 +158,15 @@ impl Fairness {
         backlog.push_all_ready(self.slot_waiters.drain(..));
     }
 
+    /// Takes the tasks of `job` waiting for a slot out (a cancelled job).
+    pub fn remove_job(&mut self, job: common::JobId) -> Vec<Box<Pending>> {
+        let (gone, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.slot_waiters)
+            .into_iter()
+            .partition(|p| p.task.id.job == job);
+        self.slot_waiters = kept;
+        gone.into()
+    }
+
     /// Tasks waiting for a preemption slot.
     pub fn waiting(&self) -> impl Iterator<Item = &Pending> {
         self.slot_waiters.iter().map(|p| &**p)

@@ -25,6 +25,8 @@
 //! - [`quota`]: per-job quotas on QUEUEABLE containers.
 //! - [`dispatch`]: launch batches, in-flight deductions, tasks awaiting an answer, and
 //!   taking back a batch never delivered.
+//! - [`lifecycle`]: retries of failed and lost tasks under their job's policy, and
+//!   cancelled jobs.
 //! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share), and the
 //!   preemption slots and refusals.
 //! - [`lra_path`]: the designated GM's LRA path (MEDEA 5.4) over the `lra-placer` crate.
@@ -37,6 +39,7 @@ pub mod cluster_view;
 pub mod config;
 pub mod dispatch;
 pub mod fairness;
+pub mod lifecycle;
 pub mod lra_path;
 pub mod master;
 pub mod matcher;

@@ -62,6 +62,16 @@ pub struct GmStats {
     /// Tasks of this GM the LMs reported finished (exit 0) and failed.
     pub tasks_finished: u64,
     pub tasks_failed: u64,
+    /// Tasks of this GM the LMs reported started.
+    pub tasks_started: u64,
+    /// Failed (or lost) tasks run again under their job's retry policy.
+    pub tasks_retried: u64,
+    /// Jobs cancelled, tasks taken out of the queues for it or stopped by an LM,
+    /// cancel requests sent to LMs and those given up after every resend failed.
+    pub jobs_cancelled: u64,
+    pub tasks_cancelled: u64,
+    pub cancels_sent: u64,
+    pub cancels_abandoned: u64,
     pub lm_rejections: u64,
     /// Launches the LM answered "duplicate" (it already held the task): counted as
     /// launched.
@@ -75,6 +85,10 @@ pub struct GmStats {
     pub unplaceable: u64,
     pub snapshots_applied: u64,
     pub stale_snapshots: u64,
+    /// Snapshots of a lower-numbered LM life than the view follows, ignored (an LM
+    /// restarted with a clock behind, until the old life is given up; or two LMs with
+    /// one id).
+    pub other_life_snapshots: u64,
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.

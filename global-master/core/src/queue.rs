@@ -16,7 +16,7 @@
 //! reaches its first task and a [`Probe`] says it may fit.
 
 use common::reasons::PendingReason;
-use common::{ConstraintSet, LmId, Micros, QueueId, Resources, TaskSpec};
+use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskSpec};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -456,6 +456,72 @@ impl Queues {
         self.woken
     }
 
+    /// Takes every waiting task of `job` out of the queues (a cancelled job). Costs
+    /// every waiting task: cancelling is rare.
+    pub fn remove_job(&mut self, job: JobId) -> Vec<Box<Pending>> {
+        let of_job = |p: &(u64, Box<Pending>)| p.1.task.id.job == job;
+        let mut removed = Vec::new();
+        for (i, q) in self.queues.iter_mut().enumerate() {
+            if q.ready.iter().any(of_job) {
+                let (gone, kept): (VecDeque<_>, VecDeque<_>) =
+                    std::mem::take(&mut q.ready).into_iter().partition(of_job);
+                self.ready -= gone.len();
+                q.ready = kept;
+                removed.extend(gone.into_iter().map(|(_, p)| p));
+            }
+            let shapes: Vec<Shape> = q
+                .classes
+                .iter()
+                .filter(|(_, c)| c.line.iter().chain(c.parked.iter()).any(of_job))
+                .map(|(s, _)| *s)
+                .collect();
+            for shape in shapes {
+                let Some(class) = q.classes.get_mut(&shape) else {
+                    continue;
+                };
+                let old_head = class.line.front().map(|(k, _)| *k);
+                let in_line = class.line.iter().filter(|p| of_job(p)).count();
+                let mut gone = Vec::new();
+                for list in [&mut class.line, &mut class.parked] {
+                    let (out, kept): (VecDeque<_>, VecDeque<_>) =
+                        std::mem::take(list).into_iter().partition(of_job);
+                    *list = kept;
+                    gone.extend(out);
+                }
+                q.blocked -= gone.len();
+                self.blocked -= gone.len();
+                if class.awake {
+                    self.ready -= in_line;
+                }
+                removed.extend(gone.into_iter().map(|(_, p)| p));
+                let new_head = class.line.front().map(|(k, _)| *k);
+                let map = if class.awake {
+                    &mut q.heads
+                } else {
+                    &mut q.sleeping
+                };
+                if old_head != new_head {
+                    if let Some(h) = old_head {
+                        map.remove(&h);
+                    }
+                    if let Some(h) = new_head {
+                        map.insert(h, shape);
+                    }
+                }
+                if class.len() == 0 && !class.awake {
+                    q.classes.remove(&shape);
+                    if let Some(holders) = self.shapes.get_mut(&shape) {
+                        holders.retain(|&h| h != i);
+                        if holders.is_empty() {
+                            self.shapes.remove(&shape);
+                        }
+                    }
+                }
+            }
+        }
+        removed
+    }
+
     pub fn len(&self) -> usize {
         self.ready_only() + self.blocked
     }
@@ -669,5 +735,21 @@ mod tests {
         q.sleep_all();
         assert!(none.is_none(), "nothing fits: nothing tried");
         assert_eq!(q.len(), 2, "2 and 4 wait (1 and 3 were not blocked again)");
+    }
+
+    #[test]
+    fn a_cancelled_job_leaves_the_lines_the_classes_and_the_counts() {
+        let mut q = Queues::default();
+        q.push_ready(pending(1, 0));
+        q.push_ready(pending(2, 0));
+        pass(&mut q, &[1, 2]);
+        q.push_ready(pending(1, 1));
+        q.push_ready(pending(3, 1));
+        let gone = q.remove_job(JobId(1));
+        assert_eq!(gone.len(), 2);
+        assert_eq!((q.len(), q.ready_len(), q.blocked_len()), (2, 1, 1));
+        q.wake_all();
+        assert_eq!(drain(&mut q), vec![2, 3]);
+        assert!(q.remove_job(JobId(1)).is_empty());
     }
 }

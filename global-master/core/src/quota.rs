@@ -132,6 +132,14 @@ impl QuotaBook {
         out
     }
 
+    /// Takes the tasks of `job` held back out (a cancelled job).
+    pub fn remove_job(&mut self, job: JobId) -> Vec<Box<Pending>> {
+        self.changed.remove(&job);
+        let gone: Vec<_> = self.waiting.remove(&job).into_iter().flatten().collect();
+        self.held -= gone.len();
+        gone
+    }
+
     /// Tasks held back by quotas.
     pub fn held(&self) -> usize {
         self.held

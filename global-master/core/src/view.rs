@@ -55,8 +55,18 @@ impl PartitionView {
     }
 }
 
+/// Snapshots of a lower-numbered LM life, in a row, after which a view follows that
+/// life: the life it held is silent (dead), and the new one was numbered from a clock
+/// that is behind. Two live LMs with one id make the view flip (counted).
+pub const TAKEOVER_AFTER: u32 = 3;
+
 #[derive(Debug)]
 pub struct LmView {
+    /// The LM life the view follows (see [`LmSnapshot::incarnation`]).
+    pub incarnation: u64,
+    /// Snapshots of another, lower-numbered life seen in a row since the last one of
+    /// this life: at [`TAKEOVER_AFTER`] the view follows that life instead.
+    pub other_life_streak: u32,
     pub version: u64,
     pub topology: Arc<LmTopology>,
     /// Indexed by GM id.
@@ -127,6 +137,8 @@ impl LmView {
         let total_capacity = topology.capacity.iter().sum::<Resources>();
         let node_count = topology.node_count();
         LmView {
+            incarnation: 0,
+            other_life_streak: 0,
             version: 0,
             topology,
             partitions,
@@ -145,6 +157,8 @@ impl LmView {
     /// Overwrites free resources from a snapshot. Returns true when any node gained
     /// resources compared with the view (so queued tasks deserve another try).
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
+        self.incarnation = snapshot.incarnation;
+        self.other_life_streak = 0;
         self.version = snapshot.version;
         self.usage.clone_from(&snapshot.usage);
         self.jobs = snapshot.jobs.clone();

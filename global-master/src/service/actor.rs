@@ -7,13 +7,16 @@
 
 use super::api::NewTask;
 use super::deliver::LmLink;
+use super::journal::{Journal, Recovered};
 use super::preempt::PreemptMetrics;
-use super::status::{JobPage, JobState, JobStatus, TaskStatus, Tracker};
+use super::status::{JobFilter, JobPage, JobStatus, Retention, TaskStatus, Tracker};
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
+use common::messages::TaskEnd;
 use common::protocol::ClientToGm;
-use common::{GmId, JobId, Micros, Resources, TaskId, TaskSpec};
+use common::retry::RetryPolicy;
+use common::{GmId, JobId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::Sink;
 use service_kit::metrics::Histogram;
@@ -29,6 +32,10 @@ pub struct ShellMetrics {
     pub submissions_refused_full: u64,
     /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
     pub unexpected_outcomes: u64,
+    /// Journal writes that failed (submissions refused, ends not recorded).
+    pub journal_errors: u64,
+    /// Tasks resubmitted from the journal at start.
+    pub recovered_tasks: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -46,9 +53,17 @@ pub struct GmActor {
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
     pub(super) pass_scheduled: bool,
+    /// Base URLs of the LMs (index = LM id), for task logs; empty in embedded mode.
+    pub(super) lm_urls: Vec<String>,
+    /// When a [`GmInput::Tick`] is already due (see `deliver::wake_at`).
+    pub(super) wakeup: Option<Micros>,
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     last_job: Option<JobId>,
     accepting: bool,
+    /// Accepted work on disk (see [`super::journal`]); `None` without `--data-dir`.
+    pub(super) journal: Option<Journal>,
+    /// Jobs read back from the journal, resubmitted when the actor starts.
+    recovered: Vec<Recovered>,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -85,14 +100,99 @@ impl GmActor {
                 batches_abandoned: 0,
                 submissions_refused_full: 0,
                 unexpected_outcomes: 0,
+                journal_errors: 0,
+                recovered_tasks: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,
             doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
             pass_scheduled: false,
+            wakeup: None,
+            lm_urls: Vec::new(),
             last_job: None,
             accepting: true,
+            journal: None,
+            recovered: Vec::new(),
         }
+    }
+
+    /// Writes accepted jobs and task ends to `journal`; the jobs `recovered` from it
+    /// (a previous life's) are resubmitted when the actor starts.
+    pub fn with_journal(mut self, journal: Journal, recovered: Vec<Recovered>) -> Self {
+        self.journal = Some(journal);
+        self.recovered = recovered;
+        self
+    }
+
+    /// Resubmits the tasks of the previous life's jobs that had not ended, and shows
+    /// the ended ones as they ended. A task that still runs (or finished meanwhile)
+    /// is answered `Duplicate` by its LM and counts as launched; its end arrives
+    /// over the LM's retried stream.
+    fn recover(&mut self, ctx: &mut Context<Self>) {
+        let recovered = std::mem::take(&mut self.recovered);
+        let (mut jobs, mut resubmitted) = (0, 0);
+        for r in recovered {
+            jobs += 1;
+            self.last_job = self.last_job.max(Some(r.job));
+            let at = r.accepted.accepted_at;
+            let mut queues: Vec<String> =
+                r.tasks.iter().map(|t| self.queue_name(t.queue)).collect();
+            queues.sort();
+            queues.dedup();
+            let policy = r
+                .accepted
+                .retry
+                .unwrap_or_else(|| self.core.lifecycle().default_policy());
+            self.tracker
+                .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
+            let mut again = Vec::new();
+            for spec in r.tasks {
+                self.tracker.accepted(spec.id, at);
+                match r.ended.get(&spec.id.index) {
+                    Some(e) if e.cancelled => {
+                        self.tracker.cancelled(spec.id, e.at);
+                    }
+                    Some(e) => self.tracker.ended(
+                        &TaskEnd {
+                            task: spec.id,
+                            node: NodeId(e.node),
+                            at: e.at,
+                            failure: e.failure.clone(),
+                        },
+                        e.at,
+                    ),
+                    None => again.push(spec),
+                }
+            }
+            resubmitted += again.len();
+            if !again.is_empty() {
+                let submit = match r.accepted.retry {
+                    None => ClientToGm::Submit(again),
+                    Some(retry) => ClientToGm::SubmitJob {
+                        tasks: again,
+                        retry,
+                    },
+                };
+                self.deliver(GmInput::Client(submit), ctx);
+            }
+        }
+        self.metrics.recovered_tasks += resubmitted as u64;
+        if jobs > 0 {
+            tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "resumed the jobs of the previous life from the journal");
+        }
+    }
+
+    /// The LMs' base URLs (index = LM id): task logs are read through them.
+    pub fn with_lm_urls(mut self, urls: Vec<String>) -> Self {
+        self.lm_urls = urls;
+        self
+    }
+
+    /// How long and how many ended jobs the status API keeps (default: one hour,
+    /// 10,000 jobs).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.tracker = Tracker::new(retention);
+        self
     }
 
     /// How long a launch batch or preemption request that an LM may have carried out
@@ -141,13 +241,25 @@ impl Actor for GmActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1 << 20);
         self.start_lra_timer(ctx);
+        self.recover(ctx);
     }
 }
 
-/// Accept a job. Answers the job id and task ids, or `Err(QueueFull)`.
+/// Accept a job under the GM's default retry policy. Answers the job id and task
+/// ids, or `Err(QueueFull)`.
 #[derive(Message, Debug)]
 #[rtype(result = "Result<(JobId, Vec<TaskId>), SubmitRefused>")]
 pub struct Submit(pub Vec<NewTask>);
+
+/// Accept a job with its retry policy (`None`: the GM's default) and the
+/// submitter's label.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(JobId, Vec<TaskId>), SubmitRefused>")]
+pub struct SubmitJob {
+    pub tasks: Vec<NewTask>,
+    pub retry: Option<RetryPolicy>,
+    pub user: Option<String>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitRefused {
@@ -155,17 +267,42 @@ pub enum SubmitRefused {
     QueueFull { held: usize, limit: usize },
     /// The GM is shutting down.
     ShuttingDown,
+    /// The job could not be written to the journal (logged): not accepted.
+    JournalFailed,
 }
 
 impl Handler<Submit> for GmActor {
     type Result = Result<(JobId, Vec<TaskId>), SubmitRefused>;
 
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) -> Self::Result {
+        let job = SubmitJob {
+            tasks: msg.0,
+            retry: None,
+            user: None,
+        };
+        self.accept(job, ctx)
+    }
+}
+
+impl Handler<SubmitJob> for GmActor {
+    type Result = Result<(JobId, Vec<TaskId>), SubmitRefused>;
+
+    fn handle(&mut self, msg: SubmitJob, ctx: &mut Context<Self>) -> Self::Result {
+        self.accept(msg, ctx)
+    }
+}
+
+impl GmActor {
+    fn accept(
+        &mut self,
+        msg: SubmitJob,
+        ctx: &mut Context<Self>,
+    ) -> Result<(JobId, Vec<TaskId>), SubmitRefused> {
         if !self.accepting {
             return Err(SubmitRefused::ShuttingDown);
         }
         let held = self.held();
-        if held + msg.0.len() > self.max_queued {
+        if held + msg.tasks.len() > self.max_queued {
             self.metrics.submissions_refused_full += 1;
             return Err(SubmitRefused::QueueFull {
                 held,
@@ -175,10 +312,16 @@ impl Handler<Submit> for GmActor {
         let now = clock::now();
         let job = self.new_job_id(now);
         let gm = self.gm();
-        let mut ids = Vec::with_capacity(msg.0.len());
-        let mut events = Vec::with_capacity(msg.0.len());
-        let mut specs = Vec::with_capacity(msg.0.len());
-        for (index, t) in msg.0.into_iter().enumerate() {
+        let mut queues: Vec<String> = msg.tasks.iter().map(|t| self.queue_name(t.queue)).collect();
+        queues.sort();
+        queues.dedup();
+        let policy = msg
+            .retry
+            .unwrap_or_else(|| self.core.lifecycle().default_policy());
+        let mut ids = Vec::with_capacity(msg.tasks.len());
+        let mut events = Vec::with_capacity(msg.tasks.len());
+        let mut specs = Vec::with_capacity(msg.tasks.len());
+        for (index, t) in msg.tasks.into_iter().enumerate() {
             let id = TaskId {
                 job,
                 index: index as u32,
@@ -193,7 +336,6 @@ impl Handler<Submit> for GmActor {
                 tags: t.tags.into_iter().map(Arc::from).collect(),
                 executor: t.executor,
             };
-            self.tracker.accepted(id, now);
             specs.push(spec);
             events.push(TaskEvent {
                 task: id,
@@ -202,10 +344,73 @@ impl Handler<Submit> for GmActor {
             });
             ids.push(id);
         }
-        tracing::debug!(job = job.0, tasks = ids.len(), "job accepted");
+        if let Some(journal) = &mut self.journal {
+            let accepted = super::journal::Accepted {
+                accepted_at: now,
+                user: msg.user.clone(),
+                retry: msg.retry,
+            };
+            if let Err(e) = journal.accept(job, &accepted, &specs) {
+                self.metrics.journal_errors += 1;
+                tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
+                return Err(SubmitRefused::JournalFailed);
+            }
+        }
+        self.tracker
+            .job_accepted(job, now, queues, msg.user, policy.max_attempts);
+        for id in &ids {
+            self.tracker.accepted(*id, now);
+        }
+        tracing::debug!(
+            job = job.0,
+            tasks = ids.len(),
+            max_attempts = policy.max_attempts,
+            "job accepted"
+        );
         (self.events)(events);
-        self.deliver(GmInput::Client(ClientToGm::Submit(specs)), ctx);
+        let submit = match msg.retry {
+            None => ClientToGm::Submit(specs),
+            Some(retry) => ClientToGm::SubmitJob {
+                tasks: specs,
+                retry,
+            },
+        };
+        self.deliver(GmInput::Client(submit), ctx);
         Ok((job, ids))
+    }
+
+    /// A queue's name (its id if unknown).
+    pub(super) fn queue_name(&self, queue: common::QueueId) -> String {
+        self.queue_names
+            .get(queue.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| queue.to_string())
+    }
+}
+
+/// Cancel a job: `None` if this GM does not know it (never, or forgotten).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct CancelJob(pub JobId);
+
+impl Handler<CancelJob> for GmActor {
+    type Result = Option<JobStatus>;
+
+    fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
+        let job = msg.0;
+        let now = clock::now();
+        if !self.tracker.cancel_requested(job, now) {
+            return None;
+        }
+        if !self.core.lifecycle().is_cancelled(job) {
+            tracing::info!(
+                job = job.0,
+                open = self.tracker.open_tasks(job).len(),
+                "job cancelled"
+            );
+        }
+        self.deliver(GmInput::Client(ClientToGm::Cancel(job)), ctx);
+        self.tracker.job(job)
     }
 }
 
@@ -237,13 +442,13 @@ impl Handler<GetJob> for GmActor {
 pub struct ListJobs {
     pub after: Option<u64>,
     pub limit: usize,
-    pub state: Option<JobState>,
+    pub filter: JobFilter,
 }
 
 impl Handler<ListJobs> for GmActor {
     type Result = actix::MessageResult<ListJobs>;
     fn handle(&mut self, msg: ListJobs, _: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(self.tracker.list(msg.after, msg.limit, msg.state))
+        actix::MessageResult(self.tracker.list(msg.after, msg.limit, &msg.filter))
     }
 }
 
@@ -252,7 +457,7 @@ impl Handler<ListJobs> for GmActor {
 #[rtype(result = "Load")]
 pub struct GetLoad;
 
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Load {
     pub queued: usize,
     pub outstanding: usize,
@@ -260,7 +465,14 @@ pub struct Load {
     /// Nodes and total capacity of the LMs this GM has heard from.
     pub nodes: usize,
     pub capacity: Resources,
+    /// LMs whose state this GM has not taken for [`LM_SILENCE`] (or ever).
+    pub silent_lms: Vec<usize>,
 }
+
+/// An LM whose state a GM has not taken for this long is reported on `/healthz`
+/// (`degraded`): its view may be stale (the LM is down, cut off, or sends snapshots
+/// of a life the GM does not follow).
+pub const LM_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Handler<GetLoad> for GmActor {
     type Result = actix::MessageResult<GetLoad>;
@@ -272,6 +484,14 @@ impl Handler<GetLoad> for GmActor {
             queued: self.core.queues().len() + self.core.lras_waiting(),
             outstanding: self.core.outstanding(),
             full_view: self.core.has_full_view(),
+            silent_lms: {
+                let now = clock::now();
+                let limit = Micros(LM_SILENCE.as_micros() as u64);
+                (self.metrics.last_snapshot.iter().enumerate())
+                    .filter(|(_, t)| t.is_none_or(|t| now.since(t) > limit))
+                    .map(|(l, _)| l)
+                    .collect()
+            },
         })
     }
 }

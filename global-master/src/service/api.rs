@@ -3,6 +3,7 @@
 
 use super::executor_api::{check_executor, ExecutorRequest};
 use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
+use common::retry::{Backoff, RetryPolicy};
 use common::{ConstraintSet, Executor, GmId, Micros, QueueId, Resources, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -12,6 +13,44 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
     pub tasks: Vec<TaskRequest>,
+    /// How failed (or lost) tasks run again; absent: the GM's default
+    /// (`--max-attempts`, 1 unless configured: no retry).
+    #[serde(default)]
+    pub retry: Option<RetryRequest>,
+    /// Who submits (a label for `GET /v1/jobs?user=`, 1 to 64 bytes), until
+    /// authentication names the caller.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+/// A validated job, before the GM gives it an id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub tasks: Vec<NewTask>,
+    pub retry: Option<RetryPolicy>,
+    pub user: Option<String>,
+}
+
+/// `retry` of a job: `{"max_attempts":3,"backoff":{"initial_ms":1000,"factor":2,"max_ms":60000}}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// Runs of a task at most, the first included (1 to 100).
+    pub max_attempts: u32,
+    #[serde(default)]
+    pub backoff: Option<BackoffRequest>,
+}
+
+/// Every field defaults to the default backoff's (1000 ms, x2, at most 60000 ms).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffRequest {
+    #[serde(default)]
+    pub initial_ms: Option<f64>,
+    #[serde(default)]
+    pub factor: Option<f64>,
+    #[serde(default)]
+    pub max_ms: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -162,7 +201,22 @@ pub fn parse_job(
     max_tasks: usize,
     queues: &QueueTable,
 ) -> Result<Vec<NewTask>, ApiError> {
+    parse_job_request(body, max_tasks, queues).map(|job| job.tasks)
+}
+
+/// [`parse_job`], with the job's retry policy if it names one.
+pub fn parse_job_request(
+    body: &[u8],
+    max_tasks: usize,
+    queues: &QueueTable,
+) -> Result<NewJob, ApiError> {
     let request: JobRequest = parse_body(body)?;
+    let retry = request.retry.as_ref().map(check_retry).transpose()?;
+    if let Some(user) = &request.user {
+        if user.trim().is_empty() || user.len() > 64 {
+            return Err(ApiError::new(422, "user", "1 to 64 bytes, not blank"));
+        }
+    }
     if request.tasks.is_empty() {
         return Err(ApiError::new(422, "tasks", "a job needs at least one task"));
     }
@@ -179,12 +233,76 @@ pub fn parse_job(
     // A job with GUARANTEED or long-running work is forwarded whole to the designated
     // GM and placed there, so each of its tasks may name any queue.
     let designated = request.tasks.iter().any(|t| t.kind.needs_designated_gm());
-    request
+    let tasks = request
         .tasks
         .into_iter()
         .enumerate()
         .map(|(i, t)| validate_task(i, t, queues, designated))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(NewJob {
+        tasks,
+        retry,
+        user: request.user,
+    })
+}
+
+/// A retry policy: 1 to [`RetryPolicy::MAX_ATTEMPTS`] attempts, a backoff of
+/// non-negative waits (at most a day) growing by a factor of 1 to 100.
+pub fn check_retry(r: &RetryRequest) -> Result<RetryPolicy, ApiError> {
+    if !(1..=RetryPolicy::MAX_ATTEMPTS).contains(&r.max_attempts) {
+        return Err(ApiError::new(
+            422,
+            "retry.max_attempts",
+            format!(
+                "must be between 1 (no retry) and {}",
+                RetryPolicy::MAX_ATTEMPTS
+            ),
+        ));
+    }
+    let default = Backoff::default();
+    let Some(b) = &r.backoff else {
+        return Ok(RetryPolicy {
+            max_attempts: r.max_attempts,
+            backoff: default,
+        });
+    };
+    const DAY_MS: f64 = 24.0 * 3600.0 * 1000.0;
+    let wait = |field: &str, ms: Option<f64>, default: Micros| match ms {
+        None => Ok(default),
+        Some(ms) if ms.is_finite() && (0.0..=DAY_MS).contains(&ms) => {
+            Ok(Micros((ms * 1000.0).round() as u64))
+        }
+        Some(_) => Err(ApiError::new(
+            422,
+            format!("retry.backoff.{field}"),
+            format!("must be a number of milliseconds between 0 and {DAY_MS}"),
+        )),
+    };
+    let initial = wait("initial_ms", b.initial_ms, default.initial)?;
+    let max = wait("max_ms", b.max_ms, default.max.max(initial))?;
+    let factor = b.factor.unwrap_or(default.factor);
+    if !(factor.is_finite() && (1.0..=100.0).contains(&factor)) {
+        return Err(ApiError::new(
+            422,
+            "retry.backoff.factor",
+            "must be a number between 1 and 100",
+        ));
+    }
+    if max < initial {
+        return Err(ApiError::new(
+            422,
+            "retry.backoff.max_ms",
+            "must not be less than initial_ms",
+        ));
+    }
+    Ok(RetryPolicy {
+        max_attempts: r.max_attempts,
+        backoff: Backoff {
+            initial,
+            factor,
+            max,
+        },
+    })
 }
 
 /// Decodes a JSON body; a refusal (400) names the JSON path at fault.
@@ -430,6 +548,59 @@ mod tests {
         ];
         for (body, status, field) in cases {
             assert_eq!(refusal(&body), (status, field.to_owned()), "{body}");
+        }
+    }
+
+    #[test]
+    fn retry_policies_are_checked_field_by_field() {
+        let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64}}"#;
+        let job = |retry: &str| format!(r#"{{"tasks":[{task}],"retry":{retry}}}"#);
+        let parse = |retry: &str| parse_job_request(job(retry).as_bytes(), 3, &no_queues());
+        let policy =
+            parse(r#"{"max_attempts":3,"backoff":{"initial_ms":10,"factor":3,"max_ms":50}}"#)
+                .expect("valid")
+                .retry
+                .expect("a policy");
+        assert_eq!(policy.max_attempts, 3);
+        assert_eq!(
+            (policy.backoff.initial, policy.backoff.max),
+            (Micros(10_000), Micros(50_000))
+        );
+        let defaults = parse(r#"{"max_attempts":2}"#)
+            .expect("valid")
+            .retry
+            .expect("a policy");
+        assert_eq!(defaults.backoff, Backoff::default());
+        let none = parse_job_request(
+            format!(r#"{{"tasks":[{task}]}}"#).as_bytes(),
+            3,
+            &no_queues(),
+        );
+        assert_eq!(none.expect("valid").retry, None);
+        for (retry, status, field) in [
+            (r#"{"max_attempts":0}"#, 422, "retry.max_attempts"),
+            (r#"{"max_attempts":101}"#, 422, "retry.max_attempts"),
+            (r#"{"max_attempts":-1}"#, 400, "retry.max_attempts"),
+            (r#"{}"#, 400, "retry"),
+            (r#"{"max_attempts":2,"tries":1}"#, 400, "retry.tries"),
+            (
+                r#"{"max_attempts":2,"backoff":{"initial_ms":-5}}"#,
+                422,
+                "retry.backoff.initial_ms",
+            ),
+            (
+                r#"{"max_attempts":2,"backoff":{"factor":0.5}}"#,
+                422,
+                "retry.backoff.factor",
+            ),
+            (
+                r#"{"max_attempts":2,"backoff":{"initial_ms":100,"max_ms":10}}"#,
+                422,
+                "retry.backoff.max_ms",
+            ),
+        ] {
+            let e = parse(retry).expect_err(retry);
+            assert_eq!((e.status, e.field.as_str()), (status, field), "{retry}");
         }
     }
 

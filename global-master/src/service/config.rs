@@ -96,6 +96,24 @@ pub struct GmArgs {
     /// hold, so no task runs twice when the LM is back within this time. Default 300.
     #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
     pub doubt_timeout_s: Option<u64>,
+    /// Directory of the GM's journal (`journal.redb`): every accepted job is written
+    /// there before the client hears 202, so it survives the GM being killed; a GM
+    /// restarted on the same directory resumes the jobs that had not ended. Without
+    /// it, accepted jobs live in memory only (a warning says so). Give each GM its
+    /// own directory.
+    #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// How long the status API keeps a job after its last task ended, in seconds
+    /// (then it is forgotten: 404). Default 3600.
+    #[arg(long, env = "MEGHA_GM_JOB_RETENTION_S", value_name = "SECONDS")]
+    pub job_retention: Option<u64>,
+    /// Most ended jobs kept; beyond, the oldest ends are forgotten first. Default 10000.
+    #[arg(long, env = "MEGHA_GM_MAX_FINISHED_JOBS")]
+    pub max_finished_jobs: Option<usize>,
+    /// Runs of a failed (or lost) task, the first included, for jobs that name no
+    /// `retry` policy (1: no retry). Backoff 1 s, doubling, at most 60 s. Default 1.
+    #[arg(long, env = "MEGHA_GM_MAX_ATTEMPTS")]
+    pub max_attempts: Option<u32>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, on every GM and LM. Default: none.
     #[arg(
@@ -183,6 +201,12 @@ pub struct GmSettings {
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
     pub doubt_timeout: Duration,
+    /// See `--data-dir`.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// How long and how many ended jobs the status API keeps.
+    pub retention: super::status::Retention,
+    /// The retry policy of jobs that name none.
+    pub retry: common::retry::RetryPolicy,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
     pub log_format: LogFormat,
@@ -213,6 +237,10 @@ impl GmArgs {
             launch_timeout_ms,
             drain_timeout_ms,
             doubt_timeout_s,
+            data_dir,
+            job_retention,
+            max_finished_jobs,
+            max_attempts,
             log_format,
             designated_gm,
             gm_urls,
@@ -293,6 +321,15 @@ impl GmArgs {
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
             doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
+            data_dir: self.data_dir.clone(),
+            retention: super::status::Retention {
+                keep: Duration::from_secs(self.job_retention.unwrap_or(3600)),
+                max_jobs: self.max_finished_jobs.unwrap_or(10_000),
+            },
+            retry: common::retry::RetryPolicy {
+                max_attempts: self.max_attempts.unwrap_or(1),
+                ..common::retry::RetryPolicy::NONE
+            },
             fairness,
             log_format: self.log_format.unwrap_or_default(),
             designated_gm,
@@ -322,6 +359,12 @@ impl GmArgs {
         }
         if s.lm_urls.is_empty() {
             bail!("--lm-urls is required: the base URL of every LM, in LM-id order");
+        }
+        if !(1..=common::retry::RetryPolicy::MAX_ATTEMPTS).contains(&s.retry.max_attempts) {
+            bail!(
+                "--max-attempts must be between 1 (no retry) and {}",
+                common::retry::RetryPolicy::MAX_ATTEMPTS
+            );
         }
         if s.batch_size == 0 || s.max_queued == 0 || s.max_job_tasks == 0 {
             bail!("--batch-size, --max-queued and --max-job-tasks must be at least 1");

@@ -62,9 +62,31 @@ impl GmActor {
     /// (its requests already sent) for callers that want an answer from it.
     pub(super) fn deliver(&mut self, input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
         let now = clock::now();
+        let forgotten = self.tracker.expire(now);
+        if forgotten > 0 {
+            tracing::debug!(
+                jobs = forgotten,
+                "ended jobs past their retention forgotten"
+            );
+        }
         self.observe(now, &input);
         let had_view = self.core.has_full_view();
+        let snapshot = match &input {
+            GmInput::Lm(m) => m.snapshot().map(|s| (s.lm, s.incarnation, s.version)),
+            _ => None,
+        };
         let mut out = self.core.step(now, input);
+        // An LM's state counts as heard only when the core took it (a snapshot of
+        // another life, or stale, does not: the view would look fresh while frozen).
+        if let Some((lm, incarnation, version)) = snapshot {
+            let taken = self
+                .core
+                .view(lm)
+                .is_some_and(|v| v.incarnation == incarnation && v.version == version);
+            if let (true, Some(slot)) = (taken, self.metrics.last_snapshot.get_mut(lm.index())) {
+                *slot = Some(now);
+            }
+        }
         if !had_view && self.core.has_full_view() {
             tracing::info!(gm = %self.core.id(), "view complete: state of every LM received; placing work");
         }
@@ -75,37 +97,43 @@ impl GmActor {
     /// What the shell keeps of an input before the core sees it.
     fn observe(&mut self, now: Micros, input: &GmInput) {
         match input {
-            GmInput::Lm(message) => {
-                if let Some(s) = message.snapshot() {
-                    if let Some(slot) = self.metrics.last_snapshot.get_mut(s.lm.index()) {
-                        *slot = Some(s.taken_at);
-                    }
-                }
-                match message {
-                    LmToGm::PreemptAnswer(r) => {
-                        if let PreemptOutcome::Refused(why) = &r.outcome {
-                            let label = why.label();
-                            tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
-                            if *why != PreemptRefusal::Duplicate {
-                                *self.preempt.refused.entry(label).or_default() += 1;
-                            }
+            GmInput::Lm(message) => match message {
+                LmToGm::PreemptAnswer(r) => {
+                    if let PreemptOutcome::Refused(why) = &r.outcome {
+                        let label = why.label();
+                        tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
+                        if *why != PreemptRefusal::Duplicate {
+                            *self.preempt.refused.entry(label).or_default() += 1;
                         }
                     }
-                    LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
-                    LmToGm::LaunchAnswer(_) | LmToGm::State(_) | LmToGm::Ended(_) => {}
                 }
-            }
+                LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
+                LmToGm::CancelAnswer(r) => {
+                    tracing::info!(job = r.job.0, lm = %r.lm, stopped = r.cancelled.len(), "LM answered the cancel");
+                    if !r.not_yours.is_empty() {
+                        tracing::warn!(job = r.job.0, lm = %r.lm, tasks = r.not_yours.len(), "the LM holds tasks of this job that another GM launched; it left them running");
+                    }
+                }
+                LmToGm::LaunchAnswer(_)
+                | LmToGm::State(_)
+                | LmToGm::Ended(_)
+                | LmToGm::Started(_) => {}
+            },
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
             }
             GmInput::Undelivered(Undelivered::Preempt { .. }) => {
                 *self.preempt.refused.entry("transport").or_default() += 1;
             }
+            GmInput::Undelivered(Undelivered::Cancel { lm, job }) => {
+                tracing::warn!(job = job.0, %lm, "cancel request not delivered; it will be sent again");
+            }
             GmInput::Client(_)
             | GmInput::SubmitLra(_)
             | GmInput::Schedule
             | GmInput::LraPass
-            | GmInput::TaskEnded(_) => {}
+            | GmInput::TaskEnded(_)
+            | GmInput::Tick => {}
         }
     }
 
@@ -161,9 +189,8 @@ impl GmActor {
         for (task, reason) in &out.requeued {
             self.tracker.pending(*task, reason, false);
         }
-        for end in &out.ended {
-            self.tracker.ended(end);
-        }
+        self.record_lifecycle(now, out);
+        self.journal_ends(&out.ended, &out.cancelled);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }
@@ -172,6 +199,102 @@ impl GmActor {
         }
         if out.wants_pass {
             self.request_pass(ctx);
+        }
+        if let Some(at) = out.next_wakeup {
+            self.wake_at(now, at, ctx);
+        }
+    }
+
+    /// Starts, ends, retries and cancellations into the tracker and the event
+    /// stream; ended jobs past their retention forgotten.
+    fn record_lifecycle(&mut self, now: Micros, out: &GmOutput) {
+        let gm = self.core.id();
+        let mut events = Vec::new();
+        for start in &out.started {
+            self.tracker.started(start);
+        }
+        for end in &out.ended {
+            match out.retries.iter().find(|r| r.task == end.task) {
+                Some(retry) => {
+                    tracing::info!(task = %end.task, job = end.task.job.0, attempt = retry.attempt, in_ms = retry.at.since(now).0 / 1000, failure = %retry.failure, "task failed; its job's policy runs it again");
+                    self.tracker.retrying(end, retry);
+                    if let Some(reason) = self
+                        .tracker
+                        .task(end.task)
+                        .and_then(|s| s.reason_detail.clone())
+                    {
+                        events.push(TaskEvent {
+                            task: end.task,
+                            at: now,
+                            kind: TaskEventKind::Requeued { gm, reason },
+                        });
+                    }
+                }
+                None => self.tracker.ended(end, now),
+            }
+        }
+        for task in &out.cancelled {
+            if self.tracker.cancelled(*task, now) {
+                events.push(TaskEvent {
+                    task: *task,
+                    at: now,
+                    kind: TaskEventKind::Cancelled { gm },
+                });
+            }
+        }
+        if !events.is_empty() {
+            (self.events)(events);
+        }
+    }
+
+    /// Makes sure the core gets a [`GmInput::Tick`] at `at`.
+    fn wake_at(&mut self, now: Micros, at: Micros, ctx: &mut Context<Self>) {
+        if self.wakeup.is_some_and(|w| w <= at) {
+            return;
+        }
+        self.wakeup = Some(at);
+        let wait = std::time::Duration::from_micros(at.since(now).0);
+        ctx.run_later(wait, move |act, ctx| {
+            if act.wakeup == Some(at) {
+                act.wakeup = None;
+            }
+            act.deliver(GmInput::Tick, ctx);
+        });
+    }
+
+    /// Writes the tasks that reached a final state to the journal, before the LM
+    /// that reported them hears its answer (it sends them again otherwise).
+    fn journal_ends(&mut self, ends: &[common::messages::TaskEnd], cancelled: &[common::TaskId]) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let is_final = |t: common::TaskId| self.tracker.task(t).is_some_and(|s| s.state.is_final());
+        let mut finals: Vec<_> = ends
+            .iter()
+            .filter(|e| is_final(e.task))
+            .map(|e| {
+                let ended = super::journal::Ended {
+                    at: e.at,
+                    node: e.node.0,
+                    failure: e.failure.clone(),
+                    cancelled: false,
+                };
+                (e.task, ended)
+            })
+            .collect();
+        let now = clock::now();
+        finals.extend(cancelled.iter().filter(|t| is_final(**t)).map(|t| {
+            let ended = super::journal::Ended {
+                at: now,
+                node: 0,
+                failure: None,
+                cancelled: true,
+            };
+            (*t, ended)
+        }));
+        if let Err(e) = journal.ended(&finals) {
+            self.metrics.journal_errors += 1;
+            tracing::error!(tasks = finals.len(), error = %e, "cannot write task ends to the journal: a restart would run them again");
         }
     }
 
@@ -249,6 +372,9 @@ impl GmActor {
                 self.preempt.requests += 1;
                 tracing::info!(task = %p.task.id, job = p.task.id.job.0, %lm, victim = %p.victim, "asking the LM to preempt");
             }
+            GmToLm::Cancel(c) => {
+                tracing::debug!(job = c.job.0, %lm, "asking the LM to stop a cancelled job's tasks");
+            }
         }
         let me = ctx.address();
         let doubt_timeout = self.doubt_timeout;
@@ -276,5 +402,6 @@ fn describe(message: &GmToLm) -> String {
             b.lm
         ),
         GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
+        GmToLm::Cancel(c) => format!("cancel of {} to {}", c.job, c.lm),
     }
 }

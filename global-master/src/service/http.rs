@@ -2,9 +2,15 @@
 //!
 //! - `POST /v1/jobs`: submit a job (see [`super::api`]); 202 with the ids, 4xx naming
 //!   the field at fault, 429 with `Retry-After` when the GM is full.
-//! - `GET /v1/jobs?state=&limit=&after=`: this GM's jobs, paged, by state.
+//! - `GET /v1/jobs?state=&queue=&user=&limit=&after=`: this GM's jobs, paged, filtered.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
+//! - `GET /v1/tasks/{job}/{index}/logs?stream=stdout|stderr&tail=N&follow=true`:
+//!   the task's output, through its LM from its worker (see [`super::logs`]).
+//! - `DELETE /v1/jobs/{id}`: cancel a job (202 with its status, again on a repeat;
+//!   404 for an unknown job).
 //! - `GET /v1/pending?limit=N`: queued tasks with the reason each is pending.
+//! - `GET /v1/nodes?summary=true|false`: the GM's view: per LM, its partitions and
+//!   nodes with capacity, free and used resources, and the age of its last state.
 //! - `POST /v1/internal/messages`: messages from an LM (bincode
 //!   `Vec<common::protocol::LmToGm>` -> `()`, like the LM's internal API): preempted
 //!   tasks of this GM's queues, ends of tasks it launched; 422 (nothing applied) if
@@ -13,11 +19,13 @@
 //! - `POST /v1/lras`, `GET /v1/lras/{id}`: see [`super::lra_http`]. A job with
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 
-use super::actor::{GetJob, GetLoad, GetTask, GmActor, ListJobs, Submit, SubmitRefused};
-use super::api::{parse_job, ApiError, QueueTable};
+use super::actor::{
+    CancelJob, GetJob, GetLoad, GetTask, GmActor, ListJobs, SubmitJob, SubmitRefused,
+};
+use super::api::{parse_job_request, ApiError, QueueTable};
 use super::deliver::Deliver;
 use super::report::{GetPending, RenderMetrics};
-use super::status::JobState;
+use super::status::{JobFilter, JobState};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -47,9 +55,11 @@ pub struct ApiState {
 pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/v1/jobs", post(submit).get(list_jobs))
-        .route("/v1/jobs/{id}", get(job))
+        .route("/v1/jobs/{id}", get(job).delete(cancel))
         .route("/v1/tasks/{job}/{index}", get(task))
+        .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/v1/pending", get(pending))
+        .route("/v1/nodes", get(nodes))
         .route("/v1/internal/messages", post(from_lm))
         .route("/healthz", get(healthz))
         .merge(super::lra_http::routes())
@@ -76,11 +86,11 @@ async fn submit(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    let tasks = match parse_job(&body, s.max_job_tasks, &s.queues) {
-        Ok(t) => t,
+    let job = match parse_job_request(&body, s.max_job_tasks, &s.queues) {
+        Ok(j) => j,
         Err(e) => return error(e),
     };
-    if tasks.iter().any(|t| t.kind.needs_designated_gm()) {
+    if job.tasks.iter().any(|t| t.kind.needs_designated_gm()) {
         let route = s.route.as_deref();
         let method = reqwest::Method::POST;
         let routed = super::route::Route::route(route, &headers, method, "/v1/jobs", Some(body));
@@ -88,7 +98,12 @@ async fn submit(
             return r;
         }
     }
-    match s.gm.send(Submit(tasks)).await {
+    let submit = SubmitJob {
+        tasks: job.tasks,
+        retry: job.retry,
+        user: job.user,
+    };
+    match s.gm.send(submit).await {
         Ok(Ok((job, ids))) => (
             StatusCode::ACCEPTED,
             Json(json!({
@@ -107,6 +122,9 @@ async fn submit(
         )
             .into_response(),
         Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
+        Ok(Err(SubmitRefused::JournalFailed)) => {
+            unavailable("cannot write the job to this GM's journal (see its log); not accepted")
+        }
         Err(e) => unavailable(&e.to_string()),
     }
 }
@@ -173,6 +191,8 @@ struct JobsQuery {
     state: Option<String>,
     limit: Option<usize>,
     after: Option<u64>,
+    queue: Option<String>,
+    user: Option<String>,
 }
 
 /// The largest page of `GET /v1/jobs`.
@@ -198,7 +218,7 @@ async fn list_jobs(
             return error(ApiError::new(
                 400,
                 "state",
-                "not a job state: use finished, failed or active",
+                "not a job state: use finished, failed, cancelled or active",
             ))
         }
     };
@@ -215,7 +235,11 @@ async fn list_jobs(
         .send(ListJobs {
             after: q.after,
             limit,
-            state,
+            filter: JobFilter {
+                state,
+                queue: q.queue,
+                user: q.user,
+            },
         })
         .await
     {
@@ -239,6 +263,40 @@ async fn job(
     match s.gm.send(GetJob(JobId(id))).await {
         Ok(Some(status)) => Json(status).into_response(),
         Ok(None) => not_found(format!("job {id} is unknown to this GM")),
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+/// `DELETE /v1/jobs/{id}`: cancels the job; 202 with its status (queued tasks are
+/// `cancelled` at once, the others once their LM stopped them). A second call
+/// answers the same way; 404 for a job this GM does not know.
+async fn cancel(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let id: u64 = match parse_id("job", &id) {
+        Ok(v) => v,
+        Err(e) => return error(e),
+    };
+    if super::route::Route::is_forwarded_job(s.route.as_deref(), id) {
+        let path = format!("/v1/jobs/{id}");
+        let routed = super::route::Route::route(
+            s.route.as_deref(),
+            &headers,
+            reqwest::Method::DELETE,
+            &path,
+            None,
+        );
+        if let super::route::Routed::Answered(r) = routed.await {
+            return r;
+        }
+    }
+    match s.gm.send(CancelJob(JobId(id))).await {
+        Ok(Some(status)) => (StatusCode::ACCEPTED, Json(status)).into_response(),
+        Ok(None) => not_found(format!(
+            "job {id} is unknown to this GM (never submitted here, or ended and forgotten after the retention time)"
+        )),
         Err(e) => unavailable(&e.to_string()),
     }
 }
@@ -268,6 +326,57 @@ async fn task(
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsQuery {
+    stream: Option<String>,
+    tail: Option<usize>,
+    follow: Option<bool>,
+}
+
+async fn task_logs(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path((job, index)): Path<(String, String)>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+    uri: axum::http::Uri,
+) -> Response {
+    let (job, index): (u64, u32) = match (parse_id("job", &job), parse_id("index", &index)) {
+        (Ok(j), Ok(i)) => (j, i),
+        (Err(e), _) | (_, Err(e)) => return error(e),
+    };
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return error(ApiError::new(400, "query", e.body_text())),
+    };
+    let stream = q.stream.unwrap_or_else(|| "stdout".to_owned());
+    if stream != "stdout" && stream != "stderr" {
+        return error(ApiError::new(400, "stream", "use stdout or stderr"));
+    }
+    let path = match uri.query() {
+        Some(query) => format!("/v1/tasks/{job}/{index}/logs?{query}"),
+        None => format!("/v1/tasks/{job}/{index}/logs"),
+    };
+    if let Some(r) = forwarded_status(&s, &headers, job, &path).await {
+        return r;
+    }
+    let id = TaskId {
+        job: JobId(job),
+        index,
+    };
+    match s.gm.send(super::logs::FindLog(id)).await {
+        Ok(Ok(source)) => {
+            let follow = q.follow.unwrap_or(false);
+            super::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
+        }
+        Ok(Err((status, why))) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND);
+            (status, Json(json!({"error": why}))).into_response()
+        }
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+#[derive(serde::Deserialize)]
 struct PendingQuery {
     limit: Option<usize>,
 }
@@ -280,10 +389,33 @@ async fn pending(State(s): State<ApiState>, Query(q): Query<PendingQuery>) -> Re
     }
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodesQuery {
+    summary: Option<bool>,
+}
+
+async fn nodes(
+    State(s): State<ApiState>,
+    query: Result<Query<NodesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return error(ApiError::new(400, "query", e.body_text())),
+    };
+    let summary = q.summary.unwrap_or(false);
+    match s.gm.send(super::nodes::GetNodes { summary }).await {
+        Ok(view) => Json(view).into_response(),
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
 async fn healthz(State(s): State<ApiState>) -> Response {
     match s.gm.send(GetLoad).await {
         Ok(load) => Json(json!({
-            "status": "ok",
+            // Degraded: some LM's state not taken for a while (see `silent_lms`).
+            "status": if load.silent_lms.is_empty() { "ok" } else { "degraded" },
+            "silent_lms": load.silent_lms,
             "ready": load.full_view,
             "queued": load.queued,
             "outstanding": load.outstanding,

@@ -9,7 +9,7 @@
 //!   (requests to LMs over one link each, events, the status tracker).
 //! - [`preempt`]: fairness: the shell's preemption counters.
 //! - [`status`]: per-task and per-job status for the API.
-//! - [`report`]: pending list and metrics.
+//! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
 //! - [`http`]: the routes.
 //! - [`mq`]: the state subscription.
 
@@ -19,10 +19,13 @@ pub mod config;
 pub mod deliver;
 pub mod executor_api;
 pub mod http;
+pub mod journal;
+pub mod logs;
 pub mod lra_actor;
 pub mod lra_api;
 pub mod lra_http;
 pub mod mq;
+pub mod nodes;
 pub mod preempt;
 pub mod report;
 pub mod route;
@@ -42,6 +45,11 @@ use std::time::{Duration, Instant};
 /// Runs the GM until SIGTERM/SIGINT, then drains: stops accepting, keeps placing what
 /// is queued (up to the drain timeout), flushes events and returns.
 pub async fn serve(s: config::GmSettings) -> Result<()> {
+    // First, so that a taken address fails the start before any actor or connection
+    // exists (tearing those down outside their runtime panicked).
+    let listener = tokio::net::TcpListener::bind(&s.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let client = http_client(s.launch_timeout);
     let link = |path: &str, u: &String| HttpLink {
         client: client.clone(),
@@ -66,16 +74,29 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         // A restarted GM must not reuse its previous life's batch numbers (the LMs
         // would answer them from their record of that life).
         first_batch_seq: service_kit::clock::now().0,
+        retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
-    let gm = actor::GmActor::new(
+    let mut gm = actor::GmActor::new(
         core,
         links,
         amqp_event_sink(publisher.clone()),
         s.max_queued,
     )
     .with_doubt_timeout(s.doubt_timeout)
-    .start();
+    .with_retention(s.retention)
+    .with_lm_urls(s.lm_urls.clone());
+    match &s.data_dir {
+        Some(dir) => {
+            let (journal, recovered) = journal::Journal::open(dir)?;
+            tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
+            gm = gm.with_journal(journal, recovered);
+        }
+        None => tracing::warn!(
+            "no --data-dir: accepted jobs live in memory only and are lost if this GM dies"
+        ),
+    }
+    let gm = gm.start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();
         let n = constraints.len();
@@ -87,9 +108,6 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), gm.clone());
     // The designated GM learns the ends of its LRA containers from the task events.
     let ends = (s.designated_gm == s.id).then(|| mq::subscribe_ends(s.amqp.clone(), gm.clone()));
-    let listener = tokio::net::TcpListener::bind(&s.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
     tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
     println!("listening on http://{local}");

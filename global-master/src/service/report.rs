@@ -162,6 +162,78 @@ impl Handler<RenderMetrics> for GmActor {
             "Tasks of this GM the LMs reported failed (exit code, signal, start failure).",
             s.tasks_failed as f64,
         );
+        let (jobs_kept, tasks_kept) = self.tracker.size();
+        let lifecycle = self.core.lifecycle();
+        for (name, kind, help, value) in [
+            (
+                "megha_gm_tasks_started_total",
+                "counter",
+                "Tasks of this GM the LMs reported started.",
+                s.tasks_started,
+            ),
+            (
+                "megha_gm_tasks_retried_total",
+                "counter",
+                "Failed or lost tasks run again under their job's retry policy.",
+                s.tasks_retried,
+            ),
+            (
+                "megha_gm_jobs_cancelled_total",
+                "counter",
+                "Jobs cancelled (DELETE /v1/jobs/{id}).",
+                s.jobs_cancelled,
+            ),
+            (
+                "megha_gm_tasks_cancelled_total",
+                "counter",
+                "Tasks taken out of the queues for a cancel, or stopped by their LM.",
+                s.tasks_cancelled,
+            ),
+            (
+                "megha_gm_cancel_requests_sent_total",
+                "counter",
+                "Cancel requests sent to LMs.",
+                s.cancels_sent,
+            ),
+            (
+                "megha_gm_cancel_requests_abandoned_total",
+                "counter",
+                "Cancel requests given up after every resend failed.",
+                s.cancels_abandoned,
+            ),
+            (
+                "megha_gm_retry_tracked_tasks",
+                "gauge",
+                "Tasks kept for a possible retry.",
+                lifecycle.tracked() as u64,
+            ),
+            (
+                "megha_gm_retry_waiting_tasks",
+                "gauge",
+                "Failed tasks waiting for their backoff.",
+                lifecycle.waiting() as u64,
+            ),
+            (
+                "megha_gm_status_jobs",
+                "gauge",
+                "Jobs the status API holds.",
+                jobs_kept as u64,
+            ),
+            (
+                "megha_gm_status_tasks",
+                "gauge",
+                "Tasks the status API holds.",
+                tasks_kept as u64,
+            ),
+            (
+                "megha_gm_jobs_forgotten_total",
+                "counter",
+                "Ended jobs forgotten after the retention time or count.",
+                self.tracker.forgotten,
+            ),
+        ] {
+            single(&mut out, name, kind, help, value as f64);
+        }
         single(
             &mut out,
             "megha_gm_lm_rejections_total",
@@ -224,6 +296,27 @@ impl Handler<RenderMetrics> for GmActor {
             "counter",
             "Launch outcomes for tasks this GM was not waiting for (already answered or unknown), ignored.",
             m.unexpected_outcomes as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_journal_errors_total",
+            "counter",
+            "Journal writes that failed (submissions refused with 503, task ends not recorded).",
+            m.journal_errors as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_recovered_tasks_total",
+            "counter",
+            "Tasks of a previous life's jobs resubmitted from the journal at start.",
+            m.recovered_tasks as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_journal_jobs",
+            "gauge",
+            "Jobs in the journal (accepted, not every task ended); 0 without --data-dir.",
+            self.journal.as_ref().map_or(0, |j| j.jobs()) as f64,
         );
         single(
             &mut out,

@@ -1,14 +1,21 @@
 //! What the GM knows about each task it accepted, for `GET /v1/tasks/...` and
-//! `GET /v1/jobs/...`: queued -> dispatched -> launched -> finished | failed, from
-//! its own decisions, the LMs' answers and the LMs' reports of task ends
-//! (`LmToGm::Ended`). An end is final: a late answer or a stale requeue reason does
-//! not move a task back. Starts are on the event stream.
+//! `GET /v1/jobs/...`: queued -> dispatched -> launched -> running -> finished |
+//! failed | cancelled (and unplaceable), from its own decisions, the LMs' answers and
+//! the LMs' reports of task starts and ends (`LmToGm::Started`, `LmToGm::Ended`). An
+//! end is final: a late answer or a stale requeue reason does not move a task back;
+//! only a retry under the job's policy (the core decides) queues a failed task again.
+//!
+//! Jobs that ended (every task final) are kept for the retention time and count
+//! ([`Retention`]), then forgotten, so the GM's memory stays bounded.
 
+use common::messages::{TaskEnd, TaskFailure, TaskStart};
 use common::reasons::PendingReason;
 use common::{JobId, LmId, Micros, NodeId, TaskId};
+use gm_core::lifecycle::Retry;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -16,18 +23,37 @@ pub enum TaskState {
     Queued,
     Dispatched,
     Launched,
+    /// Its worker reported the start.
+    Running,
+    /// No node can ever host it: it left the GM's queues (final).
     Unplaceable,
     /// Ended at its worker with exit 0 (or a synthetic task's time was up).
     Finished,
-    /// Ended at its worker with a failure (`failure` says which).
+    /// Ended at its worker with a failure (`failure` says which), and its job's
+    /// retry policy runs it no more.
     Failed,
+    /// Its job was cancelled: it left the queue, or its LM stopped it.
+    Cancelled,
 }
 
 impl TaskState {
     /// An end: nothing changes the task's state any more.
     pub fn is_final(self) -> bool {
-        matches!(self, TaskState::Finished | TaskState::Failed)
+        matches!(
+            self,
+            TaskState::Finished | TaskState::Failed | TaskState::Cancelled | TaskState::Unplaceable
+        )
     }
+}
+
+/// One failed run of a task.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedAttempt {
+    /// The run (1 for the first).
+    pub attempt: u32,
+    pub failure: TaskFailure,
+    pub node: u32,
+    pub ended_at_us: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -40,13 +66,24 @@ pub struct TaskStatus {
     pub reason_detail: Option<PendingReason>,
     pub lm: Option<u16>,
     pub node: Option<u32>,
+    /// Placement attempts (dispatches) so far, over every run.
     pub attempts: u32,
+    /// The current run (1 for the first; more after a failure its job's retry
+    /// policy runs again), and the most runs the policy allows.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// The failed runs, oldest first.
+    pub failures: Vec<FailedAttempt>,
+    /// When a failed task goes back to its queue (waiting for its backoff).
+    pub retry_at_us: Option<u64>,
     pub submitted_at_us: u64,
     pub launched_at_us: Option<u64>,
-    /// When the worker saw it end (worker clock).
+    /// When the worker started the current run (worker clock).
+    pub started_at_us: Option<u64>,
+    /// When the worker saw it end (worker clock), or the GM cancelled it.
     pub ended_at_us: Option<u64>,
-    /// Why it failed (exit code, signal, start failure), for `failed`.
-    pub failure: Option<common::messages::TaskFailure>,
+    /// Why it failed (exit code, signal, start failure, lost), for `failed`.
+    pub failure: Option<TaskFailure>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -55,6 +92,15 @@ pub struct JobStatus {
     pub tasks: u32,
     pub states: BTreeMap<TaskState, u32>,
     pub state: JobState,
+    /// The queues its tasks were submitted to, and the submitter's label.
+    pub queues: Vec<String>,
+    pub user: Option<String>,
+    pub max_attempts: u32,
+    pub submitted_at_us: u64,
+    /// When its last task ended (GM clock).
+    pub ended_at_us: Option<u64>,
+    /// When a cancel was asked for.
+    pub cancel_requested_at_us: Option<u64>,
 }
 
 /// A job as a whole.
@@ -63,17 +109,58 @@ pub struct JobStatus {
 pub enum JobState {
     /// Every task finished.
     Finished,
-    /// Every task ended and at least one failed.
+    /// Every task ended and at least one failed (or was unplaceable).
     Failed,
+    /// Every task ended and at least one was cancelled.
+    Cancelled,
     /// Some task has not ended yet.
     Active,
+}
+
+/// How long and how many ended jobs the GM keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Retention {
+    /// An ended job is forgotten this long after its end...
+    pub keep: Duration,
+    /// ... or sooner, oldest end first, when more jobs than this have ended.
+    pub max_jobs: usize,
+}
+
+impl Default for Retention {
+    /// One hour, 10,000 jobs.
+    fn default() -> Self {
+        Retention {
+            keep: Duration::from_secs(3600),
+            max_jobs: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct JobEntry {
+    tasks: u32,
+    /// Tasks not final yet.
+    open: u32,
+    queues: Vec<String>,
+    user: Option<String>,
+    max_attempts: u32,
+    submitted_at: u64,
+    ended_at: Option<u64>,
+    cancel_requested_at: Option<u64>,
 }
 
 #[derive(Debug, Default)]
 pub struct Tracker {
     tasks: HashMap<TaskId, TaskStatus>,
-    /// Tasks per job, by job id (ids order jobs by submission).
-    jobs: BTreeMap<JobId, u32>,
+    /// By job id (ids order jobs by submission).
+    jobs: BTreeMap<JobId, JobEntry>,
+    /// Ended jobs by end time, for retention.
+    ended: BTreeSet<(u64, JobId)>,
+    retention: Retention,
+    /// Ended jobs forgotten so far.
+    pub forgotten: u64,
+    /// The time of the last [`Tracker::expire`] (the driver calls it every step).
+    now: Micros,
 }
 
 /// One page of [`Tracker::list`].
@@ -84,9 +171,30 @@ pub struct JobPage {
     pub next: Option<u64>,
 }
 
+/// Filters of [`Tracker::list`].
+#[derive(Clone, Debug, Default)]
+pub struct JobFilter {
+    pub state: Option<JobState>,
+    pub queue: Option<String>,
+    pub user: Option<String>,
+}
+
 impl Tracker {
+    pub fn new(retention: Retention) -> Self {
+        Tracker {
+            retention,
+            ..Tracker::default()
+        }
+    }
+
     pub fn accepted(&mut self, task: TaskId, now: Micros) {
-        *self.jobs.entry(task.job).or_default() += 1;
+        let job = self.jobs.entry(task.job).or_insert_with(|| JobEntry {
+            max_attempts: 1,
+            submitted_at: now.0,
+            ..JobEntry::default()
+        });
+        job.tasks += 1;
+        job.open += 1;
         self.tasks.insert(
             task,
             TaskStatus {
@@ -98,17 +206,51 @@ impl Tracker {
                 lm: None,
                 node: None,
                 attempts: 0,
+                attempt: 1,
+                max_attempts: job.max_attempts,
+                failures: Vec::new(),
+                retry_at_us: None,
                 submitted_at_us: now.0,
                 launched_at_us: None,
+                started_at_us: None,
                 ended_at_us: None,
                 failure: None,
             },
         );
     }
 
+    /// What the submission said of the job as a whole (call before its tasks are
+    /// accepted).
+    pub fn job_accepted(
+        &mut self,
+        job: JobId,
+        now: Micros,
+        queues: Vec<String>,
+        user: Option<String>,
+        max_attempts: u32,
+    ) {
+        let entry = self.jobs.entry(job).or_default();
+        entry.queues = queues;
+        entry.user = user;
+        entry.max_attempts = max_attempts;
+        entry.submitted_at = now.0;
+    }
+
     /// The task, unless it already ended.
     fn live(&mut self, task: TaskId) -> Option<&mut TaskStatus> {
         self.tasks.get_mut(&task).filter(|s| !s.state.is_final())
+    }
+
+    /// A task became final: its job may have ended.
+    fn closed(&mut self, job: JobId, now: Micros) {
+        let Some(entry) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        entry.open = entry.open.saturating_sub(1);
+        if entry.open == 0 && entry.ended_at.is_none() {
+            entry.ended_at = Some(now.0);
+            self.ended.insert((now.0, job));
+        }
     }
 
     pub fn dispatched(&mut self, task: TaskId, lm: LmId, node: NodeId) {
@@ -122,6 +264,7 @@ impl Tracker {
 
     /// Records a new reason; returns true when it differs from the last one (the
     /// caller publishes an event only then, to avoid a storm of identical requeues).
+    /// `unplaceable` ends the task (the core dropped it).
     pub fn pending(&mut self, task: TaskId, reason: &PendingReason, unplaceable: bool) -> bool {
         let Some(s) = self.live(task) else {
             return false;
@@ -136,21 +279,41 @@ impl Tracker {
         let changed = s.reason_detail.as_ref() != Some(reason);
         s.reason = Some(reason.to_string());
         s.reason_detail = Some(reason.clone());
+        if unplaceable {
+            self.closed(task.job, self.now);
+        }
         changed
     }
 
     /// The LM accepted the task; returns when it was submitted.
     pub fn launched(&mut self, task: TaskId, now: Micros) -> Option<Micros> {
         let s = self.live(task)?;
-        s.state = TaskState::Launched;
+        if s.state != TaskState::Running {
+            s.state = TaskState::Launched;
+        }
         s.reason = None;
         s.reason_detail = None;
         s.launched_at_us = Some(now.0);
         Some(Micros(s.submitted_at_us))
     }
 
+    /// The worker started the task (reported by its LM; it may overtake the launch
+    /// answer). A repeat changes nothing.
+    pub fn started(&mut self, start: &TaskStart) {
+        let Some(s) = self.live(start.task) else {
+            return;
+        };
+        if matches!(s.state, TaskState::Dispatched | TaskState::Launched) {
+            s.state = TaskState::Running;
+            s.node = Some(start.node.0);
+            s.started_at_us = Some(start.at.0);
+            s.reason = None;
+            s.reason_detail = None;
+        }
+    }
+
     /// The task ended at its worker (reported by its LM). A repeat changes nothing.
-    pub fn ended(&mut self, end: &common::messages::TaskEnd) {
+    pub fn ended(&mut self, end: &TaskEnd, now: Micros) {
         let Some(s) = self.live(end.task) else {
             return;
         };
@@ -163,23 +326,122 @@ impl Tracker {
         s.node = Some(end.node.0);
         s.ended_at_us = Some(end.at.0);
         s.failure = end.failure.clone();
+        if let Some(failure) = &end.failure {
+            s.failures.push(FailedAttempt {
+                attempt: s.attempt,
+                failure: failure.clone(),
+                node: end.node.0,
+                ended_at_us: end.at.0,
+            });
+        }
+        self.closed(end.task.job, now);
+    }
+
+    /// The task failed and its job's policy runs it again: queued (once its backoff
+    /// is over) for run `retry.attempt`.
+    pub fn retrying(&mut self, end: &TaskEnd, retry: &Retry) {
+        let Some(s) = self.live(end.task) else {
+            return;
+        };
+        s.failures.push(FailedAttempt {
+            attempt: s.attempt,
+            failure: retry.failure.clone(),
+            node: end.node.0,
+            ended_at_us: end.at.0,
+        });
+        s.state = TaskState::Queued;
+        s.attempt = retry.attempt;
+        s.failure = Some(retry.failure.clone());
+        s.retry_at_us = Some(retry.at.0);
+        s.lm = None;
+        s.node = None;
+        s.started_at_us = None;
+        s.launched_at_us = None;
+        let reason = PendingReason::Retrying {
+            attempt: retry.attempt,
+            failure: format!("{} (on {})", retry.failure, end.node),
+        };
+        s.reason = Some(reason.to_string());
+        s.reason_detail = Some(reason);
+    }
+
+    /// A cancel was asked for: false if the job is unknown.
+    pub fn cancel_requested(&mut self, job: JobId, now: Micros) -> bool {
+        match self.jobs.get_mut(&job) {
+            Some(entry) => {
+                entry.cancel_requested_at.get_or_insert(now.0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The task ended cancelled (left the queue, or stopped by its LM). Returns
+    /// false if it had already ended.
+    pub fn cancelled(&mut self, task: TaskId, now: Micros) -> bool {
+        let Some(s) = self.live(task) else {
+            return false;
+        };
+        s.state = TaskState::Cancelled;
+        s.reason = None;
+        s.reason_detail = None;
+        s.retry_at_us = None;
+        s.ended_at_us = Some(now.0);
+        self.closed(task.job, now);
+        true
     }
 
     pub fn task(&self, task: TaskId) -> Option<&TaskStatus> {
         self.tasks.get(&task)
     }
 
-    /// Jobs after `after` (by id, i.e. submission order), at most `limit`, whose
-    /// state is `state` if given (`finished`, `failed`, `active`).
-    pub fn list(&self, after: Option<u64>, limit: usize, state: Option<JobState>) -> JobPage {
+    /// Forgets the jobs that ended longer than the retention time ago, and the
+    /// oldest ended ones beyond the retention count. Returns how many.
+    pub fn expire(&mut self, now: Micros) -> usize {
+        self.now = now;
+        let keep = self.retention.keep.as_micros() as u64;
+        let mut forgotten = 0;
+        while let Some(&(at, job)) = self.ended.first() {
+            let too_old = now.0.saturating_sub(at) > keep;
+            if !too_old && self.ended.len() <= self.retention.max_jobs {
+                break;
+            }
+            self.ended.pop_first();
+            if let Some(entry) = self.jobs.remove(&job) {
+                for index in 0..entry.tasks {
+                    self.tasks.remove(&TaskId { job, index });
+                }
+            }
+            forgotten += 1;
+        }
+        self.forgotten += forgotten as u64;
+        forgotten
+    }
+
+    /// Jobs and tasks held (gauges).
+    pub fn size(&self) -> (usize, usize) {
+        (self.jobs.len(), self.tasks.len())
+    }
+
+    /// Jobs after `after` (by id, i.e. submission order), at most `limit`, that
+    /// pass `filter`.
+    pub fn list(&self, after: Option<u64>, limit: usize, filter: &JobFilter) -> JobPage {
         let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(JobId(a)));
         let mut jobs = Vec::new();
         let mut next = None;
-        for job in self.jobs.range((start, Bound::Unbounded)).map(|(j, _)| *j) {
-            let Some(status) = self.job(job) else {
+        for (job, entry) in self.jobs.range((start, Bound::Unbounded)) {
+            if filter
+                .queue
+                .as_ref()
+                .is_some_and(|q| !entry.queues.contains(q))
+                || filter.user.is_some() && filter.user != entry.user
+            {
+                continue;
+            }
+            let Some(status) = self.job(*job) else {
                 continue;
             };
-            if state.is_some_and(|s| s != status.state) {
+            if filter.state.is_some_and(|s| s != status.state) {
                 continue;
             }
             if jobs.len() == limit {
@@ -192,25 +454,46 @@ impl Tracker {
     }
 
     pub fn job(&self, job: JobId) -> Option<JobStatus> {
-        let &tasks = self.jobs.get(&job)?;
+        let entry = self.jobs.get(&job)?;
         let mut states = BTreeMap::new();
-        for index in 0..tasks {
+        for index in 0..entry.tasks {
             if let Some(s) = self.tasks.get(&TaskId { job, index }) {
                 *states.entry(s.state).or_default() += 1;
             }
         }
-        let ended = |state| states.get(&state).copied().unwrap_or(0);
-        let state = match (ended(TaskState::Finished), ended(TaskState::Failed)) {
-            (f, 0) if f == tasks => JobState::Finished,
-            (f, e) if e > 0 && f + e == tasks => JobState::Failed,
-            _ => JobState::Active,
+        let count = |state| states.get(&state).copied().unwrap_or(0);
+        let state = if entry.open > 0 {
+            JobState::Active
+        } else if count(TaskState::Cancelled) > 0 {
+            JobState::Cancelled
+        } else if count(TaskState::Finished) == entry.tasks {
+            JobState::Finished
+        } else {
+            JobState::Failed
         };
         Some(JobStatus {
             job: job.0,
-            tasks,
+            tasks: entry.tasks,
             states,
             state,
+            queues: entry.queues.clone(),
+            user: entry.user.clone(),
+            max_attempts: entry.max_attempts,
+            submitted_at_us: entry.submitted_at,
+            ended_at_us: entry.ended_at,
+            cancel_requested_at_us: entry.cancel_requested_at,
         })
+    }
+
+    /// The tasks of `job` not ended yet.
+    pub fn open_tasks(&self, job: JobId) -> Vec<TaskId> {
+        let Some(entry) = self.jobs.get(&job) else {
+            return Vec::new();
+        };
+        (0..entry.tasks)
+            .map(|index| TaskId { job, index })
+            .filter(|t| self.tasks.get(t).is_some_and(|s| !s.state.is_final()))
+            .collect()
     }
 }
 
@@ -237,44 +520,154 @@ mod tests {
         t.dispatched(a, LmId(0), NodeId(3));
         assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
         // The end can overtake the launch answer: the late answer changes nothing.
-        t.ended(&end(a, None));
+        t.ended(&end(a, None), Micros(60));
         assert!(t.launched(a, Micros(9)).is_none());
         assert!(!t.pending(a, &PendingReason::NoStateYet, false));
         assert_eq!(t.task(a).expect("a").state, TaskState::Finished);
         assert_eq!(t.task(a).expect("a").ended_at_us, Some(50));
         assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
         t.launched(b, Micros(9));
-        t.ended(&end(b, Some(TaskFailure::Exit { code: 3 })));
+        t.ended(&end(b, Some(TaskFailure::Exit { code: 3 })), Micros(60));
         // A repeated end (the LM's stream resends) is harmless.
-        t.ended(&end(b, None));
+        t.ended(&end(b, None), Micros(61));
         let s = t.task(b).expect("b");
         assert_eq!(s.state, TaskState::Failed);
         assert_eq!(s.failure, Some(TaskFailure::Exit { code: 3 }));
+        assert_eq!(s.failures.len(), 1);
         let job = t.job(a.job).expect("job");
         assert_eq!(job.state, JobState::Failed);
+        assert_eq!(job.ended_at_us, Some(60));
         assert_eq!(job.states.get(&TaskState::Finished), Some(&1));
+        assert!(
+            !t.cancelled(b, Micros(70)),
+            "an ended task is not cancelled"
+        );
     }
 
     #[test]
-    fn jobs_list_in_pages_and_by_state() {
+    fn a_start_shows_running_and_a_retry_queues_the_next_run() {
         let mut t = Tracker::default();
-        for job in 1..=5 {
+        let a = TaskId::new(1, 0);
+        t.job_accepted(a.job, Micros(1), vec!["default".into()], None, 3);
+        t.accepted(a, Micros(1));
+        t.dispatched(a, LmId(0), NodeId(3));
+        let start = TaskStart {
+            task: a,
+            node: NodeId(3),
+            at: Micros(20),
+        };
+        // The start can overtake the launch answer; the answer keeps `running`.
+        t.started(&start);
+        t.launched(a, Micros(21));
+        let s = t.task(a).expect("a");
+        assert_eq!(
+            (s.state, s.started_at_us, s.max_attempts),
+            (TaskState::Running, Some(20), 3)
+        );
+        let failed = end(a, Some(TaskFailure::Exit { code: 1 }));
+        let retry = Retry {
+            task: a,
+            attempt: 2,
+            at: Micros(1_000_050),
+            failure: TaskFailure::Exit { code: 1 },
+        };
+        t.retrying(&failed, &retry);
+        let s = t.task(a).expect("a");
+        assert_eq!(s.state, TaskState::Queued);
+        assert_eq!((s.attempt, s.retry_at_us), (2, Some(1_000_050)));
+        assert_eq!(s.failures[0].attempt, 1);
+        assert!(s
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("exited with code 1"));
+        assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
+        t.ended(&end(a, None), Micros(2_000_000));
+        assert_eq!(t.job(a.job).expect("job").state, JobState::Finished);
+    }
+
+    #[test]
+    fn cancelled_tasks_are_final_and_the_job_ends_cancelled() {
+        let mut t = Tracker::default();
+        let (a, b) = (TaskId::new(1, 0), TaskId::new(1, 1));
+        t.accepted(a, Micros(1));
+        t.accepted(b, Micros(1));
+        assert!(t.cancel_requested(a.job, Micros(5)));
+        assert!(!t.cancel_requested(JobId(9), Micros(5)), "unknown job");
+        assert!(t.cancelled(a, Micros(5)));
+        assert!(
+            !t.cancelled(a, Micros(6)),
+            "a second cancel changes nothing"
+        );
+        assert_eq!(t.open_tasks(a.job), vec![b]);
+        assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
+        // b finished before its LM got the kill: its finish stands.
+        t.ended(&end(b, None), Micros(7));
+        let job = t.job(a.job).expect("job");
+        assert_eq!(job.state, JobState::Cancelled);
+        assert_eq!(job.cancel_requested_at_us, Some(5));
+        assert!(!t.pending(a, &PendingReason::NoStateYet, false));
+    }
+
+    #[test]
+    fn ended_jobs_are_forgotten_after_the_retention_time_or_count() {
+        let mut t = Tracker::new(Retention {
+            keep: Duration::from_secs(10),
+            max_jobs: 2,
+        });
+        for job in 1..=4 {
             t.accepted(TaskId::new(job, 0), Micros(job));
         }
-        t.ended(&end(TaskId::new(2, 0), None));
-        t.ended(&end(TaskId::new(4, 0), None));
+        t.ended(&end(TaskId::new(1, 0), None), Micros(1_000_000));
+        t.ended(&end(TaskId::new(2, 0), None), Micros(2_000_000));
+        assert_eq!(t.expire(Micros(3_000_000)), 0);
+        t.ended(&end(TaskId::new(3, 0), None), Micros(3_000_000));
+        // Three ended, two kept: the oldest end goes.
+        assert_eq!(t.expire(Micros(3_000_000)), 1);
+        assert!(t.job(JobId(1)).is_none() && t.task(TaskId::new(1, 0)).is_none());
+        // Ten seconds after its end, job 2 goes; job 4 (active) stays whatever its age.
+        assert_eq!(t.expire(Micros(12_000_001)), 1);
+        assert!(t.job(JobId(2)).is_none());
+        assert_eq!(t.expire(Micros(100_000_000)), 1);
+        assert!(t.job(JobId(4)).is_some());
+        assert_eq!(t.size(), (1, 1));
+        assert_eq!(t.forgotten, 3);
+    }
+
+    #[test]
+    fn jobs_list_in_pages_and_by_state_queue_and_user() {
+        let mut t = Tracker::default();
+        for job in 1..=5 {
+            let queue = if job % 2 == 0 { "even" } else { "odd" };
+            let user = (job == 3).then(|| "ana".to_owned());
+            t.job_accepted(JobId(job), Micros(job), vec![queue.into()], user, 1);
+            t.accepted(TaskId::new(job, 0), Micros(job));
+        }
+        t.ended(&end(TaskId::new(2, 0), None), Micros(60));
+        t.ended(&end(TaskId::new(4, 0), None), Micros(60));
         let ids = |p: &JobPage| p.jobs.iter().map(|j| j.job).collect::<Vec<_>>();
-        let first = t.list(None, 2, None);
+        let all = JobFilter::default();
+        let first = t.list(None, 2, &all);
         assert_eq!((ids(&first), first.next), (vec![1, 2], Some(2)));
-        let second = t.list(first.next, 2, None);
+        let second = t.list(first.next, 2, &all);
         assert_eq!((ids(&second), second.next), (vec![3, 4], Some(4)));
-        let last = t.list(second.next, 2, None);
+        let last = t.list(second.next, 2, &all);
         assert_eq!((ids(&last), last.next), (vec![5], None));
-        let finished = t.list(None, 10, Some(JobState::Finished));
-        assert_eq!((ids(&finished), finished.next), (vec![2, 4], None));
+        let by = |state, queue: Option<&str>, user: Option<&str>| {
+            let filter = JobFilter {
+                state,
+                queue: queue.map(str::to_owned),
+                user: user.map(str::to_owned),
+            };
+            ids(&t.list(None, 10, &filter))
+        };
+        assert_eq!(by(Some(JobState::Finished), None, None), vec![2, 4]);
+        assert_eq!(by(Some(JobState::Active), None, None), vec![1, 3, 5]);
+        assert_eq!(by(None, Some("odd"), None), vec![1, 3, 5]);
         assert_eq!(
-            ids(&t.list(None, 10, Some(JobState::Active))),
-            vec![1, 3, 5]
+            by(Some(JobState::Finished), Some("odd"), None),
+            Vec::<u64>::new()
         );
+        assert_eq!(by(None, None, Some("ana")), vec![3]);
     }
 }

@@ -253,6 +253,9 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 Ok(Err(SubmitRefused::ShuttingDown)) => {
                     Err(SubmitError::Refused("GM shutting down".into()))
                 }
+                Ok(Err(SubmitRefused::JournalFailed)) => {
+                    Err(SubmitError::Refused("GM cannot write its journal".into()))
+                }
                 Err(e) => Err(SubmitError::Refused(e.to_string())),
             }
         })

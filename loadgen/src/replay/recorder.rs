@@ -29,6 +29,8 @@ pub struct Recorder {
     terminal: Vec<bool>,
     submitted: Vec<bool>,
     waited: Vec<bool>,
+    /// Runs again after a failure (the job's retry policy).
+    retries: Vec<u32>,
     /// Per task: what a run of it holds (for the per-queue shares).
     holds: Vec<(QueueId, Resources, TaskKind)>,
     /// Per task: its run in progress (index into `runs`).
@@ -68,6 +70,7 @@ impl Recorder {
             terminal: vec![false; n],
             submitted: vec![false; n],
             waited: vec![false; n],
+            retries: vec![0; n],
             holds,
             open: vec![None; n],
             runs: Vec::new(),
@@ -142,6 +145,13 @@ impl Recorder {
             TaskEventKind::Requeued { .. } => {
                 self.counters.requeues += 1;
                 self.waited[i] = true;
+                // Requeued after it failed (or was lost): its job's retry policy runs
+                // it again, so it has not ended, and it may start once more.
+                if self.terminal[i] && self.records[i].finish.is_none() {
+                    self.terminal[i] = false;
+                    self.done -= 1;
+                    self.retries[i] += 1;
+                }
             }
             TaskEventKind::Unplaceable { .. } => {
                 r.decision = Decision::Unplaceable;
@@ -209,7 +219,7 @@ impl Recorder {
             // An end too (an exec task's non-zero exit, a start failure, a task the
             // GM gave up on at shutdown): the replay stops waiting for it; with no
             // finish time it counts as never finished in the reports.
-            TaskEventKind::Failed { .. } => {
+            TaskEventKind::Failed { .. } | TaskEventKind::Cancelled { .. } => {
                 self.end_run(i, at);
                 self.mark_terminal(i);
             }
@@ -240,10 +250,10 @@ impl Recorder {
         self.filter(|i, s| !s.submitted[i])
     }
 
-    /// Tasks that started more than once per run (once, plus once per preemption):
-    /// must be empty.
+    /// Tasks that started more than once per run (once, plus once per preemption and
+    /// per retry after a failure): must be empty.
     pub fn started_twice(&self) -> Vec<(u64, u32)> {
-        self.filter(|i, s| s.starts[i] > 1 + s.records[i].preemptions)
+        self.filter(|i, s| s.starts[i] > 1 + s.records[i].preemptions + s.retries[i])
     }
 
     /// Allocation overhead samples (seconds): the allocation time of every started
@@ -393,6 +403,35 @@ mod tests {
         let out = rec.into_outcome(Micros(10));
         assert_eq!(out.records[0].finish, None, "failed, not finished");
         assert_eq!(out.runs[0].end, Some(Micros(5)), "the run ended");
+    }
+
+    #[test]
+    fn a_failed_task_its_gm_retries_is_waited_for_and_may_start_again() {
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
+        let id = TaskId::new(9, 0);
+        rec.submitted(0, JobId(9), Micros(0));
+        let (lm, node) = (LmId(0), NodeId(0));
+        rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
+        let detail = "lost: no word from its worker".to_owned();
+        rec.apply(ev(id, 5, TaskEventKind::Failed { detail }));
+        assert_eq!(rec.done(), 1);
+        let reason = common::reasons::PendingReason::NoStateYet;
+        rec.apply(ev(
+            id,
+            6,
+            TaskEventKind::Requeued {
+                gm: common::GmId(0),
+                reason,
+            },
+        ));
+        assert_eq!(rec.done(), 0, "retried: not ended");
+        rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
+        rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+        assert_eq!(rec.done(), 1);
+        assert!(rec.started_twice().is_empty(), "one start per attempt");
+        // A third start would be one too many.
+        rec.apply(ev(id, 10, TaskEventKind::Started { lm, node }));
+        assert_eq!(rec.started_twice().len(), 1);
     }
 
     #[test]

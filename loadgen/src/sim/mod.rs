@@ -11,8 +11,11 @@
 //! - [`megha`]: the Megha driver (also the centralized baseline).
 //! - [`sparrow`]: the Sparrow baseline.
 //! - [`task_types`]: Mercury's hybrid-GQ policy (GUARANTEED vs QUEUEABLE tasks).
+//! - [`faults`]: seeded fault injection over small clusters, invariants checked after
+//!   every event (`loadgen faults`); separate from the costed drivers above.
 
 pub mod events;
+pub mod faults;
 pub mod ledger;
 pub mod megha;
 pub mod sparrow;

@@ -23,6 +23,17 @@ pub struct Allocation {
     pub promoted_at: Option<Micros>,
 }
 
+/// A task the LM ordered killed (preempted, reclaimed or shed), waiting for its
+/// worker to confirm: then it goes back to `gm`, which owns its queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingKill {
+    pub gm: GmId,
+    pub node: NodeId,
+    pub task: TaskSpec,
+    /// Work the kill wastes (time it ran).
+    pub lost: Micros,
+}
+
 /// A QUEUEABLE task sent to a worker's queue, not yet reported started.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Queued {

@@ -3,8 +3,8 @@
 
 use common::events::TaskEvent;
 use common::messages::{
-    KillTask, LaunchResponse, LmSnapshot, PreemptResponse, PreemptedTasks, PromoteTask, StartTask,
-    TaskEnd, TasksEnded,
+    CancelResponse, KillTask, LaunchResponse, LmSnapshot, PreemptResponse, PreemptedTasks,
+    PromoteTask, StartTask, TaskEnd, TaskStart, TasksEnded, TasksStarted,
 };
 use common::{GmId, LmId, Micros, NodeId, TaskId, TaskSpec};
 
@@ -28,12 +28,18 @@ pub struct LmEffects {
     pub promoted: Vec<PromoteTask>,
     /// Tasks that ended at their workers, for the GMs that launched them.
     pub ended: Vec<TasksEnded>,
+    /// Tasks that started at their workers, for the GMs that launched them.
+    pub started: Vec<TasksStarted>,
+    /// The answer to a cancel request (send to that GM).
+    pub cancel_response: Option<CancelResponse>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LmError {
     #[error("worker report for task {task} on {node}, which is not running there")]
     UnknownTask { task: TaskId, node: NodeId },
+    #[error("{node} is not a node of this LM")]
+    UnknownNode { node: NodeId },
     #[error("launch batch is addressed to {got}, this is {want}")]
     WrongLm { got: LmId, want: LmId },
 }
@@ -62,6 +68,20 @@ impl LmEffects {
                 lm,
                 gm,
                 ends: vec![end],
+            }),
+        }
+    }
+}
+
+impl LmEffects {
+    /// Tells `gm`, which launched the task, that it started: one message per GM.
+    pub fn started(&mut self, lm: LmId, gm: GmId, start: TaskStart) {
+        match self.started.iter_mut().find(|s| s.gm == gm) {
+            Some(s) => s.starts.push(start),
+            None => self.started.push(TasksStarted {
+                lm,
+                gm,
+                starts: vec![start],
             }),
         }
     }

@@ -1,15 +1,22 @@
-//! What an LM remembers of its previous life (after a restart): the tasks it adopted
-//! from its workers that still run, and the tasks that finished (reported finished
-//! when the workers registered again, or adopted and finished since). A GM's launch of
-//! one of the latter (a batch resent because the old LM never answered) is a
-//! duplicate. A leaf.
+//! What an LM remembers of tasks that ran: the tasks it adopted from its workers after
+//! a restart that still run, and the tasks that finished (reported finished when the
+//! workers registered again, adopted and finished since, or finished cleanly in this
+//! life). A GM's launch of one of the latter (a batch resent because the old LM
+//! never answered, or a restarted GM resubmitting its journal) is a duplicate.
+//! Failed tasks are not remembered: their GM may retry them. The memory of finished
+//! tasks is bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
 use common::TaskId;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+
+/// How many finished tasks an LM remembers (about 40 bytes each).
+pub const FINISHED_MEMORY: usize = 1 << 18;
 
 #[derive(Debug, Default)]
 pub struct Restarted {
     finished_before: HashSet<TaskId>,
+    /// `finished_before` in the order it was filled, to forget the oldest.
+    order: VecDeque<TaskId>,
     adopted: HashSet<TaskId>,
 }
 
@@ -19,12 +26,19 @@ impl Restarted {
         self.adopted.insert(task);
     }
 
-    /// A task finished before this LM started (or, adopted, finished since).
+    /// A task finished (before this LM started, or since).
     pub fn finished(&mut self, task: TaskId) {
-        self.finished_before.insert(task);
+        if self.finished_before.insert(task) {
+            self.order.push_back(task);
+            if self.order.len() > FINISHED_MEMORY {
+                if let Some(old) = self.order.pop_front() {
+                    self.finished_before.remove(&old);
+                }
+            }
+        }
     }
 
-    /// True for a task that finished in the previous life (or adopted, since).
+    /// True for a task remembered as finished.
     pub fn has_finished(&self, task: &TaskId) -> bool {
         self.finished_before.contains(task)
     }
@@ -33,7 +47,7 @@ impl Restarted {
     /// was killed is forgotten (its GM may launch it again).
     pub fn ended(&mut self, task: TaskId, finished: bool) {
         if self.adopted.remove(&task) && finished {
-            self.finished_before.insert(task);
+            self.finished(task);
         }
     }
 }

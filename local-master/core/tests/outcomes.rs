@@ -114,3 +114,59 @@ fn an_end_is_reported_to_the_gm_that_launched_the_task() {
         .step(Micros(10), LmInput::Worker(WorkerToLm::Report(report)))
         .is_err());
 }
+
+/// A task that finished cleanly is remembered: launching it again (a restarted GM
+/// resubmitting its journal) is a `Duplicate`, so it does not run twice. A failed
+/// task is not: its GM may retry it.
+#[test]
+fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
+    use common::messages::LaunchOutcome;
+    use common::reasons::RejectReason;
+    let relaunch = |lm: &mut LocalMaster, task: u64, seq: u64| {
+        let batch = LaunchBatch {
+            gm: GmId(0),
+            lm: LmId(0),
+            seq,
+            requests: vec![LaunchRequest {
+                task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
+                node: NodeId(0),
+                placement: Placement::Internal,
+            }],
+        };
+        let fx = lm.handle_launch_batch(Micros(30), batch).expect("launch");
+        fx.response.expect("answered").outcomes[0].1.clone()
+    };
+    let mut lm = launched(4);
+    lm.handle_worker_report(
+        Micros(9),
+        WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(4, 0),
+            at: Micros(9),
+        },
+    )
+    .expect("known");
+    let before = lm.snapshot(Micros(29)).version;
+    assert_eq!(
+        relaunch(&mut lm, 4, 2),
+        LaunchOutcome::Rejected(RejectReason::Duplicate)
+    );
+    // The state changed for the GM (the batch is applied: it may stop deducting the
+    // task's room), so the version moves and the GM does not discard it as stale.
+    assert!(lm.snapshot(Micros(31)).version > before);
+    let mut lm = launched(5);
+    lm.handle_worker_report(
+        Micros(9),
+        WorkerReport::Failed {
+            node: NodeId(0),
+            task: TaskId::new(5, 0),
+            at: Micros(9),
+            failure: TaskFailure::Exit { code: 1 },
+        },
+    )
+    .expect("known");
+    assert!(matches!(
+        relaunch(&mut lm, 5, 2),
+        LaunchOutcome::Launched { .. }
+    ));
+}

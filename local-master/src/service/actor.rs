@@ -55,6 +55,20 @@ pub struct LmCounters {
     pub ends_reported: u64,
     /// LM -> GM messages dropped because no link to their GM was configured.
     pub gm_undeliverable: u64,
+    /// Workers declared lost (silent for --worker-timeout-ms, or never registered
+    /// within it, or registered again after a restart).
+    pub workers_lost: u64,
+    /// Tasks that ended `lost` because their worker was.
+    pub tasks_lost: u64,
+    /// Orders to a lost worker that were never delivered (dropped with it).
+    pub orders_dropped: u64,
+    /// Cancel requests, tasks they stopped, and tasks they named that another GM
+    /// launched (left running).
+    pub cancel_requests: u64,
+    pub tasks_cancelled: u64,
+    pub cancel_not_yours: u64,
+    /// Task starts reported to the GMs that launched them.
+    pub starts_reported: u64,
 }
 
 pub struct LmActor {
@@ -77,6 +91,13 @@ pub struct LmActor {
     pub(super) counters: LmCounters,
     /// This life of the LM (start time, µs): workers register again when it changes.
     pub(super) incarnation: u64,
+    /// Worker liveness: a registered worker silent this long is lost; `None` (the
+    /// embedded mode, whose workers live in the same process): never.
+    pub(super) worker_timeout: Option<Duration>,
+    /// Per slot: when its worker last said anything (registration, report, check).
+    pub(super) last_seen: Vec<Micros>,
+    /// Per slot: declared lost in this life (its nodes are down) and not back yet.
+    pub(super) slot_down: Vec<bool>,
 }
 
 impl std::fmt::Debug for LmActor {
@@ -116,6 +137,9 @@ impl LmActor {
             publish_scheduled: false,
             counters: LmCounters::default(),
             incarnation: now.0,
+            worker_timeout: None,
+            last_seen: vec![now; slots],
+            slot_down: vec![false; slots],
         }
     }
 
@@ -148,15 +172,31 @@ impl LmActor {
         self
     }
 
-    /// Every expected worker has registered.
-    pub fn ready(&self) -> bool {
-        self.workers.iter().all(Option::is_some)
+    /// Declares a worker lost when it is silent for `timeout` (see
+    /// `--worker-timeout-ms`), and a slot down when no worker registered for it
+    /// within `timeout` of the start.
+    pub fn with_worker_timeout(mut self, timeout: Duration) -> Self {
+        self.worker_timeout = Some(timeout);
+        self
     }
 
-    /// (workers not yet registered, slots).
+    /// Every slot has a worker registered, or is down (lost, or never registered
+    /// within the worker timeout): the LM runs with the workers it has.
+    pub fn ready(&self) -> bool {
+        self.workers
+            .iter()
+            .zip(&self.slot_down)
+            .all(|(w, down)| w.is_some() || *down)
+    }
+
+    /// (slots neither registered nor down, slots).
     pub(super) fn missing_workers(&self) -> (usize, usize) {
         (
-            self.workers.iter().filter(|w| w.is_none()).count(),
+            self.workers
+                .iter()
+                .zip(&self.slot_down)
+                .filter(|(w, down)| w.is_none() && !**down)
+                .count(),
             self.workers.len(),
         )
     }
@@ -219,7 +259,7 @@ impl LmActor {
             match &order {
                 WorkerOrder::Kill(kill) => {
                     self.counters.kills_sent += 1;
-                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a preempted task");
+                    tracing::info!(task = %kill.task, job = kill.task.job.0, node = %kill.node, "killing a task (preempted, reclaimed or cancelled)");
                 }
                 WorkerOrder::Promote(promote) => {
                     self.counters.promotions += 1;
@@ -232,7 +272,9 @@ impl LmActor {
         for (to, message) in out.to_gms {
             match message {
                 LmToGm::State(_) => self.publish(),
-                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) => answer = Some(message),
+                LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_) => {
+                    answer = Some(message)
+                }
                 other => self.send_to_gm(to, other),
             }
         }
@@ -247,7 +289,7 @@ impl LmActor {
 
     /// Sends one of the LM's own messages (not an answer, not the state) to its GM
     /// on that GM's ordered stream, retried until delivered.
-    fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
+    pub(super) fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
         match &message {
             LmToGm::Requeue(preempted) => {
                 self.counters.requeued += preempted.tasks.len() as u64;
@@ -257,6 +299,9 @@ impl LmActor {
                 }
             }
             LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
+            LmToGm::Started(started) => {
+                self.counters.starts_reported += started.starts.len() as u64
+            }
             _ => {}
         }
         let gms: Vec<usize> = match to {
@@ -310,6 +355,10 @@ impl Actor for LmActor {
                 act.apply(out, ctx);
             }
         });
+        if let Some(timeout) = self.worker_timeout {
+            let every = (timeout / 4).max(Duration::from_millis(25));
+            ctx.run_interval(every, |act, ctx| act.check_workers(ctx));
+        }
     }
 }
 

@@ -84,6 +84,13 @@ pub struct LmArgs {
     /// Worker processes expected to register (node n goes to slot n mod workers). Default 1.
     #[arg(long, env = "MEGHA_LM_WORKERS")]
     pub workers: Option<u32>,
+    /// A worker that sends nothing (no report, no liveness check; workers check every
+    /// --lm-check-ms, default 1000) for this long is declared lost: its nodes are down
+    /// and its tasks end `lost` at their GMs, which may retry them. A slot no worker
+    /// registered for within this time after the LM started is down too, so the LM
+    /// gets ready with the workers it has. Milliseconds; default 10000.
+    #[arg(long, env = "MEGHA_LM_WORKER_TIMEOUT_MS", value_name = "MS")]
+    pub worker_timeout_ms: Option<u64>,
     /// Address for the internal HTTP API. Default 127.0.0.1:9100.
     #[arg(long, env = "MEGHA_LM_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
@@ -165,6 +172,8 @@ pub struct LmSettings {
     pub spec: LmSpec,
     pub gms: u16,
     pub workers: u32,
+    /// See `--worker-timeout-ms`.
+    pub worker_timeout: Duration,
     pub listen: String,
     pub amqp: String,
     pub heartbeat: Micros,
@@ -194,6 +203,7 @@ impl LmArgs {
             node_memory_mb,
             seed,
             workers,
+            worker_timeout_ms,
             listen,
             amqp,
             heartbeat_ms,
@@ -251,6 +261,10 @@ impl LmArgs {
         if workers == 0 {
             bail!("--workers must be at least 1");
         }
+        let worker_timeout_ms = self.worker_timeout_ms.unwrap_or(10_000);
+        if worker_timeout_ms < 100 {
+            bail!("--worker-timeout-ms must be at least 100 (workers check in every --lm-check-ms, default 1000); got {worker_timeout_ms}");
+        }
         let fairness =
             service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
         let queueable = self.queueable_config()?;
@@ -271,6 +285,7 @@ impl LmArgs {
             spec,
             gms,
             workers,
+            worker_timeout: Duration::from_millis(worker_timeout_ms),
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9100".into()),
             amqp: self
                 .amqp

@@ -96,6 +96,7 @@ impl LmActor {
                 c.requests += batch.requests.len() as u64;
             }
             GmToLm::Preempt(_) => c.preempt_requests += 1,
+            GmToLm::Cancel(_) => c.cancel_requests += 1,
         }
     }
 
@@ -129,7 +130,17 @@ impl LmActor {
                     tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, reason = why.label(), "preemption refused");
                 }
             },
-            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) => {}
+            LmToGm::CancelAnswer(r) => {
+                c.tasks_cancelled += r.cancelled.len() as u64;
+                if !r.cancelled.is_empty() {
+                    tracing::info!(job = r.job.0, gm = %r.gm, tasks = r.cancelled.len(), "cancelled: stopping the job's tasks");
+                }
+                if !r.not_yours.is_empty() {
+                    c.cancel_not_yours += r.not_yours.len() as u64;
+                    tracing::warn!(job = r.job.0, gm = %r.gm, tasks = r.not_yours.len(), "cancel request for tasks another GM launched; left running");
+                }
+            }
+            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => {}
         }
     }
 

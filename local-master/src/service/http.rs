@@ -8,13 +8,20 @@
 //!   order); 409 while the reporting worker has not registered with this life of the
 //!   LM.
 //! - `POST /v1/register`: `WorkerRegistration` -> `WorkerAssignment` (from workers).
+//! - `POST /v1/worker/alive`: `WorkerAlive` -> `WorkerAliveAnswer` (a worker's
+//!   periodic check-in: keeps it from being declared lost, tells it to register again).
+//! - `GET /v1/nodes`: the LM's authoritative state per node (JSON; see
+//!   [`super::nodes`]).
+//! - `GET /v1/tasks/{job}/{index}/logs?node=N&stream=&tail=&from=`: a task's log,
+//!   proxied to the worker that runs node `N` (without `node`: the node where the
+//!   task runs now). The GM's logs endpoint comes through here.
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
-use super::workers::{FromWorker, Register};
+use super::workers::{Alive, FromWorker, Register};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -23,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
-use common::messages::WorkerRegistration;
+use common::messages::{WorkerAlive, WorkerRegistration};
 use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
 use service_kit::links::{http_client, HttpLink};
@@ -50,6 +57,9 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/messages", post(from_gm))
         .route("/v1/worker/messages", post(from_worker))
         .route("/v1/register", post(register))
+        .route("/v1/worker/alive", post(alive))
+        .route("/v1/nodes", get(nodes))
+        .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -130,6 +140,94 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(Ok(assignment)) => bincode_ok(&assignment),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn alive(State(s): State<LmApi>, body: Bytes) -> Response {
+    let alive: WorkerAlive = match codec::decode(&body) {
+        Ok(a) => a,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
+    };
+    match s.lm.send(Alive(alive)).await {
+        Ok(answer) => bincode_ok(&answer),
+        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+async fn nodes(State(s): State<LmApi>) -> Response {
+    match s.lm.send(super::nodes::GetNodes).await {
+        Ok(view) => Json(view).into_response(),
+        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogQuery {
+    node: Option<u32>,
+    stream: Option<String>,
+    tail: Option<usize>,
+    from: Option<u64>,
+}
+
+/// A task's log from the worker that runs its node (see the module documentation).
+async fn task_logs(
+    State(s): State<LmApi>,
+    axum::extract::Path((job, index)): axum::extract::Path<(u64, u32)>,
+    query: Result<axum::extract::Query<LogQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let axum::extract::Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("query: {}", e.body_text())),
+    };
+    let task = common::TaskId::new(job, index);
+    let target = super::nodes::WorkerUrl {
+        node: q.node.map(common::NodeId),
+        task,
+    };
+    let worker = match s.lm.send(target).await {
+        Ok(Ok(url)) => url,
+        Ok(Err(e)) => return bad(StatusCode::NOT_FOUND, e),
+        Err(e) => return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    };
+    let mut params: Vec<(&str, String)> = Vec::new();
+    if let Some(stream) = q.stream {
+        params.push(("stream", stream));
+    }
+    if let Some(tail) = q.tail {
+        params.push(("tail", tail.to_string()));
+    }
+    if let Some(from) = q.from {
+        params.push(("from", from.to_string()));
+    }
+    let url = format!(
+        "{}/v1/tasks/{job}/{index}/logs",
+        worker.trim_end_matches('/')
+    );
+    proxy(s.client.get(url).query(&params)).await
+}
+
+/// Sends `request` and answers with its status, body and log headers.
+pub async fn proxy(request: reqwest::RequestBuilder) -> Response {
+    let answer = match request.send().await {
+        Ok(a) => a,
+        Err(e) => return bad(StatusCode::BAD_GATEWAY, format!("worker: {e}")),
+    };
+    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut headers = axum::http::HeaderMap::new();
+    for name in [header::CONTENT_TYPE.as_str(), "x-megha-log-size"] {
+        if let Some(v) = answer.headers().get(name) {
+            if let (Ok(n), Ok(v)) = (
+                header::HeaderName::from_bytes(name.as_bytes()),
+                header::HeaderValue::from_bytes(v.as_bytes()),
+            ) {
+                headers.insert(n, v);
+            }
+        }
+    }
+    match answer.bytes().await {
+        Ok(body) => (status, headers, body).into_response(),
+        Err(e) => bad(StatusCode::BAD_GATEWAY, format!("worker: {e}")),
     }
 }
 

@@ -36,6 +36,30 @@ impl Handler<RenderMetrics> for LmActor {
             "Task ends (finished, failed) sent to the GMs that launched them.",
             c.ends_reported as f64,
         );
+        for (name, help, value) in [
+            (
+                "megha_lm_task_starts_reported_total",
+                "Task starts sent to the GMs that launched them.",
+                c.starts_reported,
+            ),
+            (
+                "megha_lm_cancel_requests_total",
+                "Cancel requests received from GMs.",
+                c.cancel_requests,
+            ),
+            (
+                "megha_lm_tasks_cancelled_total",
+                "Tasks stopped for a cancelled job.",
+                c.tasks_cancelled,
+            ),
+            (
+                "megha_lm_cancel_not_yours_total",
+                "Tasks a cancel request named that another GM launched (left running).",
+                c.cancel_not_yours,
+            ),
+        ] {
+            single(&mut out, name, "counter", help, value as f64);
+        }
         single(
             &mut out,
             "megha_lm_gm_messages_dropped_total",
@@ -47,8 +71,43 @@ impl Handler<RenderMetrics> for LmActor {
             &mut out,
             "megha_lm_ready",
             "gauge",
-            "1 once every expected worker has registered.",
+            "1 once every worker slot has a worker registered or is down.",
             f64::from(u8::from(self.ready())),
+        );
+        single(
+            &mut out,
+            "megha_lm_workers_down",
+            "gauge",
+            "Worker slots whose nodes are down (worker lost or never registered).",
+            self.slot_down.iter().filter(|d| **d).count() as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_nodes_down",
+            "gauge",
+            "Nodes that are down (their worker is lost).",
+            self.core.down_nodes().len() as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_workers_lost_total",
+            "counter",
+            "Workers declared lost (silent for --worker-timeout-ms, never registered within it, or registered again after a restart).",
+            c.workers_lost as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_tasks_lost_total",
+            "counter",
+            "Tasks that ended lost because their worker was (reported to their GMs).",
+            c.tasks_lost as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_worker_orders_dropped_total",
+            "counter",
+            "Orders to a worker that was declared lost before they were delivered.",
+            c.orders_dropped as f64,
         );
         single(
             &mut out,

@@ -17,6 +17,7 @@ pub mod config;
 pub mod gm;
 pub mod http;
 pub mod metrics;
+pub mod nodes;
 pub mod orders;
 pub mod preempt;
 pub mod workers;
@@ -33,6 +34,10 @@ use std::time::{Duration, Instant};
 /// Runs the LM until SIGTERM/SIGINT, then drains: stops accepting launches, waits for
 /// running tasks to finish (up to the drain timeout), flushes the broker and returns.
 pub async fn serve(s: config::LmSettings) -> Result<()> {
+    // First, so that a taken address fails the start before any actor exists.
+    let listener = tokio::net::TcpListener::bind(&s.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let publisher = Publisher::start(s.amqp.clone());
     let mut lm = actor::LmActor::new(
         &s.spec,
@@ -66,12 +71,9 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     }
     // Task ends go to the GM that launched each task, killed tasks back to the GM of
     // their queue (--queue and --queueable require every GM's URL).
-    lm = lm.with_gms(to_gms);
+    lm = lm.with_gms(to_gms).with_worker_timeout(s.worker_timeout);
     let incarnation = lm.incarnation();
     let lm = lm.start();
-    let listener = tokio::net::TcpListener::bind(&s.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", s.listen))?;
     let local = listener.local_addr()?;
     tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
     println!("listening on http://{local}");

@@ -1,13 +1,19 @@
 //! Workers as the LM sees them: registration (a worker announces itself for a slot
 //! and gets its nodes back; after an LM restart it lists the tasks it holds, which
-//! are adopted) and reports (started, finished, killed), each a step of the core.
+//! are adopted), reports (started, finished, killed), each a step of the core, and
+//! liveness: a worker that says nothing (no report, no check-in) for the worker
+//! timeout is lost: its nodes go down and its tasks end `lost` at their GMs
+//! ([`LmInput::WorkerLost`]); when it registers again its nodes come back and the lost
+//! tasks it still holds are killed ([`LmInput::WorkerBack`]).
 
 use super::actor::LmActor;
 use super::orders::WorkerLink;
 use crate::core::{LmEffects, LmError};
 use actix::prelude::*;
 use common::events::TaskEvent;
-use common::messages::{HeldTask, WorkerAssignment, WorkerReport};
+use common::messages::{
+    HeldTask, TaskFailure, WorkerAlive, WorkerAliveAnswer, WorkerAssignment, WorkerReport,
+};
 use common::protocol::WorkerToLm;
 use common::{Micros, NodeId};
 use lm_core::LmInput;
@@ -15,6 +21,120 @@ use service_kit::clock;
 use service_kit::links::OrderedSender;
 
 impl LmActor {
+    /// The nodes of a worker slot (node n goes to slot n mod slots).
+    pub(super) fn nodes_of(&self, slot: usize) -> Vec<NodeId> {
+        (0..self.core.topology().node_count())
+            .filter(|n| n % self.workers.len() == slot)
+            .map(|n| NodeId(n as u32))
+            .collect()
+    }
+
+    /// Declares the worker of `slot` lost (see the module documentation): its
+    /// undelivered orders are dropped (counted), its nodes go down, its tasks end
+    /// `lost` at the GMs that launched them.
+    pub(super) fn lose_worker(&mut self, slot: usize, reason: &str, ctx: &mut Context<Self>) {
+        let was_ready = self.ready();
+        if let Some(sender) = self.workers[slot].take() {
+            self.counters.orders_dropped += sender.pending() as u64;
+        }
+        self.counters.orders_dropped += std::mem::take(&mut self.held_orders[slot]).len() as u64;
+        self.slot_down[slot] = true;
+        self.counters.workers_lost += 1;
+        let nodes = self.nodes_of(slot);
+        let input = LmInput::WorkerLost {
+            nodes,
+            reason: reason.to_owned(),
+        };
+        match self.core.step(clock::now(), input) {
+            Ok(out) => {
+                let lost = out
+                    .to_gms
+                    .iter()
+                    .filter_map(|(_, m)| match m {
+                        common::protocol::LmToGm::Ended(e) => Some(
+                            e.ends
+                                .iter()
+                                .filter(|e| matches!(e.failure, Some(TaskFailure::Lost { .. })))
+                                .count(),
+                        ),
+                        _ => None,
+                    })
+                    .sum::<usize>();
+                self.counters.tasks_lost += lost as u64;
+                tracing::warn!(lm = %self.core.id(), slot, url = self.worker_urls[slot].as_deref().unwrap_or("-"), tasks_lost = lost, reason, "worker lost: its nodes are down and its tasks reported lost to their GMs");
+                self.apply(out, ctx);
+            }
+            Err(e) => tracing::error!(slot, error = %e, "cannot declare the worker lost"),
+        }
+        if !was_ready && self.ready() {
+            tracing::info!(lm = %self.core.id(), "every slot has a worker or is down; publishing state");
+            self.publish();
+        } else {
+            self.state_changed(ctx);
+        }
+    }
+
+    /// Declares lost every worker silent for the worker timeout, and down every slot
+    /// no worker registered for within it since the start.
+    pub(super) fn check_workers(&mut self, ctx: &mut Context<Self>) {
+        let Some(timeout) = self.worker_timeout else {
+            return;
+        };
+        let now = clock::now();
+        let limit = Micros(timeout.as_micros() as u64);
+        for slot in 0..self.workers.len() {
+            if self.slot_down[slot] || now.since(self.last_seen[slot]) <= limit {
+                continue;
+            }
+            let reason = if self.workers[slot].is_some() {
+                format!("no word from its worker for {} ms", timeout.as_millis())
+            } else {
+                format!(
+                    "no worker registered for slot {slot} within {} ms of the LM's start",
+                    timeout.as_millis()
+                )
+            };
+            self.lose_worker(slot, &reason, ctx);
+        }
+    }
+
+    /// The end of a task this LM does not hold (it ended while the LM was away, so
+    /// the previous life could not tell its GM) goes to the GM that accepted its job,
+    /// named in the job id's top bits: without it that GM would wait for the end
+    /// forever (found by `loadgen faults`, seed 9). A repeat is harmless: a GM takes
+    /// one end per task.
+    fn orphan_end_to_gm(&mut self, report: &WorkerReport) {
+        let (node, task, at, failure) = match report {
+            WorkerReport::Finished { node, task, at } => (*node, *task, *at, None),
+            WorkerReport::Failed {
+                node,
+                task,
+                at,
+                failure,
+            } => (*node, *task, *at, Some(failure.clone())),
+            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return,
+        };
+        let gm = task.job.0 >> common::JobId::SUBMISSION_BITS;
+        if gm >= u64::from(self.core.topology().gms) {
+            return;
+        }
+        let gm = common::GmId(gm as u16);
+        let ended = common::messages::TasksEnded {
+            lm: self.core.id(),
+            gm,
+            ends: vec![common::messages::TaskEnd {
+                task,
+                node,
+                at,
+                failure,
+            }],
+        };
+        self.send_to_gm(
+            common::protocol::GmAddress::One(gm),
+            common::protocol::LmToGm::Ended(ended),
+        );
+    }
+
     /// Takes the tasks a re-registering worker holds into the state.
     fn adopt(&mut self, slot: usize, holding: Vec<HeldTask>) {
         if holding.is_empty() {
@@ -43,6 +163,10 @@ impl LmActor {
         if !fx.events.is_empty() {
             (self.events)(fx.events);
         }
+        for started in fx.started {
+            let gm = common::protocol::GmAddress::One(started.gm);
+            self.send_to_gm(gm, common::protocol::LmToGm::Started(started));
+        }
         tracing::info!(lm = %self.core.id(), slot, tasks = n, "worker registered again holding tasks; taken into the state");
     }
 }
@@ -69,6 +193,11 @@ impl Handler<FromWorker> for LmActor {
                 self.incarnation
             ));
         }
+        let now = clock::now();
+        for message in &msg.0 {
+            let slot = self.slot_of(message.node());
+            self.last_seen[slot] = now;
+        }
         let mut changed = false;
         for message in msg.0 {
             self.counters.reports += 1;
@@ -90,6 +219,7 @@ impl Handler<FromWorker> for LmActor {
                     self.counters.orphan_reports += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
                     let WorkerToLm::Report(report) = message;
+                    self.orphan_end_to_gm(&report);
                     let event = orphan_event(self.core.id(), report);
                     (self.events)(vec![event]);
                 }
@@ -159,7 +289,7 @@ impl std::fmt::Debug for Register {
 impl Handler<Register> for LmActor {
     type Result = Result<WorkerAssignment, String>;
 
-    fn handle(&mut self, msg: Register, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Register, ctx: &mut Context<Self>) -> Self::Result {
         let slot = if msg.slot == common::messages::AUTO_SLOT {
             let again = self
                 .worker_urls
@@ -184,21 +314,49 @@ impl Handler<Register> for LmActor {
                 self.workers.len()
             ));
         }
+        if self.workers[slot].is_some() {
+            // Registered in this life already: the worker restarted (its process
+            // lost what it ran) or another took the slot over. What the LM placed
+            // there is gone: lost, as if the worker had gone silent.
+            self.lose_worker(
+                slot,
+                "its worker registered again (it restarted, or another worker took the slot)",
+                ctx,
+            );
+        }
         let was_ready = self.ready();
         for task in msg.finished {
             self.core.finished_before_restart(task);
         }
-        self.adopt(slot, msg.holding);
         let sender = OrderedSender::start(msg.link);
         for order in std::mem::take(&mut self.held_orders[slot]) {
             sender.send(order);
         }
         self.workers[slot] = Some(sender);
         self.worker_urls[slot] = Some(msg.url);
+        self.last_seen[slot] = clock::now();
+        if std::mem::take(&mut self.slot_down[slot]) {
+            // Back: its nodes are offered again; the lost tasks it holds are killed.
+            let holding = msg.holding.iter().map(|h| (h.node, h.task.id)).collect();
+            let input = LmInput::WorkerBack {
+                nodes: self.nodes_of(slot),
+                holding,
+            };
+            match self.core.step(clock::now(), input) {
+                Ok(out) => {
+                    tracing::info!(lm = %self.core.id(), slot, kills = out.to_workers.len(), "lost worker back: its nodes are up again; lost tasks it still holds are killed");
+                    self.apply(out, ctx);
+                    self.state_changed(ctx);
+                }
+                Err(e) => tracing::error!(slot, error = %e, "cannot take the worker back"),
+            }
+        }
+        self.adopt(slot, msg.holding);
         let topology = self.core.topology().clone();
-        let nodes = (0..topology.node_count())
-            .filter(|n| n % self.workers.len() == slot)
-            .map(|n| (NodeId(n as u32), topology.capacity[n]))
+        let nodes = self
+            .nodes_of(slot)
+            .into_iter()
+            .map(|n| (n, topology.capacity[n.index()]))
             .collect::<Vec<_>>();
         tracing::info!(lm = %self.core.id(), slot, nodes = nodes.len(), "worker registered");
         if !was_ready && self.ready() {
@@ -210,6 +368,32 @@ impl Handler<Register> for LmActor {
             slot: slot as u32,
             nodes,
             incarnation: self.incarnation,
+        })
+    }
+}
+
+/// A worker checks in (every `--lm-check-ms`): it is alive, and learns whether this
+/// LM still counts it registered (same life, not declared lost); if not, it registers
+/// again listing the tasks it holds.
+#[derive(Message, Debug)]
+#[rtype(result = "WorkerAliveAnswer")]
+pub struct Alive(pub WorkerAlive);
+
+impl Handler<Alive> for LmActor {
+    type Result = MessageResult<Alive>;
+
+    fn handle(&mut self, msg: Alive, _: &mut Context<Self>) -> Self::Result {
+        let WorkerAlive { slot, url } = msg.0;
+        let slot = slot as usize;
+        let registered = slot < self.workers.len()
+            && self.workers[slot].is_some()
+            && self.worker_urls[slot].as_deref() == Some(url.as_str());
+        if registered {
+            self.last_seen[slot] = clock::now();
+        }
+        MessageResult(WorkerAliveAnswer {
+            incarnation: self.incarnation,
+            registered,
         })
     }
 }

@@ -7,6 +7,7 @@
 mod determinism;
 mod fairness;
 mod gm_abandon_batch;
+mod gm_lifecycle;
 mod gm_placement;
 mod gm_restart;
 mod mercury;

@@ -149,6 +149,38 @@ pub fn tail(
     })
 }
 
+/// A task's log from byte `from` on (at most [`MAX_TAIL_BYTES`] of it), and the
+/// log's size: a follower passes the size it got plus what it read as the next
+/// `from`.
+pub fn read_from(
+    root: &Path,
+    task: TaskId,
+    stream: Stream,
+    from: u64,
+) -> Result<(Vec<u8>, u64), LogError> {
+    let io = |source| LogError::Io {
+        task,
+        stream: stream.file_name(),
+        source,
+    };
+    let path = task_dir(root, task).join(stream.file_name());
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LogError::Unknown { task })
+        }
+        Err(e) => return Err(io(e)),
+    };
+    let len = file.metadata().map_err(io)?.len();
+    let mut file = file;
+    file.seek(SeekFrom::Start(from.min(len))).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TAIL_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok((bytes, len))
+}
+
 /// A task's directory under `root` (the `tasks` directory).
 pub fn task_dir(root: &Path, task: TaskId) -> PathBuf {
     root.join(format!("{}.{}", task.job.0, task.index))

@@ -58,9 +58,11 @@ pub struct WorkerArgs {
     /// URL the LM uses to reach this worker. Default http://<bound listen address>.
     #[arg(long, env = "MEGHA_WORKER_ADVERTISE_URL", value_name = "URL")]
     pub advertise_url: Option<String>,
-    /// How often to check that the LM is still the one this worker registered with
-    /// (its `incarnation` on /healthz); after an LM restart the worker registers
-    /// again, listing the tasks it holds. Milliseconds, default 1000.
+    /// How often to check in with the LM (`POST /v1/worker/alive`). The check-in keeps
+    /// the LM from declaring this worker lost (keep it well under the LM's
+    /// --worker-timeout-ms, default 10000); when the LM restarted or declared this
+    /// worker lost, the worker registers again, listing the tasks it holds.
+    /// Milliseconds, default 1000.
     #[arg(long, env = "MEGHA_WORKER_LM_CHECK_MS", value_name = "MS")]
     pub lm_check_ms: Option<u64>,
     /// On SIGTERM, how long to wait for running tasks to finish. Default 30000.

@@ -1,7 +1,8 @@
 //! The worker's HTTP API: `POST /v1/messages` (bincode `Vec<LmToWorker>` -> `()`,
 //! from its LM: start, kill and promote orders, in the order the LM decided them),
 //! `GET /v1/tasks/{job}/{index}/logs?stream=
-//! stdout|stderr&tail=N` (an exec task's log, text; 404 for a task with none here),
+//! stdout|stderr&tail=N|from=BYTES` (an exec task's log, text; `from`: from that
+//! byte on, with the log's size in `x-megha-log-size`; 404 for a task with none here),
 //! `GET /healthz`, `GET /metrics`.
 
 use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
@@ -58,6 +59,9 @@ struct LogQuery {
     stream: Option<String>,
     /// The last N lines only.
     tail: Option<usize>,
+    /// The log from this byte offset on (following a log); the answer's
+    /// `x-megha-log-size` header is the log's size.
+    from: Option<u64>,
 }
 
 async fn task_logs(
@@ -80,6 +84,26 @@ async fn task_logs(
         }
         Err(e) => return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     };
+    if let Some(from) = q.from {
+        let read =
+            tokio::task::spawn_blocking(move || logs::read_from(&root, task, stream, from)).await;
+        return match read {
+            Ok(Ok((bytes, size))) => (
+                [
+                    (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+                    (
+                        header::HeaderName::from_static("x-megha-log-size"),
+                        size.to_string(),
+                    ),
+                ],
+                bytes,
+            )
+                .into_response(),
+            Ok(Err(e @ LogError::Unknown { .. })) => bad(StatusCode::NOT_FOUND, e.to_string()),
+            Ok(Err(e)) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        };
+    }
     let read = tokio::task::spawn_blocking(move || logs::tail(&root, task, stream, q.tail)).await;
     match read {
         Ok(Ok(text)) => {

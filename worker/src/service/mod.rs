@@ -13,7 +13,9 @@ pub mod metrics;
 use actix::Actor;
 use anyhow::{Context as _, Result};
 use axum::serve::ListenerExt as _;
-use common::messages::{WorkerAssignment, WorkerRegistration, WorkerReport};
+use common::messages::{
+    WorkerAlive, WorkerAliveAnswer, WorkerAssignment, WorkerRegistration, WorkerReport,
+};
 use common::protocol::WorkerToLm;
 use service_kit::links::{fn_link, http_client, Call, HttpLink, Link};
 use std::sync::Arc;
@@ -148,11 +150,13 @@ async fn register_until_answered<T>(
     }
 }
 
-/// Every `period`, reads the LM's incarnation from its `/healthz`; when it is not the
-/// one this worker registered with (the LM restarted and lost its state), registers
-/// again listing the tasks held here, so that the new LM accounts for them before it
-/// publishes any state. Reports wait meanwhile: the LM refuses them from a worker that
-/// has not registered with it, and the ordered sender retries.
+/// Every `period`, checks in with the LM (`POST /v1/worker/alive`): that keeps the LM
+/// from declaring this worker lost, and tells whether the LM still counts it
+/// registered. When it does not (the LM restarted and lost its state, or declared
+/// this worker lost while it could not reach it), registers again listing the tasks
+/// held here, so that the LM accounts for them (a restarted LM adopts them; tasks the
+/// LM reported lost meanwhile are killed). Reports wait meanwhile: the LM refuses them
+/// from a worker that has not registered with it, and the ordered sender retries.
 async fn watch_lm(
     client: reqwest::Client,
     lm_url: String,
@@ -161,25 +165,31 @@ async fn watch_lm(
     registration: WorkerRegistration,
     worker: actix::Addr<actor::WorkerActor>,
 ) {
-    let health = format!("{lm_url}/healthz");
+    let alive = HttpLink {
+        client,
+        url: format!("{lm_url}/v1/worker/alive"),
+        retries: 0,
+    };
+    let check_in = WorkerAlive {
+        slot: registration.slot,
+        url: registration.url.clone(),
+    };
     loop {
         tokio::time::sleep(period).await;
-        let seen = match client.get(&health).send().await {
-            Ok(resp) => resp
-                .json::<serde_json::Value>()
-                .await
-                .ok()
-                .and_then(|v| v.get("incarnation").and_then(serde_json::Value::as_u64)),
-            Err(_) => None,
+        let answer: WorkerAliveAnswer = match alive.call(check_in.clone()).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot check in with the LM; will retry");
+                continue;
+            }
         };
-        let Some(seen) = seen else { continue };
         let Ok((holding, finished, known)) = worker.send(actor::Holding).await else {
             return;
         };
-        if known == Some(seen) {
+        if answer.registered && known == Some(answer.incarnation) {
             continue;
         }
-        tracing::info!(lm = %lm_url, old = ?known, new = seen, tasks = holding.len(), "the LM restarted; registering again with the tasks held here");
+        tracing::info!(lm = %lm_url, old = ?known, new = answer.incarnation, registered = answer.registered, tasks = holding.len(), "the LM no longer counts this worker registered (it restarted, or declared this worker lost); registering again with the tasks held here");
         let again = WorkerRegistration {
             holding,
             finished,

@@ -44,6 +44,7 @@ impl FakeLm {
         self.version += 1;
         LmSnapshot {
             lm: LmId(0),
+            incarnation: 1,
             version: self.version,
             taken_at: Micros::ZERO,
             topology: self.topology.clone(),

@@ -22,6 +22,10 @@ impl GlobalMaster {
                 self.stats.stale_snapshots += 1;
                 return;
             }
+            SnapshotApplied::OtherLife => {
+                self.stats.other_life_snapshots += 1;
+                return;
+            }
             SnapshotApplied::Applied {
                 old_jobs,
                 rebuilt,

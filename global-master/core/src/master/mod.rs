@@ -15,6 +15,7 @@
 //! entry point [`GlobalMaster::step`] (`step.rs`).
 
 mod answers;
+mod cancel;
 mod lra;
 mod pass;
 pub mod step;
@@ -24,6 +25,7 @@ use crate::cluster_view::ClusterView;
 pub use crate::config::GmConfig;
 use crate::dispatch::Dispatcher;
 use crate::fairness::Fairness;
+use crate::lifecycle::Lifecycle;
 use crate::lra_path::LraPath;
 use crate::opportunistic::Opportunistic;
 pub use crate::outputs::{Decision, DecisionOutcome, GmStats, PassOutput, ResponseOutput};
@@ -48,6 +50,8 @@ pub struct GlobalMaster {
     fairness: Fairness,
     /// LRAs (designated GM only): see [`crate::lra_path`].
     lra: LraPath,
+    /// Retries of failed tasks and cancelled jobs: see [`crate::lifecycle`].
+    lifecycle: Lifecycle,
     stats: GmStats,
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
@@ -71,6 +75,7 @@ impl GlobalMaster {
             quota: QuotaBook::new(config.queueable_quota),
             fairness: Fairness::new(config.fairness.clone(), lms),
             lra: LraPath::new(config.lra.clone()),
+            lifecycle: Lifecycle::new(config.retry),
             stats: GmStats::default(),
             grown: None,
             config,
@@ -133,6 +138,11 @@ impl GlobalMaster {
     /// The view of one LM, if its state has arrived.
     pub fn view(&self, lm: LmId) -> Option<&LmView> {
         self.view.lm(lm)
+    }
+
+    /// Retries and cancelled jobs.
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
     }
 
     /// Accepts a task into its user queue.

@@ -9,12 +9,13 @@
 //! variants.
 
 use super::GlobalMaster;
+use crate::lifecycle::Retry;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
-use crate::outputs::{Decision, PassOutput, ResponseOutput};
-use common::messages::TaskEnd;
+use crate::outputs::{Decision, DecisionOutcome, PassOutput, ResponseOutput};
+use common::messages::{TaskEnd, TaskStart};
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::reasons::PendingReason;
-use common::{LmId, Micros, TaskId};
+use common::{JobId, LmId, Micros, TaskId};
 
 /// What a GM takes.
 #[derive(Clone, Debug)]
@@ -33,6 +34,9 @@ pub enum GmInput {
     /// The transport gave up on a request: it was never (or may never have been)
     /// acted on; its tasks go back to their queues.
     Undelivered(Undelivered),
+    /// Time passed: the moment the last output named ([`GmOutput::next_wakeup`]) has
+    /// come (failed tasks whose backoff is over go back to their queues).
+    Tick,
 }
 
 /// A request the transport could not deliver.
@@ -46,6 +50,10 @@ pub enum Undelivered {
     Preempt {
         lm: LmId,
         task: TaskId,
+    },
+    Cancel {
+        lm: LmId,
+        job: JobId,
     },
 }
 
@@ -61,6 +69,10 @@ impl Undelivered {
             GmToLm::Preempt(p) => Undelivered::Preempt {
                 lm: p.lm,
                 task: p.task.id,
+            },
+            GmToLm::Cancel(c) => Undelivered::Cancel {
+                lm: c.lm,
+                job: c.job,
             },
         }
     }
@@ -92,8 +104,19 @@ pub struct GmOutput {
     pub requeued: Vec<(TaskId, PendingReason)>,
     /// For an LM's `Ended` message: the tasks of this GM that finished or failed.
     pub ended: Vec<TaskEnd>,
+    /// Of those, the failed ones that will run again (their job's retry policy),
+    /// and when they go back to their queue.
+    pub retries: Vec<Retry>,
+    /// For an LM's `Started` message: tasks of this GM that started.
+    pub started: Vec<TaskStart>,
+    /// Tasks that ended `cancelled`: taken out of this GM's queues for a cancel, or
+    /// stopped by their LM.
+    pub cancelled: Vec<TaskId>,
     /// The input may have made work placeable: the driver should run a pass soon.
     pub wants_pass: bool,
+    /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
+    /// a retry's backoff ends, a cancel request is due to be sent again.
+    pub next_wakeup: Option<Micros>,
 }
 
 impl GmOutput {
@@ -104,9 +127,11 @@ impl GmOutput {
             preempts,
         } = pass;
         self.decisions = decisions;
+        let earlier = std::mem::take(&mut self.to_lms);
         self.to_lms = batches.into_iter().map(GmToLm::Launch).collect();
         self.to_lms
             .extend(preempts.into_iter().map(GmToLm::Preempt));
+        self.to_lms.extend(earlier);
     }
 }
 
@@ -114,37 +139,30 @@ impl GlobalMaster {
     /// Handles one input.
     pub fn step(&mut self, now: Micros, input: GmInput) -> GmOutput {
         let mut out = GmOutput::default();
+        // Retries whose backoff is over queue before the input is handled (a pass
+        // input places them at once).
+        out.wants_pass |= self.lifecycle_due(now, &mut out);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
+                let policy = self.lifecycle.default_policy();
+                self.lifecycle.submitted(&tasks, policy);
                 for task in tasks {
                     self.submit(now, task);
                 }
                 out.wants_pass = true;
             }
-            GmInput::Lm(message) => {
-                match message {
-                    LmToGm::State(snapshot) => self.apply_snapshot(now, &snapshot),
-                    LmToGm::LaunchAnswer(response) => {
-                        out.answered = self.handle_response(now, &response)
-                    }
-                    LmToGm::PreemptAnswer(response) => {
-                        let launched = self.handle_preempt_response(now, &response);
-                        if launched {
-                            out.answered.launched.push(response.task);
-                        }
-                        out.preempt_launched = Some(launched);
-                    }
-                    LmToGm::Requeue(preempted) => self.requeue_preempted(now, &preempted),
-                    // The end of a task changes nothing the GM places with (the LM's
-                    // state does, in its next heartbeat): reported, no pass.
-                    LmToGm::Ended(ended) => {
-                        self.count_ends(&ended.ends);
-                        out.ended = ended.ends;
-                        return out;
-                    }
+            GmInput::Client(ClientToGm::SubmitJob { tasks, retry }) => {
+                self.lifecycle.submitted(&tasks, retry);
+                for task in tasks {
+                    self.submit(now, task);
                 }
                 out.wants_pass = true;
             }
+            GmInput::Client(ClientToGm::Cancel(job)) => {
+                self.cancel_job(job, &mut out);
+                out.wants_pass |= !out.cancelled.is_empty();
+            }
+            GmInput::Lm(message) => self.step_lm(now, message, &mut out),
             GmInput::SubmitLra(submission) => {
                 out.lra_refused = self.submit_lra(now, submission).err();
             }
@@ -167,6 +185,7 @@ impl GlobalMaster {
                     .collect();
                 out.affected = self.abandon_batch(now, lm, seq, &tasks);
                 out.wants_pass = out.affected > 0;
+                self.drop_cancelled(&tasks, &mut out);
             }
             GmInput::Undelivered(Undelivered::Preempt { lm, task }) => {
                 if self.abandon_preempt(now, lm, task) {
@@ -174,21 +193,68 @@ impl GlobalMaster {
                 }
                 out.affected = out.requeued.len();
                 out.wants_pass = true;
+                self.drop_cancelled(&[task], &mut out);
+            }
+            GmInput::Undelivered(Undelivered::Cancel { lm, job }) => {
+                self.cancel_undelivered(now, lm, job);
+            }
+            GmInput::Tick => {}
+        }
+        for d in &out.decisions {
+            if let DecisionOutcome::Unplaceable(_) = d.outcome {
+                self.lifecycle.gave_up(d.task);
             }
         }
+        // A retry without backoff is due at once.
+        if !out.retries.is_empty() {
+            out.wants_pass |= self.lifecycle_due(now, &mut out);
+        }
+        out.next_wakeup = self.lifecycle.next_wakeup();
         out
     }
-}
 
-impl GlobalMaster {
-    /// Counts ends reported by the LMs (finished, failed).
-    fn count_ends(&mut self, ends: &[TaskEnd]) {
-        let stats = &mut self.stats;
-        for end in ends {
-            match end.failure {
-                None => stats.tasks_finished += 1,
-                Some(_) => stats.tasks_failed += 1,
+    /// A message from an LM.
+    fn step_lm(&mut self, now: Micros, message: LmToGm, out: &mut GmOutput) {
+        match message {
+            LmToGm::State(snapshot) => self.apply_snapshot(now, &snapshot),
+            LmToGm::LaunchAnswer(response) => {
+                out.answered = self.handle_response(now, &response);
+                self.stop_cancelled(response.lm, &out.answered.launched.clone(), out);
+                let rejected: Vec<TaskId> = out.answered.rejected.iter().map(|r| r.0).collect();
+                self.drop_cancelled(&rejected, out);
+            }
+            LmToGm::PreemptAnswer(response) => {
+                let launched = self.handle_preempt_response(now, &response);
+                if launched {
+                    out.answered.launched.push(response.task);
+                    self.stop_cancelled(response.lm, &[response.task], out);
+                } else {
+                    self.drop_cancelled(&[response.task], out);
+                }
+                out.preempt_launched = Some(launched);
+            }
+            LmToGm::Requeue(preempted) => {
+                self.requeue_preempted(now, &preempted);
+                let tasks: Vec<TaskId> = preempted.tasks.iter().map(|(t, _)| t.id).collect();
+                self.drop_cancelled(&tasks, out);
+            }
+            // The end of a task changes nothing the GM places with (the LM's state
+            // does, in its next heartbeat): reported, and failures retried.
+            LmToGm::Ended(ended) => {
+                out.retries = self.tasks_ended(now, &ended.ends);
+                out.ended = ended.ends;
+                return;
+            }
+            LmToGm::Started(started) => {
+                self.tasks_started(started.lm, &started.starts, out);
+                out.started = started.starts;
+                return;
+            }
+            LmToGm::CancelAnswer(response) => {
+                self.cancel_answered(now, &response);
+                out.cancelled.extend(response.cancelled);
             }
         }
+        out.wants_pass = true;
     }
 }

@@ -85,8 +85,13 @@ impl Sim<'_> {
                     }
                 }
             }
-            // Ends are booked from the worker reports (zero cost here, no pass).
-            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) => {}
+            // Starts and ends are booked from the worker reports (zero cost here, no
+            // pass); the simulator cancels nothing.
+            LmToGm::State(_)
+            | LmToGm::Requeue(_)
+            | LmToGm::Ended(_)
+            | LmToGm::Started(_)
+            | LmToGm::CancelAnswer(_) => {}
         }
     }
 
@@ -137,6 +142,7 @@ impl Sim<'_> {
                     self.counters.launch_batches += 1;
                 }
                 GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
+                GmToLm::Cancel(_) => {}
             }
         }
         self.send_from_gm(t, out.to_lms);

@@ -373,6 +373,7 @@ impl Sim<'_> {
                 let tasks: Vec<TaskId> = match &request {
                     GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
                     GmToLm::Preempt(p) => vec![p.task.id],
+                    GmToLm::Cancel(_) => Vec::new(),
                 };
                 let (start, done) = self.lm_serve(now, l, &tasks);
                 let Ok(out) = self.lms[l].step(start, LmInput::Gm(request)) else {
@@ -388,6 +389,13 @@ impl Sim<'_> {
                 if let Ok(out) = self.lms[l].step(now, LmInput::Worker(report)) {
                     self.observe_requeues(&out);
                     self.send_from_lm(l, self.lm_busy[l], out);
+                }
+            }
+            // A worker declared lost or back (the fault-injection harness's inputs).
+            input @ (LmInput::WorkerLost { .. } | LmInput::WorkerBack { .. }) => {
+                if let Ok(out) = self.lms[l].step(now, input) {
+                    self.observe_requeues(&out);
+                    self.send_from_lm(l, now, out);
                 }
             }
             LmInput::Tick => {

@@ -32,6 +32,14 @@ impl LocalMaster {
                     .map(|request| self.apply_request(now, batch.gm, request, &mut effects))
                     .collect();
                 self.answers.record(batch.gm, batch.seq, &outcomes);
+                // A `Duplicate` counts as launched at the GM, which deducts its room
+                // until a snapshot shows the batch applied; a batch that changed
+                // nothing else would leave the version as it was, and the GM would
+                // discard that snapshot as stale (and the room stay deducted).
+                let duplicate = LaunchOutcome::Rejected(common::reasons::RejectReason::Duplicate);
+                if outcomes.iter().any(|(_, o)| *o == duplicate) {
+                    self.version += 1;
+                }
                 outcomes
             }
         };
@@ -60,6 +68,8 @@ impl LocalMaster {
             || self.restarted.has_finished(&task_id)
         {
             Err(common::reasons::RejectReason::Duplicate)
+        } else if self.is_down(request.node) {
+            Err(common::reasons::RejectReason::NodeDown)
         } else if request.task.kind == TaskKind::Queueable {
             self.check_queueable(gm, &request)
         } else {

@@ -8,7 +8,9 @@
 //! [`restart`] and [`queueable`]. Batch answers ([`BatchAnswers`]) and what a
 //! restarted LM remembers ([`Restarted`]) are parts of their own.
 
+mod cancel;
 mod launch;
+mod liveness;
 pub mod preempt;
 pub mod queueable;
 mod reports;
@@ -16,7 +18,7 @@ pub mod restart;
 pub mod step;
 
 pub use crate::allocation::Allocation;
-use crate::allocation::Queued;
+use crate::allocation::{PendingKill, Queued};
 use crate::answers::BatchAnswers;
 pub use crate::config::{LmConfig, QueueableConfig};
 pub use crate::effects::{ended_event, LmEffects, LmError};
@@ -25,7 +27,7 @@ use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
 use common::messages::{LmSnapshot, LmTopology};
 use common::quota::JobContainers;
-use common::{GmId, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -39,8 +41,11 @@ pub struct LocalMaster {
     usage: BTreeMap<QueueId, Resources>,
     total: Resources,
     fairness: Option<Arc<FairnessConfig>>,
-    /// Preempted tasks waiting for the worker to confirm the kill: (GM, task, lost work).
-    pending_kills: HashMap<TaskId, (GmId, TaskSpec, Micros)>,
+    /// Preempted tasks waiting for the worker to confirm the kill.
+    pending_kills: HashMap<TaskId, PendingKill>,
+    /// Tasks of cancelled jobs whose kill is on its way to the worker (their
+    /// resources are free already): the GM that cancelled them.
+    cancelling: HashMap<TaskId, GmId>,
     /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
     /// deduction, but reclaimable by any other task).
     q_held: Vec<Resources>,
@@ -55,9 +60,21 @@ pub struct LocalMaster {
     jobs: HashMap<JobId, JobContainers>,
     answers: BatchAnswers,
     version: u64,
+    /// This life (its start time, µs; see [`LmSnapshot::incarnation`]).
+    incarnation: u64,
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
     snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
+    /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
+    /// is offered or launched there until it is back.
+    down: Vec<bool>,
+    /// Tasks reported lost whose worker may still report them (or come back holding
+    /// them): their reports are absorbed, and a start is answered with a kill.
+    /// (Keyed by node too: the task's GM may launch it again elsewhere.)
+    lost: HashSet<(TaskId, NodeId)>,
+    /// Tasks whose lost run's end was absorbed: a worker listing it finished later
+    /// must not make the GM's retry a `Duplicate`.
+    lost_ended: HashSet<TaskId>,
     config: LmConfig,
     next_heartbeat: Micros,
 }
@@ -81,6 +98,7 @@ impl LocalMaster {
             capacity,
         };
         let total = topology.capacity.iter().sum::<Resources>();
+        let topology_nodes = topology.node_count();
         LocalMaster {
             free: topology.capacity.clone(),
             on_node: vec![Vec::new(); topology.node_count()],
@@ -96,13 +114,18 @@ impl LocalMaster {
             total,
             fairness: None,
             pending_kills: HashMap::new(),
+            cancelling: HashMap::new(),
             answers: BatchAnswers::new(gms as usize),
             // Versions start at the start time, so that the snapshots of a restarted LM
             // supersede those of its previous life in every GM's view (one change per
             // microsecond would be needed to catch up).
             version: now.0.max(1),
+            incarnation: now.0.max(1),
             restarted: Restarted::default(),
             snapshot_cache: None,
+            down: vec![false; topology_nodes],
+            lost: HashSet::new(),
+            lost_ended: HashSet::new(),
             config,
             next_heartbeat: now,
         }
@@ -178,6 +201,7 @@ impl LocalMaster {
         };
         LmSnapshot {
             lm: self.topology.lm,
+            incarnation: self.incarnation,
             version: self.version,
             taken_at: now,
             topology: self.topology.clone(),

@@ -2,9 +2,10 @@
 //! the worker on its own to make room).
 
 use super::LocalMaster;
+use crate::allocation::PendingKill;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{TaskEnd, WorkerReport};
+use common::messages::{TaskEnd, TaskFailure, TaskStart, WorkerReport};
 use common::Micros;
 
 impl LocalMaster {
@@ -17,14 +18,25 @@ impl LocalMaster {
     ) -> Result<LmEffects, LmError> {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
+        if self.lost.contains(&(report.task(), report.node())) {
+            self.lost_task_reported(report, &mut effects);
+            return Ok(effects);
+        }
         // A failed task ends as a finished one does; only its event differs.
         let failure = match &report {
             WorkerReport::Failed { failure, .. } => Some(failure.clone()),
             _ => None,
         };
         match report {
+            // Its job was cancelled and its kill is on the way (see cancel.rs).
+            report if self.is_cancelling(report.task()) => {
+                return Ok(self.cancelled_report(report));
+            }
             WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
                 self.queueable_started(now, node, task, at, &mut effects)?;
+                if let Some(a) = self.running.get(&task) {
+                    effects.started(lm, a.gm, TaskStart { task, node, at });
+                }
             }
             // Started after the LM ordered its kill (preempted, shed or reclaimed):
             // the kill is on its way to the worker. The start is still reported, so
@@ -44,6 +56,7 @@ impl LocalMaster {
                     .ok_or(LmError::UnknownTask { task, node })?;
                 alloc.started = true;
                 alloc.started_at = Some(at);
+                effects.started(lm, alloc.gm, TaskStart { task, node, at });
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -51,7 +64,13 @@ impl LocalMaster {
                 });
             }
             WorkerReport::Killed { node, task, at } => {
-                let Some((gm, spec, lost)) = self.pending_kills.remove(&task) else {
+                let Some(PendingKill {
+                    gm,
+                    task: spec,
+                    lost,
+                    ..
+                }) = self.pending_kills.remove(&task)
+                else {
                     // The worker made room for other work on its own.
                     self.ended_adopted(task, false);
                     return self.queueable_killed_by_worker(node, task, at);
@@ -69,8 +88,9 @@ impl LocalMaster {
                 if self.pending_kills.contains_key(&task) =>
             {
                 // Finished before the kill reached the worker: the finish stands.
-                let gm = self.pending_kills.remove(&task).map(|(gm, ..)| gm);
+                let gm = self.pending_kills.remove(&task).map(|k| k.gm);
                 self.ended_adopted(task, true);
+                self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -96,6 +116,7 @@ impl LocalMaster {
                     return Err(LmError::UnknownTask { task, node });
                 }
                 self.ended_adopted(task, true);
+                self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -114,5 +135,14 @@ impl LocalMaster {
             }
         }
         Ok(effects)
+    }
+
+    /// A task that finished cleanly is remembered: a launch of it again (a restarted
+    /// GM resubmitting its journal, a resent batch) is a `Duplicate`. A failed one is
+    /// not: its GM may retry it.
+    fn remember_if_finished(&mut self, task: common::TaskId, failure: Option<&TaskFailure>) {
+        if failure.is_none() {
+            self.finished_before_restart(task);
+        }
     }
 }

@@ -12,7 +12,7 @@ impl LocalMaster {
     /// Takes a task a worker already holds into the state (the worker registered again
     /// after this LM restarted): its resources are deducted from its node and its
     /// queue's usage, on behalf of the node's home partition. A task already known is
-    /// left as it is. A task that does not fit in its node's free resources is
+    /// left as it is, and so is one reported lost (its kill is on its way). A task that does not fit in its node's free resources is
     /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
     /// to report; a node this LM does not have is an error. A started task's
     /// `Started` event is issued again with its original time (the previous LM may
@@ -34,7 +34,11 @@ impl LocalMaster {
                 node,
             });
         };
-        if self.running.contains_key(&task.id) || self.queued.contains_key(&task.id) {
+        if self.running.contains_key(&task.id)
+            || self.queued.contains_key(&task.id)
+            || self.lost.contains(&(task.id, node))
+        {
+            // Known, or reported lost (being killed): left as it is.
             return Ok(true);
         }
         let fits = self.free[node.index()].fits(&task.resources);
@@ -47,6 +51,10 @@ impl LocalMaster {
             alloc.started_at = started_at;
         }
         if let Some(at) = started_at {
+            // Its GM learns it runs (again): a task of a job cancelled while this LM
+            // was away is then stopped (the GM asks again).
+            let start = common::messages::TaskStart { task: id, node, at };
+            effects.started(self.topology.lm, home, start);
             effects.events.push(TaskEvent {
                 task: id,
                 at,
@@ -69,7 +77,11 @@ impl LocalMaster {
 
     /// Records a task a worker finished before this LM started (it registered again
     /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
+    /// A run this LM reported lost is not recorded: its GM retries the task, and the
+    /// retry must not be answered `Duplicate`.
     pub fn finished_before_restart(&mut self, task: TaskId) {
-        self.restarted.finished(task);
+        if !self.has_lost_run(task) {
+            self.restarted.finished(task);
+        }
     }
 }

@@ -11,7 +11,7 @@ use crate::effects::{LmEffects, LmError};
 use common::events::TaskEvent;
 use common::messages::LmSnapshot;
 use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
-use common::Micros;
+use common::{Micros, NodeId, TaskId};
 
 /// What an LM takes.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,18 @@ pub enum LmInput {
     Worker(WorkerToLm),
     /// Time passed: send the heartbeat when due (with promotions and shedding).
     Tick,
+    /// The worker of these nodes stopped answering (the driver's judgement: it owns
+    /// the clock and the transport): their tasks end lost, the nodes are down.
+    WorkerLost {
+        nodes: Vec<NodeId>,
+        reason: String,
+    },
+    /// The worker of these nodes is back, holding these tasks: the nodes are up
+    /// again; held tasks reported lost are killed.
+    WorkerBack {
+        nodes: Vec<NodeId>,
+        holding: Vec<(NodeId, TaskId)>,
+    },
 }
 
 /// What an LM sends after one step, in the order it must leave: worker orders first
@@ -68,10 +80,13 @@ impl LocalMaster {
         let effects = match input {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
+            LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
             LmInput::Tick => self.tick(now),
+            LmInput::WorkerLost { nodes, reason } => self.nodes_lost(now, &nodes, &reason)?,
+            LmInput::WorkerBack { nodes, holding } => self.nodes_back(&nodes, &holding)?,
         };
         Ok(self.output(effects))
     }
@@ -87,6 +102,8 @@ impl LocalMaster {
             requeues,
             promoted,
             ended,
+            started,
+            cancel_response,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -101,6 +118,12 @@ impl LocalMaster {
         }
         for r in requeues {
             to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
+        }
+        if let Some(r) = cancel_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::CancelAnswer(r)));
+        }
+        for s in started {
+            to_gms.push((GmAddress::One(s.gm), LmToGm::Started(s)));
         }
         for e in ended {
             to_gms.push((GmAddress::One(e.gm), LmToGm::Ended(e)));

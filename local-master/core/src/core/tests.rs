@@ -4,7 +4,7 @@ use common::cluster::NodeSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{LaunchBatch, LaunchOutcome, LaunchRequest, Placement, WorkerReport};
 use common::reasons::RejectReason;
-use common::{ConstraintSet, NodeId, TaskSpec};
+use common::{ConstraintSet, GmId, NodeId, TaskSpec};
 
 fn spec_with(partitions: &[usize], cores: u64) -> LmSpec {
     let node = NodeSpec {

@@ -25,7 +25,7 @@ pub use crate::config::PromotionPolicy;
 pub use promote::PromoteRefusal;
 
 use super::LocalMaster;
-use crate::allocation::Queued;
+use crate::allocation::{PendingKill, Queued};
 pub use crate::config::QueueableConfig;
 use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
@@ -160,8 +160,15 @@ impl LocalMaster {
             node: alloc.node,
             task,
         });
-        self.pending_kills
-            .insert(task, (alloc.gm, alloc.task, lost));
+        self.pending_kills.insert(
+            task,
+            PendingKill {
+                gm: alloc.gm,
+                node: alloc.node,
+                task: alloc.task,
+                lost,
+            },
+        );
         true
     }
 
@@ -207,8 +214,15 @@ impl LocalMaster {
             // Its room is promised to other work: kill it without taking anything.
             let lost = now.since(at);
             effects.kills.push(KillTask { node, task });
-            self.pending_kills
-                .insert(task, (queued.gm, queued.task, lost));
+            self.pending_kills.insert(
+                task,
+                PendingKill {
+                    gm: queued.gm,
+                    node,
+                    task: queued.task,
+                    lost,
+                },
+            );
             return Ok(());
         }
         // Take its resources without a second start order.

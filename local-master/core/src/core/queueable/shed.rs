@@ -1,5 +1,6 @@
 //! Queuing-delay estimates (Mercury 4.2) and load shedding (Mercury 4.3).
 
+use crate::allocation::PendingKill;
 use crate::core::LocalMaster;
 use crate::effects::LmEffects;
 use common::messages::KillTask;
@@ -78,8 +79,15 @@ impl LocalMaster {
                 let capacity = &self.topology.capacity[node];
                 estimate -= q.task.resources.node_time(q.task.duration, capacity).0 as f64;
                 effects.kills.push(KillTask { node: q.node, task });
-                self.pending_kills
-                    .insert(task, (q.gm, q.task, Micros::ZERO));
+                self.pending_kills.insert(
+                    task,
+                    PendingKill {
+                        gm: q.gm,
+                        node: q.node,
+                        task: q.task,
+                        lost: Micros::ZERO,
+                    },
+                );
             }
         }
     }

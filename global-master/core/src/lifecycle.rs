@@ -1,0 +1,258 @@
+//! What becomes of a job's tasks after placement, for the GM that owns the job:
+//! failed and lost tasks run again under the job's retry policy (after its backoff;
+//! time is an input, so the part names the next moment it needs a step), and
+//! cancelled jobs are remembered so that nothing of theirs is placed or left running.
+//!
+//! Only jobs whose policy retries are tracked here (a copy of each task until it ends
+//! for good): with the default policy (one attempt) nothing is kept, so trace replay
+//! and the simulator pay nothing.
+
+use crate::queue::Pending;
+use common::messages::{TaskEnd, TaskFailure};
+use common::reasons::PendingReason;
+use common::retry::RetryPolicy;
+use common::{JobId, LmId, Micros, NodeId, TaskId, TaskSpec};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::{BTreeSet, VecDeque};
+
+/// Cancelled jobs remembered (the oldest are forgotten first).
+pub const CANCELLED_MEMORY: usize = 100_000;
+/// A cancel request the transport gave up on is sent again after this long...
+pub const CANCEL_RESEND: Micros = Micros(30_000_000);
+/// ... at most this many times.
+pub const CANCEL_RESENDS: u32 = 10;
+
+/// A failed task that will run again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub task: TaskId,
+    /// The run to come (2 for the first retry).
+    pub attempt: u32,
+    /// When it goes back to its queue.
+    pub at: Micros,
+    pub failure: TaskFailure,
+}
+
+#[derive(Debug)]
+struct RetryJob {
+    policy: RetryPolicy,
+    /// Tasks of the job not yet ended for good.
+    open: u32,
+}
+
+#[derive(Debug)]
+struct Tracked {
+    spec: TaskSpec,
+    /// Runs that failed so far.
+    failed: u32,
+    /// Waiting for its backoff (in `due`).
+    waiting: Option<Micros>,
+    /// The last failure seen (node, time): the same end reported twice counts once.
+    last_failure: Option<(NodeId, Micros)>,
+    failure: Option<TaskFailure>,
+}
+
+#[derive(Debug, Default)]
+pub struct Lifecycle {
+    default: RetryPolicy,
+    jobs: HashMap<JobId, RetryJob>,
+    tasks: HashMap<TaskId, Tracked>,
+    /// Failed tasks waiting for their backoff, by due time.
+    due: BTreeSet<(Micros, TaskId)>,
+    cancelled: HashSet<JobId>,
+    cancel_order: VecDeque<JobId>,
+    /// Cancel requests to send again: (when, LM, job).
+    resend: BTreeSet<(Micros, LmId, JobId)>,
+    /// Per cancel request never answered: how many times it was sent again.
+    resends: HashMap<(LmId, JobId), u32>,
+}
+
+impl Lifecycle {
+    pub fn new(default: RetryPolicy) -> Self {
+        Lifecycle {
+            default,
+            ..Lifecycle::default()
+        }
+    }
+
+    /// The policy of jobs submitted without one.
+    pub fn default_policy(&self) -> RetryPolicy {
+        self.default
+    }
+
+    /// A job accepted with `policy`: tracked if the policy retries.
+    pub fn submitted(&mut self, tasks: &[TaskSpec], policy: RetryPolicy) {
+        if !policy.retries() {
+            return;
+        }
+        for spec in tasks {
+            let job = self
+                .jobs
+                .entry(spec.id.job)
+                .or_insert(RetryJob { policy, open: 0 });
+            job.open += 1;
+            self.tasks.insert(
+                spec.id,
+                Tracked {
+                    spec: spec.clone(),
+                    failed: 0,
+                    waiting: None,
+                    last_failure: None,
+                    failure: None,
+                },
+            );
+        }
+    }
+
+    /// A task ended at its worker. A failure the policy allows to retry is
+    /// scheduled (and returned); anything else ends the task for good.
+    pub fn ended(&mut self, now: Micros, end: &TaskEnd) -> Option<Retry> {
+        let tracked = self.tasks.get_mut(&end.task)?;
+        let Some(failure) = &end.failure else {
+            self.finish(end.task);
+            return None;
+        };
+        if tracked.waiting.is_some() || tracked.last_failure == Some((end.node, end.at)) {
+            return None; // the same end again
+        }
+        tracked.last_failure = Some((end.node, end.at));
+        tracked.failure = Some(failure.clone());
+        tracked.failed += 1;
+        let policy = self.jobs.get(&end.task.job)?.policy;
+        if !policy.retries_after(tracked.failed) {
+            self.finish(end.task);
+            return None;
+        }
+        let at = now + policy.delay(tracked.failed);
+        tracked.waiting = Some(at);
+        self.due.insert((at, end.task));
+        Some(Retry {
+            task: end.task,
+            attempt: tracked.failed + 1,
+            at,
+            failure: failure.clone(),
+        })
+    }
+
+    /// The task can never run (unplaceable): it ends for good.
+    pub fn gave_up(&mut self, task: TaskId) {
+        if self.tasks.contains_key(&task) {
+            self.finish(task);
+        }
+    }
+
+    fn finish(&mut self, task: TaskId) {
+        let Some(t) = self.tasks.remove(&task) else {
+            return;
+        };
+        if let Some(at) = t.waiting {
+            self.due.remove(&(at, task));
+        }
+        if let Some(job) = self.jobs.get_mut(&task.job) {
+            job.open = job.open.saturating_sub(1);
+            if job.open == 0 {
+                self.jobs.remove(&task.job);
+            }
+        }
+    }
+
+    /// Failed tasks whose backoff is over, as new queue entries.
+    pub fn due_retries(&mut self, now: Micros) -> Vec<Box<Pending>> {
+        let mut out = Vec::new();
+        while let Some(&(at, task)) = self.due.first() {
+            if at > now {
+                break;
+            }
+            self.due.pop_first();
+            let Some(t) = self.tasks.get_mut(&task) else {
+                continue;
+            };
+            t.waiting = None;
+            let failure = match (&t.failure, t.last_failure) {
+                (Some(f), Some((node, _))) => format!("{f} (on {node})"),
+                _ => String::new(),
+            };
+            out.push(Box::new(Pending {
+                task: t.spec.clone(),
+                submitted_at: now,
+                attempts: 0,
+                reason: Some(PendingReason::Retrying {
+                    attempt: t.failed + 1,
+                    failure,
+                }),
+                preempting: None,
+            }));
+        }
+        out
+    }
+
+    /// Cancel requests due to be sent again.
+    pub fn due_resends(&mut self, now: Micros) -> Vec<(LmId, JobId)> {
+        let mut out = Vec::new();
+        while let Some(&(at, lm, job)) = self.resend.first() {
+            if at > now {
+                break;
+            }
+            self.resend.pop_first();
+            out.push((lm, job));
+        }
+        out
+    }
+
+    /// A cancel request to `lm` was never answered: send it again later, unless it
+    /// was sent again [`CANCEL_RESENDS`] times already (false: given up).
+    pub fn resend_later(&mut self, now: Micros, lm: LmId, job: JobId) -> bool {
+        let resends = self.resends.entry((lm, job)).or_default();
+        if *resends >= CANCEL_RESENDS {
+            self.resends.remove(&(lm, job));
+            return false;
+        }
+        *resends += 1;
+        self.resend.insert((now + CANCEL_RESEND, lm, job));
+        true
+    }
+
+    /// `lm` answered a cancel request for `job`.
+    pub fn cancel_answered(&mut self, lm: LmId, job: JobId) {
+        self.resends.remove(&(lm, job));
+    }
+
+    /// When the part next needs a step (a backoff or a resend comes due).
+    pub fn next_wakeup(&self) -> Option<Micros> {
+        let retry = self.due.first().map(|(at, _)| *at);
+        let resend = self.resend.first().map(|(at, ..)| *at);
+        retry.into_iter().chain(resend).min()
+    }
+
+    /// Marks `job` cancelled and forgets its retries. False if it already was.
+    pub fn cancel(&mut self, job: JobId) -> bool {
+        if !self.cancelled.insert(job) {
+            return false;
+        }
+        self.cancel_order.push_back(job);
+        if self.cancel_order.len() > CANCELLED_MEMORY {
+            if let Some(old) = self.cancel_order.pop_front() {
+                self.cancelled.remove(&old);
+            }
+        }
+        if self.jobs.remove(&job).is_some() {
+            self.tasks.retain(|t, _| t.job != job);
+            self.due.retain(|(_, t)| t.job != job);
+        }
+        true
+    }
+
+    pub fn is_cancelled(&self, job: JobId) -> bool {
+        self.cancelled.contains(&job)
+    }
+
+    /// Tasks kept for retries (a gauge).
+    pub fn tracked(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Failed tasks waiting for their backoff (a gauge).
+    pub fn waiting(&self) -> usize {
+        self.due.len()
+    }
+}

@@ -1,0 +1,125 @@
+//! The job lifecycle after placement, as the GM core's stages: a cancelled job
+//! leaves every queue and its LMs are asked to stop the rest; ends and starts
+//! reported by the LMs feed the retry policy; anything of a cancelled job that
+//! shows up again (a launch answer, a requeue, a start) is dropped or stopped.
+
+use super::step::GmOutput;
+use super::GlobalMaster;
+use crate::lifecycle::Retry;
+use common::messages::{CancelRequest, CancelResponse, TaskEnd, TaskStart};
+use common::protocol::GmToLm;
+use common::{JobId, LmId, Micros, TaskId};
+
+impl GlobalMaster {
+    /// Cancels `job`: its waiting tasks leave the queues (listed in
+    /// `out.cancelled`), every LM is asked to stop what it runs of it. A job
+    /// already cancelled changes nothing.
+    pub(super) fn cancel_job(&mut self, job: JobId, out: &mut GmOutput) {
+        if !self.lifecycle.cancel(job) {
+            return;
+        }
+        self.stats.jobs_cancelled += 1;
+        self.drop_waiting(job, out);
+        for lm in 0..self.config.lms {
+            self.ask_to_cancel(LmId(lm), job, out);
+        }
+    }
+
+    /// Takes the waiting tasks of a cancelled job out of every queue.
+    fn drop_waiting(&mut self, job: JobId, out: &mut GmOutput) {
+        let mut gone = self.backlog.remove_job(job);
+        gone.extend(self.fairness.remove_job(job));
+        gone.extend(self.quota.remove_job(job));
+        self.stats.tasks_cancelled += gone.len() as u64;
+        out.cancelled.extend(gone.iter().map(|p| p.task.id));
+    }
+
+    fn ask_to_cancel(&mut self, lm: LmId, job: JobId, out: &mut GmOutput) {
+        let request = GmToLm::Cancel(CancelRequest {
+            gm: self.config.id,
+            lm,
+            job,
+        });
+        if !out.to_lms.contains(&request) {
+            self.stats.cancels_sent += 1;
+            out.to_lms.push(request);
+        }
+    }
+
+    /// After an input that may have put tasks back in a queue (a refused launch or
+    /// preemption, a requeue, an undelivered request): those of cancelled jobs leave.
+    pub(super) fn drop_cancelled(&mut self, tasks: &[TaskId], out: &mut GmOutput) {
+        let mut jobs: Vec<JobId> = tasks
+            .iter()
+            .map(|t| t.job)
+            .filter(|j| self.lifecycle.is_cancelled(*j))
+            .collect();
+        jobs.sort_unstable();
+        jobs.dedup();
+        for job in jobs {
+            self.drop_waiting(job, out);
+        }
+    }
+
+    /// Tasks of cancelled jobs that now run at `lm` (a launch answer raced the
+    /// cancel, a start after an LM restart): ask `lm` again to stop them.
+    pub(super) fn stop_cancelled(&mut self, lm: LmId, tasks: &[TaskId], out: &mut GmOutput) {
+        for task in tasks {
+            if self.lifecycle.is_cancelled(task.job) {
+                self.ask_to_cancel(lm, task.job, out);
+            }
+        }
+    }
+
+    /// An LM's answer to a cancel request: its state, and the tasks it stopped.
+    pub(super) fn cancel_answered(&mut self, now: Micros, r: &CancelResponse) {
+        self.apply_snapshot(now, &r.snapshot);
+        self.lifecycle.cancel_answered(r.lm, r.job);
+        self.stats.tasks_cancelled += r.cancelled.len() as u64;
+    }
+
+    /// A cancel request the transport gave up on: sent again later, a few times.
+    pub(super) fn cancel_undelivered(&mut self, now: Micros, lm: LmId, job: JobId) {
+        if !self.lifecycle.resend_later(now, lm, job) {
+            self.stats.cancels_abandoned += 1;
+        }
+    }
+
+    /// Task ends from an LM: counted, and failures retried under their job's policy.
+    pub(super) fn tasks_ended(&mut self, now: Micros, ends: &[TaskEnd]) -> Vec<Retry> {
+        let mut retries = Vec::new();
+        for end in ends {
+            match end.failure {
+                None => self.stats.tasks_finished += 1,
+                Some(_) => self.stats.tasks_failed += 1,
+            }
+            if self.lifecycle.is_cancelled(end.task.job) {
+                continue;
+            }
+            if let Some(retry) = self.lifecycle.ended(now, end) {
+                retries.push(retry);
+            }
+        }
+        retries
+    }
+
+    /// Task starts from `lm`: counted; those of cancelled jobs are stopped again.
+    pub(super) fn tasks_started(&mut self, lm: LmId, starts: &[TaskStart], out: &mut GmOutput) {
+        self.stats.tasks_started += starts.len() as u64;
+        let tasks: Vec<TaskId> = starts.iter().map(|s| s.task).collect();
+        self.stop_cancelled(lm, &tasks, out);
+    }
+
+    /// Due work of the lifecycle: failed tasks whose backoff is over go back to
+    /// their queues, cancel requests due are sent again. True if a task was queued.
+    pub(super) fn lifecycle_due(&mut self, now: Micros, out: &mut GmOutput) -> bool {
+        let retries = self.lifecycle.due_retries(now);
+        let queued = !retries.is_empty();
+        self.stats.tasks_retried += retries.len() as u64;
+        self.backlog.push_all_ready(retries);
+        for (lm, job) in self.lifecycle.due_resends(now) {
+            self.ask_to_cancel(lm, job, out);
+        }
+        queued
+    }
+}

@@ -1,0 +1,307 @@
+//! The GM's journal of accepted work: `202` on a submission means the job is on disk.
+//!
+//! An embedded, transactional store ([redb](https://docs.rs/redb), one file,
+//! `<data-dir>/journal.redb`) rather than a home-made log: every accepted job is
+//! written (and fsynced) before the client hears `202`; every task that reaches a
+//! final state is written before the LM that reported it hears its answer; a job
+//! whose tasks all ended leaves the journal. A GM restarted on the same data dir
+//! (killed with -9 at any instant) resubmits every task that had not ended to its
+//! core, and shows the ended ones as they ended.
+//!
+//! Why it does not run a task twice: a resubmitted task that still runs, or that
+//! finished while the GM was away, is refused by its LM as a `Duplicate` (the LM
+//! remembers what runs and what finished), which the GM takes as launched; its end
+//! then arrives over the LM's retried stream. A task that *failed* while the GM was
+//! away may run once more (the LM does not keep failures, which may be retried).
+//!
+//! Trade-off (see the README): the journal lives on the GM's host (a volume in
+//! compose); losing that disk loses the queue, which a broker-backed journal on a
+//! clustered RabbitMQ would survive, at the price of a broker round trip per
+//! submission and a broker outage blocking submissions.
+
+use common::messages::TaskFailure;
+use common::retry::RetryPolicy;
+use common::{JobId, Micros, TaskId, TaskSpec};
+use redb::{Database, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Job id -> the accepted job ([`JournalJob`], bincode).
+const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+/// (job id, task index) -> how the task ended ([`Ended`], bincode).
+const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
+
+/// What a submission said of its job as a whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub accepted_at: Micros,
+    /// The submitting user, when the GM knows users.
+    pub user: Option<String>,
+    /// The job's own retry policy (`None`: the GM's default).
+    pub retry: Option<RetryPolicy>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct JournalJob {
+    accepted: Accepted,
+    tasks: Vec<TaskSpec>,
+}
+
+/// How a task ended, as its status shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ended {
+    pub at: Micros,
+    pub node: u32,
+    pub failure: Option<TaskFailure>,
+    /// Cancelled with its job (then `failure` is `None` and `node` meaningless).
+    pub cancelled: bool,
+}
+
+/// A job read back from the journal: its tasks, and those that already ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recovered {
+    pub job: JobId,
+    pub accepted: Accepted,
+    pub tasks: Vec<TaskSpec>,
+    pub ended: BTreeMap<u32, Ended>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("GM journal {path}: {what}: {detail}")]
+pub struct JournalError {
+    path: String,
+    what: &'static str,
+    detail: String,
+}
+
+pub struct Journal {
+    db: Database,
+    path: String,
+    /// Per job in the journal: tasks not yet ended (a job leaves when it reaches 0).
+    open: BTreeMap<JobId, u32>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Journal({}, {} jobs)", self.path, self.open.len())
+    }
+}
+
+impl Journal {
+    /// Opens (or creates) the journal in `dir`, and reads back every job in it.
+    pub fn open(dir: &Path) -> Result<(Journal, Vec<Recovered>), JournalError> {
+        let file = dir.join("journal.redb");
+        let path = file.display().to_string();
+        let err = |what: &'static str| {
+            let path = path.clone();
+            move |e: &dyn std::fmt::Display| JournalError {
+                path: path.clone(),
+                what,
+                detail: e.to_string(),
+            }
+        };
+        std::fs::create_dir_all(dir).map_err(|e| err("cannot create its directory")(&e))?;
+        let db = Database::create(&file).map_err(|e| err("cannot open")(&e))?;
+        let mut journal = Journal {
+            db,
+            path: path.clone(),
+            open: BTreeMap::new(),
+        };
+        let recovered = journal.read_back().map_err(|e| err("cannot read")(&e))?;
+        for r in &recovered {
+            journal
+                .open
+                .insert(r.job, (r.tasks.len() - r.ended.len()) as u32);
+        }
+        Ok((journal, recovered))
+    }
+
+    fn read_back(&self) -> Result<Vec<Recovered>, Box<dyn std::error::Error>> {
+        let txn = self.db.begin_read()?;
+        let jobs = match txn.open_table(JOBS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let ended = txn.open_table(ENDED).ok();
+        let mut out = Vec::new();
+        for row in jobs.iter()? {
+            let (job, bytes) = row?;
+            let stored: JournalJob = common::codec::decode(bytes.value())?;
+            let job = job.value();
+            let mut done = BTreeMap::new();
+            if let Some(ended) = &ended {
+                for row in ended.range((job, 0)..=(job, u32::MAX))? {
+                    let (key, bytes) = row?;
+                    done.insert(key.value().1, common::codec::decode(bytes.value())?);
+                }
+            }
+            out.push(Recovered {
+                job: JobId(job),
+                accepted: stored.accepted,
+                tasks: stored.tasks,
+                ended: done,
+            });
+        }
+        Ok(out)
+    }
+
+    fn error(&self, what: &'static str, e: impl std::fmt::Display) -> JournalError {
+        JournalError {
+            path: self.path.clone(),
+            what,
+            detail: e.to_string(),
+        }
+    }
+
+    /// Writes an accepted job, durably, before it is acknowledged.
+    pub fn accept(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+    ) -> Result<(), JournalError> {
+        let stored = JournalJob {
+            accepted: accepted.clone(),
+            tasks: tasks.to_vec(),
+        };
+        let bytes = common::codec::encode(&stored).map_err(|e| self.error("cannot encode", e))?;
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(JOBS)?.insert(job.0, bytes.as_slice())?;
+            txn.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| self.error("cannot write an accepted job", e))?;
+        self.open.insert(job, tasks.len() as u32);
+        Ok(())
+    }
+
+    /// Writes the final states of tasks, durably; a job whose tasks all ended leaves
+    /// the journal in the same transaction. Tasks of jobs not in the journal (or a
+    /// repeat) are skipped.
+    pub fn ended(&mut self, ends: &[(TaskId, Ended)]) -> Result<(), JournalError> {
+        let ends: Vec<_> = ends
+            .iter()
+            .filter(|(t, _)| self.open.contains_key(&t.job))
+            .collect();
+        if ends.is_empty() {
+            return Ok(());
+        }
+        let mut encoded = Vec::with_capacity(ends.len());
+        for (task, end) in &ends {
+            let bytes = common::codec::encode(end).map_err(|e| self.error("cannot encode", e))?;
+            encoded.push((*task, bytes));
+        }
+        let open = &mut self.open;
+        let db = &self.db;
+        let mut write = || -> Result<Vec<JobId>, Box<dyn std::error::Error>> {
+            let txn = db.begin_write()?;
+            let mut closed = Vec::new();
+            {
+                let mut table = txn.open_table(ENDED)?;
+                let mut jobs = txn.open_table(JOBS)?;
+                let mut left: BTreeMap<JobId, u32> = BTreeMap::new();
+                for (task, bytes) in &encoded {
+                    let key = (task.job.0, task.index);
+                    if table.insert(key, bytes.as_slice())?.is_none() {
+                        let n = left
+                            .entry(task.job)
+                            .or_insert_with(|| open.get(&task.job).copied().unwrap_or(0));
+                        *n = n.saturating_sub(1);
+                    }
+                }
+                for (job, n) in left {
+                    if n == 0 {
+                        jobs.remove(job.0)?;
+                        table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
+                        closed.push(job);
+                    } else {
+                        open.insert(job, n);
+                    }
+                }
+            }
+            txn.commit()?;
+            Ok(closed)
+        };
+        let closed = write().map_err(|e| JournalError {
+            path: self.path.clone(),
+            what: "cannot write task ends",
+            detail: e.to_string(),
+        })?;
+        for job in closed {
+            self.open.remove(&job);
+        }
+        Ok(())
+    }
+
+    /// Jobs in the journal (not every task ended).
+    pub fn jobs(&self) -> usize {
+        self.open.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::Resources;
+
+    fn specs(job: u64, n: u32) -> Vec<TaskSpec> {
+        (0..n)
+            .map(|i| TaskSpec::short(TaskId::new(job, i), Resources::cores(1, 10), Micros(1_000)))
+            .collect()
+    }
+
+    fn end(at: u64) -> Ended {
+        Ended {
+            at: Micros(at),
+            node: 3,
+            failure: None,
+            cancelled: false,
+        }
+    }
+
+    fn accepted(at: u64) -> Accepted {
+        Accepted {
+            accepted_at: Micros(at),
+            user: Some("ana".into()),
+            retry: None,
+        }
+    }
+
+    #[test]
+    fn accepted_jobs_and_ends_survive_a_reopen_and_ended_jobs_leave() {
+        let dir = std::env::temp_dir().join(format!("megha-journal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let (mut j, recovered) = Journal::open(&dir).unwrap();
+            assert!(recovered.is_empty());
+            j.accept(JobId(7), &accepted(5), &specs(7, 3)).unwrap();
+            j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
+            j.ended(&[(TaskId::new(7, 1), end(10))]).unwrap();
+            // Job 8's only task ends: the job leaves; a repeat changes nothing.
+            j.ended(&[(TaskId::new(8, 0), end(11))]).unwrap();
+            j.ended(&[(TaskId::new(8, 0), end(12))]).unwrap();
+            // A task of a job the journal never had is skipped.
+            j.ended(&[(TaskId::new(99, 0), end(12))]).unwrap();
+            assert_eq!(j.jobs(), 1);
+        }
+        let (mut j, recovered) = Journal::open(&dir).unwrap();
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        let r = &recovered[0];
+        assert_eq!((r.job, &r.accepted), (JobId(7), &accepted(5)));
+        assert_eq!(r.tasks, specs(7, 3));
+        assert_eq!(r.ended.keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(r.ended[&1], end(10));
+        // The rest ends (once each, even if reported twice): the job leaves.
+        j.ended(&[(TaskId::new(7, 0), end(20)), (TaskId::new(7, 0), end(21))])
+            .unwrap();
+        j.ended(&[(TaskId::new(7, 2), end(22))]).unwrap();
+        assert_eq!(j.jobs(), 0);
+        drop(j);
+        let (_, recovered) = Journal::open(&dir).unwrap();
+        assert!(recovered.is_empty(), "{recovered:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,329 @@
+//! `megha`, the command-line client: submit jobs, list them, follow one, cancel it,
+//! read a task's output and look at the nodes, against a global master's public API.
+//! Human tables by default, `--json` for scripts.
+//!
+//! - this file: the arguments ([`Cli`]) and the commands;
+//! - [`render`]: the tables (pure, unit-tested).
+
+pub mod render;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "megha",
+    version,
+    about = "Command-line client of a Megha cluster: submit jobs, follow them, cancel them, read their output, see the nodes.",
+    long_about = "Command-line client of a Megha cluster. It talks to one global master (GM) over its \
+public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://127.0.0.1:8080).",
+    after_help = "Examples:
+  megha submit -- sh -c 'echo hello'          one task running a command
+  megha submit --count 4 --max-attempts 3 -- ./train.sh
+  megha submit job.json                       a job file (the POST /v1/jobs body; .toml too)
+  megha jobs --state active                   the GM's jobs
+  megha job 281474976710657                   one job and its tasks
+  megha logs 281474976710657 0 --follow       a task's output as it grows
+  megha cancel 281474976710657
+  megha nodes"
+)]
+pub struct Cli {
+    /// The global master's base URL.
+    #[arg(
+        long,
+        env = "MEGHA_GM",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub gm: String,
+    /// Print the GM's JSON answers instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit a job: a job file (JSON or TOML, the body of POST /v1/jobs), or a
+    /// command after `--` run by `--count` tasks.
+    Submit {
+        /// A job file (.json or .toml). Leave out to give a command after `--`.
+        file: Option<PathBuf>,
+        /// Tasks running the command.
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        /// CPU per task, in thousandths of a core.
+        #[arg(long, default_value_t = 1000)]
+        cpu_millis: u64,
+        /// Memory per task, in MiB.
+        #[arg(long, default_value_t = 256)]
+        memory_mb: u64,
+        /// The user queue (when the cluster has queues).
+        #[arg(long)]
+        queue: Option<String>,
+        /// Runs of a failed task at most, the first included (1: no retry).
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        /// A label for `megha jobs --user`.
+        #[arg(long, env = "USER")]
+        user: Option<String>,
+        /// The command and its arguments.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// The GM's jobs, oldest first.
+    Jobs {
+        /// Only jobs in this state: active, finished, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        queue: Option<String>,
+        #[arg(long)]
+        user: Option<String>,
+        /// Jobs per page (at most 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// The page after this job id (the `next` of the previous page).
+        #[arg(long)]
+        after: Option<u64>,
+    },
+    /// One job, with its tasks (the first 100).
+    Job { id: u64 },
+    /// Cancel a job: its queued tasks leave the queues, its running ones are killed.
+    Cancel { id: u64 },
+    /// A task's output (stdout unless --stderr).
+    Logs {
+        job: u64,
+        index: u32,
+        #[arg(long)]
+        stderr: bool,
+        /// The last N lines only.
+        #[arg(long)]
+        tail: Option<usize>,
+        /// Keep printing as the task writes, until it ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// The nodes as the GM sees them (per local master and partition).
+    Nodes {
+        /// Totals per partition only.
+        #[arg(long)]
+        summary: bool,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("megha: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("megha: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Gm {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Gm {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.trim_end_matches('/'))
+    }
+
+    /// A JSON call; a non-2xx answer is an error quoting the GM's reason.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
+        let url = self.url(path);
+        let mut request = self.client.request(method.clone(), &url);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let answer = request.send().await.with_context(|| {
+            format!(
+                "{method} {url}: no answer (is the GM running at {}?)",
+                self.base
+            )
+        })?;
+        let status = answer.status();
+        let text = answer.text().await.context("reading the answer")?;
+        if !status.is_success() {
+            bail!("{method} {url}: {status}: {}", render::reason(&text));
+        }
+        serde_json::from_str(&text).with_context(|| format!("{url}: not JSON: {text}"))
+    }
+
+    async fn get(&self, path: &str) -> Result<Value> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let gm = Gm {
+        base: cli.gm.clone(),
+        client: reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .context("HTTP client")?,
+    };
+    let out = &mut std::io::stdout().lock();
+    let print = |out: &mut dyn Write, value: &Value, table: String| -> Result<()> {
+        if cli.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+        } else {
+            write!(out, "{table}")?;
+        }
+        Ok(())
+    };
+    match cli.command {
+        Command::Submit {
+            file,
+            count,
+            cpu_millis,
+            memory_mb,
+            queue,
+            max_attempts,
+            user,
+            command,
+        } => {
+            let body = match (file, command.is_empty()) {
+                (Some(path), true) => read_job_file(&path)?,
+                (None, false) => {
+                    let task = json!({
+                        "resources": {"cpu_millis": cpu_millis, "memory_mb": memory_mb},
+                        "queue": queue,
+                        "executor": {"type": "exec", "command": command},
+                    });
+                    let mut body = json!({"tasks": vec![task; count.max(1)], "user": user});
+                    if let Some(n) = max_attempts {
+                        body["retry"] = json!({"max_attempts": n});
+                    }
+                    body
+                }
+                (Some(_), false) => bail!("give a job file or a command after --, not both"),
+                (None, true) => {
+                    bail!("nothing to submit: give a job file, or a command after -- (megha submit -- echo hello)")
+                }
+            };
+            let answer = gm
+                .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
+                .await?;
+            print(out, &answer, render::submitted(&answer))
+        }
+        Command::Jobs {
+            state,
+            queue,
+            user,
+            limit,
+            after,
+        } => {
+            let mut query = vec![format!("limit={limit}")];
+            for (k, v) in [("state", state), ("queue", queue), ("user", user)] {
+                if let Some(v) = v {
+                    query.push(format!("{k}={}", encode(&v)));
+                }
+            }
+            if let Some(after) = after {
+                query.push(format!("after={after}"));
+            }
+            let page = gm.get(&format!("/v1/jobs?{}", query.join("&"))).await?;
+            print(out, &page, render::jobs(&page))
+        }
+        Command::Job { id } => {
+            let job = gm.get(&format!("/v1/jobs/{id}")).await?;
+            let n = job["tasks"].as_u64().unwrap_or(0).min(100);
+            let mut tasks = Vec::new();
+            for index in 0..n {
+                tasks.push(gm.get(&format!("/v1/tasks/{id}/{index}")).await?);
+            }
+            let value = json!({"job": job, "tasks": tasks});
+            print(out, &value, render::job(&job, &tasks))
+        }
+        Command::Cancel { id } => {
+            let path = format!("/v1/jobs/{id}");
+            let job = gm.call(reqwest::Method::DELETE, &path, None).await?;
+            print(out, &job, render::cancelled(&job))
+        }
+        Command::Logs {
+            job,
+            index,
+            stderr,
+            tail,
+            follow,
+        } => {
+            let stream = if stderr { "stderr" } else { "stdout" };
+            let mut path = format!("/v1/tasks/{job}/{index}/logs?stream={stream}&follow={follow}");
+            if let Some(n) = tail {
+                path.push_str(&format!("&tail={n}"));
+            }
+            let url = gm.url(&path);
+            let mut answer = gm
+                .client
+                .get(&url)
+                .send()
+                .await
+                .with_context(|| format!("GET {url}: no answer"))?;
+            if !answer.status().is_success() {
+                let status = answer.status();
+                let text = answer.text().await.unwrap_or_default();
+                bail!("GET {url}: {status}: {}", render::reason(&text));
+            }
+            while let Some(chunk) = answer.chunk().await.context("reading the log")? {
+                out.write_all(&chunk)?;
+                out.flush()?;
+            }
+            Ok(())
+        }
+        Command::Nodes { summary } => {
+            let view = gm.get(&format!("/v1/nodes?summary={summary}")).await?;
+            print(out, &view, render::nodes(&view))
+        }
+    }
+}
+
+/// A job file: JSON, or TOML of the same shape (`.toml`).
+fn read_job_file(path: &std::path::Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let value: toml::Value =
+            toml::from_str(&text).with_context(|| format!("{}: not TOML", path.display()))?;
+        return serde_json::to_value(value).context("TOML to JSON");
+    }
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,282 @@
+//! The `megha` client's human output: plain aligned tables built from the GM's JSON
+//! answers (pure functions, so that each is tested on a sample answer).
+
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// Rows of cells as left-aligned columns separated by two spaces.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = String>| {
+        let cells: Vec<String> = cells.collect();
+        let last = cells.len().saturating_sub(1);
+        for (i, cell) in cells.iter().enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(&mut out, &mut header.iter().map(|h| h.to_string()));
+    for row in rows {
+        line(&mut out, &mut row.iter().cloned());
+    }
+    out
+}
+
+/// A JSON value as a cell: strings bare, null as `-`.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Per-state counts as `running=2 queued=1`.
+fn states(v: &Value) -> String {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, n)| format!("{k}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// The reason in an error answer (`{"error": ...}` or `{"field":..,"error":..}`).
+pub fn reason(body: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(v) => match (v.get("field"), v.get("error")) {
+            (Some(f), Some(e)) => format!("{}: {}", cell(f), cell(e)),
+            (None, Some(e)) => cell(e),
+            _ => body.to_owned(),
+        },
+        Err(_) => body.trim().to_owned(),
+    }
+}
+
+pub fn submitted(answer: &Value) -> String {
+    let tasks = answer["tasks"].as_array().map_or(0, Vec::len);
+    format!(
+        "submitted job {} ({tasks} task{})\n",
+        cell(&answer["job"]),
+        if tasks == 1 { "" } else { "s" }
+    )
+}
+
+pub fn jobs(page: &Value) -> String {
+    let rows: Vec<Vec<String>> = page["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .map(|j| {
+                    vec![
+                        cell(&j["job"]),
+                        cell(&j["state"]),
+                        cell(&j["tasks"]),
+                        states(&j["states"]),
+                        j["queues"]
+                            .as_array()
+                            .map(|q| q.iter().map(cell).collect::<Vec<_>>().join(","))
+                            .unwrap_or_default(),
+                        cell(&j["user"]),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = table(
+        &["JOB", "STATE", "TASKS", "BY STATE", "QUEUES", "USER"],
+        &rows,
+    );
+    if let Some(next) = page["next"].as_u64() {
+        let _ = writeln!(out, "more: --after {next}");
+    }
+    out
+}
+
+pub fn job(job: &Value, tasks: &[Value]) -> String {
+    let mut out = format!(
+        "job {}: {} ({} tasks: {})\n",
+        cell(&job["job"]),
+        cell(&job["state"]),
+        cell(&job["tasks"]),
+        states(&job["states"])
+    );
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .map(|t| {
+            let why = match (&t["failure"], &t["reason"]) {
+                (Value::Null, r) => cell(r),
+                (f, _) => failure(f),
+            };
+            vec![
+                cell(&t["index"]),
+                cell(&t["state"]),
+                format!("{}/{}", cell(&t["attempt"]), cell(&t["max_attempts"])),
+                match (&t["lm"], &t["node"]) {
+                    (Value::Null, _) | (_, Value::Null) => "-".into(),
+                    (l, n) => format!("lm{}/node{}", cell(l), cell(n)),
+                },
+                why,
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["TASK", "STATE", "ATTEMPT", "WHERE", "REASON"],
+        &rows,
+    ));
+    out
+}
+
+/// A task failure (`{"exit":{"code":3}}`...) in words.
+fn failure(f: &Value) -> String {
+    let Some((kind, detail)) = f.as_object().and_then(|m| m.iter().next()) else {
+        return cell(f);
+    };
+    match kind.as_str() {
+        "exit" => format!("exited with code {}", cell(&detail["code"])),
+        "signal" => format!("killed by signal {}", cell(&detail["signal"])),
+        "start_failed" => format!("could not start: {}", cell(&detail["reason"])),
+        "lost" => format!("lost: {}", cell(&detail["reason"])),
+        other => format!("{other}: {detail}"),
+    }
+}
+
+pub fn cancelled(job: &Value) -> String {
+    format!(
+        "job {} cancelled: {} ({})\n",
+        cell(&job["job"]),
+        cell(&job["state"]),
+        states(&job["states"])
+    )
+}
+
+pub fn nodes(view: &Value) -> String {
+    let res = |r: &Value| format!("{}m/{}MiB", cell(&r["cpu_millis"]), cell(&r["memory_mb"]));
+    let mut rows = Vec::new();
+    for lm in view["lms"].as_array().into_iter().flatten() {
+        let name = format!("lm{}", cell(&lm["lm"]));
+        if lm["known"] != Value::Bool(true) {
+            rows.push(vec![
+                name,
+                "-".into(),
+                "-".into(),
+                "no state yet".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
+        let age = format!("{} ms", cell(&lm["state_age_ms"]));
+        for p in lm["partitions"].as_array().into_iter().flatten() {
+            let partition = format!("gm{}", cell(&p["gm"]));
+            match p["nodes"].as_array() {
+                None => rows.push(vec![
+                    name.clone(),
+                    partition,
+                    "*".into(),
+                    age.clone(),
+                    res(&p["capacity"]),
+                    res(&p["free"]),
+                ]),
+                Some(nodes) => {
+                    for n in nodes {
+                        rows.push(vec![
+                            name.clone(),
+                            partition.clone(),
+                            cell(&n["node"]),
+                            age.clone(),
+                            res(&n["capacity"]),
+                            res(&n["free"]),
+                        ]);
+                    }
+                }
+            }
+        }
+    }
+    table(
+        &["LM", "PARTITION", "NODE", "STATE AGE", "CAPACITY", "FREE"],
+        &rows,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_align_columns_and_show_the_fields_that_matter() {
+        let page = json!({"jobs":[
+            {"job":7,"state":"active","tasks":2,"states":{"queued":1,"running":1},"queues":["default"],"user":"ana"},
+            {"job":12,"state":"failed","tasks":1,"states":{"failed":1},"queues":["default"],"user":null}
+        ],"next":12});
+        let text = jobs(&page);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "JOB  STATE   TASKS  BY STATE            QUEUES   USER"
+        );
+        assert_eq!(
+            lines[1],
+            "7    active  2      queued=1 running=1  default  ana"
+        );
+        assert_eq!(
+            lines[2],
+            "12   failed  1      failed=1            default  -"
+        );
+        assert_eq!(lines[3], "more: --after 12");
+
+        let task = json!({"index":0,"state":"failed","attempt":3,"max_attempts":3,"lm":0,"node":1,
+            "failure":{"exit":{"code":3}},"reason":null});
+        let text = job(
+            &json!({"job":7,"state":"failed","tasks":1,"states":{"failed":1}}),
+            &[task],
+        );
+        assert!(
+            text.starts_with("job 7: failed (1 tasks: failed=1)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0     failed  3/3      lm0/node1  exited with code 3"),
+            "{text}"
+        );
+
+        let view = json!({"gm":0,"lms":[{"lm":0,"known":true,"state_age_ms":120,"partitions":[
+            {"gm":0,"capacity":{"cpu_millis":2000,"memory_mb":2048},"free":{"cpu_millis":1000,"memory_mb":1024},
+             "nodes":[{"node":0,"capacity":{"cpu_millis":1000,"memory_mb":1024},"free":{"cpu_millis":0,"memory_mb":0}}]}]},
+            {"lm":1,"known":false}]});
+        let text = nodes(&view);
+        assert!(
+            text.contains("lm0  gm0        0     120 ms        1000m/1024MiB  0m/0MiB"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lm1  -          -     no state yet"),
+            "{text}"
+        );
+        assert_eq!(
+            reason(r#"{"field":"tasks","error":"a job needs at least one task"}"#),
+            "tasks: a job needs at least one task"
+        );
+        assert_eq!(
+            reason(r#"{"error":"job 5 is unknown"}"#),
+            "job 5 is unknown"
+        );
+    }
+}

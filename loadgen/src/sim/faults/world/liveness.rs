@@ -1,0 +1,221 @@
+//! Worker liveness and registration as the LM service does them
+//! (`local-master/src/service/workers.rs`): a worker silent for the worker timeout
+//! (no report, no check-in: down or cut off from its LM) is lost
+//! ([`LmInput::WorkerLost`]: its nodes go down, its tasks end `lost`, the orders
+//! waiting for it are dropped); a worker registering again in the same life of its
+//! LM restarted and is lost first; a lost worker that registers is back
+//! ([`LmInput::WorkerBack`]); a restarted LM is ready once every worker registered or
+//! is down (never registered within the timeout of its start).
+
+use super::{Item, World};
+use crate::sim::faults::check::Known;
+use crate::sim::faults::plan::Role;
+use common::messages::HeldTask;
+use common::protocol::LmToWorker;
+use common::{Micros, TaskId};
+use local_master::LmInput;
+
+impl World<'_> {
+    /// Every worker of LM `l` registered in its life, or is down.
+    pub(super) fn ready(&self, l: u16) -> bool {
+        self.workers_of(l)
+            .all(|w| self.registered[w as usize] || self.slot_down[w as usize])
+    }
+
+    pub(super) fn workers_of(&self, l: u16) -> impl Iterator<Item = u32> + '_ {
+        (0..self.workers.len() as u32).filter(move |w| self.placement[*w as usize].0 == l)
+    }
+
+    /// At LM `l`'s tick: the workers that can reach it checked in; those silent for
+    /// the worker timeout are lost.
+    pub(super) fn check_workers(&mut self, l: u16) {
+        let Some(timeout) = self.config.worker_timeout else {
+            return;
+        };
+        let mine: Vec<u32> = self.workers_of(l).collect();
+        for w in mine {
+            let i = w as usize;
+            let reachable =
+                self.workers[i].is_some() && !self.blocked(Role::Worker(w), Role::Lm(l));
+            if reachable && self.registered[i] && !self.slot_down[i] {
+                self.last_seen[i] = self.now;
+            }
+            // The check-in's answer says the LM does not count it registered (it
+            // restarted, or declared this worker lost): it registers again.
+            if reachable && (!self.registered[i] || self.slot_down[i]) {
+                self.register_again(w);
+            }
+            if self.slot_down[i] || self.now.0 <= self.last_seen[i].0 + timeout.0 {
+                continue;
+            }
+            let reason = match self.registered[i] {
+                true => format!("no word from its worker for {} ms", timeout.0 / 1000),
+                false => format!("w{w} did not register within {} ms", timeout.0 / 1000),
+            };
+            self.lose_worker(l, w, &reason);
+        }
+    }
+
+    /// Declares worker `w` of LM `l` lost: its undelivered orders are dropped (the
+    /// answers waiting for them leave), its nodes go down, its tasks end lost.
+    pub(super) fn lose_worker(&mut self, l: u16, w: u32, reason: &str) {
+        self.note(|| format!("  lm{l} loses w{w}: {reason}"));
+        if let Some(stream) = self.streams.remove(&(Role::Lm(l), Role::Worker(w))) {
+            for item in stream.items {
+                if let Item::ToWorker(order, call) = item {
+                    if let LmToWorker::Start(s) = &order {
+                        self.note(|| format!("  lm{l} drops start {} for w{w}", s.task.id));
+                    }
+                    if let Some(call) = call {
+                        self.order_delivered(call);
+                    }
+                }
+            }
+        }
+        self.slot_down[w as usize] = true;
+        let node = self.placement[w as usize].1;
+        let input = LmInput::WorkerLost {
+            nodes: vec![node],
+            reason: reason.to_owned(),
+        };
+        self.lm_step(l, input, None);
+    }
+
+    /// A worker registers with its LM: after the LM restarted (holding what it runs,
+    /// listing what it finished), or after it restarted itself (holding nothing).
+    pub(super) fn register(
+        &mut self,
+        l: u16,
+        w: u32,
+        holding: Vec<HeldTask>,
+        finished: Vec<TaskId>,
+    ) {
+        let i = w as usize;
+        if self.lms[l as usize].is_none() {
+            return;
+        }
+        let liveness = self.config.worker_timeout.is_some();
+        if liveness && self.registered[i] && !self.slot_down[i] {
+            self.lose_worker(l, w, "its worker registered again (it restarted)");
+        }
+        if let Some(lm) = self.lms[l as usize].as_mut() {
+            for task in finished {
+                lm.finished_before_restart(task);
+            }
+        }
+        self.registered[i] = true;
+        self.last_seen[i] = self.now;
+        if std::mem::take(&mut self.slot_down[i]) {
+            let input = LmInput::WorkerBack {
+                nodes: vec![self.placement[i].1],
+                holding: holding.iter().map(|h| (h.node, h.task.id)).collect(),
+            };
+            self.lm_step(l, input, None);
+        }
+        let now = self.clock(Role::Lm(l));
+        let Some(lm) = self.lms[l as usize].as_mut() else {
+            return;
+        };
+        let mut fx = local_master::LmEffects::default();
+        let mut adopted = Vec::new();
+        for held in holding {
+            let task = held.task.id;
+            if lm.adopt(now, held, &mut fx).is_ok() {
+                adopted.push(task);
+            }
+        }
+        for task in adopted {
+            self.checker.adopted(task);
+        }
+        for event in &fx.events {
+            let broken = self.checker.event(event);
+            self.broke(broken);
+        }
+    }
+
+    /// A worker crashed: what it ran is gone. Without worker liveness (the LM before
+    /// issue 14) nothing tells the LM: its tasks are a known cause.
+    pub(super) fn worker_crashed(&mut self, w: u32) {
+        let (l, node) = self.placement[w as usize];
+        // Tasks its LM does not hold (down, or restarted without them): no one will
+        // report them.
+        let held = |t: &TaskId| {
+            self.lms[l as usize]
+                .as_ref()
+                .is_some_and(|lm| lm.running().contains_key(t))
+        };
+        let orphans: Vec<TaskId> = self.workers[w as usize]
+            .as_ref()
+            .map(|x| {
+                x.running()
+                    .iter()
+                    .map(|r| r.task)
+                    .filter(|t| !held(t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for task in orphans {
+            self.checker.mark_known(task, Known::EndLostWithWorker);
+        }
+        if self.config.worker_timeout.is_some() {
+            return;
+        }
+        let mut lost: Vec<TaskId> = self.workers[w as usize]
+            .as_ref()
+            .map(|x| x.running().iter().map(|r| r.task).collect())
+            .unwrap_or_default();
+        if let Some(lm) = self.lms[l as usize].as_ref() {
+            lost.extend(
+                lm.running()
+                    .iter()
+                    .filter(|(_, a)| a.node == node)
+                    .map(|(t, _)| *t),
+            );
+        }
+        for task in lost {
+            self.checker.mark_known(task, Known::WorkerCrash);
+        }
+    }
+
+    /// Worker `w` registers with its LM, listing what it holds and what it finished
+    /// (unless a registration is already on its way).
+    pub(super) fn register_again(&mut self, w: u32) {
+        let l = self.placement[w as usize].0;
+        let pending = self
+            .streams
+            .get(&(Role::Worker(w), Role::Lm(l)))
+            .is_some_and(|s| s.items.iter().any(|i| matches!(i, Item::Register { .. })));
+        let Some(worker) = self.workers[w as usize].as_ref() else {
+            return;
+        };
+        if pending {
+            return;
+        }
+        let node = self.placement[w as usize].1;
+        let holding = worker
+            .running()
+            .iter()
+            .filter_map(|r| {
+                Some(HeldTask {
+                    node,
+                    task: self.specs.get(&r.task)?.clone(),
+                    started_at: Some(r.started_at),
+                })
+            })
+            .collect();
+        let finished = self.finished[w as usize].clone();
+        let item = Item::Register { holding, finished };
+        self.send(Role::Worker(w), Role::Lm(l), item, true);
+    }
+
+    /// A (re)started LM: its workers have not registered with it yet, and the
+    /// timeout for them runs from now.
+    pub(super) fn lm_started(&mut self, l: u16, restarted: bool) {
+        let mine: Vec<u32> = self.workers_of(l).collect();
+        for w in mine {
+            self.registered[w as usize] = !restarted;
+            self.slot_down[w as usize] = false;
+            self.last_seen[w as usize] = self.now.max(Micros::ZERO);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Cancel requests: a GM cancelled a job it owns; the LM stops every task of that
+//! job the same GM launched here (a task another GM launched is left alone and named
+//! in the answer). A stopped task's resources are free at once; its worker gets a
+//! kill order, and the worker's report of the kill (or of an end that won the race)
+//! closes it without handing anything back to a GM. A repeated request finds nothing
+//! more to stop and answers so.
+
+use super::LocalMaster;
+use crate::effects::{ended_event, LmEffects, LmError};
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{CancelRequest, CancelResponse, KillTask, WorkerReport};
+use common::{Micros, TaskId};
+
+impl LocalMaster {
+    /// Handles a cancel request; the answer carries the LM's new state.
+    pub fn handle_cancel(
+        &mut self,
+        now: Micros,
+        request: CancelRequest,
+    ) -> Result<LmEffects, LmError> {
+        self.check_addressed(request.lm)?;
+        let mut effects = LmEffects::default();
+        let job = request.job;
+        let mut running: Vec<TaskId> = self
+            .running
+            .keys()
+            .chain(self.queued.keys())
+            .filter(|t| t.job == job)
+            .copied()
+            .collect();
+        running.sort_unstable();
+        let mut cancelled = Vec::new();
+        let mut not_yours = Vec::new();
+        for task in running {
+            let (gm, node) = match (self.running.get(&task), self.queued.get(&task)) {
+                (Some(a), _) => (a.gm, a.node),
+                (None, Some(q)) => (q.gm, q.node),
+                (None, None) => continue,
+            };
+            if gm != request.gm {
+                not_yours.push(task);
+                continue;
+            }
+            if self.running.contains_key(&task) {
+                self.release(task);
+            } else {
+                self.unqueue(task);
+            }
+            self.ended_adopted(task, false);
+            effects.kills.push(KillTask { node, task });
+            self.cancelling.insert(task, gm);
+            cancelled.push(task);
+        }
+        effects.cancel_response = Some(CancelResponse {
+            lm: self.topology.lm,
+            gm: request.gm,
+            job,
+            cancelled,
+            not_yours,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    /// True while the kill of a cancelled task is on its way to its worker.
+    pub fn is_cancelling(&self, task: TaskId) -> bool {
+        self.cancelling.contains_key(&task)
+    }
+
+    /// A worker's report about a task being cancelled: the kill confirmed, an end
+    /// that won the race (published as it is), or a start the kill will end.
+    /// Nothing goes back to the GM: it already counts the task cancelled.
+    pub(crate) fn cancelled_report(&mut self, report: WorkerReport) -> LmEffects {
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        let (task, at) = (report.task(), report.at());
+        let kind = match report {
+            WorkerReport::Started { node, .. } => TaskEventKind::Started { lm, node },
+            WorkerReport::Killed { .. } => {
+                let gm = self.cancelling.remove(&task);
+                match gm {
+                    Some(gm) => TaskEventKind::Cancelled { gm },
+                    None => return effects,
+                }
+            }
+            WorkerReport::Finished { node, .. } => {
+                self.cancelling.remove(&task);
+                ended_event(lm, node, None)
+            }
+            WorkerReport::Failed { node, failure, .. } => {
+                self.cancelling.remove(&task);
+                ended_event(lm, node, Some(&failure))
+            }
+        };
+        effects.events.push(TaskEvent { task, at, kind });
+        effects
+    }
+}

@@ -1,0 +1,173 @@
+//! Workers that stop answering, and come back. The driver decides when a worker is
+//! silent for too long (it owns the clock and the transport) and names its nodes;
+//! the core makes every consequence follow from that one input:
+//!
+//! - every task held on those nodes ends `Lost` and is reported to the GM that
+//!   launched it (which may retry it elsewhere); a QUEUEABLE task waiting in the
+//!   worker's queue too; a preempted task whose kill was never confirmed goes back to
+//!   its GM's queue, as the confirmation would have sent it;
+//! - the nodes are down: no free resources in the snapshots (the GMs' views drop
+//!   them), launches there are refused (`NodeDown`);
+//! - a lost task's later reports from that node are absorbed (its end was already reported), and a
+//!   report that it runs is answered with a kill (it may run elsewhere by now).
+//!
+//! When the worker is back, its nodes are offered again; tasks it still holds that
+//! were reported lost are killed, so a task never runs twice on purpose.
+
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{KillTask, TaskEnd, TaskFailure, WorkerReport};
+use common::{Micros, NodeId, Resources, TaskId};
+
+impl LocalMaster {
+    /// The worker of `nodes` stopped answering (`reason` says how): see the module
+    /// documentation. A node already down is left as it is; an unknown node is an
+    /// error and changes nothing.
+    pub fn nodes_lost(
+        &mut self,
+        now: Micros,
+        nodes: &[NodeId],
+        reason: &str,
+    ) -> Result<LmEffects, LmError> {
+        self.check_nodes(nodes)?;
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
+        for &node in nodes {
+            let n = node.index();
+            if self.down[n] {
+                continue;
+            }
+            let failure = TaskFailure::Lost {
+                reason: format!("{reason} ({node} of {lm})"),
+            };
+            let mut ends = Vec::new();
+            for task in self.on_node[n].clone() {
+                if let Some(alloc) = self.release(task) {
+                    ends.push((alloc.gm, task));
+                }
+            }
+            for task in self.queued_on[n].clone() {
+                if let Some(q) = self.unqueue(task) {
+                    ends.push((q.gm, task));
+                }
+            }
+            let killed: Vec<TaskId> = self
+                .pending_kills
+                .iter()
+                .filter(|(_, k)| k.node == node)
+                .map(|(t, _)| *t)
+                .collect();
+            for task in killed {
+                if let Some(k) = self.pending_kills.remove(&task) {
+                    self.ended_adopted(task, false);
+                    effects.events.push(TaskEvent {
+                        task,
+                        at: now,
+                        kind: TaskEventKind::Preempted {
+                            lm,
+                            node,
+                            lost: k.lost,
+                        },
+                    });
+                    effects.requeue(lm, k.gm, k.task, k.lost);
+                    self.lost.insert((task, node));
+                }
+            }
+            for (gm, task) in ends {
+                self.ended_adopted(task, false);
+                self.lost.insert((task, node));
+                effects.events.push(TaskEvent {
+                    task,
+                    at: now,
+                    kind: TaskEventKind::Failed {
+                        detail: failure.to_string(),
+                    },
+                });
+                effects.ended(
+                    lm,
+                    gm,
+                    TaskEnd {
+                        task,
+                        node,
+                        at: now,
+                        failure: Some(failure.clone()),
+                    },
+                );
+            }
+            self.down[n] = true;
+            self.free[n] = Resources::ZERO;
+            self.q_held[n] = Resources::ZERO;
+            self.version += 1;
+        }
+        Ok(effects)
+    }
+
+    /// The worker of `nodes` is back (it registered again), holding `holding`: its
+    /// nodes are offered again with their whole capacity, and every task it holds
+    /// that was reported lost is killed. Tasks it holds that this LM never knew are
+    /// left for [`LocalMaster::adopt`] (an LM that restarted). Unknown nodes change
+    /// nothing.
+    pub fn nodes_back(
+        &mut self,
+        nodes: &[NodeId],
+        holding: &[(NodeId, TaskId)],
+    ) -> Result<LmEffects, LmError> {
+        self.check_nodes(nodes)?;
+        let mut effects = LmEffects::default();
+        for &node in nodes {
+            let n = node.index();
+            if self.down[n] {
+                self.down[n] = false;
+                self.free[n] = self.topology.capacity[n];
+                self.version += 1;
+            }
+        }
+        for &(node, task) in holding {
+            if self.lost.contains(&(task, node)) {
+                effects.kills.push(KillTask { node, task });
+            }
+        }
+        Ok(effects)
+    }
+
+    /// True when some run of `task` was reported lost (its worker may still report
+    /// it, or already reported its end, which was absorbed).
+    pub(crate) fn has_lost_run(&self, task: TaskId) -> bool {
+        self.lost_ended.contains(&task) || self.lost.iter().any(|(t, _)| *t == task)
+    }
+
+    /// True when `node`'s worker is down.
+    pub fn is_down(&self, node: NodeId) -> bool {
+        self.down.get(node.index()).copied().unwrap_or(false)
+    }
+
+    /// The nodes that are down.
+    pub fn down_nodes(&self) -> Vec<NodeId> {
+        (0..self.down.len())
+            .filter(|n| self.down[*n])
+            .map(|n| NodeId(n as u32))
+            .collect()
+    }
+
+    /// A report about a task already reported lost: its end is absorbed (the GM
+    /// knows it ended), a start answered with a kill.
+    pub(super) fn lost_task_reported(&mut self, report: WorkerReport, effects: &mut LmEffects) {
+        match report {
+            WorkerReport::Started { node, task, .. } => {
+                effects.kills.push(KillTask { node, task });
+            }
+            other => {
+                self.lost.remove(&(other.task(), other.node()));
+                self.lost_ended.insert(other.task());
+            }
+        }
+    }
+
+    fn check_nodes(&self, nodes: &[NodeId]) -> Result<(), LmError> {
+        match nodes.iter().find(|n| n.index() >= self.down.len()) {
+            Some(&node) => Err(LmError::UnknownNode { node }),
+            None => Ok(()),
+        }
+    }
+}

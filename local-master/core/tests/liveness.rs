@@ -1,0 +1,243 @@
+//! A worker that stops answering: its tasks end `Lost` at the GMs that launched them,
+//! its nodes are down (no free resources offered, launches refused), late reports of
+//! the lost tasks change nothing, and when the worker is back its nodes are offered
+//! again and the lost tasks it still holds are killed.
+
+use common::cluster::{LmSpec, NodeSpec};
+use common::messages::{
+    LaunchBatch, LaunchOutcome, LaunchRequest, Placement, TaskFailure, WorkerReport,
+};
+use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
+use common::reasons::RejectReason;
+use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use lm_core::{LmConfig, LmInput, LocalMaster};
+
+/// Two GMs; two nodes of 2 cores each, node 0 in GM 0's partition, node 1 in GM 1's.
+fn lm() -> LocalMaster {
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node], vec![node]],
+    };
+    LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0))
+}
+
+fn launch(lm: &mut LocalMaster, gm: u16, seq: u64, task: u64, node: u32) -> LaunchOutcome {
+    let batch = GmToLm::Launch(LaunchBatch {
+        gm: GmId(gm),
+        lm: LmId(0),
+        seq,
+        requests: vec![LaunchRequest {
+            task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
+            node: NodeId(node),
+            placement: Placement::Internal,
+        }],
+    });
+    let out = lm.step(Micros(1), LmInput::Gm(batch)).expect("for this LM");
+    out.launch_answer().expect("answered").outcomes[0].1.clone()
+}
+
+fn report(lm: &mut LocalMaster, r: WorkerReport) -> lm_core::LmOutput {
+    lm.step(Micros(20), LmInput::Worker(WorkerToLm::Report(r)))
+        .expect("absorbed")
+}
+
+#[test]
+fn a_lost_worker_ends_its_tasks_lost_at_their_gms_and_its_nodes_go_down() {
+    let mut lm = lm();
+    assert!(matches!(
+        launch(&mut lm, 0, 1, 1, 0),
+        LaunchOutcome::Launched { .. }
+    ));
+    assert!(matches!(
+        launch(&mut lm, 1, 1, 2, 1),
+        LaunchOutcome::Launched { .. }
+    ));
+    let out = lm
+        .step(
+            Micros(10),
+            LmInput::WorkerLost {
+                nodes: vec![NodeId(0)],
+                reason: "no answer for 10 s".into(),
+            },
+        )
+        .unwrap();
+    // Exactly task 1, to GM 0, lost with the reason; task 2 (node 1) is untouched.
+    let ends: Vec<_> = out
+        .to_gms
+        .iter()
+        .filter_map(|(to, m)| match m {
+            LmToGm::Ended(e) => Some((*to, e.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0].0, GmAddress::One(GmId(0)));
+    let end = &ends[0].1.ends[..];
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0].task, TaskId::new(1, 0));
+    assert!(
+        matches!(&end[0].failure, Some(TaskFailure::Lost { reason }) if reason.contains("no answer for 10 s")),
+        "{:?}",
+        end[0].failure
+    );
+    assert!(lm.running().contains_key(&TaskId::new(2, 0)));
+    assert!(!lm.running().contains_key(&TaskId::new(1, 0)));
+    assert!(lm.is_down(NodeId(0)) && !lm.is_down(NodeId(1)));
+    // The GMs see nothing free on the down node.
+    let snapshot = lm.snapshot(Micros(11));
+    assert_eq!(snapshot.free[0], Resources::ZERO);
+    assert_eq!(snapshot.free[1], Resources::cores(1, 1014));
+    // A launch there is refused, saying why.
+    assert_eq!(
+        launch(&mut lm, 0, 2, 3, 0),
+        LaunchOutcome::Rejected(RejectReason::NodeDown)
+    );
+    // Declared lost twice: nothing more is reported.
+    let again = lm
+        .step(
+            Micros(12),
+            LmInput::WorkerLost {
+                nodes: vec![NodeId(0)],
+                reason: "again".into(),
+            },
+        )
+        .unwrap();
+    assert!(again.to_gms.is_empty() && again.events.is_empty());
+}
+
+#[test]
+fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kill() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lm.step(
+        Micros(10),
+        LmInput::WorkerLost {
+            nodes: vec![NodeId(0)],
+            reason: "silent".into(),
+        },
+    )
+    .unwrap();
+    let started = report(
+        &mut lm,
+        WorkerReport::Started {
+            node: NodeId(0),
+            task: TaskId::new(1, 0),
+            at: Micros(15),
+        },
+    );
+    assert!(matches!(
+        &started.to_workers[..],
+        [LmToWorker::Kill(k)] if k.task == TaskId::new(1, 0) && k.node == NodeId(0)
+    ));
+    assert!(started.to_gms.is_empty() && started.events.is_empty());
+    let finished = report(
+        &mut lm,
+        WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(1, 0),
+            at: Micros(16),
+        },
+    );
+    assert!(
+        finished.to_gms.is_empty() && finished.events.is_empty() && finished.to_workers.is_empty()
+    );
+    // Absorbed once; a second copy is an ordinary unknown report.
+    assert!(lm
+        .step(
+            Micros(21),
+            LmInput::Worker(WorkerToLm::Report(WorkerReport::Finished {
+                node: NodeId(0),
+                task: TaskId::new(1, 0),
+                at: Micros(16),
+            }))
+        )
+        .is_err());
+}
+
+#[test]
+fn a_worker_back_gets_its_nodes_offered_again_and_its_lost_tasks_killed() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lm.step(
+        Micros(10),
+        LmInput::WorkerLost {
+            nodes: vec![NodeId(0)],
+            reason: "silent".into(),
+        },
+    )
+    .unwrap();
+    let out = lm
+        .step(
+            Micros(30),
+            LmInput::WorkerBack {
+                nodes: vec![NodeId(0)],
+                holding: vec![
+                    (NodeId(0), TaskId::new(1, 0)),
+                    (NodeId(0), TaskId::new(9, 0)),
+                ],
+            },
+        )
+        .unwrap();
+    // The lost task is killed; the unknown one is left for adoption.
+    assert!(matches!(
+        &out.to_workers[..],
+        [LmToWorker::Kill(k)] if k.task == TaskId::new(1, 0)
+    ));
+    assert!(!lm.is_down(NodeId(0)));
+    assert_eq!(lm.snapshot(Micros(31)).free[0], Resources::cores(2, 1024));
+    assert!(matches!(
+        launch(&mut lm, 0, 2, 3, 0),
+        LaunchOutcome::Launched { .. }
+    ));
+    assert!(lm
+        .step(
+            Micros(32),
+            LmInput::WorkerBack {
+                nodes: vec![NodeId(7)],
+                holding: vec![]
+            }
+        )
+        .is_err());
+}
+
+/// Found by `loadgen faults` (seed 359): a worker back from a partition listed the
+/// lost run as finished, and the GM's retry was answered `Duplicate` forever.
+#[test]
+fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lm.step(
+        Micros(10),
+        LmInput::WorkerLost {
+            nodes: vec![NodeId(0)],
+            reason: "silent".into(),
+        },
+    )
+    .unwrap();
+    // Its end arrives late (absorbed), then the worker lists it finished.
+    report(
+        &mut lm,
+        WorkerReport::Finished {
+            node: NodeId(0),
+            task: TaskId::new(1, 0),
+            at: Micros(12),
+        },
+    );
+    lm.finished_before_restart(TaskId::new(1, 0));
+    lm.step(
+        Micros(20),
+        LmInput::WorkerBack {
+            nodes: vec![NodeId(0)],
+            holding: vec![],
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        launch(&mut lm, 0, 2, 1, 0),
+        LaunchOutcome::Launched { .. }
+    ));
+}

@@ -1,0 +1,121 @@
+//! `GET /v1/nodes` on an LM: its authoritative state per node (home partition,
+//! worker slot and whether that worker is registered, capacity, free and used
+//! resources, machine constraints, the tasks running there), and which worker runs
+//! a node (for task logs, proxied to it).
+
+use super::actor::LmActor;
+use actix::prelude::*;
+use common::{NodeId, Resources, TaskId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Serialize)]
+pub struct LmNodesView {
+    pub lm: u16,
+    pub incarnation: u64,
+    pub ready: bool,
+    pub capacity: Resources,
+    pub free: Resources,
+    pub running_tasks: usize,
+    pub nodes: Vec<LmNode>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LmNode {
+    pub node: u32,
+    /// The GM whose internal partition holds the node.
+    pub partition: u16,
+    pub worker_slot: usize,
+    /// False while that worker has not registered with this life of the LM.
+    pub worker_registered: bool,
+    pub capacity: Resources,
+    pub free: Resources,
+    pub used: Resources,
+    pub constraints: Vec<usize>,
+    /// Tasks holding resources on the node (`job.index`).
+    pub tasks: Vec<String>,
+}
+
+#[derive(Message, Debug)]
+#[rtype(result = "LmNodesView")]
+pub struct GetNodes;
+
+impl Handler<GetNodes> for LmActor {
+    type Result = MessageResult<GetNodes>;
+
+    fn handle(&mut self, _: GetNodes, _: &mut Context<Self>) -> Self::Result {
+        let topology = self.core.topology().clone();
+        let free = self.core.free();
+        let mut tasks: BTreeMap<NodeId, Vec<TaskId>> = BTreeMap::new();
+        for (task, alloc) in self.core.running() {
+            tasks.entry(alloc.node).or_default().push(*task);
+        }
+        let nodes = (0..topology.node_count())
+            .map(|n| {
+                let node = NodeId(n as u32);
+                let slot = self.slot_of(node);
+                let mut on_node = tasks.remove(&node).unwrap_or_default();
+                on_node.sort_unstable();
+                LmNode {
+                    node: node.0,
+                    partition: topology.home[n].0,
+                    worker_slot: slot,
+                    worker_registered: self.worker_sender(slot).is_some(),
+                    capacity: topology.capacity[n],
+                    free: free[n],
+                    used: topology.capacity[n].saturating_sub(&free[n]),
+                    constraints: topology.constraints[n].iter().collect(),
+                    tasks: on_node.iter().map(ToString::to_string).collect(),
+                }
+            })
+            .collect();
+        MessageResult(LmNodesView {
+            lm: topology.lm.0,
+            incarnation: self.incarnation,
+            ready: self.ready(),
+            capacity: self.core.total_capacity(),
+            free: free.iter().sum(),
+            running_tasks: self.core.running().len(),
+            nodes,
+        })
+    }
+}
+
+/// The URL of the worker that runs `node` (or, without a node, the node where
+/// `task` runs now), if it registered.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<String, String>")]
+pub struct WorkerUrl {
+    pub node: Option<NodeId>,
+    pub task: TaskId,
+}
+
+impl Handler<WorkerUrl> for LmActor {
+    type Result = Result<String, String>;
+
+    fn handle(&mut self, msg: WorkerUrl, _: &mut Context<Self>) -> Self::Result {
+        let node = match msg.node {
+            Some(node) => node,
+            None => self
+                .core
+                .running()
+                .get(&msg.task)
+                .map(|a| a.node)
+                .ok_or_else(|| {
+                    format!(
+                        "task {} does not run on this LM now; name its node (?node=N)",
+                        msg.task
+                    )
+                })?,
+        };
+        if node.index() >= self.core.topology().node_count() {
+            return Err(format!("{node} is not a node of this LM"));
+        }
+        let slot = self.slot_of(node);
+        self.worker_urls
+            .get(slot)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| format!("the worker of {node} (slot {slot}) has not registered"))
+    }
+}
