@@ -42,6 +42,10 @@ enum Command {
     /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
     /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
     BenchTopk(cli::bench_topk::BenchTopKArgs),
+    /// Cost of retrying blocked tasks under overload: the full retry (--wake all)
+    /// against the wake index (--wake indexed), CPU seconds and retries (prints
+    /// figures).
+    BenchWake(cli::bench_wake::BenchWakeArgs),
     /// Seeded fault injection (crashes, partitions, lost/duplicated/delayed messages,
     /// refusing workers, broker outages, clock skew) on small simulated clusters,
     /// invariants checked after every event; prints seeds/s and every violation with
@@ -60,6 +64,7 @@ fn main() -> std::process::ExitCode {
         Command::Embedded(args) => cli::replay::run_embedded(args),
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
+        Command::BenchWake(args) => cli::bench_wake::run(args),
         Command::Faults(args) => cli::faults::run(args),
     };
     match result {

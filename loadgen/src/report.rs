@@ -139,12 +139,19 @@ pub struct Summary {
     pub promoted: u64,
     /// QUEUEABLE placement attempts held back by their job's quota.
     pub quota_held: u64,
+    /// Which blocked tasks the GMs retried on a gain of resources (indexed, all).
+    pub wake: String,
+    /// GM placement attempts of tasks tried before, and blocked tasks woken.
+    pub retries: u64,
+    pub woken: u64,
     /// Jain's index of normalised shares per window (runs with queues only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::FairnessSummary>,
     pub events: u64,
     pub simulated_span_s: f64,
     pub wall_time_s: f64,
+    /// CPU time of the simulation itself (reading and writing files excluded).
+    pub cpu_time_s: f64,
     pub peak_rss_mb: f64,
 }
 
@@ -209,10 +216,14 @@ impl Summary {
             shed: c.shed,
             promoted: c.promoted,
             quota_held: c.quota_held,
+            wake: String::new(),
+            retries: c.retries,
+            woken: c.woken,
             fairness: None,
             events: c.events,
             simulated_span_s: outcome.span.as_secs_f64(),
             wall_time_s,
+            cpu_time_s: 0.0,
             peak_rss_mb: peak_rss_mb().unwrap_or(0.0),
         }
     }
@@ -244,6 +255,27 @@ pub fn job_latencies(records: &[TaskRecord]) -> Vec<f64> {
     jobs.values()
         .filter_map(|(arrival, finish)| finish.map(|f| f.since(*arrival).as_secs_f64()))
         .collect()
+}
+
+/// CPU time this process has used so far (all threads), in seconds, where /proc
+/// says: `/proc/self/schedstat` (nanoseconds), else utime + stime of
+/// `/proc/self/stat` (clock ticks, taken as 100 per second).
+pub fn cpu_seconds() -> Option<f64> {
+    if let Ok(text) = std::fs::read_to_string("/proc/self/schedstat") {
+        if let Some(ns) = text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            return Some(ns / 1e9);
+        }
+    }
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 /// Peak resident memory of this process (VmHWM), in MiB, where /proc says.

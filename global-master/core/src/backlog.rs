@@ -1,25 +1,75 @@
-//! The work waiting in a GM's queues, and the task shapes known to find no node.
+//! The work waiting in a GM's queues, the task shapes known to find no node, and
+//! which blocked tasks wake when the view gains resources.
 //!
 //! A shape (constraints, resources) that found no node since the view last gained
 //! resources would fail again: the view has only shrunk since. The placement
 //! pipeline skips its scan (a known miss); the cache empties whenever the view gains
 //! resources, which is also when blocked tasks deserve another try.
+//!
+//! Which blocked tasks are tried again ([`WakePolicy`]): the paper's simulator
+//! retries every one of them whenever the view gains anything, so an overloaded GM
+//! spends its time failing the same tasks again (860 million retries for a
+//! 300,000-task overloaded trace on 10,000 nodes). With [`WakePolicy::Indexed`] (the
+//! default) the blocked tasks wait in classes by shape (see [`crate::queue`]), and
+//! the view lists the nodes whose free resources grew. A blocked class can only fit
+//! on one of those (at the end of every pass no blocked class fits anywhere, and the
+//! view only shrinks during a pass), so the next pass is *selective*: as the line
+//! reaches a sleeping class's first task, the class is asked whether a grown node has
+//! room for it now; if so it wakes and its tasks are tried in key order until the
+//! first that finds no room (the ones behind it would fail too), then it sleeps
+//! again; once no grown node has room left, nothing more is asked. The cost of a
+//! pass follows the tasks it places, not the backlog (like kube-scheduler's
+//! queueing hints, with the line order kept).
+//!
+//! Kept as before: the order of tries within a queue (keys), the known-miss cache,
+//! every task a pass tries that the full retry would have tried with a chance to
+//! fit. Queues the fairness step may still preempt for (within their share, another
+//! queue over its own) keep the full retry: each of their tasks asks the fairness
+//! step, as before. A topology rebuilt (an LM's first state, or a new one) wakes
+//! everything: a task may have become unplaceable.
+//!
+//! What differs from the full retry, and why schedules can differ:
+//! - the retries skipped are decisions no more: fewer `attempts`, and the simulator
+//!   no longer charges their cost (2 us each), which under overload delayed every
+//!   launch of the pass behind them;
+//! - Megha's round-robin over LMs advances once per try, so with fewer tries a task
+//!   can start on another LM (same kind of partition);
+//! - across queues, a queue's blocked tasks that cannot fit no longer take turns in
+//!   the round-robin between queues.
+//!
+//! With one GM, one LM, one queue and no charge for decisions the two give the same
+//! schedules but for `attempts` (`tests/tests/cores/wake_index.rs`).
 
-use crate::queue::{Pending, Queues};
-use common::{ConstraintSet, Resources};
+pub use crate::config::WakePolicy;
+pub use crate::queue::Probe;
+pub use crate::queue::Shape;
+use crate::queue::{Pending, Queued, Queues};
+use common::QueueId;
 use rustc_hash::FxHashSet as HashSet;
-
-/// A task's shape: its constraints and its request.
-pub type Shape = (ConstraintSet, Resources);
 
 /// The user queues and the known-miss cache.
 #[derive(Debug, Default)]
 pub struct Backlog {
     queues: Queues,
     failed_shapes: HashSet<Shape>,
+    policy: WakePolicy,
+    /// The view gained resources since the last pass.
+    gained: bool,
+    /// ... in a way the grown nodes do not tell (a topology changed): wake all.
+    wake_all: bool,
+    /// Queues whose classes stay awake for the whole pass (the fairness step may
+    /// preempt for them).
+    kept_awake: Vec<QueueId>,
 }
 
 impl Backlog {
+    pub fn new(policy: WakePolicy) -> Self {
+        Backlog {
+            policy,
+            ..Backlog::default()
+        }
+    }
+
     pub fn queues(&self) -> &Queues {
         &self.queues
     }
@@ -34,9 +84,9 @@ impl Backlog {
         pending.into_iter().for_each(|p| self.queues.push_ready(p));
     }
 
-    /// A task that found no room in the current view.
-    pub fn push_blocked(&mut self, pending: Box<Pending>) {
-        self.queues.push_blocked(pending);
+    /// A task that found no room in the current view: it waits in its class.
+    pub fn push_blocked(&mut self, queued: Queued) {
+        self.queues.push_blocked(queued);
     }
 
     /// Takes every waiting task of `job` out (a cancelled job).
@@ -45,8 +95,17 @@ impl Backlog {
     }
 
     /// The next ready task, taking queues in turn.
-    pub fn pop_ready(&mut self) -> Option<Box<Pending>> {
+    pub fn pop_ready(&mut self) -> Option<Queued> {
         self.queues.pop_ready()
+    }
+
+    /// Tasks the next pass would try (every blocked one counts while a gain is
+    /// pending: it may wake).
+    pub fn ready_len(&self) -> usize {
+        match self.gained {
+            true => self.queues.ready_len() + self.queues.blocked_len(),
+            false => self.queues.ready_len(),
+        }
     }
 
     /// The shape found no node since the view last gained resources.
@@ -54,15 +113,80 @@ impl Backlog {
         self.failed_shapes.contains(shape)
     }
 
-    /// The shape found no node in the current view.
+    /// The shape found no node in the current view: known from now on, and (indexed)
+    /// its class sleeps, except in the queues kept awake for the fairness step.
     pub fn remember_miss(&mut self, shape: Shape) {
         self.failed_shapes.insert(shape);
+        if self.policy == WakePolicy::Indexed {
+            let kept = &self.kept_awake;
+            self.queues.sleep(shape, &|q| kept.contains(&q));
+        }
     }
 
-    /// The view gained resources: every shape and every blocked task is worth another
-    /// try.
+    /// The view gained resources: every shape is worth another try, and blocked
+    /// tasks wake at the next pass ([`Backlog::begin_pass`]).
     pub fn view_gained(&mut self) {
         self.failed_shapes.clear();
-        self.queues.unblock_all();
+        self.gained = true;
+    }
+
+    /// The view changed in a way grown nodes do not describe (a topology was built
+    /// anew): every blocked task is tried at the next pass.
+    pub fn view_rebuilt(&mut self) {
+        self.view_gained();
+        self.wake_all = true;
+    }
+
+    /// True when a gain since the last pass may wake blocked tasks.
+    pub fn wake_pending(&self) -> bool {
+        self.gained
+    }
+
+    /// True when the next [`Backlog::begin_pass`] wakes only some classes: every
+    /// other blocked task can fit only on a node that grew since the last wake.
+    pub fn wakes_selectively(&self) -> bool {
+        self.gained && self.policy == WakePolicy::Indexed && !self.wake_all
+    }
+
+    /// Queues holding blocked tasks.
+    pub fn blocked_queues(&self) -> Vec<QueueId> {
+        self.queues.blocked_queues()
+    }
+
+    /// The start of a pass after a gain. With [`WakePolicy::All`] (or after a
+    /// rebuild) every class wakes; otherwise the pass is selective: the classes of
+    /// the `fairness_live` queues wake, and each other class is asked, when its turn
+    /// in the line comes, whether it fits ([`Backlog::pop_ready_with`]).
+    pub fn begin_pass(&mut self, fairness_live: Vec<QueueId>) {
+        if !std::mem::take(&mut self.gained) {
+            return;
+        }
+        if self.policy == WakePolicy::All || std::mem::take(&mut self.wake_all) {
+            self.queues.wake_all();
+        } else {
+            for q in &fairness_live {
+                self.queues.wake_queue(*q);
+            }
+            self.queues.start_walk();
+        }
+        self.wake_all = false;
+        self.kept_awake = fairness_live;
+    }
+
+    /// The next ready task; in a selective pass, sleeping classes `probe` says fit
+    /// wake when their turn comes.
+    pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
+        self.queues.pop_ready_with(probe)
+    }
+
+    /// Tasks in the classes woken so far.
+    pub fn woken(&self) -> u64 {
+        self.queues.woken()
+    }
+
+    /// The end of a pass: every class sleeps until the view gains resources.
+    pub fn end_pass(&mut self) {
+        self.queues.sleep_all();
+        self.kept_awake.clear();
     }
 }

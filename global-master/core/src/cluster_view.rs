@@ -4,7 +4,7 @@
 use crate::view::LmView;
 use common::messages::{LmSnapshot, Placement};
 use common::quota::JobContainers;
-use common::{GmId, JobId, LmId, NodeId, Resources};
+use common::{ConstraintSet, GmId, JobId, LmId, NodeId, Resources};
 use std::sync::Arc;
 
 /// What applying a snapshot did.
@@ -74,6 +74,41 @@ impl ClusterView {
         let views = self.lms.iter().flatten();
         let nodes = views.clone().map(|v| v.topology.node_count()).sum();
         (nodes, views.map(|v| v.total_capacity).sum())
+    }
+
+    /// The nodes (LM, node) whose free resources grew since the last call, over
+    /// every LM.
+    pub fn take_raised(&mut self) -> Vec<(u16, u32)> {
+        let mut raised = Vec::new();
+        for (l, view) in self.lms.iter_mut().enumerate() {
+            if let Some(view) = view {
+                view.take_raised(l as u16, &mut raised);
+            }
+        }
+        raised
+    }
+
+    /// True when one of these nodes has something free in every dimension now.
+    pub fn any_room(&self, nodes: &[(u16, u32)]) -> bool {
+        nodes.iter().any(|&(l, n)| {
+            self.get(l as usize)
+                .and_then(|v| v.node_now(n))
+                .is_some_and(|(_, free)| !free.any_zero())
+        })
+    }
+
+    /// True when one of these nodes has `constraints` and room for `request` now.
+    pub fn fits_one_of(
+        &self,
+        nodes: &[(u16, u32)],
+        constraints: ConstraintSet,
+        request: &Resources,
+    ) -> bool {
+        nodes.iter().any(|&(l, n)| {
+            self.get(l as usize)
+                .and_then(|v| v.node_now(n))
+                .is_some_and(|(has, free)| constraints.satisfied_by(has) && free.fits(request))
+        })
     }
 
     /// A node of LM `l` is `gm`'s own (internal) or another GM's (a repartition).

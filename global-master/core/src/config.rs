@@ -37,9 +37,41 @@ pub struct GmConfig {
     /// previous life: the services start from the start time in microseconds (a life
     /// sends far fewer than one batch per microsecond). 0 in the simulator.
     pub first_batch_seq: u64,
+    /// Which blocked tasks a gain of resources wakes (see [`crate::backlog`]).
+    pub wake: WakePolicy,
     /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
     /// failed task stays failed).
     pub retry: RetryPolicy,
+}
+
+/// Which blocked tasks a gain of resources wakes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WakePolicy {
+    /// Only the shapes some node whose free resources grew could host: the cost of
+    /// an event does not grow with the backlog.
+    #[default]
+    Indexed,
+    /// Every blocked task (the paper's simulator; kept to compare against).
+    All,
+}
+
+impl WakePolicy {
+    pub const NAMES: [&'static str; 2] = ["indexed", "all"];
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "indexed" => Some(WakePolicy::Indexed),
+            "all" => Some(WakePolicy::All),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WakePolicy::Indexed => "indexed",
+            WakePolicy::All => "all",
+        }
+    }
 }
 
 impl GmConfig {
@@ -57,6 +89,7 @@ impl GmConfig {
             lra: LraPathConfig::default(),
             queueable_quota: QueueableQuota::UNLIMITED,
             first_batch_seq: 0,
+            wake: WakePolicy::default(),
             retry: RetryPolicy::NONE,
         }
     }

@@ -97,6 +97,23 @@ impl Fairness {
         contention(f, lms, usage, queue, &refused, &self.in_flight)
     }
 
+    /// True when Algorithm 2 might preempt for a task of `queue` in this view: shares
+    /// are configured, `queue` is within its share and some other queue is over
+    /// its own. Otherwise every task of `queue` that finds no room just waits.
+    pub fn may_preempt_for(&mut self, lms: &[Option<LmView>], queue: QueueId) -> bool {
+        let Some(f) = &self.config else {
+            return false;
+        };
+        let (usage, total) = self.usage_cache.get_or_insert_with(|| usage_view(lms));
+        let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
+        if f.policy.share(&used(queue), total) >= f.share_of(queue) {
+            return false;
+        }
+        usage
+            .iter()
+            .any(|(q, u)| *q != queue && f.violation(*q, u, total) > 0.0)
+    }
+
     /// A preemption request to `lm` leaves: its slot is taken until the answer.
     pub fn asked(&mut self, lm: LmId) {
         self.in_flight[lm.index()] = true;

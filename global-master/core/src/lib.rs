@@ -15,7 +15,8 @@
 //! - [`view`]: one LM's view: per partition, free resources and one bit-vector per
 //!   machine constraint, refreshed from heartbeats and every LM response;
 //!   [`cluster_view`]: every LM's view and applying a snapshot.
-//! - [`backlog`]: the queues plus the known-miss cache of task shapes.
+//! - [`backlog`]: the queues, the known-miss cache of task shapes, and which blocked
+//!   tasks a gain of resources wakes (the wake index).
 //! - [`placement`]: the placement pipeline (select -> filter -> fit -> explain) and its
 //!   policies (one file and one registry line each; Megha is the default);
 //!   [`matcher`]: re-exports of Algorithm 1 under its historical name.
@@ -49,6 +50,7 @@ pub mod queue;
 pub mod quota;
 pub mod view;
 
+pub use config::WakePolicy;
 pub use master::step;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};

@@ -77,6 +77,11 @@ pub struct GmStats {
     /// launched.
     pub duplicates_answered: u64,
     pub requeues: u64,
+    /// Placement attempts of tasks tried before (blocked or refused ones again).
+    pub retries: u64,
+    /// Blocked tasks woken by a gain of resources (all of them under
+    /// `WakePolicy::All`).
+    pub woken: u64,
     pub unplaceable: u64,
     pub snapshots_applied: u64,
     pub stale_snapshots: u64,

@@ -13,8 +13,8 @@
 use bitvec::prelude::*;
 use common::messages::{LmSnapshot, LmTopology};
 use common::quota::JobContainers;
+use common::{ConstraintSet, NodeId, Resources};
 use common::{JobId, Micros};
-use common::{NodeId, Resources};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -88,6 +88,10 @@ pub struct LmView {
     pub jobs: Arc<Vec<(JobId, JobContainers)>>,
     /// The last snapshot reported QUEUEABLE holdings.
     has_q_held: bool,
+    /// LM nodes whose free resources grew since [`LmView::take_raised`] (each once;
+    /// `raised_mark` tells which are listed).
+    raised: Vec<u32>,
+    raised_mark: Bits,
 }
 
 impl LmView {
@@ -131,6 +135,7 @@ impl LmView {
             }
         }
         let total_capacity = topology.capacity.iter().sum::<Resources>();
+        let node_count = topology.node_count();
         LmView {
             incarnation: 0,
             other_life_streak: 0,
@@ -144,6 +149,8 @@ impl LmView {
             delay_index: BTreeSet::new(),
             jobs: Arc::new(Vec::new()),
             has_q_held: false,
+            raised: Vec::new(),
+            raised_mark: bitvec![u64, Lsb0; 0; node_count],
         }
     }
 
@@ -167,10 +174,11 @@ impl LmView {
             }
         }
         let mut gained = false;
-        for (&(p, slot), free) in self.slot_of.iter().zip(snapshot.free.iter()) {
+        for (n, (&(p, slot), free)) in self.slot_of.iter().zip(snapshot.free.iter()).enumerate() {
             let part = &mut self.partitions[p as usize];
-            if part.free[slot as usize] != *free {
-                gained |= part.set_free(slot as usize, *free);
+            if part.free[slot as usize] != *free && part.set_free(slot as usize, *free) {
+                gained = true;
+                mark_raised(&mut self.raised, &mut self.raised_mark, n);
             }
         }
         if !snapshot.queueable_held.is_empty() || self.has_q_held {
@@ -245,7 +253,37 @@ impl LmView {
                 free.cpu_millis.min(cap.cpu_millis),
                 free.memory_mb.min(cap.memory_mb),
             );
-            part.set_free(slot, free);
+            if part.set_free(slot, free) {
+                mark_raised(&mut self.raised, &mut self.raised_mark, node.index());
+            }
         }
+    }
+
+    /// The nodes whose free resources grew since the last call, leaving out those
+    /// with nothing free in some dimension (no task can use them: the constraint
+    /// filter drops them too).
+    pub fn take_raised(&mut self, lm: u16, into: &mut Vec<(u16, u32)>) {
+        for n in self.raised.drain(..) {
+            self.raised_mark.set(n as usize, false);
+            let (p, slot) = self.slot_of[n as usize];
+            if !self.partitions[p as usize].free[slot as usize].any_zero() {
+                into.push((lm, n));
+            }
+        }
+    }
+
+    /// The constraints and free resources of an LM node now.
+    pub fn node_now(&self, n: u32) -> Option<(ConstraintSet, Resources)> {
+        let &(p, slot) = self.slot_of.get(n as usize)?;
+        let free = self.partitions[p as usize].free[slot as usize];
+        Some((*self.topology.constraints.get(n as usize)?, free))
+    }
+}
+
+/// Lists node `n` among the raised ones, once.
+fn mark_raised(raised: &mut Vec<u32>, mark: &mut Bits, n: usize) {
+    if let Some(false) = mark.get(n).map(|b| *b) {
+        mark.set(n, true);
+        raised.push(n as u32);
     }
 }

@@ -256,6 +256,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_retries_total",
+            "counter",
+            "Placement attempts of tasks tried before (blocked tasks woken, refused ones).",
+            s.retries as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_woken_total",
+            "counter",
+            "Blocked tasks in the classes woken by a gain of resources.",
+            s.woken as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_unplaceable_total",
             "counter",
             "Tasks no node can ever host.",

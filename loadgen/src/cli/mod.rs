@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_e2e;
 pub mod bench_topk;
+pub mod bench_wake;
 pub mod faults;
 pub mod lra;
 pub mod replay;

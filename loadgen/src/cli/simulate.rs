@@ -74,20 +74,40 @@ pub struct ModelArgs {
     /// Memory a trace task asks for, in MiB, when the trace gives none.
     #[arg(long, default_value_t = 1024, value_name = "MIB")]
     pub task_memory_mb: u64,
-    /// How task placement constraints are synthesised (Megha / Sharma et al. model).
-    #[arg(long, value_enum, default_value_t = ConstraintMode::PerJob)]
-    pub constraints: ConstraintMode,
+    /// Settings of a peer simulator, for side-by-side runs: megha3 = the Megha 3.0
+    /// Python simulator (per-task constraints, 5 s heartbeat, whole-second task
+    /// durations, identical arrivals separated by 0.01 s). A flag given explicitly
+    /// wins over the preset.
+    #[arg(long, value_enum, value_name = "PEER")]
+    pub preset: Option<Preset>,
+    /// How task placement constraints are synthesised (Megha / Sharma et al. model)
+    /// [default: per-job; megha3: per-task].
+    #[arg(long, value_enum)]
+    pub constraints: Option<ConstraintMode>,
     /// One-way network delay in milliseconds.
     #[arg(long, default_value_t = 0.5, value_name = "MS")]
     pub network_delay_ms: f64,
-    /// LM heartbeat period in seconds.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
-    pub heartbeat_s: f64,
+    /// LM heartbeat period in seconds [default: 10; megha3: 5].
+    #[arg(long, value_name = "SECS")]
+    pub heartbeat_s: Option<f64>,
+    /// Truncate task durations to whole seconds, as the peer reads them
+    /// (`int(float(d))`) [default: false; megha3: true].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub whole_second_durations: Option<bool>,
+    /// Move a job arriving at the same time as an earlier one 0.01 s later (0.02 s
+    /// for the next, ...), as the peer does [default: false; megha3: true].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub separate_identical_arrivals: Option<bool>,
     /// Simulate every heartbeat through idle gaps (by default a quiet cluster jumps
     /// to the last heartbeat before the next arrival, keeping the heartbeat phase;
     /// the schedules are the same either way, this only costs time).
     #[arg(long)]
     pub simulate_idle: bool,
+    /// Which blocked tasks a GM tries again when its view gains resources: indexed
+    /// (only those the grown nodes could host; the cost of an event does not grow
+    /// with the backlog) or all (every one, as the paper's simulator does).
+    #[arg(long, default_value = "indexed", value_name = "POLICY", value_parser = parse_wake)]
+    pub wake: global_master::core::WakePolicy,
     /// Largest launch batch a GM sends one LM.
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
@@ -111,13 +131,50 @@ pub struct ModelArgs {
     pub fairness_window_s: f64,
 }
 
+/// A peer simulator whose settings `--preset` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// The Megha 3.0 Python simulator.
+    Megha3,
+}
+
 impl ModelArgs {
+    fn megha3(&self) -> bool {
+        self.preset == Some(Preset::Megha3)
+    }
+
+    /// The constraint synthesis in effect (flag, else preset, else per-job).
+    pub fn constraint_mode(&self) -> ConstraintMode {
+        self.constraints.unwrap_or(match self.megha3() {
+            true => ConstraintMode::PerTask,
+            false => ConstraintMode::PerJob,
+        })
+    }
+
+    /// The heartbeat period in effect, in seconds.
+    pub fn heartbeat_secs(&self) -> f64 {
+        self.heartbeat_s
+            .unwrap_or(if self.megha3() { 5.0 } else { 10.0 })
+    }
+
+    /// Applies the trace adjustments in effect (whole-second durations, separated
+    /// identical arrivals) to the jobs read.
+    pub fn adjust_trace(&self, jobs: &mut [TraceJob]) {
+        if self.whole_second_durations.unwrap_or(self.megha3()) {
+            whole_second_durations(jobs);
+        }
+        if self.separate_identical_arrivals.unwrap_or(self.megha3()) {
+            separate_identical_arrivals(jobs);
+        }
+    }
+
     pub fn sim_config(&self, scheduler: SchedulerKind, gms: u16) -> Result<SimConfig> {
         if !(self.network_delay_ms.is_finite() && self.network_delay_ms >= 0.0) {
             bail!("--network-delay-ms must be a non-negative number");
         }
-        if !(self.heartbeat_s.is_finite() && self.heartbeat_s > 0.0) {
-            bail!("--heartbeat-s must be a positive number");
+        let heartbeat_s = self.heartbeat_secs();
+        if !(heartbeat_s.is_finite() && heartbeat_s > 0.0) {
+            bail!("--heartbeat-s must be a positive number, not {heartbeat_s}");
         }
         if self.batch_size == 0 || self.probe_ratio == 0 {
             bail!("--batch-size and --probe-ratio must be at least 1");
@@ -125,7 +182,7 @@ impl ModelArgs {
         Ok(SimConfig {
             scheduler,
             network_delay: Micros::from_secs_f64(self.network_delay_ms / 1000.0),
-            heartbeat: Micros::from_secs_f64(self.heartbeat_s),
+            heartbeat: Micros::from_secs_f64(heartbeat_s),
             batch_size: self.batch_size,
             probe_ratio: self.probe_ratio,
             seed: self.seed,
@@ -137,6 +194,7 @@ impl ModelArgs {
             },
             preemption: self.preemption,
             skip_idle: !self.simulate_idle,
+            wake: self.wake,
             ..SimConfig::default()
         })
     }
@@ -147,9 +205,44 @@ impl ModelArgs {
         }
         Ok(WorkloadOptions {
             default_task: Resources::cores(self.task_cpus, self.task_memory_mb),
-            constraints: self.constraints,
+            constraints: self.constraint_mode(),
             seed: self.seed,
         })
+    }
+}
+
+fn parse_wake(name: &str) -> Result<global_master::core::WakePolicy, String> {
+    global_master::core::WakePolicy::parse(name).ok_or_else(|| {
+        format!(
+            "unknown wake policy {name:?}; expected one of: {}",
+            global_master::core::WakePolicy::NAMES.join(", ")
+        )
+    })
+}
+
+/// Task durations truncated to whole seconds (the Megha 3.0 simulator reads a
+/// duration with `int(float(d))`).
+pub fn whole_second_durations(jobs: &mut [TraceJob]) {
+    for task in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
+        task.duration = Micros::from_secs(task.duration.0 / 1_000_000);
+    }
+}
+
+/// A job arriving at exactly the time of an earlier one moves 0.01 s after the last
+/// job moved from that time (the Megha 3.0 simulator's separation of identical
+/// arrivals, keyed by the original time).
+pub fn separate_identical_arrivals(jobs: &mut [TraceJob]) {
+    let mut last: std::collections::HashMap<Micros, Micros> = std::collections::HashMap::new();
+    for job in jobs.iter_mut() {
+        match last.get_mut(&job.arrival) {
+            None => {
+                last.insert(job.arrival, job.arrival);
+            }
+            Some(at) => {
+                *at += Micros(10_000);
+                job.arrival = *at;
+            }
+        }
     }
 }
 
@@ -303,7 +396,17 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let seed = args.model.seed;
     eprintln!("seed: {seed}");
     let cluster = args.cluster.load(seed)?;
-    let trace = read_trace(&args.trace, args.format, args.selection.clone(), seed)?;
+    let mut trace = read_trace(&args.trace, args.format, args.selection.clone(), seed)?;
+    args.model.adjust_trace(&mut trace);
+    if let Some(preset) = args.model.preset {
+        eprintln!(
+            "preset {preset:?}: constraints {:?}, heartbeat {} s, whole-second durations {}, separated identical arrivals {}",
+            args.model.constraint_mode(),
+            args.model.heartbeat_secs(),
+            args.model.whole_second_durations.unwrap_or(true),
+            args.model.separate_identical_arrivals.unwrap_or(true)
+        );
+    }
     let base_jobs = workload::build(&trace, &args.model.workload()?);
     let policies = args.mercury.policies()?;
     let mut schedulers = args.scheduler.clone();
@@ -395,12 +498,18 @@ pub fn run_one(
             b.set_position(done);
         }
     };
+    let cpu_before = crate::report::cpu_seconds();
     let outcome = sim::run(cluster, jobs, config, &mut progress);
+    let cpu = crate::report::cpu_seconds()
+        .zip(cpu_before)
+        .map_or(0.0, |(after, before)| after - before);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let wall = started.elapsed().as_secs_f64();
     let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+    summary.wake = config.wake.name().to_owned();
+    summary.cpu_time_s = cpu;
     if let Some(f) = &config.fairness {
         let total = cluster.total_capacity();
         let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
@@ -499,5 +608,103 @@ pub fn print_table(summaries: &[Summary]) {
                 s.never_finished, s.over_commits
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceTask;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        model: ModelArgs,
+    }
+
+    fn model(args: &[&str]) -> ModelArgs {
+        let argv = std::iter::once("simulate").chain(args.iter().copied());
+        Cli::try_parse_from(argv).expect("arguments parse").model
+    }
+
+    fn job(arrival_us: u64, durations_us: &[u64]) -> TraceJob {
+        TraceJob {
+            id: 0,
+            arrival: Micros(arrival_us),
+            queue: None,
+            stages: Vec::new(),
+            tasks: durations_us
+                .iter()
+                .map(|d| TraceTask::with_duration(Micros(*d)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_megha3_preset_changes_only_the_defaults_not_given() {
+        // (arguments, constraints, heartbeat s, whole seconds, separated arrivals)
+        let table: &[(&[&str], ConstraintMode, f64, bool)] = &[
+            (&[], ConstraintMode::PerJob, 10.0, false),
+            (&["--preset", "megha3"], ConstraintMode::PerTask, 5.0, true),
+            (
+                &[
+                    "--preset",
+                    "megha3",
+                    "--heartbeat-s",
+                    "10",
+                    "--constraints",
+                    "none",
+                ],
+                ConstraintMode::None,
+                10.0,
+                true,
+            ),
+            (
+                &["--whole-second-durations", "--separate-identical-arrivals"],
+                ConstraintMode::PerJob,
+                10.0,
+                true,
+            ),
+        ];
+        for (args, constraints, heartbeat, adjusts) in table {
+            let m = model(args);
+            assert_eq!(m.constraint_mode(), *constraints, "{args:?}");
+            assert_eq!(m.heartbeat_secs(), *heartbeat, "{args:?}");
+            let mut jobs = vec![job(1_000_000, &[2_700_000]), job(1_000_000, &[500_000])];
+            m.adjust_trace(&mut jobs);
+            let got: Vec<(u64, u64)> = jobs
+                .iter()
+                .map(|j| (j.arrival.0, j.tasks[0].duration.0))
+                .collect();
+            let want = match adjusts {
+                true => vec![(1_000_000, 2_000_000), (1_010_000, 0)],
+                false => vec![(1_000_000, 2_700_000), (1_000_000, 500_000)],
+            };
+            assert_eq!(got, want, "{args:?}");
+        }
+        let m = model(&["--preset", "megha3", "--whole-second-durations", "false"]);
+        let mut jobs = vec![job(0, &[2_700_000]), job(0, &[1])];
+        m.adjust_trace(&mut jobs);
+        assert_eq!(
+            jobs[0].tasks[0].duration,
+            Micros(2_700_000),
+            "explicit false wins"
+        );
+        assert_eq!(jobs[1].arrival, Micros(10_000));
+    }
+
+    #[test]
+    fn repeated_arrivals_move_by_a_hundredth_per_repeat_keyed_by_the_original_time() {
+        let mut jobs: Vec<TraceJob> = [0, 0, 0, 5_000_000, 5_000_000, 7_000_000]
+            .iter()
+            .map(|a| job(*a, &[1]))
+            .collect();
+        separate_identical_arrivals(&mut jobs);
+        let got: Vec<u64> = jobs.iter().map(|j| j.arrival.0).collect();
+        assert_eq!(
+            got,
+            vec![0, 10_000, 20_000, 5_000_000, 5_010_000, 7_000_000]
+        );
     }
 }

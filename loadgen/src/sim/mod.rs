@@ -105,6 +105,8 @@ pub struct SimConfig {
     /// at the last tick (same phase) before the next arrival. Schedules are the same
     /// with and without (Megha simulator only).
     pub skip_idle: bool,
+    /// Which blocked tasks a GM retries when its view gains resources.
+    pub wake: global_master::core::WakePolicy,
     /// Largest launch batch per LM.
     pub batch_size: usize,
     /// Sparrow probes per task.
@@ -205,6 +207,7 @@ impl Default for SimConfig {
             network_delay: Micros(500),
             heartbeat: Micros::from_secs(10),
             skip_idle: true,
+            wake: global_master::core::WakePolicy::default(),
             batch_size: 100,
             probe_ratio: 2,
             costs: CostModel::default(),
@@ -247,6 +250,10 @@ pub struct SimCounters {
     pub promoted: u64,
     /// QUEUEABLE tasks held back by their job's quota (GM decisions).
     pub quota_held: u64,
+    /// GM placement attempts of tasks tried before (summed over the GMs).
+    pub retries: u64,
+    /// Blocked tasks the GMs woke when their views gained resources.
+    pub woken: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).

@@ -17,3 +17,4 @@ mod oracle;
 mod sim_idle;
 mod sim_lra;
 mod sim_properties;
+mod wake_index;

@@ -10,6 +10,7 @@
 
 use clap::Parser;
 use common::{GmId, Micros, Resources, TaskId, TaskKind, TaskSpec};
+use global_master::core::WakePolicy;
 use global_master::lra::Placer;
 use loadgen::cli::simulate::{run, run_one, SimulateArgs};
 use loadgen::sim::workload::Job;
@@ -118,9 +119,12 @@ fn scratch(scenario: &str) -> PathBuf {
     dir
 }
 
+/// The copies were written by the full retry of every blocked task on a gain of
+/// resources (`--wake all`); the indexed wake is compared with it in `wake_index`.
 fn scenario(name: &str, trace: &str, args: &[&str]) {
     let out = scratch(name);
-    simulate(&out, trace, args);
+    let args: Vec<&str> = args.iter().copied().chain(["--wake", "all"]).collect();
+    simulate(&out, trace, &args);
     check(name, &out);
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -261,6 +265,7 @@ fn oracle_lras_beside_short_and_guaranteed_work() {
                 designated_gm: GmId(1),
                 lra: tests::sim::lra_path(placer, 5),
                 lra_operator_constraints: tests::sim::w_anti_affinity(),
+                wake: WakePolicy::All,
                 ..SimConfig::default()
             };
             let dir = out.join(name).join(scheduler.name());

@@ -43,6 +43,7 @@ impl GlobalMaster {
         };
         if rebuilt {
             self.placement.topology_changed();
+            self.backlog.view_rebuilt();
         }
         self.stats.snapshots_applied += 1;
         self.fairness.view_changed();

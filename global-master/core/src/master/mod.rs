@@ -53,6 +53,9 @@ pub struct GlobalMaster {
     /// Retries of failed tasks and cancelled jobs: see [`crate::lifecycle`].
     lifecycle: Lifecycle,
     stats: GmStats,
+    /// During a pass after a selective wake: the (LM, node) pairs that grew since
+    /// the wake before (see [`crate::backlog`]).
+    grown: Option<Vec<(u16, u32)>>,
 }
 
 impl GlobalMaster {
@@ -60,7 +63,7 @@ impl GlobalMaster {
         let lms = config.lms as usize;
         GlobalMaster {
             view: ClusterView::new(lms),
-            backlog: Backlog::default(),
+            backlog: Backlog::new(config.wake),
             placement: Pipeline::default(),
             // GMs start at different candidates so that they do not herd.
             opportunistic: Opportunistic::new(
@@ -74,6 +77,7 @@ impl GlobalMaster {
             lra: LraPath::new(config.lra.clone()),
             lifecycle: Lifecycle::new(config.retry),
             stats: GmStats::default(),
+            grown: None,
             config,
         }
     }
@@ -99,6 +103,12 @@ impl GlobalMaster {
 
     pub fn queues(&self) -> &Queues {
         self.backlog.queues()
+    }
+
+    /// Tasks the next pass would try (blocked ones too while a gain of resources may
+    /// wake them).
+    pub fn ready_len(&self) -> usize {
+        self.backlog.ready_len()
     }
 
     /// Tasks sent to an LM and not yet answered.

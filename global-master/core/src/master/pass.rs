@@ -6,11 +6,12 @@
 //! under fairness); a task that no node could ever host leaves with a reason.
 
 use super::GlobalMaster;
+use crate::backlog::{Probe, Shape};
 use crate::fairness::Contention;
 use crate::opportunistic::QueueableChoice;
 use crate::outputs::{Decision, DecisionOutcome, PassOutput};
 use crate::placement::{Attempt, Found, Miss, Views};
-use crate::queue::Pending;
+use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
 use common::reasons::PendingReason;
 use common::{LmId, Micros, TaskKind};
@@ -22,18 +23,65 @@ impl GlobalMaster {
         if !self.view.is_full() || self.view.is_empty() {
             return out;
         }
-        while let Some(pending) = self.backlog.pop_ready() {
-            let decision = self.place(pending, &mut out);
+        self.wake_blocked();
+        loop {
+            // A sleeping class fits only on a node that grew since the last wake.
+            let (view, grown) = (&self.view, &self.grown);
+            let mut probe = |(constraints, request): &Shape| match grown {
+                Some(g) if view.any_room(g) => match view.fits_one_of(g, *constraints, request) {
+                    true => Probe::Fits,
+                    false => Probe::No,
+                },
+                _ => Probe::Never,
+            };
+            let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
+                break;
+            };
+            let decision = self.place(queued, &mut out);
             out.decisions.push(decision);
         }
+        self.backlog.end_pass();
+        self.stats.woken = self.backlog.woken();
         self.dispatcher.close_open_batches();
         out
+    }
+
+    /// After a gain: wakes the blocked tasks whose shape fits a node that grew since
+    /// the last wake (every blocked task under [`crate::backlog::WakePolicy::All`]),
+    /// and those of queues the fairness step may preempt for.
+    fn wake_blocked(&mut self) {
+        self.grown = None;
+        if !self.backlog.wake_pending() {
+            return;
+        }
+        let selective = self.backlog.wakes_selectively();
+        let grown = self.view.take_raised();
+        let lms = self.view.lms();
+        let fairness = &mut self.fairness;
+        let live: Vec<_> = self
+            .backlog
+            .blocked_queues()
+            .into_iter()
+            .filter(|q| fairness.may_preempt_for(lms, *q))
+            .collect();
+        self.backlog.begin_pass(live);
+        if selective {
+            self.grown = Some(grown);
+        }
     }
 
     /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
     /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
     /// and waits.
-    fn place(&mut self, mut pending: Box<Pending>, out: &mut PassOutput) -> Decision {
+    fn place(&mut self, queued: Queued, out: &mut PassOutput) -> Decision {
+        let Queued {
+            key,
+            mut pending,
+            was_blocked,
+        } = queued;
+        if pending.attempts > 0 {
+            self.stats.retries += 1;
+        }
         if pending.task.kind == TaskKind::Queueable {
             return self.place_queueable(pending, out);
         }
@@ -43,7 +91,14 @@ impl GlobalMaster {
             me: self.config.id.index(),
             gms: self.config.gms as usize,
         };
-        let known_miss = self.backlog.is_known_miss(&shape);
+        // A blocked task of a selective wake fits only on a node that grew since the
+        // last wake: once none of those has room for it, the scan would fail.
+        let known_miss = self.backlog.is_known_miss(&shape)
+            || (was_blocked
+                && self
+                    .grown
+                    .as_ref()
+                    .is_some_and(|g| !self.view.fits_one_of(g, shape.0, &shape.1)));
         let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
         let task = pending.task.id;
         let outcome = match result {
@@ -54,7 +109,12 @@ impl GlobalMaster {
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
                 self.backlog.remember_miss(shape);
-                self.no_room(pending, miss.reason(), out)
+                let queued = Queued {
+                    key,
+                    pending,
+                    was_blocked,
+                };
+                self.no_room(queued, miss.reason(), out)
             }
         };
         Decision {
@@ -95,10 +155,15 @@ impl GlobalMaster {
     /// the task waits until the view gains resources (or a preemption slot frees).
     fn no_room(
         &mut self,
-        mut pending: Box<Pending>,
+        queued: Queued,
         mut reason: PendingReason,
         out: &mut PassOutput,
     ) -> DecisionOutcome {
+        let Queued {
+            key,
+            mut pending,
+            was_blocked,
+        } = queued;
         let shape = (pending.task.constraints, pending.task.resources);
         let decided = self
             .fairness
@@ -131,7 +196,11 @@ impl GlobalMaster {
         self.stats.requeues += 1;
         pending.reason = Some(reason.clone());
         pending.attempts += 1;
-        self.backlog.push_blocked(pending);
+        self.backlog.push_blocked(Queued {
+            key,
+            pending,
+            was_blocked,
+        });
         DecisionOutcome::Requeued(reason)
     }
 

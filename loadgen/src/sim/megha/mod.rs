@@ -127,6 +127,7 @@ pub fn simulate(
                 fairness: config.fairness.clone().filter(|_| config.preemption),
                 designated_gm: designated,
                 lra: config.lra.clone(),
+                wake: config.wake,
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             }))
         })
@@ -213,6 +214,10 @@ pub fn simulate(
     }
     let drained = sim.lms.iter().all(LocalMaster::is_idle)
         && sim.workers.iter().all(|w| w.free() == w.capacity());
+    for gm in &sim.gms {
+        sim.counters.retries += gm.stats().retries;
+        sim.counters.woken += gm.stats().woken;
+    }
     SimOutcome {
         drained,
         span,
@@ -476,7 +481,7 @@ impl Sim<'_> {
             && self
                 .gms
                 .iter()
-                .all(|gm| gm.outstanding() == 0 && gm.queues().ready_len() == 0)
+                .all(|gm| gm.outstanding() == 0 && gm.ready_len() == 0)
             // Waiting LRAs keep the run going until two placer runs in a row
             // placed nothing.
             && (self.gms[self.designated].lras_waiting() == 0 || self.lra_fruitless >= 2);
