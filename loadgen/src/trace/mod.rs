@@ -75,7 +75,8 @@ impl TraceTask {
 /// Why a trace could not be read. Always names the file, line and field.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
+    /// The OS error is the source, not part of this message, so `{:#}` prints it once.
+    #[error("cannot read {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -88,6 +89,21 @@ pub enum TraceError {
         field: String,
         reason: String,
     },
+}
+
+impl TraceError {
+    /// This error as one line for the operator who named the file with `given_by`
+    /// (a flag such as `--trace`): a file that cannot be opened says which path, which
+    /// flag and why, once.
+    pub fn given_by(self, given_by: &str) -> anyhow::Error {
+        match self {
+            TraceError::Io { path, source } => anyhow::anyhow!(
+                "cannot open trace {} (given by {given_by}): {source}",
+                path.display()
+            ),
+            other => other.into(),
+        }
+    }
 }
 
 /// Reads a whole trace into memory (for the simulator, which needs it all anyway).
