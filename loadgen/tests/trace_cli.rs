@@ -98,7 +98,7 @@ fn bad_input_and_flags_are_errors_not_panics() {
     let err = run_args(&["stats", &input, "--format", "tr"]).unwrap_err();
     assert!(
         err.to_string()
-            .contains("google_instance_events.csv:1: field `arrival_s`"),
+            .contains("google_instance_events.csv:1: looks like CSV"),
         "{err}"
     );
 }
@@ -159,4 +159,15 @@ fn a_missing_trace_is_one_line_naming_the_path_and_the_flag() {
         );
         assert_eq!(line.matches("os error 2").count(), 1, "{args:?}: {line}");
     }
+}
+
+#[test]
+fn a_csv_read_as_tr_suggests_format() {
+    let input = fixture("alibaba_batch_instance.csv");
+    let stderr = loadgen_fails(&["trace", "stats", &input]);
+    assert!(
+        stderr.contains("alibaba_batch_instance.csv:1: looks like CSV")
+            && stderr.contains("pass --format"),
+        "{stderr}"
+    );
 }

@@ -89,6 +89,14 @@ pub enum TraceError {
         field: String,
         reason: String,
     },
+    /// A comma-separated line where a `.tr` line was expected: the file is most
+    /// likely one of the CSV formats, read without `--format`.
+    #[error(
+        "{path}:{line}: looks like CSV, not the `.tr` format (`arrival_s n_tasks mean_s d1 .. dn`); \
+         pass --format alibaba-task, alibaba-instance or google-csv \
+         (or convert it with `loadgen trace convert`)"
+    )]
+    LooksLikeCsv { path: PathBuf, line: u64 },
 }
 
 impl TraceError {
