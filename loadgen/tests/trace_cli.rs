@@ -98,7 +98,76 @@ fn bad_input_and_flags_are_errors_not_panics() {
     let err = run_args(&["stats", &input, "--format", "tr"]).unwrap_err();
     assert!(
         err.to_string()
-            .contains("google_instance_events.csv:1: field `arrival_s`"),
+            .contains("google_instance_events.csv:1: looks like CSV"),
         "{err}"
+    );
+}
+
+/// Runs the `loadgen` binary and returns its stderr (it must fail).
+fn loadgen_fails(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn a_missing_trace_is_one_line_naming_the_path_and_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "simulate",
+                "--trace",
+                "nope.tr",
+                "--out",
+                &out,
+                "--gms",
+                "1",
+                "--lms",
+                "1",
+                "--partition-size",
+                "1",
+            ],
+            "--trace",
+        ),
+        (
+            &[
+                "replay",
+                "--trace",
+                "nope.tr",
+                "--out",
+                &out,
+                "--gm",
+                "http://127.0.0.1:1",
+            ],
+            "--trace",
+        ),
+        (&["trace", "stats", "nope.tr"], "INPUT"),
+    ];
+    for (args, flag) in cases {
+        let stderr = loadgen_fails(args);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        let line = errors[0];
+        assert!(
+            line.contains("nope.tr") && line.contains(&format!("(given by {flag})")),
+            "{args:?}: {line}"
+        );
+        assert_eq!(line.matches("os error 2").count(), 1, "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn a_csv_read_as_tr_suggests_format() {
+    let input = fixture("alibaba_batch_instance.csv");
+    let stderr = loadgen_fails(&["trace", "stats", &input]);
+    assert!(
+        stderr.contains("alibaba_batch_instance.csv:1: looks like CSV")
+            && stderr.contains("pass --format"),
+        "{stderr}"
     );
 }

@@ -38,7 +38,8 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
     .collect();
     let gm = Proc::spawn("global-master", &args, &dir, "gm");
     let jobs = format!("{}/v1/jobs", gm.url);
-    let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+    let res = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+    let ok = format!(r#"{res},"duration_ms":10"#);
     let cases: Vec<(String, u16, &str)> = vec![
         ("{".into(), 400, "body"),
         (
@@ -82,7 +83,18 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
             "tasks[0].constraints",
         ),
         (
-            format!(r#"{{"tasks":[{{{ok},"duration_ms":"long"}}]}}"#),
+            format!(r#"{{"tasks":[{{{res},"duration_ms":"long"}}]}}"#),
+            400,
+            "tasks[0].duration_ms",
+        ),
+        // Without `duration_ms` a synthetic or burn task would end at once.
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{res}}}]}}"#),
+            400,
+            "tasks[1].duration_ms",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{res},"executor":{{"type":"burn"}}}}]}}"#),
             400,
             "tasks[0].duration_ms",
         ),
@@ -272,7 +284,7 @@ fn queues_must_exist_and_be_served_by_this_gm() {
     .collect();
     let gm = Proc::spawn("global-master", &args, &dir, "gm");
     let jobs = format!("{}/v1/jobs", gm.url);
-    let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+    let ok = r#""resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":10"#;
     let cases: Vec<(String, u16, &str, &str)> = vec![
         (
             format!(r#"{{"tasks":[{{{ok},"queue":"b"}},{{{ok},"queue":"nope"}}]}}"#),

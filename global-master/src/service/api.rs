@@ -64,9 +64,10 @@ pub struct TaskRequest {
     /// Machine constraint ids the node must have (0..64).
     #[serde(default)]
     pub constraints: Vec<u64>,
-    /// How long the synthetic task holds its resources once started.
+    /// How long the task runs once started. Required unless the executor is `exec`
+    /// (a command ends on its own; then it is only an estimate and may be absent).
     #[serde(default)]
-    pub duration_ms: f64,
+    pub duration_ms: Option<f64>,
     #[serde(default)]
     pub kind: TaskKind,
     #[serde(default)]
@@ -329,7 +330,18 @@ fn validate_task(
     let resources = check_resources(&field("resources"), &t.resources)?;
     let constraints = ConstraintSet::from_ids(t.constraints.iter().copied())
         .map_err(|e| ApiError::new(422, field("constraints"), e.to_string()))?;
-    let duration = check_duration(&field("duration_ms"), t.duration_ms)?;
+    let is_exec = matches!(t.executor, Some(ExecutorRequest::Exec { .. }));
+    let duration =
+        match t.duration_ms {
+            Some(ms) => check_duration(&field("duration_ms"), ms)?,
+            None if is_exec => Micros(0),
+            None => return Err(ApiError::new(
+                400,
+                field("duration_ms"),
+                "required: a `synthetic` or `burn` task (the worker's default executor) runs for \
+             exactly this long; only an `exec` task, which ends with its command, may leave it out",
+            )),
+        };
     // GUARANTEED and long_running work is placed by the designated GM; the HTTP layer
     // forwards it there (see `route`).
     check_tags(&field("tags"), &t.tags)?;
@@ -423,7 +435,7 @@ mod tests {
 
     #[test]
     fn queues_are_named_and_must_be_served_here() {
-        let ok_res = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+        let ok_res = r#""resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":10"#;
         let job = |queue: &str| format!(r#"{{"tasks":[{{{ok_res}}},{{{ok_res}{queue}}}]}}"#);
         // (queues, body, the last task's queue id or the refusal's status and field)
         type Case = (QueueTable, String, Result<u16, (u16, &'static str)>);
@@ -496,6 +508,7 @@ mod tests {
     #[test]
     fn table_of_refusals_names_the_field() {
         let ok_res = r#""resources":{"cpu_millis":1000,"memory_mb":64}"#;
+        let ok = format!(r#"{ok_res},"duration_ms":10"#);
         let cases: Vec<(String, u16, &str)> = vec![
             ("not json".into(), 400, "body"),
             (r#"{"tasks":"x"}"#.into(), 400, "tasks"),
@@ -521,7 +534,7 @@ mod tests {
                 "tasks[0].resources.memory_mb",
             ),
             (
-                format!(r#"{{"tasks":[{{{ok_res}}},{{{ok_res},"constraints":[3,64]}}]}}"#),
+                format!(r#"{{"tasks":[{{{ok}}},{{{ok},"constraints":[3,64]}}]}}"#),
                 422,
                 "tasks[1].constraints",
             ),
@@ -530,18 +543,35 @@ mod tests {
                 422,
                 "tasks[0].duration_ms",
             ),
+            // Without `duration_ms` only an `exec` task may run: a synthetic or burn
+            // task would end at once (it used to mean 0 ms, silently).
             (
-                format!(r#"{{"tasks":[{{{ok_res},"kind":"bogus"}}]}}"#),
+                format!(r#"{{"tasks":[{{{ok}}},{{{ok_res}}}]}}"#),
+                400,
+                "tasks[1].duration_ms",
+            ),
+            (
+                format!(r#"{{"tasks":[{{{ok_res},"executor":{{"type":"burn"}}}}]}}"#),
+                400,
+                "tasks[0].duration_ms",
+            ),
+            (
+                format!(r#"{{"tasks":[{{{ok_res},"executor":{{"type":"synthetic"}}}}]}}"#),
+                400,
+                "tasks[0].duration_ms",
+            ),
+            (
+                format!(r#"{{"tasks":[{{{ok},"kind":"bogus"}}]}}"#),
                 400,
                 "tasks[0].kind",
             ),
             (
-                format!(r#"{{"tasks":[{{{ok_res},"colour":1}}]}}"#),
+                format!(r#"{{"tasks":[{{{ok},"colour":1}}]}}"#),
                 400,
                 "tasks[0].colour",
             ),
             (
-                format!(r#"{{"tasks":[{{{ok_res}}},{{{ok_res}}},{{{ok_res}}},{{{ok_res}}}]}}"#),
+                format!(r#"{{"tasks":[{{{ok}}},{{{ok}}},{{{ok}}},{{{ok}}}]}}"#),
                 413,
                 "tasks",
             ),
@@ -552,8 +582,22 @@ mod tests {
     }
 
     #[test]
+    fn an_exec_task_may_leave_out_its_duration() {
+        let body = r#"{"tasks":[{"resources":{"cpu_millis":1000,"memory_mb":64},"executor":{"type":"exec","command":["true"]}}]}"#;
+        let tasks = parse_job(body.as_bytes(), 3, &no_queues()).expect("exec without duration");
+        assert_eq!(tasks[0].duration, Micros(0));
+        let refused = parse_job(
+            br#"{"tasks":[{"resources":{"cpu_millis":1000,"memory_mb":64}}]}"#,
+            3,
+            &no_queues(),
+        )
+        .expect_err("the default executor needs a duration");
+        assert!(refused.error.contains("required"), "{}", refused.error);
+    }
+
+    #[test]
     fn retry_policies_are_checked_field_by_field() {
-        let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64}}"#;
+        let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":10}"#;
         let job = |retry: &str| format!(r#"{{"tasks":[{task}],"retry":{retry}}}"#);
         let parse = |retry: &str| parse_job_request(job(retry).as_bytes(), 3, &no_queues());
         let policy =

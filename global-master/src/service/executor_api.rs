@@ -91,7 +91,7 @@ mod tests {
 
     fn parse(executor: &str) -> Result<Option<Executor>, (u16, String, String)> {
         let body = format!(
-            r#"{{"tasks":[{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{executor}}}]}}"#
+            r#"{{"tasks":[{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"duration_ms":10,"executor":{executor}}}]}}"#
         );
         let queues = QueueTable {
             me: GmId(0),

@@ -89,7 +89,7 @@ impl WorkloadArgs {
         if default_task.any_zero() {
             bail!("--task-cpu-millis and --task-memory-mb must be positive");
         }
-        let trace = read_all(TrReader::open(&self.trace)?)?;
+        let trace = read_all(TrReader::open(&self.trace).map_err(|e| e.given_by("--trace"))?)?;
         let mut jobs = workload::build(
             &trace,
             &WorkloadOptions {

@@ -453,7 +453,8 @@ pub fn read_trace(
     seed: u64,
 ) -> Result<Vec<TraceJob>> {
     let options = selection.into_options(seed)?;
-    let mut source = open_trace(path, format, &SourceConfig::default())?;
+    let mut source =
+        open_trace(path, format, &SourceConfig::default()).map_err(|e| e.given_by("--trace"))?;
     let jobs = options
         .apply(source.by_ref())?
         .collect::<Result<Vec<_>, _>>()

@@ -124,7 +124,8 @@ fn for_each_job(
     }
     cfg.google.machine_cpu_millis = input.machine_cpu_millis;
     cfg.google.max_open_jobs = input.max_open_jobs;
-    let mut source: Box<dyn TraceSource> = open_trace(&input.input, input.format, &cfg)?;
+    let mut source: Box<dyn TraceSource> =
+        open_trace(&input.input, input.format, &cfg).map_err(|e| e.given_by("INPUT"))?;
     for job in options.apply(source.by_ref())? {
         f(&job?)?;
     }

@@ -75,7 +75,8 @@ impl TraceTask {
 /// Why a trace could not be read. Always names the file, line and field.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
+    /// The OS error is the source, not part of this message, so `{:#}` prints it once.
+    #[error("cannot read {path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -88,6 +89,29 @@ pub enum TraceError {
         field: String,
         reason: String,
     },
+    /// A comma-separated line where a `.tr` line was expected: the file is most
+    /// likely one of the CSV formats, read without `--format`.
+    #[error(
+        "{path}:{line}: looks like CSV, not the `.tr` format (`arrival_s n_tasks mean_s d1 .. dn`); \
+         pass --format alibaba-task, alibaba-instance or google-csv \
+         (or convert it with `loadgen trace convert`)"
+    )]
+    LooksLikeCsv { path: PathBuf, line: u64 },
+}
+
+impl TraceError {
+    /// This error as one line for the operator who named the file with `given_by`
+    /// (a flag such as `--trace`): a file that cannot be opened says which path, which
+    /// flag and why, once.
+    pub fn given_by(self, given_by: &str) -> anyhow::Error {
+        match self {
+            TraceError::Io { path, source } => anyhow::anyhow!(
+                "cannot open trace {} (given by {given_by}): {source}",
+                path.display()
+            ),
+            other => other.into(),
+        }
+    }
 }
 
 /// Reads a whole trace into memory (for the simulator, which needs it all anyway).

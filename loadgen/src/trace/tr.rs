@@ -117,7 +117,17 @@ impl<R: BufRead> Iterator for TrReader<R> {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let job = self.parse_line(line);
+            let job = self.parse_line(line).map_err(|err| {
+                // Only a line that is not `.tr` anyway, so commas never reject a good line.
+                if line.contains(',') {
+                    TraceError::LooksLikeCsv {
+                        path: self.path.clone(),
+                        line: self.line_no,
+                    }
+                } else {
+                    err
+                }
+            });
             if job.is_ok() {
                 self.next_id += 1;
             }
@@ -177,6 +187,27 @@ mod tests {
             err.contains("field `d1`") && err.contains("non-negative"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_csv_file_is_named_as_csv_with_its_line() {
+        // A header line, as in Google's CSV export.
+        let err = read("time,type,collection_id\n0,0,1\n")[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("t.tr:1: looks like CSV") && err.contains("pass --format"),
+            "{err}"
+        );
+        // No header (Alibaba): the first data line, after good `.tr` lines and comments.
+        let jobs = read("# a comment\n0 1 1 1\nt_1,j_1,1,Terminated,86517,86534,100,0.5\n");
+        assert!(jobs[0].is_ok());
+        let err = jobs[1].as_ref().unwrap_err().to_string();
+        assert!(err.starts_with("t.tr:3: looks like CSV"), "{err}");
+        // A `.tr` mistake without commas keeps its field-level message.
+        let err = read("0 2 1 1")[0].as_ref().unwrap_err().to_string();
+        assert!(err.contains("field `d2`"), "{err}");
     }
 
     #[test]
