@@ -4,7 +4,7 @@
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Bumped whenever an internal message changes shape.
-pub const WIRE_VERSION: u8 = 3;
+pub const WIRE_VERSION: u8 = 4;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
