@@ -335,6 +335,27 @@ pub fn open_mode_allowed(missing: &str, how: &str, listen: &str) -> Result<()> {
     Ok(())
 }
 
+/// What every role checks before it starts: the extra CA its calls trust (if any) is
+/// loaded, and running without the cluster secret is allowed only on a loopback
+/// `listen` (see [`open_mode_allowed`]).
+pub fn check_start(
+    ca: Option<&std::path::Path>,
+    secret: Option<&ClusterSecret>,
+    listen: &str,
+) -> Result<()> {
+    if let Some(ca) = ca {
+        crate::tls::trust_ca(ca)?;
+    }
+    if secret.is_none() {
+        open_mode_allowed(
+            "cluster secret",
+            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
+            listen,
+        )?;
+    }
+    Ok(())
+}
+
 /// The networks a worker's callback URL may lie in (`--worker-networks`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerNetworks(pub Vec<ipnet::IpNet>);

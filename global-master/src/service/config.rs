@@ -94,6 +94,8 @@ pub struct GmArgs {
     /// have carried out but did not answer (it crashed or restarts), in seconds,
     /// before requeueing its tasks. A restarted LM answers it from what its workers
     /// hold, so no task runs twice when the LM is back within this time. Default 300.
+    /// Keep it well above an LM's restart time: a batch requeued while its LM still
+    /// ran it runs twice (`loadgen faults --doubt-timeout-s 5`: 405 of 2,000 seeds).
     #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
     pub doubt_timeout_s: Option<u64>,
     /// Directory of the GM's journal (`journal.redb`): every accepted job is written

@@ -37,16 +37,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
-    if let Some(ca) = &s.tls.ca {
-        service_kit::tls::trust_ca(ca)?;
-    }
-    if s.cluster_secret.is_none() {
-        service_kit::auth::open_mode_allowed(
-            "cluster secret",
-            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
-            &s.listen,
-        )?;
-    }
+    service_kit::auth::check_start(s.tls.ca.as_deref(), s.cluster_secret.as_ref(), &s.listen)?;
     let publisher = Publisher::start(s.amqp.clone());
     let mut lm = actor::LmActor::new(
         &s.spec,

@@ -23,16 +23,7 @@ use std::time::{Duration, Instant};
 /// Runs the worker until SIGTERM/SIGINT, then drains: waits for running tasks to
 /// finish and their reports to reach the LM (up to the drain timeout).
 pub async fn serve(s: config::WorkerSettings) -> Result<()> {
-    if let Some(ca) = &s.tls.ca {
-        service_kit::tls::trust_ca(ca)?;
-    }
-    if s.cluster_secret.is_none() {
-        service_kit::auth::open_mode_allowed(
-            "cluster secret",
-            "--cluster-secret-file, MEGHA_CLUSTER_SECRET_FILE or MEGHA_CLUSTER_SECRET",
-            &s.listen,
-        )?;
-    }
+    service_kit::auth::check_start(s.tls.ca.as_deref(), s.cluster_secret.as_ref(), &s.listen)?;
     let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
