@@ -8,13 +8,21 @@
 use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
 use tests::checks::assert_sample_run;
-use tests::procs::{get_json, loadgen, LoopbackCluster};
+use tests::procs::{get_json, loadgen, LoopbackCluster, RoleArgs};
 
 #[test]
 fn every_task_finishes_across_an_lm_crash_and_restart() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-lm-restart-{}", std::process::id()));
-    let mut cluster = LoopbackCluster::start(2, 2, 2, 2, &broker.url, &dir.join("logs"));
+    // Workers check in every 100 ms, so that they register again with the restarted
+    // LM while the tasks they hold still run (with the default 1 s the short tasks of
+    // the trace could all end first, and the LM would have nothing to adopt).
+    let extra = RoleArgs {
+        worker: vec!["--lm-check-ms".into(), "100".into()],
+        ..RoleArgs::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(2, 2, 2, 2, &broker.url, &dir.join("logs"), &[], &extra);
     let out = dir.join("out");
     let args = cluster.replay_args(&broker.url, &out, 10, 120);
     let log = dir.join("loadgen.log");
