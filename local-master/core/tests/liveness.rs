@@ -40,6 +40,15 @@ fn launch(lm: &mut LocalMaster, gm: u16, seq: u64, task: u64, node: u32) -> Laun
     out.launch_answer().expect("answered").outcomes[0].1.clone()
 }
 
+/// The worker of node 0 is declared lost (at 10 µs), for `reason`.
+fn lose_node0(lm: &mut LocalMaster, reason: &str) -> lm_core::LmOutput {
+    let input = LmInput::WorkerLost {
+        nodes: vec![NodeId(0)],
+        reason: reason.into(),
+    };
+    lm.step(Micros(10), input).expect("a node of this LM")
+}
+
 fn report(lm: &mut LocalMaster, r: WorkerReport) -> lm_core::LmOutput {
     lm.step(Micros(20), LmInput::Worker(WorkerToLm::Report(r)))
         .expect("absorbed")
@@ -97,15 +106,7 @@ fn a_lost_worker_ends_its_tasks_lost_at_their_gms_and_its_nodes_go_down() {
         LaunchOutcome::Rejected(RejectReason::NodeDown)
     );
     // Declared lost twice: nothing more is reported.
-    let again = lm
-        .step(
-            Micros(12),
-            LmInput::WorkerLost {
-                nodes: vec![NodeId(0)],
-                reason: "again".into(),
-            },
-        )
-        .unwrap();
+    let again = lose_node0(&mut lm, "again");
     assert!(again.to_gms.is_empty() && again.events.is_empty());
 }
 
@@ -113,14 +114,7 @@ fn a_lost_worker_ends_its_tasks_lost_at_their_gms_and_its_nodes_go_down() {
 fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kill() {
     let mut lm = lm();
     launch(&mut lm, 0, 1, 1, 0);
-    lm.step(
-        Micros(10),
-        LmInput::WorkerLost {
-            nodes: vec![NodeId(0)],
-            reason: "silent".into(),
-        },
-    )
-    .unwrap();
+    lose_node0(&mut lm, "silent");
     let started = report(
         &mut lm,
         WorkerReport::Started {
@@ -162,14 +156,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
 fn a_worker_back_gets_its_nodes_offered_again_and_its_lost_tasks_killed() {
     let mut lm = lm();
     launch(&mut lm, 0, 1, 1, 0);
-    lm.step(
-        Micros(10),
-        LmInput::WorkerLost {
-            nodes: vec![NodeId(0)],
-            reason: "silent".into(),
-        },
-    )
-    .unwrap();
+    lose_node0(&mut lm, "silent");
     let out = lm
         .step(
             Micros(30),
@@ -210,14 +197,7 @@ fn a_worker_back_gets_its_nodes_offered_again_and_its_lost_tasks_killed() {
 fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
     let mut lm = lm();
     launch(&mut lm, 0, 1, 1, 0);
-    lm.step(
-        Micros(10),
-        LmInput::WorkerLost {
-            nodes: vec![NodeId(0)],
-            reason: "silent".into(),
-        },
-    )
-    .unwrap();
+    lose_node0(&mut lm, "silent");
     // Its end arrives late (absorbed), then the worker lists it finished.
     report(
         &mut lm,

@@ -134,7 +134,9 @@ impl LocalMaster {
     /// True when some run of `task` was reported lost (its worker may still report
     /// it, or already reported its end, which was absorbed).
     pub(crate) fn has_lost_run(&self, task: TaskId) -> bool {
-        self.lost_ended.contains(&task) || self.lost.iter().any(|(t, _)| *t == task)
+        // Called on every clean finish: nothing to walk while no run is lost.
+        self.lost_ended.contains(&task)
+            || (!self.lost.is_empty() && self.lost.iter().any(|(t, _)| *t == task))
     }
 
     /// True when `node`'s worker is down.
