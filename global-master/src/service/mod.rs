@@ -29,6 +29,7 @@ pub mod mq;
 pub mod nodes;
 pub mod preempt;
 pub mod report;
+pub mod resume;
 pub mod route;
 pub mod status;
 pub mod users;

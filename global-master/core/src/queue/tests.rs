@@ -1,0 +1,187 @@
+//! Unit tests of `queue.rs`.
+
+use super::*;
+use common::{Resources, TaskId};
+
+fn pending(job: u64, queue: u16) -> Box<Pending> {
+    pending_of(job, queue, 1)
+}
+
+fn pending_of(job: u64, queue: u16, cores: u64) -> Box<Pending> {
+    Box::new(Pending {
+        task: TaskSpec::short(TaskId::new(job, 0), Resources::cores(cores, 1), Micros(1))
+            .with_queue(QueueId(queue)),
+        submitted_at: Micros(0),
+        attempts: 0,
+        reason: None,
+        preempting: None,
+    })
+}
+
+fn drain(q: &mut Queues) -> Vec<u64> {
+    std::iter::from_fn(|| q.pop_ready())
+        .map(|p| p.pending.task.id.job.0)
+        .collect()
+}
+
+/// Pops every ready task; those in `fail` are blocked again.
+fn pass(q: &mut Queues, fail: &[u64]) -> Vec<u64> {
+    let mut tried = Vec::new();
+    while let Some(queued) = q.pop_ready() {
+        let job = queued.pending.task.id.job.0;
+        tried.push(job);
+        if fail.contains(&job) {
+            q.push_blocked(queued);
+        }
+    }
+    q.sleep_all();
+    tried
+}
+
+#[test]
+fn queues_are_served_round_robin() {
+    let mut q = Queues::default();
+    for (job, queue) in [(1, 0), (2, 0), (3, 0), (10, 1), (11, 1)] {
+        q.push_ready(pending(job, queue));
+    }
+    assert_eq!(drain(&mut q), vec![1, 10, 2, 11, 3]);
+}
+
+#[test]
+fn blocked_tasks_wait_for_new_resources_then_go_first() {
+    let mut q = Queues::default();
+    q.push_ready(pending(1, 0));
+    assert_eq!(pass(&mut q, &[1]), vec![1]);
+    q.push_ready(pending(2, 0));
+    assert_eq!(pass(&mut q, &[2]), vec![2], "1 is blocked");
+    q.push_ready(pending(3, 0));
+    q.wake_all();
+    assert_eq!(q.len(), 3);
+    assert_eq!(q.ready_len(), 3);
+    assert_eq!(drain(&mut q), vec![1, 2, 3]);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn a_retried_task_keeps_its_place_among_the_blocked() {
+    let mut q = Queues::default();
+    for job in 1..=4 {
+        q.push_ready(pending(job, 0));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3, 4]), vec![1, 2, 3, 4]);
+    q.wake_all();
+    assert_eq!(
+        pass(&mut q, &[1, 3, 4]),
+        vec![1, 2, 3, 4],
+        "tried once each"
+    );
+    q.push_ready(pending(5, 0));
+    q.wake_all();
+    assert_eq!(pass(&mut q, &[]), vec![1, 3, 4, 5]);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn only_woken_classes_are_tried_in_key_order_among_ready_tasks() {
+    let mut q = Queues::default();
+    // Jobs 1 and 3 ask one core, 2 and 4 two cores; all blocked.
+    for (job, cores) in [(1, 1), (2, 2), (3, 1), (4, 2)] {
+        q.push_ready(pending_of(job, 0, cores));
+    }
+    pass(&mut q, &[1, 2, 3, 4]);
+    q.push_ready(pending_of(5, 0, 2));
+    q.wake((ConstraintSet::EMPTY, Resources::cores(1, 1)));
+    assert_eq!(q.ready_len(), 3);
+    assert_eq!(pass(&mut q, &[3]), vec![1, 3, 5]);
+    assert_eq!(q.len(), 3, "2, 4 asleep; 3 back in its class");
+    assert_eq!(q.blocked_len(), 3);
+    q.wake_all();
+    assert_eq!(pass(&mut q, &[]), vec![2, 3, 4]);
+}
+
+#[test]
+fn a_class_put_to_sleep_mid_pass_keeps_its_order() {
+    let mut q = Queues::default();
+    for job in 1..=3 {
+        q.push_ready(pending(job, 0));
+    }
+    pass(&mut q, &[1, 2, 3]);
+    let shape = (ConstraintSet::EMPTY, Resources::cores(1, 1));
+    q.wake(shape);
+    let first = q.pop_ready().expect("task 1");
+    assert_eq!(first.pending.task.id.job.0, 1);
+    q.push_blocked(first);
+    q.sleep(shape, &|_| false);
+    assert_eq!(q.pop_ready().map(|p| p.pending.task.id.job.0), None);
+    q.sleep_all();
+    q.wake_all();
+    assert_eq!(drain(&mut q), vec![1, 2, 3]);
+}
+
+#[test]
+fn a_class_kept_awake_for_one_queue_sleeps_in_the_others() {
+    let mut q = Queues::default();
+    for (job, queue) in [(1, 0), (2, 1), (3, 0), (4, 1)] {
+        q.push_ready(pending(job, queue));
+    }
+    pass(&mut q, &[1, 2, 3, 4]);
+    let shape = (ConstraintSet::EMPTY, Resources::cores(1, 1));
+    q.wake(shape);
+    q.sleep(shape, &|queue| queue == QueueId(1));
+    assert_eq!(pass(&mut q, &[]), vec![2, 4]);
+    q.wake_all();
+    assert_eq!(drain(&mut q), vec![1, 3]);
+}
+
+#[test]
+fn a_selective_pass_asks_sleeping_classes_in_key_order_as_their_turn_comes() {
+    let one = (ConstraintSet::EMPTY, Resources::cores(1, 1));
+    let mut asked = Vec::new();
+    let mut q = Queues::default();
+    for (job, cores) in [(1, 1), (2, 2), (3, 1), (4, 2)] {
+        q.push_ready(pending_of(job, 0, cores));
+    }
+    pass(&mut q, &[1, 2, 3, 4]);
+    q.push_ready(pending_of(5, 0, 2));
+    q.start_walk();
+    let mut tried = Vec::new();
+    while let Some(p) = q.pop_ready_with(&mut |s: &Shape| {
+        asked.push(s.1.cpu_millis / 1000);
+        if *s == one {
+            Probe::Fits
+        } else {
+            Probe::No
+        }
+    }) {
+        tried.push(p.pending.task.id.job.0);
+    }
+    q.sleep_all();
+    assert_eq!(
+        tried,
+        vec![1, 3, 5],
+        "the one-core class woke, then the new task"
+    );
+    assert_eq!(asked, vec![1, 2], "each class asked once, in key order");
+    assert_eq!(q.woken(), 2);
+    q.start_walk();
+    let none = q.pop_ready_with(&mut |_: &Shape| Probe::Never);
+    q.sleep_all();
+    assert!(none.is_none(), "nothing fits: nothing tried");
+    assert_eq!(q.len(), 2, "2 and 4 wait (1 and 3 were not blocked again)");
+}
+
+#[test]
+fn a_cancelled_job_leaves_the_lines_the_classes_and_the_counts() {
+    let mut q = Queues::default();
+    q.push_ready(pending(1, 0));
+    q.push_ready(pending(2, 0));
+    pass(&mut q, &[1, 2]);
+    q.push_ready(pending(1, 1));
+    q.push_ready(pending(3, 1));
+    let gone = q.remove_job(JobId(1));
+    assert_eq!(gone.len(), 2);
+    assert_eq!((q.len(), q.ready_len(), q.blocked_len()), (2, 1, 1));
+    q.wake_all();
+    assert_eq!(drain(&mut q), vec![2, 3]);
+    assert!(q.remove_job(JobId(1)).is_empty());
+}

@@ -1,0 +1,162 @@
+//! Unit tests of `config.rs`.
+
+use super::*;
+
+#[test]
+fn flags_beat_env_beat_file_beat_defaults() {
+    let file = std::env::temp_dir().join(format!("gm-config-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "gms = 3\nid = 1\nbatch_size = 7\nmax_queued = 9\nlm_urls = [\"http://a\"]\n",
+    )
+    .expect("write");
+    // The environment sets max_queued (beats the file); the flag sets id (beats both).
+    std::env::set_var("MEGHA_GM_MAX_QUEUED", "11");
+    std::env::set_var("MEGHA_GM_ID", "0");
+    let args = GmArgs::try_parse_from([
+        "global-master",
+        "--config",
+        file.to_str().expect("path"),
+        "--id",
+        "2",
+    ])
+    .expect("parse");
+    let s = args.resolve().expect("resolve");
+    std::env::remove_var("MEGHA_GM_MAX_QUEUED");
+    std::env::remove_var("MEGHA_GM_ID");
+    assert_eq!(s.id, 2, "flag");
+    assert_eq!(s.max_queued, 11, "env");
+    assert_eq!((s.gms, s.batch_size), (3, 7), "file");
+    assert_eq!(s.max_job_tasks, 10_000, "default");
+    assert_eq!(s.lm_urls, vec!["http://a".to_owned()]);
+}
+
+#[test]
+fn queueable_settings_are_checked() {
+    let resolve = |args: &[&str]| {
+        let mut all = vec!["global-master", "--lm-urls", "http://lm"];
+        all.extend_from_slice(args);
+        GmArgs::try_parse_from(all).expect("parse").resolve()
+    };
+    let s = resolve(&[]).expect("defaults");
+    assert_eq!((s.queueable_top_k, s.queueable_cap), (4, 1.0));
+    assert_eq!(s.queueable_quota, QueueableQuota::UNLIMITED);
+    let s = resolve(&[
+        "--queueable-top-k",
+        "2",
+        "--queueable-cap",
+        "0.5",
+        "--queueable-quota",
+        "max:4,ratio:2",
+    ])
+    .expect("valid");
+    assert_eq!((s.queueable_top_k, s.queueable_cap), (2, 0.5));
+    assert_eq!(
+        (s.queueable_quota.max, s.queueable_quota.ratio),
+        (Some(4), Some(2.0))
+    );
+    for (flag, value) in [
+        ("--queueable-top-k", "0"),
+        ("--queueable-cap", "0"),
+        ("--queueable-quota", "max:0"),
+    ] {
+        let err = resolve(&[flag, value]).expect_err(value);
+        assert!(format!("{err:#}").contains(flag), "{flag}: {err:#}");
+    }
+}
+
+#[test]
+fn routing_and_lra_settings() {
+    let args = GmArgs::try_parse_from([
+        "global-master",
+        "--lm-urls",
+        "http://lm",
+        "--gms",
+        "3",
+        "--designated-gm",
+        "1",
+        "--gm-url",
+        "http://g0",
+        "--gm-url",
+        "http://g1",
+        "--lra-placer",
+        "ilp",
+        "--lra-ilp-time-ms",
+        "50",
+        "--lra-interval-ms",
+        "250",
+    ])
+    .expect("parse");
+    let s = args.resolve().expect("resolve");
+    assert_eq!(s.designated_url.as_deref(), Some("http://g1"));
+    assert_eq!(s.lra.interval, Micros::from_millis(250));
+    assert!(matches!(s.lra.placer, Placer::Ilp(c) if c.time_limit_ms == 50));
+    for bad in [
+        vec!["--lra-placer", "best"],
+        vec!["--designated-gm", "3"],
+        vec!["--lra-interval-ms", "0"],
+        vec![
+            "--lra-operator-constraints",
+            "/nonexistent/constraints.json",
+        ],
+    ] {
+        let mut argv = vec!["global-master", "--lm-urls", "http://lm", "--gms", "3"];
+        argv.extend(bad.iter().copied());
+        let args = GmArgs::try_parse_from(argv).expect("parse");
+        assert!(args.resolve().is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn queues_come_from_repeated_flags_or_the_file() {
+    let args = GmArgs::try_parse_from([
+        "global-master",
+        "--gms",
+        "2",
+        "--lm-urls",
+        "http://a",
+        "--queue",
+        "a:0.5:0",
+        "--queue",
+        "b:0.5:1",
+        "--share-policy",
+        "cpu",
+    ])
+    .expect("parse");
+    let f = args.resolve().expect("resolve").fairness.expect("queues");
+    assert_eq!(f.queues.len(), 2);
+    assert_eq!(f.policy, SharePolicy::Cpu);
+    let file = std::env::temp_dir().join(format!("gm-queues-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "gms = 2\nlm_urls = [\"http://a\"]\nqueues = [\"a:0.5:0\", \"b:0.7:1\"]\n",
+    )
+    .expect("write");
+    let args = GmArgs::try_parse_from(["global-master", "--config", file.to_str().expect("p")])
+        .expect("parse");
+    let err = args.resolve().expect_err("shares add up to 1.2");
+    assert!(format!("{err:#}").contains("more than 1"), "{err:#}");
+    let args = GmArgs::try_parse_from(["global-master", "--lm-urls", "http://a"]).expect("parse");
+    assert!(args.resolve().expect("resolve").fairness.is_none());
+    assert!(GmArgs::try_parse_from(["global-master", "--share-policy", "mean"]).is_err());
+}
+
+#[test]
+fn unknown_file_keys_and_bad_values_are_refused() {
+    let file = std::env::temp_dir().join(format!("gm-bad-{}.toml", std::process::id()));
+    std::fs::write(&file, "colour = 3\n").expect("write");
+    let args = GmArgs::try_parse_from(["global-master", "--config", file.to_str().expect("p")])
+        .expect("parse");
+    assert!(args.resolve().is_err());
+    let args = GmArgs::try_parse_from([
+        "global-master",
+        "--id",
+        "3",
+        "--gms",
+        "2",
+        "--lm-urls",
+        "http://a",
+    ])
+    .expect("parse");
+    assert!(args.resolve().is_err());
+}

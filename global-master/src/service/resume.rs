@@ -1,0 +1,184 @@
+//! A GM restarted on its journal (see [`super::journal`]): the previous life's jobs
+//! are shown as they were at once; before their open tasks go back to the queues, the
+//! LMs are asked which of them they hold or finished ([`GmToLm::Reconcile`]), so that
+//! no task is placed again on another LM while it runs (or after it ended) elsewhere.
+
+use super::actor::GmActor;
+use crate::core::GmInput;
+use actix::prelude::*;
+use common::messages::TaskEnd;
+use common::protocol::{ClientToGm, GmToLm, LmToGm};
+use common::retry::RetryPolicy;
+use common::{NodeId, TaskId, TaskSpec};
+use service_kit::clock;
+
+impl GmActor {
+    /// Shows the previous life's jobs as the journal left them (ended tasks as they
+    /// ended), then asks the LMs about the others before resuming them.
+    pub(super) fn recover(&mut self, ctx: &mut Context<Self>) {
+        let recovered = std::mem::take(&mut self.recovered);
+        let (mut jobs, mut resubmitted) = (0, 0);
+        let mut resume = Vec::new();
+        for r in recovered {
+            jobs += 1;
+            self.last_job = self.last_job.max(Some(r.job));
+            let at = r.accepted.accepted_at;
+            let queues = self.queue_names_of(r.tasks.iter().map(|t| t.queue));
+            let policy = r
+                .accepted
+                .retry
+                .unwrap_or_else(|| self.core.lifecycle().default_policy());
+            self.tracker
+                .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
+            let mut again = Vec::new();
+            for spec in r.tasks {
+                self.tracker.accepted(spec.id, at);
+                match r.ended.get(&spec.id.index) {
+                    Some(e) if e.cancelled => {
+                        self.tracker.cancelled(spec.id, e.at);
+                    }
+                    Some(e) => self.tracker.ended(
+                        &TaskEnd {
+                            task: spec.id,
+                            node: NodeId(e.node),
+                            at: e.at,
+                            failure: e.failure.clone(),
+                        },
+                        e.at,
+                    ),
+                    None => again.push(spec),
+                }
+            }
+            resubmitted += again.len();
+            if !again.is_empty() {
+                resume.push((r.accepted.retry, again));
+            }
+        }
+        if jobs == 0 {
+            return;
+        }
+        tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "jobs of the previous life read back from the journal; asking the LMs which of their tasks they hold");
+        self.reconcile(resume, ctx);
+    }
+
+    /// Asks every LM which of the tasks to resume it holds or finished (a task
+    /// resumed on another LM than the one running it would run twice), then resumes
+    /// the rest ([`Resume`]). An LM that does not answer within 10 s counts as
+    /// holding nothing (logged).
+    fn reconcile(
+        &mut self,
+        resume: Vec<(Option<RetryPolicy>, Vec<TaskSpec>)>,
+        ctx: &mut Context<Self>,
+    ) {
+        let gm = self.gm();
+        let tasks: Vec<TaskId> = resume
+            .iter()
+            .flat_map(|(_, t)| t.iter().map(|s| s.id))
+            .collect();
+        let links = self.links.clone();
+        let me = ctx.address();
+        tokio::spawn(async move {
+            let asks = links.iter().enumerate().map(|(l, link)| {
+                let lm = common::LmId(l as u16);
+                let request = GmToLm::Reconcile(common::messages::ReconcileRequest {
+                    gm,
+                    lm,
+                    tasks: tasks.clone(),
+                });
+                let call = link.call(request);
+                async move {
+                    match tokio::time::timeout(std::time::Duration::from_secs(10), call).await {
+                        Ok(Ok(LmToGm::ReconcileAnswer(a))) => Some(a),
+                        Ok(Ok(other)) => {
+                            tracing::warn!(%lm, kind = other.kind(), "unexpected answer to a reconcile request");
+                            None
+                        }
+                        Ok(Err(e)) => {
+                            tracing::warn!(%lm, error = %e, "LM did not answer the reconcile request; resuming as if it held none of these tasks");
+                            None
+                        }
+                        Err(_) => {
+                            tracing::warn!(%lm, "LM did not answer the reconcile request within 10 s; resuming as if it held none of these tasks");
+                            None
+                        }
+                    }
+                }
+            });
+            let answers = futures_util::future::join_all(asks).await;
+            me.do_send(Resume {
+                resume,
+                answers: answers.into_iter().flatten().collect(),
+            });
+        });
+    }
+
+    /// The LMs' base URLs (index = LM id): task logs are read through them.
+    pub fn with_lm_urls(mut self, urls: Vec<String>) -> Self {
+        self.lm_urls = urls;
+        self
+    }
+}
+
+/// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
+/// to resume: a task an LM holds counts as launched there (its end will come), one an
+/// LM remembers finished ends finished, the others go back to the core's queues.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct Resume {
+    resume: Vec<(Option<RetryPolicy>, Vec<TaskSpec>)>,
+    answers: Vec<common::messages::ReconcileResponse>,
+}
+
+impl Handler<Resume> for GmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Resume, ctx: &mut Context<Self>) {
+        let now = clock::now();
+        let mut held = std::collections::HashMap::new();
+        let mut finished = std::collections::HashSet::new();
+        for a in &msg.answers {
+            for &(task, node) in &a.held {
+                held.insert(task, (a.lm, node));
+            }
+            finished.extend(a.finished.iter().copied());
+        }
+        let (mut running, mut done, mut again_n) = (0, 0, 0);
+        let mut ends = Vec::new();
+        for (retry, tasks) in msg.resume {
+            let mut again = Vec::new();
+            for spec in tasks {
+                if let Some(&(lm, node)) = held.get(&spec.id) {
+                    self.tracker.dispatched(spec.id, lm, node);
+                    self.tracker.launched(spec.id, now);
+                    running += 1;
+                } else if finished.contains(&spec.id) {
+                    let end = TaskEnd {
+                        task: spec.id,
+                        node: NodeId(0),
+                        at: now,
+                        failure: None,
+                    };
+                    self.tracker.ended(&end, now);
+                    ends.push(end);
+                    done += 1;
+                } else {
+                    again.push(spec);
+                }
+            }
+            again_n += again.len();
+            if !again.is_empty() {
+                let submit = match retry {
+                    None => ClientToGm::Submit(again),
+                    Some(retry) => ClientToGm::SubmitJob {
+                        tasks: again,
+                        retry,
+                    },
+                };
+                self.deliver(GmInput::Client(submit), ctx);
+            }
+        }
+        self.journal_ends(&ends, &[]);
+        self.metrics.recovered_tasks += again_n as u64;
+        tracing::info!(gm = %self.gm(), lms_answered = msg.answers.len(), running, finished = done, resubmitted = again_n, "resumed the jobs of the previous life from the journal");
+    }
+}

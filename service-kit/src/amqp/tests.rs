@@ -1,0 +1,76 @@
+//! Unit tests of `amqp.rs`.
+
+use super::{coalesce, Msg};
+use crate::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+
+fn msg(exchange: &'static str, key: &str, body: &str) -> Msg {
+    Msg {
+        exchange,
+        key: key.into(),
+        body: body.as_bytes().to_vec(),
+        persistent: true,
+    }
+}
+
+fn shape(batch: &[Msg]) -> Vec<(String, String)> {
+    batch
+        .iter()
+        .map(|m| (m.key.clone(), String::from_utf8_lossy(&m.body).into_owned()))
+        .collect()
+}
+
+#[test]
+fn merges_adjacent_event_arrays_of_one_key_and_keeps_order() {
+    let mut batch = vec![
+        msg(EVENTS_EXCHANGE, "task.queued", "[1]"),
+        msg(EVENTS_EXCHANGE, "task.queued", "[2,3]"),
+        msg(EVENTS_EXCHANGE, "task.dispatched", "[4]"),
+        msg(EVENTS_EXCHANGE, "task.queued", "[5]"),
+        msg(STATE_EXCHANGE, "", "[6]"),
+        msg(STATE_EXCHANGE, "", "[7]"),
+        msg(EVENTS_EXCHANGE, "task.queued", "[]"),
+        msg(EVENTS_EXCHANGE, "task.queued", "{\"single\":8}"),
+    ];
+    coalesce(&mut batch);
+    let want = [
+        ("task.queued", "[1,2,3]"),
+        ("task.dispatched", "[4]"),
+        ("task.queued", "[5]"),
+        ("", "[6]"),
+        ("", "[7]"),
+        ("task.queued", "[]"),
+        ("task.queued", "{\"single\":8}"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, b)| (k.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(shape(&batch), want);
+}
+
+#[test]
+fn urls_are_logged_without_their_password_and_take_it_from_a_file() {
+    assert_eq!(
+        super::redact("amqp://megha:s3cret@rabbitmq:5672/%2f"),
+        "amqp://megha:***@rabbitmq:5672/%2f"
+    );
+    assert_eq!(super::redact("amqps://host:5671"), "amqps://host:5671");
+    let err = super::resolve_url("http://x:y@h/".into()).expect_err("scheme");
+    assert!(!err.to_string().contains(":y@"), "{err}");
+    assert!(super::resolve_url("amqps://h:5671/%2f".into()).is_ok());
+    // The password file (a process-wide variable: only this test sets it).
+    let dir = std::env::temp_dir().join(format!("megha-amqp-pw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("pw");
+    std::fs::write(&file, "p@ss/w rd\n").expect("write");
+    std::env::set_var(super::PASSWORD_FILE_ENV, &file);
+    let url = super::resolve_url("amqp://megha@rabbitmq:5672/%2f".into());
+    let no_user = super::resolve_url("amqp://rabbitmq:5672/%2f".into());
+    std::env::remove_var(super::PASSWORD_FILE_ENV);
+    assert_eq!(
+        url.expect("url"),
+        "amqp://megha:p%40ss%2Fw%20rd@rabbitmq:5672/%2f"
+    );
+    assert!(no_user.is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
