@@ -45,6 +45,11 @@ RUN set -eu; \
     fi
 
 FROM ${RUNTIME_IMAGE}
+# Workers run `exec` tasks: the runtime image must carry a small toolbox (sh and
+# coreutils; Debian's essential set, in debian:bookworm-slim and debootstrap minbase).
+RUN set -eu; for t in sh bash env echo cat sleep true false ls mkdir rm; do \
+      command -v "$t" >/dev/null || { echo "runtime image lacks $t: exec tasks need sh and coreutils" >&2; exit 1; }; \
+    done
 COPY --from=build /out/ /usr/local/bin/
 COPY docker/healthcheck.sh /usr/local/bin/megha-healthcheck
 COPY data/traces /opt/megha/data/traces

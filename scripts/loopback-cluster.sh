@@ -5,13 +5,42 @@
 #   cargo build --release --bins
 #   scripts/loopback-cluster.sh          # then, in another shell:
 #   MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token \
-#   target/release/loadgen replay --gm http://127.0.0.1:8080,http://127.0.0.1:8081 \
+#   target/release/loadgen replay --gm "$(cat out/cluster-logs/gm-urls)" \
 #       --trace data/traces/YH_small.tr --speedup 10 --out out/replay
+# Options (or environment):
+#   --port-base N (PORT_BASE)        GMs listen on N, N+1; LMs on N+10, N+11; workers
+#                                    on N+20..N+23. Default: a free block picked here.
+#   --cluster-name NAME (MEGHA_CLUSTER_NAME, default megha)  the cluster's name; two
+#                                    clusters with different names and port bases share
+#                                    one host and one broker vhost (docs/clusters.md).
+# The GM URLs are printed and written to $LOGS/gm-urls (comma-separated).
 # Credentials (README "Security"): a cluster secret and an API tokens file with one
 # admin user are made in $SECRETS (default out/cluster-secrets, mode 700) on the first
 # run and reused; every process reads them from MEGHA_CLUSTER_SECRET_FILE and
 # MEGHA_TOKENS_FILE.
 set -euo pipefail
+PORT_BASE=${PORT_BASE:-}
+CLUSTER=${MEGHA_CLUSTER_NAME:-megha}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --port-base) PORT_BASE=${2:?--port-base needs a number}; shift 2 ;;
+    --cluster-name) CLUSTER=${2:?--cluster-name needs a name}; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+export MEGHA_CLUSTER_NAME="$CLUSTER"
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+block_free() { for o in 0 1 10 11 20 21 22 23; do port_free $(($1 + o)) || return 1; done; }
+if [ -z "$PORT_BASE" ]; then
+  for _ in $(seq 50); do
+    b=$(( (RANDOM % 400) * 100 + 20000 ))
+    if block_free "$b"; then PORT_BASE=$b; break; fi
+  done
+  [ -n "$PORT_BASE" ] || { echo "no free block of ports found; give --port-base" >&2; exit 1; }
+elif ! block_free "$PORT_BASE"; then
+  echo "--port-base $PORT_BASE: a port of N..N+23 (N, N+1, N+10, N+11, N+20..N+23) is taken" >&2; exit 1
+fi
 BIN=${BIN:-target/release}
 AMQP=${AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 PARTITION_SIZE=${PARTITION_SIZE:-2}
@@ -26,21 +55,27 @@ if [ ! -s "$SECRETS/cluster-secret" ]; then
    printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml")
 fi
 export MEGHA_CLUSTER_SECRET_FILE="$SECRETS/cluster-secret" MEGHA_TOKENS_FILE="$SECRETS/tokens.toml"
+gm_port() { echo $((PORT_BASE + $1)); }
+lm_port() { echo $((PORT_BASE + 10 + $1)); }
+GM_URLS="http://127.0.0.1:$(gm_port 0),http://127.0.0.1:$(gm_port 1)"
+LM_URLS="http://127.0.0.1:$(lm_port 0),http://127.0.0.1:$(lm_port 1)"
 pids=()
 trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
 common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2 --amqp "$AMQP")
 for l in 0 1; do
   # --gm-url: task starts and ends go to the GM that launched each task (its status API).
-  "$BIN/local-master" --id $l "${common[@]}" --listen 127.0.0.1:910$l \
-    --gm-url http://127.0.0.1:8080,http://127.0.0.1:8081 >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
+  "$BIN/local-master" --id $l "${common[@]}" --listen "127.0.0.1:$(lm_port $l)" \
+    --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
 for l in 0 1; do for s in 0 1; do
-  "$BIN/worker" --lm-url http://127.0.0.1:910$l --slot $s --listen 127.0.0.1:92$l$s >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
+  "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s \
+    --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do
-  "$BIN/global-master" --id $g --gms 2 --lm-urls http://127.0.0.1:9100,http://127.0.0.1:9101 \
-    --listen 127.0.0.1:808$g --amqp "$AMQP" \
-    --gm-url http://127.0.0.1:8080,http://127.0.0.1:8081 >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
+  "$BIN/global-master" --id $g --gms 2 --lm-urls "$LM_URLS" \
+    --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" \
+    --gm-url "$GM_URLS" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
 done
-echo "GMs: http://127.0.0.1:8080,http://127.0.0.1:8081 (logs in $LOGS); API token in $SECRETS/admin-token; Ctrl-C stops all"
+echo "$GM_URLS" >"$LOGS/gm-urls"
+echo "cluster $CLUSTER: GMs $GM_URLS (also in $LOGS/gm-urls; logs in $LOGS); API token in $SECRETS/admin-token; Ctrl-C stops all"
 wait

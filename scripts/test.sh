@@ -15,6 +15,13 @@ command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] |
 # HiGHS (the LRA placer's ILP solver, built from source by highs-sys) needs these.
 command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
 dpkg -s libclang-dev >/dev/null 2>&1 || need_pkgs+=(libclang-dev)
+# scripts/api-fuzz.sh installs schemathesis (PyPI) into a venv.
+command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_pkgs+=(python3-venv)
+# The dashboard test (services_dashboard) drives the GM's web page in headless Chromium.
+command -v chromium >/dev/null 2>&1 || [ -n "${MEGHA_CHROMIUM:-}" ] || need_pkgs+=(chromium)
+# promtool (tests/tests/metrics_lint.rs lints every role's /metrics with it).
+command -v promtool >/dev/null 2>&1 || need_pkgs+=(prometheus)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing ${need_pkgs[*]} from Debian's packages"
@@ -24,6 +31,16 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "error: missing ${need_pkgs[*]}; install them (apt-get install ${need_pkgs[*]}) or run as root" >&2
     exit 1
   fi
+fi
+
+# --- Python tools (PyPI) --------------------------------------------------------------
+# kubernetes-validate checks k8s/ offline against the API schemas it ships
+# (tests/tests/k8s_manifests.rs).
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  say "installing kubernetes-validate from PyPI"
+  python3 -m pip install -q kubernetes-validate 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages kubernetes-validate \
+    || { echo "error: cannot install kubernetes-validate (python3 -m pip install kubernetes-validate)" >&2; exit 1; }
 fi
 
 # --- RabbitMQ -------------------------------------------------------------------------
@@ -78,4 +95,6 @@ fi
 say "cargo test --workspace"
 cargo build --workspace --bins
 cargo test --workspace
+say "fuzzing the GM's HTTP API against its OpenAPI document (schemathesis)"
+BIN="$target_dir/debug" scripts/api-fuzz.sh
 say "target/ holds $(du -sh "$target_dir" 2>/dev/null | cut -f1)"

@@ -1,10 +1,15 @@
-//! The internal wire codec: one version byte, then bincode 2 (serde, standard config).
-//! Changing the codec is a change to this file only.
+//! The internal wire codec: the envelope every internal message travels in (HTTP
+//! bodies, broker messages, the GM's journal records): one version byte, the sender's
+//! cluster name (one length byte, then its bytes), then the message in bincode 2
+//! (serde, standard config). A message of another cluster is refused here, before
+//! anything reads it. Changing the codec is a change to this file only.
 
+use crate::cluster_name::ClusterName;
 use serde::{de::DeserializeOwned, Serialize};
 
-/// Bumped whenever an internal message changes shape.
-pub const WIRE_VERSION: u8 = 4;
+/// Bumped whenever an internal message changes shape (5: attempts; 6: the cluster
+/// name in the envelope).
+pub const WIRE_VERSION: u8 = 6;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -15,6 +20,10 @@ pub enum CodecError {
     Empty,
     #[error("wire version {found} is not supported (this build speaks {WIRE_VERSION})")]
     Version { found: u8 },
+    #[error("message of cluster `{found}` refused: this process belongs to cluster `{expected}`")]
+    ForeignCluster { found: String, expected: String },
+    #[error("message truncated in its envelope")]
+    Truncated,
     #[error("cannot decode message: {0}")]
     Decode(#[from] bincode::error::DecodeError),
     #[error("cannot encode message: {0}")]
@@ -23,17 +32,40 @@ pub enum CodecError {
     Trailing(usize),
 }
 
-pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, CodecError> {
-    let mut out = vec![WIRE_VERSION];
-    let body = bincode::serde::encode_to_vec(msg, bincode::config::standard())?;
-    out.extend_from_slice(&body);
+impl CodecError {
+    /// True for a well-formed message of another cluster (counted apart from garbage).
+    pub fn is_foreign(&self) -> bool {
+        matches!(self, CodecError::ForeignCluster { .. })
+    }
+}
+
+/// `msg` in the envelope of `cluster`.
+pub fn encode<T: Serialize>(cluster: &ClusterName, msg: &T) -> Result<Vec<u8>, CodecError> {
+    let name = cluster.as_str().as_bytes();
+    let mut out = Vec::with_capacity(2 + name.len() + 64);
+    out.push(WIRE_VERSION);
+    // A validated name is at most 64 bytes.
+    out.push(name.len() as u8);
+    out.extend_from_slice(name);
+    bincode::serde::encode_into_std_write(msg, &mut out, bincode::config::standard())?;
     Ok(out)
 }
 
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (&version, body) = bytes.split_first().ok_or(CodecError::Empty)?;
+/// The message in `bytes`, if its envelope is of this build's version and of `cluster`.
+pub fn decode<T: DeserializeOwned>(cluster: &ClusterName, bytes: &[u8]) -> Result<T, CodecError> {
+    let (&version, rest) = bytes.split_first().ok_or(CodecError::Empty)?;
     if version != WIRE_VERSION {
         return Err(CodecError::Version { found: version });
+    }
+    let (&len, rest) = rest.split_first().ok_or(CodecError::Truncated)?;
+    let (name, body) = rest
+        .split_at_checked(usize::from(len))
+        .ok_or(CodecError::Truncated)?;
+    if name != cluster.as_str().as_bytes() {
+        return Err(CodecError::ForeignCluster {
+            found: String::from_utf8_lossy(name).into_owned(),
+            expected: cluster.to_string(),
+        });
     }
     let (msg, used) = bincode::serde::decode_from_slice(body, bincode::config::standard())?;
     if used != body.len() {
@@ -60,16 +92,39 @@ mod tests {
                 placement: Placement::Repartition,
             }],
         };
-        let bytes = encode(&batch).unwrap();
+        let c = ClusterName::default();
+        let bytes = encode(&c, &batch).unwrap();
         assert_eq!(bytes[0], WIRE_VERSION);
-        assert_eq!(decode::<LaunchBatch>(&bytes).unwrap(), batch);
+        assert_eq!(decode::<LaunchBatch>(&c, &bytes).unwrap(), batch);
         let mut wrong = bytes.clone();
         wrong[0] = 99;
         assert!(matches!(
-            decode::<LaunchBatch>(&wrong),
+            decode::<LaunchBatch>(&c, &wrong),
             Err(CodecError::Version { found: 99 })
         ));
-        assert!(matches!(decode::<LaunchBatch>(&[]), Err(CodecError::Empty)));
+        assert!(matches!(
+            decode::<LaunchBatch>(&c, &[]),
+            Err(CodecError::Empty)
+        ));
+        assert!(matches!(
+            decode::<LaunchBatch>(&c, &bytes[..4]),
+            Err(CodecError::Truncated)
+        ));
+    }
+
+    #[test]
+    fn a_message_of_another_cluster_is_refused_naming_both() {
+        let blue = ClusterName::new("blue").unwrap();
+        let green = ClusterName::new("green").unwrap();
+        let bytes = encode(&blue, &42u32).unwrap();
+        assert_eq!(decode::<u32>(&blue, &bytes).unwrap(), 42);
+        let e = decode::<u32>(&green, &bytes).unwrap_err();
+        assert!(e.is_foreign());
+        let text = e.to_string();
+        assert!(
+            text.contains("`blue`") && text.contains("`green`"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -129,7 +184,8 @@ mod tests {
                 )]),
             },
         };
-        let bytes = encode(&response).unwrap();
-        assert_eq!(decode::<LaunchResponse>(&bytes).unwrap(), response);
+        let c = ClusterName::default();
+        let bytes = encode(&c, &response).unwrap();
+        assert_eq!(decode::<LaunchResponse>(&c, &bytes).unwrap(), response);
     }
 }

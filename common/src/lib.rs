@@ -15,10 +15,12 @@
 //! - [`messages`]: the payloads those enums carry.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers (Mercury 4.1).
 //! - [`events`]: task lifecycle events, the input of every allocation-time report.
+//! - [`cluster_name`]: the name that keeps clusters sharing a broker apart.
 //! - [`codec`]: the one place that knows how internal messages are encoded.
 //! - [`rng`]: seeded, portable randomness.
 
 pub mod cluster;
+pub mod cluster_name;
 pub mod codec;
 pub mod constraint_model;
 pub mod constraints;
@@ -35,6 +37,7 @@ pub mod rng;
 pub mod task;
 pub mod time;
 
+pub use cluster_name::ClusterName;
 pub use constraints::ConstraintSet;
 pub use ids::{GmId, JobId, LmId, NodeId, QueueId, TaskId};
 pub use resources::Resources;

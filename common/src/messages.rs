@@ -133,17 +133,23 @@ pub enum WorkerReport {
     Started {
         node: NodeId,
         task: TaskId,
+        /// The run ([`TaskSpec::attempt`]).
+        attempt: u32,
         at: Micros,
     },
     Finished {
         node: NodeId,
         task: TaskId,
+        /// The run ([`TaskSpec::attempt`]).
+        attempt: u32,
         at: Micros,
     },
     /// The task was stopped on the LM's order (preempted) before it finished.
     Killed {
         node: NodeId,
         task: TaskId,
+        /// The run ([`TaskSpec::attempt`]).
+        attempt: u32,
         at: Micros,
     },
     /// The task ended unsuccessfully (a real executor only): a non-zero exit, a
@@ -151,12 +157,14 @@ pub enum WorkerReport {
     Failed {
         node: NodeId,
         task: TaskId,
+        attempt: u32,
         at: Micros,
         failure: TaskFailure,
     },
 }
 
 /// Why a task failed at its worker.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskFailure {
@@ -205,6 +213,16 @@ impl WorkerReport {
             | WorkerReport::Finished { task, .. }
             | WorkerReport::Killed { task, .. }
             | WorkerReport::Failed { task, .. } => *task,
+        }
+    }
+
+    /// The run the report is about ([`TaskSpec::attempt`]).
+    pub fn attempt(&self) -> u32 {
+        match self {
+            WorkerReport::Started { attempt, .. }
+            | WorkerReport::Finished { attempt, .. }
+            | WorkerReport::Killed { attempt, .. }
+            | WorkerReport::Failed { attempt, .. } => *attempt,
         }
     }
 
@@ -288,6 +306,9 @@ pub struct PreemptResponse {
 pub struct KillTask {
     pub node: NodeId,
     pub task: TaskId,
+    /// The run to stop ([`TaskSpec::attempt`]): a worker holding another run of the
+    /// task leaves it alone.
+    pub attempt: u32,
 }
 
 /// LM -> worker: this running QUEUEABLE task is GUARANTEED from now on (Mercury's
@@ -312,6 +333,9 @@ pub struct TasksEnded {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskEnd {
     pub task: TaskId,
+    /// The run that ended ([`TaskSpec::attempt`]): the GM ignores the end of a run
+    /// it has already replaced by a retry.
+    pub attempt: u32,
     pub node: NodeId,
     /// When the worker saw it end.
     pub at: Micros,
@@ -342,9 +366,10 @@ pub struct WorkerRegistration {
     pub slot: u32,
     pub url: String,
     pub holding: Vec<HeldTask>,
-    /// Tasks this worker finished recently (their reports may still be on the way):
-    /// a restarted LM must not launch them again when a GM resends their batch.
-    pub finished: Vec<TaskId>,
+    /// Runs (task, [`TaskSpec::attempt`]) this worker finished recently (their
+    /// reports may still be on the way): a restarted LM must not launch them again
+    /// when a GM resends their batch.
+    pub finished: Vec<(TaskId, u32)>,
 }
 
 /// Worker -> LM, every `--lm-check-ms`: the worker of `slot`, listening at `url`,
@@ -398,6 +423,8 @@ pub struct TasksStarted {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskStart {
     pub task: TaskId,
+    /// The run that started ([`TaskSpec::attempt`]).
+    pub attempt: u32,
     pub node: NodeId,
     /// When the worker started it (worker clock).
     pub at: Micros,
@@ -428,9 +455,10 @@ pub struct ReconcileRequest {
 pub struct ReconcileResponse {
     pub lm: LmId,
     pub gm: GmId,
-    /// Asked-about tasks this LM holds, and where: their ends (or their requeue, if
-    /// being preempted) will reach the GM.
-    pub held: Vec<(TaskId, NodeId)>,
+    /// Asked-about tasks this LM holds, where, and which run
+    /// ([`TaskSpec::attempt`]): their ends (or their requeue, if being preempted)
+    /// will reach the GM.
+    pub held: Vec<(TaskId, NodeId, u32)>,
     /// Asked-about tasks this LM remembers finished cleanly.
     pub finished: Vec<TaskId>,
 }

@@ -9,6 +9,7 @@ use std::fmt;
 ///
 /// Externally tagged (serde's default): it travels in bincode inside
 /// `LaunchResponse`, and bincode cannot decode internally tagged enums.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectReason {
@@ -65,6 +66,7 @@ impl fmt::Display for RejectReason {
 
 /// Why a GM could not place a task on this attempt (the task stays queued), or can
 /// never place it (`NoNodeCanHost`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "reason")]
 pub enum PendingReason {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 /// - `Guaranteed` / `Queueable`: Mercury's container types (GUARANTEED goes through the
 ///   designated GM; QUEUEABLE may wait in worker queues and be killed for GUARANTEED work).
 /// - `LongRunning`: an LRA container with tags, placed by the designated GM's ILP placer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskKind {
@@ -50,6 +51,15 @@ pub struct TaskSpec {
     /// simulator and in trace replay.
     #[serde(default)]
     pub executor: Option<Executor>,
+    /// Which run of the task this is: 1 for the first, `n + 1` after `n` failed or
+    /// lost runs (its job's retry policy). Every report of a run carries it, so a
+    /// late report of a lost run is never taken for its retry's.
+    #[serde(default = "first_attempt")]
+    pub attempt: u32,
+}
+
+fn first_attempt() -> u32 {
+    1
 }
 
 /// How a worker runs a task. Externally tagged (bincode has no self-describing
@@ -101,6 +111,7 @@ impl TaskSpec {
             duration,
             tags: Vec::new(),
             executor: None,
+            attempt: 1,
         }
     }
 
@@ -157,8 +168,11 @@ mod tests {
         ] {
             let mut task = TaskSpec::short(TaskId::new(1, 0), Resources::cores(1, 1), Micros(1));
             task.executor = executor;
-            let bytes = crate::codec::encode(&task).unwrap();
-            assert_eq!(crate::codec::decode::<TaskSpec>(&bytes).unwrap(), task);
+            let bytes = crate::codec::encode(&crate::ClusterName::default(), &task).unwrap();
+            assert_eq!(
+                crate::codec::decode::<TaskSpec>(&crate::ClusterName::default(), &bytes).unwrap(),
+                task
+            );
         }
     }
 }

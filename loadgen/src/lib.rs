@@ -6,6 +6,7 @@
 //!   (window, sampling, speed-up, scaling) and statistics.
 //! - [`sim`]: the discrete-event simulator (Megha, Sparrow, centralized).
 //! - [`report`]: `tasks.csv` and `summary.json`.
+//! - [`plots`]: `loadgen report`: SVG figures and an HTML page from runs.
 //! - [`lra_workload`]: HBase-like long-running applications for the MEDEA experiments.
 //! - [`fairness`]: Jain's index and per-queue shares of a run.
 //! - [`replay`]: replaying a trace against running services (HTTP + RabbitMQ) or an
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod client;
 pub mod fairness;
 pub mod lra_workload;
+pub mod plots;
 pub mod replay;
 pub mod report;
 pub mod sim;

@@ -19,7 +19,8 @@ enum Command {
     /// Replay a trace in the deterministic simulator (Megha, Sparrow or centralized)
     /// and write DIR/tasks.csv and DIR/summary.json.
     Simulate(Box<cli::simulate::SimulateArgs>),
-    /// Measure simulator speed and memory on 10,000 and 50,000 nodes (prints figures).
+    /// Measure simulator speed and memory: YH1_sub on 1,000 to 50,000 nodes, the
+    /// overload shape at 10^4..10^6 tasks on 50,000 nodes (prints figures and ratios).
     Bench(cli::bench::BenchArgs),
     /// Trace tools: statistics, conversion to `.tr`, streaming benchmark.
     #[command(subcommand)]
@@ -39,6 +40,10 @@ enum Command {
     /// Find the sustained rate of short tasks at which the p99 allocation overhead
     /// stays under 10 ms, embedded or against running services (prints figures).
     BenchE2e(cli::bench_e2e::BenchE2eArgs),
+    /// Cost of exec tasks against synthetic ones: start latency at the worker, and
+    /// submit-to-running of one-task jobs against running services with --gm
+    /// (prints figures).
+    BenchExec(cli::bench_exec::BenchExecArgs),
     /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
     /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
     BenchTopk(cli::bench_topk::BenchTopKArgs),
@@ -46,11 +51,19 @@ enum Command {
     /// against the wake index (--wake indexed), CPU seconds and retries (prints
     /// figures).
     BenchWake(cli::bench_wake::BenchWakeArgs),
+    /// Measure the services' processing costs on this machine and write a cost model
+    /// for `simulate --cost-model`; `--validate FILE` compares the simulator with
+    /// the embedded services on one trace (prints figures).
+    Calibrate(cli::calibrate::CalibrateArgs),
     /// Seeded fault injection (crashes, partitions, lost/duplicated/delayed messages,
     /// refusing workers, broker outages, clock skew) on small simulated clusters,
     /// invariants checked after every event; prints seeds/s and every violation with
     /// its seed (`--replay SEED` prints its trace).
     Faults(cli::faults::FaultsArgs),
+    /// Plots (SVG) and one HTML page from the output directories of simulate, replay
+    /// or embedded: allocation-time CDFs overlaid, the delay breakdown, utilisation
+    /// and demand over time, queue shares and Jain's index.
+    Report(cli::report::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -63,9 +76,12 @@ fn main() -> std::process::ExitCode {
         Command::Replay(args) => cli::replay::run_replay(args),
         Command::Embedded(args) => cli::replay::run_embedded(args),
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
+        Command::BenchExec(args) => cli::bench_exec::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
         Command::BenchWake(args) => cli::bench_wake::run(args),
+        Command::Calibrate(args) => cli::calibrate::run(args),
         Command::Faults(args) => cli::faults::run(args),
+        Command::Report(args) => cli::report::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -12,8 +12,14 @@
 //!   may see a message twice and must be idempotent).
 //! - [`subscribe`]: binds a queue to an exchange and feeds every message to a handler,
 //!   reconnecting and re-binding after connection loss.
+//!
+//! Exchanges and queues are named after the cluster ([`crate::topology`]) and every
+//! message carries the cluster's name as its `app_id`; a subscriber refuses (counts,
+//! logs, never hands on) a message naming another cluster or none.
 
-use crate::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+use crate::cluster::Cluster;
+use crate::topology::Exchange;
+use common::ClusterName;
 use futures_util::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
@@ -33,6 +39,8 @@ pub struct LinkStatus {
     pub connected: AtomicBool,
     pub reconnects: AtomicU64,
     pub messages: AtomicU64,
+    /// Publisher: body bytes accepted and not yet confirmed by the broker.
+    pub pending_bytes: AtomicU64,
 }
 
 impl LinkStatus {
@@ -106,7 +114,32 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-async fn connect(url: &str) -> Result<(Connection, Channel), lapin::Error> {
+/// Connects and declares the exchanges of `cluster`.
+async fn connect(url: &str, cluster: &ClusterName) -> Result<(Connection, Channel), lapin::Error> {
+    let (conn, ch) = open(url).await?;
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    ch.exchange_declare(
+        &Exchange::State.name(cluster),
+        ExchangeKind::Fanout,
+        durable,
+        FieldTable::default(),
+    )
+    .await?;
+    ch.exchange_declare(
+        &Exchange::Events.name(cluster),
+        ExchangeKind::Topic,
+        durable,
+        FieldTable::default(),
+    )
+    .await?;
+    Ok((conn, ch))
+}
+
+/// Connects (and opens a channel), declaring nothing.
+async fn open(url: &str) -> Result<(Connection, Channel), lapin::Error> {
     let props = ConnectionProperties::default()
         .with_executor(tokio_executor_trait::Tokio::current())
         .with_reactor(tokio_reactor_trait::Tokio);
@@ -122,30 +155,12 @@ async fn connect(url: &str) -> Result<(Connection, Channel), lapin::Error> {
         Connection::connect(url, props).await?
     };
     let ch = conn.create_channel().await?;
-    let durable = ExchangeDeclareOptions {
-        durable: true,
-        ..Default::default()
-    };
-    ch.exchange_declare(
-        STATE_EXCHANGE,
-        ExchangeKind::Fanout,
-        durable,
-        FieldTable::default(),
-    )
-    .await?;
-    ch.exchange_declare(
-        EVENTS_EXCHANGE,
-        ExchangeKind::Topic,
-        durable,
-        FieldTable::default(),
-    )
-    .await?;
     Ok((conn, ch))
 }
 
 /// Waits until a broker answers at `url` (or `timeout` passes).
 pub async fn probe(url: &str, timeout: Duration) -> Result<(), String> {
-    match tokio::time::timeout(timeout, connect(url)).await {
+    match tokio::time::timeout(timeout, open(url)).await {
         Ok(Ok((conn, _))) => {
             let _ = conn.close(200, "probe").await;
             Ok(())
@@ -157,7 +172,7 @@ pub async fn probe(url: &str, timeout: Duration) -> Result<(), String> {
 
 #[derive(Debug)]
 struct Msg {
-    exchange: &'static str,
+    exchange: Exchange,
     key: String,
     body: Vec<u8>,
     persistent: bool,
@@ -171,23 +186,55 @@ enum Cmd {
 }
 
 /// Publishes to the broker from a background task; cheap to clone.
+///
+/// Nothing handed to it is dropped: while the broker is away messages wait in memory.
+/// That buffer is bounded by backpressure rather than by loss: past
+/// [`Publisher::with_backlog_limit`] bytes the publisher is [`Publisher::backlogged`],
+/// and the services stop accepting the work that would publish more (a GM answers
+/// submissions 503 with `Retry-After`) until the broker confirms the backlog.
 #[derive(Clone, Debug)]
 pub struct Publisher {
     tx: mpsc::UnboundedSender<Cmd>,
     pub status: Arc<LinkStatus>,
+    backlog_limit: u64,
 }
 
 impl Publisher {
-    /// Spawns the publishing task on the current tokio runtime. It connects lazily
-    /// and keeps retrying while the broker is away; messages wait in memory.
-    pub fn start(url: String) -> Publisher {
+    /// Spawns the publishing task on the current tokio runtime, publishing on the
+    /// exchanges of `cluster`. It connects lazily and keeps retrying while the broker
+    /// is away; messages wait in memory.
+    pub fn start(url: String, cluster: ClusterName) -> Publisher {
         let (tx, rx) = mpsc::unbounded_channel();
         let status = Arc::new(LinkStatus::default());
-        tokio::spawn(run_publisher(url, rx, status.clone()));
-        Publisher { tx, status }
+        tokio::spawn(run_publisher(url, cluster, rx, status.clone()));
+        Publisher {
+            tx,
+            status,
+            backlog_limit: u64::MAX,
+        }
     }
 
-    pub fn publish(&self, exchange: &'static str, key: String, body: Vec<u8>, persistent: bool) {
+    /// Sets the unconfirmed bytes past which [`Publisher::backlogged`] is true.
+    pub fn with_backlog_limit(mut self, bytes: u64) -> Self {
+        self.backlog_limit = bytes;
+        self
+    }
+
+    /// Body bytes accepted and not yet confirmed by the broker.
+    pub fn pending_bytes(&self) -> u64 {
+        self.status.pending_bytes.load(Ordering::Relaxed)
+    }
+
+    /// True while more than the backlog limit waits for the broker: take no new work
+    /// that would publish (answer 503 with `Retry-After`).
+    pub fn backlogged(&self) -> bool {
+        self.pending_bytes() > self.backlog_limit
+    }
+
+    pub fn publish(&self, exchange: Exchange, key: String, body: Vec<u8>, persistent: bool) {
+        self.status
+            .pending_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
         let _ = self.tx.send(Cmd::Msg(Msg {
             exchange,
             key,
@@ -217,8 +264,15 @@ impl Publisher {
     }
 }
 
-async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status: Arc<LinkStatus>) {
+async fn run_publisher(
+    url: String,
+    cluster: ClusterName,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
+    status: Arc<LinkStatus>,
+) {
     let mut batch: Vec<Msg> = Vec::new();
+    // Bytes of `batch` as published (before coalescing), released once confirmed.
+    let mut batch_bytes: u64 = 0;
     let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
     let mut session: Option<(Connection, Channel)> = None;
     let mut delay = Duration::from_millis(100);
@@ -228,7 +282,10 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
             let mut next = Some(cmd);
             while let Some(cmd) = next.take() {
                 match cmd {
-                    Cmd::Msg(m) => batch.push(m),
+                    Cmd::Msg(m) => {
+                        batch_bytes += m.body.len() as u64;
+                        batch.push(m)
+                    }
                     Cmd::Flush(f) => {
                         flushes.push(f);
                         break;
@@ -248,7 +305,7 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
             }
         }
         if session.is_none() {
-            match connect(&url).await {
+            match connect(&url, &cluster).await {
                 Ok((conn, ch)) => match ch.confirm_select(ConfirmSelectOptions::default()).await {
                     Ok(()) => {
                         if delay > Duration::from_millis(100) {
@@ -273,8 +330,11 @@ async fn run_publisher(url: String, mut rx: mpsc::UnboundedReceiver<Cmd>, status
             continue;
         };
         coalesce(&mut batch);
-        match publish_all(ch, &batch).await {
+        match publish_all(ch, &cluster, &batch).await {
             Ok(()) => {
+                status
+                    .pending_bytes
+                    .fetch_sub(std::mem::take(&mut batch_bytes), Ordering::Relaxed);
                 status
                     .messages
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -306,8 +366,8 @@ fn coalesce(batch: &mut Vec<Msg>) {
     let mut out: Vec<Msg> = Vec::with_capacity(batch.len());
     for m in batch.drain(..) {
         if let Some(prev) = out.last_mut() {
-            if prev.exchange == EVENTS_EXCHANGE
-                && m.exchange == EVENTS_EXCHANGE
+            if prev.exchange == Exchange::Events
+                && m.exchange == Exchange::Events
                 && prev.key == m.key
                 && prev.persistent == m.persistent
                 && is_array(&prev.body)
@@ -328,17 +388,27 @@ fn coalesce(batch: &mut Vec<Msg>) {
     *batch = out;
 }
 
-async fn publish_all(ch: &Channel, batch: &[Msg]) -> Result<(), lapin::Error> {
+async fn publish_all(
+    ch: &Channel,
+    cluster: &ClusterName,
+    batch: &[Msg],
+) -> Result<(), lapin::Error> {
     let mut confirms = Vec::with_capacity(batch.len());
+    let names = [Exchange::State, Exchange::Events].map(|e| (e, e.name(cluster)));
     for m in batch {
+        let props = BasicProperties::default().with_app_id(cluster.as_str().into());
         let props = if m.persistent {
-            BasicProperties::default().with_delivery_mode(2)
+            props.with_delivery_mode(2)
         } else {
-            BasicProperties::default()
+            props
         };
+        let exchange = names
+            .iter()
+            .find(|(e, _)| *e == m.exchange)
+            .map_or("", |(_, n)| n.as_str());
         let confirm = ch
             .basic_publish(
-                m.exchange,
+                exchange,
                 &m.key,
                 BasicPublishOptions::default(),
                 &m.body,
@@ -366,9 +436,10 @@ const ACK_GROUP: u32 = 64;
 /// What to consume.
 #[derive(Clone, Debug)]
 pub struct Subscription {
-    pub exchange: &'static str,
+    pub exchange: Exchange,
     pub binding: String,
-    /// A durable named queue that outlives connection loss and broker restarts, or
+    /// A durable named queue that outlives connection loss and broker restarts (its
+    /// broker name is prefixed with the cluster's, see [`crate::topology::queue_name`]), or
     /// `None` for an exclusive server-named queue that lives as long as the connection.
     pub queue: Option<String>,
     /// Acknowledge messages after the handler ran (at-least-once), in groups.
@@ -390,10 +461,12 @@ impl SubscriptionHandle {
     }
 }
 
-/// Consumes `sub` until closed, calling `handler(routing_key, body)` for every
-/// message; reconnects with backoff after any failure.
+/// Consumes `sub` on the exchanges of `cluster` until closed, calling
+/// `handler(routing_key, body)` for every message of that cluster (others are
+/// refused and counted); reconnects with backoff after any failure.
 pub fn subscribe<F>(
     url: String,
+    cluster: Cluster,
     sub: Subscription,
     handler: F,
 ) -> (Arc<LinkStatus>, SubscriptionHandle)
@@ -407,11 +480,11 @@ where
         let mut delay = Duration::from_millis(100);
         loop {
             let mut stop = stop.clone();
-            match consume(&url, &sub, &st, &handler, &mut delay, &mut stop).await {
+            match consume(&url, &cluster, &sub, &st, &handler, &mut delay, &mut stop).await {
                 Ok(()) if *stop.borrow() => return,
-                Ok(()) => tracing::warn!(exchange = sub.exchange, "consumer ended; reconnecting"),
+                Ok(()) => tracing::warn!(exchange = ?sub.exchange, "consumer ended; reconnecting"),
                 Err(e) => {
-                    tracing::warn!(url = %redact(&url), exchange = sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
+                    tracing::warn!(url = %redact(&url), exchange = ?sub.exchange, error = %e, retry_in_ms = delay.as_millis() as u64, "subscription lost; reconnecting")
                 }
             }
             if st.connected.swap(false, Ordering::Relaxed) {
@@ -435,6 +508,7 @@ where
 
 async fn consume<F: Fn(&str, &[u8])>(
     url: &str,
+    cluster: &Cluster,
     sub: &Subscription,
     status: &LinkStatus,
     handler: &F,
@@ -444,9 +518,14 @@ async fn consume<F: Fn(&str, &[u8])>(
     if *stop.borrow() {
         return Ok(());
     }
-    let (conn, ch) = connect(url).await?;
+    let (conn, ch) = connect(url, &cluster.name).await?;
+    let exchange = sub.exchange.name(&cluster.name);
     let mut args = FieldTable::default();
-    let (name, opts) = match &sub.queue {
+    let named = sub
+        .queue
+        .as_ref()
+        .map(|q| crate::topology::queue_name(&cluster.name, q));
+    let (name, opts) = match &named {
         Some(name) => {
             // A durable queue outlives a broker restart, but must not outlive its
             // consumer for long: the broker deletes it after this much idle time.
@@ -475,7 +554,7 @@ async fn consume<F: Fn(&str, &[u8])>(
     let qname = queue.name().as_str().to_owned();
     ch.queue_bind(
         &qname,
-        sub.exchange,
+        &exchange,
         &sub.binding,
         QueueBindOptions::default(),
         FieldTable::default(),
@@ -496,7 +575,7 @@ async fn consume<F: Fn(&str, &[u8])>(
         .await?;
     status.connected.store(true, Ordering::Relaxed);
     *delay = Duration::from_millis(100);
-    tracing::info!(exchange = sub.exchange, queue = %qname, "subscribed");
+    tracing::info!(%exchange, queue = %qname, "subscribed");
     // Acknowledged in groups (`multiple`): fewer round trips; after a reconnection
     // the broker redelivers at most one group, which consumers already tolerate.
     let mut unacked = 0u32;
@@ -510,7 +589,12 @@ async fn consume<F: Fn(&str, &[u8])>(
         };
         let Some(delivery) = delivery else { break };
         let delivery = delivery?;
-        handler(delivery.routing_key.as_str(), &delivery.data);
+        match delivery.properties.app_id() {
+            Some(c) if c.as_str() == cluster.name.as_str() => {
+                handler(delivery.routing_key.as_str(), &delivery.data)
+            }
+            other => cluster.refused(&exchange, other.as_ref().map_or("(none)", |c| c.as_str())),
+        }
         status.messages.fetch_add(1, Ordering::Relaxed);
         unacked += 1;
         if sub.ack && unacked >= ACK_GROUP {
@@ -521,10 +605,16 @@ async fn consume<F: Fn(&str, &[u8])>(
     Ok(())
 }
 
-/// Deletes a durable queue (end of a replay).
-pub async fn delete_queue(url: &str, name: &str) -> Result<(), lapin::Error> {
-    let (conn, ch) = connect(url).await?;
-    ch.queue_delete(name, QueueDeleteOptions::default()).await?;
+/// Deletes the durable queue `name` of `cluster` (end of a replay).
+pub async fn delete_queue(
+    url: &str,
+    cluster: &ClusterName,
+    name: &str,
+) -> Result<(), lapin::Error> {
+    let (conn, ch) = connect(url, cluster).await?;
+    let name = crate::topology::queue_name(cluster, name);
+    ch.queue_delete(&name, QueueDeleteOptions::default())
+        .await?;
     let _ = conn.close(200, "done").await;
     Ok(())
 }

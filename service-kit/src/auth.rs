@@ -1,6 +1,7 @@
-//! The cluster credential: one shared secret every role presents on its internal
-//! calls (GM -> LM, LM -> worker, worker -> LM, LM -> GM, GM -> GM forwarding) and
-//! requires on its internal endpoints.
+//! The cluster credential: what every role presents on its internal calls (GM -> LM,
+//! LM -> worker, worker -> LM, LM -> GM, GM -> GM forwarding) and requires on its
+//! internal endpoints: one shared secret (simple mode), or a token per role (see
+//! [`crate::roles`]: then each endpoint names the roles that may call it).
 //!
 //! - [`ClusterSecret`]: read from `--cluster-secret-file` / `MEGHA_CLUSTER_SECRET_FILE`
 //!   or `MEGHA_CLUSTER_SECRET` (never a flag: a command line is visible to every
@@ -13,6 +14,7 @@
 //!   when it listens on loopback.
 //! - [`WorkerNetworks`]: the networks a worker may name as its callback URL.
 
+use crate::roles::{Role, RoleCredential, RoleDigests};
 use anyhow::{bail, Context as _, Result};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -34,9 +36,28 @@ pub const OPEN_PATHS: &[&str] = &["/healthz", "/metrics"];
 /// The shortest secret accepted (bytes after trimming whitespace).
 pub const MIN_SECRET_LEN: usize = 16;
 
-/// The shared cluster secret.
+/// This process's cluster credential: the shared secret, or its role's token with
+/// every role's digest.
 #[derive(Clone)]
-pub struct ClusterSecret(Arc<str>);
+pub struct ClusterSecret(Arc<str>, Option<Arc<RoleCredentialInfo>>);
+
+/// What a presented credential is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presented {
+    /// Not a credential of this cluster.
+    Unknown,
+    /// The shared secret (any role).
+    Shared,
+    /// This role's token.
+    Role(Role),
+}
+
+/// The public part of a role credential: whose token, and who is who.
+#[derive(Debug)]
+pub struct RoleCredentialInfo {
+    pub role: Role,
+    pub digests: RoleDigests,
+}
 
 impl std::fmt::Debug for ClusterSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -55,7 +76,24 @@ impl ClusterSecret {
         if HeaderValue::from_str(text).is_err() {
             bail!("{origin}: the cluster secret must be printable ASCII (e.g. base64)");
         }
-        Ok(ClusterSecret(text.into()))
+        Ok(ClusterSecret(text.into(), None))
+    }
+
+    /// The role whose token this is; `None` for the shared secret.
+    pub fn role(&self) -> Option<Role> {
+        self.1.as_ref().map(|r| r.role)
+    }
+
+    /// Who a caller presenting `presented` is.
+    pub fn caller(&self, presented: &[u8]) -> Presented {
+        match &self.1 {
+            None if self.matches(presented) => Presented::Shared,
+            None => Presented::Unknown,
+            Some(r) => r
+                .digests
+                .role_of(presented)
+                .map_or(Presented::Unknown, Presented::Role),
+        }
     }
 
     /// The secret of `file` if given, else of `MEGHA_CLUSTER_SECRET`, else none.
@@ -63,8 +101,17 @@ impl ClusterSecret {
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("--cluster-secret-file {}", path.display()))?;
-            return Self::new(&text, &format!("--cluster-secret-file {}", path.display()))
-                .map(Some);
+            let origin = format!("--cluster-secret-file {}", path.display());
+            if RoleCredential::looks_like(&text) {
+                let c = RoleCredential::parse(&text, &origin)?;
+                let mut secret = Self::new(&c.token, &origin)?;
+                secret.1 = Some(Arc::new(RoleCredentialInfo {
+                    role: c.role,
+                    digests: c.digests,
+                }));
+                return Ok(Some(secret));
+            }
+            return Self::new(&text, &origin).map(Some);
         }
         match std::env::var(SECRET_ENV) {
             Ok(text) => Self::new(&text, SECRET_ENV).map(Some),
@@ -144,6 +191,8 @@ pub enum Refusal {
     Missing,
     /// A credential that is not the cluster secret.
     Wrong,
+    /// A valid credential of a role that may not call this endpoint (403).
+    Role(Role),
 }
 
 impl Refusal {
@@ -151,6 +200,7 @@ impl Refusal {
         match self {
             Refusal::Missing => "missing",
             Refusal::Wrong => "wrong",
+            Refusal::Role(_) => "role",
         }
     }
 }
@@ -169,6 +219,7 @@ impl AuthCounters {
         match r {
             Refusal::Missing => &self.missing,
             Refusal::Wrong => &self.wrong,
+            Refusal::Role(_) => &self.forbidden,
         }
         .fetch_add(1, Ordering::Relaxed);
     }
@@ -182,6 +233,14 @@ pub struct ClusterGuard {
     /// The role, in log lines (`gm`, `lm`, `worker`).
     pub role: &'static str,
     pub counters: Arc<AuthCounters>,
+    /// The roles that may call a path (with per-role credentials; the shared secret
+    /// lets any holder call anything). Default: every role.
+    pub callers: fn(&str) -> &'static [Role],
+}
+
+/// Every role may call every path (the default of [`ClusterGuard::callers`]).
+pub fn any_role(_: &str) -> &'static [Role] {
+    Role::ALL
 }
 
 impl ClusterGuard {
@@ -190,18 +249,36 @@ impl ClusterGuard {
             secret,
             role,
             counters: Arc::default(),
+            callers: any_role,
         }
     }
 
-    /// Accepts a call carrying the secret (anything in open mode).
+    /// The same guard, letting only `callers(path)` call each path.
+    pub fn with_callers(mut self, callers: fn(&str) -> &'static [Role]) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// Accepts a call carrying a valid credential of any role (anything in open
+    /// mode).
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_role(headers, Role::ALL)
+    }
+
+    /// Accepts a call carrying the shared secret, or the token of one of `allowed`
+    /// (anything in open mode).
+    pub fn check_role(&self, headers: &HeaderMap, allowed: &[Role]) -> Result<(), Refusal> {
         let Some(secret) = &self.secret else {
             return Ok(());
         };
-        match headers.get(CLUSTER_HEADER) {
-            None => Err(Refusal::Missing),
-            Some(v) if secret.matches(v.as_bytes()) => Ok(()),
-            Some(_) => Err(Refusal::Wrong),
+        let Some(v) = headers.get(CLUSTER_HEADER) else {
+            return Err(Refusal::Missing);
+        };
+        match secret.caller(v.as_bytes()) {
+            Presented::Unknown => Err(Refusal::Wrong),
+            Presented::Shared => Ok(()),
+            Presented::Role(role) if allowed.contains(&role) => Ok(()),
+            Presented::Role(role) => Err(Refusal::Role(role)),
         }
     }
 
@@ -216,6 +293,20 @@ impl ClusterGuard {
     ) -> Response {
         self.counters.count(r);
         let peer = peer.map(|p| p.to_string());
+        if let Refusal::Role(caller) = r {
+            tracing::warn!(
+                role = self.role,
+                method,
+                path,
+                peer = peer.as_deref().unwrap_or("?"),
+                caller = caller.name(),
+                "internal call refused: this role's credential may not call this endpoint"
+            );
+            return forbidden(
+                CLUSTER_HEADER,
+                &format!("the {caller} credential may not call {method} {path}"),
+            );
+        }
         tracing::warn!(
             role = self.role,
             method,
@@ -228,36 +319,34 @@ impl ClusterGuard {
             "{}: this endpoint needs the cluster credential ({CLUSTER_HEADER})",
             match r {
                 Refusal::Missing => "missing credential",
-                Refusal::Wrong => "wrong credential",
+                _ => "wrong credential",
             }
         ))
     }
 
     /// Appends the refusal counters and the open-mode gauge to a metrics page.
-    pub fn render(&self, text: &mut String) {
+    pub fn render(&self, text: &mut crate::metrics::Page) {
         render_counters(&self.counters, self.secret.is_none(), text);
     }
 }
 
 /// The `/metrics` lines of `counters`: `megha_auth_refused_total{reason=...}` and
 /// `megha_auth_open_mode`.
-pub fn render_counters(counters: &AuthCounters, open: bool, text: &mut String) {
-    use std::fmt::Write as _;
-    let _ = writeln!(
-        text,
-        "# HELP megha_auth_refused_total Calls refused: missing or wrong credential (401), not allowed (403).\n# TYPE megha_auth_refused_total counter"
-    );
-    for (reason, c) in [
+pub fn render_counters(counters: &AuthCounters, open: bool, text: &mut crate::metrics::Page) {
+    let refused = [
         ("missing", &counters.missing),
         ("wrong", &counters.wrong),
         ("forbidden", &counters.forbidden),
-    ] {
-        let _ = writeln!(
-            text,
-            "megha_auth_refused_total{{reason=\"{reason}\"}} {}",
-            c.load(Ordering::Relaxed)
-        );
-    }
+    ]
+    .map(|(reason, c)| (reason.to_owned(), c.load(Ordering::Relaxed) as f64));
+    crate::metrics::family(
+        text,
+        "megha_auth_refused_total",
+        "counter",
+        "Calls refused: missing or wrong credential (401), not allowed (403).",
+        "reason",
+        &refused,
+    );
     crate::metrics::single(
         text,
         "megha_auth_open_mode",
@@ -297,7 +386,7 @@ async fn guard_layer(State(guard): State<ClusterGuard>, req: Request, next: Next
     if OPEN_PATHS.contains(&req.uri().path()) {
         return next.run(req).await;
     }
-    match guard.check(req.headers()) {
+    match guard.check_role(req.headers(), (guard.callers)(req.uri().path())) {
         Ok(()) => next.run(req).await,
         Err(r) => guard.refuse(r, req.method().as_str(), req.uri().path(), peer(&req)),
     }
@@ -336,15 +425,21 @@ pub fn open_mode_allowed(missing: &str, how: &str, listen: &str) -> Result<()> {
 }
 
 /// What every role checks before it starts: the extra CA its calls trust (if any) is
-/// loaded, and running without the cluster secret is allowed only on a loopback
+/// loaded, a role credential is this role's, and running without the cluster secret is allowed only on a loopback
 /// `listen` (see [`open_mode_allowed`]).
 pub fn check_start(
     ca: Option<&std::path::Path>,
     secret: Option<&ClusterSecret>,
     listen: &str,
+    role: Role,
 ) -> Result<()> {
     if let Some(ca) = ca {
         crate::tls::trust_ca(ca)?;
+    }
+    if let Some(theirs) = secret.and_then(ClusterSecret::role) {
+        if theirs != role {
+            bail!("--cluster-secret-file: the credential of the {theirs} role given to a {role}: each role needs its own file (see scripts/make-role-credentials.sh)");
+        }
     }
     if secret.is_none() {
         open_mode_allowed(
@@ -404,8 +499,10 @@ impl WorkerNetworks {
     }
 
     /// Checks a callback URL: http(s), and every address its host resolves to lies
-    /// in these networks. The error says why.
-    pub async fn check_url(&self, url: &str) -> Result<(), String> {
+    /// in these networks. The error says why. Returns the host and the addresses
+    /// checked, for a client pinned to them ([`crate::links::http_client_pinned`]):
+    /// a name resolving elsewhere later (DNS rebinding) then changes nothing.
+    pub async fn check_url(&self, url: &str) -> Result<CheckedHost, String> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
@@ -448,7 +545,27 @@ impl WorkerNetworks {
                     .join(",")
             ));
         }
-        Ok(())
+        let host = target
+            .rsplit_once(':')
+            .map_or(target.as_str(), |(h, _)| h)
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        Ok(CheckedHost { host, addrs })
+    }
+}
+
+/// A callback URL's host and the addresses it resolved to when checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedHost {
+    pub host: String,
+    pub addrs: Vec<SocketAddr>,
+}
+
+impl CheckedHost {
+    /// True when the host is a name (an IP literal needs no pinning).
+    pub fn is_name(&self) -> bool {
+        self.host.parse::<IpAddr>().is_err()
     }
 }
 
@@ -509,6 +626,18 @@ mod tests {
         ] {
             assert!(nets.check_url(bad).await.is_err(), "{bad}");
         }
+        let checked = nets
+            .check_url("http://localhost:9200/")
+            .await
+            .expect("loopback name");
+        assert_eq!(checked.host, "localhost");
+        assert!(checked.is_name() && !checked.addrs.is_empty());
+        assert!(checked
+            .addrs
+            .iter()
+            .all(|a| a.ip().is_loopback() && a.port() == 9200));
+        let literal = nets.check_url("http://[::1]:9200").await.expect("literal");
+        assert!(!literal.is_name(), "{literal:?}");
         let only =
             WorkerNetworks::parse(&["192.168.0.0/16".into(), "10.0.0.1".into()]).expect("valid");
         assert!(only.contains("10.0.0.1".parse().expect("ip")));

@@ -2,7 +2,10 @@
 //! `loadgen`'s replay and embedded modes. Nothing here schedules: the cores stay pure.
 //!
 //! Layout:
-//! - [`auth`]: the cluster credential of internal calls, open mode, worker networks.
+//! - [`auth`]: the cluster credential of internal calls, open mode, worker networks;
+//!   [`roles`]: per-role credentials (which role a caller is, who may call what).
+//! - [`cluster`]: this process's cluster name; refusing another cluster's messages.
+//! - [`body_budget`]: request bodies capped per request and in total.
 //! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
 //! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
 //! - [`logging`]: `tracing` set-up, text or JSON.
@@ -18,10 +21,13 @@
 
 pub mod amqp;
 pub mod auth;
+pub mod body_budget;
 pub mod clock;
+pub mod cluster;
 pub mod links;
 pub mod logging;
 pub mod metrics;
+pub mod roles;
 pub mod runtime;
 pub mod settings;
 pub mod shutdown;

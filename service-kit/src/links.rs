@@ -27,6 +27,14 @@ pub enum LinkError {
     /// The peer answered with a client error (4xx): it did not act on the request.
     #[error("refused: {0}")]
     Refused(String),
+    /// The peer belongs to another cluster: it refused the call (421), or answered
+    /// naming another cluster. Retrying cannot help; the configuration is wrong.
+    #[error("{url} belongs to cluster `{theirs}`, this process to cluster `{ours}`: give both the same --cluster-name (MEGHA_CLUSTER_NAME) or fix the URL")]
+    ForeignCluster {
+        url: String,
+        ours: String,
+        theirs: String,
+    },
 }
 
 pub trait Call<Req, Resp>: Send + Sync {
@@ -86,7 +94,7 @@ pub async fn call_until_settled<Req: Clone, Resp>(
         let retry = match &result {
             Err(LinkError::Failed(_)) => true,
             Err(LinkError::Unreachable(_)) => ambiguous,
-            Err(LinkError::Refused(_)) | Ok(_) => false,
+            Err(LinkError::Refused(_) | LinkError::ForeignCluster { .. }) | Ok(_) => false,
         };
         if !retry || tokio::time::Instant::now() + delay > deadline {
             return result;
@@ -107,34 +115,73 @@ pub async fn call_until_settled<Req: Clone, Resp>(
     }
 }
 
-/// A keep-alive HTTP client with a request timeout.
+/// A keep-alive HTTP client with a request timeout, naming no cluster.
 pub fn http_client(timeout: Duration) -> reqwest::Client {
-    http_client_with(timeout, None)
+    http_client_with(timeout, None, None)
 }
 
 /// [`http_client`] whose every request carries the cluster credential (see
-/// [`crate::auth`]): the client of a role's internal calls.
+/// [`crate::auth`]) and the cluster's name (see [`crate::cluster`]): the client of a
+/// role's internal calls.
 pub fn http_client_with(
     timeout: Duration,
     secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
 ) -> reqwest::Client {
-    crate::tls::client_builder()
-        .default_headers(crate::auth::client_headers(secret))
-        .timeout(timeout)
-        .connect_timeout(Duration::from_secs(2))
-        .pool_idle_timeout(Duration::from_secs(90))
-        .tcp_nodelay(true)
+    internal_builder(timeout, secret, cluster)
         .build()
         .unwrap_or_default()
 }
 
-/// POSTs bincode bodies to one URL. Connection failures (nothing was sent) are
-/// retried with backoff up to `retries` times; anything else is reported at once.
+/// [`http_client_with`] that connects to `checked.host` only at the addresses
+/// checked (`reqwest`'s `resolve_to_addrs`), never resolving the name again: a
+/// callback name that later resolves outside the allowed networks (DNS rebinding)
+/// still reaches the address that was checked. TLS still verifies the name.
+pub fn http_client_pinned(
+    timeout: Duration,
+    secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+    checked: &crate::auth::CheckedHost,
+) -> reqwest::Client {
+    internal_builder(timeout, secret, cluster)
+        .resolve_to_addrs(&checked.host, &checked.addrs)
+        .build()
+        .unwrap_or_default()
+}
+
+fn internal_builder(
+    timeout: Duration,
+    secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+) -> reqwest::ClientBuilder {
+    let mut headers = crate::auth::client_headers(secret);
+    if let Some(v) = cluster.and_then(|c| reqwest::header::HeaderValue::from_str(c.as_str()).ok()) {
+        headers.insert(crate::cluster::CLUSTER_NAME_HEADER, v);
+    }
+    crate::tls::client_builder()
+        .default_headers(headers)
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .pool_idle_timeout(Duration::from_secs(90))
+        .tcp_nodelay(true)
+}
+
+/// POSTs bincode bodies (in `cluster`'s envelope) to one URL. Connection failures
+/// (nothing was sent) are retried with backoff up to `retries` times; anything else
+/// is reported at once. A peer of another cluster is [`LinkError::ForeignCluster`].
 #[derive(Clone, Debug)]
 pub struct HttpLink {
     pub client: reqwest::Client,
     pub url: String,
     pub retries: u32,
+    pub cluster: crate::cluster::Cluster,
+}
+
+/// The other cluster an answer names, if it names one that is not `ours`.
+fn foreign_answer(resp: &reqwest::Response, ours: &common::ClusterName) -> Option<String> {
+    let theirs = resp.headers().get(crate::cluster::CLUSTER_NAME_HEADER)?;
+    let theirs = String::from_utf8_lossy(theirs.as_bytes());
+    (theirs != ours.as_str()).then(|| theirs.into_owned())
 }
 
 impl<Req, Resp> Call<Req, Resp> for HttpLink
@@ -143,10 +190,11 @@ where
     Resp: DeserializeOwned + Send + 'static,
 {
     fn call(&self, req: Req) -> BoxFut<Result<Resp, LinkError>> {
-        let body = codec::encode(&req);
+        let body = self.cluster.encode(&req);
         let client = self.client.clone();
         let url = self.url.clone();
         let retries = self.retries;
+        let cluster = self.cluster.clone();
         Box::pin(async move {
             let body = body.map_err(|e| LinkError::Failed(e.to_string()))?;
             let mut delay = Duration::from_millis(20);
@@ -160,6 +208,14 @@ where
                     .await;
                 match sent {
                     Ok(resp) => {
+                        if let Some(theirs) = foreign_answer(&resp, &cluster.name) {
+                            cluster.refused(&url, &theirs);
+                            return Err(LinkError::ForeignCluster {
+                                url,
+                                ours: cluster.name.to_string(),
+                                theirs,
+                            });
+                        }
                         let status = resp.status();
                         let bytes = resp
                             .bytes()
@@ -174,7 +230,8 @@ where
                                 LinkError::Failed(what)
                             });
                         }
-                        return codec::decode(&bytes)
+                        return cluster
+                            .decode(&bytes, &url)
                             .map_err(|e| LinkError::Failed(format!("{url}: {e}")));
                     }
                     Err(e) if e.is_connect() && attempt < retries => {
@@ -289,6 +346,38 @@ impl<T> OrderedSender<T> {
 
 #[cfg(test)]
 mod tests {
+    /// A pinned client reaches the address checked at registration, whatever the
+    /// name resolves to now: `.invalid` never resolves (RFC 6761), so an unpinned
+    /// client fails and the pinned one gets the local server's answer.
+    #[tokio::test]
+    async fn a_pinned_client_never_resolves_the_name_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app =
+            axum::Router::new().route("/v1/messages", axum::routing::get(|| async { "pinned" }));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let checked = crate::auth::CheckedHost {
+            host: "worker.megha-rebinding.invalid".into(),
+            addrs: vec![addr],
+        };
+        let url = format!(
+            "http://worker.megha-rebinding.invalid:{}/v1/messages",
+            addr.port()
+        );
+        let pinned = super::http_client_pinned(Duration::from_secs(5), None, None, &checked);
+        let answer = pinned.get(&url).send().await.expect("pinned call");
+        assert_eq!(answer.text().await.expect("body"), "pinned");
+        let unpinned = super::http_client(Duration::from_secs(5));
+        assert!(
+            unpinned.get(&url).send().await.is_err(),
+            "the name does not resolve"
+        );
+    }
+
     use super::{call_until_settled, fn_link, LinkError, OrderedSender};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};

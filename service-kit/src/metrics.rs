@@ -1,25 +1,142 @@
-//! Prometheus text exposition, written by hand: counters, gauges and a fixed-bucket
-//! histogram. Each service renders its own families into one `String`.
+//! Prometheus metrics through the `prometheus` crate (tikv/rust-prometheus).
+//!
+//! A service's counters live in its state (the pure cores count in plain integers), so
+//! each scrape builds a [`Page`]: a fresh registry the service's `RenderMetrics`
+//! handler fills with one call per family ([`single`], [`family`], [`Page::histogram`]),
+//! then [`Page::encode`] writes Prometheus text format 0.0.4. The registry validates
+//! names, label names and duplicates, and the encoder escapes HELP text and label
+//! values; a family it refuses is left out with an error log line naming it.
+//!
+//! Conventions (checked by `promtool check metrics` in `tests/tests/metrics_lint.rs`):
+//! counters end in `_total`, units are base units in the name (`_seconds`, `_bytes`),
+//! latencies are histograms. The list of families is in `docs/metrics.md`.
 
-use std::fmt::Write;
+use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
+use prometheus::{CounterVec, GaugeVec, Opts, Registry, TextEncoder};
 
-/// Writes one metric family. `samples` are `(labels, value)`, labels already in
-/// `key="value",...` form (empty for none).
-pub fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-    for (labels, value) in samples {
-        if labels.is_empty() {
-            let _ = writeln!(out, "{name} {value}");
-        } else {
-            let _ = writeln!(out, "{name}{{{labels}}} {value}");
+/// The `Content-Type` of [`Page::encode`]'s text.
+pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+
+/// The metric families of one scrape.
+#[derive(Default)]
+pub struct Page {
+    registry: Registry,
+}
+
+impl std::fmt::Debug for Page {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Page")
+            .field("families", &self.registry.gather().len())
+            .finish()
+    }
+}
+
+impl Page {
+    pub fn new() -> Page {
+        Page::default()
+    }
+
+    /// Adds a latency histogram (a clone sharing its buckets).
+    pub fn histogram(&mut self, h: &Histogram) {
+        self.register(h.0.clone());
+    }
+
+    /// The page in Prometheus text format 0.0.4, families sorted by name.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = TextEncoder::new().encode_utf8(&self.registry.gather(), &mut out) {
+            tracing::error!(error = %e, "cannot encode the metrics page");
+        }
+        out
+    }
+
+    fn register(&mut self, c: impl Collector + 'static) {
+        let name = c
+            .desc()
+            .first()
+            .map(|d| d.fq_name.clone())
+            .unwrap_or_default();
+        if let Err(e) = self.registry.register(Box::new(c)) {
+            tracing::error!(metric = %name, error = %e, "metric family left out of /metrics");
+        }
+    }
+
+    fn add(&mut self, name: &str, kind: &str, help: &str, label: &str, samples: &[(String, f64)]) {
+        let opts = Opts::new(name, help);
+        let labels: &[&str] = if label.is_empty() { &[] } else { &[label] };
+        let bad = |e: prometheus::Error| {
+            tracing::error!(metric = name, error = %e, "metric family left out of /metrics");
+        };
+        match kind {
+            "counter" => match CounterVec::new(opts, labels) {
+                Ok(v) => {
+                    for (value, n) in samples {
+                        if !(n.is_finite() && *n >= 0.0) {
+                            tracing::error!(
+                                metric = name,
+                                value = n,
+                                "counter sample left out: not a finite count"
+                            );
+                            continue;
+                        }
+                        match child(&v, label, value) {
+                            Ok(c) => c.inc_by(*n),
+                            Err(e) => bad(e),
+                        }
+                    }
+                    self.register(v);
+                }
+                Err(e) => bad(e),
+            },
+            "gauge" => match GaugeVec::new(opts, labels) {
+                Ok(v) => {
+                    for (value, n) in samples {
+                        match child(&v, label, value) {
+                            Ok(g) => g.set(*n),
+                            Err(e) => bad(e),
+                        }
+                    }
+                    self.register(v);
+                }
+                Err(e) => bad(e),
+            },
+            other => {
+                tracing::error!(
+                    metric = name,
+                    kind = other,
+                    "metric family left out of /metrics: kind is neither counter nor gauge"
+                );
+            }
         }
     }
 }
 
-/// A single unlabelled sample.
-pub fn single(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
-    family(out, name, kind, help, &[(String::new(), value)]);
+/// The child of `v` for one sample: the unlabelled one, or the one of `value`.
+fn child<T: MetricVecBuilder>(
+    v: &MetricVec<T>,
+    label: &str,
+    value: &str,
+) -> prometheus::Result<T::M> {
+    let values: &[&str] = if label.is_empty() { &[] } else { &[value] };
+    v.get_metric_with_label_values(values)
+}
+
+/// Declares one family with one label: `samples` are `(label value, value)`. `kind`
+/// is `"counter"` (name ends in `_total`) or `"gauge"`.
+pub fn family(
+    out: &mut Page,
+    name: &str,
+    kind: &str,
+    help: &str,
+    label: &str,
+    samples: &[(String, f64)],
+) {
+    out.add(name, kind, help, label, samples);
+}
+
+/// Declares one unlabelled family with its value. `kind` is `"counter"` or `"gauge"`.
+pub fn single(out: &mut Page, name: &str, kind: &str, help: &str, value: f64) {
+    out.add(name, kind, help, "", &[(String::new(), value)]);
 }
 
 /// Sums every sample of a metric family (all label sets) in a Prometheus text page;
@@ -32,92 +149,34 @@ pub fn sum(page: &str, name: &str) -> f64 {
         .sum()
 }
 
-/// A cumulative histogram over fixed upper bounds (seconds).
+/// A latency histogram in seconds (the library's, observed as events happen).
 #[derive(Clone, Debug)]
-pub struct Histogram {
-    bounds: Vec<f64>,
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
+pub struct Histogram(prometheus::Histogram);
+
+/// Bucket bounds for latencies: 0.5 ms to 60 s.
+pub const LATENCY_BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+];
 
 impl Histogram {
-    /// Buckets from 0.5 ms to 60 s, for latencies.
-    pub fn latency() -> Histogram {
-        let bounds = vec![
-            0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
-            30.0, 60.0,
-        ];
-        Histogram {
-            counts: vec![0; bounds.len()],
-            bounds,
-            sum: 0.0,
-            count: 0,
-        }
+    /// A histogram over [`LATENCY_BUCKETS`]. `name` must end in `_seconds`; an invalid
+    /// name or empty help is a programming error, caught by the metrics tests.
+    pub fn latency(name: &str, help: &str) -> prometheus::Result<Histogram> {
+        let opts = prometheus::HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec());
+        Ok(Histogram(prometheus::Histogram::with_opts(opts)?))
     }
 
-    pub fn observe(&mut self, secs: f64) {
-        if !secs.is_finite() {
-            return;
+    /// Records one latency; non-finite values are ignored.
+    pub fn observe(&self, secs: f64) {
+        if secs.is_finite() {
+            self.0.observe(secs);
         }
-        if let Some(i) = self.bounds.iter().position(|b| secs <= *b) {
-            self.counts[i] += 1;
-        }
-        self.sum += secs;
-        self.count += 1;
     }
 
     pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    pub fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} histogram");
-        let mut cumulative = 0;
-        for (b, c) in self.bounds.iter().zip(&self.counts) {
-            cumulative += c;
-            let _ = writeln!(out, "{name}_bucket{{le=\"{b}\"}} {cumulative}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
-        let _ = writeln!(out, "{name}_sum {}", self.sum);
-        let _ = writeln!(out, "{name}_count {}", self.count);
+        self.0.get_sample_count()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histogram_is_cumulative() {
-        let mut h = Histogram::latency();
-        h.observe(0.0001);
-        h.observe(0.003);
-        h.observe(100.0);
-        let mut out = String::new();
-        h.render(&mut out, "x", "help");
-        assert!(out.contains("x_bucket{le=\"0.0005\"} 1\n"));
-        assert!(out.contains("x_bucket{le=\"0.005\"} 2\n"));
-        assert!(out.contains("x_bucket{le=\"60\"} 2\n"));
-        assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"));
-        assert!(out.contains("x_count 3\n"));
-    }
-
-    #[test]
-    fn sum_adds_every_label_set_of_one_family_only() {
-        let mut page = String::new();
-        family(
-            &mut page,
-            "refused_total",
-            "counter",
-            "h",
-            &[("reason=\"a\"".into(), 2.0), ("reason=\"b\"".into(), 3.0)],
-        );
-        single(&mut page, "refused_total_seconds", "counter", "h", 100.0);
-        single(&mut page, "attempts_total", "counter", "h", 7.0);
-        assert_eq!(sum(&page, "refused_total"), 5.0);
-        assert_eq!(sum(&page, "attempts_total"), 7.0);
-        assert_eq!(sum(&page, "missing_total"), 0.0);
-    }
-}
+mod tests;

@@ -67,6 +67,14 @@ pub fn queueable_quota(text: Option<&str>) -> Result<QueueableQuota> {
     }
 }
 
+/// `--cluster-name` / `MEGHA_CLUSTER_NAME`, validated; absent: `megha`.
+pub fn cluster_name(name: Option<&str>) -> Result<common::ClusterName> {
+    match name {
+        None => Ok(common::ClusterName::default()),
+        Some(n) => common::ClusterName::new(n).map_err(|e| anyhow::anyhow!("--cluster-name: {e}")),
+    }
+}
+
 /// Mercury's `--queueable-cap`, the share of a node running QUEUEABLE work may hold,
 /// in (0, 1]; shared by every service. Absent: 1 (no cap).
 pub fn queueable_cap(cap: Option<f64>) -> Result<f64> {

@@ -3,8 +3,9 @@
 //! supersedes a lost one).
 
 use crate::amqp::Publisher;
+use crate::cluster::Cluster;
 use crate::links::Sink;
-use crate::topology::{event_key, EVENTS_EXCHANGE, STATE_EXCHANGE};
+use crate::topology::{event_key, Exchange};
 use common::events::TaskEvent;
 use common::messages::LmSnapshot;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ pub fn amqp_event_sink(publisher: Publisher) -> Sink<Vec<TaskEvent>> {
         }
         for (key, group) in by_key {
             match serde_json::to_vec(&group) {
-                Ok(body) => publisher.publish(EVENTS_EXCHANGE, key.into(), body, true),
+                Ok(body) => publisher.publish(Exchange::Events, key.into(), body, true),
                 Err(e) => {
                     tracing::error!(key, events = group.len(), error = %e, "cannot encode events")
                 }
@@ -43,10 +44,11 @@ pub fn decode_events(body: &[u8]) -> Result<Vec<TaskEvent>, serde_json::Error> {
     }
 }
 
-pub fn amqp_snapshot_sink(publisher: Publisher) -> Sink<LmSnapshot> {
+/// Publishes snapshots in `cluster`'s envelope.
+pub fn amqp_snapshot_sink(publisher: Publisher, cluster: Cluster) -> Sink<LmSnapshot> {
     Arc::new(
-        move |snapshot: LmSnapshot| match common::codec::encode(&snapshot) {
-            Ok(body) => publisher.publish(STATE_EXCHANGE, String::new(), body, false),
+        move |snapshot: LmSnapshot| match cluster.encode(&snapshot) {
+            Ok(body) => publisher.publish(Exchange::State, String::new(), body, false),
             Err(e) => tracing::error!(lm = %snapshot.lm, error = %e, "cannot encode snapshot"),
         },
     )

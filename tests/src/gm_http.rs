@@ -54,6 +54,11 @@ pub async fn serve_gm_apis_with_queues(
                 GmId(g as u16),
                 designated,
             )),
+            cluster: service_kit::cluster::Cluster::new(Default::default(), "gm"),
+            idempotency: Arc::new(global_master::service::idempotency::Idempotency::in_memory(
+                Default::default(),
+            )),
+            limits: None,
         };
         tokio::spawn(async move {
             let _ = axum::serve(listener, router(state)).await;

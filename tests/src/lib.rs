@@ -6,11 +6,13 @@
 //! - [`procs`]: building and locating the service binaries, running a loopback
 //!   cluster of processes, stopping them.
 //! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
+//! - [`browser`]: headless Chromium for the dashboard test (DOM dump, screenshot).
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
 
 pub mod broker;
+pub mod browser;
 pub mod checks;
 pub mod gm_http;
 pub mod procs;
@@ -159,5 +161,6 @@ pub fn embedded_config(cluster: ClusterSpec) -> EmbeddedConfig {
         fairness: None,
         mercury: None,
         designated_gm: GmId(0),
+        exec: None,
     }
 }

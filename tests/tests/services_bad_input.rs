@@ -197,7 +197,7 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
         gm: common::GmId(5),
         tasks: vec![(spec, common::Micros::ZERO)],
     });
-    let body = common::codec::encode(&vec![elsewhere]).expect("encode");
+    let body = common::codec::encode(&Default::default(), &vec![elsewhere]).expect("encode");
     let (got, _, answer) = http_bytes("POST", &internal, ct, &body).expect("post");
     let answer: serde_json::Value = serde_json::from_slice(&answer).expect("json error body");
     assert_eq!(

@@ -9,11 +9,21 @@ use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::{get_json, replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
 
-fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) {
+/// Submits one job; returns its id.
+fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) -> u64 {
     let task = format!(
         r#"{{"queue":"{queue}","resources":{{"cpu_millis":1000,"memory_mb":512}},"duration_ms":{duration_ms}}}"#
     );
-    submit_tasks(gm, &task, tasks);
+    submit_tasks(gm, &task, tasks)["job"]
+        .as_u64()
+        .expect("a job id")
+}
+
+/// `GET /v1/tasks/{job}/{index}` for every task of `job`.
+fn tasks_of(gm: &str, job: u64, n: u32) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| get_json(&format!("{gm}/v1/tasks/{job}/{i}")))
+        .collect()
 }
 
 #[test]
@@ -35,14 +45,49 @@ fn preemption_over_http_between_processes() {
     let health = get_json(&format!("{gm1}/healthz"));
     assert_eq!(health["nodes"], 4, "{health}");
     assert_eq!(health["capacity"]["cpu_millis"], 4000, "{health}");
-    submit(&gm0, "a", 4, 4000);
+    let a = submit(&gm0, "a", 4, 4000);
     wait_until("a's tasks to start", Duration::from_secs(10), || {
         cluster.metric(&cluster.workers, "megha_worker_started_total") == 4.0
     });
-    submit(&gm1, "b", 1, 300);
+    submit(&gm1, "b", 1, 2000);
+    // The victim shows `killed` at its GM, with the reason, while b's task holds its
+    // node (2 s); its job counts it so, in GET /v1/jobs/{id} too.
+    let mut victim = None;
+    wait_until(
+        "a task of a to show killed",
+        Duration::from_secs(10),
+        || {
+            victim = tasks_of(&gm0, a, 4)
+                .into_iter()
+                .find(|t| t["state"] == "killed");
+            victim.is_some()
+        },
+    );
+    let victim = victim.expect("killed");
+    // Why it was killed stays with the run; `reason` says why it still waits.
+    assert!(
+        victim["killed_runs"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("preempted")),
+        "{victim}"
+    );
+    assert!(victim["reason"].is_string(), "{victim}");
+    let index = victim["index"].as_u64().expect("index");
+    assert_eq!(victim["killed_runs"][0]["attempt"], 1, "{victim}");
+    let job = get_json(&format!("{gm0}/v1/jobs/{a}"));
+    assert_eq!(job["states"]["killed"], 1, "{job}");
+    assert_eq!(job["state"], "active", "{job}");
     wait_until("every task to finish", Duration::from_secs(30), || {
         cluster.metric(&cluster.workers, "megha_worker_finished_total") == 5.0
     });
+    // It ran again and finished; its history keeps the killed run.
+    let after = get_json(&format!("{gm0}/v1/tasks/{a}/{index}"));
+    assert_eq!(after["state"], "finished", "{after}");
+    assert_eq!(
+        after["killed_runs"].as_array().map(Vec::len),
+        Some(1),
+        "{after}"
+    );
     let m = |role: &[tests::procs::Proc], name: &str| cluster.metric(role, name);
     assert_eq!(m(&cluster.lms, "megha_lm_preemptions_total"), 1.0);
     assert_eq!(m(&cluster.lms, "megha_lm_kills_sent_total"), 1.0);

@@ -221,7 +221,11 @@ fn promoted_queueable_tasks_are_not_killed_for_guaranteed_work() {
         // Every worker heard of the promotions of its tasks.
         let mut promoted = 0.0;
         for w in &cluster.workers {
-            let page = w.send(RenderMetrics).await.expect("worker metrics");
+            let page = w
+                .send(RenderMetrics)
+                .await
+                .expect("worker metrics")
+                .encode();
             promoted += metric_sum(&page, "megha_worker_promoted_total");
         }
         assert_eq!(promoted, 4.0, "promote orders reached the workers");

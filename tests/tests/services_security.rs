@@ -73,7 +73,7 @@ fn json(body: &str) -> Value {
 
 macro_rules! enc {
     ($v:expr) => {
-        codec::encode($v).expect("encode")
+        codec::encode(&common::ClusterName::default(), $v).expect("encode")
     };
 }
 
@@ -121,6 +121,7 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
         task: one_task(8),
     })];
     let forged = vec![WorkerToLm::Report(WorkerReport::Finished {
+        attempt: 1,
         node: NodeId(0),
         task: common::TaskId::new(7, 0),
         at: Micros(1),
@@ -330,6 +331,27 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
             user_rows(200, 200),
         ),
         (
+            "GET",
+            format!("{gm0}/v1/overview"),
+            vec![],
+            false,
+            user_rows(200, 200),
+        ),
+        (
+            "GET",
+            format!("{gm0}/v1/cluster"),
+            vec![],
+            false,
+            user_rows(200, 200),
+        ),
+        (
+            "GET",
+            format!("{gm0}/no-such-page"),
+            vec![],
+            false,
+            vec![(Nothing, 401)],
+        ),
+        (
             "POST",
             format!("{gm0}/v1/lras"),
             lra.as_bytes().to_vec(),
@@ -405,6 +427,18 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
             table.push(("GET", format!("{url}{path}"), vec![], false, open_rows()));
         }
     }
+    // The GM's OpenAPI document describes the API and holds nothing secret.
+    table.push((
+        "GET",
+        format!("{gm0}/openapi.json"),
+        vec![],
+        false,
+        open_rows(),
+    ));
+    // The dashboard's static files (they hold no data; see docs/dashboard.md).
+    for path in ["/", "/dashboard.js", "/dashboard.css"] {
+        table.push(("GET", format!("{gm0}{path}"), vec![], false, open_rows()));
+    }
     let mut failures = Vec::new();
     for (method, url, body, bincode, rows) in &table {
         for (cred, expected) in rows {
@@ -423,6 +457,20 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // The dashboard's overview lists a user's own jobs only.
+    let overview_jobs = |who: &str| -> Vec<u64> {
+        let (_, body) = call("GET", &format!("{gm0}/v1/overview"), b"", false, User(who));
+        json(&body)["jobs"]
+            .as_array()
+            .map(|jobs| jobs.iter().filter_map(|j| j["job"].as_u64()).collect())
+            .unwrap_or_default()
+    };
+    assert!(overview_jobs(&c.alice).contains(&job), "alice sees her job");
+    assert!(
+        !overview_jobs(&c.bob).contains(&job),
+        "bob does not see alice's job"
+    );
 
     // Another user's job answers exactly like a missing one.
     let (_, theirs) = call(

@@ -57,6 +57,7 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
     let app = worker::service::http::router(
         worker.clone(),
         service_kit::auth::ClusterGuard::new(None, "worker"),
+        service_kit::cluster::Cluster::new(Default::default(), "worker"),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
 
@@ -121,6 +122,7 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
     ));
     worker
         .send(FromLm(vec![LmToWorker::Kill(KillTask {
+            attempt: 1,
             node: NodeId(0),
             task: id,
         })]))
@@ -143,7 +145,7 @@ async fn outcomes_reach_the_lm_and_logs_are_served() {
             break;
         }
     }
-    let metrics = worker.send(RenderMetrics).await.expect("metrics");
+    let metrics = worker.send(RenderMetrics).await.expect("metrics").encode();
     for line in [
         "megha_worker_starts_by_executor_total{executor=\"exec\"} 3",
         "megha_worker_exits_total{outcome=\"failed\"} 1",

@@ -276,3 +276,43 @@ async fn burn_holds_a_cpu_for_its_duration() {
         .expect("a stopped burn ends")
         .expect("executor task");
 }
+
+/// Two one-core burn tasks on one CPU take about twice as long as one alone (the
+/// executor burns CPU-seconds, so co-located work slows it down, as in the Megha
+/// prototype). Only lower bounds are asserted: they hold however loaded the machine.
+#[tokio::test]
+async fn two_burns_on_one_core_take_twice_the_time_of_one() {
+    // This thread, and the burn threads it spawns (they inherit it), run on one CPU.
+    let allowed = rustix::thread::sched_getaffinity(None).expect("the CPU affinity");
+    let core = (0..rustix::thread::CpuSet::MAX_CPU)
+        .find(|&c| allowed.is_set(c))
+        .expect("a CPU this process may use");
+    let mut one = rustix::thread::CpuSet::new();
+    one.set(core);
+    rustix::thread::sched_setaffinity(None, &one).expect("pinning the test to one CPU");
+    let (mut ex, _dir) = executors(false, Duration::from_secs(5));
+    let burn = |i| {
+        TaskSpec::short(
+            TaskId::new(3, i),
+            Resources::cores(1, 1),
+            Micros::from_millis(400),
+        )
+    };
+    let started = Instant::now();
+    assert_eq!(run(&mut ex, burn(0), Executor::Burn).await, None);
+    let alone = started.elapsed();
+    let (cpu0, started) = (process_cpu(), Instant::now());
+    let (_, a) = ex.launch(burn(1), &Executor::Burn);
+    let (_, b) = ex.launch(burn(2), &Executor::Burn);
+    assert_eq!(a.await.expect("executor task"), None);
+    assert_eq!(b.await.expect("executor task"), None);
+    let (cpu, together) = (process_cpu() - cpu0, started.elapsed());
+    println!("one burn of 0.4 s alone: {alone:?}; two on CPU {core}: {together:?} ({cpu:?} CPU)");
+    assert!(alone >= Duration::from_millis(390), "alone: {alone:?}");
+    // 0.8 s of CPU on one CPU cannot take less than 0.8 s.
+    assert!(cpu >= Duration::from_millis(780), "CPU used: {cpu:?}");
+    assert!(
+        together >= Duration::from_millis(780),
+        "together: {together:?}"
+    );
+}

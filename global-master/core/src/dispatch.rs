@@ -20,6 +20,10 @@ struct InFlight {
     queueable_jobs: Vec<JobId>,
 }
 
+/// A task awaiting an answer, and the batch (LM, sequence number) that carries it
+/// (`None` for a preemption request).
+type Awaiting = (Box<Pending>, Option<(LmId, u64)>);
+
 /// Per LM: batch sequence numbers, batches in flight and the batch open in the
 /// current pass; and every task sent and not yet answered.
 #[derive(Debug)]
@@ -29,8 +33,10 @@ pub struct Dispatcher {
     next_seq: Vec<u64>,
     in_flight: Vec<VecDeque<InFlight>>,
     open_batches: Vec<Option<usize>>,
-    /// Dispatched tasks (and preemption requests) waiting for the LM's answer.
-    outstanding: HashMap<TaskId, Box<Pending>>,
+    /// Dispatched tasks (and preemption requests) waiting for the LM's answer,
+    /// with the batch (LM, sequence number) that carries them (`None` for a
+    /// preemption request).
+    outstanding: HashMap<TaskId, Awaiting>,
 }
 
 impl Dispatcher {
@@ -56,14 +62,41 @@ impl Dispatcher {
         self.outstanding.contains_key(task)
     }
 
-    /// A task sent (or asked to be preempted for) awaits its answer.
+    /// A task asked to be preempted for awaits its answer.
     pub fn await_answer(&mut self, pending: Box<Pending>) {
-        self.outstanding.insert(pending.task.id, pending);
+        self.outstanding.insert(pending.task.id, (pending, None));
     }
 
-    /// The task an LM answered for, if this GM was waiting for it.
+    /// The task a preemption answer is for, if this GM was waiting for it.
     pub fn answered(&mut self, task: &TaskId) -> Option<Box<Pending>> {
-        self.outstanding.remove(task)
+        self.outstanding.remove(task).map(|(pending, _)| pending)
+    }
+
+    /// Run `attempt` of `task` ended: it was launched, whatever became of its
+    /// batch's answer, which is no longer awaited (given up later, the batch would
+    /// put the task back in its queue: a second run). LRA containers are left to
+    /// their own path, which answers for them.
+    pub fn run_ended(&mut self, task: &TaskId, attempt: u32) -> bool {
+        let launched = self.outstanding.get(task).is_some_and(|(p, batch)| {
+            batch.is_some() && p.task.attempt == attempt && p.task.kind != TaskKind::LongRunning
+        });
+        if launched {
+            self.outstanding.remove(task);
+        }
+        launched
+    }
+
+    /// The task an answer to batch `seq` of `lm` is for, if this GM awaits that
+    /// batch's answer for it. A task sent again since (a retry of a lost run after
+    /// the first batch was given up or left in doubt) awaits its new batch: the
+    /// old batch's late answer is not its own, and is `None`.
+    pub fn answered_in(&mut self, lm: LmId, seq: u64, task: &TaskId) -> Option<Box<Pending>> {
+        match self.outstanding.get(task) {
+            Some((_, Some(batch))) if *batch == (lm, seq) => {
+                self.outstanding.remove(task).map(|(pending, _)| pending)
+            }
+            _ => None,
+        }
     }
 
     /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
@@ -120,8 +153,9 @@ impl Dispatcher {
             node,
             placement,
         });
+        let sent_in = (out.batches[batch].lm, out.batches[batch].seq);
         self.outstanding
-            .insert(pending.task.id, Box::new(pending.clone()));
+            .insert(pending.task.id, (Box::new(pending.clone()), Some(sent_in)));
         batch
     }
 

@@ -40,8 +40,21 @@ struct RetryJob {
     open: u32,
 }
 
+/// What a task's end means to the lifecycle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndSeen {
+    /// The task ended for good (finished, failed past its retries, or untracked).
+    Final,
+    /// It failed and will run again.
+    Retry(Retry),
+    /// The end of a run already replaced by a retry (a late report of a lost run),
+    /// or the same end reported again: nothing changes.
+    Stale,
+}
+
 #[derive(Debug)]
 struct Tracked {
+    /// The task as its current run goes out ([`TaskSpec::attempt`] is that run).
     spec: TaskSpec,
     /// Runs that failed so far.
     failed: u32,
@@ -105,33 +118,51 @@ impl Lifecycle {
     }
 
     /// A task ended at its worker. A failure the policy allows to retry is
-    /// scheduled (and returned); anything else ends the task for good.
-    pub fn ended(&mut self, now: Micros, end: &TaskEnd) -> Option<Retry> {
-        let tracked = self.tasks.get_mut(&end.task)?;
+    /// scheduled (and returned); the end of a run that is not the task's current one
+    /// is stale; anything else ends the task for good.
+    pub fn ended(&mut self, now: Micros, end: &TaskEnd) -> EndSeen {
+        let Some(tracked) = self.tasks.get_mut(&end.task) else {
+            return EndSeen::Final;
+        };
+        if end.attempt != tracked.spec.attempt {
+            return EndSeen::Stale;
+        }
         let Some(failure) = &end.failure else {
             self.finish(end.task);
-            return None;
+            return EndSeen::Final;
         };
         if tracked.waiting.is_some() || tracked.last_failure == Some((end.node, end.at)) {
-            return None; // the same end again
+            return EndSeen::Stale; // the same end again
         }
         tracked.last_failure = Some((end.node, end.at));
         tracked.failure = Some(failure.clone());
         tracked.failed += 1;
-        let policy = self.jobs.get(&end.task.job)?.policy;
+        let Some(policy) = self.jobs.get(&end.task.job).map(|j| j.policy) else {
+            return EndSeen::Final;
+        };
         if !policy.retries_after(tracked.failed) {
             self.finish(end.task);
-            return None;
+            return EndSeen::Final;
         }
         let at = now + policy.delay(tracked.failed);
         tracked.waiting = Some(at);
+        // From now on only the retry's reports count.
+        tracked.spec.attempt = tracked.failed + 1;
         self.due.insert((at, end.task));
-        Some(Retry {
+        EndSeen::Retry(Retry {
             task: end.task,
-            attempt: tracked.failed + 1,
+            attempt: tracked.spec.attempt,
             at,
             failure: failure.clone(),
         })
+    }
+
+    /// Whether a report of run `attempt` of `task` is about a run already replaced
+    /// by a retry (untracked tasks have only one run).
+    pub fn is_stale(&self, task: TaskId, attempt: u32) -> bool {
+        self.tasks
+            .get(&task)
+            .is_some_and(|t| t.spec.attempt != attempt)
     }
 
     /// The task can never run (unplaceable): it ends for good.
@@ -177,7 +208,7 @@ impl Lifecycle {
                 submitted_at: now,
                 attempts: 0,
                 reason: Some(PendingReason::Retrying {
-                    attempt: t.failed + 1,
+                    attempt: t.spec.attempt,
                     failure,
                 }),
                 preempting: None,

@@ -76,6 +76,15 @@ pub struct GmStats {
     /// Launches the LM answered "duplicate" (it already held the task): counted as
     /// launched.
     pub duplicates_answered: u64,
+    /// Ends and starts of runs already replaced by a retry (late reports of lost
+    /// runs), and repeated ends: ignored.
+    pub stale_run_reports: u64,
+    /// Launch answers for a task that no longer awaits that batch's answer (its
+    /// run was replaced by a retry, or the batch was given up): ignored.
+    pub stale_answers: u64,
+    /// Runs that ended before their launch batch was answered (the answer was
+    /// lost or is late): no longer awaited.
+    pub ended_before_answer: u64,
     pub requeues: u64,
     /// Placement attempts of tasks tried before (blocked or refused ones again).
     pub retries: u64,

@@ -43,6 +43,8 @@ pub struct GmActor {
     /// One link per LM (index = LM id).
     pub(super) links: Vec<LmLink>,
     pub(super) events: Sink<Vec<TaskEvent>>,
+    /// The last events of `events`, for the dashboard.
+    pub(super) recent: super::recent_events::RecentEvents,
     pub(super) tracker: Tracker,
     pub(super) metrics: ShellMetrics,
     pub(super) preempt: PreemptMetrics,
@@ -85,15 +87,17 @@ impl GmActor {
             Some(f) => f.queues.iter().map(|q| q.name.clone()).collect(),
             None => vec![common::fairness::DEFAULT_QUEUE.to_owned()],
         };
+        let recent = super::recent_events::RecentEvents::default();
         GmActor {
             core: GlobalMaster::new(config),
             links,
-            events,
+            events: recent.tee(events),
+            recent,
             preempt: PreemptMetrics::default(),
             queue_names,
             tracker: Tracker::default(),
             metrics: ShellMetrics {
-                launch_latency: Histogram::latency(),
+                launch_latency: super::report::launch_latency(),
                 passes: 0,
                 batches_sent: 0,
                 batches_abandoned: 0,
@@ -268,6 +272,7 @@ impl GmActor {
                 duration: t.duration,
                 tags: t.tags.into_iter().map(Arc::from).collect(),
                 executor: t.executor,
+                attempt: 1,
             };
             specs.push(spec);
             events.push(TaskEvent {

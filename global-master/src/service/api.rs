@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// `POST /v1/jobs` body: a batch of tasks submitted together (one job).
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
+    #[schema(min_items = 1)]
     pub tasks: Vec<TaskRequest>,
     /// How failed (or lost) tasks run again; absent: the GM's default
     /// (`--max-attempts`, 1 unless configured: no retry).
@@ -20,6 +21,7 @@ pub struct JobRequest {
     /// Who submits (a label for `GET /v1/jobs?user=`, 1 to 64 bytes), until
     /// authentication names the caller.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub user: Option<String>,
 }
 
@@ -32,28 +34,32 @@ pub struct NewJob {
 }
 
 /// `retry` of a job: `{"max_attempts":3,"backoff":{"initial_ms":1000,"factor":2,"max_ms":60000}}`.
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
     /// Runs of a task at most, the first included (1 to 100).
+    #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: u32,
     #[serde(default)]
     pub backoff: Option<BackoffRequest>,
 }
 
 /// Every field defaults to the default backoff's (1000 ms, x2, at most 60000 ms).
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackoffRequest {
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 86_400_000)]
     pub initial_ms: Option<f64>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub factor: Option<f64>,
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 86_400_000)]
     pub max_ms: Option<f64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRequest {
     /// User queue, by name. Required when queues are configured; otherwise absent or
@@ -67,10 +73,12 @@ pub struct TaskRequest {
     /// How long the task runs once started. Required unless the executor is `exec`
     /// (a command ends on its own; then it is only an estimate and may be absent).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 604_800_000)]
     pub duration_ms: Option<f64>,
     #[serde(default)]
     pub kind: TaskKind,
     #[serde(default)]
+    #[schema(max_items = 32)]
     pub tags: Vec<String>,
     /// How the worker runs the task (see [`super::executor_api`]); absent: the
     /// worker's default.
@@ -78,10 +86,12 @@ pub struct TaskRequest {
     pub executor: Option<ExecutorRequest>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceRequest {
+    #[schema(minimum = 1)]
     pub cpu_millis: u64,
+    #[schema(minimum = 1)]
     pub memory_mb: u64,
 }
 
@@ -98,7 +108,7 @@ pub struct NewTask {
 }
 
 /// A refusal: HTTP status, the field at fault (JSON path) and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiError {
     #[serde(skip)]
     pub status: u16,

@@ -210,6 +210,31 @@ pub struct GmArgs {
     /// on a loopback --listen.
     #[arg(long, env = "MEGHA_TOKENS_FILE", value_name = "FILE")]
     pub tokens_file: Option<PathBuf>,
+    /// The cluster this GM belongs to: carried by every internal message and naming
+    /// the broker's exchanges (`NAME.state`, `NAME.events`); messages of another
+    /// cluster are refused. Give every GM, LM and worker of a cluster the same name.
+    /// Lowercase letters, digits, `-`, `_`. Default megha.
+    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// How long a submission's Idempotency-Key is remembered (a retry with the same
+    /// key within it gets the first answer, not a second job). Default 86400 (a day).
+    #[arg(long, env = "MEGHA_IDEMPOTENCY_TTL_S", value_name = "SECS")]
+    pub idempotency_ttl_s: Option<u64>,
+    /// At most this many Idempotency-Keys are remembered (the oldest go first).
+    /// Default 100000.
+    #[arg(long, env = "MEGHA_IDEMPOTENCY_MAX_KEYS", value_name = "N")]
+    pub idempotency_max_keys: Option<usize>,
+    /// Largest request body accepted (bytes; 413 beyond). Default 67108864 (64 MiB).
+    #[arg(long, env = "MEGHA_GM_MAX_BODY_BYTES", value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Request body bytes handled at once, over all requests; beyond, requests are
+    /// answered 503 with Retry-After. Default 268435456 (256 MiB).
+    #[arg(long, env = "MEGHA_GM_MAX_TOTAL_BODY_BYTES", value_name = "BYTES")]
+    pub max_total_body_bytes: Option<usize>,
+    /// Event bytes waiting for the broker (while it is away) past which submissions
+    /// are answered 503 with Retry-After instead of buffering more. Default 67108864.
+    #[arg(long, env = "MEGHA_GM_MAX_BROKER_BACKLOG_BYTES", value_name = "BYTES")]
+    pub max_broker_backlog_bytes: Option<u64>,
 }
 
 /// Resolved settings.
@@ -249,6 +274,15 @@ pub struct GmSettings {
     pub tokens_file: Option<PathBuf>,
     /// HTTPS and the extra CA clients trust.
     pub tls: service_kit::tls::TlsSettings,
+    /// See `--cluster-name`.
+    pub cluster_name: common::ClusterName,
+    /// See `--idempotency-ttl-s`, `--idempotency-max-keys`.
+    pub idempotency: super::idempotency::Limits,
+    /// See `--max-body-bytes`, `--max-total-body-bytes`.
+    pub max_body_bytes: usize,
+    pub max_total_body_bytes: usize,
+    /// See `--max-broker-backlog-bytes`.
+    pub max_broker_backlog_bytes: u64,
 }
 
 impl GmArgs {
@@ -291,7 +325,13 @@ impl GmArgs {
             tls_cert_file,
             tls_key_file,
             tls_ca_file,
-            tokens_file
+            tokens_file,
+            cluster_name,
+            idempotency_ttl_s,
+            idempotency_max_keys,
+            max_body_bytes,
+            max_total_body_bytes,
+            max_broker_backlog_bytes
         );
         let node_groups = match &self.lra_node_groups {
             None => Vec::new(),
@@ -355,6 +395,17 @@ impl GmArgs {
                 self.cluster_secret_file.as_deref(),
             )?,
             tokens_file: self.tokens_file.clone(),
+            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
+            idempotency: super::idempotency::Limits {
+                ttl: Duration::from_secs(self.idempotency_ttl_s.unwrap_or(86_400)),
+                max_keys: match self.idempotency_max_keys.unwrap_or(100_000) {
+                    0 => bail!("--idempotency-max-keys must be positive"),
+                    n => n,
+                },
+            },
+            max_body_bytes: self.max_body_bytes.unwrap_or(64 << 20),
+            max_total_body_bytes: self.max_total_body_bytes.unwrap_or(256 << 20),
+            max_broker_backlog_bytes: self.max_broker_backlog_bytes.unwrap_or(64 << 20),
             id: self.id.unwrap_or(0),
             gms,
             lm_urls: self.lm_urls.unwrap_or_default(),

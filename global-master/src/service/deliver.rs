@@ -148,7 +148,8 @@ impl GmActor {
             tracing::info!(task = %spec.id, job = spec.id.job.0, lm = %preempted.lm, lost_ms = lost.0 / 1000, "preempted task queued again");
             self.preempt.requeued += 1;
             self.preempt.lost_work += *lost;
-            self.tracker.pending(spec.id, &reason, false);
+            self.tracker
+                .killed(spec.id, preempted.lm, &reason, *lost, now);
             events.push(TaskEvent {
                 task: spec.id,
                 at: now,
@@ -214,6 +215,9 @@ impl GmActor {
         let mut events = Vec::new();
         for start in &out.started {
             self.tracker.started(start);
+        }
+        for (task, attempt) in &out.stale {
+            tracing::info!(task = %task, job = task.job.0, attempt, "report of a run already replaced by a retry (or a repeated end) ignored");
         }
         for end in &out.ended {
             match out.retries.iter().find(|r| r.task == end.task) {

@@ -15,7 +15,7 @@ pub(super) const MAX_ARGS: usize = 4096;
 /// Most bytes of an exec command: arguments, environment and cwd together.
 pub(super) const MAX_COMMAND_BYTES: usize = 128 * 1024;
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ExecutorRequest {
     Synthetic,

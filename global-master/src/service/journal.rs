@@ -21,7 +21,7 @@
 
 use common::messages::TaskFailure;
 use common::retry::RetryPolicy;
-use common::{JobId, Micros, TaskId, TaskSpec};
+use common::{ClusterName, JobId, Micros, TaskId, TaskSpec};
 use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -80,6 +80,8 @@ pub struct Journal {
     path: String,
     /// Per job in the journal: tasks not yet ended (a job leaves when it reaches 0).
     open: BTreeMap<JobId, u32>,
+    /// Records are in this cluster's envelope: another cluster's journal is refused.
+    cluster: ClusterName,
 }
 
 impl std::fmt::Debug for Journal {
@@ -90,7 +92,10 @@ impl std::fmt::Debug for Journal {
 
 impl Journal {
     /// Opens (or creates) the journal in `dir`, and reads back every job in it.
-    pub fn open(dir: &Path) -> Result<(Journal, Vec<Recovered>), JournalError> {
+    pub fn open(
+        dir: &Path,
+        cluster: &ClusterName,
+    ) -> Result<(Journal, Vec<Recovered>), JournalError> {
         let file = dir.join("journal.redb");
         let path = file.display().to_string();
         let err = |what: &'static str| {
@@ -107,6 +112,7 @@ impl Journal {
             db,
             path: path.clone(),
             open: BTreeMap::new(),
+            cluster: cluster.clone(),
         };
         let recovered = journal.read_back().map_err(|e| err("cannot read")(&e))?;
         for r in &recovered {
@@ -128,13 +134,16 @@ impl Journal {
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
-            let stored: JournalJob = common::codec::decode(bytes.value())?;
+            let stored: JournalJob = common::codec::decode(&self.cluster, bytes.value())?;
             let job = job.value();
             let mut done = BTreeMap::new();
             if let Some(ended) = &ended {
                 for row in ended.range((job, 0)..=(job, u32::MAX))? {
                     let (key, bytes) = row?;
-                    done.insert(key.value().1, common::codec::decode(bytes.value())?);
+                    done.insert(
+                        key.value().1,
+                        common::codec::decode(&self.cluster, bytes.value())?,
+                    );
                 }
             }
             out.push(Recovered {
@@ -166,7 +175,8 @@ impl Journal {
             accepted: accepted.clone(),
             tasks: tasks.to_vec(),
         };
-        let bytes = common::codec::encode(&stored).map_err(|e| self.error("cannot encode", e))?;
+        let bytes = common::codec::encode(&self.cluster, &stored)
+            .map_err(|e| self.error("cannot encode", e))?;
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let txn = self.db.begin_write()?;
             txn.open_table(JOBS)?.insert(job.0, bytes.as_slice())?;
@@ -191,7 +201,8 @@ impl Journal {
         }
         let mut encoded = Vec::with_capacity(ends.len());
         for (task, end) in &ends {
-            let bytes = common::codec::encode(end).map_err(|e| self.error("cannot encode", e))?;
+            let bytes = common::codec::encode(&self.cluster, end)
+                .map_err(|e| self.error("cannot encode", e))?;
             encoded.push((*task, bytes));
         }
         let open = &mut self.open;
@@ -275,7 +286,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("megha-journal-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         {
-            let (mut j, recovered) = Journal::open(&dir).unwrap();
+            let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
             assert!(recovered.is_empty());
             j.accept(JobId(7), &accepted(5), &specs(7, 3)).unwrap();
             j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
@@ -287,7 +298,7 @@ mod tests {
             j.ended(&[(TaskId::new(99, 0), end(12))]).unwrap();
             assert_eq!(j.jobs(), 1);
         }
-        let (mut j, recovered) = Journal::open(&dir).unwrap();
+        let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
         assert_eq!(recovered.len(), 1, "{recovered:?}");
         let r = &recovered[0];
         assert_eq!((r.job, &r.accepted), (JobId(7), &accepted(5)));
@@ -300,7 +311,7 @@ mod tests {
         j.ended(&[(TaskId::new(7, 2), end(22))]).unwrap();
         assert_eq!(j.jobs(), 0);
         drop(j);
-        let (_, recovered) = Journal::open(&dir).unwrap();
+        let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
         assert!(recovered.is_empty(), "{recovered:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -72,14 +72,18 @@ static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
 
 /// The client of the log reads carries the cluster credential (the LM requires it);
 /// call once at start-up, before the first read.
-pub fn init_client(secret: Option<&service_kit::auth::ClusterSecret>) {
+pub fn init_client(
+    secret: Option<&service_kit::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+) {
     let _ = CLIENT.set(service_kit::links::http_client_with(
         Duration::from_secs(30),
         secret,
+        cluster,
     ));
 }
 
-fn client() -> &'static reqwest::Client {
+pub(super) fn client() -> &'static reqwest::Client {
     CLIENT.get_or_init(|| service_kit::links::http_client(Duration::from_secs(30)))
 }
 

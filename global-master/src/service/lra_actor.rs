@@ -11,7 +11,7 @@ use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
 use common::TaskId;
 use service_kit::clock;
-use service_kit::metrics::single;
+use service_kit::metrics::{single, Page};
 use std::time::Duration;
 
 /// Accept an LRA (designated GM). Answers its id and container task ids.
@@ -157,8 +157,8 @@ impl GmActor {
     }
 }
 
-/// The LRA path's gauges and counters (Prometheus text).
-pub fn render_lra_metrics(out: &mut String, s: &crate::core::master::GmStats, waiting: usize) {
+/// The LRA path's gauges and counters.
+pub fn render_lra_metrics(out: &mut Page, s: &crate::core::master::GmStats, waiting: usize) {
     single(
         out,
         "megha_gm_lras_waiting",

@@ -6,11 +6,14 @@
 //! - `GET /v1/lras/{id}`: `pending` (with the reason), `launching`, `running` or
 //!   `finished`, with the node of every container.
 
+use super::answers::{LraAccepted, Refusal};
 use super::http::{error, ApiState};
 use super::lra_actor::{GetLra, SubmitLra};
 use super::lra_api::parse_lra;
+use super::lra_api::LraBody;
 use super::route::{Route, Routed};
 use crate::core::lra_path::LraRefused;
+use crate::core::lra_path::LraStatus;
 use crate::lra::LraId;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -30,7 +33,24 @@ fn refusal(status: StatusCode, field: &str, error: String) -> Response {
     (status, Json(json!({"field": field, "error": error}))).into_response()
 }
 
-async fn submit_lra(
+#[utoipa::path(post, path = "/v1/lras", tag = "lras",
+    request_body = LraBody,
+    responses(
+        (status = 202, description = "Accepted: the LRA's id and its containers' task ids", body = LraAccepted,
+            links(
+                ("lra" = (operation_id = "lra", parameters(("id" = "$response.body#/lra")))),
+                ("job" = (operation_id = "job", parameters(("id" = "$response.body#/job")))),
+            )),
+        (status = 400, description = "Not JSON of this shape; `field` is the JSON path", body = Refusal),
+        (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
+        (status = 403, description = "A queue the user may not use", body = Refusal),
+        (status = 413, description = "More containers than --max-job-tasks", body = Refusal),
+        (status = 421, description = "Not the designated GM, and no forwarding", body = Refusal),
+        (status = 422, description = "A value out of range, or constraints that cannot hold; `field` names it", body = Refusal),
+        (status = 502, description = "The designated GM did not answer", body = Refusal),
+        (status = 503, description = "The GM's actor does not answer", body = Refusal),
+    ))]
+pub(crate) async fn submit_lra(
     State(s): State<ApiState>,
     caller: Option<axum::Extension<super::users::Caller>>,
     headers: HeaderMap,
@@ -62,11 +82,11 @@ async fn submit_lra(
             s.auth.record_owner(id.0, &caller);
             (
                 StatusCode::ACCEPTED,
-                Json(json!({
-                    "lra": id.0,
-                    "job": id.0,
-                    "tasks": tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-                })),
+                Json(LraAccepted {
+                    lra: id.0,
+                    job: id.0,
+                    tasks: tasks.iter().map(|t| t.to_string()).collect(),
+                }),
             )
                 .into_response()
         }
@@ -88,7 +108,20 @@ async fn submit_lra(
     }
 }
 
-async fn lra(State(s): State<ApiState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+#[utoipa::path(get, path = "/v1/lras/{id}", tag = "lras",
+    params(("id" = u64, Path, description = "The LRA id")),
+    responses(
+        (status = 200, description = "The LRA's state and where each container is", body = LraStatus),
+        (status = 400, description = "Not an LRA id", body = Refusal),
+        (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
+        (status = 404, description = "Unknown here, or another user's LRA (the same answer)", body = Refusal),
+        (status = 502, description = "The designated GM did not answer", body = Refusal),
+    ))]
+pub(crate) async fn lra(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     let Ok(id) = id.parse::<u64>() else {
         return refusal(
             StatusCode::BAD_REQUEST,

@@ -10,16 +10,22 @@
 //! - [`preempt`]: fairness: the shell's preemption counters.
 //! - [`status`]: per-task and per-job status for the API.
 //! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
-//! - [`http`]: the routes.
+//! - [`http`]: the routes; [`answers`]: their typed JSON answers; [`openapi`]: the
+//!   OpenAPI document generated from both, at `GET /openapi.json`.
+//! - [`idempotency`]: `Idempotency-Key` on submissions.
 //! - [`mq`]: the state subscription.
 //! - [`users`]: who may call: user tokens, the cluster credential, job owners.
 
 pub mod actor;
+pub mod answers;
 pub mod api;
+pub mod cluster;
 pub mod config;
+pub mod dashboard;
 pub mod deliver;
 pub mod executor_api;
 pub mod http;
+pub mod idempotency;
 pub mod journal;
 pub mod logs;
 pub mod lra_actor;
@@ -27,7 +33,11 @@ pub mod lra_api;
 pub mod lra_http;
 pub mod mq;
 pub mod nodes;
+pub mod openapi;
+pub mod overview;
 pub mod preempt;
+pub mod probes;
+pub mod recent_events;
 pub mod report;
 pub mod resume;
 pub mod route;
@@ -52,7 +62,12 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
-    service_kit::auth::check_start(s.tls.ca.as_deref(), s.cluster_secret.as_ref(), &s.listen)?;
+    service_kit::auth::check_start(
+        s.tls.ca.as_deref(),
+        s.cluster_secret.as_ref(),
+        &s.listen,
+        service_kit::roles::Role::Gm,
+    )?;
     let users = match &s.tokens_file {
         Some(path) => {
             let table = Arc::new(users::UserTable::load(path)?);
@@ -69,19 +84,23 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             None
         }
     };
-    let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref());
-    logs::init_client(s.cluster_secret.as_ref());
+    let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "gm");
+    let name = Some(&s.cluster_name);
+    let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name);
+    logs::init_client(s.cluster_secret.as_ref(), name);
     let link = |path: &str, u: &String| HttpLink {
         client: client.clone(),
         url: format!("{}{path}", u.trim_end_matches('/')),
         retries: 3,
+        cluster: cluster.clone(),
     };
     let links: Vec<deliver::LmLink> = s
         .lm_urls
         .iter()
         .map(|u| Arc::new(link("/v1/messages", u)) as deliver::LmLink)
         .collect();
-    let publisher = Publisher::start(s.amqp.clone());
+    let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
+        .with_backlog_limit(s.max_broker_backlog_bytes);
     let lra_groups = s.lra.groups.clone();
     let core = GmConfig {
         batch_size: s.batch_size,
@@ -106,9 +125,22 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     .with_doubt_timeout(s.doubt_timeout)
     .with_retention(s.retention)
     .with_lm_urls(s.lm_urls.clone());
+    let idempotency = Arc::new(match &s.data_dir {
+        Some(dir) => {
+            let keys = idempotency::Idempotency::open(
+                dir,
+                &s.cluster_name,
+                s.idempotency,
+                service_kit::clock::now(),
+            )?;
+            tracing::info!(keys = keys.len(), "idempotency keys read back");
+            keys
+        }
+        None => idempotency::Idempotency::in_memory(s.idempotency),
+    });
     match &s.data_dir {
         Some(dir) => {
-            let (journal, recovered) = journal::Journal::open(dir)?;
+            let (journal, recovered) = journal::Journal::open(dir, &s.cluster_name)?;
             tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
             gm = gm.with_journal(journal, recovered);
         }
@@ -125,11 +157,12 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             .context("in --lra-operator-constraints")?;
         tracing::info!(constraints = n, "operator LRA constraints installed");
     }
-    let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), gm.clone());
+    let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), cluster.clone(), gm.clone());
     // The designated GM learns the ends of its LRA containers from the task events.
-    let ends = (s.designated_gm == s.id).then(|| mq::subscribe_ends(s.amqp.clone(), gm.clone()));
+    let ends = (s.designated_gm == s.id)
+        .then(|| mq::subscribe_ends(s.amqp.clone(), cluster.clone(), gm.clone()));
     let local = listener.local_addr()?;
-    tracing::info!(gm = s.id, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
+    tracing::info!(gm = s.id, cluster = %s.cluster_name, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
     println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::ApiState {
         gm: gm.clone(),
@@ -144,7 +177,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             me: GmId(s.id),
             designated: GmId(s.designated_gm),
             designated_url: s.designated_url.clone(),
-            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref()),
+            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name),
         })),
         auth: Arc::new(
             users::GmAuth::new(
@@ -155,6 +188,16 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             )
             .with_gm(gm.clone()),
         ),
+        cluster: cluster.clone(),
+        idempotency,
+        limits: Some(http::Limits {
+            bodies: service_kit::body_budget::BodyBudget::new(
+                s.max_body_bytes,
+                s.max_total_body_bytes,
+                "gm",
+            ),
+            publisher: publisher.clone(),
+        }),
     });
     service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     drain(&gm, s.drain_timeout).await;

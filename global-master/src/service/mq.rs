@@ -1,4 +1,4 @@
-//! The GM's broker side: an exclusive queue bound to the `megha.state` fanout, whose
+//! The GM's broker side: an exclusive queue bound to the `<cluster>.state` fanout, whose
 //! snapshots go to the actor. On reconnection the GM simply waits for the next
 //! heartbeats; its view is rebuilt from them (and it places nothing until it has the
 //! state of every LM).
@@ -11,20 +11,28 @@ use actix::Addr;
 use common::messages::LmSnapshot;
 use common::protocol::LmToGm;
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
-use service_kit::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+use service_kit::cluster::Cluster;
+use service_kit::topology::Exchange;
 use std::sync::Arc;
 
-pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> (Arc<LinkStatus>, SubscriptionHandle) {
+pub fn subscribe_state(
+    url: String,
+    cluster: Cluster,
+    gm: Addr<GmActor>,
+) -> (Arc<LinkStatus>, SubscriptionHandle) {
     let sub = Subscription {
-        exchange: STATE_EXCHANGE,
+        exchange: Exchange::State,
         binding: String::new(),
         queue: None,
         ack: false,
         prefetch: 0,
     };
-    subscribe(url, sub, move |_, body| {
-        match common::codec::decode::<LmSnapshot>(body) {
+    let decoder = cluster.clone();
+    subscribe(url, cluster, sub, move |_, body| {
+        match decoder.decode::<LmSnapshot>(body, "state exchange") {
             Ok(snapshot) => gm.do_send(Deliver(GmInput::Lm(LmToGm::State(snapshot)))),
+            // Counted and logged by the decoder.
+            Err(e) if e.is_foreign() => {}
             Err(e) => tracing::warn!(error = %e, "undecodable LM snapshot ignored"),
         }
     })
@@ -32,29 +40,26 @@ pub fn subscribe_state(url: String, gm: Addr<GmActor>) -> (Arc<LinkStatus>, Subs
 
 /// The designated GM's view of task ends: `task.finished` and `task.preempted` events
 /// (JSON), whose LRA containers stop counting for placement constraints.
-pub fn subscribe_ends(url: String, gm: Addr<GmActor>) -> Vec<SubscriptionHandle> {
+pub fn subscribe_ends(url: String, cluster: Cluster, gm: Addr<GmActor>) -> Vec<SubscriptionHandle> {
     ["task.finished", "task.preempted"]
         .into_iter()
         .map(|binding| {
             let sub = Subscription {
-                exchange: EVENTS_EXCHANGE,
+                exchange: Exchange::Events,
                 binding: binding.to_owned(),
                 queue: None,
                 ack: false,
                 prefetch: 0,
             };
             let gm = gm.clone();
-            let (_, handle) =
-                subscribe(
-                    url.clone(),
-                    sub,
-                    move |_, body| match service_kit::sinks::decode_events(body) {
-                        Ok(events) => {
-                            gm.do_send(TasksEnded(events.into_iter().map(|e| e.task).collect()))
-                        }
-                        Err(e) => tracing::warn!(error = %e, "undecodable task events ignored"),
-                    },
-                );
+            let (_, handle) = subscribe(url.clone(), cluster.clone(), sub, move |_, body| {
+                match service_kit::sinks::decode_events(body) {
+                    Ok(events) => {
+                        gm.do_send(TasksEnded(events.into_iter().map(|e| e.task).collect()))
+                    }
+                    Err(e) => tracing::warn!(error = %e, "undecodable task events ignored"),
+                }
+            });
             handle
         })
         .collect()

@@ -10,13 +10,13 @@ use common::{LmId, Micros, Resources};
 use serde::Serialize;
 use service_kit::clock;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct NodesView {
     pub gm: u16,
     pub lms: Vec<LmNodes>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct LmNodes {
     pub lm: u16,
     /// False until this GM received the LM's state.
@@ -30,7 +30,7 @@ pub struct LmNodes {
     pub partitions: Vec<PartitionNodes>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PartitionNodes {
     /// The GM whose internal partition this is.
     pub gm: u16,
@@ -41,7 +41,7 @@ pub struct PartitionNodes {
     pub nodes: Option<Vec<NodeView>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct NodeView {
     pub node: u32,
     pub capacity: Resources,

@@ -10,7 +10,7 @@
 
 use super::actor::GmActor;
 use common::Micros;
-use service_kit::metrics::{family, single};
+use service_kit::metrics::{family, single, Page};
 use std::collections::BTreeMap;
 
 /// Preemption counters of the shell (the core counts attempts and requeues).
@@ -29,7 +29,7 @@ pub struct PreemptMetrics {
 
 impl GmActor {
     /// Preemption metrics, appended to `/metrics`.
-    pub(super) fn render_preempt_metrics(&self, out: &mut String) {
+    pub(super) fn render_preempt_metrics(&self, out: &mut Page) {
         let s = self.core.stats();
         let p = &self.preempt;
         single(
@@ -56,13 +56,14 @@ impl GmActor {
         let refused: Vec<(String, f64)> = p
             .refused
             .iter()
-            .map(|(reason, n)| (format!("reason=\"{reason}\""), *n as f64))
+            .map(|(reason, n)| (reason.to_string(), *n as f64))
             .collect();
         family(
             out,
             "megha_gm_preempt_refused_total",
             "counter",
             "Preemptions refused by the LM (or not delivered: transport), by reason.",
+            "reason",
             &refused,
         );
         single(

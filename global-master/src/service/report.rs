@@ -6,10 +6,10 @@ use actix::prelude::*;
 use common::reasons::PendingReason;
 use serde::Serialize;
 use service_kit::clock;
-use service_kit::metrics::{family, single};
+use service_kit::metrics::{family, single, Histogram, Page};
 
 /// One task waiting in the GM, with why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct PendingTask {
     pub job: u64,
     pub index: u32,
@@ -20,7 +20,7 @@ pub struct PendingTask {
     pub reason_detail: Option<PendingReason>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct PendingList {
     pub total: usize,
     pub shown: Vec<PendingTask>,
@@ -69,25 +69,34 @@ impl Handler<GetPending> for GmActor {
     }
 }
 
+/// The GM's allocation-time histogram, observed when an LM accepts a launch.
+pub(super) fn launch_latency() -> Histogram {
+    Histogram::latency(
+        "megha_gm_launch_latency_seconds",
+        "Time from submission to the LM accepting the launch (allocation time up to the worker hop).",
+    )
+    .expect("a valid constant metric name")
+}
+
 #[derive(Message, Debug)]
-#[rtype(result = "String")]
+#[rtype(result = "Page")]
 pub struct RenderMetrics;
 
 impl Handler<RenderMetrics> for GmActor {
-    type Result = String;
+    type Result = MessageResult<RenderMetrics>;
 
-    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
+    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> Self::Result {
         let now = clock::now();
         let s = self.core.stats().clone();
         let m = &self.metrics;
-        let mut out = String::new();
+        let mut out = Page::new();
         let queues: Vec<(String, f64)> = self
             .core
             .queues()
             .lengths()
             .map(|(q, n)| {
                 let name = self.queue_names.get(q.index()).map_or("?", String::as_str);
-                (format!("queue=\"{name}\""), n as f64)
+                (name.to_owned(), n as f64)
             })
             .collect();
         family(
@@ -95,6 +104,7 @@ impl Handler<RenderMetrics> for GmActor {
             "megha_gm_queue_length",
             "gauge",
             "Tasks waiting in each user queue.",
+            "queue",
             &queues,
         );
         single(
@@ -123,15 +133,10 @@ impl Handler<RenderMetrics> for GmActor {
             "megha_gm_placements_total",
             "counter",
             "Placement decisions sent to LMs, by kind.",
+            "placement",
             &[
-                (
-                    "placement=\"internal\"".into(),
-                    s.dispatched_internal as f64,
-                ),
-                (
-                    "placement=\"repartition\"".into(),
-                    s.dispatched_repartition as f64,
-                ),
+                ("internal".into(), s.dispatched_internal as f64),
+                ("repartition".into(), s.dispatched_repartition as f64),
             ],
         );
         single(
@@ -145,7 +150,7 @@ impl Handler<RenderMetrics> for GmActor {
             &mut out,
             "megha_gm_launched_total",
             "counter",
-            "Tasks the LMs accepted.",
+            "Tasks the LMs accepted (an end that overtook its launch answer counts).",
             s.launched as f64,
         );
         single(
@@ -249,6 +254,27 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_stale_run_reports_total",
+            "counter",
+            "Ends and starts of task runs already replaced by a retry (late reports of lost runs), and repeated ends: ignored.",
+            s.stale_run_reports as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_stale_launch_answers_total",
+            "counter",
+            "Launch answers for a task that awaits another batch's answer (its run was replaced by a retry): ignored.",
+            s.stale_answers as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_ended_before_answer_total",
+            "counter",
+            "Task runs that ended before their launch batch was answered (the answer was lost or is late).",
+            s.ended_before_answer as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_requeues_total",
             "counter",
             "Tasks that found no free node in a pass.",
@@ -346,7 +372,7 @@ impl Handler<RenderMetrics> for GmActor {
                 let age = t
                     .map(|t| now.since(t).as_secs_f64())
                     .unwrap_or(f64::INFINITY);
-                (format!("lm=\"{l}\""), age)
+                (l.to_string(), age)
             })
             .collect();
         family(
@@ -354,15 +380,12 @@ impl Handler<RenderMetrics> for GmActor {
             "megha_gm_heartbeat_age_seconds",
             "gauge",
             "Age of the newest state received from each LM.",
+            "lm",
             &ages,
         );
         self.render_preempt_metrics(&mut out);
-        m.launch_latency.render(
-            &mut out,
-            "megha_gm_launch_latency_seconds",
-            "Time from submission to the LM accepting the launch (allocation time up to the worker hop).",
-        );
+        out.histogram(&m.launch_latency);
         super::lra_actor::render_lra_metrics(&mut out, &s, self.core.lras_waiting());
-        out
+        MessageResult(out)
     }
 }

@@ -37,9 +37,11 @@ impl GmActor {
                     Some(e) if e.cancelled => {
                         self.tracker.cancelled(spec.id, e.at);
                     }
+                    // The journal keeps a task's final end, not its runs.
                     Some(e) => self.tracker.ended(
                         &TaskEnd {
                             task: spec.id,
+                            attempt: 1,
                             node: NodeId(e.node),
                             at: e.at,
                             failure: e.failure.clone(),
@@ -137,7 +139,7 @@ impl Handler<Resume> for GmActor {
         let mut held = std::collections::HashMap::new();
         let mut finished = std::collections::HashSet::new();
         for a in &msg.answers {
-            for &(task, node) in &a.held {
+            for &(task, node, _run) in &a.held {
                 held.insert(task, (a.lm, node));
             }
             finished.extend(a.finished.iter().copied());
@@ -154,6 +156,7 @@ impl Handler<Resume> for GmActor {
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
                         task: spec.id,
+                        attempt: 1,
                         node: NodeId(0),
                         at: now,
                         failure: None,

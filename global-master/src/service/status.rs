@@ -1,7 +1,10 @@
 //! What the GM knows about each task it accepted, for `GET /v1/tasks/...` and
 //! `GET /v1/jobs/...`: queued -> dispatched -> launched -> running -> finished |
-//! failed | cancelled (and unplaceable), from its own decisions, the LMs' answers and
-//! the LMs' reports of task starts and ends (`LmToGm::Started`, `LmToGm::Ended`). An
+//! failed | killed | cancelled (and unplaceable), from its own decisions, the LMs'
+//! answers and the LMs' reports of task starts and ends (`LmToGm::Started`,
+//! `LmToGm::Ended`) and preemptions (`LmToGm::Requeue`). `killed` is not final: the
+//! task was preempted and is back in its queue; it stays `killed` (the run is kept in
+//! `killed_runs`) until it is dispatched again. See docs/lifecycle.md. An
 //! end is final: a late answer or a stale requeue reason does not move a task back;
 //! only a retry under the job's policy (the core decides) queues a failed task again.
 //!
@@ -17,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     Queued,
@@ -25,6 +28,9 @@ pub enum TaskState {
     Launched,
     /// Its worker reported the start.
     Running,
+    /// Preempted by its LM (for a queue under its share) and queued again: it waits
+    /// to be dispatched again (not final; `killed_runs` keeps the run).
+    Killed,
     /// No node can ever host it: it left the GM's queues (final).
     Unplaceable,
     /// Ended at its worker with exit 0 (or a synthetic task's time was up).
@@ -47,7 +53,7 @@ impl TaskState {
 }
 
 /// One failed run of a task.
-#[derive(Clone, Debug, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct FailedAttempt {
     /// The run (1 for the first).
     pub attempt: u32,
@@ -56,7 +62,23 @@ pub struct FailedAttempt {
     pub ended_at_us: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// One run of a task that its LM killed (preempted), after which it was requeued.
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
+pub struct KilledRun {
+    /// The run (1 for the first).
+    pub attempt: u32,
+    pub lm: u16,
+    /// Where it ran, if the GM knew.
+    pub node: Option<u32>,
+    /// Why (human readable).
+    pub reason: String,
+    /// How long it had run (its lost work).
+    pub ran_us: u64,
+    /// When the GM heard of it (GM clock).
+    pub at_us: u64,
+}
+
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct TaskStatus {
     pub job: u64,
     pub index: u32,
@@ -74,6 +96,8 @@ pub struct TaskStatus {
     pub max_attempts: u32,
     /// The failed runs, oldest first.
     pub failures: Vec<FailedAttempt>,
+    /// The runs its LM killed (preempted; the task was queued again), oldest first.
+    pub killed_runs: Vec<KilledRun>,
     /// When a failed task goes back to its queue (waiting for its backoff).
     pub retry_at_us: Option<u64>,
     pub submitted_at_us: u64,
@@ -86,7 +110,7 @@ pub struct TaskStatus {
     pub failure: Option<TaskFailure>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct JobStatus {
     pub job: u64,
     pub tasks: u32,
@@ -104,7 +128,7 @@ pub struct JobStatus {
 }
 
 /// A job as a whole.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(utoipa::ToSchema, Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     /// Every task finished.
@@ -164,7 +188,7 @@ pub struct Tracker {
 }
 
 /// One page of [`Tracker::list`].
-#[derive(Clone, Debug, Serialize)]
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
 pub struct JobPage {
     pub jobs: Vec<JobStatus>,
     /// Pass as `after` for the next page; `None` on the last page.
@@ -209,6 +233,7 @@ impl Tracker {
                 attempt: 1,
                 max_attempts: job.max_attempts,
                 failures: Vec::new(),
+                killed_runs: Vec::new(),
                 retry_at_us: None,
                 submitted_at_us: now.0,
                 launched_at_us: None,
@@ -264,15 +289,16 @@ impl Tracker {
 
     /// Records a new reason; returns true when it differs from the last one (the
     /// caller publishes an event only then, to avoid a storm of identical requeues).
-    /// `unplaceable` ends the task (the core dropped it).
+    /// `unplaceable` ends the task (the core dropped it). A `killed` task stays
+    /// `killed` until dispatched again (the reason says why it still waits).
     pub fn pending(&mut self, task: TaskId, reason: &PendingReason, unplaceable: bool) -> bool {
         let Some(s) = self.live(task) else {
             return false;
         };
-        s.state = if unplaceable {
-            TaskState::Unplaceable
-        } else {
-            TaskState::Queued
+        s.state = match (unplaceable, s.state) {
+            (true, _) => TaskState::Unplaceable,
+            (false, TaskState::Killed) => TaskState::Killed,
+            (false, _) => TaskState::Queued,
         };
         s.lm = None;
         s.node = None;
@@ -283,6 +309,40 @@ impl Tracker {
             self.closed(task.job, self.now);
         }
         changed
+    }
+
+    /// Its LM killed the running task (preempted it, `reason` says for what) and
+    /// handed it back: `killed`, queued again, the run kept in `killed_runs`. A
+    /// repeat (the LM resends) or a report about an ended task changes nothing.
+    pub fn killed(
+        &mut self,
+        task: TaskId,
+        lm: LmId,
+        reason: &PendingReason,
+        ran: Micros,
+        now: Micros,
+    ) {
+        let Some(s) = self.live(task) else {
+            return;
+        };
+        if s.state == TaskState::Killed && s.reason_detail.as_ref() == Some(reason) {
+            return;
+        }
+        s.killed_runs.push(KilledRun {
+            attempt: s.attempt,
+            lm: lm.0,
+            node: s.node,
+            reason: reason.to_string(),
+            ran_us: ran.0,
+            at_us: now.0,
+        });
+        s.state = TaskState::Killed;
+        s.reason = Some(reason.to_string());
+        s.reason_detail = Some(reason.clone());
+        s.lm = None;
+        s.node = None;
+        s.launched_at_us = None;
+        s.started_at_us = None;
     }
 
     /// The LM accepted the task; returns when it was submitted.
@@ -483,6 +543,22 @@ impl Tracker {
             ended_at_us: entry.ended_at,
             cancel_requested_at_us: entry.cancel_requested_at,
         })
+    }
+
+    /// Every task held (for the dashboard's allocation-time histogram).
+    pub fn tasks(&self) -> impl Iterator<Item = &TaskStatus> {
+        self.tasks.values()
+    }
+
+    /// The newest jobs first, at most `limit`, of `user` only when given.
+    pub fn newest(&self, limit: usize, user: Option<&str>) -> Vec<JobStatus> {
+        self.jobs
+            .iter()
+            .rev()
+            .filter(|(_, e)| user.is_none_or(|u| e.user.as_deref() == Some(u)))
+            .filter_map(|(job, _)| self.job(*job))
+            .take(limit)
+            .collect()
     }
 
     /// The tasks of `job` not ended yet.

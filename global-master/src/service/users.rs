@@ -6,10 +6,12 @@
 //!   changes (checked every 2 s); a file that no longer parses keeps the previous
 //!   table (logged, counted).
 //! - [`GmAuth::layer`] guards the whole router, so routes added later are guarded by
-//!   default: `/healthz` and `/metrics` are open; `/v1/internal/*` needs the cluster
+//!   default: `/healthz`, `/metrics` and `/openapi.json` are open; `/v1/internal/*` needs the cluster
 //!   credential; every other path needs a user's token (401 without or with a bad
 //!   one). A request carrying `x-megha-forwarded-by` must also carry the cluster
-//!   credential: only a peer GM may claim to forward.
+//!   credential: only a peer GM may claim to forward. With per-role credentials
+//!   ([`service_kit::roles`]) `/v1/internal/*` takes an LM's, forwarding a GM's (403
+//!   for another role's).
 //! - A user sees only their own jobs: a path naming a job (`/v1/jobs/{id}...`,
 //!   `/v1/tasks/{job}/...`, `/v1/lras/{id}`) of another user answers 404 exactly like
 //!   a missing one (the owner: the job's user in the GM's journaled records, which is
@@ -27,6 +29,7 @@ use axum::{Json, Router};
 use common::GmId;
 use serde::Deserialize;
 use service_kit::auth::{ClusterGuard, Refusal, OPEN_PATHS};
+use service_kit::roles::Role;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -342,7 +345,7 @@ impl GmAuth {
         );
         service_kit::auth::unauthorized(match r {
             Refusal::Missing => "missing credential: send Authorization: Bearer <token>",
-            Refusal::Wrong => "unknown token",
+            Refusal::Wrong | Refusal::Role(_) => "unknown token",
         })
     }
 
@@ -393,12 +396,21 @@ impl GmAuth {
 
 async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
-    if OPEN_PATHS.contains(&path.as_str()) {
+    if OPEN_PATHS.contains(&path.as_str())
+        || path == super::openapi::PATH
+        || super::dashboard::PAGE_PATHS.contains(&path.as_str())
+    {
         return next.run(req).await;
     }
     let peer_call = path.starts_with("/v1/internal/") || req.headers().contains_key(FORWARDED_BY);
     if peer_call {
-        if let Err(r) = auth.guard.check(req.headers()) {
+        // LMs report through `/v1/internal/*`; only a GM forwards.
+        let callers: &[Role] = if path.starts_with("/v1/internal/") {
+            &[Role::Lm]
+        } else {
+            &[Role::Gm]
+        };
+        if let Err(r) = auth.guard.check_role(req.headers(), callers) {
             return auth.guard.refuse(
                 r,
                 req.method().as_str(),
@@ -481,7 +493,7 @@ pub fn forbidden_user(auth: &GmAuth, caller: &Caller, named: &str) -> Response {
 }
 
 /// Appends the GM's auth metrics to a metrics page.
-pub fn render_metrics(auth: &GmAuth, text: &mut String) {
+pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
     service_kit::auth::render_counters(
         &auth.guard.counters,
         auth.users.is_none() || auth.guard.secret.is_none(),

@@ -1,10 +1,25 @@
-//! `loadgen bench`: how fast the simulator runs the Megha evaluation at data-center
-//! scale. Each (cluster, scheduler) runs in its own child process so that peak memory
-//! is measured per run. Prints figures; asserts nothing.
+//! `loadgen bench`: how fast the simulator runs at data-center scale. Each run is a
+//! child process (`loadgen simulate`) so that peak memory is measured per run; the
+//! figures come from its `summary.json`. Prints figures; asserts nothing.
+//!
+//! Series (`--series`, comma-separated):
+//! - `yh1`: YH1_sub (Megha) on 10,000 nodes (the Megha cluster config), 50,000
+//!   (generated, 10 GMs x 10 LMs x 500), and overloaded on 1,000 and 2,000 nodes
+//!   (5 GMs x 5 LMs x 40 or 80).
+//! - `overload`: the generated overloaded trace (`bench-wake`'s shape, about three
+//!   times what the cluster runs) at 10^4, 10^5 and 10^6 tasks on 50,000 nodes, the
+//!   arrival rate scaled with the cluster; ratios to the first size show growth.
+//! - `schedulers`: YH1_sub under Megha, Sparrow and the centralized baseline on
+//!   10,000 and 50,000 nodes.
+//!
+//! `--instructions` runs each simulation a second time under
+//! `valgrind --tool=callgrind` and prints its instruction count, a figure that does
+//! not depend on the machine's load (perf counters are not available in VMs).
 
+use super::bench_wake::write_overload_trace_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[derive(Args, Debug)]
@@ -15,91 +30,288 @@ pub struct BenchArgs {
     /// The 10,000-node Megha cluster config.
     #[arg(long, default_value = "data/clusters/megha_config_G5L5S10000_C.json")]
     pub cluster: PathBuf,
-    /// Also run a generated 50,000-node cluster (10 GMs x 10 LMs x 500 nodes).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    pub large: bool,
-    /// Schedulers to measure.
+    /// Series to run: yh1, overload, schedulers (see `loadgen bench --help`).
+    #[arg(long, value_delimiter = ',', default_value = "yh1,overload")]
+    pub series: Vec<String>,
+    /// Task counts of the overload series (jobs of 250 tasks).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10000,100000,1000000",
+        value_name = "N"
+    )]
+    pub overload_tasks: Vec<u64>,
+    /// Nodes of the overload series (10 GMs x 10 LMs, a multiple of 100).
+    #[arg(long, default_value_t = 50_000, value_name = "NODES")]
+    pub overload_nodes: usize,
+    /// Schedulers of the `schedulers` series.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "megha,sparrow,centralized"
     )]
     pub schedulers: Vec<String>,
-    /// Where the runs write their reports.
+    /// Also count instructions under `valgrind --tool=callgrind` (slow: about 50x).
+    #[arg(long)]
+    pub instructions: bool,
+    /// Where the runs write their reports (and the generated traces).
     #[arg(long, default_value = "out/bench")]
     pub out: PathBuf,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 }
 
+/// One simulation to measure.
+struct Run {
+    name: String,
+    scheduler: String,
+    args: Vec<String>,
+}
+
+/// What a run measured.
+struct Figures {
+    tasks: f64,
+    wall: f64,
+    cpu: f64,
+    peak_mib: f64,
+    p50: f64,
+    p99: f64,
+    instructions: Option<u64>,
+}
+
+fn generated(gms: usize, lms: usize, partition: usize) -> Vec<String> {
+    [
+        "--gms".to_owned(),
+        gms.to_string(),
+        "--lms".into(),
+        lms.to_string(),
+        "--partition-size".into(),
+        partition.to_string(),
+    ]
+    .to_vec()
+}
+
 pub fn run(args: BenchArgs) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
-    if !args.trace.exists() {
-        bail!(
-            "trace {} not found (run from the repository root)",
-            args.trace.display()
-        );
-    }
-    let mut setups: Vec<(String, Vec<String>)> = vec![(
-        "10k-megha-config".into(),
-        vec!["--cluster".into(), args.cluster.display().to_string()],
-    )];
-    if args.large {
-        setups.push((
-            "50k-generated".into(),
-            ["--gms", "10", "--lms", "10", "--partition-size", "500"]
-                .map(String::from)
-                .to_vec(),
-        ));
-    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
     println!("seed: {}", args.seed);
-    println!(
-        "{:<18} {:<12} {:>8} {:>9} {:>12} {:>10} {:>10} {:>10}",
-        "cluster", "scheduler", "tasks", "wall s", "tasks/s", "peak MiB", "p50 s", "p99 s"
-    );
-    for (name, cluster_args) in &setups {
-        let mut megha_wall = None;
-        for scheduler in &args.schedulers {
-            let out = args.out.join(name).join(scheduler);
-            let status = Command::new(&exe)
-                .arg("simulate")
-                .arg("--trace")
-                .arg(&args.trace)
-                .args(cluster_args)
-                .args(["--scheduler", scheduler, "--quiet", "--seed"])
-                .arg(args.seed.to_string())
-                .arg("--out")
-                .arg(&out)
-                .stderr(std::process::Stdio::null())
-                .status()
-                .context("cannot start a simulation child process")?;
-            if !status.success() {
-                bail!("simulation {name}/{scheduler} failed ({status})");
+    for series in &args.series {
+        let runs = match series.as_str() {
+            "yh1" => yh1_series(&args)?,
+            "overload" => overload_series(&args)?,
+            "schedulers" => scheduler_series(&args)?,
+            other => {
+                bail!("--series: unknown series {other:?}; expected yh1, overload or schedulers")
             }
-            let text = std::fs::read_to_string(out.join("summary.json"))?;
-            let s: serde_json::Value = serde_json::from_str(&text)?;
-            let wall = s["wall_time_s"].as_f64().unwrap_or(f64::NAN);
-            let tasks = s["tasks"].as_f64().unwrap_or(f64::NAN);
-            if scheduler == "megha" {
-                megha_wall = Some(wall);
-            }
-            let ratio = megha_wall
-                .filter(|_| scheduler != "megha")
-                .map(|m| format!("  ({:.2}x megha's wall time)", wall / m))
-                .unwrap_or_default();
+        };
+        println!("\n== {series}");
+        println!(
+            "{:<22} {:<12} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>15}",
+            "run",
+            "scheduler",
+            "tasks",
+            "wall s",
+            "cpu s",
+            "peak MiB",
+            "p50 s",
+            "p99 s",
+            "instructions"
+        );
+        let mut first: Option<Figures> = None;
+        for run in &runs {
+            let f = measure(&exe, run, &args)?;
+            let ratio = match (&first, series.as_str()) {
+                (Some(b), "overload") => format!(
+                    "  x{:.0} tasks: x{:.1} wall, x{:.1} cpu, x{:.1} memory{}",
+                    f.tasks / b.tasks,
+                    f.wall / b.wall,
+                    f.cpu / b.cpu,
+                    f.peak_mib / b.peak_mib,
+                    match (f.instructions, b.instructions) {
+                        (Some(a), Some(b)) => format!(", x{:.1} instructions", a as f64 / b as f64),
+                        _ => String::new(),
+                    }
+                ),
+                _ => String::new(),
+            };
             println!(
-                "{:<18} {:<12} {:>8} {:>9.2} {:>12.0} {:>10.1} {:>10.4} {:>10.4}{}",
-                name,
-                scheduler,
-                tasks,
-                wall,
-                tasks / wall,
-                s["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
-                s["allocation_s"]["p50"].as_f64().unwrap_or(f64::NAN),
-                s["allocation_s"]["p99"].as_f64().unwrap_or(f64::NAN),
+                "{:<22} {:<12} {:>8} {:>8.2} {:>8.2} {:>9.0} {:>9.3} {:>9.3} {:>15}{}",
+                run.name,
+                run.scheduler,
+                f.tasks,
+                f.wall,
+                f.cpu,
+                f.peak_mib,
+                f.p50,
+                f.p99,
+                f.instructions.map_or("-".to_owned(), |i| i.to_string()),
                 ratio
             );
+            if first.is_none() {
+                first = Some(f);
+            }
         }
     }
     Ok(())
+}
+
+fn trace_args(args: &BenchArgs) -> Result<Vec<String>> {
+    if !args.trace.exists() {
+        bail!(
+            "trace {} not found (run from the repository root or give --trace)",
+            args.trace.display()
+        );
+    }
+    Ok(vec!["--trace".into(), args.trace.display().to_string()])
+}
+
+fn megha_config(args: &BenchArgs) -> Result<Vec<String>> {
+    if !args.cluster.exists() {
+        bail!(
+            "cluster {} not found (run from the repository root or give --cluster)",
+            args.cluster.display()
+        );
+    }
+    Ok(vec!["--cluster".into(), args.cluster.display().to_string()])
+}
+
+fn yh1_series(args: &BenchArgs) -> Result<Vec<Run>> {
+    let trace = trace_args(args)?;
+    let with = |cluster: Vec<String>| trace.iter().cloned().chain(cluster).collect();
+    Ok(vec![
+        Run {
+            name: "yh1-10k".into(),
+            scheduler: "megha".into(),
+            args: with(megha_config(args)?),
+        },
+        Run {
+            name: "yh1-50k".into(),
+            scheduler: "megha".into(),
+            args: with(generated(10, 10, 500)),
+        },
+        Run {
+            name: "yh1-1k-overloaded".into(),
+            scheduler: "megha".into(),
+            args: with(generated(5, 5, 40)),
+        },
+        Run {
+            name: "yh1-2k-overloaded".into(),
+            scheduler: "megha".into(),
+            args: with(generated(5, 5, 80)),
+        },
+    ])
+}
+
+fn overload_series(args: &BenchArgs) -> Result<Vec<Run>> {
+    let n = args.overload_nodes;
+    if n < 100 || !n.is_multiple_of(100) {
+        bail!("--overload-nodes {n}: must be a positive multiple of 100");
+    }
+    // bench-wake's shape: 250 tasks every 0.5 s overload 10,000 nodes about three
+    // times; a larger cluster gets proportionally more frequent jobs.
+    let every_s = 0.5 * 10_000.0 / n as f64;
+    let mut runs = Vec::new();
+    for &tasks in &args.overload_tasks {
+        let path = args.out.join(format!("overload-{tasks}-{n}.tr"));
+        write_overload_trace_every(&path, tasks, every_s, args.seed)?;
+        let mut a = vec!["--trace".into(), path.display().to_string()];
+        a.extend(generated(10, 10, n / 100));
+        runs.push(Run {
+            name: format!("overload-{tasks}-{}k", n / 1000),
+            scheduler: "megha".into(),
+            args: a,
+        });
+    }
+    Ok(runs)
+}
+
+fn scheduler_series(args: &BenchArgs) -> Result<Vec<Run>> {
+    let trace = trace_args(args)?;
+    let mut runs = Vec::new();
+    for (name, cluster) in [
+        ("yh1-10k", megha_config(args)?),
+        ("yh1-50k", generated(10, 10, 500)),
+    ] {
+        for scheduler in &args.schedulers {
+            runs.push(Run {
+                name: name.into(),
+                scheduler: scheduler.clone(),
+                args: trace
+                    .iter()
+                    .cloned()
+                    .chain(cluster.iter().cloned())
+                    .collect(),
+            });
+        }
+    }
+    Ok(runs)
+}
+
+fn simulate(exe: &Path, run: &Run, out: &Path, seed: u64) -> Command {
+    let mut c = Command::new(exe);
+    c.arg("simulate")
+        .args(&run.args)
+        .args(["--scheduler", &run.scheduler, "--quiet", "--seed"])
+        .arg(seed.to_string())
+        .arg("--out")
+        .arg(out)
+        .stderr(std::process::Stdio::null());
+    c
+}
+
+fn measure(exe: &Path, run: &Run, args: &BenchArgs) -> Result<Figures> {
+    let out = args.out.join(&run.name).join(&run.scheduler);
+    let status = simulate(exe, run, &out, args.seed)
+        .status()
+        .context("cannot start a simulation child process")?;
+    if !status.success() {
+        bail!(
+            "simulation {}/{} failed ({status})",
+            run.name,
+            run.scheduler
+        );
+    }
+    let path = out.join("summary.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let s: serde_json::Value = serde_json::from_str(&text)?;
+    let f = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+    let instructions = if args.instructions {
+        Some(callgrind(exe, run, &out, args.seed)?)
+    } else {
+        None
+    };
+    Ok(Figures {
+        tasks: f("tasks"),
+        wall: f("wall_time_s"),
+        cpu: f("cpu_time_s"),
+        peak_mib: f("peak_rss_mb"),
+        p50: s["allocation_s"]["p50"].as_f64().unwrap_or(f64::NAN),
+        p99: s["allocation_s"]["p99"].as_f64().unwrap_or(f64::NAN),
+        instructions,
+    })
+}
+
+/// Instructions of the run under `valgrind --tool=callgrind` (its "Collected" line).
+fn callgrind(exe: &Path, run: &Run, out: &Path, seed: u64) -> Result<u64> {
+    let log = out.join("callgrind.log");
+    let inner = simulate(exe, run, &out.join("callgrind"), seed);
+    let output = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(format!("--log-file={}", log.display()))
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("--instructions needs valgrind (apt-get install valgrind)")?;
+    if !output.success() {
+        bail!("valgrind run of {} failed ({output})", run.name);
+    }
+    let text =
+        std::fs::read_to_string(&log).with_context(|| format!("cannot read {}", log.display()))?;
+    text.lines()
+        .find_map(|l| l.split("Collected :").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .with_context(|| format!("no instruction count in {}", log.display()))
 }

@@ -28,6 +28,15 @@ pub struct BenchE2eArgs {
     /// RabbitMQ URL (services mode).
     #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
     pub amqp: String,
+    /// The cluster whose events to read (its exchanges are NAME.events; the same
+    /// --cluster-name as the services). Default megha.
+    #[arg(
+        long,
+        env = "MEGHA_CLUSTER_NAME",
+        default_value = "megha",
+        value_name = "NAME"
+    )]
+    pub cluster_name: common::ClusterName,
     /// Services mode: file holding the API token (or the token in MEGHA_TOKEN).
     #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
@@ -196,6 +205,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
             fairness: None,
             mercury: None,
             designated_gm: common::GmId(0),
+            exec: None,
         };
         eprintln!(
             "embedded cluster: {} nodes x {} cores",
@@ -216,12 +226,14 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
             let jobs = synthetic_jobs(&args, rate);
             let result = runtime.block_on(async {
                 let queue = format!(
-                    "megha.bench.{}.{}",
+                    "bench.{}.{}",
                     std::process::id(),
                     service_kit::clock::now().0
                 );
+                let cluster =
+                    service_kit::cluster::Cluster::new(args.cluster_name.clone(), "loadgen");
                 let (events, status, subscription) =
-                    net::amqp_events(args.amqp.clone(), queue.clone());
+                    net::amqp_events(args.amqp.clone(), cluster, queue.clone());
                 for _ in 0..100 {
                     if status.is_connected() {
                         break;
@@ -230,10 +242,11 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                 }
                 let client =
                     service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
-                let submit = net::http_submitter(args.gm.clone(), client, None);
+                let submit = net::http_submitter(args.gm.clone(), client, None, &args.cluster_name);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
                 subscription.close().await;
-                let _ = service_kit::amqp::delete_queue(&args.amqp, &queue).await;
+                let _ =
+                    service_kit::amqp::delete_queue(&args.amqp, &args.cluster_name, &queue).await;
                 r
             });
             rows.push(row(rate, &result));

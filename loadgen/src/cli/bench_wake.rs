@@ -61,6 +61,11 @@ pub struct BenchWakeArgs {
 /// Writes the overloaded trace: `tasks / 250` jobs of 250 tasks, one every 0.5 s
 /// from 1 s, durations uniform in [10, 110) s (ms precision).
 pub fn write_overload_trace(path: &Path, tasks: u64, seed: u64) -> Result<()> {
+    write_overload_trace_every(path, tasks, 0.5, seed)
+}
+
+/// [`write_overload_trace`] with one job every `every_s` seconds.
+pub fn write_overload_trace_every(path: &Path, tasks: u64, every_s: f64, seed: u64) -> Result<()> {
     let mut rng = seeded(seed, OVERLOAD_STREAM);
     let file = std::fs::File::create(path)
         .with_context(|| format!("cannot create trace {}", path.display()))?;
@@ -71,7 +76,7 @@ pub fn write_overload_trace(path: &Path, tasks: u64, seed: u64) -> Result<()> {
             .map(|_| f64::from(rng.random_range(10_000u32..110_000)) / 1000.0)
             .collect();
         let mean = durations.iter().sum::<f64>() / durations.len() as f64;
-        write!(out, "{:.1} {per_job} {mean:.3}", 1.0 + job as f64 * 0.5)?;
+        write!(out, "{:.3} {per_job} {mean:.3}", 1.0 + job as f64 * every_s)?;
         for d in durations {
             write!(out, " {d:.3}")?;
         }

@@ -31,6 +31,9 @@ pub enum LraCommand {
         /// LRAs placed (and timed) per size in the latency part.
         #[arg(long, default_value_t = 20)]
         latency_lras: usize,
+        /// Also write the quality table to DIR/lra_quality.csv (for `loadgen report`).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -109,11 +112,15 @@ pub fn run(cmd: LraCommand) -> anyhow::Result<()> {
             utilisation,
             latency_nodes,
             latency_lras,
+            out,
             common,
         } => {
             let placers = common.placers()?;
             println!("seed {}", common.seed);
-            quality_table(nodes, racks, &utilisation, &placers, &common)?;
+            let rows = quality_table(nodes, racks, &utilisation, &placers, &common)?;
+            if let Some(dir) = out {
+                write_quality_csv(&dir, &rows)?;
+            }
             latency_table(&latency_nodes, latency_lras, &placers, &common)
         }
         LraCommand::Bench {
@@ -222,13 +229,32 @@ impl Run {
     }
 }
 
+/// The header of `lra_quality.csv` (one row per placer and utilisation level).
+pub const QUALITY_CSV_HEADER: &str =
+    "placer,utilisation_pct,lras,placed,violation_pct,fragmentation_pct,memory_cv,ms_per_lra";
+
+fn write_quality_csv(dir: &std::path::Path, rows: &[String]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("lra_quality.csv");
+    let mut text = format!("{QUALITY_CSV_HEADER}\n");
+    for r in rows {
+        text.push_str(r);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("written to {}", path.display());
+    Ok(())
+}
+
+/// Prints the quality table and returns its rows as `lra_quality.csv` lines.
 fn quality_table(
     nodes: u32,
     racks: u32,
     levels: &[u32],
     placers: &[Placer],
     common: &CommonArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
+    let mut rows = Vec::new();
     println!(
         "\n# quality: {nodes} nodes, {racks} racks, {} LRAs per interval",
         common.interval
@@ -273,9 +299,19 @@ fn quality_table(
                 mean,
                 format!("{}/{}", run.fallbacks, run.intervals)
             );
+            rows.push(format!(
+                "{},{level},{},{},{:.4},{:.4},{:.4},{:.4}",
+                placer.name(),
+                run.submitted,
+                run.placed.len(),
+                q.violation_pct,
+                q.fragmentation_pct,
+                q.memory_utilisation_cv,
+                mean
+            ));
         }
     }
-    Ok(())
+    Ok(rows)
 }
 
 fn latency_table(

@@ -2,10 +2,14 @@
 
 pub mod bench;
 pub mod bench_e2e;
+pub mod bench_exec;
 pub mod bench_topk;
 pub mod bench_wake;
+pub mod calibrate;
 pub mod faults;
 pub mod lra;
 pub mod replay;
+pub mod report;
 pub mod simulate;
 pub mod trace;
+pub mod validate;

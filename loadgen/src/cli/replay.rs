@@ -145,6 +145,15 @@ pub struct ReplayArgs {
         default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
     )]
     pub amqp: String,
+    /// The cluster whose events to read (its exchanges are NAME.events; the same
+    /// --cluster-name as the services). Default megha.
+    #[arg(
+        long,
+        env = "MEGHA_CLUSTER_NAME",
+        default_value = "megha",
+        value_name = "NAME"
+    )]
+    pub cluster_name: common::ClusterName,
     /// Nodes in the cluster (for the summary only).
     #[arg(long, default_value_t = 0)]
     pub nodes: usize,
@@ -192,11 +201,12 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         .build()?;
     let result = runtime.block_on(async {
         let queue = format!(
-            "megha.replay.{}.{}",
+            "replay.{}.{}",
             std::process::id(),
             service_kit::clock::now().0
         );
-        let (events, status, subscription) = net::amqp_events(amqp.clone(), queue.clone());
+        let cluster = service_kit::cluster::Cluster::new(args.cluster_name.clone(), "loadgen");
+        let (events, status, subscription) = net::amqp_events(amqp.clone(), cluster, queue.clone());
         let mut waited = 0;
         while !status.is_connected() {
             if waited > 100 {
@@ -212,11 +222,16 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
         net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
-        let submit = net::http_submitter(args.gm.clone(), client.clone(), fairness.clone());
+        let submit = net::http_submitter(
+            args.gm.clone(),
+            client.clone(),
+            fairness.clone(),
+            &args.cluster_name,
+        );
         let mut result = replay(&jobs, submit, events, &opts).await;
         result.facts = net::gm_facts(&client, &args.gm).await.since(&before);
         subscription.close().await;
-        if let Err(e) = service_kit::amqp::delete_queue(&amqp, &queue).await {
+        if let Err(e) = service_kit::amqp::delete_queue(&amqp, &args.cluster_name, &queue).await {
             tracing::warn!(error = %e, queue, "cannot delete the replay queue");
         }
         Ok::<ReplayResult, anyhow::Error>(result)
@@ -291,6 +306,11 @@ pub struct EmbeddedArgs {
     /// Largest launch batch per LM.
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
+    /// Run burn and exec tasks for real, each worker keeping its task directories
+    /// and logs under DIR/lm<L>-w<S>/ (cgroup limits where the host allows). Without
+    /// it only synthetic tasks run (a trace's tasks are synthetic).
+    #[arg(long, value_name = "DIR")]
+    pub exec_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Container types and QUEUEABLE knobs, as for `loadgen simulate` (one
@@ -340,6 +360,15 @@ impl EmbeddedArgs {
                 g if g < self.gms => common::GmId(g),
                 g => bail!("--designated-gm {g} is not a GM of {}", self.gms),
             },
+            exec: self
+                .exec_dir
+                .as_ref()
+                .map(|dir| worker::exec::ExecSettings {
+                    data_dir: dir.clone(),
+                    grace: Duration::from_secs(5),
+                    keep_logs: 1000,
+                    cgroups: true,
+                }),
         })
     }
 }

@@ -84,9 +84,15 @@ pub struct ModelArgs {
     /// [default: per-job; megha3: per-task].
     #[arg(long, value_enum)]
     pub constraints: Option<ConstraintMode>,
-    /// One-way network delay in milliseconds.
-    #[arg(long, default_value_t = 0.5, value_name = "MS")]
-    pub network_delay_ms: f64,
+    /// One-way network delay in milliseconds [default: 0.5, or the cost model's
+    /// network_delay_ns].
+    #[arg(long, value_name = "MS")]
+    pub network_delay_ms: Option<f64>,
+    /// Processing costs of every role from a file written by `loadgen calibrate`
+    /// (TOML, nanoseconds per event); the default is the built-in model (GM decision
+    /// 2 us, LM batch 10 us + 3 us per request, ...; see docs/simulator-performance.md).
+    #[arg(long, value_name = "FILE")]
+    pub cost_model: Option<PathBuf>,
     /// LM heartbeat period in seconds [default: 10; megha3: 5].
     #[arg(long, value_name = "SECS")]
     pub heartbeat_s: Option<f64>,
@@ -168,10 +174,30 @@ impl ModelArgs {
         }
     }
 
-    pub fn sim_config(&self, scheduler: SchedulerKind, gms: u16) -> Result<SimConfig> {
-        if !(self.network_delay_ms.is_finite() && self.network_delay_ms >= 0.0) {
-            bail!("--network-delay-ms must be a non-negative number");
+    /// The cost model in effect: the file given, else the built-in defaults.
+    pub fn costs(&self) -> Result<sim::CostModel> {
+        match &self.cost_model {
+            Some(path) => sim::CostModel::load(path),
+            None => Ok(sim::CostModel::default()),
         }
+    }
+
+    /// The one-way network delay in effect: the flag, else the cost model's, else
+    /// 0.5 ms.
+    fn network_delay(&self, costs: &sim::CostModel) -> Result<Micros> {
+        match (self.network_delay_ms, costs.network_delay_ns) {
+            (Some(ms), _) if !(ms.is_finite() && ms >= 0.0) => {
+                bail!("--network-delay-ms must be a non-negative number, not {ms}")
+            }
+            (Some(ms), _) => Ok(Micros::from_secs_f64(ms / 1000.0)),
+            (None, Some(ns)) => Ok(sim::CostModel::micros(ns)),
+            (None, None) => Ok(Micros(500)),
+        }
+    }
+
+    pub fn sim_config(&self, scheduler: SchedulerKind, gms: u16) -> Result<SimConfig> {
+        let costs = self.costs()?;
+        let network_delay = self.network_delay(&costs)?;
         let heartbeat_s = self.heartbeat_secs();
         if !(heartbeat_s.is_finite() && heartbeat_s > 0.0) {
             bail!("--heartbeat-s must be a positive number, not {heartbeat_s}");
@@ -181,7 +207,8 @@ impl ModelArgs {
         }
         Ok(SimConfig {
             scheduler,
-            network_delay: Micros::from_secs_f64(self.network_delay_ms / 1000.0),
+            network_delay,
+            costs,
             heartbeat: Micros::from_secs_f64(heartbeat_s),
             batch_size: self.batch_size,
             probe_ratio: self.probe_ratio,

@@ -3,9 +3,11 @@
 //! Human tables by default, `--json` for scripts.
 //!
 //! - this file: the arguments ([`Cli`]) and the commands;
-//! - [`render`]: the tables (pure, unit-tested).
+//! - [`render`]: the tables (pure, unit-tested);
+//! - [`top`]: the summary of `megha top` (pure, unit-tested).
 
 pub mod render;
+pub mod top;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -22,14 +24,16 @@ use std::process::ExitCode;
     long_about = "Command-line client of a Megha cluster. It talks to one global master (GM) over its \
 public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://127.0.0.1:8080).",
     after_help = "Examples:
-  megha submit -- sh -c 'echo hello'          one task running a command
-  megha submit --count 4 --max-attempts 3 -- ./train.sh
-  megha submit job.json                       a job file (the POST /v1/jobs body; .toml too)
-  megha jobs --state active                   the GM's jobs
-  megha job 281474976710657                   one job and its tasks
+  megha run -- sh -c 'echo hello'             one task running a command
+  megha run --count 4 --max-attempts 3 -- ./train.sh
+  megha run job.json                          a job file (the POST /v1/jobs body; .toml too)
+  megha status --state active                 the GM's jobs
+  megha status 281474976710657                one job and its tasks
+  megha pending                               queued tasks and why each waits
   megha logs 281474976710657 0 --follow       a task's output as it grows
   megha cancel 281474976710657
-  megha nodes"
+  megha nodes
+  megha top                                   a live summary (Ctrl-C to quit); --once for scripts"
 )]
 pub struct Cli {
     /// The global master's base URL.
@@ -58,7 +62,8 @@ pub struct Cli {
 pub enum Command {
     /// Submit a job: a job file (JSON or TOML, the body of POST /v1/jobs), or a
     /// command after `--` run by `--count` tasks.
-    Submit {
+    #[command(visible_alias = "submit")]
+    Run {
         /// A job file (.json or .toml). Leave out to give a command after `--`.
         file: Option<PathBuf>,
         /// Tasks running the command.
@@ -83,8 +88,12 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// The GM's jobs, oldest first.
-    Jobs {
+    /// The GM's jobs, oldest first; with a JOB id, that job and its tasks (the
+    /// first 100: state, run, where, why).
+    #[command(visible_alias = "jobs")]
+    Status {
+        /// One job's id (leave out to list jobs).
+        job: Option<u64>,
         /// Only jobs in this state: active, finished, failed or cancelled.
         #[arg(long)]
         state: Option<String>,
@@ -99,8 +108,31 @@ pub enum Command {
         #[arg(long)]
         after: Option<u64>,
     },
-    /// One job, with its tasks (the first 100).
+    /// One job, with its tasks (the same as `status JOB`).
+    #[command(hide = true)]
     Job { id: u64 },
+    /// Queued tasks, longest waiting first, and why each is not running.
+    Pending {
+        /// Tasks to show (at most 10,000); the total is always given.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// A live summary: per queue running, starting and pending tasks; per LM its
+    /// nodes idle, busy and full; the newest jobs. Refreshes until Ctrl-C.
+    Top {
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
+        interval: f64,
+        /// Print once and exit (for scripts and tests).
+        #[arg(long)]
+        once: bool,
+        /// How many of the newest jobs to list.
+        #[arg(long, default_value_t = 10)]
+        jobs: usize,
+        /// An LM state older than this (milliseconds) is shown `stale`.
+        #[arg(long, default_value_t = 30_000)]
+        stale_ms: u64,
+    },
     /// Cancel a job: its queued tasks leave the queues, its running ones are killed.
     Cancel { id: u64 },
     /// A task's output (stdout unless --stderr).
@@ -206,7 +238,7 @@ async fn run(cli: Cli) -> Result<()> {
         Ok(())
     };
     match cli.command {
-        Command::Submit {
+        Command::Run {
             file,
             count,
             cpu_millis,
@@ -240,7 +272,13 @@ async fn run(cli: Cli) -> Result<()> {
                 .await?;
             print(out, &answer, render::submitted(&answer))
         }
-        Command::Jobs {
+        Command::Status { job: Some(id), .. } | Command::Job { id } => {
+            let value = job_with_tasks(&gm, id).await?;
+            let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
+            print(out, &value, render::job(&value["job"], &tasks))
+        }
+        Command::Status {
+            job: None,
             state,
             queue,
             user,
@@ -259,16 +297,28 @@ async fn run(cli: Cli) -> Result<()> {
             let page = gm.get(&format!("/v1/jobs?{}", query.join("&"))).await?;
             print(out, &page, render::jobs(&page))
         }
-        Command::Job { id } => {
-            let job = gm.get(&format!("/v1/jobs/{id}")).await?;
-            let n = job["tasks"].as_u64().unwrap_or(0).min(100);
-            let mut tasks = Vec::new();
-            for index in 0..n {
-                tasks.push(gm.get(&format!("/v1/tasks/{id}/{index}")).await?);
-            }
-            let value = json!({"job": job, "tasks": tasks});
-            print(out, &value, render::job(&job, &tasks))
+        Command::Pending { limit } => {
+            let list = gm.get(&format!("/v1/pending?limit={limit}")).await?;
+            print(out, &list, render::pending(&list))
         }
+        Command::Top {
+            interval,
+            once,
+            jobs,
+            stale_ms,
+        } => loop {
+            let summary = top_summary(&gm, jobs, stale_ms).await?;
+            if !once && !cli.json {
+                // Clear the screen, cursor home.
+                write!(out, "\x1b[2J\x1b[H")?;
+            }
+            print(out, &summary, render::top(&summary))?;
+            out.flush()?;
+            if once {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_secs_f64(interval)).await;
+        },
         Command::Cancel { id } => {
             let path = format!("/v1/jobs/{id}");
             let job = gm.call(reqwest::Method::DELETE, &path, None).await?;
@@ -308,6 +358,44 @@ async fn run(cli: Cli) -> Result<()> {
             let view = gm.get(&format!("/v1/nodes?summary={summary}")).await?;
             print(out, &view, render::nodes(&view))
         }
+    }
+}
+
+/// A job and its first 100 tasks, as `{"job": .., "tasks": [..]}`.
+async fn job_with_tasks(gm: &Gm, id: u64) -> Result<Value> {
+    let job = gm.get(&format!("/v1/jobs/{id}")).await?;
+    let n = job["tasks"].as_u64().unwrap_or(0).min(100);
+    let mut tasks = Vec::new();
+    for index in 0..n {
+        tasks.push(gm.get(&format!("/v1/tasks/{id}/{index}")).await?);
+    }
+    Ok(json!({"job": job, "tasks": tasks}))
+}
+
+/// Every job the GM holds (all pages of `GET /v1/jobs`) and its nodes, summarized.
+async fn top_summary(gm: &Gm, recent: usize, stale_ms: u64) -> Result<Value> {
+    let mut jobs = Vec::new();
+    let mut after: Option<u64> = None;
+    loop {
+        let mut path = "/v1/jobs?limit=1000".to_owned();
+        if let Some(a) = after {
+            path.push_str(&format!("&after={a}"));
+        }
+        let page = gm.get(&path).await?;
+        jobs.extend(page["jobs"].as_array().cloned().unwrap_or_default());
+        match page["next"].as_u64() {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let nodes = gm.get("/v1/nodes").await?;
+    Ok(top::summarize(&jobs, &nodes, recent, stale_ms))
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
     }
 }
 

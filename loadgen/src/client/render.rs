@@ -215,6 +215,115 @@ pub fn nodes(view: &Value) -> String {
     )
 }
 
+/// `GET /v1/pending`: the queued tasks and why each waits.
+pub fn pending(list: &Value) -> String {
+    let rows: Vec<Vec<String>> = list["shown"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            vec![
+                format!("{}/{}", cell(&p["job"]), cell(&p["index"])),
+                cell(&p["queue"]),
+                cell(&p["attempts"]),
+                format!("{:.1} s", p["waiting_s"].as_f64().unwrap_or(0.0)),
+                cell(&p["reason"]),
+            ]
+        })
+        .collect();
+    let mut out = table(&["TASK", "QUEUE", "ATTEMPTS", "WAITING", "REASON"], &rows);
+    let _ = writeln!(out, "{} pending in all", cell(&list["total"]));
+    out
+}
+
+/// `megha top`: the summary of [`super::top::summarize`].
+pub fn top(summary: &Value) -> String {
+    let mut out = String::new();
+    let t = &summary["tasks"];
+    let _ = writeln!(
+        out,
+        "gm{}  tasks: {} running, {} starting, {} pending  jobs: {}",
+        cell(&summary["gm"]),
+        cell(&t["running"]),
+        cell(&t["starting"]),
+        cell(&t["pending"]),
+        states(&summary["jobs_by_state"])
+    );
+    out.push('\n');
+    let rows: Vec<Vec<String>> = summary["queues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|q| {
+            ["queue", "active_jobs", "running", "starting", "pending"]
+                .iter()
+                .map(|k| cell(&q[*k]))
+                .collect()
+        })
+        .collect();
+    out.push_str(&table(
+        &["QUEUE", "ACTIVE JOBS", "RUNNING", "STARTING", "PENDING"],
+        &rows,
+    ));
+    out.push('\n');
+    let used = |lm: &Value| {
+        format!(
+            "{}/{}m  {}/{}MiB",
+            cell(&lm["used"]["cpu_millis"]),
+            cell(&lm["capacity"]["cpu_millis"]),
+            cell(&lm["used"]["memory_mb"]),
+            cell(&lm["capacity"]["memory_mb"])
+        )
+    };
+    let rows: Vec<Vec<String>> = summary["lms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|lm| {
+            let mut row = vec![format!("lm{}", cell(&lm["lm"])), cell(&lm["status"])];
+            row.extend(
+                ["nodes", "idle", "busy", "full"]
+                    .iter()
+                    .map(|k| cell(&lm[*k])),
+            );
+            row.push(used(lm));
+            row
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "LM",
+            "STATE",
+            "NODES",
+            "IDLE",
+            "BUSY",
+            "FULL",
+            "USED CPU / MEMORY",
+        ],
+        &rows,
+    ));
+    out.push('\n');
+    let rows: Vec<Vec<String>> = summary["recent_jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            vec![
+                cell(&j["job"]),
+                cell(&j["state"]),
+                cell(&j["tasks"]),
+                states(&j["states"]),
+                cell(&j["user"]),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["RECENT JOB", "STATE", "TASKS", "BY STATE", "USER"],
+        &rows,
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +386,42 @@ mod tests {
         assert_eq!(
             reason(r#"{"error":"job 5 is unknown"}"#),
             "job 5 is unknown"
+        );
+    }
+
+    #[test]
+    fn top_and_pending_show_their_sections() {
+        let list = json!({"total":3,"shown":[{"job":7,"index":1,"queue":0,"attempts":2,
+            "waiting_s":1.25,"reason":"no node has room"}]});
+        let text = pending(&list);
+        assert!(
+            text.contains("7/1   0      2         1.2 s    no node has room"),
+            "{text}"
+        );
+        assert!(text.ends_with("3 pending in all\n"), "{text}");
+        let summary = json!({"gm":0,"tasks":{"running":3,"starting":1,"pending":2},
+            "jobs_by_state":{"active":2,"finished":1},
+            "queues":[{"queue":"a","active_jobs":1,"running":1,"starting":1,"pending":2}],
+            "lms":[{"lm":0,"status":"ok","nodes":3,"idle":1,"busy":1,"full":1,
+                "used":{"cpu_millis":1500,"memory_mb":1536},"capacity":{"cpu_millis":3000,"memory_mb":3072}}],
+            "recent_jobs":[{"job":9,"state":"active","tasks":2,"states":{"running":2},"user":null}]});
+        let text = top(&summary);
+        assert!(
+            text.starts_with("gm0  tasks: 3 running, 1 starting, 2 pending"),
+            "{text}"
+        );
+        assert!(text.contains("jobs: active=2 finished=1"), "{text}");
+        assert!(
+            text.contains("a      1            1        1         2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lm0  ok     3      1     1     1     1500/3000m  1536/3072MiB"),
+            "{text}"
+        );
+        assert!(
+            text.contains("9           active  2      running=2  -"),
+            "{text}"
         );
     }
 }

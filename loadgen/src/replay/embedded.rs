@@ -1,18 +1,22 @@
 //! Embedded mode: N GMs, M LMs and K workers per LM in this process, the same actors
 //! as the binaries, linked by actix mailboxes instead of HTTP and the broker. Needs
 //! nothing installed. Must run inside an actix `System` on a tokio runtime.
+//!
+//! With [`EmbeddedConfig::exec`] the workers run burn and exec tasks for real (each
+//! worker under `<data_dir>/lm<L>-w<S>/`, logs in its `tasks/<job>.<index>/`, see
+//! [`task_log`]); without, such tasks fail at their worker saying so.
 
 use super::driver::{SubmitError, Submitter};
 use super::facts::ClusterFacts;
 use crate::sim::MercuryOptions;
 use actix::{Actor, Addr};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::messages::{LmSnapshot, WorkerReport};
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
-use common::{GmId, Micros};
+use common::{Executor, GmId, LmId, Micros, TaskId};
 use global_master::core::{GmConfig, GmInput};
 use global_master::service::actor::{GetLoad, GmActor, Submit, SubmitRefused};
 use global_master::service::api::NewTask;
@@ -24,8 +28,11 @@ use local_master::service::gm::FromGm;
 use local_master::service::orders::GmLink;
 use local_master::service::workers::{FromWorker, Register};
 use service_kit::links::{fn_link, LinkError, Sink};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use worker::exec::logs::Stream;
+use worker::exec::{ExecSettings, Executors};
 use worker::service::actor::{Assign, FromLm, WorkerActor};
 
 #[derive(Clone, Debug)]
@@ -43,6 +50,33 @@ pub struct EmbeddedConfig {
     /// The GM that places GUARANTEED work and LRAs (a `tune` of [`start_with`] may
     /// still change it).
     pub designated_gm: GmId,
+    /// Run burn and exec tasks with these settings (each worker in a directory of
+    /// its own under `data_dir`); `None`: only synthetic tasks run.
+    pub exec: Option<ExecSettings>,
+}
+
+/// A worker's directory under the embedded cluster's exec data dir.
+pub fn worker_dir(data_dir: &Path, lm: LmId, slot: u32) -> PathBuf {
+    data_dir.join(format!("lm{}-w{slot}", lm.0))
+}
+
+/// A task's output (`stream`: stdout or stderr) as the worker that ran it last kept
+/// it, read from the exec data dir (the embedded GMs have no LM URLs to proxy logs
+/// through); `None` if no worker has it.
+pub fn task_log(data_dir: &Path, task: TaskId, stream: Stream) -> Option<String> {
+    let mut found: Option<(std::time::SystemTime, String)> = None;
+    for entry in std::fs::read_dir(data_dir).ok()?.flatten() {
+        let path = worker::exec::logs::task_dir(&entry.path().join("tasks"), task)
+            .join(stream.file_name());
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+        if found.as_ref().is_none_or(|(at, _)| modified > *at) {
+            found = Some((modified, std::fs::read_to_string(&path).ok()?));
+        }
+    }
+    found.map(|(_, text)| text)
 }
 
 #[derive(Debug)]
@@ -148,6 +182,16 @@ pub async fn start_with(
                 }
             });
             let mut w = WorkerActor::new(reports);
+            if let Some(settings) = &cfg.exec {
+                let settings = ExecSettings {
+                    data_dir: worker_dir(&settings.data_dir, spec.id, slot),
+                    ..settings.clone()
+                };
+                let dir = settings.data_dir.display().to_string();
+                let exec = Executors::new(settings)
+                    .with_context(|| format!("cannot make the worker data dir {dir}"))?;
+                w = w.with_executors(exec, Executor::Synthetic);
+            }
             if let Some(mercury) = &cfg.mercury {
                 w = w.with_queueing(mercury.queue_order, mercury.cap);
             }
@@ -220,7 +264,7 @@ pub async fn gm_facts(gms: &[Addr<GmActor>]) -> ClusterFacts {
     let mut facts = ClusterFacts::default();
     for gm in gms {
         match (gm.send(GetLoad).await, gm.send(RenderMetrics).await) {
-            (Ok(load), Ok(metrics)) => facts.add_gm(load.nodes, load.capacity, &metrics),
+            (Ok(load), Ok(metrics)) => facts.add_gm(load.nodes, load.capacity, &metrics.encode()),
             (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!(error = %e, "cannot read a GM's cluster view and counters")
             }

@@ -45,7 +45,7 @@ mod tests {
     use common::Resources;
 
     fn page(attempts: u64, refused: &[(&str, u64)]) -> String {
-        let mut out = String::new();
+        let mut out = service_kit::metrics::Page::new();
         service_kit::metrics::single(
             &mut out,
             "megha_gm_preempt_attempts_total",
@@ -55,16 +55,17 @@ mod tests {
         );
         let samples: Vec<(String, f64)> = refused
             .iter()
-            .map(|(r, n)| (format!("reason=\"{r}\""), *n as f64))
+            .map(|(r, n)| (r.to_string(), *n as f64))
             .collect();
         service_kit::metrics::family(
             &mut out,
             "megha_gm_preempt_refused_total",
             "counter",
             "h",
+            "reason",
             &samples,
         );
-        out
+        out.encode()
     }
 
     #[test]

@@ -10,7 +10,7 @@ use common::{JobId, Resources};
 use global_master::service::api::NewTask;
 use serde_json::{json, Value};
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
-use service_kit::topology::EVENTS_EXCHANGE;
+use service_kit::topology::Exchange;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -37,14 +37,18 @@ pub fn job_body(tasks: &[NewTask], queues: Option<&FairnessConfig>) -> Value {
     json!({ "tasks": tasks })
 }
 
-/// Submits over HTTP to `gm_urls[gm]`, naming each task's queue from `queues`. A
-/// full GM (429) or one not reachable yet is retried by the driver; any other refusal
-/// is final.
+/// Submits over HTTP to `gm_urls[gm]`, naming each task's queue from `queues` and the
+/// cluster in `x-megha-cluster` (a GM of another cluster refuses, 421). A full GM
+/// (429), one that asks to come back later (503 with `Retry-After`: its broker is
+/// behind, its body budget is in use) or one not reachable yet is retried by the
+/// driver; any other refusal is final.
 pub fn http_submitter(
     gm_urls: Vec<String>,
     client: reqwest::Client,
     queues: Option<Arc<FairnessConfig>>,
+    cluster: &common::ClusterName,
 ) -> Submitter {
+    let cluster = cluster.to_string();
     let urls: Arc<Vec<String>> = Arc::new(
         gm_urls
             .iter()
@@ -55,8 +59,15 @@ pub fn http_submitter(
         let url = urls[gm % urls.len()].clone();
         let client = client.clone();
         let body = job_body(&tasks, queues.as_deref());
+        let cluster = cluster.clone();
         Box::pin(async move {
-            let resp = match client.post(&url).json(&body).send().await {
+            let sent = client
+                .post(&url)
+                .header(service_kit::cluster::CLUSTER_NAME_HEADER, cluster)
+                .json(&body)
+                .send()
+                .await;
+            let resp = match sent {
                 Ok(r) => r,
                 Err(e) if e.is_connect() => {
                     return Err(SubmitError::Busy(Duration::from_millis(200)))
@@ -64,7 +75,8 @@ pub fn http_submitter(
                 Err(e) => return Err(SubmitError::Refused(format!("{url}: {e}"))),
             };
             let status = resp.status();
-            if status.as_u16() == 429 {
+            let retry_after = resp.headers().contains_key(reqwest::header::RETRY_AFTER);
+            if status.as_u16() == 429 || (status.as_u16() == 503 && retry_after) {
                 let secs = resp
                     .headers()
                     .get(reqwest::header::RETRY_AFTER)
@@ -87,9 +99,11 @@ pub fn http_submitter(
     })
 }
 
-/// Consumes every task event into a channel, from durable queue `queue`.
+/// Consumes every task event of `cluster` into a channel, from its durable queue
+/// `queue` (named `<cluster>.<queue>` on the broker).
 pub fn amqp_events(
     url: String,
+    cluster: service_kit::cluster::Cluster,
     queue: String,
 ) -> (
     mpsc::UnboundedReceiver<TaskEvent>,
@@ -98,7 +112,7 @@ pub fn amqp_events(
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
     let sub = Subscription {
-        exchange: EVENTS_EXCHANGE,
+        exchange: Exchange::Events,
         binding: "task.#".into(),
         queue: Some(queue),
         ack: true,
@@ -107,6 +121,7 @@ pub fn amqp_events(
     let (status, handle) =
         subscribe(
             url,
+            cluster,
             sub,
             move |_, body| match service_kit::sinks::decode_events(body) {
                 Ok(events) => {

@@ -288,6 +288,7 @@ impl Recorder {
             .iter()
             .all(|r| r.start.is_none() || r.finish.is_some());
         SimOutcome {
+            probe: None,
             records: self.records,
             counters: self.counters,
             span,

@@ -5,32 +5,34 @@ use common::Micros;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-struct Entry<E> {
+/// A heap entry: when, the insertion order, and where the event waits. Events stay
+/// put in [`EventQueue::slots`] while the heap moves these 24-byte keys (a message
+/// event can be hundreds of bytes, and a sift moves an entry log(n) times).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key {
     at: Micros,
     seq: u64,
-    event: E,
+    slot: u32,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+impl PartialOrd for Key {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
+impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest (then first-inserted) pops first.
+        // `seq` is unique, so `slot` never decides.
         other.at.cmp(&self.at).then(other.seq.cmp(&self.seq))
     }
 }
 
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: BinaryHeap<Key>,
+    /// The events by slot; `None` once popped (the slot is then in `free`).
+    slots: Vec<Option<E>>,
+    free: Vec<u32>,
     seq: u64,
     now: Micros,
 }
@@ -48,6 +50,8 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             now: Micros::ZERO,
         }
@@ -58,17 +62,31 @@ impl<E> EventQueue<E> {
     /// Schedules `event` at `at` (never earlier than now).
     pub fn push(&mut self, at: Micros, event: E) {
         self.seq += 1;
-        self.heap.push(Entry {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(event);
+                slot
+            }
+            None => {
+                self.slots.push(Some(event));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 pending events")
+            }
+        };
+        self.heap.push(Key {
             at: at.max(self.now),
             seq: self.seq,
-            event,
+            slot,
         });
     }
 
     pub fn pop(&mut self) -> Option<(Micros, E)> {
-        let e = self.heap.pop()?;
-        self.now = e.at;
-        Some((e.at, e.event))
+        let key = self.heap.pop()?;
+        self.now = key.at;
+        let event = self.slots[key.slot as usize]
+            .take()
+            .expect("a queued key's slot holds its event");
+        self.free.push(key.slot);
+        Some((key.at, event))
     }
 
     pub fn now(&self) -> Micros {
@@ -96,5 +114,20 @@ mod tests {
         q.push(Micros(5), "c");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
         assert_eq!(order, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn reused_slots_keep_time_then_insertion_order() {
+        let mut q = EventQueue::default();
+        q.push(Micros(3), 1);
+        q.push(Micros(9), 2);
+        assert_eq!(q.pop(), Some((Micros(3), 1)));
+        // Slot 0 is reused by a later event at an equal time: it still pops after
+        // the earlier-inserted one.
+        q.push(Micros(9), 3);
+        q.push(Micros(1), 4); // never before now: runs at 3
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(Micros(3), 4), (Micros(9), 2), (Micros(9), 3)]);
+        assert!(q.is_empty());
     }
 }

@@ -5,19 +5,23 @@
 //! processing-cost model for every role. Baselines run on the same inputs: Sparrow
 //! (batch sampling, late binding) and the centralized configuration (1 GM x 1 LM).
 //!
+//! - [`costs`]: the processing-cost model (defaults, or a calibrated file).
 //! - [`events`]: the event queue.
 //! - [`ledger`]: per-task timing split into the four allocation-time components.
 //! - [`workload`]: trace jobs to task specifications.
+//! - [`probe`]: wall-clock timing of the cores' steps (`loadgen calibrate`).
 //! - [`megha`]: the Megha driver (also the centralized baseline).
 //! - [`sparrow`]: the Sparrow baseline.
 //! - [`task_types`]: Mercury's hybrid-GQ policy (GUARANTEED vs QUEUEABLE tasks).
 //! - [`faults`]: seeded fault injection over small clusters, invariants checked after
 //!   every event (`loadgen faults`); separate from the costed drivers above.
 
+pub mod costs;
 pub mod events;
 pub mod faults;
 pub mod ledger;
 pub mod megha;
+pub mod probe;
 pub mod sparrow;
 pub mod task_types;
 pub mod workload;
@@ -26,6 +30,7 @@ use common::cluster::{ClusterSpec, LmSpec};
 use common::fairness::FairnessConfig;
 use common::quota::QueueableQuota;
 use common::{GmId, LmId, Micros, QueueId, Resources, TaskId, TaskKind};
+pub use costs::CostModel;
 use ledger::TaskRecord;
 use std::sync::Arc;
 
@@ -50,50 +55,6 @@ impl SchedulerKind {
     }
 }
 
-/// Simulated processing costs. Megha's prototype found processing to be a few percent
-/// of allocation time; these defaults keep it there. Every figure is per event.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CostModel {
-    /// GM: fixed cost of one placement decision.
-    pub gm_decision: Micros,
-    /// GM: nanoseconds per 64-bit word of bit-vectors scanned.
-    pub gm_word_ns: u64,
-    /// GM: nanoseconds per node when applying an LM snapshot.
-    pub gm_snapshot_node_ns: u64,
-    /// LM: fixed cost of handling a batch.
-    pub lm_batch: Micros,
-    /// LM: cost of validating one request.
-    pub lm_request: Micros,
-    /// LM: nanoseconds per node when building a snapshot.
-    pub lm_snapshot_node_ns: u64,
-    /// LM: cost of one worker report.
-    pub lm_report: Micros,
-    /// Sparrow scheduler: cost per probe sent and per task handed out.
-    pub sparrow_probe: Micros,
-}
-
-impl Default for CostModel {
-    fn default() -> Self {
-        CostModel {
-            gm_decision: Micros(2),
-            gm_word_ns: 5,
-            gm_snapshot_node_ns: 10,
-            lm_batch: Micros(10),
-            lm_request: Micros(3),
-            lm_snapshot_node_ns: 5,
-            lm_report: Micros(1),
-            sparrow_probe: Micros(1),
-        }
-    }
-}
-
-impl CostModel {
-    /// Charges `units` at `ns` nanoseconds each, rounded up to whole microseconds.
-    pub fn per_unit(units: u64, ns: u64) -> Micros {
-        Micros(units.saturating_mul(ns).div_ceil(1000))
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub scheduler: SchedulerKind,
@@ -112,6 +73,9 @@ pub struct SimConfig {
     /// Sparrow probes per task.
     pub probe_ratio: usize,
     pub costs: CostModel,
+    /// Time every core step with the wall clock (`loadgen calibrate`); the schedule
+    /// is the same either way.
+    pub probe: bool,
     pub seed: u64,
     /// User queues with shares: jobs are spread over the queues round-robin and go to
     /// their queue's GM; preemption under contention (Megha only). `None`: one queue.
@@ -211,6 +175,7 @@ impl Default for SimConfig {
             batch_size: 100,
             probe_ratio: 2,
             costs: CostModel::default(),
+            probe: false,
             seed: 0,
             fairness: None,
             preemption: true,
@@ -280,6 +245,8 @@ pub struct SimOutcome {
     pub drained: bool,
     /// Every task run, in start order (for fairness metrics).
     pub runs: Vec<Run>,
+    /// The timed core steps, when [`SimConfig::probe`] was on (Megha driver only).
+    pub probe: Option<Box<probe::Probe>>,
 }
 
 /// Reports progress as tasks finish (for a progress bar); called with (done, total).

@@ -7,7 +7,7 @@
 use super::events::EventQueue;
 use super::ledger::{Decision, TaskRecord};
 use super::workload::Job;
-use super::{Progress, SimConfig, SimOutcome};
+use super::{CostModel, Progress, SimConfig, SimOutcome};
 use common::cluster::ClusterSpec;
 use common::rng::{seeded, streams, Rng, SeededRng};
 use common::{ConstraintSet, Micros, NodeId, Resources};
@@ -102,7 +102,7 @@ pub fn simulate(
         .collect();
     let total = records.len() as u64;
     let delay = config.network_delay;
-    let cost = config.costs.sparrow_probe;
+    let cost = CostModel::micros(config.costs.sparrow_probe_ns);
     let mut queue = EventQueue::default();
     for (k, job) in jobs.iter().enumerate() {
         queue.push(job.arrival, Ev::JobArrival(k));
@@ -225,6 +225,7 @@ pub fn simulate(
         .iter()
         .all(|w| w.free == w.capacity && w.reservations.is_empty());
     SimOutcome {
+        probe: None,
         drained,
         runs: Vec::new(),
         span,

@@ -78,6 +78,7 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
                         duration: t.duration,
                         tags: Vec::new(),
                         executor: None,
+                        attempt: 1,
                     }
                 })
                 .collect();

@@ -4,12 +4,13 @@
 //! again and the lost tasks it still holds are killed.
 
 use common::cluster::{LmSpec, NodeSpec};
+use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{
-    LaunchBatch, LaunchOutcome, LaunchRequest, Placement, TaskFailure, WorkerReport,
+    CancelRequest, LaunchBatch, LaunchOutcome, LaunchRequest, Placement, TaskFailure, WorkerReport,
 };
 use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::reasons::RejectReason;
-use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{ConstraintSet, GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use lm_core::{LmConfig, LmInput, LocalMaster};
 
 /// Two GMs; two nodes of 2 cores each, node 0 in GM 0's partition, node 1 in GM 1's.
@@ -26,12 +27,26 @@ fn lm() -> LocalMaster {
 }
 
 fn launch(lm: &mut LocalMaster, gm: u16, seq: u64, task: u64, node: u32) -> LaunchOutcome {
+    launch_run(lm, gm, seq, task, node, 1)
+}
+
+/// Launches run `attempt` of the task (a retry when above 1).
+fn launch_run(
+    lm: &mut LocalMaster,
+    gm: u16,
+    seq: u64,
+    task: u64,
+    node: u32,
+    attempt: u32,
+) -> LaunchOutcome {
+    let mut spec = TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5));
+    spec.attempt = attempt;
     let batch = GmToLm::Launch(LaunchBatch {
         gm: GmId(gm),
         lm: LmId(0),
         seq,
         requests: vec![LaunchRequest {
-            task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
+            task: spec,
             node: NodeId(node),
             placement: Placement::Internal,
         }],
@@ -118,6 +133,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
     let started = report(
         &mut lm,
         WorkerReport::Started {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
             at: Micros(15),
@@ -131,6 +147,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
     let finished = report(
         &mut lm,
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
             at: Micros(16),
@@ -144,6 +161,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
         .step(
             Micros(21),
             LmInput::Worker(WorkerToLm::Report(WorkerReport::Finished {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
                 at: Micros(16),
@@ -163,8 +181,8 @@ fn a_worker_back_gets_its_nodes_offered_again_and_its_lost_tasks_killed() {
             LmInput::WorkerBack {
                 nodes: vec![NodeId(0)],
                 holding: vec![
-                    (NodeId(0), TaskId::new(1, 0)),
-                    (NodeId(0), TaskId::new(9, 0)),
+                    (NodeId(0), TaskId::new(1, 0), 1),
+                    (NodeId(0), TaskId::new(9, 0), 1),
                 ],
             },
         )
@@ -202,12 +220,13 @@ fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
     report(
         &mut lm,
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
             at: Micros(12),
         },
     );
-    lm.finished_before_restart(TaskId::new(1, 0));
+    lm.finished_before_restart(TaskId::new(1, 0), 1);
     lm.step(
         Micros(20),
         LmInput::WorkerBack {
@@ -220,4 +239,140 @@ fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
         launch(&mut lm, 0, 2, 1, 0),
         LaunchOutcome::Launched { .. }
     ));
+}
+
+/// A cancelled task's kill was on its way to a worker that is then lost: the LM
+/// stops waiting for the confirmation (the task ends `cancelled` in the event stream,
+/// not `lost` at its GM, which counts it cancelled already), and kills it should the
+/// worker come back still holding it.
+#[test]
+fn a_lost_worker_drops_the_cancel_kills_it_owed() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    let cancel = GmToLm::Cancel(CancelRequest {
+        gm: GmId(0),
+        lm: LmId(0),
+        job: JobId(1),
+    });
+    let out = lm.step(Micros(5), LmInput::Gm(cancel)).unwrap();
+    assert!(matches!(
+        &out.to_workers[..],
+        [LmToWorker::Kill(k)] if k.task == TaskId::new(1, 0)
+    ));
+    assert!(lm.is_cancelling(TaskId::new(1, 0)));
+
+    let lost = lose_node0(&mut lm, "silent");
+    assert!(!lm.is_cancelling(TaskId::new(1, 0)), "kill still awaited");
+    assert!(lost.to_gms.is_empty(), "{:?}", lost.to_gms);
+    assert!(
+        matches!(
+            &lost.events[..],
+            [TaskEvent { task, kind: TaskEventKind::Cancelled { gm: GmId(0) }, .. }] if *task == TaskId::new(1, 0)
+        ),
+        "{:?}",
+        lost.events
+    );
+
+    let back = lm
+        .step(
+            Micros(30),
+            LmInput::WorkerBack {
+                nodes: vec![NodeId(0)],
+                holding: vec![(NodeId(0), TaskId::new(1, 0), 1)],
+            },
+        )
+        .unwrap();
+    assert!(matches!(
+        &back.to_workers[..],
+        [LmToWorker::Kill(k)] if k.task == TaskId::new(1, 0)
+    ));
+}
+
+/// Found by `loadgen faults` (seed 11, `retry_killed_as_lost`): a retry launched on
+/// the node of its lost run was taken for that run (its start answered with a kill,
+/// its end absorbed), and nothing ever ended it. Every report names its run now.
+#[test]
+fn a_retry_on_the_node_of_its_lost_run_is_not_taken_for_that_run() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lose_node0(&mut lm, "silent");
+    let back = LmInput::WorkerBack {
+        nodes: vec![NodeId(0)],
+        holding: vec![],
+    };
+    lm.step(Micros(15), back).unwrap();
+    assert!(matches!(
+        launch_run(&mut lm, 0, 2, 1, 0, 2),
+        LaunchOutcome::Launched { .. }
+    ));
+    let run = |attempt, finished| {
+        let (node, task, at) = (NodeId(0), TaskId::new(1, 0), Micros(16));
+        match finished {
+            false => WorkerReport::Started {
+                node,
+                task,
+                attempt,
+                at,
+            },
+            true => WorkerReport::Finished {
+                node,
+                task,
+                attempt,
+                at,
+            },
+        }
+    };
+    // The retry starts: its GM hears it, nothing is killed.
+    let out = report(&mut lm, run(2, false));
+    assert!(out.to_workers.is_empty(), "{:?}", out.to_workers);
+    assert!(out
+        .to_gms
+        .iter()
+        .any(|(_, m)| matches!(m, LmToGm::Started(s) if s.starts[0].attempt == 2)));
+    // The lost run's late start is answered with a kill of that run only.
+    let out = report(&mut lm, run(1, false));
+    assert!(matches!(
+        &out.to_workers[..],
+        [LmToWorker::Kill(k)] if k.attempt == 1
+    ));
+    // Its late end is absorbed: the retry still runs.
+    let out = report(&mut lm, run(1, true));
+    assert!(out.to_gms.is_empty(), "{:?}", out.to_gms);
+    assert!(lm.running().contains_key(&TaskId::new(1, 0)));
+    // The retry's end reaches its GM, naming the retry.
+    let out = report(&mut lm, run(2, true));
+    let ends: Vec<_> = out
+        .to_gms
+        .iter()
+        .filter_map(|(_, m)| match m {
+            LmToGm::Ended(e) => Some(e.ends.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!((ends[0].attempt, ends[0].failure.clone()), (2, None));
+    assert!(!lm.running().contains_key(&TaskId::new(1, 0)));
+}
+
+/// A worker back from a partition holding the lost run and (after the GM's retry
+/// landed on the same node) the retry: only the lost run is killed.
+#[test]
+fn a_worker_back_holding_a_lost_run_and_its_retry_has_only_the_lost_run_killed() {
+    let mut lm = lm();
+    launch(&mut lm, 0, 1, 1, 0);
+    lose_node0(&mut lm, "silent");
+    let back = LmInput::WorkerBack {
+        nodes: vec![NodeId(0)],
+        holding: vec![(NodeId(0), TaskId::new(1, 0), 1)],
+    };
+    let out = lm.step(Micros(15), back).unwrap();
+    assert!(matches!(&out.to_workers[..], [LmToWorker::Kill(k)] if k.attempt == 1));
+    launch_run(&mut lm, 0, 2, 1, 0, 2);
+    let back = LmInput::WorkerBack {
+        nodes: vec![NodeId(0)],
+        holding: vec![(NodeId(0), TaskId::new(1, 0), 2)],
+    };
+    let out = lm.step(Micros(16), back).unwrap();
+    assert!(out.to_workers.is_empty(), "{:?}", out.to_workers);
 }

@@ -38,6 +38,7 @@ fn a_failed_task_is_reported_failed_with_its_reason_and_frees_its_node() {
         .handle_worker_report(
             Micros(9),
             WorkerReport::Failed {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
                 at: Micros(9),
@@ -60,6 +61,7 @@ fn a_clean_end_is_still_finished() {
         .handle_worker_report(
             Micros(9),
             WorkerReport::Finished {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(2, 0),
                 at: Micros(9),
@@ -82,6 +84,7 @@ fn an_end_is_reported_to_the_gm_that_launched_the_task() {
     use lm_core::LmInput;
     let mut lm = launched(3);
     let report = WorkerReport::Failed {
+        attempt: 1,
         node: NodeId(0),
         task: TaskId::new(3, 0),
         at: Micros(9),
@@ -140,6 +143,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(4, 0),
             at: Micros(9),
@@ -158,6 +162,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Failed {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(5, 0),
             at: Micros(9),
@@ -192,6 +197,7 @@ fn reconcile_names_held_and_finished_tasks() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(2, 0),
             at: Micros(9),
@@ -210,7 +216,7 @@ fn reconcile_names_held_and_finished_tasks() {
     let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {
         panic!("one answer: {:?}", out.to_gms);
     };
-    assert_eq!(a.held, vec![(TaskId::new(1, 0), NodeId(0))]);
+    assert_eq!(a.held, vec![(TaskId::new(1, 0), NodeId(0), 1)]);
     assert_eq!(a.finished, vec![TaskId::new(2, 0)]);
     assert!(out.to_workers.is_empty());
     assert_eq!(lm.snapshot(Micros(12)).version, before);

@@ -170,6 +170,11 @@ pub struct LmArgs {
     /// either the LM runs open, which is allowed only on a loopback --listen.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// The cluster this LM belongs to: carried by every internal message and naming
+    /// the broker's exchanges; messages and calls of another cluster are refused.
+    /// The same on every GM, LM and worker of a cluster. Default megha.
+    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
     /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
     /// plain HTTP (fine on loopback; use TLS where hosts are separate).
     #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
@@ -214,6 +219,8 @@ pub struct LmSettings {
     pub log_format: LogFormat,
     /// `None`: open mode (loopback only; checked when serving).
     pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// See `--cluster-name`.
+    pub cluster_name: common::ClusterName,
     pub worker_networks: service_kit::auth::WorkerNetworks,
     /// HTTPS and the extra CA clients trust.
     pub tls: service_kit::tls::TlsSettings,
@@ -252,6 +259,7 @@ impl LmArgs {
             promote_after_ms,
             promote_per_tick,
             cluster_secret_file,
+            cluster_name,
             tls_cert_file,
             tls_key_file,
             tls_ca_file,
@@ -331,6 +339,7 @@ impl LmArgs {
             cluster_secret: service_kit::auth::ClusterSecret::load(
                 self.cluster_secret_file.as_deref(),
             )?,
+            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
             worker_networks,
             spec,
             gms,

@@ -19,7 +19,8 @@
 //! - `GET /healthz` (JSON, with the LM's `incarnation`), `GET /metrics`.
 //!
 //! Every route but `/healthz` and `/metrics` needs the cluster credential
-//! (`service_kit::auth`): 401 without it or with a wrong one, nothing applied.
+//! (`service_kit::auth`): 401 without it or with a wrong one, nothing applied; with
+//! per-role credentials, 403 for a role that may not call it ([`callers`]).
 
 use super::actor::{GetLoad, LmActor};
 use super::gm::{FromGm, GmRequestError};
@@ -38,6 +39,7 @@ use common::messages::{WorkerAlive, WorkerRegistration};
 use common::protocol::{GmToLm, WorkerToLm};
 use serde::Serialize;
 use service_kit::links::{http_client_with, HttpLink};
+use service_kit::roles::Role;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +57,8 @@ pub struct LmApi {
     pub guard: service_kit::auth::ClusterGuard,
     /// Where a registering worker may ask to be called back.
     pub worker_networks: Arc<service_kit::auth::WorkerNetworks>,
+    /// This LM's cluster: calls and messages of another are refused (421).
+    pub cluster: service_kit::cluster::Cluster,
 }
 
 /// How long a report's answer waits for the broker to confirm its events.
@@ -62,6 +66,7 @@ const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
 pub fn router(state: LmApi) -> Router {
     let guard = state.guard.clone();
+    let cluster = state.cluster.clone();
     let routes = Router::new()
         .route("/v1/messages", post(from_gm))
         .route("/v1/worker/messages", post(from_worker))
@@ -73,16 +78,36 @@ pub fn router(state: LmApi) -> Router {
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(state);
-    service_kit::auth::require_cluster(routes, guard)
+    let guarded = service_kit::auth::require_cluster(routes, guard);
+    service_kit::cluster::require_same_cluster(guarded, cluster)
 }
 
-/// A new client for the LM's calls to workers (carrying the cluster credential).
-pub fn worker_client(secret: Option<&service_kit::auth::ClusterSecret>) -> reqwest::Client {
-    http_client_with(Duration::from_secs(10), secret)
+/// Who may call each path (with per-role credentials; the shared secret lets any
+/// holder call anything): workers report, register and check in; GMs send requests
+/// and read logs; any role may read `/v1/nodes`, and unknown paths (they answer 404).
+pub fn callers(path: &str) -> &'static [Role] {
+    match path {
+        "/v1/messages" => &[Role::Gm],
+        "/v1/worker/messages" | "/v1/register" | "/v1/worker/alive" => &[Role::Worker],
+        p if p.starts_with("/v1/tasks/") => &[Role::Gm],
+        _ => Role::ALL,
+    }
 }
 
-fn bincode_ok<T: Serialize>(value: &T) -> Response {
-    match codec::encode(value) {
+/// A new client for the LM's calls to workers (carrying the cluster credential and
+/// the cluster's name).
+pub fn worker_client(
+    secret: Option<&service_kit::auth::ClusterSecret>,
+    cluster: &common::ClusterName,
+) -> reqwest::Client {
+    http_client_with(WORKER_CALL_TIMEOUT, secret, Some(cluster))
+}
+
+/// How long one call to a worker may take.
+const WORKER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn bincode_ok<T: Serialize>(cluster: &service_kit::cluster::Cluster, value: &T) -> Response {
+    match cluster.encode(value) {
         Ok(body) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
@@ -93,12 +118,12 @@ fn bad(status: StatusCode, msg: String) -> Response {
 }
 
 async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
-    let message: GmToLm = match codec::decode(&body) {
+    let message: GmToLm = match s.cluster.decode(&body, "/v1/messages") {
         Ok(m) => m,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
     match s.lm.send(FromGm(message)).await {
-        Ok(Ok(answer)) => bincode_ok(&answer),
+        Ok(Ok(answer)) => bincode_ok(&s.cluster, &answer),
         Ok(Err(e @ GmRequestError::NotReady { .. })) => {
             bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
         }
@@ -108,7 +133,7 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
 }
 
 async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
-    let messages: Vec<WorkerToLm> = match codec::decode(&body) {
+    let messages: Vec<WorkerToLm> = match s.cluster.decode(&body, "/v1/worker/messages") {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
@@ -119,7 +144,7 @@ async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
                     tracing::warn!("events of a worker report not yet confirmed by the broker; answering anyway");
                 }
             }
-            bincode_ok(&())
+            bincode_ok(&s.cluster, &())
         }
         Ok(Err(e)) => bad(StatusCode::CONFLICT, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
@@ -127,24 +152,40 @@ async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
 }
 
 async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
-    let reg: WorkerRegistration = match codec::decode(&body) {
+    let reg: WorkerRegistration = match s.cluster.decode(&body, "/v1/register") {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
     // The LM will send start orders (with the cluster credential) to this URL: only
     // within the configured networks, or a registration could aim them anywhere.
-    if let Err(why) = s.worker_networks.check_url(&reg.url).await {
-        s.guard
-            .counters
-            .forbidden
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::warn!(slot = ?reg.slot, %why, "worker registration refused");
-        return bad(StatusCode::FORBIDDEN, why);
-    }
+    let checked = match s.worker_networks.check_url(&reg.url).await {
+        Ok(checked) => checked,
+        Err(why) => {
+            s.guard
+                .counters
+                .forbidden
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(slot = ?reg.slot, %why, "worker registration refused");
+            return bad(StatusCode::FORBIDDEN, why);
+        }
+    };
+    // A name is pinned to the addresses just checked: the orders go there even if
+    // the name resolves elsewhere later (DNS rebinding).
+    let client = if checked.is_name() {
+        service_kit::links::http_client_pinned(
+            WORKER_CALL_TIMEOUT,
+            s.guard.secret.as_ref(),
+            Some(&s.cluster.name),
+            &checked,
+        )
+    } else {
+        s.client.clone()
+    };
     let link: WorkerLink = Arc::new(HttpLink {
-        client: s.client.clone(),
+        client,
         url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
         retries: 3,
+        cluster: s.cluster.clone(),
     });
     match s
         .lm
@@ -157,19 +198,19 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         })
         .await
     {
-        Ok(Ok(assignment)) => bincode_ok(&assignment),
+        Ok(Ok(assignment)) => bincode_ok(&s.cluster, &assignment),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
 async fn alive(State(s): State<LmApi>, body: Bytes) -> Response {
-    let alive: WorkerAlive = match codec::decode(&body) {
+    let alive: WorkerAlive = match s.cluster.decode(&body, "/v1/worker/alive") {
         Ok(a) => a,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
     match s.lm.send(Alive(alive)).await {
-        Ok(answer) => bincode_ok(&answer),
+        Ok(answer) => bincode_ok(&s.cluster, &answer),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
@@ -224,7 +265,23 @@ async fn task_logs(
         "{}/v1/tasks/{job}/{index}/logs",
         worker.trim_end_matches('/')
     );
-    proxy(s.client.get(url).query(&params)).await
+    // The call carries the LM's credential: checked against --worker-networks again
+    // and sent to the addresses just checked, so a registered name that now resolves
+    // elsewhere (DNS rebinding) gets nothing.
+    let client = match s.worker_networks.check_url(&worker).await {
+        Ok(checked) if checked.is_name() => service_kit::links::http_client_pinned(
+            WORKER_CALL_TIMEOUT,
+            s.guard.secret.as_ref(),
+            Some(&s.cluster.name),
+            &checked,
+        ),
+        Ok(_) => s.client.clone(),
+        Err(why) => {
+            tracing::warn!(%task, %why, "log read refused: the worker's callback left --worker-networks");
+            return bad(StatusCode::BAD_GATEWAY, why);
+        }
+    };
+    proxy(client.get(url).query(&params)).await
 }
 
 /// Sends `request` and answers with its status, body and log headers.
@@ -264,9 +321,11 @@ async fn healthz(State(s): State<LmApi>) -> Response {
 
 async fn metrics(State(s): State<LmApi>) -> Response {
     match s.lm.send(RenderMetrics).await {
-        Ok(mut text) => {
-            s.guard.render(&mut text);
-            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+        Ok(mut page) => {
+            s.guard.render(&mut page);
+            s.cluster.render(&mut page);
+            let content_type = service_kit::metrics::CONTENT_TYPE;
+            ([(header::CONTENT_TYPE, content_type)], page.encode()).into_response()
         }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

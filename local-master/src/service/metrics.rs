@@ -2,19 +2,19 @@
 
 use super::actor::LmActor;
 use actix::prelude::*;
-use service_kit::metrics::single;
+use service_kit::metrics::{single, Page};
 
 #[derive(Message, Debug)]
-#[rtype(result = "String")]
+#[rtype(result = "Page")]
 pub struct RenderMetrics;
 
 impl Handler<RenderMetrics> for LmActor {
-    type Result = String;
+    type Result = MessageResult<RenderMetrics>;
 
-    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
+    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> Self::Result {
         let c = &self.counters;
         let (undelivered, running) = self.load();
-        let mut out = String::new();
+        let mut out = Page::new();
         single(
             &mut out,
             "megha_lm_running_tasks",
@@ -194,6 +194,6 @@ impl Handler<RenderMetrics> for LmActor {
             c.promotions as f64,
         );
         self.render_preempt_metrics(&mut out);
-        out
+        MessageResult(out)
     }
 }

@@ -37,18 +37,28 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&s.listen)
         .await
         .with_context(|| format!("cannot listen on {}", s.listen))?;
-    service_kit::auth::check_start(s.tls.ca.as_deref(), s.cluster_secret.as_ref(), &s.listen)?;
-    let publisher = Publisher::start(s.amqp.clone());
+    service_kit::auth::check_start(
+        s.tls.ca.as_deref(),
+        s.cluster_secret.as_ref(),
+        &s.listen,
+        service_kit::roles::Role::Lm,
+    )?;
+    let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "lm");
+    let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone());
     let mut lm = actor::LmActor::new(
         &s.spec,
         s.gms,
         s.heartbeat,
         s.workers,
-        amqp_snapshot_sink(publisher.clone()),
+        amqp_snapshot_sink(publisher.clone(), cluster.clone()),
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
     );
-    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
+    let client = http_client_with(
+        Duration::from_secs(10),
+        s.cluster_secret.as_ref(),
+        Some(&s.cluster_name),
+    );
     let to_gms: Vec<orders::GmLink> = s
         .gm_urls
         .iter()
@@ -57,6 +67,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
                 client: client.clone(),
                 url: format!("{}/v1/internal/messages", u.trim_end_matches('/')),
                 retries: 3,
+                cluster: cluster.clone(),
             }) as orders::GmLink
         })
         .collect();
@@ -75,15 +86,17 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     let incarnation = lm.incarnation();
     let lm = lm.start();
     let local = listener.local_addr()?;
-    tracing::info!(lm = %s.spec.id, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
+    tracing::info!(lm = %s.spec.id, cluster = %s.cluster_name, listen = %local, nodes = s.spec.node_count(), workers = s.workers, queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), queueable = s.queueable.is_some(), "local master listening");
     println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(http::LmApi {
         lm: lm.clone(),
-        client: http::worker_client(s.cluster_secret.as_ref()),
+        client: http::worker_client(s.cluster_secret.as_ref(), &s.cluster_name),
         incarnation,
         publisher: Some(publisher.clone()),
-        guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm"),
+        guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm")
+            .with_callers(http::callers),
         worker_networks: Arc::new(s.worker_networks.clone()),
+        cluster,
     });
     service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
     let deadline = Instant::now() + s.drain_timeout;

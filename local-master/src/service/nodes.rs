@@ -1,10 +1,12 @@
 //! `GET /v1/nodes` on an LM: its authoritative state per node (home partition,
 //! worker slot and whether that worker is registered, capacity, free and used
-//! resources, machine constraints, the tasks running there), and which worker runs
-//! a node (for task logs, proxied to it).
+//! resources, machine constraints, the tasks running there, whether it is down and
+//! what it lends to other partitions as logical nodes), and which worker runs a node
+//! (for task logs, proxied to it).
 
 use super::actor::LmActor;
 use actix::prelude::*;
+use common::messages::Placement;
 use common::{NodeId, Resources, TaskId};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,6 +36,19 @@ pub struct LmNode {
     pub constraints: Vec<usize>,
     /// Tasks holding resources on the node (`job.index`).
     pub tasks: Vec<String>,
+    /// True once its worker was declared lost (no free resources are offered).
+    pub down: bool,
+    /// Resources lent to other GMs' partitions (the paper's logical nodes): one entry
+    /// per repartitioned task running here.
+    pub lent: Vec<Lent>,
+}
+
+/// A repartitioned task's resources, lent to GM `gm`'s partition until it ends.
+#[derive(Debug, Serialize)]
+pub struct Lent {
+    pub gm: u16,
+    pub task: String,
+    pub resources: Resources,
 }
 
 #[derive(Message, Debug)]
@@ -47,8 +62,16 @@ impl Handler<GetNodes> for LmActor {
         let topology = self.core.topology().clone();
         let free = self.core.free();
         let mut tasks: BTreeMap<NodeId, Vec<TaskId>> = BTreeMap::new();
+        let mut lent: BTreeMap<NodeId, Vec<Lent>> = BTreeMap::new();
         for (task, alloc) in self.core.running() {
             tasks.entry(alloc.node).or_default().push(*task);
+            if alloc.placement == Placement::Repartition {
+                lent.entry(alloc.node).or_default().push(Lent {
+                    gm: alloc.gm.0,
+                    task: task.to_string(),
+                    resources: alloc.resources,
+                });
+            }
         }
         let nodes = (0..topology.node_count())
             .map(|n| {
@@ -66,6 +89,8 @@ impl Handler<GetNodes> for LmActor {
                     used: topology.capacity[n].saturating_sub(&free[n]),
                     constraints: topology.constraints[n].iter().collect(),
                     tasks: on_node.iter().map(ToString::to_string).collect(),
+                    down: self.core.is_down(node),
+                    lent: lent.remove(&node).unwrap_or_default(),
                 }
             })
             .collect();

@@ -5,11 +5,11 @@
 //! each kill is confirmed, the preempted task back to its GM.
 
 use super::actor::LmActor;
-use service_kit::metrics::{family, single};
+use service_kit::metrics::{family, single, Page};
 
 impl LmActor {
     /// Preemption metrics, appended to `/metrics`.
-    pub(super) fn render_preempt_metrics(&self, out: &mut String) {
+    pub(super) fn render_preempt_metrics(&self, out: &mut Page) {
         let c = &self.counters;
         single(
             out,
@@ -28,13 +28,14 @@ impl LmActor {
         let refused: Vec<(String, f64)> = c
             .preempt_refused
             .iter()
-            .map(|(reason, n)| (format!("reason=\"{reason}\""), *n as f64))
+            .map(|(reason, n)| (reason.to_string(), *n as f64))
             .collect();
         family(
             out,
             "megha_lm_preempt_refused_total",
             "counter",
             "Preemption requests refused after verification, by reason.",
+            "reason",
             &refused,
         );
         single(

@@ -104,14 +104,20 @@ impl LmActor {
     /// forever (found by `loadgen faults`, seed 9). A repeat is harmless: a GM takes
     /// one end per task.
     fn orphan_end_to_gm(&mut self, report: &WorkerReport) {
-        let (node, task, at, failure) = match report {
-            WorkerReport::Finished { node, task, at } => (*node, *task, *at, None),
+        let (node, task, attempt, at, failure) = match report {
+            WorkerReport::Finished {
+                node,
+                task,
+                attempt,
+                at,
+            } => (*node, *task, *attempt, *at, None),
             WorkerReport::Failed {
                 node,
                 task,
+                attempt,
                 at,
                 failure,
-            } => (*node, *task, *at, Some(failure.clone())),
+            } => (*node, *task, *attempt, *at, Some(failure.clone())),
             WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return,
         };
         let gm = task.job.0 >> common::JobId::SUBMISSION_BITS;
@@ -124,6 +130,7 @@ impl LmActor {
             gm,
             ends: vec![common::messages::TaskEnd {
                 task,
+                attempt,
                 node,
                 at,
                 failure,
@@ -240,8 +247,10 @@ impl Handler<FromWorker> for LmActor {
 fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
     use common::events::TaskEventKind;
     let (task, at, kind) = match report {
-        WorkerReport::Started { node, task, at } => (task, at, TaskEventKind::Started { lm, node }),
-        WorkerReport::Finished { node, task, at } => {
+        WorkerReport::Started { node, task, at, .. } => {
+            (task, at, TaskEventKind::Started { lm, node })
+        }
+        WorkerReport::Finished { node, task, at, .. } => {
             (task, at, TaskEventKind::Finished { lm, node })
         }
         WorkerReport::Failed {
@@ -249,8 +258,9 @@ fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
             task,
             at,
             failure,
+            ..
         } => (task, at, crate::core::ended_event(lm, node, Some(&failure))),
-        WorkerReport::Killed { node, task, at } => (
+        WorkerReport::Killed { node, task, at, .. } => (
             task,
             at,
             TaskEventKind::Preempted {
@@ -276,8 +286,8 @@ pub struct Register {
     pub link: WorkerLink,
     /// Tasks the worker holds (it registers again after this LM restarted).
     pub holding: Vec<HeldTask>,
-    /// Tasks the worker finished recently (see `WorkerRegistration::finished`).
-    pub finished: Vec<common::TaskId>,
+    /// Runs the worker finished recently (see `WorkerRegistration::finished`).
+    pub finished: Vec<(common::TaskId, u32)>,
 }
 
 impl std::fmt::Debug for Register {
@@ -325,8 +335,8 @@ impl Handler<Register> for LmActor {
             );
         }
         let was_ready = self.ready();
-        for task in msg.finished {
-            self.core.finished_before_restart(task);
+        for (task, attempt) in msg.finished {
+            self.core.finished_before_restart(task, attempt);
         }
         let sender = OrderedSender::start(msg.link);
         for order in std::mem::take(&mut self.held_orders[slot]) {
@@ -337,7 +347,11 @@ impl Handler<Register> for LmActor {
         self.last_seen[slot] = clock::now();
         if std::mem::take(&mut self.slot_down[slot]) {
             // Back: its nodes are offered again; the lost tasks it holds are killed.
-            let holding = msg.holding.iter().map(|h| (h.node, h.task.id)).collect();
+            let holding = msg
+                .holding
+                .iter()
+                .map(|h| (h.node, h.task.id, h.task.attempt))
+                .collect();
             let input = LmInput::WorkerBack {
                 nodes: self.nodes_of(slot),
                 holding,

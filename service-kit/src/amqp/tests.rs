@@ -1,9 +1,12 @@
 //! Unit tests of `amqp.rs`.
 
 use super::{coalesce, Msg};
-use crate::topology::{EVENTS_EXCHANGE, STATE_EXCHANGE};
+use crate::topology::Exchange;
 
-fn msg(exchange: &'static str, key: &str, body: &str) -> Msg {
+const EVENTS_EXCHANGE: Exchange = Exchange::Events;
+const STATE_EXCHANGE: Exchange = Exchange::State;
+
+fn msg(exchange: Exchange, key: &str, body: &str) -> Msg {
     Msg {
         exchange,
         key: key.into(),
@@ -73,4 +76,35 @@ fn urls_are_logged_without_their_password_and_take_it_from_a_file() {
     );
     assert!(no_user.is_err());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn the_publisher_buffer_is_counted_and_backlogged_while_the_broker_is_away() {
+    // Nothing listens on port 1: every connection attempt fails and messages wait.
+    let publisher = super::Publisher::start(
+        "amqp://guest:guest@127.0.0.1:1/%2f".into(),
+        common::ClusterName::default(),
+    )
+    .with_backlog_limit(1000);
+    assert!(!publisher.backlogged());
+    for _ in 0..9 {
+        publisher.publish(
+            Exchange::Events,
+            "task.queued".into(),
+            vec![b'x'; 100],
+            true,
+        );
+    }
+    assert_eq!(publisher.pending_bytes(), 900);
+    assert!(!publisher.backlogged(), "900 of 1000 bytes");
+    publisher.publish(
+        Exchange::Events,
+        "task.queued".into(),
+        vec![b'x'; 200],
+        true,
+    );
+    assert!(publisher.backlogged(), "1100 of 1000 bytes");
+    // Not lost: still pending (nothing confirmed them).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(publisher.pending_bytes(), 1100);
 }

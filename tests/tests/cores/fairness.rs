@@ -56,6 +56,7 @@ fn fill(lm: &mut LocalMaster, gm: &mut GlobalMaster, queue: u16, n: u64) {
             lm.handle_worker_report(
                 Micros(3),
                 WorkerReport::Started {
+                    attempt: 1,
                     node: start.node,
                     task: start.task.id,
                     at: Micros(3),
@@ -99,6 +100,7 @@ fn a_queue_under_its_share_preempts_the_largest_violator_and_the_lm_frees_exactl
     // The victim is requeued only once its worker confirms the kill.
     assert!(fx.requeues.is_empty());
     let killed = WorkerReport::Killed {
+        attempt: 1,
         node: fx.kills[0].node,
         task: fx.kills[0].task,
         at: Micros(12),
@@ -146,6 +148,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
         lm.handle_worker_report(
             Micros(20),
             WorkerReport::Finished {
+                attempt: 1,
                 node,
                 task: TaskId::new(job, 0),
                 at: Micros(20),

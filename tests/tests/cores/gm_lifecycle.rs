@@ -24,7 +24,8 @@ struct Harness {
     gms: Vec<GlobalMaster>,
     lm: LocalMaster,
     /// Start orders the LM sent, not yet reported on.
-    starts: Vec<(NodeId, TaskId)>,
+    /// Start orders: node, task, run.
+    starts: Vec<(NodeId, TaskId, u32)>,
     kills: Vec<(NodeId, TaskId)>,
     /// Every LM -> GM message not an answer, in order.
     lm_messages: Vec<LmToGm>,
@@ -86,7 +87,7 @@ impl Harness {
     fn lm_out(&mut self, out: LmOutput) -> Option<LmToGm> {
         for order in out.to_workers {
             match order {
-                LmToWorker::Start(s) => self.starts.push((s.node, s.task.id)),
+                LmToWorker::Start(s) => self.starts.push((s.node, s.task.id, s.task.attempt)),
                 LmToWorker::Kill(k) => self.kills.push((k.node, k.task)),
                 LmToWorker::Promote(_) => {}
             }
@@ -148,21 +149,23 @@ impl Harness {
         outs
     }
 
-    fn start_of(&self, task: TaskId) -> NodeId {
+    /// The node and run of the task's last start order.
+    fn start_of(&self, task: TaskId) -> (NodeId, u32) {
         self.starts
             .iter()
             .rev()
-            .find(|(_, t)| *t == task)
-            .map(|(n, _)| *n)
+            .find(|(_, t, _)| *t == task)
+            .map(|(n, _, a)| (*n, *a))
             .expect("a start order for the task")
     }
 
     fn fail(&mut self, now: u64, task: TaskId, failure: TaskFailure) -> Vec<GmOutput> {
-        let node = self.start_of(task);
+        let (node, attempt) = self.start_of(task);
         self.report(
             0,
             now,
             WorkerReport::Failed {
+                attempt,
                 node,
                 task,
                 at: Micros(now),
@@ -270,6 +273,27 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     h.heartbeat(t2 + 1);
     h.gm_step(0, t2 + 2_000_000, GmInput::Tick);
     assert_eq!(launches(&h.pass(0, t2 + 2_000_001)), vec![a]);
+    let (node, run) = h.start_of(a);
+    assert_eq!(run, 3, "the start order names run 3");
+
+    // A late end of the lost run 2 (its worker came back) ends nothing: run 3 is
+    // the task's run now. (Before runs had numbers, it finished the task while
+    // run 3 ran.)
+    let late = common::messages::TasksEnded {
+        lm: LmId(0),
+        gm: GmId(0),
+        ends: vec![common::messages::TaskEnd {
+            task: a,
+            attempt: 2,
+            node,
+            at: Micros(t2 + 2_000_002),
+            failure: None,
+        }],
+    };
+    let outs = h.gm_step(0, t2 + 2_000_002, GmInput::Lm(LmToGm::Ended(late)));
+    assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
+    assert_eq!(outs[0].stale, vec![(a, 2)]);
+    assert_eq!(h.gms[0].lifecycle().tracked(), 1);
 
     // Run 3 fails: the policy is spent, the task stays failed and nothing is kept.
     let outs = h.fail(30_000_000, a, TaskFailure::Exit { code: 3 });
@@ -305,11 +329,12 @@ fn a_finished_task_is_not_retried_and_a_start_reaches_its_gm() {
     };
     h.gm_step(0, 1, GmInput::Client(submit));
     h.pass(0, 2);
-    let node = h.start_of(a);
+    let (node, _) = h.start_of(a);
     let outs = h.report(
         0,
         3,
         WorkerReport::Started {
+            attempt: 1,
             node,
             task: a,
             at: Micros(3),
@@ -323,6 +348,7 @@ fn a_finished_task_is_not_retried_and_a_start_reaches_its_gm() {
         0,
         4,
         WorkerReport::Finished {
+            attempt: 1,
             node,
             task: a,
             at: Micros(4),
@@ -342,11 +368,12 @@ fn a_cancel_empties_the_queues_and_the_lm_stops_the_running_tasks() {
     let running = launches(&h.pass(0, 2));
     assert_eq!(running.len(), 2);
     assert_eq!(queued(&h.gms[0]), 1);
-    let node = h.start_of(running[0]);
+    let (node, _) = h.start_of(running[0]);
     h.report(
         0,
         3,
         WorkerReport::Started {
+            attempt: 1,
             node,
             task: running[0],
             at: Micros(3),
@@ -371,6 +398,7 @@ fn a_cancel_empties_the_queues_and_the_lm_stops_the_running_tasks() {
             0,
             5,
             WorkerReport::Killed {
+                attempt: 1,
                 node,
                 task: t,
                 at: Micros(5),
@@ -454,7 +482,7 @@ fn a_cancel_request_never_delivered_is_sent_again_later() {
 fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
     let mut h = Harness::new(1, 1);
     let a = h.launch_one(1);
-    let node = h.start_of(a);
+    let (node, _) = h.start_of(a);
     // The LM took the cancel, then died before its kill reached the worker.
     h.gm_step(0, 3, GmInput::Client(ClientToGm::Cancel(JobId(1))));
     let spec = LmSpec {
@@ -493,8 +521,8 @@ fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
 #[test]
 fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
     let mut h = Harness::new(1, 1);
-    h.lm.finished_before_restart(TaskId::new(1, 0));
-    h.lm.finished_before_restart(TaskId::new(1, 1));
+    h.lm.finished_before_restart(TaskId::new(1, 0), 1);
+    h.lm.finished_before_restart(TaskId::new(1, 1), 1);
     h.heartbeat(1);
     let tasks: Vec<TaskSpec> = (0..4).map(|i| task(1, i)).collect();
     h.gm_step(0, 2, GmInput::Client(ClientToGm::Submit(tasks)));

@@ -104,7 +104,7 @@ fn a_guaranteed_arrival_kills_the_minimum_queueable_work_which_runs_again_once()
                 gm.handle_response(Micros(*now), &fx.response.clone().unwrap());
                 let mut reports = Vec::new();
                 for kill in &fx.kills {
-                    reports.push(worker.kill(Micros(*now), kill.task).unwrap());
+                    reports.push(worker.kill(Micros(*now), kill.task, kill.attempt).unwrap());
                 }
                 for start in fx.starts {
                     reports.extend(worker.start_task(Micros(*now), start).unwrap());
@@ -168,7 +168,7 @@ fn shed_work_goes_back_to_its_gm_and_runs_elsewhere() {
     assert!(!fx.kills.is_empty());
     let shed = fx.kills.len();
     for kill in fx.kills {
-        let report = workers[0].kill(Micros(2), kill.task).unwrap();
+        let report = workers[0].kill(Micros(2), kill.task, kill.attempt).unwrap();
         let fx = lm.handle_worker_report(Micros(2), report).unwrap();
         for r in fx.requeues {
             gm.requeue_preempted(Micros(2), &r);

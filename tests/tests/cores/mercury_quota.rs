@@ -292,11 +292,13 @@ fn the_gm_holds_tasks_over_quota_with_a_reason_and_releases_them_as_tasks_end() 
     // One task starts and finishes; the next snapshot frees one slot.
     for report in [
         WorkerReport::Started {
+            attempt: 1,
             node,
             task,
             at: Micros(3),
         },
         WorkerReport::Finished {
+            attempt: 1,
             node,
             task,
             at: Micros(103),

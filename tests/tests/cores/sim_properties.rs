@@ -100,16 +100,7 @@ fn one_task_on_an_empty_cluster_costs_exactly_the_modelled_delays() {
             seed: 1,
         },
     );
-    let zero_cost = sim::CostModel {
-        gm_decision: Micros(0),
-        gm_word_ns: 0,
-        gm_snapshot_node_ns: 0,
-        lm_batch: Micros(0),
-        lm_request: Micros(0),
-        lm_snapshot_node_ns: 0,
-        lm_report: Micros(0),
-        sparrow_probe: Micros(0),
-    };
+    let zero_cost = sim::CostModel::zero();
     let d = Micros(500);
     for (scheduler, hops) in [
         (SchedulerKind::Megha, 2),

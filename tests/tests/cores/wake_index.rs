@@ -76,7 +76,7 @@ fn the_indexed_wake_gives_the_full_retrys_schedules_with_fewer_retries() {
         scheduler: SchedulerKind::Megha,
         wake,
         costs: CostModel {
-            gm_decision: Micros::ZERO,
+            gm_decision_ns: 0,
             gm_word_ns: 0,
             ..CostModel::default()
         },

@@ -24,6 +24,8 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningTask {
     pub task: TaskId,
+    /// Which run of the task ([`TaskSpec::attempt`]).
+    pub attempt: u32,
     pub resources: Resources,
     /// When a synthetic task ends; `None` when its executor tells (burn, exec).
     pub finish_at: Option<Micros>,
@@ -198,22 +200,36 @@ impl Worker {
                 want: self.node,
             });
         }
-        if self.running.iter().any(|r| r.task == task.id)
-            || self.queue.iter().any(|t| t.id == task.id)
-        {
-            return Err(WorkerError::Duplicate { task: task.id });
+        let held = self
+            .running
+            .iter()
+            .find(|r| r.task == task.id)
+            .map(|r| r.attempt)
+            .or_else(|| {
+                self.queue
+                    .iter()
+                    .find(|t| t.id == task.id)
+                    .map(|t| t.attempt)
+            });
+        // An earlier run still here was reported lost by the LM, which launches a
+        // retry only after that: the retry supersedes it (the old run is killed).
+        let mut reports = Vec::new();
+        match held {
+            Some(a) if a >= task.attempt => return Err(WorkerError::Duplicate { task: task.id }),
+            Some(a) => reports.extend(self.kill(now, task.id, a).ok()),
+            None => {}
         }
         if task.kind == TaskKind::Queueable {
             if self.free.fits(&task.resources) && self.queue.is_empty() && self.under_limit(&task) {
-                return Ok(vec![self.run(now, &task)]);
+                reports.push(self.run(now, &task));
+                return Ok(reports);
             }
             self.enqueue(task);
-            return Ok(Vec::new());
+            return Ok(reports);
         }
         if let Some(victims) = self.reclaim_for(&task.resources) {
-            let mut reports = Vec::with_capacity(victims.len() + 1);
-            for victim in victims {
-                if let Ok(report) = self.kill(now, victim) {
+            for (victim, attempt) in victims {
+                if let Ok(report) = self.kill(now, victim, attempt) {
                     reports.push(report);
                 }
             }
@@ -230,7 +246,7 @@ impl Worker {
 
     /// The fewest running QUEUEABLE tasks to kill so that `need` fits (none when it
     /// fits already), or `None` when even killing all of them would not do.
-    fn reclaim_for(&self, need: &Resources) -> Option<Vec<TaskId>> {
+    fn reclaim_for(&self, need: &Resources) -> Option<Vec<(TaskId, u32)>> {
         if self.free.fits(need) {
             return Some(Vec::new());
         }
@@ -263,7 +279,7 @@ impl Worker {
                 i += 1;
             }
         }
-        Some(chosen.into_iter().map(|r| r.task).collect())
+        Some(chosen.into_iter().map(|r| (r.task, r.attempt)).collect())
     }
 
     fn run(&mut self, now: Micros, task: &TaskSpec) -> WorkerReport {
@@ -281,6 +297,7 @@ impl Worker {
         };
         self.running.push(RunningTask {
             task: task.id,
+            attempt: task.attempt,
             resources: task.resources,
             finish_at,
             kind: task.kind,
@@ -289,6 +306,7 @@ impl Worker {
         WorkerReport::Started {
             node: self.node,
             task: task.id,
+            attempt: task.attempt,
             at: now,
         }
     }
@@ -305,6 +323,7 @@ impl Worker {
                     reports.push(WorkerReport::Finished {
                         node: self.node,
                         task: done.task,
+                        attempt: done.attempt,
                         at,
                     });
                 }
@@ -325,24 +344,39 @@ impl Worker {
         reports
     }
 
-    /// Stops a running (or queued) task at once, freeing its resources; reports it
-    /// killed (it will never report finished). A task that already finished is
-    /// `NotHere`: its finish report is on its way and stands.
-    pub fn kill(&mut self, now: Micros, task: TaskId) -> Result<WorkerReport, WorkerError> {
+    /// Stops run `attempt` of a running (or queued) task at once, freeing its
+    /// resources; reports it killed (it will never report finished). A task that
+    /// already finished, or holds another run, is `NotHere`: a finish report is on
+    /// its way and stands.
+    pub fn kill(
+        &mut self,
+        now: Micros,
+        task: TaskId,
+        attempt: u32,
+    ) -> Result<WorkerReport, WorkerError> {
         let killed = WorkerReport::Killed {
             node: self.node,
             task,
+            attempt,
             at: now,
         };
-        if let Some(i) = self.running.iter().position(|r| r.task == task) {
+        if let Some(i) = self
+            .running
+            .iter()
+            .position(|r| r.task == task && r.attempt == attempt)
+        {
             let done = self.running.swap_remove(i);
             self.free = self.free.add(&done.resources);
             if done.finish_at.is_none() {
-                self.exec.push(ExecOrder::Stop { task });
+                self.exec.push(ExecOrder::Stop { task, attempt });
             }
             return Ok(killed);
         }
-        if let Some(i) = self.queue.iter().position(|t| t.id == task) {
+        if let Some(i) = self
+            .queue
+            .iter()
+            .position(|t| t.id == task && t.attempt == attempt)
+        {
             self.queue.remove(i);
             return Ok(killed);
         }
@@ -357,12 +391,13 @@ impl Worker {
         &mut self,
         now: Micros,
         task: TaskId,
+        attempt: u32,
         failure: Option<TaskFailure>,
     ) -> Result<Vec<WorkerReport>, WorkerError> {
         let i = self
             .running
             .iter()
-            .position(|r| r.task == task && r.finish_at.is_none())
+            .position(|r| r.task == task && r.attempt == attempt && r.finish_at.is_none())
             .ok_or(WorkerError::NotHere { task })?;
         let done = self.running.swap_remove(i);
         self.free = self.free.add(&done.resources);
@@ -371,11 +406,13 @@ impl Worker {
             None => WorkerReport::Finished {
                 node,
                 task,
+                attempt,
                 at: now,
             },
             Some(failure) => WorkerReport::Failed {
                 node,
                 task,
+                attempt,
                 at: now,
                 failure,
             },
@@ -410,165 +447,4 @@ impl Worker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn order(task: u64, cores: u64, secs: u64, kind: TaskKind) -> StartTask {
-        StartTask {
-            node: NodeId(0),
-            task: TaskSpec::short(
-                TaskId::new(task, 0),
-                Resources::cores(cores, 1),
-                Micros::from_secs(secs),
-            )
-            .with_kind(kind),
-        }
-    }
-
-    #[test]
-    fn holds_resources_for_the_duration() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10));
-        let r = w
-            .start_task(Micros(0), order(1, 2, 3, TaskKind::Short))
-            .unwrap();
-        assert_eq!(
-            r,
-            vec![WorkerReport::Started {
-                node: NodeId(0),
-                task: TaskId::new(1, 0),
-                at: Micros(0)
-            }]
-        );
-        assert_eq!(w.free(), Resources::new(0, 9));
-        assert_eq!(w.next_wakeup(), Some(Micros::from_secs(3)));
-        assert!(w.advance(Micros::from_secs(2)).is_empty());
-        let r = w.advance(Micros::from_secs(3));
-        assert_eq!(r.len(), 1);
-        assert_eq!(w.free(), w.capacity());
-    }
-
-    #[test]
-    fn killing_frees_resources_and_reports_nothing() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(1, 10));
-        w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short))
-            .unwrap();
-        let r = w.kill(Micros(7), TaskId::new(1, 0)).unwrap();
-        assert!(matches!(r, WorkerReport::Killed { at: Micros(7), .. }));
-        assert_eq!(w.free(), w.capacity());
-        assert!(w.advance(Micros::from_secs(9)).is_empty());
-        assert_eq!(
-            w.kill(Micros(8), TaskId::new(1, 0)),
-            Err(WorkerError::NotHere {
-                task: TaskId::new(1, 0)
-            })
-        );
-    }
-
-    #[test]
-    fn never_over_commits_short_work_but_queues_queueable() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(1, 10));
-        w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short))
-            .unwrap();
-        assert!(matches!(
-            w.start_task(Micros(0), order(2, 1, 5, TaskKind::Short)),
-            Err(WorkerError::NoRoom { .. })
-        ));
-        assert!(w
-            .start_task(Micros(0), order(3, 1, 5, TaskKind::Queueable))
-            .unwrap()
-            .is_empty());
-        assert_eq!(w.queued(), 1);
-        let r = w.advance(Micros::from_secs(5));
-        assert_eq!(r.len(), 2, "{r:?}");
-        assert!(matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(3, 0)));
-    }
-
-    #[test]
-    fn guaranteed_work_kills_the_fewest_queueable_tasks_and_never_queues() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(3, 10));
-        for (id, at) in [(1, 0), (2, 1), (3, 2)] {
-            w.start_task(Micros(at), order(id, 1, 9, TaskKind::Queueable))
-                .unwrap();
-        }
-        let r = w
-            .start_task(Micros(3), order(4, 2, 9, TaskKind::Guaranteed))
-            .unwrap();
-        let killed: Vec<TaskId> = r
-            .iter()
-            .filter_map(|r| match r {
-                WorkerReport::Killed { task, .. } => Some(*task),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(killed, vec![TaskId::new(3, 0), TaskId::new(2, 0)]);
-        assert!(matches!(r.last(), Some(WorkerReport::Started { .. })));
-        assert_eq!(w.queued(), 0);
-        // Only GUARANTEED work left in the way: refused, not queued.
-        w.start_task(Micros(4), order(5, 1, 9, TaskKind::Guaranteed))
-            .unwrap();
-        assert!(matches!(
-            w.start_task(Micros(4), order(6, 1, 9, TaskKind::Guaranteed)),
-            Err(WorkerError::NoRoom { .. })
-        ));
-        assert_eq!(w.queued(), 0);
-    }
-
-    #[test]
-    fn queue_order_by_job_submission_and_the_queueable_cap() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10))
-            .with_queue_order(QueueOrder::JobSubmission)
-            .with_queueable_limit(Resources::cores(1, 10));
-        w.start_task(Micros(0), order(5, 1, 1, TaskKind::Queueable))
-            .unwrap();
-        // The cap holds the second one back although a core is free.
-        for id in [9, 7, 8] {
-            assert!(w
-                .start_task(Micros(0), order(id, 1, 1, TaskKind::Queueable))
-                .unwrap()
-                .is_empty());
-        }
-        let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
-        assert_eq!(jobs, vec![7, 8, 9]);
-        // Services' ids carry the GM in the top bits: GM 1's job submitted at t = 6
-        // goes before GM 0's of t = 7, not after every job of GM 0.
-        let of_gm1 = common::JobId::stamped(1, 6, None).0;
-        assert!(w
-            .start_task(Micros(0), order(of_gm1, 1, 1, TaskKind::Queueable))
-            .unwrap()
-            .is_empty());
-        let jobs: Vec<u64> = w.queue().map(|t| t.id.job.0).collect();
-        assert_eq!(jobs, vec![of_gm1, 7, 8, 9]);
-        let r = w.advance(Micros::from_secs(1));
-        assert!(
-            matches!(r[1], WorkerReport::Started { task, .. } if task == TaskId::new(of_gm1, 0))
-        );
-        assert_eq!(w.running().len(), 1);
-    }
-
-    #[test]
-    fn a_promoted_task_is_never_reclaimed() {
-        let mut w = Worker::new(NodeId(0), Resources::cores(2, 10));
-        for (id, at) in [(1, 0), (2, 1)] {
-            w.start_task(Micros(at), order(id, 1, 9, TaskKind::Queueable))
-                .unwrap();
-        }
-        w.promote(TaskId::new(2, 0)).unwrap();
-        assert_eq!(w.queueable_held(), Resources::cores(1, 1));
-        // Two cores needed, one reclaimable: refused; the promoted task stays.
-        assert!(matches!(
-            w.start_task(Micros(2), order(3, 2, 9, TaskKind::Guaranteed)),
-            Err(WorkerError::NoRoom { .. })
-        ));
-        let r = w
-            .start_task(Micros(2), order(4, 1, 9, TaskKind::Guaranteed))
-            .unwrap();
-        assert!(matches!(r[0], WorkerReport::Killed { task, .. } if task == TaskId::new(1, 0)));
-        assert!(w.running().iter().any(|t| t.task == TaskId::new(2, 0)));
-        assert_eq!(
-            w.promote(TaskId::new(1, 0)),
-            Err(WorkerError::NotHere {
-                task: TaskId::new(1, 0)
-            })
-        );
-    }
-}
+mod tests;

@@ -21,6 +21,8 @@ pub enum WorkerInput {
     /// burn done), otherwise why it failed.
     Exited {
         task: TaskId,
+        /// The run ([`TaskSpec::attempt`]) whose executor ended.
+        attempt: u32,
         failure: Option<TaskFailure>,
     },
 }
@@ -33,7 +35,7 @@ pub enum ExecOrder {
     Launch { task: TaskSpec, executor: Executor },
     /// The task was killed (the LM's order, or room made for other work): stop it.
     /// Its end is already reported; the `Exited` that follows is `NotHere`.
-    Stop { task: TaskId },
+    Stop { task: TaskId, attempt: u32 },
 }
 
 /// What a worker sends after one step.
@@ -61,13 +63,19 @@ impl Worker {
                 }
                 reports
             }
-            WorkerInput::Lm(LmToWorker::Kill(kill)) => vec![self.kill(now, kill.task)?],
+            WorkerInput::Lm(LmToWorker::Kill(kill)) => {
+                vec![self.kill(now, kill.task, kill.attempt)?]
+            }
             WorkerInput::Lm(LmToWorker::Promote(promote)) => {
                 self.promote(promote.task)?;
                 Vec::new()
             }
             WorkerInput::Wake => self.advance(now),
-            WorkerInput::Exited { task, failure } => self.exited(now, task, failure)?,
+            WorkerInput::Exited {
+                task,
+                attempt,
+                failure,
+            } => self.exited(now, task, attempt, failure)?,
         };
         Ok(WorkerOutput {
             to_lm: reports.into_iter().map(WorkerToLm::Report).collect(),
@@ -179,6 +187,7 @@ mod tests {
             .step(
                 Micros(5),
                 WorkerInput::Exited {
+                    attempt: 1,
                     task: TaskId::new(1, 0),
                     failure: Some(failure.clone()),
                 },
@@ -188,6 +197,7 @@ mod tests {
         assert_eq!(
             r[0],
             WorkerReport::Failed {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
                 at: Micros(5),
@@ -200,6 +210,7 @@ mod tests {
             .step(
                 Micros(6),
                 WorkerInput::Exited {
+                    attempt: 1,
                     task: TaskId::new(2, 0),
                     failure: None,
                 },
@@ -218,6 +229,7 @@ mod tests {
         w.step(Micros(0), exec_start(1, 1, TaskKind::Short))
             .unwrap();
         let kill = WorkerInput::Lm(LmToWorker::Kill(KillTask {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
         }));
@@ -226,11 +238,13 @@ mod tests {
         assert_eq!(
             out.exec,
             vec![ExecOrder::Stop {
+                attempt: 1,
                 task: TaskId::new(1, 0)
             }]
         );
         assert_eq!(w.free(), w.capacity());
         let exited = WorkerInput::Exited {
+            attempt: 1,
             task: TaskId::new(1, 0),
             failure: Some(TaskFailure::Signal {
                 signal: 15,
@@ -241,6 +255,7 @@ mod tests {
         // A synthetic task is ended by the timer, never by an executor.
         w.step(Micros(3), start(2, 1, 5, TaskKind::Short)).unwrap();
         let exited = WorkerInput::Exited {
+            attempt: 1,
             task: TaskId::new(2, 0),
             failure: None,
         };
@@ -277,6 +292,7 @@ mod tests {
     fn a_kill_of_a_task_not_here_is_an_error_and_changes_nothing() {
         let mut w = Worker::new(NodeId(0), Resources::cores(2, 100));
         let kill = WorkerInput::Lm(LmToWorker::Kill(KillTask {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(4, 0),
         }));

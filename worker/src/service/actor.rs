@@ -51,7 +51,7 @@ pub struct WorkerActor {
     incarnation: Option<u64>,
     /// The most recent tasks finished here (at most [`FINISHED_KEPT`]), for a
     /// restarted LM not to launch them again.
-    finished: std::collections::VecDeque<TaskId>,
+    finished: std::collections::VecDeque<(TaskId, u32)>,
     pub(super) counters: WorkerCounters,
     /// How the nodes' QUEUEABLE queues are ordered.
     queue_order: QueueOrder,
@@ -119,23 +119,34 @@ impl WorkerActor {
                     self.counters.started_by[executor_index(executor)] += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, executor = executor.label(), "task started");
                 }
-                WorkerReport::Finished { task, node, .. } => {
-                    self.ended(*task);
+                WorkerReport::Finished {
+                    task,
+                    node,
+                    attempt,
+                    ..
+                } => {
+                    self.ended(*task, *attempt);
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
                 WorkerReport::Failed {
                     task,
                     node,
+                    attempt,
                     failure,
                     ..
                 } => {
-                    self.ended(*task);
+                    self.ended(*task, *attempt);
                     self.counters.failed += 1;
                     tracing::warn!(task = %task, job = task.job.0, %node, %failure, "task failed");
                 }
-                WorkerReport::Killed { task, node, .. } => {
-                    self.held.remove(task);
+                WorkerReport::Killed {
+                    task,
+                    node,
+                    attempt,
+                    ..
+                } => {
+                    self.forget_held(*task, *attempt);
                     self.counters.killed += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "task killed");
                 }
@@ -144,13 +155,26 @@ impl WorkerActor {
         }
     }
 
-    /// A task ended here (finished or failed): remembered for a restarted LM.
-    fn ended(&mut self, task: TaskId) {
-        self.held.remove(&task);
+    /// Run `attempt` of a task ended here (finished or failed): remembered for a
+    /// restarted LM.
+    fn ended(&mut self, task: TaskId, attempt: u32) {
+        self.forget_held(task, attempt);
         if self.finished.len() == FINISHED_KEPT {
             self.finished.pop_front();
         }
-        self.finished.push_back(task);
+        self.finished.push_back((task, attempt));
+    }
+
+    /// Run `attempt` of a task is no longer held here (a retry that superseded it
+    /// stays held).
+    fn forget_held(&mut self, task: TaskId, attempt: u32) {
+        if self
+            .held
+            .get(&task)
+            .is_some_and(|(_, spec)| spec.attempt == attempt)
+        {
+            self.held.remove(&task);
+        }
     }
 
     /// Takes one step's output: its reports go to `reports`, its launches and stops
@@ -166,9 +190,9 @@ impl WorkerActor {
         for order in out.exec {
             match order {
                 ExecOrder::Launch { task, executor } => self.launch(node, task, &executor, ctx),
-                ExecOrder::Stop { task } => {
+                ExecOrder::Stop { task, attempt } => {
                     let stopping = self.exec.as_mut().is_some_and(|e| e.stop(task));
-                    tracing::info!(task = %task, job = task.job.0, %node, stopping, "stopping a killed task's executor");
+                    tracing::info!(task = %task, job = task.job.0, attempt, %node, stopping, "stopping a killed task's executor");
                 }
             }
         }
@@ -182,7 +206,7 @@ impl WorkerActor {
         executor: &Executor,
         ctx: &mut Context<Self>,
     ) {
-        let id = task.id;
+        let (id, attempt) = (task.id, task.attempt);
         let Some(exec) = self.exec.as_mut() else {
             let failure = TaskFailure::StartFailed {
                 reason: format!(
@@ -194,6 +218,7 @@ impl WorkerActor {
             ctx.notify(Exited {
                 node,
                 task: id,
+                attempt,
                 run: None,
                 failure: Some(failure),
             });
@@ -210,6 +235,7 @@ impl WorkerActor {
             ctx.notify(Exited {
                 node,
                 task: id,
+                attempt,
                 run: Some(run),
                 failure,
             });
@@ -324,12 +350,13 @@ impl WorkerActor {
                 LmToWorker::Kill(k) => (k.task, None),
                 LmToWorker::Promote(p) => (p.task, None),
             };
+            let attempt = spec.as_ref().map_or(1, |s| s.attempt);
             let Some(w) = self.nodes.get_mut(&node) else {
                 tracing::error!(task = %task, job = task.job.0, %node, order = kind, "order for a node this worker does not run");
                 if spec.is_some() {
                     self.counters.refused += 1;
                     let reason = format!("{node} is not run by this worker");
-                    reports.push(refused_start(node, task, now, reason));
+                    reports.push(refused_start(node, task, attempt, now, reason));
                 }
                 continue;
             };
@@ -354,7 +381,7 @@ impl WorkerActor {
                 (Err(e), Some(_)) => {
                     self.counters.refused += 1;
                     tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused; reported failed");
-                    reports.push(refused_start(node, task, now, e.to_string()));
+                    reports.push(refused_start(node, task, attempt, now, e.to_string()));
                 }
                 // A kill or promotion of a task no longer here (it finished, or the
                 // order is a retry): its finish report stands.
@@ -375,6 +402,7 @@ impl WorkerActor {
 struct Exited {
     node: NodeId,
     task: TaskId,
+    attempt: u32,
     run: Option<u64>,
     failure: Option<TaskFailure>,
 }
@@ -385,6 +413,7 @@ impl Handler<Exited> for WorkerActor {
         let Exited {
             node,
             task,
+            attempt,
             run,
             failure,
         } = msg;
@@ -404,7 +433,14 @@ impl Handler<Exited> for WorkerActor {
             tracing::error!(task = %task, job = task.job.0, %node, "a task ended on a node this worker does not run");
             return;
         };
-        match w.step(clock::now(), WorkerInput::Exited { task, failure }) {
+        match w.step(
+            clock::now(),
+            WorkerInput::Exited {
+                task,
+                attempt,
+                failure,
+            },
+        ) {
             Ok(out) => {
                 let mut reports = Vec::new();
                 self.take(node, out, &mut reports, ctx);
@@ -456,7 +492,7 @@ impl Handler<LogsRoot> for WorkerActor {
 /// The tasks this worker holds (running or queued), those it finished recently, and
 /// the LM life it registered with.
 #[derive(Message, Debug)]
-#[rtype(result = "(Vec<HeldTask>, Vec<TaskId>, Option<u64>)")]
+#[rtype(result = "(Vec<HeldTask>, Vec<(TaskId, u32)>, Option<u64>)")]
 pub struct Holding;
 
 /// How many recently finished tasks a worker remembers for a restarted LM.
@@ -499,10 +535,17 @@ impl Handler<GetLoad> for WorkerActor {
 }
 
 /// The report of a start this worker refused: the task failed to start, with why.
-fn refused_start(node: NodeId, task: TaskId, at: Micros, reason: String) -> WorkerReport {
+fn refused_start(
+    node: NodeId,
+    task: TaskId,
+    attempt: u32,
+    at: Micros,
+    reason: String,
+) -> WorkerReport {
     WorkerReport::Failed {
         node,
         task,
+        attempt,
         at,
         failure: TaskFailure::StartFailed {
             reason: format!("refused by the worker: {reason}"),

@@ -113,6 +113,11 @@ pub struct WorkerArgs {
     /// which is allowed only on a loopback --listen.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
+    /// The cluster this worker belongs to: carried by every internal message and naming
+    /// the broker's exchanges; messages and calls of another cluster are refused.
+    /// The same on every GM, LM and worker of a cluster. Default megha.
+    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
     /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
     /// plain HTTP (fine on loopback; use TLS where hosts are separate).
     #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
@@ -152,6 +157,8 @@ pub struct WorkerSettings {
     pub exec: ExecSettings,
     /// `None`: open mode (loopback only; checked when serving).
     pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
+    /// See `--cluster-name`.
+    pub cluster_name: common::ClusterName,
     /// HTTPS and the extra CA clients trust.
     pub tls: service_kit::tls::TlsSettings,
 }
@@ -177,6 +184,7 @@ impl WorkerArgs {
             keep_task_logs,
             cgroups,
             cluster_secret_file,
+            cluster_name,
             tls_cert_file,
             tls_key_file,
             tls_ca_file
@@ -219,6 +227,7 @@ impl WorkerArgs {
             cluster_secret: service_kit::auth::ClusterSecret::load(
                 self.cluster_secret_file.as_deref(),
             )?,
+            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
             lm_url: lm_url.trim_end_matches('/').to_owned(),
             slot,
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),

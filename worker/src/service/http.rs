@@ -4,7 +4,7 @@
 //! stdout|stderr&tail=N|from=BYTES` (an exec task's log, text; `from`: from that
 //! byte on, with the log's size in `x-megha-log-size`; 404 for a task with none here),
 //! `GET /healthz`, `GET /metrics`. Every route but the last two needs the cluster
-//! credential (`service_kit::auth`).
+//! credential (`service_kit::auth`): with per-role credentials, an LM's ([`callers`]).
 
 use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
@@ -19,19 +19,28 @@ use axum::{Json, Router};
 use common::codec;
 use common::protocol::LmToWorker;
 use service_kit::auth::ClusterGuard;
+use service_kit::cluster::Cluster;
 
 /// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
-/// of `guard` (401 otherwise, nothing applied).
-pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard) -> Router {
+/// of `guard` (401 otherwise, nothing applied); a call of another cluster than
+/// `cluster` is refused (421).
+pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) -> Router {
     let routes = Router::new()
         .route("/v1/messages", post(from_lm))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(axum::Extension(guard.clone()))
+        .layer(axum::Extension(cluster.clone()))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(worker);
-    service_kit::auth::require_cluster(routes, guard)
+    let guarded = service_kit::auth::require_cluster(routes, guard);
+    service_kit::cluster::require_same_cluster(guarded, cluster)
+}
+
+/// Who may call the worker (with per-role credentials): its LM only.
+pub fn callers(_path: &str) -> &'static [service_kit::roles::Role] {
+    &[service_kit::roles::Role::Lm]
 }
 
 fn bad(status: StatusCode, msg: String) -> Response {
@@ -39,18 +48,22 @@ fn bad(status: StatusCode, msg: String) -> Response {
 }
 
 /// Decodes a bincode list of orders and hands it to the actor.
-async fn from_lm(State(w): State<Addr<WorkerActor>>, body: Bytes) -> Response {
-    let orders: Vec<LmToWorker> = match codec::decode(&body) {
+async fn from_lm(
+    State(w): State<Addr<WorkerActor>>,
+    axum::Extension(cluster): axum::Extension<Cluster>,
+    body: Bytes,
+) -> Response {
+    let orders: Vec<LmToWorker> = match cluster.decode(&body, "/v1/messages") {
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    done(w.send(FromLm(orders)).await)
+    done(&cluster, w.send(FromLm(orders)).await)
 }
 
 /// The empty bincode answer once the actor took the orders.
-fn done(sent: Result<(), actix::MailboxError>) -> Response {
+fn done(cluster: &Cluster, sent: Result<(), actix::MailboxError>) -> Response {
     match sent {
-        Ok(()) => match codec::encode(&()) {
+        Ok(()) => match cluster.encode(&()) {
             Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
             Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         },
@@ -134,11 +147,14 @@ async fn healthz(State(w): State<Addr<WorkerActor>>) -> Response {
 async fn metrics(
     State(w): State<Addr<WorkerActor>>,
     axum::Extension(guard): axum::Extension<ClusterGuard>,
+    axum::Extension(cluster): axum::Extension<Cluster>,
 ) -> Response {
     match w.send(RenderMetrics).await {
-        Ok(mut text) => {
-            guard.render(&mut text);
-            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+        Ok(mut page) => {
+            guard.render(&mut page);
+            cluster.render(&mut page);
+            let content_type = service_kit::metrics::CONTENT_TYPE;
+            ([(header::CONTENT_TYPE, content_type)], page.encode()).into_response()
         }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

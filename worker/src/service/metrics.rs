@@ -2,18 +2,18 @@
 
 use super::actor::{WorkerActor, EXECUTORS};
 use actix::prelude::*;
+use service_kit::metrics::{family, single, Page};
 
 #[derive(Message, Debug)]
-#[rtype(result = "String")]
+#[rtype(result = "Page")]
 pub struct RenderMetrics;
 
 impl Handler<RenderMetrics> for WorkerActor {
-    type Result = String;
-    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> String {
-        use service_kit::metrics::single;
+    type Result = MessageResult<RenderMetrics>;
+    fn handle(&mut self, _: RenderMetrics, _: &mut Context<Self>) -> Self::Result {
         let (running, undelivered) = self.load();
         let c = &self.counters;
-        let mut out = String::new();
+        let mut out = Page::new();
         single(
             &mut out,
             "megha_worker_nodes",
@@ -80,13 +80,14 @@ impl Handler<RenderMetrics> for WorkerActor {
         let by: Vec<(String, f64)> = EXECUTORS
             .iter()
             .zip(c.started_by)
-            .map(|(e, n)| (format!("executor=\"{e}\""), n as f64))
+            .map(|(e, n)| (e.to_string(), n as f64))
             .collect();
-        service_kit::metrics::family(
+        family(
             &mut out,
             "megha_worker_starts_by_executor_total",
             "counter",
             "Tasks started, by executor.",
+            "executor",
             &by,
         );
         let exits = [
@@ -94,12 +95,13 @@ impl Handler<RenderMetrics> for WorkerActor {
             ("failed", c.failed),
             ("killed", c.killed),
         ]
-        .map(|(o, n)| (format!("outcome=\"{o}\""), n as f64));
-        service_kit::metrics::family(
+        .map(|(o, n)| (o.to_owned(), n as f64));
+        family(
             &mut out,
             "megha_worker_exits_total",
             "counter",
             "Task ends, by outcome.",
+            "outcome",
             &exits,
         );
         single(
@@ -116,6 +118,6 @@ impl Handler<RenderMetrics> for WorkerActor {
             "Start orders refused (would over-commit, unknown node).",
             c.refused as f64,
         );
-        out
+        MessageResult(out)
     }
 }

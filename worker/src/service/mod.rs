@@ -23,12 +23,23 @@ use std::time::{Duration, Instant};
 /// Runs the worker until SIGTERM/SIGINT, then drains: waits for running tasks to
 /// finish and their reports to reach the LM (up to the drain timeout).
 pub async fn serve(s: config::WorkerSettings) -> Result<()> {
-    service_kit::auth::check_start(s.tls.ca.as_deref(), s.cluster_secret.as_ref(), &s.listen)?;
-    let client = http_client_with(Duration::from_secs(10), s.cluster_secret.as_ref());
+    service_kit::auth::check_start(
+        s.tls.ca.as_deref(),
+        s.cluster_secret.as_ref(),
+        &s.listen,
+        service_kit::roles::Role::Worker,
+    )?;
+    let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "worker");
+    let client = http_client_with(
+        Duration::from_secs(10),
+        s.cluster_secret.as_ref(),
+        Some(&s.cluster_name),
+    );
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
         url: format!("{}/v1/worker/messages", s.lm_url),
         retries: 3,
+        cluster: cluster.clone(),
     });
     let reports = fn_link(move |reports: Vec<WorkerReport>| {
         let to_lm = to_lm.clone();
@@ -57,11 +68,13 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     } else {
         s.slot.to_string()
     };
-    tracing::info!(listen = %local, lm = %s.lm_url, %slot, "worker listening");
+    tracing::info!(listen = %local, lm = %s.lm_url, cluster = %s.cluster_name, %slot, "worker listening");
     println!("listening on {}://{local}", s.tls.scheme());
     let app = http::router(
         worker.clone(),
-        service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker"),
+        service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker")
+            .with_callers(http::callers),
+        cluster.clone(),
     );
     let tls = s.tls.clone();
     let server = tokio::spawn(async move {
@@ -72,6 +85,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         client: client.clone(),
         url: format!("{}/v1/register", s.lm_url),
         retries: 0,
+        cluster: cluster.clone(),
     };
     let registration = WorkerRegistration {
         slot: s.slot,
@@ -79,7 +93,8 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         holding: Vec::new(),
         finished: Vec::new(),
     };
-    let Some(assignment) = register_until_answered(&register, registration.clone(), &server).await
+    let Some(assignment) =
+        register_until_answered(&register, registration.clone(), &server).await?
     else {
         return Ok(());
     };
@@ -128,20 +143,24 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
 }
 
 /// Registers, retrying with backoff until the LM answers; `None` if the server
-/// stopped meanwhile (shutdown).
+/// stopped meanwhile (shutdown). An LM of another cluster is an error at once: the
+/// worker exits naming both clusters rather than retrying forever.
 async fn register_until_answered<T>(
     register: &HttpLink,
     registration: WorkerRegistration,
     server: &tokio::task::JoinHandle<T>,
-) -> Option<WorkerAssignment> {
+) -> Result<Option<WorkerAssignment>> {
     let mut delay = Duration::from_millis(100);
     loop {
         match register.call(registration.clone()).await {
-            Ok(a) => return Some(a),
+            Ok(a) => return Ok(Some(a)),
+            Err(e @ service_kit::links::LinkError::ForeignCluster { .. }) => {
+                anyhow::bail!("cannot register with the LM (--lm-url): {e}")
+            }
             Err(e) => {
                 tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "cannot register with the LM yet");
                 if server.is_finished() {
-                    return None;
+                    return Ok(None);
                 }
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
@@ -169,6 +188,7 @@ async fn watch_lm(
         client,
         url: format!("{lm_url}/v1/worker/alive"),
         retries: 0,
+        cluster: register.cluster.clone(),
     };
     let check_in = WorkerAlive {
         slot: registration.slot,

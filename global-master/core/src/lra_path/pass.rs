@@ -176,6 +176,7 @@ impl LraPath {
                 duration: r.submission.durations[j],
                 tags: container.tags.clone(),
                 executor: None,
+                attempt: 1,
             };
             let mut pending = Pending {
                 task,

@@ -59,6 +59,7 @@ pub enum LraRefused {
 }
 
 /// What one container is doing.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
 pub enum ContainerState {
@@ -136,6 +137,7 @@ impl fmt::Display for LraWait {
 }
 
 /// What `GET /v1/lras/{id}` shows.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LraStatus {
     pub lra: u64,
@@ -148,6 +150,7 @@ pub struct LraStatus {
     pub resubmissions: u32,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ContainerStatus {
     pub task: String,

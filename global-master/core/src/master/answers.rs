@@ -80,7 +80,12 @@ impl GlobalMaster {
             placement: Placement::Internal,
         };
         for (task, outcome) in &response.outcomes {
-            let Some(mut pending) = self.dispatcher.answered(task) else {
+            let Some(mut pending) = self.dispatcher.answered_in(response.lm, response.seq, task)
+            else {
+                if self.dispatcher.awaits(task) {
+                    // It awaits another batch's answer: this one is stale.
+                    self.stats.stale_answers += 1;
+                }
                 out.unexpected.push(*task);
                 continue;
             };
@@ -179,7 +184,7 @@ impl GlobalMaster {
         }
         let mut requeued = 0;
         for task in tasks {
-            if let Some(mut pending) = self.dispatcher.answered(task) {
+            if let Some(mut pending) = self.dispatcher.answered_in(lm, seq, task) {
                 if self.lra.is_container(&pending.task) {
                     self.lra.answer(*task, lm, None, &mut self.stats);
                     continue;

@@ -5,7 +5,7 @@
 
 use super::step::GmOutput;
 use super::GlobalMaster;
-use crate::lifecycle::Retry;
+use crate::lifecycle::EndSeen;
 use common::messages::{CancelRequest, CancelResponse, TaskEnd, TaskStart};
 use common::protocol::GmToLm;
 use common::{JobId, LmId, Micros, TaskId};
@@ -85,29 +85,48 @@ impl GlobalMaster {
         }
     }
 
-    /// Task ends from an LM: counted, and failures retried under their job's policy.
-    pub(super) fn tasks_ended(&mut self, now: Micros, ends: &[TaskEnd]) -> Vec<Retry> {
-        let mut retries = Vec::new();
+    /// Task ends from an LM: counted, failures retried under their job's policy
+    /// (`out.retries`), and listed in `out.ended`, except the ends of runs already
+    /// replaced by a retry and repeats (`out.stale`, counted).
+    pub(super) fn tasks_ended(&mut self, now: Micros, ends: Vec<TaskEnd>, out: &mut GmOutput) {
         for end in ends {
+            if !self.lifecycle.is_cancelled(end.task.job) {
+                match self.lifecycle.ended(now, &end) {
+                    EndSeen::Final => {}
+                    EndSeen::Retry(retry) => out.retries.push(retry),
+                    EndSeen::Stale => {
+                        self.stats.stale_run_reports += 1;
+                        out.stale.push((end.task, end.attempt));
+                        continue;
+                    }
+                }
+            }
             match end.failure {
                 None => self.stats.tasks_finished += 1,
                 Some(_) => self.stats.tasks_failed += 1,
             }
-            if self.lifecycle.is_cancelled(end.task.job) {
-                continue;
+            if self.dispatcher.run_ended(&end.task, end.attempt) {
+                // Its end overtook the LM's answer (the end comes straight from the
+                // LM, the answer may be resent): the run was launched all the same.
+                self.stats.ended_before_answer += 1;
+                self.stats.launched += 1;
             }
-            if let Some(retry) = self.lifecycle.ended(now, end) {
-                retries.push(retry);
-            }
+            out.ended.push(end);
         }
-        retries
     }
 
-    /// Task starts from `lm`: counted; those of cancelled jobs are stopped again.
-    pub(super) fn tasks_started(&mut self, lm: LmId, starts: &[TaskStart], out: &mut GmOutput) {
+    /// Task starts from `lm`: counted (those of runs already replaced by a retry
+    /// only in `out.stale`); those of cancelled jobs are stopped again.
+    pub(super) fn tasks_started(&mut self, lm: LmId, starts: Vec<TaskStart>, out: &mut GmOutput) {
+        let (stale, starts): (Vec<TaskStart>, Vec<TaskStart>) = starts
+            .into_iter()
+            .partition(|s| self.lifecycle.is_stale(s.task, s.attempt));
+        self.stats.stale_run_reports += stale.len() as u64;
+        out.stale.extend(stale.iter().map(|s| (s.task, s.attempt)));
         self.stats.tasks_started += starts.len() as u64;
         let tasks: Vec<TaskId> = starts.iter().map(|s| s.task).collect();
         self.stop_cancelled(lm, &tasks, out);
+        out.started = starts;
     }
 
     /// Due work of the lifecycle: failed tasks whose backoff is over go back to

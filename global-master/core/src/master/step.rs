@@ -115,6 +115,10 @@ pub struct GmOutput {
     pub retries: Vec<Retry>,
     /// For an LM's `Started` message: tasks of this GM that started.
     pub started: Vec<TaskStart>,
+    /// For an LM's `Ended` or `Started` message: reports (task, run) of runs
+    /// already replaced by a retry, or repeated ends; left out of `ended` and
+    /// `started` (a late report of a lost run must not end or start its retry).
+    pub stale: Vec<(TaskId, u32)>,
     /// Tasks that ended `cancelled`: taken out of this GM's queues for a cancel, or
     /// stopped by their LM.
     pub cancelled: Vec<TaskId>,
@@ -248,13 +252,11 @@ impl GlobalMaster {
             // The end of a task changes nothing the GM places with (the LM's state
             // does, in its next heartbeat): reported, and failures retried.
             LmToGm::Ended(ended) => {
-                out.retries = self.tasks_ended(now, &ended.ends);
-                out.ended = ended.ends;
+                self.tasks_ended(now, ended.ends, out);
                 return;
             }
             LmToGm::Started(started) => {
-                self.tasks_started(started.lm, &started.starts, out);
-                out.started = started.starts;
+                self.tasks_started(started.lm, started.starts, out);
                 return;
             }
             LmToGm::CancelAnswer(response) => {

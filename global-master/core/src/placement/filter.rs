@@ -5,31 +5,43 @@
 //! and it lets the fit stage stop at the first word that holds a node that fits.
 
 use crate::view::PartitionView;
-use common::constraints::MAX_CONSTRAINTS;
 use common::ConstraintSet;
 
 /// The bit-vectors of one task's constraints in one partition, ready to be ANDed
 /// word by word.
 #[derive(Debug)]
 pub struct Filter<'a> {
-    rows: [&'a [u64]; MAX_CONSTRAINTS],
+    /// The first [`INLINE`] constraints' rows (a filter is built for every partition
+    /// a decision scans: a 64-row array cost a 1 KiB fill each time).
+    rows: [&'a [u64]; INLINE],
     k: usize,
+    /// The rows beyond the first [`INLINE`] (rare; empty, not allocated, otherwise).
+    more: Vec<&'a [u64]>,
     available: &'a [u64],
 }
+
+/// Constraint rows held inline; tasks of the Megha model have a handful at most.
+const INLINE: usize = 8;
 
 impl<'a> Filter<'a> {
     /// The filter of `constraints` over `partition`, or `None` when some constraint
     /// has no bit-vector there: no node of the LM has it, so no slot can pass.
     pub fn new(partition: &'a PartitionView, constraints: ConstraintSet) -> Option<Self> {
-        let mut rows: [&[u64]; MAX_CONSTRAINTS] = [&[]; MAX_CONSTRAINTS];
+        let mut rows: [&[u64]; INLINE] = [&[]; INLINE];
+        let mut more = Vec::new();
         let mut k = 0;
         for j in constraints.iter() {
-            rows[k] = partition.constraint_bits.get(j)?.as_raw_slice();
+            let row = partition.constraint_bits.get(j)?.as_raw_slice();
+            match rows.get_mut(k) {
+                Some(slot) => *slot = row,
+                None => more.push(row),
+            }
             k += 1;
         }
         Some(Filter {
             rows,
-            k,
+            k: k.min(INLINE),
+            more,
             available: partition.available.as_raw_slice(),
         })
     }
@@ -45,6 +57,9 @@ impl<'a> Filter<'a> {
     pub fn word(&self, w: usize) -> u64 {
         let mut acc = self.available[w];
         for row in &self.rows[..self.k] {
+            acc &= row[w];
+        }
+        for row in &self.more {
             acc &= row[w];
         }
         acc
@@ -126,6 +141,26 @@ mod tests {
         for (name, ids, n, full, want) in table {
             assert_eq!(&survivors(ids, *n, full), want, "{name}");
         }
+    }
+
+    /// Rows beyond those held inline are ANDed too: constraint j clears slot j.
+    #[test]
+    fn every_one_of_many_constraints_filters() {
+        use bitvec::prelude::*;
+        let mut p = partition(16);
+        p.constraint_bits = (0..12)
+            .map(|j| {
+                let mut row = bitvec![u64, Lsb0; 1; 16];
+                row.set(j, false);
+                row
+            })
+            .collect();
+        let all = ConstraintSet::from_ids(0..12).unwrap();
+        let survivors: Vec<usize> = Filter::new(&p, all).unwrap().slots().collect();
+        assert_eq!(survivors, vec![12, 13, 14, 15]);
+        let last = ConstraintSet::from_ids([11]).unwrap();
+        let survivors: Vec<usize> = Filter::new(&p, last).unwrap().slots().collect();
+        assert_eq!(survivors.len(), 15);
     }
 
     #[test]

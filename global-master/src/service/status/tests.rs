@@ -5,6 +5,7 @@ use common::messages::{TaskEnd, TaskFailure};
 
 fn end(task: TaskId, failure: Option<TaskFailure>) -> TaskEnd {
     TaskEnd {
+        attempt: 1,
         task,
         node: NodeId(3),
         at: Micros(50),
@@ -53,6 +54,7 @@ fn a_start_shows_running_and_a_retry_queues_the_next_run() {
     t.accepted(a, Micros(1));
     t.dispatched(a, LmId(0), NodeId(3));
     let start = TaskStart {
+        attempt: 1,
         task: a,
         node: NodeId(3),
         at: Micros(20),
@@ -170,4 +172,49 @@ fn jobs_list_in_pages_and_by_state_queue_and_user() {
         Vec::<u64>::new()
     );
     assert_eq!(by(None, None, Some("ana")), vec![3]);
+}
+
+#[test]
+fn a_preempted_task_shows_killed_with_its_reason_until_dispatched_again() {
+    let mut t = Tracker::default();
+    let a = TaskId::new(1, 0);
+    t.accepted(a, Micros(1));
+    t.dispatched(a, LmId(0), NodeId(3));
+    t.launched(a, Micros(2));
+    t.started(&TaskStart {
+        attempt: 1,
+        task: a,
+        node: NodeId(3),
+        at: Micros(3),
+    });
+    let reason = PendingReason::Preempted { lm: LmId(0) };
+    t.killed(a, LmId(0), &reason, Micros(40), Micros(50));
+    let s = t.task(a).expect("a");
+    assert_eq!(s.state, TaskState::Killed);
+    assert_eq!(s.reason.as_deref(), Some(reason.to_string().as_str()));
+    assert_eq!((s.lm, s.node, s.started_at_us), (None, None, None));
+    assert_eq!(s.killed_runs.len(), 1);
+    let run = &s.killed_runs[0];
+    assert_eq!(
+        (run.attempt, run.lm, run.node, run.ran_us),
+        (1, 0, Some(3), 40)
+    );
+    // The LM resends: one killed run still. A new reason while it waits keeps `killed`.
+    t.killed(a, LmId(0), &reason, Micros(40), Micros(51));
+    assert!(t.pending(a, &PendingReason::NoStateYet, false));
+    let s = t.task(a).expect("a");
+    assert_eq!((s.state, s.killed_runs.len()), (TaskState::Killed, 1));
+    // The job counts it killed, and is still active.
+    let job = t.job(a.job).expect("job");
+    assert_eq!(job.states.get(&TaskState::Killed), Some(&1));
+    assert_eq!(job.state, JobState::Active);
+    // Dispatched again: the history stays, the state moves on.
+    t.dispatched(a, LmId(1), NodeId(0));
+    let s = t.task(a).expect("a");
+    assert_eq!((s.state, s.killed_runs.len()), (TaskState::Dispatched, 1));
+    t.ended(&end(a, None), Micros(90));
+    assert_eq!(t.task(a).expect("a").state, TaskState::Finished);
+    // A kill reported after the end changes nothing.
+    t.killed(a, LmId(0), &reason, Micros(1), Micros(95));
+    assert_eq!(t.task(a).expect("a").killed_runs.len(), 1);
 }

@@ -94,3 +94,48 @@ fn repeated_arrivals_move_by_a_hundredth_per_repeat_keyed_by_the_original_time()
         vec![0, 10_000, 20_000, 5_000_000, 5_010_000, 7_000_000]
     );
 }
+
+#[test]
+fn a_cost_model_file_sets_the_costs_and_the_network_delay_unless_the_flag_is_given() {
+    let dir = std::env::temp_dir().join(format!("loadgen-costs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("costs.toml");
+    let mut costs = sim::CostModel::zero();
+    costs.gm_decision_ns = 1_500;
+    costs.network_delay_ns = Some(12_345);
+    std::fs::write(&file, toml::to_string(&costs).unwrap()).unwrap();
+    let path = file.to_str().unwrap();
+
+    let defaults = model(&[]).sim_config(SchedulerKind::Megha, 1).unwrap();
+    assert_eq!(defaults.costs, sim::CostModel::default());
+    assert_eq!(defaults.network_delay, Micros(500));
+
+    let from_file = model(&["--cost-model", path])
+        .sim_config(SchedulerKind::Megha, 1)
+        .unwrap();
+    assert_eq!(from_file.costs, costs);
+    assert_eq!(from_file.network_delay, Micros(13), "12,345 ns rounds up");
+
+    let flag_wins = model(&["--cost-model", path, "--network-delay-ms", "2"])
+        .sim_config(SchedulerKind::Megha, 1)
+        .unwrap();
+    assert_eq!(flag_wins.network_delay, Micros(2000));
+
+    std::fs::write(&file, "gm_decision_ns = 1\nbogus = 2\n").unwrap();
+    let err = model(&["--cost-model", path])
+        .sim_config(SchedulerKind::Megha, 1)
+        .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("bogus"), "names the bad field: {text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_default_cost_model_charges_what_the_microsecond_model_did() {
+    let c = sim::CostModel::default();
+    // 2 us + ceil(words * 5 ns), and 10 us + 3 us per request + ceil(nodes * 5 ns).
+    assert_eq!(c.gm_decision(0), Micros(2));
+    assert_eq!(c.gm_decision(201), Micros(4));
+    assert_eq!(c.lm_batch(0, 0), Micros(10));
+    assert_eq!(c.lm_batch(7, 2001), Micros(10 + 21 + 11));
+}

@@ -46,7 +46,7 @@ enum Item {
     /// A worker registers with its LM (after either restarted).
     Register {
         holding: Vec<HeldTask>,
-        finished: Vec<TaskId>,
+        finished: Vec<(TaskId, u32)>,
     },
 }
 
@@ -128,7 +128,7 @@ pub(super) struct World<'a> {
     /// Per worker: (LM, node).
     placement: Vec<(u16, NodeId)>,
     /// Per worker: tasks it finished in this life (sent on registration).
-    finished: Vec<Vec<TaskId>>,
+    finished: Vec<Vec<(TaskId, u32)>>,
     wake_at: Vec<Option<Micros>>,
     refusing: Vec<bool>,
     skew: HashMap<Role, i64>,
@@ -530,10 +530,11 @@ fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
 }
 
 /// The report of a start a refusing worker turns down (as the worker service does).
-fn refused(node: NodeId, task: TaskId, at: Micros) -> WorkerReport {
+fn refused(node: NodeId, task: TaskId, attempt: u32, at: Micros) -> WorkerReport {
     WorkerReport::Failed {
         node,
         task,
+        attempt,
         at,
         failure: TaskFailure::StartFailed {
             reason: "refused by the worker: fault injection".into(),

@@ -3,7 +3,7 @@
 
 use super::{Ev, Sim};
 use crate::sim::ledger::Decision;
-use crate::sim::CostModel;
+use crate::sim::{probe, CostModel};
 use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
@@ -26,17 +26,29 @@ impl Sim<'_> {
                     return;
                 }
                 self.gm_pass_pending[g] = false;
+                let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, GmInput::Schedule);
+                let ns = probe::stop(t0);
+                if let Some(p) = self.probe.as_mut() {
+                    let words = out.decisions.iter().map(|d| d.words).sum();
+                    p.gm_pass.add(out.decisions.len() as u64, words, ns);
+                }
                 self.apply_pass(now, g, out);
             }
             GmInput::LraPass => self.lra_pass(now),
             GmInput::Lm(message) => {
+                let nodes = message.snapshot().map(|s| s.free.len() as u64);
                 if let Some(snapshot) = message.snapshot() {
                     self.charge_snapshot(now, g, snapshot);
                 }
                 self.observe_lm_message(now, &message);
                 let answer = matches!(message, LmToGm::LaunchAnswer(_));
+                let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, GmInput::Lm(message));
+                let ns = probe::stop(t0);
+                if let (Some(p), Some(nodes), false) = (self.probe.as_mut(), nodes, answer) {
+                    p.gm_snapshot.add(nodes, 0, ns);
+                }
                 if out.wants_pass {
                     self.request_pass(g, now);
                 }
@@ -103,7 +115,7 @@ impl Sim<'_> {
         }
         let mut t = now;
         for d in &out.decisions {
-            let cost = self.costs.gm_decision + CostModel::per_unit(d.words, self.costs.gm_word_ns);
+            let cost = self.costs.gm_decision(d.words);
             let rec = self.record(d.task);
             rec.queued_until(t);
             t += cost;

@@ -9,6 +9,7 @@ mod workers;
 
 use super::events::EventQueue;
 use super::ledger::TaskRecord;
+use super::probe::{self, Probe};
 use super::workload::Job;
 use super::{CostModel, Progress, Run, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
@@ -70,6 +71,8 @@ struct Sim<'a> {
     arrivals: Vec<Micros>,
     /// Per LM: its last tick found the whole system quiet (see [`Sim::skip_idle`]).
     lm_quiet: Vec<bool>,
+    /// Wall-clock timings of the core steps (`SimConfig::probe`).
+    probe: Option<Box<Probe>>,
 }
 
 /// Whether an event counts as in flight: everything but trace arrivals and LM ticks.
@@ -175,6 +178,7 @@ pub fn simulate(
             a
         },
         lm_quiet: vec![false; lm_count],
+        probe: config.probe.then(Box::default),
     };
     sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
@@ -224,6 +228,7 @@ pub fn simulate(
         runs: sim.runs,
         records: sim.records,
         counters: sim.counters,
+        probe: sim.probe,
     }
 }
 
@@ -376,7 +381,15 @@ impl Sim<'_> {
                     GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
                 };
                 let (start, done) = self.lm_serve(now, l, &tasks);
-                let Ok(out) = self.lms[l].step(start, LmInput::Gm(request)) else {
+                let launch = matches!(request, GmToLm::Launch(_));
+                let t0 = probe::start(self.probe.is_some());
+                let result = self.lms[l].step(start, LmInput::Gm(request));
+                let ns = probe::stop(t0);
+                if let (Some(p), true) = (self.probe.as_mut(), launch) {
+                    let nodes = self.lms[l].topology().node_count() as u64;
+                    p.lm_batch.add(tasks.len() as u64, nodes, ns);
+                }
+                let Ok(out) = result else {
                     return;
                 };
                 self.observe_lm_orders(l, done, &out, false);
@@ -384,9 +397,15 @@ impl Sim<'_> {
             }
             LmInput::Worker(report) => {
                 let start = now.max(self.lm_busy[l]);
-                self.lm_busy[l] = start + self.costs.lm_report;
+                self.lm_busy[l] = start + CostModel::micros(self.costs.lm_report_ns);
+                let t0 = probe::start(self.probe.is_some());
+                let result = self.lms[l].step(now, LmInput::Worker(report));
+                let ns = probe::stop(t0);
+                if let Some(p) = self.probe.as_mut() {
+                    p.lm_report.add(1, 0, ns);
+                }
                 // A finish racing a preemption is answered "unknown task": harmless.
-                if let Ok(out) = self.lms[l].step(now, LmInput::Worker(report)) {
+                if let Ok(out) = result {
                     self.observe_requeues(&out);
                     self.send_from_lm(l, self.lm_busy[l], out);
                 }
@@ -399,9 +418,14 @@ impl Sim<'_> {
                 }
             }
             LmInput::Tick => {
+                let t0 = probe::start(self.probe.is_some());
                 let Ok(out) = self.lms[l].step(now, LmInput::Tick) else {
                     return;
                 };
+                let ns = probe::stop(t0);
+                if let (Some(p), Some(snapshot)) = (self.probe.as_mut(), out.heartbeat()) {
+                    p.lm_tick.add(snapshot.free.len() as u64, 0, ns);
+                }
                 self.observe_lm_orders(l, now, &out, true);
                 if let Some(snapshot) = out.heartbeat() {
                     self.counters.heartbeats += 1;
@@ -427,10 +451,7 @@ impl Sim<'_> {
     fn lm_serve(&mut self, now: Micros, l: usize, tasks: &[TaskId]) -> (Micros, Micros) {
         let start = now.max(self.lm_busy[l]);
         let nodes = self.lms[l].topology().node_count() as u64;
-        let done = start
-            + self.costs.lm_batch
-            + Micros(self.costs.lm_request.0 * tasks.len() as u64)
-            + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
+        let done = start + self.costs.lm_batch(tasks.len() as u64, nodes);
         self.lm_busy[l] = done;
         for task in tasks {
             let rec = self.record(*task);

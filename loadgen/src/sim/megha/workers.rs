@@ -2,7 +2,7 @@
 //! send back to their LM (booked in the task ledger and the run list).
 
 use super::{Ev, Sim};
-use crate::sim::Run;
+use crate::sim::{probe, CostModel, Run};
 use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
@@ -42,7 +42,16 @@ impl Sim<'_> {
             WorkerInput::Exited { .. } => {}
             WorkerInput::Lm(LmToWorker::Start(order)) => {
                 self.record(order.task.id).in_flight_until(now);
-                match self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Start(order))) {
+                // The worker's own cost of starting (zero by default) counts as
+                // worker queuing in the ledger.
+                let now = now + CostModel::micros(self.costs.worker_start_ns);
+                let t0 = probe::start(self.probe.is_some());
+                let result = self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Start(order)));
+                let ns = probe::stop(t0);
+                if let Some(p) = self.probe.as_mut() {
+                    p.worker_start.add(1, 0, ns);
+                }
+                match result {
                     Ok(out) => {
                         self.worker_reports(now, w, out);
                         self.schedule_wake(w);

@@ -9,7 +9,7 @@ use super::LocalMaster;
 use crate::effects::{ended_event, LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{CancelRequest, CancelResponse, KillTask, WorkerReport};
-use common::{Micros, TaskId};
+use common::{GmId, Micros, NodeId, TaskId};
 
 impl LocalMaster {
     /// Handles a cancel request; the answer carries the LM's new state.
@@ -32,9 +32,9 @@ impl LocalMaster {
         let mut cancelled = Vec::new();
         let mut not_yours = Vec::new();
         for task in running {
-            let (gm, node) = match (self.running.get(&task), self.queued.get(&task)) {
-                (Some(a), _) => (a.gm, a.node),
-                (None, Some(q)) => (q.gm, q.node),
+            let (gm, node, attempt) = match (self.running.get(&task), self.queued.get(&task)) {
+                (Some(a), _) => (a.gm, a.node, a.task.attempt),
+                (None, Some(q)) => (q.gm, q.node, q.task.attempt),
                 (None, None) => continue,
             };
             if gm != request.gm {
@@ -47,8 +47,12 @@ impl LocalMaster {
                 self.unqueue(task);
             }
             self.ended_adopted(task, false);
-            effects.kills.push(KillTask { node, task });
-            self.cancelling.insert(task, gm);
+            effects.kills.push(KillTask {
+                node,
+                task,
+                attempt,
+            });
+            self.cancelling.insert(task, (gm, node, attempt));
             cancelled.push(task);
         }
         effects.cancel_response = Some(CancelResponse {
@@ -76,13 +80,10 @@ impl LocalMaster {
         let (task, at) = (report.task(), report.at());
         let kind = match report {
             WorkerReport::Started { node, .. } => TaskEventKind::Started { lm, node },
-            WorkerReport::Killed { .. } => {
-                let gm = self.cancelling.remove(&task);
-                match gm {
-                    Some(gm) => TaskEventKind::Cancelled { gm },
-                    None => return effects,
-                }
-            }
+            WorkerReport::Killed { .. } => match self.cancelling.remove(&task) {
+                Some((gm, _, _)) => TaskEventKind::Cancelled { gm },
+                None => return effects,
+            },
             WorkerReport::Finished { node, .. } => {
                 self.cancelling.remove(&task);
                 ended_event(lm, node, None)
@@ -94,5 +95,28 @@ impl LocalMaster {
         };
         effects.events.push(TaskEvent { task, at, kind });
         effects
+    }
+
+    /// The worker of `node` is lost: the kills of cancelled tasks on its way there
+    /// will never be confirmed. Each ends `cancelled` in the event stream now (its GM
+    /// counts it so already) and is remembered as a lost run, so that the worker,
+    /// should it come back still holding it, is told to kill it.
+    pub(super) fn cancels_lost(&mut self, now: Micros, node: NodeId, effects: &mut LmEffects) {
+        let mut tasks: Vec<(TaskId, GmId, u32)> = self
+            .cancelling
+            .iter()
+            .filter(|(_, (_, n, _))| *n == node)
+            .map(|(t, (gm, _, attempt))| (*t, *gm, *attempt))
+            .collect();
+        tasks.sort_unstable();
+        for (task, gm, attempt) in tasks {
+            self.cancelling.remove(&task);
+            self.lost.insert((task, attempt));
+            effects.events.push(TaskEvent {
+                task,
+                at: now,
+                kind: TaskEventKind::Cancelled { gm },
+            });
+        }
     }
 }

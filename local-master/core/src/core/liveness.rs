@@ -5,7 +5,8 @@
 //! - every task held on those nodes ends `Lost` and is reported to the GM that
 //!   launched it (which may retry it elsewhere); a QUEUEABLE task waiting in the
 //!   worker's queue too; a preempted task whose kill was never confirmed goes back to
-//!   its GM's queue, as the confirmation would have sent it;
+//!   its GM's queue, as the confirmation would have sent it; a cancelled task whose
+//!   kill was never confirmed ends `cancelled` in the event stream (no longer awaited);
 //! - the nodes are down: no free resources in the snapshots (the GMs' views drop
 //!   them), launches there are refused (`NodeDown`);
 //! - a lost task's later reports from that node are absorbed (its end was already reported), and a
@@ -44,12 +45,12 @@ impl LocalMaster {
             let mut ends = Vec::new();
             for task in self.on_node[n].clone() {
                 if let Some(alloc) = self.release(task) {
-                    ends.push((alloc.gm, task));
+                    ends.push((alloc.gm, task, alloc.task.attempt));
                 }
             }
             for task in self.queued_on[n].clone() {
                 if let Some(q) = self.unqueue(task) {
-                    ends.push((q.gm, task));
+                    ends.push((q.gm, task, q.task.attempt));
                 }
             }
             let killed: Vec<TaskId> = self
@@ -70,13 +71,14 @@ impl LocalMaster {
                             lost: k.lost,
                         },
                     });
+                    self.lost.insert((task, k.task.attempt));
                     effects.requeue(lm, k.gm, k.task, k.lost);
-                    self.lost.insert((task, node));
                 }
             }
-            for (gm, task) in ends {
+            self.cancels_lost(now, node, &mut effects);
+            for (gm, task, attempt) in ends {
                 self.ended_adopted(task, false);
-                self.lost.insert((task, node));
+                self.lost.insert((task, attempt));
                 effects.events.push(TaskEvent {
                     task,
                     at: now,
@@ -89,6 +91,7 @@ impl LocalMaster {
                     gm,
                     TaskEnd {
                         task,
+                        attempt,
                         node,
                         at: now,
                         failure: Some(failure.clone()),
@@ -103,15 +106,15 @@ impl LocalMaster {
         Ok(effects)
     }
 
-    /// The worker of `nodes` is back (it registered again), holding `holding`: its
-    /// nodes are offered again with their whole capacity, and every task it holds
-    /// that was reported lost is killed. Tasks it holds that this LM never knew are
+    /// The worker of `nodes` is back (it registered again), holding `holding` (node,
+    /// task, run): its nodes are offered again with their whole capacity, and every
+    /// run it holds that was reported lost is killed. Tasks it holds that this LM never knew are
     /// left for [`LocalMaster::adopt`] (an LM that restarted). Unknown nodes change
     /// nothing.
     pub fn nodes_back(
         &mut self,
         nodes: &[NodeId],
-        holding: &[(NodeId, TaskId)],
+        holding: &[(NodeId, TaskId, u32)],
     ) -> Result<LmEffects, LmError> {
         self.check_nodes(nodes)?;
         let mut effects = LmEffects::default();
@@ -123,20 +126,22 @@ impl LocalMaster {
                 self.version += 1;
             }
         }
-        for &(node, task) in holding {
-            if self.lost.contains(&(task, node)) {
-                effects.kills.push(KillTask { node, task });
+        for &(node, task, attempt) in holding {
+            if self.lost.contains(&(task, attempt)) {
+                effects.kills.push(KillTask {
+                    node,
+                    task,
+                    attempt,
+                });
             }
         }
         Ok(effects)
     }
 
-    /// True when some run of `task` was reported lost (its worker may still report
-    /// it, or already reported its end, which was absorbed).
-    pub(crate) fn has_lost_run(&self, task: TaskId) -> bool {
-        // Called on every clean finish: nothing to walk while no run is lost.
-        self.lost_ended.contains(&task)
-            || (!self.lost.is_empty() && self.lost.iter().any(|(t, _)| *t == task))
+    /// True when run `attempt` of `task` was reported lost (its worker may still
+    /// report it, or already reported its end, which was absorbed).
+    pub(crate) fn is_lost_run(&self, task: TaskId, attempt: u32) -> bool {
+        self.lost.contains(&(task, attempt)) || self.lost_ended.contains(&(task, attempt))
     }
 
     /// True when `node`'s worker is down.
@@ -156,12 +161,22 @@ impl LocalMaster {
     /// knows it ended), a start answered with a kill.
     pub(super) fn lost_task_reported(&mut self, report: WorkerReport, effects: &mut LmEffects) {
         match report {
-            WorkerReport::Started { node, task, .. } => {
-                effects.kills.push(KillTask { node, task });
+            WorkerReport::Started {
+                node,
+                task,
+                attempt,
+                ..
+            } => {
+                effects.kills.push(KillTask {
+                    node,
+                    task,
+                    attempt,
+                });
             }
             other => {
-                self.lost.remove(&(other.task(), other.node()));
-                self.lost_ended.insert(other.task());
+                let run = (other.task(), other.attempt());
+                self.lost.remove(&run);
+                self.lost_ended.insert(run);
             }
         }
     }

@@ -44,8 +44,8 @@ pub struct LocalMaster {
     /// Preempted tasks waiting for the worker to confirm the kill.
     pending_kills: HashMap<TaskId, PendingKill>,
     /// Tasks of cancelled jobs whose kill is on its way to the worker (their
-    /// resources are free already): the GM that cancelled them.
-    cancelling: HashMap<TaskId, GmId>,
+    /// resources are free already): the GM that cancelled them, the node, the run.
+    cancelling: HashMap<TaskId, (GmId, NodeId, u32)>,
     /// Per node: resources held by running QUEUEABLE tasks (included in `free`'s
     /// deduction, but reclaimable by any other task).
     q_held: Vec<Resources>,
@@ -68,13 +68,14 @@ pub struct LocalMaster {
     /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
     /// is offered or launched there until it is back.
     down: Vec<bool>,
-    /// Tasks reported lost whose worker may still report them (or come back holding
-    /// them): their reports are absorbed, and a start is answered with a kill.
-    /// (Keyed by node too: the task's GM may launch it again elsewhere.)
-    lost: HashSet<(TaskId, NodeId)>,
-    /// Tasks whose lost run's end was absorbed: a worker listing it finished later
-    /// must not make the GM's retry a `Duplicate`.
-    lost_ended: HashSet<TaskId>,
+    /// Runs (task, [`common::TaskSpec::attempt`]) reported lost whose worker may
+    /// still report them (or come back holding them): their reports are absorbed,
+    /// and a start is answered with a kill. The task's retry is another run, so its
+    /// reports are never taken for the lost run's.
+    lost: HashSet<(TaskId, u32)>,
+    /// Lost runs whose end was absorbed: a worker listing one finished later must
+    /// not make the GM's retry a `Duplicate`.
+    lost_ended: HashSet<(TaskId, u32)>,
     config: LmConfig,
     next_heartbeat: Micros,
 }

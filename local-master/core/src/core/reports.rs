@@ -18,7 +18,7 @@ impl LocalMaster {
     ) -> Result<LmEffects, LmError> {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
-        if self.lost.contains(&(report.task(), report.node())) {
+        if self.lost.contains(&(report.task(), report.attempt())) {
             self.lost_task_reported(report, &mut effects);
             return Ok(effects);
         }
@@ -27,43 +27,70 @@ impl LocalMaster {
             WorkerReport::Failed { failure, .. } => Some(failure.clone()),
             _ => None,
         };
+        // Only the run this LM holds counts: a report of another run of the task (an
+        // earlier one whose end was already absorbed) is refused like an unknown task.
+        let (node, task, attempt) = (report.node(), report.task(), report.attempt());
+        let unknown = LmError::UnknownTask { task, node };
+        let held = |run: Option<&common::TaskSpec>| run.is_some_and(|t| t.attempt == attempt);
         match report {
             // Its job was cancelled and its kill is on the way (see cancel.rs).
-            report if self.is_cancelling(report.task()) => {
+            report if self.is_cancelling(task) => {
                 return Ok(self.cancelled_report(report));
             }
-            WorkerReport::Started { node, task, at } if self.queued.contains_key(&task) => {
+            WorkerReport::Started { at, .. } if self.queued.contains_key(&task) => {
+                if !held(self.queued.get(&task).map(|q| &q.task)) {
+                    return Err(unknown);
+                }
                 self.queueable_started(now, node, task, at, &mut effects)?;
                 if let Some(a) = self.running.get(&task) {
-                    effects.started(lm, a.gm, TaskStart { task, node, at });
+                    let start = TaskStart {
+                        task,
+                        attempt,
+                        node,
+                        at,
+                    };
+                    effects.started(lm, a.gm, start);
                 }
             }
             // Started after the LM ordered its kill (preempted, shed or reclaimed):
             // the kill is on its way to the worker. The start is still reported, so
             // an observer sees the run the kill (or a finish winning the race) ends.
-            WorkerReport::Started { node, task, at } if self.pending_kills.contains_key(&task) => {
+            WorkerReport::Started { at, .. }
+                if held(self.pending_kills.get(&task).map(|k| &k.task)) =>
+            {
                 effects.events.push(TaskEvent {
                     task,
                     at,
                     kind: TaskEventKind::Started { lm, node },
                 });
             }
-            WorkerReport::Started { node, task, at } => {
+            WorkerReport::Started { at, .. } => {
                 let alloc = self
                     .running
                     .get_mut(&task)
-                    .filter(|a| a.node == node)
-                    .ok_or(LmError::UnknownTask { task, node })?;
+                    .filter(|a| a.node == node && a.task.attempt == attempt)
+                    .ok_or(unknown)?;
                 alloc.started = true;
                 alloc.started_at = Some(at);
-                effects.started(lm, alloc.gm, TaskStart { task, node, at });
+                let start = TaskStart {
+                    task,
+                    attempt,
+                    node,
+                    at,
+                };
+                effects.started(lm, alloc.gm, start);
                 effects.events.push(TaskEvent {
                     task,
                     at,
                     kind: TaskEventKind::Started { lm, node },
                 });
             }
-            WorkerReport::Killed { node, task, at } => {
+            WorkerReport::Killed { at, .. } => {
+                if !held(self.pending_kills.get(&task).map(|k| &k.task)) {
+                    // The worker made room for other work on its own.
+                    self.ended_adopted(task, false);
+                    return self.queueable_killed_by_worker(node, task, attempt, at);
+                }
                 let Some(PendingKill {
                     gm,
                     task: spec,
@@ -71,9 +98,7 @@ impl LocalMaster {
                     ..
                 }) = self.pending_kills.remove(&task)
                 else {
-                    // The worker made room for other work on its own.
-                    self.ended_adopted(task, false);
-                    return self.queueable_killed_by_worker(node, task, at);
+                    return Err(unknown);
                 };
                 self.ended_adopted(task, false);
                 effects.events.push(TaskEvent {
@@ -83,9 +108,8 @@ impl LocalMaster {
                 });
                 effects.requeue(lm, gm, spec, lost);
             }
-            WorkerReport::Finished { node, task, at }
-            | WorkerReport::Failed { node, task, at, .. }
-                if self.pending_kills.contains_key(&task) =>
+            WorkerReport::Finished { at, .. } | WorkerReport::Failed { at, .. }
+                if held(self.pending_kills.get(&task).map(|k| &k.task)) =>
             {
                 // Finished before the kill reached the worker: the finish stands.
                 let gm = self.pending_kills.remove(&task).map(|k| k.gm);
@@ -99,6 +123,7 @@ impl LocalMaster {
                 if let Some(gm) = gm {
                     let end = TaskEnd {
                         task,
+                        attempt,
                         node,
                         at,
                         failure,
@@ -106,14 +131,13 @@ impl LocalMaster {
                     effects.ended(lm, gm, end);
                 }
             }
-            WorkerReport::Finished { node, task, at }
-            | WorkerReport::Failed { node, task, at, .. } => {
+            WorkerReport::Finished { at, .. } | WorkerReport::Failed { at, .. } => {
                 let gm = match self.running.get(&task) {
-                    Some(a) if a.node == node => a.gm,
-                    _ => return Err(LmError::UnknownTask { task, node }),
+                    Some(a) if a.node == node && a.task.attempt == attempt => a.gm,
+                    _ => return Err(unknown),
                 };
                 if self.release(task).is_none() {
-                    return Err(LmError::UnknownTask { task, node });
+                    return Err(unknown);
                 }
                 self.ended_adopted(task, true);
                 self.remember_if_finished(task, failure.as_ref());
@@ -127,6 +151,7 @@ impl LocalMaster {
                     gm,
                     TaskEnd {
                         task,
+                        attempt,
                         node,
                         at,
                         failure,
@@ -142,7 +167,7 @@ impl LocalMaster {
     /// not: its GM may retry it.
     fn remember_if_finished(&mut self, task: common::TaskId, failure: Option<&TaskFailure>) {
         if failure.is_none() {
-            self.finished_before_restart(task);
+            self.restarted.finished(task);
         }
     }
 }

@@ -36,13 +36,14 @@ impl LocalMaster {
         };
         if self.running.contains_key(&task.id)
             || self.queued.contains_key(&task.id)
-            || self.lost.contains(&(task.id, node))
+            || self.lost.contains(&(task.id, task.attempt))
         {
             // Known, or reported lost (being killed): left as it is.
             return Ok(true);
         }
         let fits = self.free[node.index()].fits(&task.resources);
         let id = task.id;
+        let attempt = task.attempt;
         self.restarted.adopt(id);
         let mut ignored = LmEffects::default();
         self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
@@ -53,7 +54,12 @@ impl LocalMaster {
         if let Some(at) = started_at {
             // Its GM learns it runs (again): a task of a job cancelled while this LM
             // was away is then stopped (the GM asks again).
-            let start = common::messages::TaskStart { task: id, node, at };
+            let start = common::messages::TaskStart {
+                task: id,
+                attempt,
+                node,
+                at,
+            };
             effects.started(self.topology.lm, home, start);
             effects.events.push(TaskEvent {
                 task: id,
@@ -75,12 +81,12 @@ impl LocalMaster {
         self.restarted.ended(task, finished);
     }
 
-    /// Records a task a worker finished before this LM started (it registered again
-    /// after a restart): a GM resending its launch gets `Duplicate`, not a second run.
-    /// A run this LM reported lost is not recorded: its GM retries the task, and the
-    /// retry must not be answered `Duplicate`.
-    pub fn finished_before_restart(&mut self, task: TaskId) {
-        if !self.has_lost_run(task) {
+    /// Records run `attempt` of a task a worker finished (listed when it registered
+    /// again): a GM resending its launch gets `Duplicate`, not a second run. A run
+    /// this LM reported lost is not recorded: its GM retries the task, and the retry
+    /// must not be answered `Duplicate`.
+    pub fn finished_before_restart(&mut self, task: TaskId, attempt: u32) {
+        if !self.is_lost_run(task, attempt) {
             self.restarted.finished(task);
         }
     }
@@ -95,13 +101,16 @@ impl LocalMaster {
         let mut held = Vec::new();
         let mut finished = Vec::new();
         for task in request.tasks {
-            let node = match (self.running.get(&task), self.queued.get(&task)) {
-                (Some(a), _) => Some(a.node),
-                (None, Some(q)) => Some(q.node),
-                (None, None) => self.pending_kills.get(&task).map(|k| k.node),
+            let run = match (self.running.get(&task), self.queued.get(&task)) {
+                (Some(a), _) => Some((a.node, a.task.attempt)),
+                (None, Some(q)) => Some((q.node, q.task.attempt)),
+                (None, None) => self
+                    .pending_kills
+                    .get(&task)
+                    .map(|k| (k.node, k.task.attempt)),
             };
-            match node {
-                Some(node) => held.push((task, node)),
+            match run {
+                Some((node, attempt)) => held.push((task, node, attempt)),
                 None if self.restarted.has_finished(&task) => finished.push(task),
                 None => {}
             }

@@ -26,11 +26,12 @@ pub enum LmInput {
         nodes: Vec<NodeId>,
         reason: String,
     },
-    /// The worker of these nodes is back, holding these tasks: the nodes are up
-    /// again; held tasks reported lost are killed.
+    /// The worker of these nodes is back, holding these runs (node, task,
+    /// [`common::TaskSpec::attempt`]): the nodes are up again; held runs reported
+    /// lost are killed.
     WorkerBack {
         nodes: Vec<NodeId>,
-        holding: Vec<(NodeId, TaskId)>,
+        holding: Vec<(NodeId, TaskId, u32)>,
     },
 }
 
@@ -205,6 +206,7 @@ mod tests {
         let before = lm.free().to_vec();
         assert!(lm.step(Micros(1), LmInput::Gm(batch(5, 7))).is_err());
         let report = WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(9, 0),
             at: Micros(2),

@@ -76,6 +76,7 @@ fn repartition_lends_exactly_the_request_and_returns_it() {
     lm.handle_worker_report(
         Micros(20),
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(1),
             task: TaskId::new(1, 0),
             at: Micros(20),
@@ -129,6 +130,7 @@ fn duplicates_and_unknown_reports_are_refused() {
         .handle_worker_report(
             Micros(1),
             WorkerReport::Finished {
+                attempt: 1,
                 node: NodeId(1),
                 task: TaskId::new(1, 0),
                 at: Micros(1),
@@ -204,6 +206,7 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
         .handle_worker_report(
             Micros(2),
             WorkerReport::Started {
+                attempt: 1,
                 node: NodeId(0),
                 task: victim,
                 at: Micros(2),
@@ -221,6 +224,7 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
         .handle_worker_report(
             Micros(3),
             WorkerReport::Finished {
+                attempt: 1,
                 node: NodeId(0),
                 task: victim,
                 at: Micros(3),
@@ -276,6 +280,7 @@ fn adopting_held_tasks_rebuilds_the_state_of_a_restarted_lm() {
         .handle_worker_report(
             Micros(6_000),
             WorkerReport::Finished {
+                attempt: 1,
                 node: NodeId(0),
                 task: task.id,
                 at: Micros(6_000),
@@ -333,7 +338,7 @@ fn versions_of_a_restarted_lm_supersede_the_old_ones() {
 #[test]
 fn a_task_finished_before_a_restart_is_not_launched_again() {
     let mut lm = lm_with(&[2], 4);
-    lm.finished_before_restart(TaskId::new(1, 0));
+    lm.finished_before_restart(TaskId::new(1, 0), 1);
     let fx = lm
         .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
         .expect("batch");

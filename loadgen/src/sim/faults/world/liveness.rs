@@ -88,7 +88,7 @@ impl World<'_> {
         l: u16,
         w: u32,
         holding: Vec<HeldTask>,
-        finished: Vec<TaskId>,
+        finished: Vec<(TaskId, u32)>,
     ) {
         let i = w as usize;
         if self.lms[l as usize].is_none() {
@@ -99,8 +99,8 @@ impl World<'_> {
             self.lose_worker(l, w, "its worker registered again (it restarted)");
         }
         if let Some(lm) = self.lms[l as usize].as_mut() {
-            for task in finished {
-                lm.finished_before_restart(task);
+            for (task, attempt) in finished {
+                lm.finished_before_restart(task, attempt);
             }
         }
         self.registered[i] = true;
@@ -108,7 +108,10 @@ impl World<'_> {
         if std::mem::take(&mut self.slot_down[i]) {
             let input = LmInput::WorkerBack {
                 nodes: vec![self.placement[i].1],
-                holding: holding.iter().map(|h| (h.node, h.task.id)).collect(),
+                holding: holding
+                    .iter()
+                    .map(|h| (h.node, h.task.id, h.task.attempt))
+                    .collect(),
             };
             self.lm_step(l, input, None);
         }

@@ -253,11 +253,11 @@ impl World<'_> {
             return;
         };
         let start = match &order {
-            LmToWorker::Start(s) => Some(s.task.id),
+            LmToWorker::Start(s) => Some((s.task.id, s.task.attempt)),
             _ => None,
         };
-        if let (Some(task), true) = (start, self.refusing[w as usize]) {
-            let report = refused(node, task, now);
+        if let (Some((task, attempt)), true) = (start, self.refusing[w as usize]) {
+            let report = refused(node, task, attempt, now);
             self.send(
                 Role::Worker(w),
                 Role::Lm(l),
@@ -272,9 +272,9 @@ impl World<'_> {
             // worker service does).
             Err(worker::WorkerError::Duplicate { .. }) => {}
             Err(e) => {
-                if let Some(task) = start {
+                if let Some((task, attempt)) = start {
                     self.note(|| format!("  w{w} refuses {task}: {e}"));
-                    let report = refused(node, task, now);
+                    let report = refused(node, task, attempt, now);
                     self.send(
                         Role::Worker(w),
                         Role::Lm(l),
@@ -303,8 +303,8 @@ impl World<'_> {
     pub(super) fn worker_out(&mut self, w: u32, out: WorkerOutput) {
         let l = self.placement[w as usize].0;
         for report in out.to_lm {
-            if let WorkerToLm::Report(WorkerReport::Finished { task, .. }) = &report {
-                self.finished[w as usize].push(*task);
+            if let WorkerToLm::Report(WorkerReport::Finished { task, attempt, .. }) = &report {
+                self.finished[w as usize].push((*task, *attempt));
             }
             self.send(Role::Worker(w), Role::Lm(l), Item::ToLm(report), false);
         }

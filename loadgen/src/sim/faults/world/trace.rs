@@ -81,12 +81,12 @@ pub(super) fn describe_item(item: &Item) -> String {
                 WorkerReport::Killed { .. } => "killed",
                 WorkerReport::Failed { .. } => "failed",
             };
-            format!("report {} {what} on {}", r.task(), r.node())
+            format!("report {}#{} {what} on {}", r.task(), r.attempt(), r.node())
         }
         Item::Register { holding, finished } => format!(
             "register holding [{}] finished [{}]",
             tasks(holding.iter().map(|h| h.task.id)),
-            tasks(finished.iter().copied())
+            tasks(finished.iter().map(|(t, _)| *t))
         ),
     }
 }

@@ -159,6 +159,7 @@ impl LocalMaster {
         effects.kills.push(KillTask {
             node: alloc.node,
             task,
+            attempt: alloc.task.attempt,
         });
         self.pending_kills.insert(
             task,
@@ -213,7 +214,11 @@ impl LocalMaster {
         if !self.free[node.index()].fits(&queued.task.resources) {
             // Its room is promised to other work: kill it without taking anything.
             let lost = now.since(at);
-            effects.kills.push(KillTask { node, task });
+            effects.kills.push(KillTask {
+                node,
+                task,
+                attempt: queued.task.attempt,
+            });
             self.pending_kills.insert(
                 task,
                 PendingKill {
@@ -242,12 +247,14 @@ impl LocalMaster {
         &mut self,
         node: NodeId,
         task: TaskId,
+        attempt: u32,
         at: Micros,
     ) -> Result<LmEffects, LmError> {
         let mut effects = LmEffects::default();
         let (gm, spec, lost) = match self.running.get(&task) {
             Some(a)
                 if a.node == node
+                    && a.task.attempt == attempt
                     && (a.task.kind == TaskKind::Queueable || a.promoted_at.is_some()) =>
             {
                 let Some(alloc) = self.release(task) else {
@@ -257,7 +264,7 @@ impl LocalMaster {
                 (alloc.gm, alloc.task, lost)
             }
             _ => match self.queued.get(&task) {
-                Some(q) if q.node == node => {
+                Some(q) if q.node == node && q.task.attempt == attempt => {
                     let Some(q) = self.unqueue(task) else {
                         return Err(LmError::UnknownTask { task, node });
                     };

@@ -78,7 +78,11 @@ impl LocalMaster {
                 };
                 let capacity = &self.topology.capacity[node];
                 estimate -= q.task.resources.node_time(q.task.duration, capacity).0 as f64;
-                effects.kills.push(KillTask { node: q.node, task });
+                effects.kills.push(KillTask {
+                    node: q.node,
+                    task,
+                    attempt: q.task.attempt,
+                });
                 self.pending_kills.insert(
                     task,
                     PendingKill {

@@ -45,6 +45,7 @@ fn started(lm: &mut LocalMaster, id: u64, node: u32, at: u64) -> LmEffects {
     lm.handle_worker_report(
         Micros(at),
         WorkerReport::Started {
+            attempt: 1,
             node: NodeId(node),
             task: TaskId::new(id, 0),
             at: Micros(at),
@@ -90,6 +91,7 @@ fn other_work_kills_the_fewest_queueable_tasks_most_recent_first() {
     assert_eq!(
         fx.kills,
         vec![KillTask {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(3, 0)
         }]
@@ -102,6 +104,7 @@ fn other_work_kills_the_fewest_queueable_tasks_most_recent_first() {
         .handle_worker_report(
             Micros(60),
             WorkerReport::Killed {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(3, 0),
                 at: Micros(60),
@@ -131,6 +134,7 @@ fn a_queueable_start_racing_other_work_is_killed_and_requeued_once() {
         .handle_worker_report(
             Micros(3),
             WorkerReport::Killed {
+                attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
                 at: Micros(3),
@@ -187,6 +191,7 @@ fn finished(lm: &mut LocalMaster, id: u64, node: u32, at: u64) -> LmEffects {
     lm.handle_worker_report(
         Micros(at),
         WorkerReport::Finished {
+            attempt: 1,
             node: NodeId(node),
             task: TaskId::new(id, 0),
             at: Micros(at),
@@ -246,6 +251,7 @@ fn the_lm_enforces_the_absolute_quota_per_job_on_its_own_counts() {
     lm.handle_worker_report(
         Micros(2),
         WorkerReport::Started {
+            attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
             at: Micros(2),

@@ -1,0 +1,96 @@
+//! `GET /v1/cluster`: the LMs' authoritative node lists, fetched from each LM's
+//! `GET /v1/nodes` (with the cluster credential) and relayed side by side: per node
+//! its partition, free and used resources, whether it is down and what it lends to
+//! other partitions as logical nodes. The GM's own `GET /v1/nodes` is its (eventually
+//! consistent) view, which knows neither down nodes nor logical ones.
+//!
+//! One LM that does not answer within [`LM_TIMEOUT`] is listed with its error; the
+//! others still show. A GM without LM URLs (embedded mode) answers an empty list.
+
+use super::actor::GmActor;
+use super::http::ApiState;
+use actix::prelude::*;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use std::time::Duration;
+
+/// How long each LM may take to answer.
+pub const LM_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Serialize)]
+pub struct ClusterView {
+    pub lms: Vec<LmAnswer>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LmAnswer {
+    pub lm: u16,
+    pub url: String,
+    /// The LM's `GET /v1/nodes` answer, as it came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
+    /// Why there is no state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The LMs' base URLs (index = LM id).
+#[derive(Message, Debug)]
+#[rtype(result = "Vec<String>")]
+pub struct GetLmUrls;
+
+impl Handler<GetLmUrls> for GmActor {
+    type Result = MessageResult<GetLmUrls>;
+
+    fn handle(&mut self, _: GetLmUrls, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.lm_urls.clone())
+    }
+}
+
+#[utoipa::path(get, path = "/v1/cluster", tag = "scheduler",
+    responses(
+        (status = 200, description = "Each LM's own node list (its GET /v1/nodes: down nodes, resources lent to other partitions), or the error reaching it. Its shape follows the LMs' and may change; see docs/dashboard.md", body = Object),
+        (status = 401, description = "No, or an unknown, bearer token", body = super::answers::Refusal),
+        (status = 503, description = "The GM is shutting down", body = super::answers::Refusal),
+    ))]
+pub async fn serve(State(s): State<ApiState>) -> Response {
+    let urls = match s.gm.send(GetLmUrls).await {
+        Ok(urls) => urls,
+        Err(e) => return super::http::unavailable(&e.to_string()),
+    };
+    let asks = urls.into_iter().enumerate().map(|(lm, url)| async move {
+        let (state, error) = match fetch(&url).await {
+            Ok(v) => (Some(v), None),
+            Err(e) => {
+                tracing::debug!(lm, %url, error = %e, "LM state not fetched for /v1/cluster");
+                (None, Some(e))
+            }
+        };
+        LmAnswer {
+            lm: lm as u16,
+            url,
+            state,
+            error,
+        }
+    });
+    let lms = futures_util::future::join_all(asks).await;
+    Json(ClusterView { lms }).into_response()
+}
+
+async fn fetch(base: &str) -> Result<serde_json::Value, String> {
+    let url = format!("{}/v1/nodes", base.trim_end_matches('/'));
+    let answer = super::logs::client()
+        .get(&url)
+        .timeout(LM_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let status = answer.status();
+    if !status.is_success() {
+        let body = answer.text().await.unwrap_or_default();
+        return Err(format!("{url} answered {status}: {body}"));
+    }
+    answer.json().await.map_err(|e| format!("{url}: {e}"))
+}

@@ -1,0 +1,252 @@
+//! `loadgen bench-exec`: what running a real command costs, against the synthetic
+//! executor as the baseline in the same run. Prints figures; asserts nothing.
+//!
+//! 1. At the worker (in this process: one worker actor with real executors, no LM,
+//!    no network), one task at a time, from the start order to the `Started` report
+//!    (the core's decision, the same for every executor) and to the `Finished` report
+//!    of a zero-length task: synthetic of duration 0, or exec `/bin/true` (spawn,
+//!    exec, exit, reap, limits set up and cleaned up).
+//! 2. End to end, with `--gm URL` (e.g. the loopback cluster of
+//!    scripts/loopback-cluster.sh, dedicated to the run): `--tasks` one-task jobs
+//!    submitted back to back over HTTP, synthetic (0 ms) then exec `true`; the GM's
+//!    own record of each task gives submit-to-running (`started_at_us` at the worker
+//!    minus `submitted_at_us` at the GM; one host, one clock).
+
+use crate::report::Distribution;
+use actix::prelude::*;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use common::messages::{StartTask, WorkerAssignment, WorkerReport};
+use common::protocol::LmToWorker;
+use common::{ExecCommand, Executor, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use serde_json::{json, Value};
+use service_kit::links::fn_link;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use worker::exec::{ExecSettings, Executors};
+use worker::service::actor::{Assign, FromLm, WorkerActor};
+
+#[derive(Args, Debug)]
+pub struct BenchExecArgs {
+    /// Tasks of each executor at the worker.
+    #[arg(long, default_value_t = 300)]
+    pub worker_tasks: u32,
+    /// Try cgroups for exec limits at the worker (else rlimits).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub cgroups: bool,
+    /// End to end against this GM (leave out to measure the worker only).
+    #[arg(long, value_name = "URL")]
+    pub gm: Option<String>,
+    /// End to end: tasks (one-task jobs) of each executor.
+    #[arg(long, default_value_t = 1000)]
+    pub tasks: usize,
+    /// End to end: CPU per task, thousandths of a core.
+    #[arg(long, default_value_t = 100)]
+    pub cpu_millis: u64,
+    /// End to end: file holding the API token (or the token in MEGHA_TOKEN).
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// End to end: give up waiting for the tasks after this many seconds.
+    #[arg(long, default_value_t = 300)]
+    pub timeout_s: u64,
+}
+
+pub fn run(args: BenchExecArgs) -> Result<()> {
+    let system = System::new();
+    system.block_on(async {
+        at_worker(args.worker_tasks.max(1), args.cgroups).await?;
+        if let Some(gm) = &args.gm {
+            end_to_end(gm, &args).await?;
+        } else {
+            println!("end to end: skipped (give --gm URL, e.g. scripts/loopback-cluster.sh)");
+        }
+        Ok(())
+    })
+}
+
+fn line(name: &str, d: &Distribution) -> String {
+    format!(
+        "{name:<40} n={:<5} p50={:>8.3} ms  p99={:>8.3} ms  max={:>8.3} ms",
+        d.count,
+        d.p50 * 1e3,
+        d.p99 * 1e3,
+        d.max * 1e3
+    )
+}
+
+fn distribution(samples: &[f64]) -> Distribution {
+    Distribution::of(samples.to_vec())
+}
+
+async fn at_worker(n: u32, cgroups: bool) -> Result<()> {
+    let data_dir = std::env::temp_dir().join(format!("megha-bench-exec-{}", std::process::id()));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let link = fn_link(move |reports: Vec<WorkerReport>| {
+        for r in reports {
+            let _ = tx.send((Instant::now(), r));
+        }
+        async { Ok(()) }
+    });
+    let exec = Executors::new(ExecSettings {
+        data_dir: data_dir.clone(),
+        grace: Duration::from_millis(200),
+        keep_logs: 16,
+        cgroups,
+    })
+    .with_context(|| format!("cannot make {}", data_dir.display()))?;
+    println!("worker: exec limits: {}", exec.limits().describe());
+    let worker = WorkerActor::new(link)
+        .with_executors(exec, Executor::Synthetic)
+        .start();
+    worker
+        .send(Assign(WorkerAssignment {
+            lm: LmId(0),
+            slot: 0,
+            nodes: vec![(NodeId(0), Resources::cores(4, 4096))],
+            incarnation: 1,
+        }))
+        .await?;
+    let true_cmd = Executor::Exec(Arc::new(ExecCommand {
+        program: "/bin/true".into(),
+        ..Default::default()
+    }));
+    let mut finished_p50 = Vec::new();
+    for (job, (name, executor)) in [
+        ("synthetic", Executor::Synthetic),
+        ("exec /bin/true", true_cmd),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (mut started, mut ended) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let task = TaskSpec::short(
+                TaskId::new(job as u64 + 1, i),
+                Resources::cores(1, 64),
+                Micros(0),
+            )
+            .with_executor(executor.clone());
+            let id = task.id;
+            let t0 = Instant::now();
+            worker.do_send(FromLm(vec![LmToWorker::Start(StartTask {
+                node: NodeId(0),
+                task,
+            })]));
+            loop {
+                let (at, r) = rx.recv().await.context("the worker stopped")?;
+                match r {
+                    WorkerReport::Started { task, .. } if task == id => {
+                        started.push((at - t0).as_secs_f64())
+                    }
+                    WorkerReport::Finished { task, .. } if task == id => {
+                        ended.push((at - t0).as_secs_f64());
+                        break;
+                    }
+                    other if other.task() == id => bail!("{name}: {other:?}"),
+                    _ => {}
+                }
+            }
+        }
+        let (started, ended) = (distribution(&started), distribution(&ended));
+        println!(
+            "{}",
+            line(&format!("worker {name}: order -> Started"), &started)
+        );
+        println!(
+            "{}",
+            line(&format!("worker {name}: order -> Finished"), &ended)
+        );
+        finished_p50.push((ended.p50, ended.p99));
+    }
+    if let [(s50, s99), (e50, e99)] = finished_p50[..] {
+        println!(
+            "worker exec/synthetic order -> Finished: p50 x{:.1}, p99 x{:.1}",
+            e50 / s50.max(1e-9),
+            e99 / s99.max(1e-9)
+        );
+    }
+    let _ = std::fs::remove_dir_all(data_dir);
+    Ok(())
+}
+
+async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
+    let token = service_kit::auth::user_token(args.token_file.as_deref())?;
+    let client = service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
+    let base = gm.trim_end_matches('/');
+    let resources = json!({"cpu_millis": args.cpu_millis, "memory_mb": 64});
+    let mut p = Vec::new();
+    for (name, task) in [
+        (
+            "synthetic 0 ms",
+            json!({"resources": resources, "duration_ms": 0}),
+        ),
+        (
+            "exec true",
+            json!({"resources": resources, "executor": {"type": "exec", "command": ["true"]}}),
+        ),
+    ] {
+        let body = json!({"tasks": [task]});
+        let t0 = Instant::now();
+        let mut jobs = Vec::with_capacity(args.tasks);
+        for _ in 0..args.tasks {
+            let answer = client
+                .post(format!("{base}/v1/jobs"))
+                .json(&body)
+                .send()
+                .await?;
+            let status = answer.status();
+            let text = answer.text().await?;
+            if !status.is_success() {
+                bail!("POST {base}/v1/jobs: {status}: {text}");
+            }
+            let v: Value = serde_json::from_str(&text)?;
+            jobs.push(v["job"].as_u64().context("no job id in the answer")?);
+        }
+        let submitted_in = t0.elapsed();
+        // Wait for every job to end, then read each task's record.
+        let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
+        let mut latencies = Vec::with_capacity(jobs.len());
+        let mut failed = 0;
+        for job in &jobs {
+            loop {
+                let t: Value = client
+                    .get(format!("{base}/v1/tasks/{job}/0"))
+                    .send()
+                    .await?
+                    .json()
+                    .await?;
+                let state = t["state"].as_str().unwrap_or("?");
+                if matches!(state, "finished" | "failed" | "cancelled" | "unplaceable") {
+                    match (t["started_at_us"].as_u64(), t["submitted_at_us"].as_u64()) {
+                        (Some(s), Some(sub)) if state == "finished" => {
+                            latencies.push(s.saturating_sub(sub) as f64 / 1e6)
+                        }
+                        _ => failed += 1,
+                    }
+                    break;
+                }
+                if Instant::now() > deadline {
+                    bail!("{name}: job {job} still {state} after {} s", args.timeout_s);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let total = t0.elapsed();
+        let d = distribution(&latencies);
+        println!(
+            "{}  (submitted in {:.2} s, all ended in {:.2} s, {failed} not finished)",
+            line(&format!("e2e {name}: submit -> running"), &d),
+            submitted_in.as_secs_f64(),
+            total.as_secs_f64()
+        );
+        p.push((d.p50, d.p99));
+    }
+    if let [(s50, s99), (e50, e99)] = p[..] {
+        println!(
+            "e2e exec/synthetic submit -> running: p50 x{:.2}, p99 x{:.2}",
+            e50 / s50.max(1e-9),
+            e99 / s99.max(1e-9)
+        );
+    }
+    Ok(())
+}

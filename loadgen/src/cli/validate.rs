@@ -1,0 +1,208 @@
+//! `loadgen calibrate --validate FILE`: does the simulator predict the live system?
+//! Replays one trace in embedded mode (every role in this process, actix mailboxes
+//! for links, real clocks and timers), simulates the same trace on the same cluster
+//! with the cost model in FILE and with the built-in defaults, and prints the
+//! allocation-time percentiles of the three and the two-sample Kolmogorov-Smirnov
+//! distance of each simulation to the embedded run. Every run is a child process
+//! (`loadgen embedded`, `loadgen simulate`) writing its reports under `--check-out`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Trace replayed in embedded mode and simulated (with --validate).
+    #[arg(long, default_value = "data/traces/YH_small.tr", value_name = "FILE")]
+    pub check_trace: PathBuf,
+    /// Divide arrivals and durations by this factor in both runs (with --validate).
+    #[arg(long, default_value_t = 50.0, value_name = "X")]
+    pub check_speedup: f64,
+    /// Cluster of both runs: GMs, LMs, nodes per partition (with --validate).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "2,2,2",
+        value_name = "G,L,P"
+    )]
+    pub check_cluster: Vec<usize>,
+    /// LM heartbeat period of both runs, in ms (with --validate).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub check_heartbeat_ms: u64,
+    /// Where the runs write their reports (with --validate).
+    #[arg(long, default_value = "out/calibrate", value_name = "DIR")]
+    pub check_out: PathBuf,
+}
+
+pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
+    crate::sim::CostModel::load(costs)?;
+    let [g, l, p] = args.check_cluster[..] else {
+        bail!("--check-cluster: expected G,L,P (three numbers)");
+    };
+    if g == 0 || l == 0 || p == 0 || args.check_speedup.is_nan() || args.check_speedup <= 0.0 {
+        bail!("--check-cluster and --check-speedup must be positive");
+    }
+    let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
+    let trace = args.check_trace.display().to_string();
+    let speedup = args.check_speedup.to_string();
+    let cluster = [
+        "--gms".to_owned(),
+        g.to_string(),
+        "--lms".into(),
+        l.to_string(),
+        "--partition-size".into(),
+        p.to_string(),
+    ];
+    let common_args = |out: &Path| {
+        let mut v: Vec<String> = vec!["--trace".into(), trace.clone()];
+        v.extend(cluster.iter().cloned());
+        v.extend([
+            "--seed".into(),
+            seed.to_string(),
+            "--quiet".into(),
+            "--out".into(),
+            out.display().to_string(),
+        ]);
+        v
+    };
+    println!("seed: {seed}");
+    let embedded_dir = args.check_out.join("embedded");
+    child(
+        &exe,
+        "embedded",
+        common_args(&embedded_dir)
+            .into_iter()
+            .chain([
+                "--speedup".into(),
+                speedup.clone(),
+                "--heartbeat-ms".into(),
+                args.check_heartbeat_ms.to_string(),
+            ])
+            .collect(),
+    )?;
+    let heartbeat_s = (args.check_heartbeat_ms as f64 / 1000.0).to_string();
+    let mut runs = vec![("embedded".to_owned(), allocations(&embedded_dir)?)];
+    for (name, model) in [("sim-calibrated", Some(costs)), ("sim-default", None)] {
+        let dir = args.check_out.join(name);
+        let mut a = common_args(&dir);
+        a.extend(
+            [
+                "--speedup",
+                &speedup,
+                "--speedup-durations",
+                "--heartbeat-s",
+                &heartbeat_s,
+                "--constraints",
+                "none",
+            ]
+            .map(String::from),
+        );
+        if let Some(m) = model {
+            a.extend(["--cost-model".into(), m.display().to_string()]);
+        }
+        child(&exe, "simulate", a)?;
+        runs.push((name.to_owned(), allocations(&dir)?));
+    }
+    println!(
+        "{:<16} {:>6} {:>11} {:>11} {:>11} {:>11} {:>9}",
+        "run", "tasks", "mean ms", "p50 ms", "p90 ms", "p99 ms", "KS"
+    );
+    let reference = runs[0].1.clone();
+    for (name, xs) in &runs {
+        let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+        println!(
+            "{:<16} {:>6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>9.3}",
+            name,
+            xs.len(),
+            mean * 1e3,
+            quantile(xs, 0.5) * 1e3,
+            quantile(xs, 0.9) * 1e3,
+            quantile(xs, 0.99) * 1e3,
+            ks_distance(&reference, xs)
+        );
+    }
+    Ok(())
+}
+
+fn child(exe: &Path, command: &str, args: Vec<String>) -> Result<()> {
+    let status = Command::new(exe)
+        .arg(command)
+        .args(&args)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot start `loadgen {command}`"))?;
+    if !status.success() {
+        bail!("`loadgen {command} {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// The allocation times (seconds) of the started tasks in DIR/tasks.csv, sorted.
+pub fn allocations(dir: &Path) -> Result<Vec<f64>> {
+    let path = dir.join("tasks.csv");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let Some(col) = header.split(',').position(|c| c == "allocation_s") else {
+        bail!("{}: no allocation_s column", path.display());
+    };
+    let mut xs: Vec<f64> = lines
+        .filter_map(|l| l.split(',').nth(col))
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    Ok(xs)
+}
+
+/// The q-quantile of sorted values (nearest rank); NaN when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Two-sample Kolmogorov-Smirnov distance of two sorted samples: the largest gap
+/// between their empirical distribution functions (0 = same, 1 = disjoint).
+pub fn ks_distance(a: &[f64], b: &[f64]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return f64::NAN;
+    }
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / a.len() as f64 - j as f64 / b.len() as f64).abs());
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ks_distance, quantile};
+
+    #[test]
+    fn ks_distance_of_equal_samples_is_zero_and_of_disjoint_ones_is_one() {
+        let a = [1.0, 2.0, 3.0];
+        assert_eq!(ks_distance(&a, &a), 0.0);
+        assert_eq!(ks_distance(&a, &[4.0, 5.0]), 1.0);
+        // Half of b lies below all of a.
+        assert!((ks_distance(&a, &[0.5, 2.5]) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn quantile_is_nearest_rank() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&xs, 0.5), 2.0);
+        assert_eq!(quantile(&xs, 0.99), 4.0);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
+}

@@ -1,0 +1,120 @@
+//! A GM's memory stays bounded under load it cannot absorb:
+//! - request bodies: one over `--max-body-bytes` gets 413; bodies in flight together
+//!   over `--max-total-body-bytes` get 503 with `Retry-After` (a slow client holding
+//!   a large body open takes its bytes from the budget until its request ends);
+//! - the broker is away (nothing listens at its port): events wait in the publisher,
+//!   and once more than `--max-broker-backlog-bytes` wait, submissions get 503 with
+//!   `Retry-After` instead of growing the buffer.
+//!
+//! No broker is needed: the GM is pointed at a closed port on purpose.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+use tests::procs::{credentials, free_port, get_json, http_raw, wait_until, Proc};
+
+fn post(gm: &str, body: &[u8]) -> (u16, String, String) {
+    let bearer = format!("Bearer {}", credentials().admin);
+    let (status, head, body) = http_raw(
+        "POST",
+        &format!("{gm}/v1/jobs"),
+        "application/json",
+        body,
+        &[("Authorization", bearer.as_str())],
+    )
+    .expect("POST /v1/jobs");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn job(tasks: usize) -> String {
+    let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":50}"#;
+    format!("{{\"tasks\":[{}]}}", vec![task; tasks].join(","))
+}
+
+#[test]
+fn bodies_and_the_broker_backlog_are_bounded_with_retry_after() {
+    let dir = std::env::temp_dir().join(format!("megha-bounded-{}", std::process::id()));
+    let closed = free_port();
+    let args: Vec<String> = [
+        "--lm-urls",
+        &format!("http://127.0.0.1:{closed}"),
+        "--listen",
+        "127.0.0.1:0",
+        "--amqp",
+        &format!("amqp://guest:guest@127.0.0.1:{closed}/%2f"),
+        "--max-body-bytes",
+        "4000",
+        "--max-total-body-bytes",
+        "6000",
+        "--max-broker-backlog-bytes",
+        "3000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut gm = Proc::spawn("global-master", &args, &dir, "gm");
+    let url = gm.url.clone();
+
+    // Over the per-request cap.
+    let (status, _, body) = post(&url, &vec![b' '; 5000]);
+    assert_eq!(status, 413, "{body}");
+
+    // A slow client sends the head of a 4,000-byte body and holds it open...
+    let addr = url.trim_start_matches("http://");
+    let mut slow = TcpStream::connect(addr).expect("connect");
+    write!(
+        slow,
+        "POST /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{{\"tasks\":[",
+        credentials().admin
+    )
+    .expect("send head");
+    slow.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(300));
+    // ...so a second body of 3,000 bytes would pass the 6,000-byte total.
+    let big = format!("{:<3000}", job(1));
+    let (status, head, body) = post(&url, big.as_bytes());
+    assert_eq!(status, 503, "{body}");
+    assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
+    assert!(body.contains("\"field\":\"body\""), "{body}");
+    // Once the slow request ends, its bytes return to the budget.
+    drop(slow);
+    wait_until("the budget freed", Duration::from_secs(10), || {
+        post(&url, big.as_bytes()).0 != 503
+    });
+    let metrics = |name: &str| {
+        let (_, _, page) =
+            tests::procs::http("GET", &format!("{url}/metrics"), None).expect("metrics");
+        tests::checks::metric_sum(&page, name)
+    };
+    assert_eq!(metrics("megha_gm_body_budget_refused_total"), 2.0);
+
+    // The broker is away: each accepted job leaves its events waiting. Submissions
+    // are accepted until more than 3,000 bytes wait, then refused with Retry-After.
+    let mut accepted = 1; // the job above
+    let refused = loop {
+        let (status, head, body) = post(&url, job(5).as_bytes());
+        match status {
+            202 => accepted += 1,
+            503 => break (head, body),
+            other => panic!("unexpected {other}: {body}"),
+        }
+        assert!(accepted < 100, "never refused: the backlog is not bounded");
+    };
+    assert!(
+        refused.0.to_ascii_lowercase().contains("retry-after"),
+        "{}",
+        refused.0
+    );
+    assert!(refused.1.contains("broker"), "{}", refused.1);
+    let backlog = metrics("megha_gm_broker_backlog_bytes");
+    assert!(
+        backlog > 3000.0 && backlog < 6000.0,
+        "backlog {backlog} bytes after {accepted} jobs"
+    );
+    // Nothing accepted was dropped: the jobs are all known.
+    let jobs = get_json(&format!("{url}/v1/jobs?limit=200"))["jobs"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(jobs, accepted);
+    gm.kill();
+}
