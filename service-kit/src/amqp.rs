@@ -114,8 +114,34 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// Why a broker link failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// An `amqps://` handshake failed (unknown CA, wrong name, not a TLS listener...):
+    /// nothing was sent, and nothing is retried in plain text.
+    #[error("TLS handshake with the broker failed: {0} (the broker's certificate must name the URL's host and be signed by a CA this process trusts: the system roots or --tls-ca-file)")]
+    Tls(lapin::Error),
+    #[error(transparent)]
+    Amqp(#[from] lapin::Error),
+}
+
+impl LinkError {
+    /// Classifies a connection error of `url`: on `amqps://`, an I/O error carrying a
+    /// rustls error is the TLS handshake's.
+    fn of_connect(url: &str, e: lapin::Error) -> LinkError {
+        let tls = url.starts_with("amqps://")
+            && matches!(&e, lapin::Error::IOError(io)
+                if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()));
+        if tls {
+            LinkError::Tls(e)
+        } else {
+            LinkError::Amqp(e)
+        }
+    }
+}
+
 /// Connects and declares the exchanges of `cluster`.
-async fn connect(url: &str, cluster: &ClusterName) -> Result<(Connection, Channel), lapin::Error> {
+async fn connect(url: &str, cluster: &ClusterName) -> Result<(Connection, Channel), LinkError> {
     let (conn, ch) = open(url).await?;
     let durable = ExchangeDeclareOptions {
         durable: true,
@@ -139,7 +165,7 @@ async fn connect(url: &str, cluster: &ClusterName) -> Result<(Connection, Channe
 }
 
 /// Connects (and opens a channel), declaring nothing.
-async fn open(url: &str) -> Result<(Connection, Channel), lapin::Error> {
+async fn open(url: &str) -> Result<(Connection, Channel), LinkError> {
     let props = ConnectionProperties::default()
         .with_executor(tokio_executor_trait::Tokio::current())
         .with_reactor(tokio_reactor_trait::Tokio);
@@ -150,7 +176,9 @@ async fn open(url: &str) -> Result<(Connection, Channel), lapin::Error> {
             identity: None,
             cert_chain: crate::tls::extra_ca_pem().map(str::to_owned),
         };
-        Connection::connect_with_config(url, props, tls).await?
+        Connection::connect_with_config(url, props, tls)
+            .await
+            .map_err(|e| LinkError::of_connect(url, e))?
     } else {
         Connection::connect(url, props).await?
     };
@@ -514,7 +542,7 @@ async fn consume<F: Fn(&str, &[u8])>(
     handler: &F,
     delay: &mut Duration,
     stop: &mut tokio::sync::watch::Receiver<bool>,
-) -> Result<(), lapin::Error> {
+) -> Result<(), LinkError> {
     if *stop.borrow() {
         return Ok(());
     }
@@ -606,11 +634,7 @@ async fn consume<F: Fn(&str, &[u8])>(
 }
 
 /// Deletes the durable queue `name` of `cluster` (end of a replay).
-pub async fn delete_queue(
-    url: &str,
-    cluster: &ClusterName,
-    name: &str,
-) -> Result<(), lapin::Error> {
+pub async fn delete_queue(url: &str, cluster: &ClusterName, name: &str) -> Result<(), LinkError> {
     let (conn, ch) = connect(url, cluster).await?;
     let name = crate::topology::queue_name(cluster, name);
     ch.queue_delete(&name, QueueDeleteOptions::default())

@@ -7,6 +7,8 @@
 //!   cluster of processes, stopping them.
 //! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
 //! - [`browser`]: headless Chromium for the dashboard test (DOM dump, screenshot).
+//! - [`tls_broker`]: a TLS-only RabbitMQ node of a test's own (`amqps://`).
+//! - [`pki`]: a private CA and a server certificate for localhost (rcgen).
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
@@ -15,8 +17,10 @@ pub mod broker;
 pub mod browser;
 pub mod checks;
 pub mod gm_http;
+pub mod pki;
 pub mod procs;
 pub mod sim;
+pub mod tls_broker;
 
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::LaunchBatch;

@@ -81,7 +81,8 @@ pub struct Credentials {
     pub bob: String,
 }
 
-fn random_hex(bytes: usize) -> String {
+/// `bytes` random bytes from /dev/urandom, as hex.
+pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
