@@ -13,19 +13,24 @@
 #   --cluster-name NAME (MEGHA_CLUSTER_NAME, default megha)  the cluster's name; two
 #                                    clusters with different names and port bases share
 #                                    one host and one broker vhost (docs/clusters.md).
+#   --shared-secret (SHARED_SECRET=1)  one cluster secret for every role (the simple
+#                                    mode) instead of per-role credentials.
 # The GM URLs are printed and written to $LOGS/gm-urls (comma-separated).
-# Credentials (README "Security"): a cluster secret and an API tokens file with one
-# admin user are made in $SECRETS (default out/cluster-secrets, mode 700) on the first
-# run and reused; every process reads them from MEGHA_CLUSTER_SECRET_FILE and
-# MEGHA_TOKENS_FILE.
+# Credentials (README "Security", docs/security.md): per-role cluster credentials
+# (scripts/make-role-credentials.sh: $SECRETS/roles/gm.toml, lm.toml, worker.toml) and
+# an API tokens file with one admin user are made in $SECRETS (default
+# out/cluster-secrets, mode 700) on the first run and reused; each process reads its
+# own role's file (MEGHA_CLUSTER_SECRET_FILE), the GMs the tokens (MEGHA_TOKENS_FILE).
 set -euo pipefail
 PORT_BASE=${PORT_BASE:-}
 CLUSTER=${MEGHA_CLUSTER_NAME:-megha}
+SHARED_SECRET=${SHARED_SECRET:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --port-base) PORT_BASE=${2:?--port-base needs a number}; shift 2 ;;
     --cluster-name) CLUSTER=${2:?--cluster-name needs a name}; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --shared-secret) SHARED_SECRET=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -48,13 +53,19 @@ NODE_CPUS=${NODE_CPUS:-1}
 LOGS=${LOGS:-out/cluster-logs}
 SECRETS=${SECRETS:-out/cluster-secrets}
 mkdir -p "$LOGS"
-if [ ! -s "$SECRETS/cluster-secret" ]; then
+if [ ! -s "$SECRETS/admin-token" ]; then
   (umask 077; mkdir -p "$SECRETS"
-   head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$SECRETS/cluster-secret"
    head -c 32 /dev/urandom | base64 | tr -d '\n=/+' >"$SECRETS/admin-token"
    printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml")
 fi
-export MEGHA_CLUSTER_SECRET_FILE="$SECRETS/cluster-secret" MEGHA_TOKENS_FILE="$SECRETS/tokens.toml"
+# secret_of ROLE: the credential file of a role.
+if [ -n "$SHARED_SECRET" ]; then
+  [ -s "$SECRETS/cluster-secret" ] || (umask 077; head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$SECRETS/cluster-secret")
+  secret_of() { echo "$SECRETS/cluster-secret"; }
+else
+  "$(dirname "$0")/make-role-credentials.sh" "$SECRETS/roles" >/dev/null
+  secret_of() { echo "$SECRETS/roles/$1.toml"; }
+fi
 gm_port() { echo $((PORT_BASE + $1)); }
 lm_port() { echo $((PORT_BASE + 10 + $1)); }
 GM_URLS="http://127.0.0.1:$(gm_port 0),http://127.0.0.1:$(gm_port 1)"
@@ -64,14 +75,17 @@ trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
 common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2 --amqp "$AMQP")
 for l in 0 1; do
   # --gm-url: task starts and ends go to the GM that launched each task (its status API).
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm) \
   "$BIN/local-master" --id $l "${common[@]}" --listen "127.0.0.1:$(lm_port $l)" \
     --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
 for l in 0 1; do for s in 0 1; do
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of worker) \
   "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s \
     --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" \
   "$BIN/global-master" --id $g --gms 2 --lm-urls "$LM_URLS" \
     --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" \
     --gm-url "$GM_URLS" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)

@@ -272,6 +272,68 @@ fn compose_file_is_accepted() {
         );
     }
     assert!(!offline.contains("rust:1-bookworm"));
+    assert_each_role_reads_only_its_own_credentials(&defaults);
+}
+
+/// The lines of service `name` in the output of `compose config` (services sit at
+/// two spaces of indentation, their settings deeper).
+fn service_block(config: &str, name: &str) -> String {
+    let header = format!("  {name}:");
+    let mut lines = config.lines().skip_while(|l| *l != header);
+    assert!(lines.next().is_some(), "no service {name} in:\n{config}");
+    lines
+        .take_while(|l| l.starts_with("   ") || l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Per-role credentials (docs/security.md): every GM, LM and worker reads its own
+/// role's file from a volume that holds nothing of the other roles; only `secrets`
+/// mounts the volume with everything.
+fn assert_each_role_reads_only_its_own_credentials(config: &str) {
+    let roles = [
+        ("global-master", "gm"),
+        ("local-master", "lm"),
+        ("worker", "worker"),
+    ];
+    for (service, role) in roles {
+        for i in 0..3 {
+            let block = service_block(config, &format!("{service}-{i}"));
+            let file = format!("MEGHA_CLUSTER_SECRET_FILE: /secrets/{role}.toml");
+            assert!(
+                block.contains(&file),
+                "{service}-{i} lacks {file}:\n{block}"
+            );
+            assert!(
+                block.contains(&format!("secrets-{role}")),
+                "{service}-{i} does not mount secrets-{role}:\n{block}"
+            );
+            for (_, other) in roles.iter().filter(|(_, r)| *r != role) {
+                for leak in [format!("secrets-{other}"), format!("{other}.toml")] {
+                    assert!(
+                        !block.contains(&leak),
+                        "{service}-{i} sees {leak}:\n{block}"
+                    );
+                }
+            }
+            assert!(
+                !block.contains("megha-secrets"),
+                "{service}-{i} mounts megha-secrets"
+            );
+            assert!(
+                !block.contains("cluster-secret"),
+                "{service}-{i}: a shared secret"
+            );
+        }
+    }
+    let secrets = service_block(config, "secrets");
+    assert!(secrets.contains("megha-make-role-credentials"), "{secrets}");
+    let loadgen = service_block(config, "loadgen");
+    assert!(loadgen.contains("secrets-loadgen"), "{loadgen}");
+    assert!(
+        !loadgen.contains("megha-secrets") && !loadgen.contains(".toml"),
+        "{loadgen}"
+    );
 }
 
 #[test]
