@@ -64,6 +64,13 @@ enum Command {
     /// or embedded: allocation-time CDFs overlaid, the delay breakdown, utilisation
     /// and demand over time, queue shares and Jain's index.
     Report(cli::report::ReportArgs),
+    /// A cluster's private CA and certificates (rcgen; for images without openssl):
+    /// server certificates per role, and the worker issuer (workers issue their own
+    /// certificate at start with --tls-issuer-cert). See docs/security.md.
+    Certs(cli::certs::CertsArgs),
+    /// GET URL/healthz (http:// or https://): exit 0 when the service says
+    /// "status": "ok" (and "ready": true with --ready), else 1 with the reason.
+    Healthcheck(cli::certs::HealthcheckArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -82,6 +89,8 @@ fn main() -> std::process::ExitCode {
         Command::Calibrate(args) => cli::calibrate::run(args),
         Command::Faults(args) => cli::faults::run(args),
         Command::Report(args) => cli::report::run(args),
+        Command::Certs(args) => cli::certs::run_certs(args),
+        Command::Healthcheck(args) => cli::certs::run_healthcheck(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

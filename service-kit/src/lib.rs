@@ -16,7 +16,8 @@
 //!   with an HTTP (bincode) implementation and an in-memory one.
 //! - [`amqp`]: RabbitMQ publisher and subscriber with reconnection and backoff.
 //! - [`sinks`]: event and snapshot sinks that publish on the broker.
-//! - [`tls`]: optional HTTPS (rustls, ring): serving, and the CA clients trust.
+//! - [`tls`]: optional HTTPS (rustls, ring): serving, and the CA clients trust;
+//!   [`pki`]: a cluster's private CA and the certificates workers issue themselves.
 //! - [`topology`]: exchange names and routing keys.
 
 pub mod amqp;
@@ -27,6 +28,7 @@ pub mod cluster;
 pub mod links;
 pub mod logging;
 pub mod metrics;
+pub mod pki;
 pub mod roles;
 pub mod runtime;
 pub mod settings;

@@ -2,8 +2,10 @@
 //! given `--tls-cert-file` and `--tls-key-file` (PEM), and its clients trust the
 //! system roots plus the CA of `--tls-ca-file` (PEM), e.g. a cluster's private CA.
 //!
-//! - [`TlsArgs`] resolution: [`TlsSettings::resolve`] (both or neither of cert/key;
-//!   files readable).
+//! - [`TlsSettings::resolve`]: both or neither of cert/key; files readable.
+//!   [`TlsSettings::with_issuer`] (workers): no certificate file, but an issuing CA
+//!   ([`crate::pki`]) with which [`TlsSettings::issue_for`] makes one at start for
+//!   the address the worker advertises.
 //! - [`trust_ca`]: adds the CA to every client this process builds afterwards
 //!   ([`crate::links::http_client_with`], [`crate::auth::user_client`]); process-wide,
 //!   like the system trust store it extends.
@@ -23,9 +25,21 @@ use std::time::Duration;
 #[derive(Clone, Debug, Default)]
 pub struct TlsSettings {
     /// Certificate chain and key to serve HTTPS; `None`: plain HTTP.
-    pub server: Option<(PathBuf, PathBuf)>,
+    pub server: Option<ServerCert>,
     /// A CA (PEM) the role's clients trust besides the system roots.
     pub ca: Option<PathBuf>,
+}
+
+/// Where the certificate a role serves comes from.
+#[derive(Clone, Debug)]
+pub enum ServerCert {
+    /// `--tls-cert-file` and `--tls-key-file`.
+    Files { cert: PathBuf, key: PathBuf },
+    /// `--tls-issuer-cert` and `--tls-issuer-key`: issued at start
+    /// ([`TlsSettings::issue_for`]).
+    Issuer { cert: PathBuf, key: PathBuf },
+    /// Issued at start, held in memory only.
+    Issued(crate::pki::Pem),
 }
 
 impl TlsSettings {
@@ -36,21 +50,71 @@ impl TlsSettings {
         ca: Option<PathBuf>,
     ) -> Result<Self> {
         let server = match (cert, key) {
-            (Some(c), Some(k)) => Some((c, k)),
+            (Some(cert), Some(key)) => Some(ServerCert::Files { cert, key }),
             (None, None) => None,
             _ => bail!("--tls-cert-file and --tls-key-file go together (HTTPS needs both)"),
         };
-        let s = TlsSettings { server, ca };
+        let (cert, key) = match &server {
+            Some(ServerCert::Files { cert, key }) => (Some(cert), Some(key)),
+            _ => (None, None),
+        };
         for (flag, path) in [
-            ("--tls-cert-file", s.server.as_ref().map(|p| &p.0)),
-            ("--tls-key-file", s.server.as_ref().map(|p| &p.1)),
-            ("--tls-ca-file", s.ca.as_ref()),
+            ("--tls-cert-file", cert),
+            ("--tls-key-file", key),
+            ("--tls-ca-file", ca.as_ref()),
         ] {
             if let Some(p) = path {
                 std::fs::metadata(p).with_context(|| format!("{flag} {}", p.display()))?;
             }
         }
-        Ok(s)
+        Ok(TlsSettings { server, ca })
+    }
+
+    /// Adds `--tls-issuer-cert` / `--tls-issuer-key` (both or neither; not with
+    /// `--tls-cert-file`; files readable).
+    pub fn with_issuer(mut self, cert: Option<PathBuf>, key: Option<PathBuf>) -> Result<Self> {
+        let (cert, key) = match (cert, key) {
+            (Some(c), Some(k)) => (c, k),
+            (None, None) => return Ok(self),
+            _ => bail!("--tls-issuer-cert and --tls-issuer-key go together"),
+        };
+        if self.server.is_some() {
+            bail!("--tls-issuer-cert: give either it (the worker issues its own certificate) or --tls-cert-file, not both");
+        }
+        for (flag, p) in [("--tls-issuer-cert", &cert), ("--tls-issuer-key", &key)] {
+            std::fs::metadata(p).with_context(|| format!("{flag} {}", p.display()))?;
+        }
+        self.server = Some(ServerCert::Issuer { cert, key });
+        Ok(self)
+    }
+
+    /// With an issuer: issues the certificate this process serves for the host of
+    /// `url` (an IP address: see [`crate::pki::issue_worker_cert`]). Otherwise does
+    /// nothing.
+    pub fn issue_for(&mut self, url: &str) -> Result<()> {
+        let Some(ServerCert::Issuer { cert, key }) = &self.server else {
+            return Ok(());
+        };
+        let read = |flag: &str, p: &Path| {
+            std::fs::read_to_string(p).with_context(|| format!("{flag} {}", p.display()))
+        };
+        let issuer = crate::pki::Pem {
+            cert: read("--tls-issuer-cert", cert)?,
+            key: read("--tls-issuer-key", key)?,
+        };
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()))
+            .with_context(|| format!("--tls-issuer-cert: `{url}` is not a URL"))?;
+        let ip: std::net::IpAddr = host.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "--tls-issuer-cert: a worker issues its certificate for an IP address, so --advertise-url must name one (got `{host}`)"
+            )
+        })?;
+        let issued = crate::pki::issue_worker_cert(&issuer, ip)
+            .with_context(|| format!("--tls-issuer-cert {}", cert.display()))?;
+        self.server = Some(ServerCert::Issued(issued));
+        Ok(())
     }
 
     /// `https` when serving TLS, else `http`.
@@ -114,7 +178,7 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let Some((cert, key)) = &tls.server else {
+    let Some(server) = &tls.server else {
         axum::serve(
             listener.tap_io(|tcp| {
                 let _ = tcp.set_nodelay(true);
@@ -126,15 +190,29 @@ where
         return Ok(());
     };
     install_provider();
-    let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+    let config = match server {
+        ServerCert::Files { cert, key } => {
+            axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                .await
+                .with_context(|| {
+                    format!(
+                        "--tls-cert-file {} / --tls-key-file {}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?
+        }
+        ServerCert::Issued(pem) => axum_server::tls_rustls::RustlsConfig::from_pem(
+            pem.cert.clone().into_bytes(),
+            pem.key.clone().into_bytes(),
+        )
         .await
-        .with_context(|| {
-            format!(
-                "--tls-cert-file {} / --tls-key-file {}",
-                cert.display(),
-                key.display()
-            )
-        })?;
+        .context("the certificate issued with --tls-issuer-cert")?,
+        ServerCert::Issuer { cert, .. } => bail!(
+            "--tls-issuer-cert {}: no certificate issued yet (TlsSettings::issue_for)",
+            cert.display()
+        ),
+    };
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
     tokio::spawn(async move {

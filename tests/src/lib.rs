@@ -8,7 +8,7 @@
 //! - [`broker`]: the RabbitMQ precondition (fails loudly when the broker is away).
 //! - [`browser`]: headless Chromium for the dashboard test (DOM dump, screenshot).
 //! - [`tls_broker`]: a TLS-only RabbitMQ node of a test's own (`amqps://`).
-//! - [`pki`]: a private CA and a server certificate for localhost (rcgen).
+//! - [`pki`]: a private CA, a server certificate for localhost and the worker issuer.
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.

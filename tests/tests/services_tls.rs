@@ -1,7 +1,11 @@
 //! TLS (issue 16): a loopback cluster whose every role serves HTTPS with a
-//! certificate of a private CA made here (rcgen) and trusts that CA for its calls
-//! (`--tls-cert-file`, `--tls-key-file`, `--tls-ca-file`), replaying the sample trace
-//! through `loadgen` over HTTPS; and `amqps://` never falls back to plain text.
+//! certificate of a private CA made here (`service_kit::pki`, as `loadgen certs`
+//! makes it) and trusts that CA for its calls: GMs and LMs from certificate files
+//! (`--tls-cert-file`, `--tls-key-file`), workers issuing their own at start with the
+//! worker issuer (`--tls-issuer-cert`, `--tls-issuer-key`); all with
+//! `--tls-ca-file`. It replays the sample trace through `loadgen` over HTTPS, and
+//! `loadgen healthcheck` (the containers' healthcheck in TLS mode) checks the roles.
+//! And `amqps://` never falls back to plain text.
 
 use tests::broker::require_rabbitmq;
 use tests::pki::make_pki;
@@ -26,10 +30,21 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let worker_tls: Vec<String> = [
+        "--tls-issuer-cert",
+        &path(&pki.worker_issuer),
+        "--tls-issuer-key",
+        &path(&pki.worker_issuer_key),
+        "--tls-ca-file",
+        &path(&pki.ca),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let extra = RoleArgs {
         gm: tls.clone(),
-        lm: tls.clone(),
-        worker: tls,
+        lm: tls,
+        worker: worker_tls,
     };
     let cluster =
         LoopbackCluster::start_with_args(2, 2, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
@@ -46,6 +61,29 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
             http("GET", &format!("{plain}/healthz"), None).is_ok_and(|(s, _, _)| s == 200);
         assert!(!answered, "{} answered plain HTTP", p.name);
     }
+    // The healthcheck of the TLS containers: healthy with the CA, refused without it.
+    let healthcheck = |url: &str, ca: Option<&str>, ready: bool| {
+        let mut args = vec!["healthcheck".to_owned(), url.to_owned()];
+        if ready {
+            args.push("--ready".to_owned());
+        }
+        if let Some(ca) = ca {
+            args.extend(["--tls-ca-file".to_owned(), ca.to_owned()]);
+        }
+        let log = dir.join("healthcheck.log");
+        let status = tests::procs::loadgen(&args, &log);
+        (
+            status.success(),
+            std::fs::read_to_string(&log).unwrap_or_default(),
+        )
+    };
+    for p in [&cluster.gms[0], &cluster.lms[0], &cluster.workers[0]] {
+        let (ok, log) = healthcheck(&p.url, Some(&path(&pki.ca)), p.name.starts_with("gm"));
+        assert!(ok, "healthcheck of {} failed: {log}", p.name);
+    }
+    let (ok, log) = healthcheck(&cluster.workers[0].url, None, false);
+    assert!(!ok, "a healthcheck without the CA trusted the worker");
+    assert!(log.contains("certificate"), "{log}");
     let out = dir.join("out");
     let mut args = cluster.replay_args(&broker.url, &out, 100, 60);
     args.extend([

@@ -129,6 +129,16 @@ pub struct WorkerArgs {
     /// and amqps:// brokers (e.g. the cluster's private CA).
     #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
     pub tls_ca_file: Option<PathBuf>,
+    /// HTTPS without a certificate file: an issuing CA (PEM, made by `loadgen
+    /// certs` as worker-issuer.pem) with which the worker issues itself, at start, a
+    /// certificate for the IP address of --advertise-url (for replicas whose
+    /// addresses are not known beforehand). With --tls-issuer-key; not with
+    /// --tls-cert-file.
+    #[arg(long, env = "MEGHA_TLS_ISSUER_CERT_FILE", value_name = "FILE")]
+    pub tls_issuer_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-issuer-cert.
+    #[arg(long, env = "MEGHA_TLS_ISSUER_KEY_FILE", value_name = "FILE")]
+    pub tls_issuer_key: Option<PathBuf>,
 }
 
 /// `auto` or a slot number.
@@ -187,7 +197,9 @@ impl WorkerArgs {
             cluster_name,
             tls_cert_file,
             tls_key_file,
-            tls_ca_file
+            tls_ca_file,
+            tls_issuer_cert,
+            tls_issuer_key
         );
         let default_executor = match self.default_executor.as_deref().map(str::trim) {
             None | Some("synthetic") => Executor::Synthetic,
@@ -223,7 +235,8 @@ impl WorkerArgs {
                 self.tls_cert_file.clone(),
                 self.tls_key_file.clone(),
                 self.tls_ca_file.clone(),
-            )?,
+            )?
+            .with_issuer(self.tls_issuer_cert.clone(), self.tls_issuer_key.clone())?,
             cluster_secret: service_kit::auth::ClusterSecret::load(
                 self.cluster_secret_file.as_deref(),
             )?,

@@ -63,6 +63,9 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         .advertise_url
         .clone()
         .unwrap_or_else(|| format!("{}://{local}", s.tls.scheme()));
+    // With --tls-issuer-cert: the certificate for the address the LM will call.
+    let mut tls = s.tls.clone();
+    tls.issue_for(&url)?;
     let slot = if s.slot == common::messages::AUTO_SLOT {
         "auto".to_owned()
     } else {
@@ -76,7 +79,6 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
             .with_callers(http::callers),
         cluster.clone(),
     );
-    let tls = s.tls.clone();
     let server = tokio::spawn(async move {
         service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
     });

@@ -1,0 +1,243 @@
+//! `loadgen certs`: a cluster's private CA and its certificates, for the TLS examples
+//! (docker-compose.tls.yml, k8s/make-secrets.sh) on images without openssl; and
+//! `loadgen healthcheck`: a service's `/healthz` over HTTP or HTTPS, for container
+//! healthchecks (docker/healthcheck.sh uses it when the service serves TLS).
+
+use anyhow::{bail, Context as _, Result};
+use clap::Args;
+use service_kit::pki::{ClusterPki, Pem};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct CertsArgs {
+    /// Directory to write into (made with mode 700): ca.pem and ca-key.pem, NAME.pem
+    /// and NAME-key.pem per --server, worker-issuer.pem and worker-issuer-key.pem.
+    /// If it already holds ca.pem, nothing is written (delete it to start afresh).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A server certificate: NAME=HOST,HOST,... (DNS names or IP addresses; localhost
+    /// and 127.0.0.1 are always added, for healthchecks). Repeat per certificate.
+    #[arg(long, value_name = "NAME=HOSTS")]
+    pub server: Vec<String>,
+    /// Networks (CIDRs) the worker issuer may certify addresses in: where workers'
+    /// advertised addresses lie (127.0.0.0/8 is always added).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
+        value_name = "CIDR,..."
+    )]
+    pub worker_networks: Vec<String>,
+    /// The CA's name (its certificate's subject).
+    #[arg(long, default_value = "megha cluster CA", value_name = "NAME")]
+    pub ca_name: String,
+}
+
+/// Parses `NAME=HOST,HOST`: a file-name-safe name and at least one host.
+fn parse_server(spec: &str) -> Result<(String, Vec<String>)> {
+    let Some((name, hosts)) = spec.split_once('=') else {
+        bail!("--server `{spec}`: expected NAME=HOST,HOST,...");
+    };
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        bail!("--server `{spec}`: the name must be letters, digits, - or _ (it names the files)");
+    }
+    if name == "ca" || name == "worker-issuer" {
+        bail!("--server `{spec}`: the name {name} is taken by the CA's own files");
+    }
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if hosts.is_empty() {
+        bail!("--server `{spec}`: no host after `=`");
+    }
+    Ok((name.to_owned(), hosts))
+}
+
+/// Writes `text` to `path`, readable by its owner only.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .with_context(|| format!("write {}", path.display()))
+}
+
+fn write_pair(dir: &Path, name: &str, pem: &Pem) -> Result<()> {
+    write_private(&dir.join(format!("{name}.pem")), &pem.cert)?;
+    write_private(&dir.join(format!("{name}-key.pem")), &pem.key)
+}
+
+pub fn run_certs(args: CertsArgs) -> Result<()> {
+    let servers = args
+        .server
+        .iter()
+        .map(|s| parse_server(s))
+        .collect::<Result<Vec<_>>>()?;
+    let networks = service_kit::auth::WorkerNetworks::parse(&args.worker_networks)
+        .map_err(|e| anyhow::anyhow!("{e:#}").context("--worker-networks"))?;
+    if args.out.join("ca.pem").exists() {
+        println!("certificates already in {} (kept)", args.out.display());
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&args.out)
+        .with_context(|| format!("--out {}", args.out.display()))?;
+    let pki = ClusterPki::generate(&args.ca_name, &servers, &networks.0)?;
+    for (name, pem) in &pki.servers {
+        write_pair(&args.out, name, pem)?;
+    }
+    write_pair(&args.out, "worker-issuer", &pki.worker_issuer)?;
+    // ca.pem last: its presence means the set is complete.
+    write_private(&args.out.join("ca-key.pem"), &pki.ca.key)?;
+    write_private(&args.out.join("ca.pem"), &pki.ca.cert)?;
+    let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
+    println!(
+        "certificates written to {}: ca.pem (trust it), ca-key.pem (keep it offline), {} and worker-issuer (workers only)",
+        args.out.display(),
+        if names.is_empty() {
+            "no server".to_owned()
+        } else {
+            names.join(", ")
+        }
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct HealthcheckArgs {
+    /// The service's base URL (http:// or https://), e.g. https://127.0.0.1:8080.
+    pub url: String,
+    /// Healthy only once the service also says "ready": true (a GM with the state of
+    /// every LM).
+    #[arg(long)]
+    pub ready: bool,
+    /// A CA (PEM) to trust for https://, besides the system roots.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000, value_name = "MS")]
+    pub timeout_ms: u64,
+}
+
+/// Why `/healthz`'s answer is not healthy, if it is not.
+fn unhealthy(body: &serde_json::Value, ready: bool) -> Option<String> {
+    if body["status"] != "ok" {
+        return Some(format!("status is {}", body["status"]));
+    }
+    if ready && body["ready"] != true {
+        return Some(format!("not ready (ready: {})", body["ready"]));
+    }
+    None
+}
+
+pub fn run_healthcheck(args: HealthcheckArgs) -> Result<()> {
+    if let Some(ca) = &args.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    let url = format!("{}/healthz", args.url.trim_end_matches('/'));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let body: serde_json::Value = rt.block_on(async {
+        let client = service_kit::tls::client_builder()
+            .timeout(Duration::from_millis(args.timeout_ms))
+            .build()?;
+        let resp = client
+            .get(&url)
+            .send()
+            .await
+            .with_context(|| format!("GET {url}"))?;
+        let status = resp.status();
+        if !status.is_success() {
+            bail!("GET {url}: {status}");
+        }
+        resp.json()
+            .await
+            .with_context(|| format!("GET {url}: not JSON"))
+    })?;
+    if let Some(why) = unhealthy(&body, args.ready) {
+        bail!("{url}: {why}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_specs_name_the_files_and_hosts() {
+        let (name, hosts) = parse_server("gm=global-master-0, 10.0.0.1").expect("ok");
+        assert_eq!(name, "gm");
+        assert_eq!(hosts, ["global-master-0", "10.0.0.1"]);
+        for bad in ["gm", "=a", "../x=a", "gm=", "ca=a", "worker-issuer=a"] {
+            let err = parse_server(bad).expect_err(bad);
+            assert!(err.to_string().contains("--server"), "{err}");
+        }
+    }
+
+    #[test]
+    fn certs_writes_a_complete_set_once_with_private_modes() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("tls");
+        let args = || CertsArgs {
+            out: out.clone(),
+            server: vec!["gm=global-master-0".into(), "lm=local-master-0".into()],
+            worker_networks: vec!["172.16.0.0/12".into()],
+            ca_name: "test".into(),
+        };
+        run_certs(args()).expect("first run");
+        for f in [
+            "ca.pem",
+            "ca-key.pem",
+            "gm.pem",
+            "gm-key.pem",
+            "lm.pem",
+            "lm-key.pem",
+            "worker-issuer.pem",
+            "worker-issuer-key.pem",
+        ] {
+            let meta = std::fs::metadata(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{f}");
+        }
+        let before = std::fs::read_to_string(out.join("ca.pem")).expect("ca");
+        run_certs(args()).expect("second run");
+        let after = std::fs::read_to_string(out.join("ca.pem")).expect("ca");
+        assert_eq!(before, after, "a second run keeps the CA");
+        // The issuer written is one a worker can issue with, in its networks only.
+        let issuer = Pem {
+            cert: std::fs::read_to_string(out.join("worker-issuer.pem")).expect("issuer"),
+            key: std::fs::read_to_string(out.join("worker-issuer-key.pem")).expect("key"),
+        };
+        service_kit::pki::issue_worker_cert(&issuer, "172.20.0.5".parse().expect("ip"))
+            .expect("inside 172.16.0.0/12");
+        assert!(
+            service_kit::pki::issue_worker_cert(&issuer, "10.0.0.5".parse().expect("ip")).is_err()
+        );
+    }
+
+    #[test]
+    fn healthy_means_status_ok_and_ready_when_asked() {
+        let ok = serde_json::json!({"status": "ok", "ready": false});
+        assert_eq!(unhealthy(&ok, false), None);
+        assert!(unhealthy(&ok, true).is_some_and(|w| w.contains("not ready")));
+        let bad = serde_json::json!({"status": "draining"});
+        assert!(unhealthy(&bad, false).is_some());
+    }
+}
