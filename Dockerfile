@@ -52,8 +52,10 @@ RUN set -eu; for t in sh bash env echo cat sleep true false ls mkdir rm; do \
     done
 COPY --from=build /out/ /usr/local/bin/
 COPY docker/healthcheck.sh /usr/local/bin/megha-healthcheck
-# The compose `secrets` service makes the per-role cluster credentials with it.
+# The compose `secrets` service (docker/make-secrets.sh) makes the per-role cluster
+# credentials with make-role-credentials.sh.
 COPY scripts/make-role-credentials.sh /usr/local/bin/megha-make-role-credentials
+COPY docker/make-secrets.sh /usr/local/bin/megha-make-secrets
 COPY data/traces /opt/megha/data/traces
 WORKDIR /opt/megha
 ENV RUST_LOG=info

@@ -213,14 +213,17 @@ impl Drop for Project {
 }
 
 fn config_ok(cli: &[String], env: &[(&'static str, String)]) -> Output {
+    config_of(cli, &["docker-compose.yml"], env)
+}
+
+/// `compose -f FILE... --profile loadgen config`, which must succeed.
+fn config_of(cli: &[String], files: &[&str], env: &[(&'static str, String)]) -> Output {
     let mut cmd = Command::new(&cli[0]);
-    cmd.args(&cli[1..]).current_dir(workspace_root()).args([
-        "-f",
-        "docker-compose.yml",
-        "--profile",
-        "loadgen",
-        "config",
-    ]);
+    cmd.args(&cli[1..]).current_dir(workspace_root());
+    for f in files {
+        cmd.args(["-f", f]);
+    }
+    cmd.args(["--profile", "loadgen", "config"]);
     for v in COMPOSE_VARS {
         cmd.env_remove(v);
     }
@@ -273,6 +276,206 @@ fn compose_file_is_accepted() {
     }
     assert!(!offline.contains("rust:1-bookworm"));
     assert_each_role_reads_only_its_own_credentials(&defaults);
+
+    // The TLS overlay: still valid, offline too, and every link is TLS.
+    let files = ["docker-compose.yml", "docker-compose.tls.yml"];
+    config_of(&cli, &files, &offline_env("megha/scheduler:config-check"));
+    let tls = String::from_utf8_lossy(&config_of(&cli, &files, &[]).stdout).into_owned();
+    assert_each_role_reads_only_its_own_credentials(&tls);
+    assert_tls_everywhere(&tls);
+}
+
+/// docker-compose.tls.yml over docker-compose.yml: every role serves HTTPS with its
+/// own certificate (workers: issued at start), calls https:// and amqps:// peers
+/// trusting the CA; the broker has a TLS port; no plain URL is left.
+fn assert_tls_everywhere(config: &str) {
+    assert!(
+        !config.contains("http://") && !config.contains("amqp://"),
+        "a plain URL is left in the TLS configuration:\n{config}"
+    );
+    let ca = "MEGHA_TLS_CA_FILE: /secrets/ca.pem";
+    for (service, role) in [("global-master", "gm"), ("local-master", "lm")] {
+        for i in 0..3 {
+            let block = service_block(config, &format!("{service}-{i}"));
+            for expected in [
+                format!("MEGHA_TLS_CERT_FILE: /secrets/{role}.pem"),
+                format!("MEGHA_TLS_KEY_FILE: /secrets/{role}-key.pem"),
+                ca.to_owned(),
+                "MEGHA_AMQP_URL: amqps://megha@rabbitmq:5671/".to_owned(),
+                "MEGHA_GM_URLS: https://global-master-0:8080,https://global-master-1:8080,https://global-master-2:8080".to_owned(),
+                "megha-healthcheck".to_owned(),
+            ] {
+                assert!(block.contains(&expected), "{service}-{i} lacks {expected}:\n{block}");
+            }
+        }
+    }
+    for i in 0..3 {
+        let block = service_block(config, &format!("global-master-{i}"));
+        let lms = "MEGHA_LM_URLS: https://local-master-0:9100,https://local-master-1:9100,https://local-master-2:9100";
+        assert!(block.contains(lms), "{block}");
+        let block = service_block(config, &format!("worker-{i}"));
+        for expected in [
+            "MEGHA_TLS_ISSUER_CERT_FILE: /secrets/worker-issuer.pem",
+            "MEGHA_TLS_ISSUER_KEY_FILE: /secrets/worker-issuer-key.pem",
+            ca,
+            "--advertise-url https://",
+        ] {
+            assert!(
+                block.contains(expected),
+                "worker-{i} lacks {expected}:\n{block}"
+            );
+        }
+        let lm = format!("MEGHA_WORKER_LM_URL: https://local-master-{i}:9100");
+        assert!(block.contains(&lm), "{block}");
+        assert!(!block.contains("MEGHA_TLS_CERT_FILE"), "{block}");
+    }
+    let secrets = service_block(config, "secrets");
+    assert!(
+        secrets.contains("MEGHA_TLS: '1'") || secrets.contains("MEGHA_TLS: \"1\""),
+        "{secrets}"
+    );
+    let broker = service_block(config, "rabbitmq");
+    assert!(broker.contains(":5671"), "{broker}");
+    let loadgen = service_block(config, "loadgen");
+    assert!(
+        loadgen.contains(ca) && loadgen.contains("amqps://"),
+        "{loadgen}"
+    );
+}
+
+/// Runs docker/make-secrets.sh on the host (the image's megha-make-role-credentials
+/// and loadgen put on PATH) into fresh directories; returns (secrets, roles, broker).
+fn run_make_secrets(dir: &std::path::Path, tls: bool) -> [std::path::PathBuf; 3] {
+    let root = workspace_root();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let link = |from: &std::path::Path, name: &str| {
+        let _ = std::fs::remove_file(bin.join(name));
+        std::os::unix::fs::symlink(from, bin.join(name)).expect("symlink");
+    };
+    link(
+        &root.join("scripts/make-role-credentials.sh"),
+        "megha-make-role-credentials",
+    );
+    link(&bin_dir().join("loadgen"), "loadgen");
+    let dirs = [
+        dir.join("secrets"),
+        dir.join("role"),
+        dir.join("broker-conf"),
+    ];
+    for d in &dirs {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(root.join("docker/make-secrets.sh"))
+        .env("PATH", path)
+        .env("SECRETS", &dirs[0])
+        .env("ROLES", &dirs[1])
+        .env("BROKER_CONF", &dirs[2])
+        .env("MEGHA_TLS", if tls { "1" } else { "" })
+        .env("MEGHA_WORKER_NETWORKS", "172.16.0.0/12")
+        .output()
+        .expect("run docker/make-secrets.sh");
+    assert!(
+        out.status.success(),
+        "docker/make-secrets.sh: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dirs
+}
+
+fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn make_secrets_gives_each_role_only_its_own_files_offline() {
+    let dir = std::env::temp_dir().join(format!("megha-make-secrets-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Plain: credentials only, the broker on 5672.
+    let [_, roles, broker] = run_make_secrets(&dir.join("plain"), false);
+    assert_eq!(
+        files_in(&roles.join("gm")),
+        ["amqp-password", "gm.toml", "tokens.toml"]
+    );
+    assert_eq!(files_in(&roles.join("lm")), ["amqp-password", "lm.toml"]);
+    assert_eq!(files_in(&roles.join("worker")), ["worker.toml"]);
+    assert_eq!(
+        files_in(&roles.join("loadgen")),
+        ["admin-token", "amqp-password"]
+    );
+    let conf = std::fs::read_to_string(broker.join("rabbitmq.conf")).expect("conf");
+    assert!(conf.contains("listeners.tcp.default = 5672"), "{conf}");
+    assert!(
+        conf.contains("default_user = megha") && !conf.contains("guest"),
+        "{conf}"
+    );
+
+    // TLS: each role also gets the CA and its own certificate, the workers the issuer.
+    let [secrets, roles, broker] = run_make_secrets(&dir.join("tls"), true);
+    let ca_before = std::fs::read_to_string(secrets.join("tls/ca.pem")).expect("ca");
+    assert_eq!(
+        files_in(&roles.join("gm")),
+        [
+            "amqp-password",
+            "ca.pem",
+            "gm-key.pem",
+            "gm.pem",
+            "gm.toml",
+            "tokens.toml"
+        ]
+    );
+    assert_eq!(
+        files_in(&roles.join("lm")),
+        ["amqp-password", "ca.pem", "lm-key.pem", "lm.pem", "lm.toml"]
+    );
+    assert_eq!(
+        files_in(&roles.join("worker")),
+        [
+            "ca.pem",
+            "worker-issuer-key.pem",
+            "worker-issuer.pem",
+            "worker.toml"
+        ]
+    );
+    assert_eq!(
+        files_in(&roles.join("loadgen")),
+        ["admin-token", "amqp-password", "ca.pem"]
+    );
+    let conf = std::fs::read_to_string(broker.join("rabbitmq.conf")).expect("conf");
+    for expected in [
+        "listeners.tcp = none",
+        "listeners.ssl.default = 5671",
+        "ssl_options.certfile = /broker-conf/rabbitmq.pem",
+        "ssl_options.keyfile = /broker-conf/rabbitmq-key.pem",
+    ] {
+        assert!(conf.contains(expected), "{expected}: {conf}");
+    }
+    // What was issued works: a worker issues itself a certificate for an address in
+    // MEGHA_WORKER_NETWORKS (and for no other).
+    let read = |f: &str| std::fs::read_to_string(roles.join("worker").join(f)).expect(f);
+    let issuer = service_kit::pki::Pem {
+        cert: read("worker-issuer.pem"),
+        key: read("worker-issuer-key.pem"),
+    };
+    service_kit::pki::issue_worker_cert(&issuer, "172.18.0.7".parse().expect("ip"))
+        .expect("a compose network address");
+    assert!(service_kit::pki::issue_worker_cert(&issuer, "10.0.0.7".parse().expect("ip")).is_err());
+    // A second run (every `up`) keeps the CA.
+    run_make_secrets(&dir.join("tls"), true);
+    let ca_after = std::fs::read_to_string(secrets.join("tls/ca.pem")).expect("ca");
+    assert_eq!(ca_before, ca_after, "a second run must keep the CA");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The lines of service `name` in the output of `compose config` (services sit at
@@ -327,7 +530,7 @@ fn assert_each_role_reads_only_its_own_credentials(config: &str) {
         }
     }
     let secrets = service_block(config, "secrets");
-    assert!(secrets.contains("megha-make-role-credentials"), "{secrets}");
+    assert!(secrets.contains("megha-make-secrets"), "{secrets}");
     let loadgen = service_block(config, "loadgen");
     assert!(loadgen.contains("secrets-loadgen"), "{loadgen}");
     assert!(

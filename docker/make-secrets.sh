@@ -1,0 +1,68 @@
+#!/bin/bash
+# megha-make-secrets: what the compose `secrets` service runs (docker-compose.yml).
+#
+# On the first run, into $SECRETS (the volume megha-secrets, which no other service
+# mounts): per-role cluster credentials (megha-make-role-credentials:
+# roles/gm.toml, lm.toml, worker.toml), an API tokens file with one admin (token in
+# admin-token) and the password of the broker's dedicated user `megha`. With
+# MEGHA_TLS=1 (docker-compose.tls.yml) also a CA and certificates (`loadgen certs`,
+# in tls/): one for the GMs, one for the LMs, one for the broker, and the worker
+# issuer, with which each worker issues its own certificate at start.
+#
+# On every run, copies to each role's volume ($ROLES/NAME) only what that role needs,
+# and writes the broker's configuration into $BROKER_CONF:
+#   gm       gm.toml tokens.toml amqp-password   (+ ca.pem gm.pem gm-key.pem)
+#   lm       lm.toml amqp-password               (+ ca.pem lm.pem lm-key.pem)
+#   worker   worker.toml                         (+ ca.pem worker-issuer.pem worker-issuer-key.pem)
+#   loadgen  admin-token amqp-password           (+ ca.pem)
+#   broker   rabbitmq.conf                       (+ ca.pem rabbitmq.pem rabbitmq-key.pem)
+# Directories (for a run outside the container): SECRETS [/secrets], ROLES [/role],
+# BROKER_CONF [/broker-conf]. Names: MEGHA_GMS and MEGHA_LMS [3] (global-master-N,
+# local-master-N); MEGHA_WORKER_NETWORKS [private ranges] where workers' addresses lie.
+set -eu
+umask 077
+SECRETS=${SECRETS:-/secrets}
+ROLES=${ROLES:-/role}
+BROKER_CONF=${BROKER_CONF:-/broker-conf}
+rand() { head -c "$1" /dev/urandom | base64 | tr -d '\n=/+'; }
+
+if [ ! -s "$SECRETS/admin-token" ]; then
+  rand 32 >"$SECRETS/admin-token"
+  rand 24 >"$SECRETS/amqp-password"
+  printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml"
+fi
+megha-make-role-credentials "$SECRETS/roles" >/dev/null
+mkdir -p "$ROLES/gm" "$ROLES/lm" "$ROLES/worker" "$ROLES/loadgen"
+cp "$SECRETS/roles/gm.toml" "$SECRETS/tokens.toml" "$SECRETS/amqp-password" "$ROLES/gm/"
+cp "$SECRETS/roles/lm.toml" "$SECRETS/amqp-password" "$ROLES/lm/"
+cp "$SECRETS/roles/worker.toml" "$ROLES/worker/"
+cp "$SECRETS/admin-token" "$SECRETS/amqp-password" "$ROLES/loadgen/"
+
+listeners='listeners.tcp.default = 5672'
+if [ "${MEGHA_TLS:-}" = 1 ]; then
+  names() { local out="" i; for i in $(seq 0 $(($2 - 1))); do out="$out${out:+,}$1-$i"; done; echo "$out"; }
+  loadgen certs --out "$SECRETS/tls" \
+    --server "gm=$(names global-master "${MEGHA_GMS:-3}")" \
+    --server "lm=$(names local-master "${MEGHA_LMS:-3}")" \
+    --server "rabbitmq=rabbitmq" \
+    --worker-networks "${MEGHA_WORKER_NETWORKS:-10.0.0.0/8,172.16.0.0/12,192.168.0.0/16}" >/dev/null
+  t="$SECRETS/tls"
+  cp "$t/ca.pem" "$t/gm.pem" "$t/gm-key.pem" "$ROLES/gm/"
+  cp "$t/ca.pem" "$t/lm.pem" "$t/lm-key.pem" "$ROLES/lm/"
+  cp "$t/ca.pem" "$t/worker-issuer.pem" "$t/worker-issuer-key.pem" "$ROLES/worker/"
+  cp "$t/ca.pem" "$ROLES/loadgen/"
+  cp "$t/ca.pem" "$t/rabbitmq.pem" "$t/rabbitmq-key.pem" "$BROKER_CONF/"
+  # RabbitMQ runs as its own user: its volume's files must be readable to it.
+  chmod 644 "$BROKER_CONF/ca.pem" "$BROKER_CONF/rabbitmq.pem" "$BROKER_CONF/rabbitmq-key.pem"
+  # TLS only: no plain listener.
+  listeners='listeners.tcp = none
+listeners.ssl.default = 5671
+ssl_options.cacertfile = /broker-conf/ca.pem
+ssl_options.certfile = /broker-conf/rabbitmq.pem
+ssl_options.keyfile = /broker-conf/rabbitmq-key.pem
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false'
+fi
+printf 'loopback_users = none\n%s\ndefault_user = megha\ndefault_pass = %s\ndefault_vhost = /\ndefault_permissions.configure = .*\ndefault_permissions.read = .*\ndefault_permissions.write = .*\n' \
+  "$listeners" "$(cat "$SECRETS/amqp-password")" >"$BROKER_CONF/rabbitmq.conf"
+chmod 644 "$BROKER_CONF/rabbitmq.conf"
