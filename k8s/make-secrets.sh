@@ -1,22 +1,58 @@
 #!/usr/bin/env bash
-# Prints the Secret `megha-secrets` with fresh random credentials, as the compose
-# `secrets` service makes them: a cluster secret (roles authenticate each other with
-# it), an API tokens file with one admin (its token also under admin-token), and the
-# broker password of the RabbitMQ user `megha`.
+# Prints the Secret `megha-secrets` with fresh random credentials and certificates:
+#   gm.toml, lm.toml, worker.toml   per-role cluster credentials
+#                                   (scripts/make-role-credentials.sh; each pod mounts
+#                                   its own role's file)
+#   tokens.toml, admin-token        API users: one admin
+#   amqp-password                   the RabbitMQ user `megha`
+#   ca.pem                          the cluster's private CA (`loadgen certs`)
+#   gm.pem, gm-key.pem              HTTPS of megha-gm-N.megha-gm
+#   lm.pem, lm-key.pem              HTTPS of megha-lm-N.megha-lm
+#   rabbitmq.pem, rabbitmq-key.pem  amqps:// of megha-rabbitmq
+#   worker-issuer.pem, -key.pem     workers issue their own certificate for their pod
+#                                   IP at start (name-constrained to WORKER_NETWORKS)
+# The CA's key is not kept: to add names later, run this again (new credentials).
 #
-#   k8s/make-secrets.sh | kubectl apply -f -          # once, before k8s/
-#   kubectl get secret megha-secrets -o jsonpath='{.data.admin-token}' | base64 -d
+#   k8s/make-secrets.sh | kubectl -n megha apply -f -         # once, before k8s/
+#   kubectl -n megha get secret megha-secrets -o jsonpath='{.data.admin-token}' | base64 -d
+#
+# Needs the `loadgen` binary: $LOADGEN, or on PATH, or target/release or target/debug
+# of this checkout (cargo build --release --bins). Environment: GMS [3], LMS [3] (the
+# replicas of megha-gm and megha-lm), WORKER_NETWORKS [10.0.0.0/8,172.16.0.0/12,
+# 192.168.0.0/16] (the pod network).
 #
 # Re-running it replaces every credential: restart every pod afterwards (RabbitMQ
 # keeps the first password it was started with on its volume; change it there with
 # rabbitmqctl change_password megha NEW).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+loadgen=${LOADGEN:-}
+if [ -z "$loadgen" ]; then
+  for c in "$(command -v loadgen || true)" "$here/../target/release/loadgen" "$here/../target/debug/loadgen"; do
+    if [ -n "$c" ] && [ -x "$c" ]; then loadgen=$c; break; fi
+  done
+fi
+[ -n "$loadgen" ] || {
+  echo "error: k8s/make-secrets.sh needs the loadgen binary for the certificates: set LOADGEN=PATH or run cargo build --release --bins" >&2
+  exit 1
+}
+GMS=${GMS:-3}
+LMS=${LMS:-3}
+WORKER_NETWORKS=${WORKER_NETWORKS:-10.0.0.0/8,172.16.0.0/12,192.168.0.0/16}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 rand() { head -c "$1" /dev/urandom | base64 | tr -d '\n=/+'; }
-b64() { printf '%s' "$1" | base64 | tr -d '\n'; }
-secret=$(rand 32)
-admin=$(rand 32)
-amqp=$(rand 24)
-tokens=$(printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$admin")
+b64() { base64 <"$1" | tr -d '\n'; }
+names() { local out="" i; for i in $(seq 0 $(($2 - 1))); do out="$out${out:+,}$1-$i.$1"; done; echo "$out"; }
+rand 32 >"$tmp/admin-token"
+rand 24 >"$tmp/amqp-password"
+printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$tmp/admin-token")" >"$tmp/tokens.toml"
+"$here/../scripts/make-role-credentials.sh" "$tmp/roles" >/dev/null
+"$loadgen" certs --out "$tmp/tls" \
+  --server "gm=$(names megha-gm "$GMS")" \
+  --server "lm=$(names megha-lm "$LMS")" \
+  --server "rabbitmq=megha-rabbitmq" \
+  --worker-networks "$WORKER_NETWORKS" >/dev/null
 cat <<YAML
 apiVersion: v1
 kind: Secret
@@ -25,8 +61,13 @@ metadata:
   labels: {app.kubernetes.io/part-of: megha}
 type: Opaque
 data:
-  cluster-secret: $(b64 "$secret")
-  admin-token: $(b64 "$admin")
-  tokens.toml: $(b64 "$tokens")
-  amqp-password: $(b64 "$amqp")
+  gm.toml: $(b64 "$tmp/roles/gm.toml")
+  lm.toml: $(b64 "$tmp/roles/lm.toml")
+  worker.toml: $(b64 "$tmp/roles/worker.toml")
+  admin-token: $(b64 "$tmp/admin-token")
+  tokens.toml: $(b64 "$tmp/tokens.toml")
+  amqp-password: $(b64 "$tmp/amqp-password")
 YAML
+for f in ca gm gm-key lm lm-key rabbitmq rabbitmq-key worker-issuer worker-issuer-key; do
+  echo "  $f.pem: $(b64 "$tmp/tls/$f.pem")"
+done

@@ -8,7 +8,11 @@
 //!   files);
 //! - the counts agree: GM and LM replicas, `MEGHA_GMS`/`MEGHA_LMS`, the URL lists
 //!   (URL i names pod ordinal i), one worker Deployment per LM with
-//!   `MEGHA_LM_WORKERS` replicas; every Secret key mounted exists.
+//!   `MEGHA_LM_WORKERS` replicas; every Secret key mounted exists;
+//! - TLS is on: every scheduler container serves HTTPS (a certificate, or the worker
+//!   issuer), every URL is https:// or amqps://, probes ask over HTTPS, and the
+//!   generated certificates verify, through the generated CA, for the very names
+//!   the URLs use (a worker's for its pod IP).
 //!
 //! Fails (never skips) when `kubernetes-validate` or `python3` with PyYAML (its
 //! dependency) is missing: `pip install kubernetes-validate` (scripts/test.sh does).
@@ -18,7 +22,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use tests::procs::workspace_root;
+use tests::procs::{bin_dir, workspace_root};
 
 const IMAGE: &str = "megha/scheduler";
 /// The ordinal and pod IP the checks stand in for the downward API.
@@ -78,9 +82,11 @@ fn run_with_stdin(cmd: &mut Command, input: &str) -> Result<String, String> {
     }
 }
 
-/// The Secret `k8s/make-secrets.sh` prints, as text.
+/// The Secret `k8s/make-secrets.sh` prints, as text (its certificates made by this
+/// build's `loadgen`).
 fn generated_secret() -> String {
     let out = Command::new(k8s_dir().join("make-secrets.sh"))
+        .env("LOADGEN", bin_dir().join("loadgen"))
         .output()
         .expect("run k8s/make-secrets.sh");
     assert!(out.status.success(), "make-secrets.sh: {out:?}");
@@ -367,10 +373,10 @@ fn counts_and_urls_agree_and_ids_are_pod_ordinals() {
     assert_eq!(number(lm_cm, "MEGHA_GMS"), gms);
     assert_eq!(number(lm_cm, "MEGHA_LMS"), lms);
     let gm_urls: Vec<String> = (0..gms)
-        .map(|i| format!("http://megha-gm-{i}.megha-gm:8080"))
+        .map(|i| format!("https://megha-gm-{i}.megha-gm:8080"))
         .collect();
     let lm_urls: Vec<String> = (0..lms)
-        .map(|i| format!("http://megha-lm-{i}.megha-lm:9100"))
+        .map(|i| format!("https://megha-lm-{i}.megha-lm:9100"))
         .collect();
     assert_eq!(
         urls(gm_cm, "MEGHA_GM_URLS"),
@@ -438,4 +444,128 @@ fn counts_and_urls_agree_and_ids_are_pod_ordinals() {
             .any(|m| m["name"] == *claim && m["mountPath"] == data_dir),
         "--data-dir {data_dir} is the mounted claim {claim}"
     );
+}
+
+/// The host of `url` (scheme://[user@]host:port/...).
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    host_port.split(':').next().unwrap_or(host_port).to_owned()
+}
+
+/// Verifies the chain in PEM file `chain` for `name`, trusting only the CA `ca`.
+fn verify_for(ca: &Path, chain: &Path, name: &str) -> Result<(), String> {
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    service_kit::tls::install_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(ca).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let verifier = rustls::client::WebPkiServerVerifier::builder(roots.into())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(chain)
+        .map_err(|e| e.to_string())?
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let name = ServerName::try_from(name.to_owned()).map_err(|e| e.to_string())?;
+    verifier
+        .verify_server_cert(&certs[0], &certs[1..], &name, &[], UnixTime::now())
+        .map(drop)
+        .map_err(|e| format!("{e}"))
+}
+
+#[test]
+fn tls_is_on_everywhere_and_the_certificates_name_the_urls_hosts() {
+    let docs = all_docs();
+    let secrets = std::env::temp_dir().join(format!("megha-k8s-tls-{}", std::process::id()));
+    write_secret_files(&secrets);
+    let ca = secrets.join("ca.pem");
+    let mut problems = Vec::new();
+    let mut urls_checked = 0;
+    for (file, d) in &docs {
+        let spec = &d["spec"]["template"]["spec"];
+        for c in spec["containers"].as_array().into_iter().flatten() {
+            if !str_of(&c["image"]).starts_with(IMAGE) {
+                continue;
+            }
+            let where_ = format!("{file}: {}", d["metadata"]["name"]);
+            let env = container_env(&docs, c);
+            let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let file_of = |k: &str| get(k).map(|v| secrets.join(v.trim_start_matches("/secrets/")));
+            if get("MEGHA_TLS_CA_FILE").as_deref() != Some("/secrets/ca.pem") {
+                problems.push(format!("{where_}: does not trust /secrets/ca.pem"));
+            }
+            // The certificate it serves, if from a file (GMs, LMs).
+            let served = file_of("MEGHA_TLS_CERT_FILE");
+            let issuer = file_of("MEGHA_TLS_ISSUER_CERT_FILE");
+            if served.is_none() && issuer.is_none() {
+                problems.push(format!("{where_}: serves plain HTTP"));
+            }
+            // Every URL it is given is TLS, and the certificate behind it names its host.
+            for (k, v) in &env {
+                for url in v.split(',').filter(|u| u.contains("://")) {
+                    if !url.starts_with("https://") && !url.starts_with("amqps://") {
+                        problems.push(format!("{where_}: {k} {url} is not TLS"));
+                        continue;
+                    }
+                    let host = host_of(url);
+                    let cert = match host.split('-').take(2).collect::<Vec<_>>()[..] {
+                        ["megha", "gm"] => secrets.join("gm.pem"),
+                        ["megha", "lm"] => secrets.join("lm.pem"),
+                        ["megha", "rabbitmq"] => secrets.join("rabbitmq.pem"),
+                        _ if host == POD_IP => {
+                            // A worker's own address: the certificate it issues.
+                            let pem = |p: &Path| std::fs::read_to_string(p).expect("pem");
+                            let issuer = service_kit::pki::Pem {
+                                cert: pem(&secrets.join("worker-issuer.pem")),
+                                key: pem(&secrets.join("worker-issuer-key.pem")),
+                            };
+                            let issued = service_kit::pki::issue_worker_cert(
+                                &issuer,
+                                POD_IP.parse().expect("ip"),
+                            )
+                            .expect("a worker issues a certificate for its pod IP");
+                            let path = secrets.join("issued-worker.pem");
+                            std::fs::write(&path, issued.cert).expect("write");
+                            path
+                        }
+                        _ => {
+                            problems.push(format!("{where_}: {k} {url}: whose host is it?"));
+                            continue;
+                        }
+                    };
+                    if let Err(e) = verify_for(&ca, &cert, &host) {
+                        problems.push(format!(
+                            "{where_}: {k} {url}: {} does not verify for {host}: {e}",
+                            cert.display()
+                        ));
+                    }
+                    urls_checked += 1;
+                }
+            }
+            for probe in ["readinessProbe", "livenessProbe"] {
+                let http = &c[probe]["httpGet"];
+                if http.is_object() && http["scheme"] != "HTTPS" {
+                    problems.push(format!("{where_}: {probe} asks over plain HTTP"));
+                }
+            }
+        }
+    }
+    // The broker: TLS listener only, on the port its Service and the URLs name.
+    let conf = named(&docs, "ConfigMap", "megha-rabbitmq");
+    let text = str_of(&conf["data"]["20-megha-tls.conf"]);
+    for expected in ["listeners.tcp = none", "listeners.ssl.default = 5671"] {
+        if !text.contains(expected) {
+            problems.push(format!(
+                "rabbitmq.yaml: the broker configuration lacks {expected}"
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&secrets);
+    assert!(urls_checked >= 10, "URLs checked: {urls_checked}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
