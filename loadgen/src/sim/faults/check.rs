@@ -438,6 +438,15 @@ impl Checker {
     }
 
     /// The ends a GM took from an LM's `Ended` message.
+    /// A restarted GM ends `task` finished because an LM remembers it so (the
+    /// reconcile exchange): the event stream may not have the end yet (its LM
+    /// publishes it once the broker takes it), so it is not compared.
+    pub fn gm_ended_by_reconcile(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.gm_ended = Some(Ending::Finished);
+        }
+    }
+
     pub fn gm_ended(&mut self, gm: u16, ends: &[TaskEnd]) -> Result<(), Broken> {
         for end in ends {
             let Some(t) = self.tasks.get_mut(&end.task) else {
@@ -478,6 +487,9 @@ impl Checker {
                         true => Known::ResentBatchRerun,
                         false => Known::JournalRerun,
                     };
+                    // The GM heard an end all the same (that of another run).
+                    t.gm_ended = Some(ending);
+                    t.last_gm_end = Some(key);
                     self.excuse(why, broken)?;
                     continue;
                 }
