@@ -125,17 +125,17 @@ impl fmt::Display for Known {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Known::WorkerCrash => {
-                "worker crash leaves its tasks running at the LM (issue 14: worker liveness)"
+                "worker crash leaves its tasks running at the LM (a role without worker liveness: --no-liveness)"
             }
-            Known::GmCrash => "GM crash loses its queued tasks (issue 14: GM journal)",
+            Known::GmCrash => "GM crash loses its queued tasks (a GM without its journal: --no-journal)",
             Known::LmCrashLostEnd => {
-                "LM crash loses an end not yet sent to the GM (issue 14: reconciliation)"
+                "LM crash loses an end not yet sent to the GM (no reconciliation of ends)"
             }
             Known::EndLostWithWorker => {
-                "task of a crashed worker unknown to its restarted LM (issue 14: reconciliation)"
+                "task of a crashed worker unknown to its restarted LM (no reconciliation of ends)"
             }
             Known::GmClockBehind => {
-                "GM restarted with its clock behind: answers from its previous life's record (issue 14: epochs)"
+                "GM restarted with its clock behind: answers from its previous life's record (batches not keyed by the GM's life)"
             }
             Known::EndLostAtLmRestart => {
                 "BUG end report refused by a restarted LM: end never published nor sent to the GM"
