@@ -51,6 +51,10 @@ pub struct Accepted {
     pub user: Option<String>,
     /// The job's own retry policy (`None`: the GM's default).
     pub retry: Option<RetryPolicy>,
+    /// The submission's `Idempotency-Key`, written with the job (in the same
+    /// transaction) so that a GM killed before the key store took it still answers
+    /// a retried submission with this job instead of making a second one.
+    pub idempotency: Option<super::idempotency::KeyOf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -319,6 +323,7 @@ mod tests {
             accepted_at: Micros(at),
             user: Some("ana".into()),
             retry: None,
+            idempotency: None,
         }
     }
 
