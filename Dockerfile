@@ -1,4 +1,4 @@
-# One image with the four binaries (global-master, local-master, worker, loadgen) and
+# One image with the five binaries (global-master, local-master, worker, loadgen, megha) and
 # the sample traces; docker-compose.yml picks the role with `command`.
 #
 # With internet, as is:            docker build -t megha/scheduler .
@@ -29,7 +29,7 @@ COPY . .
 RUN set -eu; \
     mkdir -p /out; \
     if [ -n "$PREBUILT" ]; then \
-      for b in global-master local-master worker loadgen; do \
+      for b in global-master local-master worker loadgen megha; do \
         if [ ! -x "$PREBUILT/$b" ]; then \
           echo "PREBUILT=$PREBUILT has no $b (scripts/docker-local-images.sh --binaries DIR)" >&2; exit 1; \
         fi; \
@@ -39,7 +39,7 @@ RUN set -eu; \
       apt-get update; \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cmake libclang-dev; \
       cargo build --release --locked --bins; \
-      for b in global-master local-master worker loadgen; do \
+      for b in global-master local-master worker loadgen megha; do \
         install -s -m 0755 "target/release/$b" "/out/$b"; \
       done; \
     fi

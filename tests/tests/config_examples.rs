@@ -1,7 +1,8 @@
 //! The example configurations in `config/` are what the README tells operators to
 //! start from: each must load and resolve (unknown keys and bad values are refused).
+//! And what `--help` tells them: every flag a role's help names is a real flag.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tests::procs::workspace_root;
 
 fn example(name: &str) -> String {
@@ -56,4 +57,65 @@ fn tokens_example_loads() {
         .find(b"EXAMPLE-alice-3q2+Xk9vQ0bR7u")
         .expect("alice's token");
     assert!(alice.may_use("analytics") && !alice.may_use("batch"));
+}
+
+/// The long flags of a command, as `--name`.
+fn flags_of(command: &clap::Command) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(|l| format!("--{l}"))
+        .collect()
+}
+
+/// Every `--word` in a text.
+fn flags_named_in(text: &str) -> Vec<String> {
+    let mut named = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("--") {
+        let tail = &rest[at + 2..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(tail.len());
+        if end > 0 && tail.starts_with(|c: char| c.is_ascii_lowercase()) {
+            named.push(format!("--{}", tail[..end].trim_end_matches('-')));
+        }
+        rest = &tail[end..];
+    }
+    named
+}
+
+#[test]
+fn every_flag_a_role_help_names_exists() {
+    let mut roles = [
+        (
+            "global-master",
+            global_master::service::config::GmArgs::command(),
+        ),
+        (
+            "local-master",
+            local_master::service::config::LmArgs::command(),
+        ),
+        ("worker", worker::service::config::WorkerArgs::command()),
+    ];
+    // A role's help may name another role's flag ("give the LMs --queueable").
+    let known: Vec<String> = roles.iter().flat_map(|(_, c)| flags_of(c)).collect();
+    let mut unknown = Vec::new();
+    for (name, command) in &mut roles {
+        let help = command.render_long_help().to_string();
+        for flag in flags_named_in(&help) {
+            if !known.contains(&flag) && flag != "--help" && flag != "--version" {
+                unknown.push(format!("{name} --help names {flag}"));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "no such flag: {unknown:?}");
+}
+
+#[test]
+fn flags_are_found_in_help_text() {
+    assert_eq!(
+        flags_named_in("either\n--cluster FILE (a config) or --lms/--partition-size, -- not"),
+        ["--cluster", "--lms", "--partition-size"]
+    );
 }

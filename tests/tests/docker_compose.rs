@@ -686,10 +686,89 @@ fn compose_cluster_runs_every_task_exactly_once() {
         .count();
     assert_eq!(assigned, 6, "6 workers should have registered:\n{logs}");
 
+    exec_tasks_run_in_the_cluster(&project);
+
     drop(project);
     let _ = std::fs::remove_dir_all(&dir);
     say!(
         "[docker_compose] end to end done in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
+}
+
+/// `exec` tasks in the compose cluster, through the `megha` CLI of the image (run in
+/// the loadgen service's container, which holds the admin token): a command's output
+/// comes back through GM, LM and worker, and a failing one ends `failed` with its
+/// exit code.
+fn exec_tasks_run_in_the_cluster(project: &Project) {
+    let megha = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec![
+            "run",
+            "--rm",
+            "--no-deps",
+            "-e",
+            "MEGHA_GM=http://global-master-0:8080",
+            "loadgen",
+            "megha",
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        let out = project.run(&all);
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("megha {args:?}: not JSON ({e}): {text}"))
+    };
+    let submit = |command: &[&str]| -> u64 {
+        let mut args = vec!["run", "--cpu-millis", "100", "--memory-mb", "64", "--"];
+        args.extend_from_slice(command);
+        let answer = megha(&args);
+        answer["job"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no job id in {answer}"))
+    };
+    let hello = submit(&["sh", "-c", "echo hello from exec; uname -s"]);
+    let three = submit(&["sh", "-c", "echo oops >&2; exit 3"]);
+    let ended = |job: u64| -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let status = megha(&["status", &job.to_string()]);
+            if status["job"]["state"] != "active" {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {job} still active after 90 s: {status}"
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    };
+    let status = ended(hello);
+    assert_eq!(status["job"]["state"], "finished", "{status}");
+    assert_eq!(status["tasks"][0]["state"], "finished", "{status}");
+    let status = ended(three);
+    assert_eq!(status["job"]["state"], "failed", "{status}");
+    assert_eq!(status["tasks"][0]["failure"]["exit"]["code"], 3, "{status}");
+    // The output, read from the worker through the LM.
+    let mut args = vec![
+        "run",
+        "--rm",
+        "--no-deps",
+        "-e",
+        "MEGHA_GM=http://global-master-0:8080",
+        "loadgen",
+        "megha",
+        "logs",
+    ];
+    let (job, stderr) = (hello.to_string(), three.to_string());
+    args.extend([job.as_str(), "0"]);
+    let out = project.run(&args);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello from exec\nLinux\n"
+    );
+    args.truncate(args.len() - 2);
+    args.extend(["--stderr", stderr.as_str(), "0"]);
+    let out = project.run(&args);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "oops\n");
+    say!("[docker_compose] exec tasks: output and exit code 3 came back through the cluster");
 }

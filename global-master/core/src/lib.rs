@@ -54,4 +54,4 @@ pub use config::WakePolicy;
 pub use master::step;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};
-pub use step::{GmInput, GmOutput, Undelivered};
+pub use step::{GmInput, GmOutput, Resumed, Undelivered};

@@ -28,6 +28,8 @@ pub struct Retry {
     pub task: TaskId,
     /// The run to come (2 for the first retry).
     pub attempt: u32,
+    /// Runs of the task that failed so far (its job's retry budget spent).
+    pub failed: u32,
     /// When it goes back to its queue.
     pub at: Micros,
     pub failure: TaskFailure,
@@ -63,6 +65,9 @@ struct Tracked {
     /// The last failure seen (node, time): the same end reported twice counts once.
     last_failure: Option<(NodeId, Micros)>,
     failure: Option<TaskFailure>,
+    /// Resumed by a restarted GM as this run: runs before it went out in an
+    /// earlier life, and one of them that finished did the task's work.
+    resumed_as: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -112,6 +117,30 @@ impl Lifecycle {
                     waiting: None,
                     last_failure: None,
                     failure: None,
+                    resumed_as: None,
+                },
+            );
+        }
+    }
+
+    /// Tasks a restarted GM runs again (see [`crate::Resumed`]): tracked whatever
+    /// their policy, so that a late report of an earlier life's run is stale.
+    pub fn resumed(&mut self, tasks: &[(TaskSpec, u32)], policy: RetryPolicy) {
+        for (spec, failed) in tasks {
+            let job = self
+                .jobs
+                .entry(spec.id.job)
+                .or_insert(RetryJob { policy, open: 0 });
+            job.open += 1;
+            self.tasks.insert(
+                spec.id,
+                Tracked {
+                    spec: spec.clone(),
+                    failed: *failed,
+                    waiting: None,
+                    last_failure: None,
+                    failure: None,
+                    resumed_as: Some(spec.attempt),
                 },
             );
         }
@@ -125,6 +154,12 @@ impl Lifecycle {
             return EndSeen::Final;
         };
         if end.attempt != tracked.spec.attempt {
+            // A run of an earlier life of the GM that finished: the work is done
+            // (its LM answers the resumed run `Duplicate`, so no other end comes).
+            if tracked.resumed_as.is_some_and(|r| end.attempt < r) && end.failure.is_none() {
+                self.finish(end.task);
+                return EndSeen::Final;
+            }
             return EndSeen::Stale;
         }
         let Some(failure) = &end.failure else {
@@ -146,12 +181,14 @@ impl Lifecycle {
         }
         let at = now + policy.delay(tracked.failed);
         tracked.waiting = Some(at);
-        // From now on only the retry's reports count.
-        tracked.spec.attempt = tracked.failed + 1;
+        // From now on only the retry's reports count (runs of earlier lives of the
+        // GM, resumed, may have used numbers beyond the failures).
+        tracked.spec.attempt = tracked.spec.attempt.max(tracked.failed) + 1;
         self.due.insert((at, end.task));
         EndSeen::Retry(Retry {
             task: end.task,
             attempt: tracked.spec.attempt,
+            failed: tracked.failed,
             at,
             failure: failure.clone(),
         })

@@ -198,6 +198,8 @@ pub struct SubmitJob {
     pub tasks: Vec<NewTask>,
     pub retry: Option<RetryPolicy>,
     pub user: Option<String>,
+    /// Its `Idempotency-Key`, journalled with the job.
+    pub idempotency: Option<super::idempotency::KeyOf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +220,7 @@ impl Handler<Submit> for GmActor {
             tasks: msg.0,
             retry: None,
             user: None,
+            idempotency: None,
         };
         self.accept(job, ctx)
     }
@@ -287,6 +290,7 @@ impl GmActor {
                 accepted_at: now,
                 user: msg.user.clone(),
                 retry: msg.retry,
+                idempotency: msg.idempotency.clone(),
             };
             if let Err(e) = journal.accept(job, &accepted, &specs) {
                 self.metrics.journal_errors += 1;

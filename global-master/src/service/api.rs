@@ -18,8 +18,9 @@ pub struct JobRequest {
     /// (`--max-attempts`, 1 unless configured: no retry).
     #[serde(default)]
     pub retry: Option<RetryRequest>,
-    /// Who submits (a label for `GET /v1/jobs?user=`, 1 to 64 bytes), until
-    /// authentication names the caller.
+    /// Whose job this is (1 to 64 bytes; `GET /v1/jobs?user=` filters on it). With a
+    /// tokens file the caller's user name is recorded; only an admin may name another
+    /// user (403 naming `user` otherwise). In open mode, a free label.
     #[serde(default)]
     #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub user: Option<String>,

@@ -135,7 +135,8 @@ impl GmActor {
             | GmInput::Schedule
             | GmInput::LraPass
             | GmInput::TaskEnded(_)
-            | GmInput::Tick => {}
+            | GmInput::Tick
+            | GmInput::Resume(_) => {}
         }
     }
 
@@ -193,7 +194,7 @@ impl GmActor {
             self.tracker.pending(*task, reason, false);
         }
         self.record_lifecycle(now, out);
-        self.journal_ends(&out.ended, &out.cancelled);
+        self.journal_ends(&out.ended, &out.cancelled, &out.retries);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }
@@ -268,12 +269,14 @@ impl GmActor {
         });
     }
 
-    /// Writes the tasks that reached a final state to the journal, before the LM
-    /// that reported them hears its answer (it sends them again otherwise).
+    /// Writes the tasks that reached a final state, and the run each retried task
+    /// goes out as next, to the journal, before the LM that reported them hears its
+    /// answer (it sends them again otherwise).
     pub(super) fn journal_ends(
         &mut self,
         ends: &[common::messages::TaskEnd],
         cancelled: &[common::TaskId],
+        retries: &[gm_core::lifecycle::Retry],
     ) {
         let Some(journal) = &mut self.journal else {
             return;
@@ -284,6 +287,7 @@ impl GmActor {
             .filter(|e| is_final(e.task))
             .map(|e| {
                 let ended = super::journal::Ended {
+                    attempt: e.attempt,
                     at: e.at,
                     node: e.node.0,
                     failure: e.failure.clone(),
@@ -295,6 +299,7 @@ impl GmActor {
         let now = clock::now();
         finals.extend(cancelled.iter().filter(|t| is_final(**t)).map(|t| {
             let ended = super::journal::Ended {
+                attempt: self.tracker.task(*t).map_or(1, |s| s.attempt),
                 at: now,
                 node: 0,
                 failure: None,
@@ -302,9 +307,24 @@ impl GmActor {
             };
             (*t, ended)
         }));
-        if let Err(e) = journal.ended(&finals) {
+        let runs: Vec<_> = retries
+            .iter()
+            .map(|r| (r.task, r.attempt, r.failed))
+            .collect();
+        if let Err(e) = journal.ended(&finals, &runs) {
             self.metrics.journal_errors += 1;
-            tracing::error!(tasks = finals.len(), error = %e, "cannot write task ends to the journal: a restart would run them again");
+            tracing::error!(tasks = finals.len(), retries = runs.len(), error = %e, "cannot write task ends and retried runs to the journal: a restart would run them again");
+        }
+    }
+
+    /// Writes the runs resumed tasks go out as (task, run, runs failed so far).
+    pub(super) fn journal_runs(&mut self, runs: &[(common::TaskId, u32, u32)]) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        if let Err(e) = journal.ended(&[], runs) {
+            self.metrics.journal_errors += 1;
+            tracing::error!(tasks = runs.len(), error = %e, "cannot write the runs of resumed tasks to the journal: a second restart may reuse their numbers");
         }
     }
 

@@ -212,6 +212,7 @@ pub(crate) async fn submit(
         tasks: job.tasks,
         retry: job.retry,
         user,
+        idempotency: reservation.as_ref().map(|r| r.key_of()),
     };
     let sent = s.gm.send(submit).await;
     if let Some(r) = reservation {

@@ -11,9 +11,10 @@
 //! - Bounded: a key is forgotten `ttl` after its job was accepted, and the oldest
 //!   keys go first beyond `max_keys` (`--idempotency-ttl-s`, `--idempotency-max-keys`).
 //! - With `--data-dir` the keys are written (fsynced) to `<data-dir>/idempotency.redb`
-//!   before the answer, and read back at start: they survive a GM restart. The job is
-//!   journaled first, then its key: a GM killed between the two writes (microseconds)
-//!   forgets the key, and a retry then creates a second job.
+//!   before the answer, and read back at start: they survive a GM restart. The key
+//!   is also journaled with its job (one transaction, [`KeyOf`]): a GM killed between
+//!   the job's write and the key store's takes the key back from the journal at its
+//!   next start ([`Idempotency::restore`]), so a retry never creates a second job.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -242,6 +243,24 @@ impl Idempotency {
         }
     }
 
+    /// Keys of jobs read back from the journal (written with their job): those the
+    /// key store lacks (the GM died between the two writes) are remembered again.
+    /// Returns how many were missing.
+    pub fn restore(&self, keys: impl IntoIterator<Item = (KeyOf, Remembered)>) -> usize {
+        let mut missing = 0;
+        for (k, r) in keys {
+            let known = self
+                .lock()
+                .keys
+                .contains_key(&(k.user.clone(), k.key.clone()));
+            if !known {
+                missing += 1;
+                self.remember(&k.user, &k.key, r);
+            }
+        }
+        missing
+    }
+
     /// Drops expired keys and the oldest beyond the count; returns them.
     fn evict(&self, inner: &mut Inner, now: Micros) -> Vec<Key> {
         let ttl = self.limits.ttl.as_micros() as u64;
@@ -304,6 +323,25 @@ pub struct Reservation {
     user: String,
     key: String,
     body_sha256: [u8; 32],
+}
+
+/// A submission's key as the GM's journal keeps it with the job.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyOf {
+    pub user: String,
+    pub key: String,
+    pub body_sha256: [u8; 32],
+}
+
+impl Reservation {
+    /// The key, to be written with the job it creates.
+    pub fn key_of(&self) -> KeyOf {
+        KeyOf {
+            user: self.user.clone(),
+            key: self.key.clone(),
+            body_sha256: self.body_sha256,
+        }
+    }
 }
 
 /// The 202 answer of an accepted job (the first time and every replay).

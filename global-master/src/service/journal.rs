@@ -14,6 +14,14 @@
 //! then arrives over the LM's retried stream. A task that *failed* while the GM was
 //! away may run once more (the LM does not keep failures, which may be retried).
 //!
+//! Runs: a failed or lost task that its job's policy runs again gets a new run
+//! number (its attempt), written here with the failures so far, in the same
+//! transaction as the ends of that step, before the LM hears its answer. A restarted
+//! GM resumes a task as a run number after the last one written (and writes it
+//! first), never as run 1 again: its LM may remember run 1 lost and kill it, a late
+//! end of run 1 would be taken for the resumed run's, and the job's retry budget
+//! would start over.
+//!
 //! Trade-off (see the README): the journal lives on the GM's host (a volume in
 //! compose); losing that disk loses the queue, which a broker-backed journal on a
 //! clustered RabbitMQ would survive, at the price of a broker round trip per
@@ -31,6 +39,9 @@ use std::path::Path;
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 /// (job id, task index) -> how the task ended ([`Ended`], bincode).
 const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
+/// (job id, task index) -> (the run the task goes out as next, its runs failed so
+/// far); absent for a task never retried nor resumed (run 1, no failure).
+const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs");
 
 /// What a submission said of its job as a whole.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,6 +51,10 @@ pub struct Accepted {
     pub user: Option<String>,
     /// The job's own retry policy (`None`: the GM's default).
     pub retry: Option<RetryPolicy>,
+    /// The submission's `Idempotency-Key`, written with the job (in the same
+    /// transaction) so that a GM killed before the key store took it still answers
+    /// a retried submission with this job instead of making a second one.
+    pub idempotency: Option<super::idempotency::KeyOf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,6 +66,8 @@ struct JournalJob {
 /// How a task ended, as its status shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ended {
+    /// The run that ended (1 for the first).
+    pub attempt: u32,
     pub at: Micros,
     pub node: u32,
     pub failure: Option<TaskFailure>,
@@ -65,6 +82,9 @@ pub struct Recovered {
     pub accepted: Accepted,
     pub tasks: Vec<TaskSpec>,
     pub ended: BTreeMap<u32, Ended>,
+    /// Task index -> (the last run it went out as, its runs failed so far), for
+    /// tasks retried or resumed before.
+    pub runs: BTreeMap<u32, (u32, u32)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +151,7 @@ impl Journal {
             Err(e) => return Err(e.into()),
         };
         let ended = txn.open_table(ENDED).ok();
+        let runs = txn.open_table(RUNS).ok();
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
@@ -146,11 +167,19 @@ impl Journal {
                     );
                 }
             }
+            let mut next = BTreeMap::new();
+            if let Some(runs) = &runs {
+                for row in runs.range((job, 0)..=(job, u32::MAX))? {
+                    let (key, run) = row?;
+                    next.insert(key.value().1, run.value());
+                }
+            }
             out.push(Recovered {
                 job: JobId(job),
                 accepted: stored.accepted,
                 tasks: stored.tasks,
                 ended: done,
+                runs: next,
             });
         }
         Ok(out)
@@ -188,15 +217,25 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes the final states of tasks, durably; a job whose tasks all ended leaves
-    /// the journal in the same transaction. Tasks of jobs not in the journal (or a
-    /// repeat) are skipped.
-    pub fn ended(&mut self, ends: &[(TaskId, Ended)]) -> Result<(), JournalError> {
+    /// Writes, durably and in one transaction, the final states of tasks and the
+    /// runs that retried or resumed tasks go out as next (`retries`: task, run, runs
+    /// failed so far); a job whose
+    /// tasks all ended leaves the journal in the same transaction. Tasks of jobs not
+    /// in the journal (or a repeated end) are skipped.
+    pub fn ended(
+        &mut self,
+        ends: &[(TaskId, Ended)],
+        retries: &[(TaskId, u32, u32)],
+    ) -> Result<(), JournalError> {
         let ends: Vec<_> = ends
             .iter()
             .filter(|(t, _)| self.open.contains_key(&t.job))
             .collect();
-        if ends.is_empty() {
+        let retries: Vec<_> = retries
+            .iter()
+            .filter(|(t, _, _)| self.open.contains_key(&t.job))
+            .collect();
+        if ends.is_empty() && retries.is_empty() {
             return Ok(());
         }
         let mut encoded = Vec::with_capacity(ends.len());
@@ -213,6 +252,10 @@ impl Journal {
             {
                 let mut table = txn.open_table(ENDED)?;
                 let mut jobs = txn.open_table(JOBS)?;
+                let mut runs = txn.open_table(RUNS)?;
+                for (task, run, failed) in &retries {
+                    runs.insert((task.job.0, task.index), (*run, *failed))?;
+                }
                 let mut left: BTreeMap<JobId, u32> = BTreeMap::new();
                 for (task, bytes) in &encoded {
                     let key = (task.job.0, task.index);
@@ -227,6 +270,7 @@ impl Journal {
                     if n == 0 {
                         jobs.remove(job.0)?;
                         table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
+                        runs.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         closed.push(job);
                     } else {
                         open.insert(job, n);
@@ -266,6 +310,7 @@ mod tests {
 
     fn end(at: u64) -> Ended {
         Ended {
+            attempt: 1,
             at: Micros(at),
             node: 3,
             failure: None,
@@ -278,6 +323,7 @@ mod tests {
             accepted_at: Micros(at),
             user: Some("ana".into()),
             retry: None,
+            idempotency: None,
         }
     }
 
@@ -290,12 +336,12 @@ mod tests {
             assert!(recovered.is_empty());
             j.accept(JobId(7), &accepted(5), &specs(7, 3)).unwrap();
             j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
-            j.ended(&[(TaskId::new(7, 1), end(10))]).unwrap();
+            j.ended(&[(TaskId::new(7, 1), end(10))], &[]).unwrap();
             // Job 8's only task ends: the job leaves; a repeat changes nothing.
-            j.ended(&[(TaskId::new(8, 0), end(11))]).unwrap();
-            j.ended(&[(TaskId::new(8, 0), end(12))]).unwrap();
+            j.ended(&[(TaskId::new(8, 0), end(11))], &[]).unwrap();
+            j.ended(&[(TaskId::new(8, 0), end(12))], &[]).unwrap();
             // A task of a job the journal never had is skipped.
-            j.ended(&[(TaskId::new(99, 0), end(12))]).unwrap();
+            j.ended(&[(TaskId::new(99, 0), end(12))], &[]).unwrap();
             assert_eq!(j.jobs(), 1);
         }
         let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
@@ -306,13 +352,61 @@ mod tests {
         assert_eq!(r.ended.keys().copied().collect::<Vec<_>>(), vec![1]);
         assert_eq!(r.ended[&1], end(10));
         // The rest ends (once each, even if reported twice): the job leaves.
-        j.ended(&[(TaskId::new(7, 0), end(20)), (TaskId::new(7, 0), end(21))])
-            .unwrap();
-        j.ended(&[(TaskId::new(7, 2), end(22))]).unwrap();
+        j.ended(
+            &[(TaskId::new(7, 0), end(20)), (TaskId::new(7, 0), end(21))],
+            &[],
+        )
+        .unwrap();
+        j.ended(&[(TaskId::new(7, 2), end(22))], &[]).unwrap();
         assert_eq!(j.jobs(), 0);
         drop(j);
         let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
         assert!(recovered.is_empty(), "{recovered:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_retried_task_is_read_back_with_the_run_it_goes_out_as_next() {
+        let dir = std::env::temp_dir().join(format!("megha-journal-runs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+            j.accept(JobId(7), &accepted(5), &specs(7, 2)).unwrap();
+            // Run 1 of task 0 failed (its end is not final): run 2 next, then run 3.
+            j.ended(&[], &[(TaskId::new(7, 0), 2, 1)]).unwrap();
+            j.ended(&[], &[(TaskId::new(7, 0), 3, 2)]).unwrap();
+            // Runs of a job the journal does not have are skipped.
+            j.ended(&[], &[(TaskId::new(99, 0), 2, 1)]).unwrap();
+        }
+        let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert_eq!(recovered[0].runs, BTreeMap::from([(0, (3, 2))]));
+        assert!(recovered[0].ended.is_empty());
+        // Run 3 ends in the same step as task 1 fails for its first retry.
+        let mut third = end(30);
+        third.attempt = 3;
+        j.ended(
+            &[(TaskId::new(7, 0), third.clone())],
+            &[(TaskId::new(7, 1), 2, 1)],
+        )
+        .unwrap();
+        drop(j);
+        let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert_eq!(
+            recovered[0].runs,
+            BTreeMap::from([(0, (3, 2)), (1, (2, 1))])
+        );
+        assert_eq!(recovered[0].ended[&0], third);
+        // The job ends: its runs leave with it.
+        j.ended(&[(TaskId::new(7, 1), end(40))], &[]).unwrap();
+        drop(j);
+        let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert!(recovered.is_empty(), "{recovered:?}");
+        let db = Database::create(dir.join("journal.redb")).unwrap();
+        let txn = db.begin_read().unwrap();
+        assert_eq!(txn.open_table(RUNS).unwrap().iter().unwrap().count(), 0);
+        drop(txn);
+        drop(db);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -142,6 +142,20 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         Some(dir) => {
             let (journal, recovered) = journal::Journal::open(dir, &s.cluster_name)?;
             tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
+            let keys = recovered.iter().filter_map(|r| {
+                let k = r.accepted.idempotency.clone()?;
+                let remembered = idempotency::Remembered {
+                    body_sha256: k.body_sha256,
+                    job: r.job,
+                    tasks: r.tasks.len() as u32,
+                    accepted_at: r.accepted.accepted_at,
+                };
+                Some((k, remembered))
+            });
+            let missing = idempotency.restore(keys);
+            if missing > 0 {
+                tracing::warn!(keys = missing, "idempotency keys missing from their store (the GM died between the job's write and its key's) taken back from the journal");
+            }
             gm = gm.with_journal(journal, recovered);
         }
         None => tracing::warn!(

@@ -4,10 +4,10 @@
 //! no task is placed again on another LM while it runs (or after it ended) elsewhere.
 
 use super::actor::GmActor;
-use crate::core::GmInput;
+use crate::core::{GmInput, Resumed};
 use actix::prelude::*;
 use common::messages::TaskEnd;
-use common::protocol::{ClientToGm, GmToLm, LmToGm};
+use common::protocol::{GmToLm, LmToGm};
 use common::retry::RetryPolicy;
 use common::{NodeId, TaskId, TaskSpec};
 use service_kit::clock;
@@ -31,24 +31,27 @@ impl GmActor {
             self.tracker
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             let mut again = Vec::new();
-            for spec in r.tasks {
+            for mut spec in r.tasks {
                 self.tracker.accepted(spec.id, at);
+                // The last run it went out as (or was to), and its failures.
+                let (run, failed) = r.runs.get(&spec.id.index).copied().unwrap_or((1, 0));
+                spec.attempt = run;
+                self.tracker.resumed_as(spec.id, run);
                 match r.ended.get(&spec.id.index) {
                     Some(e) if e.cancelled => {
                         self.tracker.cancelled(spec.id, e.at);
                     }
-                    // The journal keeps a task's final end, not its runs.
                     Some(e) => self.tracker.ended(
                         &TaskEnd {
                             task: spec.id,
-                            attempt: 1,
+                            attempt: e.attempt,
                             node: NodeId(e.node),
                             at: e.at,
                             failure: e.failure.clone(),
                         },
                         e.at,
                     ),
-                    None => again.push(spec),
+                    None => again.push((spec, failed)),
                 }
             }
             resubmitted += again.len();
@@ -67,15 +70,11 @@ impl GmActor {
     /// resumed on another LM than the one running it would run twice), then resumes
     /// the rest ([`Resume`]). An LM that does not answer within 10 s counts as
     /// holding nothing (logged).
-    fn reconcile(
-        &mut self,
-        resume: Vec<(Option<RetryPolicy>, Vec<TaskSpec>)>,
-        ctx: &mut Context<Self>,
-    ) {
+    fn reconcile(&mut self, resume: Vec<JobToResume>, ctx: &mut Context<Self>) {
         let gm = self.gm();
         let tasks: Vec<TaskId> = resume
             .iter()
-            .flat_map(|(_, t)| t.iter().map(|s| s.id))
+            .flat_map(|(_, t)| t.iter().map(|(s, _)| s.id))
             .collect();
         let links = self.links.clone();
         let me = ctx.address();
@@ -121,13 +120,18 @@ impl GmActor {
     }
 }
 
+/// A job's tasks to resume: its own retry policy (`None`: the GM's default) and each
+/// task with its runs failed so far.
+type JobToResume = (Option<RetryPolicy>, Vec<(TaskSpec, u32)>);
+
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
-/// to resume: a task an LM holds counts as launched there (its end will come), one an
-/// LM remembers finished ends finished, the others go back to the core's queues.
+/// to resume (with their runs failed so far): a task an LM holds counts as launched
+/// there (its end will come), one an LM remembers finished ends finished, the others
+/// go back to the core's queues as a new run.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct Resume {
-    resume: Vec<(Option<RetryPolicy>, Vec<TaskSpec>)>,
+    resume: Vec<JobToResume>,
     answers: Vec<common::messages::ReconcileResponse>,
 }
 
@@ -139,24 +143,26 @@ impl Handler<Resume> for GmActor {
         let mut held = std::collections::HashMap::new();
         let mut finished = std::collections::HashSet::new();
         for a in &msg.answers {
-            for &(task, node, _run) in &a.held {
-                held.insert(task, (a.lm, node));
+            for &(task, node, run) in &a.held {
+                held.insert(task, (a.lm, node, run));
             }
             finished.extend(a.finished.iter().copied());
         }
         let (mut running, mut done, mut again_n) = (0, 0, 0);
         let mut ends = Vec::new();
+        let mut resumed = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
-            for spec in tasks {
-                if let Some(&(lm, node)) = held.get(&spec.id) {
+            for (mut spec, failed) in tasks {
+                if let Some(&(lm, node, run)) = held.get(&spec.id) {
+                    self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
                     running += 1;
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
                         task: spec.id,
-                        attempt: 1,
+                        attempt: spec.attempt,
                         node: NodeId(0),
                         at: now,
                         failure: None,
@@ -165,22 +171,33 @@ impl Handler<Resume> for GmActor {
                     ends.push(end);
                     done += 1;
                 } else {
-                    again.push(spec);
+                    // Its last run may have gone out (and its end still be on its
+                    // way): the resumed run gets the next number.
+                    spec.attempt += 1;
+                    self.tracker.resumed_as(spec.id, spec.attempt);
+                    again.push((spec, failed));
                 }
             }
             again_n += again.len();
             if !again.is_empty() {
-                let submit = match retry {
-                    None => ClientToGm::Submit(again),
-                    Some(retry) => ClientToGm::SubmitJob {
-                        tasks: again,
-                        retry,
-                    },
-                };
-                self.deliver(GmInput::Client(submit), ctx);
+                let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
+                resumed.push(Resumed {
+                    tasks: again,
+                    retry,
+                });
             }
         }
-        self.journal_ends(&ends, &[]);
+        // The new run numbers are durable before any of those runs goes out (a
+        // second restart takes the next ones).
+        let runs: Vec<_> = resumed
+            .iter()
+            .flat_map(|r| r.tasks.iter().map(|(s, f)| (s.id, s.attempt, *f)))
+            .collect();
+        self.journal_runs(&runs);
+        for r in resumed {
+            self.deliver(GmInput::Resume(r), ctx);
+        }
+        self.journal_ends(&ends, &[], &[]);
         self.metrics.recovered_tasks += again_n as u64;
         tracing::info!(gm = %self.gm(), lms_answered = msg.answers.len(), running, finished = done, resubmitted = again_n, "resumed the jobs of the previous life from the journal");
     }

@@ -287,6 +287,14 @@ impl Tracker {
         }
     }
 
+    /// A task read back from the journal of a previous life resumes as run
+    /// `attempt` (it failed or was lost `attempt - 1` times before).
+    pub fn resumed_as(&mut self, task: TaskId, attempt: u32) {
+        if let Some(s) = self.live(task) {
+            s.attempt = attempt;
+        }
+    }
+
     /// Records a new reason; returns true when it differs from the last one (the
     /// caller publishes an event only then, to avoid a storm of identical requeues).
     /// `unplaceable` ends the task (the core dropped it). A `killed` task stays

@@ -34,13 +34,13 @@ pub struct FaultsArgs {
     /// and print the smallest script found (a regression history).
     #[arg(long)]
     pub shrink: bool,
-    /// Model the GM without its journal (before issue 14): queued tasks die with it.
+    /// Model the GM without its journal (`--data-dir`): queued tasks die with it.
     #[arg(long)]
     pub no_journal: bool,
-    /// Model the LM without worker liveness (before issue 14).
+    /// Model the LM without worker liveness (`--worker-timeout-ms`): a dead worker's tasks stay running at the LM.
     #[arg(long)]
     pub no_liveness: bool,
-    /// Count known causes (issue 14's gaps, bugs found and recorded) as violations.
+    /// Count known causes (gaps of the roles modelled, bugs found and recorded) as violations.
     #[arg(long)]
     pub strict: bool,
     /// Model the GM before its batch-sequence fix (every life numbers batches from 1).
@@ -62,7 +62,7 @@ pub struct FaultsArgs {
     /// Then this many quiet seconds before liveness and views are checked.
     #[arg(long, default_value_t = 30)]
     pub quiet_s: u64,
-    /// Runs of a task at most (the jobs' retry policy, issue 13; 1: never retried).
+    /// Runs of a task at most (the jobs' retry policy; 1: never retried).
     #[arg(long, default_value_t = 3)]
     pub attempts: u32,
     /// The GMs' doubt timeout (`doubt_timeout_s`): a call that may have been acted on

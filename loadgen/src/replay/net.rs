@@ -135,9 +135,6 @@ pub fn amqp_events(
     (rx, status, handle)
 }
 
-/// Reads what the events do not say from every GM: the cluster it sees (`/healthz`)
-/// and its preemption counters (`/metrics`). A GM that does not answer is skipped
-/// with a warning: the reports then lack what only it knew.
 /// Fails fast, naming the URL, when a GM does not answer `GET /healthz` (any HTTP
 /// answer counts) within `wait`: a replay against a wrong or dead URL would
 /// otherwise only find out through its submissions' retries.
@@ -168,6 +165,9 @@ pub async fn check_gms_reachable(
     Ok(())
 }
 
+/// Reads what the events do not say from every GM: the cluster it sees (`/healthz`)
+/// and its preemption counters (`/metrics`). A GM that does not answer is skipped
+/// with a warning: the reports then lack what only it knew.
 pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFacts {
     let mut facts = ClusterFacts::default();
     for url in gm_urls {
@@ -195,3 +195,6 @@ pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFa
     }
     facts
 }
+
+#[cfg(test)]
+mod tests;

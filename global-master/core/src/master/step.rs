@@ -15,7 +15,8 @@ use crate::outputs::{Decision, DecisionOutcome, PassOutput, ResponseOutput};
 use common::messages::{TaskEnd, TaskStart};
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::reasons::PendingReason;
-use common::{JobId, LmId, Micros, TaskId};
+use common::retry::RetryPolicy;
+use common::{JobId, LmId, Micros, TaskId, TaskSpec};
 
 /// What a GM takes.
 #[derive(Clone, Debug)]
@@ -37,6 +38,21 @@ pub enum GmInput {
     /// Time passed: the moment the last output named ([`GmOutput::next_wakeup`]) has
     /// come (failed tasks whose backoff is over go back to their queues).
     Tick,
+    /// Tasks of a previous life of this GM, read back from its journal, that no LM
+    /// holds or finished: queued again under their job's policy.
+    Resume(Resumed),
+}
+
+/// Tasks a restarted GM runs again ([`GmInput::Resume`]). Each goes out as a run
+/// number no earlier life used (its spec's `attempt`), so a late report of an
+/// earlier life's run (a lost run whose end was still on its way) is stale, never
+/// taken for the resumed run's; `failed` is how many runs failed before (the job's
+/// retry budget goes on from there: a run cut short by a GM restart is not a
+/// failure of the task).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resumed {
+    pub tasks: Vec<(TaskSpec, u32)>,
+    pub retry: RetryPolicy,
 }
 
 /// A request the transport could not deliver.
@@ -164,6 +180,13 @@ impl GlobalMaster {
             GmInput::Client(ClientToGm::SubmitJob { tasks, retry }) => {
                 self.lifecycle.submitted(&tasks, retry);
                 for task in tasks {
+                    self.submit(now, task);
+                }
+                out.wants_pass = true;
+            }
+            GmInput::Resume(Resumed { tasks, retry }) => {
+                self.lifecycle.resumed(&tasks, retry);
+                for (task, _) in tasks {
                     self.submit(now, task);
                 }
                 out.wants_pass = true;

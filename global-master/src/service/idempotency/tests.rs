@@ -127,3 +127,50 @@ fn keys_are_checked() {
     assert!(check_key(b"has space").is_err());
     assert!(check_key(&[b'a'; 256]).is_err());
 }
+
+/// A GM killed after its journal took a job but before the key store took the job's
+/// key: the key, journalled with the job, is taken back at the next start, so a
+/// retried submission replays the job instead of making a second one. A key the
+/// store has is left as it is.
+#[test]
+fn keys_missing_from_the_store_are_restored_from_the_journal() {
+    let dir = std::env::temp_dir().join(format!("megha-idem-restore-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cluster = ClusterName::default();
+    {
+        let ids = Idempotency::open(&dir, &cluster, Limits::default(), Micros(S)).unwrap();
+        ids.lookup("u", "kept", body_sha256(b"x"), Micros(S));
+        ids.remember("u", "kept", job(1, S, b"x"));
+        // "lost" is reserved, its job journalled, and the GM dies before `settle`.
+        let reserved = ids.lookup("u", "lost", body_sha256(b"y"), Micros(S));
+        assert_eq!(reserved, Lookup::Proceed);
+    }
+    let ids = Idempotency::open(&dir, &cluster, Limits::default(), Micros(2 * S)).unwrap();
+    let key_of = |key: &str, body: &[u8]| KeyOf {
+        user: "u".into(),
+        key: key.into(),
+        body_sha256: body_sha256(body),
+    };
+    let journalled = vec![
+        (key_of("kept", b"x"), job(99, S, b"x")),
+        (key_of("lost", b"y"), job(2, S, b"y")),
+    ];
+    assert_eq!(ids.restore(journalled), 1);
+    assert_eq!(
+        ids.lookup("u", "lost", body_sha256(b"y"), Micros(2 * S)),
+        Lookup::Replay(job(2, S, b"y"))
+    );
+    assert_eq!(
+        ids.lookup("u", "kept", body_sha256(b"x"), Micros(2 * S)),
+        Lookup::Replay(job(1, S, b"x")),
+        "a key the store had keeps its job"
+    );
+    drop(ids);
+    // Restored keys are durable too.
+    let ids = Idempotency::open(&dir, &cluster, Limits::default(), Micros(3 * S)).unwrap();
+    assert_eq!(
+        ids.lookup("u", "lost", body_sha256(b"y"), Micros(3 * S)),
+        Lookup::Replay(job(2, S, b"y"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -71,6 +71,7 @@ fn a_start_shows_running_and_a_retry_queues_the_next_run() {
     let retry = Retry {
         task: a,
         attempt: 2,
+        failed: 1,
         at: Micros(1_000_050),
         failure: TaskFailure::Exit { code: 1 },
     };

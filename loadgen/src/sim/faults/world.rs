@@ -107,6 +107,9 @@ pub(super) struct World<'a> {
     cluster: ClusterSpec,
     jobs: Vec<(Micros, Vec<TaskSpec>)>,
     specs: HashMap<TaskId, TaskSpec>,
+    /// Per task retried or resumed: the run it goes out as next and its runs failed
+    /// so far, as the GMs' journals record them.
+    journal_runs: HashMap<TaskId, (u32, u32)>,
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,
@@ -199,6 +202,7 @@ impl<'a> World<'a> {
             cluster,
             jobs,
             specs,
+            journal_runs: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),
             gm_life: vec![0; config.gms as usize],
             pass_pending: vec![false; config.gms as usize],
