@@ -63,8 +63,9 @@ fn a_freed_node_reaches_the_gm_at_once_with_changes_and_at_the_heartbeat_without
 
 #[test]
 fn changes_within_the_minimum_interval_are_published_once_at_its_end() {
-    // Three tasks launched in one batch, ending 1 ms apart.
-    let jobs = [(1_000, vec![1_000, 1_001, 1_002])];
+    // Three tasks launched in one batch, ending 1 ms apart; a later job keeps the
+    // run going past the deferred publication.
+    let jobs = [(1_000, vec![1_000, 1_001, 1_002]), (5_000, vec![1_000])];
     let limited = simulate(3, &jobs, CHANGES);
     let unlimited = simulate(
         3,
@@ -73,8 +74,9 @@ fn changes_within_the_minimum_interval_are_published_once_at_its_end() {
             min_interval: Micros::ZERO,
         },
     );
-    // The batch's answer, then each end: 1 + 3 without a limit; with 5 ms, the first
-    // end is published at once and the next two together 5 ms later.
-    assert_eq!(unlimited.counters.state_publications, 4);
-    assert_eq!(limited.counters.state_publications, 3);
+    // The first batch's answer, each of its ends, the second batch's answer and its
+    // end: 1 + 3 + 2 without a limit; with 5 ms, the first end is published at once
+    // and the next two together 5 ms later (1 + 2 + 2).
+    assert_eq!(unlimited.counters.state_publications, 6);
+    assert_eq!(limited.counters.state_publications, 5);
 }
