@@ -117,6 +117,11 @@ pub struct Summary {
     pub repartitions: u64,
     pub requeues: u64,
     pub heartbeats: u64,
+    /// When LMs sent their state: heartbeat (only), or changes/MIN (also after every
+    /// change, at most once per MIN, as the services do).
+    pub lm_publish: String,
+    /// Change-triggered LM state publications (`lm_publish` changes/...).
+    pub state_publications: u64,
     pub idle_ticks_skipped: u64,
     pub launch_batches: u64,
     pub probes: u64,
@@ -201,6 +206,8 @@ impl Summary {
             repartitions: c.repartitions,
             requeues: c.requeues,
             heartbeats: c.heartbeats,
+            lm_publish: String::new(),
+            state_publications: c.state_publications,
             idle_ticks_skipped: c.idle_ticks_skipped,
             launch_batches: c.launch_batches,
             probes: c.probes,

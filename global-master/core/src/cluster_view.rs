@@ -88,27 +88,18 @@ impl ClusterView {
         raised
     }
 
-    /// True when one of these nodes has something free in every dimension now.
-    pub fn any_room(&self, nodes: &[(u16, u32)]) -> bool {
-        nodes.iter().any(|&(l, n)| {
-            self.get(l as usize)
-                .and_then(|v| v.node_now(n))
-                .is_some_and(|(_, free)| !free.any_zero())
-        })
+    /// True when node `n` of LM `l` has something free in every dimension now.
+    pub fn has_room(&self, l: u16, n: u32) -> bool {
+        self.get(l as usize)
+            .and_then(|v| v.node_now(n))
+            .is_some_and(|(_, free)| !free.any_zero())
     }
 
-    /// True when one of these nodes has `constraints` and room for `request` now.
-    pub fn fits_one_of(
-        &self,
-        nodes: &[(u16, u32)],
-        constraints: ConstraintSet,
-        request: &Resources,
-    ) -> bool {
-        nodes.iter().any(|&(l, n)| {
-            self.get(l as usize)
-                .and_then(|v| v.node_now(n))
-                .is_some_and(|(has, free)| constraints.satisfied_by(has) && free.fits(request))
-        })
+    /// True when node `n` of LM `l` has `constraints` and room for `request` now.
+    pub fn fits_node(&self, l: u16, n: u32, constraints: ConstraintSet, request: &Resources) -> bool {
+        self.get(l as usize)
+            .and_then(|v| v.node_now(n))
+            .is_some_and(|(has, free)| constraints.satisfied_by(has) && free.fits(request))
     }
 
     /// A node of LM `l` is `gm`'s own (internal) or another GM's (a repartition).

@@ -16,7 +16,8 @@
 //!   machine constraint, refreshed from heartbeats and every LM response;
 //!   [`cluster_view`]: every LM's view and applying a snapshot.
 //! - [`backlog`]: the queues, the known-miss cache of task shapes, and which blocked
-//!   tasks a gain of resources wakes (the wake index).
+//!   tasks a gain of resources wakes (the wake index); [`grown`]: the nodes that grew
+//!   since the last wake, asked during a pass whether a blocked shape fits.
 //! - [`placement`]: the placement pipeline (select -> filter -> fit -> explain) and its
 //!   policies (one file and one registry line each; Megha is the default);
 //!   [`matcher`]: re-exports of Algorithm 1 under its historical name.
@@ -39,6 +40,7 @@ pub mod cluster_view;
 pub mod config;
 pub mod dispatch;
 pub mod fairness;
+pub mod grown;
 pub mod lifecycle;
 pub mod lra_path;
 pub mod master;

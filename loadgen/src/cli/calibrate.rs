@@ -10,7 +10,10 @@
 //! validation and snapshot building, its worker reports and the worker's start. The
 //! message costs come from micro-measurements: bincode encode + decode of an LM
 //! snapshot (the services' internal links), one actix mailbox hop (the embedded
-//! mode's links) and one loopback TCP hop.
+//! mode's links) and one loopback TCP hop. A worker's start is the median launch to
+//! start of a short embedded run (`loadgen embedded`: the LM's ordered sender to the
+//! worker actor, the actor and its executor starting the task) less one mailbox hop,
+//! the part of that path the simulator charges as network.
 
 use super::validate;
 use crate::sim::probe::Probe;
@@ -36,6 +39,10 @@ pub struct CalibrateArgs {
     /// Nodes per partition of the calibration cluster (5 GMs x 5 LMs x this).
     #[arg(long, default_value_t = 40, value_name = "P")]
     pub partition_size: usize,
+    /// Take worker_start_ns from a short embedded run's launch to start (about 3 s);
+    /// false: the probe's timing of the worker core's step alone.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub embedded_worker_start: bool,
     /// Round trips timed for each message hop.
     #[arg(long, default_value_t = 20_000, value_name = "N")]
     pub hops: u32,
@@ -68,7 +75,16 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     println!("seed: {}", args.seed);
     let probe = calibration_run(&args)?;
     let hops = measure_hops(args.hops, args.partition_size)?;
-    let model = fit(&probe, &hops);
+    let mut model = fit(&probe, &hops);
+    if args.embedded_worker_start {
+        let launch_to_start = embedded_launch_to_start(&args.check.check_out, args.seed)?;
+        println!(
+            "embedded launch to start: {} tasks, median {} ns (worker_start_ns = median - one mailbox hop)",
+            launch_to_start.len(),
+            median_ns(&launch_to_start)
+        );
+        model.worker_start_ns = median_ns(&launch_to_start).saturating_sub(hops.in_memory_ns);
+    }
     print_figures(&probe, &hops, &model);
     let header = format!(
         "# Cost model measured by `loadgen calibrate` (trace {}, 5x5x{} nodes, seed {}).\n\
@@ -129,6 +145,51 @@ fn calibration_run(args: &CalibrateArgs) -> Result<Probe> {
         .probe
         .map(|p| *p)
         .context("the simulator returned no timings")
+}
+
+/// The median of sorted seconds, in nanoseconds (0 when empty).
+fn median_ns(sorted_secs: &[f64]) -> u64 {
+    sorted_secs
+        .get(sorted_secs.len() / 2)
+        .map_or(0, |s| (s * 1e9).round().max(0.0) as u64)
+}
+
+/// Launch to start (seconds, sorted) of the tasks of a short embedded run: 50 jobs
+/// of 4 tasks of 0.2 s every 50 ms on 2 GMs x 2 LMs x 20 one-core nodes (about 16
+/// tasks running at a time: no task waits for room), reports under DIR/worker-start.
+fn embedded_launch_to_start(dir: &std::path::Path, seed: u64) -> Result<Vec<f64>> {
+    let dir = dir.join("worker-start");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let trace = dir.join("trace.tr");
+    let text: String = (0..50)
+        .map(|k| format!("{:.3} 4 0.2 0.2 0.2 0.2 0.2\n", f64::from(k) * 0.05))
+        .collect();
+    std::fs::write(&trace, text).with_context(|| format!("cannot write {}", trace.display()))?;
+    let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
+    let out = dir.join("embedded");
+    let args = [
+        "--trace",
+        &trace.display().to_string(),
+        "--gms",
+        "2",
+        "--lms",
+        "2",
+        "--partition-size",
+        "20",
+        "--seed",
+        &seed.to_string(),
+        "--quiet",
+        "--out",
+        &out.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    validate::child(&exe, "embedded", args)?;
+    let xs = validate::launch_to_start(&out)?;
+    if xs.is_empty() {
+        anyhow::bail!("the embedded run in {} started no task", out.display());
+    }
+    Ok(xs)
 }
 
 /// The cost model fitted to the timings.

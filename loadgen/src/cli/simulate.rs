@@ -114,6 +114,16 @@ pub struct ModelArgs {
     /// with the backlog) or all (every one, as the paper's simulator does).
     #[arg(long, default_value = "indexed", value_name = "POLICY", value_parser = parse_wake)]
     pub wake: global_master::core::WakePolicy,
+    /// When an LM sends its state to every GM: heartbeat (at heartbeats only, as the
+    /// Megha simulator does), or changes (also after every answer to a GM and every
+    /// task end, at most once per --publish-min-interval-ms, as the services' LM
+    /// does). Both piggyback the state on answers.
+    #[arg(long, value_enum, default_value_t = LmPublishMode::Heartbeat, value_name = "WHEN")]
+    pub lm_publish: LmPublishMode,
+    /// With --lm-publish changes: least time between two change-triggered
+    /// publications, ms (the services' default: 5).
+    #[arg(long, default_value_t = 5.0, value_name = "MS")]
+    pub publish_min_interval_ms: f64,
     /// Largest launch batch a GM sends one LM.
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
@@ -135,6 +145,15 @@ pub struct ModelArgs {
     /// Window for the fairness index and shares.csv, in seconds.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub fairness_window_s: f64,
+}
+
+/// `--lm-publish`: when a simulated LM sends its state (see [`sim::LmPublish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LmPublishMode {
+    /// At heartbeats only (and on answers).
+    Heartbeat,
+    /// Also after every change, rate-limited, as the services' LM.
+    Changes,
 }
 
 /// A peer simulator whose settings `--preset` selects.
@@ -205,6 +224,7 @@ impl ModelArgs {
         if self.batch_size == 0 || self.probe_ratio == 0 {
             bail!("--batch-size and --probe-ratio must be at least 1");
         }
+        let lm_publish = self.lm_publish()?;
         Ok(SimConfig {
             scheduler,
             network_delay,
@@ -222,7 +242,22 @@ impl ModelArgs {
             preemption: self.preemption,
             skip_idle: !self.simulate_idle,
             wake: self.wake,
+            lm_publish,
             ..SimConfig::default()
+        })
+    }
+
+    /// The LM publication rule in effect (`--lm-publish`, `--publish-min-interval-ms`).
+    pub fn lm_publish(&self) -> Result<sim::LmPublish> {
+        let ms = self.publish_min_interval_ms;
+        if !(ms.is_finite() && ms >= 0.0) {
+            bail!("--publish-min-interval-ms must be a non-negative number of ms, not {ms}");
+        }
+        Ok(match self.lm_publish {
+            LmPublishMode::Heartbeat => sim::LmPublish::Heartbeat,
+            LmPublishMode::Changes => sim::LmPublish::Changes {
+                min_interval: Micros::from_secs_f64(ms / 1000.0),
+            },
         })
     }
 
@@ -537,6 +572,7 @@ pub fn run_one(
     let wall = started.elapsed().as_secs_f64();
     let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
     summary.wake = config.wake.name().to_owned();
+    summary.lm_publish = config.lm_publish.describe();
     summary.cpu_time_s = cpu;
     if let Some(f) = &config.fairness {
         let total = cluster.total_capacity();

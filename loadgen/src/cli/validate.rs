@@ -2,9 +2,13 @@
 //! Replays one trace in embedded mode (every role in this process, actix mailboxes
 //! for links, real clocks and timers), simulates the same trace on the same cluster
 //! with the cost model in FILE and with the built-in defaults, and prints the
-//! allocation-time percentiles of the three and the two-sample Kolmogorov-Smirnov
-//! distance of each simulation to the embedded run. Every run is a child process
-//! (`loadgen embedded`, `loadgen simulate`) writing its reports under `--check-out`.
+//! allocation-time percentiles of each and the two-sample Kolmogorov-Smirnov
+//! distance of each simulation to the embedded run. The simulations publish LM state
+//! as the services do (`--lm-publish changes`, the same minimum interval as the
+//! embedded LMs); one more, `sim-heartbeat`, publishes at heartbeats only (the
+//! simulator's default) to show what that rule alone costs. Every run is a child
+//! process (`loadgen embedded`, `loadgen simulate`) writing its reports under
+//! `--check-out`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -30,6 +34,10 @@ pub struct ValidateArgs {
     /// LM heartbeat period of both runs, in ms (with --validate).
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub check_heartbeat_ms: u64,
+    /// Least time between two change-triggered LM state publications, ms, in the
+    /// embedded run and the simulations (with --validate; the services' default).
+    #[arg(long, default_value_t = 5, value_name = "MS")]
+    pub check_publish_min_interval_ms: u64,
     /// Where the runs write their reports (with --validate).
     #[arg(long, default_value = "out/calibrate", value_name = "DIR")]
     pub check_out: PathBuf,
@@ -78,14 +86,27 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
                 speedup.clone(),
                 "--heartbeat-ms".into(),
                 args.check_heartbeat_ms.to_string(),
+                "--publish-min-interval-ms".into(),
+                args.check_publish_min_interval_ms.to_string(),
             ])
             .collect(),
     )?;
     let heartbeat_s = (args.check_heartbeat_ms as f64 / 1000.0).to_string();
     let mut runs = vec![("embedded".to_owned(), allocations(&embedded_dir)?)];
-    for (name, model) in [("sim-calibrated", Some(costs)), ("sim-default", None)] {
+    let min_interval = args.check_publish_min_interval_ms.to_string();
+    for (name, model, publish) in [
+        ("sim-calibrated", Some(costs), "changes"),
+        ("sim-default", None, "changes"),
+        ("sim-heartbeat", Some(costs), "heartbeat"),
+    ] {
         let dir = args.check_out.join(name);
         let mut a = common_args(&dir);
+        a.extend([
+            "--lm-publish".into(),
+            publish.into(),
+            "--publish-min-interval-ms".into(),
+            min_interval.clone(),
+        ]);
         a.extend(
             [
                 "--speedup",
@@ -125,7 +146,7 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
     Ok(())
 }
 
-fn child(exe: &Path, command: &str, args: Vec<String>) -> Result<()> {
+pub fn child(exe: &Path, command: &str, args: Vec<String>) -> Result<()> {
     let status = Command::new(exe)
         .arg(command)
         .args(&args)
@@ -140,20 +161,49 @@ fn child(exe: &Path, command: &str, args: Vec<String>) -> Result<()> {
 
 /// The allocation times (seconds) of the started tasks in DIR/tasks.csv, sorted.
 pub fn allocations(dir: &Path) -> Result<Vec<f64>> {
+    let mut xs: Vec<f64> = columns(dir, ["allocation_s"])?
+        .into_iter()
+        .map(|[a]| a)
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    Ok(xs)
+}
+
+/// Launch to start (seconds: the LM's launch to the worker's start) of the started
+/// tasks in DIR/tasks.csv, sorted.
+pub fn launch_to_start(dir: &Path) -> Result<Vec<f64>> {
+    let mut xs: Vec<f64> = columns(dir, ["launch_s", "start_s"])?
+        .into_iter()
+        .map(|[launch, start]| start - launch)
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    Ok(xs)
+}
+
+/// The rows of DIR/tasks.csv whose columns `names` all hold numbers.
+fn columns<const N: usize>(dir: &Path, names: [&str; N]) -> Result<Vec<[f64; N]>> {
     let path = dir.join("tasks.csv");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = text.lines();
-    let header = lines.next().unwrap_or_default();
-    let Some(col) = header.split(',').position(|c| c == "allocation_s") else {
-        bail!("{}: no allocation_s column", path.display());
-    };
-    let mut xs: Vec<f64> = lines
-        .filter_map(|l| l.split(',').nth(col))
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    xs.sort_by(f64::total_cmp);
-    Ok(xs)
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let mut index = [0usize; N];
+    for (slot, name) in index.iter_mut().zip(names) {
+        let Some(col) = header.iter().position(|c| *c == name) else {
+            bail!("{}: no {name} column", path.display());
+        };
+        *slot = col;
+    }
+    Ok(lines
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            let mut row = [0f64; N];
+            for (x, &col) in row.iter_mut().zip(&index) {
+                *x = fields.get(col)?.parse().ok()?;
+            }
+            Some(row)
+        })
+        .collect())
 }
 
 /// The q-quantile of sorted values (nearest rank); NaN when empty.

@@ -68,6 +68,8 @@ pub struct SimConfig {
     pub skip_idle: bool,
     /// Which blocked tasks a GM retries when its view gains resources.
     pub wake: global_master::core::WakePolicy,
+    /// When an LM sends its state to every GM (Megha driver only).
+    pub lm_publish: LmPublish,
     /// Largest launch batch per LM.
     pub batch_size: usize,
     /// Sparrow probes per task.
@@ -93,6 +95,36 @@ pub struct SimConfig {
     /// Operator placement constraints for LRAs (MEDEA section 3): the way a
     /// simulated workload constrains its LRAs.
     pub lra_operator_constraints: Vec<global_master::lra::PlacementConstraint>,
+}
+
+/// When a simulated LM sends its state to every GM. Both piggyback the state on
+/// every answer to a GM's request as well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LmPublish {
+    /// At heartbeats only, as the Megha simulator does (the default: the simulator's
+    /// reference-compatible behaviour).
+    Heartbeat,
+    /// At heartbeats and after every change, as the services' LM does
+    /// (`local-master --publish-min-interval-ms`): after it answers a GM's request
+    /// and after a worker reports a task finished or failed, at most once per
+    /// `min_interval` (a change within it is published at its end; changes in
+    /// between ride along).
+    Changes { min_interval: Micros },
+}
+
+impl LmPublish {
+    /// The services' minimum interval between two change-triggered publications.
+    pub const SERVICES_MIN_INTERVAL: Micros = Micros(5_000);
+
+    /// A short description for reports: `heartbeat` or `changes/5ms`.
+    pub fn describe(self) -> String {
+        match self {
+            LmPublish::Heartbeat => "heartbeat".to_owned(),
+            LmPublish::Changes { min_interval } => {
+                format!("changes/{}ms", min_interval.0 as f64 / 1000.0)
+            }
+        }
+    }
 }
 
 /// Mercury's knobs (sections 4.2 and 4.3).
@@ -172,6 +204,7 @@ impl Default for SimConfig {
             heartbeat: Micros::from_secs(10),
             skip_idle: true,
             wake: global_master::core::WakePolicy::default(),
+            lm_publish: LmPublish::Heartbeat,
             batch_size: 100,
             probe_ratio: 2,
             costs: CostModel::default(),
@@ -194,6 +227,8 @@ pub struct SimCounters {
     pub repartitions: u64,
     pub requeues: u64,
     pub heartbeats: u64,
+    /// Change-triggered LM state publications ([`LmPublish::Changes`]).
+    pub state_publications: u64,
     /// LM heartbeat ticks not simulated: the system was quiet until the next arrival.
     pub idle_ticks_skipped: u64,
     pub launch_batches: u64,

@@ -17,4 +17,5 @@ mod oracle;
 mod sim_idle;
 mod sim_lra;
 mod sim_properties;
+mod sim_publish;
 mod wake_index;

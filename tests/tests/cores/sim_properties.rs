@@ -6,7 +6,7 @@ use common::cluster::ClusterSpec;
 use common::{Micros, Resources};
 use loadgen::sim::ledger::Decision;
 use loadgen::sim::workload::{self, ConstraintMode, WorkloadOptions};
-use loadgen::sim::{self, SchedulerKind, SimConfig};
+use loadgen::sim::{self, LmPublish, SchedulerKind, SimConfig};
 use proptest::prelude::*;
 use tests::trace;
 
@@ -72,6 +72,7 @@ proptest! {
         constraints in prop::sample::select(vec![ConstraintMode::None, ConstraintMode::PerJob, ConstraintMode::PerTask]),
         seed in any::<u64>(),
         scheduler in prop::sample::select(vec![SchedulerKind::Megha, SchedulerKind::Sparrow, SchedulerKind::Centralized]),
+        publish_ms in prop::option::of(prop::sample::select(vec![0u64, 5, 100])),
     ) {
         let cluster = ClusterSpec::generate(gms, lms, per_partition, Resources::cores(node_cores, 4096), seed);
         let jobs = workload::build(&trace(&jobs), &WorkloadOptions {
@@ -82,6 +83,10 @@ proptest! {
         let config = SimConfig {
             scheduler,
             heartbeat: Micros::from_millis(heartbeat_ms),
+            lm_publish: match publish_ms {
+                None => LmPublish::Heartbeat,
+                Some(ms) => LmPublish::Changes { min_interval: Micros::from_millis(ms) },
+            },
             seed,
             ..SimConfig::default()
         };

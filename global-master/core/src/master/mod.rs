@@ -55,7 +55,7 @@ pub struct GlobalMaster {
     stats: GmStats,
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
-    grown: Option<Vec<(u16, u32)>>,
+    grown: Option<crate::grown::GrownNodes>,
 }
 
 impl GlobalMaster {

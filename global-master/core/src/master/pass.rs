@@ -8,6 +8,7 @@
 use super::GlobalMaster;
 use crate::backlog::{Probe, Shape};
 use crate::fairness::Contention;
+use crate::grown::GrownNodes;
 use crate::opportunistic::QueueableChoice;
 use crate::outputs::{Decision, DecisionOutcome, PassOutput};
 use crate::placement::{Attempt, Found, Miss, Views};
@@ -26,13 +27,18 @@ impl GlobalMaster {
         self.wake_blocked();
         loop {
             // A sleeping class fits only on a node that grew since the last wake.
-            let (view, grown) = (&self.view, &self.grown);
-            let mut probe = |(constraints, request): &Shape| match grown {
-                Some(g) if view.any_room(g) => match view.fits_one_of(g, *constraints, request) {
+            let (view, grown) = (&self.view, &mut self.grown);
+            let mut probe = |(constraints, request): &Shape| {
+                let Some(g) = grown.as_mut() else {
+                    return Probe::Never;
+                };
+                if !g.any_room(view) {
+                    return Probe::Never;
+                }
+                match g.fits_one(view, *constraints, request) {
                     true => Probe::Fits,
                     false => Probe::No,
-                },
-                _ => Probe::Never,
+                }
             };
             let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
                 break;
@@ -66,7 +72,7 @@ impl GlobalMaster {
             .collect();
         self.backlog.begin_pass(live);
         if selective {
-            self.grown = Some(grown);
+            self.grown = Some(GrownNodes::new(grown));
         }
     }
 
@@ -97,8 +103,8 @@ impl GlobalMaster {
             || (was_blocked
                 && self
                     .grown
-                    .as_ref()
-                    .is_some_and(|g| !self.view.fits_one_of(g, shape.0, &shape.1)));
+                    .as_mut()
+                    .is_some_and(|g| !g.fits_one(&self.view, shape.0, &shape.1)));
         let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
         let task = pending.task.id;
         let outcome = match result {

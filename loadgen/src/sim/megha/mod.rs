@@ -3,8 +3,10 @@
 //! Every role is a single server: an input arriving while it is busy waits (framework
 //! queuing), handling it costs time per the [`CostModel`](super::CostModel), and its
 //! outputs leave when it is done. Messages take the configured one-way delay.
-//! [`workers`] holds the worker side.
+//! [`workers`] holds the worker side, [`publish`] the LMs' change-triggered state
+//! publication (off by default).
 
+mod publish;
 mod workers;
 
 use super::events::EventQueue;
@@ -13,7 +15,8 @@ use super::probe::{self, Probe};
 use super::workload::Job;
 use super::{CostModel, Progress, Run, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
-use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker};
+use common::messages::WorkerReport;
+use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId, TaskKind};
 use global_master::core::{GlobalMaster, GmConfig, GmInput};
 use local_master::{LmConfig, LmInput, LmOutput, LocalMaster};
@@ -31,6 +34,9 @@ enum Ev {
     JobArrival(usize),
     Gm(usize, GmInput),
     Lm(usize, LmInput),
+    /// LM `l`'s change-triggered publication, deferred to the end of its minimum
+    /// interval (see [`publish`]).
+    LmPublish(usize),
     Worker(usize, WorkerInput),
 }
 
@@ -43,6 +49,10 @@ struct Sim<'a> {
     gm_pass_pending: Vec<bool>,
     lms: Vec<LocalMaster>,
     lm_busy: Vec<Micros>,
+    /// Per LM: when it last sent its state to every GM (heartbeat or change).
+    last_publish: Vec<Micros>,
+    /// Per LM: an [`Ev::LmPublish`] is queued.
+    publish_scheduled: Vec<bool>,
     workers: Vec<Worker>,
     worker_base: Vec<usize>,
     wake_at: Vec<Option<Micros>>,
@@ -153,6 +163,8 @@ pub fn simulate(
         gm_busy: vec![Micros::ZERO; gm_count],
         gm_pass_pending: vec![false; gm_count],
         lm_busy: vec![Micros::ZERO; lm_count],
+        last_publish: vec![Micros::ZERO; lm_count],
+        publish_scheduled: vec![false; lm_count],
         lms,
         wake_at: vec![None; workers.len()],
         workers,
@@ -288,6 +300,7 @@ impl Sim<'_> {
             Ev::JobArrival(k) => self.job_arrival(now, k, jobs),
             Ev::Gm(g, input) => self.gm_input(now, g, input),
             Ev::Lm(l, input) => self.lm_input(now, l, input),
+            Ev::LmPublish(l) => self.lm_publish_due(now, l),
             Ev::Worker(w, input) => self.worker_input(now, w, input),
         }
     }
@@ -394,8 +407,16 @@ impl Sim<'_> {
                 };
                 self.observe_lm_orders(l, done, &out, false);
                 self.send_from_lm(l, done, out);
+                // Every request is answered: the services' LM publishes after it.
+                self.lm_state_changed(l, done);
             }
             LmInput::Worker(report) => {
+                let ended = matches!(
+                    report,
+                    WorkerToLm::Report(
+                        WorkerReport::Finished { .. } | WorkerReport::Failed { .. }
+                    )
+                );
                 let start = now.max(self.lm_busy[l]);
                 self.lm_busy[l] = start + CostModel::micros(self.costs.lm_report_ns);
                 let t0 = probe::start(self.probe.is_some());
@@ -408,6 +429,9 @@ impl Sim<'_> {
                 if let Ok(out) = result {
                     self.observe_requeues(&out);
                     self.send_from_lm(l, self.lm_busy[l], out);
+                }
+                if ended {
+                    self.lm_state_changed(l, self.lm_busy[l]);
                 }
             }
             // A worker declared lost or back (the fault-injection harness's inputs).
@@ -429,6 +453,7 @@ impl Sim<'_> {
                 self.observe_lm_orders(l, now, &out, true);
                 if let Some(snapshot) = out.heartbeat() {
                     self.counters.heartbeats += 1;
+                    self.last_publish[l] = now;
                     let nodes = snapshot.free.len() as u64;
                     self.lm_busy[l] = now.max(self.lm_busy[l])
                         + CostModel::per_unit(nodes, self.costs.lm_snapshot_node_ns);
