@@ -96,7 +96,13 @@ impl ClusterView {
     }
 
     /// True when node `n` of LM `l` has `constraints` and room for `request` now.
-    pub fn fits_node(&self, l: u16, n: u32, constraints: ConstraintSet, request: &Resources) -> bool {
+    pub fn fits_node(
+        &self,
+        l: u16,
+        n: u32,
+        constraints: ConstraintSet,
+        request: &Resources,
+    ) -> bool {
         self.get(l as usize)
             .and_then(|v| v.node_now(n))
             .is_some_and(|(has, free)| constraints.satisfied_by(has) && free.fits(request))

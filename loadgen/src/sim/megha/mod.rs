@@ -413,9 +413,7 @@ impl Sim<'_> {
             LmInput::Worker(report) => {
                 let ended = matches!(
                     report,
-                    WorkerToLm::Report(
-                        WorkerReport::Finished { .. } | WorkerReport::Failed { .. }
-                    )
+                    WorkerToLm::Report(WorkerReport::Finished { .. } | WorkerReport::Failed { .. })
                 );
                 let start = now.max(self.lm_busy[l]);
                 self.lm_busy[l] = start + CostModel::micros(self.costs.lm_report_ns);
