@@ -701,7 +701,8 @@ fn compose_cluster_runs_every_task_exactly_once() {
 /// comes back through GM, LM and worker, and a failing one ends `failed` with its
 /// exit code.
 fn exec_tasks_run_in_the_cluster(project: &Project) {
-    let megha = |args: &[&str]| -> serde_json::Value {
+    // `megha ARGS` in a container of the loadgen service, which must succeed.
+    let megha_out = |args: &[&str]| -> String {
         let mut all = vec![
             "run",
             "--rm",
@@ -710,11 +711,14 @@ fn exec_tasks_run_in_the_cluster(project: &Project) {
             "MEGHA_GM=http://global-master-0:8080",
             "loadgen",
             "megha",
-            "--json",
         ];
         all.extend_from_slice(args);
-        let out = project.run(&all);
-        let text = String::from_utf8_lossy(&out.stdout);
+        String::from_utf8_lossy(&project.run(&all).stdout).into_owned()
+    };
+    let megha = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let text = megha_out(&all);
         serde_json::from_str(text.trim())
             .unwrap_or_else(|e| panic!("megha {args:?}: not JSON ({e}): {text}"))
     };
@@ -749,26 +753,11 @@ fn exec_tasks_run_in_the_cluster(project: &Project) {
     assert_eq!(status["job"]["state"], "failed", "{status}");
     assert_eq!(status["tasks"][0]["failure"]["exit"]["code"], 3, "{status}");
     // The output, read from the worker through the LM.
-    let mut args = vec![
-        "run",
-        "--rm",
-        "--no-deps",
-        "-e",
-        "MEGHA_GM=http://global-master-0:8080",
-        "loadgen",
-        "megha",
-        "logs",
-    ];
-    let (job, stderr) = (hello.to_string(), three.to_string());
-    args.extend([job.as_str(), "0"]);
-    let out = project.run(&args);
+    let (hello, three) = (hello.to_string(), three.to_string());
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        megha_out(&["logs", &hello, "0"]),
         "hello from exec\nLinux\n"
     );
-    args.truncate(args.len() - 2);
-    args.extend(["--stderr", stderr.as_str(), "0"]);
-    let out = project.run(&args);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "oops\n");
+    assert_eq!(megha_out(&["logs", "--stderr", &three, "0"]), "oops\n");
     say!("[docker_compose] exec tasks: output and exit code 3 came back through the cluster");
 }

@@ -104,22 +104,7 @@ impl Lifecycle {
             return;
         }
         for spec in tasks {
-            let job = self
-                .jobs
-                .entry(spec.id.job)
-                .or_insert(RetryJob { policy, open: 0 });
-            job.open += 1;
-            self.tasks.insert(
-                spec.id,
-                Tracked {
-                    spec: spec.clone(),
-                    failed: 0,
-                    waiting: None,
-                    last_failure: None,
-                    failure: None,
-                    resumed_as: None,
-                },
-            );
+            self.track(spec, policy, 0, None);
         }
     }
 
@@ -127,23 +112,32 @@ impl Lifecycle {
     /// their policy, so that a late report of an earlier life's run is stale.
     pub fn resumed(&mut self, tasks: &[(TaskSpec, u32)], policy: RetryPolicy) {
         for (spec, failed) in tasks {
-            let job = self
-                .jobs
-                .entry(spec.id.job)
-                .or_insert(RetryJob { policy, open: 0 });
-            job.open += 1;
-            self.tasks.insert(
-                spec.id,
-                Tracked {
-                    spec: spec.clone(),
-                    failed: *failed,
-                    waiting: None,
-                    last_failure: None,
-                    failure: None,
-                    resumed_as: Some(spec.attempt),
-                },
-            );
+            self.track(spec, policy, *failed, Some(spec.attempt));
         }
+    }
+
+    fn track(
+        &mut self,
+        spec: &TaskSpec,
+        policy: RetryPolicy,
+        failed: u32,
+        resumed_as: Option<u32>,
+    ) {
+        self.jobs
+            .entry(spec.id.job)
+            .or_insert(RetryJob { policy, open: 0 })
+            .open += 1;
+        self.tasks.insert(
+            spec.id,
+            Tracked {
+                spec: spec.clone(),
+                failed,
+                waiting: None,
+                last_failure: None,
+                failure: None,
+                resumed_as,
+            },
+        );
     }
 
     /// A task ended at its worker. A failure the policy allows to retry is

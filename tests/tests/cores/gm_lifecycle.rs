@@ -20,8 +20,8 @@ use global_master::core::{GlobalMaster, GmConfig, GmInput, GmOutput, Undelivered
 use local_master::{LmConfig, LmInput, LmOutput, LocalMaster};
 
 /// One GM (or two) and one LM of `nodes` nodes of 2 cores each (in GM 0's partition).
-struct Harness {
-    gms: Vec<GlobalMaster>,
+pub(crate) struct Harness {
+    pub(crate) gms: Vec<GlobalMaster>,
     lm: LocalMaster,
     /// Start orders the LM sent, not yet reported on.
     /// Start orders: node, task, run.
@@ -59,11 +59,11 @@ fn harness(gms: u16, nodes: usize) -> Harness {
     h
 }
 
-fn task(job: u64, index: u32) -> TaskSpec {
+pub(crate) fn task(job: u64, index: u32) -> TaskSpec {
     TaskSpec::short(TaskId::new(job, index), Resources::cores(1, 10), Micros(5))
 }
 
-fn policy(max_attempts: u32) -> RetryPolicy {
+pub(crate) fn policy(max_attempts: u32) -> RetryPolicy {
     RetryPolicy {
         max_attempts,
         backoff: Backoff {
@@ -75,7 +75,7 @@ fn policy(max_attempts: u32) -> RetryPolicy {
 }
 
 impl Harness {
-    fn heartbeat(&mut self, now: u64) {
+    pub(crate) fn heartbeat(&mut self, now: u64) {
         let snapshot = self.lm.snapshot(Micros(now));
         for gm in &mut self.gms {
             gm.step(Micros(now), GmInput::Lm(LmToGm::State(snapshot.clone())));
@@ -107,7 +107,7 @@ impl Harness {
 
     /// Steps GM `g` and carries its requests to the LM and the answers back, until
     /// nothing is left to send. Returns every output of GM `g`, in order.
-    fn gm_step(&mut self, g: usize, now: u64, input: GmInput) -> Vec<GmOutput> {
+    pub(crate) fn gm_step(&mut self, g: usize, now: u64, input: GmInput) -> Vec<GmOutput> {
         let mut outs = vec![self.gms[g].step(Micros(now), input)];
         let mut i = 0;
         while i < outs.len() {
@@ -127,7 +127,7 @@ impl Harness {
     }
 
     /// A pass of GM `g`, its batches delivered and answered.
-    fn pass(&mut self, g: usize, now: u64) -> Vec<GmOutput> {
+    pub(crate) fn pass(&mut self, g: usize, now: u64) -> Vec<GmOutput> {
         self.gm_step(g, now, GmInput::Schedule)
     }
 
@@ -150,7 +150,7 @@ impl Harness {
     }
 
     /// The node and run of the task's last start order.
-    fn start_of(&self, task: TaskId) -> (NodeId, u32) {
+    pub(crate) fn start_of(&self, task: TaskId) -> (NodeId, u32) {
         self.starts
             .iter()
             .rev()
@@ -159,7 +159,7 @@ impl Harness {
             .expect("a start order for the task")
     }
 
-    fn fail(&mut self, now: u64, task: TaskId, failure: TaskFailure) -> Vec<GmOutput> {
+    pub(crate) fn fail(&mut self, now: u64, task: TaskId, failure: TaskFailure) -> Vec<GmOutput> {
         let (node, attempt) = self.start_of(task);
         self.report(
             0,
@@ -176,7 +176,7 @@ impl Harness {
 }
 
 impl Harness {
-    fn new(gms: u16, nodes: usize) -> Self {
+    pub(crate) fn new(gms: u16, nodes: usize) -> Self {
         harness(gms, nodes)
     }
 }
@@ -204,7 +204,7 @@ impl Harness {
     }
 }
 
-fn launches(outs: &[GmOutput]) -> Vec<TaskId> {
+pub(crate) fn launches(outs: &[GmOutput]) -> Vec<TaskId> {
     outs.iter()
         .flat_map(|o| o.answered.launched.iter().copied())
         .collect()
@@ -303,111 +303,6 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     assert_eq!(outs[0].ended.len(), 1);
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
     assert_eq!(h.gms[0].stats().tasks_retried, 2);
-}
-
-/// A GM restarted from its journal resumes a task whose run 1 went out (its LM
-/// holds nothing of it) as run 2: a late end of run 1 (lost with its worker, still
-/// on its way) is stale, and the job's retry budget counts failures, not the run
-/// cut short by the GM's restart.
-#[test]
-fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
-    let mut h = Harness::new(1, 1);
-    let a = TaskId::new(1, 0);
-    let mut spec = task(1, 0);
-    spec.attempt = 2;
-    let resume = global_master::core::Resumed {
-        tasks: vec![(spec, 0)],
-        retry: policy(2),
-    };
-    h.gm_step(0, 1, GmInput::Resume(resume));
-    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
-    let (node, run) = h.start_of(a);
-    assert_eq!(run, 2, "the start order names run 2");
-
-    // The end of the previous life's run 1 arrives late: it ends nothing.
-    let late = common::messages::TasksEnded {
-        lm: LmId(0),
-        gm: GmId(0),
-        ends: vec![common::messages::TaskEnd {
-            task: a,
-            attempt: 1,
-            node,
-            at: Micros(3),
-            failure: Some(TaskFailure::Lost {
-                reason: "worker silent".into(),
-            }),
-        }],
-    };
-    let outs = h.gm_step(0, 3, GmInput::Lm(LmToGm::Ended(late)));
-    assert!(outs[0].ended.is_empty() && outs[0].retries.is_empty());
-    assert_eq!(outs[0].stale, vec![(a, 1)]);
-
-    // Run 2 fails: the first failure, so one retry (run 3) after the first backoff.
-    let outs = h.fail(10_000_000, a, TaskFailure::Exit { code: 3 });
-    let retry = outs
-        .iter()
-        .flat_map(|o| o.retries.clone())
-        .next()
-        .expect("a retry");
-    assert_eq!(
-        (retry.attempt, retry.failed, retry.at),
-        (3, 1, Micros(11_000_000))
-    );
-    h.heartbeat(10_000_001);
-    h.gm_step(0, 11_000_000, GmInput::Tick);
-    assert_eq!(launches(&h.pass(0, 11_000_001)), vec![a]);
-    assert_eq!(h.start_of(a).1, 3);
-    let outs = h.fail(12_000_000, a, TaskFailure::Exit { code: 3 });
-    assert!(
-        outs.iter().all(|o| o.retries.is_empty()),
-        "2 attempts spent: {outs:?}"
-    );
-    assert_eq!(outs[0].ended.len(), 1);
-    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
-}
-
-/// With the default policy (no retry) a resumed task is tracked all the same: the
-/// late end of the previous life's run, lost, does not end it; one that finished
-/// does (the work is done; its LM answers the resumed run `Duplicate`).
-#[test]
-fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run() {
-    let mut h = Harness::new(1, 1);
-    let a = TaskId::new(1, 0);
-    let mut spec = task(1, 0);
-    spec.attempt = 2;
-    let retry = h.gms[0].lifecycle().default_policy();
-    h.gm_step(
-        0,
-        1,
-        GmInput::Resume(global_master::core::Resumed {
-            tasks: vec![(spec, 0)],
-            retry,
-        }),
-    );
-    let late = |at: u64, failure: Option<TaskFailure>| {
-        LmToGm::Ended(common::messages::TasksEnded {
-            lm: LmId(0),
-            gm: GmId(0),
-            ends: vec![common::messages::TaskEnd {
-                task: a,
-                attempt: 1,
-                node: NodeId(0),
-                at: Micros(at),
-                failure,
-            }],
-        })
-    };
-    let lost = Some(TaskFailure::Lost {
-        reason: "worker silent".into(),
-    });
-    let outs = h.gm_step(0, 2, GmInput::Lm(late(2, lost)));
-    assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
-    assert_eq!(outs[0].stale, vec![(a, 1)]);
-    assert_eq!(launches(&h.pass(0, 3)), vec![a]);
-    assert_eq!(h.start_of(a).1, 2);
-    let outs = h.gm_step(0, 4, GmInput::Lm(late(4, None)));
-    assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
-    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod gm_abandon_batch;
 mod gm_lifecycle;
 mod gm_placement;
 mod gm_restart;
+mod gm_resume;
 mod mercury;
 mod mercury_quota;
 mod oracle;

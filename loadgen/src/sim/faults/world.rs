@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 
 use worker::Worker;
 
+mod journal;
 mod liveness;
 mod net;
 mod roles;

@@ -4,12 +4,11 @@
 use super::{describe_request, refused, tasks, Ev, Held, Item, World};
 use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::{Fault, Link, Role};
-use common::messages::{ReconcileRequest, TaskEnd, WorkerReport};
-use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
-use common::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput, Resumed};
+use common::messages::WorkerReport;
+use common::protocol::{ClientToGm, GmAddress, LmToGm, LmToWorker, WorkerToLm};
+use common::{GmId, Micros, NodeId, Resources, TaskId};
+use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
 use local_master::{LmConfig, LmInput, LocalMaster};
-use std::collections::HashSet;
 use worker::core::{WorkerInput, WorkerOutput};
 use worker::Worker;
 
@@ -480,67 +479,7 @@ impl World<'_> {
             Role::Gm(g) => {
                 self.start_gm(g);
                 if self.config.journal {
-                    // As the GM service's journal does: every task whose end it had
-                    // not recorded, unless an LM it reaches holds it (its end will
-                    // come) or remembers it finished (it ends so), goes out again as
-                    // a run after the last one it went out as, under its job's
-                    // retry policy.
-                    let open = self.checker.open_at_gm(g);
-                    let (held, finished) = self.reconcile(g, &open);
-                    let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
-                    let mut ends = Vec::new();
-                    for t in open {
-                        if held.contains(&t) {
-                            continue;
-                        }
-                        if finished.contains(&t) {
-                            ends.push(TaskEnd {
-                                task: t,
-                                attempt: self.journal_runs.get(&t).map_or(1, |r| r.0),
-                                node: NodeId(0),
-                                at: self.clock(Role::Gm(g)),
-                                failure: None,
-                            });
-                            continue;
-                        }
-                        let Some(mut spec) = self.specs.get(&t).cloned() else {
-                            continue;
-                        };
-                        let (run, failed) = self.journal_runs.get(&t).copied().unwrap_or((1, 0));
-                        spec.attempt = run + 1;
-                        self.journal_runs.insert(t, (run + 1, failed));
-                        resubmit.push((spec, failed));
-                    }
-                    for (t, _) in &resubmit {
-                        self.checker.resubmitted(t.id);
-                    }
-                    if !ends.is_empty() {
-                        self.note(|| {
-                            format!(
-                                "  gm{g} reconcile: finished at their LMs [{}]",
-                                tasks(ends.iter().map(|e| e.task))
-                            )
-                        });
-                        for e in &ends {
-                            self.checker.gm_ended_by_reconcile(e.task);
-                        }
-                    }
-                    if !resubmit.is_empty() {
-                        self.note(|| {
-                            format!(
-                                "  gm{g} journal resubmits [{}]",
-                                tasks(resubmit.iter().map(|(t, _)| t.id))
-                            )
-                        });
-                        let retry = self.config.retry;
-                        self.gm_step(
-                            g,
-                            GmInput::Resume(Resumed {
-                                tasks: resubmit,
-                                retry,
-                            }),
-                        );
-                    }
+                    self.resume_from_journal(g);
                 }
             }
             Role::Lm(l) => self.start_lm(l, true),
@@ -558,37 +497,6 @@ impl World<'_> {
                 );
             }
         }
-    }
-
-    /// A restarted GM's reconcile exchange, as the GM service does it before it
-    /// resumes its journal: every LM it can reach says which of `open` it holds and
-    /// which it remembers finished (an LM down or cut off counts as holding none).
-    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashSet<TaskId>, HashSet<TaskId>) {
-        let (mut held, mut finished) = (HashSet::new(), HashSet::new());
-        for l in 0..self.lms.len() as u16 {
-            if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
-                continue;
-            }
-            let now = self.clock(Role::Lm(l));
-            let request = GmToLm::Reconcile(ReconcileRequest {
-                gm: GmId(g),
-                lm: LmId(l),
-                tasks: open.to_vec(),
-            });
-            let Some(lm) = self.lms[l as usize].as_mut() else {
-                continue;
-            };
-            let Ok(out) = lm.step(now, LmInput::Gm(request)) else {
-                continue;
-            };
-            for (_, message) in out.to_gms {
-                if let LmToGm::ReconcileAnswer(a) = message {
-                    held.extend(a.held.iter().map(|h| h.0));
-                    finished.extend(a.finished);
-                }
-            }
-        }
-        (held, finished)
     }
 
     pub(super) fn start_gm(&mut self, g: u16) {

@@ -1,0 +1,96 @@
+//! A GM restarted on its journal, as the GM service does it: the reconcile exchange
+//! with the LMs it can reach, then its open tasks resumed as new runs.
+
+use super::{tasks, World};
+use crate::sim::faults::plan::Role;
+use common::messages::ReconcileRequest;
+use common::protocol::{GmToLm, LmToGm};
+use common::{GmId, LmId, TaskId, TaskSpec};
+use global_master::core::{GmInput, Resumed};
+use local_master::LmInput;
+use std::collections::HashSet;
+
+impl World<'_> {
+    /// Every task whose end GM `g` had not recorded, unless an LM it reaches holds
+    /// it (its end will come) or remembers it finished (it ends so), goes out again
+    /// as a run after the last one it went out as, under its job's retry policy.
+    pub(super) fn resume_from_journal(&mut self, g: u16) {
+        let open = self.checker.open_at_gm(g);
+        let (held, finished) = self.reconcile(g, &open);
+        let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
+        let mut ended = Vec::new();
+        for t in open {
+            if held.contains(&t) {
+                continue;
+            }
+            if finished.contains(&t) {
+                ended.push(t);
+                continue;
+            }
+            let Some(mut spec) = self.specs.get(&t).cloned() else {
+                continue;
+            };
+            let (run, failed) = self.journal_runs.get(&t).copied().unwrap_or((1, 0));
+            spec.attempt = run + 1;
+            self.journal_runs.insert(t, (run + 1, failed));
+            self.checker.resubmitted(t);
+            resubmit.push((spec, failed));
+        }
+        if !ended.is_empty() {
+            self.note(|| {
+                format!(
+                    "  gm{g} reconcile: finished at their LMs [{}]",
+                    tasks(ended.iter().copied())
+                )
+            });
+            for t in ended {
+                self.checker.gm_ended_by_reconcile(t);
+            }
+        }
+        if !resubmit.is_empty() {
+            self.note(|| {
+                format!(
+                    "  gm{g} journal resubmits [{}]",
+                    tasks(resubmit.iter().map(|(t, _)| t.id))
+                )
+            });
+            let retry = self.config.retry;
+            let resume = Resumed {
+                tasks: resubmit,
+                retry,
+            };
+            self.gm_step(g, GmInput::Resume(resume));
+        }
+    }
+
+    /// The reconcile exchange: every LM GM `g` can reach says which of `open` it
+    /// holds and which it remembers finished (an LM down or cut off counts as
+    /// holding none, as in the service after its timeout).
+    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashSet<TaskId>, HashSet<TaskId>) {
+        let (mut held, mut finished) = (HashSet::new(), HashSet::new());
+        for l in 0..self.lms.len() as u16 {
+            if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
+                continue;
+            }
+            let now = self.clock(Role::Lm(l));
+            let request = GmToLm::Reconcile(ReconcileRequest {
+                gm: GmId(g),
+                lm: LmId(l),
+                tasks: open.to_vec(),
+            });
+            let Some(lm) = self.lms[l as usize].as_mut() else {
+                continue;
+            };
+            let Ok(out) = lm.step(now, LmInput::Gm(request)) else {
+                continue;
+            };
+            for (_, message) in out.to_gms {
+                if let LmToGm::ReconcileAnswer(a) = message {
+                    held.extend(a.held.iter().map(|h| h.0));
+                    finished.extend(a.finished);
+                }
+            }
+        }
+        (held, finished)
+    }
+}

@@ -1,0 +1,110 @@
+//! A GM restarted from its journal resumes tasks no LM holds (`GmInput::Resume`):
+//! each as a new run number, with its failures so far, so that a late report of the
+//! previous life's run is told apart and the job's retry budget goes on.
+
+use super::gm_lifecycle::{launches, policy, task, Harness};
+use common::messages::{TaskEnd, TaskFailure, TasksEnded};
+use common::protocol::LmToGm;
+use common::{GmId, LmId, Micros, NodeId, TaskId};
+use global_master::core::{GmInput, Resumed};
+
+/// The LM's report that run 1 of `task` (the previous life's) ended at `at`.
+fn run_1_ended(task: TaskId, node: NodeId, at: u64, failure: Option<TaskFailure>) -> LmToGm {
+    LmToGm::Ended(TasksEnded {
+        lm: LmId(0),
+        gm: GmId(0),
+        ends: vec![TaskEnd {
+            task,
+            attempt: 1,
+            node,
+            at: Micros(at),
+            failure,
+        }],
+    })
+}
+
+fn lost() -> TaskFailure {
+    TaskFailure::Lost {
+        reason: "worker silent".into(),
+    }
+}
+
+/// A GM restarted from its journal resumes a task whose run 1 went out (its LM
+/// holds nothing of it) as run 2: a late end of run 1 (lost with its worker, still
+/// on its way) is stale, and the job's retry budget counts failures, not the run
+/// cut short by the GM's restart.
+#[test]
+fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    let mut spec = task(1, 0);
+    spec.attempt = 2;
+    let resume = Resumed {
+        tasks: vec![(spec, 0)],
+        retry: policy(2),
+    };
+    h.gm_step(0, 1, GmInput::Resume(resume));
+    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
+    let (node, run) = h.start_of(a);
+    assert_eq!(run, 2, "the start order names run 2");
+
+    // The end of the previous life's run 1 arrives late: it ends nothing.
+    let outs = h.gm_step(0, 3, GmInput::Lm(run_1_ended(a, node, 3, Some(lost()))));
+    assert!(outs[0].ended.is_empty() && outs[0].retries.is_empty());
+    assert_eq!(outs[0].stale, vec![(a, 1)]);
+
+    // Run 2 fails: the first failure, so one retry (run 3) after the first backoff.
+    let outs = h.fail(10_000_000, a, TaskFailure::Exit { code: 3 });
+    let retry = outs
+        .iter()
+        .flat_map(|o| o.retries.clone())
+        .next()
+        .expect("a retry");
+    assert_eq!(
+        (retry.attempt, retry.failed, retry.at),
+        (3, 1, Micros(11_000_000))
+    );
+    h.heartbeat(10_000_001);
+    h.gm_step(0, 11_000_000, GmInput::Tick);
+    assert_eq!(launches(&h.pass(0, 11_000_001)), vec![a]);
+    assert_eq!(h.start_of(a).1, 3);
+    let outs = h.fail(12_000_000, a, TaskFailure::Exit { code: 3 });
+    assert!(
+        outs.iter().all(|o| o.retries.is_empty()),
+        "2 attempts spent: {outs:?}"
+    );
+    assert_eq!(outs[0].ended.len(), 1);
+    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
+
+/// With the default policy (no retry) a resumed task is tracked all the same: the
+/// late end of the previous life's run, lost, does not end it; one that finished
+/// does (the work is done; its LM answers the resumed run `Duplicate`).
+#[test]
+fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    let mut spec = task(1, 0);
+    spec.attempt = 2;
+    let retry = h.gms[0].lifecycle().default_policy();
+    h.gm_step(
+        0,
+        1,
+        GmInput::Resume(Resumed {
+            tasks: vec![(spec, 0)],
+            retry,
+        }),
+    );
+    let outs = h.gm_step(
+        0,
+        2,
+        GmInput::Lm(run_1_ended(a, NodeId(0), 2, Some(lost()))),
+    );
+    assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
+    assert_eq!(outs[0].stale, vec![(a, 1)]);
+    assert_eq!(launches(&h.pass(0, 3)), vec![a]);
+    assert_eq!(h.start_of(a).1, 2);
+    let outs = h.gm_step(0, 4, GmInput::Lm(run_1_ended(a, NodeId(0), 4, None)));
+    assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
+    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
