@@ -60,6 +60,9 @@ impl PartitionView {
 /// that is behind. Two live LMs with one id make the view flip (counted).
 pub const TAKEOVER_AFTER: u32 = 3;
 
+/// Nodes per block of a snapshot apply ([`LmView::apply`]): one word of `touched`.
+const BLOCK: usize = 64;
+
 #[derive(Debug)]
 pub struct LmView {
     /// The LM life the view follows (see [`LmSnapshot::incarnation`]).
@@ -92,6 +95,11 @@ pub struct LmView {
     /// `raised_mark` tells which are listed).
     raised: Vec<u32>,
     raised_mark: Bits,
+    /// The free resources of the last snapshot applied (`None` before the first):
+    /// every node outside `touched` holds exactly that in the view.
+    applied_free: Option<Arc<Vec<Resources>>>,
+    /// LM nodes this GM changed (deducted, credited) since the last snapshot applied.
+    touched: Bits,
 }
 
 impl LmView {
@@ -151,6 +159,8 @@ impl LmView {
             has_q_held: false,
             raised: Vec::new(),
             raised_mark: bitvec![u64, Lsb0; 0; node_count],
+            applied_free: None,
+            touched: bitvec![u64, Lsb0; 0; node_count],
         }
     }
 
@@ -173,14 +183,7 @@ impl LmView {
                 self.set_delay(n, reported);
             }
         }
-        let mut gained = false;
-        for (n, (&(p, slot), free)) in self.slot_of.iter().zip(snapshot.free.iter()).enumerate() {
-            let part = &mut self.partitions[p as usize];
-            if part.free[slot as usize] != *free && part.set_free(slot as usize, *free) {
-                gained = true;
-                mark_raised(&mut self.raised, &mut self.raised_mark, n);
-            }
-        }
+        let gained = self.apply_free(&snapshot.free);
         if !snapshot.queueable_held.is_empty() || self.has_q_held {
             self.has_q_held = !snapshot.queueable_held.is_empty();
             for (i, &(p, slot)) in self.slot_of.iter().enumerate() {
@@ -192,6 +195,56 @@ impl LmView {
                 self.partitions[p as usize].q_held[slot as usize] = held;
             }
         }
+        gained
+    }
+
+    /// Overwrites the view's free resources with a snapshot's, in node order, and
+    /// lists the nodes that gained. Visits only the blocks of [`BLOCK`] nodes where
+    /// the snapshot differs from the last one applied or this GM changed a node since
+    /// (`touched`): every other node already holds the snapshot's value, so the full
+    /// walk would change nothing there. A snapshot of another size, or the first one,
+    /// is walked in full.
+    fn apply_free(&mut self, free: &Arc<Vec<Resources>>) -> bool {
+        let nodes = self.slot_of.len().min(free.len());
+        let previous = self.applied_free.take();
+        let same = previous.as_ref().map(|p| Arc::ptr_eq(p, free));
+        let mut gained = false;
+        let mut block = 0;
+        while block * BLOCK < nodes {
+            let range = block * BLOCK..((block + 1) * BLOCK).min(nodes);
+            let touched = self
+                .touched
+                .as_raw_slice()
+                .get(block)
+                .is_some_and(|w| *w != 0);
+            let differs = match (&previous, same) {
+                (_, Some(true)) => false,
+                (Some(p), _) if p.len() == free.len() => p[range.clone()] != free[range.clone()],
+                _ => true,
+            };
+            if touched || differs {
+                for n in range {
+                    let (p, slot) = self.slot_of[n];
+                    let part = &mut self.partitions[p as usize];
+                    if part.free[slot as usize] != free[n] && part.set_free(slot as usize, free[n])
+                    {
+                        gained = true;
+                        mark_raised(&mut self.raised, &mut self.raised_mark, n);
+                    }
+                }
+            }
+            block += 1;
+        }
+        self.touched.fill(false);
+        debug_assert!(
+            self.slot_of
+                .iter()
+                .zip(free.iter())
+                .all(|(&(p, slot), f)| self.partitions[p as usize].free[slot as usize] == *f),
+            "a skipped block of LM {:?} differs from its snapshot",
+            self.topology.lm
+        );
+        self.applied_free = Some(free.clone());
         gained
     }
 
@@ -239,6 +292,7 @@ impl LmView {
             let part = &mut self.partitions[p as usize];
             let free = part.free[slot as usize].saturating_sub(resources);
             part.set_free(slot as usize, free);
+            self.touched.set(node.index(), true);
         }
     }
 
@@ -253,6 +307,7 @@ impl LmView {
                 free.cpu_millis.min(cap.cpu_millis),
                 free.memory_mb.min(cap.memory_mb),
             );
+            self.touched.set(node.index(), true);
             if part.set_free(slot, free) {
                 mark_raised(&mut self.raised, &mut self.raised_mark, node.index());
             }
@@ -287,3 +342,7 @@ fn mark_raised(raised: &mut Vec<u32>, mark: &mut Bits, n: usize) {
         raised.push(n as u32);
     }
 }
+
+#[cfg(test)]
+#[path = "view_apply_tests.rs"]
+mod apply_tests;

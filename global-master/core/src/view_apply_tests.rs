@@ -1,0 +1,173 @@
+//! The block-skipping snapshot apply ([`LmView::apply`]) leaves the view exactly as
+//! the walk over every node did: same free resources and availability bits, same
+//! "gained" answers, same raised nodes in the same order, over random sequences of
+//! snapshots (new, shared with the last one, a few nodes changed) mixed with this
+//! GM's deductions and credits, on LMs of up to four blocks.
+
+use super::{LmView, PartitionView};
+use common::messages::{LmSnapshot, LmTopology};
+use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+/// What happens to the view next.
+#[derive(Clone, Debug)]
+enum Op {
+    /// A snapshot with every node drawn anew.
+    Fresh(Vec<(u64, u64)>),
+    /// The very same snapshot vector again (an LM whose state did not change).
+    Same,
+    /// The last snapshot with a few nodes changed.
+    Edit(Vec<(prop::sample::Index, (u64, u64))>),
+    /// A snapshot one node shorter than the LM (a malformed one).
+    Short,
+    Deduct(prop::sample::Index, (u64, u64)),
+    Credit(prop::sample::Index, (u64, u64)),
+    TakeRaised,
+}
+
+fn res((cpu, mem): (u64, u64)) -> Resources {
+    Resources::new(cpu * 500, mem * 256)
+}
+
+fn op(nodes: usize) -> impl Strategy<Value = Op> {
+    let amount = (0u64..4, 0u64..3);
+    prop_oneof![
+        prop::collection::vec(amount.clone(), nodes).prop_map(Op::Fresh),
+        Just(Op::Same),
+        prop::collection::vec((any::<prop::sample::Index>(), amount.clone()), 0..4)
+            .prop_map(Op::Edit),
+        Just(Op::Short),
+        (any::<prop::sample::Index>(), amount.clone()).prop_map(|(n, a)| Op::Deduct(n, a)),
+        (any::<prop::sample::Index>(), amount).prop_map(|(n, a)| Op::Credit(n, a)),
+        Just(Op::TakeRaised),
+    ]
+}
+
+/// The walk over every node, as `apply` did it before blocks were skipped.
+#[derive(Clone)]
+struct Reference {
+    free: Vec<Resources>,
+    capacity: Vec<Resources>,
+    raised: Vec<u32>,
+}
+
+impl Reference {
+    fn set(&mut self, n: usize, free: Resources) -> bool {
+        let old = std::mem::replace(&mut self.free[n], free);
+        let gained = free.cpu_millis > old.cpu_millis || free.memory_mb > old.memory_mb;
+        if gained && !self.raised.contains(&(n as u32)) {
+            self.raised.push(n as u32);
+        }
+        gained
+    }
+
+    fn apply(&mut self, snapshot: &[Resources]) -> bool {
+        let mut gained = false;
+        for (n, f) in snapshot.iter().enumerate().take(self.free.len()) {
+            if self.free[n] != *f && self.set(n, *f) {
+                gained = true;
+            }
+        }
+        gained
+    }
+}
+
+fn snapshot(topology: &Arc<LmTopology>, version: u64, free: Arc<Vec<Resources>>) -> LmSnapshot {
+    LmSnapshot {
+        lm: LmId(0),
+        incarnation: 1,
+        version,
+        taken_at: Micros(version),
+        topology: topology.clone(),
+        free,
+        applied_batches: vec![0; topology.gms as usize],
+        usage: Vec::new(),
+        queue_delay: Arc::default(),
+        queueable_held: Arc::default(),
+        jobs: Arc::default(),
+    }
+}
+
+fn available_ok(p: &PartitionView) -> bool {
+    (0..p.len()).all(|s| p.available[s] == !p.free[s].any_zero())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn skipping_blocks_changes_nothing(
+        (homes, ops) in (1usize..260).prop_flat_map(|nodes| (
+            prop::collection::vec(0u16..3, nodes),
+            prop::collection::vec(op(nodes), 1..40),
+        )),
+    ) {
+        let nodes = homes.len();
+        let capacity = vec![res((3, 2)); nodes];
+        let topology = Arc::new(LmTopology {
+            lm: LmId(0),
+            gms: 3,
+            home: homes.iter().map(|h| GmId(*h)).collect(),
+            constraints: vec![ConstraintSet::EMPTY; nodes],
+            capacity: capacity.clone(),
+        });
+        let mut view = LmView::build(topology.clone());
+        let mut reference = Reference { free: capacity.clone(), capacity, raised: Vec::new() };
+        let mut last = Arc::new(reference.free.clone());
+        let mut version = 0;
+        for op in ops {
+            let sent = match op {
+                Op::Fresh(all) => Some(Arc::new(all.into_iter().map(res).collect())),
+                Op::Same => Some(last.clone()),
+                Op::Edit(edits) => {
+                    let mut free = (*last).clone();
+                    for (n, a) in edits {
+                        free[n.index(nodes)] = res(a);
+                    }
+                    Some(Arc::new(free))
+                }
+                Op::Short => Some(Arc::new(last[..nodes - 1].to_vec())),
+                Op::Deduct(n, a) => {
+                    let n = n.index(nodes);
+                    view.deduct(NodeId(n as u32), &res(a));
+                    let free = reference.free[n].saturating_sub(&res(a));
+                    reference.set(n, free);
+                    None
+                }
+                Op::Credit(n, a) => {
+                    let n = n.index(nodes);
+                    view.credit(NodeId(n as u32), &res(a));
+                    let cap = reference.capacity[n];
+                    let free = reference.free[n].add(&res(a));
+                    let free = Resources::new(free.cpu_millis.min(cap.cpu_millis), free.memory_mb.min(cap.memory_mb));
+                    reference.set(n, free);
+                    None
+                }
+                Op::TakeRaised => {
+                    let mut got = Vec::new();
+                    view.take_raised(0, &mut got);
+                    let want: Vec<(u16, u32)> = std::mem::take(&mut reference.raised)
+                        .into_iter()
+                        .filter(|&n| !reference.free[n as usize].any_zero())
+                        .map(|n| (0, n))
+                        .collect();
+                    prop_assert_eq!(got, want);
+                    None
+                }
+            };
+            if let Some(free) = sent {
+                version += 1;
+                let gained = view.apply(&snapshot(&topology, version, free.clone()));
+                prop_assert_eq!(gained, reference.apply(&free));
+                if free.len() == nodes {
+                    last = free;
+                }
+            }
+            for n in 0..nodes {
+                prop_assert_eq!(view.node_now(n as u32).map(|(_, f)| f), Some(reference.free[n]), "node {}", n);
+            }
+            prop_assert!(view.partitions.iter().all(available_ok));
+            prop_assert_eq!(&view.raised, &reference.raised);
+        }
+    }
+}
