@@ -171,6 +171,7 @@ mod tests {
                     capacity: vec![Resources::new(1000, 10)],
                 }),
                 free: Arc::new(vec![Resources::new(1000, 10)]),
+                free_changed: Arc::default(),
                 applied_batches: vec![9],
                 usage: vec![],
                 queue_delay: Arc::new(vec![Micros(7)]),

@@ -34,6 +34,9 @@ impl LmTopology {
     }
 }
 
+/// Nodes per block of [`LmSnapshot::free_changed`].
+pub const FREE_BLOCK: usize = 64;
+
 /// The state of one LM at one moment: what every GM needs to match tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LmSnapshot {
@@ -51,6 +54,13 @@ pub struct LmSnapshot {
     /// everything running there, including resources lent to other partitions, but
     /// not QUEUEABLE work: it is opportunistic and makes way for any other task.
     pub free: Arc<Vec<Resources>>,
+    /// Per block of [`FREE_BLOCK`] nodes (block `b`: nodes `64 b` to `64 b + 63` of
+    /// `free`): the `version` of the latest snapshot of this life whose `free` differs
+    /// there from the one built before it. A GM holding an earlier snapshot of this
+    /// life skips the blocks not changed since. Empty (an older LM): the GM compares
+    /// every block.
+    #[serde(default)]
+    pub free_changed: Arc<Vec<u64>>,
     /// Per GM, the sequence number of the last launch batch this snapshot includes,
     /// so that a GM can re-apply what it has sent since.
     pub applied_batches: Vec<u64>,

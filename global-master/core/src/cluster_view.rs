@@ -179,6 +179,7 @@ mod tests {
                 capacity: vec![Resources::cores(4, 4096)],
             }),
             free: Arc::new(vec![Resources::cores(free, 4096)]),
+            free_changed: Arc::default(),
             applied_batches: vec![0],
             usage: Vec::new(),
             queue_delay: Arc::default(),

@@ -87,6 +87,7 @@ mod tests {
                 capacity: vec![one_core; 4],
             }),
             free: Arc::new(vec![one_core; 4]),
+            free_changed: Arc::default(),
             applied_batches: vec![0],
             usage: Vec::new(),
             queue_delay: Arc::default(),

@@ -60,8 +60,9 @@ impl PartitionView {
 /// that is behind. Two live LMs with one id make the view flip (counted).
 pub const TAKEOVER_AFTER: u32 = 3;
 
-/// Nodes per block of a snapshot apply ([`LmView::apply`]): one word of `touched`.
-const BLOCK: usize = 64;
+/// Nodes per block of a snapshot apply ([`LmView::apply`]): one word of `touched`,
+/// one entry of [`LmSnapshot::free_changed`].
+const BLOCK: usize = common::messages::FREE_BLOCK;
 
 #[derive(Debug)]
 pub struct LmView {
@@ -95,9 +96,9 @@ pub struct LmView {
     /// `raised_mark` tells which are listed).
     raised: Vec<u32>,
     raised_mark: Bits,
-    /// The free resources of the last snapshot applied (`None` before the first):
-    /// every node outside `touched` holds exactly that in the view.
-    applied_free: Option<Arc<Vec<Resources>>>,
+    /// The last snapshot applied (`None` before the first): its life, version and
+    /// free resources. Every node outside `touched` holds exactly those in the view.
+    applied_free: Option<(u64, u64, Arc<Vec<Resources>>)>,
     /// LM nodes this GM changed (deducted, credited) since the last snapshot applied.
     touched: Bits,
 }
@@ -167,6 +168,7 @@ impl LmView {
     /// Overwrites free resources from a snapshot. Returns true when any node gained
     /// resources compared with the view (so queued tasks deserve another try).
     pub fn apply(&mut self, snapshot: &LmSnapshot) -> bool {
+        let gained = self.apply_free(snapshot);
         self.incarnation = snapshot.incarnation;
         self.other_life_streak = 0;
         self.version = snapshot.version;
@@ -183,7 +185,6 @@ impl LmView {
                 self.set_delay(n, reported);
             }
         }
-        let gained = self.apply_free(&snapshot.free);
         if !snapshot.queueable_held.is_empty() || self.has_q_held {
             self.has_q_held = !snapshot.queueable_held.is_empty();
             for (i, &(p, slot)) in self.slot_of.iter().enumerate() {
@@ -202,12 +203,21 @@ impl LmView {
     /// lists the nodes that gained. Visits only the blocks of [`BLOCK`] nodes where
     /// the snapshot differs from the last one applied or this GM changed a node since
     /// (`touched`): every other node already holds the snapshot's value, so the full
-    /// walk would change nothing there. A snapshot of another size, or the first one,
-    /// is walked in full.
-    fn apply_free(&mut self, free: &Arc<Vec<Resources>>) -> bool {
+    /// walk would change nothing there. A block differs when the LM says it changed
+    /// since that snapshot ([`LmSnapshot::free_changed`], same life) or, without that
+    /// word, when its values differ. A snapshot of another size, or the first one, is
+    /// walked in full.
+    fn apply_free(&mut self, snapshot: &LmSnapshot) -> bool {
+        let free = &snapshot.free;
         let nodes = self.slot_of.len().min(free.len());
         let previous = self.applied_free.take();
-        let same = previous.as_ref().map(|p| Arc::ptr_eq(p, free));
+        let previous = previous.as_ref().filter(|(_, _, p)| p.len() == free.len());
+        let same = previous.is_some_and(|(_, _, p)| Arc::ptr_eq(p, free));
+        // The LM's word for the blocks changed since the snapshot applied.
+        let since = previous
+            .filter(|(life, _, _)| *life == snapshot.incarnation)
+            .filter(|_| snapshot.free_changed.len() == free.len().div_ceil(BLOCK))
+            .map(|(_, version, _)| *version);
         let mut gained = false;
         let mut block = 0;
         while block * BLOCK < nodes {
@@ -217,10 +227,11 @@ impl LmView {
                 .as_raw_slice()
                 .get(block)
                 .is_some_and(|w| *w != 0);
-            let differs = match (&previous, same) {
-                (_, Some(true)) => false,
-                (Some(p), _) if p.len() == free.len() => p[range.clone()] != free[range.clone()],
-                _ => true,
+            let differs = match (previous, since) {
+                _ if same => false,
+                (_, Some(version)) => snapshot.free_changed[block] > version,
+                (Some((_, _, p)), None) => p[range.clone()] != free[range.clone()],
+                (None, _) => true,
             };
             if touched || differs {
                 for n in range {
@@ -244,7 +255,7 @@ impl LmView {
             "a skipped block of LM {:?} differs from its snapshot",
             self.topology.lm
         );
-        self.applied_free = Some(free.clone());
+        self.applied_free = Some((snapshot.incarnation, snapshot.version, free.clone()));
         gained
     }
 

@@ -1,8 +1,9 @@
 //! The block-skipping snapshot apply ([`LmView::apply`]) leaves the view exactly as
 //! the walk over every node did: same free resources and availability bits, same
 //! "gained" answers, same raised nodes in the same order, over random sequences of
-//! snapshots (new, shared with the last one, a few nodes changed) mixed with this
-//! GM's deductions and credits, on LMs of up to four blocks.
+//! snapshots (new, shared with the last one, a few nodes changed; some never reach
+//! this GM; with or without the LM's `free_changed`, of one life or a new one) mixed
+//! with this GM's deductions and credits, on LMs of up to five blocks.
 
 use super::{LmView, PartitionView};
 use common::messages::{LmSnapshot, LmTopology};
@@ -13,12 +14,16 @@ use std::sync::Arc;
 /// What happens to the view next.
 #[derive(Clone, Debug)]
 enum Op {
-    /// A snapshot with every node drawn anew.
-    Fresh(Vec<(u64, u64)>),
+    /// A snapshot with every node drawn anew (delivered to this GM or not).
+    Fresh(Vec<(u64, u64)>, bool),
     /// The very same snapshot vector again (an LM whose state did not change).
     Same,
-    /// The last snapshot with a few nodes changed.
-    Edit(Vec<(prop::sample::Index, (u64, u64))>),
+    /// The last snapshot with a few nodes changed (delivered or not).
+    Edit(Vec<(prop::sample::Index, (u64, u64))>, bool),
+    /// The LM restarts: a new life, its blocks' versions start anew.
+    NewLife,
+    /// The next snapshots come without `free_changed` (an older LM), or with it.
+    Word(bool),
     /// A snapshot one node shorter than the LM (a malformed one).
     Short,
     Deduct(prop::sample::Index, (u64, u64)),
@@ -33,10 +38,19 @@ fn res((cpu, mem): (u64, u64)) -> Resources {
 fn op(nodes: usize) -> impl Strategy<Value = Op> {
     let amount = (0u64..4, 0u64..3);
     prop_oneof![
-        prop::collection::vec(amount.clone(), nodes).prop_map(Op::Fresh),
+        (
+            prop::collection::vec(amount.clone(), nodes),
+            prop::bool::weighted(0.8)
+        )
+            .prop_map(|(all, sent)| Op::Fresh(all, sent)),
         Just(Op::Same),
-        prop::collection::vec((any::<prop::sample::Index>(), amount.clone()), 0..4)
-            .prop_map(Op::Edit),
+        (
+            prop::collection::vec((any::<prop::sample::Index>(), amount.clone()), 0..4),
+            prop::bool::weighted(0.8)
+        )
+            .prop_map(|(edits, sent)| Op::Edit(edits, sent)),
+        Just(Op::NewLife),
+        any::<bool>().prop_map(Op::Word),
         Just(Op::Short),
         (any::<prop::sample::Index>(), amount.clone()).prop_map(|(n, a)| Op::Deduct(n, a)),
         (any::<prop::sample::Index>(), amount).prop_map(|(n, a)| Op::Credit(n, a)),
@@ -73,6 +87,45 @@ impl Reference {
     }
 }
 
+/// What the LM built last: its life, version, free resources and per block the
+/// version that last changed it (computed here independently of the LM's code).
+struct Built {
+    life: u64,
+    version: u64,
+    free: Arc<Vec<Resources>>,
+    changed: Vec<u64>,
+}
+
+impl Built {
+    fn next(&mut self, free: Arc<Vec<Resources>>) {
+        self.version += 1;
+        if free.len() != self.free.len() {
+            self.changed = vec![self.version; free.len().div_ceil(64)];
+        } else {
+            for b in 0..self.changed.len() {
+                let r = b * 64..((b + 1) * 64).min(free.len());
+                if free[r.clone()] != self.free[r] {
+                    self.changed[b] = self.version;
+                }
+            }
+        }
+        self.free = free;
+    }
+
+    fn snapshot(&self, topology: &Arc<LmTopology>, word: bool) -> LmSnapshot {
+        LmSnapshot {
+            incarnation: self.life,
+            version: self.version,
+            free_changed: Arc::new(if word {
+                self.changed.clone()
+            } else {
+                Vec::new()
+            }),
+            ..snapshot(topology, self.version, self.free.clone())
+        }
+    }
+}
+
 fn snapshot(topology: &Arc<LmTopology>, version: u64, free: Arc<Vec<Resources>>) -> LmSnapshot {
     LmSnapshot {
         lm: LmId(0),
@@ -81,6 +134,7 @@ fn snapshot(topology: &Arc<LmTopology>, version: u64, free: Arc<Vec<Resources>>)
         taken_at: Micros(version),
         topology: topology.clone(),
         free,
+        free_changed: Arc::default(),
         applied_batches: vec![0; topology.gms as usize],
         usage: Vec::new(),
         queue_delay: Arc::default(),
@@ -97,7 +151,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn skipping_blocks_changes_nothing(
-        (homes, ops) in (1usize..260).prop_flat_map(|nodes| (
+        (homes, ops) in (1usize..330).prop_flat_map(|nodes| (
             prop::collection::vec(0u16..3, nodes),
             prop::collection::vec(op(nodes), 1..40),
         )),
@@ -113,20 +167,41 @@ proptest! {
         });
         let mut view = LmView::build(topology.clone());
         let mut reference = Reference { free: capacity.clone(), capacity, raised: Vec::new() };
-        let mut last = Arc::new(reference.free.clone());
-        let mut version = 0;
+        let mut built = Built { life: 1, version: 0, free: Arc::new(Vec::new()), changed: Vec::new() };
+        built.next(Arc::new(reference.free.clone()));
+        let mut word = true;
         for op in ops {
+            let last = built.free.clone();
             let sent = match op {
-                Op::Fresh(all) => Some(Arc::new(all.into_iter().map(res).collect())),
+                Op::Fresh(all, sent) => {
+                    built.next(Arc::new(all.into_iter().map(res).collect()));
+                    sent.then(|| built.free.clone())
+                }
                 Op::Same => Some(last.clone()),
-                Op::Edit(edits) => {
+                Op::Edit(edits, sent) => {
                     let mut free = (*last).clone();
                     for (n, a) in edits {
                         free[n.index(nodes)] = res(a);
                     }
-                    Some(Arc::new(free))
+                    built.next(Arc::new(free));
+                    sent.then(|| built.free.clone())
                 }
-                Op::Short => Some(Arc::new(last[..nodes - 1].to_vec())),
+                Op::NewLife => {
+                    built = Built { life: built.life + 1, version: 0, free: Arc::new(Vec::new()), changed: Vec::new() };
+                    built.next(last.clone());
+                    Some(built.free.clone())
+                }
+                Op::Word(on) => {
+                    word = on;
+                    None
+                }
+                Op::Short => {
+                    built.next(Arc::new(last[..nodes - 1].to_vec()));
+                    let short = built.free.clone();
+                    // The LM goes back to its full size at once.
+                    built.next(last.clone());
+                    Some(short)
+                }
                 Op::Deduct(n, a) => {
                     let n = n.index(nodes);
                     view.deduct(NodeId(n as u32), &res(a));
@@ -156,12 +231,14 @@ proptest! {
                 }
             };
             if let Some(free) = sent {
-                version += 1;
-                let gained = view.apply(&snapshot(&topology, version, free.clone()));
-                prop_assert_eq!(gained, reference.apply(&free));
-                if free.len() == nodes {
-                    last = free;
+                let mut snapshot = built.snapshot(&topology, word);
+                if !Arc::ptr_eq(&free, &built.free) {
+                    // The short one, sent after the LM built its next.
+                    snapshot = LmSnapshot { version: built.version - 1, free_changed: Arc::default(), ..snapshot };
+                    snapshot.free = free.clone();
                 }
+                let gained = view.apply(&snapshot);
+                prop_assert_eq!(gained, reference.apply(&free));
             }
             for n in 0..nodes {
                 prop_assert_eq!(view.node_now(n as u32).map(|(_, f)| f), Some(reference.free[n]), "node {}", n);

@@ -182,6 +182,8 @@ fn a_gain_retries_only_the_blocked_tasks_the_grown_node_could_host() {
         let mut free = vec![Resources::ZERO; 2];
         free[1] = Resources::cores(1, 1024);
         snapshot.free = Arc::new(free);
+        // Its one block of nodes changed at version 10 (the GM skips unchanged ones).
+        snapshot.free_changed = Arc::new(vec![10]);
         h.gms[0].apply_snapshot(Micros(2), &snapshot);
         assert_eq!(pass(&mut h.gms[0], Micros(2)), want, "{wake:?}");
         assert_eq!(h.gms[0].queues().len(), 3, "{wake:?}");

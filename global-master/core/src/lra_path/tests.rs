@@ -49,6 +49,7 @@ impl FakeLm {
             taken_at: Micros::ZERO,
             topology: self.topology.clone(),
             free: Arc::new(self.free.clone()),
+            free_changed: Arc::default(),
             applied_batches: vec![self.applied],
             usage: Vec::new(),
             queue_delay: Arc::default(),

@@ -25,7 +25,7 @@ pub use crate::effects::{ended_event, LmEffects, LmError};
 use crate::restarted::Restarted;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
-use common::messages::{LmSnapshot, LmTopology};
+use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -64,7 +64,8 @@ pub struct LocalMaster {
     incarnation: u64,
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
-    snapshot_cache: Option<(u64, Arc<Vec<Resources>>)>,
+    /// The `free` and `free_changed` of the last snapshot built, and its version.
+    snapshot_cache: Option<(u64, Arc<Vec<Resources>>, Arc<Vec<u64>>)>,
     /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
     /// is offered or launched there until it is back.
     down: Vec<bool>,
@@ -184,20 +185,25 @@ impl LocalMaster {
 
     /// The current state, as sent to GMs.
     pub fn snapshot(&mut self, now: Micros) -> LmSnapshot {
-        let free = match &self.snapshot_cache {
-            Some((v, free)) if *v == self.version => free.clone(),
-            _ => {
+        let (free, free_changed) = match &self.snapshot_cache {
+            Some((v, free, changed)) if *v == self.version => (free.clone(), changed.clone()),
+            previous => {
                 // QUEUEABLE work is invisible to the GMs' views: any other task may
                 // take its place.
-                let free = Arc::new(
-                    self.free
-                        .iter()
-                        .zip(&self.q_held)
-                        .map(|(f, q)| f.add(q))
-                        .collect::<Vec<_>>(),
+                let free: Vec<Resources> = self
+                    .free
+                    .iter()
+                    .zip(&self.q_held)
+                    .map(|(f, q)| f.add(q))
+                    .collect();
+                let changed = free_changed(
+                    previous.as_ref().map(|(_, f, c)| (&f[..], &c[..])),
+                    &free,
+                    self.version,
                 );
-                self.snapshot_cache = Some((self.version, free.clone()));
-                free
+                let (free, changed) = (Arc::new(free), Arc::new(changed));
+                self.snapshot_cache = Some((self.version, free.clone(), changed.clone()));
+                (free, changed)
             }
         };
         LmSnapshot {
@@ -207,6 +213,7 @@ impl LocalMaster {
             taken_at: now,
             topology: self.topology.clone(),
             free,
+            free_changed,
             applied_batches: self.answers.applied().to_vec(),
             usage: self.usage.iter().map(|(q, r)| (*q, *r)).collect(),
             queue_delay: match self.queueable {
@@ -256,6 +263,26 @@ impl LocalMaster {
             && self.pending_kills.is_empty()
             && self.queued.is_empty()
             && self.free == self.topology.capacity
+    }
+}
+
+/// The `free_changed` of a snapshot whose `free` is `free`, at `version`: the
+/// previous snapshot's, with `version` for every block that differs from it (every
+/// block when there is none, or of another size).
+fn free_changed(
+    previous: Option<(&[Resources], &[u64])>,
+    free: &[Resources],
+    version: u64,
+) -> Vec<u64> {
+    let blocks = free.len().div_ceil(FREE_BLOCK);
+    match previous {
+        Some((old, changed)) if old.len() == free.len() && changed.len() == blocks => old
+            .chunks(FREE_BLOCK)
+            .zip(free.chunks(FREE_BLOCK))
+            .zip(changed)
+            .map(|((a, b), v)| if a == b { *v } else { version })
+            .collect(),
+        _ => vec![version; blocks],
     }
 }
 
