@@ -204,12 +204,25 @@ impl Project {
         format!("{}_default", self.name)
     }
 
+    /// Every service's last 40 log lines on stderr, all of them in
+    /// `$TMPDIR/<project>.log` (kept: the evidence of a failed run).
     pub fn dump_logs(&self) {
         if let Ok(out) = self
             .command(&["logs", "--no-color", "--tail", "40"])
             .output()
         {
             say(&String::from_utf8_lossy(&out.stdout));
+        }
+        let file = std::env::temp_dir().join(format!("{}.log", self.name));
+        if let Ok(out) = self.command(&["logs", "--no-color", "-t"]).output() {
+            match std::fs::write(&file, &out.stdout) {
+                Ok(()) => say(&format!("{} every log line: {}", self.tag, file.display())),
+                Err(e) => say(&format!(
+                    "{} cannot write {}: {e}",
+                    self.tag,
+                    file.display()
+                )),
+            }
         }
     }
 }

@@ -1,33 +1,35 @@
-//! Chaos in the docker-compose.yml cluster (issue 14): while the `loadgen` service
-//! replays the 183-task sample trace (speedup 4), three faults are injected:
+//! Chaos in the docker-compose.yml cluster (issue 14), the last phase of
+//! `compose_cluster_runs_every_task_exactly_once` (same cluster: the images and the
+//! start are paid once). While the `loadgen` service replays the 183-task sample
+//! trace again (speedup 4, its report in `out/chaos`), three faults are injected:
 //!
 //! 1. a worker container of LM 0 is killed (`docker kill`) and left dead: LM 0 marks
-//!    its nodes down and reports its runs lost; their GMs run them again (the
+//!    its 3 nodes down and reports its runs lost; their GMs run them again (the
 //!    compose default MEGHA_MAX_ATTEMPTS=3);
-//! 2. GM 1's container is killed (SIGKILL) and started again on the same journal
-//!    volume (gm-data-1): it resumes the jobs it had accepted;
+//! 2. GM 1's container is killed (SIGKILL) while it has an unfinished job and started
+//!    again on the same journal volume (gm-data-1): it resumes the jobs it accepted;
 //! 3. LM 2's container is disconnected from the compose network for 20 s, then
-//!    reconnected (with its service alias): its workers re-register, the GMs take its
-//!    states again.
+//!    reconnected (with its service alias): its workers register again, the GMs take
+//!    its states again.
 //!
 //! Asserted: loadgen's own judgement (every accepted task ended, none started more
 //! than once per run: once, plus once per retry or preemption), every task finished
-//! or failed with a reason, no node ran two tasks at once, LM 0 declared the killed
-//! worker lost with its 3 nodes down. Printed per fault: tasks submitted / finished
-//! once / run twice / lost / retried and the time from the fault to recovery
-//! (measured, never asserted against a limit).
-//!
-//! Skipped (says "SKIPPED" on stderr) without a Docker engine, as docker_compose.rs.
+//! or failed with a reason at its GM, no node ran two tasks at once, LM 0 declared the
+//! killed worker lost with its 3 nodes down and reported at least one run lost.
+//! Printed per fault: tasks submitted / finished once / run twice / lost / retried and
+//! the time from the fault to recovery (measured, never asserted against a limit).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use tests::checks::{assert_no_overlap_on_nodes, read_tasks_csv, Row};
-use tests::compose::{docker, docker_unavailable, gm_ready, metric, say, start_cluster, Project};
+use tests::checks::{assert_no_overlap_on_nodes, metric_sum, read_tasks_csv, Row};
+use tests::compose::{docker, gm_ready, metric, say, Cluster, Project};
 use tests::procs::http_raw;
 
-const TAG: &str = "[docker_compose_chaos]";
+const TAG: &str = "[docker_compose chaos]";
 /// How long LM 2 stays off the network.
 const DISCONNECTED: Duration = Duration::from_secs(20);
+/// The replay's speedup: long enough (~60 s) for the three faults.
+const SPEEDUP: &str = "4";
 
 /// Polls `check` every 100 ms until it holds; panics naming `what` after `limit`.
 fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
@@ -38,85 +40,123 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// host:port a container's port 8080/9100 is published on now (0: it changes when the
-/// container starts again), if it is.
+/// host:port a container's `port` is published on now (ports are 0: it changes when
+/// the container starts again), if it is.
 fn published(container: &str, port: u16) -> Option<String> {
     let out = std::process::Command::new("docker")
         .args(["port", container, &format!("{port}/tcp")])
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let first = text.lines().find(|l| l.starts_with("0.0.0.0:"))?;
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     Some(first.replace("0.0.0.0:", "127.0.0.1:"))
 }
 
-/// A metric sample `name{label="value"}` in the page of the service at `url`.
+/// The metrics page of the service at host:port `url`, `None` while it does not answer.
+fn page(url: &str) -> Option<String> {
+    let (status, _, body) = http_raw("GET", &format!("http://{url}/metrics"), "", b"", &[]).ok()?;
+    (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A metric family's sum at one service, `None` while it does not answer.
+fn try_metric(url: &str, name: &str) -> Option<f64> {
+    page(url).map(|p| metric_sum(&p, name))
+}
+
+/// The sample `name{label}` (e.g. `lm="2"`) at one service.
 fn labelled(url: &str, name: &str, label: &str) -> Option<f64> {
-    let (status, _, page) = http_raw("GET", &format!("http://{url}/metrics"), "", b"", &[]).ok()?;
-    if status != 200 {
-        return None;
-    }
-    let page = String::from_utf8_lossy(&page).into_owned();
     let prefix = format!("{name}{{{label}}} ");
-    page.lines()
+    page(url)?
+        .lines()
         .find_map(|l| l.strip_prefix(&prefix))
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// A metric of one service, `None` while it does not answer.
-fn try_metric(url: &str, name: &str) -> Option<f64> {
-    let (status, _, page) = http_raw("GET", &format!("http://{url}/metrics"), "", b"", &[]).ok()?;
-    (status == 200).then(|| tests::checks::metric_sum(&String::from_utf8_lossy(&page), name))
+/// The one container of a (not scaled) service.
+fn container(project: &Project, service: &str) -> String {
+    project.containers(service)[0].clone()
 }
 
-/// One fault's figures, from the replay's report and the services' counters.
-struct Figures {
-    fault: &'static str,
-    scope: String,
-    rows: Vec<Row>,
-    retried: String,
-    recovery: String,
+/// host:port of every LM's (or GM's) HTTP port, now.
+fn urls(project: &Project, service: &str, port: u16) -> Vec<String> {
+    (0..3)
+        .map(|i| project.published(&format!("{service}-{i}"), port))
+        .collect()
 }
 
-#[test]
-fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
-    if let Some(why) = docker_unavailable() {
-        say(&format!(
-            "docker compose chaos test SKIPPED: no Docker engine reachable ({why})"
-        ));
-        return;
-    }
-    let cluster = start_cluster("megha-chaos", TAG, &[("MEGHA_SPEEDUP", "4".into())]);
+/// What the LMs and GMs counted before the phase (the first replay's counts stay in
+/// the counters).
+struct Before {
+    lost: Vec<f64>,
+    retried: Vec<f64>,
+}
+
+/// The chaos phase on a running cluster (every node up, nothing running).
+pub fn faults_during_a_replay(cluster: &Cluster) {
     let project = &cluster.project;
-    let lm_container = |l: usize| project.containers(&format!("local-master-{l}"))[0].clone();
-    let lms: Vec<String> = (0..3)
-        .map(|l| project.published(&format!("local-master-{l}"), 9100))
-        .collect();
+    let t0 = Instant::now();
+    let lms = urls(project, "local-master", 9100);
+    let gms = urls(project, "global-master", 8080);
+    let before = Before {
+        lost: lms
+            .iter()
+            .map(|u| metric(std::slice::from_ref(u), "megha_lm_tasks_lost_total"))
+            .collect(),
+        retried: gms
+            .iter()
+            .map(|u| metric(std::slice::from_ref(u), "megha_gm_tasks_retried_total"))
+            .collect(),
+    };
     let workers0 = project.containers("worker-0");
     assert_eq!(workers0.len(), 2, "two workers for LM 0: {workers0:?}");
-    let gm1 = project.containers("global-master-1")[0].clone();
-    let lm2 = lm_container(2);
+    let gm1 = container(project, "global-master-1");
+    let lm2 = container(project, "local-master-2");
+    let out = cluster.out.join("chaos");
     say(&format!(
-        "{TAG} loadgen seed 42 (its default), trace data/traces/YH_small.tr, speedup 4"
+        "{TAG} loadgen seed 42 (its default), trace data/traces/YH_small.tr, speedup {SPEEDUP}, report in {}",
+        out.display()
     ));
+    let gm_list =
+        "http://global-master-0:8080,http://global-master-1:8080,http://global-master-2:8080";
+    let replay_args = [
+        "run",
+        "--rm",
+        "--no-deps",
+        "loadgen",
+        "loadgen",
+        "replay",
+        "--trace",
+        "data/traces/YH_small.tr",
+        "--gm",
+        gm_list,
+        "--speedup",
+        SPEEDUP,
+        "--out",
+        "/out/chaos",
+    ];
 
     let mut notes = Vec::new();
     let replay = std::thread::scope(|s| {
-        let replay = s.spawn(|| project.try_run(&["run", "--rm", "--no-deps", "loadgen"]));
+        let replay = s.spawn(|| project.try_run(&replay_args));
         let running = |l: usize| {
             tests::procs::get_json(&format!("http://{}/healthz", lms[l]))["running"]
                 .as_u64()
                 .unwrap_or(0)
         };
+        // Both workers of LM 0 busy (3 nodes each), GM 1 with a job not ended.
         wait_for(
-            "LM 0 running 5 of its 6 nodes",
+            "LM 0 running 4 tasks and GM 1 holding a job",
             Duration::from_secs(90),
-            || running(0) >= 5,
+            || {
+                running(0) >= 4
+                    && try_metric(&gms[1], "megha_gm_journal_jobs").is_some_and(|j| j >= 1.0)
+            },
         );
+        let journal = metric(&gms[1..2], "megha_gm_journal_jobs");
+        let outstanding = metric(&gms[1..2], "megha_gm_outstanding");
 
         // Faults 1 and 2 at once: a worker of LM 0 dies for good, GM 1 is killed and
         // started again on its journal.
-        let lost_before = metric(&lms[..1], "megha_lm_tasks_lost_total");
         let killed = Instant::now();
         docker(&["kill", &workers0[0]]);
         docker(&["kill", "-s", "KILL", &gm1]);
@@ -141,13 +181,12 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
         );
         let nodes_down = metric(&lms[..1], "megha_lm_nodes_down");
         assert_eq!(nodes_down, 3.0, "LM 0 marks the dead worker's 3 nodes down");
-        let lost0 = metric(&lms[..1], "megha_lm_tasks_lost_total") - lost_before;
         notes.push(format!(
-            "worker: declared lost (its {nodes_down} nodes down) {:.1} s after the kill; {lost0} runs reported lost",
+            "nodes marked down (the worker declared lost) {:.1} s after the kill",
             worker_down.unwrap_or_default().as_secs_f64()
         ));
         notes.push(format!(
-            "GM 1: ready again {:.1} s after the kill (started again at once)",
+            "killed with {journal} unfinished jobs, {outstanding} tasks outstanding; ready again {:.1} s after the kill (started again at once)",
             gm_back.unwrap_or_default().as_secs_f64()
         ));
 
@@ -165,21 +204,13 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
             &lm2,
         ]);
         let joined = Instant::now();
-        say(&format!(
-            "{TAG} LM 2 disconnected for {:.1} s",
-            cut.elapsed().as_secs_f64()
-        ));
+        let off = cut.elapsed();
         // Recovered: every GM took a state of LM 2 newer than the reconnection, and
-        // LM 2 has every node up again (its workers registered again).
-        let gms_now = || -> Vec<Option<String>> {
-            (0..3)
-                .map(|g| {
-                    let c = project.containers(&format!("global-master-{g}"))[0].clone();
-                    published(&c, 8080)
-                })
-                .collect()
-        };
-        let gms = gms_now();
+        // LM 2 has every node up (its workers checked in or registered again).
+        let gms_now: Vec<String> = ["global-master-0", "global-master-1", "global-master-2"]
+            .iter()
+            .map(|g| published(&container(project, g), 8080).expect("GM port"))
+            .collect();
         let mut states_back = None;
         let mut nodes_back = None;
         wait_for(
@@ -188,26 +219,25 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
             || {
                 let since = joined.elapsed().as_secs_f64();
                 if states_back.is_none()
-                    && gms.iter().all(|gm| {
-                        gm.as_ref().is_some_and(|gm| {
-                            labelled(gm, "megha_gm_heartbeat_age_seconds", "lm=\"2\"")
-                                .is_some_and(|age| age < since)
-                        })
+                    && gms_now.iter().all(|gm| {
+                        labelled(gm, "megha_gm_heartbeat_age_seconds", "lm=\"2\"")
+                            .is_some_and(|age| age < since)
                     })
                 {
                     states_back = Some(joined.elapsed());
                 }
-                if nodes_back.is_none() {
-                    let lm = published(&lm2, 9100);
-                    if lm.is_some_and(|lm| try_metric(&lm, "megha_lm_nodes_down") == Some(0.0)) {
-                        nodes_back = Some(joined.elapsed());
-                    }
+                if nodes_back.is_none()
+                    && published(&lm2, 9100)
+                        .is_some_and(|lm| try_metric(&lm, "megha_lm_nodes_down") == Some(0.0))
+                {
+                    nodes_back = Some(joined.elapsed());
                 }
                 states_back.is_some() && nodes_back.is_some()
             },
         );
         notes.push(format!(
-            "LM 2: states accepted again by every GM {:.1} s after reconnecting, every node up {:.1} s after",
+            "off the network {:.1} s; its states taken by every GM {:.1} s after reconnecting, every node up {:.1} s after",
+            off.as_secs_f64(),
             states_back.unwrap_or_default().as_secs_f64(),
             nodes_back.unwrap_or_default().as_secs_f64()
         ));
@@ -217,43 +247,70 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
         "{TAG} replay:\n{}",
         String::from_utf8_lossy(&replay.stdout)
     ));
-    let out = &cluster.out;
+    judge(project, &out, &before, &notes, &replay);
+    say(&format!(
+        "{TAG} phase done in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    ));
+}
+
+/// One fault's scope in the replay's report and what the services counted.
+struct Figures<'a> {
+    fault: &'static str,
+    scope: &'static str,
+    rows: Vec<&'a Row>,
+    retried: String,
+    recovery: &'a str,
+}
+
+/// Prints the per-fault figures and asserts that nothing was lost or ran twice.
+fn judge(
+    project: &Project,
+    out: &std::path::Path,
+    before: &Before,
+    notes: &[String],
+    replay: &std::process::Output,
+) {
     let problems = std::fs::read_to_string(out.join("problems.txt")).unwrap_or_default();
     let rows = read_tasks_csv(out);
-    let lms_now: Vec<String> = (0..3)
-        .map(|l| project.published(&format!("local-master-{l}"), 9100))
-        .collect();
-    let gms_now: Vec<String> = (0..3)
-        .map(|g| project.published(&format!("global-master-{g}"), 8080))
-        .collect();
-    let lost_at = |l: usize| metric(&lms_now[l..=l], "megha_lm_tasks_lost_total");
-    let retried = |g: usize| metric(&gms_now[g..=g], "megha_gm_tasks_retried_total");
-    let recovered = metric(&gms_now[1..2], "megha_gm_recovered_tasks_total");
-    let in_scope = |keep: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| keep(r)).cloned().collect();
+    let lms = urls(project, "local-master", 9100);
+    let gms = urls(project, "global-master", 8080);
+    let lost_at = |l: usize| metric(&lms[l..=l], "megha_lm_tasks_lost_total") - before.lost[l];
+    // GM 1's counters started again with it.
+    let retried = |g: usize| {
+        let now = metric(&gms[g..=g], "megha_gm_tasks_retried_total");
+        if g == 1 {
+            now
+        } else {
+            now - before.retried[g]
+        }
+    };
+    let recovered = metric(&gms[1..2], "megha_gm_recovered_tasks_total");
+    let scope = |keep: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| keep(r)).collect();
     let figures = [
         Figures {
             fault: "worker kill",
-            scope: "tasks last placed on LM 0".into(),
-            rows: in_scope(&|r| r.lm == Some(0)),
-            retried: format!("{} runs lost at LM 0", lost_at(0)),
-            recovery: notes[0].clone(),
+            scope: "tasks last placed on LM 0",
+            rows: scope(&|r| r.lm == Some(0)),
+            retried: format!("{} runs reported lost by LM 0", lost_at(0)),
+            recovery: &notes[0],
         },
         Figures {
             fault: "GM kill",
-            scope: "tasks queued by GM 1".into(),
-            rows: in_scope(&|r| r.gm == Some(1)),
+            scope: "tasks queued by GM 1",
+            rows: scope(&|r| r.gm == Some(1)),
             retried: format!(
-                "{recovered} resumed from its journal, {} retried since its restart",
+                "{recovered} resumed from its journal, {} retried after its restart",
                 retried(1)
             ),
-            recovery: notes[1].clone(),
+            recovery: &notes[1],
         },
         Figures {
             fault: "LM disconnect",
-            scope: "tasks last placed on LM 2".into(),
-            rows: in_scope(&|r| r.lm == Some(2)),
-            retried: format!("{} runs lost at LM 2", lost_at(2)),
-            recovery: notes[2].clone(),
+            scope: "tasks last placed on LM 2",
+            rows: scope(&|r| r.lm == Some(2)),
+            retried: format!("{} runs reported lost by LM 2", lost_at(2)),
+            recovery: &notes[2],
         },
     ];
     let twice = listed(&problems, "tasks started more than once");
@@ -263,12 +320,11 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
         let finished = f.rows.iter().filter(|r| r.finish.is_some()).count();
         let run_twice = twice.iter().filter(|t| ids.contains(t)).count();
         say(&format!(
-            "{TAG} chaos figures, {}: {} ({}) submitted {}, finished once {}, failed {}, run twice {run_twice}, lost {}, retried: {}; recovery: {}",
+            "{TAG} figures, {}: {}: submitted {}, finished once {}, failed {}, run twice {run_twice}, lost {}; retried: {}; recovery: {}",
             f.fault,
             f.scope,
             ids.len(),
-            ids.len(),
-            finished - run_twice.min(finished),
+            finished.saturating_sub(run_twice),
             f.rows.len() - finished,
             never.iter().filter(|t| ids.contains(t)).count(),
             f.retried,
@@ -276,16 +332,18 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
         ));
     }
     say(&format!(
-        "{TAG} all: submitted {}, finished {}, retried by the GMs {}, runs lost at LMs {}",
+        "{TAG} figures, all: submitted {}, finished {}, run twice {}, lost {}, retried by the GMs {}, runs reported lost by the LMs {}",
         rows.len(),
         rows.iter().filter(|r| r.finish.is_some()).count(),
+        twice.len(),
+        never.len(),
         (0..3).map(retried).sum::<f64>(),
         (0..3).map(lost_at).sum::<f64>()
     ));
 
     assert!(
         replay.status.success(),
-        "the replay failed ({}): {problems}\n{}",
+        "the chaos replay failed ({}): {problems}\n{}",
         replay.status,
         String::from_utf8_lossy(&replay.stderr)
     );
@@ -293,11 +351,7 @@ fn compose_cluster_loses_nothing_across_worker_gm_and_lm_faults() {
     assert!(twice.is_empty() && never.is_empty(), "{problems}");
     assert_no_overlap_on_nodes(&rows);
     assert!(lost_at(0) >= 1.0, "the killed worker ran nothing");
-    assert_failures_have_reasons(project, &gms_now, &rows);
-
-    let dir = cluster.dir.clone();
-    drop(cluster);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_failures_have_reasons(project, &gms, &rows);
 }
 
 /// The (trace job, task) pairs loadgen's problems.txt lists under `title`.
