@@ -143,17 +143,21 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
                 .as_u64()
                 .unwrap_or(0)
         };
-        // Both workers of LM 0 busy (3 nodes each), GM 1 with a job not ended.
+        // Both workers of LM 0 busy (3 nodes each); GM 1 with a job not ended, some of
+        // whose tasks it launched in this replay (the others queued or launching).
+        let launched_before = metric(&gms[1..2], "megha_gm_launched_total");
         wait_for(
-            "LM 0 running 4 tasks and GM 1 holding a job",
+            "LM 0 running 4 tasks and GM 1 holding a job it launched from",
             Duration::from_secs(90),
             || {
                 running(0) >= 4
                     && try_metric(&gms[1], "megha_gm_journal_jobs").is_some_and(|j| j >= 1.0)
+                    && try_metric(&gms[1], "megha_gm_launched_total")
+                        .is_some_and(|l| l >= launched_before + 3.0)
             },
         );
         let journal = metric(&gms[1..2], "megha_gm_journal_jobs");
-        let outstanding = metric(&gms[1..2], "megha_gm_outstanding");
+        let launched = metric(&gms[1..2], "megha_gm_launched_total") - launched_before;
 
         // Faults 1 and 2 at once: a worker of LM 0 dies for good, GM 1 is killed and
         // started again on its journal.
@@ -186,7 +190,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
             worker_down.unwrap_or_default().as_secs_f64()
         ));
         notes.push(format!(
-            "killed with {journal} unfinished jobs, {outstanding} tasks outstanding; ready again {:.1} s after the kill (started again at once)",
+            "killed with {journal} unfinished jobs in its journal, {launched} of their tasks launched; ready again {:.1} s after the kill (started again at once)",
             gm_back.unwrap_or_default().as_secs_f64()
         ));
 
