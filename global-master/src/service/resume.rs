@@ -126,8 +126,9 @@ type JobToResume = (Option<RetryPolicy>, Vec<(TaskSpec, u32)>);
 
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
-/// there (its end will come), one an LM remembers finished ends finished, the others
-/// go back to the core's queues as a new run.
+/// there (its end will come; the core tracks it under its job's policy, so a lost
+/// run of it runs again), one an LM remembers finished ends finished, the others go
+/// back to the core's queues as a new run.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct Resume {
@@ -153,11 +154,14 @@ impl Handler<Resume> for GmActor {
         let mut resumed = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
+            let mut held_here = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
+                    spec.attempt = run;
+                    held_here.push((spec, failed));
                     running += 1;
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
@@ -179,10 +183,11 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
-            if !again.is_empty() {
+            if !again.is_empty() || !held_here.is_empty() {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
                     tasks: again,
+                    held: held_here,
                     retry,
                 });
             }

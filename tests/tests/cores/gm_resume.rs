@@ -41,6 +41,7 @@ fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
     spec.attempt = 2;
     let resume = Resumed {
         tasks: vec![(spec, 0)],
+        held: vec![],
         retry: policy(2),
     };
     h.gm_step(0, 1, GmInput::Resume(resume));
@@ -92,6 +93,7 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
         1,
         GmInput::Resume(Resumed {
             tasks: vec![(spec, 0)],
+            held: vec![],
             retry,
         }),
     );
@@ -106,5 +108,62 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
     assert_eq!(h.start_of(a).1, 2);
     let outs = h.gm_step(0, 4, GmInput::Lm(run_1_ended(a, NodeId(0), 4, None)));
     assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
+    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
+
+/// A task an LM still held when the GM restarted (running there as run 1, so not
+/// queued again) keeps its job's retry policy: its run lost afterwards (its worker
+/// died) runs again as run 2, and its end then ends it. Before, the restarted GM
+/// did not track it, and the lost run ended the task `failed` with retries left
+/// (found by the compose chaos run: a worker killed while its GM restarted).
+#[test]
+fn a_task_an_lm_held_across_the_restart_is_retried_when_its_run_is_lost() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    let spec = task(1, 0);
+    assert_eq!(spec.attempt, 1);
+    let resume = Resumed {
+        tasks: vec![],
+        held: vec![(spec, 0)],
+        retry: policy(3),
+    };
+    let outs = h.gm_step(0, 1, GmInput::Resume(resume));
+    assert!(
+        launches(&h.pass(0, 2)).is_empty(),
+        "held: not queued {outs:?}"
+    );
+
+    let outs = h.gm_step(
+        0,
+        3,
+        GmInput::Lm(run_1_ended(a, NodeId(0), 3, Some(lost()))),
+    );
+    assert!(
+        outs[0].ended.len() == 1 && outs[0].stale.is_empty(),
+        "{outs:?}"
+    );
+    let retry = outs[0].retries.first().expect("a retry of the lost run");
+    assert_eq!((retry.attempt, retry.failed), (2, 1));
+    h.heartbeat(3);
+    h.gm_step(0, retry.at.0, GmInput::Tick);
+    assert_eq!(launches(&h.pass(0, retry.at.0 + 1)), vec![a]);
+    assert_eq!(h.start_of(a).1, 2, "the retry goes out as run 2");
+    let outs = h.gm_step(
+        0,
+        retry.at.0 + 2,
+        GmInput::Lm(LmToGm::Ended(TasksEnded {
+            lm: LmId(0),
+            gm: GmId(0),
+            ends: vec![TaskEnd {
+                task: a,
+                attempt: 2,
+                node: h.start_of(a).0,
+                at: Micros(retry.at.0 + 2),
+                failure: None,
+            }],
+        })),
+    );
+    assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
+    assert!(outs[0].retries.is_empty());
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
 }

@@ -13,8 +13,9 @@
 //!    its states again.
 //!
 //! Asserted: loadgen's own judgement (every accepted task ended, none started more
-//! than once per run: once, plus once per retry or preemption), every task finished
-//! or failed with a reason at its GM, no node ran two tasks at once, LM 0 declared the
+//! than once per run: once, plus once per retry or preemption), every job of the
+//! phase ended at its GM (none left `active`) and every task that did not finish
+//! failed there with a reason, no node ran two tasks at once, LM 0 declared the
 //! killed worker lost with its 3 nodes down and reported at least one run lost.
 //! Printed per fault: tasks submitted / finished once / run twice / lost / retried and
 //! the time from the fault to recovery (measured, never asserted against a limit).
@@ -85,10 +86,11 @@ fn urls(project: &Project, service: &str, port: u16) -> Vec<String> {
 }
 
 /// What the LMs and GMs counted before the phase (the first replay's counts stay in
-/// the counters).
+/// the counters), and the jobs the GMs knew then: (GM, job).
 struct Before {
     lost: Vec<f64>,
     retried: Vec<f64>,
+    jobs: HashSet<(usize, u64)>,
 }
 
 /// The chaos phase on a running cluster (every node up, nothing running).
@@ -97,6 +99,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
     let t0 = Instant::now();
     let lms = urls(project, "local-master", 9100);
     let gms = urls(project, "global-master", 8080);
+    let api = Api::new(project);
     let before = Before {
         lost: lms
             .iter()
@@ -105,6 +108,15 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
         retried: gms
             .iter()
             .map(|u| metric(std::slice::from_ref(u), "megha_gm_tasks_retried_total"))
+            .collect(),
+        jobs: gms
+            .iter()
+            .enumerate()
+            .flat_map(|(g, gm)| {
+                api.jobs(gm)
+                    .into_iter()
+                    .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
+            })
             .collect(),
     };
     let workers0 = project.containers("worker-0");
@@ -251,7 +263,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
         "{TAG} replay:\n{}",
         String::from_utf8_lossy(&replay.stdout)
     ));
-    judge(project, &out, &before, &notes, &replay);
+    judge(project, &api, &out, &before, &notes, &replay);
     say(&format!(
         "{TAG} phase done in {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -270,6 +282,7 @@ struct Figures<'a> {
 /// Prints the per-fault figures and asserts that nothing was lost or ran twice.
 fn judge(
     project: &Project,
+    api: &Api,
     out: &std::path::Path,
     before: &Before,
     notes: &[String],
@@ -355,7 +368,7 @@ fn judge(
     assert!(twice.is_empty() && never.is_empty(), "{problems}");
     assert_no_overlap_on_nodes(&rows);
     assert!(lost_at(0) >= 1.0, "the killed worker ran nothing");
-    assert_failures_have_reasons(project, &gms, &rows);
+    assert_gms_ended_every_job(api, &gms, &before.jobs, &rows);
 }
 
 /// The (trace job, task) pairs loadgen's problems.txt lists under `title`.
@@ -373,49 +386,95 @@ fn listed(problems: &str, title: &str) -> Vec<(u64, u32)> {
         .collect()
 }
 
-/// A task that did not finish failed with a reason, as its GM says (after its
-/// retries): read through the GMs' job API with the admin token.
-fn assert_failures_have_reasons(project: &Project, gms: &[String], rows: &[Row]) {
-    let unfinished = rows.iter().filter(|r| r.finish.is_none()).count();
-    if unfinished == 0 {
-        return;
+/// The GMs' job API, read with the cluster's admin token.
+struct Api {
+    bearer: String,
+}
+
+impl Api {
+    fn new(project: &Project) -> Api {
+        let token = project.run(&[
+            "run",
+            "--rm",
+            "--no-deps",
+            "--entrypoint",
+            "cat",
+            "secrets",
+            "/secrets/admin-token",
+        ]);
+        let token = String::from_utf8_lossy(&token.stdout).trim().to_owned();
+        Api {
+            bearer: format!("Bearer {token}"),
+        }
     }
-    let token = project.run(&[
-        "run",
-        "--rm",
-        "--no-deps",
-        "--entrypoint",
-        "cat",
-        "secrets",
-        "/secrets/admin-token",
-    ]);
-    let bearer = format!("Bearer {}", String::from_utf8_lossy(&token.stdout).trim());
-    let get = |url: &str| -> serde_json::Value {
-        let (status, _, body) = http_raw("GET", url, "", b"", &[("Authorization", &bearer)])
+
+    fn get(&self, url: &str) -> serde_json::Value {
+        let (status, _, body) = http_raw("GET", url, "", b"", &[("Authorization", &self.bearer)])
             .unwrap_or_else(|e| panic!("GET {url}: {e}"));
         assert_eq!(status, 200, "GET {url}: {}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap_or_else(|e| panic!("GET {url}: {e}"))
-    };
-    let mut failed = 0;
-    for gm in gms {
-        let list = get(&format!("http://{gm}/v1/jobs?state=failed&limit=1000"));
-        for job in list["jobs"].as_array().into_iter().flatten() {
-            let id = &job["job"];
-            let status = get(&format!("http://{gm}/v1/jobs/{id}"));
-            for t in status["tasks"].as_array().into_iter().flatten() {
+    }
+
+    /// Every job the GM at host:port `gm` shows (its status), page by page.
+    fn jobs(&self, gm: &str) -> Vec<serde_json::Value> {
+        let mut all = Vec::new();
+        let mut after = String::new();
+        loop {
+            let page = self.get(&format!("http://{gm}/v1/jobs?limit=1000{after}"));
+            all.extend(page["jobs"].as_array().cloned().unwrap_or_default());
+            match page["next"].as_u64() {
+                Some(next) => after = format!("&after={next}"),
+                None => return all,
+            }
+        }
+    }
+}
+
+/// Every job of the phase ended at its GM (none still `active`: an accepted task
+/// left unended is lost), and every task that did not finish (loadgen's report)
+/// failed at its GM with a reason, after its retries. `known`: (GM, job) pairs from
+/// before the phase.
+fn assert_gms_ended_every_job(
+    api: &Api,
+    gms: &[String],
+    known: &HashSet<(usize, u64)>,
+    rows: &[Row],
+) {
+    let (mut jobs, mut tasks, mut failed, mut active) = (0, 0, 0, Vec::new());
+    for (g, gm) in gms.iter().enumerate() {
+        for job in api.jobs(gm) {
+            let id = job["job"].as_u64().expect("job id");
+            if known.contains(&(g, id)) {
+                continue;
+            }
+            jobs += 1;
+            tasks += job["tasks"].as_u64().unwrap_or(0);
+            if job["state"] == "active" {
+                active.push(format!("GM {g}: {job}"));
+            }
+            if job["states"]["failed"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            for i in 0..job["tasks"].as_u64().unwrap_or(0) {
+                let t = api.get(&format!("http://{gm}/v1/tasks/{id}/{i}"));
                 if t["state"] == "failed" {
                     failed += 1;
                     say(&format!(
-                        "{TAG} failed task of job {id} at {gm}: {}",
-                        t["failure"]
+                        "{TAG} GM {g}: task {id}.{i} failed in run {} of {}: {}",
+                        t["attempt"], t["max_attempts"], t["failure"]
                     ));
-                    assert!(!t["failure"].is_null(), "no reason: {t}");
+                    assert!(!t["failure"].is_null(), "failed with no reason: {t}");
                 }
             }
         }
     }
+    say(&format!(
+        "{TAG} the GMs show {jobs} jobs of the phase ({tasks} tasks; a restarted GM forgets its jobs that ended before), {failed} tasks failed"
+    ));
+    assert!(active.is_empty(), "jobs never ended: {active:?}");
+    let unfinished = rows.iter().filter(|r| r.finish.is_none()).count();
     assert_eq!(
         failed, unfinished,
-        "every task that did not finish failed with a reason at its GM"
+        "every task that did not finish failed at its GM, with a reason"
     );
 }

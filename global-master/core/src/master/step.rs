@@ -39,7 +39,8 @@ pub enum GmInput {
     /// come (failed tasks whose backoff is over go back to their queues).
     Tick,
     /// Tasks of a previous life of this GM, read back from its journal, that no LM
-    /// holds or finished: queued again under their job's policy.
+    /// holds or finished: queued again under their job's policy; and those an LM
+    /// holds: tracked under it (a lost run of theirs runs again).
     Resume(Resumed),
 }
 
@@ -49,9 +50,16 @@ pub enum GmInput {
 /// taken for the resumed run's; `failed` is how many runs failed before (the job's
 /// retry budget goes on from there: a run cut short by a GM restart is not a
 /// failure of the task).
+///
+/// `held` are the tasks an LM said it holds (its spec's `attempt` is the run the LM
+/// holds), with their failures so far: not queued (their end will come), but tracked
+/// under the job's policy like a new job's tasks, so that a run of theirs lost or
+/// failed afterwards runs again within the job's retry budget instead of ending the
+/// task (found by the compose chaos run: a worker killed while its GM restarted).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resumed {
     pub tasks: Vec<(TaskSpec, u32)>,
+    pub held: Vec<(TaskSpec, u32)>,
     pub retry: RetryPolicy,
 }
 
@@ -184,8 +192,9 @@ impl GlobalMaster {
                 }
                 out.wants_pass = true;
             }
-            GmInput::Resume(Resumed { tasks, retry }) => {
+            GmInput::Resume(Resumed { tasks, held, retry }) => {
                 self.lifecycle.resumed(&tasks, retry);
+                self.lifecycle.held(&held, retry);
                 for (task, _) in tasks {
                     self.submit(now, task);
                 }

@@ -8,7 +8,7 @@ use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, TaskId, TaskSpec};
 use global_master::core::{GmInput, Resumed};
 use local_master::LmInput;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 impl World<'_> {
     /// Every task whose end GM `g` had not recorded, unless an LM it reaches holds
@@ -18,9 +18,17 @@ impl World<'_> {
         let open = self.checker.open_at_gm(g);
         let (held, finished) = self.reconcile(g, &open);
         let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
+        let mut held_runs: Vec<(TaskSpec, u32)> = Vec::new();
         let mut ended = Vec::new();
         for t in open {
-            if held.contains(&t) {
+            if let Some(&run) = held.get(&t) {
+                // Its end will come; tracked under its job's policy (a lost run of
+                // it runs again).
+                if let Some(mut spec) = self.specs.get(&t).cloned() {
+                    let failed = self.journal_runs.get(&t).map_or(0, |r| r.1);
+                    spec.attempt = run;
+                    held_runs.push((spec, failed));
+                }
                 continue;
             }
             if finished.contains(&t) {
@@ -54,9 +62,12 @@ impl World<'_> {
                     tasks(resubmit.iter().map(|(t, _)| t.id))
                 )
             });
+        }
+        if !resubmit.is_empty() || !held_runs.is_empty() {
             let retry = self.config.retry;
             let resume = Resumed {
                 tasks: resubmit,
+                held: held_runs,
                 retry,
             };
             self.gm_step(g, GmInput::Resume(resume));
@@ -64,10 +75,10 @@ impl World<'_> {
     }
 
     /// The reconcile exchange: every LM GM `g` can reach says which of `open` it
-    /// holds and which it remembers finished (an LM down or cut off counts as
+    /// holds (and as which run) and which it remembers finished (an LM down or cut off counts as
     /// holding none, as in the service after its timeout).
-    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashSet<TaskId>, HashSet<TaskId>) {
-        let (mut held, mut finished) = (HashSet::new(), HashSet::new());
+    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashMap<TaskId, u32>, HashSet<TaskId>) {
+        let (mut held, mut finished) = (HashMap::new(), HashSet::new());
         for l in 0..self.lms.len() as u16 {
             if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
                 continue;
@@ -86,7 +97,7 @@ impl World<'_> {
             };
             for (_, message) in out.to_gms {
                 if let LmToGm::ReconcileAnswer(a) = message {
-                    held.extend(a.held.iter().map(|h| h.0));
+                    held.extend(a.held.iter().map(|h| (h.0, h.2)));
                     finished.extend(a.finished);
                 }
             }
