@@ -208,7 +208,12 @@ fn reconcile_names_held_and_finished_tasks() {
     let request = GmToLm::Reconcile(ReconcileRequest {
         gm: GmId(0),
         lm: LmId(0),
-        tasks: vec![TaskId::new(1, 0), TaskId::new(2, 0), TaskId::new(3, 0)],
+        tasks: vec![
+            (TaskId::new(1, 0), 1),
+            (TaskId::new(2, 0), 1),
+            (TaskId::new(3, 0), 1),
+        ],
+        forget: false,
     });
     let out = lm
         .step(Micros(11), lm_core::LmInput::Gm(request))

@@ -129,7 +129,7 @@ impl fmt::Display for Known {
             }
             Known::GmCrash => "GM crash loses its queued tasks (a GM without its journal: --no-journal)",
             Known::LmCrashLostEnd => {
-                "LM crash loses an end not yet sent to the GM (no reconciliation of ends)"
+                "LM crash loses an end not yet sent to the GM, its worker dies too: reported lost, run again"
             }
             Known::EndLostWithWorker => {
                 "task of a crashed worker unknown to its restarted LM (no reconciliation of ends)"
@@ -237,6 +237,10 @@ struct Track {
     resent: bool,
     /// Resubmitted from its GM's journal.
     resubmitted: bool,
+    /// Its end may be published twice (observers drop the repeat): ended
+    /// finished by its GM on an LM's word (the reconcile exchange), or published
+    /// again by a restarted LM that learned it from the worker.
+    repeat_allowed: bool,
     /// Runs after a failure (its job's retry policy).
     retries: u32,
     /// When its GM last decided to run it again.
@@ -366,6 +370,10 @@ impl Checker {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
             Some(Known::JournalRerun)
+        } else if t.known == Some(Known::LmCrashLostEnd) {
+            // Its end died with its LM; the restarted LM, asked by the GM, knows
+            // nothing of it (its worker died too) and reports the run lost.
+            Some(Known::LmCrashLostEnd)
         } else {
             None
         }
@@ -411,6 +419,10 @@ impl Checker {
             _ => return Ok(()),
         };
         if let Some(before) = t.ended {
+            if before == end && t.repeat_allowed {
+                t.repeat_allowed = false; // the GM's copy of the same end, once
+                return Ok(());
+            }
             let invariant = if before == end {
                 Invariant::RanTwice
             } else {
@@ -437,13 +449,25 @@ impl Checker {
         }
     }
 
-    /// The ends a GM took from an LM's `Ended` message.
-    /// A restarted GM ends `task` finished because an LM remembers it so (the
-    /// reconcile exchange): the event stream may not have the end yet (its LM
-    /// publishes it once the broker takes it), so it is not compared.
+    /// A restarted LM publishes the end of `task`, which its worker reported: the
+    /// life that saw it end may have published it already.
+    pub fn may_repeat_end(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.repeat_allowed = true;
+        }
+    }
+
+    /// A GM ends `task` finished because an LM remembers it so (the reconcile
+    /// exchange of a restarted GM, or with a restarted LM): not compared with the
+    /// event stream, which may not have it yet (or ever: the LM life that saw it
+    /// may have died before publishing); the GM publishes it too.
     pub fn gm_ended_by_reconcile(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.gm_ended = Some(Ending::Finished);
+            t.repeat_allowed = true;
+            // The GM publishes it: the previous LM life may have died before
+            // its own event reached the broker.
+            t.ended.get_or_insert(Ending::Finished);
         }
     }
 

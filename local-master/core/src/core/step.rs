@@ -46,6 +46,9 @@ pub struct LmOutput {
     pub events: Vec<TaskEvent>,
     /// When the LM next wants a [`LmInput::Tick`].
     pub next_wakeup: Micros,
+    /// Finished tasks this LM did not hold, kept for their GM's reconcile request
+    /// (see `LmEffects::unowned_finished`): the driver logs and counts them.
+    pub unowned_finished: Vec<common::TaskId>,
 }
 
 impl LmOutput {
@@ -82,7 +85,7 @@ impl LocalMaster {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
             LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
-            LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(request)?,
+            LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(now, request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
@@ -107,6 +110,7 @@ impl LocalMaster {
             started,
             cancel_response,
             reconcile_response,
+            unowned_finished,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -142,6 +146,7 @@ impl LocalMaster {
             to_gms,
             events,
             next_wakeup: self.next_wakeup(),
+            unowned_finished,
         }
     }
 }
