@@ -105,6 +105,11 @@ pub enum Known {
     /// snapshot version, the GM discards snapshots of an equal version, so the
     /// batch's in-flight deduction never lands while the LM stays unchanged.
     StaleViewRejectedBatch,
+    /// A worker cut off from its LM longer than the liveness timeout: its runs
+    /// were declared lost and retried while it finished them; the finish is
+    /// published once a (restarted) LM hears of it, and the retry runs the task
+    /// again. The price of timeout-based liveness (at-least-once), not a bug.
+    LostWhileAlive,
 }
 
 impl Known {
@@ -160,6 +165,9 @@ impl fmt::Display for Known {
             }
             Known::StaleAnswerTakenForRetry => {
                 "BUG a late launch answer of a lost run is taken for its retry's launch"
+            }
+            Known::LostWhileAlive => {
+                "worker declared lost while it still ran the task (cut off past the liveness timeout): finished and retried"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps the deduction of a batch that changed nothing at the LM"
@@ -241,6 +249,9 @@ struct Track {
     /// finished by its GM on an LM's word (the reconcile exchange), or published
     /// again by a restarted LM that learned it from the worker.
     repeat_allowed: bool,
+    /// A finish published late, after its GM retried the task: it may be that of
+    /// a run declared lost ([`Known::LostWhileAlive`]).
+    late_finish: bool,
     /// Runs after a failure (its job's retry policy).
     retries: u32,
     /// When its GM last decided to run it again.
@@ -370,6 +381,8 @@ impl Checker {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
             Some(Known::JournalRerun)
+        } else if t.late_finish {
+            Some(Known::LostWhileAlive)
         } else if t.known == Some(Known::LmCrashLostEnd) {
             // Its end died with its LM; the restarted LM, asked by the GM, knows
             // nothing of it (its worker died too) and reports the run lost.
@@ -454,6 +467,7 @@ impl Checker {
     pub fn may_repeat_end(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.repeat_allowed = true;
+            t.late_finish |= t.retries > 0;
         }
     }
 
@@ -499,7 +513,7 @@ impl Checker {
             }
             match t.ended {
                 Some(e) if e == ending => {}
-                other if t.resent || t.resubmitted => {
+                other if t.resent || t.resubmitted || t.known == Some(Known::LmCrashLostEnd) => {
                     let broken = (
                         Invariant::TerminalDisagrees,
                         format!(
@@ -507,9 +521,10 @@ impl Checker {
                             end.task
                         ),
                     );
-                    let why = match t.resent {
-                        true => Known::ResentBatchRerun,
-                        false => Known::JournalRerun,
+                    let why = match (t.resent, t.resubmitted) {
+                        (true, _) => Known::ResentBatchRerun,
+                        (false, true) => Known::JournalRerun,
+                        (false, false) => Known::LmCrashLostEnd,
                     };
                     // The GM heard an end all the same (that of another run).
                     t.gm_ended = Some(ending);

@@ -130,6 +130,8 @@ pub(super) struct World<'a> {
     /// Ends the GM takes from a restarted LM's answer (not compared with the
     /// event stream, which may not have them yet).
     reconcile_ends: bool,
+    /// Per (GM, restarted LM): questions that went unanswered.
+    reconcile_asks: HashMap<(u16, u16), u32>,
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,
@@ -225,6 +227,7 @@ impl<'a> World<'a> {
             journal_runs: HashMap::new(),
             launched_at: HashMap::new(),
             reconcile_ends: false,
+            reconcile_asks: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),
             gm_life: vec![0; config.gms as usize],
             pass_pending: vec![false; config.gms as usize],

@@ -208,9 +208,12 @@ impl World<'_> {
             .running()
             .iter()
             .filter_map(|r| {
+                // The run it holds, as the worker service keeps its start order.
+                let mut task = self.specs.get(&r.task)?.clone();
+                task.attempt = r.attempt;
                 Some(HeldTask {
                     node,
-                    task: self.specs.get(&r.task)?.clone(),
+                    task,
                     started_at: Some(r.started_at),
                 })
             })

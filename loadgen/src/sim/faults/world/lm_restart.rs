@@ -10,6 +10,9 @@ use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, Micros, NodeId, TaskId};
 use global_master::core::{GmInput, GmOutput};
 
+/// How many times the GM service asks a restarted LM (`lm_restart::ASKS`).
+const ASKS: u32 = 5;
+
 impl World<'_> {
     /// What the GM service's tracker keeps of one step's output: where its tasks
     /// were launched, and that ended ones run nowhere; new lives of LMs are asked
@@ -38,6 +41,7 @@ impl World<'_> {
         };
         for l in std::mem::take(&mut out.lm_new_lives) {
             let life = self.gm_life[g as usize];
+            self.reconcile_asks.insert((g, l.0), 0);
             self.note(|| format!("  gm{g} sees a new life of lm{}", l.0));
             self.queue
                 .push(self.now + delay, Ev::LmReconcile(g, life, l.0, self.now));
@@ -83,6 +87,22 @@ impl World<'_> {
             forget: true,
         });
         self.call(g, request);
+    }
+
+    /// The question went unanswered (the LM is down or cut off): asked again after
+    /// the delay, at most [`ASKS`] times in all, as the GM service does.
+    pub(super) fn restarted_lm_unanswered(&mut self, g: u16, life: u32, l: u16, asked_at: Micros) {
+        let Some(delay) = self.config.lm_reconcile else {
+            return;
+        };
+        let asks = self.reconcile_asks.entry((g, l)).or_insert(0);
+        *asks += 1;
+        if *asks >= ASKS {
+            self.note(|| format!("  gm{g} gives up asking lm{l} about its tasks"));
+            return;
+        }
+        self.queue
+            .push(self.now + delay, Ev::LmReconcile(g, life, l, asked_at));
     }
 
     /// The restarted LM's answer: tasks it remembers finished end so at the GM
