@@ -470,6 +470,10 @@ pub struct ReconcileResponse {
     pub held: Vec<(TaskId, NodeId, u32)>,
     /// Asked-about tasks this LM remembers finished cleanly.
     pub finished: Vec<TaskId>,
+    /// The answering LM's life ([`LmSnapshot::incarnation`]): what it holds is
+    /// true of that life; a GM that later sees another life asks again.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// The LM's answer to a [`CancelRequest`], with its state piggybacked.

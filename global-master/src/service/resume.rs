@@ -144,6 +144,9 @@ impl Handler<Resume> for GmActor {
         let mut held = std::collections::HashMap::new();
         let mut finished = std::collections::HashSet::new();
         for a in &msg.answers {
+            // Held by that life: if the view follows (or takes up) another, it is
+            // asked again (see `lm_restart`).
+            self.core.lm_life_heard(a.lm, a.incarnation);
             for &(task, node, run) in &a.held {
                 held.insert(task, (a.lm, node, run));
             }

@@ -59,6 +59,9 @@ pub struct GlobalMaster {
     /// LMs whose new life this GM's view took up since the last step's output
     /// (see [`crate::GmOutput::lm_new_lives`]).
     new_lives: Vec<LmId>,
+    /// Per LM: the life a reconcile answer came from, before the view had one
+    /// (see [`GlobalMaster::lm_life_heard`]).
+    heard_lives: Vec<Option<u64>>,
 }
 
 impl GlobalMaster {
@@ -81,6 +84,7 @@ impl GlobalMaster {
             lifecycle: Lifecycle::new(config.retry),
             stats: GmStats::default(),
             new_lives: Vec::new(),
+            heard_lives: vec![None; lms],
             grown: None,
             config,
         }

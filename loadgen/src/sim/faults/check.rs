@@ -54,8 +54,9 @@ pub enum Known {
     /// The task was queued (or not yet launched) at a GM that crashed: no journal
     /// yet (issue 14, item 2).
     GmCrash,
-    /// The task's end was waiting in the LM's stream to its GM when the LM crashed:
-    /// no reconciliation of ends yet (issue 14, item 2).
+    /// The task's end was waiting in the LM's stream to its GM when the LM crashed,
+    /// and no live worker remembers it (it failed, or its worker died too): the
+    /// restarted LM, asked by the GM, reports the run lost (again).
     LmCrashLostEnd,
     /// A GM restarted with its clock behind its previous life: its batch numbers
     /// repeat the previous life's and an LM answers them from its record of the
@@ -134,7 +135,7 @@ impl fmt::Display for Known {
             }
             Known::GmCrash => "GM crash loses its queued tasks (a GM without its journal: --no-journal)",
             Known::LmCrashLostEnd => {
-                "LM crash loses an end not yet sent to the GM, its worker dies too: reported lost, run again"
+                "LM crash loses an end not yet sent to the GM that no live worker remembers (a failure, or its worker died too): reported lost again"
             }
             Known::EndLostWithWorker => {
                 "task of a crashed worker unknown to its restarted LM (no reconciliation of ends)"
@@ -359,6 +360,11 @@ impl Checker {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.resubmitted = true;
         }
+    }
+
+    /// Whether a GM resubmitted the task from its journal.
+    pub fn was_resubmitted(&self, task: &TaskId) -> bool {
+        self.tasks.get(task).is_some_and(|t| t.resubmitted)
     }
 
     /// Whether the GM decided to run the task again after `since`.

@@ -167,6 +167,7 @@ impl LocalMaster {
             gm: request.gm,
             held,
             finished,
+            incarnation: self.incarnation,
         });
         Ok(effects)
     }

@@ -96,6 +96,9 @@ impl World<'_> {
             };
             for (_, message) in out.to_gms {
                 if let LmToGm::ReconcileAnswer(a) = message {
+                    if let Some(gm) = self.gms[g as usize].as_mut() {
+                        gm.lm_life_heard(a.lm, a.incarnation);
+                    }
                     held.extend(a.held.iter().map(|h| (h.0, (l, h.2))));
                     finished.extend(a.finished);
                 }

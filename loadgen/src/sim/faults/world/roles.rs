@@ -89,6 +89,11 @@ impl World<'_> {
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
         };
+        // A restarted LM asked by a GM reports the runs it does not know lost: the
+        // life that held one may have reported its end already (and died before
+        // the GM heard it).
+        let forget =
+            matches!(&input, LmInput::Gm(common::protocol::GmToLm::Reconcile(r)) if r.forget);
         let end = match &input {
             LmInput::Worker(WorkerToLm::Report(
                 r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
@@ -110,6 +115,11 @@ impl World<'_> {
         // published it already.
         for task in &out.unowned_finished {
             self.checker.may_repeat_end(*task);
+        }
+        if forget {
+            for event in &out.events {
+                self.checker.may_repeat_end(event.task);
+            }
         }
         for event in &out.events {
             let broken = self.checker.event(event);
@@ -195,6 +205,20 @@ impl World<'_> {
                     if duplicate && !running && self.checker.is_retry(task) {
                         self.checker
                             .mark_known(*task, Known::RetryAnsweredDuplicate);
+                    }
+                    // A run resumed from a GM journal answered `Duplicate` by an
+                    // LM that holds an earlier run (the GM could not reach it when
+                    // it asked): the GM awaits the resumed run's end, and that of
+                    // the earlier run is stale to it.
+                    let older = self.lms[l as usize]
+                        .as_ref()
+                        .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
+                    let asked_run = self.journal_runs.get(task).map(|r| r.0);
+                    if duplicate
+                        && self.checker.was_resubmitted(task)
+                        && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
+                    {
+                        self.checker.mark_known(*task, Known::JournalRerun);
                     }
                 }
             }
