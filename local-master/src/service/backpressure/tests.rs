@@ -47,7 +47,10 @@ fn sample(page: &Page, name: &str) -> f64 {
         .lines()
         .find(|l| l.split(' ').next() == Some(name))
         .unwrap_or_else(|| panic!("{name} not in\n{text}"));
-    line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a value")
+    line.rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("a value")
 }
 
 #[tokio::test]
@@ -62,12 +65,25 @@ async fn launches_and_preemptions_wait_while_the_event_backlog_is_over_its_limit
     for r in &requests() {
         assert!(bp.refuse(r).is_none(), "{}: under the limit", r.kind());
     }
-    publisher.publish(Exchange::Events, "task.started".into(), vec![b'x'; 1001], true);
+    publisher.publish(
+        Exchange::Events,
+        "task.started".into(),
+        vec![b'x'; 1001],
+        true,
+    );
     let [launch, preempt, cancel, reconcile] = requests();
     for r in [&launch, &launch, &preempt] {
         let answer = bp.refuse(r).expect("refused over the limit");
-        assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE, "{}", r.kind());
-        let retry = answer.headers().get(header::RETRY_AFTER).expect("Retry-After");
+        assert_eq!(
+            answer.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{}",
+            r.kind()
+        );
+        let retry = answer
+            .headers()
+            .get(header::RETRY_AFTER)
+            .expect("Retry-After");
         assert_eq!(retry, "2");
     }
     // Cancellations stop work; reconciliation publishes nothing.
@@ -76,8 +92,14 @@ async fn launches_and_preemptions_wait_while_the_event_backlog_is_over_its_limit
     let mut page = Page::new();
     bp.render(&mut page);
     let refused = "megha_lm_broker_backlog_refusals_total";
-    assert_eq!(sample(&page, &format!("{refused}{{request=\"launch\"}}")), 2.0);
-    assert_eq!(sample(&page, &format!("{refused}{{request=\"preempt\"}}")), 1.0);
+    assert_eq!(
+        sample(&page, &format!("{refused}{{request=\"launch\"}}")),
+        2.0
+    );
+    assert_eq!(
+        sample(&page, &format!("{refused}{{request=\"preempt\"}}")),
+        1.0
+    );
     assert_eq!(sample(&page, "megha_lm_broker_backlog_bytes"), 1001.0);
     assert_eq!(sample(&page, "megha_lm_broker_backlog_limit_bytes"), 1000.0);
     assert_eq!(sample(&page, "megha_lm_broker_connected"), 0.0);
@@ -95,7 +117,10 @@ async fn state_snapshots_alone_never_hold_back_launches() {
     for _ in 0..600 {
         publisher.publish_latest(Exchange::State, String::new(), "lm0".into(), vec![0; 600]);
     }
-    assert!(bp.refuse(&requests()[0]).is_none(), "one snapshot waits, not 600");
+    assert!(
+        bp.refuse(&requests()[0]).is_none(),
+        "one snapshot waits, not 600"
+    );
     let mut page = Page::new();
     bp.render(&mut page);
     assert_eq!(sample(&page, "megha_lm_broker_backlog_bytes"), 600.0);
