@@ -47,7 +47,7 @@ pub struct LinkStatus {
     /// Publisher: state messages replaced by a newer one of their slot before the
     /// broker took them ([`Publisher::publish_latest`]).
     pub superseded: AtomicU64,
-    /// Publisher: a replacement was logged since the last confirmed batch.
+    /// Publisher: a replacement was logged since the last (re)connection.
     superseding: AtomicBool,
 }
 

@@ -13,7 +13,7 @@
 //!   previous one whole), so a newer message replaces the one of its slot still
 //!   waiting, and at most one per slot waits (plus one in an unconfirmed batch, itself
 //!   replaced before it is sent again). Each replaced message is counted
-//!   ([`super::LinkStatus::superseded`]) and the first of a run is logged.
+//!   ([`super::LinkStatus::superseded`]); the first while disconnected is logged.
 
 use super::{connect, redact, LinkStatus};
 use crate::topology::Exchange;
@@ -91,6 +91,9 @@ impl Publisher {
     pub fn start(url: String, cluster: ClusterName) -> Publisher {
         let (tx, rx) = mpsc::unbounded_channel();
         let status = Arc::new(LinkStatus::default());
+        // Replacements before the first connection are not logged (the broker
+        // unreachable warnings tell that story); each connection re-arms the log.
+        status.superseding.store(true, Ordering::Relaxed);
         let latest = Arc::new(Latest::default());
         let task = Task {
             url,
@@ -197,17 +200,19 @@ impl Publisher {
 }
 
 /// Accounts for `old`, replaced by a newer message of its slot before the broker
-/// took it: its bytes no longer wait; counted, and logged at the first of a run.
+/// took it: its bytes no longer wait; counted. Under load this is routine (a state
+/// published while the previous one is on its way); while disconnected it is logged,
+/// once per disconnection.
 fn superseded(status: &LinkStatus, old: &Msg) {
     status
         .pending_bytes
         .fetch_sub(old.body.len() as u64, Ordering::Relaxed);
     status.superseded.fetch_add(1, Ordering::Relaxed);
-    if !status.superseding.swap(true, Ordering::Relaxed) {
+    if !status.is_connected() && !status.superseding.swap(true, Ordering::Relaxed) {
         tracing::info!(
             exchange = ?old.exchange,
             slot = old.slot.as_deref().unwrap_or_default(),
-            "the broker has not taken the last state message yet: keeping only the newest (each replaced one is counted)"
+            "not connected to the broker: only the newest state message of each slot waits for it (the replaced ones are counted)"
         );
     }
 }
@@ -273,6 +278,7 @@ impl Task {
                                     tracing::info!(url = %redact(url), "publisher reconnected to the broker");
                                 }
                                 status.connected.store(true, Ordering::Relaxed);
+                                status.superseding.store(false, Ordering::Relaxed);
                                 delay = Duration::from_millis(100);
                                 session = Some((conn, ch));
                             }
@@ -305,7 +311,6 @@ impl Task {
                     status
                         .messages
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    status.superseding.store(false, Ordering::Relaxed);
                     batch.clear();
                     for f in flushes.drain(..) {
                         let _ = f.send(());
