@@ -231,7 +231,7 @@ impl Task {
             url,
             cluster,
             status,
-            latest: _,
+            ..
         } = &self;
         let mut batch: Vec<Msg> = Vec::new();
         // Bytes of `batch` as published (before coalescing), released once confirmed.
@@ -240,7 +240,9 @@ impl Task {
         let mut session: Option<(Connection, Channel)> = None;
         let mut delay = Duration::from_millis(100);
         loop {
-            if batch.is_empty() && flushes.is_empty() {
+            // Idle only when nothing waits: a newest state waiting (its wake-up
+            // already taken, e.g. before a failed connection) keeps the task trying.
+            if batch.is_empty() && flushes.is_empty() && self.latest.lock().is_empty() {
                 let Some(cmd) = rx.recv().await else { return };
                 let mut next = Some(cmd);
                 while let Some(cmd) = next.take() {
