@@ -72,9 +72,9 @@ impl GmActor {
     /// holding nothing (logged).
     fn reconcile(&mut self, resume: Vec<JobToResume>, ctx: &mut Context<Self>) {
         let gm = self.gm();
-        let tasks: Vec<TaskId> = resume
+        let tasks: Vec<(TaskId, u32)> = resume
             .iter()
-            .flat_map(|(_, t)| t.iter().map(|(s, _)| s.id))
+            .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
         let links = self.links.clone();
         let me = ctx.address();
@@ -85,6 +85,7 @@ impl GmActor {
                     gm,
                     lm,
                     tasks: tasks.clone(),
+                    forget: false,
                 });
                 let call = link.call(request);
                 async move {

@@ -108,3 +108,42 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
     assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
 }
+
+/// The core names an LM whose new life its view takes up (`lm_new_lives`), once,
+/// so that the driver asks it about the tasks it ran; not the first life it
+/// hears of, nor an older life's late snapshot.
+#[test]
+fn the_gm_names_an_lm_that_restarted_once() {
+    use common::cluster::{LmSpec, NodeSpec};
+    use common::{ConstraintSet, Resources};
+    use global_master::core::{GlobalMaster, GmConfig};
+    use local_master::{LmConfig, LocalMaster};
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node]],
+    };
+    let life = |start: u64| LocalMaster::new(&spec, 1, LmConfig::default(), Micros(start));
+    let mut gm = GlobalMaster::new(GmConfig::new(GmId(0), 1, 1));
+    let state = |gm: &mut GlobalMaster, lm: &mut LocalMaster, now: u64| {
+        let snapshot = lm.snapshot(Micros(now));
+        gm.step(Micros(now), GmInput::Lm(LmToGm::State(snapshot)))
+            .lm_new_lives
+    };
+    let mut first = life(1);
+    assert!(
+        state(&mut gm, &mut first, 2).is_empty(),
+        "the first life heard of"
+    );
+    assert!(state(&mut gm, &mut first, 3).is_empty());
+    let mut second = life(10);
+    assert_eq!(state(&mut gm, &mut second, 11), vec![LmId(0)]);
+    assert!(state(&mut gm, &mut second, 12).is_empty(), "named once");
+    assert!(
+        state(&mut gm, &mut first, 13).is_empty(),
+        "a late snapshot of the old life"
+    );
+}

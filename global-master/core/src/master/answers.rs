@@ -25,6 +25,11 @@ impl GlobalMaster {
             self.stats.foreign_snapshots += 1;
             return;
         }
+        let life_before = self
+            .view
+            .get(snapshot.lm.index())
+            .map(|v| v.incarnation)
+            .filter(|&i| i != 0);
         let (old_jobs, rebuilt, gained) = match self.view.apply(snapshot) {
             SnapshotApplied::UnknownLm => return,
             SnapshotApplied::Stale => {
@@ -46,6 +51,12 @@ impl GlobalMaster {
             self.backlog.view_rebuilt();
         }
         self.stats.snapshots_applied += 1;
+        if life_before.is_some_and(|i| i != snapshot.incarnation) {
+            // The LM restarted: its new life may not know every task of ours it
+            // ran (the driver asks it, see `GmOutput::lm_new_lives`).
+            self.stats.lm_new_lives += 1;
+            self.new_lives.push(snapshot.lm);
+        }
         self.fairness.view_changed();
         self.quota.report(&old_jobs, &snapshot.jobs);
         // Launches sent after the snapshot was taken are not in it: deduct them again.

@@ -56,6 +56,9 @@ pub struct GlobalMaster {
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
     grown: Option<crate::grown::GrownNodes>,
+    /// LMs whose new life this GM's view took up since the last step's output
+    /// (see [`crate::GmOutput::lm_new_lives`]).
+    new_lives: Vec<LmId>,
 }
 
 impl GlobalMaster {
@@ -77,6 +80,7 @@ impl GlobalMaster {
             lra: LraPath::new(config.lra.clone()),
             lifecycle: Lifecycle::new(config.retry),
             stats: GmStats::default(),
+            new_lives: Vec::new(),
             grown: None,
             config,
         }

@@ -140,6 +140,13 @@ pub struct GmOutput {
     pub cancelled: Vec<TaskId>,
     /// The input may have made work placeable: the driver should run a pass soon.
     pub wants_pass: bool,
+    /// LMs whose new life (a higher incarnation, or one that took over) the view
+    /// took up in this step. The new life knows the tasks its workers still hold
+    /// or report finished, not those its previous life ran on workers that died
+    /// meanwhile, nor ends it failed to send: the driver asks it about the tasks
+    /// it believes run there (once its workers had time to register) and turns
+    /// the answer into ends (see `common::messages::ReconcileRequest`).
+    pub lm_new_lives: Vec<LmId>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -244,6 +251,7 @@ impl GlobalMaster {
             out.wants_pass |= self.lifecycle_due(now, &mut out);
         }
         out.next_wakeup = self.lifecycle.next_wakeup();
+        out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out
     }
 

@@ -8,7 +8,7 @@ use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, TaskId, TaskSpec};
 use global_master::core::{GmInput, Resumed};
 use local_master::LmInput;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 impl World<'_> {
     /// Every task whose end GM `g` had not recorded, unless an LM it reaches holds
@@ -20,7 +20,8 @@ impl World<'_> {
         let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
         let mut ended = Vec::new();
         for t in open {
-            if held.contains(&t) {
+            if let Some(&(l, run)) = held.get(&t) {
+                self.held_at(g, l, t, run);
                 continue;
             }
             if finished.contains(&t) {
@@ -66,17 +67,26 @@ impl World<'_> {
     /// The reconcile exchange: every LM GM `g` can reach says which of `open` it
     /// holds and which it remembers finished (an LM down or cut off counts as
     /// holding none, as in the service after its timeout).
-    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashSet<TaskId>, HashSet<TaskId>) {
-        let (mut held, mut finished) = (HashSet::new(), HashSet::new());
+    fn reconcile(
+        &mut self,
+        g: u16,
+        open: &[TaskId],
+    ) -> (HashMap<TaskId, (u16, u32)>, HashSet<TaskId>) {
+        let (mut held, mut finished) = (HashMap::new(), HashSet::new());
         for l in 0..self.lms.len() as u16 {
             if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
                 continue;
             }
             let now = self.clock(Role::Lm(l));
+            let tasks = open
+                .iter()
+                .map(|t| (*t, self.journal_runs.get(t).map_or(1, |r| r.0)))
+                .collect();
             let request = GmToLm::Reconcile(ReconcileRequest {
                 gm: GmId(g),
                 lm: LmId(l),
-                tasks: open.to_vec(),
+                tasks,
+                forget: false,
             });
             let Some(lm) = self.lms[l as usize].as_mut() else {
                 continue;
@@ -86,7 +96,7 @@ impl World<'_> {
             };
             for (_, message) in out.to_gms {
                 if let LmToGm::ReconcileAnswer(a) = message {
-                    held.extend(a.held.iter().map(|h| h.0));
+                    held.extend(a.held.iter().map(|h| (h.0, (l, h.2))));
                     finished.extend(a.finished);
                 }
             }

@@ -29,19 +29,29 @@ impl World<'_> {
 
     pub(super) fn gm_step(&mut self, g: u16, input: GmInput) {
         let now = self.clock(Role::Gm(g));
+        if self.gms[g as usize].is_none() {
+            return;
+        }
+        let answered_by = match input {
+            // Read by the GM service that asked (a restarted LM's answer).
+            GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
+            GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
+            _ => None,
+        };
         let Some(gm) = self.gms[g as usize].as_mut() else {
             return;
         };
-        let out = gm.step(now, input);
+        let mut out = gm.step(now, input);
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.checker.unplaceable(d.task);
             }
         }
-        if !out.ended.is_empty() {
+        if !out.ended.is_empty() && !self.reconcile_ends {
             let broken = self.checker.gm_ended(g, &out.ended);
             self.broke(broken);
         }
+        self.track_launches(g, answered_by, &mut out);
         // Failed tasks its job's retry policy runs again: not ended for good.
         for retry in &out.retries {
             self.checker.retrying(retry.task, self.now);
@@ -96,6 +106,11 @@ impl World<'_> {
                 return;
             }
         };
+        // A finish this LM life did not hold: the life that held it may have
+        // published it already.
+        for task in &out.unowned_finished {
+            self.checker.may_repeat_end(*task);
+        }
         for event in &out.events {
             let broken = self.checker.event(event);
             self.broke(broken);
@@ -113,7 +128,10 @@ impl World<'_> {
         for (to, message) in out.to_gms {
             match (&message, &call) {
                 (
-                    LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_),
+                    LmToGm::LaunchAnswer(_)
+                    | LmToGm::PreemptAnswer(_)
+                    | LmToGm::CancelAnswer(_)
+                    | LmToGm::ReconcileAnswer(_),
                     Some(_),
                 ) => answer = Some(message),
                 (LmToGm::State(_), _) => {
@@ -408,6 +426,7 @@ impl World<'_> {
         match role {
             Role::Gm(g) => {
                 self.gms[g as usize] = None;
+                self.forget_launches(g);
                 self.gm_life[g as usize] += 1;
                 self.pass_pending[g as usize] = false;
                 self.calls.retain(|_, c| c.gm != g);
