@@ -17,7 +17,9 @@
 //!   instead hand the tasks back at once, and the GM would place them here again at
 //!   its next pass: a tight loop of refusals.
 //! - **Accepted**: cancellations (they stop tasks: fewer events to come, resources
-//!   back) and reconciliation questions (an answer, no event). Worker reports are
+//!   back) and a restarted GM's reconciliation (it settles tasks the GM already
+//!   sent; the events it may cause, runs ended lost, are bounded by the tasks it
+//!   names, and refusing it would hold the GM's resumption). Worker reports are
 //!   never refused (facts about tasks already running; refusing them would not
 //!   publish less and would keep GMs from learning of ends).
 //!

@@ -36,6 +36,7 @@ fn requests() -> [GmToLm; 4] {
             gm,
             lm,
             tasks: vec![],
+            forget: true,
         }),
     ]
 }
@@ -86,7 +87,7 @@ async fn launches_and_preemptions_wait_while_the_event_backlog_is_over_its_limit
             .expect("Retry-After");
         assert_eq!(retry, "2");
     }
-    // Cancellations stop work; reconciliation publishes nothing.
+    // Cancellations stop work; a restarted GM's reconciliation settles its tasks.
     assert!(bp.refuse(&cancel).is_none());
     assert!(bp.refuse(&reconcile).is_none());
     let mut page = Page::new();
