@@ -157,12 +157,15 @@ impl Handler<Resume> for GmActor {
         let mut resumed = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
+            let mut keep = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
                     running += 1;
+                    spec.attempt = run;
+                    keep.push((spec, failed));
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
                         task: spec.id,
@@ -183,10 +186,11 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
-            if !again.is_empty() {
+            if !again.is_empty() || !keep.is_empty() {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
                     tasks: again,
+                    held: keep,
                     retry,
                 });
             }

@@ -52,6 +52,10 @@ pub enum GmInput {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resumed {
     pub tasks: Vec<(TaskSpec, u32)>,
+    /// Tasks an LM still holds (its answer to the restarted GM's reconcile), each
+    /// as the run it holds and with its failures so far: not queued, but tracked
+    /// under the job's policy, so that a failure of that run is retried.
+    pub held: Vec<(TaskSpec, u32)>,
     pub retry: RetryPolicy,
 }
 
@@ -191,7 +195,8 @@ impl GlobalMaster {
                 }
                 out.wants_pass = true;
             }
-            GmInput::Resume(Resumed { tasks, retry }) => {
+            GmInput::Resume(Resumed { tasks, held, retry }) => {
+                self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
                 for (task, _) in tasks {
                     self.submit(now, task);

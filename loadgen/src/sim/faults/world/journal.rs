@@ -18,10 +18,16 @@ impl World<'_> {
         let open = self.checker.open_at_gm(g);
         let (held, finished) = self.reconcile(g, &open);
         let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
+        let mut keep: Vec<(TaskSpec, u32)> = Vec::new();
         let mut ended = Vec::new();
         for t in open {
             if let Some(&(l, run)) = held.get(&t) {
                 self.held_at(g, l, t, run);
+                if let Some(mut spec) = self.specs.get(&t).cloned() {
+                    spec.attempt = run;
+                    let failed = self.journal_runs.get(&t).map_or(0, |r| r.1);
+                    keep.push((spec, failed));
+                }
                 continue;
             }
             if finished.contains(&t) {
@@ -48,7 +54,7 @@ impl World<'_> {
                 self.checker.gm_ended_by_reconcile(t);
             }
         }
-        if !resubmit.is_empty() {
+        if !resubmit.is_empty() || !keep.is_empty() {
             self.note(|| {
                 format!(
                     "  gm{g} journal resubmits [{}]",
@@ -58,6 +64,7 @@ impl World<'_> {
             let retry = self.config.retry;
             let resume = Resumed {
                 tasks: resubmit,
+                held: keep,
                 retry,
             };
             self.gm_step(g, GmInput::Resume(resume));
