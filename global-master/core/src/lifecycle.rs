@@ -116,20 +116,6 @@ impl Lifecycle {
         }
     }
 
-    /// Tasks of a previous life an LM holds (running or queued there as their spec's
-    /// run): tracked if their policy retries, as a new job's, with their failures so
-    /// far, so that a lost or failed run of theirs runs again within the budget.
-    pub fn held(&mut self, tasks: &[(TaskSpec, u32)], policy: RetryPolicy) {
-        if !policy.retries() {
-            return;
-        }
-        for (spec, failed) in tasks {
-            if !self.tasks.contains_key(&spec.id) {
-                self.track(spec, policy, *failed, None);
-            }
-        }
-    }
-
     fn track(
         &mut self,
         spec: &TaskSpec,

@@ -72,9 +72,9 @@ impl GmActor {
     /// holding nothing (logged).
     fn reconcile(&mut self, resume: Vec<JobToResume>, ctx: &mut Context<Self>) {
         let gm = self.gm();
-        let tasks: Vec<TaskId> = resume
+        let tasks: Vec<(TaskId, u32)> = resume
             .iter()
-            .flat_map(|(_, t)| t.iter().map(|(s, _)| s.id))
+            .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
         let links = self.links.clone();
         let me = ctx.address();
@@ -85,6 +85,7 @@ impl GmActor {
                     gm,
                     lm,
                     tasks: tasks.clone(),
+                    forget: false,
                 });
                 let call = link.call(request);
                 async move {
@@ -126,9 +127,8 @@ type JobToResume = (Option<RetryPolicy>, Vec<(TaskSpec, u32)>);
 
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
-/// there (its end will come; the core tracks it under its job's policy, so a lost
-/// run of it runs again), one an LM remembers finished ends finished, the others go
-/// back to the core's queues as a new run.
+/// there (its end will come), one an LM remembers finished ends finished, the others
+/// go back to the core's queues as a new run.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct Resume {
@@ -144,6 +144,9 @@ impl Handler<Resume> for GmActor {
         let mut held = std::collections::HashMap::new();
         let mut finished = std::collections::HashSet::new();
         for a in &msg.answers {
+            // Held by that life: if the view follows (or takes up) another, it is
+            // asked again (see `lm_restart`).
+            self.core.lm_life_heard(a.lm, a.incarnation);
             for &(task, node, run) in &a.held {
                 held.insert(task, (a.lm, node, run));
             }
@@ -154,15 +157,15 @@ impl Handler<Resume> for GmActor {
         let mut resumed = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
-            let mut held_here = Vec::new();
+            let mut keep = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
-                    spec.attempt = run;
-                    held_here.push((spec, failed));
                     running += 1;
+                    spec.attempt = run;
+                    keep.push((spec, failed));
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
                         task: spec.id,
@@ -183,11 +186,11 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
-            if !again.is_empty() || !held_here.is_empty() {
+            if !again.is_empty() || !keep.is_empty() {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
                     tasks: again,
-                    held: held_here,
+                    held: keep,
                     retry,
                 });
             }

@@ -217,6 +217,14 @@ impl Handler<FromWorker> for LmActor {
                 .step(clock::now(), LmInput::Worker(message.clone()))
             {
                 Ok(out) => {
+                    if !out.unowned_finished.is_empty() {
+                        // Finished while this LM was away: kept for the GM's
+                        // reconcile request, and sent to the GM its job id names.
+                        self.counters.orphan_reports += 1;
+                        let WorkerToLm::Report(report) = &message;
+                        tracing::info!(task = %report.task(), job = report.task().job.0, node = %report.node(), "finish of a task this LM does not hold (it ended while the LM was away); remembered for its GM and published");
+                        self.orphan_end_to_gm(report);
+                    }
                     self.apply(out, ctx);
                 }
                 Err(LmError::UnknownTask { task, node }) => {
@@ -335,8 +343,18 @@ impl Handler<Register> for LmActor {
             );
         }
         let was_ready = self.ready();
-        for (task, attempt) in msg.finished {
-            self.core.finished_before_restart(task, attempt);
+        let node = self.nodes_of(slot).first().copied().unwrap_or(NodeId(0));
+        let now = clock::now();
+        let republished: Vec<TaskEvent> = msg
+            .finished
+            .iter()
+            .filter_map(|&(task, attempt)| {
+                self.core.finished_before_restart(now, node, task, attempt)
+            })
+            .collect();
+        if !republished.is_empty() {
+            tracing::info!(tasks = republished.len(), slot, "worker registered with tasks it finished that this LM life had not heard of; their ends published");
+            (self.events)(republished);
         }
         let sender = OrderedSender::start(msg.link);
         for order in std::mem::take(&mut self.held_orders[slot]) {

@@ -39,8 +39,7 @@ pub enum GmInput {
     /// come (failed tasks whose backoff is over go back to their queues).
     Tick,
     /// Tasks of a previous life of this GM, read back from its journal, that no LM
-    /// holds or finished: queued again under their job's policy; and those an LM
-    /// holds: tracked under it (a lost run of theirs runs again).
+    /// holds or finished: queued again under their job's policy.
     Resume(Resumed),
 }
 
@@ -50,15 +49,12 @@ pub enum GmInput {
 /// taken for the resumed run's; `failed` is how many runs failed before (the job's
 /// retry budget goes on from there: a run cut short by a GM restart is not a
 /// failure of the task).
-///
-/// `held` are the tasks an LM said it holds (its spec's `attempt` is the run the LM
-/// holds), with their failures so far: not queued (their end will come), but tracked
-/// under the job's policy like a new job's tasks, so that a run of theirs lost or
-/// failed afterwards runs again within the job's retry budget instead of ending the
-/// task (found by the compose chaos run: a worker killed while its GM restarted).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resumed {
     pub tasks: Vec<(TaskSpec, u32)>,
+    /// Tasks an LM still holds (its answer to the restarted GM's reconcile), each
+    /// as the run it holds and with its failures so far: not queued, but tracked
+    /// under the job's policy, so that a failure of that run is retried.
     pub held: Vec<(TaskSpec, u32)>,
     pub retry: RetryPolicy,
 }
@@ -148,6 +144,13 @@ pub struct GmOutput {
     pub cancelled: Vec<TaskId>,
     /// The input may have made work placeable: the driver should run a pass soon.
     pub wants_pass: bool,
+    /// LMs whose new life (a higher incarnation, or one that took over) the view
+    /// took up in this step. The new life knows the tasks its workers still hold
+    /// or report finished, not those its previous life ran on workers that died
+    /// meanwhile, nor ends it failed to send: the driver asks it about the tasks
+    /// it believes run there (once its workers had time to register) and turns
+    /// the answer into ends (see `common::messages::ReconcileRequest`).
+    pub lm_new_lives: Vec<LmId>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -193,8 +196,8 @@ impl GlobalMaster {
                 out.wants_pass = true;
             }
             GmInput::Resume(Resumed { tasks, held, retry }) => {
+                self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
-                self.lifecycle.held(&held, retry);
                 for (task, _) in tasks {
                     self.submit(now, task);
                 }
@@ -253,6 +256,7 @@ impl GlobalMaster {
             out.wants_pass |= self.lifecycle_due(now, &mut out);
         }
         out.next_wakeup = self.lifecycle.next_wakeup();
+        out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out
     }
 

@@ -18,16 +18,15 @@ impl World<'_> {
         let open = self.checker.open_at_gm(g);
         let (held, finished) = self.reconcile(g, &open);
         let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
-        let mut held_runs: Vec<(TaskSpec, u32)> = Vec::new();
+        let mut keep: Vec<(TaskSpec, u32)> = Vec::new();
         let mut ended = Vec::new();
         for t in open {
-            if let Some(&run) = held.get(&t) {
-                // Its end will come; tracked under its job's policy (a lost run of
-                // it runs again).
+            if let Some(&(l, run)) = held.get(&t) {
+                self.held_at(g, l, t, run);
                 if let Some(mut spec) = self.specs.get(&t).cloned() {
-                    let failed = self.journal_runs.get(&t).map_or(0, |r| r.1);
                     spec.attempt = run;
-                    held_runs.push((spec, failed));
+                    let failed = self.journal_runs.get(&t).map_or(0, |r| r.1);
+                    keep.push((spec, failed));
                 }
                 continue;
             }
@@ -55,19 +54,17 @@ impl World<'_> {
                 self.checker.gm_ended_by_reconcile(t);
             }
         }
-        if !resubmit.is_empty() {
+        if !resubmit.is_empty() || !keep.is_empty() {
             self.note(|| {
                 format!(
                     "  gm{g} journal resubmits [{}]",
                     tasks(resubmit.iter().map(|(t, _)| t.id))
                 )
             });
-        }
-        if !resubmit.is_empty() || !held_runs.is_empty() {
             let retry = self.config.retry;
             let resume = Resumed {
                 tasks: resubmit,
-                held: held_runs,
+                held: keep,
                 retry,
             };
             self.gm_step(g, GmInput::Resume(resume));
@@ -75,19 +72,28 @@ impl World<'_> {
     }
 
     /// The reconcile exchange: every LM GM `g` can reach says which of `open` it
-    /// holds (and as which run) and which it remembers finished (an LM down or cut off counts as
+    /// holds and which it remembers finished (an LM down or cut off counts as
     /// holding none, as in the service after its timeout).
-    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashMap<TaskId, u32>, HashSet<TaskId>) {
+    fn reconcile(
+        &mut self,
+        g: u16,
+        open: &[TaskId],
+    ) -> (HashMap<TaskId, (u16, u32)>, HashSet<TaskId>) {
         let (mut held, mut finished) = (HashMap::new(), HashSet::new());
         for l in 0..self.lms.len() as u16 {
             if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
                 continue;
             }
             let now = self.clock(Role::Lm(l));
+            let tasks = open
+                .iter()
+                .map(|t| (*t, self.journal_runs.get(t).map_or(1, |r| r.0)))
+                .collect();
             let request = GmToLm::Reconcile(ReconcileRequest {
                 gm: GmId(g),
                 lm: LmId(l),
-                tasks: open.to_vec(),
+                tasks,
+                forget: false,
             });
             let Some(lm) = self.lms[l as usize].as_mut() else {
                 continue;
@@ -97,7 +103,10 @@ impl World<'_> {
             };
             for (_, message) in out.to_gms {
                 if let LmToGm::ReconcileAnswer(a) = message {
-                    held.extend(a.held.iter().map(|h| (h.0, h.2)));
+                    if let Some(gm) = self.gms[g as usize].as_mut() {
+                        gm.lm_life_heard(a.lm, a.incarnation);
+                    }
+                    held.extend(a.held.iter().map(|h| (h.0, (l, h.2))));
                     finished.extend(a.finished);
                 }
             }
