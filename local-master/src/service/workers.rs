@@ -227,6 +227,14 @@ impl Handler<FromWorker> for LmActor {
                     }
                     self.apply(out, ctx);
                 }
+                Err(LmError::UnknownTask { task, .. })
+                    if self.core.is_lost_run(task, report_attempt(&message)) =>
+                {
+                    // A repeat of a lost run's end (absorbed the first time): its GM
+                    // heard it lost; publishing it would show a finish of that run.
+                    self.counters.bad_reports += 1;
+                    tracing::debug!(task = %task, job = task.job.0, "repeated report of a run reported lost; ignored");
+                }
                 Err(LmError::UnknownTask { task, node }) => {
                     // Ended while this LM was away (or a report sent again after its
                     // answer was lost): nothing to release, but observers still learn
@@ -249,6 +257,12 @@ impl Handler<FromWorker> for LmActor {
         }
         Ok(())
     }
+}
+
+/// The run a worker's message reports on.
+fn report_attempt(message: &WorkerToLm) -> u32 {
+    let WorkerToLm::Report(report) = message;
+    report.attempt()
 }
 
 /// The event for a report of a task this LM does not know.
