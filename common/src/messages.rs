@@ -450,14 +450,23 @@ pub struct CancelRequest {
     pub job: JobId,
 }
 
-/// GM -> LM, from a GM restarted on its journal before it resumes its tasks: which
-/// of `tasks` does this LM hold (running, queued, being preempted) or remember
-/// finished? A task it holds is not placed again (on another LM it would run twice).
+/// GM -> LM: which of `tasks` does this LM hold (running, queued, being preempted)
+/// or remember finished? Asked by a GM restarted on its journal before it resumes
+/// its tasks (a task an LM holds is not placed again: on another LM it would run
+/// twice), and by a GM that saw the LM restart, about the tasks it believes run
+/// there (`forget`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReconcileRequest {
     pub gm: GmId,
     pub lm: LmId,
-    pub tasks: Vec<TaskId>,
+    /// Each task with the run the GM last sent out ([`TaskSpec::attempt`]).
+    pub tasks: Vec<(TaskId, u32)>,
+    /// The GM ends every run of `tasks` this LM neither holds nor remembers
+    /// finished as lost: the LM records them lost too, so that a worker that
+    /// registers later still holding one is told to kill it (its retry may run
+    /// elsewhere by then) and a later report of its end is absorbed.
+    #[serde(default)]
+    pub forget: bool,
 }
 
 /// The LM's answer to a [`ReconcileRequest`].
@@ -471,6 +480,10 @@ pub struct ReconcileResponse {
     pub held: Vec<(TaskId, NodeId, u32)>,
     /// Asked-about tasks this LM remembers finished cleanly.
     pub finished: Vec<TaskId>,
+    /// The answering LM's life ([`LmSnapshot::incarnation`]): what it holds is
+    /// true of that life; a GM that later sees another life asks again.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// The LM's answer to a [`CancelRequest`], with its state piggybacked.

@@ -6,10 +6,12 @@
 //! ([`resolve_url`], `MEGHA_AMQP_PASSWORD_FILE`) rather than the URL, and URLs are
 //! logged without it ([`redact`]).
 //!
-//! - [`Publisher`]: a background task that owns the connection, publishes in batches
-//!   with publisher confirms, and on any failure reconnects with exponential backoff
-//!   and resends the unconfirmed batch (so a broker restart loses nothing; a consumer
-//!   may see a message twice and must be idempotent).
+//! - [`Publisher`] ([`publish`]): a background task that owns the connection,
+//!   publishes in batches with publisher confirms, and on any failure reconnects with
+//!   exponential backoff and resends the unconfirmed batch (so a broker restart loses
+//!   nothing; a consumer may see a message twice and must be idempotent). Its memory
+//!   while the broker is away is bounded: events by backpressure
+//!   ([`Publisher::backlogged`]), state snapshots by keeping only the newest.
 //! - [`subscribe`]: binds a queue to an exchange and feeds every message to a handler,
 //!   reconnecting and re-binding after connection loss.
 //!
@@ -22,16 +24,17 @@ use crate::topology::Exchange;
 use common::ClusterName;
 use futures_util::StreamExt;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
-    QueueDeleteOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicQosOptions, ExchangeDeclareOptions,
+    QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind};
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+
+pub mod publish;
+pub use publish::Publisher;
 
 /// Health of one broker link, for `/metrics` and `/healthz`.
 #[derive(Debug, Default)]
@@ -41,6 +44,11 @@ pub struct LinkStatus {
     pub messages: AtomicU64,
     /// Publisher: body bytes accepted and not yet confirmed by the broker.
     pub pending_bytes: AtomicU64,
+    /// Publisher: state messages replaced by a newer one of their slot before the
+    /// broker took them ([`Publisher::publish_latest`]).
+    pub superseded: AtomicU64,
+    /// Publisher: a replacement was logged since the last (re)connection.
+    superseding: AtomicBool,
 }
 
 impl LinkStatus {
@@ -196,263 +204,6 @@ pub async fn probe(url: &str, timeout: Duration) -> Result<(), String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("timed out".into()),
     }
-}
-
-#[derive(Debug)]
-struct Msg {
-    exchange: Exchange,
-    key: String,
-    body: Vec<u8>,
-    persistent: bool,
-}
-
-#[derive(Debug)]
-enum Cmd {
-    Msg(Msg),
-    Flush(oneshot::Sender<()>),
-    Close(oneshot::Sender<()>),
-}
-
-/// Publishes to the broker from a background task; cheap to clone.
-///
-/// Nothing handed to it is dropped: while the broker is away messages wait in memory.
-/// That buffer is bounded by backpressure rather than by loss: past
-/// [`Publisher::with_backlog_limit`] bytes the publisher is [`Publisher::backlogged`],
-/// and the services stop accepting the work that would publish more (a GM answers
-/// submissions 503 with `Retry-After`) until the broker confirms the backlog.
-#[derive(Clone, Debug)]
-pub struct Publisher {
-    tx: mpsc::UnboundedSender<Cmd>,
-    pub status: Arc<LinkStatus>,
-    backlog_limit: u64,
-}
-
-impl Publisher {
-    /// Spawns the publishing task on the current tokio runtime, publishing on the
-    /// exchanges of `cluster`. It connects lazily and keeps retrying while the broker
-    /// is away; messages wait in memory.
-    pub fn start(url: String, cluster: ClusterName) -> Publisher {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let status = Arc::new(LinkStatus::default());
-        tokio::spawn(run_publisher(url, cluster, rx, status.clone()));
-        Publisher {
-            tx,
-            status,
-            backlog_limit: u64::MAX,
-        }
-    }
-
-    /// Sets the unconfirmed bytes past which [`Publisher::backlogged`] is true.
-    pub fn with_backlog_limit(mut self, bytes: u64) -> Self {
-        self.backlog_limit = bytes;
-        self
-    }
-
-    /// Body bytes accepted and not yet confirmed by the broker.
-    pub fn pending_bytes(&self) -> u64 {
-        self.status.pending_bytes.load(Ordering::Relaxed)
-    }
-
-    /// True while more than the backlog limit waits for the broker: take no new work
-    /// that would publish (answer 503 with `Retry-After`).
-    pub fn backlogged(&self) -> bool {
-        self.pending_bytes() > self.backlog_limit
-    }
-
-    pub fn publish(&self, exchange: Exchange, key: String, body: Vec<u8>, persistent: bool) {
-        self.status
-            .pending_bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        let _ = self.tx.send(Cmd::Msg(Msg {
-            exchange,
-            key,
-            body,
-            persistent,
-        }));
-    }
-
-    /// Flushes (up to `timeout`), then closes the connection cleanly (shutdown).
-    pub async fn close(&self, timeout: Duration) -> bool {
-        let flushed = self.flush(timeout).await;
-        let (tx, rx) = oneshot::channel();
-        if self.tx.send(Cmd::Close(tx)).is_ok() {
-            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
-        }
-        flushed
-    }
-
-    /// Resolves once everything published before the call is confirmed by the broker,
-    /// or after `timeout`. Returns false on timeout.
-    pub async fn flush(&self, timeout: Duration) -> bool {
-        let (tx, rx) = oneshot::channel();
-        if self.tx.send(Cmd::Flush(tx)).is_err() {
-            return false;
-        }
-        matches!(tokio::time::timeout(timeout, rx).await, Ok(Ok(())))
-    }
-}
-
-async fn run_publisher(
-    url: String,
-    cluster: ClusterName,
-    mut rx: mpsc::UnboundedReceiver<Cmd>,
-    status: Arc<LinkStatus>,
-) {
-    let mut batch: Vec<Msg> = Vec::new();
-    // Bytes of `batch` as published (before coalescing), released once confirmed.
-    let mut batch_bytes: u64 = 0;
-    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
-    let mut session: Option<(Connection, Channel)> = None;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        if batch.is_empty() && flushes.is_empty() {
-            let Some(cmd) = rx.recv().await else { return };
-            let mut next = Some(cmd);
-            while let Some(cmd) = next.take() {
-                match cmd {
-                    Cmd::Msg(m) => {
-                        batch_bytes += m.body.len() as u64;
-                        batch.push(m)
-                    }
-                    Cmd::Flush(f) => {
-                        flushes.push(f);
-                        break;
-                    }
-                    Cmd::Close(done) => {
-                        if let Some((conn, _)) = session.take() {
-                            let _ = conn.close(200, "shutdown").await;
-                        }
-                        status.connected.store(false, Ordering::Relaxed);
-                        let _ = done.send(());
-                        return;
-                    }
-                }
-                if batch.len() < 2048 {
-                    next = rx.try_recv().ok();
-                }
-            }
-        }
-        if session.is_none() {
-            match connect(&url, &cluster).await {
-                Ok((conn, ch)) => match ch.confirm_select(ConfirmSelectOptions::default()).await {
-                    Ok(()) => {
-                        if delay > Duration::from_millis(100) {
-                            tracing::info!(url = %redact(&url), "publisher reconnected to the broker");
-                        }
-                        status.connected.store(true, Ordering::Relaxed);
-                        delay = Duration::from_millis(100);
-                        session = Some((conn, ch));
-                    }
-                    Err(e) => tracing::warn!(error = %e, "cannot enable publisher confirms"),
-                },
-                Err(e) => {
-                    status.connected.store(false, Ordering::Relaxed);
-                    tracing::warn!(url = %redact(&url), error = %e, retry_in_ms = delay.as_millis() as u64, "broker unreachable");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(5));
-                    continue;
-                }
-            }
-        }
-        let Some((_, ch)) = session.as_ref() else {
-            continue;
-        };
-        coalesce(&mut batch);
-        match publish_all(ch, &cluster, &batch).await {
-            Ok(()) => {
-                status
-                    .pending_bytes
-                    .fetch_sub(std::mem::take(&mut batch_bytes), Ordering::Relaxed);
-                status
-                    .messages
-                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                batch.clear();
-                for f in flushes.drain(..) {
-                    let _ = f.send(());
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, unconfirmed = batch.len(), "publish failed; reconnecting");
-                status.connected.store(false, Ordering::Relaxed);
-                status.reconnects.fetch_add(1, Ordering::Relaxed);
-                session = None;
-                tokio::time::sleep(delay).await;
-            }
-        }
-    }
-}
-
-/// Largest event message [`coalesce`] builds.
-const MAX_COALESCED: usize = 1 << 20;
-
-/// Merges runs of adjacent event messages with the same routing key into one message
-/// (their bodies are JSON arrays, concatenated in order). Order is kept exactly: only
-/// neighbours merge. Under load the publisher drains bursts of small messages, and
-/// each message costs the broker far more than its bytes.
-fn coalesce(batch: &mut Vec<Msg>) {
-    let is_array = |b: &[u8]| b.len() >= 2 && b[0] == b'[' && b[b.len() - 1] == b']';
-    let mut out: Vec<Msg> = Vec::with_capacity(batch.len());
-    for m in batch.drain(..) {
-        if let Some(prev) = out.last_mut() {
-            if prev.exchange == Exchange::Events
-                && m.exchange == Exchange::Events
-                && prev.key == m.key
-                && prev.persistent == m.persistent
-                && is_array(&prev.body)
-                && is_array(&m.body)
-                && m.body.len() > 2
-                && prev.body.len() + m.body.len() <= MAX_COALESCED
-            {
-                prev.body.pop();
-                if prev.body.len() > 1 {
-                    prev.body.push(b',');
-                }
-                prev.body.extend_from_slice(&m.body[1..]);
-                continue;
-            }
-        }
-        out.push(m);
-    }
-    *batch = out;
-}
-
-async fn publish_all(
-    ch: &Channel,
-    cluster: &ClusterName,
-    batch: &[Msg],
-) -> Result<(), lapin::Error> {
-    let mut confirms = Vec::with_capacity(batch.len());
-    let names = [Exchange::State, Exchange::Events].map(|e| (e, e.name(cluster)));
-    for m in batch {
-        let props = BasicProperties::default().with_app_id(cluster.as_str().into());
-        let props = if m.persistent {
-            props.with_delivery_mode(2)
-        } else {
-            props
-        };
-        let exchange = names
-            .iter()
-            .find(|(e, _)| *e == m.exchange)
-            .map_or("", |(_, n)| n.as_str());
-        let confirm = ch
-            .basic_publish(
-                exchange,
-                &m.key,
-                BasicPublishOptions::default(),
-                &m.body,
-                props,
-            )
-            .await?;
-        confirms.push(confirm);
-    }
-    for c in confirms {
-        if c.await?.is_nack() {
-            return Err(lapin::Error::InvalidChannelState(
-                lapin::ChannelState::Error,
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A named durable queue without consumers is deleted by the broker after this long.

@@ -1,6 +1,7 @@
 //! Sinks that publish on the broker: task events (JSON arrays, topic exchange, persistent)
 //! and LM snapshots (bincode, fanout exchange, transient: the next heartbeat
-//! supersedes a lost one).
+//! supersedes a lost one, and while the broker is away only the newest of each LM
+//! waits for it, see [`Publisher::publish_latest`]).
 
 use crate::amqp::Publisher;
 use crate::cluster::Cluster;
@@ -44,11 +45,20 @@ pub fn decode_events(body: &[u8]) -> Result<Vec<TaskEvent>, serde_json::Error> {
     }
 }
 
-/// Publishes snapshots in `cluster`'s envelope.
+/// Publishes snapshots in `cluster`'s envelope, the newest of each LM only: a
+/// snapshot still waiting for the broker is replaced by the next one of its LM (a
+/// snapshot is the LM's whole state, with its incarnation and version, so a GM needs
+/// only the newest; during a broker outage GMs get each LM's state from its launch
+/// answers, which carry it).
 pub fn amqp_snapshot_sink(publisher: Publisher, cluster: Cluster) -> Sink<LmSnapshot> {
     Arc::new(
         move |snapshot: LmSnapshot| match cluster.encode(&snapshot) {
-            Ok(body) => publisher.publish(Exchange::State, String::new(), body, false),
+            Ok(body) => publisher.publish_latest(
+                Exchange::State,
+                String::new(),
+                snapshot.lm.to_string(),
+                body,
+            ),
             Err(e) => tracing::error!(lm = %snapshot.lm, error = %e, "cannot encode snapshot"),
         },
     )

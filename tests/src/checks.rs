@@ -10,6 +10,8 @@ pub struct Row {
     pub job: u64,
     pub task: u32,
     pub decision: String,
+    /// The GM that queued the task.
+    pub gm: Option<u16>,
     pub lm: Option<u16>,
     pub node: Option<u32>,
     pub start: Option<f64>,
@@ -21,10 +23,11 @@ pub fn read_tasks_csv(dir: &Path) -> Vec<Row> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
-    let (job, task, decision, lm, node, start, finish) = (
+    let (job, task, decision, gm, lm, node, start, finish) = (
         col("job"),
         col("task"),
         col("decision"),
+        col("gm"),
         col("lm"),
         col("node"),
         col("start_s"),
@@ -37,6 +40,7 @@ pub fn read_tasks_csv(dir: &Path) -> Vec<Row> {
                 job: f[job].parse().expect("job"),
                 task: f[task].parse().expect("task"),
                 decision: f[decision].to_owned(),
+                gm: f[gm].parse().ok(),
                 lm: f[lm].parse().ok(),
                 node: f[node].parse().ok(),
                 start: f[start].parse().ok(),

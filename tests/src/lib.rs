@@ -10,12 +10,15 @@
 //! - [`tls_broker`]: a TLS-only RabbitMQ node of a test's own (`amqps://`).
 //! - [`pki`]: a private CA, a server certificate for localhost and the worker issuer.
 //! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
+//! - [`compose`]: the docker-compose.yml cluster of the compose tests (a project of
+//!   their own, every port 0, removed on drop).
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
 
 pub mod broker;
 pub mod browser;
 pub mod checks;
+pub mod compose;
 pub mod gm_http;
 pub mod pki;
 pub mod procs;

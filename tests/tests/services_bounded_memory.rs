@@ -6,12 +6,21 @@
 //!   and once more than `--max-broker-backlog-bytes` wait, submissions get 503 with
 //!   `Retry-After` instead of growing the buffer.
 //!
-//! No broker is needed: the GM is pointed at a closed port on purpose.
+//! And an LM's: with the broker away, its state snapshots do not pile up (only the
+//! newest waits), and once more than its `--max-broker-backlog-bytes` of task events
+//! wait, launch batches get 503 with `Retry-After`, nothing applied, while a
+//! cancellation still passes.
+//!
+//! No broker is needed: the GM and the LM are pointed at a closed port on purpose.
 
+use common::messages::{CancelRequest, LaunchBatch, LaunchRequest, Placement};
+use common::protocol::GmToLm;
+use common::{GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
-use tests::procs::{credentials, free_port, get_json, http_raw, wait_until, Proc};
+use tests::checks::metric_sum;
+use tests::procs::{credentials, free_port, get_json, http, http_raw, wait_until, Proc};
 
 fn post(gm: &str, body: &[u8]) -> (u16, String, String) {
     let bearer = format!("Bearer {}", credentials().admin);
@@ -117,4 +126,154 @@ fn bodies_and_the_broker_backlog_are_bounded_with_retry_after() {
         .map_or(0, Vec::len);
     assert_eq!(jobs, accepted);
     gm.kill();
+}
+
+/// Sends `message` to the LM as a GM would; (status, head, body).
+fn to_lm(lm: &str, message: &GmToLm) -> (u16, String, String) {
+    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
+    let body = cluster.encode(message).expect("encode");
+    let (status, head, body) = http_raw(
+        "POST",
+        &format!("{lm}/v1/messages"),
+        common::codec::CONTENT_TYPE,
+        &body,
+        &[
+            ("x-megha-cluster-token", credentials().secret.as_str()),
+            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
+        ],
+    )
+    .expect("POST /v1/messages");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A batch launching job `job`'s two 10 ms tasks on nodes 0 and 1.
+fn launch(seq: u64, job: u64) -> GmToLm {
+    let requests = (0..2)
+        .map(|i| LaunchRequest {
+            task: TaskSpec::short(
+                TaskId::new(job, i),
+                Resources::cores(1, 128),
+                Micros::from_millis(10),
+            ),
+            node: NodeId(i),
+            placement: Placement::Internal,
+        })
+        .collect();
+    GmToLm::Launch(LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq,
+        requests,
+    })
+}
+
+#[test]
+fn an_lm_keeps_the_newest_snapshot_and_refuses_launches_over_its_event_backlog() {
+    let dir = std::env::temp_dir().join(format!("megha-bounded-lm-{}", std::process::id()));
+    let closed = free_port();
+    let args: Vec<String> = [
+        "--gms",
+        "1",
+        "--lms",
+        "1",
+        "--partition-size",
+        "2",
+        "--workers",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--heartbeat-ms",
+        "50",
+        "--amqp",
+        &format!("amqp://guest:guest@127.0.0.1:{closed}/%2f"),
+        "--max-broker-backlog-bytes",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut lm = Proc::spawn("local-master", &args, &dir, "lm");
+    let worker_args: Vec<String> = [
+        "--lm-url",
+        &lm.url,
+        "--slot",
+        "0",
+        "--listen",
+        "127.0.0.1:0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut worker = Proc::spawn("worker", &worker_args, &dir, "worker");
+    let url = lm.url.clone();
+    let metric = |name: &str| {
+        let (_, _, page) = http("GET", &format!("{url}/metrics"), None).expect("metrics");
+        metric_sum(&page, name)
+    };
+    wait_until("the LM is ready", Duration::from_secs(30), || {
+        metric("megha_lm_ready") == 1.0 && metric("megha_lm_broker_backlog_bytes") > 0.0
+    });
+    // One snapshot waits for the broker; ten heartbeats later, still one.
+    let one = metric("megha_lm_broker_backlog_bytes");
+    let superseded = metric("megha_lm_snapshots_superseded_total");
+    wait_until("ten more heartbeats", Duration::from_secs(30), || {
+        metric("megha_lm_snapshots_superseded_total") >= superseded + 10.0
+    });
+    let later = metric("megha_lm_broker_backlog_bytes");
+    assert!(
+        later <= one + 16.0,
+        "snapshots pile up: {one} bytes, then {later} after ten heartbeats"
+    );
+    assert!(later < 1000.0, "a snapshot of 2 nodes is small: {later}");
+
+    // Each batch's tasks start and finish: their events wait. Launches are
+    // accepted until more than 2,000 bytes wait, then refused with Retry-After.
+    let mut seq = 0;
+    let (head, body) = loop {
+        seq += 1;
+        let (status, head, body) = to_lm(&url, &launch(seq, seq));
+        match status {
+            200 => {}
+            503 => break (head, body),
+            other => panic!("unexpected {other}: {body}"),
+        }
+        assert!(
+            seq < 50,
+            "never refused: the LM's event backlog is not bounded"
+        );
+        let ended = 2.0 * seq as f64;
+        wait_until("the batch's tasks end", Duration::from_secs(30), || {
+            metric("megha_lm_worker_reports_total") > 0.0
+                && metric("megha_lm_running_tasks") == 0.0
+                && metric("megha_lm_placements_total") == ended
+        });
+    };
+    assert!(head.to_ascii_lowercase().contains("retry-after"), "{head}");
+    assert!(body.contains("broker"), "{body}");
+    let backlog = metric("megha_lm_broker_backlog_bytes");
+    assert!(
+        backlog > 2000.0 && backlog < 4000.0,
+        "backlog {backlog} bytes after {} batches",
+        seq - 1
+    );
+    // Nothing of the refused batch was applied; resent, it is refused again.
+    let requests = metric("megha_lm_launch_requests_total");
+    assert_eq!(requests, 2.0 * (seq - 1) as f64);
+    assert_eq!(to_lm(&url, &launch(seq, seq)).0, 503);
+    assert_eq!(metric("megha_lm_launch_requests_total"), requests);
+    assert_eq!(
+        metric("megha_lm_broker_backlog_refusals_total"),
+        2.0,
+        "the refusal and its resend"
+    );
+    // A cancellation (it stops work) still passes.
+    let cancel = GmToLm::Cancel(CancelRequest {
+        gm: GmId(0),
+        lm: LmId(0),
+        job: JobId(1),
+    });
+    let (status, _, body) = to_lm(&url, &cancel);
+    assert_eq!(status, 200, "{body}");
+    worker.kill();
+    lm.kill();
 }

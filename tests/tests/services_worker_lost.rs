@@ -154,3 +154,72 @@ fn an_lm_restarted_while_a_worker_is_dead_runs_with_the_workers_it_has() {
         );
     }
 }
+
+/// A worker dies while its LM is down: the LM's new life never hears of that
+/// worker's tasks. The GM sees the LM's new life, asks it (after
+/// `--lm-reconcile-delay-ms`) which of its tasks it still holds, and the two
+/// tasks of the dead worker end lost (the LM reports them) and go back to the
+/// queue under the job's retry policy; the live worker's two run on.
+#[test]
+fn tasks_of_a_worker_that_died_while_its_lm_was_down_end_lost() {
+    let broker = require_rabbitmq();
+    let dir =
+        std::env::temp_dir().join(format!("megha-lm-restart-reconcile-{}", std::process::id()));
+    let logs = dir.join("logs");
+    let extra = RoleArgs {
+        gm: flags(&["--lm-reconcile-delay-ms", "1000", "--max-attempts", "2"]),
+        lm: flags(&["--worker-timeout-ms", "3000"]),
+        worker: flags(&["--lm-check-ms", "200"]),
+    };
+    let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, &broker.url, &logs, &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let lm = cluster.lms[0].url.clone();
+    let job = submit_tasks(&gm, &task(600_000), 4);
+    let job = job["job"].as_u64().expect("job id");
+    wait_until(
+        "the four long tasks running",
+        Duration::from_secs(30),
+        || get_json(&format!("{lm}/healthz"))["running"].as_u64() == Some(4),
+    );
+    // Worker 1 dies and the LM crashes before it could notice.
+    cluster.workers[1].kill();
+    cluster.crash_and_restart_lm(0);
+    wait_until(
+        "the GM to hear the dead worker's two tasks lost",
+        Duration::from_secs(60),
+        || cluster.metric(&cluster.gms, "megha_gm_reconciled_lost_total") == 2.0,
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_lm_restarts_total"),
+        1.0
+    );
+    let tasks: Vec<serde_json::Value> = (0..4)
+        .map(|i| get_json(&format!("{gm}/v1/tasks/{job}/{i}")))
+        .collect();
+    wait_until(
+        "the lost runs recorded as failures of their tasks",
+        Duration::from_secs(30),
+        || {
+            (0..4)
+                .map(|i| get_json(&format!("{gm}/v1/tasks/{job}/{i}")))
+                .filter(|t| t["failures"].to_string().contains("restarted"))
+                .count()
+                == 2
+        },
+    );
+    let running = tasks.iter().filter(|t| t["state"] == "running").count();
+    assert!(running >= 2, "the live worker's tasks run on: {tasks:?}");
+    assert_eq!(
+        get_json(&format!("{lm}/healthz"))["running"].as_u64(),
+        Some(2),
+        "the restarted LM holds the live worker's two tasks"
+    );
+    for p in cluster
+        .gms
+        .iter_mut()
+        .chain(&mut cluster.workers)
+        .chain(&mut cluster.lms)
+    {
+        p.kill();
+    }
+}

@@ -101,6 +101,9 @@ pub struct GmStats {
     /// restarted with a clock behind, until the old life is given up; or two LMs with
     /// one id).
     pub other_life_snapshots: u64,
+    /// Snapshots that brought a new life of an LM the view had followed (the LM
+    /// restarted).
+    pub lm_new_lives: u64,
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.

@@ -35,6 +35,16 @@ pub struct ShellMetrics {
     pub journal_errors: u64,
     /// Tasks resubmitted from the journal at start.
     pub recovered_tasks: u64,
+    /// New lives of LMs the core took up (see `lm_restart`).
+    pub lm_restarts_seen: u64,
+    /// Restarted LMs that answered which of this GM's tasks they hold, and those
+    /// that never did.
+    pub lm_reconciles: u64,
+    pub lm_reconciles_failed: u64,
+    /// Tasks ended by those answers: finished (remembered by the LM) and lost
+    /// (neither held nor finished; the LM reports them).
+    pub reconciled_finished: u64,
+    pub reconciled_lost: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -53,6 +63,8 @@ pub struct GmActor {
     max_queued: usize,
     /// See [`GmActor::with_doubt_timeout`].
     pub(super) doubt_timeout: std::time::Duration,
+    /// See [`GmActor::with_lm_reconcile_delay`].
+    pub(super) lm_reconcile_delay: std::time::Duration,
     pub(super) pass_scheduled: bool,
     /// Base URLs of the LMs (index = LM id), for task logs; empty in embedded mode.
     pub(super) lm_urls: Vec<String>,
@@ -105,10 +117,16 @@ impl GmActor {
                 unexpected_outcomes: 0,
                 journal_errors: 0,
                 recovered_tasks: 0,
+                lm_restarts_seen: 0,
+                lm_reconciles: 0,
+                lm_reconciles_failed: 0,
+                reconciled_finished: 0,
+                reconciled_lost: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,
             doubt_timeout: DEFAULT_DOUBT_TIMEOUT,
+            lm_reconcile_delay: std::time::Duration::from_secs(5),
             pass_scheduled: false,
             wakeup: None,
             lm_urls: Vec::new(),
@@ -138,6 +156,13 @@ impl GmActor {
     /// without answering is sent again before its tasks are requeued (default 300 s).
     pub fn with_doubt_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.doubt_timeout = timeout;
+        self
+    }
+
+    /// How long after an LM restarted this GM asks it which of its tasks it still
+    /// holds (default 5 s; see `lm_restart`).
+    pub fn with_lm_reconcile_delay(mut self, delay: std::time::Duration) -> Self {
+        self.lm_reconcile_delay = delay;
         self
     }
 

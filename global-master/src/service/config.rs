@@ -98,6 +98,13 @@ pub struct GmArgs {
     /// ran it runs twice (`loadgen faults --doubt-timeout-s 5`: 405 of 2,000 seeds).
     #[arg(long, env = "MEGHA_GM_DOUBT_TIMEOUT_S")]
     pub doubt_timeout_s: Option<u64>,
+    /// After an LM restarts, how long to wait before asking it which of this GM's
+    /// tasks it still holds, in milliseconds (its workers register again meanwhile;
+    /// they check their LM every second by default). Tasks it neither holds nor
+    /// remembers finished (their worker died while the LM was away) end lost and
+    /// run again under their job's retry policy. Default 5000.
+    #[arg(long, env = "MEGHA_GM_LM_RECONCILE_DELAY_MS")]
+    pub lm_reconcile_delay_ms: Option<u64>,
     /// Directory of the GM's journal (`journal.redb`): every accepted job is written
     /// there before the client hears 202, so it survives the GM being killed; a GM
     /// restarted on the same directory resumes the jobs that had not ended. Without
@@ -251,6 +258,8 @@ pub struct GmSettings {
     pub launch_timeout: Duration,
     pub drain_timeout: Duration,
     pub doubt_timeout: Duration,
+    /// See `--lm-reconcile-delay-ms`.
+    pub lm_reconcile_delay: Duration,
     /// See `--data-dir`.
     pub data_dir: Option<std::path::PathBuf>,
     /// How long and how many ended jobs the status API keeps.
@@ -302,6 +311,7 @@ impl GmArgs {
             launch_timeout_ms,
             drain_timeout_ms,
             doubt_timeout_s,
+            lm_reconcile_delay_ms,
             data_dir,
             job_retention,
             max_finished_jobs,
@@ -417,6 +427,7 @@ impl GmArgs {
             launch_timeout: Duration::from_millis(self.launch_timeout_ms.unwrap_or(5000)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
             doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
+            lm_reconcile_delay: Duration::from_millis(self.lm_reconcile_delay_ms.unwrap_or(5000)),
             data_dir: self.data_dir.clone(),
             retention: super::status::Retention {
                 keep: Duration::from_secs(self.job_retention.unwrap_or(3600)),

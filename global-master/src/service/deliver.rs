@@ -207,6 +207,9 @@ impl GmActor {
         if let Some(at) = out.next_wakeup {
             self.wake_at(now, at, ctx);
         }
+        for lm in std::mem::take(&mut out.lm_new_lives) {
+            self.lm_restarted(now, lm, ctx);
+        }
     }
 
     /// Starts, ends, retries and cancellations into the tracker and the event

@@ -27,6 +27,7 @@ pub mod executor_api;
 pub mod http;
 pub mod idempotency;
 pub mod journal;
+pub mod lm_restart;
 pub mod logs;
 pub mod lra_actor;
 pub mod lra_api;
@@ -123,6 +124,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         s.max_queued,
     )
     .with_doubt_timeout(s.doubt_timeout)
+    .with_lm_reconcile_delay(s.lm_reconcile_delay)
     .with_retention(s.retention)
     .with_lm_urls(s.lm_urls.clone());
     let idempotency = Arc::new(match &s.data_dir {

@@ -345,6 +345,41 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_lm_restarts_total",
+            "counter",
+            "New lives of LMs (restarts) this GM's view took up.",
+            m.lm_restarts_seen as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_lm_reconciles_total",
+            "counter",
+            "Restarted LMs that answered which of this GM's tasks they still hold.",
+            m.lm_reconciles as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_lm_reconciles_failed_total",
+            "counter",
+            "Restarted LMs that never answered that question (after 5 asks).",
+            m.lm_reconciles_failed as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_reconciled_finished_total",
+            "counter",
+            "Tasks ended finished because a restarted LM remembered them finished.",
+            m.reconciled_finished as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_reconciled_lost_total",
+            "counter",
+            "Tasks a restarted LM neither held nor remembered finished (reported lost).",
+            m.reconciled_lost as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_journal_jobs",
             "gauge",
             "Jobs in the journal (accepted, not every task ended); 0 without --data-dir.",

@@ -72,9 +72,9 @@ impl GmActor {
     /// holding nothing (logged).
     fn reconcile(&mut self, resume: Vec<JobToResume>, ctx: &mut Context<Self>) {
         let gm = self.gm();
-        let tasks: Vec<TaskId> = resume
+        let tasks: Vec<(TaskId, u32)> = resume
             .iter()
-            .flat_map(|(_, t)| t.iter().map(|(s, _)| s.id))
+            .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
         let links = self.links.clone();
         let me = ctx.address();
@@ -85,6 +85,7 @@ impl GmActor {
                     gm,
                     lm,
                     tasks: tasks.clone(),
+                    forget: false,
                 });
                 let call = link.call(request);
                 async move {
@@ -143,6 +144,9 @@ impl Handler<Resume> for GmActor {
         let mut held = std::collections::HashMap::new();
         let mut finished = std::collections::HashSet::new();
         for a in &msg.answers {
+            // Held by that life: if the view follows (or takes up) another, it is
+            // asked again (see `lm_restart`).
+            self.core.lm_life_heard(a.lm, a.incarnation);
             for &(task, node, run) in &a.held {
                 held.insert(task, (a.lm, node, run));
             }
@@ -153,12 +157,15 @@ impl Handler<Resume> for GmActor {
         let mut resumed = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
+            let mut keep = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
                     running += 1;
+                    spec.attempt = run;
+                    keep.push((spec, failed));
                 } else if finished.contains(&spec.id) {
                     let end = TaskEnd {
                         task: spec.id,
@@ -179,10 +186,11 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
-            if !again.is_empty() {
+            if !again.is_empty() || !keep.is_empty() {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
                     tasks: again,
+                    held: keep,
                     retry,
                 });
             }

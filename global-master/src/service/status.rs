@@ -569,6 +569,23 @@ impl Tracker {
             .collect()
     }
 
+    /// The tasks this GM believes run at `lm` (launched there, not ended), launched
+    /// at `before` or earlier, with their current run.
+    pub fn running_on(&self, lm: LmId, before: Micros) -> Vec<(TaskId, u32)> {
+        let mut tasks: Vec<(TaskId, u32)> = self
+            .tasks
+            .iter()
+            .filter(|(_, s)| {
+                matches!(s.state, TaskState::Launched | TaskState::Running)
+                    && s.lm == Some(lm.0)
+                    && s.launched_at_us.is_some_and(|at| at <= before.0)
+            })
+            .map(|(t, s)| (*t, s.attempt))
+            .collect();
+        tasks.sort_unstable();
+        tasks
+    }
+
     /// The tasks of `job` not ended yet.
     pub fn open_tasks(&self, job: JobId) -> Vec<TaskId> {
         let Some(entry) = self.jobs.get(&job) else {

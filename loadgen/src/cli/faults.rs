@@ -40,6 +40,9 @@ pub struct FaultsArgs {
     /// Model the LM without worker liveness (`--worker-timeout-ms`): a dead worker's tasks stay running at the LM.
     #[arg(long)]
     pub no_liveness: bool,
+    /// Model the GM that does not ask a restarted LM which of its tasks it still holds (`--lm-reconcile-delay-ms`).
+    #[arg(long)]
+    pub no_lm_reconcile: bool,
     /// Count known causes (gaps of the roles modelled, bugs found and recorded) as violations.
     #[arg(long)]
     pub strict: bool,
@@ -99,6 +102,7 @@ impl FaultsArgs {
             },
             journal: !self.no_journal,
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
+            lm_reconcile: (!self.no_lm_reconcile).then(|| Micros::from_secs(5)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,
             ..FaultConfig::default()
@@ -184,6 +188,9 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         if args.no_liveness {
             options.push("--no-liveness");
         }
+        if args.no_lm_reconcile {
+            options.push("--no-lm-reconcile");
+        }
         if args.batch_seq_from_zero {
             options.push("--batch-seq-from-zero");
         }
@@ -228,12 +235,15 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         config.gms,
         config.lms,
         config.nodes_per_partition,
-        match (config.journal, config.worker_timeout.is_some()) {
-            (true, true) => "",
-            (false, true) => ", no GM journal",
-            (true, false) => ", no worker liveness",
-            (false, false) => ", no GM journal, no worker liveness",
-        }
+        [
+            (!config.journal, ", no GM journal"),
+            (config.worker_timeout.is_none(), ", no worker liveness"),
+            (config.lm_reconcile.is_none(), ", no LM reconcile"),
+        ]
+        .iter()
+        .filter(|(off, _)| *off)
+        .map(|(_, s)| *s)
+        .collect::<String>()
     );
     let report = faults::search(
         args.first_seed,

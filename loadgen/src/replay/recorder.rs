@@ -29,8 +29,12 @@ pub struct Recorder {
     terminal: Vec<bool>,
     submitted: Vec<bool>,
     waited: Vec<bool>,
-    /// Runs again after a failure (the job's retry policy).
+    /// Runs again after a failure (the job's retry policy), seen as a `Requeued`
+    /// event after the failure.
     retries: Vec<u32>,
+    /// Runs that ended failed (`Failed` events): each but a final one was retried,
+    /// whatever order the events of the LM (`Failed`) and the GM (`Requeued`) came in.
+    failures: Vec<u32>,
     /// Per task: what a run of it holds (for the per-queue shares).
     holds: Vec<(QueueId, Resources, TaskKind)>,
     /// Per task: its run in progress (index into `runs`).
@@ -71,6 +75,7 @@ impl Recorder {
             submitted: vec![false; n],
             waited: vec![false; n],
             retries: vec![0; n],
+            failures: vec![0; n],
             holds,
             open: vec![None; n],
             runs: Vec::new(),
@@ -182,6 +187,12 @@ impl Recorder {
                 r.start = Some(at);
                 r.in_flight_until(at);
                 self.starts[i] += 1;
+                // A start after a failure whose retry (`Requeued`, from the GM) came
+                // before the failure itself (`Failed`, from the LM): not ended.
+                if self.terminal[i] && self.records[i].finish.is_none() {
+                    self.terminal[i] = false;
+                    self.done -= 1;
+                }
                 if self.open[i].is_none() {
                     let (queue, resources, kind) = self.holds[i];
                     self.open[i] = Some(self.runs.len());
@@ -220,6 +231,9 @@ impl Recorder {
             // GM gave up on at shutdown): the replay stops waiting for it; with no
             // finish time it counts as never finished in the reports.
             TaskEventKind::Failed { .. } | TaskEventKind::Cancelled { .. } => {
+                if matches!(ev.kind, TaskEventKind::Failed { .. }) {
+                    self.failures[i] += 1;
+                }
                 self.end_run(i, at);
                 self.mark_terminal(i);
             }
@@ -251,9 +265,17 @@ impl Recorder {
     }
 
     /// Tasks that started more than once per run (once, plus once per preemption and
-    /// per retry after a failure): must be empty.
+    /// per retry after a failure): must be empty. Retries are counted from the
+    /// `Requeued` events that followed a failure and, since those (from the GM) may
+    /// overtake the `Failed` event (from the LM, e.g. one that was cut off the network
+    /// when it declared the run lost), also as the failed runs that were not the
+    /// task's last end.
     pub fn started_twice(&self) -> Vec<(u64, u32)> {
-        self.filter(|i, s| s.starts[i] > 1 + s.records[i].preemptions + s.retries[i])
+        self.filter(|i, s| {
+            let ended_failed = u32::from(s.terminal[i] && s.records[i].finish.is_none());
+            let retried = s.retries[i].max(s.failures[i].saturating_sub(ended_failed));
+            s.starts[i] > 1 + s.records[i].preemptions + retried
+        })
     }
 
     /// Allocation overhead samples (seconds): the allocation time of every started
@@ -432,6 +454,76 @@ mod tests {
         assert!(rec.started_twice().is_empty(), "one start per attempt");
         // A third start would be one too many.
         rec.apply(ev(id, 10, TaskEventKind::Started { lm, node }));
+        assert_eq!(rec.started_twice().len(), 1);
+    }
+
+    /// The GM's `Requeued` (the retry) overtakes the LM's `Failed` (the lost run),
+    /// as when the LM was cut off the network: one start per run all the same, and the
+    /// task is waited for until its retry ends.
+    #[test]
+    fn a_retry_seen_before_the_failure_it_follows_is_one_start_per_run() {
+        let (lm, node) = (LmId(0), NodeId(0));
+        let id = TaskId::new(9, 0);
+        let lost = || TaskEventKind::Failed {
+            detail: "lost: no word from its worker".to_owned(),
+        };
+        let requeued = || TaskEventKind::Requeued {
+            gm: common::GmId(0),
+            reason: common::reasons::PendingReason::NoStateYet,
+        };
+        // Failed before the second start, or after it.
+        for late_failure in [false, true] {
+            let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
+            rec.submitted(0, JobId(9), Micros(0));
+            rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
+            rec.apply(ev(id, 6, requeued()));
+            if late_failure {
+                rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
+                rec.apply(ev(id, 5, lost()));
+            } else {
+                rec.apply(ev(id, 5, lost()));
+                assert_eq!(rec.done(), 1);
+                rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
+                assert_eq!(rec.done(), 0, "started again: not ended");
+            }
+            rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+            assert_eq!(rec.done(), 1);
+            assert!(rec.unfinished().is_empty());
+            assert!(
+                rec.started_twice().is_empty(),
+                "one start per run (late failure: {late_failure})"
+            );
+            // A third start is one too many.
+            rec.apply(ev(id, 10, TaskEventKind::Started { lm, node }));
+            assert_eq!(rec.started_twice().len(), 1);
+        }
+    }
+
+    /// A run started twice with no failure between is caught even if both runs end.
+    #[test]
+    fn two_finished_runs_without_a_failure_are_a_task_started_twice() {
+        let (lm, node) = (LmId(0), NodeId(0));
+        let id = TaskId::new(9, 0);
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
+        rec.submitted(0, JobId(9), Micros(0));
+        rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
+        rec.apply(ev(
+            id,
+            2,
+            TaskEventKind::Started {
+                lm,
+                node: NodeId(1),
+            },
+        ));
+        rec.apply(ev(id, 5, TaskEventKind::Finished { lm, node }));
+        rec.apply(ev(
+            id,
+            6,
+            TaskEventKind::Finished {
+                lm,
+                node: NodeId(1),
+            },
+        ));
         assert_eq!(rec.started_twice().len(), 1);
     }
 

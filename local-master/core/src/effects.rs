@@ -34,6 +34,10 @@ pub struct LmEffects {
     pub cancel_response: Option<CancelResponse>,
     /// The answer to a restarted GM's reconcile request (send to that GM).
     pub reconcile_response: Option<common::messages::ReconcileResponse>,
+    /// Tasks a worker reported finished that this LM did not hold (see
+    /// `LocalMaster::handle_worker_report`): remembered for their GM's reconcile
+    /// request; the driver logs and counts them.
+    pub unowned_finished: Vec<TaskId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -208,7 +208,12 @@ fn reconcile_names_held_and_finished_tasks() {
     let request = GmToLm::Reconcile(ReconcileRequest {
         gm: GmId(0),
         lm: LmId(0),
-        tasks: vec![TaskId::new(1, 0), TaskId::new(2, 0), TaskId::new(3, 0)],
+        tasks: vec![
+            (TaskId::new(1, 0), 1),
+            (TaskId::new(2, 0), 1),
+            (TaskId::new(3, 0), 1),
+        ],
+        forget: false,
     });
     let out = lm
         .step(Micros(11), lm_core::LmInput::Gm(request))
@@ -220,4 +225,94 @@ fn reconcile_names_held_and_finished_tasks() {
     assert_eq!(a.finished, vec![TaskId::new(2, 0)]);
     assert!(out.to_workers.is_empty());
     assert_eq!(lm.snapshot(Micros(12)).version, before);
+}
+
+/// A GM that saw this LM restart asks about the tasks it believes run here
+/// (`forget`): one this life never heard of ends lost (reported to that GM, in the
+/// event stream), once; a worker registering later still holding that run is told
+/// to kill it; a launch of a task remembered finished is answered `Duplicate` and
+/// its end goes to the GM (which may never have heard it).
+#[test]
+fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
+    use common::messages::ReconcileRequest;
+    use common::protocol::{GmToLm, LmToGm, LmToWorker};
+    let mut lm = launched(1);
+    let gone = TaskId::new(7, 0);
+    let ask = || {
+        GmToLm::Reconcile(ReconcileRequest {
+            gm: GmId(0),
+            lm: LmId(0),
+            tasks: vec![(TaskId::new(1, 0), 1), (gone, 2)],
+            forget: true,
+        })
+    };
+    let out = lm
+        .step(Micros(10), lm_core::LmInput::Gm(ask()))
+        .expect("for this LM");
+    let ended: Vec<_> = out
+        .to_gms
+        .iter()
+        .filter_map(|(_, m)| match m {
+            LmToGm::Ended(e) => Some(e.ends.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(ended.len(), 1, "{:?}", out.to_gms);
+    assert_eq!((ended[0].task, ended[0].attempt), (gone, 2));
+    assert!(matches!(ended[0].failure, Some(TaskFailure::Lost { .. })));
+    assert!(matches!(
+        out.events[..],
+        [common::events::TaskEvent {
+            kind: TaskEventKind::Failed { .. },
+            ..
+        }]
+    ));
+    let answer = out.to_gms.iter().find_map(|(_, m)| match m {
+        LmToGm::ReconcileAnswer(a) => Some(a.clone()),
+        _ => None,
+    });
+    let answer = answer.expect("answered");
+    assert_eq!(answer.held, vec![(TaskId::new(1, 0), NodeId(0), 1)]);
+    // Asked again (a lost answer): nothing ends twice.
+    let again = lm
+        .step(Micros(11), lm_core::LmInput::Gm(ask()))
+        .expect("for this LM");
+    assert!(again.events.is_empty(), "{:?}", again.events);
+    // The worker holding run 2 registers late: killed, not adopted.
+    let back = lm
+        .step(
+            Micros(12),
+            lm_core::LmInput::WorkerBack {
+                nodes: vec![NodeId(0)],
+                holding: vec![(NodeId(0), gone, 2)],
+            },
+        )
+        .expect("known node");
+    assert!(
+        back.to_workers
+            .iter()
+            .any(|o| matches!(o, LmToWorker::Kill(k) if k.task == gone && k.attempt == 2)),
+        "{:?}",
+        back.to_workers
+    );
+    // A finish this life learned from a worker: a launch of it is a Duplicate
+    // whose end reaches the GM.
+    let done = TaskId::new(8, 0);
+    lm.finished_before_restart(Micros(13), NodeId(0), done, 1);
+    let batch = LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq: 9,
+        requests: vec![LaunchRequest {
+            task: TaskSpec::short(done, Resources::cores(1, 10), Micros(5)),
+            node: NodeId(0),
+            placement: Placement::Internal,
+        }],
+    };
+    let fx = lm.handle_launch_batch(Micros(14), batch).expect("batch");
+    assert!(fx.starts.is_empty(), "not run again");
+    let ends: Vec<_> = fx.ended.iter().flat_map(|e| e.ends.clone()).collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!((ends[0].task, ends[0].failure.clone()), (done, None));
 }

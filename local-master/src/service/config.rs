@@ -106,6 +106,13 @@ pub struct LmArgs {
     /// On SIGTERM, how long to wait for running tasks to finish. Default 10000.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
+    /// Memory for task events while the broker is away or slow, in bytes: events are
+    /// never dropped, they wait in memory; past this many, the LM answers launch
+    /// batches and preemption requests 503 with Retry-After (the GMs send them again
+    /// later) instead of taking work whose events it could only buffer. Running
+    /// tasks still report and cancellations still apply. Default 67108864 (64 MiB).
+    #[arg(long, env = "MEGHA_LM_MAX_BROKER_BACKLOG_BYTES", value_name = "BYTES")]
+    pub max_broker_backlog_bytes: Option<u64>,
     /// A user queue NAME:SHARE:GM (repeatable, or comma-separated; TOML `queues`).
     /// The same list, in the same order, as the GMs'. Default: none (no preemption).
     #[arg(
@@ -210,6 +217,8 @@ pub struct LmSettings {
     pub heartbeat: Micros,
     pub publish_min_interval: Duration,
     pub drain_timeout: Duration,
+    /// See `--max-broker-backlog-bytes`.
+    pub max_broker_backlog_bytes: u64,
     /// User queues; `None`: no fairness (preemption requests are refused).
     pub fairness: Option<Arc<FairnessConfig>>,
     /// GM base URLs by GM id (empty without queues or QUEUEABLE work).
@@ -247,6 +256,7 @@ impl LmArgs {
             heartbeat_ms,
             publish_min_interval_ms,
             drain_timeout_ms,
+            max_broker_backlog_bytes,
             queues,
             share_policy,
             gm_urls,
@@ -326,6 +336,10 @@ impl LmArgs {
             );
         }
         let listen = self.listen.unwrap_or_else(|| "127.0.0.1:9100".into());
+        let max_broker_backlog_bytes = match self.max_broker_backlog_bytes.unwrap_or(64 << 20) {
+            0 => bail!("--max-broker-backlog-bytes must be positive (bytes of task events the LM may hold while the broker is away; default 67108864)"),
+            n => n,
+        };
         let worker_networks = match &self.worker_networks {
             Some(items) => service_kit::auth::WorkerNetworks::parse(items)?,
             None => service_kit::auth::WorkerNetworks::default_for(&listen),
@@ -353,6 +367,7 @@ impl LmArgs {
             heartbeat: Micros::from_millis(self.heartbeat_ms.unwrap_or(1000).max(1)),
             publish_min_interval: Duration::from_millis(self.publish_min_interval_ms.unwrap_or(5)),
             drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(10_000)),
+            max_broker_backlog_bytes,
             fairness,
             gm_urls,
             queueable,
@@ -477,5 +492,18 @@ mod tests {
             assert!(format!("{err:#}").contains(flag), "{flag}: {err:#}");
         }
         assert!(resolve(&[]).expect("default").queueable.is_none());
+    }
+
+    #[test]
+    fn the_broker_backlog_limit_has_a_default_a_flag_and_must_be_positive() {
+        let s = resolve(&[]).expect("default");
+        assert_eq!(s.max_broker_backlog_bytes, 64 << 20);
+        let s = resolve(&["--max-broker-backlog-bytes", "4096"]).expect("flag");
+        assert_eq!(s.max_broker_backlog_bytes, 4096);
+        let err = resolve(&["--max-broker-backlog-bytes", "0"]).expect_err("zero");
+        assert!(
+            format!("{err:#}").contains("--max-broker-backlog-bytes"),
+            "{err:#}"
+        );
     }
 }

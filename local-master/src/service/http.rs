@@ -3,7 +3,9 @@
 //!
 //! - `POST /v1/messages`: any GM request (`common::protocol::GmToLm`: launch batch,
 //!   preemption) -> its answer (`LmToGm`); 503 until every worker has registered
-//!   (the GM sends it again), 422 if it is not for this LM.
+//!   (the GM sends it again), 503 with `Retry-After` for a launch batch or
+//!   preemption while too many events wait for the broker (see
+//!   [`super::backpressure`]), 422 if it is not for this LM.
 //! - `POST /v1/worker/messages`: `Vec<WorkerToLm>` -> `()` (from workers: reports, in
 //!   order); 409 while the reporting worker has not registered with this life of the
 //!   LM.
@@ -53,6 +55,9 @@ pub struct LmApi {
     /// confirmed, so that an LM crash cannot lose the end of a task whose worker
     /// already forgot it (the worker sends the report again to the next LM).
     pub publisher: Option<service_kit::amqp::Publisher>,
+    /// Launch batches and preemptions wait (503) while the publisher's backlog is
+    /// over its limit; `None`: never.
+    pub backpressure: Option<Arc<super::backpressure::BrokerBackpressure>>,
     /// Every route but `/healthz` and `/metrics` needs the cluster credential.
     pub guard: service_kit::auth::ClusterGuard,
     /// Where a registering worker may ask to be called back.
@@ -122,6 +127,9 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(m) => m,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
+    if let Some(refusal) = s.backpressure.as_ref().and_then(|b| b.refuse(&message)) {
+        return refusal;
+    }
     match s.lm.send(FromGm(message)).await {
         Ok(Ok(answer)) => bincode_ok(&s.cluster, &answer),
         Ok(Err(e @ GmRequestError::NotReady { .. })) => {
@@ -324,6 +332,9 @@ async fn metrics(State(s): State<LmApi>) -> Response {
         Ok(mut page) => {
             s.guard.render(&mut page);
             s.cluster.render(&mut page);
+            if let Some(b) = &s.backpressure {
+                b.render(&mut page);
+            }
             let content_type = service_kit::metrics::CONTENT_TYPE;
             ([(header::CONTENT_TYPE, content_type)], page.encode()).into_response()
         }

@@ -11,8 +11,10 @@
 //! - [`metrics`]: Prometheus text.
 //! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
 //! - [`preempt`]: preemption counters (fairness).
+//! - [`backpressure`]: launches wait (503) while too many events wait for the broker.
 
 pub mod actor;
+pub mod backpressure;
 pub mod config;
 pub mod gm;
 pub mod http;
@@ -44,7 +46,10 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         service_kit::roles::Role::Lm,
     )?;
     let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "lm");
-    let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone());
+    // Events wait in memory while the broker is away; past the limit the LM takes
+    // no new work (see `backpressure`). Snapshots: only the newest waits.
+    let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
+        .with_backlog_limit(s.max_broker_backlog_bytes);
     let mut lm = actor::LmActor::new(
         &s.spec,
         s.gms,
@@ -93,6 +98,9 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         client: http::worker_client(s.cluster_secret.as_ref(), &s.cluster_name),
         incarnation,
         publisher: Some(publisher.clone()),
+        backpressure: Some(Arc::new(backpressure::BrokerBackpressure::new(
+            publisher.clone(),
+        ))),
         guard: service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "lm")
             .with_callers(http::callers),
         worker_networks: Arc::new(s.worker_networks.clone()),

@@ -217,7 +217,23 @@ impl Handler<FromWorker> for LmActor {
                 .step(clock::now(), LmInput::Worker(message.clone()))
             {
                 Ok(out) => {
+                    if !out.unowned_finished.is_empty() {
+                        // Finished while this LM was away: kept for the GM's
+                        // reconcile request, and sent to the GM its job id names.
+                        self.counters.orphan_reports += 1;
+                        let WorkerToLm::Report(report) = &message;
+                        tracing::info!(task = %report.task(), job = report.task().job.0, node = %report.node(), "finish of a task this LM does not hold (it ended while the LM was away); remembered for its GM and published");
+                        self.orphan_end_to_gm(report);
+                    }
                     self.apply(out, ctx);
+                }
+                Err(LmError::UnknownTask { task, .. })
+                    if self.core.is_lost_run(task, report_attempt(&message)) =>
+                {
+                    // A repeat of a lost run's end (absorbed the first time): its GM
+                    // heard it lost; publishing it would show a finish of that run.
+                    self.counters.bad_reports += 1;
+                    tracing::debug!(task = %task, job = task.job.0, "repeated report of a run reported lost; ignored");
                 }
                 Err(LmError::UnknownTask { task, node }) => {
                     // Ended while this LM was away (or a report sent again after its
@@ -241,6 +257,12 @@ impl Handler<FromWorker> for LmActor {
         }
         Ok(())
     }
+}
+
+/// The run a worker's message reports on.
+fn report_attempt(message: &WorkerToLm) -> u32 {
+    let WorkerToLm::Report(report) = message;
+    report.attempt()
 }
 
 /// The event for a report of a task this LM does not know.
@@ -335,8 +357,18 @@ impl Handler<Register> for LmActor {
             );
         }
         let was_ready = self.ready();
-        for (task, attempt) in msg.finished {
-            self.core.finished_before_restart(task, attempt);
+        let node = self.nodes_of(slot).first().copied().unwrap_or(NodeId(0));
+        let now = clock::now();
+        let republished: Vec<TaskEvent> = msg
+            .finished
+            .iter()
+            .filter_map(|&(task, attempt)| {
+                self.core.finished_before_restart(now, node, task, attempt)
+            })
+            .collect();
+        if !republished.is_empty() {
+            tracing::info!(tasks = republished.len(), slot, "worker registered with tasks it finished that this LM life had not heard of; their ends published");
+            (self.events)(republished);
         }
         let sender = OrderedSender::start(msg.link);
         for order in std::mem::take(&mut self.held_orders[slot]) {

@@ -1,7 +1,8 @@
 //! Unit tests of `amqp.rs`.
 
-use super::{coalesce, Msg};
+use super::publish::{coalesce, merge_latest, Msg};
 use crate::topology::Exchange;
+use std::sync::atomic::Ordering;
 
 const EVENTS_EXCHANGE: Exchange = Exchange::Events;
 const STATE_EXCHANGE: Exchange = Exchange::State;
@@ -12,6 +13,7 @@ fn msg(exchange: Exchange, key: &str, body: &str) -> Msg {
         key: key.into(),
         body: body.as_bytes().to_vec(),
         persistent: true,
+        slot: None,
     }
 }
 
@@ -107,4 +109,86 @@ async fn the_publisher_buffer_is_counted_and_backlogged_while_the_broker_is_away
     // Not lost: still pending (nothing confirmed them).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(publisher.pending_bytes(), 1100);
+}
+
+fn state(slot: &str, body: &str) -> Msg {
+    Msg {
+        exchange: STATE_EXCHANGE,
+        key: String::new(),
+        body: body.as_bytes().to_vec(),
+        persistent: false,
+        slot: Some(slot.into()),
+    }
+}
+
+#[test]
+fn the_newest_state_of_a_slot_replaces_the_one_an_unconfirmed_batch_holds() {
+    let status = super::LinkStatus::default();
+    // An unconfirmed batch (publishing failed): events, lm0's and lm1's states.
+    let mut batch = vec![
+        msg(EVENTS_EXCHANGE, "task.started", "[1]"),
+        state("lm0", "lm0-v1"),
+        msg(EVENTS_EXCHANGE, "task.finished", "[2]"),
+        state("lm1", "lm1-v1"),
+    ];
+    let mut batch_bytes: u64 = batch.iter().map(|m| m.body.len() as u64).sum();
+    status.pending_bytes.store(batch_bytes, Ordering::Relaxed);
+    // Meanwhile lm0 published a newer state, and lm2 its first; the publisher counted
+    // them as pending when they were handed over.
+    let taken = vec![state("lm0", "lm0-v2-longer"), state("lm2", "lm2-v1")];
+    let handed: u64 = taken.iter().map(|m| m.body.len() as u64).sum();
+    status.pending_bytes.fetch_add(handed, Ordering::Relaxed);
+    merge_latest(&mut batch, &mut batch_bytes, taken, &status);
+    let want = [
+        ("task.started", "[1]"),
+        ("", "lm0-v2-longer"),
+        ("task.finished", "[2]"),
+        ("", "lm1-v1"),
+        ("", "lm2-v1"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, b)| (k.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(shape(&batch), want);
+    let now: u64 = batch.iter().map(|m| m.body.len() as u64).sum();
+    assert_eq!(batch_bytes, now, "the batch counts what it holds");
+    assert_eq!(status.pending_bytes.load(Ordering::Relaxed), now);
+    assert_eq!(status.superseded.load(Ordering::Relaxed), 1, "lm0-v1");
+    // An event never replaces anything, even with a slot-less twin in the batch.
+    let mut events = vec![msg(EVENTS_EXCHANGE, "task.started", "[1]")];
+    let mut bytes = 3;
+    merge_latest(&mut events, &mut bytes, vec![], &status);
+    assert_eq!((events.len(), bytes), (1, 3));
+}
+
+#[tokio::test]
+async fn while_the_broker_is_away_only_the_newest_state_waits_and_events_all_do() {
+    // Nothing listens on port 1: every connection attempt fails and messages wait.
+    let publisher = super::Publisher::start(
+        "amqp://guest:guest@127.0.0.1:1/%2f".into(),
+        common::ClusterName::default(),
+    )
+    .with_backlog_limit(10_000);
+    for version in 0..1000u32 {
+        let body = format!("{version:0>100}").into_bytes();
+        publisher.publish_latest(STATE_EXCHANGE, String::new(), "lm0".into(), body.clone());
+        publisher.publish_latest(STATE_EXCHANGE, String::new(), "lm1".into(), body);
+    }
+    // Two slots of 100 bytes, not 200,000 bytes.
+    assert_eq!(publisher.pending_bytes(), 200);
+    assert_eq!(publisher.status.superseded.load(Ordering::Relaxed), 1998);
+    assert!(!publisher.backlogged(), "states alone never backlog");
+    for _ in 0..100 {
+        publisher.publish(
+            EVENTS_EXCHANGE,
+            "task.finished".into(),
+            vec![b'x'; 100],
+            true,
+        );
+    }
+    assert_eq!(publisher.pending_bytes(), 10_200, "every event waits");
+    assert!(publisher.backlogged());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(publisher.pending_bytes(), 10_200, "nothing lost while away");
 }

@@ -521,8 +521,8 @@ fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
 #[test]
 fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
     let mut h = Harness::new(1, 1);
-    h.lm.finished_before_restart(TaskId::new(1, 0), 1);
-    h.lm.finished_before_restart(TaskId::new(1, 1), 1);
+    h.lm.finished_before_restart(Micros(0), NodeId(0), TaskId::new(1, 0), 1);
+    h.lm.finished_before_restart(Micros(0), NodeId(0), TaskId::new(1, 1), 1);
     h.heartbeat(1);
     let tasks: Vec<TaskSpec> = (0..4).map(|i| task(1, i)).collect();
     h.gm_step(0, 2, GmInput::Client(ClientToGm::Submit(tasks)));

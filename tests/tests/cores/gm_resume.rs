@@ -41,6 +41,7 @@ fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
     spec.attempt = 2;
     let resume = Resumed {
         tasks: vec![(spec, 0)],
+        held: Vec::new(),
         retry: policy(2),
     };
     h.gm_step(0, 1, GmInput::Resume(resume));
@@ -92,6 +93,7 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
         1,
         GmInput::Resume(Resumed {
             tasks: vec![(spec, 0)],
+            held: Vec::new(),
             retry,
         }),
     );
@@ -107,4 +109,65 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
     let outs = h.gm_step(0, 4, GmInput::Lm(run_1_ended(a, NodeId(0), 4, None)));
     assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
+
+/// The core names an LM whose new life its view takes up (`lm_new_lives`), once,
+/// so that the driver asks it about the tasks it ran; not the first life it
+/// hears of, nor an older life's late snapshot.
+#[test]
+fn the_gm_names_an_lm_that_restarted_once() {
+    use common::cluster::{LmSpec, NodeSpec};
+    use common::{ConstraintSet, Resources};
+    use global_master::core::{GlobalMaster, GmConfig};
+    use local_master::{LmConfig, LocalMaster};
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node]],
+    };
+    let life = |start: u64| LocalMaster::new(&spec, 1, LmConfig::default(), Micros(start));
+    let mut gm = GlobalMaster::new(GmConfig::new(GmId(0), 1, 1));
+    let state = |gm: &mut GlobalMaster, lm: &mut LocalMaster, now: u64| {
+        let snapshot = lm.snapshot(Micros(now));
+        gm.step(Micros(now), GmInput::Lm(LmToGm::State(snapshot)))
+            .lm_new_lives
+    };
+    let mut first = life(1);
+    assert!(
+        state(&mut gm, &mut first, 2).is_empty(),
+        "the first life heard of"
+    );
+    assert!(state(&mut gm, &mut first, 3).is_empty());
+    let mut second = life(10);
+    assert_eq!(state(&mut gm, &mut second, 11), vec![LmId(0)]);
+    assert!(state(&mut gm, &mut second, 12).is_empty(), "named once");
+    assert!(
+        state(&mut gm, &mut first, 13).is_empty(),
+        "a late snapshot of the old life"
+    );
+}
+
+/// A task an LM still held when its GM restarted is not queued again, but it is
+/// tracked under its job's policy: a failure of the held run is retried (before,
+/// the restarted GM's core did not know it, and the failure ended the task).
+#[test]
+fn a_task_held_at_a_gm_restart_is_retried_when_its_run_fails() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    let resume = Resumed {
+        tasks: Vec::new(),
+        held: vec![(task(1, 0), 0)],
+        retry: policy(2),
+    };
+    let outs = h.gm_step(0, 1, GmInput::Resume(resume));
+    assert!(launches(&h.pass(0, 2)).is_empty(), "not placed again");
+    assert!(outs[0].retries.is_empty());
+    let failed = Some(TaskFailure::Exit { code: 1 });
+    let outs = h.gm_step(0, 3, GmInput::Lm(run_1_ended(a, NodeId(0), 3, failed)));
+    let retries: Vec<_> = outs.iter().flat_map(|o| o.retries.clone()).collect();
+    assert_eq!(retries.len(), 1, "{outs:?}");
+    assert_eq!((retries[0].task, retries[0].attempt), (a, 2));
 }

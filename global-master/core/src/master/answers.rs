@@ -15,6 +15,25 @@ use common::{LmId, Micros, TaskId};
 
 impl GlobalMaster {
     /// Applies an LM heartbeat (or the snapshot piggybacked on a response).
+    /// The driver heard from life `incarnation` of `lm` outside its state (a
+    /// restarted GM's reconcile answer: the tasks it holds). If the view follows
+    /// another life already, or takes up another one first, `lm` is named in
+    /// [`crate::GmOutput::lm_new_lives`] like any restart: what that answer said
+    /// may no longer hold.
+    pub fn lm_life_heard(&mut self, lm: LmId, incarnation: u64) {
+        let Some(slot) = self.heard_lives.get_mut(lm.index()) else {
+            return;
+        };
+        match self.view.get(lm.index()).map(|v| v.incarnation) {
+            Some(now) if now != 0 && now != incarnation => {
+                self.stats.lm_new_lives += 1;
+                self.new_lives.push(lm);
+            }
+            Some(now) if now != 0 => {}
+            _ => *slot = Some(incarnation),
+        }
+    }
+
     pub fn apply_snapshot(&mut self, _now: Micros, snapshot: &LmSnapshot) {
         // One partition per GM: a state cut for another number of GMs is of another
         // cluster (or a misconfigured LM); placing with it would index partitions
@@ -25,6 +44,16 @@ impl GlobalMaster {
             self.stats.foreign_snapshots += 1;
             return;
         }
+        let life_before = self
+            .view
+            .get(snapshot.lm.index())
+            .map(|v| v.incarnation)
+            .filter(|&i| i != 0)
+            .or_else(|| {
+                self.heard_lives
+                    .get_mut(snapshot.lm.index())
+                    .and_then(Option::take)
+            });
         let (old_jobs, rebuilt, gained) = match self.view.apply(snapshot) {
             SnapshotApplied::UnknownLm => return,
             SnapshotApplied::Stale => {
@@ -46,6 +75,12 @@ impl GlobalMaster {
             self.backlog.view_rebuilt();
         }
         self.stats.snapshots_applied += 1;
+        if life_before.is_some_and(|i| i != snapshot.incarnation) {
+            // The LM restarted: its new life may not know every task of ours it
+            // ran (the driver asks it, see `GmOutput::lm_new_lives`).
+            self.stats.lm_new_lives += 1;
+            self.new_lives.push(snapshot.lm);
+        }
         self.fairness.view_changed();
         self.quota.report(&old_jobs, &snapshot.jobs);
         // Launches sent after the snapshot was taken are not in it: deduct them again.

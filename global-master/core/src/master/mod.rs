@@ -56,6 +56,12 @@ pub struct GlobalMaster {
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
     grown: Option<crate::grown::GrownNodes>,
+    /// LMs whose new life this GM's view took up since the last step's output
+    /// (see [`crate::GmOutput::lm_new_lives`]).
+    new_lives: Vec<LmId>,
+    /// Per LM: the life a reconcile answer came from, before the view had one
+    /// (see [`GlobalMaster::lm_life_heard`]).
+    heard_lives: Vec<Option<u64>>,
 }
 
 impl GlobalMaster {
@@ -77,6 +83,8 @@ impl GlobalMaster {
             lra: LraPath::new(config.lra.clone()),
             lifecycle: Lifecycle::new(config.retry),
             stats: GmStats::default(),
+            new_lives: Vec::new(),
+            heard_lives: vec![None; lms],
             grown: None,
             config,
         }

@@ -52,6 +52,10 @@ pub enum GmInput {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resumed {
     pub tasks: Vec<(TaskSpec, u32)>,
+    /// Tasks an LM still holds (its answer to the restarted GM's reconcile), each
+    /// as the run it holds and with its failures so far: not queued, but tracked
+    /// under the job's policy, so that a failure of that run is retried.
+    pub held: Vec<(TaskSpec, u32)>,
     pub retry: RetryPolicy,
 }
 
@@ -140,6 +144,13 @@ pub struct GmOutput {
     pub cancelled: Vec<TaskId>,
     /// The input may have made work placeable: the driver should run a pass soon.
     pub wants_pass: bool,
+    /// LMs whose new life (a higher incarnation, or one that took over) the view
+    /// took up in this step. The new life knows the tasks its workers still hold
+    /// or report finished, not those its previous life ran on workers that died
+    /// meanwhile, nor ends it failed to send: the driver asks it about the tasks
+    /// it believes run there (once its workers had time to register) and turns
+    /// the answer into ends (see `common::messages::ReconcileRequest`).
+    pub lm_new_lives: Vec<LmId>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -184,7 +195,8 @@ impl GlobalMaster {
                 }
                 out.wants_pass = true;
             }
-            GmInput::Resume(Resumed { tasks, retry }) => {
+            GmInput::Resume(Resumed { tasks, held, retry }) => {
+                self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
                 for (task, _) in tasks {
                     self.submit(now, task);
@@ -244,6 +256,7 @@ impl GlobalMaster {
             out.wants_pass |= self.lifecycle_due(now, &mut out);
         }
         out.next_wakeup = self.lifecycle.next_wakeup();
+        out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out
     }
 

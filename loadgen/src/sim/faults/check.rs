@@ -54,8 +54,9 @@ pub enum Known {
     /// The task was queued (or not yet launched) at a GM that crashed: no journal
     /// yet (issue 14, item 2).
     GmCrash,
-    /// The task's end was waiting in the LM's stream to its GM when the LM crashed:
-    /// no reconciliation of ends yet (issue 14, item 2).
+    /// The task's end was waiting in the LM's stream to its GM when the LM crashed,
+    /// and no live worker remembers it (it failed, or its worker died too): the
+    /// restarted LM, asked by the GM, reports the run lost (again).
     LmCrashLostEnd,
     /// A GM restarted with its clock behind its previous life: its batch numbers
     /// repeat the previous life's and an LM answers them from its record of the
@@ -105,6 +106,11 @@ pub enum Known {
     /// snapshot version, the GM discards snapshots of an equal version, so the
     /// batch's in-flight deduction never lands while the LM stays unchanged.
     StaleViewRejectedBatch,
+    /// A worker cut off from its LM longer than the liveness timeout: its runs
+    /// were declared lost and retried while it finished them; the finish is
+    /// published once a (restarted) LM hears of it, and the retry runs the task
+    /// again. The price of timeout-based liveness (at-least-once), not a bug.
+    LostWhileAlive,
 }
 
 impl Known {
@@ -129,7 +135,7 @@ impl fmt::Display for Known {
             }
             Known::GmCrash => "GM crash loses its queued tasks (a GM without its journal: --no-journal)",
             Known::LmCrashLostEnd => {
-                "LM crash loses an end not yet sent to the GM (no reconciliation of ends)"
+                "LM crash loses an end not yet sent to the GM that no live worker remembers (a failure, or its worker died too): reported lost again"
             }
             Known::EndLostWithWorker => {
                 "task of a crashed worker unknown to its restarted LM (no reconciliation of ends)"
@@ -160,6 +166,9 @@ impl fmt::Display for Known {
             }
             Known::StaleAnswerTakenForRetry => {
                 "BUG a late launch answer of a lost run is taken for its retry's launch"
+            }
+            Known::LostWhileAlive => {
+                "worker declared lost while it still ran the task (cut off past the liveness timeout): finished and retried"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps the deduction of a batch that changed nothing at the LM"
@@ -237,6 +246,13 @@ struct Track {
     resent: bool,
     /// Resubmitted from its GM's journal.
     resubmitted: bool,
+    /// Its end may be published twice (observers drop the repeat): ended
+    /// finished by its GM on an LM's word (the reconcile exchange), or published
+    /// again by a restarted LM that learned it from the worker.
+    repeat_allowed: bool,
+    /// A finish published late, after its GM retried the task: it may be that of
+    /// a run declared lost ([`Known::LostWhileAlive`]).
+    late_finish: bool,
     /// Runs after a failure (its job's retry policy).
     retries: u32,
     /// When its GM last decided to run it again.
@@ -346,6 +362,11 @@ impl Checker {
         }
     }
 
+    /// Whether a GM resubmitted the task from its journal.
+    pub fn was_resubmitted(&self, task: &TaskId) -> bool {
+        self.tasks.get(task).is_some_and(|t| t.resubmitted)
+    }
+
     /// Whether the GM decided to run the task again after `since`.
     pub fn retried_since(&self, task: &TaskId, since: Micros) -> bool {
         self.tasks
@@ -366,6 +387,12 @@ impl Checker {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
             Some(Known::JournalRerun)
+        } else if t.late_finish {
+            Some(Known::LostWhileAlive)
+        } else if t.known == Some(Known::LmCrashLostEnd) {
+            // Its end died with its LM; the restarted LM, asked by the GM, knows
+            // nothing of it (its worker died too) and reports the run lost.
+            Some(Known::LmCrashLostEnd)
         } else {
             None
         }
@@ -411,6 +438,10 @@ impl Checker {
             _ => return Ok(()),
         };
         if let Some(before) = t.ended {
+            if before == end && t.repeat_allowed {
+                t.repeat_allowed = false; // the GM's copy of the same end, once
+                return Ok(());
+            }
             let invariant = if before == end {
                 Invariant::RanTwice
             } else {
@@ -437,13 +468,26 @@ impl Checker {
         }
     }
 
-    /// The ends a GM took from an LM's `Ended` message.
-    /// A restarted GM ends `task` finished because an LM remembers it so (the
-    /// reconcile exchange): the event stream may not have the end yet (its LM
-    /// publishes it once the broker takes it), so it is not compared.
+    /// A restarted LM publishes the end of `task`, which its worker reported: the
+    /// life that saw it end may have published it already.
+    pub fn may_repeat_end(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.repeat_allowed = true;
+            t.late_finish |= t.retries > 0;
+        }
+    }
+
+    /// A GM ends `task` finished because an LM remembers it so (the reconcile
+    /// exchange of a restarted GM, or with a restarted LM): not compared with the
+    /// event stream, which may not have it yet (or ever: the LM life that saw it
+    /// may have died before publishing); the GM publishes it too.
     pub fn gm_ended_by_reconcile(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.gm_ended = Some(Ending::Finished);
+            t.repeat_allowed = true;
+            // The GM publishes it: the previous LM life may have died before
+            // its own event reached the broker.
+            t.ended.get_or_insert(Ending::Finished);
         }
     }
 
@@ -475,7 +519,7 @@ impl Checker {
             }
             match t.ended {
                 Some(e) if e == ending => {}
-                other if t.resent || t.resubmitted => {
+                other if t.resent || t.resubmitted || t.known == Some(Known::LmCrashLostEnd) => {
                     let broken = (
                         Invariant::TerminalDisagrees,
                         format!(
@@ -483,9 +527,10 @@ impl Checker {
                             end.task
                         ),
                     );
-                    let why = match t.resent {
-                        true => Known::ResentBatchRerun,
-                        false => Known::JournalRerun,
+                    let why = match (t.resent, t.resubmitted) {
+                        (true, _) => Known::ResentBatchRerun,
+                        (false, true) => Known::JournalRerun,
+                        (false, false) => Known::LmCrashLostEnd,
                     };
                     // The GM heard an end all the same (that of another run).
                     t.gm_ended = Some(ending);

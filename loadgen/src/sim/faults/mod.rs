@@ -79,6 +79,11 @@ pub struct FaultConfig {
     /// Worker liveness of issue 14 (as the LM service has it, `--worker-timeout-ms`,
     /// 10 s): a worker silent this long is lost. `None`: the LM before it.
     pub worker_timeout: Option<Micros>,
+    /// The GM's question to a restarted LM (as the GM service asks it,
+    /// `--lm-reconcile-delay-ms`, 5 s after it saw the new life): which of its tasks
+    /// there the LM still holds; the others end finished or lost. `None`: the GM
+    /// before it.
+    pub lm_reconcile: Option<Micros>,
     /// The retry policy of every job (issue 13); 3 attempts as in the chaos tests.
     pub retry: common::retry::RetryPolicy,
     /// Count known causes (issue 14's gaps, bugs found here) as violations.
@@ -112,6 +117,7 @@ impl Default for FaultConfig {
             doubt_timeout: Micros::from_secs(300),
             journal: true,
             worker_timeout: Some(Micros::from_secs(10)),
+            lm_reconcile: Some(Micros::from_secs(5)),
             strict: false,
             retry: common::retry::RetryPolicy {
                 max_attempts: 3,

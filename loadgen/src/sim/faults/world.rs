@@ -19,6 +19,7 @@ use worker::Worker;
 
 mod journal;
 mod liveness;
+mod lm_restart;
 mod net;
 mod roles;
 mod trace;
@@ -73,6 +74,15 @@ struct Call {
     reached: Option<u32>,
 }
 
+/// Where a GM believes one of its tasks runs.
+#[derive(Clone, Copy, Debug)]
+struct Launched {
+    gm: u16,
+    lm: u16,
+    run: u32,
+    at: Micros,
+}
+
 /// An answer waiting for the orders its request caused to reach the workers.
 #[derive(Debug)]
 struct Held {
@@ -97,6 +107,9 @@ enum Ev {
     Settle(u64),
     /// A GM's own wake-up (a retry's backoff ended, a cancel is due again).
     GmTick(u16, u32),
+    /// A GM asks a restarted LM about its tasks there: (GM, its life, LM, when the
+    /// GM saw the new life).
+    LmReconcile(u16, u32, u16, Micros),
 }
 
 pub(super) struct World<'a> {
@@ -111,6 +124,14 @@ pub(super) struct World<'a> {
     /// Per task retried or resumed: the run it goes out as next and its runs failed
     /// so far, as the GMs' journals record them.
     journal_runs: HashMap<TaskId, (u32, u32)>,
+    /// Per task launched (the GM service's tracker): its GM, its LM, its run, and
+    /// when the GM heard it launched.
+    launched_at: HashMap<TaskId, Launched>,
+    /// Ends the GM takes from a restarted LM's answer (not compared with the
+    /// event stream, which may not have them yet).
+    reconcile_ends: bool,
+    /// Per (GM, restarted LM): questions that went unanswered.
+    reconcile_asks: HashMap<(u16, u16), u32>,
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,
@@ -204,6 +225,9 @@ impl<'a> World<'a> {
             jobs,
             specs,
             journal_runs: HashMap::new(),
+            launched_at: HashMap::new(),
+            reconcile_ends: false,
+            reconcile_asks: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),
             gm_life: vec![0; config.gms as usize],
             pass_pending: vec![false; config.gms as usize],
@@ -455,6 +479,7 @@ impl<'a> World<'a> {
                 }
             }
             Ev::Settle(call) => self.give_up(call),
+            Ev::LmReconcile(g, life, l, seen_at) => self.ask_restarted_lm(g, life, l, seen_at),
             Ev::GmTick(g, life) => {
                 let i = g as usize;
                 if self.gm_life[i] == life && self.gm_wake_at[i] == Some(self.now) {

@@ -89,6 +89,23 @@ impl LocalMaster {
                 LaunchOutcome::Launched { placement }
             }
             Err(reason) => {
+                let finished = reason == common::reasons::RejectReason::Duplicate
+                    && !self.running.contains_key(&task_id)
+                    && !self.queued.contains_key(&task_id);
+                if finished {
+                    // Remembered finished (its worker said so when it registered
+                    // again, or an earlier life's run ended here): the GM counts
+                    // the run launched, and hears its end, which may never have
+                    // reached it (the LM that saw it died first).
+                    let end = common::messages::TaskEnd {
+                        task: task_id,
+                        attempt: request.task.attempt,
+                        node: request.node,
+                        at: now,
+                        failure: None,
+                    };
+                    effects.ended(lm, gm, end);
+                }
                 effects.events.push(TaskEvent {
                     task: task_id,
                     at: now,

@@ -140,7 +140,7 @@ impl LocalMaster {
 
     /// True when run `attempt` of `task` was reported lost (its worker may still
     /// report it, or already reported its end, which was absorbed).
-    pub(crate) fn is_lost_run(&self, task: TaskId, attempt: u32) -> bool {
+    pub fn is_lost_run(&self, task: TaskId, attempt: u32) -> bool {
         self.lost.contains(&(task, attempt)) || self.lost_ended.contains(&(task, attempt))
     }
 

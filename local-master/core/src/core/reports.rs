@@ -131,6 +131,13 @@ impl LocalMaster {
                     effects.ended(lm, gm, end);
                 }
             }
+            WorkerReport::Finished { at, .. }
+                if !self.running.contains_key(&task)
+                    && !self.queued.contains_key(&task)
+                    && !self.is_lost_run(task, attempt) =>
+            {
+                self.unowned_finish(task, node, at, &mut effects);
+            }
             WorkerReport::Finished { at, .. } | WorkerReport::Failed { at, .. } => {
                 let gm = match self.running.get(&task) {
                     Some(a) if a.node == node && a.task.attempt == attempt => a.gm,
@@ -160,6 +167,32 @@ impl LocalMaster {
             }
         }
         Ok(effects)
+    }
+
+    /// A worker finished a task this LM does not hold: the LM restarted after the
+    /// task started, and the worker reports its end before registering again (or
+    /// the same report comes twice). The LM does not know which GM launched it, so
+    /// the end is remembered finished (answered to that GM's reconcile request,
+    /// and a resent launch of it is a `Duplicate`) and published once; a repeat
+    /// changes nothing. Failed runs are not kept: the GM retries the run it hears
+    /// is lost.
+    fn unowned_finish(
+        &mut self,
+        task: common::TaskId,
+        node: common::NodeId,
+        at: Micros,
+        effects: &mut LmEffects,
+    ) {
+        if self.restarted.has_finished(&task) {
+            return;
+        }
+        self.restarted.finished(task);
+        effects.unowned_finished.push(task);
+        effects.events.push(TaskEvent {
+            task,
+            at,
+            kind: ended_event(self.topology.lm, node, None),
+        });
     }
 
     /// A task that finished cleanly is remembered: a launch of it again (a restarted

@@ -5,8 +5,8 @@
 use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{HeldTask, Placement};
-use common::{Micros, TaskId};
+use common::messages::{HeldTask, Placement, TaskEnd, TaskFailure};
+use common::{Micros, NodeId, TaskId};
 
 impl LocalMaster {
     /// Takes a task a worker already holds into the state (the worker registered again
@@ -85,22 +85,49 @@ impl LocalMaster {
     /// again): a GM resending its launch gets `Duplicate`, not a second run. A run
     /// this LM reported lost is not recorded: its GM retries the task, and the retry
     /// must not be answered `Duplicate`.
-    pub fn finished_before_restart(&mut self, task: TaskId, attempt: u32) {
-        if !self.is_lost_run(task, attempt) {
-            self.restarted.finished(task);
+    ///
+    /// Returns the `Finished` event to publish when this LM life had not heard of
+    /// it: the life that saw it end may have died before its event reached the
+    /// broker (observers drop a repeat). `node` is the registering worker's.
+    pub fn finished_before_restart(
+        &mut self,
+        now: Micros,
+        node: NodeId,
+        task: TaskId,
+        attempt: u32,
+    ) -> Option<TaskEvent> {
+        if self.is_lost_run(task, attempt) || self.restarted.has_finished(&task) {
+            return None;
         }
+        self.restarted.finished(task);
+        Some(TaskEvent {
+            task,
+            at: now,
+            kind: TaskEventKind::Finished {
+                lm: self.topology.lm,
+                node,
+            },
+        })
     }
 
-    /// A restarted GM asks which of its tasks this LM holds (running, queued in a
-    /// worker, being preempted or cancelled) or remembers finished. Changes nothing.
+    /// A GM asks which of its tasks this LM holds (running, queued in a worker,
+    /// being preempted or cancelled) or remembers finished. With `forget`, the runs
+    /// asked about that are neither end lost, as those of a worker that stopped
+    /// answering do (see [`LocalMaster::nodes_lost`]): reported to the GM, in the
+    /// event stream, and recorded, so that a worker registering later with one is
+    /// told to kill it (see [`common::messages::ReconcileRequest::forget`]).
+    /// Otherwise nothing changes.
     pub fn handle_reconcile(
         &mut self,
+        now: Micros,
         request: common::messages::ReconcileRequest,
     ) -> Result<LmEffects, LmError> {
         self.check_addressed(request.lm)?;
+        let lm = self.topology.lm;
+        let mut effects = LmEffects::default();
         let mut held = Vec::new();
         let mut finished = Vec::new();
-        for task in request.tasks {
+        for (task, asked) in request.tasks {
             let run = match (self.running.get(&task), self.queued.get(&task)) {
                 (Some(a), _) => Some((a.node, a.task.attempt)),
                 (None, Some(q)) => Some((q.node, q.task.attempt)),
@@ -112,18 +139,36 @@ impl LocalMaster {
             match run {
                 Some((node, attempt)) => held.push((task, node, attempt)),
                 None if self.restarted.has_finished(&task) => finished.push(task),
+                None if request.forget && self.lost.insert((task, asked)) => {
+                    let failure = TaskFailure::Lost {
+                        reason: format!("{lm} restarted and none of its workers holds the task"),
+                    };
+                    effects.events.push(TaskEvent {
+                        task,
+                        at: now,
+                        kind: TaskEventKind::Failed {
+                            detail: failure.to_string(),
+                        },
+                    });
+                    let end = TaskEnd {
+                        task,
+                        attempt: asked,
+                        node: NodeId(0),
+                        at: now,
+                        failure: Some(failure),
+                    };
+                    effects.ended(lm, request.gm, end);
+                }
                 None => {}
             }
         }
-        let effects = LmEffects {
-            reconcile_response: Some(common::messages::ReconcileResponse {
-                lm: self.topology.lm,
-                gm: request.gm,
-                held,
-                finished,
-            }),
-            ..LmEffects::default()
-        };
+        effects.reconcile_response = Some(common::messages::ReconcileResponse {
+            lm,
+            gm: request.gm,
+            held,
+            finished,
+            incarnation: self.incarnation,
+        });
         Ok(effects)
     }
 }

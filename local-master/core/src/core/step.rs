@@ -46,6 +46,9 @@ pub struct LmOutput {
     pub events: Vec<TaskEvent>,
     /// When the LM next wants a [`LmInput::Tick`].
     pub next_wakeup: Micros,
+    /// Finished tasks this LM did not hold, kept for their GM's reconcile request
+    /// (see `LmEffects::unowned_finished`): the driver logs and counts them.
+    pub unowned_finished: Vec<common::TaskId>,
 }
 
 impl LmOutput {
@@ -82,7 +85,7 @@ impl LocalMaster {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
             LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
-            LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(request)?,
+            LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(now, request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
@@ -107,6 +110,7 @@ impl LocalMaster {
             started,
             cancel_response,
             reconcile_response,
+            unowned_finished,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -142,6 +146,7 @@ impl LocalMaster {
             to_gms,
             events,
             next_wakeup: self.next_wakeup(),
+            unowned_finished,
         }
     }
 }
@@ -201,19 +206,55 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_for_another_lm_or_a_report_of_an_unknown_task_changes_nothing() {
+    fn a_batch_for_another_lm_or_a_failure_of_an_unknown_task_changes_nothing() {
         let mut lm = lm();
         let before = lm.free().to_vec();
         assert!(lm.step(Micros(1), LmInput::Gm(batch(5, 7))).is_err());
-        let report = WorkerReport::Finished {
+        let report = WorkerReport::Failed {
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(9, 0),
             at: Micros(2),
+            failure: common::messages::TaskFailure::Exit { code: 1 },
         };
         assert!(lm
             .step(Micros(2), LmInput::Worker(WorkerToLm::Report(report)))
             .is_err());
         assert_eq!(lm.free(), &before[..]);
+    }
+
+    /// A worker finished a task while this LM was away (it restarted since): the
+    /// LM cannot tell its GM (it does not know which), so it keeps the finish for
+    /// the GM's question, publishes it once, and changes no resources.
+    #[test]
+    fn a_finish_of_a_task_not_held_is_kept_and_published_once() {
+        let mut lm = lm();
+        let before = lm.free().to_vec();
+        let task = TaskId::new(9, 0);
+        let report = WorkerReport::Finished {
+            attempt: 1,
+            node: NodeId(0),
+            task,
+            at: Micros(2),
+        };
+        let input = || LmInput::Worker(WorkerToLm::Report(report.clone()));
+        let out = lm.step(Micros(2), input()).expect("kept");
+        assert_eq!(out.unowned_finished, vec![task]);
+        assert_eq!(out.events.len(), 1, "published: {:?}", out.events);
+        assert!(out.to_gms.is_empty() && out.to_workers.is_empty());
+        assert_eq!(lm.free(), &before[..]);
+        let again = lm.step(Micros(3), input()).expect("a repeat");
+        assert!(again.events.is_empty() && again.unowned_finished.is_empty());
+        let ask = GmToLm::Reconcile(common::messages::ReconcileRequest {
+            gm: GmId(1),
+            lm: LmId(0),
+            tasks: vec![(task, 1)],
+            forget: true,
+        });
+        let out = lm.step(Micros(4), LmInput::Gm(ask)).expect("for this LM");
+        let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {
+            panic!("one answer and no lost end: {:?}", out.to_gms);
+        };
+        assert_eq!(a.finished, vec![task]);
     }
 }

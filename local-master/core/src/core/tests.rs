@@ -338,7 +338,7 @@ fn versions_of_a_restarted_lm_supersede_the_old_ones() {
 #[test]
 fn a_task_finished_before_a_restart_is_not_launched_again() {
     let mut lm = lm_with(&[2], 4);
-    lm.finished_before_restart(TaskId::new(1, 0), 1);
+    lm.finished_before_restart(Micros(1), NodeId(0), TaskId::new(1, 0), 1);
     let fx = lm
         .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
         .expect("batch");

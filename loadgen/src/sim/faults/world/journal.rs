@@ -8,7 +8,7 @@ use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, TaskId, TaskSpec};
 use global_master::core::{GmInput, Resumed};
 use local_master::LmInput;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 impl World<'_> {
     /// Every task whose end GM `g` had not recorded, unless an LM it reaches holds
@@ -18,9 +18,16 @@ impl World<'_> {
         let open = self.checker.open_at_gm(g);
         let (held, finished) = self.reconcile(g, &open);
         let mut resubmit: Vec<(TaskSpec, u32)> = Vec::new();
+        let mut keep: Vec<(TaskSpec, u32)> = Vec::new();
         let mut ended = Vec::new();
         for t in open {
-            if held.contains(&t) {
+            if let Some(&(l, run)) = held.get(&t) {
+                self.held_at(g, l, t, run);
+                if let Some(mut spec) = self.specs.get(&t).cloned() {
+                    spec.attempt = run;
+                    let failed = self.journal_runs.get(&t).map_or(0, |r| r.1);
+                    keep.push((spec, failed));
+                }
                 continue;
             }
             if finished.contains(&t) {
@@ -47,7 +54,7 @@ impl World<'_> {
                 self.checker.gm_ended_by_reconcile(t);
             }
         }
-        if !resubmit.is_empty() {
+        if !resubmit.is_empty() || !keep.is_empty() {
             self.note(|| {
                 format!(
                     "  gm{g} journal resubmits [{}]",
@@ -57,6 +64,7 @@ impl World<'_> {
             let retry = self.config.retry;
             let resume = Resumed {
                 tasks: resubmit,
+                held: keep,
                 retry,
             };
             self.gm_step(g, GmInput::Resume(resume));
@@ -66,17 +74,26 @@ impl World<'_> {
     /// The reconcile exchange: every LM GM `g` can reach says which of `open` it
     /// holds and which it remembers finished (an LM down or cut off counts as
     /// holding none, as in the service after its timeout).
-    fn reconcile(&mut self, g: u16, open: &[TaskId]) -> (HashSet<TaskId>, HashSet<TaskId>) {
-        let (mut held, mut finished) = (HashSet::new(), HashSet::new());
+    fn reconcile(
+        &mut self,
+        g: u16,
+        open: &[TaskId],
+    ) -> (HashMap<TaskId, (u16, u32)>, HashSet<TaskId>) {
+        let (mut held, mut finished) = (HashMap::new(), HashSet::new());
         for l in 0..self.lms.len() as u16 {
             if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
                 continue;
             }
             let now = self.clock(Role::Lm(l));
+            let tasks = open
+                .iter()
+                .map(|t| (*t, self.journal_runs.get(t).map_or(1, |r| r.0)))
+                .collect();
             let request = GmToLm::Reconcile(ReconcileRequest {
                 gm: GmId(g),
                 lm: LmId(l),
-                tasks: open.to_vec(),
+                tasks,
+                forget: false,
             });
             let Some(lm) = self.lms[l as usize].as_mut() else {
                 continue;
@@ -86,7 +103,10 @@ impl World<'_> {
             };
             for (_, message) in out.to_gms {
                 if let LmToGm::ReconcileAnswer(a) = message {
-                    held.extend(a.held.iter().map(|h| h.0));
+                    if let Some(gm) = self.gms[g as usize].as_mut() {
+                        gm.lm_life_heard(a.lm, a.incarnation);
+                    }
+                    held.extend(a.held.iter().map(|h| (h.0, (l, h.2))));
                     finished.extend(a.finished);
                 }
             }

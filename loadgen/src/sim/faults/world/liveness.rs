@@ -98,9 +98,18 @@ impl World<'_> {
         if liveness && self.registered[i] && !self.slot_down[i] {
             self.lose_worker(l, w, "its worker registered again (it restarted)");
         }
+        let now = self.clock(Role::Lm(l));
+        let node = self.placement[i].1;
         if let Some(lm) = self.lms[l as usize].as_mut() {
-            for (task, attempt) in finished {
-                lm.finished_before_restart(task, attempt);
+            let republished: Vec<_> = finished
+                .into_iter()
+                .filter_map(|(task, attempt)| lm.finished_before_restart(now, node, task, attempt))
+                .collect();
+            for event in republished {
+                // The LM life that saw it end may have published it already.
+                self.checker.may_repeat_end(event.task);
+                let broken = self.checker.event(&event);
+                self.broke(broken);
             }
         }
         self.registered[i] = true;
@@ -199,9 +208,12 @@ impl World<'_> {
             .running()
             .iter()
             .filter_map(|r| {
+                // The run it holds, as the worker service keeps its start order.
+                let mut task = self.specs.get(&r.task)?.clone();
+                task.attempt = r.attempt;
                 Some(HeldTask {
                     node,
-                    task: self.specs.get(&r.task)?.clone(),
+                    task,
                     started_at: Some(r.started_at),
                 })
             })

@@ -163,6 +163,11 @@ impl World<'_> {
             return;
         };
         if self.gm_life[c.gm as usize] == c.life && self.gms[c.gm as usize].is_some() {
+            if let GmToLm::Reconcile(r) = &c.message {
+                if r.forget {
+                    self.restarted_lm_unanswered(c.gm, c.life, r.lm.0, c.started);
+                }
+            }
             self.gm_step(c.gm, GmInput::Undelivered(Undelivered::of(&c.message)));
         }
     }

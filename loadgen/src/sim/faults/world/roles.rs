@@ -29,19 +29,29 @@ impl World<'_> {
 
     pub(super) fn gm_step(&mut self, g: u16, input: GmInput) {
         let now = self.clock(Role::Gm(g));
+        if self.gms[g as usize].is_none() {
+            return;
+        }
+        let answered_by = match input {
+            // Read by the GM service that asked (a restarted LM's answer).
+            GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
+            GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
+            _ => None,
+        };
         let Some(gm) = self.gms[g as usize].as_mut() else {
             return;
         };
-        let out = gm.step(now, input);
+        let mut out = gm.step(now, input);
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.checker.unplaceable(d.task);
             }
         }
-        if !out.ended.is_empty() {
+        if !out.ended.is_empty() && !self.reconcile_ends {
             let broken = self.checker.gm_ended(g, &out.ended);
             self.broke(broken);
         }
+        self.track_launches(g, answered_by, &mut out);
         // Failed tasks its job's retry policy runs again: not ended for good.
         for retry in &out.retries {
             self.checker.retrying(retry.task, self.now);
@@ -79,6 +89,11 @@ impl World<'_> {
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
         };
+        // A restarted LM asked by a GM reports the runs it does not know lost: the
+        // life that held one may have reported its end already (and died before
+        // the GM heard it).
+        let forget =
+            matches!(&input, LmInput::Gm(common::protocol::GmToLm::Reconcile(r)) if r.forget);
         let end = match &input {
             LmInput::Worker(WorkerToLm::Report(
                 r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
@@ -96,6 +111,16 @@ impl World<'_> {
                 return;
             }
         };
+        // A finish this LM life did not hold: the life that held it may have
+        // published it already.
+        for task in &out.unowned_finished {
+            self.checker.may_repeat_end(*task);
+        }
+        if forget {
+            for event in &out.events {
+                self.checker.may_repeat_end(event.task);
+            }
+        }
         for event in &out.events {
             let broken = self.checker.event(event);
             self.broke(broken);
@@ -113,7 +138,10 @@ impl World<'_> {
         for (to, message) in out.to_gms {
             match (&message, &call) {
                 (
-                    LmToGm::LaunchAnswer(_) | LmToGm::PreemptAnswer(_) | LmToGm::CancelAnswer(_),
+                    LmToGm::LaunchAnswer(_)
+                    | LmToGm::PreemptAnswer(_)
+                    | LmToGm::CancelAnswer(_)
+                    | LmToGm::ReconcileAnswer(_),
                     Some(_),
                 ) => answer = Some(message),
                 (LmToGm::State(_), _) => {
@@ -177,6 +205,20 @@ impl World<'_> {
                     if duplicate && !running && self.checker.is_retry(task) {
                         self.checker
                             .mark_known(*task, Known::RetryAnsweredDuplicate);
+                    }
+                    // A run resumed from a GM journal answered `Duplicate` by an
+                    // LM that holds an earlier run (the GM could not reach it when
+                    // it asked): the GM awaits the resumed run's end, and that of
+                    // the earlier run is stale to it.
+                    let older = self.lms[l as usize]
+                        .as_ref()
+                        .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
+                    let asked_run = self.journal_runs.get(task).map(|r| r.0);
+                    if duplicate
+                        && self.checker.was_resubmitted(task)
+                        && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
+                    {
+                        self.checker.mark_known(*task, Known::JournalRerun);
                     }
                 }
             }
@@ -408,6 +450,7 @@ impl World<'_> {
         match role {
             Role::Gm(g) => {
                 self.gms[g as usize] = None;
+                self.forget_launches(g);
                 self.gm_life[g as usize] += 1;
                 self.pass_pending[g as usize] = false;
                 self.calls.retain(|_, c| c.gm != g);

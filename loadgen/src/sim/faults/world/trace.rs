@@ -22,6 +22,7 @@ pub(super) fn describe(ev: &Ev) -> String {
         Ev::State(g, m) => format!("gm{g} gets {}", describe_lm_to_gm(m)),
         Ev::Settle(c) => format!("call {c} unreachable"),
         Ev::GmTick(g, _) => format!("gm{g} wakes"),
+        Ev::LmReconcile(g, _, l, _) => format!("gm{g} asks restarted lm{l} about its tasks"),
     }
 }
 
@@ -44,7 +45,7 @@ pub(super) fn describe_request(m: &GmToLm) -> String {
             "reconcile gm{}->lm{} [{}]",
             r.gm.0,
             r.lm.0,
-            tasks(r.tasks.iter().copied())
+            tasks(r.tasks.iter().map(|t| t.0))
         ),
     }
 }

@@ -1,0 +1,170 @@
+//! Backpressure from the broker: while more than `--max-broker-backlog-bytes` of
+//! task events wait for the broker (it is away or slow), the LM takes no new work.
+//!
+//! Every task this LM launches publishes events (started, finished or failed,
+//! preempted...) that observers and the designated GM consume from the broker, and
+//! the publisher drops none of them: while the broker is away they wait in memory
+//! (see [`service_kit::amqp::Publisher`]). So the LM bounds that memory the only way
+//! that loses nothing: it stops accepting the requests that create new tasks.
+//!
+//! - **Refused** (`503`, `Retry-After: 2`, nothing applied): launch batches and
+//!   preemption requests (a preemption launches a task and kills others). The GM
+//!   treats a 5xx as "send again" ([`service_kit::links::call_until_settled`]):
+//!   it resends the same batch, 50 ms apart doubling up to 2 s, while the resources
+//!   it reserved for the batch stay reserved in its view (so it does not pile more
+//!   batches on this LM); after its doubt timeout (`--doubt-timeout-s`, default 300)
+//!   the tasks go back to their queues and may be placed on other LMs. A 4xx would
+//!   instead hand the tasks back at once, and the GM would place them here again at
+//!   its next pass: a tight loop of refusals.
+//! - **Accepted**: cancellations (they stop tasks: fewer events to come, resources
+//!   back) and a restarted GM's reconciliation (it settles tasks the GM already
+//!   sent; the events it may cause, runs ended lost, are bounded by the tasks it
+//!   names, and refusing it would hold the GM's resumption). Worker reports are
+//!   never refused (facts about tasks already running; refusing them would not
+//!   publish less and would keep GMs from learning of ends).
+//!
+//! Bound: the backlog stays under the limit, plus the events of the work accepted
+//! before it was reached (at most the tasks this LM's nodes hold, each with a few
+//! events), plus one batch. State snapshots do not accumulate (the publisher keeps
+//! the newest only) and during the outage GMs still get this LM's state from its
+//! launch answers, which carry it.
+//!
+//! Each refusal is counted by kind (`megha_lm_broker_backlog_refusals_total`, which
+//! counts resends too) and logged: a warning when refusals start, a debug line each,
+//! an info line when the LM accepts work again.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use common::protocol::GmToLm;
+use service_kit::amqp::Publisher;
+use service_kit::metrics::{family, single, Page};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Seconds a refused GM is told to wait (`Retry-After`).
+pub const RETRY_AFTER_S: u64 = 2;
+
+/// The LM's broker publisher and what its backlog refused.
+#[derive(Debug)]
+pub struct BrokerBackpressure {
+    publisher: Publisher,
+    refused_launches: AtomicU64,
+    refused_preemptions: AtomicU64,
+    /// Refusing now (for the log lines at the edges).
+    refusing: AtomicBool,
+}
+
+impl BrokerBackpressure {
+    pub fn new(publisher: Publisher) -> Self {
+        BrokerBackpressure {
+            publisher,
+            refused_launches: AtomicU64::new(0),
+            refused_preemptions: AtomicU64::new(0),
+            refusing: AtomicBool::new(false),
+        }
+    }
+
+    /// The answer to `message` when the broker's backlog refuses it (see the module
+    /// documentation); `None`: handle it.
+    pub fn refuse(&self, message: &GmToLm) -> Option<Response> {
+        let counter = match message {
+            GmToLm::Launch(_) => &self.refused_launches,
+            GmToLm::Preempt(_) => &self.refused_preemptions,
+            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,
+        };
+        let pending = self.publisher.pending_bytes();
+        let limit = self.publisher.backlog_limit();
+        if !self.publisher.backlogged() {
+            if self.refusing.swap(false, Ordering::Relaxed) {
+                tracing::info!(
+                    pending_bytes = pending,
+                    limit_bytes = limit,
+                    "the broker took the event backlog: accepting launches again"
+                );
+            }
+            return None;
+        }
+        counter.fetch_add(1, Ordering::Relaxed);
+        if !self.refusing.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                pending_bytes = pending,
+                limit_bytes = limit,
+                broker_connected = self.publisher.status.is_connected(),
+                "events waiting for the broker are over --max-broker-backlog-bytes: refusing launch batches and preemptions (503) until it takes them"
+            );
+        }
+        match message {
+            GmToLm::Launch(b) => {
+                tracing::debug!(gm = %b.gm, seq = b.seq, tasks = b.requests.len(), pending_bytes = pending, "launch batch refused: broker backlog")
+            }
+            GmToLm::Preempt(p) => {
+                tracing::debug!(gm = %p.gm, task = %p.task.id, pending_bytes = pending, "preemption refused: broker backlog")
+            }
+            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
+        }
+        let error = format!(
+            "the broker is behind: {pending} bytes of task events wait for it (limit {limit}, --max-broker-backlog-bytes); nothing was applied, send again later"
+        );
+        Some(
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, RETRY_AFTER_S.to_string())],
+                Json(serde_json::json!({ "error": error })),
+            )
+                .into_response(),
+        )
+    }
+
+    /// The `/metrics` families of the broker publisher and its backpressure.
+    pub fn render(&self, page: &mut Page) {
+        single(
+            page,
+            "megha_lm_broker_backlog_bytes",
+            "gauge",
+            "Bytes published (task events, the newest state) not yet confirmed by the broker.",
+            self.publisher.pending_bytes() as f64,
+        );
+        single(
+            page,
+            "megha_lm_broker_backlog_limit_bytes",
+            "gauge",
+            "--max-broker-backlog-bytes: past it, launch batches and preemptions are refused (503).",
+            self.publisher.backlog_limit() as f64,
+        );
+        family(
+            page,
+            "megha_lm_broker_backlog_refusals_total",
+            "counter",
+            "GM requests refused (503, Retry-After) while the broker backlog was over its limit, resends included.",
+            "request",
+            &[
+                (
+                    "launch".into(),
+                    self.refused_launches.load(Ordering::Relaxed) as f64,
+                ),
+                (
+                    "preempt".into(),
+                    self.refused_preemptions.load(Ordering::Relaxed) as f64,
+                ),
+            ],
+        );
+        let status = &self.publisher.status;
+        single(
+            page,
+            "megha_lm_snapshots_superseded_total",
+            "counter",
+            "State snapshots replaced by a newer one before the broker took them (only the newest waits while it is away).",
+            status.superseded.load(Ordering::Relaxed) as f64,
+        );
+        single(
+            page,
+            "megha_lm_broker_connected",
+            "gauge",
+            "1 while the publisher is connected to the broker.",
+            f64::from(u8::from(status.is_connected())),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

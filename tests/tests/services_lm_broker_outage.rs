@@ -1,0 +1,304 @@
+//! An LM through a broker outage, with a real RabbitMQ (the test's own virtual host;
+//! the machine's broker is never stopped): the LM reaches the broker through a TCP
+//! relay of this test, and "the broker goes away" is the relay cutting every
+//! connection and refusing new ones. While cut, the LM keeps only its newest state
+//! snapshot and, past `--max-broker-backlog-bytes` of task events, answers launch
+//! batches 503 with `Retry-After`. Once the relay is back the LM publishes its
+//! backlog, accepts launches again, and an observer has every task's end exactly
+//! once or more (duplicates allowed, none lost). The LM also starts with the relay
+//! cut, and connects once it is back though it has only states to send. Fails
+//! (never skips) without RabbitMQ.
+
+use common::events::{TaskEvent, TaskEventKind};
+use common::messages::{LaunchBatch, LaunchRequest, Placement};
+use common::protocol::GmToLm;
+use common::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use service_kit::amqp::{subscribe, Subscription};
+use service_kit::topology::Exchange;
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tests::broker::require_rabbitmq;
+use tests::checks::metric_sum;
+use tests::procs::{credentials, http, http_raw, wait_until, Proc};
+
+/// Relays TCP connections from a loopback port to `target` while up; cut, it closes
+/// every relayed connection and closes new ones at once.
+struct Relay {
+    port: u16,
+    up: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(target: &'static str) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("relay port");
+        let port = listener.local_addr().expect("relay address").port();
+        let up = Arc::new(AtomicBool::new(true));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (up2, open2) = (up.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                if !up2.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(server) = TcpStream::connect(target) else {
+                    continue;
+                };
+                let mut open = open2.lock().expect("relay list");
+                for s in [&client, &server] {
+                    open.extend(s.try_clone().ok());
+                }
+                pipe(&client, &server);
+                pipe(&server, &client);
+            }
+        });
+        Relay { port, up, open }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for s in self.open.lock().expect("relay list").drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` on a thread of its own until either side closes.
+fn pipe(from: &TcpStream, to: &TcpStream) {
+    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        while let Ok(n @ 1..) = from.read(&mut buf) {
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}
+
+/// Sends `message` to the LM as a GM would; (status, head, body).
+fn to_lm(lm: &str, message: &GmToLm) -> (u16, String, String) {
+    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
+    let body = cluster.encode(message).expect("encode");
+    let (status, head, body) = http_raw(
+        "POST",
+        &format!("{lm}/v1/messages"),
+        common::codec::CONTENT_TYPE,
+        &body,
+        &[
+            ("x-megha-cluster-token", credentials().secret.as_str()),
+            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
+        ],
+    )
+    .expect("POST /v1/messages");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Batch `seq` launches job `seq`'s two 10 ms tasks on nodes 0 and 1.
+fn launch(seq: u64) -> GmToLm {
+    let requests = (0..2)
+        .map(|i| LaunchRequest {
+            task: TaskSpec::short(
+                TaskId::new(seq, i),
+                Resources::cores(1, 128),
+                Micros::from_millis(10),
+            ),
+            node: NodeId(i),
+            placement: Placement::Internal,
+        })
+        .collect();
+    GmToLm::Launch(LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq,
+        requests,
+    })
+}
+
+#[test]
+fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-lm-outage-{}", std::process::id()));
+    let relay = Relay::start("127.0.0.1:5672");
+    relay.cut();
+    let vhost = broker.url.rsplit('/').next().expect("vhost").to_owned();
+    let via_relay = format!("amqp://guest:guest@127.0.0.1:{}/{vhost}", relay.port);
+
+    // An observer of every task end, straight on the broker.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let ends: Arc<Mutex<Vec<TaskId>>> = Arc::default();
+    let seen = ends.clone();
+    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "test");
+    let sub = Subscription {
+        exchange: Exchange::Events,
+        binding: "task.finished".into(),
+        queue: None,
+        ack: false,
+        prefetch: 0,
+    };
+    let (observer, handle) = rt.block_on(async {
+        subscribe(broker.url.clone(), cluster, sub, move |_, body| {
+            let events: Vec<TaskEvent> =
+                service_kit::sinks::decode_events(body).expect("task events");
+            let mut seen = seen.lock().expect("ends");
+            for e in events {
+                assert!(matches!(e.kind, TaskEventKind::Finished { .. }), "{e:?}");
+                seen.push(e.task);
+            }
+        })
+    });
+    wait_until("the observer subscribed", Duration::from_secs(30), || {
+        observer.is_connected()
+    });
+
+    let args: Vec<String> = [
+        "--gms",
+        "1",
+        "--lms",
+        "1",
+        "--partition-size",
+        "2",
+        "--workers",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--heartbeat-ms",
+        "50",
+        "--amqp",
+        &via_relay,
+        "--max-broker-backlog-bytes",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut lm = Proc::spawn("local-master", &args, &dir, "lm");
+    let worker_args: Vec<String> = [
+        "--lm-url",
+        &lm.url,
+        "--slot",
+        "0",
+        "--listen",
+        "127.0.0.1:0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut worker = Proc::spawn("worker", &worker_args, &dir, "worker");
+    let url = lm.url.clone();
+    let metric = |name: &str| {
+        let (_, _, page) = http("GET", &format!("{url}/metrics"), None).expect("metrics");
+        metric_sum(&page, name)
+    };
+    // The LM starts with the broker away: its state waits, the newest only...
+    wait_until("the LM is ready", Duration::from_secs(30), || {
+        metric("megha_lm_ready") == 1.0 && metric("megha_lm_snapshots_superseded_total") >= 5.0
+    });
+    assert_eq!(metric("megha_lm_broker_connected"), 0.0);
+    // ...and reaches the broker once it is there, with nothing but states to send.
+    relay.restore();
+    wait_until(
+        "the LM connects to the broker",
+        Duration::from_secs(30),
+        || metric("megha_lm_broker_connected") == 1.0,
+    );
+    // One batch with the broker there.
+    let mut seq = 1;
+    assert_eq!(to_lm(&url, &launch(seq)).0, 200);
+    wait_until(
+        "its ends reach the observer",
+        Duration::from_secs(30),
+        || ends.lock().expect("ends").len() == 2,
+    );
+
+    relay.cut();
+    wait_until(
+        "the LM sees the broker gone",
+        Duration::from_secs(30),
+        || metric("megha_lm_broker_connected") == 0.0,
+    );
+    let superseded = metric("megha_lm_snapshots_superseded_total");
+    // Batches are accepted until their events pass 2,000 bytes, then refused.
+    let refused = loop {
+        seq += 1;
+        let (status, head, body) = to_lm(&url, &launch(seq));
+        match status {
+            200 => {}
+            503 => break (head, body),
+            other => panic!("unexpected {other}: {body}"),
+        }
+        assert!(
+            seq < 50,
+            "never refused: the LM's event backlog is not bounded"
+        );
+        let placed = 2.0 * seq as f64;
+        wait_until("the batch's tasks end", Duration::from_secs(30), || {
+            metric("megha_lm_running_tasks") == 0.0 && metric("megha_lm_placements_total") == placed
+        });
+    };
+    assert!(
+        refused.0.to_ascii_lowercase().contains("retry-after"),
+        "{}",
+        refused.0
+    );
+    let accepted = seq - 1;
+    let backlog = metric("megha_lm_broker_backlog_bytes");
+    assert!(
+        backlog > 2000.0 && backlog < 4000.0,
+        "backlog {backlog} bytes after {accepted} batches"
+    );
+    assert!(
+        metric("megha_lm_snapshots_superseded_total") > superseded,
+        "heartbeats during the outage replaced the waiting snapshot"
+    );
+    assert_eq!(
+        ends.lock().expect("ends").len(),
+        2,
+        "nothing passes the cut"
+    );
+
+    relay.restore();
+    // The same batch, sent again as a GM does, is accepted once the broker took the
+    // backlog.
+    wait_until(
+        "the LM accepts the refused batch",
+        Duration::from_secs(60),
+        || match to_lm(&url, &launch(seq)).0 {
+            200 => true,
+            503 => false,
+            other => panic!("unexpected {other}"),
+        },
+    );
+    let want: BTreeSet<TaskId> = (1..=seq)
+        .flat_map(|job| (0..2).map(move |i| TaskId::new(job, i)))
+        .collect();
+    wait_until(
+        "every end reaches the observer",
+        Duration::from_secs(60),
+        || {
+            let got: BTreeSet<TaskId> = ends.lock().expect("ends").iter().copied().collect();
+            got == want
+        },
+    );
+    println!(
+        "{} batches accepted during the outage, refused at {backlog} bytes; {} refusals (resends included); {} snapshots superseded",
+        accepted - 1,
+        metric("megha_lm_broker_backlog_refusals_total"),
+        metric("megha_lm_snapshots_superseded_total")
+    );
+    worker.kill();
+    lm.kill();
+    rt.block_on(handle.close());
+}
