@@ -144,7 +144,7 @@ fn snapshot(topology: &Arc<LmTopology>, version: u64, free: Arc<Vec<Resources>>)
 }
 
 fn available_ok(p: &PartitionView) -> bool {
-    (0..p.len()).all(|s| p.available[s] == !p.free[s].any_zero())
+    (0..p.len()).all(|s| p.available[s] != p.free[s].any_zero())
 }
 
 proptest! {

@@ -31,6 +31,9 @@ use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+/// A snapshot's version, `free` and `free_changed` (see [`LocalMaster::snapshot`]).
+type BuiltFree = (u64, Arc<Vec<Resources>>, Arc<Vec<u64>>);
+
 #[derive(Debug)]
 pub struct LocalMaster {
     topology: Arc<LmTopology>,
@@ -65,7 +68,7 @@ pub struct LocalMaster {
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
     /// The `free` and `free_changed` of the last snapshot built, and its version.
-    snapshot_cache: Option<(u64, Arc<Vec<Resources>>, Arc<Vec<u64>>)>,
+    snapshot_cache: Option<BuiltFree>,
     /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
     /// is offered or launched there until it is back.
     down: Vec<bool>,
