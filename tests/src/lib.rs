@@ -20,6 +20,7 @@ pub mod browser;
 pub mod checks;
 pub mod compose;
 pub mod gm_http;
+pub mod lone_lm;
 pub mod pki;
 pub mod procs;
 pub mod sim;

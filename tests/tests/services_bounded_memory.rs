@@ -13,14 +13,14 @@
 //!
 //! No broker is needed: the GM and the LM are pointed at a closed port on purpose.
 
-use common::messages::{CancelRequest, LaunchBatch, LaunchRequest, Placement};
+use common::messages::CancelRequest;
 use common::protocol::GmToLm;
-use common::{GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
-use tests::checks::metric_sum;
-use tests::procs::{credentials, free_port, get_json, http, http_raw, wait_until, Proc};
+use tests::lone_lm::{two_task_batch, LoneLm};
+use tests::procs::{credentials, free_port, get_json, http_raw, wait_until, Proc};
 
 fn post(gm: &str, body: &[u8]) -> (u16, String, String) {
     let bearer = format!("Bearer {}", credentials().admin);
@@ -129,87 +129,17 @@ fn bodies_and_the_broker_backlog_are_bounded_with_retry_after() {
 }
 
 /// Sends `message` to the LM as a GM would; (status, head, body).
-fn to_lm(lm: &str, message: &GmToLm) -> (u16, String, String) {
-    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
-    let body = cluster.encode(message).expect("encode");
-    let (status, head, body) = http_raw(
-        "POST",
-        &format!("{lm}/v1/messages"),
-        common::codec::CONTENT_TYPE,
-        &body,
-        &[
-            ("x-megha-cluster-token", credentials().secret.as_str()),
-            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
-        ],
-    )
-    .expect("POST /v1/messages");
-    (status, head, String::from_utf8_lossy(&body).into_owned())
-}
-
-/// A batch launching job `job`'s two 10 ms tasks on nodes 0 and 1.
-fn launch(seq: u64, job: u64) -> GmToLm {
-    let requests = (0..2)
-        .map(|i| LaunchRequest {
-            task: TaskSpec::short(
-                TaskId::new(job, i),
-                Resources::cores(1, 128),
-                Micros::from_millis(10),
-            ),
-            node: NodeId(i),
-            placement: Placement::Internal,
-        })
-        .collect();
-    GmToLm::Launch(LaunchBatch {
-        gm: GmId(0),
-        lm: LmId(0),
-        seq,
-        requests,
-    })
-}
 
 #[test]
 fn an_lm_keeps_the_newest_snapshot_and_refuses_launches_over_its_event_backlog() {
     let dir = std::env::temp_dir().join(format!("megha-bounded-lm-{}", std::process::id()));
     let closed = free_port();
-    let args: Vec<String> = [
-        "--gms",
-        "1",
-        "--lms",
-        "1",
-        "--partition-size",
-        "2",
-        "--workers",
-        "1",
-        "--listen",
-        "127.0.0.1:0",
-        "--heartbeat-ms",
-        "50",
-        "--amqp",
+    let mut lone = LoneLm::start(
+        &dir,
         &format!("amqp://guest:guest@127.0.0.1:{closed}/%2f"),
-        "--max-broker-backlog-bytes",
-        "2000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut lm = Proc::spawn("local-master", &args, &dir, "lm");
-    let worker_args: Vec<String> = [
-        "--lm-url",
-        &lm.url,
-        "--slot",
-        "0",
-        "--listen",
-        "127.0.0.1:0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut worker = Proc::spawn("worker", &worker_args, &dir, "worker");
-    let url = lm.url.clone();
-    let metric = |name: &str| {
-        let (_, _, page) = http("GET", &format!("{url}/metrics"), None).expect("metrics");
-        metric_sum(&page, name)
-    };
+        2000,
+    );
+    let metric = |name: &str| lone.metric(name);
     wait_until("the LM is ready", Duration::from_secs(30), || {
         metric("megha_lm_ready") == 1.0 && metric("megha_lm_broker_backlog_bytes") > 0.0
     });
@@ -231,7 +161,7 @@ fn an_lm_keeps_the_newest_snapshot_and_refuses_launches_over_its_event_backlog()
     let mut seq = 0;
     let (head, body) = loop {
         seq += 1;
-        let (status, head, body) = to_lm(&url, &launch(seq, seq));
+        let (status, head, body) = lone.post(&two_task_batch(seq, seq));
         match status {
             200 => {}
             503 => break (head, body),
@@ -259,7 +189,7 @@ fn an_lm_keeps_the_newest_snapshot_and_refuses_launches_over_its_event_backlog()
     // Nothing of the refused batch was applied; resent, it is refused again.
     let requests = metric("megha_lm_launch_requests_total");
     assert_eq!(requests, 2.0 * (seq - 1) as f64);
-    assert_eq!(to_lm(&url, &launch(seq, seq)).0, 503);
+    assert_eq!(lone.post(&two_task_batch(seq, seq)).0, 503);
     assert_eq!(metric("megha_lm_launch_requests_total"), requests);
     assert_eq!(
         metric("megha_lm_broker_backlog_refusals_total"),
@@ -272,8 +202,7 @@ fn an_lm_keeps_the_newest_snapshot_and_refuses_launches_over_its_event_backlog()
         lm: LmId(0),
         job: JobId(1),
     });
-    let (status, _, body) = to_lm(&url, &cancel);
+    let (status, _, body) = lone.post(&cancel);
     assert_eq!(status, 200, "{body}");
-    worker.kill();
-    lm.kill();
+    lone.kill();
 }

@@ -10,9 +10,7 @@
 //! (never skips) without RabbitMQ.
 
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{LaunchBatch, LaunchRequest, Placement};
-use common::protocol::GmToLm;
-use common::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::TaskId;
 use service_kit::amqp::{subscribe, Subscription};
 use service_kit::topology::Exchange;
 use std::collections::BTreeSet;
@@ -22,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::checks::metric_sum;
-use tests::procs::{credentials, http, http_raw, wait_until, Proc};
+use tests::lone_lm::{two_task_batch, LoneLm};
+use tests::procs::wait_until;
 
 /// Relays TCP connections from a loopback port to `target` while up; cut, it closes
 /// every relayed connection and closes new ones at once.
@@ -89,43 +87,6 @@ fn pipe(from: &TcpStream, to: &TcpStream) {
 }
 
 /// Sends `message` to the LM as a GM would; (status, head, body).
-fn to_lm(lm: &str, message: &GmToLm) -> (u16, String, String) {
-    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
-    let body = cluster.encode(message).expect("encode");
-    let (status, head, body) = http_raw(
-        "POST",
-        &format!("{lm}/v1/messages"),
-        common::codec::CONTENT_TYPE,
-        &body,
-        &[
-            ("x-megha-cluster-token", credentials().secret.as_str()),
-            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
-        ],
-    )
-    .expect("POST /v1/messages");
-    (status, head, String::from_utf8_lossy(&body).into_owned())
-}
-
-/// Batch `seq` launches job `seq`'s two 10 ms tasks on nodes 0 and 1.
-fn launch(seq: u64) -> GmToLm {
-    let requests = (0..2)
-        .map(|i| LaunchRequest {
-            task: TaskSpec::short(
-                TaskId::new(seq, i),
-                Resources::cores(1, 128),
-                Micros::from_millis(10),
-            ),
-            node: NodeId(i),
-            placement: Placement::Internal,
-        })
-        .collect();
-    GmToLm::Launch(LaunchBatch {
-        gm: GmId(0),
-        lm: LmId(0),
-        seq,
-        requests,
-    })
-}
 
 #[test]
 fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
@@ -163,45 +124,8 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
         observer.is_connected()
     });
 
-    let args: Vec<String> = [
-        "--gms",
-        "1",
-        "--lms",
-        "1",
-        "--partition-size",
-        "2",
-        "--workers",
-        "1",
-        "--listen",
-        "127.0.0.1:0",
-        "--heartbeat-ms",
-        "50",
-        "--amqp",
-        &via_relay,
-        "--max-broker-backlog-bytes",
-        "2000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut lm = Proc::spawn("local-master", &args, &dir, "lm");
-    let worker_args: Vec<String> = [
-        "--lm-url",
-        &lm.url,
-        "--slot",
-        "0",
-        "--listen",
-        "127.0.0.1:0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut worker = Proc::spawn("worker", &worker_args, &dir, "worker");
-    let url = lm.url.clone();
-    let metric = |name: &str| {
-        let (_, _, page) = http("GET", &format!("{url}/metrics"), None).expect("metrics");
-        metric_sum(&page, name)
-    };
+    let mut lone = LoneLm::start(&dir, &via_relay, 2000);
+    let metric = |name: &str| lone.metric(name);
     // The LM starts with the broker away: its state waits, the newest only...
     wait_until("the LM is ready", Duration::from_secs(30), || {
         metric("megha_lm_ready") == 1.0 && metric("megha_lm_snapshots_superseded_total") >= 5.0
@@ -216,7 +140,7 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
     );
     // One batch with the broker there.
     let mut seq = 1;
-    assert_eq!(to_lm(&url, &launch(seq)).0, 200);
+    assert_eq!(lone.post(&two_task_batch(seq, seq)).0, 200);
     wait_until(
         "its ends reach the observer",
         Duration::from_secs(30),
@@ -233,7 +157,7 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
     // Batches are accepted until their events pass 2,000 bytes, then refused.
     let refused = loop {
         seq += 1;
-        let (status, head, body) = to_lm(&url, &launch(seq));
+        let (status, head, body) = lone.post(&two_task_batch(seq, seq));
         match status {
             200 => {}
             503 => break (head, body),
@@ -275,7 +199,7 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
     wait_until(
         "the LM accepts the refused batch",
         Duration::from_secs(60),
-        || match to_lm(&url, &launch(seq)).0 {
+        || match lone.post(&two_task_batch(seq, seq)).0 {
             200 => true,
             503 => false,
             other => panic!("unexpected {other}"),
@@ -298,7 +222,6 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
         metric("megha_lm_broker_backlog_refusals_total"),
         metric("megha_lm_snapshots_superseded_total")
     );
-    worker.kill();
-    lm.kill();
+    lone.kill();
     rt.block_on(handle.close());
 }

@@ -1,0 +1,114 @@
+//! One LM of two nodes with one worker and no GM, driven by hand: the tests post GM
+//! messages to it (`/v1/messages`) and read its metrics. Used by the tests of the LM's
+//! broker backlog (`services_bounded_memory`, `services_lm_broker_outage`).
+
+use crate::checks::metric_sum;
+use crate::procs::{credentials, http, http_raw, Proc};
+use common::messages::{LaunchBatch, LaunchRequest, Placement};
+use common::protocol::GmToLm;
+use common::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use std::path::Path;
+
+/// The LM (heartbeat 50 ms, broker at `amqp`, `--max-broker-backlog-bytes
+/// backlog_bytes`) and its worker, logging in `dir`.
+pub struct LoneLm {
+    pub lm: Proc,
+    pub worker: Proc,
+}
+
+impl std::fmt::Debug for LoneLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoneLm")
+            .field("lm", &self.lm.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoneLm {
+    pub fn start(dir: &Path, amqp: &str, backlog_bytes: u64) -> LoneLm {
+        let backlog = backlog_bytes.to_string();
+        let args = strings(&[
+            "--gms",
+            "1",
+            "--lms",
+            "1",
+            "--partition-size",
+            "2",
+            "--workers",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--heartbeat-ms",
+            "50",
+            "--amqp",
+            amqp,
+            "--max-broker-backlog-bytes",
+            &backlog,
+        ]);
+        let lm = Proc::spawn("local-master", &args, dir, "lm");
+        let worker_args = strings(&[
+            "--lm-url",
+            &lm.url,
+            "--slot",
+            "0",
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        let worker = Proc::spawn("worker", &worker_args, dir, "worker");
+        LoneLm { lm, worker }
+    }
+
+    /// The sum of metric family `name` on the LM's `/metrics`.
+    pub fn metric(&self, name: &str) -> f64 {
+        let (_, _, page) = http("GET", &format!("{}/metrics", self.lm.url), None).expect("metrics");
+        metric_sum(&page, name)
+    }
+
+    /// Posts `message` as GM 0 would: (status, head, body).
+    pub fn post(&self, message: &GmToLm) -> (u16, String, String) {
+        let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
+        let body = cluster.encode(message).expect("encode");
+        let (status, head, body) = http_raw(
+            "POST",
+            &format!("{}/v1/messages", self.lm.url),
+            common::codec::CONTENT_TYPE,
+            &body,
+            &[
+                ("x-megha-cluster-token", credentials().secret.as_str()),
+                (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
+            ],
+        )
+        .expect("POST /v1/messages");
+        (status, head, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    pub fn kill(&mut self) {
+        self.worker.kill();
+        self.lm.kill();
+    }
+}
+
+/// Batch `seq` of GM 0: job `job`'s two 10 ms tasks on nodes 0 and 1.
+pub fn two_task_batch(seq: u64, job: u64) -> GmToLm {
+    let requests = (0..2)
+        .map(|i| LaunchRequest {
+            task: TaskSpec::short(
+                TaskId::new(job, i),
+                Resources::cores(1, 128),
+                Micros::from_millis(10),
+            ),
+            node: NodeId(i),
+            placement: Placement::Internal,
+        })
+        .collect();
+    GmToLm::Launch(LaunchBatch {
+        gm: GmId(0),
+        lm: LmId(0),
+        seq,
+        requests,
+    })
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
