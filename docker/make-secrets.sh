@@ -42,7 +42,7 @@ listeners='listeners.tcp.default = 5672'
 if [ "${MEGHA_TLS:-}" = 1 ]; then
   names() { local out="" i; for i in $(seq 0 $(($2 - 1))); do out="$out${out:+,}$1-$i"; done; echo "$out"; }
   loadgen certs --out "$SECRETS/tls" \
-    --server "gm=$(names global-master "${MEGHA_GMS:-3}")" \
+    --server "gm=$(names global-master "${MEGHA_GMS:-3}"),global-master-0-standby" \
     --server "lm=$(names local-master "${MEGHA_LMS:-3}")" \
     --server "rabbitmq=rabbitmq" \
     --worker-networks "${MEGHA_WORKER_NETWORKS:-10.0.0.0/8,172.16.0.0/12,192.168.0.0/16}" >/dev/null

@@ -8,8 +8,8 @@ use crate::cluster_name::ClusterName;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Bumped whenever an internal message changes shape (5: attempts; 6: the cluster
-/// name in the envelope).
-pub const WIRE_VERSION: u8 = 6;
+/// name in the envelope; 7: the GM's life in launch batches and preemptions).
+pub const WIRE_VERSION: u8 = 7;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -51,10 +51,32 @@ pub fn encode<T: Serialize>(cluster: &ClusterName, msg: &T) -> Result<Vec<u8>, C
     Ok(out)
 }
 
+/// Earlier versions whose *stored* records (the GM's journal and idempotency keys)
+/// read as this build's: version 7 changed only GM -> LM messages, so a journal
+/// written by a version-6 GM is taken up after an upgrade.
+pub const STORED_COMPATIBLE: &[u8] = &[6];
+
 /// The message in `bytes`, if its envelope is of this build's version and of `cluster`.
 pub fn decode<T: DeserializeOwned>(cluster: &ClusterName, bytes: &[u8]) -> Result<T, CodecError> {
+    decode_versions(cluster, bytes, &[])
+}
+
+/// [`decode`] for records kept on disk: also of the versions in
+/// [`STORED_COMPATIBLE`].
+pub fn decode_stored<T: DeserializeOwned>(
+    cluster: &ClusterName,
+    bytes: &[u8],
+) -> Result<T, CodecError> {
+    decode_versions(cluster, bytes, STORED_COMPATIBLE)
+}
+
+fn decode_versions<T: DeserializeOwned>(
+    cluster: &ClusterName,
+    bytes: &[u8],
+    also: &[u8],
+) -> Result<T, CodecError> {
     let (&version, rest) = bytes.split_first().ok_or(CodecError::Empty)?;
-    if version != WIRE_VERSION {
+    if version != WIRE_VERSION && !also.contains(&version) {
         return Err(CodecError::Version { found: version });
     }
     let (&len, rest) = rest.split_first().ok_or(CodecError::Truncated)?;
@@ -84,6 +106,7 @@ mod tests {
     fn round_trip_and_version_check() {
         let batch = LaunchBatch {
             gm: GmId(1),
+            life: 0,
             lm: LmId(2),
             seq: 3,
             requests: vec![LaunchRequest {
@@ -188,5 +211,22 @@ mod tests {
         let c = ClusterName::default();
         let bytes = encode(&c, &response).unwrap();
         assert_eq!(decode::<LaunchResponse>(&c, &bytes).unwrap(), response);
+    }
+
+    #[test]
+    fn stored_records_of_the_previous_version_still_read() {
+        let c = ClusterName::default();
+        let mut bytes = encode(&c, &(7u64, "job".to_owned())).expect("encode");
+        bytes[0] = 6;
+        assert!(matches!(
+            decode::<(u64, String)>(&c, &bytes),
+            Err(CodecError::Version { found: 6 })
+        ));
+        assert_eq!(
+            decode_stored::<(u64, String)>(&c, &bytes).expect("stored"),
+            (7, "job".to_owned())
+        );
+        bytes[0] = 5;
+        assert!(decode_stored::<(u64, String)>(&c, &bytes).is_err());
     }
 }

@@ -105,8 +105,12 @@ pub struct LaunchRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LaunchBatch {
     pub gm: GmId,
+    /// The sending GM's life (its first batch number; 0 in the simulator's and
+    /// tests' GMs). An LM that has seen a newer life of `gm` refuses the batch: a
+    /// standby that took over fences the primary it replaced.
+    pub life: u64,
     pub lm: LmId,
-    /// Per (GM, LM) pair, increasing from 1.
+    /// Per (GM life, LM) pair, increasing from the life's number + 1.
     pub seq: u64,
     pub requests: Vec<LaunchRequest>,
 }
@@ -253,6 +257,9 @@ impl WorkerReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PreemptRequest {
     pub gm: GmId,
+    /// The sending GM's life, as in [`LaunchBatch::life`]: refused by an LM that
+    /// has seen a newer one.
+    pub life: u64,
     pub lm: LmId,
     pub task: TaskSpec,
     pub victim: QueueId,

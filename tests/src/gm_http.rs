@@ -58,6 +58,7 @@ pub async fn serve_gm_apis_with_queues(
             idempotency: Arc::new(global_master::service::idempotency::Idempotency::in_memory(
                 Default::default(),
             )),
+            standby: None,
             limits: None,
         };
         tokio::spawn(async move {

@@ -103,6 +103,7 @@ pub fn two_task_batch(seq: u64, job: u64) -> GmToLm {
         .collect();
     GmToLm::Launch(LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq,
         requests,

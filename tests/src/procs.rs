@@ -203,6 +203,18 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// Waits up to `timeout` for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// SIGTERM, then wait (up to `timeout`, then SIGKILL).
     pub fn terminate(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let _ = Command::new("kill")
@@ -374,6 +386,9 @@ pub struct RoleArgs {
     pub gm: Vec<String>,
     pub lm: Vec<String>,
     pub worker: Vec<String>,
+    /// Per GM id: the base URL of its standby (started by the test), which the LMs
+    /// get as the GM's second address (`--gm-url PRIMARY|STANDBY`).
+    pub gm_standby_urls: Vec<String>,
 }
 
 /// 2 or more GMs, LMs and workers on loopback, all sharing one broker.
@@ -463,8 +478,12 @@ impl LoopbackCluster {
         } else {
             "http"
         };
-        for addr in &gm_listen {
-            lm_fairness.extend(["--gm-url".to_owned(), format!("{gm_scheme}://{addr}")]);
+        for (g, addr) in gm_listen.iter().enumerate() {
+            let mut url = format!("{gm_scheme}://{addr}");
+            if let Some(standby) = extra.gm_standby_urls.get(g) {
+                url = format!("{url}|{standby}");
+            }
+            lm_fairness.extend(["--gm-url".to_owned(), url]);
         }
         let mut lm_procs = Vec::new();
         let mut lm_args = Vec::new();

@@ -64,6 +64,7 @@ fn a_loopback_cluster_replays_the_sample_trace_through_a_tls_only_broker() {
         gm: trust.clone(),
         lm: trust.clone(),
         worker: Vec::new(),
+        ..RoleArgs::default()
     };
     let cluster = LoopbackCluster::start_with_args(2, 2, 2, 1, &broker.url, &logs, &[], &extra);
     let out = dir.join("out");

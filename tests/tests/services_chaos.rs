@@ -22,6 +22,7 @@ fn every_task_finishes_across_a_dead_worker_and_a_gm_crash() {
         gm: flags(&["--data-dir", &data, "--max-attempts", "3"]),
         lm: flags(&["--worker-timeout-ms", "1500"]),
         worker: flags(&["--lm-check-ms", "200"]),
+        ..RoleArgs::default()
     };
     let mut cluster =
         LoopbackCluster::start_with_args(2, 2, 2, 2, &broker.url, &dir.join("logs"), &[], &extra);

@@ -67,3 +67,85 @@ fn a_job_survives_its_gm_killed_and_every_task_runs_once() {
     cluster.terminate_all_cleanly();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The GM and one of two LMs are killed together; the GM restarts while that LM is
+/// still down. Its tasks there may still run (its worker lives on), so the restarted
+/// GM resumes none of the tasks the live LM does not hold: they wait (gauge
+/// `megha_gm_resume_in_doubt_tasks`), and the silent LM is asked again every 3 s.
+/// Once it is back (its worker registers again with what it finished meanwhile)
+/// the GM hears which of them finished and resumes only the others: every task runs
+/// exactly once, none resumed blind after the doubt timeout.
+#[test]
+fn tasks_a_silent_lm_may_run_wait_for_its_answer_before_they_resume() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-gm-doubt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("gm0-data");
+    let extra = RoleArgs {
+        gm: vec!["--data-dir".into(), data.display().to_string()],
+        ..RoleArgs::default()
+    };
+    // 1 GM, 2 LMs of 2 one-core nodes, 1 worker each: 8 tasks of 3 s, 4 at a time.
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 2, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let running_at = |c: &LoopbackCluster, l: usize| {
+        get_json(&format!("{}/healthz", c.lms[l].url))["running"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":3000}"#;
+    let job = submit_tasks(&cluster.gms[0].url, task, 8)["job"]
+        .as_u64()
+        .expect("job id");
+    wait_until(
+        "two tasks running at each LM",
+        Duration::from_secs(30),
+        || running_at(&cluster, 0) == 2 && running_at(&cluster, 1) == 2,
+    );
+    cluster.lms[1].kill();
+    cluster.crash_and_restart_gm(0, Duration::from_millis(300));
+    let gm = cluster.gms[0].url.clone();
+    let in_doubt = |c: &LoopbackCluster| c.metric(&c.gms, "megha_gm_resume_in_doubt_tasks");
+    // LM 0 holds 2; the other 6 (2 running at LM 1's worker, 4 never sent) wait.
+    wait_until(
+        "the restarted GM to hold back the tasks LM 1 may run",
+        Duration::from_secs(30),
+        || in_doubt(&cluster) == 6.0,
+    );
+    // Long enough for LM 0's two tasks to end and for two asks of LM 1 to fail:
+    // still nothing resumed, so LM 0's free nodes stay idle.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(in_doubt(&cluster), 6.0, "logs in {}", dir.display());
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        4.0,
+        "nothing resumed while LM 1 is silent; logs in {}",
+        dir.display()
+    );
+    // LM 1 comes back: its worker registers with the two tasks it finished.
+    cluster.crash_and_restart_lm(1);
+    wait_until(
+        "the job to finish at the restarted GM",
+        Duration::from_secs(90),
+        || get_json(&format!("{gm}/v1/jobs/{job}"))["state"] == "finished",
+    );
+    assert_eq!(in_doubt(&cluster), 0.0);
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        8.0,
+        "every task started exactly once; logs in {}",
+        dir.display()
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_resume_doubt_expired_total"),
+        0.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_recovered_tasks_total"),
+        4.0,
+        "only the 4 never sent were resumed; logs in {}",
+        dir.display()
+    );
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}

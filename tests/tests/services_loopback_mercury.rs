@@ -25,6 +25,7 @@ fn guaranteed_work_reclaims_queueable_room_between_processes() {
         gm: flags(&["--queueable-top-k", "2"]),
         lm: flags(&["--queueable", "--shed-k", "2"]),
         worker: flags(&["--queue-order", "job"]),
+        ..RoleArgs::default()
     };
     let mut cluster =
         LoopbackCluster::start_with_args(2, 1, 2, 2, &broker.url, &dir.join("logs"), &[], &extra);

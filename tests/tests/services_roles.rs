@@ -57,6 +57,7 @@ fn each_role_calls_only_what_its_role_may() {
         gm: file("gm"),
         lm: file("lm"),
         worker: file("worker"),
+        ..RoleArgs::default()
     };
     let cluster =
         LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);

@@ -108,6 +108,7 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
     // --- The attacks, before any legitimate work: nothing may start. ---
     let launch = GmToLm::Launch(LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq: 1,
         requests: vec![LaunchRequest {

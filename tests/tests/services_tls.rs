@@ -45,6 +45,7 @@ fn a_tls_loopback_cluster_replays_the_sample_trace() {
         gm: tls.clone(),
         lm: tls,
         worker: worker_tls,
+        ..RoleArgs::default()
     };
     let cluster =
         LoopbackCluster::start_with_args(2, 2, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);

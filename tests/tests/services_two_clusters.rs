@@ -21,6 +21,7 @@ fn named(name: &str) -> RoleArgs {
         gm: flag.clone(),
         lm: flag.clone(),
         worker: flag,
+        ..RoleArgs::default()
     }
 }
 

@@ -170,6 +170,7 @@ fn tasks_of_a_worker_that_died_while_its_lm_was_down_end_lost() {
         gm: flags(&["--lm-reconcile-delay-ms", "1000", "--max-attempts", "2"]),
         lm: flags(&["--worker-timeout-ms", "3000"]),
         worker: flags(&["--lm-check-ms", "200"]),
+        ..RoleArgs::default()
     };
     let mut cluster = LoopbackCluster::start_with_args(1, 1, 4, 2, &broker.url, &logs, &[], &extra);
     let gm = cluster.gms[0].url.clone();

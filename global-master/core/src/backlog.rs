@@ -94,6 +94,11 @@ impl Backlog {
         self.queues.remove_job(job)
     }
 
+    /// Takes `task` out if it waits (a resumed run no longer wanted).
+    pub fn remove_task(&mut self, task: common::TaskId) -> Option<Box<Pending>> {
+        self.queues.remove_if(&|t| *t == task).pop()
+    }
+
     /// The next ready task, taking queues in turn.
     pub fn pop_ready(&mut self) -> Option<Queued> {
         self.queues.pop_ready()

@@ -37,6 +37,13 @@ pub struct GmConfig {
     /// previous life: the services start from the start time in microseconds (a life
     /// sends far fewer than one batch per microsecond). 0 in the simulator.
     pub first_batch_seq: u64,
+    /// This GM's life, carried by its launch batches and preemptions: an LM that
+    /// saw a newer life of this GM refuses them (a standby that took over fences
+    /// the primary it replaced). A GM with a journal starts above the journal's
+    /// last life (and numbers its batches from it); 0: not fenced and fencing
+    /// nothing (a GM without a journal, whose start time may go back with its
+    /// clock, must not lock itself out).
+    pub life: u64,
     /// Which blocked tasks a gain of resources wakes (see [`crate::backlog`]).
     pub wake: WakePolicy,
     /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
@@ -89,6 +96,7 @@ impl GmConfig {
             lra: LraPathConfig::default(),
             queueable_quota: QueueableQuota::UNLIMITED,
             first_batch_seq: 0,
+            life: 0,
             wake: WakePolicy::default(),
             retry: RetryPolicy::NONE,
         }

@@ -29,6 +29,8 @@ type Awaiting = (Box<Pending>, Option<(LmId, u64)>);
 #[derive(Debug)]
 pub struct Dispatcher {
     gm: GmId,
+    /// This GM's life ([`common::messages::LaunchBatch::life`]; 0: unfenced).
+    life: u64,
     batch_size: usize,
     next_seq: Vec<u64>,
     in_flight: Vec<VecDeque<InFlight>>,
@@ -44,12 +46,19 @@ impl Dispatcher {
     pub fn new(gm: GmId, lms: usize, batch_size: usize, first_seq: u64) -> Self {
         Dispatcher {
             gm,
+            life: 0,
             batch_size,
             next_seq: vec![first_seq; lms],
             in_flight: (0..lms).map(|_| VecDeque::new()).collect(),
             open_batches: vec![None; lms],
             outstanding: HashMap::default(),
         }
+    }
+
+    /// Launch batches carry this life (see `GmConfig::life`).
+    pub fn with_life(mut self, life: u64) -> Self {
+        self.life = life;
+        self
     }
 
     /// Tasks sent to an LM and not yet answered.
@@ -128,6 +137,7 @@ impl Dispatcher {
                 let seq = self.next_seq[l];
                 out.batches.push(LaunchBatch {
                     gm: self.gm,
+                    life: self.life,
                     lm: LmId(l as u16),
                     seq,
                     requests: Vec::new(),

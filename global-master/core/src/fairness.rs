@@ -160,9 +160,14 @@ impl Fairness {
 
     /// Takes the tasks of `job` waiting for a slot out (a cancelled job).
     pub fn remove_job(&mut self, job: common::JobId) -> Vec<Box<Pending>> {
+        self.remove_if(&|t| t.job == job)
+    }
+
+    /// Takes the waiting tasks `gone` names out.
+    pub fn remove_if(&mut self, gone: &dyn Fn(&common::TaskId) -> bool) -> Vec<Box<Pending>> {
         let (gone, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.slot_waiters)
             .into_iter()
-            .partition(|p| p.task.id.job == job);
+            .partition(|p| gone(&p.task.id));
         self.slot_waiters = kept;
         gone.into()
     }

@@ -52,6 +52,12 @@ pub enum EndSeen {
     /// The end of a run already replaced by a retry (a late report of a lost run),
     /// or the same end reported again: nothing changes.
     Stale,
+    /// The end of a run an earlier life of the GM sent, of a task it resumed as a
+    /// later run, that leaves nothing for the resumed run to do: it finished (the
+    /// work is done), or its failure spent the job's retry budget (the resumed run
+    /// was its retry). The caller withdraws the resumed run if it still waits,
+    /// and ends the task ([`Lifecycle::end_for_good`]).
+    Earlier,
 }
 
 #[derive(Debug)]
@@ -68,6 +74,9 @@ struct Tracked {
     /// Resumed by a restarted GM as this run: runs before it went out in an
     /// earlier life, and one of them that finished did the task's work.
     resumed_as: Option<u32>,
+    /// Runs of an earlier life whose failure was counted (bit = run number, runs
+    /// beyond 63 share the last bit): each counts once against the budget.
+    earlier_failed: u64,
 }
 
 #[derive(Debug, Default)]
@@ -136,6 +145,7 @@ impl Lifecycle {
                 last_failure: None,
                 failure: None,
                 resumed_as,
+                earlier_failed: 0,
             },
         );
     }
@@ -148,13 +158,28 @@ impl Lifecycle {
             return EndSeen::Final;
         };
         if end.attempt != tracked.spec.attempt {
-            // A run of an earlier life of the GM that finished: the work is done
-            // (its LM answers the resumed run `Duplicate`, so no other end comes).
-            if tracked.resumed_as.is_some_and(|r| end.attempt < r) && end.failure.is_none() {
-                self.finish(end.task);
-                return EndSeen::Final;
+            if tracked.resumed_as.is_none_or(|r| end.attempt >= r) {
+                return EndSeen::Stale;
             }
-            return EndSeen::Stale;
+            // A run of an earlier life of the GM: one that finished did the work
+            // (its LM answers the resumed run `Duplicate` if it goes there).
+            let Some(failure) = &end.failure else {
+                return EndSeen::Earlier;
+            };
+            // One that failed, unheard by the GM when it resumed the task: the
+            // resumed run is its retry, if the budget allows one more run.
+            let bit = 1u64 << end.attempt.min(63);
+            if tracked.earlier_failed & bit != 0 {
+                return EndSeen::Stale;
+            }
+            tracked.earlier_failed |= bit;
+            tracked.failed += 1;
+            tracked.failure = Some(failure.clone());
+            let policy = self.jobs.get(&end.task.job).map(|j| j.policy);
+            return match policy {
+                Some(p) if p.retries_after(tracked.failed) => EndSeen::Stale,
+                _ => EndSeen::Earlier,
+            };
         }
         let Some(failure) = &end.failure else {
             self.finish(end.task);
@@ -201,6 +226,11 @@ impl Lifecycle {
         if self.tasks.contains_key(&task) {
             self.finish(task);
         }
+    }
+
+    /// The task ends for good now (see [`EndSeen::Earlier`]).
+    pub fn end_for_good(&mut self, task: TaskId) {
+        self.finish(task);
     }
 
     fn finish(&mut self, task: TaskId) {

@@ -79,6 +79,9 @@ pub struct GmStats {
     /// Ends and starts of runs already replaced by a retry (late reports of lost
     /// runs), and repeated ends: ignored.
     pub stale_run_reports: u64,
+    /// Runs a restarted GM resumed that left its queues unlaunched: a run of its
+    /// previous life finished the task, or failed and spent its retry budget.
+    pub resumed_runs_withdrawn: u64,
     /// Launch answers for a task that no longer awaits that batch's answer (its
     /// run was replaced by a retry, or the batch was given up): ignored.
     pub stale_answers: u64,

@@ -16,7 +16,7 @@
 //! reaches its first task and a [`Probe`] says it may fit.
 
 use common::reasons::PendingReason;
-use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskSpec};
+use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -459,7 +459,13 @@ impl Queues {
     /// Takes every waiting task of `job` out of the queues (a cancelled job). Costs
     /// every waiting task: cancelling is rare.
     pub fn remove_job(&mut self, job: JobId) -> Vec<Box<Pending>> {
-        let of_job = |p: &(u64, Box<Pending>)| p.1.task.id.job == job;
+        self.remove_if(&|t| t.job == job)
+    }
+
+    /// Takes every waiting task `gone` names out of the queues (see
+    /// [`Queues::remove_job`]).
+    pub fn remove_if(&mut self, gone: &dyn Fn(&TaskId) -> bool) -> Vec<Box<Pending>> {
+        let of_job = |p: &(u64, Box<Pending>)| gone(&p.1.task.id);
         let mut removed = Vec::new();
         for (i, q) in self.queues.iter_mut().enumerate() {
             if q.ready.iter().any(of_job) {

@@ -140,6 +140,18 @@ impl QuotaBook {
         gone
     }
 
+    /// Takes `task` out if it is held back.
+    pub fn remove_task(&mut self, task: common::TaskId) -> Option<Box<Pending>> {
+        let waiting = self.waiting.get_mut(&task.job)?;
+        let i = waiting.iter().position(|p| p.task.id == task)?;
+        let gone = waiting.remove(i);
+        if waiting.is_empty() {
+            self.waiting.remove(&task.job);
+        }
+        self.held -= 1;
+        gone
+    }
+
     /// Tasks held back by quotas.
     pub fn held(&self) -> usize {
         self.held

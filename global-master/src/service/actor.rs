@@ -45,6 +45,11 @@ pub struct ShellMetrics {
     /// (neither held nor finished; the LM reports them).
     pub reconciled_finished: u64,
     pub reconciled_lost: u64,
+    /// A restarted GM's tasks waiting to be resumed until an LM that may run them
+    /// answers (see `resume`), and those resumed without that answer after the
+    /// doubt timeout.
+    pub resume_in_doubt: u64,
+    pub resume_doubt_expired: u64,
     pub last_snapshot: Vec<Option<Micros>>,
 }
 
@@ -77,6 +82,8 @@ pub struct GmActor {
     pub(super) journal: Option<Journal>,
     /// Jobs read back from the journal, resubmitted when the actor starts.
     pub(super) recovered: Vec<Recovered>,
+    /// Trips when an LM refuses this life as replaced (see [`super::standby::Fence`]).
+    pub(super) fence: Option<std::sync::Arc<super::standby::Fence>>,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -122,6 +129,8 @@ impl GmActor {
                 lm_reconciles_failed: 0,
                 reconciled_finished: 0,
                 reconciled_lost: 0,
+                resume_in_doubt: 0,
+                resume_doubt_expired: 0,
                 last_snapshot: vec![None; lms],
             },
             max_queued,
@@ -134,7 +143,14 @@ impl GmActor {
             accepting: true,
             journal: None,
             recovered: Vec::new(),
+            fence: None,
         }
+    }
+
+    /// Trips `fence` when an LM refuses a request of this life as replaced.
+    pub fn with_fence(mut self, fence: std::sync::Arc<super::standby::Fence>) -> Self {
+        self.fence = Some(fence);
+        self
     }
 
     /// Writes accepted jobs and task ends to `journal`; the jobs `recovered` from it

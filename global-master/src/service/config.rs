@@ -112,6 +112,22 @@ pub struct GmArgs {
     /// own directory.
     #[arg(long, env = "MEGHA_GM_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
+    /// Start as a standby for this GM id: serve /healthz (503, not ready) and
+    /// /metrics, answer the API 503 with Retry-After, and wait for the journal in
+    /// --data-dir (required) to be free; when the primary holding it dies, take it
+    /// over: start a newer life (the LMs then refuse the old one's requests),
+    /// resume its jobs and serve the full API. TOML `standby = true`. Default off.
+    #[arg(
+        long,
+        env = "MEGHA_GM_STANDBY",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub standby: Option<bool>,
+    /// How often a standby tries to take the journal, in milliseconds. Default 500.
+    #[arg(long, env = "MEGHA_GM_STANDBY_POLL_MS", value_name = "MS")]
+    pub standby_poll_ms: Option<u64>,
     /// How long the status API keeps a job after its last task ended, in seconds
     /// (then it is forgotten: 404). Default 3600.
     #[arg(long, env = "MEGHA_GM_JOB_RETENTION_S", value_name = "SECONDS")]
@@ -262,6 +278,8 @@ pub struct GmSettings {
     pub lm_reconcile_delay: Duration,
     /// See `--data-dir`.
     pub data_dir: Option<std::path::PathBuf>,
+    /// See `--standby`: `Some(poll period)` for a standby.
+    pub standby: Option<Duration>,
     /// How long and how many ended jobs the status API keeps.
     pub retention: super::status::Retention,
     /// The retry policy of jobs that name none.
@@ -313,6 +331,8 @@ impl GmArgs {
             doubt_timeout_s,
             lm_reconcile_delay_ms,
             data_dir,
+            standby,
+            standby_poll_ms,
             job_retention,
             max_finished_jobs,
             max_attempts,
@@ -429,6 +449,11 @@ impl GmArgs {
             doubt_timeout: Duration::from_secs(self.doubt_timeout_s.unwrap_or(300)),
             lm_reconcile_delay: Duration::from_millis(self.lm_reconcile_delay_ms.unwrap_or(5000)),
             data_dir: self.data_dir.clone(),
+            standby: match (self.standby.unwrap_or(false), self.standby_poll_ms) {
+                (false, _) => None,
+                (true, Some(0)) => bail!("--standby-poll-ms must be at least 1"),
+                (true, poll) => Some(Duration::from_millis(poll.unwrap_or(500))),
+            },
             retention: super::status::Retention {
                 keep: Duration::from_secs(self.job_retention.unwrap_or(3600)),
                 max_jobs: self.max_finished_jobs.unwrap_or(10_000),
@@ -447,6 +472,9 @@ impl GmArgs {
             queueable_cap,
             queueable_quota,
         };
+        if s.standby.is_some() && s.data_dir.is_none() {
+            bail!("--standby needs --data-dir: the primary's journal, which it waits to take over");
+        }
         if s.queueable_top_k == 0 {
             bail!("--queueable-top-k must be at least 1");
         }

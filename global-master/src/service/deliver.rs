@@ -412,10 +412,14 @@ impl GmActor {
         }
         let me = ctx.address();
         let doubt_timeout = self.doubt_timeout;
+        let fence = self.fence.clone();
         tokio::spawn(async move {
             let input = match call_until_settled(&link, &message, doubt_timeout, &what).await {
                 Ok(answer) => GmInput::Lm(answer),
                 Err(error) => {
+                    if let Some(fence) = &fence {
+                        fence.check(&error);
+                    }
                     tracing::warn!(%lm, what, %error, "request to the LM failed; its tasks go back to their queues");
                     GmInput::Undelivered(Undelivered::of(&message))
                 }

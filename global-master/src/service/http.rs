@@ -70,6 +70,8 @@ pub struct ApiState {
     pub cluster: service_kit::cluster::Cluster,
     /// `Idempotency-Key` of submissions (see [`super::idempotency`]).
     pub idempotency: Arc<super::idempotency::Idempotency>,
+    /// A standby's status after it took over (`None`: started as the primary).
+    pub standby: Option<Arc<super::standby::StandbyStatus>>,
     /// Memory bounds; `None` (embedded): a 64 MiB body cap only.
     pub limits: Option<Limits>,
 }

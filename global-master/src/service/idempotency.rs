@@ -149,7 +149,7 @@ impl Idempotency {
                     for row in table.iter()? {
                         let (k, v) = row?;
                         let (user, key) = k.value();
-                        let r: Remembered = common::codec::decode(cluster, v.value())
+                        let r: Remembered = common::codec::decode_stored(cluster, v.value())
                             .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
                         rows.push(((user.to_owned(), key.to_owned()), r));
                     }

@@ -8,11 +8,15 @@
 //! (killed with -9 at any instant) resubmits every task that had not ended to its
 //! core, and shows the ended ones as they ended.
 //!
-//! Why it does not run a task twice: a resubmitted task that still runs, or that
-//! finished while the GM was away, is refused by its LM as a `Duplicate` (the LM
-//! remembers what runs and what finished), which the GM takes as launched; its end
-//! then arrives over the LM's retried stream. A task that *failed* while the GM was
-//! away may run once more (the LM does not keep failures, which may be retried).
+//! Why it does not run a task twice: before resuming, the GM asks every LM which of
+//! the open tasks it holds or finished (see `resume`); held ones count as launched
+//! (their end arrives over the LM's retried stream), finished ones end; while an LM
+//! is silent the others wait, up to the doubt timeout. A resumed task that still
+//! runs or finished somewhere is also refused by that LM as a `Duplicate` (the LM
+//! remembers what runs and what finished). A task that *failed* while the GM was
+//! away runs once more if the end arrives too late (the LM does not keep failures,
+//! which may be retried): the resumed run is then that failure's retry, and the
+//! failure counts against the job's budget when it arrives.
 //!
 //! Runs: a failed or lost task that its job's policy runs again gets a new run
 //! number (its attempt), written here with the failures so far, in the same
@@ -42,6 +46,11 @@ const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
 /// (job id, task index) -> (the run the task goes out as next, its runs failed so
 /// far); absent for a task never retried nor resumed (run 1, no failure).
 const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs");
+/// "last_life" -> the life (first batch number) of the last GM process that opened
+/// this journal: a later process starts a higher one whatever the clocks say, so
+/// the LMs order its requests after its predecessor's (see [`Journal::begin_life`]).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const LAST_LIFE: &str = "last_life";
 
 /// What a submission said of its job as a whole.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -93,6 +102,26 @@ pub struct JournalError {
     path: String,
     what: &'static str,
     detail: String,
+    /// The file is open in another process (redb's exclusive lock): a standby
+    /// waits for it.
+    locked: bool,
+}
+
+impl JournalError {
+    /// The journal is held by another process (a live primary).
+    pub fn is_locked(&self) -> bool {
+        self.locked
+    }
+}
+
+/// The life a GM opening a journal whose last life was `last` starts: its start
+/// time `proposed`, or just above `last` if the clock says otherwise (a clock set
+/// back, or a standby on a host whose clock is behind).
+pub fn next_life(proposed: u64, last: Option<u64>) -> u64 {
+    match last {
+        Some(last) => proposed.max(last.saturating_add(1)),
+        None => proposed.max(1),
+    }
 }
 
 pub struct Journal {
@@ -124,10 +153,14 @@ impl Journal {
                 path: path.clone(),
                 what,
                 detail: e.to_string(),
+                locked: false,
             }
         };
         std::fs::create_dir_all(dir).map_err(|e| err("cannot create its directory")(&e))?;
-        let db = Database::create(&file).map_err(|e| err("cannot open")(&e))?;
+        let db = Database::create(&file).map_err(|e| JournalError {
+            locked: matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+            ..err("cannot open")(&e)
+        })?;
         let mut journal = Journal {
             db,
             path: path.clone(),
@@ -155,7 +188,7 @@ impl Journal {
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
-            let stored: JournalJob = common::codec::decode(&self.cluster, bytes.value())?;
+            let stored: JournalJob = common::codec::decode_stored(&self.cluster, bytes.value())?;
             let job = job.value();
             let mut done = BTreeMap::new();
             if let Some(ended) = &ended {
@@ -163,7 +196,7 @@ impl Journal {
                     let (key, bytes) = row?;
                     done.insert(
                         key.value().1,
-                        common::codec::decode(&self.cluster, bytes.value())?,
+                        common::codec::decode_stored(&self.cluster, bytes.value())?,
                     );
                 }
             }
@@ -190,7 +223,38 @@ impl Journal {
             path: self.path.clone(),
             what,
             detail: e.to_string(),
+            locked: false,
         }
+    }
+
+    /// The life of the last process that opened this journal, if one wrote it.
+    pub fn last_life(&self) -> Result<Option<u64>, JournalError> {
+        let read = || -> Result<Option<u64>, Box<dyn std::error::Error>> {
+            let txn = self.db.begin_read()?;
+            let meta = match txn.open_table(META) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            Ok(meta.get(LAST_LIFE)?.map(|v| v.value()))
+        };
+        read().map_err(|e| self.error("cannot read the last life", e))
+    }
+
+    /// Starts this process's life: `proposed` (its start time, µs) unless the
+    /// journal's last life is not below it, then just above that one
+    /// ([`next_life`]); written durably before the life sends anything, so that the
+    /// next process (a standby taking over) starts above it without trusting clocks.
+    pub fn begin_life(&mut self, proposed: u64) -> Result<u64, JournalError> {
+        let life = next_life(proposed, self.last_life()?);
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(META)?.insert(LAST_LIFE, life)?;
+            txn.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| self.error("cannot write the life", e))?;
+        Ok(life)
     }
 
     /// Writes an accepted job, durably, before it is acknowledged.
@@ -284,6 +348,7 @@ impl Journal {
             path: self.path.clone(),
             what: "cannot write task ends",
             detail: e.to_string(),
+            locked: false,
         })?;
         for job in closed {
             self.open.remove(&job);
@@ -325,6 +390,37 @@ mod tests {
             retry: None,
             idempotency: None,
         }
+    }
+
+    #[test]
+    fn a_life_starts_above_the_journals_last_whatever_the_clock_says() {
+        assert_eq!(next_life(500, None), 500);
+        assert_eq!(next_life(0, None), 1);
+        assert_eq!(next_life(500, Some(100)), 500);
+        // The clock is behind the last life (set back, or another host's).
+        assert_eq!(next_life(500, Some(900)), 901);
+        assert_eq!(next_life(900, Some(900)), 901);
+        let dir = std::env::temp_dir().join(format!("megha-journal-life-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+            assert_eq!(j.last_life().unwrap(), None);
+            assert_eq!(j.begin_life(1_000).unwrap(), 1_000);
+            // While this process holds the journal, another open is refused as
+            // locked (a standby waits on this).
+            let err = Journal::open(&dir, &ClusterName::default()).unwrap_err();
+            assert!(err.is_locked(), "{err}");
+        }
+        // The next process's clock is behind: its life is still above.
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert_eq!(j.last_life().unwrap(), Some(1_000));
+        assert_eq!(j.begin_life(400).unwrap(), 1_001);
+        assert_eq!(j.begin_life(5_000).unwrap(), 5_000);
+        drop(j);
+        let (j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert_eq!(j.last_life().unwrap(), Some(5_000));
+        drop(j);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

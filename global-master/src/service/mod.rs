@@ -15,6 +15,8 @@
 //! - [`idempotency`]: `Idempotency-Key` on submissions.
 //! - [`mq`]: the state subscription.
 //! - [`users`]: who may call: user tokens, the cluster credential, job owners.
+//! - [`journal`]: accepted work on disk; [`resume`]: a restarted GM takes it up;
+//!   [`standby`]: a second process that waits for the journal and takes it over.
 
 pub mod actor;
 pub mod answers;
@@ -42,6 +44,7 @@ pub mod recent_events;
 pub mod report;
 pub mod resume;
 pub mod route;
+pub mod standby;
 pub mod status;
 pub mod users;
 
@@ -85,6 +88,80 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             None
         }
     };
+    // Stops the service on SIGTERM/SIGINT, or when an LM says a newer life of this
+    // GM took over (then without draining; see `standby::Fence`).
+    let fence = Arc::new(standby::Fence::default());
+    let mut stop: Option<Stop> = Some({
+        let fence = fence.clone();
+        Box::pin(async move {
+            tokio::select! {
+                () = service_kit::shutdown::signal() => {}
+                () = fence.tripped() => {}
+            }
+        })
+    });
+    // A standby answers on its port while it waits for the journal (see `standby`).
+    let mut serving = match (&s.standby, &s.data_dir) {
+        (Some(_), Some(dir)) => {
+            let front = standby::Front::new(s.id, &dir.join("journal.redb"));
+            let router = front.router();
+            let tls = s.tls.clone();
+            let local = listener.local_addr()?;
+            let stop = stop
+                .take()
+                .unwrap_or_else(|| Box::pin(std::future::pending()));
+            let server =
+                tokio::spawn(
+                    async move { service_kit::tls::serve(listener, router, &tls, stop).await },
+                );
+            tracing::info!(gm = s.id, listen = %local, journal = %dir.display(), "standby: listening (not ready) and waiting for the primary's journal");
+            println!("listening on {}://{local}", s.tls.scheme());
+            Serving::Standby { front, server }
+        }
+        _ => Serving::Direct(listener),
+    };
+    // The journal first: it is what a standby waits for, and it fixes this life.
+    let opened = match (&s.data_dir, &mut serving) {
+        (Some(dir), Serving::Standby { server, .. }) => {
+            let poll = s.standby.unwrap_or(Duration::from_millis(500));
+            tokio::select! {
+                taken = standby::wait_for_journal(dir, &s.cluster_name, poll) => {
+                    let (journal, recovered, waited) = taken?;
+                    tracing::warn!(gm = s.id, waited_s = waited.as_secs_f64(), jobs = recovered.len(), "standby: the primary's journal is free (the primary died): taking over");
+                    Some((journal, recovered))
+                }
+                ended = server => {
+                    ended.context("the standby's HTTP server task failed")??;
+                    tracing::info!("standby stopped before taking over");
+                    return Ok(());
+                }
+            }
+        }
+        (Some(dir), Serving::Direct(_)) => match journal::Journal::open(dir, &s.cluster_name) {
+            Ok(opened) => Some(opened),
+            Err(e) if e.is_locked() => anyhow::bail!(
+                "{e}: another process holds this GM's journal (its primary, or a standby that took over); to wait for it and take over when it dies, start this one with --standby"
+            ),
+            Err(e) => return Err(e.into()),
+        },
+        (None, _) => None,
+    };
+    let mut opened = opened;
+    // This life: the start time, above the journal's last life whatever the clock.
+    // Without a journal the start time numbers the batches but fences nothing (it
+    // may go back with the clock): life 0.
+    let (first_batch_seq, life) = match &mut opened {
+        Some((journal, _)) => {
+            let life = journal.begin_life(service_kit::clock::now().0)?;
+            tracing::info!(
+                gm = s.id,
+                life,
+                "life started (LMs refuse the requests of older lives of this GM)"
+            );
+            (life, life)
+        }
+        None => (service_kit::clock::now().0, 0),
+    };
     let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "gm");
     let name = Some(&s.cluster_name);
     let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name);
@@ -112,8 +189,10 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         queueable_cap: s.queueable_cap,
         queueable_quota: s.queueable_quota,
         // A restarted GM must not reuse its previous life's batch numbers (the LMs
-        // would answer them from their record of that life).
-        first_batch_seq: service_kit::clock::now().0,
+        // would answer them from their record of that life); its life fences the
+        // older ones at the LMs.
+        first_batch_seq,
+        life,
         retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
@@ -126,23 +205,18 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     .with_doubt_timeout(s.doubt_timeout)
     .with_lm_reconcile_delay(s.lm_reconcile_delay)
     .with_retention(s.retention)
-    .with_lm_urls(s.lm_urls.clone());
+    .with_lm_urls(s.lm_urls.clone())
+    .with_fence(fence.clone());
     let idempotency = Arc::new(match &s.data_dir {
         Some(dir) => {
-            let keys = idempotency::Idempotency::open(
-                dir,
-                &s.cluster_name,
-                s.idempotency,
-                service_kit::clock::now(),
-            )?;
+            let keys = open_idempotency(dir, &s.cluster_name, s.idempotency).await?;
             tracing::info!(keys = keys.len(), "idempotency keys read back");
             keys
         }
         None => idempotency::Idempotency::in_memory(s.idempotency),
     });
-    match &s.data_dir {
-        Some(dir) => {
-            let (journal, recovered) = journal::Journal::open(dir, &s.cluster_name)?;
+    match (&s.data_dir, opened) {
+        (Some(dir), Some((journal, recovered))) => {
             tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
             let keys = recovered.iter().filter_map(|r| {
                 let k = r.accepted.idempotency.clone()?;
@@ -160,7 +234,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             }
             gm = gm.with_journal(journal, recovered);
         }
-        None => tracing::warn!(
+        _ => tracing::warn!(
             "no --data-dir: accepted jobs live in memory only and are lost if this GM dies"
         ),
     }
@@ -177,9 +251,10 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     // The designated GM learns the ends of its LRA containers from the task events.
     let ends = (s.designated_gm == s.id)
         .then(|| mq::subscribe_ends(s.amqp.clone(), cluster.clone(), gm.clone()));
-    let local = listener.local_addr()?;
-    tracing::info!(gm = s.id, cluster = %s.cluster_name, listen = %local, lms = s.lm_urls.len(), queues = s.fairness.as_ref().map_or(0, |f| f.queues.len()), "global master listening");
-    println!("listening on {}://{local}", s.tls.scheme());
+    let standby_status = match &serving {
+        Serving::Standby { front, .. } => Some(front.status.clone()),
+        Serving::Direct(_) => None,
+    };
     let app = http::router(http::ApiState {
         gm: gm.clone(),
         max_job_tasks: s.max_job_tasks,
@@ -206,6 +281,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         ),
         cluster: cluster.clone(),
         idempotency,
+        standby: standby_status,
         limits: Some(http::Limits {
             bodies: service_kit::body_budget::BodyBudget::new(
                 s.max_body_bytes,
@@ -215,7 +291,36 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             publisher: publisher.clone(),
         }),
     });
-    service_kit::tls::serve(listener, app, &s.tls, service_kit::shutdown::signal()).await?;
+    let queues = s.fairness.as_ref().map_or(0, |f| f.queues.len());
+    match serving {
+        Serving::Direct(listener) => {
+            let local = listener.local_addr()?;
+            tracing::info!(gm = s.id, cluster = %s.cluster_name, listen = %local, lms = s.lm_urls.len(), queues, "global master listening");
+            println!("listening on {}://{local}", s.tls.scheme());
+            let stop = stop
+                .take()
+                .unwrap_or_else(|| Box::pin(std::future::pending()));
+            service_kit::tls::serve(listener, app, &s.tls, stop).await?;
+        }
+        Serving::Standby { front, server } => {
+            front.take_over(app);
+            tracing::info!(gm = s.id, cluster = %s.cluster_name, lms = s.lm_urls.len(), queues, "took over: global master serving the full API");
+            server.await.context("the HTTP server task failed")??;
+        }
+    }
+    if fence.is_tripped() {
+        // Not drained: the queued work is the newer life's (in the journal), and
+        // this life's requests are refused anyway.
+        subscription.close().await;
+        for sub in ends.into_iter().flatten() {
+            sub.close().await;
+        }
+        publisher.close(Duration::from_secs(5)).await;
+        anyhow::bail!(
+            "GM {} stopped: fenced by a newer life of this GM (a standby took over, or another process runs this GM id)",
+            s.id
+        );
+    }
     drain(&gm, s.drain_timeout).await;
     subscription.close().await;
     for sub in ends.into_iter().flatten() {
@@ -226,6 +331,38 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     }
     tracing::info!("global master stopped");
     Ok(())
+}
+
+/// What ends the HTTP server.
+type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// How the listener is served: directly, or through a standby's [`standby::Front`]
+/// (already serving, in its own task).
+enum Serving {
+    Direct(tokio::net::TcpListener),
+    Standby {
+        front: standby::Front,
+        server: tokio::task::JoinHandle<Result<()>>,
+    },
+}
+
+/// Opens the idempotency keys' store. Right after a takeover the dead primary's
+/// lock on it may outlive its journal's by a moment (the kernel closes a dead
+/// process's files one by one): a locked store is tried again for a few seconds.
+async fn open_idempotency(
+    dir: &std::path::Path,
+    cluster: &common::ClusterName,
+    limits: idempotency::Limits,
+) -> Result<idempotency::Idempotency> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match idempotency::Idempotency::open(dir, cluster, limits, service_kit::clock::now()) {
+            Err(e) if e.to_string().contains("already open") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Stops accepting and waits until nothing is queued or outstanding (or the timeout).

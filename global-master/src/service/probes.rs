@@ -48,6 +48,7 @@ pub(crate) async fn metrics(State(s): State<ApiState>) -> Response {
         Ok(mut page) => {
             super::users::render_metrics(&s.auth, &mut page);
             s.cluster.render(&mut page);
+            super::standby::StandbyStatus::render(s.standby.as_deref(), &mut page);
             if let Some(l) = &s.limits {
                 l.bodies.render(&mut page);
                 service_kit::metrics::single(

@@ -345,6 +345,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_resume_in_doubt_tasks",
+            "gauge",
+            "Tasks of the previous life waiting to be resumed until an LM that may run them answers.",
+            m.resume_in_doubt as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_resume_doubt_expired_total",
+            "counter",
+            "Tasks resumed after the doubt timeout without an answer from every LM (they may run twice).",
+            m.resume_doubt_expired as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_lm_restarts_total",
             "counter",
             "New lives of LMs (restarts) this GM's view took up.",

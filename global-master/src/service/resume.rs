@@ -9,8 +9,14 @@ use actix::prelude::*;
 use common::messages::TaskEnd;
 use common::protocol::{GmToLm, LmToGm};
 use common::retry::RetryPolicy;
-use common::{NodeId, TaskId, TaskSpec};
+use common::{LmId, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
+use std::time::{Duration, Instant};
+
+/// How long an LM has to answer one reconcile request.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+/// How soon LMs that did not answer are asked again while tasks wait on them.
+const ASK_AGAIN: Duration = Duration::from_secs(3);
 
 impl GmActor {
     /// Shows the previous life's jobs as the journal left them (ended tasks as they
@@ -63,53 +69,73 @@ impl GmActor {
             return;
         }
         tracing::info!(gm = %self.gm(), jobs, tasks = resubmitted, "jobs of the previous life read back from the journal; asking the LMs which of their tasks they hold");
-        self.reconcile(resume, ctx);
+        let lms = (0..self.links.len()).map(|l| LmId(l as u16)).collect();
+        let deadline = Instant::now() + self.doubt_timeout;
+        self.reconcile(resume, lms, deadline, ctx);
     }
 
-    /// Asks every LM which of the tasks to resume it holds or finished (a task
+    /// Asks `lms` which of the tasks to resume they hold or finished (a task
     /// resumed on another LM than the one running it would run twice), then resumes
-    /// the rest ([`Resume`]). An LM that does not answer within 10 s counts as
-    /// holding nothing (logged).
-    fn reconcile(&mut self, resume: Vec<JobToResume>, ctx: &mut Context<Self>) {
+    /// what their answers settle ([`Resume`]). A task no answering LM holds, while
+    /// some LM has not answered, is in doubt: it may run there. It waits, and the
+    /// silent LMs are asked again every [`ASK_AGAIN`], until every LM answered or
+    /// the doubt timeout (`--doubt-timeout-s`, counted from the GM's start) passed.
+    pub(super) fn reconcile(
+        &mut self,
+        resume: Vec<JobToResume>,
+        lms: Vec<LmId>,
+        deadline: Instant,
+        ctx: &mut Context<Self>,
+    ) {
         let gm = self.gm();
         let tasks: Vec<(TaskId, u32)> = resume
             .iter()
             .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
-        let links = self.links.clone();
+        let links: Vec<_> = lms
+            .iter()
+            .filter_map(|lm| self.links.get(lm.index()).map(|l| (*lm, l.clone())))
+            .collect();
         let me = ctx.address();
         tokio::spawn(async move {
-            let asks = links.iter().enumerate().map(|(l, link)| {
-                let lm = common::LmId(l as u16);
+            let asks = links.into_iter().map(|(lm, link)| {
                 let request = GmToLm::Reconcile(common::messages::ReconcileRequest {
                     gm,
                     lm,
                     tasks: tasks.clone(),
                     forget: false,
                 });
-                let call = link.call(request);
                 async move {
-                    match tokio::time::timeout(std::time::Duration::from_secs(10), call).await {
-                        Ok(Ok(LmToGm::ReconcileAnswer(a))) => Some(a),
+                    let call = link.call(request);
+                    match tokio::time::timeout(ANSWER_WAIT, call).await {
+                        Ok(Ok(LmToGm::ReconcileAnswer(a))) => Ok(a),
                         Ok(Ok(other)) => {
-                            tracing::warn!(%lm, kind = other.kind(), "unexpected answer to a reconcile request");
-                            None
+                            tracing::warn!(%lm, kind = other.kind(), "unexpected answer to a reconcile request; asking again");
+                            Err(lm)
                         }
                         Ok(Err(e)) => {
-                            tracing::warn!(%lm, error = %e, "LM did not answer the reconcile request; resuming as if it held none of these tasks");
-                            None
+                            tracing::warn!(%lm, error = %e, "LM did not answer the reconcile request; the tasks it may run wait");
+                            Err(lm)
                         }
                         Err(_) => {
-                            tracing::warn!(%lm, "LM did not answer the reconcile request within 10 s; resuming as if it held none of these tasks");
-                            None
+                            tracing::warn!(%lm, wait_s = ANSWER_WAIT.as_secs(), "LM did not answer the reconcile request in time; the tasks it may run wait");
+                            Err(lm)
                         }
                     }
                 }
             });
-            let answers = futures_util::future::join_all(asks).await;
+            let (mut answers, mut unanswered) = (Vec::new(), Vec::new());
+            for r in futures_util::future::join_all(asks).await {
+                match r {
+                    Ok(a) => answers.push(a),
+                    Err(lm) => unanswered.push(lm),
+                }
+            }
             me.do_send(Resume {
                 resume,
-                answers: answers.into_iter().flatten().collect(),
+                answers,
+                unanswered,
+                deadline,
             });
         });
     }
@@ -128,12 +154,15 @@ type JobToResume = (Option<RetryPolicy>, Vec<(TaskSpec, u32)>);
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
 /// there (its end will come), one an LM remembers finished ends finished, the others
-/// go back to the core's queues as a new run.
+/// go back to the core's queues as a new run, once no LM that may run them is
+/// silent (`unanswered`) or the `deadline` passed.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(super) struct Resume {
     resume: Vec<JobToResume>,
     answers: Vec<common::messages::ReconcileResponse>,
+    unanswered: Vec<LmId>,
+    deadline: Instant,
 }
 
 impl Handler<Resume> for GmActor {
@@ -152,12 +181,18 @@ impl Handler<Resume> for GmActor {
             }
             finished.extend(a.finished.iter().copied());
         }
+        // Tasks no answering LM holds may run at a silent one: they wait for its
+        // answer until the deadline.
+        let expired = Instant::now() >= msg.deadline;
+        let wait = !msg.unanswered.is_empty() && !expired;
         let (mut running, mut done, mut again_n) = (0, 0, 0);
         let mut ends = Vec::new();
         let mut resumed = Vec::new();
+        let mut in_doubt: Vec<JobToResume> = Vec::new();
         for (retry, tasks) in msg.resume {
             let mut again = Vec::new();
             let mut keep = Vec::new();
+            let mut doubt = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
@@ -177,6 +212,8 @@ impl Handler<Resume> for GmActor {
                     self.tracker.ended(&end, now);
                     ends.push(end);
                     done += 1;
+                } else if wait {
+                    doubt.push((spec, failed));
                 } else {
                     // Its last run may have gone out (and its end still be on its
                     // way): the resumed run gets the next number.
@@ -186,6 +223,9 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
+            if !doubt.is_empty() {
+                in_doubt.push((retry, doubt));
+            }
             if !again.is_empty() || !keep.is_empty() {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
@@ -207,6 +247,24 @@ impl Handler<Resume> for GmActor {
         }
         self.journal_ends(&ends, &[], &[]);
         self.metrics.recovered_tasks += again_n as u64;
+        let silent: Vec<String> = msg.unanswered.iter().map(|l| l.to_string()).collect();
+        if expired && !msg.unanswered.is_empty() && again_n > 0 {
+            self.metrics.resume_doubt_expired += again_n as u64;
+            tracing::error!(gm = %self.gm(), silent_lms = ?silent, tasks = again_n, doubt_timeout_s = self.doubt_timeout.as_secs(), "LMs never answered which tasks they hold; resuming the tasks they may run (a task still running there runs twice)");
+        }
         tracing::info!(gm = %self.gm(), lms_answered = msg.answers.len(), running, finished = done, resubmitted = again_n, "resumed the jobs of the previous life from the journal");
+        let waiting: usize = in_doubt.iter().map(|(_, t)| t.len()).sum();
+        self.metrics.resume_in_doubt = waiting as u64;
+        if waiting > 0 {
+            let left_s = msg
+                .deadline
+                .saturating_duration_since(Instant::now())
+                .as_secs();
+            tracing::warn!(gm = %self.gm(), silent_lms = ?silent, tasks = waiting, again_in_s = ASK_AGAIN.as_secs(), gives_up_in_s = left_s, "tasks of the previous life wait: an LM that may run them has not answered");
+            let (lms, deadline) = (msg.unanswered, msg.deadline);
+            ctx.run_later(ASK_AGAIN, move |act, ctx| {
+                act.reconcile(in_doubt, lms, deadline, ctx)
+            });
+        }
     }
 }

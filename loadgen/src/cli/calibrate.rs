@@ -10,10 +10,11 @@
 //! validation and snapshot building, its worker reports and the worker's start. The
 //! message costs come from micro-measurements: bincode encode + decode of an LM
 //! snapshot (the services' internal links), one actix mailbox hop (the embedded
-//! mode's links) and one loopback TCP hop. A worker's start is the median launch to
-//! start of a short embedded run (`loadgen embedded`: the LM's ordered sender to the
-//! worker actor, the actor and its executor starting the task) less one mailbox hop,
-//! the part of that path the simulator charges as network.
+//! mode's links) and one loopback TCP hop. What the tight loops cannot see (an
+//! actor's wake-up on a busy machine, the worker actor's path to a started task, the
+//! submission) comes from a short embedded run ([`super::calibrate_embedded`]): the
+//! network delay, the client's submission, the GM's real per-decision cost, and the
+//! worker's start as a distribution.
 
 use super::validate;
 use crate::sim::probe::Probe;
@@ -39,10 +40,17 @@ pub struct CalibrateArgs {
     /// Nodes per partition of the calibration cluster (5 GMs x 5 LMs x this).
     #[arg(long, default_value_t = 40, value_name = "P")]
     pub partition_size: usize,
-    /// Take worker_start_ns from a short embedded run's launch to start (about 3 s);
-    /// false: the probe's timing of the worker core's step alone.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub embedded_worker_start: bool,
+    /// Take the worker's start, the message hops, the submission and the GM's
+    /// per-decision cost from a short embedded run (a second or two, see
+    /// `calibrate_embedded`); false: the probe's timings and the tight-loop hop alone.
+    #[arg(
+        long,
+        alias = "embedded-worker-start",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub embedded: bool,
     /// Round trips timed for each message hop.
     #[arg(long, default_value_t = 20_000, value_name = "N")]
     pub hops: u32,
@@ -76,14 +84,13 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     let probe = calibration_run(&args)?;
     let hops = measure_hops(args.hops, args.partition_size)?;
     let mut model = fit(&probe, &hops);
-    if args.embedded_worker_start {
-        let launch_to_start = embedded_launch_to_start(&args.check.check_out, args.seed)?;
-        println!(
-            "embedded launch to start: {} tasks, median {} ns (worker_start_ns = median - one mailbox hop)",
-            launch_to_start.len(),
-            median_ns(&launch_to_start)
-        );
-        model.worker_start_ns = median_ns(&launch_to_start).saturating_sub(hops.in_memory_ns);
+    if args.embedded {
+        super::calibrate_embedded::calibrate(
+            &args.check.check_out,
+            args.seed,
+            hops.in_memory_ns,
+            &mut model,
+        )?;
     }
     print_figures(&probe, &hops, &model);
     let header = format!(
@@ -147,51 +154,6 @@ fn calibration_run(args: &CalibrateArgs) -> Result<Probe> {
         .context("the simulator returned no timings")
 }
 
-/// The median of sorted seconds, in nanoseconds (0 when empty).
-fn median_ns(sorted_secs: &[f64]) -> u64 {
-    sorted_secs
-        .get(sorted_secs.len() / 2)
-        .map_or(0, |s| (s * 1e9).round().max(0.0) as u64)
-}
-
-/// Launch to start (seconds, sorted) of the tasks of a short embedded run: 50 jobs
-/// of 4 tasks of 0.2 s every 50 ms on 2 GMs x 2 LMs x 20 one-core nodes (about 16
-/// tasks running at a time: no task waits for room), reports under DIR/worker-start.
-fn embedded_launch_to_start(dir: &std::path::Path, seed: u64) -> Result<Vec<f64>> {
-    let dir = dir.join("worker-start");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let trace = dir.join("trace.tr");
-    let text: String = (0..50)
-        .map(|k| format!("{:.3} 4 0.2 0.2 0.2 0.2 0.2\n", f64::from(k) * 0.05))
-        .collect();
-    std::fs::write(&trace, text).with_context(|| format!("cannot write {}", trace.display()))?;
-    let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
-    let out = dir.join("embedded");
-    let args = [
-        "--trace",
-        &trace.display().to_string(),
-        "--gms",
-        "2",
-        "--lms",
-        "2",
-        "--partition-size",
-        "20",
-        "--seed",
-        &seed.to_string(),
-        "--quiet",
-        "--out",
-        &out.display().to_string(),
-    ]
-    .map(String::from)
-    .to_vec();
-    validate::child(&exe, "embedded", args)?;
-    let xs = validate::launch_to_start(&out)?;
-    if xs.is_empty() {
-        anyhow::bail!("the embedded run in {} started no task", out.display());
-    }
-    Ok(xs)
-}
-
 /// The cost model fitted to the timings.
 fn fit(p: &Probe, hops: &Hops) -> CostModel {
     let round = |x: f64| x.round().max(0.0) as u64;
@@ -201,12 +163,16 @@ fn fit(p: &Probe, hops: &Hops) -> CostModel {
     CostModel {
         gm_decision_ns: round(decision),
         gm_word_ns: round(word),
+        gm_dispatch_ns: 0,
         gm_snapshot_node_ns: round(p.gm_snapshot.ns_per_a()),
         lm_batch_ns: round(batch),
         lm_request_ns: round(request),
         lm_snapshot_node_ns: round(snapshot_node),
         lm_report_ns: p.lm_report.median_ns(),
         worker_start_ns: p.worker_start.median_ns(),
+        worker_start_quantiles_ns: Vec::new(),
+        submit_ns: 0,
+        worker_link_ns: None,
         sparrow_probe_ns: CostModel::default().sparrow_probe_ns,
         network_delay_ns: Some(hops.in_memory_ns),
     }

@@ -6,6 +6,7 @@ pub mod bench_exec;
 pub mod bench_topk;
 pub mod bench_wake;
 pub mod calibrate;
+pub mod calibrate_embedded;
 pub mod certs;
 pub mod faults;
 pub mod lra;

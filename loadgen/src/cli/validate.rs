@@ -3,12 +3,17 @@
 //! for links, real clocks and timers), simulates the same trace on the same cluster
 //! with the cost model in FILE and with the built-in defaults, and prints the
 //! allocation-time percentiles of each and the two-sample Kolmogorov-Smirnov
-//! distance of each simulation to the embedded run. The simulations publish LM state
-//! as the services do (`--lm-publish changes`, the same minimum interval as the
-//! embedded LMs); one more, `sim-heartbeat`, publishes at heartbeats only (the
-//! simulator's default) to show what that rule alone costs. Every run is a child
-//! process (`loadgen embedded`, `loadgen simulate`) writing its reports under
-//! `--check-out`.
+//! distance of each run to the embedded run and to a second embedded run (the two
+//! embedded runs' distance is the floor: how far apart the live system lands twice
+//! on this machine), with the medians of arrival to launch and launch to start. The
+//! simulations, each adding one thing to the last:
+//! `sim-default` (built-in costs, state at heartbeats only: the simulator's
+//! defaults), `sim-costs` (the model in FILE), `sim-costs-publish` (and LM state
+//! published on change as the services do: `--lm-publish changes`, the embedded
+//! LMs' minimum interval); `sim-median-start` is the last with the worker's start
+//! cost fixed at its median instead of drawn from its distribution. All use the
+//! embedded run's heartbeat. Every run is a child process (`loadgen embedded`,
+//! `loadgen simulate`) writing its reports under `--check-out`.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -75,29 +80,43 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         v
     };
     println!("seed: {seed}");
-    let embedded_dir = args.check_out.join("embedded");
-    child(
-        &exe,
-        "embedded",
-        common_args(&embedded_dir)
-            .into_iter()
-            .chain([
-                "--speedup".into(),
-                speedup.clone(),
-                "--heartbeat-ms".into(),
-                args.check_heartbeat_ms.to_string(),
-                "--publish-min-interval-ms".into(),
-                args.check_publish_min_interval_ms.to_string(),
-            ])
-            .collect(),
-    )?;
+    let mut runs = Vec::new();
+    // The live system twice: the KS distance of the second run to the first is how
+    // far two runs of the same system are apart on this machine (the floor for the
+    // simulations' distances).
+    for name in ["embedded", "embedded-again"] {
+        let dir = args.check_out.join(name);
+        let mut a = common_args(&dir);
+        a.extend([
+            "--speedup".into(),
+            speedup.clone(),
+            "--heartbeat-ms".into(),
+            args.check_heartbeat_ms.to_string(),
+            "--publish-min-interval-ms".into(),
+            args.check_publish_min_interval_ms.to_string(),
+        ]);
+        child(&exe, "embedded", a)?;
+        runs.push((name.to_owned(), Spans::read(&dir)?));
+    }
     let heartbeat_s = (args.check_heartbeat_ms as f64 / 1000.0).to_string();
-    let mut runs = vec![("embedded".to_owned(), allocations(&embedded_dir)?)];
     let min_interval = args.check_publish_min_interval_ms.to_string();
+    // The calibrated model with its start distribution replaced by its median: what
+    // the distribution adds.
+    let median_model = args.check_out.join("costs-median-start.toml");
+    let mut median = crate::sim::CostModel::load(costs)?;
+    median.worker_start_quantiles_ns.clear();
+    std::fs::create_dir_all(&args.check_out)
+        .with_context(|| format!("cannot create {}", args.check_out.display()))?;
+    std::fs::write(
+        &median_model,
+        toml::to_string(&median).context("cannot serialise the cost model")?,
+    )
+    .with_context(|| format!("cannot write {}", median_model.display()))?;
     for (name, model, publish) in [
-        ("sim-calibrated", Some(costs), "changes"),
-        ("sim-default", None, "changes"),
-        ("sim-heartbeat", Some(costs), "heartbeat"),
+        ("sim-default", None, "heartbeat"),
+        ("sim-costs", Some(costs), "heartbeat"),
+        ("sim-costs-publish", Some(costs), "changes"),
+        ("sim-median-start", Some(median_model.as_path()), "changes"),
     ] {
         let dir = args.check_out.join(name);
         let mut a = common_args(&dir);
@@ -123,27 +142,62 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
             a.extend(["--cost-model".into(), m.display().to_string()]);
         }
         child(&exe, "simulate", a)?;
-        runs.push((name.to_owned(), allocations(&dir)?));
+        runs.push((name.to_owned(), Spans::read(&dir)?));
     }
     println!(
-        "{:<16} {:>6} {:>11} {:>11} {:>11} {:>11} {:>9}",
-        "run", "tasks", "mean ms", "p50 ms", "p90 ms", "p99 ms", "KS"
+        "{:<18} {:>6} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>10} {:>10}",
+        "run",
+        "tasks",
+        "mean ms",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "KS",
+        "KS2",
+        "a->l p50",
+        "l->s p50"
     );
-    let reference = runs[0].1.clone();
-    for (name, xs) in &runs {
+    let reference = runs[0].1.allocation.clone();
+    let again = runs[1].1.allocation.clone();
+    for (name, spans) in &runs {
+        let xs = &spans.allocation;
         let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
         println!(
-            "{:<16} {:>6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>9.3}",
+            "{:<18} {:>6} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>7.3} {:>7.3} {:>10.3} {:>10.3}",
             name,
             xs.len(),
             mean * 1e3,
             quantile(xs, 0.5) * 1e3,
             quantile(xs, 0.9) * 1e3,
             quantile(xs, 0.99) * 1e3,
-            ks_distance(&reference, xs)
+            ks_distance(&reference, xs),
+            ks_distance(&again, xs),
+            quantile(&spans.arrival_to_launch, 0.5) * 1e3,
+            quantile(&spans.launch_to_start, 0.5) * 1e3,
         );
     }
+    println!(
+        "(KS: to embedded, KS2: to embedded-again; a->l: arrival to the LM's launch, l->s: \
+         launch to the worker's start, medians in ms)"
+    );
     Ok(())
+}
+
+/// The spans of one run's started tasks (seconds, each sorted).
+struct Spans {
+    allocation: Vec<f64>,
+    arrival_to_launch: Vec<f64>,
+    launch_to_start: Vec<f64>,
+}
+
+impl Spans {
+    fn read(dir: &Path) -> Result<Spans> {
+        Ok(Spans {
+            allocation: allocations(dir)?,
+            arrival_to_launch: arrival_to_launch(dir)?,
+            launch_to_start: launch_to_start(dir)?,
+        })
+    }
 }
 
 pub fn child(exe: &Path, command: &str, args: Vec<String>) -> Result<()> {
@@ -180,8 +234,19 @@ pub fn launch_to_start(dir: &Path) -> Result<Vec<f64>> {
     Ok(xs)
 }
 
+/// Arrival to launch (seconds: submission to the LM's launch) of the launched tasks
+/// in DIR/tasks.csv, sorted.
+pub fn arrival_to_launch(dir: &Path) -> Result<Vec<f64>> {
+    let mut xs: Vec<f64> = columns(dir, ["arrival_s", "launch_s"])?
+        .into_iter()
+        .map(|[arrival, launch]| launch - arrival)
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    Ok(xs)
+}
+
 /// The rows of DIR/tasks.csv whose columns `names` all hold numbers.
-fn columns<const N: usize>(dir: &Path, names: [&str; N]) -> Result<Vec<[f64; N]>> {
+pub fn columns<const N: usize>(dir: &Path, names: [&str; N]) -> Result<Vec<[f64; N]>> {
     let path = dir.join("tasks.csv");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;

@@ -48,6 +48,10 @@ pub enum LmError {
     UnknownNode { node: NodeId },
     #[error("launch batch is addressed to {got}, this is {want}")]
     WrongLm { got: LmId, want: LmId },
+    /// A launch batch or preemption of a life of `gm` older than one this LM has
+    /// seen: that process was replaced (a standby took over) and is fenced.
+    #[error("request of {gm} life {life} refused: this LM has seen its newer life {newest} (the sender was replaced and is fenced)")]
+    OlderGmLife { gm: GmId, life: u64, newest: u64 },
 }
 
 impl LmEffects {

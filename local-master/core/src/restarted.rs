@@ -38,6 +38,11 @@ impl Restarted {
         }
     }
 
+    /// True for a task taken over from the previous LM that still runs.
+    pub fn is_adopted(&self, task: &TaskId) -> bool {
+        self.adopted.contains(task)
+    }
+
     /// True for a task remembered as finished.
     pub fn has_finished(&self, task: &TaskId) -> bool {
         self.finished_before.contains(task)

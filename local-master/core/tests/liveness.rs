@@ -43,6 +43,7 @@ fn launch_run(
     spec.attempt = attempt;
     let batch = GmToLm::Launch(LaunchBatch {
         gm: GmId(gm),
+        life: 0,
         lm: LmId(0),
         seq,
         requests: vec![LaunchRequest {

@@ -19,6 +19,7 @@ fn launched(task: u64) -> LocalMaster {
     let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
     let batch = LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq: 1,
         requests: vec![LaunchRequest {
@@ -128,6 +129,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
     let relaunch = |lm: &mut LocalMaster, task: u64, seq: u64| {
         let batch = LaunchBatch {
             gm: GmId(0),
+            life: 0,
             lm: LmId(0),
             seq,
             requests: vec![LaunchRequest {
@@ -185,6 +187,7 @@ fn reconcile_names_held_and_finished_tasks() {
     let mut lm = launched(1);
     let batch = LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq: 2,
         requests: vec![LaunchRequest {
@@ -302,6 +305,7 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
     lm.finished_before_restart(Micros(13), NodeId(0), done, 1);
     let batch = LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq: 9,
         requests: vec![LaunchRequest {
@@ -315,4 +319,67 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
     let ends: Vec<_> = fx.ended.iter().flat_map(|e| e.ends.clone()).collect();
     assert_eq!(ends.len(), 1);
     assert_eq!((ends[0].task, ends[0].failure.clone()), (done, None));
+}
+
+/// A restarted LM adopts a task its worker still runs on behalf of the node's home
+/// partition (GM 0): it cannot know that GM 1 launched it there (a borrowed node).
+/// GM 1 asks about it (its reconcile after the LM's restart): from then on the
+/// task is GM 1's, so its end goes to GM 1, not GM 0.
+#[test]
+fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
+    use common::messages::{HeldTask, ReconcileRequest};
+    use common::protocol::{GmAddress, GmToLm, LmToGm, WorkerToLm};
+    use lm_core::LmInput;
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node], vec![node]],
+    };
+    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0));
+    let task = TaskSpec::short(TaskId::new(5, 0), Resources::cores(1, 10), Micros(5));
+    let mut effects = Default::default();
+    lm.adopt(
+        Micros(1),
+        HeldTask {
+            node: NodeId(0),
+            task: task.clone(),
+            started_at: Some(Micros(1)),
+        },
+        &mut effects,
+    )
+    .expect("a known node");
+    let ask = GmToLm::Reconcile(ReconcileRequest {
+        gm: GmId(1),
+        lm: LmId(0),
+        tasks: vec![(task.id, 1)],
+        forget: true,
+    });
+    let out = lm.step(Micros(2), LmInput::Gm(ask)).expect("for this LM");
+    let answer = out.to_gms.iter().find_map(|(_, m)| match m {
+        LmToGm::ReconcileAnswer(a) => Some(a.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        answer.expect("answered").held,
+        vec![(task.id, NodeId(0), 1)]
+    );
+    let report = WorkerReport::Finished {
+        attempt: 1,
+        node: NodeId(0),
+        task: task.id,
+        at: Micros(3),
+    };
+    let out = lm
+        .step(Micros(3), LmInput::Worker(WorkerToLm::Report(report)))
+        .expect("a held task");
+    let to: Vec<GmAddress> = out
+        .to_gms
+        .iter()
+        .filter(|(_, m)| matches!(m, LmToGm::Ended(_)))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(to, vec![GmAddress::One(GmId(1))], "{:?}", out.to_gms);
 }

@@ -129,7 +129,9 @@ pub struct LmArgs {
     /// Base URL of a GM (repeatable or comma-separated, in GM-id order; TOML
     /// `gm_urls`): where task ends are reported and preempted tasks go back to their
     /// queue. Required with --queue; without it GMs learn task ends only from the
-    /// event stream.
+    /// event stream. A GM with a standby (`global-master --standby`): both URLs,
+    /// `|`-separated (`http://gm-0:8080|http://gm-0-standby:8080`); whichever
+    /// serves gets the messages.
     #[arg(
         long = "gm-url",
         env = "MEGHA_GM_URLS",

@@ -27,6 +27,10 @@ pub enum GmRequestError {
     /// Malformed for this LM (addressed to another one).
     #[error("{0}")]
     Invalid(String),
+    /// From a GM life older than one this LM has seen (a standby took over): the
+    /// sender is fenced.
+    #[error("{0}")]
+    Superseded(String),
     /// Some workers have not registered yet (start-up, or after a restart, when the
     /// tasks they hold are not yet in the state): send again shortly.
     #[error("not ready: {missing} of {slots} workers have not registered with this LM yet")]
@@ -73,7 +77,13 @@ impl LmActor {
         let out = self
             .core
             .step(clock::now(), LmInput::Gm(message))
-            .map_err(|e| GmRequestError::Invalid(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::core::LmError::OlderGmLife { gm, life, newest } => {
+                    tracing::warn!(%gm, life, newest, refused = self.core.older_gm_life_refused(), "request of a replaced GM life refused (fenced: a newer life of that GM took over)");
+                    GmRequestError::Superseded(e.to_string())
+                }
+                e => GmRequestError::Invalid(e.to_string()),
+            })?;
         let mut slots: Vec<usize> = out
             .to_workers
             .iter()

@@ -135,6 +135,7 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
         Ok(Err(e @ GmRequestError::NotReady { .. })) => {
             bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
         }
+        Ok(Err(e @ GmRequestError::Superseded(_))) => bad(StatusCode::CONFLICT, e.to_string()),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

@@ -31,6 +31,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_older_gm_life_refused_total",
+            "counter",
+            "Launch batches and preemptions refused because their GM's life was older than one seen (a replaced GM, fenced).",
+            self.core.older_gm_life_refused() as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_task_ends_reported_total",
             "counter",
             "Task ends (finished, failed) sent to the GMs that launched them.",

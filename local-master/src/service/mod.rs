@@ -68,12 +68,25 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         .gm_urls
         .iter()
         .map(|u| {
-            Arc::new(HttpLink {
-                client: client.clone(),
-                url: format!("{}/v1/internal/messages", u.trim_end_matches('/')),
-                retries: 3,
-                cluster: cluster.clone(),
-            }) as orders::GmLink
+            // `http://gm-0|http://gm-0-standby`: a GM and its standby, whichever
+            // serves (see `service_kit::links::FailoverLink`).
+            let links: Vec<orders::GmLink> = service_kit::links::alternatives(u)
+                .iter()
+                .map(|u| {
+                    Arc::new(HttpLink {
+                        client: client.clone(),
+                        url: format!("{u}/v1/internal/messages"),
+                        retries: 3,
+                        cluster: cluster.clone(),
+                    }) as orders::GmLink
+                })
+                .collect();
+            match <[orders::GmLink; 1]>::try_from(links) {
+                Ok([one]) => one,
+                Err(links) => {
+                    Arc::new(service_kit::links::FailoverLink::new(links)) as orders::GmLink
+                }
+            }
         })
         .collect();
     if to_gms.is_empty() {

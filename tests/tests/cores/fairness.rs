@@ -164,6 +164,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
             .expect("a free node");
         let batch = common::messages::LaunchBatch {
             gm: GmId(1),
+            life: 0,
             lm: LmId(0),
             seq: job,
             requests: vec![common::messages::LaunchRequest {
@@ -176,6 +177,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
     }
     let request = PreemptRequest {
         gm: GmId(1),
+        life: 0,
         lm: LmId(0),
         task: queued_task(1, 1, 5),
         victim: QueueId(0),

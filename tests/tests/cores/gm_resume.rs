@@ -31,8 +31,8 @@ fn lost() -> TaskFailure {
 
 /// A GM restarted from its journal resumes a task whose run 1 went out (its LM
 /// holds nothing of it) as run 2: a late end of run 1 (lost with its worker, still
-/// on its way) is stale, and the job's retry budget counts failures, not the run
-/// cut short by the GM's restart.
+/// on its way) ends nothing but counts against the job's retry budget, once, as
+/// it would have had the GM heard it (run 2 is its retry).
 #[test]
 fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
     let mut h = Harness::new(1, 1);
@@ -42,7 +42,7 @@ fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
     let resume = Resumed {
         tasks: vec![(spec, 0)],
         held: Vec::new(),
-        retry: policy(2),
+        retry: policy(3),
     };
     h.gm_step(0, 1, GmInput::Resume(resume));
     assert_eq!(launches(&h.pass(0, 2)), vec![a]);
@@ -54,40 +54,31 @@ fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
     assert!(outs[0].ended.is_empty() && outs[0].retries.is_empty());
     assert_eq!(outs[0].stale, vec![(a, 1)]);
 
-    // Run 2 fails: the first failure, so one retry (run 3) after the first backoff.
+    // Run 2 fails: the second failure (of 3 attempts), so one retry (run 3).
     let outs = h.fail(10_000_000, a, TaskFailure::Exit { code: 3 });
     let retry = outs
         .iter()
         .flat_map(|o| o.retries.clone())
         .next()
         .expect("a retry");
-    assert_eq!(
-        (retry.attempt, retry.failed, retry.at),
-        (3, 1, Micros(11_000_000))
-    );
-    h.heartbeat(10_000_001);
-    h.gm_step(0, 11_000_000, GmInput::Tick);
-    assert_eq!(launches(&h.pass(0, 11_000_001)), vec![a]);
+    assert_eq!((retry.attempt, retry.failed), (3, 2));
+    h.heartbeat(retry.at.0 + 1);
+    h.gm_step(0, retry.at.0, GmInput::Tick);
+    assert_eq!(launches(&h.pass(0, retry.at.0 + 1)), vec![a]);
     assert_eq!(h.start_of(a).1, 3);
-    let outs = h.fail(12_000_000, a, TaskFailure::Exit { code: 3 });
+    let outs = h.fail(retry.at.0 + 1_000_000, a, TaskFailure::Exit { code: 3 });
     assert!(
         outs.iter().all(|o| o.retries.is_empty()),
-        "2 attempts spent: {outs:?}"
+        "3 attempts spent: {outs:?}"
     );
     assert_eq!(outs[0].ended.len(), 1);
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
 }
 
-/// With the default policy (no retry) a resumed task is tracked all the same: the
-/// late end of the previous life's run, lost, does not end it; one that finished
-/// does (the work is done; its LM answers the resumed run `Duplicate`).
-#[test]
-fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run() {
-    let mut h = Harness::new(1, 1);
-    let a = TaskId::new(1, 0);
+/// Resumes task 1.0 as run 2 on a GM of one LM, under `retry`.
+fn resumed_as_run_2(h: &mut Harness, retry: common::retry::RetryPolicy) -> TaskId {
     let mut spec = task(1, 0);
     spec.attempt = 2;
-    let retry = h.gms[0].lifecycle().default_policy();
     h.gm_step(
         0,
         1,
@@ -97,18 +88,96 @@ fn a_resumed_task_of_a_job_without_retries_ends_only_by_a_finished_earlier_run()
             retry,
         }),
     );
+    TaskId::new(1, 0)
+}
+
+/// With the default policy (no retry), the failure of the previous life's run,
+/// heard while the resumed run still waits, is the task's one failure: the
+/// resumed run leaves the queue unlaunched and the task ends failed.
+#[test]
+fn a_resumed_run_without_retries_is_withdrawn_when_the_earlier_run_failed() {
+    let mut h = Harness::new(1, 1);
+    let retry = h.gms[0].lifecycle().default_policy();
+    let a = resumed_as_run_2(&mut h, retry);
     let outs = h.gm_step(
         0,
         2,
         GmInput::Lm(run_1_ended(a, NodeId(0), 2, Some(lost()))),
     );
+    assert_eq!(outs[0].ended.len(), 1, "{:?}", outs[0].ended);
+    assert!(outs[0].ended[0].failure.is_some());
+    assert!(
+        launches(&h.pass(0, 3)).is_empty(),
+        "the resumed run was withdrawn"
+    );
+    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+    assert_eq!(h.gms[0].stats().resumed_runs_withdrawn, 1);
+}
+
+/// ... but once the resumed run went out, it is the one that ends the task: the
+/// earlier failure is stale, and the resumed run's finish ends it.
+#[test]
+fn a_resumed_run_that_went_out_ends_the_task_whatever_the_earlier_run_did() {
+    let mut h = Harness::new(1, 1);
+    let retry = h.gms[0].lifecycle().default_policy();
+    let a = resumed_as_run_2(&mut h, retry);
+    assert_eq!(launches(&h.pass(0, 2)), vec![a]);
+    assert_eq!(h.start_of(a).1, 2);
+    let outs = h.gm_step(
+        0,
+        3,
+        GmInput::Lm(run_1_ended(a, NodeId(0), 3, Some(lost()))),
+    );
     assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
     assert_eq!(outs[0].stale, vec![(a, 1)]);
-    assert_eq!(launches(&h.pass(0, 3)), vec![a]);
-    assert_eq!(h.start_of(a).1, 2);
-    let outs = h.gm_step(0, 4, GmInput::Lm(run_1_ended(a, NodeId(0), 4, None)));
+    let (node, _) = h.start_of(a);
+    let mut end = run_1_ended(a, node, 4, None);
+    if let LmToGm::Ended(e) = &mut end {
+        e.ends[0].attempt = 2;
+    }
+    let outs = h.gm_step(0, 4, GmInput::Lm(end));
     assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
     assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
+
+/// The previous life's run finished while the resumed run waits: the work is
+/// done, the resumed run leaves the queue unlaunched.
+#[test]
+fn a_resumed_run_is_withdrawn_when_the_earlier_run_finished() {
+    let mut h = Harness::new(1, 1);
+    let a = resumed_as_run_2(&mut h, policy(3));
+    let outs = h.gm_step(0, 2, GmInput::Lm(run_1_ended(a, NodeId(0), 2, None)));
+    assert_eq!(outs[0].ended.len(), 1, "{outs:?}");
+    assert!(outs[0].ended[0].failure.is_none());
+    assert!(
+        launches(&h.pass(0, 3)).is_empty(),
+        "the resumed run was withdrawn"
+    );
+    assert_eq!(h.gms[0].lifecycle().tracked(), 0);
+}
+
+/// With retries left, the earlier run's failure counts against the budget once
+/// (a repeat of it is stale) and the resumed run goes out as its retry.
+#[test]
+fn an_earlier_failure_counts_once_and_the_resumed_run_is_its_retry() {
+    let mut h = Harness::new(1, 1);
+    let a = resumed_as_run_2(&mut h, policy(2));
+    for now in [2, 3] {
+        let outs = h.gm_step(
+            0,
+            now,
+            GmInput::Lm(run_1_ended(a, NodeId(0), 2, Some(lost()))),
+        );
+        assert!(
+            outs[0].ended.is_empty() && outs[0].retries.is_empty(),
+            "{outs:?}"
+        );
+    }
+    assert_eq!(launches(&h.pass(0, 4)), vec![a]);
+    // Run 2 fails: 2 failures of 2 attempts, no retry.
+    let outs = h.fail(5_000_000, a, TaskFailure::Exit { code: 1 });
+    assert!(outs.iter().all(|o| o.retries.is_empty()), "{outs:?}");
+    assert_eq!(outs[0].ended.len(), 1);
 }
 
 /// The core names an LM whose new life its view takes up (`lm_new_lives`), once,
@@ -170,4 +239,30 @@ fn a_task_held_at_a_gm_restart_is_retried_when_its_run_fails() {
     let retries: Vec<_> = outs.iter().flat_map(|o| o.retries.clone()).collect();
     assert_eq!(retries.len(), 1, "{outs:?}");
     assert_eq!((retries[0].task, retries[0].attempt), (a, 2));
+}
+
+/// A job cancelled while a restarted GM waited for its LMs' answers before resuming
+/// its tasks: the resumed tasks leave the queues at once, as cancelled, and none
+/// goes out.
+#[test]
+fn tasks_resumed_after_their_job_was_cancelled_end_cancelled_unlaunched() {
+    use common::protocol::ClientToGm;
+    let mut h = Harness::new(1, 1);
+    h.gm_step(0, 1, GmInput::Client(ClientToGm::Cancel(common::JobId(1))));
+    let (mut a, mut b) = (task(1, 0), task(1, 1));
+    a.attempt = 2;
+    b.attempt = 2;
+    let resume = Resumed {
+        tasks: vec![(a, 0), (b, 0)],
+        held: Vec::new(),
+        retry: policy(2),
+    };
+    let outs = h.gm_step(0, 2, GmInput::Resume(resume));
+    let mut cancelled: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
+    cancelled.sort();
+    assert_eq!(cancelled, vec![TaskId::new(1, 0), TaskId::new(1, 1)]);
+    assert!(
+        launches(&h.pass(0, 3)).is_empty(),
+        "nothing of a cancelled job goes out"
+    );
 }

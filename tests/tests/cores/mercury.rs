@@ -148,6 +148,7 @@ fn shed_work_goes_back_to_its_gm_and_runs_elsewhere() {
     // A GM with a stale, wrong estimate put six tasks on node 0.
     let batch = common::messages::LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: common::LmId(0),
         seq: 1,
         requests: (1..=6)

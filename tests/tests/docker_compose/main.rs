@@ -121,7 +121,12 @@ fn assert_tls_everywhere(config: &str) {
                 format!("MEGHA_TLS_KEY_FILE: /secrets/{role}-key.pem"),
                 ca.to_owned(),
                 "MEGHA_AMQP_URL: amqps://megha@rabbitmq:5671/".to_owned(),
-                "MEGHA_GM_URLS: https://global-master-0:8080,https://global-master-1:8080,https://global-master-2:8080".to_owned(),
+                // The LMs know GM 0's standby too (profile `standby`).
+                match role {
+                    "lm" => "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080",
+                    _ => "MEGHA_GM_URLS: https://global-master-0:8080,https://global-master-1:8080,https://global-master-2:8080",
+                }
+                .to_owned(),
                 "megha-healthcheck".to_owned(),
             ] {
                 assert!(block.contains(&expected), "{service}-{i} lacks {expected}:\n{block}");

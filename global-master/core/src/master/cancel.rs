@@ -25,6 +25,18 @@ impl GlobalMaster {
         }
     }
 
+    /// Takes `task` out of the queues if it waits there (a resumed run whose
+    /// earlier life's run ended it). True if it waited.
+    fn withdraw(&mut self, task: TaskId) -> bool {
+        let gone = self.backlog.remove_task(task).is_some()
+            || !self.fairness.remove_if(&|t| *t == task).is_empty()
+            || self.quota.remove_task(task).is_some();
+        if gone {
+            self.stats.resumed_runs_withdrawn += 1;
+        }
+        gone
+    }
+
     /// Takes the waiting tasks of a cancelled job out of every queue.
     fn drop_waiting(&mut self, job: JobId, out: &mut GmOutput) {
         let mut gone = self.backlog.remove_job(job);
@@ -94,7 +106,14 @@ impl GlobalMaster {
                 match self.lifecycle.ended(now, &end) {
                     EndSeen::Final => {}
                     EndSeen::Retry(retry) => out.retries.push(retry),
-                    EndSeen::Stale => {
+                    // A finish of an earlier life's run ends the task even if the
+                    // resumed run went out (its LM answers it `Duplicate` there);
+                    // an earlier failure that spent the budget only if the resumed
+                    // run still waits (else that run's own end ends the task).
+                    EndSeen::Earlier if self.withdraw(end.task) || end.failure.is_none() => {
+                        self.lifecycle.end_for_good(end.task);
+                    }
+                    EndSeen::Stale | EndSeen::Earlier => {
                         self.stats.stale_run_reports += 1;
                         out.stale.push((end.task, end.attempt));
                         continue;

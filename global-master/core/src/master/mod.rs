@@ -77,7 +77,8 @@ impl GlobalMaster {
                 config.queueable_cap,
                 config.queueable_top_k,
             ),
-            dispatcher: Dispatcher::new(config.id, lms, config.batch_size, config.first_batch_seq),
+            dispatcher: Dispatcher::new(config.id, lms, config.batch_size, config.first_batch_seq)
+                .with_life(config.life),
             quota: QuotaBook::new(config.queueable_quota),
             fairness: Fairness::new(config.fairness.clone(), lms),
             lra: LraPath::new(config.lra.clone()),

@@ -181,6 +181,7 @@ impl GlobalMaster {
                 pending.attempts += 1;
                 out.preempts.push(PreemptRequest {
                     gm: self.config.id,
+                    life: self.config.life,
                     lm,
                     task: pending.task.clone(),
                     victim,

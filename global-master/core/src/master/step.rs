@@ -198,9 +198,13 @@ impl GlobalMaster {
             GmInput::Resume(Resumed { tasks, held, retry }) => {
                 self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
+                let ids: Vec<TaskId> = tasks.iter().map(|(t, _)| t.id).collect();
                 for (task, _) in tasks {
                     self.submit(now, task);
                 }
+                // A job cancelled while its tasks waited to be resumed (a restarted
+                // GM asks its LMs first): they leave the queues at once.
+                self.drop_cancelled(&ids, &mut out);
                 out.wants_pass = true;
             }
             GmInput::Client(ClientToGm::Cancel(job)) => {

@@ -160,3 +160,47 @@ fn unknown_file_keys_and_bad_values_are_refused() {
     .expect("parse");
     assert!(args.resolve().is_err());
 }
+
+#[test]
+fn standby_needs_a_data_dir_and_reads_from_flag_env_and_file() {
+    let resolve = |args: &[&str]| {
+        let mut all = vec!["global-master", "--lm-urls", "http://lm"];
+        all.extend_from_slice(args);
+        GmArgs::try_parse_from(all).expect("parse").resolve()
+    };
+    assert_eq!(resolve(&[]).expect("defaults").standby, None);
+    let err = resolve(&["--standby"]).unwrap_err().to_string();
+    assert!(err.contains("--standby needs --data-dir"), "{err}");
+    let s = resolve(&["--standby", "--data-dir", "/tmp/gm"]).expect("standby");
+    assert_eq!(s.standby, Some(Duration::from_millis(500)));
+    let s = resolve(&["--standby=false", "--data-dir", "/tmp/gm"]).expect("off");
+    assert_eq!(s.standby, None);
+    let s = resolve(&[
+        "--standby",
+        "--standby-poll-ms",
+        "50",
+        "--data-dir",
+        "/tmp/gm",
+    ])
+    .expect("poll");
+    assert_eq!(s.standby, Some(Duration::from_millis(50)));
+    let err = resolve(&[
+        "--standby",
+        "--standby-poll-ms",
+        "0",
+        "--data-dir",
+        "/tmp/gm",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("--standby-poll-ms"), "{err}");
+    let file = std::env::temp_dir().join(format!("gm-standby-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "standby = true\nstandby_poll_ms = 20\ndata_dir = \"/tmp/gm\"\n",
+    )
+    .expect("write");
+    let s = resolve(&["--config", file.to_str().expect("path")]).expect("file");
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(s.standby, Some(Duration::from_millis(20)));
+}

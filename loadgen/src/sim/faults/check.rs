@@ -113,6 +113,10 @@ struct Track {
     resent: bool,
     /// Resubmitted from its GM's journal.
     resubmitted: bool,
+    /// Resubmitted after a failed run its GM had not heard: the resumed run is
+    /// that failure's retry, if it starts (the GM withdraws it when the failure
+    /// arrives first and spent the job's retry budget).
+    retry_unheard: bool,
     /// Its end may be published twice (observers drop the repeat): ended
     /// finished by its GM on an LM's word (the reconcile exchange), or published
     /// again by a restarted LM that learned it from the worker.
@@ -187,10 +191,13 @@ impl Checker {
     }
 
     /// Marks a task whose failure to end would be the known issue `why` (the first
-    /// reason sticks).
+    /// reason sticks, except that an end lost with its LM is the root cause of
+    /// whatever follows: nothing remembers how the task ended).
     pub fn mark_known(&mut self, task: TaskId, why: Known) {
         if let Some(t) = self.tasks.get_mut(&task) {
-            if t.ended.is_none() || why == Known::LmCrashLostEnd {
+            if why == Known::LmCrashLostEnd {
+                t.known = Some(why);
+            } else if t.ended.is_none() {
                 t.known.get_or_insert(why);
             }
         }
@@ -222,10 +229,17 @@ impl Checker {
         }
     }
 
-    /// A restarted GM resubmitted the task from its journal.
+    /// A restarted GM resubmitted the task from its journal. After a failed run
+    /// whose end the GM had not heard, the resumed run is that failure's retry
+    /// (the job's policy allows it: the resumed run counts against its budget once
+    /// the end arrives); anything else that runs it again is a journal rerun.
     pub fn resubmitted(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
-            t.resubmitted = true;
+            if t.ended == Some(Ending::Failed) {
+                t.retry_unheard = true;
+            } else {
+                t.resubmitted = true;
+            }
         }
     }
 
@@ -250,16 +264,17 @@ impl Checker {
     /// The known cause of the task running again, if any.
     pub fn rerun_cause(&self, task: &TaskId) -> Option<Known> {
         let t = self.tasks.get(task)?;
-        if t.resent {
+        if t.known == Some(Known::LmCrashLostEnd) {
+            // Its end died with its LM, and no worker remembers it: the restarted
+            // LM, asked by the GM, knows nothing of it (and reports the run lost),
+            // or the GM resubmits it from its journal.
+            Some(Known::LmCrashLostEnd)
+        } else if t.resent {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
             Some(Known::JournalRerun)
         } else if t.late_finish {
             Some(Known::LostWhileAlive)
-        } else if t.known == Some(Known::LmCrashLostEnd) {
-            // Its end died with its LM; the restarted LM, asked by the GM, knows
-            // nothing of it (its worker died too) and reports the run lost.
-            Some(Known::LmCrashLostEnd)
         } else {
             None
         }
@@ -284,6 +299,15 @@ impl Checker {
             TaskEventKind::Launched { .. } => {
                 t.launched = true;
                 return Ok(());
+            }
+            _ if t.ended == Some(Ending::Failed) && t.retry_unheard => {
+                // The resumed run (it starts, or ends without starting), retrying
+                // the failure its GM had not heard: the failure was not the last end.
+                t.retry_unheard = false;
+                t.ended = None;
+                t.gm_ended = None;
+                t.retries += 1;
+                return self.event(event);
             }
             TaskEventKind::Started { lm, node } => {
                 if let Some(ended) = t.ended {
@@ -340,7 +364,9 @@ impl Checker {
     pub fn may_repeat_end(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.repeat_allowed = true;
-            t.late_finish |= t.retries > 0;
+            // After a retry, or after the run was declared lost (without one):
+            // the finish of a run its LM had given up on.
+            t.late_finish |= t.retries > 0 || t.ended == Some(Ending::Failed);
         }
     }
 
@@ -394,10 +420,13 @@ impl Checker {
                             end.task
                         ),
                     );
-                    let why = match (t.resent, t.resubmitted) {
-                        (true, _) => Known::ResentBatchRerun,
-                        (false, true) => Known::JournalRerun,
-                        (false, false) => Known::LmCrashLostEnd,
+                    // The same order as `rerun_cause`: an end lost with its LM first.
+                    let why = if t.known == Some(Known::LmCrashLostEnd) {
+                        Known::LmCrashLostEnd
+                    } else if t.resent {
+                        Known::ResentBatchRerun
+                    } else {
+                        Known::JournalRerun
                     };
                     // The GM heard an end all the same (that of another run).
                     t.gm_ended = Some(ending);

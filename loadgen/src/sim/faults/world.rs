@@ -110,6 +110,9 @@ enum Ev {
     /// A GM asks a restarted LM about its tasks there: (GM, its life, LM, when the
     /// GM saw the new life).
     LmReconcile(u16, u32, u16, Micros),
+    /// A restarted GM asks silent LMs again before resuming the tasks they may
+    /// run: (GM, its life).
+    ResumeAsk(u16, u32),
 }
 
 pub(super) struct World<'a> {
@@ -132,6 +135,8 @@ pub(super) struct World<'a> {
     reconcile_ends: bool,
     /// Per (GM, restarted LM): questions that went unanswered.
     reconcile_asks: HashMap<(u16, u16), u32>,
+    /// Per restarted GM: its tasks waiting for silent LMs' answers.
+    resume_doubt: HashMap<u16, journal::InDoubt>,
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,
@@ -143,6 +148,9 @@ pub(super) struct World<'a> {
     /// started with a clock behind an earlier one's.
     gm_started: Vec<Micros>,
     gm_clock_behind: Vec<bool>,
+    /// Per GM: the last life written in its journal (as the service's
+    /// `Journal::begin_life`), when the GMs keep one.
+    gm_journal_life: Vec<u64>,
     /// Per worker: registered with the current life of its LM; declared lost
     /// (down) by it; when its LM last heard from it.
     registered: Vec<bool>,
@@ -228,6 +236,7 @@ impl<'a> World<'a> {
             launched_at: HashMap::new(),
             reconcile_ends: false,
             reconcile_asks: HashMap::new(),
+            resume_doubt: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),
             gm_life: vec![0; config.gms as usize],
             pass_pending: vec![false; config.gms as usize],
@@ -239,6 +248,7 @@ impl<'a> World<'a> {
             last_seen: vec![Micros::ZERO; n],
             gm_started: vec![Micros::ZERO; config.gms as usize],
             gm_clock_behind: vec![false; config.gms as usize],
+            gm_journal_life: vec![0; config.gms as usize],
             workers: (0..n).map(|_| None).collect(),
             worker_life: vec![0; n],
             placement,
@@ -480,6 +490,7 @@ impl<'a> World<'a> {
             }
             Ev::Settle(call) => self.give_up(call),
             Ev::LmReconcile(g, life, l, seen_at) => self.ask_restarted_lm(g, life, l, seen_at),
+            Ev::ResumeAsk(g, life) => self.ask_again_to_resume(g, life),
             Ev::GmTick(g, life) => {
                 let i = g as usize;
                 if self.gm_life[i] == life && self.gm_wake_at[i] == Some(self.now) {

@@ -115,7 +115,8 @@ impl Sim<'_> {
         }
         let mut t = now;
         for d in &out.decisions {
-            let cost = self.costs.gm_decision(d.words);
+            let dispatched = matches!(d.outcome, DecisionOutcome::Dispatched { .. });
+            let cost = self.costs.gm_decision_of(d.words, dispatched);
             let rec = self.record(d.task);
             rec.queued_until(t);
             t += cost;

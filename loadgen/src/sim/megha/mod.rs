@@ -155,6 +155,7 @@ pub fn simulate(
         }
     }
     let total = records.len() as u64;
+    let submit = CostModel::micros(config.costs.submit_ns);
     let mut sim = Sim {
         config,
         costs: &config.costs,
@@ -185,7 +186,7 @@ pub fn simulate(
         lra_fruitless: 0,
         in_flight: 0,
         arrivals: {
-            let mut a: Vec<Micros> = jobs.iter().map(|j| j.arrival).collect();
+            let mut a: Vec<Micros> = jobs.iter().map(|j| j.arrival + submit).collect();
             a.sort_unstable();
             a
         },
@@ -194,7 +195,9 @@ pub fn simulate(
     };
     sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
-        sim.queue.push(job.arrival, Ev::JobArrival(k));
+        // The tasks reach their GM after the client's submission path (zero by
+        // default); the job's arrival stays the trace's.
+        sim.queue.push(job.arrival + submit, Ev::JobArrival(k));
     }
     for l in 0..lm_count {
         sim.push(Micros::ZERO, Ev::Lm(l, LmInput::Tick));
@@ -283,6 +286,14 @@ impl Sim<'_> {
         self.config.network_delay
     }
 
+    /// One-way delay between an LM and its workers (the network delay unless the
+    /// cost model says otherwise).
+    fn worker_delay(&self) -> Micros {
+        self.costs
+            .worker_link_ns
+            .map_or(self.config.network_delay, CostModel::micros)
+    }
+
     fn record(&mut self, task: TaskId) -> &mut TaskRecord {
         let i = self.job_offset[task.job.index()] + task.index as usize;
         &mut self.records[i]
@@ -346,9 +357,10 @@ impl Sim<'_> {
     /// its nodes, then messages to one GM or all of them.
     fn send_from_lm(&mut self, l: usize, depart: Micros, out: LmOutput) {
         let arrive = depart + self.delay();
+        let to_worker = depart + self.worker_delay();
         for order in out.to_workers {
             let w = self.worker_base[l] + order.node().index();
-            self.push(arrive, Ev::Worker(w, WorkerInput::Lm(order)));
+            self.push(to_worker, Ev::Worker(w, WorkerInput::Lm(order)));
         }
         for (to, message) in out.to_gms {
             match to {
@@ -375,7 +387,10 @@ impl Sim<'_> {
     fn send_from_worker(&mut self, w: usize, depart: Micros, out: WorkerOutput) {
         let l = self.lm_of_worker(w);
         for report in out.to_lm {
-            self.push(depart + self.delay(), Ev::Lm(l, LmInput::Worker(report)));
+            self.push(
+                depart + self.worker_delay(),
+                Ev::Lm(l, LmInput::Worker(report)),
+            );
         }
     }
 

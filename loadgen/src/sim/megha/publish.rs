@@ -56,3 +56,6 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

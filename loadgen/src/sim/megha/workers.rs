@@ -2,7 +2,7 @@
 //! send back to their LM (booked in the task ledger and the run list).
 
 use super::{Ev, Sim};
-use crate::sim::{probe, CostModel, Run};
+use crate::sim::{probe, Run};
 use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
@@ -42,9 +42,12 @@ impl Sim<'_> {
             WorkerInput::Exited { .. } => {}
             WorkerInput::Lm(LmToWorker::Start(order)) => {
                 self.record(order.task.id).in_flight_until(now);
-                // The worker's own cost of starting (zero by default) counts as
-                // worker queuing in the ledger.
-                let now = now + CostModel::micros(self.costs.worker_start_ns);
+                // The worker's own cost of starting (zero by default; calibrated: a
+                // draw from the measured distribution) counts as worker queuing.
+                let cost =
+                    self.costs
+                        .worker_start(self.config.seed, order.task.id, order.task.attempt);
+                let now = now + cost;
                 let t0 = probe::start(self.probe.is_some());
                 let result = self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Start(order)));
                 let ns = probe::stop(t0);

@@ -21,6 +21,7 @@ impl LocalMaster {
         batch: LaunchBatch,
     ) -> Result<LmEffects, LmError> {
         self.check_addressed(batch.lm)?;
+        self.check_life(batch.gm, batch.life)?;
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
         let outcomes = match self.answers.cached(batch.gm, batch.seq) {

@@ -260,6 +260,24 @@ impl LocalMaster {
         }
     }
 
+    /// A launch batch or preemption of an older life of its GM than one seen is
+    /// refused (see [`BatchAnswers::admit`]).
+    fn check_life(&mut self, gm: GmId, life: u64) -> Result<(), LmError> {
+        self.answers
+            .admit(gm, life)
+            .map_err(|older| LmError::OlderGmLife {
+                gm,
+                life,
+                newest: older.newest,
+            })
+    }
+
+    /// Launch batches and preemptions refused because their GM life was older than
+    /// one seen (a replaced GM, fenced).
+    pub fn older_gm_life_refused(&self) -> u64 {
+        self.answers.refused_older_life()
+    }
+
     /// True when no node has anything allocated (every resource returned).
     pub fn is_idle(&self) -> bool {
         self.running.is_empty()

@@ -29,6 +29,7 @@ impl LocalMaster {
         request: PreemptRequest,
     ) -> Result<LmEffects, LmError> {
         self.check_addressed(request.lm)?;
+        self.check_life(request.gm, request.life)?;
         let mut effects = LmEffects::default();
         let task_id = request.task.id;
         let outcome = match self.verify(now, &request) {

@@ -110,13 +110,37 @@ impl LocalMaster {
         })
     }
 
+    /// A GM asked about a task this LM adopted from its worker (on behalf of the
+    /// node's home partition, not knowing who launched it): the asker launched it,
+    /// so its end and start go there from now on, as a borrowed placement if the
+    /// node is another partition's.
+    fn claim_adopted(&mut self, task: TaskId, gm: common::GmId) {
+        if !self.restarted.is_adopted(&task) {
+            return;
+        }
+        let Some(alloc) = self.running.get_mut(&task) else {
+            return;
+        };
+        if alloc.gm == gm {
+            return;
+        }
+        alloc.gm = gm;
+        let home = self.topology.home.get(alloc.node.index()).copied();
+        alloc.placement = if home == Some(gm) {
+            Placement::Internal
+        } else {
+            Placement::Repartition
+        };
+    }
+
     /// A GM asks which of its tasks this LM holds (running, queued in a worker,
     /// being preempted or cancelled) or remembers finished. With `forget`, the runs
     /// asked about that are neither end lost, as those of a worker that stopped
     /// answering do (see [`LocalMaster::nodes_lost`]): reported to the GM, in the
     /// event stream, and recorded, so that a worker registering later with one is
     /// told to kill it (see [`common::messages::ReconcileRequest::forget`]).
-    /// Otherwise nothing changes.
+    /// Otherwise nothing changes, except that a task adopted after a restart is
+    /// the asker's from then on (see `claim_adopted`).
     pub fn handle_reconcile(
         &mut self,
         now: Micros,
@@ -136,6 +160,9 @@ impl LocalMaster {
                     .get(&task)
                     .map(|k| (k.node, k.task.attempt)),
             };
+            if run.is_some() {
+                self.claim_adopted(task, request.gm);
+            }
             match run {
                 Some((node, attempt)) => held.push((task, node, attempt)),
                 None if self.restarted.has_finished(&task) => finished.push(task),

@@ -173,6 +173,7 @@ mod tests {
     fn batch(lm: u16, task: u64) -> GmToLm {
         GmToLm::Launch(LaunchBatch {
             gm: GmId(1),
+            life: 0,
             lm: LmId(lm),
             seq: 1,
             requests: vec![LaunchRequest {

@@ -30,6 +30,7 @@ fn lm_with(partitions: &[usize], cores: u64) -> LocalMaster {
 fn launch(gm: u16, seq: u64, reqs: &[(u64, u32, Placement, u64)]) -> LaunchBatch {
     LaunchBatch {
         gm: GmId(gm),
+        life: 0,
         lm: LmId(0),
         seq,
         requests: reqs
@@ -194,6 +195,7 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
     // Queue a (0) holds the whole LM; b's task preempts it before its start report.
     let request = common::messages::PreemptRequest {
         gm: GmId(1),
+        life: 0,
         lm: LmId(0),
         task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5))
             .with_queue(QueueId(1)),
@@ -386,4 +388,50 @@ fn free_changed_names_the_blocks_each_version_changed() {
         vec![9; 3]
     );
     assert_eq!(free_changed(None, &free, 4), vec![4; 3]);
+}
+
+/// A standby GM took over (a newer life of GM 0): the replaced primary's batches
+/// are refused without touching anything, and counted; the new life's are applied,
+/// numbered from its own life (the old life's answers are not reused).
+#[test]
+fn a_gm_life_older_than_one_seen_is_refused() {
+    let mut lm = lm_with(&[2], 1);
+    let of_life = |life: u64, seq: u64, task: u64| LaunchBatch {
+        life,
+        ..launch(0, seq, &[(task, 0, Placement::Internal, 1)])
+    };
+    lm.handle_launch_batch(Micros(1), of_life(1_000, 1_001, 1))
+        .unwrap();
+    let fx = lm
+        .handle_launch_batch(Micros(2), of_life(2_000, 1_001, 2))
+        .unwrap();
+    // Same number as the old life's batch, but another life: validated, not
+    // answered with the old life's answer (which was task 1's).
+    let r = fx.response.unwrap();
+    assert_eq!(r.outcomes[0].0, TaskId::new(2, 0));
+    let before = lm.free().to_vec();
+    let err = lm
+        .handle_launch_batch(Micros(3), of_life(1_000, 1_002, 3))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LmError::OlderGmLife {
+            gm: GmId(0),
+            life: 1_000,
+            newest: 2_000
+        }
+    );
+    let preempt = common::messages::PreemptRequest {
+        gm: GmId(0),
+        life: 1_000,
+        lm: LmId(0),
+        task: TaskSpec::short(TaskId::new(4, 0), Resources::cores(1, 10), Micros(5)),
+        victim: common::QueueId(0),
+    };
+    assert!(matches!(
+        lm.handle_preempt(Micros(4), preempt),
+        Err(LmError::OlderGmLife { newest: 2_000, .. })
+    ));
+    assert_eq!(lm.free(), &before[..]);
+    assert_eq!(lm.older_gm_life_refused(), 2);
 }

@@ -17,12 +17,14 @@ fn requests() -> [GmToLm; 4] {
     [
         GmToLm::Launch(LaunchBatch {
             gm,
+            life: 0,
             lm,
             seq: 1,
             requests: vec![],
         }),
         GmToLm::Preempt(PreemptRequest {
             gm,
+            life: 0,
             lm,
             task,
             victim: QueueId(1),

@@ -544,16 +544,26 @@ impl World<'_> {
 
     pub(super) fn start_gm(&mut self, g: u16) {
         let start = self.clock(Role::Gm(g));
-        if start < self.gm_started[g as usize] {
-            self.gm_clock_behind[g as usize] = true;
-        }
+        // As the service: a GM with a journal starts its life above the journal's
+        // last one whatever its clock says, numbers its batches from it, and the
+        // LMs fence its older lives; without one its start time numbers the
+        // batches (and may repeat an earlier life's when the clock is behind).
+        let (first_batch_seq, life) = if self.config.batch_seq_from_zero {
+            (0, 0)
+        } else if self.config.journal {
+            let life = start.0.max(self.gm_journal_life[g as usize] + 1);
+            self.gm_journal_life[g as usize] = life;
+            (life, life)
+        } else {
+            if start < self.gm_started[g as usize] {
+                self.gm_clock_behind[g as usize] = true;
+            }
+            (start.0, 0)
+        };
         self.gm_started[g as usize] = self.gm_started[g as usize].max(start);
         let config = GmConfig {
-            first_batch_seq: if self.config.batch_seq_from_zero {
-                0
-            } else {
-                start.0
-            },
+            first_batch_seq,
+            life,
             ..GmConfig::new(GmId(g), self.config.gms, self.config.lms)
         };
         self.gms[g as usize] = Some(GlobalMaster::new(config));

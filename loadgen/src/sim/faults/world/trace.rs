@@ -23,6 +23,7 @@ pub(super) fn describe(ev: &Ev) -> String {
         Ev::Settle(c) => format!("call {c} unreachable"),
         Ev::GmTick(g, _) => format!("gm{g} wakes"),
         Ev::LmReconcile(g, _, l, _) => format!("gm{g} asks restarted lm{l} about its tasks"),
+        Ev::ResumeAsk(g, _) => format!("gm{g} asks silent LMs again before resuming"),
     }
 }
 

@@ -27,6 +27,7 @@ fn task(id: u64, cores: u64, secs: u64, kind: TaskKind) -> TaskSpec {
 fn send(lm: &mut LocalMaster, now: u64, seq: u64, tasks: &[(TaskSpec, u32)]) -> LmEffects {
     let batch = LaunchBatch {
         gm: GmId(0),
+        life: 0,
         lm: LmId(0),
         seq,
         requests: tasks
