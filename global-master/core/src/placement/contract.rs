@@ -2,8 +2,7 @@
 //! it spent, the [`PlacementPolicy`] trait, and [`scan`] (filter then fit over one
 //! candidate partition), which every policy calls.
 
-use super::filter::Filter;
-use super::fit::{first_fit, Match};
+use super::fit::{find_node, Match};
 use super::select::Candidate;
 use crate::view::LmView;
 use common::messages::Placement;
@@ -70,10 +69,9 @@ pub fn scan(
     let part = &view.partitions[candidate.partition];
     effort.partitions += 1;
     // Filter first: a partition without some constraint costs nothing more, and the
-    // bit-vector AND is far cheaper than comparing resources node by node.
-    let filter = Filter::new(part, constraints)?;
-    // Fit on the survivors only, word by word, stopping at the first node with room.
-    match first_fit(part, &filter, request, &mut effort.words) {
+    // bit-vector AND is far cheaper than comparing resources node by node; then fit
+    // on the survivors only, word by word, stopping at the first node with room.
+    match find_node(part, constraints, request, &mut effort.words) {
         Match::Found(slot) => Some(Found {
             lm: candidate.lm,
             node: part.nodes[slot],

@@ -7,6 +7,7 @@
 //! fairness step and the requeue act on. The counts depend only on the topology, so
 //! they are cached per task shape until a topology changes.
 
+use super::filter::{bits, Filter};
 use crate::view::{LmView, PartitionView};
 use common::reasons::PendingReason;
 use common::{ConstraintSet, Resources};
@@ -59,21 +60,36 @@ pub fn explain(count: HostCount) -> Miss {
 }
 
 /// How many nodes of the partition have the constraints (ignoring resources), and how
-/// many of those could host `request` when empty.
+/// many of those could host `request` when empty. The constraint rows are ANDed a
+/// raw word at a time (64 slots per step), and only the surviving slots' capacities
+/// are read.
 pub fn eligible_counts(
     partition: &PartitionView,
     constraints: ConstraintSet,
     request: &Resources,
 ) -> (u64, u64) {
+    if !Filter::applies(partition, constraints) {
+        return (0, 0);
+    }
+    let rows: Vec<&[u64]> = constraints
+        .iter()
+        .map(|j| partition.constraint_bits[j].as_raw_slice())
+        .collect();
+    let n = partition.len();
     let mut with_constraints = 0;
     let mut large_enough = 0;
-    for slot in 0..partition.len() {
-        let ok = constraints
-            .iter()
-            .all(|j| partition.constraint_bits.get(j).is_some_and(|b| b[slot]));
-        if ok {
-            with_constraints += 1;
-            if partition.capacity[slot].fits(request) {
+    for w in 0..n.div_ceil(64) {
+        // Bits past the last slot are not slots, whatever a row holds there.
+        let mut acc = match n - w * 64 {
+            left if left < 64 => (1u64 << left) - 1,
+            _ => u64::MAX,
+        };
+        for row in &rows {
+            acc &= row.get(w).copied().unwrap_or(0);
+        }
+        with_constraints += u64::from(acc.count_ones());
+        for b in bits(acc) {
+            if partition.capacity[w * 64 + b].fits(request) {
                 large_enough += 1;
             }
         }
@@ -191,5 +207,50 @@ mod tests {
         cache.clear();
         let (c, r) = shape(&[0, 1], 2);
         assert_eq!(cache.get(&[], c, r), HostCount::default(), "cleared");
+    }
+
+    /// The per-slot count before the word-at-a-time one.
+    fn reference(p: &PartitionView, c: ConstraintSet, r: &Resources) -> (u64, u64) {
+        let with: Vec<usize> = (0..p.len())
+            .filter(|&slot| {
+                c.iter()
+                    .all(|j| p.constraint_bits.get(j).is_some_and(|b| b[slot]))
+            })
+            .collect();
+        let large = with
+            .iter()
+            .filter(|&&slot| p.capacity[slot].fits(r))
+            .count();
+        (with.len() as u64, large as u64)
+    }
+
+    proptest::proptest! {
+        /// Same counts as slot by slot, across word boundaries, with rows missing,
+        /// and rows whose bits past the last slot are set.
+        #[test]
+        fn eligible_counts_as_slot_by_slot(
+            n in 1usize..200,
+            set in proptest::collection::vec(proptest::collection::vec(proptest::bool::ANY, 200), 3),
+            cores in proptest::collection::vec(1u64..4, 200),
+            rows in 0usize..4,
+            ids in proptest::collection::vec(0u64..4, 0..3),
+            want_cores in 1u64..4,
+        ) {
+            use bitvec::prelude::*;
+            let mut p = crate::placement::fixtures::partition(n);
+            p.constraint_bits = set.iter().take(rows).map(|row| {
+                let mut bits = bitvec![u64, Lsb0; 1; n.div_ceil(64) * 64];
+                for (slot, on) in row.iter().enumerate().take(n) {
+                    bits.set(slot, *on);
+                }
+                bits.truncate(n);
+                bits
+            }).collect();
+            for (slot, c) in cores.iter().enumerate().take(n) {
+                p.capacity[slot] = Resources::cores(*c, 100);
+            }
+            let (c, r) = shape(&ids, want_cores);
+            proptest::prop_assert_eq!(eligible_counts(&p, c, &r), reference(&p, c, &r));
+        }
     }
 }

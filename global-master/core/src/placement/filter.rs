@@ -46,6 +46,13 @@ impl<'a> Filter<'a> {
         })
     }
 
+    /// True when [`Filter::new`] gives a filter: every constraint has a bit-vector
+    /// in the partition.
+    #[inline]
+    pub fn applies(partition: &PartitionView, constraints: ConstraintSet) -> bool {
+        constraints.width() <= partition.constraint_bits.len()
+    }
+
     /// How many 64-bit words the filter spans.
     pub fn word_count(&self) -> usize {
         self.available.len()
@@ -56,6 +63,10 @@ impl<'a> Filter<'a> {
     #[inline]
     pub fn word(&self, w: usize) -> u64 {
         let mut acc = self.available[w];
+        if acc == 0 {
+            // Nothing free in these 64 slots (common in a full view): no row to read.
+            return 0;
+        }
         for row in &self.rows[..self.k] {
             acc &= row[w];
         }
