@@ -134,6 +134,7 @@ impl LocalMaster {
         let resources = task.resources;
         let slot = &mut self.free[node.index()];
         *slot = slot.saturating_sub(&resources);
+        self.touch(node.index());
         let usage = self.usage.entry(task.queue).or_default();
         *usage = usage.add(&resources);
         if task.kind == TaskKind::Queueable {
@@ -184,6 +185,7 @@ impl LocalMaster {
         let alloc = self.running.remove(&task)?;
         let node = alloc.node.index();
         self.free[node] = self.free[node].add(&alloc.resources);
+        self.touch(node);
         if alloc.task.kind == TaskKind::Queueable {
             self.q_held[node] = self.q_held[node].saturating_sub(&alloc.resources);
         }

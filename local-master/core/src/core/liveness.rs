@@ -101,6 +101,7 @@ impl LocalMaster {
             self.down[n] = true;
             self.free[n] = Resources::ZERO;
             self.q_held[n] = Resources::ZERO;
+            self.touch(n);
             self.version += 1;
         }
         Ok(effects)
@@ -123,6 +124,7 @@ impl LocalMaster {
             if self.down[n] {
                 self.down[n] = false;
                 self.free[n] = self.topology.capacity[n];
+                self.touch(n);
                 self.version += 1;
             }
         }

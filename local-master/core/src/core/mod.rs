@@ -69,6 +69,10 @@ pub struct LocalMaster {
     restarted: Restarted,
     /// The `free` and `free_changed` of the last snapshot built, and its version.
     snapshot_cache: Option<BuiltFree>,
+    /// One bit per block of [`FREE_BLOCK`] nodes: a node's `free` or `q_held` was
+    /// written since the last snapshot built ([`LocalMaster::touch`]), so the next
+    /// one rebuilds and compares only those blocks.
+    dirty: Vec<u64>,
     /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
     /// is offered or launched there until it is back.
     down: Vec<bool>,
@@ -128,6 +132,7 @@ impl LocalMaster {
             incarnation: now.0.max(1),
             restarted: Restarted::default(),
             snapshot_cache: None,
+            dirty: vec![0; topology_nodes.div_ceil(FREE_BLOCK).div_ceil(64)],
             down: vec![false; topology_nodes],
             lost: HashSet::new(),
             lost_ended: HashSet::new(),
@@ -186,24 +191,21 @@ impl LocalMaster {
         self.next_heartbeat
     }
 
+    /// Marks node `n`'s block for the next snapshot: its `free` or `q_held` was
+    /// written. Every write of either goes through here.
+    #[inline]
+    pub(crate) fn touch(&mut self, n: usize) {
+        let block = n / FREE_BLOCK;
+        self.dirty[block / 64] |= 1 << (block % 64);
+    }
+
     /// The current state, as sent to GMs.
     pub fn snapshot(&mut self, now: Micros) -> LmSnapshot {
         let (free, free_changed) = match &self.snapshot_cache {
             Some((v, free, changed)) if *v == self.version => (free.clone(), changed.clone()),
             previous => {
-                // QUEUEABLE work is invisible to the GMs' views: any other task may
-                // take its place.
-                let free: Vec<Resources> = self
-                    .free
-                    .iter()
-                    .zip(&self.q_held)
-                    .map(|(f, q)| f.add(q))
-                    .collect();
-                let changed = free_changed(
-                    previous.as_ref().map(|(_, f, c)| (&f[..], &c[..])),
-                    &free,
-                    self.version,
-                );
+                let (free, changed) = self.build_free(previous.as_ref());
+                self.dirty.fill(0);
                 let (free, changed) = (Arc::new(free), Arc::new(changed));
                 self.snapshot_cache = Some((self.version, free.clone(), changed.clone()));
                 (free, changed)
@@ -232,6 +234,58 @@ impl LocalMaster {
                 None => Arc::new(Vec::new()),
             },
         }
+    }
+
+    /// A snapshot's `free` (QUEUEABLE work is invisible to the GMs' views: any other
+    /// task may take its place) and `free_changed`. From the previous snapshot built,
+    /// only the dirty blocks are rebuilt and compared (the others are as they were);
+    /// without one, every block.
+    fn build_free(&self, previous: Option<&BuiltFree>) -> (Vec<Resources>, Vec<u64>) {
+        let nodes = self.free.len();
+        let blocks = nodes.div_ceil(FREE_BLOCK);
+        let visible = |n: usize| self.free[n].add(&self.q_held[n]);
+        let built = match previous {
+            Some((_, old, changed)) if old.len() == nodes && changed.len() == blocks => {
+                let (mut free, mut changed) = (Vec::clone(old), Vec::clone(changed));
+                for (w, &word) in self.dirty.iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        let block = w * 64 + word.trailing_zeros() as usize;
+                        word &= word - 1;
+                        let range = block * FREE_BLOCK..((block + 1) * FREE_BLOCK).min(nodes);
+                        let mut differs = false;
+                        for n in range {
+                            let now = visible(n);
+                            differs |= now != free[n];
+                            free[n] = now;
+                        }
+                        if differs {
+                            changed[block] = self.version;
+                        }
+                    }
+                }
+                (free, changed)
+            }
+            _ => {
+                let free: Vec<Resources> = (0..nodes).map(visible).collect();
+                let changed = free_changed(None, &free, self.version);
+                (free, changed)
+            }
+        };
+        debug_assert_eq!(
+            built,
+            {
+                let free: Vec<Resources> = (0..nodes).map(visible).collect();
+                let changed = free_changed(
+                    previous.map(|(_, f, c)| (&f[..], &c[..])),
+                    &free,
+                    self.version,
+                );
+                (free, changed)
+            },
+            "the dirty blocks miss a change"
+        );
+        built
     }
 
     /// Sends the periodic heartbeat when it is due.

@@ -63,6 +63,7 @@ impl LocalMaster {
         let (node, resources, job) = (alloc.node, alloc.resources, task.job);
         let held = &mut self.q_held[node.index()];
         *held = held.saturating_sub(&resources);
+        self.touch(node.index());
         self.count_job(job, TaskKind::Queueable, -1);
         self.count_job(job, TaskKind::Guaranteed, 1);
         self.version += 1;
