@@ -22,27 +22,47 @@ pub enum Match {
 /// `words` counts the 64-bit words examined (the processing-cost model charges for
 /// them).
 ///
-/// A partition where no slot has anything free (most of them, in an overloaded
-/// view) lets nothing through whatever the constraints: it is answered from its
-/// availability words alone, without building the filter, and charged the words the
-/// filter would have examined (all of them, when every constraint has a row).
+/// Most partitions of an overloaded view have nothing free in most of their words:
+/// the walk reads a constraint row only for a word with an available slot, and stops
+/// ANDing rows as soon as the word is empty (no filter is built). It examines the
+/// same slots in the same order as [`first_fit`] over a [`Filter`], and counts the
+/// same words: up to the one holding the slot found free, or all of them.
 pub fn find_node(
     partition: &PartitionView,
     constraints: ConstraintSet,
     request: &Resources,
     words: &mut u64,
 ) -> Match {
-    let available = partition.available.as_raw_slice();
-    if available.iter().all(|w| *w == 0) {
-        if Filter::applies(partition, constraints) {
-            *words += available.len() as u64;
-        }
+    if !Filter::applies(partition, constraints) {
         return Match::NotFound;
     }
-    match Filter::new(partition, constraints) {
-        Some(filter) => first_fit(partition, &filter, request, words),
-        None => Match::NotFound,
+    let available = partition.available.as_raw_slice();
+    let mut reclaiming = None;
+    for (w, &free_here) in available.iter().enumerate() {
+        let mut acc = free_here;
+        let mut ids = constraints.iter();
+        while acc != 0 {
+            let Some(j) = ids.next() else { break };
+            let row = partition.constraint_bits[j].as_raw_slice();
+            acc &= row.get(w).copied().unwrap_or(0);
+        }
+        while acc != 0 {
+            let slot = w * 64 + acc.trailing_zeros() as usize;
+            match fits(partition, slot, request) {
+                Fit::Free => {
+                    *words += w as u64 + 1;
+                    return Match::Found(slot);
+                }
+                Fit::Reclaiming => {
+                    reclaiming.get_or_insert(slot);
+                }
+                Fit::No => {}
+            }
+            acc &= acc - 1;
+        }
     }
+    *words += available.len() as u64;
+    reclaiming.map_or(Match::NotFound, Match::Found)
 }
 
 /// The first surviving slot of `filter` where `request` fits, preferring a slot where
