@@ -23,6 +23,10 @@ use rustc_hash::FxHashMap;
 #[derive(Debug, Default)]
 pub struct GrownNodes {
     nodes: Vec<(u16, u32)>,
+    /// Per node, its constraints (static during a pass; all of them when the view
+    /// does not know the node, whose question the view then answers): a node
+    /// without a shape's constraints is passed without reading the view.
+    has: Vec<ConstraintSet>,
     /// Nodes before this index have nothing free in some dimension.
     room: usize,
     /// Per shape: nodes before this index have no room for it.
@@ -33,9 +37,18 @@ pub struct GrownNodes {
 
 impl GrownNodes {
     /// The nodes that grew since the last wake ([`ClusterView::take_raised`]).
-    pub fn new(nodes: Vec<(u16, u32)>) -> Self {
+    pub fn new(nodes: Vec<(u16, u32)>, view: &ClusterView) -> Self {
+        let has = nodes
+            .iter()
+            .map(|&(l, n)| {
+                view.get(l as usize)
+                    .and_then(|v| v.node_now(n))
+                    .map_or(ConstraintSet(u64::MAX), |(has, _)| has)
+            })
+            .collect();
         GrownNodes {
             nodes,
+            has,
             room: 0,
             fit: FxHashMap::default(),
             failed: Vec::new(),
@@ -66,7 +79,8 @@ impl GrownNodes {
             *cursor = end;
         }
         while let Some(&(l, n)) = self.nodes.get(*cursor) {
-            if view.fits_node(l, n, constraints, request) {
+            let has = self.has.get(*cursor).copied().unwrap_or_default();
+            if constraints.satisfied_by(has) && view.fits_node(l, n, constraints, request) {
                 return true;
             }
             *cursor += 1;
@@ -137,7 +151,7 @@ mod tests {
         let one = Resources::cores(1, 512);
         let two = Resources::cores(2, 512);
         let any = ConstraintSet::EMPTY;
-        let mut grown = GrownNodes::new(vec![(0, 1), (0, 2)]);
+        let mut grown = GrownNodes::new(vec![(0, 1), (0, 2)], &view);
         assert!(grown.any_room(&view));
         assert!(grown.fits_one(&view, any, &one));
         assert!(!grown.fits_one(&view, any, &two));
@@ -168,7 +182,7 @@ mod tests {
             let n = nodes.len();
             let mut view = view_of(constraints, capacity);
             let grown: Vec<(u16, u32)> = grown.iter().map(|g| (0, (g % n) as u32)).collect();
-            let mut pruned = GrownNodes::new(grown.clone());
+            let mut pruned = GrownNodes::new(grown.clone(), &view);
             for (ask, c, cpu, mem, node) in steps {
                 let shape = Resources { cpu_millis: cpu, memory_mb: mem };
                 if ask {

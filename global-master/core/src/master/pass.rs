@@ -72,7 +72,7 @@ impl GlobalMaster {
             .collect();
         self.backlog.begin_pass(live);
         if selective {
-            self.grown = Some(GrownNodes::new(grown));
+            self.grown = Some(GrownNodes::new(grown, &self.view));
         }
     }
 
