@@ -33,6 +33,10 @@ pub struct PartitionView {
     /// Per slot: resources of `free` held by running QUEUEABLE work (reclaimable by
     /// killing it); all zero unless the LM reports QUEUEABLE work.
     pub q_held: Vec<Resources>,
+    /// Times a slot gained resources (in some dimension) since the view was built:
+    /// between two gains the partition only shrinks, so a shape it had no room for
+    /// still finds none ([`crate::placement::megha`] remembers such misses).
+    pub gains: u64,
 }
 
 impl PartitionView {
@@ -51,7 +55,9 @@ impl PartitionView {
         let old = self.free[slot];
         self.free[slot] = free;
         self.available.set(slot, !free.any_zero());
-        free.cpu_millis > old.cpu_millis || free.memory_mb > old.memory_mb
+        let gained = free.cpu_millis > old.cpu_millis || free.memory_mb > old.memory_mb;
+        self.gains += u64::from(gained);
+        gained
     }
 }
 
@@ -119,6 +125,7 @@ impl LmView {
                 constraint_bits: Vec::new(),
                 available: Bits::new(),
                 q_held: Vec::new(),
+                gains: 0,
             })
             .collect();
         let mut slot_of = Vec::with_capacity(topology.node_count());

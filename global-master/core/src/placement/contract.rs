@@ -54,6 +54,9 @@ pub trait PlacementPolicy: std::fmt::Debug + Send {
     /// failed since the view last gained resources): a policy with cursors moves
     /// them as if it had tried.
     fn skip(&mut self, _views: &Views) {}
+
+    /// A topology changed (views were rebuilt): forget what was learned of them.
+    fn topology_changed(&mut self) {}
 }
 
 /// Filter then fit over one candidate partition (skipped, and not counted, while its

@@ -129,6 +129,7 @@ impl Pipeline {
     /// A topology changed: host counts must be counted again.
     pub fn topology_changed(&mut self) {
         self.host_counts.clear();
+        self.policy.topology_changed();
     }
 }
 
