@@ -125,6 +125,15 @@ impl GlobalMaster {
         self.dispatcher.outstanding()
     }
 
+    /// See [`Dispatcher::still_in_doubt`]: the part of a launch batch still worth
+    /// sending again while its answer is in doubt.
+    pub fn still_in_doubt(
+        &self,
+        batch: &common::messages::LaunchBatch,
+    ) -> Option<common::messages::LaunchBatch> {
+        self.dispatcher.still_in_doubt(batch)
+    }
+
     /// Every task waiting in this GM, with the reason its last attempt failed.
     pub fn pending(&self) -> impl Iterator<Item = &Pending> {
         self.backlog
