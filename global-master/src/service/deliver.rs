@@ -49,14 +49,16 @@ pub struct StillInDoubt(pub LaunchBatch);
 impl Handler<StillInDoubt> for GmActor {
     type Result = Option<LaunchBatch>;
 
-    fn handle(&mut self, msg: StillInDoubt, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: StillInDoubt, ctx: &mut Context<Self>) -> Self::Result {
         let batch = msg.0;
         let rest = self.core.still_in_doubt(&batch);
         let kept = rest.as_ref().map_or(0, |r| r.requests.len());
         let left_out = batch.requests.len() - kept;
         self.metrics.resend_runs_left_out += left_out as u64;
         if rest.is_none() {
+            // Its deductions left the view (and quotas may release work).
             self.metrics.resends_moot += 1;
+            self.request_pass(ctx);
         }
         if left_out > 0 {
             tracing::info!(lm = %batch.lm, seq = batch.seq, left_out, kept, "launch batch in doubt: runs whose end came meanwhile are not sent again");

@@ -126,12 +126,20 @@ fn a_resent_batch_leaves_out_runs_whose_end_came_and_a_restarted_lm_does_not_rer
         .collect();
     assert_eq!(started, vec![b]);
 
-    // Once b's end came too, nothing is left to send.
+    // Once b's end came too, nothing is left to send. The batch's deductions leave
+    // the view: a restarted LM that never saw its number would never name it
+    // applied, and they would stay for good (found by `loadgen faults`, seed 2081).
     let (ends, _) = lm_step(&mut first, 8, finished(b, 8));
     for m in ends {
         gm.step(Micros(9), GmInput::Lm(m));
     }
     assert!(gm.still_in_doubt(&batch).is_none());
+    // An LM restarted again, that never saw the batch, reports both cores free;
+    // the GM's view agrees (before: it deducted the batch's two runs for good).
+    let fresh = lm().snapshot(Micros(10));
+    gm.step(Micros(10), GmInput::Lm(LmToGm::State(fresh)));
+    let free = gm.view(LmId(0)).and_then(|v| v.node_now(0)).map(|(_, r)| r);
+    assert_eq!(free, Some(Resources::cores(2, 1024)));
 }
 
 #[test]

@@ -151,7 +151,7 @@ impl World<'_> {
         let GmToLm::Launch(batch) = &c.message else {
             return true;
         };
-        let Some(gm) = self.gms[c.gm as usize].as_ref() else {
+        let Some(gm) = self.gms[c.gm as usize].as_mut() else {
             return true;
         };
         match gm.still_in_doubt(batch) {
