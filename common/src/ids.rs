@@ -55,6 +55,14 @@ impl JobId {
         self.0 & ((1 << Self::SUBMISSION_BITS) - 1)
     }
 
+    /// The GM that accepted the job, as the services stamp it in the top bits
+    /// ([`JobId::stamped`]). The simulator numbers jobs densely, so there every job
+    /// reads as GM 0's; only a restarted LM's adoption relies on it (see lm-core
+    /// `adopt`), which the simulator does not exercise.
+    pub fn accepted_by(self) -> GmId {
+        GmId((self.0 >> Self::SUBMISSION_BITS) as u16)
+    }
+
     /// The id of a job GM `gm` accepted at `now` (microseconds), after a job of its
     /// numbered `previous` (if any): the submission time, raised to stay unique and
     /// increasing, below the GM id.
@@ -121,6 +129,8 @@ mod tests {
             3,
             "GM id in the top bits"
         );
+        assert_eq!(other.accepted_by(), super::GmId(3));
+        assert_eq!(c.accepted_by(), super::GmId(0));
         assert!(other.0 > c.0, "ids differ by GM");
         assert!(
             other.submission_key() < c.submission_key(),

@@ -87,9 +87,35 @@ pub async fn call_until_settled<Req: Clone, Resp>(
     doubt_timeout: Duration,
     what: &str,
 ) -> Result<Resp, LinkError> {
+    let unchanged = |r: Req| std::future::ready(Some(r));
+    match call_until_settled_refreshing(link, req, doubt_timeout, what, unchanged).await {
+        Ok(Some(answer)) => Ok(answer),
+        Ok(None) => unreachable!("a request sent unchanged is never withdrawn"),
+        Err(error) => Err(error),
+    }
+}
+
+/// [`call_until_settled`], asking `refresh` before each retry what is still worth
+/// sending: the request as it should go out again (a launch batch keeps only the
+/// runs still in doubt, since the sender may have learned the fate of others
+/// meanwhile), or `None` when nothing in it is in doubt any more, which ends the
+/// call with `Ok(None)`.
+pub async fn call_until_settled_refreshing<Req, Resp, F, Fut>(
+    link: &Link<Req, Resp>,
+    req: &Req,
+    doubt_timeout: Duration,
+    what: &str,
+    mut refresh: F,
+) -> Result<Option<Resp>, LinkError>
+where
+    Req: Clone,
+    F: FnMut(Req) -> Fut,
+    Fut: Future<Output = Option<Req>>,
+{
     let started = tokio::time::Instant::now();
     let deadline = started + doubt_timeout;
     let mut warned = false;
+    let mut req = req.clone();
     let mut result = link.call(req.clone()).await;
     let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
     let mut delay = Duration::from_millis(50);
@@ -100,7 +126,7 @@ pub async fn call_until_settled<Req: Clone, Resp>(
             Err(LinkError::Refused(_) | LinkError::ForeignCluster { .. }) | Ok(_) => false,
         };
         if !retry || tokio::time::Instant::now() + delay > deadline {
-            return result;
+            return result.map(Some);
         }
         // Once, when a retry is still needed after a second: no longer a blip.
         if !warned && started.elapsed() >= Duration::from_secs(1) {
@@ -113,6 +139,16 @@ pub async fn call_until_settled<Req: Clone, Resp>(
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));
+        req = match refresh(req).await {
+            Some(next) => next,
+            None => {
+                tracing::info!(
+                    what,
+                    "no longer in doubt: its outcome came another way; not sent again"
+                );
+                return Ok(None);
+            }
+        };
         result = link.call(req.clone()).await;
         ambiguous |= matches!(result, Err(LinkError::Failed(_)));
     }
@@ -381,7 +417,9 @@ mod tests {
         );
     }
 
-    use super::{call_until_settled, fn_link, LinkError, OrderedSender};
+    use super::{
+        call_until_settled, call_until_settled_refreshing, fn_link, LinkError, OrderedSender,
+    };
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -413,6 +451,22 @@ mod tests {
         let r = call_until_settled(&link, &1, Duration::from_secs(10), "t").await;
         assert_eq!(r.ok(), Some(7));
         assert_eq!(calls.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn a_retry_sends_what_refresh_keeps_and_stops_when_nothing_is_left() {
+        let sent: Arc<Mutex<Vec<u32>>> = Arc::default();
+        let log = sent.clone();
+        let link = fn_link(move |req: u32| {
+            log.lock().expect("log").push(req);
+            async { Err::<u32, _>(LinkError::Failed("timeout".into())) }
+        });
+        // Each retry carries one request less; at 0 nothing is in doubt.
+        let shrink = |req: u32| async move { req.checked_sub(1).filter(|r| *r > 0) };
+        let r =
+            call_until_settled_refreshing(&link, &3, Duration::from_secs(10), "t", shrink).await;
+        assert!(matches!(r, Ok(None)), "{r:?}");
+        assert_eq!(*sent.lock().expect("log"), vec![3, 2, 1]);
     }
 
     #[tokio::test]

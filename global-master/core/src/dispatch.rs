@@ -108,6 +108,28 @@ impl Dispatcher {
         }
     }
 
+    /// Batch `batch` as it is worth sending again: only the requests whose task still
+    /// awaits this batch's answer. A run whose end came on the LM's stream was
+    /// launched, and one answered, cancelled or taken back is settled: resent to a
+    /// restarted LM (which no longer knows the batch), it would run again. `None`
+    /// when nothing in it is awaited any more: sending it again cannot tell anything.
+    pub fn still_in_doubt(&self, batch: &LaunchBatch) -> Option<LaunchBatch> {
+        let requests: Vec<LaunchRequest> = batch
+            .requests
+            .iter()
+            .filter(|r| {
+                self.outstanding.get(&r.task.id).is_some_and(|(p, sent)| {
+                    *sent == Some((batch.lm, batch.seq)) && p.task.attempt == r.task.attempt
+                })
+            })
+            .cloned()
+            .collect();
+        (!requests.is_empty()).then(|| LaunchBatch {
+            requests,
+            ..batch.clone()
+        })
+    }
+
     /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
     /// resources from the view (not for QUEUEABLE work, which the view does not see).
     /// Returns the index of the batch in `out.batches`.

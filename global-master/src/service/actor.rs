@@ -28,6 +28,10 @@ pub struct ShellMetrics {
     pub passes: u64,
     pub batches_sent: u64,
     pub batches_abandoned: u64,
+    /// Launch batches in doubt whose resending stopped because every run in them
+    /// ended (heard on the LM's stream), and runs left out of a resent batch so.
+    pub resends_moot: u64,
+    pub resend_runs_left_out: u64,
     pub submissions_refused_full: u64,
     /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
     pub unexpected_outcomes: u64,
@@ -119,6 +123,8 @@ impl GmActor {
                 launch_latency: super::report::launch_latency(),
                 passes: 0,
                 batches_sent: 0,
+                resends_moot: 0,
+                resend_runs_left_out: 0,
                 batches_abandoned: 0,
                 submissions_refused_full: 0,
                 unexpected_outcomes: 0,

@@ -16,12 +16,12 @@ use super::actor::GmActor;
 use crate::core::{DecisionOutcome, GmInput, GmOutput, Undelivered};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{PreemptOutcome, PreemptRefusal};
+use common::messages::{LaunchBatch, PreemptOutcome, PreemptRefusal};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
 use common::Micros;
 use service_kit::clock;
-use service_kit::links::{call_until_settled, Link};
+use service_kit::links::{call_until_settled_refreshing, Link};
 
 /// How the GM reaches one LM: any [`GmToLm`] request, answered by an [`LmToGm`].
 pub type LmLink = Link<GmToLm, LmToGm>;
@@ -37,6 +37,33 @@ impl Handler<Deliver> for GmActor {
 
     fn handle(&mut self, msg: Deliver, ctx: &mut Context<Self>) {
         self.deliver(msg.0, ctx);
+    }
+}
+
+/// A launch batch in doubt is about to be sent again: the part still worth sending
+/// (see `GlobalMaster::still_in_doubt`), or `None` when every run in it ended.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<LaunchBatch>")]
+pub struct StillInDoubt(pub LaunchBatch);
+
+impl Handler<StillInDoubt> for GmActor {
+    type Result = Option<LaunchBatch>;
+
+    fn handle(&mut self, msg: StillInDoubt, ctx: &mut Context<Self>) -> Self::Result {
+        let batch = msg.0;
+        let rest = self.core.still_in_doubt(&batch);
+        let kept = rest.as_ref().map_or(0, |r| r.requests.len());
+        let left_out = batch.requests.len() - kept;
+        self.metrics.resend_runs_left_out += left_out as u64;
+        if rest.is_none() {
+            // Its deductions left the view (and quotas may release work).
+            self.metrics.resends_moot += 1;
+            self.request_pass(ctx);
+        }
+        if left_out > 0 {
+            tracing::info!(lm = %batch.lm, seq = batch.seq, left_out, kept, "launch batch in doubt: runs whose end came meanwhile are not sent again");
+        }
+        rest
     }
 }
 
@@ -387,7 +414,7 @@ impl GmActor {
     }
 
     /// Sends one request to its LM. A request the LM may have carried out without
-    /// answering is sent again (see [`call_until_settled`]: the LM answers a repeat
+    /// answering is sent again (see [`call_until_settled_refreshing`]: the LM answers a repeat
     /// from its record); the answer comes back as an input, and so does a request the
     /// transport gave up on ([`GmInput::Undelivered`]: its tasks go back to their
     /// queues).
@@ -414,8 +441,30 @@ impl GmActor {
         let doubt_timeout = self.doubt_timeout;
         let fence = self.fence.clone();
         tokio::spawn(async move {
-            let input = match call_until_settled(&link, &message, doubt_timeout, &what).await {
-                Ok(answer) => GmInput::Lm(answer),
+            // A launch batch sent again keeps only the runs still in doubt: one whose
+            // end came meanwhile would run again at an LM restarted since (it no
+            // longer knows the batch).
+            let asker = me.clone();
+            let refresh = move |req: GmToLm| {
+                let asker = asker.clone();
+                async move {
+                    match req {
+                        GmToLm::Launch(batch) => {
+                            match asker.send(StillInDoubt(batch.clone())).await {
+                                Ok(rest) => rest.map(GmToLm::Launch),
+                                // The actor is gone (shutting down): sent as it was.
+                                Err(_) => Some(GmToLm::Launch(batch)),
+                            }
+                        }
+                        other => Some(other),
+                    }
+                }
+            };
+            let settled =
+                call_until_settled_refreshing(&link, &message, doubt_timeout, &what, refresh).await;
+            let input = match settled {
+                Ok(Some(answer)) => GmInput::Lm(answer),
+                Ok(None) => return,
                 Err(error) => {
                     if let Some(fence) = &fence {
                         fence.check(&error);

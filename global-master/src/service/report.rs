@@ -324,6 +324,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_launch_resends_moot_total",
+            "counter",
+            "Launch batches in doubt not sent again because every run in them ended meanwhile (its end came on the LM's stream).",
+            m.resends_moot as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_launch_resend_runs_left_out_total",
+            "counter",
+            "Runs left out of a launch batch sent again because their end came meanwhile (a restarted LM would run them again).",
+            m.resend_runs_left_out as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_unexpected_outcomes_total",
             "counter",
             "Launch outcomes for tasks this GM was not waiting for (already answered or unknown), ignored.",

@@ -383,3 +383,71 @@ fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
         .collect();
     assert_eq!(to, vec![GmAddress::One(GmId(1))], "{:?}", out.to_gms);
 }
+
+/// A restarted LM adopts a task on behalf of the GM its job id names (the services
+/// stamp the accepting GM in its top bits), so its start and end go there even
+/// before that GM asks (found by `loadgen faults`: ends that came before the
+/// owner's reconcile went to the home partition's GM). An id naming no GM of this
+/// cluster falls back to the node's home partition.
+#[test]
+fn an_adopted_task_is_its_job_ids_gms_from_the_start() {
+    use common::messages::HeldTask;
+    use common::protocol::{GmAddress, LmToGm, WorkerToLm};
+    use common::JobId;
+    use lm_core::LmInput;
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node], vec![node]],
+    };
+    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0));
+    // GM 1's job on node 0 (GM 0's partition); a job id naming GM 7 on node 1.
+    let gm1_job = JobId::stamped(1, 5, None).0;
+    let unknown_job = JobId::stamped(7, 6, None).0;
+    let ours = TaskSpec::short(TaskId::new(gm1_job, 0), Resources::cores(1, 10), Micros(5));
+    let stray = TaskSpec::short(
+        TaskId::new(unknown_job, 0),
+        Resources::cores(1, 10),
+        Micros(5),
+    );
+    for (node, task) in [(NodeId(0), &ours), (NodeId(1), &stray)] {
+        let mut effects = Default::default();
+        lm.adopt(
+            Micros(1),
+            HeldTask {
+                node,
+                task: task.clone(),
+                started_at: Some(Micros(1)),
+            },
+            &mut effects,
+        )
+        .expect("a known node");
+    }
+    let ended_to = |lm: &mut LocalMaster, node: NodeId, task: TaskId| -> Vec<GmAddress> {
+        let report = WorkerReport::Finished {
+            attempt: 1,
+            node,
+            task,
+            at: Micros(3),
+        };
+        let out = lm
+            .step(Micros(3), LmInput::Worker(WorkerToLm::Report(report)))
+            .expect("a held task");
+        out.to_gms
+            .iter()
+            .filter(|(_, m)| matches!(m, LmToGm::Ended(_)))
+            .map(|(to, _)| *to)
+            .collect()
+    };
+    assert_eq!(
+        ended_to(&mut lm, NodeId(0), ours.id),
+        vec![GmAddress::One(GmId(1))]
+    );
+    assert_eq!(
+        ended_to(&mut lm, NodeId(1), stray.id),
+        vec![GmAddress::One(GmId(1))]
+    );
+}

@@ -98,6 +98,8 @@ pub struct LmActor {
     pub(super) last_seen: Vec<Micros>,
     /// Per slot: declared lost in this life (its nodes are down) and not back yet.
     pub(super) slot_down: Vec<bool>,
+    /// Lost runs the core had forgotten (its memory is bounded) when last logged.
+    lost_forgotten_logged: u64,
 }
 
 impl std::fmt::Debug for LmActor {
@@ -140,6 +142,7 @@ impl LmActor {
             worker_timeout: None,
             last_seen: vec![now; slots],
             slot_down: vec![false; slots],
+            lost_forgotten_logged: 0,
         }
     }
 
@@ -354,6 +357,16 @@ impl Actor for LmActor {
         ctx.run_interval(self.heartbeat, |act, ctx| {
             if let Ok(out) = act.core.step(clock::now(), LmInput::Tick) {
                 act.apply(out, ctx);
+            }
+            let forgotten = act.core.lost_runs_forgotten();
+            if forgotten > act.lost_forgotten_logged {
+                tracing::warn!(
+                    forgotten,
+                    since_last = forgotten - act.lost_forgotten_logged,
+                    limit = lm_core::core::LOST_MEMORY,
+                    "the oldest lost runs were forgotten (memory full): a late report of one is taken as one of a task this LM does not hold"
+                );
+                act.lost_forgotten_logged = forgotten;
             }
         });
         if let Some(timeout) = self.worker_timeout {

@@ -38,6 +38,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_lost_runs_forgotten_total",
+            "counter",
+            "Runs reported lost that the LM forgot because its bounded memory of them was full (oldest first).",
+            self.core.lost_runs_forgotten() as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_task_ends_reported_total",
             "counter",
             "Task ends (finished, failed) sent to the GMs that launched them.",

@@ -10,6 +10,7 @@ mod fairness;
 mod gm_abandon_batch;
 mod gm_lifecycle;
 mod gm_placement;
+mod gm_resend;
 mod gm_restart;
 mod gm_resume;
 mod mercury;

@@ -125,6 +125,25 @@ impl GlobalMaster {
         self.dispatcher.outstanding()
     }
 
+    /// See [`Dispatcher::still_in_doubt`]: the part of a launch batch still worth
+    /// sending again while its answer is in doubt. When nothing is, the batch will
+    /// not be sent again, so no snapshot may ever name it applied (an LM restarted
+    /// meanwhile never saw it): its deductions leave the view now, as an abandoned
+    /// batch's do (its runs ended, so their resources are back at the LM).
+    pub fn still_in_doubt(
+        &mut self,
+        batch: &common::messages::LaunchBatch,
+    ) -> Option<common::messages::LaunchBatch> {
+        let rest = self.dispatcher.still_in_doubt(batch);
+        if rest.is_none() {
+            for job in self.dispatcher.abandon(&mut self.view, batch.lm, batch.seq) {
+                self.quota.landed(job);
+            }
+            self.backlog.push_all_ready(self.quota.release());
+        }
+        rest
+    }
+
     /// Every task waiting in this GM, with the reason its last attempt failed.
     pub fn pending(&self) -> impl Iterator<Item = &Pending> {
         self.backlog

@@ -10,7 +10,7 @@ use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
 use common::messages::{HeldTask, TaskFailure, WorkerReport};
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::rng::{seeded, Rng, SeededRng};
-use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{ConstraintSet, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use global_master::core::{GlobalMaster, GmInput};
 use local_master::LocalMaster;
 use std::collections::{HashMap, VecDeque};
@@ -561,7 +561,10 @@ fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
             let tasks = (0..n)
                 .map(|i| {
                     let duration = Micros(rng.random_range(200_000..3_000_000));
-                    let id = TaskId::new(u64::from(j), i);
+                    // As the services stamp it: the GM the job goes to (round
+                    // robin, see `arrival`) in the top bits.
+                    let gm = u64::from(j % u32::from(config.gms.max(1)));
+                    let id = TaskId::new(gm << JobId::SUBMISSION_BITS | u64::from(j), i);
                     TaskSpec::short(id, Resources::cores(1, 256), duration)
                 })
                 .collect();

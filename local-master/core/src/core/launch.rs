@@ -25,7 +25,12 @@ impl LocalMaster {
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
         let outcomes = match self.answers.cached(batch.gm, batch.seq) {
-            Some(outcomes) => outcomes,
+            // A repeat may carry fewer requests than the first copy (the GM leaves
+            // out runs it knows ended): it is answered for those it asks about.
+            Some(outcomes) => outcomes
+                .into_iter()
+                .filter(|(task, _)| batch.requests.iter().any(|r| r.task.id == *task))
+                .collect(),
             None => {
                 let outcomes: Vec<_> = batch
                     .requests

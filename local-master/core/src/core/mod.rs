@@ -22,6 +22,7 @@ use crate::allocation::{PendingKill, Queued};
 use crate::answers::BatchAnswers;
 pub use crate::config::{LmConfig, QueueableConfig};
 pub use crate::effects::{ended_event, LmEffects, LmError};
+use crate::memory::Bounded;
 use crate::restarted::Restarted;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
@@ -30,6 +31,11 @@ use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+
+/// How many lost runs an LM remembers (and as many whose end it absorbed), about
+/// 40 bytes each: far more than a cluster loses between a worker's death and its
+/// return.
+pub const LOST_MEMORY: usize = 1 << 17;
 
 /// A snapshot's version, `free` and `free_changed` (see [`LocalMaster::snapshot`]).
 type BuiltFree = (u64, Arc<Vec<Resources>>, Arc<Vec<u64>>);
@@ -80,10 +86,12 @@ pub struct LocalMaster {
     /// still report them (or come back holding them): their reports are absorbed,
     /// and a start is answered with a kill. The task's retry is another run, so its
     /// reports are never taken for the lost run's.
-    lost: HashSet<(TaskId, u32)>,
+    /// Bounded ([`LOST_MEMORY`], oldest forgotten first): a report of a run
+    /// forgotten so is one of a task this LM does not hold.
+    lost: Bounded<(TaskId, u32)>,
     /// Lost runs whose end was absorbed: a worker listing one finished later must
-    /// not make the GM's retry a `Duplicate`.
-    lost_ended: HashSet<(TaskId, u32)>,
+    /// not make the GM's retry a `Duplicate`. Bounded likewise.
+    lost_ended: Bounded<(TaskId, u32)>,
     config: LmConfig,
     next_heartbeat: Micros,
 }
@@ -134,8 +142,8 @@ impl LocalMaster {
             snapshot_cache: None,
             dirty: vec![0; topology_nodes.div_ceil(FREE_BLOCK).div_ceil(64)],
             down: vec![false; topology_nodes],
-            lost: HashSet::new(),
-            lost_ended: HashSet::new(),
+            lost: Bounded::new(LOST_MEMORY),
+            lost_ended: Bounded::new(LOST_MEMORY),
             config,
             next_heartbeat: now,
         }
@@ -324,6 +332,12 @@ impl LocalMaster {
                 life,
                 newest: older.newest,
             })
+    }
+
+    /// Lost runs (and absorbed ends of lost runs) forgotten because their memory
+    /// was full ([`LOST_MEMORY`]).
+    pub fn lost_runs_forgotten(&self) -> u64 {
+        self.lost.forgotten() + self.lost_ended.forgotten()
     }
 
     /// Launch batches and preemptions refused because their GM life was older than

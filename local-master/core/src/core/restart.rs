@@ -11,7 +11,11 @@ use common::{Micros, NodeId, TaskId};
 impl LocalMaster {
     /// Takes a task a worker already holds into the state (the worker registered again
     /// after this LM restarted): its resources are deducted from its node and its
-    /// queue's usage, on behalf of the node's home partition. A task already known is
+    /// queue's usage, on behalf of the GM that accepted its job (named in the job id's
+    /// top bits, [`common::JobId::accepted_by`]; a borrowed placement if the node is
+    /// another partition's), or of the node's home partition when the id names no GM
+    /// of this cluster. A GM that asks about it later claims it anyway
+    /// (`claim_adopted`). A task already known is
     /// left as it is, and so is one reported lost (its kill is on its way). A task that does not fit in its node's free resources is
     /// accounted anyway (the worker runs it) and answered `Ok(false)` for the caller
     /// to report; a node this LM does not have is an error. A started task's
@@ -45,8 +49,14 @@ impl LocalMaster {
         let id = task.id;
         let attempt = task.attempt;
         self.restarted.adopt(id);
+        let named = task.id.job.accepted_by();
+        let (owner, placement) = if named == home || named.0 >= self.topology.gms {
+            (home, Placement::Internal)
+        } else {
+            (named, Placement::Repartition)
+        };
         let mut ignored = LmEffects::default();
-        self.allocate(now, home, node, Placement::Internal, task, &mut ignored);
+        self.allocate(now, owner, node, placement, task, &mut ignored);
         if let Some(alloc) = self.running.get_mut(&id) {
             alloc.started = started_at.is_some();
             alloc.started_at = started_at;
@@ -60,7 +70,7 @@ impl LocalMaster {
                 node,
                 at,
             };
-            effects.started(self.topology.lm, home, start);
+            effects.started(self.topology.lm, owner, start);
             effects.events.push(TaskEvent {
                 task: id,
                 at,

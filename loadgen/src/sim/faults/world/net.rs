@@ -108,6 +108,12 @@ impl World<'_> {
             return;
         };
         c.attempt += 1;
+        if c.attempt > 1 && !self.refresh_resend(id) {
+            return;
+        }
+        let Some(c) = self.calls.get(&id) else {
+            return;
+        };
         let (g, attempt, life, message) = (c.gm, c.attempt, c.life, c.message.clone());
         let l = message.lm().0;
         if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
@@ -131,6 +137,40 @@ impl World<'_> {
         for _ in 0..copies {
             let at = self.now + self.transit(Link::GmLm, false);
             self.queue.push(at, Ev::Request(id, life, message.clone()));
+        }
+    }
+
+    /// Before a launch batch goes out again, the GM keeps only the requests still in
+    /// doubt (as the GM service's resend asks its actor): runs whose end it heard
+    /// are left out, and a batch with none left is settled without an answer.
+    /// False when the call ended here.
+    fn refresh_resend(&mut self, id: u64) -> bool {
+        let Some(c) = self.calls.get(&id) else {
+            return false;
+        };
+        let GmToLm::Launch(batch) = &c.message else {
+            return true;
+        };
+        let Some(gm) = self.gms[c.gm as usize].as_mut() else {
+            return true;
+        };
+        match gm.still_in_doubt(batch) {
+            Some(rest) => {
+                if rest.requests.len() < batch.requests.len() {
+                    let (seq, kept) = (rest.seq, rest.requests.len());
+                    self.note(|| format!("  resend of seq {seq} keeps {kept} in doubt"));
+                }
+                if let Some(c) = self.calls.get_mut(&id) {
+                    c.message = GmToLm::Launch(rest);
+                }
+                true
+            }
+            None => {
+                let seq = batch.seq;
+                self.calls.remove(&id);
+                self.note(|| format!("  resend of seq {seq} dropped: every run in it ended"));
+                false
+            }
         }
     }
 
