@@ -182,6 +182,19 @@ fn tasks_of_a_worker_that_died_while_its_lm_was_down_end_lost() {
         Duration::from_secs(30),
         || get_json(&format!("{lm}/healthz"))["running"].as_u64() == Some(4),
     );
+    // The GM has the LM's launch answer for all four. (Were the LM killed before
+    // its answer arrived, the batch would be in doubt and sent again to the new
+    // life, which answers `duplicate` for the held runs and refuses the dead
+    // worker's node: no reconcile, the other path this test does not cover.)
+    wait_until(
+        "the GM to hear the four tasks launched",
+        Duration::from_secs(30),
+        || {
+            (0..4)
+                .map(|i| get_json(&format!("{gm}/v1/tasks/{job}/{i}")))
+                .all(|t| t["launched_at_us"].is_u64())
+        },
+    );
     // Worker 1 dies and the LM crashes before it could notice.
     cluster.workers[1].kill();
     cluster.crash_and_restart_lm(0);
