@@ -327,30 +327,12 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
 /// task is GM 1's, so its end goes to GM 1, not GM 0.
 #[test]
 fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
-    use common::messages::{HeldTask, ReconcileRequest};
+    use common::messages::ReconcileRequest;
     use common::protocol::{GmAddress, GmToLm, LmToGm, WorkerToLm};
     use lm_core::LmInput;
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node], vec![node]],
-    };
-    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0));
+    let mut lm = two_partition_lm();
     let task = TaskSpec::short(TaskId::new(5, 0), Resources::cores(1, 10), Micros(5));
-    let mut effects = Default::default();
-    lm.adopt(
-        Micros(1),
-        HeldTask {
-            node: NodeId(0),
-            task: task.clone(),
-            started_at: Some(Micros(1)),
-        },
-        &mut effects,
-    )
-    .expect("a known node");
+    adopt_running(&mut lm, NodeId(0), &task);
     let ask = GmToLm::Reconcile(ReconcileRequest {
         gm: GmId(1),
         lm: LmId(0),
@@ -391,19 +373,10 @@ fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
 /// cluster falls back to the node's home partition.
 #[test]
 fn an_adopted_task_is_its_job_ids_gms_from_the_start() {
-    use common::messages::HeldTask;
     use common::protocol::{GmAddress, LmToGm, WorkerToLm};
     use common::JobId;
     use lm_core::LmInput;
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node], vec![node]],
-    };
-    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0));
+    let mut lm = two_partition_lm();
     // GM 1's job on node 0 (GM 0's partition); a job id naming GM 7 on node 1.
     let gm1_job = JobId::stamped(1, 5, None).0;
     let unknown_job = JobId::stamped(7, 6, None).0;
@@ -413,19 +386,8 @@ fn an_adopted_task_is_its_job_ids_gms_from_the_start() {
         Resources::cores(1, 10),
         Micros(5),
     );
-    for (node, task) in [(NodeId(0), &ours), (NodeId(1), &stray)] {
-        let mut effects = Default::default();
-        lm.adopt(
-            Micros(1),
-            HeldTask {
-                node,
-                task: task.clone(),
-                started_at: Some(Micros(1)),
-            },
-            &mut effects,
-        )
-        .expect("a known node");
-    }
+    adopt_running(&mut lm, NodeId(0), &ours);
+    adopt_running(&mut lm, NodeId(1), &stray);
     let ended_to = |lm: &mut LocalMaster, node: NodeId, task: TaskId| -> Vec<GmAddress> {
         let report = WorkerReport::Finished {
             attempt: 1,
@@ -450,4 +412,29 @@ fn an_adopted_task_is_its_job_ids_gms_from_the_start() {
         ended_to(&mut lm, NodeId(1), stray.id),
         vec![GmAddress::One(GmId(1))]
     );
+}
+
+/// An LM of two one-node partitions (GM 0's and GM 1's), as a restarted one.
+fn two_partition_lm() -> LocalMaster {
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node], vec![node]],
+    };
+    LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0))
+}
+
+/// `lm` adopts `task`, running on `node` since t = 1 µs (its worker registered
+/// again holding it).
+fn adopt_running(lm: &mut LocalMaster, node: NodeId, task: &TaskSpec) {
+    let held = common::messages::HeldTask {
+        node,
+        task: task.clone(),
+        started_at: Some(Micros(1)),
+    };
+    lm.adopt(Micros(1), held, &mut Default::default())
+        .expect("a known node");
 }
