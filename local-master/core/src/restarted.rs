@@ -6,18 +6,26 @@
 //! Failed tasks are not remembered: their GM may retry them. The memory of finished
 //! tasks is bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
+use crate::memory::Bounded;
 use common::TaskId;
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 
 /// How many finished tasks an LM remembers (about 40 bytes each).
 pub const FINISHED_MEMORY: usize = 1 << 18;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Restarted {
-    finished_before: HashSet<TaskId>,
-    /// `finished_before` in the order it was filled, to forget the oldest.
-    order: VecDeque<TaskId>,
+    finished_before: Bounded<TaskId>,
     adopted: HashSet<TaskId>,
+}
+
+impl Default for Restarted {
+    fn default() -> Self {
+        Restarted {
+            finished_before: Bounded::new(FINISHED_MEMORY),
+            adopted: HashSet::new(),
+        }
+    }
 }
 
 impl Restarted {
@@ -28,14 +36,7 @@ impl Restarted {
 
     /// A task finished (before this LM started, or since).
     pub fn finished(&mut self, task: TaskId) {
-        if self.finished_before.insert(task) {
-            self.order.push_back(task);
-            if self.order.len() > FINISHED_MEMORY {
-                if let Some(old) = self.order.pop_front() {
-                    self.finished_before.remove(&old);
-                }
-            }
-        }
+        self.finished_before.insert(task);
     }
 
     /// True for a task taken over from the previous LM that still runs.
