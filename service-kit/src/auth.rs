@@ -14,9 +14,9 @@
 //!   when it listens on loopback.
 //! - [`WorkerNetworks`]: the networks a worker may name as its callback URL.
 //!
-//! Layout: the credential itself (here); [`guard`] checks it on every internal
-//! route; [`listen`] decides whether a role may start open; [`networks`] checks
-//! worker callbacks; [`user`] is the client side of a user's API token.
+//! Layout: the credential itself (here); `guard` checks it on every internal
+//! route; `listen` decides whether a role may start open; `networks` checks
+//! worker callbacks; `user` is the client side of a user's API token.
 
 mod guard;
 mod listen;

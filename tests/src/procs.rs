@@ -7,7 +7,7 @@
 //! listens on port 0 and prints `listening on http://ADDR`, which is how the tests
 //! learn the ports. Children are killed when their [`Proc`] drops.
 //!
-//! Layout: [`bins`] (building and finding the binaries), [`credentials`] (the test
+//! Layout: [`bins`] (building and finding the binaries), [`credentials`](mod@credentials) (the test
 //! clusters' secret and tokens), [`process`] ([`Proc`]), [`client`] (HTTP calls),
 //! [`cluster`] ([`LoopbackCluster`]), [`replay`] (running `loadgen`); every name is
 //! re-exported here, so tests use `tests::procs::NAME`.

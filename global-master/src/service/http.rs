@@ -32,8 +32,8 @@
 //!   GUARANTEED or long_running tasks, like an LRA, goes to the designated GM.
 //!
 //! Layout: the state, the router and the helpers the handlers share (here); the
-//! handlers by route: [`intake`] (`POST /v1/jobs`, `POST /v1/internal/messages`),
-//! [`jobs`] (jobs and tasks), [`task_logs`], [`scheduler`] (pending, nodes).
+//! handlers by route: `intake` (`POST /v1/jobs`, `POST /v1/internal/messages`),
+//! `jobs` (jobs and tasks), `task_logs`, `scheduler` (pending, nodes).
 
 pub(crate) mod intake;
 pub(crate) mod jobs;

@@ -1,8 +1,8 @@
 //! `loadgen simulate`: replay a trace in the deterministic simulator.
 //!
 //! Layout: the command, reading the trace and running one scheduler (here); its
-//! flags by concern: [`cluster`] ([`ClusterArgs`]), [`model`] ([`ModelArgs`], shared
-//! with bench), [`mercury`] ([`MercuryArgs`]); the printed [`tables`].
+//! flags by concern: `cluster` ([`ClusterArgs`]), `model` ([`ModelArgs`], shared
+//! with bench), `mercury` ([`MercuryArgs`]); the printed `tables`.
 
 mod cluster;
 mod mercury;

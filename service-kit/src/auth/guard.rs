@@ -57,7 +57,7 @@ impl AuthCounters {
 /// Checks the cluster credential of internal calls.
 #[derive(Clone, Debug)]
 pub struct ClusterGuard {
-    /// `None`: open mode (loopback only, see [`open_mode_allowed`]).
+    /// `None`: open mode (loopback only, see [`open_mode_allowed`](super::open_mode_allowed)).
     pub secret: Option<ClusterSecret>,
     /// The role, in log lines (`gm`, `lm`, `worker`).
     pub role: &'static str,
