@@ -15,6 +15,9 @@ pub struct RoleArgs {
     /// Per GM id: the base URL of its standby (started by the test), which the LMs
     /// get as the GM's second address (`--gm-url PRIMARY|STANDBY`).
     pub gm_standby_urls: Vec<String>,
+    /// Per LM id: the broker URL it uses instead of the cluster's (e.g. through a
+    /// [`crate::relay::Relay`] the test cuts).
+    pub lm_amqp: Vec<String>,
 }
 
 /// 2 or more GMs, LMs and workers on loopback, all sharing one broker.
@@ -130,7 +133,7 @@ impl LoopbackCluster {
                 "--heartbeat-ms",
                 "500",
                 "--amqp",
-                amqp,
+                extra.lm_amqp.get(l as usize).map_or(amqp, String::as_str),
             ]
             .iter()
             .map(|a| a.to_string())
