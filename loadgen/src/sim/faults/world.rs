@@ -35,6 +35,8 @@ const EPOCH: u64 = 1_000_000_000_000;
 /// A GM -> LM call to a peer that is down or cut off fails after this (connection
 /// refused or connect timeout, with the link's connect retries).
 const UNREACHABLE_AFTER: Micros = Micros(100_000);
+/// The `Retry-After` of a not-ready LM's "busy" answer (the service's 1 s).
+const BUSY_RETRY_AFTER: Micros = Micros(1_000_000);
 /// A stream that could not deliver tries again after this.
 const STREAM_RETRY: Micros = Micros(50_000);
 
@@ -102,6 +104,8 @@ enum Ev {
     Timeout(u64, u32),
     Request(u64, u32, GmToLm),
     Answer(u64, u32, LmToGm),
+    /// An LM's "busy" answer to a call's attempt.
+    Busy(u64, u32),
     Pump(Role, Role),
     State(u16, LmToGm),
     Settle(u64),
@@ -174,6 +178,8 @@ pub(super) struct World<'a> {
     calls: HashMap<u64, Call>,
     next_call: u64,
     held: HashMap<u64, Held>,
+    /// Calls settled by a "busy" answer (a late copy of one is a known cause).
+    busy_settled: std::collections::HashSet<u64>,
     checker: Checker,
     history: VecDeque<String>,
     event: u64,
@@ -264,6 +270,7 @@ impl<'a> World<'a> {
             calls: HashMap::new(),
             next_call: 0,
             held: HashMap::new(),
+            busy_settled: Default::default(),
             checker: Checker::default(),
             history: VecDeque::new(),
             event: 0,
@@ -482,6 +489,7 @@ impl<'a> World<'a> {
             Ev::Timeout(call, attempt) => self.timeout(call, attempt),
             Ev::Request(call, _life, message) => self.request(call, message),
             Ev::Answer(call, attempt, message) => self.answer(call, attempt, message),
+            Ev::Busy(call, attempt) => self.busy(call, attempt),
             Ev::Pump(from, to) => self.pump(from, to),
             Ev::State(g, message) => {
                 if self.gms[g as usize].is_some() {

@@ -2,7 +2,9 @@
 //! worker -> LM, LM -> GM ends and requeues) and GM -> LM calls settled as the GM
 //! service's `call_until_settled` does (see [`super::super`]).
 
-use super::{describe_item, Call, Ev, Item, World, STREAM_RETRY, UNREACHABLE_AFTER};
+use super::{
+    describe_item, Call, Ev, Item, World, BUSY_RETRY_AFTER, STREAM_RETRY, UNREACHABLE_AFTER,
+};
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::{Link, Role};
 use common::protocol::{GmToLm, LmToGm};
@@ -185,10 +187,15 @@ impl World<'_> {
     }
 
     pub(super) fn retry(&mut self, id: u64) {
+        self.retry_after(id, Micros::ZERO);
+    }
+
+    /// [`Self::retry`], waiting at least `at_least` (the peer's retry-after).
+    fn retry_after(&mut self, id: u64, at_least: Micros) {
         let Some(c) = self.calls.get_mut(&id) else {
             return;
         };
-        let delay = c.backoff;
+        let delay = c.backoff.max(at_least);
         c.backoff = Micros((c.backoff.0 * 2).min(2_000_000));
         if self.now + delay > c.started + self.config.doubt_timeout {
             self.give_up(id);
@@ -215,8 +222,13 @@ impl World<'_> {
     /// A request reaches its LM.
     pub(super) fn request(&mut self, id: u64, message: GmToLm) {
         let l = message.lm().0;
-        if !self.up(Role::Lm(l)) || !self.ready(l) {
-            return; // refused or not ready (503): the call times out and retries
+        if !self.up(Role::Lm(l)) {
+            return; // refused: the call times out and retries
+        }
+        if !self.ready(l) {
+            // Not ready: "busy" (503 with Retry-After), nothing applied.
+            self.send_busy(l, id);
+            return;
         }
         let asked: Vec<TaskId> = match &message {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
@@ -224,6 +236,13 @@ impl World<'_> {
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         };
         let lm_life = self.lm_life[l as usize];
+        if !self.calls.contains_key(&id) && self.busy_settled.contains(&id) {
+            // A late copy of a request its GM took back on a "busy" answer: applied
+            // now, its tasks may run twice (HTTP over TCP delivers no such copy).
+            for task in &asked {
+                self.checker.mark_known(*task, Known::LateCopyAfterBusy);
+            }
+        }
         let attempt = match self.calls.get_mut(&id) {
             Some(c) => {
                 if c.reached.is_some_and(|first| first != lm_life) {
@@ -274,6 +293,53 @@ impl World<'_> {
                 }
             }
         }
+    }
+
+    /// The LM answers "busy" (see [`Self::busy`]), over the lossy link.
+    fn send_busy(&mut self, l: u16, call: u64) {
+        let Some(c) = self.calls.get(&call) else {
+            return;
+        };
+        let (g, attempt) = (c.gm, c.attempt);
+        let loss = self.rates[Link::GmLm as usize].loss;
+        if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(loss) {
+            return;
+        }
+        let at = self.now + self.transit(Link::GmLm, false);
+        self.queue.push(at, Ev::Busy(call, attempt));
+    }
+
+    /// The LM answered "busy" (a not-ready LM's 503 with `Retry-After`, nothing
+    /// applied), as the service's `call_until_settled` reads it: settled at once
+    /// (the GM takes the request back and passes the LM by for the retry-after
+    /// time) unless an earlier attempt may have been acted on, then sent again
+    /// after the retry-after time.
+    pub(super) fn busy(&mut self, id: u64, attempt: u32) {
+        match self.calls.get(&id) {
+            Some(c) if c.attempt == attempt => {}
+            _ => return, // a late or repeated answer: the call has moved on
+        }
+        if self.calls[&id].ambiguous {
+            self.retry_after(id, BUSY_RETRY_AFTER);
+            return;
+        }
+        let Some(c) = self.calls.remove(&id) else {
+            return;
+        };
+        self.busy_settled.insert(id);
+        if self.gm_life[c.gm as usize] != c.life || self.gms[c.gm as usize].is_none() {
+            return;
+        }
+        if let GmToLm::Reconcile(r) = &c.message {
+            if r.forget {
+                self.restarted_lm_unanswered(c.gm, c.life, r.lm.0, c.started);
+            }
+        }
+        let input = GmInput::Busy {
+            request: Undelivered::of(&c.message),
+            retry_after: BUSY_RETRY_AFTER,
+        };
+        self.gm_step(c.gm, input);
     }
 
     pub(super) fn send_answer(&mut self, l: u16, call: u64, answer: LmToGm) {

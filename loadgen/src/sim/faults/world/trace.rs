@@ -18,6 +18,7 @@ pub(super) fn describe(ev: &Ev) -> String {
             format!("call {c} (life {life}) reaches lm: {}", describe_request(m))
         }
         Ev::Answer(c, a, m) => format!("call {c} attempt {a} answered: {}", describe_lm_to_gm(m)),
+        Ev::Busy(c, a) => format!("call {c} attempt {a} answered busy"),
         Ev::Pump(a, b) => format!("stream {a}->{b}"),
         Ev::State(g, m) => format!("gm{g} gets {}", describe_lm_to_gm(m)),
         Ev::Settle(c) => format!("call {c} unreachable"),
