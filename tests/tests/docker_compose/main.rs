@@ -4,7 +4,9 @@
 //! data/traces/YH_small.tr, and every task run exactly once; then exec tasks; then,
 //! on the same cluster (it saves the image build and the start, ~80 s), the chaos
 //! phase of [`chaos`]: a worker killed, a GM killed and restarted, an LM cut off the
-//! network during a second replay (issue 14).
+//! network during a second replay (issue 14); then the phase of [`standby`]: GM 0's
+//! primary killed during a third replay, its standby (profile `standby`, started
+//! with the cluster) taking over.
 //!
 //! The one sanctioned skip: without a Docker engine (`MEGHA_DOCKER` is not "1", as
 //! scripts/test.sh sets it, or `docker info` fails) the end-to-end test says
@@ -16,6 +18,7 @@
 //! base images (megha/debian:bookworm, megha/rabbitmq:local) are kept.
 
 mod chaos;
+mod standby;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -411,6 +414,7 @@ fn compose_cluster_runs_every_task_exactly_once() {
 
     exec_tasks_run_in_the_cluster(project);
     chaos::faults_during_a_replay(&cluster);
+    standby::primary_killed_during_a_replay(&cluster);
 
     let dir = cluster.dir.clone();
     drop(cluster);
