@@ -254,7 +254,10 @@ async fn run(cli: Cli) -> Result<()> {
     }
     let token = service_kit::auth::user_token(cli.token_file.as_deref())?;
     // No overall timeout: `logs --follow` streams for as long as the task runs.
-    let gm = Gm::new(&cli.gm, service_kit::auth::user_client(None, token.as_deref()));
+    let gm = Gm::new(
+        &cli.gm,
+        service_kit::auth::user_client(None, token.as_deref()),
+    );
     let out = &mut std::io::stdout().lock();
     let print = |out: &mut dyn Write, value: &Value, table: String| -> Result<()> {
         if cli.json {

@@ -11,7 +11,9 @@
 //! `megha_gm_standby 1`), then took the journal over (`megha_gm_takeovers_total 1`),
 //! became ready and serves GM 0's id: it launches GM 0's queued tasks, and the jobs
 //! the primary accepted in the phase are listed at the standby under the same ids;
-//! loadgen's own judgement (every accepted task ended, none started twice),
+//! `megha status` in the loadgen container (MEGHA_GM names both addresses) answers
+//! from the standby; loadgen's own judgement (every accepted task ended, none
+//! started twice),
 //! every job of the phase ended at its GM, no node ran two tasks at once.
 //! Printed: tasks submitted / finished once / run twice / lost, and the time from the
 //! kill to the standby ready and to its first launch (the queue resumed), measured,
@@ -115,16 +117,17 @@ pub fn primary_killed_during_a_replay(cluster: &Cluster) {
             },
         );
         let replay = replay.join().expect("replay thread");
-        (replay, ready.unwrap_or_default(), resumed.unwrap_or_default())
+        (
+            replay,
+            ready.unwrap_or_default(),
+            resumed.unwrap_or_default(),
+        )
     });
     say(&format!(
         "{TAG} replay:\n{}",
         String::from_utf8_lossy(&replay.stdout)
     ));
-    assert!(
-        published(&gm0, 8080).is_none(),
-        "GM 0's primary stays dead"
-    );
+    assert!(published(&gm0, 8080).is_none(), "GM 0's primary stays dead");
     assert_eq!(try_metric(&standby, "megha_gm_standby"), Some(0.0));
     assert_eq!(try_metric(&standby, "megha_gm_takeovers_total"), Some(1.0));
     let recovered = try_metric(&standby, "megha_gm_recovered_tasks_total").unwrap_or(0.0);
@@ -177,6 +180,23 @@ pub fn primary_killed_during_a_replay(cluster: &Cluster) {
         !accepted_by_primary.is_empty() && missing.is_empty(),
         "jobs the primary accepted, not at the standby: {missing:?} (standby: {at_standby:?})"
     );
+    // `megha` in the loadgen container (its MEGHA_GM names both addresses of GM 0)
+    // reaches the standby: the dead primary's address is skipped.
+    let job = accepted_by_primary[0].to_string();
+    let status = project.run(&[
+        "run",
+        "--rm",
+        "--no-deps",
+        "loadgen",
+        "megha",
+        "--json",
+        "status",
+        &job,
+    ]);
+    let status: serde_json::Value =
+        serde_json::from_slice(&status.stdout).expect("megha --json status is JSON");
+    assert_eq!(status["job"]["job"].to_string(), job, "{status}");
+    assert_eq!(status["job"]["state"], "finished", "{status}");
     let gms_now = [standby, gms[1].clone(), gms[2].clone()];
     assert_gms_ended_every_job(TAG, &api, &gms_now, &known, &rows);
     say(&format!(

@@ -69,7 +69,11 @@ fn read_request(stream: &mut std::net::TcpStream) -> String {
         if let Some(end) = text.find("\r\n\r\n") {
             let length = text
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
                 .and_then(|v| v.parse::<usize>().ok())
                 .unwrap_or(0);
             if data.len() >= end + 4 + length {
@@ -133,13 +137,19 @@ async fn a_gm_with_a_standby_is_reached_at_whichever_address_serves() {
     let (standby, _) = fake_gm(Fake::Accept(7));
     let gms = vec![format!("{}|{standby}", closed_url())];
     let submit = super::http_submitter(gms, client.clone(), None, &cluster);
-    let job = submit(0, one_task()).await.expect("accepted at the standby");
+    let job = submit(0, one_task())
+        .await
+        .expect("accepted at the standby");
     assert_eq!(job, common::JobId(7));
     // The primary serving, the standby not in charge (503): accepted at the primary.
     let (primary, _) = fake_gm(Fake::Accept(8));
     let (waiting, _) = fake_gm(Fake::Standby);
-    let submit = super::http_submitter(vec![format!("{waiting}|{primary}")], client, None, &cluster);
-    assert_eq!(submit(0, one_task()).await.expect("accepted"), common::JobId(8));
+    let submit =
+        super::http_submitter(vec![format!("{waiting}|{primary}")], client, None, &cluster);
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(8)
+    );
 }
 
 #[tokio::test]
@@ -150,13 +160,23 @@ async fn a_submission_left_unanswered_is_sent_again_with_the_same_key() {
     let (standby, second) = fake_gm(Fake::Accept(9));
     let gms = vec![format!("{vanishing}|{standby}")];
     let submit = super::http_submitter(gms, reqwest::Client::new(), None, &cluster);
-    assert_eq!(submit(0, one_task()).await.expect("accepted"), common::JobId(9));
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(9)
+    );
     let sent_first = first.lock().expect("keys").clone();
     assert_eq!(sent_first.len(), 1, "{sent_first:?}");
     assert!(sent_first[0].starts_with("loadgen-"), "{sent_first:?}");
-    assert_eq!(*second.lock().expect("keys"), sent_first, "the same key at the standby");
+    assert_eq!(
+        *second.lock().expect("keys"),
+        sent_first,
+        "the same key at the standby"
+    );
     // The next job goes to the address that answered last, with a key of its own.
-    assert_eq!(submit(0, one_task()).await.expect("accepted"), common::JobId(9));
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(9)
+    );
     assert_eq!(first.lock().expect("keys").len(), 1);
     let keys = second.lock().expect("keys").clone();
     assert_eq!(keys.len(), 2, "{keys:?}");
