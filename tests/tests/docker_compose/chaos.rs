@@ -20,9 +20,10 @@
 //! Printed per fault: tasks submitted / finished once / run twice / lost / retried and
 //! the time from the fault to recovery (measured, never asserted against a limit).
 
+use super::report::Report;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use tests::checks::{assert_no_overlap_on_nodes, metric_sum, read_tasks_csv, Row};
+use tests::checks::{metric_sum, Row};
 use tests::compose::{docker, gm_ready, metric, say, Cluster, Project};
 use tests::procs::http_raw;
 
@@ -295,8 +296,8 @@ fn judge(
     notes: &[String],
     replay: &std::process::Output,
 ) {
-    let problems = std::fs::read_to_string(out.join("problems.txt")).unwrap_or_default();
-    let rows = read_tasks_csv(out);
+    let report = Report::read(out);
+    let rows = &report.rows;
     let lms = urls(project, "local-master", 9100);
     let gms = urls(project, "global-master", 8080);
     let lost_at = |l: usize| metric(&lms[l..=l], "megha_lm_tasks_lost_total") - before.lost[l];
@@ -337,60 +338,27 @@ fn judge(
             recovery: &notes[2],
         },
     ];
-    let twice = listed(&problems, "tasks started more than once");
-    let never = listed(&problems, "submitted tasks never finished");
     for f in &figures {
-        let ids: HashSet<(u64, u32)> = f.rows.iter().map(|r| (r.job, r.task)).collect();
-        let finished = f.rows.iter().filter(|r| r.finish.is_some()).count();
-        let run_twice = twice.iter().filter(|t| ids.contains(t)).count();
         say(&format!(
-            "{TAG} figures, {}: {}: submitted {}, finished once {}, failed {}, run twice {run_twice}, lost {}; retried: {}; recovery: {}",
+            "{TAG} figures, {}: {}: {}; retried: {}; recovery: {}",
             f.fault,
             f.scope,
-            ids.len(),
-            finished.saturating_sub(run_twice),
-            f.rows.len() - finished,
-            never.iter().filter(|t| ids.contains(t)).count(),
+            report.figures(&f.rows),
             f.retried,
             f.recovery
         ));
     }
-    say(&format!(
-        "{TAG} figures, all: submitted {}, finished {}, run twice {}, lost {}, retried by the GMs {}, runs reported lost by the LMs {}",
-        rows.len(),
-        rows.iter().filter(|r| r.finish.is_some()).count(),
-        twice.len(),
-        never.len(),
-        (0..3).map(retried).sum::<f64>(),
-        (0..3).map(lost_at).sum::<f64>()
-    ));
-
-    assert!(
-        replay.status.success(),
-        "the chaos replay failed ({}): {problems}\n{}",
-        replay.status,
-        String::from_utf8_lossy(&replay.stderr)
+    report.say_all(
+        TAG,
+        &format!(
+            ", retried by the GMs {}, runs reported lost by the LMs {}",
+            (0..3).map(retried).sum::<f64>(),
+            (0..3).map(lost_at).sum::<f64>()
+        ),
     );
-    assert_eq!(rows.len(), 183, "YH_small has 183 tasks");
-    assert!(twice.is_empty() && never.is_empty(), "{problems}");
-    assert_no_overlap_on_nodes(&rows);
+    report.assert_nothing_lost("chaos", replay);
     assert!(lost_at(0) >= 1.0, "the killed worker ran nothing");
-    assert_gms_ended_every_job(TAG, api, &gms, &before.jobs, &rows);
-}
-
-/// The (trace job, task) pairs loadgen's problems.txt lists under `title`.
-pub(crate) fn listed(problems: &str, title: &str) -> Vec<(u64, u32)> {
-    let mut lines = problems
-        .lines()
-        .skip_while(|l| !l.ends_with(&format!("{title}:")));
-    lines.next();
-    lines
-        .map_while(|l| l.trim().strip_prefix("trace job "))
-        .filter_map(|l| {
-            let (job, task) = l.split_once(" task ")?;
-            Some((job.parse().ok()?, task.parse().ok()?))
-        })
-        .collect()
+    assert_gms_ended_every_job(TAG, api, &gms, &before.jobs, rows);
 }
 
 /// The GMs' job API, read with the cluster's admin token.

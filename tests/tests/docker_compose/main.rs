@@ -18,6 +18,7 @@
 //! base images (megha/debian:bookworm, megha/rabbitmq:local) are kept.
 
 mod chaos;
+mod report;
 mod standby;
 
 use std::process::{Command, Output};

@@ -20,12 +20,12 @@
 //! never asserted against a limit.
 
 use super::chaos::{
-    assert_gms_ended_every_job, container, listed, published, replay_args, try_metric, urls,
-    wait_for, Api, SPEEDUP,
+    assert_gms_ended_every_job, container, published, replay_args, try_metric, urls, wait_for, Api,
+    SPEEDUP,
 };
+use super::report::Report;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use tests::checks::{assert_no_overlap_on_nodes, read_tasks_csv};
 use tests::compose::{docker, gm_ready, say, Cluster};
 use tests::procs::http_raw;
 
@@ -132,39 +132,17 @@ pub fn primary_killed_during_a_replay(cluster: &Cluster) {
     assert_eq!(try_metric(&standby, "megha_gm_takeovers_total"), Some(1.0));
     let recovered = try_metric(&standby, "megha_gm_recovered_tasks_total").unwrap_or(0.0);
 
-    // Loadgen's judgement and the per-GM figures.
-    let problems = std::fs::read_to_string(out.join("problems.txt")).unwrap_or_default();
-    let rows = read_tasks_csv(&out);
-    let twice = listed(&problems, "tasks started more than once");
-    let never = listed(&problems, "submitted tasks never finished");
-    let of_gm0: Vec<_> = rows.iter().filter(|r| r.gm == Some(0)).collect();
-    let ids: HashSet<(u64, u32)> = of_gm0.iter().map(|r| (r.job, r.task)).collect();
-    let finished = of_gm0.iter().filter(|r| r.finish.is_some()).count();
-    let run_twice = twice.iter().filter(|t| ids.contains(t)).count();
+    // Loadgen's judgement and GM 0's figures.
+    let report = Report::read(&out);
+    let of_gm0: Vec<_> = report.rows.iter().filter(|r| r.gm == Some(0)).collect();
     say(&format!(
-        "{TAG} figures, GM 0 primary kill: tasks queued by GM 0: submitted {}, finished once {}, run twice {run_twice}, lost {}; {recovered} resumed from its journal by the standby; standby ready {:.1} s after the kill, its first launch (queue resumed) {:.1} s after",
-        ids.len(),
-        finished.saturating_sub(run_twice),
-        never.iter().filter(|t| ids.contains(t)).count(),
+        "{TAG} figures, GM 0 primary kill: tasks queued by GM 0: {}; {recovered} resumed from its journal by the standby; standby ready {:.1} s after the kill, its first launch (queue resumed) {:.1} s after",
+        report.figures(&of_gm0),
         ready_after.as_secs_f64(),
         resumed_after.as_secs_f64()
     ));
-    say(&format!(
-        "{TAG} figures, all: submitted {}, finished {}, run twice {}, lost {}",
-        rows.len(),
-        rows.iter().filter(|r| r.finish.is_some()).count(),
-        twice.len(),
-        never.len()
-    ));
-    assert!(
-        replay.status.success(),
-        "the standby replay failed ({}): {problems}\n{}",
-        replay.status,
-        String::from_utf8_lossy(&replay.stderr)
-    );
-    assert_eq!(rows.len(), 183, "YH_small has 183 tasks");
-    assert!(twice.is_empty() && never.is_empty(), "{problems}");
-    assert_no_overlap_on_nodes(&rows);
+    report.say_all(TAG, "");
+    report.assert_nothing_lost("standby", &replay);
 
     // The standby serves GM 0's id: the primary's jobs under the same ids.
     let at_standby: HashSet<u64> = api
@@ -198,7 +176,7 @@ pub fn primary_killed_during_a_replay(cluster: &Cluster) {
     assert_eq!(status["job"]["job"].to_string(), job, "{status}");
     assert_eq!(status["job"]["state"], "finished", "{status}");
     let gms_now = [standby, gms[1].clone(), gms[2].clone()];
-    assert_gms_ended_every_job(TAG, &api, &gms_now, &known, &rows);
+    assert_gms_ended_every_job(TAG, &api, &gms_now, &known, &report.rows);
     say(&format!(
         "{TAG} phase done in {:.1} s",
         t0.elapsed().as_secs_f64()
