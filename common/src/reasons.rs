@@ -84,6 +84,11 @@ pub enum PendingReason {
     OverShare,
     /// The launch request could not be delivered to the LM; the task was requeued.
     LmUnreachable { lm: LmId },
+    /// The LM answered that it takes no new work for now and applied nothing (its
+    /// broker backlog is full, or its workers have not registered yet): the task
+    /// was requeued, and the GM places on other LMs until the LM's retry-after
+    /// time is over.
+    LmBusy { lm: LmId },
     /// The task was running on `lm` and was preempted for a queue under its share;
     /// it was queued again and starts afresh.
     Preempted { lm: LmId },
@@ -124,6 +129,12 @@ impl fmt::Display for PendingReason {
             }
             PendingReason::OverShare => write!(f, "queue is over its share"),
             PendingReason::LmUnreachable { lm } => write!(f, "{lm} could not be reached"),
+            PendingReason::LmBusy { lm } => {
+                write!(
+                    f,
+                    "{lm} takes no new work for now; placed elsewhere meanwhile"
+                )
+            }
             PendingReason::Preempted { lm } => write!(
                 f,
                 "preempted on {lm} for a queue under its share; queued again"

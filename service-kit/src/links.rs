@@ -30,6 +30,12 @@ pub enum LinkError {
     /// The peer answered with a client error (4xx): it did not act on the request.
     #[error("refused: {0}")]
     Refused(String),
+    /// The peer answered that it acted on nothing and takes no new work for now,
+    /// and when to call again (503 with `Retry-After`): overloaded, or not ready.
+    /// It tells of this call only: an earlier copy of a request sent again may
+    /// still have been acted on.
+    #[error("busy, call again in {} ms: {what}", retry_after.as_millis())]
+    Busy { what: String, retry_after: Duration },
     /// The peer belongs to another cluster: it refused the call (421), or answered
     /// naming another cluster. Retrying cannot help; the configuration is wrong.
     #[error("{url} belongs to cluster `{theirs}`, this process to cluster `{ours}`: give both the same --cluster-name (MEGHA_CLUSTER_NAME) or fix the URL")]
@@ -77,10 +83,13 @@ where
 /// it from its record instead of acting twice.
 ///
 /// An ambiguous failure (timeout, lost answer, 5xx) is retried. Once an attempt may
-/// have been acted on, "unreachable" (the peer is down or restarting) does not settle
-/// anything either. Retries are 50 ms apart, doubling up to 2 s, until `doubt_timeout`
-/// has passed; then the last error is returned. A request that never reached the peer
-/// (unreachable at the first attempt) or that it refused (4xx) is settled at once.
+/// have been acted on, "unreachable" (the peer is down or restarting) and "busy" do
+/// not settle anything either. Retries are 50 ms apart, doubling up to 2 s (or after
+/// the peer's `Retry-After` when it said busy), until `doubt_timeout` has passed;
+/// then the last error is returned. A request that never reached the peer
+/// (unreachable at the first attempt), that it refused (4xx), or that it answered
+/// busy with no earlier attempt in doubt, is settled at once: the caller knows
+/// nothing was done, and may send the work elsewhere.
 pub async fn call_until_settled<Req: Clone, Resp>(
     link: &Link<Req, Resp>,
     req: &Req,
@@ -122,10 +131,14 @@ where
     loop {
         let retry = match &result {
             Err(LinkError::Failed(_)) => true,
-            Err(LinkError::Unreachable(_)) => ambiguous,
+            Err(LinkError::Unreachable(_) | LinkError::Busy { .. }) => ambiguous,
             Err(LinkError::Refused(_) | LinkError::ForeignCluster { .. }) | Ok(_) => false,
         };
-        if !retry || tokio::time::Instant::now() + delay > deadline {
+        let wait = match &result {
+            Err(LinkError::Busy { retry_after, .. }) => delay.max(*retry_after),
+            _ => delay,
+        };
+        if !retry || tokio::time::Instant::now() + wait > deadline {
             return result.map(Some);
         }
         // Once, when a retry is still needed after a second: no longer a blip.
@@ -137,7 +150,7 @@ where
                 "in doubt: the peer may have acted on it; sending it again until it answers"
             );
         }
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep(wait).await;
         delay = (delay * 2).min(Duration::from_secs(2));
         req = match refresh(req).await {
             Some(next) => next,
@@ -216,6 +229,14 @@ pub struct HttpLink {
     pub cluster: crate::cluster::Cluster,
 }
 
+/// The delay an answer's `Retry-After` header asks for, in whole seconds (the form
+/// this project's services send; an HTTP date is not read).
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    let value = resp.headers().get(reqwest::header::RETRY_AFTER)?;
+    let seconds: u64 = value.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(seconds))
+}
+
 /// The other cluster an answer names, if it names one that is not `ours`.
 fn foreign_answer(resp: &reqwest::Response, ours: &common::ClusterName) -> Option<String> {
     let theirs = resp.headers().get(crate::cluster::CLUSTER_NAME_HEADER)?;
@@ -256,6 +277,7 @@ where
                             });
                         }
                         let status = resp.status();
+                        let retry_after = retry_after(&resp);
                         let bytes = resp
                             .bytes()
                             .await
@@ -263,10 +285,14 @@ where
                         if !status.is_success() {
                             let text = String::from_utf8_lossy(&bytes);
                             let what = format!("{url}: {status}: {text}");
-                            return Err(if status.is_client_error() {
-                                LinkError::Refused(what)
-                            } else {
-                                LinkError::Failed(what)
+                            return Err(match retry_after {
+                                _ if status.is_client_error() => LinkError::Refused(what),
+                                Some(retry_after)
+                                    if status == reqwest::StatusCode::SERVICE_UNAVAILABLE =>
+                                {
+                                    LinkError::Busy { what, retry_after }
+                                }
+                                _ => LinkError::Failed(what),
                             });
                         }
                         return cluster
@@ -384,146 +410,4 @@ impl<T> OrderedSender<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    /// A pinned client reaches the address checked at registration, whatever the
-    /// name resolves to now: `.invalid` never resolves (RFC 6761), so an unpinned
-    /// client fails and the pinned one gets the local server's answer.
-    #[tokio::test]
-    async fn a_pinned_client_never_resolves_the_name_again() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let app =
-            axum::Router::new().route("/v1/messages", axum::routing::get(|| async { "pinned" }));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        let checked = crate::auth::CheckedHost {
-            host: "worker.megha-rebinding.invalid".into(),
-            addrs: vec![addr],
-        };
-        let url = format!(
-            "http://worker.megha-rebinding.invalid:{}/v1/messages",
-            addr.port()
-        );
-        let pinned = super::http_client_pinned(Duration::from_secs(5), None, None, &checked);
-        let answer = pinned.get(&url).send().await.expect("pinned call");
-        assert_eq!(answer.text().await.expect("body"), "pinned");
-        let unpinned = super::http_client(Duration::from_secs(5));
-        assert!(
-            unpinned.get(&url).send().await.is_err(),
-            "the name does not resolve"
-        );
-    }
-
-    use super::{
-        call_until_settled, call_until_settled_refreshing, fn_link, LinkError, OrderedSender,
-    };
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    /// A peer that answers call `k` (from 0) with `script[k]`, then with the last.
-    fn scripted(script: Vec<Result<u32, LinkError>>) -> (super::Link<u32, u32>, Arc<AtomicUsize>) {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let seen = calls.clone();
-        let link = fn_link(move |_: u32| {
-            let k = seen.fetch_add(1, Ordering::SeqCst);
-            let answer = script[k.min(script.len() - 1)].clone();
-            async move { answer }
-        });
-        (link, calls)
-    }
-
-    fn failed() -> Result<u32, LinkError> {
-        Err(LinkError::Failed("timeout".into()))
-    }
-
-    fn unreachable() -> Result<u32, LinkError> {
-        Err(LinkError::Unreachable("refused".into()))
-    }
-
-    #[tokio::test]
-    async fn a_request_in_doubt_is_sent_through_unreachable_until_answered() {
-        let script = vec![failed(), unreachable(), unreachable(), unreachable(), Ok(7)];
-        let (link, calls) = scripted(script);
-        let r = call_until_settled(&link, &1, Duration::from_secs(10), "t").await;
-        assert_eq!(r.ok(), Some(7));
-        assert_eq!(calls.load(Ordering::SeqCst), 5);
-    }
-
-    #[tokio::test]
-    async fn a_retry_sends_what_refresh_keeps_and_stops_when_nothing_is_left() {
-        let sent: Arc<Mutex<Vec<u32>>> = Arc::default();
-        let log = sent.clone();
-        let link = fn_link(move |req: u32| {
-            log.lock().expect("log").push(req);
-            async { Err::<u32, _>(LinkError::Failed("timeout".into())) }
-        });
-        // Each retry carries one request less; at 0 nothing is in doubt.
-        let shrink = |req: u32| async move { req.checked_sub(1).filter(|r| *r > 0) };
-        let r =
-            call_until_settled_refreshing(&link, &3, Duration::from_secs(10), "t", shrink).await;
-        assert!(matches!(r, Ok(None)), "{r:?}");
-        assert_eq!(*sent.lock().expect("log"), vec![3, 2, 1]);
-    }
-
-    #[tokio::test]
-    async fn undelivered_or_refused_requests_settle_at_once() {
-        for first in [unreachable(), Err(LinkError::Refused("400".into()))] {
-            let (link, calls) = scripted(vec![first, Ok(7)]);
-            let r = call_until_settled(&link, &1, Duration::from_secs(10), "t").await;
-            assert!(r.is_err());
-            assert_eq!(calls.load(Ordering::SeqCst), 1);
-        }
-    }
-
-    #[tokio::test]
-    async fn doubt_ends_at_the_timeout_with_the_last_error() {
-        let (link, calls) = scripted(vec![failed(), unreachable()]);
-        let r = call_until_settled(&link, &1, Duration::from_millis(300), "t").await;
-        assert!(matches!(r, Err(LinkError::Unreachable(_))));
-        // Sent at 0, 50 and 150 ms; the next (at 350 ms) would pass the timeout.
-        assert_eq!(calls.load(Ordering::SeqCst), 3);
-    }
-
-    #[tokio::test]
-    async fn delivered_resolves_after_everything_sent_before_it_and_order_holds() {
-        let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
-        let failures = Arc::new(Mutex::new(1));
-        let (record, fail) = (seen.clone(), failures.clone());
-        // A slow link that fails its first call: the sender must retry in order.
-        let link = fn_link(move |batch: Vec<u32>| {
-            let (record, fail) = (record.clone(), fail.clone());
-            async move {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                {
-                    let mut left = fail.lock().expect("lock");
-                    if *left > 0 {
-                        *left -= 1;
-                        return Err(LinkError::Failed("first call fails".into()));
-                    }
-                }
-                record.lock().expect("lock").extend(batch);
-                Ok(())
-            }
-        });
-        let sender = OrderedSender::start(link);
-        for i in 0..3 {
-            sender.send(i);
-        }
-        sender.delivered().await;
-        assert_eq!(*seen.lock().expect("lock"), vec![0, 1, 2]);
-        assert_eq!(sender.pending(), 0);
-        sender.send(3);
-        let later = sender.delivered();
-        sender.send(4);
-        later.await;
-        assert!(seen.lock().expect("lock").starts_with(&[0, 1, 2, 3]));
-        // Nothing sent since the last mark: resolves at once.
-        sender.delivered().await;
-        sender.delivered().await;
-        assert_eq!(*seen.lock().expect("lock"), vec![0, 1, 2, 3, 4]);
-    }
-}
+mod tests;

@@ -91,8 +91,13 @@ impl Fairness {
         };
         let usage = self.usage_cache.get_or_insert_with(|| usage_view(lms));
         let refusals = &self.refusals;
-        let refused = |lm, victim| {
-            refusals.contains(&(lm, victim, None)) || refusals.contains(&(lm, victim, Some(shape)))
+        // A busy LM (it takes no new work for now) is not asked either.
+        let refused = |lm: LmId, victim| {
+            lms.get(lm.index())
+                .and_then(Option::as_ref)
+                .is_some_and(LmView::is_busy)
+                || refusals.contains(&(lm, victim, None))
+                || refusals.contains(&(lm, victim, Some(shape)))
         };
         contention(f, lms, usage, queue, &refused, &self.in_flight)
     }

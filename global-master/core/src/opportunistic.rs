@@ -33,7 +33,9 @@ pub fn top_k(lms: &[Option<LmView>], task: &TaskSpec, cap: f64, k: usize) -> Vec
     let k = k.max(1);
     let mut best: Vec<Candidate> = Vec::with_capacity(k * 2);
     for (l, view) in lms.iter().enumerate() {
-        let Some(view) = view else { continue };
+        let Some(view) = view.as_ref().filter(|v| !v.is_busy()) else {
+            continue;
+        };
         let topo = &view.topology;
         let worst = (best.len() >= k).then(|| best[k - 1]);
         let mut taken = 0;
@@ -59,7 +61,9 @@ pub fn top_k_scan(lms: &[Option<LmView>], task: &TaskSpec, cap: f64, k: usize) -
     let k = k.max(1);
     let mut best: Vec<Candidate> = Vec::with_capacity(k + 1);
     for (l, view) in lms.iter().enumerate() {
-        let Some(view) = view else { continue };
+        let Some(view) = view.as_ref().filter(|v| !v.is_busy()) else {
+            continue;
+        };
         let topo = &view.topology;
         for (n, (constraints, capacity)) in topo.constraints.iter().zip(&topo.capacity).enumerate()
         {

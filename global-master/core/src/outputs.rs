@@ -107,6 +107,9 @@ pub struct GmStats {
     /// Snapshots that brought a new life of an LM the view had followed (the LM
     /// restarted).
     pub lm_new_lives: u64,
+    /// Requests an LM answered busy (it applied nothing and takes no new work for
+    /// a while): placement passed it by until then.
+    pub lm_busy: u64,
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.

@@ -107,6 +107,9 @@ pub struct LmView {
     applied_free: Option<(u64, u64, Arc<Vec<Resources>>)>,
     /// LM nodes this GM changed (deducted, credited) since the last snapshot applied.
     touched: Bits,
+    /// Until when placement passes this LM by: it answered that it takes no new
+    /// work for now (see `GmInput::Busy`). `None` for an LM that takes work.
+    pub busy_until: Option<Micros>,
 }
 
 impl LmView {
@@ -169,6 +172,7 @@ impl LmView {
             raised_mark: bitvec![u64, Lsb0; 0; node_count],
             applied_free: None,
             touched: bitvec![u64, Lsb0; 0; node_count],
+            busy_until: None,
         }
     }
 
@@ -330,6 +334,19 @@ impl LmView {
                 mark_raised(&mut self.raised, &mut self.raised_mark, node.index());
             }
         }
+    }
+
+    /// Every node counts as grown (placement passed the LM by while it was busy:
+    /// tasks blocked meanwhile may fit on any of its nodes).
+    pub fn raise_all(&mut self) {
+        for n in 0..self.slot_of.len() {
+            mark_raised(&mut self.raised, &mut self.raised_mark, n);
+        }
+    }
+
+    /// Whether placement passes this LM by (see [`LmView::busy_until`]).
+    pub fn is_busy(&self) -> bool {
+        self.busy_until.is_some()
     }
 
     /// The nodes whose free resources grew since the last call, leaving out those

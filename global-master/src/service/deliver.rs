@@ -21,7 +21,7 @@ use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
 use common::Micros;
 use service_kit::clock;
-use service_kit::links::{call_until_settled_refreshing, Link};
+use service_kit::links::{call_until_settled_refreshing, Link, LinkError};
 
 /// How the GM reaches one LM: any [`GmToLm`] request, answered by an [`LmToGm`].
 pub type LmLink = Link<GmToLm, LmToGm>;
@@ -157,6 +157,7 @@ impl GmActor {
                 tracing::warn!(job = job.0, %lm, "cancel request not delivered; it will be sent again");
             }
             GmInput::Undelivered(Undelivered::Reconcile { .. }) => {}
+            GmInput::Busy { .. } => {}
             GmInput::Client(_)
             | GmInput::SubmitLra(_)
             | GmInput::Schedule
@@ -465,6 +466,17 @@ impl GmActor {
             let input = match settled {
                 Ok(Some(answer)) => GmInput::Lm(answer),
                 Ok(None) => return,
+                // Nothing was applied: the work goes elsewhere while the LM is busy.
+                Err(LinkError::Busy {
+                    what: why,
+                    retry_after,
+                }) => {
+                    tracing::info!(%lm, what, retry_after_ms = retry_after.as_millis() as u64, why, "LM busy: it applied nothing; its tasks go back to their queues and other LMs take new work until then");
+                    GmInput::Busy {
+                        request: Undelivered::of(&message),
+                        retry_after: Micros(retry_after.as_micros() as u64),
+                    }
+                }
                 Err(error) => {
                     if let Some(fence) = &fence {
                         fence.check(&error);

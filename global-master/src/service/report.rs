@@ -422,6 +422,13 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_lm_busy_total",
+            "counter",
+            "Requests an LM answered busy (503 with Retry-After: it applied nothing); placement passed that LM by until then.",
+            s.lm_busy as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_submissions_refused_total",
             "counter",
             "Submissions answered 429 (GM full).",

@@ -9,13 +9,12 @@
 //!
 //! - **Refused** (`503`, `Retry-After: 2`, nothing applied): launch batches and
 //!   preemption requests (a preemption launches a task and kills others). The GM
-//!   treats a 5xx as "send again" ([`service_kit::links::call_until_settled`]):
-//!   it resends the same batch, 50 ms apart doubling up to 2 s, while the resources
-//!   it reserved for the batch stay reserved in its view (so it does not pile more
-//!   batches on this LM); after its doubt timeout (`--doubt-timeout-s`, default 300)
-//!   the tasks go back to their queues and may be placed on other LMs. A 4xx would
-//!   instead hand the tasks back at once, and the GM would place them here again at
-//!   its next pass: a tight loop of refusals.
+//!   reads it as "busy" ([`service_kit::links::LinkError::Busy`]): the tasks go
+//!   back to its queues at once and its placement passes this LM by for the
+//!   `Retry-After` time, so they run on other LMs meanwhile, without a loop of
+//!   refusals. A batch sent again because an earlier copy is in doubt (its answer
+//!   was lost) is not settled by a refusal: the GM sends it again after the
+//!   `Retry-After` time, until its doubt timeout (`--doubt-timeout-s`).
 //! - **Accepted**: cancellations (they stop tasks: fewer events to come, resources
 //!   back) and a restarted GM's reconciliation (it settles tasks the GM already
 //!   sent; the events it may cause, runs ended lost, are bounded by the tasks it

@@ -2,9 +2,9 @@
 //! (content type `common::codec::CONTENT_TYPE`).
 //!
 //! - `POST /v1/messages`: any GM request (`common::protocol::GmToLm`: launch batch,
-//!   preemption) -> its answer (`LmToGm`); 503 until every worker has registered
-//!   (the GM sends it again), 503 with `Retry-After` for a launch batch or
-//!   preemption while too many events wait for the broker (see
+//!   preemption) -> its answer (`LmToGm`); "busy" (503 with `Retry-After`,
+//!   nothing applied) until every worker has registered or is down, and for a
+//!   launch batch or preemption while too many events wait for the broker (see
 //!   [`super::backpressure`]), 422 if it is not for this LM.
 //! - `POST /v1/worker/messages`: `Vec<WorkerToLm>` -> `()` (from workers: reports, in
 //!   order); 409 while the reporting worker has not registered with this life of the
@@ -132,9 +132,14 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
     }
     match s.lm.send(FromGm(message)).await {
         Ok(Ok(answer)) => bincode_ok(&s.cluster, &answer),
-        Ok(Err(e @ GmRequestError::NotReady { .. })) => {
-            bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-        }
+        // Nothing applied: the GM places elsewhere for a second (a resend of a
+        // batch in doubt is sent again after it).
+        Ok(Err(e @ GmRequestError::NotReady { .. })) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "1")],
+            Json(serde_json::json!({"error": e.to_string()})),
+        )
+            .into_response(),
         Ok(Err(e @ GmRequestError::Superseded(_))) => bad(StatusCode::CONFLICT, e.to_string()),
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),

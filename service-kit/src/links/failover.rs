@@ -47,7 +47,7 @@ impl<Req, Resp> FailoverLink<Req, Resp> {
 /// or the peer said it does not serve now (503).
 fn try_next(e: &LinkError) -> bool {
     match e {
-        LinkError::Unreachable(_) => true,
+        LinkError::Unreachable(_) | LinkError::Busy { .. } => true,
         LinkError::Failed(what) => what.contains("503"),
         LinkError::Refused(_) | LinkError::ForeignCluster { .. } => false,
     }

@@ -8,6 +8,7 @@ mod api_fuzz;
 mod determinism;
 mod fairness;
 mod gm_abandon_batch;
+mod gm_busy;
 mod gm_lifecycle;
 mod gm_placement;
 mod gm_resend;

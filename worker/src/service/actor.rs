@@ -125,7 +125,7 @@ impl WorkerActor {
                     attempt,
                     ..
                 } => {
-                    self.ended(*task, *attempt);
+                    self.finished(*task, *attempt);
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
@@ -136,7 +136,11 @@ impl WorkerActor {
                     failure,
                     ..
                 } => {
-                    self.ended(*task, *attempt);
+                    // Not listed as finished to a restarted LM: it would publish it
+                    // `Finished` and tell the GM so. Its GM hears the failure, or
+                    // (if it died with the LM) a restarted LM reports the run lost:
+                    // either way the job's retry policy decides.
+                    self.forget_held(*task, *attempt);
                     self.counters.failed += 1;
                     tracing::warn!(task = %task, job = task.job.0, %node, %failure, "task failed");
                 }
@@ -155,9 +159,8 @@ impl WorkerActor {
         }
     }
 
-    /// Run `attempt` of a task ended here (finished or failed): remembered for a
-    /// restarted LM.
-    fn ended(&mut self, task: TaskId, attempt: u32) {
+    /// Run `attempt` of a task finished here: remembered for a restarted LM.
+    fn finished(&mut self, task: TaskId, attempt: u32) {
         self.forget_held(task, attempt);
         if self.finished.len() == FINISHED_KEPT {
             self.finished.pop_front();

@@ -10,6 +10,9 @@ pub mod config;
 pub mod http;
 pub mod metrics;
 
+#[cfg(test)]
+mod holding_tests;
+
 use actix::Actor;
 use anyhow::{Context as _, Result};
 use common::messages::{

@@ -199,21 +199,44 @@ impl GlobalMaster {
     /// A preemption request got no answer (the transport gave up): the LM's slot is
     /// free again and the task goes back to its queue as after a refusal, so it is
     /// never lost. Returns false if the GM was not waiting for it.
-    pub fn abandon_preempt(&mut self, _now: Micros, lm: LmId, task: TaskId) -> bool {
+    pub fn abandon_preempt(&mut self, now: Micros, lm: LmId, task: TaskId) -> bool {
+        self.abandon_preempt_for(now, lm, task, PendingReason::LmUnreachable { lm })
+    }
+
+    /// [`GlobalMaster::abandon_preempt`], the task waiting for `reason`.
+    pub(super) fn abandon_preempt_for(
+        &mut self,
+        _now: Micros,
+        lm: LmId,
+        task: TaskId,
+        reason: PendingReason,
+    ) -> bool {
         self.fairness.slot_freed(lm, &mut self.backlog);
         let Some(mut pending) = self.dispatcher.answered(&task) else {
             return false;
         };
         self.stats.preempt_refused += 1;
         pending.preempting = None;
-        pending.reason = Some(PendingReason::LmUnreachable { lm });
+        pending.reason = Some(reason);
         self.backlog.push_ready(pending);
         true
     }
 
     /// A launch batch never reached its LM (the transport gave up): its tasks go back
     /// to their queues with the reason, and its deductions leave the view.
-    pub fn abandon_batch(&mut self, _now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
+    pub fn abandon_batch(&mut self, now: Micros, lm: LmId, seq: u64, tasks: &[TaskId]) -> usize {
+        self.abandon_batch_for(now, lm, seq, tasks, PendingReason::LmUnreachable { lm })
+    }
+
+    /// [`GlobalMaster::abandon_batch`], the tasks waiting for `reason`.
+    pub(super) fn abandon_batch_for(
+        &mut self,
+        _now: Micros,
+        lm: LmId,
+        seq: u64,
+        tasks: &[TaskId],
+        reason: PendingReason,
+    ) -> usize {
         for job in self.dispatcher.abandon(&mut self.view, lm, seq) {
             self.quota.landed(job);
         }
@@ -224,7 +247,7 @@ impl GlobalMaster {
                     self.lra.answer(*task, lm, None, &mut self.stats);
                     continue;
                 }
-                pending.reason = Some(PendingReason::LmUnreachable { lm });
+                pending.reason = Some(reason.clone());
                 self.backlog.push_ready(pending);
                 requeued += 1;
             }

@@ -15,6 +15,7 @@
 //! entry point [`GlobalMaster::step`] (`step.rs`).
 
 mod answers;
+mod busy;
 mod cancel;
 mod lra;
 mod pass;
@@ -62,6 +63,8 @@ pub struct GlobalMaster {
     /// Per LM: the life a reconcile answer came from, before the view had one
     /// (see [`GlobalMaster::lm_life_heard`]).
     heard_lives: Vec<Option<u64>>,
+    /// LMs placement passes by for now (see [`crate::view::LmView::busy_until`]).
+    busy_lms: Vec<LmId>,
 }
 
 impl GlobalMaster {
@@ -86,6 +89,7 @@ impl GlobalMaster {
             stats: GmStats::default(),
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
+            busy_lms: Vec::new(),
             grown: None,
             config,
         }

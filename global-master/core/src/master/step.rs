@@ -35,6 +35,14 @@ pub enum GmInput {
     /// The transport gave up on a request: it was never (or may never have been)
     /// acted on; its tasks go back to their queues.
     Undelivered(Undelivered),
+    /// The LM answered a request that it applied nothing and takes no new work for
+    /// `retry_after` (its broker backlog is full, or it is not ready): the request is
+    /// undone as an undelivered one (its tasks go back to their queues), and
+    /// placement passes that LM by until then, so they go to other LMs meanwhile.
+    Busy {
+        request: Undelivered,
+        retry_after: Micros,
+    },
     /// Time passed: the moment the last output named ([`GmOutput::next_wakeup`]) has
     /// come (failed tasks whose backoff is over go back to their queues).
     Tick,
@@ -83,6 +91,16 @@ pub enum Undelivered {
 }
 
 impl Undelivered {
+    /// The LM the request was for.
+    pub fn lm(&self) -> LmId {
+        match self {
+            Undelivered::Batch { lm, .. }
+            | Undelivered::Preempt { lm, .. }
+            | Undelivered::Cancel { lm, .. }
+            | Undelivered::Reconcile { lm } => *lm,
+        }
+    }
+
     /// The notice for a request the transport gave up on.
     pub fn of(message: &GmToLm) -> Self {
         match message {
@@ -177,8 +195,9 @@ impl GlobalMaster {
     pub fn step(&mut self, now: Micros, input: GmInput) -> GmOutput {
         let mut out = GmOutput::default();
         // Retries whose backoff is over queue before the input is handled (a pass
-        // input places them at once).
+        // input places them at once), and so do LMs whose busy time is over.
         out.wants_pass |= self.lifecycle_due(now, &mut out);
+        out.wants_pass |= self.lms_back(now);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -225,29 +244,18 @@ impl GlobalMaster {
             GmInput::TaskEnded(task) => {
                 out.affected = usize::from(self.lra_container_ended(now, task));
             }
-            GmInput::Undelivered(Undelivered::Batch { lm, seq, tasks }) => {
-                let reason = PendingReason::LmUnreachable { lm };
-                out.requeued = tasks
-                    .iter()
-                    .filter(|t| self.dispatcher.awaits(t))
-                    .map(|t| (*t, reason.clone()))
-                    .collect();
-                out.affected = self.abandon_batch(now, lm, seq, &tasks);
-                out.wants_pass = out.affected > 0;
-                self.drop_cancelled(&tasks, &mut out);
+            GmInput::Undelivered(request) => {
+                let reason = PendingReason::LmUnreachable { lm: request.lm() };
+                self.undelivered(now, request, reason, &mut out);
             }
-            GmInput::Undelivered(Undelivered::Preempt { lm, task }) => {
-                if self.abandon_preempt(now, lm, task) {
-                    out.requeued = vec![(task, PendingReason::LmUnreachable { lm })];
-                }
-                out.affected = out.requeued.len();
-                out.wants_pass = true;
-                self.drop_cancelled(&[task], &mut out);
+            GmInput::Busy {
+                request,
+                retry_after,
+            } => {
+                let lm = request.lm();
+                self.lm_busy(lm, now + retry_after);
+                self.undelivered(now, request, PendingReason::LmBusy { lm }, &mut out);
             }
-            GmInput::Undelivered(Undelivered::Cancel { lm, job }) => {
-                self.cancel_undelivered(now, lm, job);
-            }
-            GmInput::Undelivered(Undelivered::Reconcile { .. }) => {}
             GmInput::Tick => {}
         }
         for d in &out.decisions {
@@ -259,7 +267,10 @@ impl GlobalMaster {
         if !out.retries.is_empty() {
             out.wants_pass |= self.lifecycle_due(now, &mut out);
         }
-        out.next_wakeup = self.lifecycle.next_wakeup();
+        out.next_wakeup = match (self.lifecycle.next_wakeup(), self.next_lm_back()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out
     }

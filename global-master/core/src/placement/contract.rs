@@ -60,7 +60,7 @@ pub trait PlacementPolicy: std::fmt::Debug + Send {
 }
 
 /// Filter then fit over one candidate partition (skipped, and not counted, while its
-/// LM has not reported).
+/// LM has not reported or is busy).
 pub fn scan(
     views: &Views,
     candidate: Candidate,
@@ -69,6 +69,9 @@ pub fn scan(
     effort: &mut Effort,
 ) -> Option<Found> {
     let view = views.lms.get(candidate.lm)?.as_ref()?;
+    if view.is_busy() {
+        return None;
+    }
     let part = &view.partitions[candidate.partition];
     effort.partitions += 1;
     // Filter first: a partition without some constraint costs nothing more, and the

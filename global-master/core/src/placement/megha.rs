@@ -43,8 +43,8 @@ fn scan_remembered(
     effort: &mut Effort,
 ) -> Option<Found> {
     let part: &PartitionView = match views.lms.get(c.lm).and_then(|v| v.as_ref()) {
-        Some(view) => &view.partitions[c.partition],
-        None => return None,
+        Some(view) if !view.is_busy() => &view.partitions[c.partition],
+        _ => return None,
     };
     if part.len() <= (REMEMBER_FROM_WORDS - 1) * 64 {
         return scan(views, c, constraints, request, effort);
