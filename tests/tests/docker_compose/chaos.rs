@@ -132,15 +132,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
             .iter()
             .map(|u| metric(std::slice::from_ref(u), "megha_gm_tasks_retried_total"))
             .collect(),
-        jobs: gms
-            .iter()
-            .enumerate()
-            .flat_map(|(g, gm)| {
-                api.jobs(gm)
-                    .into_iter()
-                    .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
-            })
-            .collect(),
+        jobs: api.known_jobs(&gms),
     };
     let workers0 = project.containers("worker-0");
     assert_eq!(workers0.len(), 2, "two workers for LM 0: {workers0:?}");
@@ -388,6 +380,18 @@ impl Api {
             .unwrap_or_else(|e| panic!("GET {url}: {e}"));
         assert_eq!(status, 200, "GET {url}: {}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap_or_else(|e| panic!("GET {url}: {e}"))
+    }
+
+    /// (GM, job) for every job the GMs at host:port `gms` (in GM-id order) show.
+    pub(crate) fn known_jobs(&self, gms: &[String]) -> HashSet<(usize, u64)> {
+        gms.iter()
+            .enumerate()
+            .flat_map(|(g, gm)| {
+                self.jobs(gm)
+                    .into_iter()
+                    .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
+            })
+            .collect()
     }
 
     /// Every job the GM at host:port `gm` shows (its status), page by page.

@@ -47,15 +47,7 @@ pub fn primary_killed_during_a_replay(cluster: &Cluster) {
     let gms = urls(project, "global-master", 8080);
     let standby = project.published(STANDBY, 8080);
     // (GM, job) known before the phase.
-    let known: HashSet<(usize, u64)> = gms
-        .iter()
-        .enumerate()
-        .flat_map(|(g, gm)| {
-            api.jobs(gm)
-                .into_iter()
-                .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
-        })
-        .collect();
+    let known = api.known_jobs(&gms);
 
     // Standing by: not ready, serving nothing.
     let (status, health) = healthz(&standby).expect("the standby answers /healthz");
