@@ -99,6 +99,26 @@ fn compose_file_is_accepted() {
     }
     assert!(!offline.contains("rust:1-bookworm"));
     assert_each_role_reads_only_its_own_credentials(&defaults);
+    // GM 0's standby starts once its primary holds the journal (started together it
+    // could take it first); the clients in the loadgen service know both addresses.
+    let standby = service_block(&defaults, "global-master-0-standby");
+    for expected in [
+        "global-master-0:\n        condition: service_healthy",
+        "MEGHA_GM_STANDBY",
+        "gm-data-0:/data",
+    ] {
+        assert!(
+            standby.contains(expected),
+            "the standby lacks {expected}:\n{standby}"
+        );
+    }
+    let loadgen = service_block(&defaults, "loadgen");
+    let both = "http://global-master-0:8080|http://global-master-0-standby:8080";
+    assert_eq!(
+        loadgen.matches(both).count(),
+        2,
+        "--gm and MEGHA_GM:\n{loadgen}"
+    );
 
     // The TLS overlay: still valid, offline too, and every link is TLS.
     let files = ["docker-compose.yml", "docker-compose.tls.yml"];
@@ -125,12 +145,8 @@ fn assert_tls_everywhere(config: &str) {
                 format!("MEGHA_TLS_KEY_FILE: /secrets/{role}-key.pem"),
                 ca.to_owned(),
                 "MEGHA_AMQP_URL: amqps://megha@rabbitmq:5671/".to_owned(),
-                // The LMs know GM 0's standby too (profile `standby`).
-                match role {
-                    "lm" => "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080",
-                    _ => "MEGHA_GM_URLS: https://global-master-0:8080,https://global-master-1:8080,https://global-master-2:8080",
-                }
-                .to_owned(),
+                // GM 0's standby too (profile `standby`): whichever serves.
+                "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080".to_owned(),
                 "megha-healthcheck".to_owned(),
             ] {
                 assert!(block.contains(&expected), "{service}-{i} lacks {expected}:\n{block}");
