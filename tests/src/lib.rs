@@ -13,6 +13,7 @@
 //! - [`compose`]: the docker-compose.yml cluster of the compose tests (a project of
 //!   their own, every port 0, removed on drop).
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
+//! - [`relay`]: a TCP relay a test cuts and restores (a broker that goes away).
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
 
 pub mod broker;
@@ -23,6 +24,7 @@ pub mod gm_http;
 pub mod lone_lm;
 pub mod pki;
 pub mod procs;
+pub mod relay;
 pub mod sim;
 pub mod tls_broker;
 

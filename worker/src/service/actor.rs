@@ -3,6 +3,7 @@
 //! ends come back as [`WorkerInput::Exited`]), and an ordered sender of reports to
 //! the LM.
 
+use super::finished_runs::FinishedRuns;
 use crate::core::{ExecOrder, QueueOrder, Worker, WorkerError, WorkerInput, WorkerOutput};
 use crate::exec::Executors;
 use actix::prelude::*;
@@ -49,9 +50,9 @@ pub struct WorkerActor {
     held: HashMap<TaskId, (NodeId, TaskSpec)>,
     /// The LM life this worker registered with.
     incarnation: Option<u64>,
-    /// The most recent tasks finished here (at most [`FINISHED_KEPT`]), for a
-    /// restarted LM not to launch them again.
-    finished: std::collections::VecDeque<(TaskId, u32)>,
+    /// The runs finished here recently, for a restarted LM (see
+    /// [`super::finished_runs`]).
+    finished: FinishedRuns,
     pub(super) counters: WorkerCounters,
     /// How the nodes' QUEUEABLE queues are ordered.
     queue_order: QueueOrder,
@@ -81,13 +82,20 @@ impl WorkerActor {
             wake: None,
             held: HashMap::new(),
             incarnation: None,
-            finished: std::collections::VecDeque::new(),
+            finished: FinishedRuns::in_memory(),
             counters: WorkerCounters::default(),
             queue_order: QueueOrder::Fifo,
             queueable_cap: 1.0,
             default_executor: Executor::Synthetic,
             exec: None,
         }
+    }
+
+    /// Remembers finished runs in `runs` (kept in a file: see
+    /// [`super::finished_runs`]).
+    pub fn with_finished_runs(mut self, runs: FinishedRuns) -> Self {
+        self.finished = runs;
+        self
     }
 
     /// Runs burn and exec tasks with `exec`; tasks that name no executor run with
@@ -162,10 +170,7 @@ impl WorkerActor {
     /// Run `attempt` of a task finished here: remembered for a restarted LM.
     fn finished(&mut self, task: TaskId, attempt: u32) {
         self.forget_held(task, attempt);
-        if self.finished.len() == FINISHED_KEPT {
-            self.finished.pop_front();
-        }
-        self.finished.push_back((task, attempt));
+        self.finished.push(task, attempt);
     }
 
     /// Run `attempt` of a task is no longer held here (a retry that superseded it
@@ -498,9 +503,6 @@ impl Handler<LogsRoot> for WorkerActor {
 #[rtype(result = "(Vec<HeldTask>, Vec<(TaskId, u32)>, Option<u64>)")]
 pub struct Holding;
 
-/// How many recently finished tasks a worker remembers for a restarted LM.
-const FINISHED_KEPT: usize = 10_000;
-
 impl Handler<Holding> for WorkerActor {
     type Result = MessageResult<Holding>;
     fn handle(&mut self, _: Holding, _: &mut Context<Self>) -> Self::Result {
@@ -518,11 +520,7 @@ impl Handler<Holding> for WorkerActor {
                 started_at: started.get(id).copied(),
             })
             .collect();
-        MessageResult((
-            held,
-            self.finished.iter().copied().collect(),
-            self.incarnation,
-        ))
+        MessageResult((held, self.finished.list(), self.incarnation))
     }
 }
 

@@ -84,8 +84,10 @@ pub struct WorkerArgs {
         value_name = "synthetic|burn"
     )]
     pub default_executor: Option<String>,
-    /// Directory for task directories and logs. Default /tmp/megha-worker-<slot>
-    /// (/tmp/megha-worker-pid<pid> with --slot auto).
+    /// Directory for task directories and logs, and the runs finished in the last
+    /// 15 minutes (`finished-runs`, listed to a restarted LM even after this worker
+    /// restarted). Default /tmp/megha-worker-<slot> (/tmp/megha-worker-pid<pid>
+    /// with --slot auto).
     #[arg(long, env = "MEGHA_WORKER_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// When killing an exec task: milliseconds between SIGTERM and SIGKILL to its

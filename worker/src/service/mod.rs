@@ -7,6 +7,7 @@
 
 pub mod actor;
 pub mod config;
+pub mod finished_runs;
 pub mod http;
 pub mod metrics;
 
@@ -54,7 +55,13 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     });
     let executors = crate::exec::Executors::new(s.exec.clone())
         .with_context(|| format!("cannot create the data dir {}", s.exec.data_dir.display()))?;
+    // What an earlier life of this worker (same cluster, LM and slot) finished: a
+    // restarted LM must hear of it (see `finished_runs`).
+    let owner = format!("{} {} {}", s.cluster_name, s.lm_url, s.slot);
+    let finished = finished_runs::FinishedRuns::open(&s.exec.data_dir, &owner);
+    let finished_before = finished.list();
     let worker = actor::WorkerActor::new(reports)
+        .with_finished_runs(finished)
         .with_queueing(s.queue_order, s.queueable_cap)
         .with_executors(executors, s.default_executor.clone())
         .start();
@@ -96,7 +103,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         slot: s.slot,
         url,
         holding: Vec::new(),
-        finished: Vec::new(),
+        finished: finished_before,
     };
     let Some(assignment) =
         register_until_answered(&register, registration.clone(), &server).await?

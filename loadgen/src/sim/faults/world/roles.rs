@@ -492,7 +492,7 @@ impl World<'_> {
                 self.workers[w as usize] = None;
                 self.worker_life[w as usize] += 1;
                 self.wake_at[w as usize] = None;
-                self.finished[w as usize].clear();
+                // Its finished runs survive (the worker's `finished-runs` file).
             }
         }
     }
@@ -534,7 +534,7 @@ impl World<'_> {
                     Role::Lm(l),
                     Item::Register {
                         holding: Vec::new(),
-                        finished: Vec::new(),
+                        finished: self.finished[w as usize].clone(),
                     },
                     true,
                 );

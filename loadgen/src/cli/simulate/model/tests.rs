@@ -1,4 +1,4 @@
-//! Unit tests of `simulate.rs`.
+//! Unit tests of `model.rs`.
 
 use super::*;
 use crate::trace::TraceTask;

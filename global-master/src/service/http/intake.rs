@@ -1,0 +1,160 @@
+//! What comes in to be scheduled: a user's job (`POST /v1/jobs`) and an LM's
+//! messages (`POST /v1/internal/messages`).
+
+use super::{caller_of, error, unavailable, ApiState};
+use crate::service::actor::{SubmitJob, SubmitRefused};
+use crate::service::answers::{JobAccepted, Refusal};
+use crate::service::api::{parse_job_request, ApiError, JobRequest};
+use crate::service::deliver::Deliver;
+use crate::service::users::{check_queue, Caller};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use common::codec;
+use common::protocol::LmToGm;
+use serde_json::json;
+
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs",
+    request_body = JobRequest,
+    responses(
+        (status = 202, description = "Accepted (durable): the ids", body = JobAccepted,
+            links(
+                ("job" = (operation_id = "job", parameters(("id" = "$response.body#/job")))),
+                ("cancel" = (operation_id = "cancel", parameters(("id" = "$response.body#/job")))),
+                ("task" = (operation_id = "task", parameters(("job" = "$response.body#/job"), ("index" = json!(0))))),
+                ("logs" = (operation_id = "task_logs", parameters(("job" = "$response.body#/job"), ("index" = json!(0))))),
+            )),
+        (status = 400, description = "Not JSON of this shape; `field` is the JSON path", body = Refusal),
+        (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
+        (status = 403, description = "A queue the user may not use, or another user named", body = Refusal),
+        (status = 413, description = "More tasks than --max-job-tasks", body = Refusal),
+        (status = 421, description = "A queue served by another GM (named in `error`)", body = Refusal),
+        (status = 422, description = "A value out of range; `field` is the JSON path", body = Refusal),
+        (status = 429, description = "The GM is full (--max-queued); retry after `Retry-After` seconds",
+            body = Refusal, headers(("Retry-After" = u32, description = "Seconds to wait"))),
+        (status = 502, description = "GUARANTEED work: the designated GM did not answer", body = Refusal),
+        (status = 503, description = "Shutting down, or the journal failed: not accepted", body = Refusal),
+    ))]
+pub(crate) async fn submit(
+    State(s): State<ApiState>,
+    caller: Option<Extension<Caller>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let caller = caller_of(caller);
+    let job = match parse_job_request(&body, s.max_job_tasks, &s.queues) {
+        Ok(j) => j,
+        Err(e) => return error(e),
+    };
+    for (i, t) in job.tasks.iter().enumerate() {
+        let field = format!("tasks[{i}].queue");
+        if let Some(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {
+            return refused;
+        }
+    }
+    // The job's user is who is calling; only an admin (or open mode) may name another.
+    let user = match (&job.user, caller.admin) {
+        (Some(named), false) if named.as_str() != &*caller.user => {
+            return crate::service::users::forbidden_user(&s.auth, &caller, named);
+        }
+        (named, true) => named.clone(),
+        (_, false) => Some(caller.user.to_string()),
+    };
+    if job.tasks.iter().any(|t| t.kind.needs_designated_gm()) {
+        let route = s.route.as_deref();
+        let method = reqwest::Method::POST;
+        let routed = crate::service::route::Route::route(
+            route,
+            &headers,
+            method,
+            "/v1/jobs",
+            Some(body.clone()),
+        );
+        if let crate::service::route::Routed::Answered(r) = routed.await {
+            return r;
+        }
+    }
+    if let Some(l) = s.limits.as_ref().filter(|l| l.publisher.backlogged()) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "2")],
+            Json(json!({
+                "error": format!("the broker is behind: {} bytes of events wait for it; retry later", l.publisher.pending_bytes()),
+            })),
+        )
+            .into_response();
+    }
+    let now = service_kit::clock::now();
+    let reservation = match s
+        .idempotency
+        .before_submit(&headers, &caller.user, &body, now)
+    {
+        Ok(r) => r,
+        Err(answer) => return *answer,
+    };
+    let submit = SubmitJob {
+        tasks: job.tasks,
+        retry: job.retry,
+        user,
+        idempotency: reservation.as_ref().map(|r| r.key_of()),
+    };
+    let sent = s.gm.send(submit).await;
+    if let Some(r) = reservation {
+        let created = match &sent {
+            Ok(Ok((job, ids))) => Some((*job, ids.len() as u32, now)),
+            _ => None,
+        };
+        s.idempotency.settle(r, created);
+    }
+    match sent {
+        Ok(Ok((job, ids))) => {
+            s.auth.record_owner(job.0, &caller);
+            crate::service::idempotency::accepted(job, ids.len() as u32, false)
+        }
+        Ok(Err(SubmitRefused::QueueFull { held, limit })) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({
+                "field": "tasks",
+                "error": format!("the GM holds {held} tasks (limit {limit}); retry later"),
+            })),
+        )
+            .into_response(),
+        Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
+        Ok(Err(SubmitRefused::JournalFailed)) => {
+            unavailable("cannot write the job to this GM's journal (see its log); not accepted")
+        }
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+pub(super) async fn from_lm(State(s): State<ApiState>, body: Bytes) -> Response {
+    let messages: Vec<LmToGm> = match s.cluster.decode(&body, "/v1/internal/messages") {
+        Ok(m) => m,
+        Err(e) => return error(ApiError::new(400, "body", e.to_string())),
+    };
+    // All or nothing: one message for another GM refuses the whole call.
+    if let Some(m) = messages.iter().find(|m| !m.is_for(s.queues.me)) {
+        return error(ApiError::new(
+            422,
+            "gm",
+            format!(
+                "a {} message for {:?} sent to {}",
+                m.kind(),
+                m.to(),
+                s.queues.me
+            ),
+        ));
+    }
+    for message in messages {
+        if let Err(e) = s.gm.send(Deliver(crate::core::GmInput::Lm(message))).await {
+            return unavailable(&e.to_string());
+        }
+    }
+    match s.cluster.encode(&()) {
+        Ok(b) => ([(header::CONTENT_TYPE, codec::CONTENT_TYPE)], b).into_response(),
+        Err(e) => unavailable(&e.to_string()),
+    }
+}

@@ -1,0 +1,262 @@
+//! Checking the cluster credential of internal calls: [`ClusterGuard`], the axum
+//! layer [`require_cluster`] over a whole router, the refusals, their counters and
+//! their answers.
+
+use super::{ClusterSecret, Presented, CLUSTER_HEADER, OPEN_PATHS};
+use crate::roles::Role;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credential presented.
+    Missing,
+    /// A credential that is not the cluster secret.
+    Wrong,
+    /// A valid credential of a role that may not call this endpoint (403).
+    Role(Role),
+}
+
+impl Refusal {
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::Missing => "missing",
+            Refusal::Wrong => "wrong",
+            Refusal::Role(_) => "role",
+        }
+    }
+}
+
+/// Refusal counters of one process, rendered on `/metrics`.
+#[derive(Debug, Default)]
+pub struct AuthCounters {
+    pub missing: AtomicU64,
+    pub wrong: AtomicU64,
+    /// Authenticated but not allowed (a user's queue, a worker's callback network).
+    pub forbidden: AtomicU64,
+}
+
+impl AuthCounters {
+    pub fn count(&self, r: Refusal) {
+        match r {
+            Refusal::Missing => &self.missing,
+            Refusal::Wrong => &self.wrong,
+            Refusal::Role(_) => &self.forbidden,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Checks the cluster credential of internal calls.
+#[derive(Clone, Debug)]
+pub struct ClusterGuard {
+    /// `None`: open mode (loopback only, see [`open_mode_allowed`](super::open_mode_allowed)).
+    pub secret: Option<ClusterSecret>,
+    /// The role, in log lines (`gm`, `lm`, `worker`).
+    pub role: &'static str,
+    pub counters: Arc<AuthCounters>,
+    /// The roles that may call a path (with per-role credentials; the shared secret
+    /// lets any holder call anything). Default: every role.
+    pub callers: fn(&str) -> &'static [Role],
+}
+
+/// Every role may call every path (the default of [`ClusterGuard::callers`]).
+pub fn any_role(_: &str) -> &'static [Role] {
+    Role::ALL
+}
+
+impl ClusterGuard {
+    pub fn new(secret: Option<ClusterSecret>, role: &'static str) -> Self {
+        ClusterGuard {
+            secret,
+            role,
+            counters: Arc::default(),
+            callers: any_role,
+        }
+    }
+
+    /// The same guard, letting only `callers(path)` call each path.
+    pub fn with_callers(mut self, callers: fn(&str) -> &'static [Role]) -> Self {
+        self.callers = callers;
+        self
+    }
+
+    /// Accepts a call carrying a valid credential of any role (anything in open
+    /// mode).
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_role(headers, Role::ALL)
+    }
+
+    /// Accepts a call carrying the shared secret, or the token of one of `allowed`
+    /// (anything in open mode).
+    pub fn check_role(&self, headers: &HeaderMap, allowed: &[Role]) -> Result<(), Refusal> {
+        let Some(secret) = &self.secret else {
+            return Ok(());
+        };
+        let Some(v) = headers.get(CLUSTER_HEADER) else {
+            return Err(Refusal::Missing);
+        };
+        match secret.caller(v.as_bytes()) {
+            Presented::Unknown => Err(Refusal::Wrong),
+            Presented::Shared => Ok(()),
+            Presented::Role(role) if allowed.contains(&role) => Ok(()),
+            Presented::Role(role) => Err(Refusal::Role(role)),
+        }
+    }
+
+    /// Counts and logs a refusal (method, path and peer; never the credential) and
+    /// makes the 401 answer.
+    pub fn refuse(
+        &self,
+        r: Refusal,
+        method: &str,
+        path: &str,
+        peer: Option<SocketAddr>,
+    ) -> Response {
+        self.counters.count(r);
+        let peer = peer.map(|p| p.to_string());
+        if let Refusal::Role(caller) = r {
+            tracing::warn!(
+                role = self.role,
+                method,
+                path,
+                peer = peer.as_deref().unwrap_or("?"),
+                caller = caller.name(),
+                "internal call refused: this role's credential may not call this endpoint"
+            );
+            return forbidden(
+                CLUSTER_HEADER,
+                &format!("the {caller} credential may not call {method} {path}"),
+            );
+        }
+        tracing::warn!(
+            role = self.role,
+            method,
+            path,
+            peer = peer.as_deref().unwrap_or("?"),
+            credential = r.label(),
+            "internal call refused: no valid cluster credential"
+        );
+        unauthorized(&format!(
+            "{}: this endpoint needs the cluster credential ({CLUSTER_HEADER})",
+            match r {
+                Refusal::Missing => "missing credential",
+                _ => "wrong credential",
+            }
+        ))
+    }
+
+    /// Appends the refusal counters and the open-mode gauge to a metrics page.
+    pub fn render(&self, text: &mut crate::metrics::Page) {
+        render_counters(&self.counters, self.secret.is_none(), text);
+    }
+}
+
+/// The `/metrics` lines of `counters`: `megha_auth_refused_total{reason=...}` and
+/// `megha_auth_open_mode`.
+pub fn render_counters(counters: &AuthCounters, open: bool, text: &mut crate::metrics::Page) {
+    let refused = [
+        ("missing", &counters.missing),
+        ("wrong", &counters.wrong),
+        ("forbidden", &counters.forbidden),
+    ]
+    .map(|(reason, c)| (reason.to_owned(), c.load(Ordering::Relaxed) as f64));
+    crate::metrics::family(
+        text,
+        "megha_auth_refused_total",
+        "counter",
+        "Calls refused: missing or wrong credential (401), not allowed (403).",
+        "reason",
+        &refused,
+    );
+    crate::metrics::single(
+        text,
+        "megha_auth_open_mode",
+        "gauge",
+        "1 when this process runs without credentials (loopback only).",
+        f64::from(u8::from(open)),
+    );
+}
+
+/// A 401 with a JSON reason.
+pub fn unauthorized(why: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+        Json(serde_json::json!({"error": why})),
+    )
+        .into_response()
+}
+
+/// A 403 with a JSON reason naming the field at fault.
+pub fn forbidden(field: &str, why: &str) -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        Json(serde_json::json!({"field": field, "error": why})),
+    )
+        .into_response()
+}
+
+/// The peer address of a request, when the server was started with connect info.
+pub fn peer(req: &Request) -> Option<SocketAddr> {
+    req.extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0)
+}
+
+async fn guard_layer(State(guard): State<ClusterGuard>, req: Request, next: Next) -> Response {
+    if OPEN_PATHS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    match guard.check_role(req.headers(), (guard.callers)(req.uri().path())) {
+        Ok(()) => next.run(req).await,
+        Err(r) => guard.refuse(r, req.method().as_str(), req.uri().path(), peer(&req)),
+    }
+}
+
+/// Guards every route of `router` (present and future) with the cluster credential,
+/// except [`OPEN_PATHS`]; unknown paths answer 401 too, revealing nothing.
+pub fn require_cluster<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    guard: ClusterGuard,
+) -> Router<S> {
+    router.layer(axum::middleware::from_fn_with_state(guard, guard_layer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn secrets_are_checked_and_never_printed() {
+        let s = ClusterSecret::new(" 0123456789abcdef\n", "test").expect("valid");
+        assert!(s.matches(b"0123456789abcdef"));
+        assert!(!s.matches(b"0123456789abcdeg"));
+        assert!(!s.matches(b"0123456789abcde"));
+        assert!(!format!("{s:?}").contains("0123"));
+        let err = ClusterSecret::new("short", "MEGHA_CLUSTER_SECRET").expect_err("short");
+        assert!(err.to_string().contains("MEGHA_CLUSTER_SECRET"), "{err}");
+        let guard = ClusterGuard::new(Some(s), "lm");
+        let mut h = HeaderMap::new();
+        assert_eq!(guard.check(&h), Err(Refusal::Missing));
+        h.insert(
+            CLUSTER_HEADER,
+            HeaderValue::from_static("nope-nope-nope-nope"),
+        );
+        assert_eq!(guard.check(&h), Err(Refusal::Wrong));
+        h.insert(CLUSTER_HEADER, HeaderValue::from_static("0123456789abcdef"));
+        assert_eq!(guard.check(&h), Ok(()));
+        assert_eq!(
+            ClusterGuard::new(None, "lm").check(&HeaderMap::new()),
+            Ok(())
+        );
+    }
+}

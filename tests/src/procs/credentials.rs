@@ -1,0 +1,65 @@
+//! The credentials of this test process's clusters: a cluster secret and an API
+//! tokens file (an admin and two users), made once per test binary.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The credentials of this test process's clusters (one set per test binary): a
+/// cluster secret and an API tokens file with an admin and two users, in a fresh
+/// directory. Every [`Proc`](super::Proc) gets them through the environment
+/// (`MEGHA_CLUSTER_SECRET_FILE`, `MEGHA_TOKENS_FILE`), [`loadgen`](super::loadgen()) gets the admin
+/// token (`MEGHA_TOKEN`), and [`http`](super::http()) / [`http_bytes`](super::http_bytes) send the admin token and the
+/// cluster secret; [`http_raw`](super::http_raw) sends only what it is given.
+#[derive(Debug)]
+pub struct Credentials {
+    pub dir: PathBuf,
+    pub secret_file: PathBuf,
+    pub tokens_file: PathBuf,
+    pub secret: String,
+    /// An admin: sees every job, may use every queue.
+    pub admin: String,
+    /// User `alice`: queues `default` and `a`.
+    pub alice: String,
+    /// User `bob`: any queue.
+    pub bob: String,
+}
+
+/// `bytes` random bytes from /dev/urandom, as hex.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .expect("read /dev/urandom");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn credentials() -> &'static Credentials {
+    static CREDS: OnceLock<Credentials> = OnceLock::new();
+    CREDS.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!(
+            "megha-test-creds-{}-{}",
+            std::process::id(),
+            random_hex(4)
+        ));
+        std::fs::create_dir_all(&dir).expect("credentials dir");
+        let c = Credentials {
+            secret_file: dir.join("cluster-secret"),
+            tokens_file: dir.join("tokens.toml"),
+            dir,
+            secret: random_hex(24),
+            admin: format!("admin-{}", random_hex(16)),
+            alice: format!("alice-{}", random_hex(16)),
+            bob: format!("bob-{}", random_hex(16)),
+        };
+        std::fs::write(&c.secret_file, format!("{}\n", c.secret)).expect("secret file");
+        let tokens = format!(
+            "[[users]]\nname = \"admin\"\ntoken = \"{}\"\nadmin = true\n\n\
+             [[users]]\nname = \"alice\"\ntoken = \"{}\"\nqueues = [\"default\", \"a\"]\n\n\
+             [[users]]\nname = \"bob\"\ntoken = \"{}\"\nqueues = [\"*\"]\n",
+            c.admin, c.alice, c.bob
+        );
+        std::fs::write(&c.tokens_file, tokens).expect("tokens file");
+        c
+    })
+}
