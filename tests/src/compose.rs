@@ -4,8 +4,9 @@
 //! every published port 0) that removes everything it created when dropped.
 //!
 //! [`start_cluster`] builds the offline images (scripts/docker-local-images.sh, the
-//! host's binaries staged), starts RabbitMQ + 3 GMs + 3 LMs + 2 workers per LM and
-//! waits until every GM has the state of every LM.
+//! host's binaries staged), starts RabbitMQ + 3 GMs + GM 0's standby (profile
+//! `standby`) + 3 LMs + 2 workers per LM and waits until every GM has the state of
+//! every LM.
 
 use crate::procs::{bin_dir, http, workspace_root};
 use std::io::Write as _;
@@ -139,6 +140,8 @@ impl Project {
                 &self.name,
                 "--profile",
                 "loadgen",
+                "--profile",
+                "standby",
             ])
             .args(args);
         for v in COMPOSE_VARS {
@@ -370,6 +373,8 @@ pub fn start_cluster(prefix: &str, tag: &str, extra: &[(&'static str, String)]) 
         "global-master-0",
         "global-master-1",
         "global-master-2",
+        // GM 0's standby (profile `standby`), started once global-master-0 is healthy.
+        "global-master-0-standby",
     ]);
 
     // Health: every GM has the state of every LM (so all 6 workers registered).

@@ -159,7 +159,8 @@ pub struct GmArgs {
     #[arg(long, env = "MEGHA_DESIGNATED_GM")]
     pub designated_gm: Option<u16>,
     /// Base URL of every GM, in GM-id order (repeat the flag, or comma-separate):
-    /// where to forward LRAs and GUARANTEED work. Only the designated GM's is used.
+    /// where to forward LRAs and GUARANTEED work. Only the designated GM's is used;
+    /// `URL|URL` for a GM and its standby (the first that serves).
     /// TOML `gm_urls`, as on the LM.
     #[arg(
         long = "gm-url",

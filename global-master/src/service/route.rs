@@ -20,7 +20,8 @@ pub const FORWARDED_BY: &str = "x-megha-forwarded-by";
 pub struct Route {
     pub me: GmId,
     pub designated: GmId,
-    /// Base URL of the designated GM (from `--designated-url` or `--gm-url`).
+    /// Base URL of the designated GM (from `--designated-url` or `--gm-url`);
+    /// `URL|URL` for a GM and its standby.
     pub designated_url: Option<String>,
     pub client: reqwest::Client,
 }
@@ -93,25 +94,41 @@ impl Route {
                     .into_response(),
             );
         };
-        let url = format!("{}{path}", base.trim_end_matches('/'));
-        let mut request = r
-            .client
-            .request(method, &url)
-            .header(FORWARDED_BY, r.me.0.to_string());
-        // The user's token goes along: the designated GM authenticates the user and
-        // checks the job's owner itself; the client adds the cluster credential.
-        if let Some(user) = headers.get(header::AUTHORIZATION) {
-            request = request.header(header::AUTHORIZATION, user.clone());
+        // A designated GM with a standby has two addresses (`URL|URL`): the request
+        // goes to the first that serves (unreachable: nothing delivered; 503: the
+        // standby not in charge, nothing done).
+        let bases = service_kit::links::alternatives(base);
+        let mut answered = None;
+        for (i, base) in bases.iter().enumerate() {
+            let url = format!("{base}{path}");
+            let mut request = r
+                .client
+                .request(method.clone(), &url)
+                .header(FORWARDED_BY, r.me.0.to_string());
+            // The user's token goes along: the designated GM authenticates the user
+            // and checks the job's owner itself; the client adds the cluster credential.
+            if let Some(user) = headers.get(header::AUTHORIZATION) {
+                request = request.header(header::AUTHORIZATION, user.clone());
+            }
+            if let Some(body) = &body {
+                request = request
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            tracing::debug!(gm = %r.me, designated = %r.designated, %url, "forwarding to the designated GM");
+            let last = i + 1 == bases.len();
+            match request.send().await {
+                Ok(a) if a.status().as_u16() == 503 && !last => {}
+                Ok(a) => {
+                    answered = Some((url, a));
+                    break;
+                }
+                Err(e) if e.is_connect() && !last => {}
+                Err(e) => return Routed::Answered(bad_gateway(&url, &e.to_string())),
+            }
         }
-        if let Some(body) = body {
-            request = request
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(body);
-        }
-        tracing::debug!(gm = %r.me, designated = %r.designated, %url, "forwarding to the designated GM");
-        let answer = match request.send().await {
-            Ok(a) => a,
-            Err(e) => return Routed::Answered(bad_gateway(&url, &e.to_string())),
+        let Some((url, answer)) = answered else {
+            return Routed::Answered(bad_gateway(base, "no address"));
         };
         let status =
             StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
@@ -189,5 +206,59 @@ mod tests {
             (1 << 48) | 5
         ));
         assert!(!Route::is_forwarded_job(Some(&route(0, None)), 5));
+    }
+
+    /// A loopback address answering every request with `status`.
+    fn fake_gm(status: &'static str) -> String {
+        use std::io::{Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let _ = stream.read(&mut [0u8; 4096]);
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_designated_gm_with_a_standby_is_reached_where_it_serves() {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            format!("http://{}", listener.local_addr().expect("addr"))
+        };
+        let forward = |urls: String| async move {
+            let r = route(1, Some(&urls));
+            match Route::route(
+                Some(&r),
+                &HeaderMap::new(),
+                reqwest::Method::GET,
+                "/v1/lras/1",
+                None,
+            )
+            .await
+            {
+                Routed::Answered(response) => response.status().as_u16(),
+                Routed::Local => 0,
+            }
+        };
+        // The primary dead: its standby answers.
+        assert_eq!(
+            forward(format!("{closed}|{}", fake_gm("200 OK"))).await,
+            200
+        );
+        // The standby not in charge (503): the primary answers.
+        let waiting = fake_gm("503 Service Unavailable");
+        assert_eq!(
+            forward(format!("{waiting}|{}", fake_gm("202 Accepted"))).await,
+            202
+        );
+        // Neither serves: the last answer is relayed.
+        assert_eq!(forward(format!("{closed}|{waiting}")).await, 503);
     }
 }

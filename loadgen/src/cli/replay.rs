@@ -134,7 +134,9 @@ impl WorkloadArgs {
 /// Replay a trace against running GMs over HTTP, observing events on RabbitMQ.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// Base URLs of the GMs, comma-separated; jobs go round-robin.
+    /// Base URLs of the GMs, comma-separated; jobs go round-robin. A GM with a
+    /// standby: `URL|URL` (each job goes to whichever serves, with an
+    /// Idempotency-Key, so one sent again after its GM died is not run twice).
     #[arg(long, value_delimiter = ',', required = true, value_name = "URL,...")]
     pub gm: Vec<String>,
     /// RabbitMQ URL (events are read from the megha.events exchange); the password

@@ -22,7 +22,8 @@ use std::process::ExitCode;
     version,
     about = "Command-line client of a Megha cluster: submit jobs, follow them, cancel them, read their output, see the nodes.",
     long_about = "Command-line client of a Megha cluster. It talks to one global master (GM) over its \
-public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://127.0.0.1:8080).",
+public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://127.0.0.1:8080). \
+A GM with a standby has two addresses, --gm 'URL|URL': the first that serves answers.",
     after_help = "Examples:
   megha run -- sh -c 'echo hello'             one task running a command
   megha run --count 4 --max-attempts 3 -- ./train.sh
@@ -36,7 +37,8 @@ public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://
   megha top                                   a live summary (Ctrl-C to quit); --once for scripts"
 )]
 pub struct Cli {
-    /// The global master's base URL.
+    /// The global master's base URL; `URL|URL` for a GM and its standby (the
+    /// first that serves answers).
     #[arg(
         long,
         env = "MEGHA_GM",
@@ -177,14 +179,51 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The GM's addresses (`--gm URL|URL...`: a GM and its standby): calls go to the
+/// first that serves.
 struct Gm {
-    base: String,
+    bases: Vec<String>,
     client: reqwest::Client,
 }
 
 impl Gm {
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base.trim_end_matches('/'))
+    fn new(gm: &str, client: reqwest::Client) -> Gm {
+        let mut bases = service_kit::links::alternatives(gm);
+        if bases.is_empty() {
+            bases.push(gm.to_owned());
+        }
+        Gm { bases, client }
+    }
+
+    /// Sends a request to each address in turn until one serves: an address that is
+    /// unreachable (nothing was delivered) or answers 503 (a standby not in charge, a
+    /// GM going away: nothing was done) is left for the next; the last one's answer
+    /// or error is returned.
+    async fn send(
+        &self,
+        method: &reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<reqwest::Response> {
+        let last = self.bases.len() - 1;
+        for (i, base) in self.bases.iter().enumerate() {
+            let url = format!("{}{path}", base.trim_end_matches('/'));
+            let mut request = self.client.request(method.clone(), &url);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            match request.send().await {
+                Ok(answer) if answer.status().as_u16() == 503 && i < last => continue,
+                Ok(answer) => return Ok(answer),
+                Err(e) if e.is_connect() && i < last => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("{method} {url}: no answer (is the GM running at {base}?)")
+                    })
+                }
+            }
+        }
+        unreachable!("a GM has at least one address")
     }
 
     /// A JSON call; a non-2xx answer is an error quoting the GM's reason.
@@ -194,17 +233,8 @@ impl Gm {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value> {
-        let url = self.url(path);
-        let mut request = self.client.request(method.clone(), &url);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let answer = request.send().await.with_context(|| {
-            format!(
-                "{method} {url}: no answer (is the GM running at {}?)",
-                self.base
-            )
-        })?;
+        let answer = self.send(&method, path, body).await?;
+        let url = answer.url().to_string();
         let status = answer.status();
         let text = answer.text().await.context("reading the answer")?;
         if !status.is_success() {
@@ -223,11 +253,11 @@ async fn run(cli: Cli) -> Result<()> {
         service_kit::tls::trust_ca(ca)?;
     }
     let token = service_kit::auth::user_token(cli.token_file.as_deref())?;
-    let gm = Gm {
-        base: cli.gm.clone(),
-        // No overall timeout: `logs --follow` streams for as long as the task runs.
-        client: service_kit::auth::user_client(None, token.as_deref()),
-    };
+    // No overall timeout: `logs --follow` streams for as long as the task runs.
+    let gm = Gm::new(
+        &cli.gm,
+        service_kit::auth::user_client(None, token.as_deref()),
+    );
     let out = &mut std::io::stdout().lock();
     let print = |out: &mut dyn Write, value: &Value, table: String| -> Result<()> {
         if cli.json {
@@ -336,14 +366,9 @@ async fn run(cli: Cli) -> Result<()> {
             if let Some(n) = tail {
                 path.push_str(&format!("&tail={n}"));
             }
-            let url = gm.url(&path);
-            let mut answer = gm
-                .client
-                .get(&url)
-                .send()
-                .await
-                .with_context(|| format!("GET {url}: no answer"))?;
+            let mut answer = gm.send(&reqwest::Method::GET, &path, None).await?;
             if !answer.status().is_success() {
+                let url = answer.url().to_string();
                 let status = answer.status();
                 let text = answer.text().await.unwrap_or_default();
                 bail!("GET {url}: {status}: {}", render::reason(&text));

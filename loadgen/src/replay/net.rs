@@ -2,11 +2,10 @@
 //! from a durable queue bound to the `megha.events` topic exchange (it survives a
 //! broker restart, and is deleted at the end of the run).
 
-use super::driver::{SubmitError, Submitter};
 use super::facts::ClusterFacts;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
-use common::{JobId, Resources};
+use common::Resources;
 use global_master::service::api::NewTask;
 use serde_json::{json, Value};
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
@@ -14,6 +13,9 @@ use service_kit::topology::Exchange;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+mod submit;
+pub use submit::http_submitter;
 
 /// The JSON body of `POST /v1/jobs` for these tasks; queues by name (left out
 /// without queues: the GMs' implicit `default` queue).
@@ -35,68 +37,6 @@ pub fn job_body(tasks: &[NewTask], queues: Option<&FairnessConfig>) -> Value {
         })
         .collect();
     json!({ "tasks": tasks })
-}
-
-/// Submits over HTTP to `gm_urls[gm]`, naming each task's queue from `queues` and the
-/// cluster in `x-megha-cluster` (a GM of another cluster refuses, 421). A full GM
-/// (429), one that asks to come back later (503 with `Retry-After`: its broker is
-/// behind, its body budget is in use) or one not reachable yet is retried by the
-/// driver; any other refusal is final.
-pub fn http_submitter(
-    gm_urls: Vec<String>,
-    client: reqwest::Client,
-    queues: Option<Arc<FairnessConfig>>,
-    cluster: &common::ClusterName,
-) -> Submitter {
-    let cluster = cluster.to_string();
-    let urls: Arc<Vec<String>> = Arc::new(
-        gm_urls
-            .iter()
-            .map(|u| format!("{}/v1/jobs", u.trim_end_matches('/')))
-            .collect(),
-    );
-    Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
-        let url = urls[gm % urls.len()].clone();
-        let client = client.clone();
-        let body = job_body(&tasks, queues.as_deref());
-        let cluster = cluster.clone();
-        Box::pin(async move {
-            let sent = client
-                .post(&url)
-                .header(service_kit::cluster::CLUSTER_NAME_HEADER, cluster)
-                .json(&body)
-                .send()
-                .await;
-            let resp = match sent {
-                Ok(r) => r,
-                Err(e) if e.is_connect() => {
-                    return Err(SubmitError::Busy(Duration::from_millis(200)))
-                }
-                Err(e) => return Err(SubmitError::Refused(format!("{url}: {e}"))),
-            };
-            let status = resp.status();
-            let retry_after = resp.headers().contains_key(reqwest::header::RETRY_AFTER);
-            if status.as_u16() == 429 || (status.as_u16() == 503 && retry_after) {
-                let secs = resp
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .unwrap_or(1.0);
-                return Err(SubmitError::Busy(Duration::from_secs_f64(
-                    secs.clamp(0.01, 30.0),
-                )));
-            }
-            let body: Value = resp.json().await.unwrap_or(Value::Null);
-            if status.as_u16() != 202 {
-                return Err(SubmitError::Refused(format!("{url}: {status}: {body}")));
-            }
-            body.get("job")
-                .and_then(Value::as_u64)
-                .map(JobId)
-                .ok_or_else(|| SubmitError::Refused(format!("{url}: no job id in {body}")))
-        })
-    })
 }
 
 /// Consumes every task event of `cluster` into a channel, from its durable queue
@@ -136,8 +76,9 @@ pub fn amqp_events(
 }
 
 /// Fails fast, naming the URL, when a GM does not answer `GET /healthz` (any HTTP
-/// answer counts) within `wait`: a replay against a wrong or dead URL would
-/// otherwise only find out through its submissions' retries.
+/// answer counts, a standby's 503 too) at any of its addresses (`URL|URL...`) within
+/// `wait`: a replay against a wrong or dead URL would otherwise only find out
+/// through its submissions' retries.
 pub async fn check_gms_reachable(
     client: &reqwest::Client,
     gm_urls: &[String],
@@ -145,52 +86,65 @@ pub async fn check_gms_reachable(
 ) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
     for url in gm_urls {
-        let health = format!("{}/healthz", url.trim_end_matches('/'));
-        loop {
-            let attempt = client
-                .get(&health)
-                .timeout(Duration::from_secs(2))
-                .send()
-                .await;
-            match attempt {
-                Ok(_) => break,
-                Err(e) if tokio::time::Instant::now() >= deadline => anyhow::bail!(
-                    "--gm {url}: no answer from {health} within {} s ({e}); is the global master running, and is the URL right?",
-                    wait.as_secs()
-                ),
-                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        let addresses = service_kit::links::alternatives(url);
+        'gm: loop {
+            let mut last = None;
+            for address in &addresses {
+                let attempt = client
+                    .get(format!("{address}/healthz"))
+                    .timeout(Duration::from_secs(2))
+                    .send()
+                    .await;
+                match attempt {
+                    Ok(_) => break 'gm,
+                    Err(e) => last = Some(e),
+                }
             }
+            if tokio::time::Instant::now() >= deadline {
+                let e = last.map_or_else(|| "no address".to_owned(), |e| e.to_string());
+                anyhow::bail!(
+                    "--gm {url}: no answer from {url}/healthz within {} s ({e}); is the global master running, and is the URL right?",
+                    wait.as_secs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
     Ok(())
 }
 
-/// Reads what the events do not say from every GM: the cluster it sees (`/healthz`)
-/// and its preemption counters (`/metrics`). A GM that does not answer is skipped
-/// with a warning: the reports then lack what only it knew.
+/// Reads what the events do not say from every GM, at the first of its addresses
+/// that serves: the cluster it sees (`/healthz`) and its preemption counters
+/// (`/metrics`). A GM that does not answer is skipped with a warning: the reports
+/// then lack what only it knew.
 pub async fn gm_facts(client: &reqwest::Client, gm_urls: &[String]) -> ClusterFacts {
     let mut facts = ClusterFacts::default();
     for url in gm_urls {
-        let base = url.trim_end_matches('/');
-        let get = |path: &str| {
-            let request = client.get(format!("{base}{path}")).send();
-            async move { request.await?.error_for_status() }
-        };
-        let health = async {
-            let v: Value = get("/healthz").await?.json().await?;
-            let metrics = get("/metrics").await?.text().await?;
-            Ok::<_, reqwest::Error>((v, metrics))
-        };
-        match health.await {
-            Ok((v, metrics)) => {
-                let nodes = v["nodes"].as_u64().unwrap_or(0) as usize;
-                let capacity =
-                    serde_json::from_value::<Resources>(v["capacity"].clone()).unwrap_or_default();
-                facts.add_gm(nodes, capacity, &metrics);
+        let mut last = None;
+        for base in service_kit::links::alternatives(url) {
+            let get = |path: &str| {
+                let request = client.get(format!("{base}{path}")).send();
+                async move { request.await?.error_for_status() }
+            };
+            let health = async {
+                let v: Value = get("/healthz").await?.json().await?;
+                let metrics = get("/metrics").await?.text().await?;
+                Ok::<_, reqwest::Error>((v, metrics))
+            };
+            match health.await {
+                Ok((v, metrics)) => {
+                    let nodes = v["nodes"].as_u64().unwrap_or(0) as usize;
+                    let capacity = serde_json::from_value::<Resources>(v["capacity"].clone())
+                        .unwrap_or_default();
+                    facts.add_gm(nodes, capacity, &metrics);
+                    last = None;
+                    break;
+                }
+                Err(e) => last = Some(e),
             }
-            Err(e) => {
-                tracing::warn!(gm = base, error = %e, "cannot read the GM's cluster view and counters")
-            }
+        }
+        if let Some(e) = last {
+            tracing::warn!(gm = url, error = %e, "cannot read the GM's cluster view and counters");
         }
     }
     facts

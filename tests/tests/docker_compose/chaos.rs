@@ -20,9 +20,10 @@
 //! Printed per fault: tasks submitted / finished once / run twice / lost / retried and
 //! the time from the fault to recovery (measured, never asserted against a limit).
 
+use super::report::Report;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
-use tests::checks::{assert_no_overlap_on_nodes, metric_sum, read_tasks_csv, Row};
+use tests::checks::{metric_sum, Row};
 use tests::compose::{docker, gm_ready, metric, say, Cluster, Project};
 use tests::procs::http_raw;
 
@@ -30,10 +31,10 @@ const TAG: &str = "[docker_compose chaos]";
 /// How long LM 2 stays off the network.
 const DISCONNECTED: Duration = Duration::from_secs(20);
 /// The replay's speedup: long enough (~60 s) for the three faults.
-const SPEEDUP: &str = "4";
+pub(crate) const SPEEDUP: &str = "4";
 
 /// Polls `check` every 100 ms until it holds; panics naming `what` after `limit`.
-fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !check() {
         assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
@@ -43,7 +44,7 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
 
 /// host:port a container's `port` is published on now (ports are 0: it changes when
 /// the container starts again), if it is.
-fn published(container: &str, port: u16) -> Option<String> {
+pub(crate) fn published(container: &str, port: u16) -> Option<String> {
     let out = std::process::Command::new("docker")
         .args(["port", container, &format!("{port}/tcp")])
         .output()
@@ -60,7 +61,7 @@ fn page(url: &str) -> Option<String> {
 }
 
 /// A metric family's sum at one service, `None` while it does not answer.
-fn try_metric(url: &str, name: &str) -> Option<f64> {
+pub(crate) fn try_metric(url: &str, name: &str) -> Option<f64> {
     page(url).map(|p| metric_sum(&p, name))
 }
 
@@ -74,15 +75,37 @@ fn labelled(url: &str, name: &str, label: &str) -> Option<f64> {
 }
 
 /// The one container of a (not scaled) service.
-fn container(project: &Project, service: &str) -> String {
+pub(crate) fn container(project: &Project, service: &str) -> String {
     project.containers(service)[0].clone()
 }
 
 /// host:port of every LM's (or GM's) HTTP port, now.
-fn urls(project: &Project, service: &str, port: u16) -> Vec<String> {
+pub(crate) fn urls(project: &Project, service: &str, port: u16) -> Vec<String> {
     (0..3)
         .map(|i| project.published(&format!("{service}-{i}"), port))
         .collect()
+}
+
+/// `compose run` arguments of a replay of the 183-task sample trace at [`SPEEDUP`]
+/// by the loadgen service against `gms` (its `--gm`), its report in `out` (under
+/// the container's /out).
+pub(crate) fn replay_args<'a>(gms: &'a str, out: &'a str) -> [&'a str; 14] {
+    [
+        "run",
+        "--rm",
+        "--no-deps",
+        "loadgen",
+        "loadgen",
+        "replay",
+        "--trace",
+        "data/traces/YH_small.tr",
+        "--gm",
+        gms,
+        "--speedup",
+        SPEEDUP,
+        "--out",
+        out,
+    ]
 }
 
 /// What the LMs and GMs counted before the phase (the first replay's counts stay in
@@ -109,15 +132,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
             .iter()
             .map(|u| metric(std::slice::from_ref(u), "megha_gm_tasks_retried_total"))
             .collect(),
-        jobs: gms
-            .iter()
-            .enumerate()
-            .flat_map(|(g, gm)| {
-                api.jobs(gm)
-                    .into_iter()
-                    .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
-            })
-            .collect(),
+        jobs: api.known_jobs(&gms),
     };
     let workers0 = project.containers("worker-0");
     assert_eq!(workers0.len(), 2, "two workers for LM 0: {workers0:?}");
@@ -130,22 +145,7 @@ pub fn faults_during_a_replay(cluster: &Cluster) {
     ));
     let gm_list =
         "http://global-master-0:8080,http://global-master-1:8080,http://global-master-2:8080";
-    let replay_args = [
-        "run",
-        "--rm",
-        "--no-deps",
-        "loadgen",
-        "loadgen",
-        "replay",
-        "--trace",
-        "data/traces/YH_small.tr",
-        "--gm",
-        gm_list,
-        "--speedup",
-        SPEEDUP,
-        "--out",
-        "/out/chaos",
-    ];
+    let replay_args = replay_args(gm_list, "/out/chaos");
 
     let mut notes = Vec::new();
     let replay = std::thread::scope(|s| {
@@ -288,8 +288,8 @@ fn judge(
     notes: &[String],
     replay: &std::process::Output,
 ) {
-    let problems = std::fs::read_to_string(out.join("problems.txt")).unwrap_or_default();
-    let rows = read_tasks_csv(out);
+    let report = Report::read(out);
+    let rows = &report.rows;
     let lms = urls(project, "local-master", 9100);
     let gms = urls(project, "global-master", 8080);
     let lost_at = |l: usize| metric(&lms[l..=l], "megha_lm_tasks_lost_total") - before.lost[l];
@@ -330,69 +330,36 @@ fn judge(
             recovery: &notes[2],
         },
     ];
-    let twice = listed(&problems, "tasks started more than once");
-    let never = listed(&problems, "submitted tasks never finished");
     for f in &figures {
-        let ids: HashSet<(u64, u32)> = f.rows.iter().map(|r| (r.job, r.task)).collect();
-        let finished = f.rows.iter().filter(|r| r.finish.is_some()).count();
-        let run_twice = twice.iter().filter(|t| ids.contains(t)).count();
         say(&format!(
-            "{TAG} figures, {}: {}: submitted {}, finished once {}, failed {}, run twice {run_twice}, lost {}; retried: {}; recovery: {}",
+            "{TAG} figures, {}: {}: {}; retried: {}; recovery: {}",
             f.fault,
             f.scope,
-            ids.len(),
-            finished.saturating_sub(run_twice),
-            f.rows.len() - finished,
-            never.iter().filter(|t| ids.contains(t)).count(),
+            report.figures(&f.rows),
             f.retried,
             f.recovery
         ));
     }
-    say(&format!(
-        "{TAG} figures, all: submitted {}, finished {}, run twice {}, lost {}, retried by the GMs {}, runs reported lost by the LMs {}",
-        rows.len(),
-        rows.iter().filter(|r| r.finish.is_some()).count(),
-        twice.len(),
-        never.len(),
-        (0..3).map(retried).sum::<f64>(),
-        (0..3).map(lost_at).sum::<f64>()
-    ));
-
-    assert!(
-        replay.status.success(),
-        "the chaos replay failed ({}): {problems}\n{}",
-        replay.status,
-        String::from_utf8_lossy(&replay.stderr)
+    report.say_all(
+        TAG,
+        &format!(
+            ", retried by the GMs {}, runs reported lost by the LMs {}",
+            (0..3).map(retried).sum::<f64>(),
+            (0..3).map(lost_at).sum::<f64>()
+        ),
     );
-    assert_eq!(rows.len(), 183, "YH_small has 183 tasks");
-    assert!(twice.is_empty() && never.is_empty(), "{problems}");
-    assert_no_overlap_on_nodes(&rows);
+    report.assert_nothing_lost("chaos", replay);
     assert!(lost_at(0) >= 1.0, "the killed worker ran nothing");
-    assert_gms_ended_every_job(api, &gms, &before.jobs, &rows);
-}
-
-/// The (trace job, task) pairs loadgen's problems.txt lists under `title`.
-fn listed(problems: &str, title: &str) -> Vec<(u64, u32)> {
-    let mut lines = problems
-        .lines()
-        .skip_while(|l| !l.ends_with(&format!("{title}:")));
-    lines.next();
-    lines
-        .map_while(|l| l.trim().strip_prefix("trace job "))
-        .filter_map(|l| {
-            let (job, task) = l.split_once(" task ")?;
-            Some((job.parse().ok()?, task.parse().ok()?))
-        })
-        .collect()
+    assert_gms_ended_every_job(TAG, api, &gms, &before.jobs, rows);
 }
 
 /// The GMs' job API, read with the cluster's admin token.
-struct Api {
+pub(crate) struct Api {
     bearer: String,
 }
 
 impl Api {
-    fn new(project: &Project) -> Api {
+    pub(crate) fn new(project: &Project) -> Api {
         let token = project.run(&[
             "run",
             "--rm",
@@ -408,15 +375,27 @@ impl Api {
         }
     }
 
-    fn get(&self, url: &str) -> serde_json::Value {
+    pub(crate) fn get(&self, url: &str) -> serde_json::Value {
         let (status, _, body) = http_raw("GET", url, "", b"", &[("Authorization", &self.bearer)])
             .unwrap_or_else(|e| panic!("GET {url}: {e}"));
         assert_eq!(status, 200, "GET {url}: {}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap_or_else(|e| panic!("GET {url}: {e}"))
     }
 
+    /// (GM, job) for every job the GMs at host:port `gms` (in GM-id order) show.
+    pub(crate) fn known_jobs(&self, gms: &[String]) -> HashSet<(usize, u64)> {
+        gms.iter()
+            .enumerate()
+            .flat_map(|(g, gm)| {
+                self.jobs(gm)
+                    .into_iter()
+                    .filter_map(move |j| j["job"].as_u64().map(|id| (g, id)))
+            })
+            .collect()
+    }
+
     /// Every job the GM at host:port `gm` shows (its status), page by page.
-    fn jobs(&self, gm: &str) -> Vec<serde_json::Value> {
+    pub(crate) fn jobs(&self, gm: &str) -> Vec<serde_json::Value> {
         let mut all = Vec::new();
         let mut after = String::new();
         loop {
@@ -434,7 +413,8 @@ impl Api {
 /// left unended is lost), and every task that did not finish (loadgen's report)
 /// failed at its GM with a reason, after its retries. `known`: (GM, job) pairs from
 /// before the phase.
-fn assert_gms_ended_every_job(
+pub(crate) fn assert_gms_ended_every_job(
+    tag: &str,
     api: &Api,
     gms: &[String],
     known: &HashSet<(usize, u64)>,
@@ -460,7 +440,7 @@ fn assert_gms_ended_every_job(
                 if t["state"] == "failed" {
                     failed += 1;
                     say(&format!(
-                        "{TAG} GM {g}: task {id}.{i} failed in run {} of {}: {}",
+                        "{tag} GM {g}: task {id}.{i} failed in run {} of {}: {}",
                         t["attempt"], t["max_attempts"], t["failure"]
                     ));
                     assert!(!t["failure"].is_null(), "failed with no reason: {t}");
@@ -469,7 +449,7 @@ fn assert_gms_ended_every_job(
         }
     }
     say(&format!(
-        "{TAG} the GMs show {jobs} jobs of the phase ({tasks} tasks; a restarted GM forgets its jobs that ended before), {failed} tasks failed"
+        "{tag} the GMs show {jobs} jobs of the phase ({tasks} tasks; a restarted GM forgets its jobs that ended before), {failed} tasks failed"
     ));
     assert!(active.is_empty(), "jobs never ended: {active:?}");
     let unfinished = rows.iter().filter(|r| r.finish.is_none()).count();

@@ -4,7 +4,9 @@
 //! data/traces/YH_small.tr, and every task run exactly once; then exec tasks; then,
 //! on the same cluster (it saves the image build and the start, ~80 s), the chaos
 //! phase of [`chaos`]: a worker killed, a GM killed and restarted, an LM cut off the
-//! network during a second replay (issue 14).
+//! network during a second replay (issue 14); then the phase of [`standby`]: GM 0's
+//! primary killed during a third replay, its standby (profile `standby`, started
+//! with the cluster) taking over.
 //!
 //! The one sanctioned skip: without a Docker engine (`MEGHA_DOCKER` is not "1", as
 //! scripts/test.sh sets it, or `docker info` fails) the end-to-end test says
@@ -16,6 +18,8 @@
 //! base images (megha/debian:bookworm, megha/rabbitmq:local) are kept.
 
 mod chaos;
+mod report;
+mod standby;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -95,6 +99,26 @@ fn compose_file_is_accepted() {
     }
     assert!(!offline.contains("rust:1-bookworm"));
     assert_each_role_reads_only_its_own_credentials(&defaults);
+    // GM 0's standby starts once its primary holds the journal (started together it
+    // could take it first); the clients in the loadgen service know both addresses.
+    let standby = service_block(&defaults, "global-master-0-standby");
+    for expected in [
+        "global-master-0:\n        condition: service_healthy",
+        "MEGHA_GM_STANDBY",
+        "gm-data-0:/data",
+    ] {
+        assert!(
+            standby.contains(expected),
+            "the standby lacks {expected}:\n{standby}"
+        );
+    }
+    let loadgen = service_block(&defaults, "loadgen");
+    let both = "http://global-master-0:8080|http://global-master-0-standby:8080";
+    assert_eq!(
+        loadgen.matches(both).count(),
+        2,
+        "--gm and MEGHA_GM:\n{loadgen}"
+    );
 
     // The TLS overlay: still valid, offline too, and every link is TLS.
     let files = ["docker-compose.yml", "docker-compose.tls.yml"];
@@ -121,12 +145,8 @@ fn assert_tls_everywhere(config: &str) {
                 format!("MEGHA_TLS_KEY_FILE: /secrets/{role}-key.pem"),
                 ca.to_owned(),
                 "MEGHA_AMQP_URL: amqps://megha@rabbitmq:5671/".to_owned(),
-                // The LMs know GM 0's standby too (profile `standby`).
-                match role {
-                    "lm" => "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080",
-                    _ => "MEGHA_GM_URLS: https://global-master-0:8080,https://global-master-1:8080,https://global-master-2:8080",
-                }
-                .to_owned(),
+                // GM 0's standby too (profile `standby`): whichever serves.
+                "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080".to_owned(),
                 "megha-healthcheck".to_owned(),
             ] {
                 assert!(block.contains(&expected), "{service}-{i} lacks {expected}:\n{block}");
@@ -411,6 +431,7 @@ fn compose_cluster_runs_every_task_exactly_once() {
 
     exec_tasks_run_in_the_cluster(project);
     chaos::faults_during_a_replay(&cluster);
+    standby::primary_killed_during_a_replay(&cluster);
 
     let dir = cluster.dir.clone();
     drop(cluster);

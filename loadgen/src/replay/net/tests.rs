@@ -48,3 +48,137 @@ async fn any_http_answer_counts_even_an_error_status() {
         .await
         .expect("a 503 is an answer: the GM is there, only not ready");
 }
+
+/// What a fake GM address does with each request it reads.
+#[derive(Clone, Copy)]
+enum Fake {
+    /// Reads the request and closes the connection without answering.
+    Vanish,
+    /// 503 with Retry-After (a standby not in charge).
+    Standby,
+    /// 202 with this job id.
+    Accept(u64),
+}
+
+/// Reads one HTTP request (headers and a Content-Length body) as text.
+fn read_request(stream: &mut std::net::TcpStream) -> String {
+    let mut data = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&data).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&data).into_owned(),
+            Ok(n) => data.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// A fake GM address doing `what`; returns its URL and the Idempotency-Keys it got.
+fn fake_gm(what: Fake) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let keys = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = keys.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let request = read_request(&mut stream);
+            let key = request.lines().find_map(|l| {
+                l.to_ascii_lowercase()
+                    .starts_with("idempotency-key:")
+                    .then(|| l["idempotency-key:".len()..].trim().to_owned())
+            });
+            seen.lock().expect("keys").push(key.unwrap_or_default());
+            let answer = match what {
+                Fake::Vanish => continue,
+                Fake::Standby => "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".to_owned(),
+                Fake::Accept(job) => {
+                    let body = format!("{{\"job\":{job},\"tasks\":[]}}");
+                    format!("HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
+                }
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (url, keys)
+}
+
+fn one_task() -> Vec<global_master::service::api::NewTask> {
+    vec![global_master::service::api::NewTask {
+        queue: common::QueueId(0),
+        kind: common::TaskKind::default(),
+        resources: common::Resources::cores(1, 1),
+        constraints: common::ConstraintSet::default(),
+        duration: common::Micros(1000),
+        tags: Vec::new(),
+        executor: None,
+    }]
+}
+
+#[tokio::test]
+async fn a_gm_with_a_standby_is_reached_at_whichever_address_serves() {
+    let cluster: common::ClusterName = "megha".parse().expect("name");
+    let client = reqwest::Client::new();
+    // The primary dead, the standby in charge.
+    let (standby, _) = fake_gm(Fake::Accept(7));
+    let gms = vec![format!("{}|{standby}", closed_url())];
+    let submit = super::http_submitter(gms, client.clone(), None, &cluster);
+    let job = submit(0, one_task())
+        .await
+        .expect("accepted at the standby");
+    assert_eq!(job, common::JobId(7));
+    // The primary serving, the standby not in charge (503): accepted at the primary.
+    let (primary, _) = fake_gm(Fake::Accept(8));
+    let (waiting, _) = fake_gm(Fake::Standby);
+    let submit =
+        super::http_submitter(vec![format!("{waiting}|{primary}")], client, None, &cluster);
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(8)
+    );
+}
+
+#[tokio::test]
+async fn a_submission_left_unanswered_is_sent_again_with_the_same_key() {
+    let cluster: common::ClusterName = "megha".parse().expect("name");
+    // The primary reads the job and dies before answering; the standby answers.
+    let (vanishing, first) = fake_gm(Fake::Vanish);
+    let (standby, second) = fake_gm(Fake::Accept(9));
+    let gms = vec![format!("{vanishing}|{standby}")];
+    let submit = super::http_submitter(gms, reqwest::Client::new(), None, &cluster);
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(9)
+    );
+    let sent_first = first.lock().expect("keys").clone();
+    assert_eq!(sent_first.len(), 1, "{sent_first:?}");
+    assert!(sent_first[0].starts_with("loadgen-"), "{sent_first:?}");
+    assert_eq!(
+        *second.lock().expect("keys"),
+        sent_first,
+        "the same key at the standby"
+    );
+    // The next job goes to the address that answered last, with a key of its own.
+    assert_eq!(
+        submit(0, one_task()).await.expect("accepted"),
+        common::JobId(9)
+    );
+    assert_eq!(first.lock().expect("keys").len(), 1);
+    let keys = second.lock().expect("keys").clone();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert_ne!(keys[0], keys[1]);
+}
