@@ -109,6 +109,7 @@ mod tests {
             life: 0,
             lm: LmId(2),
             seq: 3,
+            resend: false,
             requests: vec![LaunchRequest {
                 task: TaskSpec::short(TaskId::new(4, 5), Resources::cores(1, 64), Micros(9)),
                 node: NodeId(6),

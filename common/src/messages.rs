@@ -112,6 +112,11 @@ pub struct LaunchBatch {
     pub lm: LmId,
     /// Per (GM life, LM) pair, increasing from the life's number + 1.
     pub seq: u64,
+    /// Sent again because an earlier copy may have been applied (its answer was
+    /// lost). A first copy (`false`) of a batch its LM answered "busy" before is a
+    /// late duplicate: the GM took that batch back, so the LM does not apply it.
+    #[serde(default)]
+    pub resend: bool,
     pub requests: Vec<LaunchRequest>,
 }
 

@@ -106,6 +106,7 @@ pub fn two_task_batch(seq: u64, job: u64) -> GmToLm {
         life: 0,
         lm: LmId(0),
         seq,
+        resend: false,
         requests,
     })
 }

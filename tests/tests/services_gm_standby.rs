@@ -175,6 +175,7 @@ fn a_standby_takes_over_the_journal_when_the_primary_dies_and_every_task_runs_on
             life: old,
             lm: LmId(l as u16),
             seq: old + 1_000,
+            resend: false,
             requests: vec![LaunchRequest {
                 task: TaskSpec::short(
                     TaskId::new(999_999, 0),

@@ -10,6 +10,8 @@
 //! (never skips) without RabbitMQ.
 
 use common::events::{TaskEvent, TaskEventKind};
+use common::messages::LaunchBatch;
+use common::protocol::GmToLm;
 use common::TaskId;
 use service_kit::amqp::{subscribe, Subscription};
 use service_kit::topology::Exchange;
@@ -129,12 +131,29 @@ fn an_lm_bounds_its_backlog_through_a_broker_outage_and_loses_no_event() {
     );
 
     relay.restore();
-    // The same batch, sent again as a GM does, is accepted once the broker took the
-    // backlog.
+    wait_until(
+        "the LM's backlog back under its limit",
+        Duration::from_secs(60),
+        || {
+            metric("megha_lm_broker_connected") == 1.0
+                && metric("megha_lm_broker_backlog_bytes") < 2000.0
+        },
+    );
+    // A late first copy of the refused batch (as a duplicating transport would
+    // deliver) is not applied: its GM took the batch back on the busy answer.
+    let (status, _, body) = lone.post(&two_task_batch(seq, seq));
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("late copy"), "{body}");
+    assert_eq!(metric("megha_lm_late_batch_copies_refused_total"), 1.0);
+    // The same batch sent again by a GM in doubt (a resend) is accepted.
+    let resend = match two_task_batch(seq, seq) {
+        GmToLm::Launch(b) => GmToLm::Launch(LaunchBatch { resend: true, ..b }),
+        other => other,
+    };
     wait_until(
         "the LM accepts the refused batch",
         Duration::from_secs(60),
-        || match lone.post(&two_task_batch(seq, seq)).0 {
+        || match lone.post(&resend).0 {
             200 => true,
             503 => false,
             other => panic!("unexpected {other}"),

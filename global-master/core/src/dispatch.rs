@@ -126,6 +126,7 @@ impl Dispatcher {
             .collect();
         (!requests.is_empty()).then(|| LaunchBatch {
             requests,
+            resend: true,
             ..batch.clone()
         })
     }
@@ -162,6 +163,7 @@ impl Dispatcher {
                     life: self.life,
                     lm: LmId(l as u16),
                     seq,
+                    resend: false,
                     requests: Vec::new(),
                 });
                 self.in_flight[l].push_back(InFlight {

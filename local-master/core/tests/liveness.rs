@@ -46,6 +46,7 @@ fn launch_run(
         life: 0,
         lm: LmId(0),
         seq,
+        resend: false,
         requests: vec![LaunchRequest {
             task: spec,
             node: NodeId(node),

@@ -22,6 +22,7 @@ fn launched(task: u64) -> LocalMaster {
         life: 0,
         lm: LmId(0),
         seq: 1,
+        resend: false,
         requests: vec![LaunchRequest {
             task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
             node: NodeId(0),
@@ -132,6 +133,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
             life: 0,
             lm: LmId(0),
             seq,
+            resend: false,
             requests: vec![LaunchRequest {
                 task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
                 node: NodeId(0),
@@ -190,6 +192,7 @@ fn reconcile_names_held_and_finished_tasks() {
         life: 0,
         lm: LmId(0),
         seq: 2,
+        resend: false,
         requests: vec![LaunchRequest {
             task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5)),
             node: NodeId(0),
@@ -308,6 +311,7 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
         life: 0,
         lm: LmId(0),
         seq: 9,
+        resend: false,
         requests: vec![LaunchRequest {
             task: TaskSpec::short(done, Resources::cores(1, 10), Micros(5)),
             node: NodeId(0),

@@ -69,6 +69,8 @@ pub struct LmCounters {
     pub cancel_not_yours: u64,
     /// Task starts reported to the GMs that launched them.
     pub starts_reported: u64,
+    /// Late first copies of launch batches answered busy before (not applied).
+    pub late_copies_refused: u64,
 }
 
 pub struct LmActor {
@@ -100,7 +102,13 @@ pub struct LmActor {
     pub(super) slot_down: Vec<bool>,
     /// Lost runs the core had forgotten (its memory is bounded) when last logged.
     lost_forgotten_logged: u64,
+    /// Launch batches (GM, sequence number) this life answered busy, not applied:
+    /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
+    pub(super) refused_busy: lm_core::memory::Bounded<(common::GmId, u64)>,
 }
+
+/// Launch batches answered busy that an LM remembers (the newest).
+const REFUSED_BUSY_KEPT: usize = 4096;
 
 impl std::fmt::Debug for LmActor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,6 +139,7 @@ impl LmActor {
             worker_urls: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
             to_gm: Vec::new(),
+            refused_busy: lm_core::memory::Bounded::new(REFUSED_BUSY_KEPT),
             snapshots,
             events,
             heartbeat: Duration::from_micros(heartbeat.0),

@@ -35,6 +35,29 @@ pub enum GmRequestError {
     /// tasks they hold are not yet in the state): send again shortly.
     #[error("not ready: {missing} of {slots} workers have not registered with this LM yet")]
     NotReady { missing: usize, slots: usize },
+    /// A late first copy of a launch batch this LM answered busy and never applied
+    /// (a duplicating transport delivered it after the answer): its GM took the
+    /// batch back and may have placed its tasks elsewhere, so it is answered busy
+    /// again. A resend (`LaunchBatch::resend`: its GM is still in doubt) is applied.
+    #[error("launch batch {seq} of {gm} was answered busy before and not applied; this late copy is not applied either")]
+    AnsweredBusy { gm: common::GmId, seq: u64 },
+}
+
+/// A launch batch the HTTP layer answered busy (broker backlog): a late first copy
+/// of it is not applied (see [`GmRequestError::AnsweredBusy`]).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct AnsweredBusy {
+    pub gm: common::GmId,
+    pub seq: u64,
+}
+
+impl Handler<AnsweredBusy> for LmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AnsweredBusy, _: &mut Context<Self>) {
+        self.refused_busy.insert((msg.gm, msg.seq));
+    }
 }
 
 /// How long an answer waits for its orders to reach the workers (the GM's own
@@ -69,6 +92,22 @@ impl LmActor {
         message: GmToLm,
         ctx: &mut Context<Self>,
     ) -> Result<(LmToGm, Vec<Delivery>), GmRequestError> {
+        if let GmToLm::Launch(b) = &message {
+            let key = (b.gm, b.seq);
+            if !self.ready() {
+                self.refused_busy.insert(key);
+            } else if !b.resend
+                && self.refused_busy.contains(&key)
+                && !self.core.has_batch(b.gm, b.seq)
+            {
+                self.counters.late_copies_refused += 1;
+                tracing::warn!(gm = %b.gm, seq = b.seq, "late copy of a launch batch answered busy before; not applied");
+                return Err(GmRequestError::AnsweredBusy {
+                    gm: b.gm,
+                    seq: b.seq,
+                });
+            }
+        }
         if !self.ready() {
             let (missing, slots) = self.missing_workers();
             return Err(GmRequestError::NotReady { missing, slots });

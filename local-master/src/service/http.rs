@@ -25,7 +25,7 @@
 //! per-role credentials, 403 for a role that may not call it ([`callers`]).
 
 use super::actor::{GetLoad, LmActor};
-use super::gm::{FromGm, GmRequestError};
+use super::gm::{AnsweredBusy, FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
 use super::workers::{Alive, FromWorker, Register};
@@ -128,13 +128,19 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
     if let Some(refusal) = s.backpressure.as_ref().and_then(|b| b.refuse(&message)) {
+        if let GmToLm::Launch(b) = &message {
+            s.lm.do_send(AnsweredBusy {
+                gm: b.gm,
+                seq: b.seq,
+            });
+        }
         return refusal;
     }
     match s.lm.send(FromGm(message)).await {
         Ok(Ok(answer)) => bincode_ok(&s.cluster, &answer),
         // Nothing applied: the GM places elsewhere for a second (a resend of a
         // batch in doubt is sent again after it).
-        Ok(Err(e @ GmRequestError::NotReady { .. })) => (
+        Ok(Err(e @ (GmRequestError::NotReady { .. } | GmRequestError::AnsweredBusy { .. }))) => (
             StatusCode::SERVICE_UNAVAILABLE,
             [(axum::http::header::RETRY_AFTER, "1")],
             Json(serde_json::json!({"error": e.to_string()})),

@@ -104,6 +104,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_late_batch_copies_refused_total",
+            "counter",
+            "Late first copies of launch batches this LM had answered busy (their GM took them back): answered busy again, not applied.",
+            c.late_copies_refused as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_workers_lost_total",
             "counter",
             "Workers declared lost (silent for --worker-timeout-ms, never registered within it, or registered again after a restart).",

@@ -167,6 +167,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
             life: 0,
             lm: LmId(0),
             seq: job,
+            resend: false,
             requests: vec![common::messages::LaunchRequest {
                 task: queued_task(job, 1, 100),
                 node,

@@ -151,6 +151,7 @@ fn shed_work_goes_back_to_its_gm_and_runs_elsewhere() {
         life: 0,
         lm: common::LmId(0),
         seq: 1,
+        resend: false,
         requests: (1..=6)
             .map(|j| common::messages::LaunchRequest {
                 task: task(j, 1, 10, TaskKind::Queueable),

@@ -36,6 +36,7 @@ pub fn are_refused_with_nothing_applied(cluster: &LoopbackCluster) {
         life: 0,
         lm: LmId(0),
         seq: 1,
+        resend: false,
         requests: vec![LaunchRequest {
             task: one_task(7),
             node: NodeId(0),

@@ -269,8 +269,6 @@ impl Checker {
             // LM, asked by the GM, knows nothing of it (and reports the run lost),
             // or the GM resubmits it from its journal.
             Some(Known::LmCrashLostEnd)
-        } else if t.known == Some(Known::LateCopyAfterBusy) {
-            Some(Known::LateCopyAfterBusy)
         } else if t.resent {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {

@@ -178,8 +178,8 @@ pub(super) struct World<'a> {
     calls: HashMap<u64, Call>,
     next_call: u64,
     held: HashMap<u64, Held>,
-    /// Calls settled by a "busy" answer (a late copy of one is a known cause).
-    busy_settled: std::collections::HashSet<u64>,
+    /// Launch batches an LM life answered busy: (LM, its life, GM, sequence number).
+    refused_busy: std::collections::HashSet<(u16, u32, u16, u64)>,
     checker: Checker,
     history: VecDeque<String>,
     event: u64,
@@ -270,7 +270,7 @@ impl<'a> World<'a> {
             calls: HashMap::new(),
             next_call: 0,
             held: HashMap::new(),
-            busy_settled: Default::default(),
+            refused_busy: Default::default(),
             checker: Checker::default(),
             history: VecDeque::new(),
             event: 0,

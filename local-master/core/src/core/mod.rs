@@ -346,6 +346,12 @@ impl LocalMaster {
         self.answers.refused_older_life()
     }
 
+    /// Whether launch batch `seq` of `gm` is in this LM's record (it was applied,
+    /// so a copy sent again is answered from the record).
+    pub fn has_batch(&self, gm: GmId, seq: u64) -> bool {
+        self.answers.cached(gm, seq).is_some()
+    }
+
     /// True when no node has anything allocated (every resource returned).
     pub fn is_idle(&self) -> bool {
         self.running.is_empty()

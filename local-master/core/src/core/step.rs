@@ -176,6 +176,7 @@ mod tests {
             life: 0,
             lm: LmId(lm),
             seq: 1,
+            resend: false,
             requests: vec![LaunchRequest {
                 task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5)),
                 node: NodeId(1),

@@ -33,6 +33,7 @@ fn launch(gm: u16, seq: u64, reqs: &[(u64, u32, Placement, u64)]) -> LaunchBatch
         life: 0,
         lm: LmId(0),
         seq,
+        resend: false,
         requests: reqs
             .iter()
             .map(|&(task, node, placement, cores)| LaunchRequest {

@@ -20,6 +20,7 @@ fn requests() -> [GmToLm; 4] {
             life: 0,
             lm,
             seq: 1,
+            resend: false,
             requests: vec![],
         }),
         GmToLm::Preempt(PreemptRequest {

@@ -72,14 +72,6 @@ pub enum Known {
     /// published once a (restarted) LM hears of it, and the retry runs the task
     /// again. The price of timeout-based liveness (at-least-once), not a bug.
     LostWhileAlive,
-    /// Found here: the network delivered a second copy of a launch batch after the
-    /// LM had answered the first "busy" (nothing applied) and its GM had taken the
-    /// batch back; the LM, ready by then, applied the copy while the GM placed the
-    /// tasks again. The services' GM -> LM calls are HTTP over TCP, which delivers
-    /// no such copy (a resend is the caller's, and a busy answer ends the call), so
-    /// the harness's duplicating network shows what a duplicating transport would
-    /// need: a resend flag in the batch, and the LM refusing late first copies.
-    LateCopyAfterBusy,
 }
 
 impl Known {
@@ -138,9 +130,6 @@ impl fmt::Display for Known {
             }
             Known::LostWhileAlive => {
                 "worker declared lost while it still ran the task (cut off past the liveness timeout): finished and retried"
-            }
-            Known::LateCopyAfterBusy => {
-                "network duplicate of a batch answered busy applied after its GM took it back (not on HTTP over TCP)"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps the deduction of a batch that changed nothing at the LM"

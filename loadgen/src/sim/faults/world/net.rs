@@ -225,8 +225,23 @@ impl World<'_> {
         if !self.up(Role::Lm(l)) {
             return; // refused: the call times out and retries
         }
+        // Not ready: "busy" (503 with Retry-After), nothing applied. A late first
+        // copy of a batch answered so and never applied is answered busy again (its
+        // GM took the batch back); a resend (its GM still in doubt) is applied.
+        if let GmToLm::Launch(b) = &message {
+            let key = (l, self.lm_life[l as usize], b.gm.0, b.seq);
+            let applied = self.lms[l as usize]
+                .as_ref()
+                .is_some_and(|lm| lm.has_batch(b.gm, b.seq));
+            if !self.ready(l) {
+                self.refused_busy.insert(key);
+            } else if !b.resend && !applied && self.refused_busy.contains(&key) {
+                self.note(|| format!("  lm{l} answers a late copy of seq {} busy again", b.seq));
+                self.send_busy(l, id);
+                return;
+            }
+        }
         if !self.ready(l) {
-            // Not ready: "busy" (503 with Retry-After), nothing applied.
             self.send_busy(l, id);
             return;
         }
@@ -236,13 +251,6 @@ impl World<'_> {
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         };
         let lm_life = self.lm_life[l as usize];
-        if !self.calls.contains_key(&id) && self.busy_settled.contains(&id) {
-            // A late copy of a request its GM took back on a "busy" answer: applied
-            // now, its tasks may run twice (HTTP over TCP delivers no such copy).
-            for task in &asked {
-                self.checker.mark_known(*task, Known::LateCopyAfterBusy);
-            }
-        }
         let attempt = match self.calls.get_mut(&id) {
             Some(c) => {
                 if c.reached.is_some_and(|first| first != lm_life) {
@@ -326,7 +334,6 @@ impl World<'_> {
         let Some(c) = self.calls.remove(&id) else {
             return;
         };
-        self.busy_settled.insert(id);
         if self.gm_life[c.gm as usize] != c.life || self.gms[c.gm as usize].is_none() {
             return;
         }

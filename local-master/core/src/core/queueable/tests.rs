@@ -30,6 +30,7 @@ fn send(lm: &mut LocalMaster, now: u64, seq: u64, tasks: &[(TaskSpec, u32)]) -> 
         life: 0,
         lm: LmId(0),
         seq,
+        resend: false,
         requests: tasks
             .iter()
             .map(|(t, n)| LaunchRequest {
