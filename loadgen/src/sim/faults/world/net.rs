@@ -305,16 +305,21 @@ impl World<'_> {
 
     /// The LM answers "busy" (see [`Self::busy`]), over the lossy link.
     fn send_busy(&mut self, l: u16, call: u64) {
-        let Some(c) = self.calls.get(&call) else {
-            return;
-        };
+        if let Some((at, attempt)) = self.answer_arrives(l, call) {
+            self.queue.push(at, Ev::Busy(call, attempt));
+        }
+    }
+
+    /// When an answer of `l` to the current attempt of `call` reaches its GM, and
+    /// that attempt; `None` when it is lost (or the call is over).
+    fn answer_arrives(&mut self, l: u16, call: u64) -> Option<(Micros, u32)> {
+        let c = self.calls.get(&call)?;
         let (g, attempt) = (c.gm, c.attempt);
         let loss = self.rates[Link::GmLm as usize].loss;
         if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(loss) {
-            return;
+            return None;
         }
-        let at = self.now + self.transit(Link::GmLm, false);
-        self.queue.push(at, Ev::Busy(call, attempt));
+        Some((self.now + self.transit(Link::GmLm, false), attempt))
     }
 
     /// The LM answered "busy" (a not-ready LM's 503 with `Retry-After`, nothing
@@ -350,16 +355,9 @@ impl World<'_> {
     }
 
     pub(super) fn send_answer(&mut self, l: u16, call: u64, answer: LmToGm) {
-        let Some(c) = self.calls.get(&call) else {
-            return;
-        };
-        let (g, attempt) = (c.gm, c.attempt);
-        let loss = self.rates[Link::GmLm as usize].loss;
-        if self.blocked(Role::Lm(l), Role::Gm(g)) || self.chance(loss) {
-            return;
+        if let Some((at, attempt)) = self.answer_arrives(l, call) {
+            self.queue.push(at, Ev::Answer(call, attempt, answer));
         }
-        let at = self.now + self.transit(Link::GmLm, false);
-        self.queue.push(at, Ev::Answer(call, attempt, answer));
     }
 }
 
