@@ -74,6 +74,16 @@ fn the_dashboard_shows_what_the_api_says() {
     wait_until("the short job to finish", Duration::from_secs(30), || {
         get_json(&format!("{gm}/v1/jobs/{short}"))["state"] == "finished"
     });
+    // The GM's view frees the short task's node only with the LM's next state; until
+    // then a third long task would find GM 0's partition full and be lent as well.
+    wait_until(
+        "GM 0's view of the LM to show every node free",
+        Duration::from_secs(30),
+        || {
+            let view = get_json(&format!("{gm}/v1/nodes?summary=true"));
+            view["lms"][0]["free"] == view["lms"][0]["capacity"]
+        },
+    );
     let long = submit(&gm, "a", 3, 600_000);
     wait_until(
         "the three long tasks running",
