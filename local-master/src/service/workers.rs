@@ -414,6 +414,7 @@ impl Handler<Register> for LmActor {
             slot: slot as u32,
             nodes,
             incarnation: self.incarnation,
+            lease_ms: self.worker_lease.map_or(0, |l| l.as_millis() as u64),
         })
     }
 }
