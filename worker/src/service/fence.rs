@@ -39,14 +39,18 @@ pub fn fence_grace(lease: Duration) -> Duration {
     lease / 5
 }
 
-/// Where confirmations are recorded; [`guard`] watches it.
+/// Where confirmations are recorded; [`guard`] watches it. `ms`: the lease the
+/// current LM life gave (0: none).
 #[derive(Clone, Debug)]
-pub struct Lease(watch::Sender<Option<Confirmed>>);
+pub struct Lease {
+    tx: watch::Sender<Option<Confirmed>>,
+    pub ms: u64,
+}
 
 impl Lease {
-    pub fn new() -> (Lease, watch::Receiver<Option<Confirmed>>) {
+    pub fn new(ms: u64) -> (Lease, watch::Receiver<Option<Confirmed>>) {
         let (tx, rx) = watch::channel(None);
-        (Lease(tx), rx)
+        (Lease { tx, ms }, rx)
     }
 
     /// The LM answered a message sent at `sent` as from a registered worker, with a
@@ -57,7 +61,7 @@ impl Lease {
             sent,
             lease: Duration::from_millis(lease_ms),
         });
-        self.0.send_if_modified(|held| {
+        self.tx.send_if_modified(|held| {
             let newer = match (*held, next) {
                 (Some(h), Some(n)) => n.sent > h.sent || n.lease != h.lease,
                 (h, n) => h != n,
@@ -122,7 +126,7 @@ mod tests {
 
     #[test]
     fn confirmations_only_move_forward_and_a_zero_lease_turns_the_fence_off() {
-        let (lease, rx) = Lease::new();
+        let (lease, rx) = Lease::new(10_000);
         let t0 = Instant::now();
         lease.confirm(t0 + Duration::from_secs(2), 10_000);
         assert_eq!(

@@ -115,10 +115,9 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         slot: assignment.slot,
         ..registration
     };
-    let (lease, confirmed) = fence::Lease::new();
-    lease.confirm(sent, assignment.lease_ms);
-    log_lease(assignment.lease_ms, s.lm_check);
-    let lease_ms = assignment.lease_ms;
+    let (lease, confirmed) = fence::Lease::new(assignment.lease_ms);
+    lease.confirm(sent, lease.ms);
+    log_lease(lease.ms, s.lm_check);
     let guard = tokio::spawn(fence::guard(confirmed, worker.clone()));
     worker.do_send(actor::Assign(assignment));
     let watcher = tokio::spawn(watch_lm(
@@ -129,7 +128,6 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         registration,
         worker.clone(),
         lease,
-        lease_ms,
     ));
     let served = server.await.context("server task");
     watcher.abort();
@@ -229,8 +227,7 @@ async fn watch_lm(
     register: HttpLink,
     registration: WorkerRegistration,
     worker: actix::Addr<actor::WorkerActor>,
-    lease: fence::Lease,
-    mut lease_ms: u64,
+    mut lease: fence::Lease,
 ) {
     let alive = HttpLink {
         client,
@@ -256,7 +253,7 @@ async fn watch_lm(
             return;
         };
         if answer.registered && known == Some(answer.incarnation) {
-            lease.confirm(sent, lease_ms);
+            lease.confirm(sent, lease.ms);
             continue;
         }
         tracing::info!(lm = %lm_url, old = ?known, new = answer.incarnation, registered = answer.registered, tasks = holding.len(), "the LM no longer counts this worker registered (it restarted, or declared this worker lost); registering again with the tasks held here");
@@ -269,10 +266,10 @@ async fn watch_lm(
         let answered: Result<WorkerAssignment, _> = register.call(again).await;
         match answered {
             Ok(a) => {
-                if lease_ms != a.lease_ms {
+                if lease.ms != a.lease_ms {
                     log_lease(a.lease_ms, period);
                 }
-                lease_ms = a.lease_ms;
+                lease.ms = a.lease_ms;
                 lease.confirm(sent, a.lease_ms);
                 worker.do_send(actor::Assign(a));
             }
