@@ -83,17 +83,19 @@ pub async fn guard(
     let mut fenced = false;
     loop {
         let current = *confirmed.borrow_and_update();
+        if fenced {
+            // Changed since the fence: confirmed again (or the LM life that
+            // answered gives no lease).
+            fenced = false;
+            tracing::info!("the LM confirmed this worker again: the fence is lifted");
+            worker.do_send(Unfence);
+        }
         let Some(c) = current else {
             if confirmed.changed().await.is_err() {
                 return;
             }
             continue;
         };
-        if fenced {
-            fenced = false;
-            tracing::info!("the LM confirmed this worker again: the fence is lifted");
-            worker.do_send(Unfence);
-        }
         let due = c.sent + fence_after(c.lease);
         tokio::select! {
             () = tokio::time::sleep_until(due) => {
