@@ -70,6 +70,18 @@ pub const TAKEOVER_AFTER: u32 = 3;
 /// one entry of [`LmSnapshot::free_changed`].
 const BLOCK: usize = common::messages::FREE_BLOCK;
 
+/// What [`LmView::apply_free`] knows of the last snapshot applied.
+#[derive(Debug)]
+struct Applied {
+    life: u64,
+    version: u64,
+    /// Its length.
+    nodes: usize,
+    /// Its free resources, kept only when it came without
+    /// [`LmSnapshot::free_changed`] (the next one is then compared by value).
+    free: Option<Arc<Vec<Resources>>>,
+}
+
 #[derive(Debug)]
 pub struct LmView {
     /// The LM life the view follows (see [`LmSnapshot::incarnation`]).
@@ -102,9 +114,9 @@ pub struct LmView {
     /// `raised_mark` tells which are listed).
     raised: Vec<u32>,
     raised_mark: Bits,
-    /// The last snapshot applied (`None` before the first): its life, version and
-    /// free resources. Every node outside `touched` holds exactly those in the view.
-    applied_free: Option<(u64, u64, Arc<Vec<Resources>>)>,
+    /// The last snapshot applied (`None` before the first). Every node outside
+    /// `touched` holds exactly its free resources in the view.
+    applied_free: Option<Applied>,
     /// LM nodes this GM changed (deducted, credited) since the last snapshot applied.
     touched: Bits,
     /// Until when placement passes this LM by: it answered that it takes no new
@@ -214,45 +226,54 @@ impl LmView {
     /// lists the nodes that gained. Visits only the blocks of [`BLOCK`] nodes where
     /// the snapshot differs from the last one applied or this GM changed a node since
     /// (`touched`): every other node already holds the snapshot's value, so the full
-    /// walk would change nothing there. A block differs when the LM says it changed
-    /// since that snapshot ([`LmSnapshot::free_changed`], same life) or, without that
-    /// word, when its values differ. A snapshot of another size, or the first one, is
-    /// walked in full.
+    /// walk would change nothing there; of a block that does not differ, only the
+    /// touched nodes are visited. A block differs when the LM says it changed since
+    /// that snapshot ([`LmSnapshot::free_changed`], same life) or, without that word,
+    /// when its values differ (the view keeps the values of a snapshot that came
+    /// without it). A snapshot of another size, the first one, or one without that
+    /// word after one with it, is walked in full.
     fn apply_free(&mut self, snapshot: &LmSnapshot) -> bool {
         let free = &snapshot.free;
         let nodes = self.slot_of.len().min(free.len());
+        let with_changes = snapshot.free_changed.len() == free.len().div_ceil(BLOCK);
         let previous = self.applied_free.take();
-        let previous = previous.as_ref().filter(|(_, _, p)| p.len() == free.len());
-        let same = previous.is_some_and(|(_, _, p)| Arc::ptr_eq(p, free));
+        let previous = previous.as_ref().filter(|a| a.nodes == free.len());
+        let same = previous.is_some_and(|a| a.free.as_ref().is_some_and(|p| Arc::ptr_eq(p, free)));
         // The LM's word for the blocks changed since the snapshot applied.
         let since = previous
-            .filter(|(life, _, _)| *life == snapshot.incarnation)
-            .filter(|_| snapshot.free_changed.len() == free.len().div_ceil(BLOCK))
-            .map(|(_, version, _)| *version);
+            .filter(|a| a.life == snapshot.incarnation && with_changes)
+            .map(|a| a.version);
         let mut gained = false;
         let mut block = 0;
         while block * BLOCK < nodes {
-            let range = block * BLOCK..((block + 1) * BLOCK).min(nodes);
+            let start = block * BLOCK;
+            let range = start..((block + 1) * BLOCK).min(nodes);
             let touched = self
                 .touched
                 .as_raw_slice()
                 .get(block)
-                .is_some_and(|w| *w != 0);
+                .copied()
+                .unwrap_or(0);
             let differs = match (previous, since) {
                 _ if same => false,
                 (_, Some(version)) => snapshot.free_changed[block] > version,
-                (Some((_, _, p)), None) => p[range.clone()] != free[range.clone()],
-                (None, _) => true,
+                (Some(Applied { free: Some(p), .. }), None) => {
+                    p[range.clone()] != free[range.clone()]
+                }
+                (_, None) => true,
             };
-            if touched || differs {
-                for n in range {
-                    let (p, slot) = self.slot_of[n];
-                    let part = &mut self.partitions[p as usize];
-                    if part.free[slot as usize] != free[n] && part.set_free(slot as usize, free[n])
-                    {
-                        gained = true;
-                        mark_raised(&mut self.raised, &mut self.raised_mark, n);
-                    }
+            // A block the snapshot left as it was holds its values except where this
+            // GM changed a node: only those are visited (in node order, as all are).
+            let in_range = u64::MAX >> (BLOCK - range.len());
+            let mut visit = if differs { in_range } else { touched & in_range };
+            while visit != 0 {
+                let n = start + visit.trailing_zeros() as usize;
+                visit &= visit - 1;
+                let (p, slot) = self.slot_of[n];
+                let part = &mut self.partitions[p as usize];
+                if part.free[slot as usize] != free[n] && part.set_free(slot as usize, free[n]) {
+                    gained = true;
+                    mark_raised(&mut self.raised, &mut self.raised_mark, n);
                 }
             }
             block += 1;
@@ -266,7 +287,15 @@ impl LmView {
             "a skipped block of LM {:?} differs from its snapshot",
             self.topology.lm
         );
-        self.applied_free = Some((snapshot.incarnation, snapshot.version, free.clone()));
+        self.applied_free = Some(Applied {
+            life: snapshot.incarnation,
+            version: snapshot.version,
+            nodes: free.len(),
+            // With the LM's word for changed blocks, the next snapshot of this life
+            // needs no values to compare with: keeping none lets the LM build its
+            // next snapshot in place of this one.
+            free: (!with_changes).then(|| free.clone()),
+        });
         gained
     }
 
