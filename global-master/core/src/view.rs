@@ -16,6 +16,7 @@ use common::quota::JobContainers;
 use common::{ConstraintSet, NodeId, Resources};
 use common::{JobId, Micros};
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 pub type Bits = BitVec<u64, Lsb0>;
@@ -70,6 +71,39 @@ pub const TAKEOVER_AFTER: u32 = 3;
 /// one entry of [`LmSnapshot::free_changed`].
 const BLOCK: usize = common::messages::FREE_BLOCK;
 
+/// LM nodes `node..node + len`, at slots `slot..slot + len` of one partition.
+#[derive(Clone, Copy, Debug)]
+struct SlotRun {
+    node: u32,
+    partition: u16,
+    slot: u32,
+    len: u32,
+}
+
+/// The runs of `slot_of` (see [`LmView::runs`]) and, per block, its first run.
+fn slot_runs(slot_of: &[(u16, u32)]) -> (Vec<SlotRun>, Vec<u32>) {
+    let mut runs: Vec<SlotRun> = Vec::new();
+    let mut block_runs = Vec::with_capacity(slot_of.len().div_ceil(BLOCK));
+    for (n, &(partition, slot)) in slot_of.iter().enumerate() {
+        let extends = runs.last().is_some_and(|run| {
+            run.partition == partition && run.slot + run.len == slot && n % BLOCK != 0
+        });
+        match runs.last_mut() {
+            Some(run) if extends => run.len += 1,
+            _ => runs.push(SlotRun {
+                node: n as u32,
+                partition,
+                slot,
+                len: 1,
+            }),
+        }
+        if n % BLOCK == 0 {
+            block_runs.push((runs.len() - 1) as u32);
+        }
+    }
+    (runs, block_runs)
+}
+
 /// What [`LmView::apply_free`] knows of the last snapshot applied.
 #[derive(Debug)]
 struct Applied {
@@ -95,6 +129,11 @@ pub struct LmView {
     pub partitions: Vec<PartitionView>,
     /// Per LM node: (partition, slot).
     pub slot_of: Vec<(u16, u32)>,
+    /// The LM's nodes as runs of consecutive nodes in consecutive slots of one
+    /// partition, in node order; `block_runs[b]`: the first run with a node in
+    /// block `b` (see [`LmView::overwrite`]).
+    runs: Vec<SlotRun>,
+    block_runs: Vec<u32>,
     /// The sum of the LM's node capacities.
     pub total_capacity: Resources,
     /// Resources in use per queue in this LM, as last reported.
@@ -167,6 +206,7 @@ impl LmView {
         }
         let total_capacity = topology.capacity.iter().sum::<Resources>();
         let node_count = topology.node_count();
+        let (runs, block_runs) = slot_runs(&slot_of);
         LmView {
             incarnation: 0,
             other_life_streak: 0,
@@ -174,6 +214,8 @@ impl LmView {
             topology,
             partitions,
             slot_of,
+            runs,
+            block_runs,
             total_capacity,
             usage: Vec::new(),
             queue_delay: Vec::new(),
@@ -246,39 +288,25 @@ impl LmView {
         let mut gained = false;
         let mut block = 0;
         while block * BLOCK < nodes {
-            let start = block * BLOCK;
-            let range = start..((block + 1) * BLOCK).min(nodes);
+            let (start, end) = (block * BLOCK, ((block + 1) * BLOCK).min(nodes));
             let touched = self
                 .touched
                 .as_raw_slice()
                 .get(block)
-                .copied()
-                .unwrap_or(0);
+                .is_some_and(|w| *w != 0);
             let differs = match (previous, since) {
                 _ if same => false,
                 (_, Some(version)) => snapshot.free_changed[block] > version,
-                (Some(Applied { free: Some(p), .. }), None) => {
-                    p[range.clone()] != free[range.clone()]
-                }
+                (Some(Applied { free: Some(p), .. }), None) => p[start..end] != free[start..end],
                 (_, None) => true,
             };
-            // A block the snapshot left as it was holds its values except where this
-            // GM changed a node: only those are visited (in node order, as all are).
-            let in_range = u64::MAX >> (BLOCK - range.len());
-            let mut visit = if differs { in_range } else { touched & in_range };
-            while visit != 0 {
-                let n = start + visit.trailing_zeros() as usize;
-                visit &= visit - 1;
-                let (p, slot) = self.slot_of[n];
-                let part = &mut self.partitions[p as usize];
-                if part.free[slot as usize] != free[n] && part.set_free(slot as usize, free[n]) {
-                    gained = true;
-                    mark_raised(&mut self.raised, &mut self.raised_mark, n);
-                }
+            if touched || differs {
+                gained |= self.overwrite(block, start..end, free);
             }
             block += 1;
         }
-        self.touched.fill(false);
+        // A word at a time (`BitSlice::fill` went bit by bit: most of an apply).
+        self.touched.as_raw_mut_slice().fill(0);
         debug_assert!(
             self.slot_of
                 .iter()
@@ -296,6 +324,31 @@ impl LmView {
             // next snapshot in place of this one.
             free: (!with_changes).then(|| free.clone()),
         });
+        gained
+    }
+
+    /// Overwrites the view's free resources of LM nodes `range` (in block `block`)
+    /// with the snapshot's `free`, in node order, listing the nodes that gained.
+    /// Returns whether one did. Each run of nodes that sit side by side in one
+    /// partition is first compared as a whole: most are unchanged.
+    fn overwrite(&mut self, block: usize, range: Range<usize>, free: &[Resources]) -> bool {
+        let mut gained = false;
+        let mut r = self.block_runs[block] as usize;
+        while let Some(run) = self.runs.get(r).copied().filter(|run| (run.node as usize) < range.end) {
+            let (first, len) = (run.node as usize, run.len as usize);
+            let (lo, hi) = (range.start.max(first), range.end.min(first + len));
+            let slot = run.slot as usize + (lo - first);
+            let part = &mut self.partitions[run.partition as usize];
+            if part.free[slot..slot + (hi - lo)] != free[lo..hi] {
+                for (i, n) in (lo..hi).enumerate() {
+                    if part.free[slot + i] != free[n] && part.set_free(slot + i, free[n]) {
+                        gained = true;
+                        mark_raised(&mut self.raised, &mut self.raised_mark, n);
+                    }
+                }
+            }
+            r += 1;
+        }
         gained
     }
 
