@@ -330,7 +330,8 @@ impl LmView {
     /// Overwrites the view's free resources of LM nodes `range` (in block `block`)
     /// with the snapshot's `free`, in node order, listing the nodes that gained.
     /// Returns whether one did. Each run of nodes that sit side by side in one
-    /// partition is first compared as a whole: most are unchanged.
+    /// partition is compared in one pass (most nodes are unchanged), then only the
+    /// nodes that differ are written.
     fn overwrite(&mut self, block: usize, range: Range<usize>, free: &[Resources]) -> bool {
         let mut gained = false;
         let mut r = self.block_runs[block] as usize;
@@ -339,12 +340,21 @@ impl LmView {
             let (lo, hi) = (range.start.max(first), range.end.min(first + len));
             let slot = run.slot as usize + (lo - first);
             let part = &mut self.partitions[run.partition as usize];
-            if part.free[slot..slot + (hi - lo)] != free[lo..hi] {
-                for (i, n) in (lo..hi).enumerate() {
-                    if part.free[slot + i] != free[n] && part.set_free(slot + i, free[n]) {
-                        gained = true;
-                        mark_raised(&mut self.raised, &mut self.raised_mark, n);
-                    }
+            // One bit per node that differs (a run is at most one block long).
+            let mut differ = 0u64;
+            for (i, (view, now)) in part.free[slot..slot + (hi - lo)]
+                .iter()
+                .zip(&free[lo..hi])
+                .enumerate()
+            {
+                differ |= u64::from(view != now) << i;
+            }
+            while differ != 0 {
+                let i = differ.trailing_zeros() as usize;
+                differ &= differ - 1;
+                if part.set_free(slot + i, free[lo + i]) {
+                    gained = true;
+                    mark_raised(&mut self.raised, &mut self.raised_mark, lo + i);
                 }
             }
             r += 1;
