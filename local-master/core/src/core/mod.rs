@@ -29,7 +29,8 @@ use common::fairness::FairnessConfig;
 use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// How many lost runs an LM remembers (and as many whose end it absorbed), about
@@ -120,18 +121,18 @@ impl LocalMaster {
             free: topology.capacity.clone(),
             on_node: vec![Vec::new(); topology.node_count()],
             q_held: vec![Resources::ZERO; topology.node_count()],
-            queued: HashMap::new(),
+            queued: HashMap::default(),
             queued_on: vec![Vec::new(); topology.node_count()],
             queueable: None,
-            shed_once: HashSet::new(),
-            jobs: HashMap::new(),
+            shed_once: HashSet::default(),
+            jobs: HashMap::default(),
             topology: Arc::new(topology),
-            running: HashMap::new(),
+            running: HashMap::default(),
             usage: BTreeMap::new(),
             total,
             fairness: None,
-            pending_kills: HashMap::new(),
-            cancelling: HashMap::new(),
+            pending_kills: HashMap::default(),
+            cancelling: HashMap::default(),
             answers: BatchAnswers::new(gms as usize),
             // Versions start at the start time, so that the snapshots of a restarted LM
             // supersede those of its previous life in every GM's view (one change per
