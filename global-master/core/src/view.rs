@@ -347,7 +347,8 @@ impl LmView {
                 .zip(&free[lo..hi])
                 .enumerate()
             {
-                differ |= u64::from(view != now) << i;
+                let differs = (view.cpu_millis ^ now.cpu_millis) | (view.memory_mb ^ now.memory_mb);
+                differ |= u64::from(differs != 0) << i;
             }
             while differ != 0 {
                 let i = differ.trailing_zeros() as usize;
