@@ -380,7 +380,13 @@ mod tests {
         fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
             v.map(|v| v.to_string()).unwrap_or_default()
         }
-        let comp = |m: Micros| if r.start.is_some() { secs(m) } else { String::new() };
+        let comp = |m: Micros| {
+            if r.start.is_some() {
+                secs(m)
+            } else {
+                String::new()
+            }
+        };
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.job,

@@ -335,7 +335,12 @@ impl LmView {
     fn overwrite(&mut self, block: usize, range: Range<usize>, free: &[Resources]) -> bool {
         let mut gained = false;
         let mut r = self.block_runs[block] as usize;
-        while let Some(run) = self.runs.get(r).copied().filter(|run| (run.node as usize) < range.end) {
+        while let Some(run) = self
+            .runs
+            .get(r)
+            .copied()
+            .filter(|run| (run.node as usize) < range.end)
+        {
             let (first, len) = (run.node as usize, run.len as usize);
             let (lo, hi) = (range.start.max(first), range.end.min(first + len));
             let slot = run.slot as usize + (lo - first);
