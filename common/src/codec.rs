@@ -8,8 +8,9 @@ use crate::cluster_name::ClusterName;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Bumped whenever an internal message changes shape (5: attempts; 6: the cluster
-/// name in the envelope; 7: the GM's life in launch batches and preemptions).
-pub const WIRE_VERSION: u8 = 7;
+/// name in the envelope; 7: the GM's life in launch batches and preemptions; 8: a
+/// launch batch's resend flag, the worker's lease in its assignment).
+pub const WIRE_VERSION: u8 = 8;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -52,9 +53,10 @@ pub fn encode<T: Serialize>(cluster: &ClusterName, msg: &T) -> Result<Vec<u8>, C
 }
 
 /// Earlier versions whose *stored* records (the GM's journal and idempotency keys)
-/// read as this build's: version 7 changed only GM -> LM messages, so a journal
-/// written by a version-6 GM is taken up after an upgrade.
-pub const STORED_COMPATIBLE: &[u8] = &[6];
+/// read as this build's: versions 7 and 8 changed only messages between processes
+/// (GM -> LM, LM -> worker), so a journal written by a version-6 or 7 GM is taken
+/// up after an upgrade.
+pub const STORED_COMPATIBLE: &[u8] = &[6, 7];
 
 /// The message in `bytes`, if its envelope is of this build's version and of `cluster`.
 pub fn decode<T: DeserializeOwned>(cluster: &ClusterName, bytes: &[u8]) -> Result<T, CodecError> {

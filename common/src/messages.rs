@@ -429,6 +429,11 @@ pub struct WorkerAssignment {
     /// Identifies this life of the LM (its start time, µs since the epoch): a worker
     /// that sees another value on the LM's `/healthz` registers again.
     pub incarnation: u64,
+    /// The worker's lease (the LM's worker timeout, ms; 0: none): a worker the LM
+    /// has not confirmed for part of it stops what it runs before the LM can declare
+    /// it lost, so that a task the GM retries is not also still running here (see
+    /// the worker's `fence`).
+    pub lease_ms: u64,
 }
 
 /// LM -> GM: tasks this GM launched that started at their workers (sent to the GM

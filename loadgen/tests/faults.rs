@@ -67,6 +67,37 @@ fn the_journal_and_worker_liveness_of_issue_14_end_what_crashes_left_stuck() {
     );
 }
 
+/// Tasks longer than the worker timeout: a worker cut off from its LM past the
+/// timeout still runs a task when its GM retries it elsewhere, unless the worker
+/// fenced itself first (the LM's `--worker-fence`, on by default).
+#[test]
+fn worker_fences_keep_a_retried_long_task_from_running_twice() {
+    let long = FaultConfig {
+        max_duration: common::Micros::from_secs(30),
+        quiet: common::Micros::from_secs(120),
+        ..FaultConfig::default()
+    };
+    let fenced = faults::search(1, 300, 2, &long, None);
+    assert!(
+        fenced.violations.is_empty(),
+        "{:?}",
+        fenced.violations.first()
+    );
+    let unfenced = FaultConfig {
+        worker_fence: false,
+        ..long
+    };
+    let report = faults::search(1, 300, 2, &unfenced, None);
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.invariant == Invariant::RanTwice),
+        "without fences no task ran twice in 300 seeds: {:?}",
+        report.known
+    );
+}
+
 #[test]
 fn the_gm_batch_numbering_of_the_past_is_found() {
     let config = FaultConfig {
@@ -123,6 +154,7 @@ impl Regression {
             match option {
                 "--no-journal" => config.journal = false,
                 "--no-liveness" => config.worker_timeout = None,
+                "--no-worker-fence" => config.worker_fence = false,
                 "--batch-seq-from-zero" => config.batch_seq_from_zero = true,
                 other => panic!("{}: unknown option {other}", self.name),
             }

@@ -27,7 +27,14 @@ impl std::fmt::Debug for LoneLm {
 impl LoneLm {
     pub fn start(dir: &Path, amqp: &str, backlog_bytes: u64) -> LoneLm {
         let backlog = backlog_bytes.to_string();
-        let args = strings(&[
+        let lm = LoneLm::spawn_lm(dir, amqp, &["--max-broker-backlog-bytes", &backlog]);
+        let worker = LoneLm::spawn_worker(dir, &lm.url, &[]);
+        LoneLm { lm, worker }
+    }
+
+    /// The LM alone, with `extra` flags.
+    pub fn spawn_lm(dir: &Path, amqp: &str, extra: &[&str]) -> Proc {
+        let mut args = strings(&[
             "--gms",
             "1",
             "--lms",
@@ -42,20 +49,16 @@ impl LoneLm {
             "50",
             "--amqp",
             amqp,
-            "--max-broker-backlog-bytes",
-            &backlog,
         ]);
-        let lm = Proc::spawn("local-master", &args, dir, "lm");
-        let worker_args = strings(&[
-            "--lm-url",
-            &lm.url,
-            "--slot",
-            "0",
-            "--listen",
-            "127.0.0.1:0",
-        ]);
-        let worker = Proc::spawn("worker", &worker_args, dir, "worker");
-        LoneLm { lm, worker }
+        args.extend(strings(extra));
+        Proc::spawn("local-master", &args, dir, "lm")
+    }
+
+    /// Its worker, reaching it at `lm_url`, with `extra` flags.
+    pub fn spawn_worker(dir: &Path, lm_url: &str, extra: &[&str]) -> Proc {
+        let mut args = strings(&["--lm-url", lm_url, "--slot", "0", "--listen", "127.0.0.1:0"]);
+        args.extend(strings(extra));
+        Proc::spawn("worker", &args, dir, "worker")
     }
 
     /// The sum of metric family `name` on the LM's `/metrics`.
@@ -90,13 +93,14 @@ impl LoneLm {
 
 /// Batch `seq` of GM 0: job `job`'s two 10 ms tasks on nodes 0 and 1.
 pub fn two_task_batch(seq: u64, job: u64) -> GmToLm {
+    two_task_batch_of(seq, job, Micros::from_millis(10))
+}
+
+/// [`two_task_batch`] of tasks lasting `duration`.
+pub fn two_task_batch_of(seq: u64, job: u64, duration: Micros) -> GmToLm {
     let requests = (0..2)
         .map(|i| LaunchRequest {
-            task: TaskSpec::short(
-                TaskId::new(job, i),
-                Resources::cores(1, 128),
-                Micros::from_millis(10),
-            ),
+            task: TaskSpec::short(TaskId::new(job, i), Resources::cores(1, 128), duration),
             node: NodeId(i),
             placement: Placement::Internal,
         })

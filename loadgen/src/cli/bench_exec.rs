@@ -104,6 +104,7 @@ async fn at_worker(n: u32, cgroups: bool) -> Result<()> {
             slot: 0,
             nodes: vec![(NodeId(0), Resources::cores(4, 4096))],
             incarnation: 1,
+            lease_ms: 0,
         }))
         .await?;
     let true_cmd = Executor::Exec(Arc::new(ExecCommand {

@@ -40,6 +40,9 @@ pub struct FaultsArgs {
     /// Model the LM without worker liveness (`--worker-timeout-ms`): a dead worker's tasks stay running at the LM.
     #[arg(long)]
     pub no_liveness: bool,
+    /// Model workers that do not fence themselves (the LM's `--worker-fence false`): a worker cut off from its LM runs on.
+    #[arg(long)]
+    pub no_worker_fence: bool,
     /// Model the GM that does not ask a restarted LM which of its tasks it still holds (`--lm-reconcile-delay-ms`).
     #[arg(long)]
     pub no_lm_reconcile: bool,
@@ -59,6 +62,11 @@ pub struct FaultsArgs {
     /// Jobs per seed (1 to 3 tasks each).
     #[arg(long, default_value_t = 8)]
     pub tasks_jobs: u32,
+    /// Task durations are drawn from 0.2 s to this many seconds. Longer than the
+    /// worker timeout (10 s), a cut-off worker's runs may outlive their retries'
+    /// starts (see --no-worker-fence); raise --quiet-s with it.
+    #[arg(long, default_value_t = 3)]
+    pub max_task_s: u64,
     /// Faults and arrivals happen in the first this many seconds.
     #[arg(long, default_value_t = 20)]
     pub horizon_s: u64,
@@ -94,6 +102,7 @@ impl FaultsArgs {
             nodes_per_partition: self.nodes,
             jobs: self.tasks_jobs,
             horizon: Micros::from_secs(self.horizon_s),
+            max_duration: Micros::from_secs(self.max_task_s),
             quiet: Micros::from_secs(self.quiet_s),
             doubt_timeout: Micros::from_secs(self.doubt_timeout_s),
             retry: common::retry::RetryPolicy {
@@ -102,6 +111,7 @@ impl FaultsArgs {
             },
             journal: !self.no_journal,
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
+            worker_fence: !self.no_worker_fence,
             lm_reconcile: (!self.no_lm_reconcile).then(|| Micros::from_secs(5)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,
@@ -188,6 +198,9 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         if args.no_liveness {
             options.push("--no-liveness");
         }
+        if args.no_worker_fence {
+            options.push("--no-worker-fence");
+        }
         if args.no_lm_reconcile {
             options.push("--no-lm-reconcile");
         }
@@ -238,6 +251,7 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         [
             (!config.journal, ", no GM journal"),
             (config.worker_timeout.is_none(), ", no worker liveness"),
+            (!config.worker_fence, ", no worker fence"),
             (config.lm_reconcile.is_none(), ", no LM reconcile"),
         ]
         .iter()

@@ -96,6 +96,9 @@ pub struct LmActor {
     /// Worker liveness: a registered worker silent this long is lost; `None` (the
     /// embedded mode, whose workers live in the same process): never.
     pub(super) worker_timeout: Option<Duration>,
+    /// The lease workers get with their assignment (`--worker-fence`): the worker
+    /// timeout, or `None` (no fence).
+    pub(super) worker_lease: Option<Duration>,
     /// Per slot: when its worker last said anything (registration, report, check).
     pub(super) last_seen: Vec<Micros>,
     /// Per slot: declared lost in this life (its nodes are down) and not back yet.
@@ -149,6 +152,7 @@ impl LmActor {
             counters: LmCounters::default(),
             incarnation: now.0,
             worker_timeout: None,
+            worker_lease: None,
             last_seen: vec![now; slots],
             slot_down: vec![false; slots],
             lost_forgotten_logged: 0,
@@ -189,6 +193,12 @@ impl LmActor {
     /// within `timeout` of the start.
     pub fn with_worker_timeout(mut self, timeout: Duration) -> Self {
         self.worker_timeout = Some(timeout);
+        self
+    }
+
+    /// Gives workers the worker timeout as their lease (see `--worker-fence`).
+    pub fn with_worker_fence(mut self, fence: bool) -> Self {
+        self.worker_lease = self.worker_timeout.filter(|_| fence);
         self
     }
 

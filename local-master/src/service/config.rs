@@ -91,6 +91,20 @@ pub struct LmArgs {
     /// gets ready with the workers it has. Milliseconds; default 10000.
     #[arg(long, env = "MEGHA_LM_WORKER_TIMEOUT_MS", value_name = "MS")]
     pub worker_timeout_ms: Option<u64>,
+    /// Workers fence themselves: a worker this LM has not confirmed for 3/5 of
+    /// --worker-timeout-ms (cut off, or this LM down) stops its tasks and reports them
+    /// lost, so that no task the GM retries after the timeout still runs there too.
+    /// The price: an LM down for longer than that costs its workers their running
+    /// tasks (retried). `false` keeps tasks running through any LM outage, at the
+    /// risk of a task running twice after a partition. Default true.
+    #[arg(
+        long,
+        env = "MEGHA_LM_WORKER_FENCE",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub worker_fence: Option<bool>,
     /// Address for the internal HTTP API. Default 127.0.0.1:9100.
     #[arg(long, env = "MEGHA_LM_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
@@ -214,6 +228,8 @@ pub struct LmSettings {
     pub workers: u32,
     /// See `--worker-timeout-ms`.
     pub worker_timeout: Duration,
+    /// See `--worker-fence`.
+    pub worker_fence: bool,
     pub listen: String,
     pub amqp: String,
     pub heartbeat: Micros,
@@ -253,6 +269,7 @@ impl LmArgs {
             seed,
             workers,
             worker_timeout_ms,
+            worker_fence,
             listen,
             amqp,
             heartbeat_ms,
@@ -361,6 +378,7 @@ impl LmArgs {
             gms,
             workers,
             worker_timeout: Duration::from_millis(worker_timeout_ms),
+            worker_fence: self.worker_fence.unwrap_or(true),
             listen,
             amqp: service_kit::amqp::resolve_url(
                 self.amqp

@@ -100,7 +100,10 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     }
     // Task ends go to the GM that launched each task, killed tasks back to the GM of
     // their queue (--queue and --queueable require every GM's URL).
-    lm = lm.with_gms(to_gms).with_worker_timeout(s.worker_timeout);
+    lm = lm
+        .with_gms(to_gms)
+        .with_worker_timeout(s.worker_timeout)
+        .with_worker_fence(s.worker_fence);
     let incarnation = lm.incarnation();
     let lm = lm.start();
     let local = listener.local_addr()?;

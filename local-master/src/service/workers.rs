@@ -74,6 +74,34 @@ impl LmActor {
         }
     }
 
+    /// The runs a restarted worker lists as finished that this LM still counts
+    /// running there end finished, as their lost reports would have.
+    fn unheard_finishes(
+        &mut self,
+        slot: usize,
+        finished: &[(common::TaskId, u32)],
+        ctx: &mut Context<Self>,
+    ) {
+        let now = clock::now();
+        let reports = self
+            .core
+            .unheard_finishes(now, &self.nodes_of(slot), finished);
+        for report in reports {
+            tracing::info!(slot, task = %report.task(), "a restarted worker lists as finished a task this LM never heard end; ended finished, not lost");
+            match self
+                .core
+                .step(now, LmInput::Worker(WorkerToLm::Report(report)))
+            {
+                Ok(out) => {
+                    self.apply(out, ctx);
+                }
+                Err(e) => {
+                    tracing::error!(slot, error = %e, "cannot end a task the restarted worker finished")
+                }
+            }
+        }
+    }
+
     /// Declares lost every worker silent for the worker timeout, and down every slot
     /// no worker registered for within it since the start.
     pub(super) fn check_workers(&mut self, ctx: &mut Context<Self>) {
@@ -348,8 +376,11 @@ impl Handler<Register> for LmActor {
         }
         if self.workers[slot].is_some() {
             // Registered in this life already: the worker restarted (its process
-            // lost what it ran) or another took the slot over. What the LM placed
-            // there is gone: lost, as if the worker had gone silent.
+            // lost what it ran) or another took the slot over. What it lists as
+            // finished ended (its reports died with the old process); the rest of
+            // what the LM placed there is gone: lost, as if the worker had gone
+            // silent.
+            self.unheard_finishes(slot, &msg.finished, ctx);
             self.lose_worker(
                 slot,
                 "its worker registered again (it restarted, or another worker took the slot)",
@@ -414,6 +445,7 @@ impl Handler<Register> for LmActor {
             slot: slot as u32,
             nodes,
             incarnation: self.incarnation,
+            lease_ms: self.worker_lease.map_or(0, |l| l.as_millis() as u64),
         })
     }
 }

@@ -313,6 +313,59 @@ impl Worker {
 
     /// Finishes every task due by `now`, then starts queued work that now fits.
     pub fn advance(&mut self, now: Micros) -> Vec<WorkerReport> {
+        let mut reports = self.finish_due(now);
+        while let Some(head) = self.queue.front() {
+            if !self.free.fits(&head.resources) || !self.under_limit(head) {
+                break;
+            }
+            let Some(task) = self.queue.pop_front() else {
+                break;
+            };
+            reports.push(self.run(now, &task));
+        }
+        reports
+    }
+
+    /// The LM has not confirmed this worker for most of its lease: it may be about
+    /// to declare it lost and have every task here run elsewhere. Tasks due by `now`
+    /// finish; every other running or queued task stops at once (its executor is
+    /// stopped) and is reported failed, `Lost` with `reason`, so that a task runs
+    /// in one place only. The LM absorbs the report of a run it already declared
+    /// lost, and ends (and the GM retries) one it had not.
+    pub fn fence(&mut self, now: Micros, reason: &str) -> Vec<WorkerReport> {
+        let mut reports = self.finish_due(now);
+        let failure = TaskFailure::Lost {
+            reason: reason.to_owned(),
+        };
+        let mut stopped: Vec<(TaskId, u32)> = Vec::new();
+        for done in std::mem::take(&mut self.running) {
+            self.free = self.free.add(&done.resources);
+            if done.finish_at.is_none() {
+                self.exec.push(ExecOrder::Stop {
+                    task: done.task,
+                    attempt: done.attempt,
+                });
+            }
+            stopped.push((done.task, done.attempt));
+        }
+        stopped.extend(self.queue.drain(..).map(|t| (t.id, t.attempt)));
+        stopped.sort();
+        reports.extend(
+            stopped
+                .into_iter()
+                .map(|(task, attempt)| WorkerReport::Failed {
+                    node: self.node,
+                    task,
+                    attempt,
+                    at: now,
+                    failure: failure.clone(),
+                }),
+        );
+        reports
+    }
+
+    /// Finishes every task due by `now`, in (end, task) order.
+    fn finish_due(&mut self, now: Micros) -> Vec<WorkerReport> {
         let mut reports = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
@@ -332,15 +385,6 @@ impl Worker {
         }
         // Finishing order must not depend on swap_remove's reshuffling.
         reports.sort_by_key(|r| (r.at(), r.task()));
-        while let Some(head) = self.queue.front() {
-            if !self.free.fits(&head.resources) || !self.under_limit(head) {
-                break;
-            }
-            let Some(task) = self.queue.pop_front() else {
-                break;
-            };
-            reports.push(self.run(now, &task));
-        }
         reports
     }
 

@@ -25,6 +25,11 @@ pub enum WorkerInput {
         attempt: u32,
         failure: Option<TaskFailure>,
     },
+    /// The LM has not confirmed this worker for most of its lease: everything here
+    /// stops and is reported lost with `reason` ([`Worker::fence`]).
+    Fence {
+        reason: String,
+    },
 }
 
 /// What the service must do for a task that runs under a real executor.
@@ -71,6 +76,7 @@ impl Worker {
                 Vec::new()
             }
             WorkerInput::Wake => self.advance(now),
+            WorkerInput::Fence { reason } => self.fence(now, &reason),
             WorkerInput::Exited {
                 task,
                 attempt,

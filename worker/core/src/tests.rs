@@ -188,3 +188,61 @@ fn a_promoted_task_is_never_reclaimed() {
         })
     );
 }
+
+/// A fence finishes what is due, stops every other run (its executor too) and
+/// queued task, reports them lost, and leaves the worker empty and able to take
+/// new work.
+#[test]
+fn a_fence_stops_everything_held_and_reports_it_lost() {
+    let mut w = Worker::new(NodeId(0), Resources::cores(2, 10));
+    w.start_task(Micros(0), order(1, 1, 5, TaskKind::Short))
+        .unwrap();
+    let mut exec = order(2, 1, 60, TaskKind::Queueable);
+    exec.task.executor = Some(Executor::Exec(Default::default()));
+    w.start_task(Micros(0), exec).unwrap();
+    w.start_task(Micros(0), order(3, 2, 9, TaskKind::Queueable))
+        .unwrap();
+    assert_eq!(w.queued(), 1);
+    w.take_exec_orders();
+    let out = w
+        .step(
+            Micros::from_secs(5),
+            crate::step::WorkerInput::Fence {
+                reason: "cut off".into(),
+            },
+        )
+        .unwrap();
+    let reports: Vec<WorkerReport> = out
+        .to_lm
+        .into_iter()
+        .map(|common::protocol::WorkerToLm::Report(r)| r)
+        .collect();
+    assert!(
+        matches!(&reports[0], WorkerReport::Finished { task, .. } if *task == TaskId::new(1, 0)),
+        "a task due by the fence finishes: {reports:?}"
+    );
+    let lost: Vec<TaskId> = reports[1..]
+        .iter()
+        .map(|r| match r {
+            WorkerReport::Failed {
+                task,
+                failure: TaskFailure::Lost { reason },
+                ..
+            } if reason == "cut off" => *task,
+            other => panic!("not a lost report: {other:?}"),
+        })
+        .collect();
+    assert_eq!(lost, vec![TaskId::new(2, 0), TaskId::new(3, 0)]);
+    assert_eq!(
+        out.exec,
+        vec![crate::step::ExecOrder::Stop {
+            task: TaskId::new(2, 0),
+            attempt: 1
+        }]
+    );
+    assert!(w.running().is_empty() && w.queued() == 0);
+    assert_eq!(w.free(), w.capacity());
+    assert!(w
+        .start_task(Micros::from_secs(6), order(4, 2, 1, TaskKind::Short))
+        .is_ok());
+}

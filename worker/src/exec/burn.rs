@@ -24,7 +24,7 @@ pub fn plan(task: &TaskSpec) -> (u64, Duration) {
 }
 
 /// Burns the task's CPU; returns when done or stopped.
-pub async fn run(task: &TaskSpec, stop: oneshot::Receiver<()>) {
+pub async fn run(task: &TaskSpec, stop: oneshot::Receiver<Duration>) {
     let (threads, each) = plan(task);
     let stopped = Arc::new(AtomicBool::new(false));
     let mut done = Vec::new();
@@ -47,7 +47,7 @@ pub async fn run(task: &TaskSpec, stop: oneshot::Receiver<()>) {
     let all = futures_util::future::join_all(done);
     tokio::select! {
         _ = all => {}
-        Ok(()) = stop => stopped.store(true, Ordering::Relaxed),
+        Ok(_) = stop => stopped.store(true, Ordering::Relaxed),
     }
 }
 

@@ -44,7 +44,9 @@ pub struct Executors {
     limits: Arc<Limits>,
     logs: TaskLogs,
     /// Run number and stop switch of each running task.
-    running: HashMap<TaskId, (u64, oneshot::Sender<()>)>,
+    /// Per running task: its run number and its stop (carrying the grace between
+    /// SIGTERM and SIGKILL).
+    running: HashMap<TaskId, (u64, oneshot::Sender<Duration>)>,
     runs: u64,
     /// Runs whose executor has not answered yet (stopped ones included).
     alive: HashSet<u64>,
@@ -100,7 +102,7 @@ impl Executors {
         self.alive.insert(run);
         if let Some((_, old)) = self.running.insert(task.id, (run, stop_tx)) {
             // The core refuses duplicates: an older run is ending; make sure.
-            let _ = old.send(());
+            let _ = old.send(self.settings.grace);
         }
         let handle = match executor {
             Executor::Burn => tokio::spawn(async move {
@@ -111,10 +113,9 @@ impl Executors {
                 let cmd = cmd.clone();
                 let prepared = process::prepare(&self.logs, &task);
                 let limits = self.limits.clone();
-                let grace = self.settings.grace;
                 tokio::spawn(async move {
                     match prepared {
-                        Ok(p) => process::run(&task, &cmd, p, limits, grace, stop_rx).await,
+                        Ok(p) => process::run(&task, &cmd, p, limits, stop_rx).await,
                         Err(failure) => Some(failure),
                     }
                 })
@@ -129,8 +130,14 @@ impl Executors {
 
     /// Stops a running task (SIGTERM, grace, SIGKILL for exec). Unknown: ended.
     pub fn stop(&mut self, task: TaskId) -> bool {
+        self.stop_within(task, self.settings.grace)
+    }
+
+    /// [`Executors::stop`] with SIGKILL after `grace` at most (a fence must be done
+    /// before the LM's timeout).
+    pub fn stop_within(&mut self, task: TaskId, grace: Duration) -> bool {
         match self.running.remove(&task) {
-            Some((_, stop)) => stop.send(()).is_ok(),
+            Some((_, stop)) => stop.send(grace.min(self.settings.grace)).is_ok(),
             None => false,
         }
     }
@@ -154,7 +161,7 @@ impl Executors {
     /// Stops every task (shutdown).
     pub fn shutdown(&mut self) {
         for (_, (_, stop)) in self.running.drain() {
-            let _ = stop.send(());
+            let _ = stop.send(self.settings.grace);
         }
     }
 

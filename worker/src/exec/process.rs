@@ -43,14 +43,14 @@ fn start_failed(reason: String) -> TaskFailure {
     TaskFailure::StartFailed { reason }
 }
 
-/// Runs `cmd` for `task` until it exits or `stop` fires; `None` is a clean exit.
+/// Runs `cmd` for `task` until it exits or `stop` fires (with the grace between
+/// SIGTERM and SIGKILL); `None` is a clean exit.
 pub async fn run(
     task: &TaskSpec,
     cmd: &ExecCommand,
     prepared: Prepared,
     limits: Arc<Limits>,
-    grace: Duration,
-    stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<Duration>,
 ) -> Option<TaskFailure> {
     let cwd = cmd
         .cwd
@@ -99,7 +99,7 @@ pub async fn run(
     };
     let waited = tokio::select! {
         status = child.wait() => status,
-        Ok(()) = stop => {
+        Ok(grace) = stop => {
             let _ = kill_process_group(pgid, Signal::TERM);
             match tokio::time::timeout(grace, child.wait()).await {
                 Ok(status) => status,

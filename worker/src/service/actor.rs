@@ -13,6 +13,7 @@ use common::{Executor, Micros, NodeId, TaskId, TaskSpec};
 use service_kit::clock;
 use service_kit::links::{Link, OrderedSender};
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
@@ -28,6 +29,10 @@ pub struct WorkerCounters {
     pub started_by: [u64; 3],
     /// Executor ends for tasks no longer running (killed before they exited).
     pub exits_after_kill: u64,
+    /// Fences: times this worker stopped everything it held, unconfirmed by its LM.
+    pub fences: u64,
+    /// Tasks stopped by fences (reported lost).
+    pub fenced_tasks: u64,
 }
 
 /// The index of an executor in [`WorkerCounters::started_by`].
@@ -62,6 +67,9 @@ pub struct WorkerActor {
     default_executor: Executor,
     /// Burn and exec tasks run here; `None` (embedded mode): such tasks fail.
     exec: Option<Executors>,
+    /// Fenced (see [`super::fence`]): why; start orders are refused until the LM
+    /// confirms this worker again.
+    fenced: Option<String>,
 }
 
 impl std::fmt::Debug for WorkerActor {
@@ -88,6 +96,7 @@ impl WorkerActor {
             queueable_cap: 1.0,
             default_executor: Executor::Synthetic,
             exec: None,
+            fenced: None,
         }
     }
 
@@ -187,11 +196,14 @@ impl WorkerActor {
 
     /// Takes one step's output: its reports go to `reports`, its launches and stops
     /// to the executors.
+    /// `grace`: SIGKILL stopped tasks within it (a fence), instead of the worker's
+    /// `--kill-grace-ms`.
     fn take(
         &mut self,
         node: NodeId,
         out: WorkerOutput,
         reports: &mut Vec<WorkerReport>,
+        grace: Option<Duration>,
         ctx: &mut Context<Self>,
     ) {
         reports.extend(out.to_lm.into_iter().map(|WorkerToLm::Report(r)| r));
@@ -199,7 +211,10 @@ impl WorkerActor {
             match order {
                 ExecOrder::Launch { task, executor } => self.launch(node, task, &executor, ctx),
                 ExecOrder::Stop { task, attempt } => {
-                    let stopping = self.exec.as_mut().is_some_and(|e| e.stop(task));
+                    let stopping = self.exec.as_mut().is_some_and(|e| match grace {
+                        Some(g) => e.stop_within(task, g),
+                        None => e.stop(task),
+                    });
                     tracing::info!(task = %task, job = task.job.0, attempt, %node, stopping, "stopping a killed task's executor");
                 }
             }
@@ -282,7 +297,7 @@ impl WorkerActor {
                 continue;
             };
             if let Ok(out) = w.step(now, WorkerInput::Wake) {
-                self.take(node, out, &mut reports, ctx);
+                self.take(node, out, &mut reports, None, ctx);
             }
         }
         self.emit(reports);
@@ -359,6 +374,13 @@ impl WorkerActor {
                 LmToWorker::Promote(p) => (p.task, None),
             };
             let attempt = spec.as_ref().map_or(1, |s| s.attempt);
+            if let (Some(why), Some(_)) = (&self.fenced, &spec) {
+                self.counters.refused += 1;
+                let reason = format!("the worker is fenced ({why})");
+                tracing::warn!(task = %task, job = task.job.0, %node, "start order refused: the worker is fenced until its LM confirms it again");
+                reports.push(refused_start(node, task, attempt, now, reason));
+                continue;
+            }
             let Some(w) = self.nodes.get_mut(&node) else {
                 tracing::error!(task = %task, job = task.job.0, %node, order = kind, "order for a node this worker does not run");
                 if spec.is_some() {
@@ -377,7 +399,7 @@ impl WorkerActor {
                         self.counters.promoted += 1;
                         tracing::info!(task = %task, job = task.job.0, %node, "task promoted to GUARANTEED");
                     }
-                    self.take(node, out, &mut reports, ctx);
+                    self.take(node, out, &mut reports, None, ctx);
                 }
                 // Already here (a retried order): it runs, its reports stand.
                 (Err(e @ WorkerError::Duplicate { .. }), Some(_)) => {
@@ -400,6 +422,59 @@ impl WorkerActor {
         }
         self.emit(reports);
         self.reschedule(ctx);
+    }
+}
+
+/// The LM has not confirmed this worker for most of its lease (see
+/// `super::fence`): every task held stops, SIGKILLed within `grace`, and is reported
+/// lost. Answers how many tasks stopped.
+#[derive(Message, Debug)]
+#[rtype(result = "usize")]
+pub struct Fence {
+    pub reason: String,
+    pub grace: Duration,
+}
+
+impl Handler<Fence> for WorkerActor {
+    type Result = usize;
+    fn handle(&mut self, msg: Fence, ctx: &mut Context<Self>) -> usize {
+        let now = clock::now();
+        let mut reports = Vec::new();
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in nodes {
+            let Some(w) = self.nodes.get_mut(&node) else {
+                continue;
+            };
+            let input = WorkerInput::Fence {
+                reason: msg.reason.clone(),
+            };
+            if let Ok(out) = w.step(now, input) {
+                self.take(node, out, &mut reports, Some(msg.grace), ctx);
+            }
+        }
+        let stopped = reports
+            .iter()
+            .filter(|r| matches!(r, WorkerReport::Failed { .. }))
+            .count();
+        self.counters.fences += 1;
+        self.counters.fenced_tasks += stopped as u64;
+        self.fenced = Some(msg.reason.clone());
+        tracing::warn!(tasks = stopped, reason = %msg.reason, grace_ms = msg.grace.as_millis() as u64, "fenced: every task here stopped and reported lost, before the LM can declare this worker lost and have them run elsewhere");
+        self.emit(reports);
+        self.reschedule(ctx);
+        stopped
+    }
+}
+
+/// The LM confirmed this worker again: start orders are taken again.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct Unfence;
+
+impl Handler<Unfence> for WorkerActor {
+    type Result = ();
+    fn handle(&mut self, _: Unfence, _: &mut Context<Self>) {
+        self.fenced = None;
     }
 }
 
@@ -451,7 +526,7 @@ impl Handler<Exited> for WorkerActor {
         ) {
             Ok(out) => {
                 let mut reports = Vec::new();
-                self.take(node, out, &mut reports, ctx);
+                self.take(node, out, &mut reports, None, ctx);
                 self.emit(reports);
                 self.reschedule(ctx);
             }

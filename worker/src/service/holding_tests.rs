@@ -38,6 +38,7 @@ async fn a_failed_run_is_not_listed_as_finished() {
             slot: 0,
             nodes: vec![(NodeId(0), Resources::new(4000, 4096))],
             incarnation: 1,
+            lease_ms: 0,
         }))
         .await
         .unwrap();

@@ -118,6 +118,20 @@ impl Handler<RenderMetrics> for WorkerActor {
             "Start orders refused (would over-commit, unknown node).",
             c.refused as f64,
         );
+        single(
+            &mut out,
+            "megha_worker_fences_total",
+            "counter",
+            "Fences: the LM did not confirm this worker for 3/5 of its lease, so every task here was stopped and reported lost.",
+            c.fences as f64,
+        );
+        single(
+            &mut out,
+            "megha_worker_fenced_tasks_total",
+            "counter",
+            "Tasks stopped by fences (reported lost; their GMs may retry them).",
+            c.fenced_tasks as f64,
+        );
         MessageResult(out)
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod actor;
 pub mod config;
+pub mod fence;
 pub mod finished_runs;
 pub mod http;
 pub mod metrics;
@@ -105,7 +106,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         holding: Vec::new(),
         finished: finished_before,
     };
-    let Some(assignment) =
+    let Some((assignment, sent)) =
         register_until_answered(&register, registration.clone(), &server).await?
     else {
         return Ok(());
@@ -114,6 +115,10 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         slot: assignment.slot,
         ..registration
     };
+    let (lease, confirmed) = fence::Lease::new(assignment.lease_ms);
+    lease.confirm(sent, lease.ms);
+    log_lease(lease.ms, s.lm_check);
+    let guard = tokio::spawn(fence::guard(confirmed, worker.clone()));
     worker.do_send(actor::Assign(assignment));
     let watcher = tokio::spawn(watch_lm(
         client,
@@ -122,9 +127,11 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         register,
         registration,
         worker.clone(),
+        lease,
     ));
     let served = server.await.context("server task");
     watcher.abort();
+    guard.abort();
     served??;
     let deadline = Instant::now() + s.drain_timeout;
     while Instant::now() < deadline {
@@ -154,18 +161,42 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     Ok(())
 }
 
+/// Says whether this worker fences itself (see [`fence`]), and warns when its
+/// check-ins are too rare for the lease.
+fn log_lease(lease_ms: u64, check: Duration) {
+    if lease_ms == 0 {
+        tracing::info!(
+            "the LM gives no lease (--worker-fence false): this worker never fences itself"
+        );
+        return;
+    }
+    let lease = Duration::from_millis(lease_ms);
+    let after = fence::fence_after(lease);
+    tracing::info!(
+        lease_ms,
+        fence_after_ms = after.as_millis() as u64,
+        "lease: unconfirmed by the LM this long, the worker stops its tasks"
+    );
+    if check * 2 > after {
+        tracing::warn!(lm_check_ms = check.as_millis() as u64, fence_after_ms = after.as_millis() as u64, "--lm-check-ms is over half the fence time: one lost check-in may fence this worker; check in more often or raise the LM's --worker-timeout-ms");
+    }
+}
+
 /// Registers, retrying with backoff until the LM answers; `None` if the server
 /// stopped meanwhile (shutdown). An LM of another cluster is an error at once: the
-/// worker exits naming both clusters rather than retrying forever.
+/// worker exits naming both clusters rather than retrying forever. With the
+/// assignment: when the registration it answers was sent (the lease counts from
+/// there).
 async fn register_until_answered<T>(
     register: &HttpLink,
     registration: WorkerRegistration,
     server: &tokio::task::JoinHandle<T>,
-) -> Result<Option<WorkerAssignment>> {
+) -> Result<Option<(WorkerAssignment, tokio::time::Instant)>> {
     let mut delay = Duration::from_millis(100);
     loop {
+        let sent = tokio::time::Instant::now();
         match register.call(registration.clone()).await {
-            Ok(a) => return Ok(Some(a)),
+            Ok(a) => return Ok(Some((a, sent))),
             Err(e @ service_kit::links::LinkError::ForeignCluster { .. }) => {
                 anyhow::bail!("cannot register with the LM (--lm-url): {e}")
             }
@@ -188,6 +219,7 @@ async fn register_until_answered<T>(
 /// held here, so that the LM accounts for them (a restarted LM adopts them; tasks the
 /// LM reported lost meanwhile are killed). Reports wait meanwhile: the LM refuses them
 /// from a worker that has not registered with it, and the ordered sender retries.
+/// Every answer that counts this worker registered renews its `lease`.
 async fn watch_lm(
     client: reqwest::Client,
     lm_url: String,
@@ -195,6 +227,7 @@ async fn watch_lm(
     register: HttpLink,
     registration: WorkerRegistration,
     worker: actix::Addr<actor::WorkerActor>,
+    mut lease: fence::Lease,
 ) {
     let alive = HttpLink {
         client,
@@ -208,6 +241,7 @@ async fn watch_lm(
     };
     loop {
         tokio::time::sleep(period).await;
+        let sent = tokio::time::Instant::now();
         let answer: WorkerAliveAnswer = match alive.call(check_in.clone()).await {
             Ok(a) => a,
             Err(e) => {
@@ -219,6 +253,7 @@ async fn watch_lm(
             return;
         };
         if answer.registered && known == Some(answer.incarnation) {
+            lease.confirm(sent, lease.ms);
             continue;
         }
         tracing::info!(lm = %lm_url, old = ?known, new = answer.incarnation, registered = answer.registered, tasks = holding.len(), "the LM no longer counts this worker registered (it restarted, or declared this worker lost); registering again with the tasks held here");
@@ -227,8 +262,17 @@ async fn watch_lm(
             finished,
             ..registration.clone()
         };
-        match register.call(again).await {
-            Ok(a) => worker.do_send(actor::Assign(a)),
+        let sent = tokio::time::Instant::now();
+        let answered: Result<WorkerAssignment, _> = register.call(again).await;
+        match answered {
+            Ok(a) => {
+                if lease.ms != a.lease_ms {
+                    log_lease(a.lease_ms, period);
+                }
+                lease.ms = a.lease_ms;
+                lease.confirm(sent, a.lease_ms);
+                worker.do_send(actor::Assign(a));
+            }
             Err(e) => tracing::warn!(error = %e, "registering again failed; will retry"),
         }
     }

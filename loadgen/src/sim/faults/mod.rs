@@ -59,6 +59,9 @@ pub struct FaultConfig {
     pub jobs: u32,
     /// Tasks per job, drawn from 1 to this.
     pub max_tasks: u32,
+    /// Task durations are drawn from 0.2 s to this (3 s by default: shorter than the
+    /// worker timeout, so a cut-off worker's runs end before their retries start).
+    pub max_duration: Micros,
     /// Faults happen (and jobs arrive) in `[0, horizon)`.
     pub horizon: Micros,
     /// After the horizon: no faults, then liveness and views are checked.
@@ -79,6 +82,10 @@ pub struct FaultConfig {
     /// Worker liveness of issue 14 (as the LM service has it, `--worker-timeout-ms`,
     /// 10 s): a worker silent this long is lost. `None`: the LM before it.
     pub worker_timeout: Option<Micros>,
+    /// Workers fence themselves (as the LM's `--worker-fence` has them): unconfirmed
+    /// by their LM for 3/5 of the worker timeout, they stop their tasks and report
+    /// them lost. Off: a cut-off worker runs on.
+    pub worker_fence: bool,
     /// The GM's question to a restarted LM (as the GM service asks it,
     /// `--lm-reconcile-delay-ms`, 5 s after it saw the new life): which of its tasks
     /// there the LM still holds; the others end finished or lost. `None`: the GM
@@ -108,6 +115,7 @@ impl Default for FaultConfig {
             cores: 2,
             jobs: 8,
             max_tasks: 3,
+            max_duration: Micros::from_secs(3),
             horizon: Micros::from_secs(20),
             quiet: Micros::from_secs(30),
             heartbeat: Micros::from_secs(1),
@@ -117,6 +125,7 @@ impl Default for FaultConfig {
             doubt_timeout: Micros::from_secs(300),
             journal: true,
             worker_timeout: Some(Micros::from_secs(10)),
+            worker_fence: true,
             lm_reconcile: Some(Micros::from_secs(5)),
             strict: false,
             retry: common::retry::RetryPolicy {

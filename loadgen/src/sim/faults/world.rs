@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 
 use worker::Worker;
 
+mod fence;
 mod journal;
 mod liveness;
 mod lm_restart;
@@ -100,6 +101,8 @@ enum Ev {
     Pass(u16, u32),
     Tick(u16, u32),
     Wake(u32, u32),
+    /// A worker's fence timer: (worker, its life).
+    Fence(u32, u32),
     Attempt(u64),
     Timeout(u64, u32),
     Request(u64, u32, GmToLm),
@@ -168,6 +171,11 @@ pub(super) struct World<'a> {
     finished: Vec<Vec<(TaskId, u32)>>,
     wake_at: Vec<Option<Micros>>,
     refusing: Vec<bool>,
+    /// Per worker: when its LM last confirmed it (its lease's start), whether it is
+    /// fenced, and whether its fence timer is set (see `fence`).
+    confirmed: Vec<Micros>,
+    fenced: Vec<bool>,
+    fence_pending: Vec<bool>,
     skew: HashMap<Role, i64>,
     pending_skew: HashMap<Role, i64>,
     broker_down: bool,
@@ -261,6 +269,9 @@ impl<'a> World<'a> {
             finished: vec![Vec::new(); n],
             wake_at: vec![None; n],
             refusing: vec![false; n],
+            confirmed: vec![Micros::ZERO; n],
+            fenced: vec![false; n],
+            fence_pending: vec![false; n],
             skew: HashMap::new(),
             pending_skew: HashMap::new(),
             broker_down: false,
@@ -485,6 +496,7 @@ impl<'a> World<'a> {
             }
             Ev::Tick(l, life) => self.tick(l, life),
             Ev::Wake(w, life) => self.wake(w, life),
+            Ev::Fence(w, life) => self.fence_due(w, life),
             Ev::Attempt(call) => self.attempt(call),
             Ev::Timeout(call, attempt) => self.timeout(call, attempt),
             Ev::Request(call, _life, message) => self.request(call, message),
@@ -558,7 +570,8 @@ impl<'a> World<'a> {
     }
 }
 
-/// The trace of a run: jobs of 1 to `max_tasks` one-core tasks of 0.2 to 3 s,
+/// The trace of a run: jobs of 1 to `max_tasks` one-core tasks of 0.2 s to
+/// `max_duration` (3 s by default),
 /// arriving over the fault horizon, round-robin over the GMs.
 fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
     let mut rng = seeded(seed, WORKLOAD_STREAM);
@@ -568,7 +581,8 @@ fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
             let n = rng.random_range(1..=config.max_tasks.max(1));
             let tasks = (0..n)
                 .map(|i| {
-                    let duration = Micros(rng.random_range(200_000..3_000_000));
+                    let duration =
+                        Micros(rng.random_range(200_000..config.max_duration.0.max(200_001)));
                     // As the services stamp it: the GM the job goes to (round
                     // robin, see `arrival`) in the top bits.
                     let gm = u64::from(j % u32::from(config.gms.max(1)));

@@ -38,8 +38,9 @@ impl Sim<'_> {
                 }
                 self.schedule_wake(w);
             }
-            // The simulator runs synthetic tasks only: their ends come from Wake.
-            WorkerInput::Exited { .. } => {}
+            // The simulator runs synthetic tasks only: their ends come from Wake;
+            // nothing cuts a worker off from its LM here (see `loadgen faults`).
+            WorkerInput::Exited { .. } | WorkerInput::Fence { .. } => {}
             WorkerInput::Lm(LmToWorker::Start(order)) => {
                 self.record(order.task.id).in_flight_until(now);
                 // The worker's own cost of starting (zero by default; calibrated: a

@@ -113,7 +113,7 @@ impl LocalMaster {
             {
                 // Finished before the kill reached the worker: the finish stands.
                 let gm = self.pending_kills.remove(&task).map(|k| k.gm);
-                self.ended_adopted(task, true);
+                self.ended_adopted(task, failure.is_none());
                 self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
@@ -146,7 +146,7 @@ impl LocalMaster {
                 if self.release(task).is_none() {
                     return Err(unknown);
                 }
-                self.ended_adopted(task, true);
+                self.ended_adopted(task, failure.is_none());
                 self.remember_if_finished(task, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,

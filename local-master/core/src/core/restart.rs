@@ -91,6 +91,33 @@ impl LocalMaster {
         self.restarted.ended(task, finished);
     }
 
+    /// The runs a worker registering again lists as finished that this LM still
+    /// holds running on `nodes` (its nodes): their end reports never arrived (the
+    /// worker was cut off, then restarted). The caller applies each as the worker's
+    /// `Finished` report *before* it declares the worker's remaining tasks lost, so
+    /// that a run that did finish is not reported lost and run again.
+    pub fn unheard_finishes(
+        &self,
+        now: Micros,
+        nodes: &[NodeId],
+        finished: &[(TaskId, u32)],
+    ) -> Vec<common::messages::WorkerReport> {
+        finished
+            .iter()
+            .filter_map(|&(task, attempt)| {
+                let alloc = self.running.get(&task)?;
+                (alloc.task.attempt == attempt && nodes.contains(&alloc.node)).then_some(
+                    common::messages::WorkerReport::Finished {
+                        node: alloc.node,
+                        task,
+                        attempt,
+                        at: now,
+                    },
+                )
+            })
+            .collect()
+    }
+
     /// Records run `attempt` of a task a worker finished (listed when it registered
     /// again): a GM resending its launch gets `Duplicate`, not a second run. A run
     /// this LM reported lost is not recorded: its GM retries the task, and the retry

@@ -436,3 +436,47 @@ fn a_gm_life_older_than_one_seen_is_refused() {
     assert_eq!(lm.free(), &before[..]);
     assert_eq!(lm.older_gm_life_refused(), 2);
 }
+
+/// An adopted task that then fails (found by `loadgen faults --max-task-s 30`: a
+/// fenced worker's lost report reached the LM that adopted the run) is not
+/// remembered finished: its retry runs, and is not answered `Duplicate`.
+#[test]
+fn an_adopted_task_that_fails_is_launched_again() {
+    use common::messages::{HeldTask, TaskFailure};
+    let spec = spec_with(&[1, 1], 4);
+    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(5_000));
+    let task = TaskSpec::short(TaskId::new(1, 0), Resources::new(1000, 100), Micros(5));
+    let held = HeldTask {
+        node: NodeId(0),
+        task: task.clone(),
+        started_at: Some(Micros(4_000)),
+    };
+    assert_eq!(
+        lm.adopt(Micros(5_000), held, &mut LmEffects::default()),
+        Ok(true)
+    );
+    let failure = TaskFailure::Lost {
+        reason: "fenced".into(),
+    };
+    lm.handle_worker_report(
+        Micros(6_000),
+        WorkerReport::Failed {
+            attempt: 1,
+            node: NodeId(0),
+            task: task.id,
+            at: Micros(6_000),
+            failure,
+        },
+    )
+    .expect("known task");
+    let mut retry = launch(0, 1, &[(1, 0, Placement::Internal, 1)]);
+    retry.requests[0].task.attempt = 2;
+    let fx = lm.handle_launch_batch(Micros(7_000), retry).expect("batch");
+    assert_eq!(
+        fx.response.expect("answer").outcomes[0].1,
+        LaunchOutcome::Launched {
+            placement: Placement::Internal
+        }
+    );
+    assert_eq!(fx.starts.len(), 1, "the retry runs");
+}

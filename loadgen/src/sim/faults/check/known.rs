@@ -72,6 +72,10 @@ pub enum Known {
     /// published once a (restarted) LM hears of it, and the retry runs the task
     /// again. The price of timeout-based liveness (at-least-once), not a bug.
     LostWhileAlive,
+    /// A worker cut off from its LM past the liveness timeout still ran a task its
+    /// GM retried on another worker: the two runs overlapped. Workers without a
+    /// fence (`--no-worker-fence`, the LM's `--worker-fence false`) only.
+    RunsOverlap,
 }
 
 impl Known {
@@ -130,6 +134,9 @@ impl fmt::Display for Known {
             }
             Known::LostWhileAlive => {
                 "worker declared lost while it still ran the task (cut off past the liveness timeout): finished and retried"
+            }
+            Known::RunsOverlap => {
+                "task retried on another worker while its lost run still ran (no worker fence)"
             }
             Known::StaleViewRejectedBatch => {
                 "BUG GM view keeps the deduction of a batch that changed nothing at the LM"

@@ -11,7 +11,7 @@ use super::{Item, World};
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::Role;
 use common::messages::HeldTask;
-use common::protocol::LmToWorker;
+use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
 use local_master::LmInput;
 
@@ -39,6 +39,7 @@ impl World<'_> {
                 self.workers[i].is_some() && !self.blocked(Role::Worker(w), Role::Lm(l));
             if reachable && self.registered[i] && !self.slot_down[i] {
                 self.last_seen[i] = self.now;
+                self.confirm(w);
             }
             // The check-in's answer says the LM does not count it registered (it
             // restarted, or declared this worker lost): it registers again.
@@ -96,6 +97,18 @@ impl World<'_> {
         }
         let liveness = self.config.worker_timeout.is_some();
         if liveness && self.registered[i] && !self.slot_down[i] {
+            // What it lists as finished ended (as the LM service does); the rest
+            // is lost.
+            let now = self.clock(Role::Lm(l));
+            let node = self.placement[i].1;
+            let reports = self.lms[l as usize]
+                .as_ref()
+                .map(|lm| lm.unheard_finishes(now, &[node], &finished))
+                .unwrap_or_default();
+            for report in reports {
+                self.note(|| format!("  lm{l} ends {} as w{w} lists it finished", report.task()));
+                self.lm_step(l, LmInput::Worker(WorkerToLm::Report(report)), None);
+            }
             self.lose_worker(l, w, "its worker registered again (it restarted)");
         }
         let now = self.clock(Role::Lm(l));
@@ -114,6 +127,7 @@ impl World<'_> {
         }
         self.registered[i] = true;
         self.last_seen[i] = self.now;
+        self.confirm(w);
         if std::mem::take(&mut self.slot_down[i]) {
             let input = LmInput::WorkerBack {
                 nodes: vec![self.placement[i].1],

@@ -301,7 +301,8 @@ impl World<'_> {
             LmToWorker::Start(s) => Some((s.task.id, s.task.attempt)),
             _ => None,
         };
-        if let (Some((task, attempt)), true) = (start, self.refusing[w as usize]) {
+        let refusing = self.refusing[w as usize] || self.fenced[w as usize];
+        if let (Some((task, attempt)), true) = (start, refusing) {
             let report = refused(node, task, attempt, now);
             self.send(
                 Role::Worker(w),
@@ -312,7 +313,12 @@ impl World<'_> {
             return;
         }
         match worker.step(now, WorkerInput::Lm(order)) {
-            Ok(out) => self.worker_out(w, out),
+            Ok(out) => {
+                if let Some((task, attempt)) = start {
+                    self.check_overlap(w, task, attempt);
+                }
+                self.worker_out(w, out);
+            }
             // Already here (a resent order): it runs, its reports stand (as the
             // worker service does).
             Err(worker::WorkerError::Duplicate { .. }) => {}
@@ -329,6 +335,30 @@ impl World<'_> {
                 }
             }
         }
+    }
+
+    /// Run `attempt` of `task` just started on worker `w`: no other worker may still
+    /// run an earlier run of it (a run declared lost on a worker that was cut off,
+    /// not dead). Workers fence themselves so that it never does; without fences
+    /// (`--no-worker-fence`) it is the known price of timeout-based liveness.
+    fn check_overlap(&mut self, w: u32, task: TaskId, attempt: u32) {
+        let other = self.workers.iter().enumerate().find_map(|(j, x)| {
+            let run = x.as_ref()?.running().iter().find(|r| r.task == task)?;
+            (j != w as usize).then_some((j, run.attempt))
+        });
+        let Some((j, earlier)) = other else {
+            return;
+        };
+        let broken = (
+            check::Invariant::RanTwice,
+            format!("{task}: run {attempt} started on w{w} while w{j} still runs run {earlier}"),
+        );
+        let result = if self.config.worker_fence {
+            Err(broken)
+        } else {
+            self.checker.excuse(Known::RunsOverlap, broken)
+        };
+        self.broke(result);
     }
 
     pub(super) fn wake(&mut self, w: u32, life: u32) {
@@ -596,5 +626,6 @@ impl World<'_> {
             .find(|(id, _, _)| *id == node)
             .map_or_else(Resources::default, |(_, _, n)| n.capacity);
         self.workers[w as usize] = Some(Worker::new(node, capacity));
+        self.reset_fence(w);
     }
 }

@@ -12,6 +12,7 @@ pub(super) fn describe(ev: &Ev) -> String {
         Ev::Pass(g, _) => format!("gm{g} pass"),
         Ev::Tick(l, _) => format!("lm{l} tick"),
         Ev::Wake(w, _) => format!("w{w} wake"),
+        Ev::Fence(w, _) => format!("w{w} fence timer"),
         Ev::Attempt(c) => format!("call {c} attempt"),
         Ev::Timeout(c, a) => format!("call {c} attempt {a} timeout?"),
         Ev::Request(c, life, m) => {
@@ -68,7 +69,17 @@ fn describe_lm_to_gm(m: &LmToGm) -> String {
                 .join(", ")
         ),
         LmToGm::State(s) => format!("state of lm{} v{}", s.lm.0, s.version),
-        LmToGm::Ended(e) => format!("ended [{}]", tasks(e.ends.iter().map(|x| x.task))),
+        LmToGm::Ended(e) => format!(
+            "ended [{}]",
+            e.ends
+                .iter()
+                .map(|x| match &x.failure {
+                    None => format!("{}#{} finished", x.task, x.attempt),
+                    Some(f) => format!("{}#{} {f}", x.task, x.attempt),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         other => other.kind().to_string(),
     }
 }
