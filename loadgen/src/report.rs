@@ -9,16 +9,95 @@ use std::path::Path;
 
 pub const TASKS_CSV_HEADER: &str = "job,task,queue,arrival_s,decision,gm,lm,node,attempts,rejections,preemptions,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s";
 
-fn secs(t: Micros) -> String {
-    format!("{}.{:06}", t.0 / 1_000_000, t.0 % 1_000_000)
+/// One `tasks.csv` row at a time, into a reused buffer: integers digit by digit and
+/// times as `seconds.micros` (six digits), the text `format!` gave, without a
+/// `String` per field (the formatting was a fifth of a YH1_sub run).
+#[derive(Default)]
+struct RowWriter {
+    row: Vec<u8>,
 }
 
-fn opt_secs(t: Option<Micros>) -> String {
-    t.map(secs).unwrap_or_default()
-}
+impl RowWriter {
+    fn int(&mut self, v: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut v = v;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.row.extend_from_slice(&digits[i..]);
+    }
 
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
+    fn secs(&mut self, t: Micros) {
+        self.int(t.0 / 1_000_000);
+        let mut micros = t.0 % 1_000_000;
+        let mut digits = [b'0'; 7];
+        digits[0] = b'.';
+        for d in digits[1..].iter_mut().rev() {
+            *d = b'0' + (micros % 10) as u8;
+            micros /= 10;
+        }
+        self.row.extend_from_slice(&digits);
+    }
+
+    /// A field followed by its comma: empty for `None`.
+    fn opt_int(&mut self, v: Option<u64>) {
+        if let Some(v) = v {
+            self.int(v);
+        }
+        self.row.push(b',');
+    }
+
+    fn opt_secs(&mut self, t: Option<Micros>) {
+        if let Some(t) = t {
+            self.secs(t);
+        }
+        self.row.push(b',');
+    }
+
+    fn field(&mut self, text: &str) {
+        self.row.extend_from_slice(text.as_bytes());
+        self.row.push(b',');
+    }
+
+    /// The row of `r`, ending in a newline.
+    fn write(&mut self, r: &TaskRecord) -> &[u8] {
+        self.row.clear();
+        self.opt_int(Some(r.job));
+        self.opt_int(Some(r.index.into()));
+        self.opt_int(Some(r.queue.0.into()));
+        self.opt_secs(Some(r.arrival));
+        self.field(r.decision.as_str());
+        self.opt_int(r.gm.map(|g| g.0.into()));
+        self.opt_int(r.lm.map(|l| l.0.into()));
+        self.opt_int(r.node.map(|n| n.0.into()));
+        self.opt_int(Some(r.attempts.into()));
+        self.opt_int(Some(r.rejections.into()));
+        self.opt_int(Some(r.preemptions.into()));
+        self.opt_secs(r.launch);
+        self.opt_secs(r.start);
+        self.opt_secs(r.finish);
+        self.opt_secs(r.allocation());
+        // The components of a task that never started are left empty.
+        let started = r.start.is_some();
+        for component in [
+            r.framework_queuing,
+            r.processing,
+            r.worker_queuing,
+            r.communication,
+        ] {
+            self.opt_secs(started.then_some(component));
+        }
+        // The last field has no comma after it.
+        self.row.pop();
+        self.row.push(b'\n');
+        &self.row
+    }
 }
 
 /// Writes one row per task, sorted by (job, task), times in seconds with microsecond
@@ -27,32 +106,9 @@ pub fn write_tasks_csv<W: Write>(out: &mut W, records: &[TaskRecord]) -> std::io
     writeln!(out, "{TASKS_CSV_HEADER}")?;
     let mut order: Vec<&TaskRecord> = records.iter().collect();
     order.sort_by_key(|r| (r.job, r.index));
+    let mut row = RowWriter::default();
     for r in order {
-        let started = r.start.is_some();
-        let comp = |m: Micros| if started { secs(m) } else { String::new() };
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.job,
-            r.index,
-            r.queue.0,
-            secs(r.arrival),
-            r.decision.as_str(),
-            opt(r.gm.map(|g| g.0)),
-            opt(r.lm.map(|l| l.0)),
-            opt(r.node.map(|n| n.0)),
-            r.attempts,
-            r.rejections,
-            r.preemptions,
-            opt_secs(r.launch),
-            opt_secs(r.start),
-            opt_secs(r.finish),
-            opt_secs(r.allocation()),
-            comp(r.framework_queuing),
-            comp(r.processing),
-            comp(r.worker_queuing),
-            comp(r.communication),
-        )?;
+        out.write_all(row.write(r))?;
     }
     Ok(())
 }
@@ -315,5 +371,94 @@ mod tests {
             (500.0, 900.0, 990.0, 999.0, 1000.0)
         );
         assert_eq!(Distribution::of(vec![]).count, 0);
+    }
+
+    /// The row as `format!` writes it (the writer before [`RowWriter`]).
+    fn formatted(r: &TaskRecord) -> String {
+        let secs = |t: Micros| format!("{}.{:06}", t.0 / 1_000_000, t.0 % 1_000_000);
+        let opt_secs = |t: Option<Micros>| t.map(secs).unwrap_or_default();
+        fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+            v.map(|v| v.to_string()).unwrap_or_default()
+        }
+        let comp = |m: Micros| {
+            if r.start.is_some() {
+                secs(m)
+            } else {
+                String::new()
+            }
+        };
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.job,
+            r.index,
+            r.queue.0,
+            secs(r.arrival),
+            r.decision.as_str(),
+            opt(r.gm.map(|g| g.0)),
+            opt(r.lm.map(|l| l.0)),
+            opt(r.node.map(|n| n.0)),
+            r.attempts,
+            r.rejections,
+            r.preemptions,
+            opt_secs(r.launch),
+            opt_secs(r.start),
+            opt_secs(r.finish),
+            opt_secs(r.allocation()),
+            comp(r.framework_queuing),
+            comp(r.processing),
+            comp(r.worker_queuing),
+            comp(r.communication),
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rows_are_those_format_wrote(
+            job in proptest::prelude::any::<u64>(),
+            index in proptest::prelude::any::<u32>(),
+            small in proptest::prelude::any::<(u16, u16, u16, u32)>(),
+            counts in proptest::prelude::any::<(u32, u32, u32)>(),
+            times in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just(0u64),
+                    0u64..3_000_000,
+                    proptest::prelude::any::<u64>()
+                ],
+                9,
+            ),
+            present in proptest::prelude::any::<[bool; 7]>(),
+            decision in 0usize..6,
+        ) {
+            use crate::sim::ledger::Decision;
+            use common::{GmId, LmId, NodeId, QueueId};
+            let t = |i: usize| Micros(times[i]);
+            let mut r = TaskRecord::new(job, index, t(0));
+            r.queue = QueueId(small.0);
+            r.decision = [
+                Decision::Pending,
+                Decision::Internal,
+                Decision::Repartition,
+                Decision::LateBinding,
+                Decision::Preemption,
+                Decision::Unplaceable,
+            ][decision];
+            r.gm = present[0].then_some(GmId(small.1));
+            r.lm = present[1].then_some(LmId(small.2));
+            r.node = present[2].then_some(NodeId(small.3));
+            (r.attempts, r.rejections, r.preemptions) = counts;
+            r.launch = present[3].then_some(t(1));
+            r.start = present[4].then_some(t(2));
+            r.finish = present[5].then_some(t(3));
+            r.framework_queuing = t(4);
+            r.processing = t(5);
+            r.worker_queuing = t(6);
+            r.communication = t(7);
+            let mut writer = RowWriter::default();
+            let row = String::from_utf8(writer.write(&r).to_vec()).unwrap();
+            proptest::prop_assert_eq!(row, formatted(&r));
+            // The buffer is reused: a second row is not appended to the first.
+            let again = String::from_utf8(writer.write(&r).to_vec()).unwrap();
+            proptest::prop_assert_eq!(again, formatted(&r));
+        }
     }
 }

@@ -16,6 +16,7 @@ use common::quota::JobContainers;
 use common::{ConstraintSet, NodeId, Resources};
 use common::{JobId, Micros};
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 pub type Bits = BitVec<u64, Lsb0>;
@@ -70,6 +71,51 @@ pub const TAKEOVER_AFTER: u32 = 3;
 /// one entry of [`LmSnapshot::free_changed`].
 const BLOCK: usize = common::messages::FREE_BLOCK;
 
+/// LM nodes `node..node + len`, at slots `slot..slot + len` of one partition.
+#[derive(Clone, Copy, Debug)]
+struct SlotRun {
+    node: u32,
+    partition: u16,
+    slot: u32,
+    len: u32,
+}
+
+/// The runs of `slot_of` (see [`LmView::runs`]) and, per block, its first run.
+fn slot_runs(slot_of: &[(u16, u32)]) -> (Vec<SlotRun>, Vec<u32>) {
+    let mut runs: Vec<SlotRun> = Vec::new();
+    let mut block_runs = Vec::with_capacity(slot_of.len().div_ceil(BLOCK));
+    for (n, &(partition, slot)) in slot_of.iter().enumerate() {
+        let extends = runs.last().is_some_and(|run| {
+            run.partition == partition && run.slot + run.len == slot && n % BLOCK != 0
+        });
+        match runs.last_mut() {
+            Some(run) if extends => run.len += 1,
+            _ => runs.push(SlotRun {
+                node: n as u32,
+                partition,
+                slot,
+                len: 1,
+            }),
+        }
+        if n % BLOCK == 0 {
+            block_runs.push((runs.len() - 1) as u32);
+        }
+    }
+    (runs, block_runs)
+}
+
+/// What [`LmView::apply_free`] knows of the last snapshot applied.
+#[derive(Debug)]
+struct Applied {
+    life: u64,
+    version: u64,
+    /// Its length.
+    nodes: usize,
+    /// Its free resources, kept only when it came without
+    /// [`LmSnapshot::free_changed`] (the next one is then compared by value).
+    free: Option<Arc<Vec<Resources>>>,
+}
+
 #[derive(Debug)]
 pub struct LmView {
     /// The LM life the view follows (see [`LmSnapshot::incarnation`]).
@@ -83,6 +129,11 @@ pub struct LmView {
     pub partitions: Vec<PartitionView>,
     /// Per LM node: (partition, slot).
     pub slot_of: Vec<(u16, u32)>,
+    /// The LM's nodes as runs of consecutive nodes in consecutive slots of one
+    /// partition, in node order; `block_runs[b]`: the first run with a node in
+    /// block `b` (see [`LmView::overwrite`]).
+    runs: Vec<SlotRun>,
+    block_runs: Vec<u32>,
     /// The sum of the LM's node capacities.
     pub total_capacity: Resources,
     /// Resources in use per queue in this LM, as last reported.
@@ -102,9 +153,9 @@ pub struct LmView {
     /// `raised_mark` tells which are listed).
     raised: Vec<u32>,
     raised_mark: Bits,
-    /// The last snapshot applied (`None` before the first): its life, version and
-    /// free resources. Every node outside `touched` holds exactly those in the view.
-    applied_free: Option<(u64, u64, Arc<Vec<Resources>>)>,
+    /// The last snapshot applied (`None` before the first). Every node outside
+    /// `touched` holds exactly its free resources in the view.
+    applied_free: Option<Applied>,
     /// LM nodes this GM changed (deducted, credited) since the last snapshot applied.
     touched: Bits,
     /// Until when placement passes this LM by: it answered that it takes no new
@@ -155,6 +206,7 @@ impl LmView {
         }
         let total_capacity = topology.capacity.iter().sum::<Resources>();
         let node_count = topology.node_count();
+        let (runs, block_runs) = slot_runs(&slot_of);
         LmView {
             incarnation: 0,
             other_life_streak: 0,
@@ -162,6 +214,8 @@ impl LmView {
             topology,
             partitions,
             slot_of,
+            runs,
+            block_runs,
             total_capacity,
             usage: Vec::new(),
             queue_delay: Vec::new(),
@@ -214,25 +268,27 @@ impl LmView {
     /// lists the nodes that gained. Visits only the blocks of [`BLOCK`] nodes where
     /// the snapshot differs from the last one applied or this GM changed a node since
     /// (`touched`): every other node already holds the snapshot's value, so the full
-    /// walk would change nothing there. A block differs when the LM says it changed
-    /// since that snapshot ([`LmSnapshot::free_changed`], same life) or, without that
-    /// word, when its values differ. A snapshot of another size, or the first one, is
-    /// walked in full.
+    /// walk would change nothing there; of a block that does not differ, only the
+    /// touched nodes are visited. A block differs when the LM says it changed since
+    /// that snapshot ([`LmSnapshot::free_changed`], same life) or, without that word,
+    /// when its values differ (the view keeps the values of a snapshot that came
+    /// without it). A snapshot of another size, the first one, or one without that
+    /// word after one with it, is walked in full.
     fn apply_free(&mut self, snapshot: &LmSnapshot) -> bool {
         let free = &snapshot.free;
         let nodes = self.slot_of.len().min(free.len());
+        let with_changes = snapshot.free_changed.len() == free.len().div_ceil(BLOCK);
         let previous = self.applied_free.take();
-        let previous = previous.as_ref().filter(|(_, _, p)| p.len() == free.len());
-        let same = previous.is_some_and(|(_, _, p)| Arc::ptr_eq(p, free));
+        let previous = previous.as_ref().filter(|a| a.nodes == free.len());
+        let same = previous.is_some_and(|a| a.free.as_ref().is_some_and(|p| Arc::ptr_eq(p, free)));
         // The LM's word for the blocks changed since the snapshot applied.
         let since = previous
-            .filter(|(life, _, _)| *life == snapshot.incarnation)
-            .filter(|_| snapshot.free_changed.len() == free.len().div_ceil(BLOCK))
-            .map(|(_, version, _)| *version);
+            .filter(|a| a.life == snapshot.incarnation && with_changes)
+            .map(|a| a.version);
         let mut gained = false;
         let mut block = 0;
         while block * BLOCK < nodes {
-            let range = block * BLOCK..((block + 1) * BLOCK).min(nodes);
+            let (start, end) = (block * BLOCK, ((block + 1) * BLOCK).min(nodes));
             let touched = self
                 .touched
                 .as_raw_slice()
@@ -241,23 +297,16 @@ impl LmView {
             let differs = match (previous, since) {
                 _ if same => false,
                 (_, Some(version)) => snapshot.free_changed[block] > version,
-                (Some((_, _, p)), None) => p[range.clone()] != free[range.clone()],
-                (None, _) => true,
+                (Some(Applied { free: Some(p), .. }), None) => p[start..end] != free[start..end],
+                (_, None) => true,
             };
             if touched || differs {
-                for n in range {
-                    let (p, slot) = self.slot_of[n];
-                    let part = &mut self.partitions[p as usize];
-                    if part.free[slot as usize] != free[n] && part.set_free(slot as usize, free[n])
-                    {
-                        gained = true;
-                        mark_raised(&mut self.raised, &mut self.raised_mark, n);
-                    }
-                }
+                gained |= self.overwrite(block, start..end, free);
             }
             block += 1;
         }
-        self.touched.fill(false);
+        // A word at a time (`BitSlice::fill` went bit by bit: most of an apply).
+        self.touched.as_raw_mut_slice().fill(0);
         debug_assert!(
             self.slot_of
                 .iter()
@@ -266,7 +315,56 @@ impl LmView {
             "a skipped block of LM {:?} differs from its snapshot",
             self.topology.lm
         );
-        self.applied_free = Some((snapshot.incarnation, snapshot.version, free.clone()));
+        self.applied_free = Some(Applied {
+            life: snapshot.incarnation,
+            version: snapshot.version,
+            nodes: free.len(),
+            // With the LM's word for changed blocks, the next snapshot of this life
+            // needs no values to compare with: keeping none lets the LM build its
+            // next snapshot in place of this one.
+            free: (!with_changes).then(|| free.clone()),
+        });
+        gained
+    }
+
+    /// Overwrites the view's free resources of LM nodes `range` (in block `block`)
+    /// with the snapshot's `free`, in node order, listing the nodes that gained.
+    /// Returns whether one did. Each run of nodes that sit side by side in one
+    /// partition is compared in one pass (most nodes are unchanged), then only the
+    /// nodes that differ are written.
+    fn overwrite(&mut self, block: usize, range: Range<usize>, free: &[Resources]) -> bool {
+        let mut gained = false;
+        let mut r = self.block_runs[block] as usize;
+        while let Some(run) = self
+            .runs
+            .get(r)
+            .copied()
+            .filter(|run| (run.node as usize) < range.end)
+        {
+            let (first, len) = (run.node as usize, run.len as usize);
+            let (lo, hi) = (range.start.max(first), range.end.min(first + len));
+            let slot = run.slot as usize + (lo - first);
+            let part = &mut self.partitions[run.partition as usize];
+            // One bit per node that differs (a run is at most one block long).
+            let mut differ = 0u64;
+            for (i, (view, now)) in part.free[slot..slot + (hi - lo)]
+                .iter()
+                .zip(&free[lo..hi])
+                .enumerate()
+            {
+                let differs = (view.cpu_millis ^ now.cpu_millis) | (view.memory_mb ^ now.memory_mb);
+                differ |= u64::from(differs != 0) << i;
+            }
+            while differ != 0 {
+                let i = differ.trailing_zeros() as usize;
+                differ &= differ - 1;
+                if part.set_free(slot + i, free[lo + i]) {
+                    gained = true;
+                    mark_raised(&mut self.raised, &mut self.raised_mark, lo + i);
+                }
+            }
+            r += 1;
+        }
         gained
     }
 

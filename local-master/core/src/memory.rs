@@ -2,7 +2,8 @@
 //! first: the LM's memories of runs (finished, reported lost) stay bounded however
 //! long it runs. A leaf.
 
-use std::collections::{HashSet, VecDeque};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::VecDeque;
 use std::hash::Hash;
 
 #[derive(Debug)]
@@ -18,7 +19,7 @@ pub struct Bounded<T> {
 impl<T: Copy + Eq + Hash> Bounded<T> {
     pub fn new(limit: usize) -> Self {
         Bounded {
-            set: HashSet::new(),
+            set: HashSet::default(),
             order: VecDeque::new(),
             limit: limit.max(1),
             forgotten: 0,

@@ -8,7 +8,7 @@
 
 use crate::memory::Bounded;
 use common::TaskId;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// How many finished tasks an LM remembers (about 40 bytes each).
 pub const FINISHED_MEMORY: usize = 1 << 18;
@@ -23,7 +23,7 @@ impl Default for Restarted {
     fn default() -> Self {
         Restarted {
             finished_before: Bounded::new(FINISHED_MEMORY),
-            adopted: HashSet::new(),
+            adopted: HashSet::default(),
         }
     }
 }

@@ -20,7 +20,7 @@ use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker, Worker
 use common::{GmId, Micros, TaskId, TaskKind};
 use global_master::core::{GlobalMaster, GmConfig, GmInput};
 use local_master::{LmConfig, LmInput, LmOutput, LocalMaster};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use worker::core::{WorkerInput, WorkerOutput};
 use worker::Worker;
 
@@ -180,7 +180,7 @@ pub fn simulate(
         jobs: jobs.len(),
         designated: designated.index(),
         runs: Vec::new(),
-        active_run: HashMap::new(),
+        active_run: HashMap::default(),
         has_lras: jobs.iter().any(lra::is_lra),
         lra_pass_pending: false,
         lra_fruitless: 0,

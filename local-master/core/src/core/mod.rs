@@ -29,7 +29,8 @@ use common::fairness::FairnessConfig;
 use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// How many lost runs an LM remembers (and as many whose end it absorbed), about
@@ -120,18 +121,18 @@ impl LocalMaster {
             free: topology.capacity.clone(),
             on_node: vec![Vec::new(); topology.node_count()],
             q_held: vec![Resources::ZERO; topology.node_count()],
-            queued: HashMap::new(),
+            queued: HashMap::default(),
             queued_on: vec![Vec::new(); topology.node_count()],
             queueable: None,
-            shed_once: HashSet::new(),
-            jobs: HashMap::new(),
+            shed_once: HashSet::default(),
+            jobs: HashMap::default(),
             topology: Arc::new(topology),
-            running: HashMap::new(),
+            running: HashMap::default(),
             usage: BTreeMap::new(),
             total,
             fairness: None,
-            pending_kills: HashMap::new(),
-            cancelling: HashMap::new(),
+            pending_kills: HashMap::default(),
+            cancelling: HashMap::default(),
             answers: BatchAnswers::new(gms as usize),
             // Versions start at the start time, so that the snapshots of a restarted LM
             // supersede those of its previous life in every GM's view (one change per
@@ -209,16 +210,15 @@ impl LocalMaster {
 
     /// The current state, as sent to GMs.
     pub fn snapshot(&mut self, now: Micros) -> LmSnapshot {
-        let (free, free_changed) = match &self.snapshot_cache {
-            Some((v, free, changed)) if *v == self.version => (free.clone(), changed.clone()),
+        let (free, free_changed) = match self.snapshot_cache.take() {
+            Some((v, free, changed)) if v == self.version => (free, changed),
             previous => {
-                let (free, changed) = self.build_free(previous.as_ref());
+                let (free, changed) = self.build_free(previous);
                 self.dirty.fill(0);
-                let (free, changed) = (Arc::new(free), Arc::new(changed));
-                self.snapshot_cache = Some((self.version, free.clone(), changed.clone()));
                 (free, changed)
             }
         };
+        self.snapshot_cache = Some((self.version, free.clone(), free_changed.clone()));
         LmSnapshot {
             lm: self.topology.lm,
             incarnation: self.incarnation,
@@ -246,15 +246,27 @@ impl LocalMaster {
 
     /// A snapshot's `free` (QUEUEABLE work is invisible to the GMs' views: any other
     /// task may take its place) and `free_changed`. From the previous snapshot built,
-    /// only the dirty blocks are rebuilt and compared (the others are as they were);
-    /// without one, every block.
-    fn build_free(&self, previous: Option<&BuiltFree>) -> (Vec<Resources>, Vec<u64>) {
+    /// only the dirty blocks are rebuilt and compared (the others are as they were),
+    /// in place when no one holds that snapshot's vectors any more (every GM has
+    /// applied it: a GM keeps no `free` that comes with `free_changed`), else in
+    /// copies; without one, every block.
+    fn build_free(&self, previous: Option<BuiltFree>) -> (Arc<Vec<Resources>>, Arc<Vec<u64>>) {
         let nodes = self.free.len();
         let blocks = nodes.div_ceil(FREE_BLOCK);
         let visible = |n: usize| self.free[n].add(&self.q_held[n]);
+        #[cfg(debug_assertions)]
+        let expected = {
+            let free: Vec<Resources> = (0..nodes).map(visible).collect();
+            let changed = free_changed(
+                previous.as_ref().map(|(_, f, c)| (&f[..], &c[..])),
+                &free,
+                self.version,
+            );
+            (free, changed)
+        };
         let built = match previous {
-            Some((_, old, changed)) if old.len() == nodes && changed.len() == blocks => {
-                let (mut free, mut changed) = (Vec::clone(old), Vec::clone(changed));
+            Some((_, mut old, mut changed)) if old.len() == nodes && changed.len() == blocks => {
+                let (free, changed_now) = (Arc::make_mut(&mut old), Arc::make_mut(&mut changed));
                 for (w, &word) in self.dirty.iter().enumerate() {
                     let mut word = word;
                     while word != 0 {
@@ -268,29 +280,22 @@ impl LocalMaster {
                             free[n] = now;
                         }
                         if differs {
-                            changed[block] = self.version;
+                            changed_now[block] = self.version;
                         }
                     }
                 }
-                (free, changed)
+                (old, changed)
             }
             _ => {
                 let free: Vec<Resources> = (0..nodes).map(visible).collect();
                 let changed = free_changed(None, &free, self.version);
-                (free, changed)
+                (Arc::new(free), Arc::new(changed))
             }
         };
+        #[cfg(debug_assertions)]
         debug_assert_eq!(
-            built,
-            {
-                let free: Vec<Resources> = (0..nodes).map(visible).collect();
-                let changed = free_changed(
-                    previous.map(|(_, f, c)| (&f[..], &c[..])),
-                    &free,
-                    self.version,
-                );
-                (free, changed)
-            },
+            (&built.0[..], &built.1[..]),
+            (&expected.0[..], &expected.1[..]),
             "the dirty blocks miss a change"
         );
         built
