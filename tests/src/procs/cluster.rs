@@ -33,8 +33,39 @@ pub struct LoopbackCluster {
 }
 
 /// A loopback port free right now (bound, then released), for a service whose URL
-/// must be known before it starts.
+/// must be known before it starts. It is drawn below the kernel's ephemeral range
+/// (`ip_local_port_range`), where no `bind(0)` and no outgoing connection of another
+/// process can take it between its release and the service's bind (that happened:
+/// a GM of services_lm_restart found its port in use under a full test run), and
+/// never handed out twice by one test process.
 pub fn free_port() -> u16 {
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    const FLOOR: u16 = 10_000;
+    if low > FLOOR + 1_000 {
+        let span = u64::from(low - FLOOR);
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        let given = given.get_or_insert_with(HashSet::new);
+        for _ in 0..1_000 {
+            let draw = std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish();
+            let port = FLOOR + (draw % span) as u16;
+            if given.contains(&port) {
+                continue;
+            }
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                given.insert(port);
+                return port;
+            }
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")
