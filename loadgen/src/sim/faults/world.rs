@@ -7,13 +7,14 @@ use super::plan::{self, Fault, Link, LinkRates, Role, Schedule};
 use super::{FaultConfig, RunReport};
 use crate::sim::events::EventQueue;
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
-use common::messages::{HeldTask, TaskFailure, WorkerReport};
+use common::messages::HeldTask;
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::rng::{seeded, Rng, SeededRng};
-use common::{ConstraintSet, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use global_master::core::{GlobalMaster, GmInput};
 use local_master::LocalMaster;
 use std::collections::{HashMap, VecDeque};
+use workload::workload;
 
 use worker::Worker;
 
@@ -24,6 +25,8 @@ mod lm_restart;
 mod net;
 mod roles;
 mod trace;
+mod workers;
+mod workload;
 
 use trace::{describe, describe_item, describe_request, tasks};
 
@@ -567,43 +570,5 @@ impl<'a> World<'a> {
         } else {
             Micros::ZERO
         }
-    }
-}
-
-/// The trace of a run: jobs of 1 to `max_tasks` one-core tasks of 0.2 s to
-/// `max_duration` (3 s by default),
-/// arriving over the fault horizon, round-robin over the GMs.
-fn workload(seed: u64, config: &FaultConfig) -> Vec<(Micros, Vec<TaskSpec>)> {
-    let mut rng = seeded(seed, WORKLOAD_STREAM);
-    (0..config.jobs)
-        .map(|j| {
-            let arrival = Micros(rng.random_range(0..config.horizon.0.max(1)));
-            let n = rng.random_range(1..=config.max_tasks.max(1));
-            let tasks = (0..n)
-                .map(|i| {
-                    let duration =
-                        Micros(rng.random_range(200_000..config.max_duration.0.max(200_001)));
-                    // As the services stamp it: the GM the job goes to (round
-                    // robin, see `arrival`) in the top bits.
-                    let gm = u64::from(j % u32::from(config.gms.max(1)));
-                    let id = TaskId::new(gm << JobId::SUBMISSION_BITS | u64::from(j), i);
-                    TaskSpec::short(id, Resources::cores(1, 256), duration)
-                })
-                .collect();
-            (arrival, tasks)
-        })
-        .collect()
-}
-
-/// The report of a start a refusing worker turns down (as the worker service does).
-fn refused(node: NodeId, task: TaskId, attempt: u32, at: Micros) -> WorkerReport {
-    WorkerReport::Failed {
-        node,
-        task,
-        attempt,
-        at,
-        failure: TaskFailure::StartFailed {
-            reason: "refused by the worker: fault injection".into(),
-        },
     }
 }
