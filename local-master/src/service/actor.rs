@@ -96,9 +96,8 @@ pub struct LmActor {
     /// Worker liveness: a registered worker silent this long is lost; `None` (the
     /// embedded mode, whose workers live in the same process): never.
     pub(super) worker_timeout: Option<Duration>,
-    /// The lease workers get with their assignment (`--worker-fence`): the worker
-    /// timeout, or `None` (no fence).
-    pub(super) worker_lease: Option<Duration>,
+    /// Workers get the worker timeout as their lease (`--worker-fence`).
+    pub(super) worker_fence: bool,
     /// Per slot: when its worker last said anything (registration, report, check).
     pub(super) last_seen: Vec<Micros>,
     /// Per slot: declared lost in this life (its nodes are down) and not back yet.
@@ -152,7 +151,7 @@ impl LmActor {
             counters: LmCounters::default(),
             incarnation: now.0,
             worker_timeout: None,
-            worker_lease: None,
+            worker_fence: false,
             last_seen: vec![now; slots],
             slot_down: vec![false; slots],
             lost_forgotten_logged: 0,
@@ -198,7 +197,7 @@ impl LmActor {
 
     /// Gives workers the worker timeout as their lease (see `--worker-fence`).
     pub fn with_worker_fence(mut self, fence: bool) -> Self {
-        self.worker_lease = self.worker_timeout.filter(|_| fence);
+        self.worker_fence = fence;
         self
     }
 

@@ -445,7 +445,10 @@ impl Handler<Register> for LmActor {
             slot: slot as u32,
             nodes,
             incarnation: self.incarnation,
-            lease_ms: self.worker_lease.map_or(0, |l| l.as_millis() as u64),
+            lease_ms: match self.worker_timeout {
+                Some(t) if self.worker_fence => t.as_millis() as u64,
+                _ => 0,
+            },
         })
     }
 }

@@ -29,9 +29,10 @@ pub struct Confirmed {
     pub lease: Duration,
 }
 
-/// The part of the lease after which the worker fences (3/5).
+/// The part of the lease after which the worker fences ([`crate::core::fence_after`]).
 pub fn fence_after(lease: Duration) -> Duration {
-    lease * 3 / 5
+    let micros = common::Micros(u64::try_from(lease.as_micros()).unwrap_or(u64::MAX));
+    Duration::from_micros(crate::core::fence_after(micros).0)
 }
 
 /// How long a fenced task may take to end after SIGTERM (1/5 of the lease).

@@ -15,7 +15,7 @@ impl World<'_> {
             .config
             .worker_timeout
             .filter(|_| self.config.worker_fence)?;
-        Some(common::Micros(timeout.0 * 3 / 5))
+        Some(worker::core::fence_after(timeout))
     }
 
     /// Worker `w`'s LM confirmed it now: its lease starts again, a fence is lifted.
