@@ -9,6 +9,7 @@ use crate::view::LmView;
 use common::messages::{LaunchBatch, LaunchRequest, Placement};
 use common::{GmId, JobId, LmId, NodeId, Resources, TaskId, TaskKind};
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 /// A batch sent and not yet included in a snapshot of its LM.
@@ -100,10 +101,9 @@ impl Dispatcher {
     /// the first batch was given up or left in doubt) awaits its new batch: the
     /// old batch's late answer is not its own, and is `None`.
     pub fn answered_in(&mut self, lm: LmId, seq: u64, task: &TaskId) -> Option<Box<Pending>> {
-        match self.outstanding.get(task) {
-            Some((_, Some(batch))) if *batch == (lm, seq) => {
-                self.outstanding.remove(task).map(|(pending, _)| pending)
-            }
+        // One probe of the table (nothing iterates it: its layout does not matter).
+        match self.outstanding.entry(*task) {
+            Entry::Occupied(e) if e.get().1 == Some((lm, seq)) => Some(e.remove().0),
             _ => None,
         }
     }
@@ -145,6 +145,44 @@ impl Dispatcher {
         out: &mut PassOutput,
         deduct: bool,
     ) -> usize {
+        let (batch, sent_in) = self.add(view, l, node, placement, pending, out, deduct);
+        self.outstanding
+            .insert(pending.task.id, (Box::new(pending.clone()), Some(sent_in)));
+        batch
+    }
+
+    /// [`Dispatcher::dispatch`] of a task given up by its caller: it awaits the
+    /// answer as it is, without a copy.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch_owned(
+        &mut self,
+        view: &mut ClusterView,
+        l: usize,
+        node: NodeId,
+        placement: Placement,
+        mut pending: Box<Pending>,
+        out: &mut PassOutput,
+        deduct: bool,
+    ) -> usize {
+        let (batch, sent_in) = self.add(view, l, node, placement, &mut pending, out, deduct);
+        self.outstanding
+            .insert(pending.task.id, (pending, Some(sent_in)));
+        batch
+    }
+
+    /// The request in its batch; returns the batch's index in `out.batches` and
+    /// (LM, sequence number).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        view: &mut ClusterView,
+        l: usize,
+        node: NodeId,
+        placement: Placement,
+        pending: &mut Pending,
+        out: &mut PassOutput,
+        deduct: bool,
+    ) -> (usize, (LmId, u64)) {
         let resources = if deduct {
             pending.task.resources
         } else {
@@ -187,10 +225,7 @@ impl Dispatcher {
             node,
             placement,
         });
-        let sent_in = (out.batches[batch].lm, out.batches[batch].seq);
-        self.outstanding
-            .insert(pending.task.id, (Box::new(pending.clone()), Some(sent_in)));
-        batch
+        (batch, (out.batches[batch].lm, out.batches[batch].seq))
     }
 
     /// Ends a pass: the next dispatch to any LM opens a new batch.

@@ -23,10 +23,8 @@ use rustc_hash::FxHashMap;
 #[derive(Debug, Default)]
 pub struct GrownNodes {
     nodes: Vec<(u16, u32)>,
-    /// Per node, its constraints (static during a pass; all of them when the view
-    /// does not know the node, whose question the view then answers): a node
-    /// without a shape's constraints is passed without reading the view.
-    has: Vec<ConstraintSet>,
+    /// Upper bounds of what the nodes hold, to skip those without room at once.
+    bounds: Bounds,
     /// Nodes before this index have nothing free in some dimension.
     room: usize,
     /// Per shape: nodes before this index have no room for it.
@@ -38,17 +36,10 @@ pub struct GrownNodes {
 impl GrownNodes {
     /// The nodes that grew since the last wake ([`ClusterView::take_raised`]).
     pub fn new(nodes: Vec<(u16, u32)>, view: &ClusterView) -> Self {
-        let has = nodes
-            .iter()
-            .map(|&(l, n)| {
-                view.get(l as usize)
-                    .and_then(|v| v.node_now(n))
-                    .map_or(ConstraintSet(u64::MAX), |(has, _)| has)
-            })
-            .collect();
+        let bounds = Bounds::new(nodes.iter().map(|&(l, n)| now(view, l, n)));
         GrownNodes {
             nodes,
-            has,
+            bounds,
             room: 0,
             fit: FxHashMap::default(),
             failed: Vec::new(),
@@ -67,6 +58,11 @@ impl GrownNodes {
     }
 
     /// True when one of the nodes has `constraints` and room for `request` now.
+    ///
+    /// As a walk from the shape's cursor over every node, asking the view about
+    /// each, but only the nodes whose bound admits the shape are asked (the bounds
+    /// only overstate: the view only shrinks); a node the view refuses gets its
+    /// bound lowered to what it holds now.
     pub fn fits_one(
         &mut self,
         view: &ClusterView,
@@ -78,17 +74,90 @@ impl GrownNodes {
         if *cursor < end && covered(&self.failed, constraints, request) {
             *cursor = end;
         }
-        while let Some(&(l, n)) = self.nodes.get(*cursor) {
-            let has = self.has.get(*cursor).copied().unwrap_or_default();
-            if constraints.satisfied_by(has) && view.fits_node(l, n, constraints, request) {
+        if *cursor >= end {
+            return false;
+        }
+        let (l, n) = self.nodes[*cursor];
+        if view.fits_node(l, n, constraints, request) {
+            return true;
+        }
+        self.bounds.lower(*cursor, now(view, l, n).1);
+        let mut from = *cursor + 1;
+        loop {
+            let Some(i) = self.bounds.first(from, constraints, request) else {
+                break;
+            };
+            let (l, n) = self.nodes[i];
+            if view.fits_node(l, n, constraints, request) {
+                debug_assert!(!self.nodes[*cursor..i].iter().any(|&(l, n)| view.fits_node(
+                    l,
+                    n,
+                    constraints,
+                    request
+                )));
+                *cursor = i;
                 return true;
             }
-            *cursor += 1;
-            if *cursor == end {
-                self.failed.push((constraints, *request));
-            }
+            self.bounds.lower(i, now(view, l, n).1);
+            from = i + 1;
         }
+        debug_assert!(!self.nodes[*cursor..].iter().any(|&(l, n)| view.fits_node(
+            l,
+            n,
+            constraints,
+            request
+        )));
+        *cursor = end;
+        self.failed.push((constraints, *request));
         false
+    }
+}
+
+/// A node's constraints and free resources now (none and nothing for a node the
+/// view does not know: it fits nothing).
+fn now(view: &ClusterView, l: u16, n: u32) -> (ConstraintSet, Resources) {
+    view.get(l as usize)
+        .and_then(|v| v.node_now(n))
+        .unwrap_or((ConstraintSet::EMPTY, Resources::ZERO))
+}
+
+/// Per grown node, in order, an upper bound of its free resources and its
+/// constraints, side by side: a question reads the view only for the nodes whose
+/// bound admits the shape, and passes the others at the cost of three comparisons.
+#[derive(Debug, Default)]
+struct Bounds {
+    /// Per node: free CPU, free memory, constraints.
+    nodes: Vec<[u64; 3]>,
+}
+
+impl Bounds {
+    fn new(nodes: impl ExactSizeIterator<Item = (ConstraintSet, Resources)>) -> Self {
+        let nodes = nodes
+            .map(|(has, free)| [free.cpu_millis, free.memory_mb, has.0])
+            .collect();
+        Bounds { nodes }
+    }
+
+    /// The first node at or after `from` whose bound admits the shape.
+    fn first(&self, from: usize, constraints: ConstraintSet, request: &Resources) -> Option<usize> {
+        let (cpu, memory, c) = (request.cpu_millis, request.memory_mb, constraints.0);
+        let rest = self.nodes.get(from..)?;
+        let mut at = from;
+        for b in rest {
+            if b[0] >= cpu && b[1] >= memory && c & !b[2] == 0 {
+                return Some(at);
+            }
+            at += 1;
+        }
+        None
+    }
+
+    /// Node `i` holds `free` now (no more than its bound).
+    fn lower(&mut self, i: usize, free: Resources) {
+        if let Some(b) = self.nodes.get_mut(i) {
+            b[0] = free.cpu_millis;
+            b[1] = free.memory_mb;
+        }
     }
 }
 

@@ -18,7 +18,7 @@
 use common::reasons::PendingReason;
 use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// A task's shape: its constraints and its request.
 pub type Shape = (ConstraintSet, Resources);
@@ -107,9 +107,9 @@ struct UserQueue {
     ready: VecDeque<(u64, Box<Pending>)>,
     classes: FxHashMap<Shape, Class>,
     /// The awake classes with a task in their line, by the key of that first task.
-    heads: BTreeMap<u64, Shape>,
+    heads: Keyed,
     /// The sleeping classes with a task in their line, by the key of that task.
-    sleeping: BTreeMap<u64, Shape>,
+    sleeping: Keyed,
     /// In a selective pass: sleeping classes with a first key below this were asked.
     cursor: u64,
     /// Tasks in the classes (lines and parked).
@@ -123,13 +123,13 @@ impl UserQueue {
     fn walk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe, woke: &mut Vec<Shape>) -> usize {
         let mut count = 0;
         loop {
-            let bound = match (self.ready.front(), self.heads.first_key_value()) {
-                (Some((r, _)), Some((h, _))) => Some((*r).min(*h)),
+            let bound = match (self.ready.front(), self.heads.first()) {
+                (Some((r, _)), Some((h, _))) => Some((*r).min(h)),
                 (Some((r, _)), None) => Some(*r),
-                (None, Some((h, _))) => Some(*h),
+                (None, Some((h, _))) => Some(h),
                 (None, None) => None,
             };
-            let Some((&key, &shape)) = self.sleeping.range(self.cursor..).next() else {
+            let Some((key, shape)) = self.sleeping.first_from(self.cursor) else {
                 return count;
             };
             if bound.is_some_and(|b| key > b) {
@@ -153,7 +153,7 @@ impl UserQueue {
     /// The task with the smallest key among the ready ones and the awake classes.
     fn pop_next(&mut self) -> Option<(Queued, bool)> {
         let ready_key = self.ready.front().map(|(k, _)| *k);
-        let class_head = self.heads.first_key_value().map(|(k, s)| (*k, *s));
+        let class_head = self.heads.first();
         match (ready_key, class_head) {
             (Some(r), Some((c, _))) if r < c => self.pop_ready(),
             (_, Some((key, shape))) => {
@@ -234,7 +234,7 @@ impl UserQueue {
 pub struct Queues {
     queues: Vec<UserQueue>,
     ids: Vec<QueueId>,
-    index: HashMap<QueueId, usize>,
+    index: FxHashMap<QueueId, usize>,
     next: usize,
     /// The next key.
     seq: u64,
@@ -568,6 +568,44 @@ impl Queues {
                 .chain(q.ready.iter())
                 .map(|(_, p)| &**p)
         })
+    }
+}
+
+/// Classes by the key of their first task, the smallest last: a class's line
+/// usually moves to the next smallest key, which goes back at the end. Few classes
+/// wait in one queue (one per shape), so a sorted vector beats a tree.
+#[derive(Debug, Default)]
+struct Keyed(Vec<(u64, Shape)>);
+
+impl Keyed {
+    /// The entry with the smallest key.
+    fn first(&self) -> Option<(u64, Shape)> {
+        self.0.last().copied()
+    }
+
+    /// The entry with the smallest key at or above `from`.
+    fn first_from(&self, from: u64) -> Option<(u64, Shape)> {
+        let at = self.0.partition_point(|(k, _)| *k >= from);
+        at.checked_sub(1).map(|i| self.0[i])
+    }
+
+    fn insert(&mut self, key: u64, shape: Shape) {
+        let at = self.0.partition_point(|(k, _)| *k > key);
+        match self.0.get_mut(at) {
+            Some(entry) if entry.0 == key => entry.1 = shape,
+            _ => self.0.insert(at, (key, shape)),
+        }
+    }
+
+    fn remove(&mut self, key: &u64) {
+        if self.0.last().is_some_and(|(k, _)| k == key) {
+            self.0.pop();
+            return;
+        }
+        let at = self.0.partition_point(|(k, _)| k > key);
+        if self.0.get(at).is_some_and(|(k, _)| k == key) {
+            self.0.remove(at);
+        }
     }
 }
 

@@ -82,7 +82,7 @@ impl GlobalMaster {
     fn place(&mut self, queued: Queued, out: &mut PassOutput) -> Decision {
         let Queued {
             key,
-            mut pending,
+            pending,
             was_blocked,
         } = queued;
         if pending.attempts > 0 {
@@ -108,7 +108,7 @@ impl GlobalMaster {
         let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
         let task = pending.task.id;
         let outcome = match result {
-            Ok(found) => self.dispatch_found(found, &mut pending, out),
+            Ok(found) => self.dispatch_found(found, pending, out),
             Err(Miss::Unplaceable(reason)) => {
                 self.stats.unplaceable += 1;
                 DecisionOutcome::Unplaceable(reason)
@@ -134,7 +134,7 @@ impl GlobalMaster {
     fn dispatch_found(
         &mut self,
         found: Found,
-        pending: &mut Pending,
+        pending: Box<Pending>,
         out: &mut PassOutput,
     ) -> DecisionOutcome {
         let Found {
@@ -144,7 +144,7 @@ impl GlobalMaster {
         } = found;
         let batch =
             self.dispatcher
-                .dispatch(&mut self.view, lm, node, placement, pending, out, true);
+                .dispatch_owned(&mut self.view, lm, node, placement, pending, out, true);
         match placement {
             Placement::Internal => self.stats.dispatched_internal += 1,
             Placement::Repartition => self.stats.dispatched_repartition += 1,
@@ -255,7 +255,7 @@ impl GlobalMaster {
         };
         let batch =
             self.dispatcher
-                .dispatch(&mut self.view, l, node, placement, &mut pending, out, false);
+                .dispatch_owned(&mut self.view, l, node, placement, pending, out, false);
         self.quota.sent(task.job);
         self.stats.dispatched_queueable += 1;
         let outcome = DecisionOutcome::Dispatched {
