@@ -69,44 +69,31 @@ impl GrownNodes {
         constraints: ConstraintSet,
         request: &Resources,
     ) -> bool {
+        let fits = |&(l, n): &(u16, u32)| view.fits_node(l, n, constraints, request);
         let end = self.nodes.len();
         let cursor = self.fit.entry((constraints, *request)).or_insert(0);
         if *cursor < end && covered(&self.failed, constraints, request) {
             *cursor = end;
         }
-        if *cursor >= end {
+        let Some(&(l, n)) = self.nodes.get(*cursor) else {
             return false;
-        }
-        let (l, n) = self.nodes[*cursor];
-        if view.fits_node(l, n, constraints, request) {
+        };
+        if fits(&(l, n)) {
             return true;
         }
         self.bounds.lower(*cursor, now(view, l, n).1);
         let mut from = *cursor + 1;
-        loop {
-            let Some(i) = self.bounds.first(from, constraints, request) else {
-                break;
-            };
+        while let Some(i) = self.bounds.first(from, constraints, request) {
             let (l, n) = self.nodes[i];
-            if view.fits_node(l, n, constraints, request) {
-                debug_assert!(!self.nodes[*cursor..i].iter().any(|&(l, n)| view.fits_node(
-                    l,
-                    n,
-                    constraints,
-                    request
-                )));
+            if fits(&(l, n)) {
+                debug_assert!(!self.nodes[*cursor..i].iter().any(fits));
                 *cursor = i;
                 return true;
             }
             self.bounds.lower(i, now(view, l, n).1);
             from = i + 1;
         }
-        debug_assert!(!self.nodes[*cursor..].iter().any(|&(l, n)| view.fits_node(
-            l,
-            n,
-            constraints,
-            request
-        )));
+        debug_assert!(!self.nodes[*cursor..].iter().any(fits));
         *cursor = end;
         self.failed.push((constraints, *request));
         false
@@ -142,14 +129,10 @@ impl Bounds {
     fn first(&self, from: usize, constraints: ConstraintSet, request: &Resources) -> Option<usize> {
         let (cpu, memory, c) = (request.cpu_millis, request.memory_mb, constraints.0);
         let rest = self.nodes.get(from..)?;
-        let mut at = from;
-        for b in rest {
-            if b[0] >= cpu && b[1] >= memory && c & !b[2] == 0 {
-                return Some(at);
-            }
-            at += 1;
-        }
-        None
+        (from..)
+            .zip(rest)
+            .find(|(_, b)| b[0] >= cpu && b[1] >= memory && c & !b[2] == 0)
+            .map(|(at, _)| at)
     }
 
     /// Node `i` holds `free` now (no more than its bound).
