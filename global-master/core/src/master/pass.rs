@@ -25,6 +25,8 @@ impl GlobalMaster {
             return out;
         }
         self.wake_blocked();
+        // Every task ready now is decided in this pass (the woken ones come on top).
+        out.decisions.reserve(self.backlog.queues().ready_len());
         loop {
             // A sleeping class fits only on a node that grew since the last wake.
             let (view, grown) = (&self.view, &mut self.grown);
