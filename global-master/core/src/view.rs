@@ -244,17 +244,25 @@ impl LmView {
             p.q_held.push(Resources::ZERO);
         }
         for p in &mut partitions {
+            // Word by word (`BitSlice::set` per bit was most of a build).
             let n = p.nodes.len();
-            p.constraint_bits = (0..width).map(|_| bitvec![u64, Lsb0; 0; n]).collect();
-            p.available = bitvec![u64, Lsb0; 0; n];
-            for slot in 0..n {
-                let node = p.nodes[slot].index();
-                for j in topology.constraints[node].iter() {
-                    p.constraint_bits[j].set(slot, true);
+            let words = n.div_ceil(64);
+            let mut constraint_words = vec![vec![0u64; words]; width];
+            let mut available = vec![0u64; words];
+            for (slot, (node, free)) in p.nodes.iter().zip(&p.free).enumerate() {
+                let (w, bit) = (slot / 64, 1u64 << (slot % 64));
+                for j in topology.constraints[node.index()].iter() {
+                    constraint_words[j][w] |= bit;
                 }
-                let free = p.free[slot];
-                p.set_free(slot, free);
+                available[w] |= u64::from(!free.any_zero()) * bit;
             }
+            let bits = |words: Vec<u64>| {
+                let mut bits = Bits::from_vec(words);
+                bits.truncate(n);
+                bits
+            };
+            p.constraint_bits = constraint_words.into_iter().map(bits).collect();
+            p.available = bits(available);
         }
         let total_capacity = topology.capacity.iter().sum::<Resources>();
         let node_count = topology.node_count();

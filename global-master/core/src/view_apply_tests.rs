@@ -276,3 +276,35 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+    /// A view built word by word holds, per partition slot, the bits of its node's
+    /// constraints and of its free resources (as setting them bit by bit did).
+    #[test]
+    fn a_built_view_has_the_bits_of_its_nodes(
+        nodes in prop::collection::vec((0u16..3, any::<u64>(), (0u64..3, 0u64..3)), 0..200),
+    ) {
+        let topology = Arc::new(LmTopology {
+            lm: LmId(0),
+            gms: 3,
+            home: nodes.iter().map(|n| GmId(n.0)).collect(),
+            constraints: nodes.iter().map(|n| ConstraintSet(n.1 & (n.1 >> 7))).collect(),
+            capacity: nodes.iter().map(|n| res(n.2)).collect(),
+        });
+        let view = LmView::build(topology.clone());
+        let width = topology.constraints.iter().map(|c| c.width()).max().unwrap_or(0);
+        for p in &view.partitions {
+            prop_assert_eq!(p.available.len(), p.len());
+            prop_assert_eq!(p.gains, 0);
+            prop_assert_eq!(p.constraint_bits.len(), width);
+            for (slot, node) in p.nodes.iter().enumerate() {
+                prop_assert_eq!(p.available[slot], !topology.capacity[node.index()].any_zero());
+                for (j, bits) in p.constraint_bits.iter().enumerate() {
+                    prop_assert_eq!(bits.len(), p.len());
+                    prop_assert_eq!(bits[slot], topology.constraints[node.index()].0 >> j & 1 == 1);
+                }
+            }
+        }
+    }
+}

@@ -282,8 +282,10 @@ impl LocalMaster {
                         for sub in (block * FREE_BLOCK..end).step_by(FREE_SUB_BLOCK) {
                             let mut differs = false;
                             let range = sub..(sub + FREE_SUB_BLOCK).min(end);
-                            for (n, old) in range.clone().zip(&mut free[range]) {
-                                let now = visible(n);
+                            let (own, held) =
+                                (&self.free[range.clone()], &self.q_held[range.clone()]);
+                            for ((old, own), held) in free[range].iter_mut().zip(own).zip(held) {
+                                let now = own.add(held);
                                 differs |= now != *old;
                                 *old = now;
                             }
