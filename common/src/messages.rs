@@ -37,6 +37,9 @@ impl LmTopology {
 /// Nodes per block of [`LmSnapshot::free_changed`].
 pub const FREE_BLOCK: usize = 64;
 
+/// Nodes per sub-block of [`LmSnapshot::free_changed`] (eight to a block).
+pub const FREE_SUB_BLOCK: usize = 8;
+
 /// The state of one LM at one moment: what every GM needs to match tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LmSnapshot {
@@ -56,9 +59,12 @@ pub struct LmSnapshot {
     pub free: Arc<Vec<Resources>>,
     /// Per block of [`FREE_BLOCK`] nodes (block `b`: nodes `64 b` to `64 b + 63` of
     /// `free`): the `version` of the latest snapshot of this life whose `free` differs
-    /// there from the one built before it. A GM holding an earlier snapshot of this
-    /// life skips the blocks not changed since. Empty (an older LM): the GM compares
-    /// every block.
+    /// there from the one built before it; then the same per sub-block of
+    /// [`FREE_SUB_BLOCK`] nodes (see [`LmSnapshot::free_changes`]). A GM holding an
+    /// earlier snapshot of this life skips the blocks (sub-blocks) not changed since.
+    /// Empty (an older LM): the GM compares every block. The sub-blocks ride in this
+    /// vector, not in a field of their own, so that the message keeps its shape: a GM
+    /// that knows only blocks finds a length it does not expect and compares by value.
     #[serde(default)]
     pub free_changed: Arc<Vec<u64>>,
     /// Per GM, the sequence number of the last launch batch this snapshot includes,
@@ -81,6 +87,25 @@ pub struct LmSnapshot {
     /// no QUEUEABLE support configured.
     #[serde(default)]
     pub jobs: Arc<Vec<(JobId, JobContainers)>>,
+}
+
+impl LmSnapshot {
+    /// [`LmSnapshot::free_changed`] as (per block, per sub-block if sent): `None`
+    /// unless its length is that of the blocks of `free` (an LM that sends no
+    /// sub-blocks), or of the blocks and then the sub-blocks.
+    pub fn free_changes(&self) -> Option<(&[u64], Option<&[u64]>)> {
+        let nodes = self.free.len();
+        let blocks = nodes.div_ceil(FREE_BLOCK);
+        let changed = &self.free_changed[..];
+        if changed.len() == blocks {
+            Some((changed, None))
+        } else if changed.len() == blocks + nodes.div_ceil(FREE_SUB_BLOCK) {
+            let (blocks, subs) = changed.split_at(blocks);
+            Some((blocks, Some(subs)))
+        } else {
+            None
+        }
+    }
 }
 
 /// How the GM found the node.

@@ -55,7 +55,10 @@ impl PartitionView {
     pub fn set_free(&mut self, slot: usize, free: Resources) -> bool {
         let old = self.free[slot];
         self.free[slot] = free;
-        self.available.set(slot, !free.any_zero());
+        // The word itself (`BitSlice::set` costs several times more).
+        let word = &mut self.available.as_raw_mut_slice()[slot / 64];
+        let bit = 1u64 << (slot % 64);
+        *word = (*word & !bit) | (u64::from(!free.any_zero()) * bit);
         let gained = free.cpu_millis > old.cpu_millis || free.memory_mb > old.memory_mb;
         self.gains += u64::from(gained);
         gained
@@ -71,6 +74,12 @@ pub const TAKEOVER_AFTER: u32 = 3;
 /// one entry of [`LmSnapshot::free_changed`].
 const BLOCK: usize = common::messages::FREE_BLOCK;
 
+/// Nodes per sub-block ([`common::messages::FREE_SUB_BLOCK`]): one byte of a word of
+/// `touched`, the unit [`LmView::overwrite`] compares.
+const SUB: usize = common::messages::FREE_SUB_BLOCK;
+const SUBS_PER_BLOCK: usize = BLOCK / SUB;
+const _: () = assert!(SUBS_PER_BLOCK * SUB == BLOCK && SUBS_PER_BLOCK <= 8);
+
 /// LM nodes `node..node + len`, at slots `slot..slot + len` of one partition.
 #[derive(Clone, Copy, Debug)]
 struct SlotRun {
@@ -80,13 +89,13 @@ struct SlotRun {
     len: u32,
 }
 
-/// The runs of `slot_of` (see [`LmView::runs`]) and, per block, its first run.
+/// The runs of `slot_of` (see [`LmView::runs`]) and, per sub-block, its first run.
 fn slot_runs(slot_of: &[(u16, u32)]) -> (Vec<SlotRun>, Vec<u32>) {
     let mut runs: Vec<SlotRun> = Vec::new();
-    let mut block_runs = Vec::with_capacity(slot_of.len().div_ceil(BLOCK));
+    let mut sub_runs = Vec::with_capacity(slot_of.len().div_ceil(SUB));
     for (n, &(partition, slot)) in slot_of.iter().enumerate() {
         let extends = runs.last().is_some_and(|run| {
-            run.partition == partition && run.slot + run.len == slot && n % BLOCK != 0
+            run.partition == partition && run.slot + run.len == slot && n % SUB != 0
         });
         match runs.last_mut() {
             Some(run) if extends => run.len += 1,
@@ -97,11 +106,54 @@ fn slot_runs(slot_of: &[(u16, u32)]) -> (Vec<SlotRun>, Vec<u32>) {
                 len: 1,
             }),
         }
-        if n % BLOCK == 0 {
-            block_runs.push((runs.len() - 1) as u32);
+        if n % SUB == 0 {
+            sub_runs.push((runs.len() - 1) as u32);
         }
     }
-    (runs, block_runs)
+    (runs, sub_runs)
+}
+
+/// Bit `i` set when `view[i]` differs from `now[i]` (slices of one length, at most
+/// 32 long): branch-free, and unrolled for a whole sub-block (the usual case).
+#[inline]
+fn differing(view: &[Resources], now: &[Resources]) -> u32 {
+    fn mask<'a>(pairs: impl Iterator<Item = (&'a Resources, &'a Resources)>) -> u32 {
+        let mut differ = 0u32;
+        for (i, (view, now)) in pairs.enumerate() {
+            let differs = (view.cpu_millis ^ now.cpu_millis) | (view.memory_mb ^ now.memory_mb);
+            differ |= u32::from(differs != 0) << i;
+        }
+        differ
+    }
+    match (
+        <&[Resources; SUB]>::try_from(view),
+        <&[Resources; SUB]>::try_from(now),
+    ) {
+        (Ok(view), Ok(now)) => mask(view.iter().zip(now)),
+        _ => mask(view.iter().zip(now)),
+    }
+}
+
+/// Bit `i` set when byte `i` of `word` is not zero (sub-block `i` of a block's
+/// word of `touched`).
+#[inline]
+fn nonzero_bytes(word: u64) -> u8 {
+    let mut mask = 0u8;
+    for (i, byte) in word.to_le_bytes().into_iter().enumerate() {
+        mask |= u8::from(byte != 0) << i;
+    }
+    mask
+}
+
+/// Bit `i` set when `changed[i] > since` (the sub-blocks of a block the LM changed
+/// since the version applied).
+#[inline]
+fn newer(changed: &[u64], since: u64) -> u8 {
+    let mut mask = 0u8;
+    for (i, &v) in changed.iter().enumerate() {
+        mask |= u8::from(v > since) << i;
+    }
+    mask
 }
 
 /// What [`LmView::apply_free`] knows of the last snapshot applied.
@@ -130,10 +182,10 @@ pub struct LmView {
     /// Per LM node: (partition, slot).
     pub slot_of: Vec<(u16, u32)>,
     /// The LM's nodes as runs of consecutive nodes in consecutive slots of one
-    /// partition, in node order; `block_runs[b]`: the first run with a node in
-    /// block `b` (see [`LmView::overwrite`]).
+    /// partition (none crossing a sub-block), in node order; `sub_runs[s]`: the
+    /// first run with a node in sub-block `s` (see [`LmView::overwrite`]).
     runs: Vec<SlotRun>,
-    block_runs: Vec<u32>,
+    sub_runs: Vec<u32>,
     /// The sum of the LM's node capacities.
     pub total_capacity: Resources,
     /// Resources in use per queue in this LM, as last reported.
@@ -192,21 +244,29 @@ impl LmView {
             p.q_held.push(Resources::ZERO);
         }
         for p in &mut partitions {
+            // Word by word (`BitSlice::set` per bit was most of a build).
             let n = p.nodes.len();
-            p.constraint_bits = (0..width).map(|_| bitvec![u64, Lsb0; 0; n]).collect();
-            p.available = bitvec![u64, Lsb0; 0; n];
-            for slot in 0..n {
-                let node = p.nodes[slot].index();
-                for j in topology.constraints[node].iter() {
-                    p.constraint_bits[j].set(slot, true);
+            let words = n.div_ceil(64);
+            let mut constraint_words = vec![vec![0u64; words]; width];
+            let mut available = vec![0u64; words];
+            for (slot, (node, free)) in p.nodes.iter().zip(&p.free).enumerate() {
+                let (w, bit) = (slot / 64, 1u64 << (slot % 64));
+                for j in topology.constraints[node.index()].iter() {
+                    constraint_words[j][w] |= bit;
                 }
-                let free = p.free[slot];
-                p.set_free(slot, free);
+                available[w] |= u64::from(!free.any_zero()) * bit;
             }
+            let bits = |words: Vec<u64>| {
+                let mut bits = Bits::from_vec(words);
+                bits.truncate(n);
+                bits
+            };
+            p.constraint_bits = constraint_words.into_iter().map(bits).collect();
+            p.available = bits(available);
         }
         let total_capacity = topology.capacity.iter().sum::<Resources>();
         let node_count = topology.node_count();
-        let (runs, block_runs) = slot_runs(&slot_of);
+        let (runs, sub_runs) = slot_runs(&slot_of);
         LmView {
             incarnation: 0,
             other_life_streak: 0,
@@ -215,7 +275,7 @@ impl LmView {
             partitions,
             slot_of,
             runs,
-            block_runs,
+            sub_runs,
             total_capacity,
             usage: Vec::new(),
             queue_delay: Vec::new(),
@@ -265,48 +325,80 @@ impl LmView {
     }
 
     /// Overwrites the view's free resources with a snapshot's, in node order, and
-    /// lists the nodes that gained. Visits only the blocks of [`BLOCK`] nodes where
+    /// lists the nodes that gained. Visits only the sub-blocks of [`SUB`] nodes where
     /// the snapshot differs from the last one applied or this GM changed a node since
     /// (`touched`): every other node already holds the snapshot's value, so the full
-    /// walk would change nothing there; of a block that does not differ, only the
-    /// touched nodes are visited. A block differs when the LM says it changed since
-    /// that snapshot ([`LmSnapshot::free_changed`], same life) or, without that word,
-    /// when its values differ (the view keeps the values of a snapshot that came
-    /// without it). A snapshot of another size, the first one, or one without that
-    /// word after one with it, is walked in full.
+    /// walk would change nothing there. A sub-block differs when the LM says it
+    /// changed since that snapshot ([`LmSnapshot::free_changes`], same life: its
+    /// block, then its sub-block if the LM sends them, else every sub-block of a
+    /// changed block) or, without that word, when its block's values differ (the
+    /// view keeps the values of a snapshot that came without it). A snapshot of
+    /// another size, the first one, or one without that word after one with it, is
+    /// walked in full.
     fn apply_free(&mut self, snapshot: &LmSnapshot) -> bool {
         let free = &snapshot.free;
         let nodes = self.slot_of.len().min(free.len());
-        let with_changes = snapshot.free_changed.len() == free.len().div_ceil(BLOCK);
+        let changes = snapshot.free_changes();
         let previous = self.applied_free.take();
         let previous = previous.as_ref().filter(|a| a.nodes == free.len());
         let same = previous.is_some_and(|a| a.free.as_ref().is_some_and(|p| Arc::ptr_eq(p, free)));
         // The LM's word for the blocks changed since the snapshot applied.
         let since = previous
-            .filter(|a| a.life == snapshot.incarnation && with_changes)
-            .map(|a| a.version);
+            .filter(|a| a.life == snapshot.incarnation)
+            .and(changes)
+            .zip(previous.map(|a| a.version));
+        let all = u8::MAX >> (8 - SUBS_PER_BLOCK);
         let mut gained = false;
-        let mut block = 0;
-        while block * BLOCK < nodes {
+        // Out of `self` while `overwrite` runs (read a word at a time).
+        let mut touched_bits = std::mem::take(&mut self.touched);
+        let touched_words = touched_bits.as_raw_slice();
+        for block in 0..nodes.div_ceil(BLOCK) {
             let (start, end) = (block * BLOCK, ((block + 1) * BLOCK).min(nodes));
-            let touched = self
-                .touched
-                .as_raw_slice()
-                .get(block)
-                .is_some_and(|w| *w != 0);
-            let differs = match (previous, since) {
-                _ if same => false,
-                (_, Some(version)) => snapshot.free_changed[block] > version,
-                (Some(Applied { free: Some(p), .. }), None) => p[start..end] != free[start..end],
-                (_, None) => true,
-            };
-            if touched || differs {
-                gained |= self.overwrite(block, start..end, free);
+            let touched = touched_words.get(block).copied().unwrap_or(0);
+            if let Some(((blocks, _), version)) = since {
+                // The common case: neither the LM nor this GM changed the block.
+                if blocks[block] <= version && touched == 0 {
+                    continue;
+                }
             }
-            block += 1;
+            let differs = match (previous, since) {
+                _ if same => 0,
+                (_, Some(((blocks, _), version))) if blocks[block] <= version => 0,
+                (_, Some(((_, Some(subs)), version))) => {
+                    let first = block * SUBS_PER_BLOCK;
+                    newer(
+                        &subs[first..(first + SUBS_PER_BLOCK).min(subs.len())],
+                        version,
+                    )
+                }
+                (_, Some(((_, None), _))) => all,
+                (Some(Applied { free: Some(p), .. }), None) => {
+                    if p[start..end] != free[start..end] {
+                        all
+                    } else {
+                        0
+                    }
+                }
+                (_, None) => all,
+            };
+            let mut visit = differs
+                | if touched != 0 {
+                    nonzero_bytes(touched)
+                } else {
+                    0
+                };
+            while visit != 0 {
+                let sub = block * SUBS_PER_BLOCK + visit.trailing_zeros() as usize;
+                visit &= visit - 1;
+                let range = sub * SUB..((sub + 1) * SUB).min(end);
+                if !range.is_empty() {
+                    gained |= self.overwrite(sub, range, free);
+                }
+            }
         }
         // A word at a time (`BitSlice::fill` went bit by bit: most of an apply).
-        self.touched.as_raw_mut_slice().fill(0);
+        touched_bits.as_raw_mut_slice().fill(0);
+        self.touched = touched_bits;
         debug_assert!(
             self.slot_of
                 .iter()
@@ -322,19 +414,19 @@ impl LmView {
             // With the LM's word for changed blocks, the next snapshot of this life
             // needs no values to compare with: keeping none lets the LM build its
             // next snapshot in place of this one.
-            free: (!with_changes).then(|| free.clone()),
+            free: changes.is_none().then(|| free.clone()),
         });
         gained
     }
 
-    /// Overwrites the view's free resources of LM nodes `range` (in block `block`)
+    /// Overwrites the view's free resources of LM nodes `range` (in sub-block `sub`)
     /// with the snapshot's `free`, in node order, listing the nodes that gained.
     /// Returns whether one did. Each run of nodes that sit side by side in one
     /// partition is compared in one pass (most nodes are unchanged), then only the
     /// nodes that differ are written.
-    fn overwrite(&mut self, block: usize, range: Range<usize>, free: &[Resources]) -> bool {
+    fn overwrite(&mut self, sub: usize, range: Range<usize>, free: &[Resources]) -> bool {
         let mut gained = false;
-        let mut r = self.block_runs[block] as usize;
+        let mut r = self.sub_runs[sub] as usize;
         while let Some(run) = self
             .runs
             .get(r)
@@ -345,16 +437,8 @@ impl LmView {
             let (lo, hi) = (range.start.max(first), range.end.min(first + len));
             let slot = run.slot as usize + (lo - first);
             let part = &mut self.partitions[run.partition as usize];
-            // One bit per node that differs (a run is at most one block long).
-            let mut differ = 0u64;
-            for (i, (view, now)) in part.free[slot..slot + (hi - lo)]
-                .iter()
-                .zip(&free[lo..hi])
-                .enumerate()
-            {
-                let differs = (view.cpu_millis ^ now.cpu_millis) | (view.memory_mb ^ now.memory_mb);
-                differ |= u64::from(differs != 0) << i;
-            }
+            // One bit per node that differs (a run is at most one sub-block long).
+            let mut differ = differing(&part.free[slot..slot + (hi - lo)], &free[lo..hi]);
             while differ != 0 {
                 let i = differ.trailing_zeros() as usize;
                 differ &= differ - 1;

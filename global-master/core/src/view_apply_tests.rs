@@ -2,14 +2,23 @@
 //! the walk over every node did: same free resources and availability bits, same
 //! "gained" answers, same raised nodes in the same order, over random sequences of
 //! snapshots (new, shared with the last one, a few nodes changed; some never reach
-//! this GM; with or without the LM's `free_changed`, of one life or a new one) mixed
-//! with this GM's deductions and credits, on LMs of up to five blocks.
+//! this GM; without the LM's `free_changed`, with its blocks alone or with its
+//! blocks and sub-blocks, of one life or a new one) mixed with this GM's deductions
+//! and credits, on LMs of up to five blocks.
 
 use super::{LmView, PartitionView};
 use common::messages::{LmSnapshot, LmTopology};
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources};
 use proptest::prelude::*;
 use std::sync::Arc;
+
+/// What a snapshot's `free_changed` holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Word {
+    None,
+    Blocks,
+    Subs,
+}
 
 /// What happens to the view next.
 #[derive(Clone, Debug)]
@@ -22,8 +31,9 @@ enum Op {
     Edit(Vec<(prop::sample::Index, (u64, u64))>, bool),
     /// The LM restarts: a new life, its blocks' versions start anew.
     NewLife,
-    /// The next snapshots come without `free_changed` (an older LM), or with it.
-    Word(bool),
+    /// The next snapshots come without `free_changed` (an older LM), with its
+    /// blocks alone (an LM before sub-blocks), or with blocks and sub-blocks.
+    Word(Word),
     /// A snapshot one node shorter than the LM (a malformed one).
     Short,
     Deduct(prop::sample::Index, (u64, u64)),
@@ -50,7 +60,7 @@ fn op(nodes: usize) -> impl Strategy<Value = Op> {
         )
             .prop_map(|(edits, sent)| Op::Edit(edits, sent)),
         Just(Op::NewLife),
-        any::<bool>().prop_map(Op::Word),
+        prop_oneof![Just(Word::None), Just(Word::Blocks), Just(Word::Subs)].prop_map(Op::Word),
         Just(Op::Short),
         (any::<prop::sample::Index>(), amount.clone()).prop_map(|(n, a)| Op::Deduct(n, a)),
         (any::<prop::sample::Index>(), amount).prop_map(|(n, a)| Op::Credit(n, a)),
@@ -87,39 +97,57 @@ impl Reference {
     }
 }
 
-/// What the LM built last: its life, version, free resources and per block the
-/// version that last changed it (computed here independently of the LM's code).
+/// What the LM built last: its life, version, free resources and per block (64
+/// nodes) and per sub-block (8 nodes) the version that last changed it (computed
+/// here independently of the LM's code).
 struct Built {
     life: u64,
     version: u64,
     free: Arc<Vec<Resources>>,
     changed: Vec<u64>,
+    subs: Vec<u64>,
+}
+
+/// Per chunk of `size` nodes: `version` where `free` differs from `old`.
+fn mark(changed: &mut Vec<u64>, size: usize, old: &[Resources], free: &[Resources], version: u64) {
+    if free.len() != old.len() {
+        *changed = vec![version; free.len().div_ceil(size)];
+        return;
+    }
+    for (b, v) in changed.iter_mut().enumerate() {
+        let r = b * size..((b + 1) * size).min(free.len());
+        if free[r.clone()] != old[r] {
+            *v = version;
+        }
+    }
 }
 
 impl Built {
+    fn new(life: u64) -> Built {
+        Built {
+            life,
+            version: 0,
+            free: Arc::new(Vec::new()),
+            changed: Vec::new(),
+            subs: Vec::new(),
+        }
+    }
+
     fn next(&mut self, free: Arc<Vec<Resources>>) {
         self.version += 1;
-        if free.len() != self.free.len() {
-            self.changed = vec![self.version; free.len().div_ceil(64)];
-        } else {
-            for b in 0..self.changed.len() {
-                let r = b * 64..((b + 1) * 64).min(free.len());
-                if free[r.clone()] != self.free[r] {
-                    self.changed[b] = self.version;
-                }
-            }
-        }
+        mark(&mut self.changed, 64, &self.free, &free, self.version);
+        mark(&mut self.subs, 8, &self.free, &free, self.version);
         self.free = free;
     }
 
-    fn snapshot(&self, topology: &Arc<LmTopology>, word: bool) -> LmSnapshot {
+    fn snapshot(&self, topology: &Arc<LmTopology>, word: Word) -> LmSnapshot {
         LmSnapshot {
             incarnation: self.life,
             version: self.version,
-            free_changed: Arc::new(if word {
-                self.changed.clone()
-            } else {
-                Vec::new()
+            free_changed: Arc::new(match word {
+                Word::None => Vec::new(),
+                Word::Blocks => self.changed.clone(),
+                Word::Subs => self.changed.iter().chain(&self.subs).copied().collect(),
             }),
             ..snapshot(topology, self.version, self.free.clone())
         }
@@ -167,9 +195,9 @@ proptest! {
         });
         let mut view = LmView::build(topology.clone());
         let mut reference = Reference { free: capacity.clone(), capacity, raised: Vec::new() };
-        let mut built = Built { life: 1, version: 0, free: Arc::new(Vec::new()), changed: Vec::new() };
+        let mut built = Built::new(1);
         built.next(Arc::new(reference.free.clone()));
-        let mut word = true;
+        let mut word = Word::Subs;
         for op in ops {
             let last = built.free.clone();
             let sent = match op {
@@ -187,7 +215,7 @@ proptest! {
                     sent.then(|| built.free.clone())
                 }
                 Op::NewLife => {
-                    built = Built { life: built.life + 1, version: 0, free: Arc::new(Vec::new()), changed: Vec::new() };
+                    built = Built::new(built.life + 1);
                     built.next(last.clone());
                     Some(built.free.clone())
                 }
@@ -245,6 +273,38 @@ proptest! {
             }
             prop_assert!(view.partitions.iter().all(available_ok));
             prop_assert_eq!(&view.raised, &reference.raised);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+    /// A view built word by word holds, per partition slot, the bits of its node's
+    /// constraints and of its free resources (as setting them bit by bit did).
+    #[test]
+    fn a_built_view_has_the_bits_of_its_nodes(
+        nodes in prop::collection::vec((0u16..3, any::<u64>(), (0u64..3, 0u64..3)), 0..200),
+    ) {
+        let topology = Arc::new(LmTopology {
+            lm: LmId(0),
+            gms: 3,
+            home: nodes.iter().map(|n| GmId(n.0)).collect(),
+            constraints: nodes.iter().map(|n| ConstraintSet(n.1 & (n.1 >> 7))).collect(),
+            capacity: nodes.iter().map(|n| res(n.2)).collect(),
+        });
+        let view = LmView::build(topology.clone());
+        let width = topology.constraints.iter().map(|c| c.width()).max().unwrap_or(0);
+        for p in &view.partitions {
+            prop_assert_eq!(p.available.len(), p.len());
+            prop_assert_eq!(p.gains, 0);
+            prop_assert_eq!(p.constraint_bits.len(), width);
+            for (slot, node) in p.nodes.iter().enumerate() {
+                prop_assert_eq!(p.available[slot], !topology.capacity[node.index()].any_zero());
+                for (j, bits) in p.constraint_bits.iter().enumerate() {
+                    prop_assert_eq!(bits.len(), p.len());
+                    prop_assert_eq!(bits[slot], topology.constraints[node.index()].0 >> j & 1 == 1);
+                }
+            }
         }
     }
 }

@@ -28,6 +28,26 @@ use common::messages::{StartTask, TaskFailure, WorkerReport};
 use common::{Executor, Micros, NodeId, Resources, TaskId, TaskKind, TaskSpec};
 use std::collections::VecDeque;
 
+/// The report of a start the worker refused (fenced, out of room, or its executor
+/// could not start the task): the run failed to start, for `reason`.
+pub fn refused_start(
+    node: NodeId,
+    task: TaskId,
+    attempt: u32,
+    at: Micros,
+    reason: &str,
+) -> WorkerReport {
+    WorkerReport::Failed {
+        node,
+        task,
+        attempt,
+        at,
+        failure: TaskFailure::StartFailed {
+            reason: format!("refused by the worker: {reason}"),
+        },
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningTask {
     pub task: TaskId,

@@ -4,7 +4,9 @@
 //! the LM.
 
 use super::finished_runs::FinishedRuns;
-use crate::core::{ExecOrder, QueueOrder, Worker, WorkerError, WorkerInput, WorkerOutput};
+use crate::core::{
+    refused_start, ExecOrder, QueueOrder, Worker, WorkerError, WorkerInput, WorkerOutput,
+};
 use crate::exec::Executors;
 use actix::prelude::*;
 use common::messages::{HeldTask, TaskFailure, WorkerAssignment, WorkerReport};
@@ -381,7 +383,7 @@ impl WorkerActor {
                 self.counters.refused += 1;
                 let reason = format!("the worker is fenced ({why})");
                 tracing::warn!(task = %task, job = task.job.0, %node, "start order refused: the worker is fenced until its LM confirms it again");
-                reports.push(refused_start(node, task, attempt, now, reason));
+                reports.push(refused_start(node, task, attempt, now, &reason));
                 continue;
             }
             let Some(w) = self.nodes.get_mut(&node) else {
@@ -389,7 +391,7 @@ impl WorkerActor {
                 if spec.is_some() {
                     self.counters.refused += 1;
                     let reason = format!("{node} is not run by this worker");
-                    reports.push(refused_start(node, task, attempt, now, reason));
+                    reports.push(refused_start(node, task, attempt, now, &reason));
                 }
                 continue;
             };
@@ -414,7 +416,7 @@ impl WorkerActor {
                 (Err(e), Some(_)) => {
                     self.counters.refused += 1;
                     tracing::error!(task = %task, job = task.job.0, error = %e, "start order refused; reported failed");
-                    reports.push(refused_start(node, task, attempt, now, e.to_string()));
+                    reports.push(refused_start(node, task, attempt, now, &e.to_string()));
                 }
                 // A kill or promotion of a task no longer here (it finished, or the
                 // order is a retry): its finish report stands.
@@ -557,24 +559,5 @@ impl Handler<GetLoad> for WorkerActor {
     type Result = MessageResult<GetLoad>;
     fn handle(&mut self, _: GetLoad, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.load())
-    }
-}
-
-/// The report of a start this worker refused: the task failed to start, with why.
-fn refused_start(
-    node: NodeId,
-    task: TaskId,
-    attempt: u32,
-    at: Micros,
-    reason: String,
-) -> WorkerReport {
-    WorkerReport::Failed {
-        node,
-        task,
-        attempt,
-        at,
-        failure: TaskFailure::StartFailed {
-            reason: format!("refused by the worker: {reason}"),
-        },
     }
 }

@@ -23,19 +23,26 @@ const MISSES_KEPT: usize = 1 << 16;
 /// 3% more instructions with every partition remembered).
 const REMEMBER_FROM_WORDS: usize = 4;
 
+/// No miss remembered for this partition.
+const NONE: u64 = u64::MAX;
+
 /// The registered default policy: the two round-robin cursors, and the misses.
 #[derive(Clone, Debug, Default)]
 pub struct Megha {
     rr: RoundRobin,
-    /// (LM, partition, constraints, request) -> the partition's gains when that
-    /// shape found nothing there.
-    misses: FxHashMap<(u32, u32, ConstraintSet, Resources), u64>,
+    /// Per shape (constraints, request), per partition (`lm * gms + partition`): the
+    /// partition's gains when that shape found nothing there ([`NONE`] if it did not
+    /// or was not tried). One lookup per task; each candidate is then an index.
+    misses: FxHashMap<(ConstraintSet, Resources), Vec<u64>>,
+    /// Misses remembered in `misses`.
+    remembered: usize,
 }
 
-/// [`scan`], answered from `misses` when the shape found nothing in the partition
-/// and the partition has not gained since.
+/// [`scan`], answered from `misses` (this shape's, by partition) when the shape found
+/// nothing in the partition and the partition has not gained since.
 fn scan_remembered(
-    misses: &mut FxHashMap<(u32, u32, ConstraintSet, Resources), u64>,
+    misses: &mut Vec<u64>,
+    remembered: &mut usize,
     views: &Views,
     c: Candidate,
     constraints: ConstraintSet,
@@ -49,8 +56,8 @@ fn scan_remembered(
     if part.len() <= (REMEMBER_FROM_WORDS - 1) * 64 {
         return scan(views, c, constraints, request, effort);
     }
-    let key = (c.lm as u32, c.partition as u32, constraints, *request);
-    if misses.get(&key) == Some(&part.gains) {
+    let index = c.lm * views.gms + c.partition;
+    if misses.get(index) == Some(&part.gains) {
         let before = *effort;
         effort.partitions += 1;
         if Filter::applies(part, constraints) {
@@ -67,10 +74,13 @@ fn scan_remembered(
     }
     let found = scan(views, c, constraints, request, effort);
     if found.is_none() {
-        if misses.len() >= MISSES_KEPT {
-            misses.clear();
+        if misses.len() <= index {
+            misses.resize(index + 1, NONE);
         }
-        misses.insert(key, part.gains);
+        if misses[index] == NONE {
+            *remembered += 1;
+        }
+        misses[index] = part.gains;
     }
     found
 }
@@ -88,8 +98,14 @@ impl PlacementPolicy for Megha {
         effort: &mut Effort,
     ) -> Option<Found> {
         let lms = views.lms.len();
-        let misses = &mut self.misses;
-        let mut try_one = |c| scan_remembered(misses, views, c, constraints, request, effort);
+        if self.remembered >= MISSES_KEPT {
+            self.misses.clear();
+            self.remembered = 0;
+        }
+        let misses = self.misses.entry((constraints, *request)).or_default();
+        let remembered = &mut self.remembered;
+        let mut try_one =
+            |c| scan_remembered(misses, remembered, views, c, constraints, request, effort);
         if let Some(found) = self.rr.internal(lms, views.me).find_map(&mut try_one) {
             return Some(found);
         }
@@ -100,6 +116,7 @@ impl PlacementPolicy for Megha {
 
     fn topology_changed(&mut self) {
         self.misses.clear();
+        self.remembered = 0;
     }
 
     fn skip(&mut self, views: &Views) {

@@ -26,7 +26,7 @@ use crate::memory::Bounded;
 use crate::restarted::Restarted;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
-use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK};
+use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK, FREE_SUB_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -74,7 +74,8 @@ pub struct LocalMaster {
     incarnation: u64,
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
-    /// The `free` and `free_changed` of the last snapshot built, and its version.
+    /// The `free` and `free_changed` (blocks, then sub-blocks) of the last snapshot
+    /// built, and its version.
     snapshot_cache: Option<BuiltFree>,
     /// One bit per block of [`FREE_BLOCK`] nodes: a node's `free` or `q_held` was
     /// written since the last snapshot built ([`LocalMaster::touch`]), so the next
@@ -245,11 +246,11 @@ impl LocalMaster {
     }
 
     /// A snapshot's `free` (QUEUEABLE work is invisible to the GMs' views: any other
-    /// task may take its place) and `free_changed`. From the previous snapshot built,
-    /// only the dirty blocks are rebuilt and compared (the others are as they were),
-    /// in place when no one holds that snapshot's vectors any more (every GM has
-    /// applied it: a GM keeps no `free` that comes with `free_changed`), else in
-    /// copies; without one, every block.
+    /// task may take its place) and `free_changed` (blocks, then sub-blocks). From
+    /// the previous snapshot built, only the dirty blocks are rebuilt and compared
+    /// (the others are as they were), in place when no one holds that snapshot's
+    /// vectors any more (every GM has applied it: a GM keeps no `free` that comes
+    /// with `free_changed`), else in copies; without one, every block.
     fn build_free(&self, previous: Option<BuiltFree>) -> (Arc<Vec<Resources>>, Arc<Vec<u64>>) {
         let nodes = self.free.len();
         let blocks = nodes.div_ceil(FREE_BLOCK);
@@ -265,22 +266,36 @@ impl LocalMaster {
             (free, changed)
         };
         let built = match previous {
-            Some((_, mut old, mut changed)) if old.len() == nodes && changed.len() == blocks => {
+            Some((_, mut old, mut changed))
+                if old.len() == nodes
+                    && changed.len() == blocks + nodes.div_ceil(FREE_SUB_BLOCK) =>
+            {
                 let (free, changed_now) = (Arc::make_mut(&mut old), Arc::make_mut(&mut changed));
+                let (block_changed, sub_changed) = changed_now.split_at_mut(blocks);
                 for (w, &word) in self.dirty.iter().enumerate() {
                     let mut word = word;
                     while word != 0 {
                         let block = w * 64 + word.trailing_zeros() as usize;
                         word &= word - 1;
-                        let range = block * FREE_BLOCK..((block + 1) * FREE_BLOCK).min(nodes);
-                        let mut differs = false;
-                        for n in range {
-                            let now = visible(n);
-                            differs |= now != free[n];
-                            free[n] = now;
+                        let end = ((block + 1) * FREE_BLOCK).min(nodes);
+                        let mut block_differs = false;
+                        for sub in (block * FREE_BLOCK..end).step_by(FREE_SUB_BLOCK) {
+                            let mut differs = false;
+                            let range = sub..(sub + FREE_SUB_BLOCK).min(end);
+                            let (own, held) =
+                                (&self.free[range.clone()], &self.q_held[range.clone()]);
+                            for ((old, own), held) in free[range].iter_mut().zip(own).zip(held) {
+                                let now = own.add(held);
+                                differs |= now != *old;
+                                *old = now;
+                            }
+                            if differs {
+                                sub_changed[sub / FREE_SUB_BLOCK] = self.version;
+                                block_differs = true;
+                            }
                         }
-                        if differs {
-                            changed_now[block] = self.version;
+                        if block_differs {
+                            block_changed[block] = self.version;
                         }
                     }
                 }
@@ -366,23 +381,32 @@ impl LocalMaster {
     }
 }
 
-/// The `free_changed` of a snapshot whose `free` is `free`, at `version`: the
-/// previous snapshot's, with `version` for every block that differs from it (every
-/// block when there is none, or of another size).
+/// The `free_changed` of a snapshot whose `free` is `free`, at `version`: per
+/// block of [`FREE_BLOCK`] nodes, then per sub-block of [`FREE_SUB_BLOCK`], the
+/// previous snapshot's, with `version` where it differs from it (everywhere when
+/// there is none, or of another size).
 fn free_changed(
     previous: Option<(&[Resources], &[u64])>,
     free: &[Resources],
     version: u64,
 ) -> Vec<u64> {
     let blocks = free.len().div_ceil(FREE_BLOCK);
+    let len = blocks + free.len().div_ceil(FREE_SUB_BLOCK);
     match previous {
-        Some((old, changed)) if old.len() == free.len() && changed.len() == blocks => old
-            .chunks(FREE_BLOCK)
-            .zip(free.chunks(FREE_BLOCK))
-            .zip(changed)
-            .map(|((a, b), v)| if a == b { *v } else { version })
-            .collect(),
-        _ => vec![version; blocks],
+        Some((old, changed)) if old.len() == free.len() && changed.len() == len => {
+            let (block_changed, sub_changed) = changed.split_at(blocks);
+            let mark = |size: usize, changed: &[u64]| -> Vec<u64> {
+                old.chunks(size)
+                    .zip(free.chunks(size))
+                    .zip(changed)
+                    .map(|((a, b), v)| if a == b { *v } else { version })
+                    .collect()
+            };
+            let mut all = mark(FREE_BLOCK, block_changed);
+            all.extend(mark(FREE_SUB_BLOCK, sub_changed));
+            all
+        }
+        _ => vec![version; len],
     }
 }
 

@@ -353,42 +353,58 @@ fn a_task_finished_before_a_restart_is_not_launched_again() {
     assert!(lm.is_idle());
 }
 
-/// `free_changed` names, per block of 64 nodes, the last version whose snapshot
-/// changed the block: a launch on node 70 (block 1) changes block 1 alone; a snapshot
-/// of an unchanged state repeats the word; the first snapshot of a life names every
-/// block.
+/// `free_changed` names, per block of 64 nodes and then per sub-block of 8, the
+/// last version whose snapshot changed it: a launch on node 70 (block 1, sub-block
+/// 8) changes those alone; a snapshot of an unchanged state repeats the word; the
+/// first snapshot of a life names every block.
 #[test]
 fn free_changed_names_the_blocks_each_version_changed() {
     let mut lm = lm_with(&[100, 100], 4);
     let first = lm.snapshot(Micros(1));
     let v1 = first.version;
-    assert_eq!(*first.free_changed, vec![v1; 4]);
+    assert_eq!(
+        first.free_changes(),
+        Some((&[v1; 4][..], Some(&[v1; 25][..])))
+    );
     lm.handle_launch_batch(Micros(2), launch(0, 1, &[(1, 70, Placement::Internal, 1)]))
         .unwrap();
     let second = lm.snapshot(Micros(3));
     let v2 = second.version;
     assert!(v2 > v1);
-    assert_eq!(*second.free_changed, vec![v1, v2, v1, v1]);
+    let mut subs = [v1; 25];
+    subs[8] = v2;
+    assert_eq!(
+        second.free_changes(),
+        Some((&[v1, v2, v1, v1][..], Some(&subs[..])))
+    );
     let again = lm.snapshot(Micros(4));
     assert_eq!(again.free_changed, second.free_changed, "nothing changed");
     lm.handle_launch_batch(Micros(5), launch(1, 1, &[(2, 199, Placement::Internal, 1)]))
         .unwrap();
     let third = lm.snapshot(Micros(6));
-    assert_eq!(*third.free_changed, vec![v1, v2, v1, third.version]);
+    subs[24] = third.version;
+    assert_eq!(
+        third.free_changes(),
+        Some((&[v1, v2, v1, third.version][..], Some(&subs[..])))
+    );
     // The table itself: a block differs, or the previous snapshot is of another size.
     let one = Resources::cores(1, 1);
     let free = vec![one; 130];
     let mut moved = free.clone();
     moved[64] = Resources::ZERO;
+    let before: Vec<u64> = [1, 2, 3].into_iter().chain(1..=17).collect();
+    let mut after = before.clone();
+    (after[1], after[3 + 8]) = (9, 9);
+    assert_eq!(free_changed(Some((&free, &before)), &moved, 9), after);
     assert_eq!(
-        free_changed(Some((&free, &[1, 2, 3])), &moved, 9),
-        vec![1, 9, 3]
+        free_changed(Some((&free[..129], &before)), &free, 9),
+        vec![9; 20]
     );
     assert_eq!(
-        free_changed(Some((&free[..129], &[1, 2, 3])), &free, 9),
-        vec![9; 3]
+        free_changed(Some((&free, &[1, 2, 3])), &free, 9),
+        vec![9; 20]
     );
-    assert_eq!(free_changed(None, &free, 4), vec![4; 3]);
+    assert_eq!(free_changed(None, &free, 4), vec![4; 20]);
 }
 
 /// A standby GM took over (a newer life of GM 0): the replaced primary's batches

@@ -5,9 +5,9 @@
 use super::{Ev, Item, World};
 use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::Role;
-use common::messages::{TaskFailure, WorkerReport};
+use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
-use common::{Micros, NodeId, Resources, TaskId};
+use common::{NodeId, Resources, TaskId};
 use worker::core::{WorkerInput, WorkerOutput};
 use worker::Worker;
 
@@ -31,7 +31,7 @@ impl World<'_> {
         };
         let refusing = self.refusing[w as usize] || self.fenced[w as usize];
         if let (Some((task, attempt)), true) = (start, refusing) {
-            let report = refused(node, task, attempt, now);
+            let report = worker::core::refused_start(node, task, attempt, now, "fault injection");
             self.send(
                 Role::Worker(w),
                 Role::Lm(l),
@@ -53,7 +53,8 @@ impl World<'_> {
             Err(e) => {
                 if let Some((task, attempt)) = start {
                     self.note(|| format!("  w{w} refuses {task}: {e}"));
-                    let report = refused(node, task, attempt, now);
+                    let report =
+                        worker::core::refused_start(node, task, attempt, now, "fault injection");
                     self.send(
                         Role::Worker(w),
                         Role::Lm(l),
@@ -132,18 +133,5 @@ impl World<'_> {
             .map_or_else(Resources::default, |(_, _, n)| n.capacity);
         self.workers[w as usize] = Some(Worker::new(node, capacity));
         self.reset_fence(w);
-    }
-}
-
-/// The report of a start a refusing worker turns down (as the worker service does).
-fn refused(node: NodeId, task: TaskId, attempt: u32, at: Micros) -> WorkerReport {
-    WorkerReport::Failed {
-        node,
-        task,
-        attempt,
-        at,
-        failure: TaskFailure::StartFailed {
-            reason: "refused by the worker: fault injection".into(),
-        },
     }
 }
