@@ -17,8 +17,11 @@
 
 use common::reasons::PendingReason;
 use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
+use keyed::Keyed;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
+
+mod keyed;
 
 /// A task's shape: its constraints and its request.
 pub type Shape = (ConstraintSet, Resources);
@@ -568,44 +571,6 @@ impl Queues {
                 .chain(q.ready.iter())
                 .map(|(_, p)| &**p)
         })
-    }
-}
-
-/// Classes by the key of their first task, the smallest last: a class's line
-/// usually moves to the next smallest key, which goes back at the end. Few classes
-/// wait in one queue (one per shape), so a sorted vector beats a tree.
-#[derive(Debug, Default)]
-struct Keyed(Vec<(u64, Shape)>);
-
-impl Keyed {
-    /// The entry with the smallest key.
-    fn first(&self) -> Option<(u64, Shape)> {
-        self.0.last().copied()
-    }
-
-    /// The entry with the smallest key at or above `from`.
-    fn first_from(&self, from: u64) -> Option<(u64, Shape)> {
-        let at = self.0.partition_point(|(k, _)| *k >= from);
-        at.checked_sub(1).map(|i| self.0[i])
-    }
-
-    fn insert(&mut self, key: u64, shape: Shape) {
-        let at = self.0.partition_point(|(k, _)| *k > key);
-        match self.0.get_mut(at) {
-            Some(entry) if entry.0 == key => entry.1 = shape,
-            _ => self.0.insert(at, (key, shape)),
-        }
-    }
-
-    fn remove(&mut self, key: &u64) {
-        if self.0.last().is_some_and(|(k, _)| k == key) {
-            self.0.pop();
-            return;
-        }
-        let at = self.0.partition_point(|(k, _)| k > key);
-        if self.0.get(at).is_some_and(|(k, _)| k == key) {
-            self.0.remove(at);
-        }
     }
 }
 

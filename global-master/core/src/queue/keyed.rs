@@ -1,0 +1,77 @@
+//! Sorted vectors of classes by key (see [`Keyed`]).
+
+use super::Shape;
+
+/// Classes by the key of their first task, the smallest last: a class's line
+/// usually moves to the next smallest key, which goes back at the end. Few classes
+/// wait in one queue (one per shape), so a sorted vector beats a tree.
+#[derive(Debug, Default)]
+pub(super) struct Keyed(Vec<(u64, Shape)>);
+
+impl Keyed {
+    /// The entry with the smallest key.
+    pub(super) fn first(&self) -> Option<(u64, Shape)> {
+        self.0.last().copied()
+    }
+
+    /// The entry with the smallest key at or above `from`.
+    pub(super) fn first_from(&self, from: u64) -> Option<(u64, Shape)> {
+        let at = self.0.partition_point(|(k, _)| *k >= from);
+        at.checked_sub(1).map(|i| self.0[i])
+    }
+
+    pub(super) fn insert(&mut self, key: u64, shape: Shape) {
+        let at = self.0.partition_point(|(k, _)| *k > key);
+        match self.0.get_mut(at) {
+            Some(entry) if entry.0 == key => entry.1 = shape,
+            _ => self.0.insert(at, (key, shape)),
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: &u64) {
+        if self.0.last().is_some_and(|(k, _)| k == key) {
+            self.0.pop();
+            return;
+        }
+        let at = self.0.partition_point(|(k, _)| k > key);
+        if self.0.get(at).is_some_and(|(k, _)| k == key) {
+            self.0.remove(at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Keyed;
+    use crate::queue::Shape;
+    use common::{ConstraintSet, Resources};
+    use std::collections::BTreeMap;
+
+    fn shape(n: u64) -> Shape {
+        (ConstraintSet(n), Resources::cores(1, n))
+    }
+
+    proptest::proptest! {
+        /// Inserts, removals and lookups answer as a B-tree map of the same entries.
+        #[test]
+        fn answers_as_a_btree_map(ops in proptest::collection::vec((0u8..3, 0u64..40, 0u64..4), 1..200)) {
+            let mut keyed = Keyed::default();
+            let mut tree = BTreeMap::new();
+            for (op, key, value) in ops {
+                match op {
+                    0 => {
+                        keyed.insert(key, shape(value));
+                        tree.insert(key, shape(value));
+                    }
+                    1 => {
+                        keyed.remove(&key);
+                        tree.remove(&key);
+                    }
+                    _ => {}
+                }
+                proptest::prop_assert_eq!(keyed.first(), tree.first_key_value().map(|(k, s)| (*k, *s)));
+                proptest::prop_assert_eq!(keyed.first_from(key), tree.range(key..).next().map(|(k, s)| (*k, *s)));
+            }
+        }
+    }
+}
