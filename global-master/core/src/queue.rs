@@ -110,9 +110,9 @@ struct UserQueue {
     ready: VecDeque<(u64, Box<Pending>)>,
     classes: FxHashMap<Shape, Class>,
     /// The awake classes with a task in their line, by the key of that first task.
-    heads: Keyed,
+    heads: Keyed<Shape>,
     /// The sleeping classes with a task in their line, by the key of that task.
-    sleeping: Keyed,
+    sleeping: Keyed<Shape>,
     /// In a selective pass: sleeping classes with a first key below this were asked.
     cursor: u64,
     /// Tasks in the classes (lines and parked).

@@ -1,30 +1,34 @@
 //! Sorted vectors of classes by key (see [`Keyed`]).
 
-use super::Shape;
-
 /// Classes by the key of their first task, the smallest last: a class's line
 /// usually moves to the next smallest key, which goes back at the end. Few classes
 /// wait in one queue (one per shape), so a sorted vector beats a tree.
-#[derive(Debug, Default)]
-pub(super) struct Keyed(Vec<(u64, Shape)>);
+#[derive(Debug)]
+pub(super) struct Keyed<V>(Vec<(u64, V)>);
 
-impl Keyed {
+impl<V> Default for Keyed<V> {
+    fn default() -> Self {
+        Keyed(Vec::new())
+    }
+}
+
+impl<V: Copy> Keyed<V> {
     /// The entry with the smallest key.
-    pub(super) fn first(&self) -> Option<(u64, Shape)> {
+    pub(super) fn first(&self) -> Option<(u64, V)> {
         self.0.last().copied()
     }
 
     /// The entry with the smallest key at or above `from`.
-    pub(super) fn first_from(&self, from: u64) -> Option<(u64, Shape)> {
+    pub(super) fn first_from(&self, from: u64) -> Option<(u64, V)> {
         let at = self.0.partition_point(|(k, _)| *k >= from);
         at.checked_sub(1).map(|i| self.0[i])
     }
 
-    pub(super) fn insert(&mut self, key: u64, shape: Shape) {
+    pub(super) fn insert(&mut self, key: u64, value: V) {
         let at = self.0.partition_point(|(k, _)| *k > key);
         match self.0.get_mut(at) {
-            Some(entry) if entry.0 == key => entry.1 = shape,
-            _ => self.0.insert(at, (key, shape)),
+            Some(entry) if entry.0 == key => entry.1 = value,
+            _ => self.0.insert(at, (key, value)),
         }
     }
 
@@ -43,11 +47,10 @@ impl Keyed {
 #[cfg(test)]
 mod tests {
     use super::Keyed;
-    use crate::queue::Shape;
     use common::{ConstraintSet, Resources};
     use std::collections::BTreeMap;
 
-    fn shape(n: u64) -> Shape {
+    fn shape(n: u64) -> (ConstraintSet, Resources) {
         (ConstraintSet(n), Resources::cores(1, n))
     }
 
