@@ -133,28 +133,10 @@ impl Dispatcher {
 
     /// Adds a launch request to the open batch for LM `l`; `deduct` takes its
     /// resources from the view (not for QUEUEABLE work, which the view does not see).
-    /// Returns the index of the batch in `out.batches`.
+    /// The task then awaits the answer as it is (no copy). Returns the index of the
+    /// batch in `out.batches`.
     #[allow(clippy::too_many_arguments)]
     pub fn dispatch(
-        &mut self,
-        view: &mut ClusterView,
-        l: usize,
-        node: NodeId,
-        placement: Placement,
-        pending: &mut Pending,
-        out: &mut PassOutput,
-        deduct: bool,
-    ) -> usize {
-        let (batch, sent_in) = self.add(view, l, node, placement, pending, out, deduct);
-        self.outstanding
-            .insert(pending.task.id, (Box::new(pending.clone()), Some(sent_in)));
-        batch
-    }
-
-    /// [`Dispatcher::dispatch`] of a task given up by its caller: it awaits the
-    /// answer as it is, without a copy.
-    #[allow(clippy::too_many_arguments)]
-    pub fn dispatch_owned(
         &mut self,
         view: &mut ClusterView,
         l: usize,
@@ -164,25 +146,6 @@ impl Dispatcher {
         out: &mut PassOutput,
         deduct: bool,
     ) -> usize {
-        let (batch, sent_in) = self.add(view, l, node, placement, &mut pending, out, deduct);
-        self.outstanding
-            .insert(pending.task.id, (pending, Some(sent_in)));
-        batch
-    }
-
-    /// The request in its batch; returns the batch's index in `out.batches` and
-    /// (LM, sequence number).
-    #[allow(clippy::too_many_arguments)]
-    fn add(
-        &mut self,
-        view: &mut ClusterView,
-        l: usize,
-        node: NodeId,
-        placement: Placement,
-        pending: &mut Pending,
-        out: &mut PassOutput,
-        deduct: bool,
-    ) -> (usize, (LmId, u64)) {
         let resources = if deduct {
             pending.task.resources
         } else {
@@ -225,7 +188,10 @@ impl Dispatcher {
             node,
             placement,
         });
-        (batch, (out.batches[batch].lm, out.batches[batch].seq))
+        let sent_in = (out.batches[batch].lm, out.batches[batch].seq);
+        self.outstanding
+            .insert(pending.task.id, (pending, Some(sent_in)));
+        batch
     }
 
     /// Ends a pass: the next dispatch to any LM opens a new batch.

@@ -178,7 +178,7 @@ impl LraPath {
                 executor: None,
                 attempt: 1,
             };
-            let mut pending = Pending {
+            let pending = Pending {
                 task,
                 submitted_at: r.submitted_at,
                 attempts: r.placements,
@@ -186,10 +186,12 @@ impl LraPath {
                 preempting: None,
             };
             let placement = view.placement_of(l, node, me);
-            let batch = dispatcher.dispatch(view, l, node, placement, &mut pending, pass, true);
+            let task = pending.task.id;
+            let batch =
+                dispatcher.dispatch(view, l, node, placement, Box::new(pending), pass, true);
             let lm = LmId(l as u16);
             pass.decisions.push(Decision {
-                task: pending.task.id,
+                task,
                 partitions: 0,
                 words: 0,
                 outcome: DecisionOutcome::Dispatched {

@@ -146,7 +146,7 @@ impl GlobalMaster {
         } = found;
         let batch =
             self.dispatcher
-                .dispatch_owned(&mut self.view, lm, node, placement, pending, out, true);
+                .dispatch(&mut self.view, lm, node, placement, pending, out, true);
         match placement {
             Placement::Internal => self.stats.dispatched_internal += 1,
             Placement::Repartition => self.stats.dispatched_repartition += 1,
@@ -257,7 +257,7 @@ impl GlobalMaster {
         };
         let batch =
             self.dispatcher
-                .dispatch_owned(&mut self.view, l, node, placement, pending, out, false);
+                .dispatch(&mut self.view, l, node, placement, pending, out, false);
         self.quota.sent(task.job);
         self.stats.dispatched_queueable += 1;
         let outcome = DecisionOutcome::Dispatched {
