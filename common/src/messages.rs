@@ -89,6 +89,13 @@ pub struct LmSnapshot {
     pub jobs: Arc<Vec<(JobId, JobContainers)>>,
 }
 
+/// The length of [`LmSnapshot::free_changed`] for `nodes` nodes, as an LM builds
+/// it: one entry per block of [`FREE_BLOCK`], then one per sub-block of
+/// [`FREE_SUB_BLOCK`].
+pub fn free_changed_len(nodes: usize) -> usize {
+    nodes.div_ceil(FREE_BLOCK) + nodes.div_ceil(FREE_SUB_BLOCK)
+}
+
 impl LmSnapshot {
     /// [`LmSnapshot::free_changed`] as (per block, per sub-block if sent): `None`
     /// unless its length is that of the blocks of `free` (an LM that sends no
@@ -99,7 +106,7 @@ impl LmSnapshot {
         let changed = &self.free_changed[..];
         if changed.len() == blocks {
             Some((changed, None))
-        } else if changed.len() == blocks + nodes.div_ceil(FREE_SUB_BLOCK) {
+        } else if changed.len() == free_changed_len(nodes) {
             let (blocks, subs) = changed.split_at(blocks);
             Some((blocks, Some(subs)))
         } else {

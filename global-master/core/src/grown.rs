@@ -72,17 +72,12 @@ impl GrownNodes {
         let fits = |&(l, n): &(u16, u32)| view.fits_node(l, n, constraints, request);
         let end = self.nodes.len();
         let cursor = self.fit.entry((constraints, *request)).or_insert(0);
-        if *cursor < end && covered(&self.failed, constraints, request) {
+        if *cursor == end || covered(&self.failed, constraints, request) {
+            // Walked past every node, by itself or by a shape it covers.
             *cursor = end;
-        }
-        let Some(&(l, n)) = self.nodes.get(*cursor) else {
             return false;
-        };
-        if fits(&(l, n)) {
-            return true;
         }
-        self.bounds.lower(*cursor, now(view, l, n).1);
-        let mut from = *cursor + 1;
+        let mut from = *cursor;
         while let Some(i) = self.bounds.first(from, constraints, request) {
             let (l, n) = self.nodes[i];
             if fits(&(l, n)) {

@@ -111,7 +111,7 @@ impl<E> EventQueue<E> {
             return None;
         }
         let b = self.occupied.trailing_zeros() as usize;
-        let entries = std::mem::take(&mut self.buckets[b]);
+        let mut entries = std::mem::take(&mut self.buckets[b]);
         self.occupied &= !(1 << b);
         self.last = entries.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
         for &(time, slot) in &entries {
@@ -121,7 +121,6 @@ impl<E> EventQueue<E> {
             self.occupied |= 1 << to;
         }
         // Give the emptied bucket its allocation back (cleared), for its next entries.
-        let mut entries = entries;
         entries.clear();
         self.buckets[b] = entries;
         Some(())

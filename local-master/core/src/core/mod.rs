@@ -26,7 +26,7 @@ use crate::memory::Bounded;
 use crate::restarted::Restarted;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
-use common::messages::{LmSnapshot, LmTopology, FREE_BLOCK, FREE_SUB_BLOCK};
+use common::messages::{free_changed_len, LmSnapshot, LmTopology, FREE_BLOCK, FREE_SUB_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -267,8 +267,7 @@ impl LocalMaster {
         };
         let built = match previous {
             Some((_, mut old, mut changed))
-                if old.len() == nodes
-                    && changed.len() == blocks + nodes.div_ceil(FREE_SUB_BLOCK) =>
+                if old.len() == nodes && changed.len() == free_changed_len(nodes) =>
             {
                 let (free, changed_now) = (Arc::make_mut(&mut old), Arc::make_mut(&mut changed));
                 let (block_changed, sub_changed) = changed_now.split_at_mut(blocks);
@@ -284,6 +283,7 @@ impl LocalMaster {
                             let range = sub..(sub + FREE_SUB_BLOCK).min(end);
                             let (own, held) =
                                 (&self.free[range.clone()], &self.q_held[range.clone()]);
+                            // `visible` over zipped slices (indexed, it cost more).
                             for ((old, own), held) in free[range].iter_mut().zip(own).zip(held) {
                                 let now = own.add(held);
                                 differs |= now != *old;
@@ -391,7 +391,7 @@ fn free_changed(
     version: u64,
 ) -> Vec<u64> {
     let blocks = free.len().div_ceil(FREE_BLOCK);
-    let len = blocks + free.len().div_ceil(FREE_SUB_BLOCK);
+    let len = free_changed_len(free.len());
     match previous {
         Some((old, changed)) if old.len() == free.len() && changed.len() == len => {
             let (block_changed, sub_changed) = changed.split_at(blocks);
