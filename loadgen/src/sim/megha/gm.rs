@@ -1,7 +1,7 @@
 //! The GM side of the simulation: scheduling passes (charged per decision) and the
 //! handling of LM answers and snapshots.
 
-use super::{Ev, Sim};
+use super::Sim;
 use crate::sim::ledger::Decision;
 use crate::sim::{probe, CostModel};
 use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
@@ -22,7 +22,7 @@ impl Sim<'_> {
         match input {
             GmInput::Schedule => {
                 if now < self.gm_busy[g] {
-                    self.push(self.gm_busy[g], Ev::Gm(g, GmInput::Schedule));
+                    self.push_gm(self.gm_busy[g], g, GmInput::Schedule);
                     return;
                 }
                 self.gm_pass_pending[g] = false;

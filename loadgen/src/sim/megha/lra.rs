@@ -8,7 +8,7 @@
 //! `Finished` events would (two network delays after the worker's report). The
 //! placer's own run time is not charged to the GM (only its decisions are).
 
-use super::{Ev, Sim};
+use super::Sim;
 use crate::sim::ledger::Decision;
 use crate::sim::workload::Job;
 use common::{GmId, Micros, QueueId, TaskId, TaskKind};
@@ -91,7 +91,7 @@ impl Sim<'_> {
         }
         self.lra_pass_pending = true;
         let at = now.max(self.gms[d].next_lra_pass()).max(self.gm_busy[d]);
-        self.push(at, Ev::Gm(d, GmInput::LraPass));
+        self.push_gm(at, d, GmInput::LraPass);
     }
 
     pub(super) fn lra_pass(&mut self, now: Micros) {
@@ -114,7 +114,7 @@ impl Sim<'_> {
             None if self.gms[d].lras_waiting() > 0 => {
                 self.lra_pass_pending = true;
                 let at = now + self.gms[d].lra_interval();
-                self.push(at, Ev::Gm(d, GmInput::LraPass));
+                self.push_gm(at, d, GmInput::LraPass);
             }
             None => {}
         }

@@ -26,24 +26,16 @@ use worker::Worker;
 
 mod gm;
 mod lra;
+mod mail;
 
-/// A simulation event: a job arriving from the trace, or an input reaching one role's
-/// core (a message from another role, or one of its timers). Every message travels
-/// as the protocol's enum, so a new message needs no new event.
-enum Ev {
-    JobArrival(usize),
-    Gm(usize, GmInput),
-    Lm(usize, LmInput),
-    /// LM `l`'s change-triggered publication, deferred to the end of its minimum
-    /// interval (see [`publish`]).
-    LmPublish(usize),
-    Worker(usize, WorkerInput),
-}
+use mail::{Ev, Mailboxes};
 
 struct Sim<'a> {
     config: &'a SimConfig,
     costs: &'a CostModel,
     queue: EventQueue<Ev>,
+    /// The inputs the queued events carry.
+    mail: Mailboxes,
     gms: Vec<GlobalMaster>,
     gm_busy: Vec<Micros>,
     gm_pass_pending: Vec<bool>,
@@ -87,7 +79,7 @@ struct Sim<'a> {
 
 /// Whether an event counts as in flight: everything but trace arrivals and LM ticks.
 fn counted(ev: &Ev) -> bool {
-    !matches!(ev, Ev::JobArrival(_) | Ev::Lm(_, LmInput::Tick))
+    !matches!(ev, Ev::JobArrival(_) | Ev::LmTick(_))
 }
 
 /// Simulates Megha (or, given a one-GM one-LM cluster, the centralized baseline).
@@ -160,6 +152,7 @@ pub fn simulate(
         config,
         costs: &config.costs,
         queue: EventQueue::default(),
+        mail: Mailboxes::default(),
         gms,
         gm_busy: vec![Micros::ZERO; gm_count],
         gm_pass_pending: vec![false; gm_count],
@@ -200,7 +193,7 @@ pub fn simulate(
         sim.queue.push(job.arrival + submit, Ev::JobArrival(k));
     }
     for l in 0..lm_count {
-        sim.push(Micros::ZERO, Ev::Lm(l, LmInput::Tick));
+        sim.push_lm(Micros::ZERO, l, LmInput::Tick);
     }
     let mut last_report = 0;
     while sim.done < total {
@@ -227,7 +220,7 @@ pub fn simulate(
     // Let the last worker reports reach their LMs (dropping everything else, which
     // ends the loop), then check that nothing leaked.
     while let Some((now, ev)) = sim.queue.pop() {
-        if let Ev::Lm(_, LmInput::Worker(_)) = ev {
+        if matches!(ev, Ev::Lm(_, slot) if matches!(sim.mail.lm.get(slot), LmInput::Worker(_))) {
             sim.handle(now, ev, jobs);
         }
     }
@@ -302,17 +295,30 @@ impl Sim<'_> {
     fn request_pass(&mut self, g: usize, at: Micros) {
         if !self.gm_pass_pending[g] {
             self.gm_pass_pending[g] = true;
-            self.push(at.max(self.gm_busy[g]), Ev::Gm(g, GmInput::Schedule));
+            self.push_gm(at.max(self.gm_busy[g]), g, GmInput::Schedule);
         }
     }
 
     fn handle(&mut self, now: Micros, ev: Ev, jobs: &[Job]) {
         match ev {
             Ev::JobArrival(k) => self.job_arrival(now, k, jobs),
-            Ev::Gm(g, input) => self.gm_input(now, g, input),
-            Ev::Lm(l, input) => self.lm_input(now, l, input),
+            Ev::Gm(g, slot) => {
+                let input = self.mail.gm.take(slot);
+                self.gm_input(now, g, input);
+            }
+            Ev::GmPass(g) => self.gm_input(now, g, GmInput::Schedule),
+            Ev::GmLraPass(g) => self.gm_input(now, g, GmInput::LraPass),
+            Ev::Lm(l, slot) => {
+                let input = self.mail.lm.take(slot);
+                self.lm_input(now, l, input);
+            }
+            Ev::LmTick(l) => self.lm_input(now, l, LmInput::Tick),
             Ev::LmPublish(l) => self.lm_publish_due(now, l),
-            Ev::Worker(w, input) => self.worker_input(now, w, input),
+            Ev::Worker(w, slot) => {
+                let input = self.mail.worker.take(slot);
+                self.worker_input(now, w, input);
+            }
+            Ev::WorkerWake(w) => self.worker_input(now, w, WorkerInput::Wake),
         }
     }
 
@@ -360,14 +366,14 @@ impl Sim<'_> {
         let to_worker = depart + self.worker_delay();
         for order in out.to_workers {
             let w = self.worker_base[l] + order.node().index();
-            self.push(to_worker, Ev::Worker(w, WorkerInput::Lm(order)));
+            self.push_worker(to_worker, w, WorkerInput::Lm(order));
         }
         for (to, message) in out.to_gms {
             match to {
-                GmAddress::One(g) => self.push(arrive, Ev::Gm(g.index(), GmInput::Lm(message))),
+                GmAddress::One(g) => self.push_gm(arrive, g.index(), GmInput::Lm(message)),
                 GmAddress::All => {
                     for g in 0..self.gms.len() {
-                        self.push(arrive, Ev::Gm(g, GmInput::Lm(message.clone())));
+                        self.push_gm(arrive, g, GmInput::Lm(message.clone()));
                     }
                 }
             }
@@ -379,7 +385,7 @@ impl Sim<'_> {
         let arrive = depart + self.delay();
         for message in to_lms {
             let l = message.lm().index();
-            self.push(arrive, Ev::Lm(l, LmInput::Gm(message)));
+            self.push_lm(arrive, l, LmInput::Gm(message));
         }
     }
 
@@ -387,10 +393,7 @@ impl Sim<'_> {
     fn send_from_worker(&mut self, w: usize, depart: Micros, out: WorkerOutput) {
         let l = self.lm_of_worker(w);
         for report in out.to_lm {
-            self.push(
-                depart + self.worker_delay(),
-                Ev::Lm(l, LmInput::Worker(report)),
-            );
+            self.push_lm(depart + self.worker_delay(), l, LmInput::Worker(report));
         }
     }
 
@@ -479,7 +482,7 @@ impl Sim<'_> {
                 }
                 self.send_from_lm(l, now, out);
                 self.idle_check();
-                self.push(next, Ev::Lm(l, LmInput::Tick));
+                self.push_lm(next, l, LmInput::Tick);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The simulated workers: start orders, kills, promotions, and the reports they
 //! send back to their LM (booked in the task ledger and the run list).
 
-use super::{Ev, Sim};
+use super::Sim;
 use crate::sim::{probe, Run};
 use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
@@ -14,7 +14,7 @@ impl Sim<'_> {
         if let Some(t) = self.workers[w].next_wakeup() {
             if self.wake_at[w].is_none_or(|s| t < s) {
                 self.wake_at[w] = Some(t);
-                self.push(t, Ev::Worker(w, WorkerInput::Wake));
+                self.push_worker(t, w, WorkerInput::Wake);
             }
         }
     }
@@ -132,7 +132,7 @@ impl Sim<'_> {
                         // The LM's Finished event reaches the designated GM.
                         let at = now + self.delay() + self.delay();
                         let d = self.designated;
-                        self.push(at, Ev::Gm(d, GmInput::TaskEnded(task)));
+                        self.push_gm(at, d, GmInput::TaskEnded(task));
                     }
                 }
                 WorkerReport::Killed { task, at, .. } => {

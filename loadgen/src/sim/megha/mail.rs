@@ -1,0 +1,124 @@
+//! The simulation's events, and the inputs they carry, which wait out of line.
+//!
+//! An input moves several times on its way (into the queue, out of it, into the
+//! core), and an LM's message carries its snapshot inline (192 bytes): the queue
+//! moves events of two words, each naming the slot where its input waits, and the
+//! input is written once and read once. Slots are reused, so inputs in flight cost
+//! no allocation. Timers carry no input: they are events of their own.
+
+use super::Sim;
+use common::Micros;
+use global_master::core::GmInput;
+use local_master::LmInput;
+use worker::core::WorkerInput;
+
+/// A simulation event: a job arriving from the trace, or an input reaching one role's
+/// core (a message from another role, or one of its timers). Every message travels
+/// as the protocol's enum, so a new message needs no new event. Queue an input with
+/// [`Sim::push_gm`], [`Sim::push_lm`] or [`Sim::push_worker`].
+pub(super) enum Ev {
+    JobArrival(usize),
+    /// An input reaching GM `g`, waiting in [`Mailboxes::gm`] at the slot.
+    Gm(usize, u32),
+    /// GM `g`'s scheduling pass ([`GmInput::Schedule`]).
+    GmPass(usize),
+    /// The designated GM's LRA placer run ([`GmInput::LraPass`]).
+    GmLraPass(usize),
+    /// An input reaching LM `l`, waiting in [`Mailboxes::lm`] at the slot.
+    Lm(usize, u32),
+    /// LM `l`'s tick ([`LmInput::Tick`]).
+    LmTick(usize),
+    /// LM `l`'s change-triggered publication, deferred to the end of its minimum
+    /// interval (see [`super::publish`]).
+    LmPublish(usize),
+    /// An input reaching worker `w`, waiting in [`Mailboxes::worker`] at the slot.
+    Worker(usize, u32),
+    /// Worker `w`'s wake-up ([`WorkerInput::Wake`]).
+    WorkerWake(usize),
+}
+
+/// Inputs in flight by slot.
+pub(super) struct Mail<T> {
+    /// `None`: free (listed in `free`).
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Mail<T> {
+    fn default() -> Self {
+        Mail {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Mail<T> {
+    /// Stores `input`; returns its slot.
+    fn put(&mut self, input: T) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(input);
+                slot
+            }
+            None => {
+                self.slots.push(Some(input));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 inputs in flight")
+            }
+        }
+    }
+
+    /// Takes the input at `slot` (which becomes free).
+    pub(super) fn take(&mut self, slot: u32) -> T {
+        let input = self.slots[slot as usize]
+            .take()
+            .expect("an event's slot holds its input");
+        self.free.push(slot);
+        input
+    }
+
+    /// The input at `slot`.
+    pub(super) fn get(&self, slot: u32) -> &T {
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("an event's slot holds its input")
+    }
+}
+
+/// The inputs in flight to each kind of role.
+#[derive(Default)]
+pub(super) struct Mailboxes {
+    pub(super) gm: Mail<GmInput>,
+    pub(super) lm: Mail<LmInput>,
+    pub(super) worker: Mail<WorkerInput>,
+}
+
+impl Sim<'_> {
+    /// Queues `input` reaching GM `g` at `at`.
+    pub(super) fn push_gm(&mut self, at: Micros, g: usize, input: GmInput) {
+        let ev = match input {
+            GmInput::Schedule => Ev::GmPass(g),
+            GmInput::LraPass => Ev::GmLraPass(g),
+            input => Ev::Gm(g, self.mail.gm.put(input)),
+        };
+        self.push(at, ev);
+    }
+
+    /// Queues `input` reaching LM `l` at `at`.
+    pub(super) fn push_lm(&mut self, at: Micros, l: usize, input: LmInput) {
+        let ev = match input {
+            LmInput::Tick => Ev::LmTick(l),
+            input => Ev::Lm(l, self.mail.lm.put(input)),
+        };
+        self.push(at, ev);
+    }
+
+    /// Queues `input` reaching worker `w` at `at`.
+    pub(super) fn push_worker(&mut self, at: Micros, w: usize, input: WorkerInput) {
+        let ev = match input {
+            WorkerInput::Wake => Ev::WorkerWake(w),
+            input => Ev::Worker(w, self.mail.worker.put(input)),
+        };
+        self.push(at, ev);
+    }
+}
