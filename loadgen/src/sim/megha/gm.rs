@@ -36,15 +36,17 @@ impl Sim<'_> {
                 self.apply_pass(now, g, out);
             }
             GmInput::LraPass => self.lra_pass(now),
-            GmInput::Lm(message) => {
+            GmInput::Lm(ref message) => {
+                // The input goes to the core as it came (unpacking and packing it
+                // again would move the message twice).
                 let nodes = message.snapshot().map(|s| s.free.len() as u64);
                 if let Some(snapshot) = message.snapshot() {
                     self.charge_snapshot(now, g, snapshot);
                 }
-                self.observe_lm_message(now, &message);
+                self.observe_lm_message(now, message);
                 let answer = matches!(message, LmToGm::LaunchAnswer(_));
                 let t0 = probe::start(self.probe.is_some());
-                let out = self.gms[g].step(now, GmInput::Lm(message));
+                let out = self.gms[g].step(now, input);
                 let ns = probe::stop(t0);
                 if let (Some(p), Some(nodes), false) = (self.probe.as_mut(), nodes, answer) {
                     p.gm_snapshot.add(nodes, 0, ns);
