@@ -14,6 +14,7 @@ mod liveness;
 pub mod preempt;
 pub mod queueable;
 mod reports;
+mod spares;
 pub mod restart;
 pub mod step;
 
@@ -24,6 +25,7 @@ pub use crate::config::{LmConfig, QueueableConfig};
 pub use crate::effects::{ended_event, LmEffects, LmError};
 use crate::memory::Bounded;
 use crate::restarted::Restarted;
+use spares::Spares;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
 use common::messages::{free_changed_len, LmSnapshot, LmTopology, FREE_BLOCK, FREE_SUB_BLOCK};
@@ -77,6 +79,9 @@ pub struct LocalMaster {
     /// The `free` and `free_changed` (blocks, then sub-blocks) of the last snapshot
     /// built, and its version.
     snapshot_cache: Option<BuiltFree>,
+    /// Earlier snapshots' `free` and `free_changed`, to build the next one in when
+    /// the last one's are still held ([`LocalMaster::build_free`]).
+    spares: Spares,
     /// One bit per block of [`FREE_BLOCK`] nodes: a node's `free` or `q_held` was
     /// written since the last snapshot built ([`LocalMaster::touch`]), so the next
     /// one rebuilds and compares only those blocks.
@@ -142,6 +147,7 @@ impl LocalMaster {
             incarnation: now.0.max(1),
             restarted: Restarted::default(),
             snapshot_cache: None,
+            spares: Spares::default(),
             dirty: vec![0; topology_nodes.div_ceil(FREE_BLOCK).div_ceil(64)],
             down: vec![false; topology_nodes],
             lost: Bounded::new(LOST_MEMORY),
@@ -250,8 +256,10 @@ impl LocalMaster {
     /// the previous snapshot built, only the dirty blocks are rebuilt and compared
     /// (the others are as they were), in place when no one holds that snapshot's
     /// vectors any more (every GM has applied it: a GM keeps no `free` that comes
-    /// with `free_changed`), else in copies; without one, every block.
-    fn build_free(&self, previous: Option<BuiltFree>) -> (Arc<Vec<Resources>>, Arc<Vec<u64>>) {
+    /// with `free_changed`), else in a spare no one holds any more (an earlier
+    /// snapshot's, brought up to date: see [`spares`]), else in copies; without
+    /// one, every block.
+    fn build_free(&mut self, previous: Option<BuiltFree>) -> (Arc<Vec<Resources>>, Arc<Vec<u64>>) {
         let nodes = self.free.len();
         let blocks = nodes.div_ceil(FREE_BLOCK);
         let visible = |n: usize| self.free[n].add(&self.q_held[n]);
@@ -269,6 +277,16 @@ impl LocalMaster {
             Some((_, mut old, mut changed))
                 if old.len() == nodes && changed.len() == free_changed_len(nodes) =>
             {
+                self.spares.age(&self.dirty);
+                if Arc::get_mut(&mut old).is_none() || Arc::get_mut(&mut changed).is_none() {
+                    // Still held (by messages on their way): build in a spare, or a copy.
+                    let (free, changed_now) = match self.spares.take_equal_to(&old, &changed) {
+                        Some(spare) => spare,
+                        None => (Arc::new(old.to_vec()), Arc::new(changed.to_vec())),
+                    };
+                    let held = (std::mem::replace(&mut old, free), std::mem::replace(&mut changed, changed_now));
+                    self.spares.keep(held.0, held.1, &self.dirty);
+                }
                 let (free, changed_now) = (Arc::make_mut(&mut old), Arc::make_mut(&mut changed));
                 let (block_changed, sub_changed) = changed_now.split_at_mut(blocks);
                 for (w, &word) in self.dirty.iter().enumerate() {
