@@ -14,8 +14,8 @@ mod liveness;
 pub mod preempt;
 pub mod queueable;
 mod reports;
-mod spares;
 pub mod restart;
+mod spares;
 pub mod step;
 
 pub use crate::allocation::Allocation;
@@ -25,13 +25,13 @@ pub use crate::config::{LmConfig, QueueableConfig};
 pub use crate::effects::{ended_event, LmEffects, LmError};
 use crate::memory::Bounded;
 use crate::restarted::Restarted;
-use spares::Spares;
 use common::cluster::LmSpec;
 use common::fairness::FairnessConfig;
 use common::messages::{free_changed_len, LmSnapshot, LmTopology, FREE_BLOCK, FREE_SUB_BLOCK};
 use common::quota::JobContainers;
 use common::{GmId, JobId, LmId, Micros, NodeId, QueueId, Resources, TaskId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use spares::Spares;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -284,7 +284,10 @@ impl LocalMaster {
                         Some(spare) => spare,
                         None => (Arc::new(old.to_vec()), Arc::new(changed.to_vec())),
                     };
-                    let held = (std::mem::replace(&mut old, free), std::mem::replace(&mut changed, changed_now));
+                    let held = (
+                        std::mem::replace(&mut old, free),
+                        std::mem::replace(&mut changed, changed_now),
+                    );
                     self.spares.keep(held.0, held.1, &self.dirty);
                 }
                 let (free, changed_now) = (Arc::make_mut(&mut old), Arc::make_mut(&mut changed));

@@ -39,7 +39,12 @@ impl Spares {
 
     /// Keeps the last snapshot's `free` and `changed` (still held elsewhere), which
     /// differ from the snapshot being built in the blocks `dirty` at most.
-    pub(super) fn keep(&mut self, free: Arc<Vec<Resources>>, changed: Arc<Vec<u64>>, dirty: &[u64]) {
+    pub(super) fn keep(
+        &mut self,
+        free: Arc<Vec<Resources>>,
+        changed: Arc<Vec<u64>>,
+        dirty: &[u64],
+    ) {
         if self.0.len() == KEPT {
             self.0.remove(0);
         }

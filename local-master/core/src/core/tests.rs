@@ -407,6 +407,54 @@ fn free_changed_names_the_blocks_each_version_changed() {
     assert_eq!(free_changed(None, &free, 4), vec![4; 20]);
 }
 
+/// Snapshots built while earlier ones are still held (messages on their way) go
+/// into spare buffers or copies, never into a held one: every snapshot equals the
+/// one an LM that holds nothing builds, and a held one never changes.
+#[test]
+fn snapshots_built_while_earlier_ones_are_held_match_fresh_ones() {
+    let (mut held_lm, mut twin) = (lm_with(&[150, 150], 4), lm_with(&[150, 150], 4));
+    let mut held: Vec<(LmSnapshot, Vec<Resources>)> = Vec::new();
+    let mut seed = 7u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for step in 1..=200u64 {
+        for k in 0..=next(3) {
+            let node = next(300) as u32;
+            let batch = launch(
+                0,
+                step * 4 + k,
+                &[(step * 4 + k, node, Placement::Internal, 1)],
+            );
+            held_lm
+                .handle_launch_batch(Micros(step), batch.clone())
+                .unwrap();
+            twin.handle_launch_batch(Micros(step), batch).unwrap();
+        }
+        let (a, b) = (held_lm.snapshot(Micros(step)), twin.snapshot(Micros(step)));
+        assert_eq!(
+            (&a.free, &a.free_changed),
+            (&b.free, &b.free_changed),
+            "step {step}"
+        );
+        // Hold up to six, let go of a random one (often the oldest).
+        let copy = a.free.to_vec();
+        held.push((a, copy));
+        while held.len() > next(7) as usize {
+            let i = if next(2) == 0 {
+                0
+            } else {
+                next(held.len() as u64) as usize
+            };
+            let (snapshot, copy) = held.remove(i);
+            assert_eq!(*snapshot.free, copy, "a held snapshot changed");
+        }
+    }
+}
+
 /// A standby GM took over (a newer life of GM 0): the replaced primary's batches
 /// are refused without touching anything, and counted; the new life's are applied,
 /// numbered from its own life (the old life's answers are not reused).
