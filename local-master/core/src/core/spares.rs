@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Spares kept, the newest: an LM that answers batches faster than they reach the
 /// GMs has a few snapshots in flight, and the oldest is the first let go.
-const KEPT: usize = 4;
+const KEPT: usize = 8;
 
 /// An earlier snapshot's `free` and `free_changed`.
 #[derive(Debug)]
