@@ -4,7 +4,7 @@
 //! queuing), handling it costs time per the [`CostModel`](super::CostModel), and its
 //! outputs leave when it is done. Messages take the configured one-way delay.
 //! [`workers`] holds the worker side, [`publish`] the LMs' change-triggered state
-//! publication (off by default).
+//! publication (off by default), [`mail`] the events and the inputs they carry.
 
 mod publish;
 mod workers;

@@ -14,6 +14,9 @@ use std::sync::Arc;
 /// GMs has a few snapshots in flight, and the oldest is the first let go.
 const KEPT: usize = 8;
 
+/// A snapshot's `free` and `free_changed`.
+pub(super) type FreeVecs = (Arc<Vec<Resources>>, Arc<Vec<u64>>);
+
 /// An earlier snapshot's `free` and `free_changed`.
 #[derive(Debug)]
 struct Spare {
@@ -62,7 +65,7 @@ impl Spares {
         &mut self,
         free: &[Resources],
         changed: &[u64],
-    ) -> Option<(Arc<Vec<Resources>>, Arc<Vec<u64>>)> {
+    ) -> Option<FreeVecs> {
         let i = self.0.iter_mut().position(|s| {
             s.free.len() == free.len()
                 && s.changed.len() == changed.len()
