@@ -248,6 +248,13 @@ impl Lifecycle {
         }
     }
 
+    /// Whether a retry or a cancel resend is due at `now` (the common answer, no,
+    /// without building the lists).
+    pub fn anything_due(&self, now: Micros) -> bool {
+        self.due.first().is_some_and(|&(at, _)| at <= now)
+            || self.resend.first().is_some_and(|&(at, _, _)| at <= now)
+    }
+
     /// Failed tasks whose backoff is over, as new queue entries.
     pub fn due_retries(&mut self, now: Micros) -> Vec<Box<Pending>> {
         let mut out = Vec::new();

@@ -169,6 +169,9 @@ impl GlobalMaster {
     /// Due work of the lifecycle: failed tasks whose backoff is over go back to
     /// their queues, cancel requests due are sent again. True if a task was queued.
     pub(super) fn lifecycle_due(&mut self, now: Micros, out: &mut GmOutput) -> bool {
+        if !self.lifecycle.anything_due(now) {
+            return false;
+        }
         let retries = self.lifecycle.due_retries(now);
         let queued = !retries.is_empty();
         self.stats.tasks_retried += retries.len() as u64;

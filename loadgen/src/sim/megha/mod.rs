@@ -333,22 +333,36 @@ impl Sim<'_> {
             self.lra_arrival(now, &jobs[k], queue);
             return;
         }
-        let mut to_designated = false;
+        // One submission per GM, each in the job's task order: what the GM makes of
+        // it is what it made of the same tasks submitted one by one at `now`.
+        let mut to_gm = Vec::with_capacity(jobs[k].tasks.len());
+        let mut to_designated = Vec::new();
         for task in &jobs[k].tasks {
             let target = if task.kind.needs_designated_gm() {
-                to_designated = true;
                 self.designated
             } else {
                 g
             };
-            let submit = ClientToGm::Submit(vec![task.clone().with_queue(queue)]);
-            self.gms[target].step(now, GmInput::Client(submit));
             let rec = self.record(task.id);
             rec.gm = Some(GmId(target as u16));
             rec.queue = queue;
+            let task = task.clone().with_queue(queue);
+            if target == g {
+                to_gm.push(task);
+            } else {
+                to_designated.push(task);
+            }
+        }
+        let designated = !to_designated.is_empty();
+        if !to_gm.is_empty() {
+            self.gms[g].step(now, GmInput::Client(ClientToGm::Submit(to_gm)));
+        }
+        if designated {
+            let submit = ClientToGm::Submit(to_designated);
+            self.gms[self.designated].step(now, GmInput::Client(submit));
         }
         self.request_pass(g, now);
-        if to_designated {
+        if designated {
             self.request_pass(self.designated, now);
         }
     }
