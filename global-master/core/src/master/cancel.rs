@@ -75,7 +75,12 @@ impl GlobalMaster {
 
     /// Tasks of cancelled jobs that now run at `lm` (a launch answer raced the
     /// cancel, a start after an LM restart): ask `lm` again to stop them.
-    pub(super) fn stop_cancelled(&mut self, lm: LmId, tasks: &[TaskId], out: &mut GmOutput) {
+    pub(super) fn stop_cancelled(
+        &mut self,
+        lm: LmId,
+        tasks: impl IntoIterator<Item = TaskId>,
+        out: &mut GmOutput,
+    ) {
         for task in tasks {
             if self.lifecycle.is_cancelled(task.job) {
                 self.ask_to_cancel(lm, task.job, out);
@@ -158,11 +163,7 @@ impl GlobalMaster {
             !stale
         });
         self.stats.tasks_started += starts.len() as u64;
-        for s in &starts {
-            if self.lifecycle.is_cancelled(s.task.job) {
-                self.ask_to_cancel(lm, s.task.job, out);
-            }
-        }
+        self.stop_cancelled(lm, starts.iter().map(|s| s.task), out);
         out.started = starts;
     }
 

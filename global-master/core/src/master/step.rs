@@ -283,7 +283,7 @@ impl GlobalMaster {
             LmToGm::LaunchAnswer(response) => {
                 out.answered = self.handle_response(now, &response);
                 let launched = std::mem::take(&mut out.answered.launched);
-                self.stop_cancelled(response.lm, &launched, out);
+                self.stop_cancelled(response.lm, launched.iter().copied(), out);
                 out.answered.launched = launched;
                 let rejected: Vec<TaskId> = out.answered.rejected.iter().map(|r| r.0).collect();
                 self.drop_cancelled(&rejected, out);
@@ -292,7 +292,7 @@ impl GlobalMaster {
                 let launched = self.handle_preempt_response(now, &response);
                 if launched {
                     out.answered.launched.push(response.task);
-                    self.stop_cancelled(response.lm, &[response.task], out);
+                    self.stop_cancelled(response.lm, [response.task], out);
                 } else {
                     self.drop_cancelled(&[response.task], out);
                 }
