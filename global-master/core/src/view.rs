@@ -223,14 +223,20 @@ impl LmView {
             .map(|c| c.width())
             .max()
             .unwrap_or(0);
-        let mut partitions: Vec<PartitionView> = (0..topology.gms)
-            .map(|_| PartitionView {
-                nodes: Vec::new(),
-                free: Vec::new(),
-                capacity: Vec::new(),
+        // Each partition's vectors are allocated once, at their size.
+        let mut sizes = vec![0usize; topology.gms as usize];
+        for home in &topology.home {
+            sizes[home.index()] += 1;
+        }
+        let mut partitions: Vec<PartitionView> = sizes
+            .iter()
+            .map(|&n| PartitionView {
+                nodes: Vec::with_capacity(n),
+                free: Vec::with_capacity(n),
+                capacity: Vec::with_capacity(n),
                 constraint_bits: Vec::new(),
                 available: Bits::new(),
-                q_held: Vec::new(),
+                q_held: Vec::with_capacity(n),
                 gains: 0,
             })
             .collect();
@@ -535,6 +541,7 @@ impl LmView {
     /// with nothing free in some dimension (no task can use them: the constraint
     /// filter drops them too).
     pub fn take_raised(&mut self, lm: u16, into: &mut Vec<(u16, u32)>) {
+        into.reserve(self.raised.len());
         for n in self.raised.drain(..) {
             self.raised_mark.set(n as usize, false);
             let (p, slot) = self.slot_of[n as usize];

@@ -240,7 +240,8 @@ impl Worker {
             });
         // An earlier run still here was reported lost by the LM, which launches a
         // retry only after that: the retry supersedes it (the old run is killed).
-        let mut reports = Vec::new();
+        // Mostly one report: the task's start.
+        let mut reports = Vec::with_capacity(1);
         match held {
             Some(a) if a >= task.attempt => return Err(WorkerError::Duplicate { task: task.id }),
             Some(a) => reports.extend(self.kill(now, task.id, a).ok()),
@@ -393,7 +394,12 @@ impl Worker {
 
     /// Finishes every task due by `now`, in (end, task) order.
     fn finish_due(&mut self, now: Micros) -> Vec<WorkerReport> {
-        let mut reports = Vec::new();
+        let due = self
+            .running
+            .iter()
+            .filter(|r| r.finish_at.is_some_and(|at| at <= now))
+            .count();
+        let mut reports = Vec::with_capacity(due);
         let mut i = 0;
         while i < self.running.len() {
             match self.running[i].finish_at {

@@ -108,6 +108,13 @@ impl GlobalMaster {
     pub fn handle_response(&mut self, now: Micros, response: &LaunchResponse) -> ResponseOutput {
         self.apply_snapshot(now, &response.snapshot);
         let mut out = ResponseOutput::default();
+        // Most answers launch every task: one allocation for them.
+        let launches = response
+            .outcomes
+            .iter()
+            .filter(|(_, o)| matches!(o, LaunchOutcome::Launched { .. }))
+            .count();
+        out.launched.reserve(launches);
         // "Duplicate": the LM already holds this task, launched by an earlier copy
         // of the request whose answer was lost (a retry across an LM restart, the
         // worker having re-registered it). It runs: requeueing would run it twice.

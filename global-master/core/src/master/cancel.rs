@@ -75,7 +75,12 @@ impl GlobalMaster {
 
     /// Tasks of cancelled jobs that now run at `lm` (a launch answer raced the
     /// cancel, a start after an LM restart): ask `lm` again to stop them.
-    pub(super) fn stop_cancelled(&mut self, lm: LmId, tasks: &[TaskId], out: &mut GmOutput) {
+    pub(super) fn stop_cancelled(
+        &mut self,
+        lm: LmId,
+        tasks: impl IntoIterator<Item = TaskId>,
+        out: &mut GmOutput,
+    ) {
         for task in tasks {
             if self.lifecycle.is_cancelled(task.job) {
                 self.ask_to_cancel(lm, task.job, out);
@@ -100,10 +105,11 @@ impl GlobalMaster {
     /// Task ends from an LM: counted, failures retried under their job's policy
     /// (`out.retries`), and listed in `out.ended`, except the ends of runs already
     /// replaced by a retry and repeats (`out.stale`, counted).
-    pub(super) fn tasks_ended(&mut self, now: Micros, ends: Vec<TaskEnd>, out: &mut GmOutput) {
-        for end in ends {
+    pub(super) fn tasks_ended(&mut self, now: Micros, mut ends: Vec<TaskEnd>, out: &mut GmOutput) {
+        // Kept in place: `ends` becomes `out.ended` (one message, no new vector).
+        ends.retain(|end| {
             if !self.lifecycle.is_cancelled(end.task.job) {
-                match self.lifecycle.ended(now, &end) {
+                match self.lifecycle.ended(now, end) {
                     EndSeen::Final => {}
                     EndSeen::Retry(retry) => out.retries.push(retry),
                     // A finish of an earlier life's run ends the task even if the
@@ -116,7 +122,7 @@ impl GlobalMaster {
                     EndSeen::Stale | EndSeen::Earlier => {
                         self.stats.stale_run_reports += 1;
                         out.stale.push((end.task, end.attempt));
-                        continue;
+                        return false;
                     }
                 }
             }
@@ -130,21 +136,34 @@ impl GlobalMaster {
                 self.stats.ended_before_answer += 1;
                 self.stats.launched += 1;
             }
-            out.ended.push(end);
+            true
+        });
+        if out.ended.is_empty() {
+            out.ended = ends;
+        } else {
+            out.ended.append(&mut ends);
         }
     }
 
     /// Task starts from `lm`: counted (those of runs already replaced by a retry
     /// only in `out.stale`); those of cancelled jobs are stopped again.
-    pub(super) fn tasks_started(&mut self, lm: LmId, starts: Vec<TaskStart>, out: &mut GmOutput) {
-        let (stale, starts): (Vec<TaskStart>, Vec<TaskStart>) = starts
-            .into_iter()
-            .partition(|s| self.lifecycle.is_stale(s.task, s.attempt));
-        self.stats.stale_run_reports += stale.len() as u64;
-        out.stale.extend(stale.iter().map(|s| (s.task, s.attempt)));
+    pub(super) fn tasks_started(
+        &mut self,
+        lm: LmId,
+        mut starts: Vec<TaskStart>,
+        out: &mut GmOutput,
+    ) {
+        // Kept in place: `starts` becomes `out.started` (no new vectors).
+        starts.retain(|s| {
+            let stale = self.lifecycle.is_stale(s.task, s.attempt);
+            if stale {
+                self.stats.stale_run_reports += 1;
+                out.stale.push((s.task, s.attempt));
+            }
+            !stale
+        });
         self.stats.tasks_started += starts.len() as u64;
-        let tasks: Vec<TaskId> = starts.iter().map(|s| s.task).collect();
-        self.stop_cancelled(lm, &tasks, out);
+        self.stop_cancelled(lm, starts.iter().map(|s| s.task), out);
         out.started = starts;
     }
 

@@ -183,10 +183,11 @@ impl GmOutput {
         } = pass;
         self.decisions = decisions;
         let earlier = std::mem::take(&mut self.to_lms);
-        self.to_lms = batches.into_iter().map(GmToLm::Launch).collect();
-        self.to_lms
-            .extend(preempts.into_iter().map(GmToLm::Preempt));
-        self.to_lms.extend(earlier);
+        let mut to_lms = Vec::with_capacity(batches.len() + preempts.len() + earlier.len());
+        to_lms.extend(batches.into_iter().map(GmToLm::Launch));
+        to_lms.extend(preempts.into_iter().map(GmToLm::Preempt));
+        to_lms.extend(earlier);
+        self.to_lms = to_lms;
     }
 }
 
@@ -281,7 +282,9 @@ impl GlobalMaster {
             LmToGm::State(snapshot) => self.apply_snapshot(now, &snapshot),
             LmToGm::LaunchAnswer(response) => {
                 out.answered = self.handle_response(now, &response);
-                self.stop_cancelled(response.lm, &out.answered.launched.clone(), out);
+                let launched = std::mem::take(&mut out.answered.launched);
+                self.stop_cancelled(response.lm, launched.iter().copied(), out);
+                out.answered.launched = launched;
                 let rejected: Vec<TaskId> = out.answered.rejected.iter().map(|r| r.0).collect();
                 self.drop_cancelled(&rejected, out);
             }
@@ -289,7 +292,7 @@ impl GlobalMaster {
                 let launched = self.handle_preempt_response(now, &response);
                 if launched {
                     out.answered.launched.push(response.task);
-                    self.stop_cancelled(response.lm, &[response.task], out);
+                    self.stop_cancelled(response.lm, [response.task], out);
                 } else {
                     self.drop_cancelled(&[response.task], out);
                 }

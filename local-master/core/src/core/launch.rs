@@ -24,6 +24,9 @@ impl LocalMaster {
         self.check_life(batch.gm, batch.life)?;
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
+        // One start and one event per request, at most.
+        effects.starts.reserve(batch.requests.len());
+        effects.events.reserve(batch.requests.len());
         let outcomes = match self.answers.cached(batch.gm, batch.seq) {
             // A repeat may carry fewer requests than the first copy (the GM leaves
             // out runs it knows ended): it is answered for those it asks about.

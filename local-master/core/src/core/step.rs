@@ -116,7 +116,15 @@ impl LocalMaster {
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
         to_workers.extend(kills.into_iter().map(LmToWorker::Kill));
         to_workers.extend(starts.into_iter().map(LmToWorker::Start));
-        let mut to_gms = Vec::new();
+        let answers = [
+            response.is_some(),
+            preempt_response.is_some(),
+            reconcile_response.is_some(),
+            cancel_response.is_some(),
+            heartbeat.is_some(),
+        ];
+        let answers = answers.into_iter().filter(|a| *a).count();
+        let mut to_gms = Vec::with_capacity(answers + requeues.len() + started.len() + ended.len());
         if let Some(r) = response {
             to_gms.push((GmAddress::One(r.gm), LmToGm::LaunchAnswer(r)));
         }
