@@ -30,10 +30,58 @@ pub struct EventQueue<E> {
     /// The time of the last event taken (the buckets' reference).
     last: u64,
     len: usize,
-    /// The events by slot; `None` once popped (the slot is then in `free`). Events
-    /// stay put while the buckets move 16-byte entries.
-    slots: Vec<Option<E>>,
+    /// The events by slot. Events stay put while the buckets move 16-byte entries.
+    slots: Slots<E>,
+}
+
+/// Values by slot, for values that wait while small handles to them move: a slot is
+/// reused once its value is taken, so a steady flow allocates nothing.
+#[derive(Debug)]
+pub struct Slots<T> {
+    /// `None`: free (listed in `free`).
+    values: Vec<Option<T>>,
     free: Vec<u32>,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots {
+            values: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slots<T> {
+    /// Stores `value`; returns its slot.
+    pub fn put(&mut self, value: T) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.values[slot as usize] = Some(value);
+                slot
+            }
+            None => {
+                self.values.push(Some(value));
+                u32::try_from(self.values.len() - 1).expect("fewer than 2^32 values waiting")
+            }
+        }
+    }
+
+    /// Takes the value at `slot` (which becomes free).
+    pub fn take(&mut self, slot: u32) -> T {
+        let value = self.values[slot as usize]
+            .take()
+            .expect("a taken slot holds its value");
+        self.free.push(slot);
+        value
+    }
+
+    /// The value at `slot`.
+    pub fn get(&self, slot: u32) -> &T {
+        self.values[slot as usize]
+            .as_ref()
+            .expect("a read slot holds its value")
+    }
 }
 
 impl<E> std::fmt::Debug for EventQueue<E> {
@@ -53,8 +101,7 @@ impl<E> Default for EventQueue<E> {
             head: 0,
             last: 0,
             len: 0,
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Slots::default(),
         }
     }
 }
@@ -67,16 +114,7 @@ fn bucket(time: u64, last: u64) -> usize {
 impl<E> EventQueue<E> {
     /// Schedules `event` at `at` (never earlier than now).
     pub fn push(&mut self, at: Micros, event: E) {
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(event);
-                slot
-            }
-            None => {
-                self.slots.push(Some(event));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 pending events")
-            }
-        };
+        let slot = self.slots.put(event);
         let time = at.0.max(self.last);
         let b = bucket(time, self.last);
         self.buckets[b].push((time, slot));
@@ -94,10 +132,7 @@ impl<E> EventQueue<E> {
             self.occupied &= !1;
         }
         self.len -= 1;
-        let event = self.slots[slot as usize]
-            .take()
-            .expect("a queued entry's slot holds its event");
-        self.free.push(slot);
+        let event = self.slots.take(slot);
         Some((Micros(time), event))
     }
 

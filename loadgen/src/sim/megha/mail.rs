@@ -7,6 +7,7 @@
 //! no allocation. Timers carry no input: they are events of their own.
 
 use super::Sim;
+use crate::sim::events::Slots;
 use common::Micros;
 use global_master::core::GmInput;
 use local_master::LmInput;
@@ -37,60 +38,12 @@ pub(super) enum Ev {
     WorkerWake(usize),
 }
 
-/// Inputs in flight by slot.
-pub(super) struct Mail<T> {
-    /// `None`: free (listed in `free`).
-    slots: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Default for Mail<T> {
-    fn default() -> Self {
-        Mail {
-            slots: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-}
-
-impl<T> Mail<T> {
-    /// Stores `input`; returns its slot.
-    fn put(&mut self, input: T) -> u32 {
-        match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(input);
-                slot
-            }
-            None => {
-                self.slots.push(Some(input));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 inputs in flight")
-            }
-        }
-    }
-
-    /// Takes the input at `slot` (which becomes free).
-    pub(super) fn take(&mut self, slot: u32) -> T {
-        let input = self.slots[slot as usize]
-            .take()
-            .expect("an event's slot holds its input");
-        self.free.push(slot);
-        input
-    }
-
-    /// The input at `slot`.
-    pub(super) fn get(&self, slot: u32) -> &T {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("an event's slot holds its input")
-    }
-}
-
 /// The inputs in flight to each kind of role.
 #[derive(Default)]
 pub(super) struct Mailboxes {
-    pub(super) gm: Mail<GmInput>,
-    pub(super) lm: Mail<LmInput>,
-    pub(super) worker: Mail<WorkerInput>,
+    pub(super) gm: Slots<GmInput>,
+    pub(super) lm: Slots<LmInput>,
+    pub(super) worker: Slots<WorkerInput>,
 }
 
 impl Sim<'_> {
