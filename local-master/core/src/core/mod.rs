@@ -323,6 +323,9 @@ impl LocalMaster {
                 (old, changed)
             }
             _ => {
+                // A full build: the spares' stale blocks are relative to a snapshot
+                // this one does not follow from.
+                self.spares.clear();
                 let free: Vec<Resources> = (0..nodes).map(visible).collect();
                 let changed = free_changed(None, &free, self.version);
                 (Arc::new(free), Arc::new(changed))

@@ -40,6 +40,11 @@ impl Spares {
         }
     }
 
+    /// Forgets every spare.
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
     /// Keeps the last snapshot's `free` and `changed` (still held elsewhere), which
     /// differ from the snapshot being built in the blocks `dirty` at most.
     pub(super) fn keep(
