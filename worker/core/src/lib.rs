@@ -394,12 +394,7 @@ impl Worker {
 
     /// Finishes every task due by `now`, in (end, task) order.
     fn finish_due(&mut self, now: Micros) -> Vec<WorkerReport> {
-        let due = self
-            .running
-            .iter()
-            .filter(|r| r.finish_at.is_some_and(|at| at <= now))
-            .count();
-        let mut reports = Vec::with_capacity(due);
+        let mut reports = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
             match self.running[i].finish_at {
