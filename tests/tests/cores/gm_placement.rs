@@ -262,3 +262,31 @@ fn a_launch_resent_to_a_restarted_lm_that_adopted_the_task_is_not_run_twice() {
     assert_eq!(h.gms[0].stats().duplicates_answered, 1);
     assert_eq!(h.gms[0].stats().lm_rejections, 0);
 }
+
+/// A decision list handed back to the GM (`recycle_decisions`) is emptied before the
+/// next pass fills it: the passes decide what they decide without it.
+#[test]
+fn a_recycled_decision_list_carries_nothing_into_the_next_pass() {
+    let cluster = ClusterBuilder::new(1, 1, 2).build();
+    let (mut plain, mut recycling) = (Harness::new(&cluster), Harness::new(&cluster));
+    let mut passes = Vec::new();
+    for h in [&mut plain, &mut recycling] {
+        h.heartbeat(Micros(0));
+        for job in 1..=3 {
+            h.gms[0].submit(Micros(0), task(job, 1, &[]));
+        }
+    }
+    for (at, job) in [(1, 4), (2, 5)] {
+        let first = plain.gms[0].schedule(Micros(at)).decisions;
+        let second = recycling.gms[0].schedule(Micros(at)).decisions;
+        assert_eq!(first, second, "pass at {at}");
+        assert!(!second.is_empty(), "pass at {at} decided something");
+        passes.push(first.len());
+        recycling.gms[0].recycle_decisions(second);
+        for h in [&mut plain, &mut recycling] {
+            h.gms[0].submit(Micros(at), task(job, 1, &[]));
+        }
+    }
+    // Three tasks on two free nodes, then the newcomer alone (the view did not gain).
+    assert_eq!(passes, vec![3, 1]);
+}

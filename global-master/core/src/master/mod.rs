@@ -65,6 +65,9 @@ pub struct GlobalMaster {
     heard_lives: Vec<Option<u64>>,
     /// LMs placement passes by for now (see [`crate::view::LmView::busy_until`]).
     busy_lms: Vec<LmId>,
+    /// An emptied decision list handed back by the caller (see
+    /// [`GlobalMaster::recycle_decisions`]); the next pass fills it.
+    spare_decisions: Vec<Decision>,
 }
 
 impl GlobalMaster {
@@ -90,8 +93,19 @@ impl GlobalMaster {
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
             busy_lms: Vec::new(),
+            spare_decisions: Vec::new(),
             grown: None,
             config,
+        }
+    }
+
+    /// Hands back a pass's decision list once read, so that the next pass fills it
+    /// instead of allocating (and, under a backlog, growing) a new one. Optional:
+    /// nothing else changes. Keeps the larger of this list and the one kept.
+    pub fn recycle_decisions(&mut self, mut decisions: Vec<Decision>) {
+        if decisions.capacity() > self.spare_decisions.capacity() {
+            decisions.clear();
+            self.spare_decisions = decisions;
         }
     }
 

@@ -24,6 +24,7 @@ impl GlobalMaster {
         if !self.view.is_full() || self.view.is_empty() {
             return out;
         }
+        out.decisions = std::mem::take(&mut self.spare_decisions);
         self.wake_blocked();
         // Every task ready now is decided in this pass (the woken ones come on top).
         out.decisions.reserve(self.backlog.queues().ready_len());

@@ -113,6 +113,7 @@ impl Sim<'_> {
     /// Charges a GM pass's decisions, records them and sends its requests.
     pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
         if out.decisions.is_empty() {
+            self.gms[g].recycle_decisions(out.decisions);
             return;
         }
         let mut t = now;
@@ -149,6 +150,7 @@ impl Sim<'_> {
             }
         }
         self.gm_busy[g] = t;
+        self.gms[g].recycle_decisions(out.decisions);
         for message in &out.to_lms {
             match message {
                 GmToLm::Launch(batch) => {

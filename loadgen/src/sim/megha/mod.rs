@@ -139,7 +139,7 @@ pub fn simulate(
         .collect();
     let max_job = jobs.iter().map(|j| j.id as usize + 1).max().unwrap_or(0);
     let mut job_offset = vec![usize::MAX; max_job];
-    let mut records = Vec::new();
+    let mut records = Vec::with_capacity(jobs.iter().map(|j| j.tasks.len()).sum());
     for job in jobs {
         job_offset[job.id as usize] = records.len();
         for t in &job.tasks {
@@ -172,7 +172,7 @@ pub fn simulate(
         arrived: 0,
         jobs: jobs.len(),
         designated: designated.index(),
-        runs: Vec::new(),
+        runs: Vec::with_capacity(total as usize),
         active_run: HashMap::default(),
         has_lras: jobs.iter().any(lra::is_lra),
         lra_pass_pending: false,
