@@ -16,7 +16,7 @@ pub use model::{
 };
 pub use tables::{print_table, print_task_types};
 
-use crate::report::{write_run, Summary};
+use crate::report::{write_summary, write_tasks_file, Summary};
 use crate::sim::task_types;
 use crate::sim::workload;
 use crate::sim::{self, SchedulerKind, SimConfig};
@@ -175,17 +175,28 @@ pub fn run_one(
         b.finish_and_clear();
     }
     let wall = started.elapsed().as_secs_f64();
-    let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
-    summary.wake = config.wake.name().to_owned();
-    summary.lm_publish = config.lm_publish.describe();
-    summary.cpu_time_s = cpu;
-    if let Some(f) = &config.fairness {
-        let total = cluster.total_capacity();
-        let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
-            .with_context(|| format!("cannot write {}", dir.join("shares.csv").display()))?;
-        summary.fairness = Some(fair);
-    }
-    write_run(dir, &outcome.records, &summary)
-        .with_context(|| format!("cannot write reports to {}", dir.display()))?;
+    let cannot_write = || format!("cannot write reports to {}", dir.display());
+    std::fs::create_dir_all(dir).with_context(cannot_write)?;
+    // tasks.csv is written on a second thread while the summary is worked out (a
+    // tenth of a YH1_sub run on one core).
+    let summary = std::thread::scope(|s| -> Result<Summary> {
+        let csv = s.spawn(|| write_tasks_file(dir, &outcome.records));
+        let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
+        summary.wake = config.wake.name().to_owned();
+        summary.lm_publish = config.lm_publish.describe();
+        summary.cpu_time_s = cpu;
+        if let Some(f) = &config.fairness {
+            let total = cluster.total_capacity();
+            let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
+                .with_context(|| format!("cannot write {}", dir.join("shares.csv").display()))?;
+            summary.fairness = Some(fair);
+        }
+        let written = csv
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        written.with_context(cannot_write)?;
+        Ok(summary)
+    })?;
+    write_summary(dir, &summary).with_context(cannot_write)?;
     Ok(summary)
 }

@@ -63,8 +63,10 @@ impl<R: BufRead> TrReader<R> {
         parse_secs(fields.next(), "mean_duration_s").map_err(|r| self.err("mean_duration_s", r))?;
         let mut tasks = Vec::with_capacity(n);
         for i in 0..n {
-            let field = format!("d{}", i + 1);
-            let d = parse_secs(fields.next(), &field).map_err(|r| self.err(&field, r))?;
+            // The field's name is written out only for an error (not once per task).
+            let field = DurationField(i + 1);
+            let d =
+                parse_secs(fields.next(), field).map_err(|r| self.err(&field.to_string(), r))?;
             tasks.push(TraceTask::with_duration(d));
         }
         if fields.next().is_some() {
@@ -83,7 +85,17 @@ impl<R: BufRead> TrReader<R> {
     }
 }
 
-fn parse_secs(field: Option<&str>, name: &str) -> Result<Micros, String> {
+/// The name of a task's duration field: `d1` for the first.
+#[derive(Clone, Copy)]
+struct DurationField(usize);
+
+impl std::fmt::Display for DurationField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "d{}", self.0)
+    }
+}
+
+fn parse_secs(field: Option<&str>, name: impl std::fmt::Display) -> Result<Micros, String> {
     let text = field.ok_or_else(|| format!("missing ({name})"))?;
     let secs: f64 = text
         .parse()
