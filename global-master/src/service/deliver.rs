@@ -81,6 +81,9 @@ impl Handler<RunPass> for GmActor {
         if !out.decisions.is_empty() {
             self.metrics.passes += 1;
         }
+        // The next pass fills this list again (a pass under a backlog sizes it for
+        // every blocked task).
+        self.core.recycle_decisions(out.decisions);
     }
 }
 
