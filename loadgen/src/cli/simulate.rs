@@ -177,8 +177,8 @@ pub fn run_one(
     let wall = started.elapsed().as_secs_f64();
     let cannot_write = || format!("cannot write reports to {}", dir.display());
     std::fs::create_dir_all(dir).with_context(cannot_write)?;
-    // tasks.csv is written on a second thread while the summary is worked out (a
-    // tenth of a YH1_sub run on one core).
+    // tasks.csv is written on a second thread while the summary is worked out (its
+    // rows were 8% of a YH1_sub run's instructions).
     let summary = std::thread::scope(|s| -> Result<Summary> {
         let csv = s.spawn(|| write_tasks_file(dir, &outcome.records));
         let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);

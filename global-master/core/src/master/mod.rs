@@ -101,7 +101,9 @@ impl GlobalMaster {
 
     /// Hands back a pass's decision list once read, so that the next pass fills it
     /// instead of allocating (and, under a backlog, growing) a new one. Optional:
-    /// nothing else changes. Keeps the larger of this list and the one kept.
+    /// nothing else changes. Keeps the larger of this list and the one kept, so the
+    /// GM holds on to the room of its largest pass (one decision, 72 bytes, per task
+    /// that pass could try: 22 MB for 300,000 blocked tasks).
     pub fn recycle_decisions(&mut self, mut decisions: Vec<Decision>) {
         if decisions.capacity() > self.spare_decisions.capacity() {
             decisions.clear();
