@@ -180,7 +180,10 @@ pub fn run_one(
     // tasks.csv is written on a second thread while the summary is worked out (its
     // rows were 8% of a YH1_sub run's instructions).
     let summary = std::thread::scope(|s| -> Result<Summary> {
-        let csv = s.spawn(|| write_tasks_file(dir, &outcome.records));
+        let write_csv = || write_tasks_file(dir, &outcome.records);
+        let csv = std::thread::Builder::new()
+            .name("tasks.csv".into())
+            .spawn_scoped(s, write_csv);
         let mut summary = Summary::new(name, config.seed, cluster.node_count(), &outcome, wall);
         summary.wake = config.wake.name().to_owned();
         summary.lm_publish = config.lm_publish.describe();
@@ -191,9 +194,13 @@ pub fn run_one(
                 .with_context(|| format!("cannot write {}", dir.join("shares.csv").display()))?;
             summary.fairness = Some(fair);
         }
-        let written = csv
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let written = match csv {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No second thread to be had: the rows are written here instead.
+            Err(_) => write_csv(),
+        };
         written.with_context(cannot_write)?;
         Ok(summary)
     })?;
