@@ -218,6 +218,8 @@ fn each_role_calls_only_what_its_role_may() {
         ) >= 5.0
     );
 
+    a_worker_token_cannot_end_a_task_it_does_not_run(&cluster, w);
+
     // Forwarding: only a GM's credential may claim it (a worker's: 403).
     let forwarded = |cred: &str| {
         call(
@@ -246,6 +248,91 @@ fn each_role_calls_only_what_its_role_may() {
     }
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 32: with worker.toml's token, a POST of a forged `Finished` for a running
+/// task to its LM used to end the task at the GM and free its node while the
+/// process kept running. A worker's reports are bound to the registration of the
+/// worker the LM assigned the node to (its session, `x-megha-worker-session`): the
+/// forged report, without that session or with another's, is refused (403 naming
+/// the field), counted, and the task keeps running.
+fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, worker_token: &str) {
+    let c = credentials();
+    let (gm, lm) = (&cluster.gms[0].url, &cluster.lms[0].url);
+    let admin = format!("Bearer {}", c.admin);
+    let accepted = submit_tasks(
+        gm,
+        r#"{"resources":{"cpu_millis":100,"memory_mb":1},"duration_ms":60000}"#,
+        1,
+    );
+    let job = accepted["job"].as_u64().expect("job id");
+    let task_url = format!("{gm}/v1/tasks/{job}/0");
+    let status = || -> serde_json::Value {
+        let (_, body) = call("GET", &task_url, b"", &[("Authorization", &admin)]);
+        serde_json::from_str(&body).unwrap_or_default()
+    };
+    wait_until("the long task to run", Duration::from_secs(30), || {
+        status()["state"] == "running"
+    });
+    let running = status();
+    let node = running["node"].as_u64().expect("a running task's node") as u32;
+    let attempt = running["attempt"].as_u64().expect("attempt") as u32;
+    let forged = codec::encode(
+        &common::ClusterName::default(),
+        &vec![WorkerToLm::Report(
+            common::messages::WorkerReport::Finished {
+                node: common::NodeId(node),
+                task: common::TaskId::new(job, 0),
+                attempt,
+                at: common::Micros(1),
+            },
+        )],
+    )
+    .expect("encode");
+    let forbidden_before = cluster.metric(
+        &cluster.lms,
+        "megha_auth_refused_total{reason=\"forbidden\"}",
+    );
+    for session in [None, Some("0".repeat(64))] {
+        let mut headers = vec![("x-megha-cluster-token", worker_token.to_owned())];
+        if let Some(s) = &session {
+            headers.push(("x-megha-worker-session", s.clone()));
+        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (code, answer) = call(
+            "POST",
+            &format!("{lm}/v1/worker/messages"),
+            &forged,
+            &headers,
+        );
+        assert_eq!(
+            code, 403,
+            "a forged Finished with the worker token (session {session:?}) answered {code}: {answer}"
+        );
+        assert!(answer.contains("x-megha-worker-session"), "{answer}");
+        assert!(!answer.contains(worker_token), "{answer}");
+    }
+    assert!(
+        cluster.metric(
+            &cluster.lms,
+            "megha_auth_refused_total{reason=\"forbidden\"}"
+        ) >= forbidden_before + 2.0,
+        "the refusals are counted"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        status()["state"],
+        "running",
+        "the task still runs: {}",
+        status()
+    );
+    let (code, answer) = call(
+        "DELETE",
+        &format!("{gm}/v1/jobs/{job}"),
+        b"",
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(code, 202, "{answer}");
 }
 
 /// A role given another role's file refuses to start, naming the mistake.

@@ -40,11 +40,15 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         s.cluster_secret.as_ref(),
         Some(&s.cluster_name),
     );
+    // The session the LM issues at registration: sent on every report and check-in
+    // (issue 32: the LM takes reports only on this worker's own nodes).
+    let session = service_kit::auth::WorkerSession::default();
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
         url: format!("{}/v1/worker/messages", s.lm_url),
         retries: 3,
         cluster: cluster.clone(),
+        session: Some(session.clone()),
     });
     let reports = fn_link(move |reports: Vec<WorkerReport>| {
         let to_lm = to_lm.clone();
@@ -99,6 +103,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         url: format!("{}/v1/register", s.lm_url),
         retries: 0,
         cluster: cluster.clone(),
+        session: Some(session),
     };
     let registration = WorkerRegistration {
         slot: s.slot,
@@ -234,6 +239,7 @@ async fn watch_lm(
         url: format!("{lm_url}/v1/worker/alive"),
         retries: 0,
         cluster: register.cluster.clone(),
+        session: register.session.clone(),
     };
     let check_in = WorkerAlive {
         slot: registration.slot,
