@@ -43,6 +43,10 @@ pub const CLUSTER_HEADER: &str = "x-megha-cluster-token";
 /// The header carrying a worker's session on its calls to the LM that issued it
 /// (see [`WorkerSession`]).
 pub const WORKER_SESSION_HEADER: &str = "x-megha-worker-session";
+/// The header on a worker's registration carrying the key its LM must present on
+/// every order to it (as [`WORKER_SESSION_HEADER`]): the worker's half of the
+/// binding (see [`WorkerSession`]).
+pub const ORDER_KEY_HEADER: &str = "x-megha-order-key";
 /// Environment variable holding the secret itself (the file variant is preferred).
 pub const SECRET_ENV: &str = "MEGHA_CLUSTER_SECRET";
 /// Paths no credential guards: they reveal no secret and no user's work.
@@ -156,12 +160,16 @@ pub fn client_headers(secret: Option<&ClusterSecret>) -> reqwest::header::Header
     headers
 }
 
-/// A worker's session with its LM (issue 32): a random value the LM issues at each
+/// A per-link key issued by a callee (issue 32), in both directions between a
+/// worker and its LM. Worker -> LM: a random value the LM issues at each
 /// registration (in the answer's [`WORKER_SESSION_HEADER`]) and binds to the slot it
 /// assigned; the worker presents it on its reports and check-ins to that LM only,
 /// and the LM takes a report only for the nodes of the slot whose session it
 /// carries. So the worker role's credential, which every worker holds, no longer
-/// lets one worker report on another's tasks. The LM keeps only its SHA-256; the
+/// lets one worker report on another's tasks. LM -> worker: the worker draws an
+/// order key at start and gives it to its LM at registration
+/// ([`ORDER_KEY_HEADER`]); it takes orders only carrying it, so the LM's role token
+/// read at one worker orders no other worker. The LM keeps only its SHA-256; the
 /// value is sent back to its issuer only (never to a callee that could reuse it).
 ///
 /// Shared between a worker's links (registration stores it, reports and check-ins
@@ -176,6 +184,14 @@ impl std::fmt::Debug for WorkerSession {
 }
 
 impl WorkerSession {
+    /// A session known beforehand (an LM's link to a worker: the order key the
+    /// worker gave at registration).
+    pub fn preset(value: HeaderValue) -> Self {
+        let mut value = value;
+        value.set_sensitive(true);
+        WorkerSession(Arc::new(std::sync::RwLock::new(Some(value))))
+    }
+
     /// The session to present, if one was issued.
     pub fn get(&self) -> Option<HeaderValue> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()

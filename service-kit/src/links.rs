@@ -185,6 +185,26 @@ pub fn http_client_with(
         .unwrap_or_default()
 }
 
+/// [`http_client_with`] whose every request also carries `extra` headers (marked
+/// sensitive).
+pub fn http_client_with_headers(
+    timeout: Duration,
+    secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+    extra: &[(&'static str, reqwest::header::HeaderValue)],
+) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in extra {
+        let mut value = value.clone();
+        value.set_sensitive(true);
+        headers.insert(*name, value);
+    }
+    internal_builder(timeout, secret, cluster)
+        .default_headers(headers)
+        .build()
+        .unwrap_or_default()
+}
+
 /// [`http_client_with`] that connects to `checked.host` only at the addresses
 /// checked (`reqwest`'s `resolve_to_addrs`), never resolving the name again: a
 /// callback name that later resolves outside the allowed networks (DNS rebinding)

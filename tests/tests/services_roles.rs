@@ -10,27 +10,11 @@
 use common::codec;
 use common::messages::WorkerRegistration;
 use common::protocol::{LmToGm, LmToWorker, WorkerToLm};
-use service_kit::roles::{digest, hex};
-use std::path::Path;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::procs::{credentials, http_raw, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
-
-/// Writes gm.toml, lm.toml and worker.toml into `dir`; returns the three tokens.
-fn role_files(dir: &Path) -> [String; 3] {
-    std::fs::create_dir_all(dir).expect("dir");
-    let tokens = ["gm", "lm", "worker"]
-        .map(|r| format!("{r}-token-{}", std::process::id()) + &"x".repeat(20));
-    let digests = tokens.each_ref().map(|t| hex(&digest(t.as_bytes())));
-    for (role, token) in ["gm", "lm", "worker"].iter().zip(&tokens) {
-        let text = format!(
-            "role = \"{role}\"\ntoken = \"{token}\"\n\n[digests]\ngm = \"{}\"\nlm = \"{}\"\nworker = \"{}\"\n",
-            digests[0], digests[1], digests[2]
-        );
-        std::fs::write(dir.join(format!("{role}.toml")), text).expect("write");
-    }
-    tokens
-}
+use tests::procs::{
+    credentials, http_raw, role_files, submit_tasks, wait_until, LoopbackCluster, RoleArgs,
+};
 
 fn call(method: &str, url: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, String) {
     let (status, _, body) = http_raw(method, url, codec::CONTENT_TYPE, body, headers)
@@ -43,7 +27,7 @@ fn each_role_calls_only_what_its_role_may() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-roles-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let [gm_token, lm_token, worker_token] = role_files(&dir.join("creds"));
+    let [gm_token, lm_token, worker_token] = role_files(&dir.join("creds"), "token");
     let file = |role: &str| {
         vec![
             "--cluster-secret-file".to_owned(),
@@ -162,7 +146,9 @@ fn each_role_calls_only_what_its_role_may() {
             empty_orders,
             vec![
                 ("gm", g, 403),
-                ("lm", l, 200),
+                // The LM token alone orders no worker: the order key this worker
+                // gave its LM is needed too (issue 32; services_worker_orders).
+                ("lm", l, 403),
                 ("worker", w, 403),
                 ("shared", shared, 401),
             ],
@@ -340,7 +326,7 @@ fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, w
 fn a_role_refuses_another_roles_credential() {
     let dir = std::env::temp_dir().join(format!("megha-roles-wrong-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    role_files(&dir);
+    role_files(&dir, "token");
     let out = std::process::Command::new(tests::procs::bin_dir().join("worker"))
         .args(["--lm-url", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"])
         .env("MEGHA_CLUSTER_SECRET_FILE", dir.join("gm.toml"))

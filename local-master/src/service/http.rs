@@ -184,7 +184,7 @@ async fn from_worker(
     }
 }
 
-async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
+async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
     let reg: WorkerRegistration = match s.cluster.decode(&body, "/v1/register") {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
@@ -219,7 +219,11 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
         retries: 3,
         cluster: s.cluster.clone(),
-        session: None,
+        // The worker's order key: presented on every order to it, and only there.
+        session: headers
+            .get(service_kit::auth::ORDER_KEY_HEADER)
+            .cloned()
+            .map(service_kit::auth::WorkerSession::preset),
     });
     // The worker's session: bound to the slot it gets, sent back in the answer only.
     let (session, digest) = match service_kit::auth::WorkerSession::issue() {

@@ -36,6 +36,24 @@ use std::sync::{Arc, Mutex};
 /// of `guard` (401 otherwise, nothing applied); a call of another cluster than
 /// `cluster` is refused (421).
 pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) -> Router {
+    router_with_order_key(worker, guard, cluster, None)
+}
+
+/// The SHA-256 of the key the LM must present on orders (`None`: none asked).
+#[derive(Clone, Copy, Debug)]
+struct OrderKey(Option<[u8; 32]>);
+
+/// [`router`] taking orders (`POST /v1/messages`) only when they carry the key
+/// whose SHA-256 is `order_key` (in `x-megha-worker-session`): the key this worker
+/// gave its LM at registration. An order without it, or with another worker's, is
+/// refused 403 naming the header, counted and logged (issue 32: the LM's role token
+/// read at one worker orders no other worker).
+pub fn router_with_order_key(
+    worker: Addr<WorkerActor>,
+    guard: ClusterGuard,
+    cluster: Cluster,
+    order_key: Option<[u8; 32]>,
+) -> Router {
     let runs = Arc::new(StartedRuns::default());
     let routes = Router::new()
         .route("/v1/messages", post(from_lm))
@@ -45,6 +63,7 @@ pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) 
         .layer(axum::Extension(guard.clone()))
         .layer(axum::Extension(cluster.clone()))
         .layer(axum::Extension(runs))
+        .layer(axum::Extension(OrderKey(order_key)))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(worker);
     let guarded = service_kit::auth::require_cluster(routes, guard);
@@ -119,8 +138,30 @@ async fn from_lm(
     State(w): State<Addr<WorkerActor>>,
     axum::Extension(cluster): axum::Extension<Cluster>,
     axum::Extension(runs): axum::Extension<Arc<StartedRuns>>,
+    axum::Extension(guard): axum::Extension<ClusterGuard>,
+    axum::Extension(OrderKey(order_key)): axum::Extension<OrderKey>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(expected) = order_key {
+        let presented = service_kit::auth::WorkerSession::presented(&headers);
+        if presented != Some(expected) {
+            guard.counters.forbidden.fetch_add(1, Ordering::Relaxed);
+            let why = if presented.is_none() {
+                "missing"
+            } else {
+                "not this worker's order key"
+            };
+            tracing::warn!(
+                why,
+                "order refused: it does not carry the key this worker gave its LM"
+            );
+            return service_kit::auth::forbidden(
+                service_kit::auth::WORKER_SESSION_HEADER,
+                &format!("{why}: this worker takes orders only from the LM it registered with (the key it gave at registration)"),
+            );
+        }
+    }
     let orders: Vec<LmToWorker> = match cluster.decode(&body, "/v1/messages") {
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),

@@ -88,18 +88,26 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     };
     tracing::info!(listen = %local, lm = %s.lm_url, cluster = %s.cluster_name, %slot, "worker listening");
     println!("listening on {}://{local}", s.tls.scheme());
-    let app = http::router(
+    // The key the LM must present on its orders (given to it at registration only).
+    let (order_key, order_digest) = service_kit::auth::WorkerSession::issue()?;
+    let app = http::router_with_order_key(
         worker.clone(),
         service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker")
             .with_callers(http::callers),
         cluster.clone(),
+        Some(order_digest),
     );
     let server = tokio::spawn(async move {
         service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
     });
     // Register (retrying until the LM answers), then take the assigned nodes.
     let register = HttpLink {
-        client: client.clone(),
+        client: service_kit::links::http_client_with_headers(
+            Duration::from_secs(10),
+            s.cluster_secret.as_ref(),
+            Some(&s.cluster_name),
+            &[(service_kit::auth::ORDER_KEY_HEADER, order_key)],
+        ),
         url: format!("{}/v1/register", s.lm_url),
         retries: 0,
         cluster: cluster.clone(),
