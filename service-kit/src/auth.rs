@@ -40,6 +40,13 @@ use subtle::ConstantTimeEq as _;
 
 /// The header carrying the cluster credential on internal calls.
 pub const CLUSTER_HEADER: &str = "x-megha-cluster-token";
+/// The header carrying a worker's session on its calls to the LM that issued it
+/// (see [`WorkerSession`]).
+pub const WORKER_SESSION_HEADER: &str = "x-megha-worker-session";
+/// The header on a worker's registration carrying the key its LM must present on
+/// every order to it (as [`WORKER_SESSION_HEADER`]): the worker's half of the
+/// binding (see [`WorkerSession`]).
+pub const ORDER_KEY_HEADER: &str = "x-megha-order-key";
 /// Environment variable holding the secret itself (the file variant is preferred).
 pub const SECRET_ENV: &str = "MEGHA_CLUSTER_SECRET";
 /// Paths no credential guards: they reveal no secret and no user's work.
@@ -151,4 +158,73 @@ pub fn client_headers(secret: Option<&ClusterSecret>) -> reqwest::header::Header
         headers.insert(CLUSTER_HEADER, s.header_value());
     }
     headers
+}
+
+/// A per-link key issued by a callee (issue 32), in both directions between a
+/// worker and its LM. Worker -> LM: a random value the LM issues at each
+/// registration (in the answer's [`WORKER_SESSION_HEADER`]) and binds to the slot it
+/// assigned; the worker presents it on its reports and check-ins to that LM only,
+/// and the LM takes a report only for the nodes of the slot whose session it
+/// carries. So the worker role's credential, which every worker holds, no longer
+/// lets one worker report on another's tasks. LM -> worker: the worker draws an
+/// order key at start and gives it to its LM at registration
+/// ([`ORDER_KEY_HEADER`]); it takes orders only carrying it, so the LM's role token
+/// read at one worker orders no other worker. The LM keeps only its SHA-256; the
+/// value is sent back to its issuer only (never to a callee that could reuse it).
+///
+/// Shared between a worker's links (registration stores it, reports and check-ins
+/// send it); `Debug` hides it.
+#[derive(Clone, Default)]
+pub struct WorkerSession(Arc<std::sync::RwLock<Option<HeaderValue>>>);
+
+impl std::fmt::Debug for WorkerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerSession(<redacted>)")
+    }
+}
+
+impl WorkerSession {
+    /// A session known beforehand (an LM's link to a worker: the order key the
+    /// worker gave at registration).
+    pub fn preset(value: HeaderValue) -> Self {
+        let mut value = value;
+        value.set_sensitive(true);
+        WorkerSession(Arc::new(std::sync::RwLock::new(Some(value))))
+    }
+
+    /// The session to present, if one was issued.
+    pub fn get(&self) -> Option<HeaderValue> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Keeps the session an answer carries (a registration's), if any.
+    pub fn take_from(&self, headers: &reqwest::header::HeaderMap) {
+        if let Some(v) = headers.get(WORKER_SESSION_HEADER) {
+            let mut v = v.clone();
+            v.set_sensitive(true);
+            *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(v);
+        }
+    }
+
+    /// A new session for a registration: the value to send the worker (as a
+    /// header, marked sensitive) and the SHA-256 the LM keeps.
+    pub fn issue() -> Result<(HeaderValue, [u8; 32])> {
+        use ring::rand::SecureRandom as _;
+        let mut bytes = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut bytes)
+            .map_err(|_| anyhow::anyhow!("no randomness for a worker session"))?;
+        let text = crate::roles::hex(&bytes);
+        let digest = crate::roles::digest(text.as_bytes());
+        let mut v = HeaderValue::from_str(&text)?;
+        v.set_sensitive(true);
+        Ok((v, digest))
+    }
+
+    /// The SHA-256 of the session a request presents, if any.
+    pub fn presented(headers: &axum::http::HeaderMap) -> Option<[u8; 32]> {
+        headers
+            .get(WORKER_SESSION_HEADER)
+            .map(|v| crate::roles::digest(v.as_bytes()))
+    }
 }

@@ -185,6 +185,26 @@ pub fn http_client_with(
         .unwrap_or_default()
 }
 
+/// [`http_client_with`] whose every request also carries `extra` headers (marked
+/// sensitive).
+pub fn http_client_with_headers(
+    timeout: Duration,
+    secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+    extra: &[(&'static str, reqwest::header::HeaderValue)],
+) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in extra {
+        let mut value = value.clone();
+        value.set_sensitive(true);
+        headers.insert(*name, value);
+    }
+    internal_builder(timeout, secret, cluster)
+        .default_headers(headers)
+        .build()
+        .unwrap_or_default()
+}
+
 /// [`http_client_with`] that connects to `checked.host` only at the addresses
 /// checked (`reqwest`'s `resolve_to_addrs`), never resolving the name again: a
 /// callback name that later resolves outside the allowed networks (DNS rebinding)
@@ -227,6 +247,9 @@ pub struct HttpLink {
     pub url: String,
     pub retries: u32,
     pub cluster: crate::cluster::Cluster,
+    /// A worker's links to its LM: the session presented on each call, and kept
+    /// from an answer that issues one (see [`crate::auth::WorkerSession`]).
+    pub session: Option<crate::auth::WorkerSession>,
 }
 
 /// The delay an answer's `Retry-After` header asks for, in whole seconds (the form
@@ -255,17 +278,20 @@ where
         let url = self.url.clone();
         let retries = self.retries;
         let cluster = self.cluster.clone();
+        let session = self.session.clone();
         Box::pin(async move {
             let body = body.map_err(|e| LinkError::Failed(e.to_string()))?;
             let mut delay = Duration::from_millis(20);
             let mut attempt = 0;
             loop {
-                let sent = client
+                let mut request = client
                     .post(&url)
                     .header(reqwest::header::CONTENT_TYPE, codec::CONTENT_TYPE)
-                    .body(body.clone())
-                    .send()
-                    .await;
+                    .body(body.clone());
+                if let Some(v) = session.as_ref().and_then(crate::auth::WorkerSession::get) {
+                    request = request.header(crate::auth::WORKER_SESSION_HEADER, v);
+                }
+                let sent = request.send().await;
                 match sent {
                     Ok(resp) => {
                         if let Some(theirs) = foreign_answer(&resp, &cluster.name) {
@@ -277,6 +303,9 @@ where
                             });
                         }
                         let status = resp.status();
+                        if let (Some(s), true) = (&session, status.is_success()) {
+                            s.take_from(resp.headers());
+                        }
                         let retry_after = retry_after(&resp);
                         let bytes = resp
                             .bytes()

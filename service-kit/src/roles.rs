@@ -173,7 +173,8 @@ impl RoleCredential {
     }
 }
 
-fn unhex(text: &str) -> Result<[u8; 32]> {
+/// 32 bytes from 64 hex digits (a SHA-256 written as text).
+pub fn unhex(text: &str) -> Result<[u8; 32]> {
     if text.len() != 64 || !text.is_ascii() {
         bail!("expected 64 hex digits");
     }

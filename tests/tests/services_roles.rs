@@ -10,27 +10,11 @@
 use common::codec;
 use common::messages::WorkerRegistration;
 use common::protocol::{LmToGm, LmToWorker, WorkerToLm};
-use service_kit::roles::{digest, hex};
-use std::path::Path;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::procs::{credentials, http_raw, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
-
-/// Writes gm.toml, lm.toml and worker.toml into `dir`; returns the three tokens.
-fn role_files(dir: &Path) -> [String; 3] {
-    std::fs::create_dir_all(dir).expect("dir");
-    let tokens = ["gm", "lm", "worker"]
-        .map(|r| format!("{r}-token-{}", std::process::id()) + &"x".repeat(20));
-    let digests = tokens.each_ref().map(|t| hex(&digest(t.as_bytes())));
-    for (role, token) in ["gm", "lm", "worker"].iter().zip(&tokens) {
-        let text = format!(
-            "role = \"{role}\"\ntoken = \"{token}\"\n\n[digests]\ngm = \"{}\"\nlm = \"{}\"\nworker = \"{}\"\n",
-            digests[0], digests[1], digests[2]
-        );
-        std::fs::write(dir.join(format!("{role}.toml")), text).expect("write");
-    }
-    tokens
-}
+use tests::procs::{
+    credentials, http_raw, role_files, submit_tasks, wait_until, LoopbackCluster, RoleArgs,
+};
 
 fn call(method: &str, url: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, String) {
     let (status, _, body) = http_raw(method, url, codec::CONTENT_TYPE, body, headers)
@@ -43,7 +27,7 @@ fn each_role_calls_only_what_its_role_may() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-roles-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let [gm_token, lm_token, worker_token] = role_files(&dir.join("creds"));
+    let [gm_token, lm_token, worker_token] = role_files(&dir.join("creds"), "token");
     let file = |role: &str| {
         vec![
             "--cluster-secret-file".to_owned(),
@@ -162,7 +146,9 @@ fn each_role_calls_only_what_its_role_may() {
             empty_orders,
             vec![
                 ("gm", g, 403),
-                ("lm", l, 200),
+                // The LM token alone orders no worker: the order key this worker
+                // gave its LM is needed too (issue 32; services_worker_orders).
+                ("lm", l, 403),
                 ("worker", w, 403),
                 ("shared", shared, 401),
             ],
@@ -218,6 +204,8 @@ fn each_role_calls_only_what_its_role_may() {
         ) >= 5.0
     );
 
+    a_worker_token_cannot_end_a_task_it_does_not_run(&cluster, w);
+
     // Forwarding: only a GM's credential may claim it (a worker's: 403).
     let forwarded = |cred: &str| {
         call(
@@ -248,12 +236,97 @@ fn each_role_calls_only_what_its_role_may() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 32: with worker.toml's token, a POST of a forged `Finished` for a running
+/// task to its LM used to end the task at the GM and free its node while the
+/// process kept running. A worker's reports are bound to the registration of the
+/// worker the LM assigned the node to (its session, `x-megha-worker-session`): the
+/// forged report, without that session or with another's, is refused (403 naming
+/// the field), counted, and the task keeps running.
+fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, worker_token: &str) {
+    let c = credentials();
+    let (gm, lm) = (&cluster.gms[0].url, &cluster.lms[0].url);
+    let admin = format!("Bearer {}", c.admin);
+    let accepted = submit_tasks(
+        gm,
+        r#"{"resources":{"cpu_millis":100,"memory_mb":1},"duration_ms":60000}"#,
+        1,
+    );
+    let job = accepted["job"].as_u64().expect("job id");
+    let task_url = format!("{gm}/v1/tasks/{job}/0");
+    let status = || -> serde_json::Value {
+        let (_, body) = call("GET", &task_url, b"", &[("Authorization", &admin)]);
+        serde_json::from_str(&body).unwrap_or_default()
+    };
+    wait_until("the long task to run", Duration::from_secs(30), || {
+        status()["state"] == "running"
+    });
+    let running = status();
+    let node = running["node"].as_u64().expect("a running task's node") as u32;
+    let attempt = running["attempt"].as_u64().expect("attempt") as u32;
+    let forged = codec::encode(
+        &common::ClusterName::default(),
+        &vec![WorkerToLm::Report(
+            common::messages::WorkerReport::Finished {
+                node: common::NodeId(node),
+                task: common::TaskId::new(job, 0),
+                attempt,
+                at: common::Micros(1),
+            },
+        )],
+    )
+    .expect("encode");
+    let forbidden_before = cluster.metric(
+        &cluster.lms,
+        "megha_auth_refused_total{reason=\"forbidden\"}",
+    );
+    for session in [None, Some("0".repeat(64))] {
+        let mut headers = vec![("x-megha-cluster-token", worker_token.to_owned())];
+        if let Some(s) = &session {
+            headers.push(("x-megha-worker-session", s.clone()));
+        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (code, answer) = call(
+            "POST",
+            &format!("{lm}/v1/worker/messages"),
+            &forged,
+            &headers,
+        );
+        assert_eq!(
+            code, 403,
+            "a forged Finished with the worker token (session {session:?}) answered {code}: {answer}"
+        );
+        assert!(answer.contains("x-megha-worker-session"), "{answer}");
+        assert!(!answer.contains(worker_token), "{answer}");
+    }
+    assert!(
+        cluster.metric(
+            &cluster.lms,
+            "megha_auth_refused_total{reason=\"forbidden\"}"
+        ) >= forbidden_before + 2.0,
+        "the refusals are counted"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        status()["state"],
+        "running",
+        "the task still runs: {}",
+        status()
+    );
+    let (code, answer) = call(
+        "DELETE",
+        &format!("{gm}/v1/jobs/{job}"),
+        b"",
+        &[("Authorization", &admin)],
+    );
+    assert_eq!(code, 202, "{answer}");
+}
+
 /// A role given another role's file refuses to start, naming the mistake.
 #[test]
 fn a_role_refuses_another_roles_credential() {
     let dir = std::env::temp_dir().join(format!("megha-roles-wrong-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    role_files(&dir);
+    role_files(&dir, "token");
     let out = std::process::Command::new(tests::procs::bin_dir().join("worker"))
         .args(["--lm-url", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"])
         .env("MEGHA_CLUSTER_SECRET_FILE", dir.join("gm.toml"))

@@ -55,7 +55,11 @@ impl Handler<GetLmUrls> for GmActor {
         (status = 401, description = "No, or an unknown, bearer token", body = super::answers::Refusal),
         (status = 503, description = "The GM is shutting down", body = super::answers::Refusal),
     ))]
-pub async fn serve(State(s): State<ApiState>) -> Response {
+pub async fn serve(
+    State(s): State<ApiState>,
+    caller: Option<axum::Extension<super::users::Caller>>,
+) -> Response {
+    let caller = super::http::caller_of(caller);
     let urls = match s.gm.send(GetLmUrls).await {
         Ok(urls) => urls,
         Err(e) => return super::http::unavailable(&e.to_string()),
@@ -75,7 +79,10 @@ pub async fn serve(State(s): State<ApiState>) -> Response {
             error,
         }
     });
-    let lms = futures_util::future::join_all(asks).await;
+    let mut lms = futures_util::future::join_all(asks).await;
+    if !caller.admin {
+        hide_others_tasks(&s.auth, &caller, &mut lms).await;
+    }
     Json(ClusterView { lms }).into_response()
 }
 
@@ -93,4 +100,64 @@ async fn fetch(base: &str) -> Result<serde_json::Value, String> {
         return Err(format!("{url} answered {status}: {body}"));
     }
     answer.json().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// The job of a task as the LMs write it (`job.index`).
+fn job_of(task: &str) -> Option<u64> {
+    task.split('.').next()?.parse().ok()
+}
+
+/// Takes out of the LMs' lists every task (`nodes[].tasks[]`, `nodes[].lent[]`) of a
+/// job the (non-admin) caller may not see: a user learns the load of each node, not
+/// which jobs of others run there (issue 32).
+async fn hide_others_tasks(
+    auth: &super::users::GmAuth,
+    caller: &super::users::Caller,
+    lms: &mut [LmAnswer],
+) {
+    let mut jobs = std::collections::BTreeSet::new();
+    let nodes = |lms: &mut [LmAnswer]| -> Vec<serde_json::Value> {
+        lms.iter()
+            .filter_map(|l| l.state.as_ref()?.get("nodes")?.as_array().cloned())
+            .flatten()
+            .collect()
+    };
+    for node in nodes(lms) {
+        let tasks = node["tasks"].as_array().into_iter().flatten();
+        let lent = node["lent"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| &l["task"]);
+        jobs.extend(tasks.chain(lent).filter_map(|t| job_of(t.as_str()?)));
+    }
+    let mut visible = std::collections::BTreeSet::new();
+    for job in jobs {
+        if auth.owns(caller, job).await {
+            visible.insert(job);
+        }
+    }
+    let keep = |t: &serde_json::Value| {
+        t.as_str()
+            .and_then(job_of)
+            .is_some_and(|j| visible.contains(&j))
+    };
+    for lm in lms.iter_mut() {
+        let Some(nodes) = lm
+            .state
+            .as_mut()
+            .and_then(|s| s.get_mut("nodes"))
+            .and_then(|n| n.as_array_mut())
+        else {
+            continue;
+        };
+        for node in nodes {
+            if let Some(tasks) = node.get_mut("tasks").and_then(|t| t.as_array_mut()) {
+                tasks.retain(keep);
+            }
+            if let Some(lent) = node.get_mut("lent").and_then(|t| t.as_array_mut()) {
+                lent.retain(|l| keep(&l["task"]));
+            }
+        }
+    }
 }

@@ -145,7 +145,9 @@ fn query_of<T>(
         .map_err(|e| ApiError::new(400, "query", e.body_text()))
 }
 
-fn parse_id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, ApiError> {
+/// A path parameter as a number: the handlers and the ownership check
+/// ([`super::users`]) read ids with this one function.
+pub(super) fn parse_id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, ApiError> {
     raw.parse()
         .map_err(|_| ApiError::new(400, field, format!("`{raw}` is not a valid {field}")))
 }

@@ -171,6 +171,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         url: format!("{}{path}", u.trim_end_matches('/')),
         retries: 3,
         cluster: cluster.clone(),
+        session: None,
     };
     let links: Vec<deliver::LmLink> = s
         .lm_urls

@@ -123,6 +123,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_other_life_snapshots_total",
+            "counter",
+            "LM snapshots of another life than the one the view follows, not taken (an LM restarted with its clock behind, or two LMs publishing with one id).",
+            s.other_life_snapshots as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_lm_new_lives_total",
+            "counter",
+            "LM snapshots that brought a new life of an LM the view followed.",
+            s.lm_new_lives as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_submitted_total",
             "counter",
             "Tasks accepted.",

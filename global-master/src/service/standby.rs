@@ -82,20 +82,20 @@ impl StandbyStatus {
 pub struct Front {
     pub status: Arc<StandbyStatus>,
     app: Arc<OnceLock<Router>>,
-    /// The GM id and the journal it waits for (shown on `/healthz`).
+    /// The GM id (shown on `/healthz`; the journal's path is not: an open page
+    /// shows no data path, issue 32).
     gm: u16,
-    journal: Arc<str>,
 }
 
 impl Front {
     pub fn new(gm: u16, journal: &Path) -> Front {
+        tracing::info!(gm, journal = %journal.display(), "standby: waiting for the journal");
         let status = StandbyStatus::default();
         status.waiting.store(true, Ordering::Relaxed);
         Front {
             status: Arc::new(status),
             app: Arc::new(OnceLock::new()),
             gm,
-            journal: journal.display().to_string().into(),
         }
     }
 
@@ -127,7 +127,6 @@ async fn front(State(f): State<Front>, request: Request) -> Response {
                 "status": "standby",
                 "ready": false,
                 "gm": f.gm,
-                "waiting_for": &*f.journal,
             })),
         )
             .into_response(),
@@ -241,5 +240,28 @@ mod tests {
             .build()
             .expect("runtime")
             .block_on(fence.tripped());
+    }
+
+    /// Issue 32: a standby's open `/healthz` says it stands by, never where its
+    /// data lives.
+    #[test]
+    fn a_standbys_healthz_shows_no_data_path() {
+        let front = Front::new(3, Path::new("/secret/place/gm3-data"));
+        let answer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let request = Request::builder()
+                    .uri("/healthz")
+                    .body(axum::body::Body::empty())
+                    .expect("request");
+                let response = front.router().oneshot(request).await.expect("answer");
+                axum::body::to_bytes(response.into_body(), 1 << 16)
+                    .await
+                    .expect("body")
+            });
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.contains("standby"), "{text}");
+        assert!(!text.contains("/secret/place"), "{text}");
     }
 }

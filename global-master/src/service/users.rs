@@ -21,7 +21,7 @@
 
 use super::route::{job_owner, FORWARDED_BY};
 use anyhow::{bail, Context as _, Result};
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts as _, RawPathParams, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -72,7 +72,12 @@ struct UsersFile {
 #[serde(deny_unknown_fields)]
 struct UserEntry {
     name: String,
-    token: String,
+    /// The token itself, or ...
+    #[serde(default)]
+    token: Option<String>,
+    /// ... its SHA-256 (64 hex digits): the file then holds no usable token.
+    #[serde(default)]
+    token_sha256: Option<String>,
     #[serde(default)]
     queues: Vec<String>,
     #[serde(default)]
@@ -82,7 +87,8 @@ struct UserEntry {
 /// The users of one reading of the tokens file.
 #[derive(Default)]
 pub struct Users {
-    entries: Vec<(Box<[u8]>, Caller)>,
+    /// The SHA-256 of each user's token (from `token` or `token_sha256`).
+    entries: Vec<([u8; 32], Caller)>,
 }
 
 impl std::fmt::Debug for Users {
@@ -104,7 +110,7 @@ impl Users {
             toml::from_str(text).context("not a TOML tokens file")?
         };
         let mut names = HashSet::new();
-        let mut tokens: Vec<&str> = Vec::new();
+        let mut digests: Vec<[u8; 32]> = Vec::new();
         let mut entries = Vec::new();
         for (i, u) in file.users.iter().enumerate() {
             let name = u.name.trim();
@@ -114,20 +120,29 @@ impl Users {
             if !names.insert(name.to_owned()) {
                 bail!("users[{i}].name: `{name}` appears twice");
             }
-            if u.token.len() < MIN_TOKEN_LEN || u.token.chars().any(char::is_whitespace) {
-                bail!("users[{i}].token (user {name}): at least {MIN_TOKEN_LEN} characters, no whitespace");
-            }
-            if tokens.contains(&u.token.as_str()) {
+            let digest = match (&u.token, &u.token_sha256) {
+                (Some(token), None) => {
+                    if token.len() < MIN_TOKEN_LEN || token.chars().any(char::is_whitespace) {
+                        bail!("users[{i}].token (user {name}): at least {MIN_TOKEN_LEN} characters, no whitespace");
+                    }
+                    service_kit::roles::digest(token.as_bytes())
+                }
+                (None, Some(hex)) => service_kit::roles::unhex(hex.trim()).with_context(|| {
+                    format!("users[{i}].token_sha256 (user {name}): 64 hex digits, the SHA-256 of the token (e.g. `printf %s TOKEN | sha256sum`)")
+                })?,
+                _ => bail!("users[{i}].token (user {name}): give exactly one of token and token_sha256"),
+            };
+            if digests.contains(&digest) {
                 bail!("users[{i}].token (user {name}): the same token as another user");
             }
-            tokens.push(&u.token);
+            digests.push(digest);
             if !u.admin && u.queues.is_empty() {
                 bail!("users[{i}].queues (user {name}): name the queues this user may use (\"*\": any)");
             }
             let queues = (!u.queues.iter().any(|q| q == "*"))
                 .then(|| Arc::new(u.queues.iter().cloned().collect::<HashSet<_>>()));
             entries.push((
-                u.token.as_bytes().into(),
+                digest,
                 Caller {
                     user: name.into(),
                     admin: u.admin,
@@ -146,12 +161,13 @@ impl Users {
         Self::parse(&text, json).with_context(|| format!("--tokens-file {}", path.display()))
     }
 
-    /// The user of `token`. Every entry is compared (constant time each), so the
-    /// time taken does not say which entry matched.
+    /// The user of `token`: its SHA-256 against every entry's (constant time
+    /// each, every entry compared), so the time taken does not say which matched.
     pub fn find(&self, token: &[u8]) -> Option<&Caller> {
+        let presented = service_kit::roles::digest(token);
         let mut found = None;
         for (t, caller) in &self.entries {
-            if bool::from(t.as_ref().ct_eq(token)) {
+            if bool::from(t.ct_eq(&presented)) {
                 found = Some(caller);
             }
         }
@@ -274,6 +290,8 @@ pub struct GmAuth {
     /// The GM, whose job records (journaled) name each job's user: how a job of an
     /// earlier life is recognised. `None` (embedded routers): the map only.
     gm: Option<actix::Addr<super::actor::GmActor>>,
+    /// Requests naming another user's job, answered 404 like a missing one.
+    pub hidden_total: AtomicU64,
 }
 
 impl GmAuth {
@@ -290,6 +308,7 @@ impl GmAuth {
             designated,
             owners: Mutex::default(),
             gm: None,
+            hidden_total: AtomicU64::new(0),
         }
     }
 
@@ -349,37 +368,62 @@ impl GmAuth {
         })
     }
 
-    /// The 404 a path naming a job of another user answers, the same as for a job
-    /// this GM does not know; `None` when the caller may see it (or the path names
+    /// The 404 a route naming a job of another user answers, the same as for a job
+    /// this GM does not know; `None` when the caller may see it (or the route names
     /// no job, or the designated GM decides).
-    async fn hidden(&self, caller: &Caller, path: &str) -> Option<Response> {
+    ///
+    /// `route` is the request's raw path (routes match on it, so its literal
+    /// prefix, `/v1/lras/`, is the route's) and `params` the matched route's
+    /// parameters as the handlers get them (percent-decoded by axum):
+    /// the job is read from them with the handlers' own parser
+    /// ([`super::http::parse_id`]), so `%31`, `01` or `+1` name job 1 here exactly as
+    /// in the handler. Any route parameter called `id` or `job` names a job (an LRA's
+    /// id is its containers' job id), so a route added later is covered too.
+    fn hidden_target(route: &str, params: &[(String, String)]) -> Option<(u64, serde_json::Value)> {
+        let param = |name: &str| {
+            params
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let raw = param("job").or_else(|| param("id"))?;
+        let job: u64 = super::http::parse_id("job", raw).ok()?;
+        let index = param("index").and_then(|i| super::http::parse_id::<u32>("index", i).ok());
+        let body = if route.starts_with("/v1/lras/") {
+            serde_json::json!({"field": "lra", "error": format!("lra {job} is unknown to this GM")})
+        } else if let (true, Some(index)) = (route.starts_with("/v1/tasks/"), index) {
+            serde_json::json!({"error": format!("task {job}.{index} is unknown to this GM")})
+        } else {
+            serde_json::json!({"error": format!("job {job} is unknown to this GM")})
+        };
+        Some((job, body))
+    }
+
+    async fn hidden(
+        &self,
+        caller: &Caller,
+        route: &str,
+        params: &[(String, String)],
+    ) -> Option<Response> {
         if caller.admin {
             return None;
         }
-        let mut parts = path.trim_start_matches('/').split('/');
-        let (Some("v1"), Some(kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
-            return None;
-        };
-        let job: u64 = id.parse().ok()?;
-        let body = match kind {
-            "jobs" => serde_json::json!({"error": format!("job {job} is unknown to this GM")}),
-            "tasks" => {
-                let index: u32 = parts.next().and_then(|i| i.parse().ok())?;
-                serde_json::json!({"error": format!("task {job}.{index} is unknown to this GM")})
-            }
-            "lras" => {
-                serde_json::json!({"field": "lra", "error": format!("lra {job} is unknown to this GM")})
-            }
-            _ => return None,
-        };
+        let (job, body) = Self::hidden_target(route, params)?;
         // Requests this GM forwards to the designated GM are checked there (with the
         // user's token, which the forwarding carries).
-        let forwarded =
-            self.me != self.designated && (kind == "lras" || job_owner(job) == self.designated.0);
+        let forwarded = self.me != self.designated
+            && (route.starts_with("/v1/lras/") || job_owner(job) == self.designated.0);
         if forwarded || self.may_see(caller, job) || self.recorded_user_is(caller, job).await {
             return None;
         }
+        self.hidden_total.fetch_add(1, Ordering::Relaxed);
         Some((StatusCode::NOT_FOUND, Json(body)).into_response())
+    }
+
+    /// Whether `caller` may see `job`: an admin, the user who submitted it in this
+    /// life, or the user the GM's (journaled) record names.
+    pub async fn owns(&self, caller: &Caller, job: u64) -> bool {
+        self.may_see(caller, job) || self.recorded_user_is(caller, job).await
     }
 
     /// True when the GM's record of `job` names the caller as its user.
@@ -394,7 +438,7 @@ impl GmAuth {
     }
 }
 
-async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next) -> Response {
+async fn gm_layer(State(auth): State<Arc<GmAuth>>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     if OPEN_PATHS.contains(&path.as_str())
         || path == super::openapi::PATH
@@ -440,7 +484,22 @@ async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next)
             }
         }
     };
-    if let Some(hidden) = auth.hidden(&caller, &path).await {
+    // The route's parameters as its handler will read them (the layer runs after
+    // routing): decoded once, here, by axum, for the check and for the handler.
+    // Routes match on the raw path, so its literal prefix (`/v1/lras/`) is the
+    // route's; the parameters are the decoded ones.
+    let (mut parts, body) = req.into_parts();
+    let params: Vec<(String, String)> =
+        match RawPathParams::from_request_parts(&mut parts, &()).await {
+            Ok(p) => p
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            // Not valid UTF-8 once decoded: the handler's extractor refuses it too (400).
+            Err(_) => Vec::new(),
+        };
+    let mut req = Request::from_parts(parts, body);
+    if let Some(hidden) = auth.hidden(&caller, &path, &params).await {
         return hidden;
     }
     req.extensions_mut().insert(caller);
@@ -499,6 +558,13 @@ pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
         auth.users.is_none() || auth.guard.secret.is_none(),
         text,
     );
+    service_kit::metrics::single(
+        text,
+        "megha_gm_hidden_jobs_total",
+        "counter",
+        "Requests naming another user's job or LRA, answered 404 like a missing one.",
+        auth.hidden_total.load(Ordering::Relaxed) as f64,
+    );
     if let Some(t) = &auth.users {
         for (name, help, v) in [
             (
@@ -554,6 +620,41 @@ admin = true
         let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["*"]}]}"#;
         let bob = Users::parse(json, true).expect("json");
         assert!(bob.find(b"bob-token-0123456789").expect("bob").may_use("z"));
+    }
+
+    /// Issue 32: a tokens file may hold only the SHA-256 of a token.
+    #[test]
+    fn a_token_may_be_stored_as_its_sha256() {
+        let digest = service_kit::roles::hex(&service_kit::roles::digest(b"dora-token-0123456789"));
+        let text =
+            format!("[[users]]\nname = \"dora\"\ntoken_sha256 = \"{digest}\"\nqueues = [\"a\"]\n");
+        let users = Users::parse(&text, false).expect("valid");
+        assert_eq!(
+            &*users.find(b"dora-token-0123456789").expect("dora").user,
+            "dora"
+        );
+        assert!(
+            users.find(digest.as_bytes()).is_none(),
+            "the digest is no token"
+        );
+        assert!(users.find(b"dora-token-012345678").is_none());
+        for (bad, field) in [
+            (text.replace(&digest, "abc"), "users[0].token_sha256"),
+            (
+                text.replace(
+                    "token_sha256",
+                    "token = \"dora-token-0123456789\"\ntoken_sha256",
+                ),
+                "users[0].token",
+            ),
+            (
+                text.replace(&format!("token_sha256 = \"{digest}\"\n"), ""),
+                "users[0].token",
+            ),
+        ] {
+            let err = format!("{:#}", Users::parse(&bad, false).expect_err(field));
+            assert!(err.contains(field), "{field}: {err}");
+        }
     }
 
     #[test]

@@ -79,6 +79,10 @@ pub struct LmActor {
     /// The URL each slot's worker registered with (to give a re-registering
     /// `AUTO_SLOT` worker its slot back).
     pub(super) worker_urls: Vec<Option<String>>,
+    /// Per slot: the SHA-256 of the session issued to its worker at its last
+    /// registration over HTTP (see [`service_kit::auth::WorkerSession`]); reports on
+    /// the slot's nodes must carry it. `None`: none bound yet (refused over HTTP).
+    pub(super) worker_sessions: Vec<Option<[u8; 32]>>,
     pub(super) held_orders: Vec<Vec<WorkerOrder>>,
     /// Per GM: preempted, reclaimed or shed tasks on their way back to it.
     /// Per GM: the LM's own messages to it (requeues, task ends), in order, retried
@@ -139,6 +143,7 @@ impl LmActor {
             core: LocalMaster::new(spec, gms, config, now),
             workers: (0..slots).map(|_| None).collect(),
             worker_urls: vec![None; slots],
+            worker_sessions: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
             to_gm: Vec::new(),
             refused_busy: lm_core::memory::Bounded::new(REFUSED_BUSY_KEPT),

@@ -28,7 +28,7 @@ use super::actor::{GetLoad, LmActor};
 use super::gm::{AnsweredBusy, FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
-use super::workers::{Alive, FromWorker, Register};
+use super::workers::{Alive, BindSession, FromSessionWorker, Register, ReportRefused};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -152,12 +152,17 @@ async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
     }
 }
 
-async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
+async fn from_worker(
+    State(s): State<LmApi>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let messages: Vec<WorkerToLm> = match s.cluster.decode(&body, "/v1/worker/messages") {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    match s.lm.send(FromWorker(messages)).await {
+    let session = service_kit::auth::WorkerSession::presented(&headers);
+    match s.lm.send(FromSessionWorker { messages, session }).await {
         Ok(Ok(())) => {
             if let Some(publisher) = &s.publisher {
                 if !publisher.flush(REPORT_CONFIRM_WAIT).await {
@@ -166,12 +171,20 @@ async fn from_worker(State(s): State<LmApi>, body: Bytes) -> Response {
             }
             bincode_ok(&s.cluster, &())
         }
-        Ok(Err(e)) => bad(StatusCode::CONFLICT, e),
+        Ok(Err(ReportRefused::NotRegistered(e))) => bad(StatusCode::CONFLICT, e),
+        Ok(Err(ReportRefused::NotItsNode(why))) => {
+            s.guard
+                .counters
+                .forbidden
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(%why, "worker report refused: not on the nodes of the presenting worker");
+            service_kit::auth::forbidden(service_kit::auth::WORKER_SESSION_HEADER, &why)
+        }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
-async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
+async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
     let reg: WorkerRegistration = match s.cluster.decode(&body, "/v1/register") {
         Ok(r) => r,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
@@ -206,7 +219,17 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
         retries: 3,
         cluster: s.cluster.clone(),
+        // The worker's order key: presented on every order to it, and only there.
+        session: headers
+            .get(service_kit::auth::ORDER_KEY_HEADER)
+            .cloned()
+            .map(service_kit::auth::WorkerSession::preset),
     });
+    // The worker's session: bound to the slot it gets, sent back in the answer only.
+    let (session, digest) = match service_kit::auth::WorkerSession::issue() {
+        Ok(issued) => issued,
+        Err(e) => return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    };
     match s
         .lm
         .send(Register {
@@ -218,18 +241,34 @@ async fn register(State(s): State<LmApi>, body: Bytes) -> Response {
         })
         .await
     {
-        Ok(Ok(assignment)) => bincode_ok(&s.cluster, &assignment),
+        Ok(Ok(assignment)) => {
+            if let Err(e) =
+                s.lm.send(BindSession {
+                    slot: assignment.slot,
+                    digest,
+                })
+                .await
+            {
+                return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+            }
+            let mut answer = bincode_ok(&s.cluster, &assignment);
+            answer
+                .headers_mut()
+                .insert(service_kit::auth::WORKER_SESSION_HEADER, session);
+            answer
+        }
         Ok(Err(e)) => bad(StatusCode::UNPROCESSABLE_ENTITY, e),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
 }
 
-async fn alive(State(s): State<LmApi>, body: Bytes) -> Response {
+async fn alive(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: Bytes) -> Response {
     let alive: WorkerAlive = match s.cluster.decode(&body, "/v1/worker/alive") {
         Ok(a) => a,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    match s.lm.send(Alive(alive)).await {
+    let session = service_kit::auth::WorkerSession::presented(&headers);
+    match s.lm.send(Alive(alive, session)).await {
         Ok(answer) => bincode_ok(&s.cluster, &answer),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

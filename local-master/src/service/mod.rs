@@ -78,6 +78,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
                         url: format!("{u}/v1/internal/messages"),
                         retries: 3,
                         cluster: cluster.clone(),
+                        session: None,
                     }) as orders::GmLink
                 })
                 .collect();

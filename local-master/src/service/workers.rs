@@ -217,6 +217,79 @@ impl Handler<FromWorker> for LmActor {
     type Result = Result<(), String>;
 
     fn handle(&mut self, msg: FromWorker, ctx: &mut Context<Self>) -> Self::Result {
+        self.take_reports(msg, ctx)
+    }
+}
+
+/// Why reports a worker sent over HTTP were refused (nothing applied).
+#[derive(Debug)]
+pub enum ReportRefused {
+    /// The worker of a reported node has not registered with this life (409: it
+    /// registers, then sends again).
+    NotRegistered(String),
+    /// The session presented is not the one of the worker the LM assigned a
+    /// reported node to (403).
+    NotItsNode(String),
+}
+
+/// Reports from a worker over HTTP, with the SHA-256 of the session it presented:
+/// taken only if every reported node belongs to the slot whose worker holds that
+/// session (issue 32: the worker credential is shared by every worker).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<(), ReportRefused>")]
+pub struct FromSessionWorker {
+    pub messages: Vec<WorkerToLm>,
+    pub session: Option<[u8; 32]>,
+}
+
+impl Handler<FromSessionWorker> for LmActor {
+    type Result = Result<(), ReportRefused>;
+
+    fn handle(&mut self, msg: FromSessionWorker, ctx: &mut Context<Self>) -> Self::Result {
+        for message in &msg.messages {
+            let node = message.node();
+            let slot = self.slot_of(node);
+            if self.workers[slot].is_none() {
+                break; // answered by `take_reports` (409: register first)
+            }
+            let bound = self.worker_sessions[slot];
+            if bound.is_none() || bound != msg.session {
+                let why = match msg.session {
+                    None => "missing",
+                    Some(_) => "not the session of the worker this LM assigned the node to",
+                };
+                return Err(ReportRefused::NotItsNode(format!(
+                    "{}: {why}: a worker may report only on the nodes of its own slot ({node} is slot {slot}'s)",
+                    service_kit::auth::WORKER_SESSION_HEADER
+                )));
+            }
+        }
+        self.take_reports(FromWorker(msg.messages), ctx)
+            .map_err(ReportRefused::NotRegistered)
+    }
+}
+
+/// Binds the session issued to the worker that just registered for `slot`.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct BindSession {
+    pub slot: u32,
+    pub digest: [u8; 32],
+}
+
+impl Handler<BindSession> for LmActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: BindSession, _: &mut Context<Self>) {
+        if let Some(s) = self.worker_sessions.get_mut(msg.slot as usize) {
+            *s = Some(msg.digest);
+        }
+    }
+}
+
+impl LmActor {
+    /// Applies a worker's reports in order (see [`FromWorker`]).
+    fn take_reports(&mut self, msg: FromWorker, ctx: &mut Context<Self>) -> Result<(), String> {
         if let Some(node) = msg
             .0
             .iter()
@@ -407,6 +480,9 @@ impl Handler<Register> for LmActor {
         }
         self.workers[slot] = Some(sender);
         self.worker_urls[slot] = Some(msg.url);
+        // The previous registration's session no longer holds the slot; the HTTP
+        // handler binds the new one ([`BindSession`]).
+        self.worker_sessions[slot] = None;
         self.last_seen[slot] = clock::now();
         if std::mem::take(&mut self.slot_down[slot]) {
             // Back: its nodes are offered again; the lost tasks it holds are killed.
@@ -456,9 +532,11 @@ impl Handler<Register> for LmActor {
 /// A worker checks in (every `--lm-check-ms`): it is alive, and learns whether this
 /// LM still counts it registered (same life, not declared lost); if not, it registers
 /// again listing the tasks it holds.
+/// The second field: the SHA-256 of the session presented (a check-in without the
+/// slot's session keeps nothing alive and is answered "not registered").
 #[derive(Message, Debug)]
 #[rtype(result = "WorkerAliveAnswer")]
-pub struct Alive(pub WorkerAlive);
+pub struct Alive(pub WorkerAlive, pub Option<[u8; 32]>);
 
 impl Handler<Alive> for LmActor {
     type Result = MessageResult<Alive>;
@@ -468,7 +546,9 @@ impl Handler<Alive> for LmActor {
         let slot = slot as usize;
         let registered = slot < self.workers.len()
             && self.workers[slot].is_some()
-            && self.worker_urls[slot].as_deref() == Some(url.as_str());
+            && self.worker_urls[slot].as_deref() == Some(url.as_str())
+            && self.worker_sessions[slot].is_some()
+            && self.worker_sessions[slot] == msg.1;
         if registered {
             self.last_seen[slot] = clock::now();
         }

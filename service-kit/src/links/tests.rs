@@ -212,6 +212,7 @@ async fn a_503_with_retry_after_is_busy() {
                 common::ClusterName::new("links-test").expect("name"),
                 "test",
             ),
+            session: None,
         };
         super::Call::<u32, u32>::call(&link, 1)
     };

@@ -63,3 +63,22 @@ pub fn credentials() -> &'static Credentials {
         c
     })
 }
+
+/// Writes per-role credential files (gm.toml, lm.toml, worker.toml, as
+/// `scripts/make-role-credentials.sh` does) into `dir`; returns the three tokens,
+/// each naming `tag`.
+pub fn role_files(dir: &std::path::Path, tag: &str) -> [String; 3] {
+    use service_kit::roles::{digest, hex};
+    std::fs::create_dir_all(dir).expect("dir");
+    let tokens = ["gm", "lm", "worker"]
+        .map(|r| format!("{r}-{tag}-{}-", std::process::id()) + &random_hex(12));
+    let digests = tokens.each_ref().map(|t| hex(&digest(t.as_bytes())));
+    for (role, token) in ["gm", "lm", "worker"].iter().zip(&tokens) {
+        let text = format!(
+            "role = \"{role}\"\ntoken = \"{token}\"\n\n[digests]\ngm = \"{}\"\nlm = \"{}\"\nworker = \"{}\"\n",
+            digests[0], digests[1], digests[2]
+        );
+        std::fs::write(dir.join(format!("{role}.toml")), text).expect("write");
+    }
+    tokens
+}

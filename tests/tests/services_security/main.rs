@@ -19,6 +19,7 @@ macro_rules! enc {
 
 mod attacks;
 mod calls;
+mod ownership;
 mod table;
 mod users;
 
@@ -38,6 +39,8 @@ fn only_who_may_calls_each_endpoint_and_the_attacks_are_refused() {
     attacks::are_refused_with_nothing_applied(&cluster);
     let work = users::alice_submits_to_her_queue(&cluster);
     table::every_endpoint_answers_only_who_may_call(&cluster, &work);
+    ownership::every_route_naming_a_job_hides_other_users_jobs(&cluster, &work);
+    ownership::the_cluster_view_shows_a_user_only_their_tasks(&cluster);
     users::a_users_jobs_stay_hidden_from_others(&cluster, work.job);
     users::a_new_token_works_after_sighup(&cluster);
 

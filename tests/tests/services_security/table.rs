@@ -148,7 +148,9 @@ pub fn every_endpoint_answers_only_who_may_call(cluster: &LoopbackCluster, work:
             format!("{worker}/v1/messages"),
             empty_orders,
             true,
-            internal_rows(200),
+            // The cluster credential alone orders no worker: its LM's order key is
+            // needed too (issue 32; services_worker_orders).
+            internal_rows(403),
         ),
         (
             "GET",

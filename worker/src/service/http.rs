@@ -5,6 +5,13 @@
 //! byte on, with the log's size in `x-megha-log-size`; 404 for a task with none here),
 //! `GET /healthz`, `GET /metrics`. Every route but the last two needs the cluster
 //! credential (`service_kit::auth`): with per-role credentials, an LM's ([`callers`]).
+//!
+//! A start order for a run (task, attempt) this worker was already ordered to start
+//! in this life is skipped, counted (`megha_worker_replayed_starts_total`) and
+//! logged ([`StartedRuns`], issue 32): a captured order replayed after its task
+//! finished runs nothing again. The rest of its batch is taken, and the answer is
+//! the one of a retried order (the LM's own retry of a batch whose answer it lost
+//! must not stall its stream).
 
 use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
@@ -18,13 +25,36 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
 use common::protocol::LmToWorker;
+use common::TaskId;
 use service_kit::auth::ClusterGuard;
 use service_kit::cluster::Cluster;
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
 /// of `guard` (401 otherwise, nothing applied); a call of another cluster than
 /// `cluster` is refused (421).
 pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) -> Router {
+    router_with_order_key(worker, guard, cluster, None)
+}
+
+/// The SHA-256 of the key the LM must present on orders (`None`: none asked).
+#[derive(Clone, Copy, Debug)]
+struct OrderKey(Option<[u8; 32]>);
+
+/// [`router`] taking orders (`POST /v1/messages`) only when they carry the key
+/// whose SHA-256 is `order_key` (in `x-megha-worker-session`): the key this worker
+/// gave its LM at registration. An order without it, or with another worker's, is
+/// refused 403 naming the header, counted and logged (issue 32: the LM's role token
+/// read at one worker orders no other worker).
+pub fn router_with_order_key(
+    worker: Addr<WorkerActor>,
+    guard: ClusterGuard,
+    cluster: Cluster,
+    order_key: Option<[u8; 32]>,
+) -> Router {
+    let runs = Arc::new(StartedRuns::default());
     let routes = Router::new()
         .route("/v1/messages", post(from_lm))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
@@ -32,6 +62,8 @@ pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) 
         .route("/metrics", get(metrics))
         .layer(axum::Extension(guard.clone()))
         .layer(axum::Extension(cluster.clone()))
+        .layer(axum::Extension(runs))
+        .layer(axum::Extension(OrderKey(order_key)))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(worker);
     let guarded = service_kit::auth::require_cluster(routes, guard);
@@ -47,16 +79,97 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
+/// A run: a task and its attempt.
+type Run = (TaskId, u32);
+/// The runs remembered, and their order (oldest first).
+type RunSet = (HashSet<Run>, VecDeque<Run>);
+
+/// How many started runs a worker remembers (the newest; about 2 MB).
+pub const RUNS_KEPT: usize = 100_000;
+
+/// The runs (task, attempt) this worker was ordered to start in this life, the
+/// newest [`RUNS_KEPT`]: a run is started once, whatever the bytes of its order.
+#[derive(Debug, Default)]
+pub struct StartedRuns {
+    runs: Mutex<RunSet>,
+    /// Start orders skipped as replays.
+    pub replayed: AtomicU64,
+}
+
+impl StartedRuns {
+    /// True the first time `run` is seen (it is remembered), false afterwards.
+    pub fn first(&self, run: (TaskId, u32)) -> bool {
+        let mut guard = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = &mut *guard;
+        if !set.insert(run) {
+            return false;
+        }
+        order.push_back(run);
+        if order.len() > RUNS_KEPT {
+            if let Some(old) = order.pop_front() {
+                set.remove(&old);
+            }
+        }
+        true
+    }
+
+    /// `orders` without the starts of runs already started here (counted, logged).
+    pub fn filter(&self, orders: Vec<LmToWorker>) -> Vec<LmToWorker> {
+        orders
+            .into_iter()
+            .filter(|order| {
+                let LmToWorker::Start(s) = order else {
+                    return true;
+                };
+                let run = (s.task.id, s.task.attempt);
+                if self.first(run) {
+                    return true;
+                }
+                self.replayed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(task = %run.0, job = run.0.job.0, attempt = run.1, node = %s.node, "start order refused: this run was already ordered to start here (a retried or replayed order)");
+                false
+            })
+            .collect()
+    }
+}
+
 /// Decodes a bincode list of orders and hands it to the actor.
 async fn from_lm(
     State(w): State<Addr<WorkerActor>>,
     axum::Extension(cluster): axum::Extension<Cluster>,
+    axum::Extension(runs): axum::Extension<Arc<StartedRuns>>,
+    axum::Extension(guard): axum::Extension<ClusterGuard>,
+    axum::Extension(OrderKey(order_key)): axum::Extension<OrderKey>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(expected) = order_key {
+        let presented = service_kit::auth::WorkerSession::presented(&headers);
+        if presented != Some(expected) {
+            guard.counters.forbidden.fetch_add(1, Ordering::Relaxed);
+            let why = if presented.is_none() {
+                "missing"
+            } else {
+                "not this worker's order key"
+            };
+            tracing::warn!(
+                why,
+                "order refused: it does not carry the key this worker gave its LM"
+            );
+            return service_kit::auth::forbidden(
+                service_kit::auth::WORKER_SESSION_HEADER,
+                &format!("{why}: this worker takes orders only from the LM it registered with (the key it gave at registration)"),
+            );
+        }
+    }
     let orders: Vec<LmToWorker> = match cluster.decode(&body, "/v1/messages") {
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
+    let orders = runs.filter(orders);
+    if orders.is_empty() {
+        return done(&cluster, Ok(()));
+    }
     done(&cluster, w.send(FromLm(orders)).await)
 }
 
@@ -148,14 +261,46 @@ async fn metrics(
     State(w): State<Addr<WorkerActor>>,
     axum::Extension(guard): axum::Extension<ClusterGuard>,
     axum::Extension(cluster): axum::Extension<Cluster>,
+    axum::Extension(runs): axum::Extension<Arc<StartedRuns>>,
 ) -> Response {
     match w.send(RenderMetrics).await {
         Ok(mut page) => {
             guard.render(&mut page);
+            service_kit::metrics::single(
+                &mut page,
+                "megha_worker_replayed_starts_total",
+                "counter",
+                "Start orders for a run already ordered to start here, not run again.",
+                runs.replayed.load(Ordering::Relaxed) as f64,
+            );
             cluster.render(&mut page);
             let content_type = service_kit::metrics::CONTENT_TYPE;
             ([(header::CONTENT_TYPE, content_type)], page.encode()).into_response()
         }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_started_once_and_the_memory_is_bounded() {
+        let runs = StartedRuns::default();
+        let run = (TaskId::new(7, 0), 1);
+        assert!(runs.first(run));
+        assert!(!runs.first(run));
+        assert!(
+            runs.first((TaskId::new(7, 0), 2)),
+            "another attempt is another run"
+        );
+        for i in 0..RUNS_KEPT as u64 {
+            runs.first((TaskId::new(1_000 + i, 0), 1));
+        }
+        assert!(
+            runs.first(run),
+            "the oldest run is forgotten past RUNS_KEPT"
+        );
     }
 }

@@ -40,11 +40,15 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         s.cluster_secret.as_ref(),
         Some(&s.cluster_name),
     );
+    // The session the LM issues at registration: sent on every report and check-in
+    // (issue 32: the LM takes reports only on this worker's own nodes).
+    let session = service_kit::auth::WorkerSession::default();
     let to_lm: Link<Vec<WorkerToLm>, ()> = Arc::new(HttpLink {
         client: client.clone(),
         url: format!("{}/v1/worker/messages", s.lm_url),
         retries: 3,
         cluster: cluster.clone(),
+        session: Some(session.clone()),
     });
     let reports = fn_link(move |reports: Vec<WorkerReport>| {
         let to_lm = to_lm.clone();
@@ -84,21 +88,30 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     };
     tracing::info!(listen = %local, lm = %s.lm_url, cluster = %s.cluster_name, %slot, "worker listening");
     println!("listening on {}://{local}", s.tls.scheme());
-    let app = http::router(
+    // The key the LM must present on its orders (given to it at registration only).
+    let (order_key, order_digest) = service_kit::auth::WorkerSession::issue()?;
+    let app = http::router_with_order_key(
         worker.clone(),
         service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker")
             .with_callers(http::callers),
         cluster.clone(),
+        Some(order_digest),
     );
     let server = tokio::spawn(async move {
         service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
     });
     // Register (retrying until the LM answers), then take the assigned nodes.
     let register = HttpLink {
-        client: client.clone(),
+        client: service_kit::links::http_client_with_headers(
+            Duration::from_secs(10),
+            s.cluster_secret.as_ref(),
+            Some(&s.cluster_name),
+            &[(service_kit::auth::ORDER_KEY_HEADER, order_key)],
+        ),
         url: format!("{}/v1/register", s.lm_url),
         retries: 0,
         cluster: cluster.clone(),
+        session: Some(session),
     };
     let registration = WorkerRegistration {
         slot: s.slot,
@@ -234,6 +247,7 @@ async fn watch_lm(
         url: format!("{lm_url}/v1/worker/alive"),
         retries: 0,
         cluster: register.cluster.clone(),
+        session: register.session.clone(),
     };
     let check_in = WorkerAlive {
         slot: registration.slot,

@@ -1,0 +1,220 @@
+//! Issue 32, the LM -> worker link: a worker takes orders only from the LM it
+//! registered with, and starts a run once.
+//!
+//! A real worker (with `worker.toml`) registers with a fake LM played by this test,
+//! which thereby sees what an LM sees: the order key the worker gives at
+//! registration. Then, as an attacker holding the LM's role token (read by a relay
+//! in front of *another* worker, as in the issue), a start order without this
+//! worker's key, or with another's, is refused (403 naming `x-megha-worker-session`,
+//! counted) and runs nothing. An order of the LM itself (token and key) runs; the
+//! same order replayed verbatim after the run finished runs nothing again.
+
+use common::messages::{StartTask, WorkerAliveAnswer, WorkerAssignment};
+use common::protocol::LmToWorker;
+use common::{ClusterName, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tests::checks::metric_sum;
+use tests::procs::{http_raw, role_files, wait_until, Proc};
+
+/// What the fake LM saw: the order key of the registration, and the reports.
+#[derive(Default)]
+struct Seen {
+    order_key: Option<String>,
+    reports: usize,
+}
+
+/// A fake LM on loopback answering registration (one node), reports and check-ins.
+fn fake_lm(seen: Arc<Mutex<Seen>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let cluster = service_kit::cluster::Cluster::new(ClusterName::default(), "lm");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let (mut length, mut key) = (0usize, None);
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+                let (name, value) = header.split_once(':').unwrap_or(("", ""));
+                let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_owned());
+                if name == "content-length" {
+                    length = value.parse().unwrap_or(0);
+                }
+                if name == service_kit::auth::ORDER_KEY_HEADER {
+                    key = Some(value);
+                }
+            }
+            let mut body = vec![0u8; length];
+            let _ = reader.read_exact(&mut body);
+            let answer = match path.as_str() {
+                "/v1/register" => {
+                    seen.lock().expect("seen").order_key = key;
+                    cluster.encode(&WorkerAssignment {
+                        lm: LmId(0),
+                        slot: 0,
+                        nodes: vec![(
+                            NodeId(0),
+                            Resources {
+                                cpu_millis: 1000,
+                                memory_mb: 1024,
+                            },
+                        )],
+                        incarnation: 1,
+                        lease_ms: 0,
+                    })
+                }
+                "/v1/worker/alive" => cluster.encode(&WorkerAliveAnswer {
+                    incarnation: 1,
+                    registered: true,
+                }),
+                _ => {
+                    seen.lock().expect("seen").reports += 1;
+                    cluster.encode(&())
+                }
+            }
+            .expect("encode");
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                common::codec::CONTENT_TYPE,
+                answer.len()
+            );
+            let _ = stream.write_all(&answer);
+        }
+    });
+    url
+}
+
+#[test]
+fn a_worker_takes_orders_only_from_its_lm_and_starts_a_run_once() {
+    let dir = std::env::temp_dir().join(format!("megha-worker-orders-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let [_, lm_token, _] = role_files(&dir.join("creds"), "orders");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let lm = fake_lm(seen.clone());
+    let worker_file = dir.join("creds").join("worker.toml");
+    let worker_file = worker_file.display().to_string();
+    let lm_and_credential = [
+        ("--lm-url", lm.as_str()),
+        ("--cluster-secret-file", &worker_file),
+    ];
+    let mut args: Vec<String> = vec![
+        "--slot".into(),
+        "0".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ];
+    for (flag, value) in lm_and_credential {
+        args.extend([flag.to_owned(), value.to_owned()]);
+    }
+    let mut worker = Proc::spawn("worker", &args, &dir.join("logs"), "worker");
+    wait_until("the worker to register", Duration::from_secs(10), || {
+        seen.lock().expect("seen").reports > 0 || {
+            let s = seen.lock().expect("seen");
+            s.order_key.is_some()
+        }
+    });
+    // Registered by now either way (on main no key is ever sent).
+    std::thread::sleep(Duration::from_millis(300));
+    let key = seen.lock().expect("seen").order_key.clone();
+    let metric = |name: &str| {
+        let (_, _, page) = http_raw(
+            "GET",
+            &format!("{}/metrics", worker.url),
+            "text/plain",
+            b"",
+            &[],
+        )
+        .expect("metrics");
+        metric_sum(&String::from_utf8_lossy(&page), name)
+    };
+    let start = |job: u64| {
+        let order = vec![LmToWorker::Start(StartTask {
+            node: NodeId(0),
+            task: TaskSpec::short(
+                TaskId::new(job, 0),
+                Resources {
+                    cpu_millis: 100,
+                    memory_mb: 1,
+                },
+                Micros::from_millis(20),
+            ),
+        })];
+        common::codec::encode(&ClusterName::default(), &order).expect("encode")
+    };
+    let post = |body: &[u8], key: Option<&str>| {
+        let mut headers = vec![("x-megha-cluster-token", lm_token.as_str())];
+        if let Some(k) = key {
+            headers.push((service_kit::auth::WORKER_SESSION_HEADER, k));
+        }
+        let (status, _, answer) = http_raw(
+            "POST",
+            &format!("{}/v1/messages", worker.url),
+            common::codec::CONTENT_TYPE,
+            body,
+            &headers,
+        )
+        .expect("POST /v1/messages");
+        (status, String::from_utf8_lossy(&answer).into_owned())
+    };
+
+    // The borrowed LM token, without this worker's key or with another worker's.
+    let other_key = "f".repeat(64);
+    for borrowed in [None, Some(other_key.as_str())] {
+        let (status, answer) = post(&start(32_001), borrowed);
+        assert_eq!(
+            status, 403,
+            "a start with the LM's token and key {borrowed:?} answered {status}: {answer}"
+        );
+        assert!(
+            answer.contains(service_kit::auth::WORKER_SESSION_HEADER),
+            "{answer}"
+        );
+        assert!(!answer.contains(&lm_token), "{answer}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(metric("megha_worker_started_total"), 0.0, "nothing ran");
+    assert!(metric("megha_auth_refused_total{reason=\"forbidden\"}") >= 2.0);
+
+    // The LM's own order (token and key) runs; replayed after it finished, nothing.
+    let key = key.expect("the worker gave its LM an order key at registration");
+    let order = start(32_002);
+    let (status, answer) = post(&order, Some(&key));
+    assert_eq!(status, 200, "{answer}");
+    wait_until("the ordered run to finish", Duration::from_secs(10), || {
+        metric("megha_worker_finished_total") >= 1.0
+    });
+    for _ in 0..2 {
+        let (status, answer) = post(&order, Some(&key));
+        assert_eq!(
+            status, 200,
+            "a replay is answered like a retried order: {answer}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        metric("megha_worker_started_total"),
+        1.0,
+        "the replayed start ran the task again"
+    );
+    assert!(metric("megha_worker_replayed_starts_total") >= 2.0);
+    // No key or token in the worker's log.
+    let log = std::fs::read_to_string(dir.join("logs").join("worker.log")).unwrap_or_default();
+    assert!(
+        !log.contains(&key) && !log.contains(&lm_token),
+        "the log shows a credential"
+    );
+    worker.kill();
+    let _ = std::fs::remove_dir_all(&dir);
+}
