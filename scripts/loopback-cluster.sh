@@ -5,7 +5,9 @@
 #   cargo build --release --bins
 #   scripts/loopback-cluster.sh          # then, in another shell:
 #   MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token \
+#   MEGHA_AMQP_PASSWORD_FILE=out/cluster-secrets/broker/megha-loadgen \
 #   target/release/loadgen replay --gm "$(cat out/cluster-logs/gm-urls)" \
+#       --amqp amqp://megha-loadgen@127.0.0.1:5672/megha \
 #       --trace data/traces/YH_small.tr --speedup 10 --out out/replay
 # Options (or environment):
 #   --port-base N (PORT_BASE)        GMs listen on N, N+1; LMs on N+10, N+11; workers
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --port-base) PORT_BASE=${2:?--port-base needs a number}; shift 2 ;;
     --cluster-name) CLUSTER=${2:?--cluster-name needs a name}; shift 2 ;;
     --shared-secret) SHARED_SECRET=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +49,33 @@ elif ! block_free "$PORT_BASE"; then
   echo "--port-base $PORT_BASE: a port of N..N+23 (N, N+1, N+10, N+11, N+20..N+23) is taken" >&2; exit 1
 fi
 BIN=${BIN:-target/release}
-AMQP=${AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
+# Broker: unless AMQP is given, a vhost of the cluster's own ($CLUSTER) and a broker
+# user per role and per LM, never guest (made with rabbitmqctl; passwords in
+# $SECRETS/broker/USER, mode 600, read through MEGHA_AMQP_PASSWORD_FILE): GMs as
+# <cluster>-gm, LM k as <cluster>-lm<k>, loadgen as <cluster>-loadgen; the GMs take LM
+# k's state only from its user (--lm-broker-user, docs/security.md). Needs rabbitmqctl
+# (run as root or the rabbitmq user).
+AMQP=${AMQP:-}
+LM_AMQP=() LM_PW=() GM_PW=
+if [ -z "$AMQP" ]; then
+  BROKER_DIR="${SECRETS:-out/cluster-secrets}/broker"
+  (umask 077; mkdir -p "$BROKER_DIR")
+  rabbitmqctl -q add_vhost "$CLUSTER" 2>/dev/null || true
+  broker_user() { # broker_user USER: makes USER (first run), allowed on the vhost
+    if [ ! -s "$BROKER_DIR/$1" ]; then
+      (umask 077; head -c 24 /dev/urandom | base64 | tr -d '\n=/+' >"$BROKER_DIR/$1")
+      rabbitmqctl -q delete_user "$1" >/dev/null 2>&1 || true
+      rabbitmqctl -q add_user "$1" "$(cat "$BROKER_DIR/$1")" >/dev/null
+    fi
+    rabbitmqctl -q set_permissions -p "$CLUSTER" "$1" '.*' '.*' '.*' >/dev/null
+  }
+  for u in gm lm0 lm1 loadgen; do broker_user "$CLUSTER-$u"; done
+  AMQP="amqp://$CLUSTER-gm@127.0.0.1:5672/$CLUSTER" GM_PW="$BROKER_DIR/$CLUSTER-gm"
+  for l in 0 1; do
+    LM_AMQP[l]="amqp://$CLUSTER-lm$l@127.0.0.1:5672/$CLUSTER" LM_PW[l]="$BROKER_DIR/$CLUSTER-lm$l"
+  done
+  export MEGHA_LM_BROKER_USER="$CLUSTER-lm{lm}"
+fi
 PARTITION_SIZE=${PARTITION_SIZE:-2}
 NODE_CPUS=${NODE_CPUS:-1}
 LOGS=${LOGS:-out/cluster-logs}
@@ -72,11 +100,11 @@ GM_URLS="http://127.0.0.1:$(gm_port 0),http://127.0.0.1:$(gm_port 1)"
 LM_URLS="http://127.0.0.1:$(lm_port 0),http://127.0.0.1:$(lm_port 1)"
 pids=()
 trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
-common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2 --amqp "$AMQP")
+common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2)
 for l in 0 1; do
   # --gm-url: task starts and ends go to the GM that launched each task (its status API).
-  MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm) \
-  "$BIN/local-master" --id $l "${common[@]}" --listen "127.0.0.1:$(lm_port $l)" \
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm) MEGHA_AMQP_PASSWORD_FILE=${LM_PW[l]:-} \
+  "$BIN/local-master" --id $l "${common[@]}" --amqp "${LM_AMQP[l]:-$AMQP}" --listen "127.0.0.1:$(lm_port $l)" \
     --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
 for l in 0 1; do for s in 0 1; do
@@ -85,11 +113,12 @@ for l in 0 1; do for s in 0 1; do
     --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do
-  MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" \
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" MEGHA_AMQP_PASSWORD_FILE=$GM_PW \
   "$BIN/global-master" --id $g --gms 2 --lm-urls "$LM_URLS" \
     --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" \
     --gm-url "$GM_URLS" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
 done
 echo "$GM_URLS" >"$LOGS/gm-urls"
 echo "cluster $CLUSTER: GMs $GM_URLS (also in $LOGS/gm-urls; logs in $LOGS); API token in $SECRETS/admin-token; Ctrl-C stops all"
+[ -z "$GM_PW" ] || echo "broker for loadgen: --amqp amqp://$CLUSTER-loadgen@127.0.0.1:5672/$CLUSTER with MEGHA_AMQP_PASSWORD_FILE=$BROKER_DIR/$CLUSTER-loadgen"
 wait

@@ -18,6 +18,12 @@
 //! Exchanges and queues are named after the cluster ([`crate::topology`]) and every
 //! message carries the cluster's name as its `app_id`; a subscriber refuses (counts,
 //! logs, never hands on) a message naming another cluster or none.
+//!
+//! Every message also carries the broker user the publisher authenticated as in its
+//! `user_id` property ([`broker_user`]). RabbitMQ refuses a publication whose
+//! `user_id` is not the connection's user, so a consumer can trust it as the
+//! sender's identity: [`subscribe_as`] hands it to the handler (the GM takes an LM's
+//! snapshot only from that LM's broker user, docs/security.md).
 
 use crate::cluster::Cluster;
 use crate::topology::Exchange;
@@ -61,7 +67,7 @@ impl LinkStatus {
 pub const PASSWORD_FILE_ENV: &str = "MEGHA_AMQP_PASSWORD_FILE";
 
 /// Checks the scheme of a broker URL and, when `MEGHA_AMQP_PASSWORD_FILE` names a
-/// file, puts its content (trimmed, percent-encoded) in the URL as the password.
+/// file (set and not empty), puts its content (trimmed, percent-encoded) in the URL as the password.
 pub fn resolve_url(url: String) -> anyhow::Result<String> {
     let Some((scheme, rest)) = url.split_once("://") else {
         anyhow::bail!(
@@ -75,9 +81,11 @@ pub fn resolve_url(url: String) -> anyhow::Result<String> {
             redact(&url)
         );
     }
-    let Ok(file) = std::env::var(PASSWORD_FILE_ENV) else {
+    // Unset or empty: the URL as given.
+    let file = std::env::var(PASSWORD_FILE_ENV).unwrap_or_default();
+    if file.is_empty() {
         return Ok(url);
-    };
+    }
     let password = std::fs::read_to_string(&file)
         .map_err(|e| anyhow::anyhow!("{PASSWORD_FILE_ENV} {file}: {e}"))?;
     let encoded: String = password
@@ -120,6 +128,46 @@ pub fn redact(url: &str) -> String {
         Some(p) => format!("{scheme}://{authority}/{p}"),
         None => format!("{scheme}://{authority}"),
     }
+}
+
+/// The broker user a connection to `url` authenticates as: the URL's user
+/// (percent-decoded), or `guest` when it names none (lapin's default). Publishers put
+/// it in every message's `user_id`, which the broker checks.
+pub fn broker_user(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    let Some((userinfo, _)) = authority.rsplit_once('@') else {
+        return "guest".to_owned();
+    };
+    let user = userinfo.split(':').next().unwrap_or_default();
+    if user.is_empty() {
+        return "guest".to_owned();
+    }
+    percent_decode(user)
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Why a broker link failed.
@@ -252,6 +300,21 @@ pub fn subscribe<F>(
 where
     F: Fn(&str, &[u8]) + Send + Sync + 'static,
 {
+    subscribe_as(url, cluster, sub, move |key, _, body| handler(key, body))
+}
+
+/// [`subscribe`], calling `handler(routing_key, user_id, body)`: `user_id` is the
+/// message's `user_id` property, the broker user its publisher authenticated as
+/// (the broker refuses any other), `None` when the publisher set none.
+pub fn subscribe_as<F>(
+    url: String,
+    cluster: Cluster,
+    sub: Subscription,
+    handler: F,
+) -> (Arc<LinkStatus>, SubscriptionHandle)
+where
+    F: Fn(&str, Option<&str>, &[u8]) + Send + Sync + 'static,
+{
     let status = Arc::new(LinkStatus::default());
     let st = status.clone();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
@@ -285,7 +348,7 @@ where
     )
 }
 
-async fn consume<F: Fn(&str, &[u8])>(
+async fn consume<F: Fn(&str, Option<&str>, &[u8])>(
     url: &str,
     cluster: &Cluster,
     sub: &Subscription,
@@ -369,9 +432,11 @@ async fn consume<F: Fn(&str, &[u8])>(
         let Some(delivery) = delivery else { break };
         let delivery = delivery?;
         match delivery.properties.app_id() {
-            Some(c) if c.as_str() == cluster.name.as_str() => {
-                handler(delivery.routing_key.as_str(), &delivery.data)
-            }
+            Some(c) if c.as_str() == cluster.name.as_str() => handler(
+                delivery.routing_key.as_str(),
+                delivery.properties.user_id().as_ref().map(|u| u.as_str()),
+                &delivery.data,
+            ),
             other => cluster.refused(&exchange, other.as_ref().map_or("(none)", |c| c.as_str())),
         }
         status.messages.fetch_add(1, Ordering::Relaxed);

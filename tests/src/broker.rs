@@ -15,11 +15,36 @@ pub struct TestBroker {
     /// The URL of the test's own virtual host.
     pub url: String,
     vhost: String,
+    /// Broker users made by [`TestBroker::user`], deleted when dropped.
+    users: std::sync::Mutex<Vec<String>>,
 }
 
 impl Drop for TestBroker {
     fn drop(&mut self) {
         let _ = rabbitmqctl(&["delete_vhost", &self.vhost]);
+        let users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+        for user in users.iter() {
+            let _ = rabbitmqctl(&["delete_user", user]);
+        }
+    }
+}
+
+impl TestBroker {
+    /// Makes broker user `name` (deleted with the test's virtual host), allowed
+    /// everything on that virtual host, and returns the URL logging in as it.
+    pub fn user(&self, name: &str) -> String {
+        let password = crate::procs::random_hex(12);
+        let made = rabbitmqctl(&["add_user", name, &password]).and_then(|()| {
+            rabbitmqctl(&["set_permissions", "-p", &self.vhost, name, ".*", ".*", ".*"])
+        });
+        if let Err(e) = made {
+            panic!("cannot make broker user {name}: {e}");
+        }
+        self.users
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.to_owned());
+        format!("amqp://{name}:{password}@127.0.0.1:5672/{}", self.vhost)
     }
 }
 
@@ -69,5 +94,9 @@ pub fn require_rabbitmq() -> TestBroker {
     if let Err(e) = probed {
         panic!("the test's virtual host {vhost} does not answer at {url}: {e}");
     }
-    TestBroker { url, vhost }
+    TestBroker {
+        url,
+        vhost,
+        users: Default::default(),
+    }
 }

@@ -43,6 +43,7 @@ pub async fn serve_gm_apis_with_queues(
                 fairness: fairness.clone(),
             },
             broker: None,
+            senders: None,
             lra_groups: Default::default(),
             route: Some(Arc::new(Route {
                 me: GmId(g as u16),

@@ -259,6 +259,14 @@ pub struct GmArgs {
     /// are answered 503 with Retry-After instead of buffering more. Default 67108864.
     #[arg(long, env = "MEGHA_GM_MAX_BROKER_BACKLOG_BYTES", value_name = "BYTES")]
     pub max_broker_backlog_bytes: Option<u64>,
+    /// The broker user of each LM: a pattern where `{lm}` stands for the LM's number
+    /// (e.g. `megha-lm{lm}`: LM 0 publishes as megha-lm0). A state snapshot for LM k is
+    /// taken only when its `user_id` (which the broker checks against the publisher's
+    /// login) is LM k's user; others are refused and counted
+    /// (megha_gm_snapshots_refused_total). Default: none, any broker user may publish
+    /// any LM's state (open mode, warned at start).
+    #[arg(long, env = "MEGHA_LM_BROKER_USER", value_name = "PATTERN")]
+    pub lm_broker_user: Option<String>,
 }
 
 /// Resolved settings.
@@ -311,6 +319,8 @@ pub struct GmSettings {
     pub max_total_body_bytes: usize,
     /// See `--max-broker-backlog-bytes`.
     pub max_broker_backlog_bytes: u64,
+    /// See `--lm-broker-user` (validated: contains `{lm}`).
+    pub lm_broker_user: Option<String>,
 }
 
 impl GmArgs {
@@ -362,7 +372,8 @@ impl GmArgs {
             idempotency_max_keys,
             max_body_bytes,
             max_total_body_bytes,
-            max_broker_backlog_bytes
+            max_broker_backlog_bytes,
+            lm_broker_user
         );
         let node_groups = match &self.lra_node_groups {
             None => Vec::new(),
@@ -437,6 +448,12 @@ impl GmArgs {
             max_body_bytes: self.max_body_bytes.unwrap_or(64 << 20),
             max_total_body_bytes: self.max_total_body_bytes.unwrap_or(256 << 20),
             max_broker_backlog_bytes: self.max_broker_backlog_bytes.unwrap_or(64 << 20),
+            lm_broker_user: match self.lm_broker_user.clone() {
+                Some(p) if !p.contains("{lm}") => bail!(
+                    "--lm-broker-user `{p}`: the pattern must contain {{lm}} (each LM its own broker user, e.g. megha-lm{{lm}})"
+                ),
+                p => p,
+            },
             id: self.id.unwrap_or(0),
             gms,
             lm_urls: self.lm_urls.unwrap_or_default(),

@@ -59,6 +59,8 @@ pub struct ApiState {
     pub max_job_tasks: usize,
     pub queues: QueueTable,
     pub broker: Option<Arc<LinkStatus>>,
+    /// Which broker user may publish which LM's state, and the refusals.
+    pub senders: Option<Arc<super::mq::SnapshotSenders>>,
     /// Operator-defined node groups LRA constraints may name.
     pub lra_groups: Arc<Vec<crate::lra::NodeGroupSpec>>,
     /// Forwarding to the designated GM; `None` handles everything here.

@@ -248,7 +248,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             .context("in --lra-operator-constraints")?;
         tracing::info!(constraints = n, "operator LRA constraints installed");
     }
-    let (broker, subscription) = mq::subscribe_state(s.amqp.clone(), cluster.clone(), gm.clone());
+    let senders = Arc::new(mq::SnapshotSenders::new(s.lm_broker_user.clone()));
+    let (broker, subscription) =
+        mq::subscribe_state(s.amqp.clone(), cluster.clone(), senders.clone(), gm.clone());
     // The designated GM learns the ends of its LRA containers from the task events.
     let ends = (s.designated_gm == s.id)
         .then(|| mq::subscribe_ends(s.amqp.clone(), cluster.clone(), gm.clone()));
@@ -264,6 +266,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             fairness: s.fairness.clone(),
         },
         broker: Some(broker),
+        senders: Some(senders),
         lra_groups,
         route: Some(Arc::new(route::Route {
             me: GmId(s.id),

@@ -59,6 +59,9 @@ pub(crate) async fn metrics(State(s): State<ApiState>) -> Response {
                     l.publisher.pending_bytes() as f64,
                 );
             }
+            if let Some(senders) = &s.senders {
+                senders.render(&mut page);
+            }
             if let Some(b) = &s.broker {
                 service_kit::metrics::single(
                     &mut page,

@@ -15,7 +15,7 @@
 //!   replaced before it is sent again). Each replaced message is counted
 //!   ([`super::LinkStatus::superseded`]); the first while disconnected is logged.
 
-use super::{connect, redact, LinkStatus};
+use super::{broker_user, connect, redact, LinkStatus};
 use crate::topology::Exchange;
 use common::ClusterName;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
@@ -239,6 +239,7 @@ impl Task {
         let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
         let mut session: Option<(Connection, Channel)> = None;
         let mut delay = Duration::from_millis(100);
+        let user = broker_user(url);
         loop {
             // Idle only when nothing waits: a newest state waiting (its wake-up
             // already taken, e.g. before a failed connection) keeps the task trying.
@@ -305,7 +306,7 @@ impl Task {
             // holds (unconfirmed after a failure): the broker gets only the newest.
             self.take_latest(&mut batch, &mut batch_bytes);
             coalesce(&mut batch);
-            match publish_all(ch, cluster, &batch).await {
+            match publish_all(ch, cluster, &user, &batch).await {
                 Ok(()) => {
                     status
                         .pending_bytes
@@ -393,15 +394,20 @@ pub(super) fn coalesce(batch: &mut Vec<Msg>) {
     *batch = out;
 }
 
+/// Publishes `batch` as broker user `user` (each message's `user_id`, which the
+/// broker checks against the connection's user).
 async fn publish_all(
     ch: &Channel,
     cluster: &ClusterName,
+    user: &str,
     batch: &[Msg],
 ) -> Result<(), lapin::Error> {
     let mut confirms = Vec::with_capacity(batch.len());
     let names = [Exchange::State, Exchange::Events].map(|e| (e, e.name(cluster)));
     for m in batch {
-        let props = BasicProperties::default().with_app_id(cluster.as_str().into());
+        let props = BasicProperties::default()
+            .with_app_id(cluster.as_str().into())
+            .with_user_id(user.into());
         let props = if m.persistent {
             props.with_delivery_mode(2)
         } else {

@@ -192,3 +192,12 @@ async fn while_the_broker_is_away_only_the_newest_state_waits_and_events_all_do(
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(publisher.pending_bytes(), 10_200, "nothing lost while away");
 }
+
+#[test]
+fn the_broker_user_is_the_urls_user_or_guest() {
+    use super::broker_user;
+    assert_eq!(broker_user("amqp://lm0:pw@127.0.0.1:5672/v"), "lm0");
+    assert_eq!(broker_user("amqps://megha%2Dlm1@h/%2f"), "megha-lm1");
+    assert_eq!(broker_user("amqp://127.0.0.1:5672/%2f"), "guest");
+    assert_eq!(broker_user("amqp://:pw@h/"), "guest");
+}
