@@ -32,10 +32,11 @@ fn jobs_at(gm: &str) -> usize {
         .len()
 }
 
-#[test]
-fn a_retried_submission_returns_the_first_job_across_a_gm_restart() {
+/// One GM with a journal (`--data-dir`), one LM, two workers, and their broker
+/// (kept while the test runs).
+fn journaled_cluster(name: &str) -> (LoopbackCluster, tests::broker::TestBroker) {
     let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-idempotency-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let extra = RoleArgs {
         gm: vec![
@@ -44,8 +45,14 @@ fn a_retried_submission_returns_the_first_job_across_a_gm_restart() {
         ],
         ..RoleArgs::default()
     };
-    let mut cluster =
+    let cluster =
         LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    (cluster, broker)
+}
+
+#[test]
+fn a_retried_submission_returns_the_first_job_across_a_gm_restart() {
+    let (mut cluster, _broker) = journaled_cluster("megha-idempotency");
     let gm = cluster.gms[0].url.clone();
     let job = r#"{"tasks":[{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":50},{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":50}]}"#;
 
@@ -98,5 +105,58 @@ fn a_retried_submission_returns_the_first_job_across_a_gm_restart() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    cluster.terminate_all_cleanly();
+}
+
+/// Issue 33: a client gives up on a submission the GM had not answered (the GM was
+/// stopped with SIGSTOP, the client closed its connection): the handler is dropped,
+/// but the key is settled with the job the submission created, so a retry with the
+/// same key gets that job (before: 409 "being handled" for good).
+#[test]
+fn a_key_whose_client_gave_up_is_settled_and_a_retry_gets_its_job() {
+    use std::io::Write;
+    let (mut cluster, _broker) = journaled_cluster("megha-idem-gaveup");
+    let gm = cluster.gms[0].url.clone();
+    let job = r#"{"tasks":[{"resources":{"cpu_millis":1000,"memory_mb":128},"duration_ms":50}]}"#;
+    let pid = cluster.gms[0].pid().to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, pid.as_str()])
+            .status()
+            .expect("kill")
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    {
+        let host = gm.trim_start_matches("http://");
+        let mut conn = std::net::TcpStream::connect(host).expect("connect");
+        let bearer = format!("Bearer {}", credentials().admin);
+        let request = format!(
+            "POST /v1/jobs HTTP/1.1\r\nHost: {host}\r\nAuthorization: {bearer}\r\nIdempotency-Key: gave-up\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{job}",
+            job.len()
+        );
+        conn.write_all(request.as_bytes()).expect("write");
+        std::thread::sleep(Duration::from_millis(300));
+        // The client gives up: the connection is closed unanswered.
+    }
+    signal("-CONT");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let answer = loop {
+        let (status, head, answer) = post(&gm, "gave-up", job);
+        if status == 202 {
+            break (head, answer);
+        }
+        assert_eq!(status, 409, "{answer}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the key stays in flight: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let again = post(&gm, "gave-up", job);
+    assert_eq!(again.0, 202, "{}", again.2);
+    assert_eq!(again.2, answer.1, "the same job each time");
+    assert!(jobs_at(&gm) <= 1, "no second job");
     cluster.terminate_all_cleanly();
 }

@@ -58,6 +58,13 @@ pub enum EndSeen {
     /// was its retry). The caller withdraws the resumed run if it still waits,
     /// and ends the task ([`Lifecycle::end_for_good`]).
     Earlier,
+    /// The finish of a run already replaced by a retry (a run reported lost that
+    /// finished after all, e.g. heard from a restarted LM): the work is done. When
+    /// the retry has not gone out (`waiting`: it waits for its backoff; or the
+    /// caller can withdraw it from its queues), the caller ends the task finished
+    /// ([`Lifecycle::end_for_good`]); else it is stale and the retry's own end
+    /// ends the task.
+    LateFinish { waiting: bool },
 }
 
 #[derive(Debug)]
@@ -159,6 +166,11 @@ impl Lifecycle {
         };
         if end.attempt != tracked.spec.attempt {
             if tracked.resumed_as.is_none_or(|r| end.attempt >= r) {
+                if end.failure.is_none() && end.attempt < tracked.spec.attempt {
+                    return EndSeen::LateFinish {
+                        waiting: tracked.waiting.is_some(),
+                    };
+                }
                 return EndSeen::Stale;
             }
             // A run of an earlier life of the GM: one that finished did the work

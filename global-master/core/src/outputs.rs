@@ -79,6 +79,9 @@ pub struct GmStats {
     /// Ends and starts of runs already replaced by a retry (late reports of lost
     /// runs), and repeated ends: ignored.
     pub stale_run_reports: u64,
+    /// Finishes of runs reported lost, heard while their retry had not gone out:
+    /// taken as the task's end (the retry withdrawn).
+    pub late_finishes_taken: u64,
     /// Runs a restarted GM resumed that left its queues unlaunched: a run of its
     /// previous life finished the task, or failed and spent its retry budget.
     pub resumed_runs_withdrawn: u64,

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The request header.
@@ -91,6 +92,8 @@ pub struct Idempotency {
     limits: Limits,
     inner: Mutex<Inner>,
     store: Option<(Database, ClusterName, String)>,
+    /// Reservations dropped unsettled (their handler went away without an answer).
+    dropped_unsettled: AtomicU64,
 }
 
 impl std::fmt::Debug for Idempotency {
@@ -124,6 +127,7 @@ impl Idempotency {
             limits,
             inner: Mutex::default(),
             store: None,
+            dropped_unsettled: AtomicU64::new(0),
         }
     }
 
@@ -162,6 +166,7 @@ impl Idempotency {
             limits,
             inner: Mutex::default(),
             store: Some((db, cluster.clone(), path)),
+            dropped_unsettled: AtomicU64::new(0),
         };
         {
             let mut inner = me.lock();
@@ -185,6 +190,11 @@ impl Idempotency {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Reservations dropped without being settled (each released, with a log line).
+    pub fn dropped_unsettled(&self) -> u64 {
+        self.dropped_unsettled.load(Ordering::Relaxed)
     }
 
     /// Looks `key` of `user` up (reserving it when unknown).
@@ -317,12 +327,41 @@ impl Inner {
     }
 }
 
-/// A submission's key, reserved until the submission is answered.
-#[derive(Debug)]
+/// A submission's key, reserved until the submission is answered: settled with
+/// [`Reservation::settle`]; dropped unsettled (its handler went away, e.g. a panic),
+/// the key is released with a log line and counted, so a retry can proceed instead
+/// of being refused as in flight for good.
 pub struct Reservation {
+    ids: Arc<Idempotency>,
     user: String,
     key: String,
     body_sha256: [u8; 32],
+    settled: bool,
+}
+
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reservation")
+            .field("user", &self.user)
+            .field("key", &self.key)
+            .field("settled", &self.settled)
+            .finish()
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        self.ids.dropped_unsettled.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            user = %self.user,
+            key = %self.key,
+            "an idempotency key's request went away unanswered; its key is released for a retry"
+        );
+        self.ids.release(&self.user, &self.key);
+    }
 }
 
 /// A submission's key as the GM's journal keeps it with the job.
@@ -384,7 +423,7 @@ impl Idempotency {
     /// `Ok(Some(_))` to handle it (then [`Idempotency::settle`]), `Err(answer)` to
     /// answer at once (a replay, or a refusal naming the header).
     pub fn before_submit(
-        &self,
+        self: &Arc<Self>,
         headers: &HeaderMap,
         user: &str,
         body: &[u8],
@@ -398,9 +437,11 @@ impl Idempotency {
         let sha = body_sha256(body);
         match self.lookup(user, key, sha, now) {
             Lookup::Proceed => Ok(Some(Reservation {
+                ids: Arc::clone(self),
                 user: user.to_owned(),
                 key: key.to_owned(),
                 body_sha256: sha,
+                settled: false,
             })),
             Lookup::Replay(r) => Err(Box::new(accepted(r.job, r.tasks, true))),
             Lookup::Mismatch => Err(Box::new(refuse(
@@ -413,22 +454,25 @@ impl Idempotency {
             ))),
         }
     }
+}
 
-    /// After the submission of `reservation`: remembers the job it created, or frees
-    /// the key when it was not accepted.
-    pub fn settle(&self, reservation: Reservation, created: Option<(JobId, u32, Micros)>) {
+impl Reservation {
+    /// After the submission: remembers the job it created, or frees the key when it
+    /// was not accepted.
+    pub fn settle(mut self, created: Option<(JobId, u32, Micros)>) {
+        self.settled = true;
         match created {
-            Some((job, tasks, accepted_at)) => self.remember(
-                &reservation.user,
-                &reservation.key,
+            Some((job, tasks, accepted_at)) => self.ids.remember(
+                &self.user,
+                &self.key,
                 Remembered {
-                    body_sha256: reservation.body_sha256,
+                    body_sha256: self.body_sha256,
                     job,
                     tasks,
                     accepted_at,
                 },
             ),
-            None => self.release(&reservation.user, &reservation.key),
+            None => self.ids.release(&self.user, &self.key),
         }
     }
 }

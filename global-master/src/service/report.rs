@@ -275,6 +275,13 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_late_finishes_taken_total",
+            "counter",
+            "Finishes of task runs reported lost, heard before their retry went out: taken as the task's end.",
+            s.late_finishes_taken as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_stale_launch_answers_total",
             "counter",
             "Launch answers for a task that awaits another batch's answer (its run was replaced by a retry): ignored.",

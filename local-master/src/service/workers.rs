@@ -463,13 +463,21 @@ impl Handler<Register> for LmActor {
         let was_ready = self.ready();
         let node = self.nodes_of(slot).first().copied().unwrap_or(NodeId(0));
         let now = clock::now();
-        let republished: Vec<TaskEvent> = msg
-            .finished
-            .iter()
-            .filter_map(|&(task, attempt)| {
-                self.core.finished_before_restart(now, node, task, attempt)
-            })
-            .collect();
+        let mut republished: Vec<TaskEvent> = Vec::new();
+        for &(task, attempt) in &msg.finished {
+            if let Some(event) = self.core.finished_before_restart(now, node, task, attempt) {
+                republished.push(event);
+                // Its GM hears it too: a run an earlier LM life reported lost that
+                // finished after all ends its task if the retry has not gone out.
+                let report = WorkerReport::Finished {
+                    node,
+                    task,
+                    attempt,
+                    at: now,
+                };
+                self.orphan_end_to_gm(&report);
+            }
+        }
         if !republished.is_empty() {
             tracing::info!(tasks = republished.len(), slot, "worker registered with tasks it finished that this LM life had not heard of; their ends published");
             (self.events)(republished);

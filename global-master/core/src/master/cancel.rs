@@ -119,7 +119,13 @@ impl GlobalMaster {
                     EndSeen::Earlier if self.withdraw(end.task) || end.failure.is_none() => {
                         self.lifecycle.end_for_good(end.task);
                     }
-                    EndSeen::Stale | EndSeen::Earlier => {
+                    // A run reported lost finished after all: its end is the
+                    // task's if its retry has not gone out.
+                    EndSeen::LateFinish { waiting } if waiting || self.withdraw(end.task) => {
+                        self.stats.late_finishes_taken += 1;
+                        self.lifecycle.end_for_good(end.task);
+                    }
+                    EndSeen::Stale | EndSeen::Earlier | EndSeen::LateFinish { .. } => {
                         self.stats.stale_run_reports += 1;
                         out.stale.push((end.task, end.attempt));
                         return false;

@@ -100,14 +100,25 @@ pub(crate) async fn submit(
         user,
         idempotency: reservation.as_ref().map(|r| r.key_of()),
     };
-    let sent = s.gm.send(submit).await;
-    if let Some(r) = reservation {
-        let created = match &sent {
-            Ok(Ok((job, ids))) => Some((*job, ids.len() as u32, now)),
-            _ => None,
-        };
-        s.idempotency.settle(r, created);
-    }
+    // The submission and its key's settling run on their own task: a client that
+    // gives up drops this handler, not the submission, so its key is settled with
+    // the job it created (a retry gets that job) instead of staying in flight.
+    let gm = s.gm.clone();
+    let handled = tokio::spawn(async move {
+        let sent = gm.send(submit).await;
+        if let Some(r) = reservation {
+            let created = match &sent {
+                Ok(Ok((job, ids))) => Some((*job, ids.len() as u32, now)),
+                _ => None,
+            };
+            r.settle(created);
+        }
+        sent
+    });
+    let sent = match handled.await {
+        Ok(sent) => sent,
+        Err(e) => return unavailable(&format!("the submission failed: {e}")),
+    };
     match sent {
         Ok(Ok((job, ids))) => {
             s.auth.record_owner(job.0, &caller);

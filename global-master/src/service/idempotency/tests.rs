@@ -174,3 +174,31 @@ fn keys_missing_from_the_store_are_restored_from_the_journal() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 33: a reservation dropped unsettled (its handler went away) releases its
+/// key with a count, so a retry proceeds instead of a 409 "being handled" for good;
+/// a settled one is remembered and replayed.
+#[test]
+fn a_reservation_dropped_unsettled_releases_its_key() {
+    let ids = std::sync::Arc::new(Idempotency::in_memory(Limits::default()));
+    let mut headers = HeaderMap::new();
+    headers.insert(HEADER, HeaderValue::from_static("k1"));
+    let body = b"{\"tasks\":[]}";
+    let r = ids
+        .before_submit(&headers, "ann", body, Micros(S))
+        .expect("proceed")
+        .expect("a reservation");
+    assert!(ids.before_submit(&headers, "ann", body, Micros(S)).is_err());
+    drop(r);
+    assert_eq!(ids.dropped_unsettled(), 1);
+    let r = ids
+        .before_submit(&headers, "ann", body, Micros(S))
+        .expect("the key was released")
+        .expect("a reservation");
+    r.settle(Some((JobId(9), 1, Micros(S))));
+    assert_eq!(ids.dropped_unsettled(), 1, "a settled one is not counted");
+    let replay = ids
+        .before_submit(&headers, "ann", body, Micros(S))
+        .unwrap_err();
+    assert_eq!(replay.status(), StatusCode::ACCEPTED);
+}

@@ -114,16 +114,24 @@ impl World<'_> {
         let now = self.clock(Role::Lm(l));
         let node = self.placement[i].1;
         if let Some(lm) = self.lms[l as usize].as_mut() {
-            let republished: Vec<_> = finished
-                .into_iter()
-                .filter_map(|(task, attempt)| lm.finished_before_restart(now, node, task, attempt))
-                .collect();
+            let mut finished_runs = Vec::new();
+            let mut republished = Vec::new();
+            for (task, attempt) in finished {
+                if let Some(event) = lm.finished_before_restart(now, node, task, attempt) {
+                    finished_runs.push((task, attempt));
+                    republished.push(event);
+                }
+            }
             for event in republished {
                 // The LM life that saw it end may have published it already.
                 self.checker.may_repeat_end(event.task);
                 let broken = self.checker.event(&event);
                 self.broke(broken);
             }
+            // Each is sent to the GM its job id names too (as the LM service does):
+            // a run an earlier LM life reported lost that finished ends its task
+            // if the GM's retry has not gone out.
+            self.finishes_to_gms(l, node, &finished_runs);
         }
         self.registered[i] = true;
         self.last_seen[i] = self.now;
@@ -245,6 +253,38 @@ impl World<'_> {
             self.registered[w as usize] = !restarted;
             self.slot_down[w as usize] = false;
             self.last_seen[w as usize] = self.now.max(Micros::ZERO);
+        }
+    }
+}
+
+impl World<'_> {
+    /// Runs a worker listed finished when it registered with LM `l` (a life that
+    /// had not heard of them): each is sent to the GM its job id names, as the LM
+    /// service does. A run an earlier LM life reported lost that finished after all
+    /// ends its task there if the retry has not gone out.
+    fn finishes_to_gms(&mut self, l: u16, node: common::NodeId, runs: &[(TaskId, u32)]) {
+        let at = self.clock(Role::Lm(l));
+        for &(task, attempt) in runs {
+            let g = task.job.0 >> common::JobId::SUBMISSION_BITS;
+            if g >= self.gms.len() as u64 {
+                continue;
+            }
+            let ended = common::messages::TasksEnded {
+                lm: common::LmId(l),
+                gm: common::GmId(g as u16),
+                ends: vec![common::messages::TaskEnd {
+                    task,
+                    attempt,
+                    node,
+                    at,
+                    failure: None,
+                }],
+            };
+            self.note(|| format!("  lm{l} sends gm{g} the finish of {task}#{attempt}"));
+            self.gm_step(
+                g as u16,
+                global_master::core::GmInput::Lm(common::protocol::LmToGm::Ended(ended)),
+            );
         }
     }
 }
