@@ -53,6 +53,24 @@ pub fn call(method: &str, url: &str, body: &[u8], bincode: bool, cred: Cred) -> 
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// A JSON call without a body, presenting `cred`.
+pub fn call_as(method: &str, url: &str, cred: Cred) -> (u16, String) {
+    call(method, url, b"", false, cred)
+}
+
+/// Submits `job` (JSON) to the GM at `gm` as `cred`: its job id (the answer must be 202).
+pub fn submit_as(gm: &str, job: &str, cred: Cred) -> u64 {
+    let (status, answer) = call(
+        "POST",
+        &format!("{gm}/v1/jobs"),
+        job.as_bytes(),
+        false,
+        cred,
+    );
+    assert_eq!(status, 202, "{answer}");
+    json(&answer)["job"].as_u64().expect("job id")
+}
+
 pub fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }

@@ -5,7 +5,7 @@
 //! task index: each answers exactly like a job that does not exist (404, the same
 //! body), and alice's job is left as it was.
 
-use crate::calls::{call, json, Cred};
+use crate::calls::{call_as, json, submit_as, Cred};
 use crate::users::Work;
 use std::time::Duration;
 use tests::procs::{credentials, wait_until, LoopbackCluster};
@@ -30,13 +30,7 @@ fn forms(id: u64) -> Vec<String> {
 pub fn every_route_naming_a_job_hides_other_users_jobs(cluster: &LoopbackCluster, work: &Work) {
     let c = credentials();
     let gm0 = &cluster.gms[0].url;
-    let (status, doc) = call(
-        "GET",
-        &format!("{gm0}/openapi.json"),
-        b"",
-        false,
-        Cred::Nothing,
-    );
+    let (status, doc) = call_as("GET", &format!("{gm0}/openapi.json"), Cred::Nothing);
     assert_eq!(status, 200, "{doc}");
     let doc = json(&doc);
     let mut walked = 0;
@@ -69,20 +63,10 @@ pub fn every_route_naming_a_job_hides_other_users_jobs(cluster: &LoopbackCluster
                 "{method} {path}: a path parameter this test does not know; add it here"
             );
             for (theirs, nobodys) in cases {
-                let (status, body) = call(
-                    &method,
-                    &format!("{gm0}{theirs}"),
-                    b"",
-                    false,
-                    Cred::User(&c.bob),
-                );
-                let (missing_status, missing_body) = call(
-                    &method,
-                    &format!("{gm0}{nobodys}"),
-                    b"",
-                    false,
-                    Cred::User(&c.bob),
-                );
+                let (status, body) =
+                    call_as(&method, &format!("{gm0}{theirs}"), Cred::User(&c.bob));
+                let (missing_status, missing_body) =
+                    call_as(&method, &format!("{gm0}{nobodys}"), Cred::User(&c.bob));
                 assert_eq!(
                     status, 404,
                     "bob's {method} {theirs} on alice's work answered {status}: {body}"
@@ -102,11 +86,9 @@ pub fn every_route_naming_a_job_hides_other_users_jobs(cluster: &LoopbackCluster
         "walked only {walked} calls: the document lost routes naming a job?"
     );
     // Alice's job is as it was: not cancelled by any of bob's DELETEs, still hers.
-    let (status, body) = call(
+    let (status, body) = call_as(
         "GET",
         &format!("{gm0}/v1/jobs/{}", work.job),
-        b"",
-        false,
         Cred::User(&c.alice),
     );
     assert_eq!(status, 200, "{body}");
@@ -119,26 +101,9 @@ pub fn the_cluster_view_shows_a_user_only_their_tasks(cluster: &LoopbackCluster)
     let c = credentials();
     let gm0 = &cluster.gms[0].url;
     let long = r#"{"tasks":[{"queue":"a","resources":{"cpu_millis":100,"memory_mb":1},"duration_ms":60000}]}"#;
-    let (status, answer) = call(
-        "POST",
-        &format!("{gm0}/v1/jobs"),
-        long.as_bytes(),
-        false,
-        Cred::User(&c.alice),
-    );
-    assert_eq!(status, 202, "{answer}");
-    let job = json(&answer)["job"].as_u64().expect("job id");
+    let job = submit_as(gm0, long, Cred::User(&c.alice));
     let task = format!("\"{job}.0\"");
-    let view = |who: &str| {
-        call(
-            "GET",
-            &format!("{gm0}/v1/cluster"),
-            b"",
-            false,
-            Cred::User(who),
-        )
-        .1
-    };
+    let view = |who: &str| call_as("GET", &format!("{gm0}/v1/cluster"), Cred::User(who)).1;
     wait_until(
         "alice's long task on a node",
         Duration::from_secs(30),
@@ -151,11 +116,9 @@ pub fn the_cluster_view_shows_a_user_only_their_tasks(cluster: &LoopbackCluster)
         bobs.contains("\"nodes\""),
         "bob still sees the nodes: {bobs}"
     );
-    let (status, answer) = call(
+    let (status, answer) = call_as(
         "DELETE",
         &format!("{gm0}/v1/jobs/{job}"),
-        b"",
-        false,
         Cred::User(&c.alice),
     );
     assert_eq!(status, 202, "{answer}");
