@@ -97,7 +97,7 @@ fn fake_lm(seen: Arc<Mutex<Seen>>) -> String {
 }
 
 #[test]
-fn a_worker_takes_orders_only_from_its_lm_and_starts_a_run_once() {
+fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
     let dir = std::env::temp_dir().join(format!("megha-worker-orders-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let [_, lm_token, _] = role_files(&dir.join("creds"), "orders");

@@ -7,11 +7,10 @@
 //! credential (`service_kit::auth`): with per-role credentials, an LM's ([`callers`]).
 //!
 //! A start order for a run (task, attempt) this worker was already ordered to start
-//! in this life is skipped, counted (`megha_worker_replayed_starts_total`) and
-//! logged ([`StartedRuns`], issue 32): a captured order replayed after its task
-//! finished runs nothing again. The rest of its batch is taken, and the answer is
-//! the one of a retried order (the LM's own retry of a batch whose answer it lost
-//! must not stall its stream).
+//! in this life is counted (`megha_worker_replayed_starts_total`) and logged
+//! ([`StartedRuns`]), and run: a preempted task is requeued with the same attempt,
+//! so (task, attempt) does not name one run and refusing a repeat stalled preempted
+//! tasks. Refusing replays needs a run identity of its own in start orders (issue 32).
 
 use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
@@ -88,11 +87,11 @@ type RunSet = (HashSet<Run>, VecDeque<Run>);
 pub const RUNS_KEPT: usize = 100_000;
 
 /// The runs (task, attempt) this worker was ordered to start in this life, the
-/// newest [`RUNS_KEPT`]: a run is started once, whatever the bytes of its order.
+/// newest [`RUNS_KEPT`]: repeats are counted and logged (see the module's doc).
 #[derive(Debug, Default)]
 pub struct StartedRuns {
     runs: Mutex<RunSet>,
-    /// Start orders skipped as replays.
+    /// Start orders for a run already ordered here.
     pub replayed: AtomicU64,
 }
 
@@ -113,27 +112,18 @@ impl StartedRuns {
         true
     }
 
-    /// `orders`, with the starts of runs already ordered here counted and logged.
-    pub fn filter(&self, orders: Vec<LmToWorker>) -> Vec<LmToWorker> {
-        orders
-            .into_iter()
-            .filter(|order| {
-                let LmToWorker::Start(s) = order else {
-                    return true;
-                };
-                let run = (s.task.id, s.task.attempt);
-                // Withdrawn (session 17): a preempted task is requeued with the same
-                // attempt, so (task, attempt) does not name one run and refusing it
-                // left preempted tasks queued for good (services_loopback_fairness).
-                // Repeats are counted and logged, not refused, until orders carry a
-                // run identity of their own.
-                if !self.first(run) {
-                    self.replayed.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(task = %run.0, job = run.0.job.0, attempt = run.1, node = %s.node, "start order for a run already ordered here (a preempted task's restart, a retried or a replayed order): run, not refused");
-                }
-                true
-            })
-            .collect()
+    /// Counts and logs the starts in `orders` of runs already ordered here.
+    pub fn note_repeats(&self, orders: &[LmToWorker]) {
+        for order in orders {
+            let LmToWorker::Start(s) = order else {
+                continue;
+            };
+            let run = (s.task.id, s.task.attempt);
+            if !self.first(run) {
+                self.replayed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(task = %run.0, job = run.0.job.0, attempt = run.1, node = %s.node, "start order for a run already ordered here (a preempted task's restart, a retried or a replayed order): run, not refused");
+            }
+        }
     }
 }
 
@@ -170,7 +160,7 @@ async fn from_lm(
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    let orders = runs.filter(orders);
+    runs.note_repeats(&orders);
     if orders.is_empty() {
         return done(&cluster, Ok(()));
     }
