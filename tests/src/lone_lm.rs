@@ -57,6 +57,7 @@ impl LoneLm {
     /// Its worker, reaching it at `lm_url`, with `extra` flags.
     pub fn spawn_worker(dir: &Path, lm_url: &str, extra: &[&str]) -> Proc {
         let mut args = strings(&["--lm-url", lm_url, "--slot", "0", "--listen", "127.0.0.1:0"]);
+        args.extend(crate::procs::task_identity_args());
         args.extend(strings(extra));
         Proc::spawn("worker", &args, dir, "worker")
     }

@@ -197,10 +197,11 @@ fn megha_subcommands_against_an_embedded_cluster() {
     let cfg = EmbeddedConfig {
         workers_per_lm: 2,
         exec: Some(ExecSettings {
-            data_dir: data_dir.clone(),
             grace: Duration::from_millis(200),
             keep_logs: 100,
             cgroups: false,
+            identity: tests::procs::task_identity(),
+            ..ExecSettings::as_self(data_dir.clone())
         }),
         ..embedded_config(ClusterSpec::generate(1, 1, 2, Resources::cores(1, 4096), 1))
     };

@@ -82,6 +82,7 @@ fn a_killed_worker_is_declared_lost_and_a_new_one_takes_its_slot() {
         "--lm-check-ms",
         "200",
     ]);
+    let args = [args, tests::procs::task_identity_args()].concat();
     cluster.workers[0] = Proc::spawn("worker", &args, &logs, "worker0.0-again");
     wait_until("the slot's nodes back up", Duration::from_secs(30), || {
         m(&cluster, "megha_lm_nodes_down") == 0.0

@@ -36,10 +36,11 @@ impl Drop for Scratch {
 fn executors(cgroups: bool, grace: Duration) -> (Executors, Scratch) {
     let dir = data_dir();
     let ex = Executors::new(ExecSettings {
-        data_dir: dir.clone(),
         grace,
         keep_logs: 100,
         cgroups,
+        helper: Some(env!("CARGO_BIN_EXE_megha-task-exec").into()),
+        ..ExecSettings::as_self(dir.clone())
     })
     .expect("data dir");
     (ex, Scratch(dir))

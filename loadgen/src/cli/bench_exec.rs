@@ -51,6 +51,9 @@ pub struct BenchExecArgs {
     pub timeout_s: u64,
 }
 
+/// Task uids of the bench's worker (when run as root).
+const BENCH_UIDS: (u32, u32) = (3_400_000, 3_400_999);
+
 pub fn run(args: BenchExecArgs) -> Result<()> {
     let system = System::new();
     system.block_on(async {
@@ -87,11 +90,18 @@ async fn at_worker(n: u32, cgroups: bool) -> Result<()> {
         }
         async { Ok(()) }
     });
+    // As a deployment would run it: a uid per task when this runs as root.
+    let root = worker::exec::identity::is_root();
     let exec = Executors::new(ExecSettings {
-        data_dir: data_dir.clone(),
         grace: Duration::from_millis(200),
         keep_logs: 16,
         cgroups,
+        identity: worker::exec::identity::IdentityConfig {
+            task_uids: root.then_some(BENCH_UIDS),
+            task_user: None,
+            allow_run_as_self: !root,
+        },
+        ..ExecSettings::as_self(data_dir.clone())
     })
     .with_context(|| format!("cannot make {}", data_dir.display()))?;
     println!("worker: exec limits: {}", exec.limits().describe());

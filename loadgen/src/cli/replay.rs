@@ -313,6 +313,14 @@ pub struct EmbeddedArgs {
     /// it only synthetic tasks run (a trace's tasks are synthetic).
     #[arg(long, value_name = "DIR")]
     pub exec_dir: Option<std::path::PathBuf>,
+    /// With --exec-dir: exec tasks run each as a uid of its own from this range
+    /// (as the worker's --task-uids; needs root).
+    #[arg(long, value_name = "FIRST-LAST", value_parser = worker::exec::identity::IdentityConfig::parse_range)]
+    pub task_uids: Option<(u32, u32)>,
+    /// With --exec-dir: run exec tasks as this process's own user (as the worker's
+    /// --allow-run-as-self). Without it or --task-uids, exec tasks are refused.
+    #[arg(long)]
+    pub allow_run_as_self: bool,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Container types and QUEUEABLE knobs, as for `loadgen simulate` (one
@@ -366,10 +374,12 @@ impl EmbeddedArgs {
                 .exec_dir
                 .as_ref()
                 .map(|dir| worker::exec::ExecSettings {
-                    data_dir: dir.clone(),
-                    grace: Duration::from_secs(5),
-                    keep_logs: 1000,
-                    cgroups: true,
+                    identity: worker::exec::identity::IdentityConfig {
+                        task_uids: self.task_uids,
+                        task_user: None,
+                        allow_run_as_self: self.allow_run_as_self,
+                    },
+                    ..worker::exec::ExecSettings::as_self(dir.clone())
                 }),
         })
     }

@@ -1,32 +1,39 @@
-//! CPU and memory limits of exec tasks: one cgroup per task (v1 or v2, through
-//! `cgroups-rs`) under `megha-worker-<pid>` when the host lets the worker create
-//! them (v1: nested in the worker's own cgroup of each controller; v2: at the root
-//! of the unified hierarchy it sees, a container's own with a cgroup namespace);
-//! otherwise an address-space rlimit (`RLIMIT_AS`) and no CPU limit.
+//! Limits of exec tasks: a cgroup per run, in the memory, cpu and pids controllers
+//! only (cgroup v1: one directory per hierarchy, nested in the worker's own cgroup of
+//! each; v2: nested in the worker's own cgroup of the unified hierarchy), written
+//! directly in cgroupfs. Without a usable memory controller: `RLIMIT_AS` and no CPU
+//! or pids limit (said at start, on `/healthz` and in `/metrics`).
 //!
-//! A task's process joins its cgroup (or gets its rlimit) right after it is spawned:
-//! what it does in that instant is not charged (std offers no safe way to act
-//! between fork and exec, and the workspace forbids unsafe code).
+//! The worker only chooses the directories and the values; the task's helper
+//! (`megha-task-exec`, [`super::helper`]) creates them and joins them *before* it
+//! spawns the command, so the command is limited from its first instruction. The
+//! worker removes a run's cgroups when its helper has exited (nothing of the run is
+//! left then), and at start removes those of its previous lives (killing whatever
+//! is still in them).
 
-use cgroups_rs::cpu::CpuController;
-use cgroups_rs::memory::MemController;
-use cgroups_rs::{Cgroup, CgroupPid, Controller};
-use common::TaskSpec;
-use rustix::process::{prlimit, Pid, Resource, Rlimit};
-use std::collections::HashMap;
+use super::helper::CgroupSpec;
+use std::path::{Path, PathBuf};
 
 /// CFS period of task cgroups (µs); the quota is the task's share of it.
 const CPU_PERIOD_US: u64 = 100_000;
+
+/// The controllers task cgroups use (no other hierarchy gets a directory).
+const CONTROLLERS: [&str; 3] = ["memory", "cpu", "pids"];
+
+/// Prefix of a worker life's cgroup: `megha-worker-<pid>.<n>` (n: the how-many-th
+/// executors of the process, as embedded runs hold several workers).
+const LIFE_PREFIX: &str = "megha-worker-";
+
+static LIVES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// How limits are enforced on this host.
 #[derive(Debug)]
 pub enum Limits {
     Cgroup {
         v2: bool,
-        /// The worker's cgroup for its tasks, relative to its own cgroup.
-        parent: String,
-        /// The worker's own cgroup per v1 controller (`/proc/self/cgroup`).
-        relative: HashMap<String, String>,
+        /// This life's cgroup in each hierarchy: (controller, directory).
+        /// v2: one entry, "unified".
+        lives: Vec<(&'static str, PathBuf)>,
     },
     Rlimit {
         /// Why cgroups are not used.
@@ -34,65 +41,121 @@ pub enum Limits {
     },
 }
 
-/// The limits of one running task, released when it ends.
-#[derive(Debug)]
-pub enum TaskLimits {
-    Cgroup(Cgroup),
-    Rlimit,
+/// Per run: what the helper gets, and what the worker checks and removes after.
+#[derive(Debug, Default)]
+pub struct RunLimits {
+    pub cgroups: Vec<CgroupSpec>,
+    pub address_space: Option<u64>,
+    /// `memory.oom_control` (v1) or `memory.events` (v2) of the run.
+    oom_file: Option<PathBuf>,
 }
 
 impl Limits {
-    /// Cgroups when the worker can create them (it tries a cgroup for itself with a
-    /// memory controller), else rlimits. `cgroups: false` forces rlimits.
+    /// Cgroups when the worker can create them, else rlimits. `cgroups: false`
+    /// forces rlimits.
     pub fn detect(cgroups: bool) -> Limits {
         if !cgroups {
             return Limits::Rlimit {
                 why: "cgroups turned off (--cgroups false)".into(),
             };
         }
-        match Self::try_cgroups() {
+        let found = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))
+            .and_then(|own| {
+                let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+                    .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+                Self::try_cgroups(&own, &mounts)
+            });
+        match found {
             Ok(limits) => limits,
             Err(why) => Limits::Rlimit { why },
         }
     }
 
-    fn try_cgroups() -> Result<Limits, String> {
-        let v2 = cgroups_rs::hierarchies::is_cgroup2_unified_mode();
-        let relative = if v2 {
-            HashMap::new()
-        } else {
-            cgroups_rs::cgroup::get_cgroups_relative_paths()
-                .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?
-        };
-        let parent = format!("megha-worker-{}", std::process::id());
-        let probe = load(v2, &relative, &parent);
-        probe
-            .create()
-            .map_err(|e| format!("cannot create cgroup {parent}: {e}"))?;
-        let usable = probe
-            .controller_of::<MemController>()
-            .filter(|m| m.path().exists())
-            .is_some();
-        if !usable {
-            let _ = probe.delete();
-            return Err(format!("no writable memory controller for cgroup {parent}"));
+    fn try_cgroups(own: &str, mounts: &str) -> Result<Limits, String> {
+        let n = LIVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let life = format!("{LIFE_PREFIX}{}.{n}", std::process::id());
+        let v1: Vec<(&'static str, PathBuf)> = CONTROLLERS
+            .iter()
+            .filter_map(|c| Some((*c, v1_own_dir(own, mounts, c)?)))
+            .collect();
+        if v1.iter().any(|(c, _)| *c == "memory") {
+            let mut lives = Vec::new();
+            for (controller, dir) in v1 {
+                let life_dir = dir.join(&life);
+                make_dir(&life_dir)?;
+                lives.push((controller, life_dir));
+            }
+            return Ok(Limits::Cgroup { v2: false, lives });
         }
+        let Some(own_dir) = v2_own_dir(own, mounts) else {
+            return Err("no cgroup v1 memory hierarchy and no cgroup v2 mount".into());
+        };
+        let available = std::fs::read_to_string(own_dir.join("cgroup.controllers"))
+            .map_err(|e| format!("cannot read {}/cgroup.controllers: {e}", own_dir.display()))?;
+        let missing: Vec<&str> = CONTROLLERS
+            .iter()
+            .copied()
+            .filter(|c| !available.split_whitespace().any(|a| a == *c))
+            .collect();
+        if missing.contains(&"memory") {
+            return Err(format!(
+                "the memory controller is not delegated to {} (cgroup v2)",
+                own_dir.display()
+            ));
+        }
+        let wanted: String = CONTROLLERS
+            .iter()
+            .filter(|c| !missing.contains(c))
+            .map(|c| format!("+{c} "))
+            .collect();
+        // v2 lets a cgroup hand controllers to children only when it holds no
+        // process itself: the worker moves into a leaf of its own first.
+        let enable = |dir: &Path| std::fs::write(dir.join("cgroup.subtree_control"), wanted.trim());
+        if enable(&own_dir).is_err() {
+            let leaf = own_dir.join("megha-worker-self");
+            make_dir(&leaf)?;
+            let procs = std::fs::read_to_string(own_dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines() {
+                let _ = std::fs::write(leaf.join("cgroup.procs"), pid);
+            }
+            enable(&own_dir).map_err(|e| {
+                format!(
+                    "cannot enable {} in {}/cgroup.subtree_control: {e}",
+                    wanted.trim(),
+                    own_dir.display()
+                )
+            })?;
+        }
+        let life_dir = own_dir.join(&life);
+        make_dir(&life_dir)?;
+        enable(&life_dir).map_err(|e| {
+            format!(
+                "cannot enable {} in {}/cgroup.subtree_control: {e}",
+                wanted.trim(),
+                life_dir.display()
+            )
+        })?;
         Ok(Limits::Cgroup {
-            v2,
-            parent,
-            relative,
+            v2: true,
+            lives: vec![("unified", life_dir)],
         })
     }
 
-    /// One line for the startup log.
+    /// One line for the startup log and `/healthz`.
     pub fn describe(&self) -> String {
         match self {
-            Limits::Cgroup { v2, parent, .. } => format!(
-                "cgroup {} (task cgroups under {parent})",
-                if *v2 { "v2" } else { "v1" }
+            Limits::Cgroup { v2, lives } => format!(
+                "cgroup {}: memory, cpu and pids limits, every run in its cgroup from its first instruction (under {})",
+                if *v2 { "v2" } else { "v1" },
+                lives
+                    .iter()
+                    .map(|(_, d)| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Limits::Rlimit { why } => {
-                format!("rlimits: memory as RLIMIT_AS, CPU not limited ({why})")
+                format!("rlimits: memory as RLIMIT_AS, CPU and process count not limited ({why})")
             }
         }
     }
@@ -105,85 +168,126 @@ impl Limits {
         }
     }
 
-    /// Puts the process `pid` of `task` under the task's limits.
-    pub fn apply(&self, task: &TaskSpec, pid: u32) -> Result<TaskLimits, String> {
-        let memory = task.resources.memory_mb.saturating_mul(1 << 20);
+    /// The limits of run number `run`: `memory_mb`, `cpu_millis` (thousandths of a
+    /// core) and at most `pids_max` processes.
+    pub fn for_run(&self, run: u64, memory_mb: u64, cpu_millis: u64, pids_max: u64) -> RunLimits {
+        let memory = memory_mb.saturating_mul(1 << 20);
+        let quota = cpu_millis.max(1) * CPU_PERIOD_US / 1000;
+        let name = format!("run-{run}");
         match self {
-            Limits::Cgroup {
-                v2,
-                parent,
-                relative,
-            } => {
-                let path = format!("{parent}/{}.{}", task.id.job.0, task.id.index);
-                let cg = load(*v2, relative, &path);
-                cg.create()
-                    .map_err(|e| format!("cannot create cgroup {path}: {e}"))?;
-                let set = || -> Result<(), String> {
-                    let mem = cg
-                        .controller_of::<MemController>()
-                        .ok_or("no memory controller")?;
-                    mem.set_limit(i64::try_from(memory).unwrap_or(i64::MAX))
-                        .map_err(|e| format!("memory limit: {e}"))?;
-                    if let Some(cpu) = cg.controller_of::<CpuController>() {
-                        let quota = task.resources.cpu_millis.max(1) * CPU_PERIOD_US / 1000;
-                        cpu.set_cfs_quota_and_period(
-                            Some(i64::try_from(quota).unwrap_or(i64::MAX)),
-                            Some(CPU_PERIOD_US),
-                        )
-                        .map_err(|e| format!("cpu quota: {e}"))?;
-                    }
-                    cg.add_task_by_tgid(CgroupPid::from(u64::from(pid)))
-                        .map_err(|e| format!("cannot move the process into {path}: {e}"))
-                };
-                match set() {
-                    Ok(()) => Ok(TaskLimits::Cgroup(cg)),
-                    Err(e) => {
-                        let _ = cg.delete();
-                        Err(e)
-                    }
+            Limits::Cgroup { v2: false, lives } => {
+                let mut oom_file = None;
+                let cgroups = lives
+                    .iter()
+                    .map(|(controller, life)| {
+                        let dir = life.join(&name);
+                        let settings = match *controller {
+                            "memory" => {
+                                oom_file = Some(dir.join("memory.oom_control"));
+                                vec![("memory.limit_in_bytes".into(), memory.to_string())]
+                            }
+                            "cpu" => vec![
+                                ("cpu.cfs_period_us".into(), CPU_PERIOD_US.to_string()),
+                                ("cpu.cfs_quota_us".into(), quota.to_string()),
+                            ],
+                            _ => vec![("pids.max".into(), pids_max.to_string())],
+                        };
+                        CgroupSpec { dir, settings }
+                    })
+                    .collect();
+                RunLimits {
+                    cgroups,
+                    address_space: None,
+                    oom_file,
                 }
             }
-            Limits::Rlimit { .. } => {
-                let pid = i32::try_from(pid)
-                    .ok()
-                    .and_then(Pid::from_raw)
-                    .ok_or("bad pid")?;
-                let limit = Rlimit {
-                    current: Some(memory),
-                    maximum: Some(memory),
-                };
-                prlimit(Some(pid), Resource::As, limit)
-                    .map(|_| TaskLimits::Rlimit)
-                    .map_err(|e| format!("cannot set RLIMIT_AS: {e}"))
+            Limits::Cgroup { v2: true, lives } => {
+                let dir = lives[0].1.join(&name);
+                let controllers =
+                    std::fs::read_to_string(lives[0].1.join("cgroup.subtree_control"))
+                        .unwrap_or_default();
+                let has = |c: &str| controllers.split_whitespace().any(|a| a == c);
+                let mut settings = vec![("memory.max".into(), memory.to_string())];
+                if has("cpu") {
+                    settings.push(("cpu.max".into(), format!("{quota} {CPU_PERIOD_US}")));
+                }
+                if has("pids") {
+                    settings.push(("pids.max".into(), pids_max.to_string()));
+                }
+                RunLimits {
+                    oom_file: Some(dir.join("memory.events")),
+                    cgroups: vec![CgroupSpec { dir, settings }],
+                    address_space: None,
+                }
             }
+            Limits::Rlimit { .. } => RunLimits {
+                cgroups: Vec::new(),
+                address_space: Some(memory),
+                oom_file: None,
+            },
         }
     }
 
-    /// Removes the worker's own task cgroup (at shutdown).
+    /// Kills whatever is left in the cgroups of earlier lives of workers on this
+    /// host that are gone (a worker killed with its helpers), and removes them.
+    /// Returns the processes killed.
+    pub fn reap_previous_lives(&self) -> usize {
+        let Limits::Cgroup { lives, .. } = self else {
+            return 0;
+        };
+        let mut killed = 0;
+        for (_, life) in lives {
+            let Some(parent) = life.parent() else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(parent) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name();
+                let Some(pid) = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(LIFE_PREFIX))
+                    .and_then(|p| p.split('.').next()?.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+                    continue;
+                }
+                let dir = entry.path();
+                for run in std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                {
+                    if run.path().is_dir() {
+                        killed += kill_cgroup(&run.path());
+                        remove_cgroup(&run.path());
+                    }
+                }
+                remove_cgroup(&dir);
+            }
+        }
+        killed
+    }
+
+    /// Removes this life's cgroups (at shutdown; its runs must be gone).
     pub fn remove(&self) {
-        if let Limits::Cgroup {
-            v2,
-            parent,
-            relative,
-        } = self
-        {
-            let _ = load(*v2, relative, parent).delete();
+        if let Limits::Cgroup { lives, .. } = self {
+            for (_, life) in lives {
+                remove_cgroup(life);
+            }
         }
     }
 }
 
-impl TaskLimits {
-    /// True when the memory limit's OOM killer killed a process of the task.
+impl RunLimits {
+    /// True when the memory limit's OOM killer killed a process of the run.
     pub fn oom_killed(&self) -> bool {
-        let TaskLimits::Cgroup(cg) = self else {
-            return false;
-        };
-        let Some(mem) = cg.controller_of::<MemController>() else {
-            return false;
-        };
         // v1 memory.oom_control and v2 memory.events both carry "oom_kill N".
-        ["memory.oom_control", "memory.events"].iter().any(|f| {
-            std::fs::read_to_string(mem.path().join(f)).is_ok_and(|text| {
+        self.oom_file.as_ref().is_some_and(|f| {
+            std::fs::read_to_string(f).is_ok_and(|text| {
                 text.lines().any(|l| {
                     l.strip_prefix("oom_kill ")
                         .and_then(|n| n.trim().parse::<u64>().ok())
@@ -193,28 +297,177 @@ impl TaskLimits {
         })
     }
 
-    /// Processes still in the task's cgroup (ones that left its process group).
-    pub fn leftover_pids(&self) -> Vec<u64> {
-        match self {
-            TaskLimits::Cgroup(cg) => cg.procs().into_iter().map(|p| p.pid).collect(),
-            TaskLimits::Rlimit => Vec::new(),
+    /// After the helper exited: kills anything still in the run's cgroups (the
+    /// helper was killed itself) and removes them. Returns the processes killed.
+    pub fn release(&self) -> usize {
+        let mut killed = 0;
+        if let Some(first) = self.cgroups.first() {
+            killed = kill_cgroup(&first.dir);
         }
-    }
-
-    /// Removes the task's cgroup; its processes must be gone.
-    pub fn release(self) -> Result<(), String> {
-        match self {
-            TaskLimits::Cgroup(cg) => cg.delete().map_err(|e| e.to_string()),
-            TaskLimits::Rlimit => Ok(()),
+        for cg in &self.cgroups {
+            remove_cgroup(&cg.dir);
         }
+        killed
     }
 }
 
-fn load(v2: bool, relative: &HashMap<String, String>, path: &str) -> Cgroup {
-    let hier = cgroups_rs::hierarchies::auto();
-    if v2 {
-        Cgroup::load(hier, path)
-    } else {
-        Cgroup::load_with_relative_paths(hier, path, relative.clone())
+/// SIGKILLs every process in the cgroup `dir` until it is empty (bounded).
+pub fn kill_cgroup(dir: &Path) -> usize {
+    use rustix::process::{kill_process, Pid, Signal};
+    let mut killed = 0;
+    for _ in 0..1000 {
+        let pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids.into_iter().filter_map(Pid::from_raw) {
+            if kill_process(pid, Signal::KILL).is_ok() {
+                killed += 1;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    killed
+}
+
+/// Removes an empty cgroup directory, retrying briefly while the kernel lets go of
+/// dying processes.
+fn remove_cgroup(dir: &Path) {
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(2)),
+        }
+    }
+    tracing::warn!(cgroup = %dir.display(), "cannot remove a task cgroup (still busy)");
+}
+
+fn make_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create cgroup {}: {e}", dir.display())),
+    }
+}
+
+/// The worker's own cgroup directory in the v1 hierarchy holding `controller`:
+/// its mount point (from mountinfo) joined with its path in `/proc/self/cgroup`
+/// relative to the mount's root.
+fn v1_own_dir(own: &str, mounts: &str, controller: &str) -> Option<PathBuf> {
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        ctls.split(',').any(|c| c == controller).then_some(path)
+    })?;
+    mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let mut r = right.split_whitespace();
+        if r.next()? != "cgroup" {
+            return None;
+        }
+        let options = r.nth(1)?;
+        if !options.split(',').any(|o| o == controller) {
+            return None;
+        }
+        let f: Vec<&str> = left.split_whitespace().collect();
+        let (root, mount) = (f.get(3)?, f.get(4)?);
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .trim_start_matches('/');
+        Some(Path::new(mount).join(rel))
+    })
+}
+
+/// The worker's own cgroup directory in the unified (v2) hierarchy.
+fn v2_own_dir(own: &str, mounts: &str) -> Option<PathBuf> {
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let f: Vec<&str> = left.split_whitespace().collect();
+        let (root, mount) = (f.get(3)?, f.get(4)?);
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .trim_start_matches('/');
+        Some(Path::new(mount).join(rel))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: &str = "12:pids:/user.slice\n6:memory:/user.slice\n4:cpu,cpuacct:/user.slice\n0::/user.slice/session-1.scope\n";
+    const MOUNTS: &str = "\
+30 25 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n\
+33 25 0:29 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory\n\
+34 25 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct\n\
+35 25 0:31 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids\n";
+
+    #[test]
+    fn own_dirs_are_found_per_hierarchy() {
+        assert_eq!(
+            v1_own_dir(OWN, MOUNTS, "memory"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/user.slice"))
+        );
+        assert_eq!(
+            v1_own_dir(OWN, MOUNTS, "cpu"),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/user.slice"))
+        );
+        assert_eq!(v1_own_dir(OWN, MOUNTS, "blkio"), None);
+        assert_eq!(
+            v2_own_dir(OWN, MOUNTS),
+            Some(PathBuf::from(
+                "/sys/fs/cgroup/unified/user.slice/session-1.scope"
+            ))
+        );
+        // A container's namespace: its mount root is its own cgroup.
+        let own = "0::/\n";
+        let mounts = "40 30 0:26 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            v2_own_dir(own, mounts),
+            Some(PathBuf::from("/sys/fs/cgroup"))
+        );
+    }
+
+    #[test]
+    fn runs_get_only_the_limited_controllers() {
+        let limits = Limits::Cgroup {
+            v2: false,
+            lives: vec![
+                ("memory", PathBuf::from("/m/megha-worker-1")),
+                ("cpu", PathBuf::from("/c/megha-worker-1")),
+                ("pids", PathBuf::from("/p/megha-worker-1")),
+            ],
+        };
+        let run = limits.for_run(7, 64, 500, 100);
+        let dirs: Vec<_> = run.cgroups.iter().map(|c| c.dir.clone()).collect();
+        assert_eq!(
+            dirs,
+            [
+                "/m/megha-worker-1/run-7",
+                "/c/megha-worker-1/run-7",
+                "/p/megha-worker-1/run-7"
+            ]
+            .map(PathBuf::from)
+        );
+        assert_eq!(
+            run.cgroups[0].settings,
+            vec![(
+                "memory.limit_in_bytes".to_string(),
+                (64u64 << 20).to_string()
+            )]
+        );
+        assert_eq!(run.cgroups[1].settings[1].1, "50000");
+        assert_eq!(run.cgroups[2].settings[0].1, "100");
     }
 }

@@ -1,6 +1,7 @@
 //! Per-task directories and logs under the worker's data dir:
-//! `<data-dir>/tasks/<job>.<index>/{stdout,stderr}` (also the command's working
-//! directory unless it names one). Kept after the task ends; only the newest
+//! `<data-dir>/tasks/<job>.<index>/{stdout,stderr}` (the worker's, 0600) and
+//! `<job>.<index>/work/` (the task user's, 0700: the command's working directory
+//! unless it names one). Kept after the task ends; only the newest
 //! `keep` ended tasks' directories stay (the oldest go first).
 
 use common::TaskId;
@@ -8,6 +9,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+/// A task's working directory inside its directory.
+pub const WORK: &str = "work";
 
 /// Most bytes read from the end of a log to answer a tail request.
 pub const MAX_TAIL_BYTES: u64 = 1 << 20;
@@ -62,7 +66,8 @@ pub struct TaskLogs {
 impl TaskLogs {
     pub fn new(data_dir: &Path, keep: usize) -> std::io::Result<Self> {
         let root = data_dir.join("tasks");
-        std::fs::create_dir_all(&root)?;
+        super::data_dir::owned_dir(&root, super::data_dir::TRAVERSABLE)
+            .map_err(std::io::Error::other)?;
         Ok(TaskLogs {
             root,
             keep,
@@ -83,13 +88,42 @@ impl TaskLogs {
         self.dir(task).join(stream.file_name())
     }
 
-    /// Creates the task's directory and empty log files (a run again truncates).
-    pub fn create(&self, task: TaskId) -> std::io::Result<(File, File)> {
-        std::fs::create_dir_all(self.dir(task))?;
-        Ok((
-            File::create(self.path(task, Stream::Stdout))?,
-            File::create(self.path(task, Stream::Stderr))?,
-        ))
+    /// Creates the task's directory (the worker's, 0711), its empty log files (the
+    /// worker's, 0600: the task writes them only through the descriptors it is
+    /// given, and cannot swap them for links) and its working directory `work`
+    /// (0700, owned by `owner` (uid, gid) when given). A run again truncates the
+    /// logs and starts with an empty `work`.
+    pub fn create(&self, task: TaskId, owner: Option<(u32, u32)>) -> std::io::Result<(File, File)> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = self.dir(task);
+        match std::fs::DirBuilder::new().mode(0o711).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let work = dir.join(WORK);
+        if std::fs::symlink_metadata(&work).is_ok() {
+            std::fs::remove_dir_all(&work)?;
+        }
+        std::fs::DirBuilder::new().mode(0o700).create(&work)?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&work, Some(uid), Some(gid))?;
+        }
+        let open = |stream: Stream| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(dir.join(stream.file_name()))
+        };
+        Ok((open(Stream::Stdout)?, open(Stream::Stderr)?))
+    }
+
+    /// The task's working directory (unless its command names one).
+    pub fn work_dir(&self, task: TaskId) -> PathBuf {
+        self.dir(task).join(WORK)
     }
 
     /// The task ended: its logs stay, and the oldest beyond `keep` go.
@@ -130,7 +164,7 @@ pub fn tail(
         source,
     };
     let path = task_dir(root, task).join(stream.file_name());
-    let mut file = match File::open(path) {
+    let mut file = match open_log(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(LogError::Unknown { task })
@@ -164,7 +198,7 @@ pub fn read_from(
         source,
     };
     let path = task_dir(root, task).join(stream.file_name());
-    let file = match File::open(path) {
+    let file = match open_log(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(LogError::Unknown { task })
@@ -179,6 +213,15 @@ pub fn read_from(
         .read_to_end(&mut bytes)
         .map_err(io)?;
     Ok((bytes, len))
+}
+
+/// Opens a log for reading, never through a symlink.
+fn open_log(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
 }
 
 /// A task's directory under `root` (the `tasks` directory).
@@ -217,7 +260,7 @@ mod tests {
         let mut logs = TaskLogs::new(&dir, 2).expect("data dir");
         let tasks: Vec<TaskId> = (0..3).map(|i| TaskId::new(7, i)).collect();
         for &t in &tasks {
-            logs.create(t).expect("create");
+            logs.create(t, None).expect("create");
             logs.ended(t);
         }
         assert!(matches!(

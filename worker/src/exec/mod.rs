@@ -3,26 +3,39 @@
 //! timer ends them).
 //!
 //! - [`burn`]: busy threads until the task's CPU-seconds are consumed.
-//! - [`process`]: a command in its own process group, under limits, with logs.
-//! - [`limits`]: cgroups (v1 or v2) when the host allows, rlimits otherwise.
-//! - [`logs`]: per-task directories and logs under the data dir, and their retention.
+//! - [`process`]: a command run by its helper ([`helper`], the `megha-task-exec`
+//!   program) as the task's user ([`identity`]), inside its cgroups from the first
+//!   instruction, with its logs.
+//! - [`limits`]: cgroups (v1 or v2; memory, cpu, pids) when the host allows,
+//!   rlimits otherwise.
+//! - [`logs`]: per-task directories and logs under the data dir ([`data_dir`]:
+//!   made safely, one worker's only), and their retention.
 //!
 //! [`ExecOrder`]: worker_core::ExecOrder
 
 pub mod burn;
+pub mod data_dir;
+pub mod helper;
+pub mod identity;
 pub mod limits;
 pub mod logs;
 pub mod process;
 
 use common::messages::TaskFailure;
 use common::{Executor, TaskId, TaskSpec};
+use data_dir::DataDir;
+use identity::{IdentityConfig, TaskIdentity};
 use limits::Limits;
 use logs::TaskLogs;
+use service_kit::metrics::Histogram;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
+
+/// Most processes (and threads) of one exec task, by default.
+pub const DEFAULT_PIDS_MAX: u64 = 4096;
 
 /// How the executors run.
 #[derive(Clone, Debug)]
@@ -35,6 +48,32 @@ pub struct ExecSettings {
     pub keep_logs: usize,
     /// Try cgroups for limits (else rlimits).
     pub cgroups: bool,
+    /// Whom exec tasks run as.
+    pub identity: IdentityConfig,
+    /// Most processes of one task (cgroup pids controller).
+    pub pids_max: u64,
+    /// The `megha-task-exec` program (`None`: next to this program, else on PATH).
+    pub helper: Option<PathBuf>,
+}
+
+impl ExecSettings {
+    /// Settings for `data_dir` with the defaults of the worker's flags, and tasks
+    /// run as the worker's own user (`--allow-run-as-self`): for embedded runs and
+    /// tests, which change what they need.
+    pub fn as_self(data_dir: PathBuf) -> ExecSettings {
+        ExecSettings {
+            data_dir,
+            grace: Duration::from_secs(5),
+            keep_logs: 1000,
+            cgroups: true,
+            identity: IdentityConfig {
+                allow_run_as_self: true,
+                ..IdentityConfig::default()
+            },
+            pids_max: DEFAULT_PIDS_MAX,
+            helper: None,
+        }
+    }
 }
 
 /// The running burn and exec tasks of a worker.
@@ -42,7 +81,13 @@ pub struct ExecSettings {
 pub struct Executors {
     settings: ExecSettings,
     limits: Arc<Limits>,
+    identity: TaskIdentity,
+    helper: Arc<PathBuf>,
     logs: TaskLogs,
+    /// Held for the worker's life: no other worker uses the directory.
+    _data_dir: DataDir,
+    /// Start order received -> command running, exec tasks.
+    start_latency: Histogram,
     /// Run number and stop switch of each running task.
     /// Per running task: its run number and its stop (carrying the grace between
     /// SIGTERM and SIGKILL).
@@ -53,26 +98,69 @@ pub struct Executors {
 }
 
 impl Executors {
-    /// Creates the data dir and finds out how limits can be enforced (logged).
+    /// Makes the data dir safely (refusing a symlink, a foreign or shared one),
+    /// resolves whom tasks run as, finds out how limits can be enforced and kills
+    /// what earlier lives of workers left in their cgroups (all logged). An error
+    /// names the reason (bad flags, an unusable data directory).
     pub fn new(settings: ExecSettings) -> std::io::Result<Self> {
+        let data_dir = DataDir::open(&settings.data_dir).map_err(std::io::Error::other)?;
         let logs = TaskLogs::new(&settings.data_dir, settings.keep_logs)?;
+        let identity = TaskIdentity::resolve(&settings.identity).map_err(std::io::Error::other)?;
         let limits = Limits::detect(settings.cgroups);
+        let helper = settings.helper.clone().unwrap_or_else(helper::default_path);
+        let reaped = limits.reap_previous_lives();
+        if reaped > 0 {
+            tracing::warn!(
+                processes = reaped,
+                "killed processes left in the cgroups of earlier worker lives on this host"
+            );
+        }
         match &limits {
             Limits::Cgroup { .. } => {
-                tracing::info!(limits = %limits.describe(), data_dir = %settings.data_dir.display(), "exec tasks: limits enforced with cgroups")
+                tracing::info!(limits = %limits.describe(), data_dir = %settings.data_dir.display(), helper = %helper.display(), "exec tasks: limits enforced with cgroups")
             }
             Limits::Rlimit { .. } => {
-                tracing::warn!(limits = %limits.describe(), data_dir = %settings.data_dir.display(), "exec tasks: cgroups unavailable, memory limited by RLIMIT_AS only and CPU not limited")
+                tracing::warn!(limits = %limits.describe(), data_dir = %settings.data_dir.display(), helper = %helper.display(), "exec tasks: cgroups unavailable, memory limited by RLIMIT_AS only, CPU and process count not limited")
             }
         }
+        match &identity {
+            TaskIdentity::Range(_) | TaskIdentity::User { .. } => {
+                tracing::info!(identity = %identity.describe(), "exec tasks: identity")
+            }
+            TaskIdentity::AsSelf | TaskIdentity::Refuse(_) => {
+                tracing::warn!(identity = %identity.describe(), "exec tasks: identity")
+            }
+        }
+        if !matches!(identity, TaskIdentity::Refuse(_)) && !helper::usable(&helper) {
+            tracing::warn!(helper = %helper.display(), "the task helper megha-task-exec is not found: exec tasks will fail to start (install it next to the worker, or give --task-exec-helper)");
+        }
+        let start_latency = Histogram::latency(
+            "megha_worker_exec_start_latency_seconds",
+            "Exec tasks: from the start order to the command running (helper spawned, cgroups joined, user switched).",
+        )
+        .map_err(std::io::Error::other)?;
         Ok(Executors {
             settings,
             limits: Arc::new(limits),
+            identity,
+            helper: Arc::new(helper),
             logs,
+            _data_dir: data_dir,
+            start_latency,
             running: HashMap::new(),
             runs: 0,
             alive: HashSet::new(),
         })
+    }
+
+    /// Whom exec tasks run as.
+    pub fn identity(&self) -> &TaskIdentity {
+        &self.identity
+    }
+
+    /// Start order -> command running, exec tasks.
+    pub fn start_latency(&self) -> &Histogram {
+        &self.start_latency
     }
 
     pub fn limits(&self) -> &Limits {
@@ -111,11 +199,21 @@ impl Executors {
             }),
             Executor::Exec(cmd) => {
                 let cmd = cmd.clone();
-                let prepared = process::prepare(&self.logs, &task);
-                let limits = self.limits.clone();
+                let received = Instant::now();
+                let limits = self.limits.for_run(
+                    run,
+                    task.resources.memory_mb,
+                    task.resources.cpu_millis,
+                    self.settings.pids_max,
+                );
+                let prepared = process::prepare(&self.logs, &task, self.identity.for_run(), limits);
+                let helper = self.helper.clone();
+                let latency = self.start_latency.clone();
                 tokio::spawn(async move {
                     match prepared {
-                        Ok(p) => process::run(&task, &cmd, p, limits, stop_rx).await,
+                        Ok(p) => {
+                            process::run(&task, &cmd, p, &helper, stop_rx, received, &latency).await
+                        }
                         Err(failure) => Some(failure),
                     }
                 })

@@ -1,32 +1,50 @@
-//! The `exec` executor: a command in its own process group, stdout and stderr to the
-//! task's log files, under the task's limits. A stop sends SIGTERM to the group,
-//! then SIGKILL after the grace period; when the command ends, whatever is left of
-//! its group (and of its cgroup) is killed, so nothing of a task outlives it.
+//! The `exec` executor: a command run by its helper (`megha-task-exec`,
+//! [`super::helper`]) inside the run's cgroups, as the run's user, with only the
+//! documented environment, stdout and stderr to the task's log files. A stop asks
+//! the helper for SIGTERM to every process of the run, then SIGKILL after the grace
+//! period; when the command ends, the helper kills whatever is left of the run
+//! before it reports, so nothing of a task outlives it. If the worker dies, each
+//! helper sees its socket close and kills its run.
 
-use super::limits::{Limits, TaskLimits};
+use super::helper::{self, Report, Spec};
+use super::identity::RunIdentity;
+use super::limits::RunLimits;
 use super::logs::TaskLogs;
 use common::messages::TaskFailure;
 use common::{ExecCommand, TaskSpec};
-use rustix::process::{kill_process, kill_process_group, Pid, Signal};
-use std::os::unix::process::ExitStatusExt as _;
-use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
-use std::time::Duration;
+use service_kit::metrics::Histogram;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
-/// What a run needs, prepared by the actor's side before the task is spawned.
+/// The `PATH` of a task that sets none.
+pub const TASK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// What a run needs, prepared on the actor's side before the helper is spawned.
 #[derive(Debug)]
 pub struct Prepared {
     pub stdout: std::fs::File,
     pub stderr: std::fs::File,
-    /// The task's directory: the working directory unless the command names one.
-    pub dir: PathBuf,
+    /// The task's working directory unless the command names one.
+    pub work: PathBuf,
+    pub identity: RunIdentity,
+    pub limits: RunLimits,
 }
 
-/// Prepares the task's directory and log files.
-pub fn prepare(logs: &TaskLogs, task: &TaskSpec) -> Result<Prepared, TaskFailure> {
-    let (stdout, stderr) = logs.create(task.id).map_err(|e| {
+/// Prepares the run's identity, directory and log files.
+pub fn prepare(
+    logs: &TaskLogs,
+    task: &TaskSpec,
+    identity: Result<RunIdentity, String>,
+    limits: RunLimits,
+) -> Result<Prepared, TaskFailure> {
+    let identity = identity
+        .map_err(|why| start_failed(format!("exec tasks are refused on this worker: {why}")))?;
+    let owner = identity.uid.zip(identity.gid);
+    let (stdout, stderr) = logs.create(task.id, owner).map_err(|e| {
         start_failed(format!(
             "cannot create the task directory {}: {e}",
             logs.dir(task.id).display()
@@ -35,7 +53,9 @@ pub fn prepare(logs: &TaskLogs, task: &TaskSpec) -> Result<Prepared, TaskFailure
     Ok(Prepared {
         stdout,
         stderr,
-        dir: logs.dir(task.id),
+        work: logs.work_dir(task.id),
+        identity,
+        limits,
     })
 }
 
@@ -43,118 +63,174 @@ fn start_failed(reason: String) -> TaskFailure {
     TaskFailure::StartFailed { reason }
 }
 
-/// Runs `cmd` for `task` until it exits or `stop` fires (with the grace between
-/// SIGTERM and SIGKILL); `None` is a clean exit.
+/// The task's environment: a minimal `PATH`, `HOME` and `LANG`, then the spec's
+/// variables (which may replace those three), then the task variables
+/// (`MEGHA_TASK`, `MEGHA_TASK_DIR`, `TMPDIR`), which nothing replaces.
+pub fn environment(task: &TaskSpec, cmd: &ExecCommand, work: &Path) -> Vec<(String, String)> {
+    let work = work.display().to_string();
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".into(), TASK_PATH.into()),
+        ("HOME".into(), work.clone()),
+        ("LANG".into(), "C.UTF-8".into()),
+    ];
+    for (k, v) in &cmd.env {
+        env.retain(|(old, _)| old != k);
+        env.push((k.clone(), v.clone()));
+    }
+    for (k, v) in [
+        ("MEGHA_TASK", task.id.to_string()),
+        ("MEGHA_TASK_DIR", work.clone()),
+        ("TMPDIR", work),
+    ] {
+        env.retain(|(old, _)| old != k);
+        env.push((k.into(), v));
+    }
+    env
+}
+
+/// Runs `cmd` for `task` through the helper at `helper_path` until it exits or
+/// `stop` fires (with the grace between SIGTERM and SIGKILL); `None` is a clean
+/// exit. `received`: when the start order came (for `start_latency`).
 pub async fn run(
     task: &TaskSpec,
     cmd: &ExecCommand,
     prepared: Prepared,
-    limits: Arc<Limits>,
+    helper_path: &Path,
     stop: oneshot::Receiver<Duration>,
+    received: Instant,
+    start_latency: &Histogram,
 ) -> Option<TaskFailure> {
-    let cwd = cmd
-        .cwd
-        .as_ref()
-        .map_or_else(|| prepared.dir.clone(), PathBuf::from);
-    if !cwd.is_dir() {
-        return Some(start_failed(format!(
-            "working directory {} does not exist or is not a directory",
-            cwd.display()
-        )));
+    let Prepared {
+        stdout,
+        stderr,
+        work,
+        identity,
+        limits,
+    } = prepared;
+    let cwd = cmd.cwd.as_ref().map_or_else(|| work.clone(), PathBuf::from);
+    let spec = Spec {
+        program: cmd.program.clone(),
+        args: cmd.args.clone(),
+        env: environment(task, cmd, &work),
+        cwd,
+        uid: identity.uid,
+        gid: identity.gid,
+        cgroups: limits.cgroups.clone(),
+        address_space: limits.address_space,
+    };
+    let outcome = supervise(
+        task,
+        &spec,
+        helper_path,
+        stdout,
+        stderr,
+        stop,
+        received,
+        start_latency,
+    )
+    .await;
+    // The helper is gone: make sure nothing of the run is left, then free its
+    // cgroups (and, when `identity` drops, its uid).
+    let (oom, leftovers) = tokio::task::spawn_blocking(move || {
+        let oom = limits.oom_killed();
+        let left = limits.release();
+        drop(identity);
+        (oom, left)
+    })
+    .await
+    .unwrap_or((false, 0));
+    if leftovers > 0 {
+        tracing::warn!(task = %task.id, job = task.id.job.0, processes = leftovers, "processes of the task were left after its helper exited; killed");
     }
-    let mut command = tokio::process::Command::new(&cmd.program);
-    command
-        .args(&cmd.args)
-        .envs(&cmd.env)
-        .env("MEGHA_TASK", task.id.to_string())
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(prepared.stdout)
-        .stderr(prepared.stderr)
-        .process_group(0);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            return Some(start_failed(format!("cannot run `{}`: {e}", cmd.program)));
+    match outcome {
+        Ok(Report::Exit { code: 0 }) if !oom => None,
+        Ok(Report::Exit { .. } | Report::Signal { .. }) if oom => Some(TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: true,
+        }),
+        Ok(Report::Exit { code }) => Some(TaskFailure::Exit { code }),
+        Ok(Report::Signal { signal }) => Some(TaskFailure::Signal {
+            signal,
+            out_of_memory: false,
+        }),
+        Ok(Report::Error { reason }) => Some(start_failed(reason)),
+        Ok(Report::Started { .. }) => Some(start_failed(
+            "the task's helper reported nothing more".into(),
+        )),
+        Err(reason) => Some(start_failed(reason)),
+    }
+}
+
+/// Spawns the helper, hands it the spec and waits for its final report, passing on
+/// a stop.
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    task: &TaskSpec,
+    spec: &Spec,
+    helper_path: &Path,
+    stdout: std::fs::File,
+    stderr: std::fs::File,
+    mut stop: oneshot::Receiver<Duration>,
+    received: Instant,
+    start_latency: &Histogram,
+) -> Result<Report, String> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+        .map_err(|e| format!("cannot make the helper's socket: {e}"))?;
+    ours.set_nonblocking(true)
+        .map_err(|e| format!("cannot make the helper's socket: {e}"))?;
+    let mut child = tokio::process::Command::new(helper_path)
+        .env_clear()
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(stdout)
+        .stderr(stderr)
+        // Its own group: a Ctrl-C meant for the worker does not reach it (it acts
+        // when the worker goes away).
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot run the task helper {}: {e} (install megha-task-exec next to the worker, or give --task-exec-helper)",
+                helper_path.display()
+            )
+        })?;
+    let socket = tokio::net::UnixStream::from_std(ours)
+        .map_err(|e| format!("cannot use the helper's socket: {e}"))?;
+    let (read, mut write) = socket.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut first =
+        serde_json::to_string(spec).map_err(|e| format!("cannot encode the spec: {e}"))?;
+    first.push('\n');
+    let talk = async {
+        write
+            .write_all(first.as_bytes())
+            .await
+            .map_err(|e| format!("cannot hand the task to its helper: {e}"))?;
+        let next = |line: Option<String>| {
+            line.as_deref().and_then(Report::parse).ok_or_else(|| {
+                "the task's helper (megha-task-exec) ended without a report".to_string()
+            })
+        };
+        match next(lines.next_line().await.ok().flatten())? {
+            Report::Started { .. } => start_latency.observe(received.elapsed().as_secs_f64()),
+            other => return Ok(other),
         }
-    };
-    let Some((pid, pgid)) = child
-        .id()
-        .and_then(|id| Some((id, Pid::from_raw(i32::try_from(id).ok()?)?)))
-    else {
-        return Some(start_failed("the process has no pid".into()));
-    };
-    // Cgroup file writes block: off the actor's thread.
-    let spec = task.clone();
-    let applied = tokio::task::spawn_blocking(move || limits.apply(&spec, pid))
-        .await
-        .unwrap_or_else(|e| Err(format!("the limits thread failed: {e}")));
-    let task_limits = match applied {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = kill_process_group(pgid, Signal::KILL);
-            let _ = child.wait().await;
-            return Some(start_failed(format!("cannot apply the task's limits: {e}")));
-        }
-    };
-    let waited = tokio::select! {
-        status = child.wait() => status,
-        Ok(grace) = stop => {
-            let _ = kill_process_group(pgid, Signal::TERM);
-            match tokio::time::timeout(grace, child.wait()).await {
-                Ok(status) => status,
-                Err(_) => {
-                    tracing::info!(task = %task.id, job = task.id.job.0, grace_ms = grace.as_millis() as u64, "task still running after SIGTERM and the grace period; SIGKILL");
-                    let _ = kill_process_group(pgid, Signal::KILL);
-                    child.wait().await
+        tokio::select! {
+            line = lines.next_line() => return next(line.ok().flatten()),
+            Ok(grace) = &mut stop => {
+                let _ = write.write_all(helper::TERM.as_bytes()).await;
+                match tokio::time::timeout(grace, lines.next_line()).await {
+                    Ok(line) => return next(line.ok().flatten()),
+                    Err(_) => {
+                        tracing::info!(task = %task.id, job = task.id.job.0, grace_ms = grace.as_millis() as u64, "task still running after SIGTERM and the grace period; SIGKILL");
+                        let _ = write.write_all(helper::KILL.as_bytes()).await;
+                    }
                 }
             }
         }
+        next(lines.next_line().await.ok().flatten())
     };
-    // Whatever is left of the group (a background child of the command) goes too.
-    let _ = kill_process_group(pgid, Signal::KILL);
-    let oom = task_limits.oom_killed();
-    clean_up(task, task_limits).await;
-    match waited {
-        Ok(status) => failure_of(status, oom),
-        Err(e) => Some(TaskFailure::StartFailed {
-            reason: format!("cannot wait for the process: {e}"),
-        }),
-    }
-}
-
-/// How an exit status ends a task: `None` for code 0.
-pub fn failure_of(status: ExitStatus, oom: bool) -> Option<TaskFailure> {
-    match (status.code(), status.signal()) {
-        (Some(0), _) => None,
-        (Some(code), _) => Some(TaskFailure::Exit { code }),
-        (None, Some(signal)) => Some(TaskFailure::Signal {
-            signal,
-            out_of_memory: oom,
-        }),
-        (None, None) => Some(TaskFailure::Exit { code: -1 }),
-    }
-}
-
-/// Kills processes left in the task's cgroup, then removes it (retrying while
-/// they die).
-async fn clean_up(task: &TaskSpec, limits: TaskLimits) {
-    for _ in 0..50 {
-        let left = limits.leftover_pids();
-        if left.is_empty() {
-            break;
-        }
-        for pid in left {
-            if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-                let _ = kill_process(pid, Signal::KILL);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let released = tokio::task::spawn_blocking(move || limits.release())
-        .await
-        .unwrap_or_else(|e| Err(format!("the limits thread failed: {e}")));
-    if let Err(e) = released {
-        tracing::warn!(task = %task.id, job = task.id.job.0, error = %e, "cannot remove the task's cgroup");
-    }
+    let report = talk.await;
+    drop(write);
+    let _ = child.wait().await;
+    report
 }

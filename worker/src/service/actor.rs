@@ -71,7 +71,7 @@ pub struct WorkerActor {
     /// The executor of tasks that name none.
     default_executor: Executor,
     /// Burn and exec tasks run here; `None` (embedded mode): such tasks fail.
-    exec: Option<Executors>,
+    pub(super) exec: Option<Executors>,
     /// Fenced (see [`super::fence`]): why; start orders are refused until the LM
     /// confirms this worker again.
     fenced: Option<String>,
@@ -554,6 +554,33 @@ impl Handler<Holding> for WorkerActor {
 #[derive(Message, Debug)]
 #[rtype(result = "(usize, usize)")]
 pub struct GetLoad;
+
+/// How exec tasks are contained here (`None`: no executors).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<ExecContainment>")]
+pub struct GetContainment;
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ExecContainment {
+    /// uid_per_task, task_user, worker_user or refused.
+    pub identity: &'static str,
+    pub identity_detail: String,
+    /// cgroup_v1, cgroup_v2 or rlimit.
+    pub limits: &'static str,
+    pub limits_detail: String,
+}
+
+impl Handler<GetContainment> for WorkerActor {
+    type Result = MessageResult<GetContainment>;
+    fn handle(&mut self, _: GetContainment, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.exec.as_ref().map(|e| ExecContainment {
+            identity: e.identity().label(),
+            identity_detail: e.identity().describe(),
+            limits: e.limits().label(),
+            limits_detail: e.limits().describe(),
+        }))
+    }
+}
 
 impl Handler<GetLoad> for WorkerActor {
     type Result = MessageResult<GetLoad>;

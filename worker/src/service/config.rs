@@ -86,8 +86,11 @@ pub struct WorkerArgs {
     pub default_executor: Option<String>,
     /// Directory for task directories and logs, and the runs finished in the last
     /// 15 minutes (`finished-runs`, listed to a restarted LM even after this worker
-    /// restarted). Default /tmp/megha-worker-<slot> (/tmp/megha-worker-pid<pid>
-    /// with --slot auto).
+    /// restarted). The worker creates it 0711 and refuses a symlink, a directory
+    /// owned by another user or writable by others, and one another worker holds.
+    /// Default: <base>/<cluster>-<LM host-port>-slot<slot> (one per worker), base
+    /// /var/lib/megha-worker for root, else $XDG_STATE_HOME/megha-worker or
+    /// ~/.local/state/megha-worker.
     #[arg(long, env = "MEGHA_WORKER_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// When killing an exec task: milliseconds between SIGTERM and SIGKILL to its
@@ -107,6 +110,35 @@ pub struct WorkerArgs {
         value_name = "BOOL"
     )]
     pub cgroups: Option<bool>,
+    /// Exec tasks run each as a uid of its own from this range (FIRST-LAST, e.g.
+    /// 61000-61999; gid = uid), so that running tasks cannot reach each other. The
+    /// uids must belong to no account. Needs a root worker.
+    #[arg(long, env = "MEGHA_WORKER_TASK_UIDS", value_name = "FIRST-LAST", value_parser = parse_uids)]
+    #[serde(default, deserialize_with = "de_uids")]
+    pub task_uids: Option<(u32, u32)>,
+    /// Exec tasks run as this account (e.g. nobody), all of them the same user.
+    /// Not with --task-uids.
+    #[arg(long, env = "MEGHA_WORKER_TASK_USER", value_name = "USER")]
+    pub task_user: Option<String>,
+    /// Run exec tasks as the worker's own user (a task can then read the worker's
+    /// credentials and files: for a single-user development machine). Without it
+    /// (and without --task-uids or --task-user) exec tasks are refused.
+    #[arg(
+        long,
+        env = "MEGHA_WORKER_ALLOW_RUN_AS_SELF",
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub allow_run_as_self: Option<bool>,
+    /// Most processes and threads of one exec task (cgroup pids controller).
+    /// Default 4096.
+    #[arg(long, env = "MEGHA_WORKER_TASK_PIDS_MAX", value_name = "N")]
+    pub task_pids_max: Option<u64>,
+    /// The megha-task-exec program, which starts each exec task inside its cgroups
+    /// as its user. Default: next to the worker binary, else on PATH.
+    #[arg(long, env = "MEGHA_WORKER_TASK_EXEC_HELPER", value_name = "FILE")]
+    pub task_exec_helper: Option<PathBuf>,
     /// Log format: text or json. Default text.
     #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -141,6 +173,16 @@ pub struct WorkerArgs {
     /// The private key (PEM) of --tls-issuer-cert.
     #[arg(long, env = "MEGHA_TLS_ISSUER_KEY_FILE", value_name = "FILE")]
     pub tls_issuer_key: Option<PathBuf>,
+}
+
+fn parse_uids(s: &str) -> Result<(u32, u32), String> {
+    crate::exec::identity::IdentityConfig::parse_range(s)
+}
+
+fn de_uids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<(u32, u32)>, D::Error> {
+    let text = Option::<String>::deserialize(d)?;
+    text.map(|t| parse_uids(&t).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 /// `auto` or a slot number.
@@ -195,6 +237,11 @@ impl WorkerArgs {
             kill_grace_ms,
             keep_task_logs,
             cgroups,
+            task_uids,
+            task_user,
+            allow_run_as_self,
+            task_pids_max,
+            task_exec_helper,
             cluster_secret_file,
             cluster_name,
             tls_cert_file,
@@ -211,14 +258,6 @@ impl WorkerArgs {
             ),
         };
         let slot = self.slot.unwrap_or(0);
-        let data_dir = self.data_dir.unwrap_or_else(|| {
-            let name = if slot == common::messages::AUTO_SLOT {
-                format!("megha-worker-pid{}", std::process::id())
-            } else {
-                format!("megha-worker-{slot}")
-            };
-            std::env::temp_dir().join(name)
-        });
         let queue_order = match &self.queue_order {
             Some(text) => text
                 .parse::<QueueOrder>()
@@ -232,6 +271,17 @@ impl WorkerArgs {
         if !lm_url.starts_with("http://") && !lm_url.starts_with("https://") {
             bail!("--lm-url must be an http:// or https:// URL (got {lm_url})");
         }
+        let cluster_name = service_kit::settings::cluster_name(self.cluster_name.as_deref())?;
+        let data_dir = self.data_dir.unwrap_or_else(|| {
+            crate::exec::data_dir::default_path(
+                &cluster_name.to_string(),
+                &lm_url,
+                (slot != common::messages::AUTO_SLOT).then_some(slot),
+            )
+        });
+        if self.task_pids_max == Some(0) {
+            bail!("--task-pids-max must be positive");
+        }
         Ok(WorkerSettings {
             tls: service_kit::tls::TlsSettings::resolve(
                 self.tls_cert_file.clone(),
@@ -242,7 +292,7 @@ impl WorkerArgs {
             cluster_secret: service_kit::auth::ClusterSecret::load(
                 self.cluster_secret_file.as_deref(),
             )?,
-            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
+            cluster_name,
             lm_url: lm_url.trim_end_matches('/').to_owned(),
             slot,
             listen: self.listen.unwrap_or_else(|| "127.0.0.1:9200".into()),
@@ -261,6 +311,13 @@ impl WorkerArgs {
                 grace: Duration::from_millis(self.kill_grace_ms.unwrap_or(5000)),
                 keep_logs: self.keep_task_logs.unwrap_or(1000),
                 cgroups: self.cgroups.unwrap_or(true),
+                identity: crate::exec::identity::IdentityConfig {
+                    task_user: self.task_user,
+                    task_uids: self.task_uids,
+                    allow_run_as_self: self.allow_run_as_self.unwrap_or(false),
+                },
+                pids_max: self.task_pids_max.unwrap_or(crate::exec::DEFAULT_PIDS_MAX),
+                helper: self.task_exec_helper,
             },
         })
     }
@@ -309,7 +366,7 @@ mod tests {
         let s = resolve(&[]).expect("defaults");
         assert_eq!(s.default_executor, Executor::Synthetic);
         assert!(
-            s.exec.data_dir.ends_with("megha-worker-3"),
+            s.exec.data_dir.ends_with("megha-127.0.0.1-9100-slot3"),
             "{:?}",
             s.exec.data_dir
         );

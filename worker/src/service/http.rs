@@ -12,7 +12,7 @@
 //! so (task, attempt) does not name one run and refusing a repeat stalled preempted
 //! tasks. Refusing replays needs a run identity of its own in start orders (issue 32).
 
-use super::actor::{FromLm, GetLoad, LogsRoot, WorkerActor};
+use super::actor::{FromLm, GetContainment, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
 use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
@@ -242,9 +242,29 @@ async fn task_logs(
 }
 
 async fn healthz(State(w): State<Addr<WorkerActor>>) -> Response {
+    let exec = w.send(GetContainment).await.ok().flatten();
+    // Said loudly: tasks that can read the worker's credentials, or none at all.
+    let warnings: Vec<String> = exec
+        .iter()
+        .filter(|e| matches!(e.identity, "worker_user" | "refused") || e.limits == "rlimit")
+        .flat_map(|e| {
+            let mut w = Vec::new();
+            if matches!(e.identity, "worker_user" | "refused") {
+                w.push(e.identity_detail.clone());
+            }
+            if e.limits == "rlimit" {
+                w.push(format!(
+                    "exec tasks are not in cgroups: {}",
+                    e.limits_detail
+                ));
+            }
+            w
+        })
+        .collect();
     match w.send(GetLoad).await {
         Ok((running, undelivered)) => Json(serde_json::json!({
             "status": "ok", "running": running, "undelivered_reports": undelivered,
+            "exec": exec, "warnings": warnings,
         }))
         .into_response(),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),

@@ -132,6 +132,20 @@ impl Handler<RenderMetrics> for WorkerActor {
             "Tasks stopped by fences (reported lost; their GMs may retry them).",
             c.fenced_tasks as f64,
         );
+        if let Some(exec) = &self.exec {
+            family(
+                &mut out,
+                "megha_worker_exec_containment",
+                "gauge",
+                "How exec tasks are contained (1 for the mechanisms in use): identity uid_per_task, task_user, worker_user (tasks run as the worker: no containment) or refused; limits cgroup_v1, cgroup_v2 or rlimit.",
+                "mechanism",
+                &[
+                    (format!("identity_{}", exec.identity().label()), 1.0),
+                    (format!("limits_{}", exec.limits().label()), 1.0),
+                ],
+            );
+            out.histogram(exec.start_latency());
+        }
         MessageResult(out)
     }
 }

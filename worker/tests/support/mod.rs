@@ -24,10 +24,12 @@ pub async fn one_node_worker(data_dir: &Path, cgroups: bool) -> (Addr<WorkerActo
         async { Ok(()) }
     });
     let exec = Executors::new(ExecSettings {
-        data_dir: data_dir.to_owned(),
         grace: Duration::from_millis(200),
         keep_logs: 16,
         cgroups,
+        // Tests get the helper built for them; the example finds it beside itself.
+        helper: option_env!("CARGO_BIN_EXE_megha-task-exec").map(Into::into),
+        ..ExecSettings::as_self(data_dir.to_owned())
     })
     .expect("data dir");
     println!("limits: {}", exec.limits().describe());

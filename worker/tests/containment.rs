@@ -1,0 +1,377 @@
+//! Containment of what users run (issue 31), at the executors, as root (the tests
+//! say so and fail when not): each exec task runs as a uid of its own, with only its
+//! documented environment, inside its cgroups from its first instruction, and
+//! nothing of it outlives it: not its end, not a cancel, not its worker's death.
+
+use common::messages::TaskFailure;
+use common::{ExecCommand, Executor, Micros, Resources, TaskId, TaskSpec};
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use worker::exec::identity::IdentityConfig;
+use worker::exec::logs::Stream;
+use worker::exec::{ExecSettings, Executors};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Task uids of these tests: no account on a Debian host has them.
+const UIDS: (u32, u32) = (3_100_000, 3_100_063);
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn need_root() {
+    assert_eq!(
+        rustix::process::geteuid().as_raw(),
+        0,
+        "these tests switch task users and make cgroups: run them as root (CI does)"
+    );
+}
+
+fn executors(pids_max: u64) -> (Executors, Scratch) {
+    need_root();
+    let dir = std::env::temp_dir().join(format!(
+        "megha-containment-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let ex = Executors::new(ExecSettings {
+        grace: Duration::from_millis(300),
+        keep_logs: 100,
+        identity: IdentityConfig {
+            task_uids: Some(UIDS),
+            ..IdentityConfig::default()
+        },
+        pids_max,
+        helper: Some(env!("CARGO_BIN_EXE_megha-task-exec").into()),
+        ..ExecSettings::as_self(dir.clone())
+    })
+    .expect("executors");
+    assert!(
+        matches!(ex.limits(), worker::exec::limits::Limits::Cgroup { .. }),
+        "these tests need cgroups (memory, cpu, pids); got {}",
+        ex.limits().describe()
+    );
+    (ex, Scratch(dir))
+}
+
+fn sh(script: &str) -> Executor {
+    Executor::Exec(Arc::new(ExecCommand {
+        program: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        ..Default::default()
+    }))
+}
+
+fn task(index: u32, memory_mb: u64) -> TaskSpec {
+    TaskSpec::short(
+        TaskId::new(31, index),
+        Resources::cores(1, memory_mb),
+        Micros::from_secs(1),
+    )
+}
+
+async fn run(ex: &mut Executors, task: TaskSpec, executor: Executor) -> Option<TaskFailure> {
+    let id = task.id;
+    let (run, handle) = ex.launch(task, &executor);
+    let failure = handle.await.expect("executor task");
+    ex.ended(id, run);
+    failure
+}
+
+async fn stdout_when(ex: &Executors, task: TaskId, mark: &str) -> String {
+    for _ in 0..1000 {
+        if let Ok(text) = ex.logs().tail(task, Stream::Stdout, None) {
+            if text.contains(mark) {
+                return text;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "task {task} never printed {mark}; stdout {:?} stderr {:?}",
+        ex.logs().tail(task, Stream::Stdout, None),
+        ex.logs().tail(task, Stream::Stderr, None)
+    );
+}
+
+/// Live (not zombie) processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            (text.contains(needle) && state != "Z").then_some(pid)
+        })
+        .collect()
+}
+
+async fn until_none(needle: &str) -> Vec<u32> {
+    let mut left = processes_with(needle);
+    for _ in 0..300 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        left = processes_with(needle);
+    }
+    left
+}
+
+#[tokio::test]
+async fn a_task_reaches_nothing_of_the_worker_or_of_other_tasks() {
+    let (mut ex, dir) = executors(256);
+    // A credential of the worker (as the loopback layout keeps them: 0600, root).
+    let secret = dir.0.join("cluster-secret.toml");
+    std::fs::write(&secret, "token = \"worker-secret\"\n").expect("secret");
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
+    // Task 0 keeps a file in its directory and runs while task 1 pries.
+    let victim = task(0, 64);
+    let victim_id = victim.id;
+    let (victim_run, victim_handle) = ex.launch(
+        victim,
+        &sh("echo victim-secret > mine; echo victim-log; echo ready; sleep 30"),
+    );
+    stdout_when(&ex, victim_id, "ready").await;
+    let victim_dir = ex.logs().dir(victim_id);
+    let me = std::process::id();
+    let targets = [
+        secret.display().to_string(),
+        format!("/proc/{me}/environ"),
+        format!("/proc/{me}/cwd/"),
+        victim_dir.join("work/mine").display().to_string(),
+        victim_dir.join("stdout").display().to_string(),
+        dir.0.join("lock").display().to_string(),
+        dir.0.join("tasks").display().to_string(),
+    ];
+    let probe: String = targets
+        .iter()
+        .map(|t| {
+            // A file is read with cat, a directory listed with ls.
+            let how = if t.ends_with('/') || t.ends_with("tasks") {
+                "ls"
+            } else {
+                "cat"
+            };
+            format!("if {how} {t} >/dev/null 2>&1; then echo READ {t}; else echo DENIED {t}; fi; ")
+        })
+        .collect();
+    let script =
+        format!("id -u; id -G; env | cut -d= -f1 | sort | tr '\\n' ' '; echo; {probe} echo done");
+    let prier = task(1, 64);
+    let prier_id = prier.id;
+    let failure = run(&mut ex, prier, sh(&script)).await;
+    assert_eq!(
+        failure,
+        None,
+        "{:?}",
+        ex.logs().tail(prier_id, Stream::Stderr, None)
+    );
+    let out = stdout_when(&ex, prier_id, "done").await;
+    println!("what the task got:\n{out}");
+    let mut lines = out.lines();
+    let uid: u32 = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("uid");
+    assert!(
+        (UIDS.0..=UIDS.1).contains(&uid),
+        "task uid {uid} is not a task uid"
+    );
+    let groups = lines.next().expect("groups");
+    assert_eq!(
+        groups.trim(),
+        uid.to_string(),
+        "no supplementary group is kept"
+    );
+    let env: BTreeSet<&str> = lines.next().expect("env").split_whitespace().collect();
+    let allowed: BTreeSet<&str> = [
+        "HOME",
+        "LANG",
+        "MEGHA_TASK",
+        "MEGHA_TASK_DIR",
+        "PATH",
+        "PWD",
+        "SHLVL",
+        "TMPDIR",
+        "_",
+        "OLDPWD",
+    ]
+    .into();
+    assert!(
+        env.is_subset(&allowed),
+        "the task saw variables of the worker: {:?}",
+        env.difference(&allowed).collect::<Vec<_>>()
+    );
+    let read: Vec<&str> = out.lines().filter(|l| l.starts_with("READ ")).collect();
+    assert!(read.is_empty(), "the task reached: {read:?}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("DENIED ")).count(),
+        targets.len()
+    );
+    // The victim's uid differs, and it was not disturbed.
+    let victim_uid = std::fs::metadata(victim_dir.join("work"))
+        .expect("work")
+        .uid();
+    assert_ne!(victim_uid, uid, "two running tasks shared a uid");
+    assert!(ex.stop(victim_id));
+    let _ = victim_handle.await;
+    ex.ended(victim_id, victim_run);
+    // Logs are the worker's, 0600; the working directory the task's, 0700.
+    let log = std::fs::metadata(ex.logs().path(prier_id, Stream::Stdout)).expect("log");
+    assert_eq!((log.uid(), log.mode() & 0o777), (0, 0o600));
+    let work = std::fs::metadata(ex.logs().dir(prier_id).join("work")).expect("work");
+    assert_eq!((work.uid(), work.mode() & 0o777), (uid, 0o700));
+}
+
+#[tokio::test]
+async fn memory_over_the_limit_anywhere_in_the_task_fails_it_as_out_of_memory() {
+    let (mut ex, _dir) = executors(256);
+    let touch = "python3 -c 'b = bytearray(512 << 20); print(len(b))'";
+    for (i, script) in [format!("{touch} | cat"), format!("{touch} & wait")]
+        .into_iter()
+        .enumerate()
+    {
+        let failure = run(&mut ex, task(10 + i as u32, 64), sh(&script)).await;
+        assert_eq!(
+            failure,
+            Some(TaskFailure::Signal {
+                signal: 9,
+                out_of_memory: true
+            }),
+            "{script}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fork_bomb_stays_within_its_pids_limit_and_goes_with_its_task() {
+    let (mut ex, _dir) = executors(48);
+    let bomb = task(20, 256);
+    let id = bomb.id;
+    let (run_no, handle) = ex.launch(
+        bomb,
+        &sh("echo started; b() { b | b & }; b; sleep 1000 # megha-fork-bomb"),
+    );
+    stdout_when(&ex, id, "started").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Another task still runs meanwhile.
+    let other = run(&mut ex, task(21, 64), sh("echo fine")).await;
+    assert_eq!(other, None);
+    let uid = std::fs::metadata(ex.logs().dir(id).join("work"))
+        .expect("work")
+        .uid();
+    let count = worker::exec::helper::processes_of_uid(uid).len();
+    println!("processes of the bomb's uid {uid}: {count}");
+    assert!(
+        count > 0 && count <= 48,
+        "{count} processes against a limit of 48"
+    );
+    assert!(ex.stop(id));
+    let _ = handle.await;
+    ex.ended(id, run_no);
+    let mut left = worker::exec::helper::processes_of_uid(uid);
+    for _ in 0..300 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        left = worker::exec::helper::processes_of_uid(uid);
+    }
+    assert_eq!(left, Vec::<u32>::new(), "processes of the bomb left");
+}
+
+#[tokio::test]
+async fn after_a_cancel_no_process_of_the_task_is_left() {
+    let (mut ex, _dir) = executors(256);
+    let t = task(30, 64);
+    let id = t.id;
+    let (run_no, handle) = ex.launch(t, &sh("setsid sleep 612 & echo started; sleep 600"));
+    stdout_when(&ex, id, "started").await;
+    assert!(!processes_with("sleep 612").is_empty(), "the daemon runs");
+    assert!(ex.stop(id));
+    let _ = handle.await;
+    ex.ended(id, run_no);
+    assert_eq!(until_none("sleep 612").await, Vec::<u32>::new());
+    // A command that ends leaves nothing behind either.
+    let done = run(&mut ex, task(31, 64), sh("setsid sleep 614 & echo bye")).await;
+    assert_eq!(done, None);
+    assert_eq!(until_none("sleep 614").await, Vec::<u32>::new());
+}
+
+/// The worker's death, as its helper sees it: the socket closes. Driven directly
+/// (a real worker's kill -9 is in the tests crate's services_task_containment).
+#[test]
+fn when_the_worker_goes_away_its_helper_kills_the_whole_run() {
+    use std::io::{BufRead, BufReader, Write};
+    use worker::exec::helper::{Report, Spec};
+    need_root();
+    let limits = worker::exec::limits::Limits::detect(true);
+    let cgroups = limits.for_run(9_999, 64, 500, 64).cgroups;
+    let spec = Spec {
+        program: "sh".into(),
+        args: vec!["-c".into(), "setsid sleep 613 & sleep 611".into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: "/".into(),
+        uid: Some(UIDS.1),
+        gid: Some(UIDS.1),
+        cgroups: cgroups.clone(),
+        address_space: None,
+    };
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket");
+    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_megha-task-exec"))
+        .env_clear()
+        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .spawn()
+        .expect("helper");
+    let mut writer = ours.try_clone().expect("clone");
+    writer
+        .write_all(format!("{}\n", serde_json::to_string(&spec).expect("json")).as_bytes())
+        .expect("spec");
+    let mut line = String::new();
+    BufReader::new(&ours).read_line(&mut line).expect("report");
+    assert!(
+        matches!(Report::parse(&line), Some(Report::Started { .. })),
+        "{line}"
+    );
+    let mut seen = false;
+    for _ in 0..200 {
+        if !processes_with("sleep 613").is_empty() {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(seen, "the daemon started");
+    drop(writer);
+    drop(ours);
+    let status = helper.wait().expect("helper ends");
+    println!("helper ended: {status}");
+    for needle in ["sleep 613", "sleep 611"] {
+        let left = processes_with(needle);
+        assert_eq!(left, Vec::<u32>::new(), "`{needle}` outlived its worker");
+    }
+    for cg in cgroups {
+        let _ = std::fs::remove_dir(&cg.dir);
+    }
+    limits.remove();
+}
