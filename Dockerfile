@@ -1,4 +1,5 @@
-# One image with the five binaries (global-master, local-master, worker, loadgen, megha) and
+# One image with the six binaries (global-master, local-master, worker and its task
+# helper megha-task-exec, loadgen, megha) and
 # the sample traces; docker-compose.yml picks the role with `command`.
 #
 # With internet, as is:            docker build -t megha/scheduler .
@@ -13,7 +14,7 @@
 #   BUILDER_IMAGE  image of the build stage (default rust:1-bookworm; with PREBUILT any
 #                  Debian image will do: nothing is compiled)
 #   RUNTIME_IMAGE  image the services run on (default debian:bookworm-slim)
-#   PREBUILT       a directory of the build context holding the four binaries built on
+#   PREBUILT       a directory of the build context holding the binaries built on
 #                  the host (for a bookworm glibc); empty = `cargo build --release` here
 
 ARG BUILDER_IMAGE=rust:1-bookworm
@@ -29,7 +30,7 @@ COPY . .
 RUN set -eu; \
     mkdir -p /out; \
     if [ -n "$PREBUILT" ]; then \
-      for b in global-master local-master worker loadgen megha; do \
+      for b in global-master local-master worker megha-task-exec loadgen megha; do \
         if [ ! -x "$PREBUILT/$b" ]; then \
           echo "PREBUILT=$PREBUILT has no $b (scripts/docker-local-images.sh --binaries DIR)" >&2; exit 1; \
         fi; \
@@ -39,7 +40,7 @@ RUN set -eu; \
       apt-get update; \
       DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cmake libclang-dev; \
       cargo build --release --locked --bins; \
-      for b in global-master local-master worker loadgen megha; do \
+      for b in global-master local-master worker megha-task-exec loadgen megha; do \
         install -s -m 0755 "target/release/$b" "/out/$b"; \
       done; \
     fi

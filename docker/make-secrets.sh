@@ -36,6 +36,8 @@ mkdir -p "$ROLES/gm" "$ROLES/lm" "$ROLES/worker" "$ROLES/loadgen"
 cp "$SECRETS/roles/gm.toml" "$SECRETS/tokens.toml" "$SECRETS/amqp-password" "$ROLES/gm/"
 cp "$SECRETS/roles/lm.toml" "$SECRETS/amqp-password" "$ROLES/lm/"
 cp "$SECRETS/roles/worker.toml" "$ROLES/worker/"
+# Read by the worker (root) only: its tasks run as other uids (--task-uids).
+chmod 0400 "$ROLES/worker/worker.toml"
 cp "$SECRETS/admin-token" "$SECRETS/amqp-password" "$ROLES/loadgen/"
 
 listeners='listeners.tcp.default = 5672'

@@ -52,7 +52,7 @@ fi
 
 if [ -n "$binaries" ]; then
   mkdir -p docker/prebuilt
-  for b in global-master local-master worker loadgen megha; do
+  for b in global-master local-master worker megha-task-exec loadgen megha; do
     [ -x "$binaries/$b" ] || { echo "error: $binaries/$b is missing (cargo build --bins)" >&2; exit 1; }
     strip -o "docker/prebuilt/$b" "$binaries/$b" 2>/dev/null || cp "$binaries/$b" "docker/prebuilt/$b"
   done

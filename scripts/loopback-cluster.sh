@@ -23,6 +23,10 @@
 # an API tokens file with one admin user are made in $SECRETS (default
 # out/cluster-secrets, mode 700) on the first run and reused; each process reads its
 # own role's file (MEGHA_CLUSTER_SECRET_FILE), the GMs the tokens (MEGHA_TOKENS_FILE).
+# Exec tasks: as root, each runs as a uid of its own (TASK_UIDS, default
+# 3300000-3300999); otherwise as the user running this script (--allow-run-as-self:
+# a task can then read these credentials). Each worker keeps its own data directory
+# (the worker's default: one per cluster, LM and slot).
 set -euo pipefail
 PORT_BASE=${PORT_BASE:-}
 CLUSTER=${MEGHA_CLUSTER_NAME:-megha}
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
     --port-base) PORT_BASE=${2:?--port-base needs a number}; shift 2 ;;
     --cluster-name) CLUSTER=${2:?--cluster-name needs a name}; shift 2 ;;
     --shared-secret) SHARED_SECRET=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,9 +111,14 @@ for l in 0 1; do
   "$BIN/local-master" --id $l "${common[@]}" --amqp "${LM_AMQP[l]:-$AMQP}" --listen "127.0.0.1:$(lm_port $l)" \
     --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
+if [ "$(id -u)" -eq 0 ]; then
+  task_identity=(--task-uids "${TASK_UIDS:-3300000-3300999}")
+else
+  task_identity=(--allow-run-as-self)
+fi
 for l in 0 1; do for s in 0 1; do
   MEGHA_CLUSTER_SECRET_FILE=$(secret_of worker) \
-  "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s \
+  "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s "${task_identity[@]}" \
     --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do

@@ -203,6 +203,9 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
     // Cancel: two tasks run (one node each), the third waits in the GM's queue.
     let pids = dir.join("pids");
     let _ = std::fs::create_dir_all(&pids);
+    // Tasks run as uids of their own: the directory is everyone's (sticky).
+    std::fs::set_permissions(&pids, std::os::unix::fs::PermissionsExt::from_mode(0o1777))
+        .expect("chmod");
     let sleeper = exec_task(&format!("echo $$ > {}/$$; exec sleep 60", pids.display()));
     let body = format!(r#"{{"tasks":[{sleeper},{sleeper},{sleeper}]}}"#);
     let job = submit(&gm, &body);

@@ -29,6 +29,9 @@ pub fn owned_dir(dir: &Path, mode: u32) -> Result<(), String> {
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
     }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        safe_parent(parent)?;
+    }
     match std::fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -63,6 +66,29 @@ pub fn owned_dir(dir: &Path, mode: u32) -> Result<(), String> {
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("cannot set the mode of {}: {e}", dir.display()))
+}
+
+/// A parent others may write without the sticky bit lets them rename the
+/// directory away and plant another: one of ours (e.g. a Kubernetes emptyDir,
+/// 0777) is tightened to 0755, another's is refused.
+fn safe_parent(parent: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(parent) else {
+        return Ok(());
+    };
+    let open = meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0;
+    if !open {
+        return Ok(());
+    }
+    if meta.uid() == rustix::process::geteuid().as_raw() {
+        let tightened = (meta.mode() & 0o7777) & !0o022;
+        tracing::warn!(dir = %parent.display(), from = format!("{:o}", meta.mode() & 0o7777), to = format!("{tightened:o}"), "the data directory's parent was writable by others; tightened");
+        return std::fs::set_permissions(parent, std::fs::Permissions::from_mode(tightened))
+            .map_err(|e| format!("cannot tighten {}: {e}", parent.display()));
+    }
+    Err(format!(
+        "{} (the parent) is writable by other users and not sticky; refusing to keep the data directory in it",
+        parent.display()
+    ))
 }
 
 /// The data directory, locked for this worker. Dropping it releases the lock.

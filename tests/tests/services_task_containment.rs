@@ -1,0 +1,156 @@
+//! Issue 31 through the services: with 8 exec tasks running on one worker, the
+//! worker is killed (SIGKILL) and started again. Its tasks die with it (each task's
+//! helper sees the worker go and kills its run), the LM reports the runs lost, the
+//! GM runs them again: every task ends finished once, no old run writes after its
+//! retry started, and no process of the old runs is left.
+//!
+//! The tasks append to a marker file: `start T`, a `tick T` every 100 ms, `end T`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tests::broker::require_rabbitmq;
+use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, Proc, RoleArgs};
+
+fn flags(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| a.to_string()).collect()
+}
+
+/// Live processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            (text.contains(needle) && state != "Z").then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-task-containment-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = dir.join("logs");
+    // The marker file's directory: writable by every task uid.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    std::fs::set_permissions(
+        &shared,
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .expect("chmod");
+    let markers = shared.join("markers");
+    // One file every task uid appends to.
+    std::fs::write(&markers, "").expect("markers");
+    std::fs::set_permissions(
+        &markers,
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .expect("chmod");
+    let extra = RoleArgs {
+        gm: flags(&["--max-attempts", "3"]),
+        lm: flags(&["--worker-timeout-ms", "2000"]),
+        worker: flags(&["--lm-check-ms", "200"]),
+        ..RoleArgs::default()
+    };
+    // 1 GM, 1 LM of 8 one-core nodes, 1 worker.
+    let mut cluster = LoopbackCluster::start_with_args(1, 1, 8, 1, &broker.url, &logs, &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let lm = cluster.lms[0].url.clone();
+    // A unique word in each command line, to find its processes in /proc.
+    let tag = format!("megha-contain-{}", std::process::id());
+    let script = format!(
+        "m={m}; echo start $MEGHA_TASK >> $m; i=0; while [ $i -lt 60 ]; do echo tick $MEGHA_TASK >> $m; sleep 0.1; i=$((i+1)); done; echo end $MEGHA_TASK >> $m # {tag}",
+        m = markers.display()
+    );
+    let task = format!(
+        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(&script).expect("json")
+    );
+    let job = submit_tasks(&gm, &task, 8)["job"].as_u64().expect("job id");
+    wait_until("the 8 tasks running", Duration::from_secs(60), || {
+        std::fs::read_to_string(&markers)
+            .map(|t| t.lines().filter(|l| l.starts_with("start ")).count() == 8)
+            .unwrap_or(false)
+    });
+    assert!(!processes_with(&tag).is_empty(), "the tasks' processes run");
+    let worker_args: Vec<String> = {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", cluster.workers[0].pid()))
+            .expect("worker cmdline");
+        String::from_utf8_lossy(&cmdline)
+            .split('\0')
+            .skip(1)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    cluster.workers[0].kill();
+    let killed_at = Instant::now();
+    // Every process of the old runs goes, well before the LM would report them lost.
+    let mut left = processes_with(&tag);
+    while !left.is_empty() && killed_at.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_with(&tag);
+    }
+    assert_eq!(
+        left,
+        Vec::<u32>::new(),
+        "processes of the dead worker's runs"
+    );
+    let ticks_at_death = std::fs::read_to_string(&markers).expect("markers");
+    cluster.workers[0] = Proc::spawn("worker", &worker_args, &logs, "worker0.0-again");
+    wait_until("the job finished", Duration::from_secs(120), || {
+        get_json(&format!("{gm}/v1/jobs/{job}"))["state"] == "finished"
+    });
+    let text = std::fs::read_to_string(&markers).expect("markers");
+    // Nothing of an old run wrote after the kill: the lines written since are the
+    // retries' own (each retry starts with `start`).
+    let since = &text[ticks_at_death.len()..];
+    let mut per_task: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for line in since.lines() {
+        let (word, task) = line.split_once(' ').expect("marker line");
+        per_task.entry(task.to_owned()).or_default().push(word);
+    }
+    assert_eq!(per_task.len(), 8, "every task ran again: {per_task:?}");
+    for (task, words) in &per_task {
+        assert_eq!(
+            words.first(),
+            Some(&"start"),
+            "task {task}: an old run wrote after its worker died: {words:?}"
+        );
+        assert_eq!(
+            words.iter().filter(|w| **w == "start").count(),
+            1,
+            "task {task} started twice after the kill"
+        );
+        assert_eq!(
+            words.last(),
+            Some(&"end"),
+            "task {task} did not run to its end"
+        );
+    }
+    let ends = text.lines().filter(|l| l.starts_with("end ")).count();
+    assert_eq!(ends, 8, "each task ran to its end once");
+    for i in 0..8 {
+        let t = get_json(&format!("{gm}/v1/tasks/{job}/{i}"));
+        assert_eq!(t["state"], "finished", "{t}");
+    }
+    assert_eq!(processes_with(&tag), Vec::<u32>::new());
+    assert_eq!(
+        get_json(&format!("{lm}/healthz"))["running"].as_u64(),
+        Some(0)
+    );
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}
