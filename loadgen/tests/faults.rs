@@ -98,6 +98,46 @@ fn worker_fences_keep_a_retried_long_task_from_running_twice() {
     );
 }
 
+/// Issue 31: a worker's death leaves its task processes running until each task's
+/// helper sees its socket close and kills its run (50 ms here). Tasks longer than
+/// the worker timeout: with processes that ran on to their end, as before issue 31,
+/// a retry of a lost run starts while the old one still runs; with the helpers,
+/// never.
+#[test]
+fn a_dead_workers_runs_are_gone_before_their_retries_start() {
+    let long = FaultConfig {
+        max_duration: common::Micros::from_secs(30),
+        quiet: common::Micros::from_secs(120),
+        ..FaultConfig::default()
+    };
+    let helpers = faults::search(1, 300, 2, &long, None);
+    assert!(
+        helpers.violations.is_empty(),
+        "{:?}",
+        helpers.violations.first()
+    );
+    let before = FaultConfig {
+        orphan_linger: common::Micros::from_secs(60),
+        ..long
+    };
+    let report = faults::search(1, 300, 2, &before, None);
+    let twice: Vec<_> = report
+        .violations
+        .iter()
+        .filter(|v| v.invariant == Invariant::RanTwice && v.detail.contains("dead"))
+        .collect();
+    assert!(
+        !twice.is_empty(),
+        "with a dead worker's processes running on, no retry overlapped them in 300 seeds: {:?}",
+        report.violations.first()
+    );
+    println!(
+        "{} of 300 seeds ran a task twice; first: {}",
+        twice.len(),
+        twice[0]
+    );
+}
+
 #[test]
 fn the_gm_batch_numbering_of_the_past_is_found() {
     let config = FaultConfig {

@@ -43,6 +43,10 @@ pub struct FaultsArgs {
     /// Model workers that do not fence themselves (the LM's `--worker-fence false`): a worker cut off from its LM runs on.
     #[arg(long)]
     pub no_worker_fence: bool,
+    /// How long a dead worker's task processes run on, ms (its tasks' helpers kill
+    /// them when it dies: 50; before issue 31 they ran to their end: give e.g. 60000).
+    #[arg(long, default_value_t = 50)]
+    pub orphan_linger_ms: u64,
     /// Model the GM that does not ask a restarted LM which of its tasks it still holds (`--lm-reconcile-delay-ms`).
     #[arg(long)]
     pub no_lm_reconcile: bool,
@@ -112,6 +116,7 @@ impl FaultsArgs {
             journal: !self.no_journal,
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
             worker_fence: !self.no_worker_fence,
+            orphan_linger: Micros::from_millis(self.orphan_linger_ms),
             lm_reconcile: (!self.no_lm_reconcile).then(|| Micros::from_secs(5)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,

@@ -86,6 +86,11 @@ pub struct FaultConfig {
     /// by their LM for 3/5 of the worker timeout, they stop their tasks and report
     /// them lost. Off: a cut-off worker runs on.
     pub worker_fence: bool,
+    /// How long a dead worker's task processes run on after it died (issue 31: each
+    /// task's helper kills its run as soon as its socket to the worker closes, a
+    /// few milliseconds). A retry of such a task started meanwhile anywhere is a run
+    /// twice. Before issue 31 they ran to their end (model it with a long linger).
+    pub orphan_linger: Micros,
     /// The GM's question to a restarted LM (as the GM service asks it,
     /// `--lm-reconcile-delay-ms`, 5 s after it saw the new life): which of its tasks
     /// there the LM still holds; the others end finished or lost. `None`: the GM
@@ -126,6 +131,7 @@ impl Default for FaultConfig {
             journal: true,
             worker_timeout: Some(Micros::from_secs(10)),
             worker_fence: true,
+            orphan_linger: Micros::from_millis(50),
             lm_reconcile: Some(Micros::from_secs(5)),
             strict: false,
             retry: common::retry::RetryPolicy {

@@ -178,6 +178,9 @@ pub(super) struct World<'a> {
     /// fenced, and whether its fence timer is set (see `fence`).
     confirmed: Vec<Micros>,
     fenced: Vec<bool>,
+    /// Runs of dead workers still running until their helpers kill them:
+    /// (worker, task, attempt, until).
+    orphans: Vec<(u32, TaskId, u32, Micros)>,
     fence_pending: Vec<bool>,
     skew: HashMap<Role, i64>,
     pending_skew: HashMap<Role, i64>,
@@ -274,6 +277,7 @@ impl<'a> World<'a> {
             refusing: vec![false; n],
             confirmed: vec![Micros::ZERO; n],
             fenced: vec![false; n],
+            orphans: Vec::new(),
             fence_pending: vec![false; n],
             skew: HashMap::new(),
             pending_skew: HashMap::new(),

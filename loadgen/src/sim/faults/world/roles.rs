@@ -405,6 +405,16 @@ impl World<'_> {
             }
             Role::Worker(w) => {
                 self.worker_crashed(w);
+                // Its task processes run on until their helpers kill them.
+                let until = self.now + self.config.orphan_linger;
+                if let Some(worker) = &self.workers[w as usize] {
+                    let runs: Vec<_> = worker
+                        .running()
+                        .iter()
+                        .map(|r| (w, r.task, r.attempt, until))
+                        .collect();
+                    self.orphans.extend(runs);
+                }
                 self.workers[w as usize] = None;
                 self.worker_life[w as usize] += 1;
                 self.wake_at[w as usize] = None;

@@ -71,6 +71,16 @@ impl World<'_> {
     /// not dead). Workers fence themselves so that it never does; without fences
     /// (`--no-worker-fence`) it is the known price of timeout-based liveness.
     fn check_overlap(&mut self, w: u32, task: TaskId, attempt: u32) {
+        // A dead worker's run still running (its helper has not killed it yet).
+        let now = self.now;
+        self.orphans.retain(|o| o.3 > now);
+        if let Some(&(j, _, earlier, _)) = self.orphans.iter().find(|o| o.1 == task) {
+            self.broke(Err((
+                check::Invariant::RanTwice,
+                format!("{task}: run {attempt} started on w{w} while run {earlier} of dead w{j} still runs"),
+            )));
+            return;
+        }
         let other = self.workers.iter().enumerate().find_map(|(j, x)| {
             let run = x.as_ref()?.running().iter().find(|r| r.task == task)?;
             (j != w as usize).then_some((j, run.attempt))
