@@ -1,7 +1,7 @@
 //! Per-task directories and logs under the worker's data dir:
 //! `<data-dir>/tasks/<job>.<index>/{stdout,stderr}` (the worker's, 0600) and
 //! `<job>.<index>/work/` (the task user's, 0700: the command's working directory
-//! unless it names one). Kept after the task ends; only the newest
+//! unless it names one; removed when a run with a uid of its own ends). Kept after the task ends; only the newest
 //! `keep` ended tasks' directories stay (the oldest go first).
 
 use common::TaskId;

@@ -130,10 +130,16 @@ pub async fn run(
     )
     .await;
     // The helper is gone: make sure nothing of the run is left, then free its
-    // cgroups (and, when `identity` drops, its uid).
+    // cgroups, remove its working directory (a later run with the same uid must
+    // not find its files; the logs stay) and, when `identity` drops, its uid.
     let (oom, leftovers) = tokio::task::spawn_blocking(move || {
         let oom = limits.oom_killed();
         let left = limits.release();
+        if identity.uid.is_some() {
+            if let Err(e) = std::fs::remove_dir_all(&work) {
+                tracing::warn!(dir = %work.display(), error = %e, "cannot remove an ended task's working directory");
+            }
+        }
         drop(identity);
         (oom, left)
     })
