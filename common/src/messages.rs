@@ -174,6 +174,20 @@ pub struct LaunchResponse {
 pub struct StartTask {
     pub node: NodeId,
     pub task: TaskSpec,
+    /// Which of its LM's start orders this is: a worker runs each dispatch once, so
+    /// a start order resent or replayed (captured on the link) is not run again,
+    /// while a preempted task started anew (the same attempt) is another dispatch.
+    #[serde(default)]
+    pub dispatch: Dispatch,
+}
+
+/// One start order of an LM: its life ([`LmSnapshot::incarnation`]) and a number
+/// counting that life's start orders from 1. `Dispatch::default()` (life 0) names
+/// none (orders made outside an LM: tests, benches).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dispatch {
+    pub lm_life: u64,
+    pub seq: u64,
 }
 
 /// Worker -> LM. A task that started ends in exactly one of `Finished` (exit code 0,

@@ -142,6 +142,11 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
     let start = |job: u64| {
         let order = vec![LmToWorker::Start(StartTask {
             node: NodeId(0),
+            // As an LM numbers its start orders: (its life, a sequence number).
+            dispatch: common::messages::Dispatch {
+                lm_life: 77,
+                seq: job,
+            },
             task: TaskSpec::short(
                 TaskId::new(job, 0),
                 Resources {
@@ -195,10 +200,28 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
     wait_until("the ordered run to finish", Duration::from_secs(10), || {
         metric("megha_worker_finished_total") >= 1.0
     });
-    // A replayed start is no longer refused by (task, attempt): a preempted task is
-    // requeued with the same attempt (see worker/src/service/http.rs), so that
-    // check was withdrawn; replay protection is an open item of issue 32.
-    assert_eq!(metric("megha_worker_started_total"), 1.0);
+    // Replayed verbatim (the same dispatch): answered (the LM resends after a lost
+    // answer too) but not run again; counted.
+    let (status, answer) = post(&order, Some(&key));
+    assert_eq!(status, 200, "{answer}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(metric("megha_worker_started_total"), 1.0, "the replay ran");
+    assert_eq!(metric("megha_worker_replayed_starts_total"), 1.0);
+    // The same task started anew (a preempted task's restart: same attempt) is
+    // another dispatch of its LM and runs.
+    let mut again: Vec<LmToWorker> =
+        common::codec::decode(&ClusterName::default(), &order).expect("decode");
+    if let LmToWorker::Start(s) = &mut again[0] {
+        s.dispatch.seq += 1_000_000;
+    }
+    let again = common::codec::encode(&ClusterName::default(), &again).expect("encode");
+    let (status, answer) = post(&again, Some(&key));
+    assert_eq!(status, 200, "{answer}");
+    wait_until(
+        "the task's new dispatch to run",
+        Duration::from_secs(10),
+        || metric("megha_worker_started_total") >= 2.0,
+    );
     // No key or token in the worker's log.
     let log = std::fs::read_to_string(dir.join("logs").join("worker.log")).unwrap_or_default();
     assert!(

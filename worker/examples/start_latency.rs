@@ -59,6 +59,7 @@ async fn main() {
             let t0 = Instant::now();
             worker.do_send(FromLm(vec![LmToWorker::Start(StartTask {
                 node: NodeId(0),
+                dispatch: Default::default(),
                 task,
             })]));
             loop {

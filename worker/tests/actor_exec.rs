@@ -15,6 +15,7 @@ use worker::service::metrics::RenderMetrics;
 fn exec_task(job: u64, script: &str) -> StartTask {
     StartTask {
         node: NodeId(0),
+        dispatch: Default::default(),
         task: TaskSpec::short(
             TaskId::new(job, 0),
             Resources::cores(1, 256),
@@ -166,6 +167,7 @@ async fn a_refused_start_is_reported_failed_with_the_reason() {
     let (worker, mut rx) = support::one_node_worker(&data_dir, false).await;
     let too_big = StartTask {
         node: NodeId(0),
+        dispatch: Default::default(),
         task: TaskSpec::short(
             TaskId::new(40, 0),
             Resources::cores(64, 256),
@@ -186,6 +188,7 @@ async fn a_refused_start_is_reported_failed_with_the_reason() {
     // A synthetic task started twice: one Started, and the repeat reports nothing.
     let ok = StartTask {
         node: NodeId(0),
+        dispatch: Default::default(),
         task: TaskSpec::short(
             TaskId::new(41, 0),
             Resources::cores(1, 256),

@@ -141,6 +141,7 @@ async fn at_worker(n: u32, cgroups: bool) -> Result<()> {
             let t0 = Instant::now();
             worker.do_send(FromLm(vec![LmToWorker::Start(StartTask {
                 node: NodeId(0),
+                dispatch: Default::default(),
                 task,
             })]));
             loop {

@@ -45,6 +45,7 @@ pub fn are_refused_with_nothing_applied(cluster: &LoopbackCluster) {
     });
     let start = vec![LmToWorker::Start(StartTask {
         node: NodeId(0),
+        dispatch: Default::default(),
         task: one_task(8),
     })];
     let forged = vec![WorkerToLm::Report(WorkerReport::Finished {

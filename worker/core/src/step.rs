@@ -100,6 +100,7 @@ mod tests {
     fn start(job: u64, cores: u64, secs: u64, kind: TaskKind) -> WorkerInput {
         WorkerInput::Lm(LmToWorker::Start(StartTask {
             node: NodeId(0),
+            dispatch: Default::default(),
             task: TaskSpec::short(
                 TaskId::new(job, 0),
                 Resources::cores(cores, 10),

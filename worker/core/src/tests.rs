@@ -3,6 +3,7 @@ use super::*;
 fn order(task: u64, cores: u64, secs: u64, kind: TaskKind) -> StartTask {
     StartTask {
         node: NodeId(0),
+        dispatch: Default::default(),
         task: TaskSpec::short(
             TaskId::new(task, 0),
             Resources::cores(cores, 1),

@@ -16,6 +16,7 @@ fn start(node: u32, job: u64, duration_ms: u64) -> LmToWorker {
     };
     LmToWorker::Start(StartTask {
         node: NodeId(node),
+        dispatch: Default::default(),
         task: TaskSpec::short(id, Resources::new(1000, 1), Micros(duration_ms * 1000)),
     })
 }

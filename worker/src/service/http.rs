@@ -6,11 +6,9 @@
 //! `GET /healthz`, `GET /metrics`. Every route but the last two needs the cluster
 //! credential (`service_kit::auth`): with per-role credentials, an LM's ([`callers`]).
 //!
-//! A start order for a run (task, attempt) this worker was already ordered to start
-//! in this life is counted (`megha_worker_replayed_starts_total`) and logged
-//! ([`StartedRuns`]), and run: a preempted task is requeued with the same attempt,
-//! so (task, attempt) does not name one run and refusing a repeat stalled preempted
-//! tasks. Refusing replays needs a run identity of its own in start orders (issue 32).
+//! Each start order names its dispatch (its LM's life and a number): a dispatch runs
+//! once here; a resent or replayed start order is dropped, counted
+//! (`megha_worker_replayed_starts_total`) and logged ([`StartedRuns`]).
 
 use super::actor::{FromLm, GetContainment, GetLoad, LogsRoot, WorkerActor};
 use super::metrics::RenderMetrics;
@@ -23,8 +21,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::codec;
+use common::messages::Dispatch;
 use common::protocol::LmToWorker;
-use common::TaskId;
 use service_kit::auth::ClusterGuard;
 use service_kit::cluster::Cluster;
 use std::collections::{HashSet, VecDeque};
@@ -78,52 +76,78 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-/// A run: a task and its attempt.
-type Run = (TaskId, u32);
-/// The runs remembered, and their order (oldest first).
-type RunSet = (HashSet<Run>, VecDeque<Run>);
-
-/// How many started runs a worker remembers (the newest; about 2 MB).
+/// How many dispatches a worker remembers (the newest; about 2 MB).
 pub const RUNS_KEPT: usize = 100_000;
 
-/// The runs (task, attempt) this worker was ordered to start in this life, the
-/// newest [`RUNS_KEPT`]: repeats are counted and logged (see the module's doc).
+/// The start orders (their [`Dispatch`]) this worker took in this life, the newest
+/// [`RUNS_KEPT`]: each dispatch runs once. A start order of a dispatch already taken
+/// (resent by its LM after a lost answer, or replayed by someone who captured it),
+/// of an older LM life than one already seen, or older than every dispatch
+/// remembered of the current life, is dropped, counted and logged. A preempted task
+/// started again (with the same attempt) is a new dispatch and runs.
 #[derive(Debug, Default)]
 pub struct StartedRuns {
-    runs: Mutex<RunSet>,
-    /// Start orders for a run already ordered here.
+    seen: Mutex<Seen>,
+    /// Start orders dropped so.
     pub replayed: AtomicU64,
 }
 
+#[derive(Debug, Default)]
+struct Seen {
+    set: HashSet<Dispatch>,
+    order: VecDeque<Dispatch>,
+    /// The newest LM life seen.
+    life: u64,
+    /// The highest sequence number forgotten of that life.
+    forgotten: u64,
+}
+
 impl StartedRuns {
-    /// True the first time `run` is seen (it is remembered), false afterwards.
-    pub fn first(&self, run: (TaskId, u32)) -> bool {
-        let mut guard = self.runs.lock().unwrap_or_else(|e| e.into_inner());
-        let (set, order) = &mut *guard;
-        if !set.insert(run) {
+    /// True when `dispatch` may run (it is remembered), false when it may not.
+    /// The default dispatch (no LM's: tests, benches) always may.
+    pub fn first(&self, dispatch: Dispatch) -> bool {
+        if dispatch == Dispatch::default() {
+            return true;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if dispatch.lm_life < seen.life
+            || (dispatch.lm_life == seen.life && dispatch.seq <= seen.forgotten)
+        {
             return false;
         }
-        order.push_back(run);
-        if order.len() > RUNS_KEPT {
-            if let Some(old) = order.pop_front() {
-                set.remove(&old);
+        if dispatch.lm_life > seen.life {
+            seen.life = dispatch.lm_life;
+            seen.forgotten = 0;
+        }
+        if !seen.set.insert(dispatch) {
+            return false;
+        }
+        seen.order.push_back(dispatch);
+        if seen.order.len() > RUNS_KEPT {
+            if let Some(old) = seen.order.pop_front() {
+                seen.set.remove(&old);
+                if old.lm_life == seen.life {
+                    seen.forgotten = seen.forgotten.max(old.seq);
+                }
             }
         }
         true
     }
 
-    /// Counts and logs the starts in `orders` of runs already ordered here.
-    pub fn note_repeats(&self, orders: &[LmToWorker]) {
-        for order in orders {
+    /// Drops from `orders` the starts that may not run (see the type), counting
+    /// and logging each.
+    pub fn drop_repeats(&self, orders: &mut Vec<LmToWorker>) {
+        orders.retain(|order| {
             let LmToWorker::Start(s) = order else {
-                continue;
+                return true;
             };
-            let run = (s.task.id, s.task.attempt);
-            if !self.first(run) {
-                self.replayed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(task = %run.0, job = run.0.job.0, attempt = run.1, node = %s.node, "start order for a run already ordered here (a preempted task's restart, a retried or a replayed order): run, not refused");
+            if self.first(s.dispatch) {
+                return true;
             }
-        }
+            self.replayed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(task = %s.task.id, job = s.task.id.job.0, attempt = s.task.attempt, node = %s.node, lm_life = s.dispatch.lm_life, dispatch = s.dispatch.seq, "start order dropped: this dispatch already ran here, or is of an older LM life (a resent or replayed order)");
+            false
+        });
     }
 }
 
@@ -156,11 +180,11 @@ async fn from_lm(
             );
         }
     }
-    let orders: Vec<LmToWorker> = match cluster.decode(&body, "/v1/messages") {
+    let mut orders: Vec<LmToWorker> = match cluster.decode(&body, "/v1/messages") {
         Ok(o) => o,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
-    runs.note_repeats(&orders);
+    runs.drop_repeats(&mut orders);
     if orders.is_empty() {
         return done(&cluster, Ok(()));
     }
@@ -284,7 +308,7 @@ async fn metrics(
                 &mut page,
                 "megha_worker_replayed_starts_total",
                 "counter",
-                "Start orders for a run (task, attempt) already ordered here; run anyway (a preempted task restarts with the same attempt).",
+                "Start orders dropped: their dispatch (LM life, number) already ran here or is of an older LM life (a resent or replayed order).",
                 runs.replayed.load(Ordering::Relaxed) as f64,
             );
             cluster.render(&mut page);
@@ -299,22 +323,32 @@ async fn metrics(
 mod tests {
     use super::*;
 
+    fn d(lm_life: u64, seq: u64) -> Dispatch {
+        Dispatch { lm_life, seq }
+    }
+
     #[test]
-    fn a_run_is_started_once_and_the_memory_is_bounded() {
+    fn a_dispatch_runs_once_and_the_memory_is_bounded() {
         let runs = StartedRuns::default();
-        let run = (TaskId::new(7, 0), 1);
-        assert!(runs.first(run));
-        assert!(!runs.first(run));
+        assert!(runs.first(d(5, 1)));
+        assert!(!runs.first(d(5, 1)), "a resent or replayed order");
         assert!(
-            runs.first((TaskId::new(7, 0), 2)),
-            "another attempt is another run"
+            runs.first(d(5, 2)),
+            "another dispatch (a preempted task's restart)"
         );
-        for i in 0..RUNS_KEPT as u64 {
-            runs.first((TaskId::new(1_000 + i, 0), 1));
+        assert!(
+            runs.first(Dispatch::default()),
+            "no dispatch: orders of tests"
+        );
+        assert!(runs.first(Dispatch::default()));
+        for seq in 3..RUNS_KEPT as u64 + 10 {
+            assert!(runs.first(d(5, seq)));
         }
         assert!(
-            runs.first(run),
-            "the oldest run is forgotten past RUNS_KEPT"
+            !runs.first(d(5, 1)),
+            "a dispatch forgotten past RUNS_KEPT is still refused (below the watermark)"
         );
+        assert!(runs.first(d(9, 1)), "a new LM life");
+        assert!(!runs.first(d(5, RUNS_KEPT as u64 + 20)), "an older LM life");
     }
 }

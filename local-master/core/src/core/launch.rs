@@ -171,7 +171,7 @@ impl LocalMaster {
 
     /// Records the launch and orders the worker to start the task.
     pub(crate) fn order_start(
-        &self,
+        &mut self,
         now: Micros,
         node: NodeId,
         task: TaskSpec,
@@ -185,7 +185,16 @@ impl LocalMaster {
                 node,
             },
         });
-        effects.starts.push(StartTask { node, task });
+        self.dispatches += 1;
+        let dispatch = common::messages::Dispatch {
+            lm_life: self.incarnation,
+            seq: self.dispatches,
+        };
+        effects.starts.push(StartTask {
+            node,
+            task,
+            dispatch,
+        });
     }
 
     /// Gives a task's resources back to its node and queue.

@@ -74,6 +74,8 @@ pub struct LocalMaster {
     version: u64,
     /// This life (its start time, µs; see [`LmSnapshot::incarnation`]).
     incarnation: u64,
+    /// Start orders of this life so far (each one's [`common::messages::Dispatch`]).
+    dispatches: u64,
     /// Tasks of the previous life: adopted, or finished ([`LocalMaster::adopt`]).
     restarted: Restarted,
     /// The `free` and `free_changed` (blocks, then sub-blocks) of the last snapshot
@@ -145,6 +147,7 @@ impl LocalMaster {
             // microsecond would be needed to catch up).
             version: now.0.max(1),
             incarnation: now.0.max(1),
+            dispatches: 0,
             restarted: Restarted::default(),
             snapshot_cache: None,
             spares: Spares::default(),
