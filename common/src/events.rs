@@ -71,6 +71,13 @@ pub enum TaskEventKind {
     Cancelled {
         gm: GmId,
     },
+    /// Its GM stopped (SIGTERM, drain timeout over) with the task still queued, and
+    /// the task is in that GM's journal: the GM's next life takes it up again (its
+    /// next events are that life's, e.g. `dispatched`). Not final. A GM without a
+    /// journal reports such tasks `failed` instead: they will not resume.
+    Suspended {
+        gm: GmId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +124,11 @@ mod tests {
                     lm: LmId(0),
                     node: NodeId(7),
                 },
+            },
+            TaskEvent {
+                task: TaskId::new(1, 3),
+                at: Micros(6),
+                kind: TaskEventKind::Suspended { gm: GmId(1) },
             },
         ];
         for e in events {

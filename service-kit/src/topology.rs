@@ -50,5 +50,6 @@ pub fn event_key(kind: &TaskEventKind) -> &'static str {
         TaskEventKind::Failed { .. } => "task.failed",
         TaskEventKind::Promoted { .. } => "task.promoted",
         TaskEventKind::Cancelled { .. } => "task.cancelled",
+        TaskEventKind::Suspended { .. } => "task.suspended",
     }
 }

@@ -508,38 +508,3 @@ impl Handler<StopAccepting> for GmActor {
         self.accepting = false;
     }
 }
-
-/// Shutdown gave up waiting: every task still queued here is reported `failed` on the
-/// event stream (with its id in the log), so no accepted task disappears unseen.
-#[derive(Message, Debug)]
-#[rtype(result = "usize")]
-pub struct FailQueued;
-
-impl Handler<FailQueued> for GmActor {
-    type Result = usize;
-    fn handle(&mut self, _: FailQueued, _: &mut Context<Self>) -> usize {
-        let now = clock::now();
-        let lra_containers = self.core.lra_pending_containers();
-        let events: Vec<TaskEvent> = self
-            .core
-            .pending()
-            .map(|p| p.task.id)
-            .chain(lra_containers)
-            .map(|task| {
-                tracing::warn!(task = %task, job = task.job.0, "shut down before placing the task");
-                TaskEvent {
-                    task,
-                    at: now,
-                    kind: TaskEventKind::Failed {
-                        detail: "the global master shut down before placing it".into(),
-                    },
-                }
-            })
-            .collect();
-        let n = events.len();
-        if n > 0 {
-            (self.events)(events);
-        }
-        n
-    }
-}

@@ -88,6 +88,8 @@ pub struct GmArgs {
     #[arg(long, env = "MEGHA_GM_LAUNCH_TIMEOUT_MS")]
     pub launch_timeout_ms: Option<u64>,
     /// On SIGTERM, how long to keep placing queued work before exiting. Default 10000.
+    /// Tasks still queued then are reported `task.suspended` if the journal resumes
+    /// them (`--data-dir`), else `task.failed`.
     #[arg(long, env = "MEGHA_DRAIN_TIMEOUT_MS")]
     pub drain_timeout_ms: Option<u64>,
     /// How long to keep resending a launch batch or preemption request that an LM may

@@ -360,6 +360,12 @@ impl Journal {
     pub fn jobs(&self) -> usize {
         self.open.len()
     }
+
+    /// True while `job` is in the journal (accepted here, not every task ended):
+    /// its open tasks are resumed by the GM's next life.
+    pub fn holds(&self, job: JobId) -> bool {
+        self.open.contains_key(&job)
+    }
 }
 
 #[cfg(test)]
@@ -439,9 +445,12 @@ mod tests {
             // A task of a job the journal never had is skipped.
             j.ended(&[(TaskId::new(99, 0), end(12))], &[]).unwrap();
             assert_eq!(j.jobs(), 1);
+            assert!(j.holds(JobId(7)));
+            assert!(!j.holds(JobId(8)) && !j.holds(JobId(99)));
         }
         let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
         assert_eq!(recovered.len(), 1, "{recovered:?}");
+        assert!(j.holds(JobId(7)) && !j.holds(JobId(8)));
         let r = &recovered[0];
         assert_eq!((r.job, &r.accepted), (JobId(7), &accepted(5)));
         assert_eq!(r.tasks, specs(7, 3));

@@ -16,7 +16,8 @@
 //! - [`mq`]: the state subscription.
 //! - [`users`]: who may call: user tokens, the cluster credential, job owners.
 //! - [`journal`]: accepted work on disk; [`resume`]: a restarted GM takes it up;
-//!   [`standby`]: a second process that waits for the journal and takes it over.
+//!   [`standby`]: a second process that waits for the journal and takes it over;
+//!   [`shutdown`]: the drain on SIGTERM, and what it says of the work it leaves.
 
 pub mod actor;
 pub mod answers;
@@ -44,12 +45,13 @@ pub mod recent_events;
 pub mod report;
 pub mod resume;
 pub mod route;
+pub mod shutdown;
 pub mod standby;
 pub mod status;
 pub mod users;
 
 use crate::core::GmConfig;
-use actix::{Actor, Addr};
+use actix::Actor;
 use anyhow::{Context as _, Result};
 use common::GmId;
 use service_kit::amqp::Publisher;
@@ -325,7 +327,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             s.id
         );
     }
-    drain(&gm, s.drain_timeout).await;
+    shutdown::drain(&gm, s.drain_timeout).await;
     subscription.close().await;
     for sub in ends.into_iter().flatten() {
         sub.close().await;
@@ -366,28 +368,6 @@ async fn open_idempotency(
             }
             other => return other,
         }
-    }
-}
-
-/// Stops accepting and waits until nothing is queued or outstanding (or the timeout).
-pub async fn drain(gm: &Addr<actor::GmActor>, timeout: Duration) {
-    gm.do_send(actor::StopAccepting);
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        match gm.send(actor::GetLoad).await {
-            Ok(l) if l.queued == 0 && l.outstanding == 0 => return,
-            Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            Err(_) => return,
-        }
-    }
-    if let Ok(l) = gm.send(actor::GetLoad).await {
-        let failed = gm.send(actor::FailQueued).await.unwrap_or(0);
-        tracing::warn!(
-            queued = l.queued,
-            outstanding = l.outstanding,
-            failed,
-            "drain timed out; queued tasks were reported failed on the event stream"
-        );
     }
 }
 

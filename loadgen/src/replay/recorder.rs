@@ -238,6 +238,9 @@ impl Recorder {
                 self.mark_terminal(i);
             }
             TaskEventKind::Promoted { .. } => self.counters.promoted += 1,
+            // Its GM stopped with it queued and resumes it from its journal once
+            // restarted: not an end; it waited (at least) until then.
+            TaskEventKind::Suspended { .. } => self.waited[i] = true,
         }
     }
 
@@ -426,6 +429,29 @@ mod tests {
         let out = rec.into_outcome(Micros(10));
         assert_eq!(out.records[0].finish, None, "failed, not finished");
         assert_eq!(out.runs[0].end, Some(Micros(5)), "the run ended");
+    }
+
+    /// A task its GM suspended on a graceful stop (journalled) is still waited for:
+    /// the GM's next life runs it.
+    #[test]
+    fn a_suspended_task_is_waited_for_until_it_finishes() {
+        let mut rec = Recorder::new(&[one_task_job(TaskKind::Short)], Micros(0));
+        let id = TaskId::new(9, 0);
+        rec.submitted(0, JobId(9), Micros(0));
+        let gm = common::GmId(0);
+        rec.apply(ev(id, 1, TaskEventKind::Queued { gm }));
+        rec.apply(ev(id, 2, TaskEventKind::Suspended { gm }));
+        assert_eq!(rec.done(), 0, "suspended: not ended");
+        assert_eq!(rec.unfinished(), vec![(0, 0)]);
+        let (lm, node) = (LmId(0), NodeId(0));
+        rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
+        rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+        assert_eq!(rec.done(), 1);
+        assert!(rec.unfinished().is_empty());
+        assert_eq!(
+            rec.into_outcome(Micros(10)).records[0].finish,
+            Some(Micros(9))
+        );
     }
 
     #[test]

@@ -313,6 +313,25 @@ impl LoopbackCluster {
         );
     }
 
+    /// Stops GM `g` gracefully (SIGTERM: it drains, then exits; it must exit 0
+    /// within 30 s) and, `down_for` later, starts it again with the same flags (same
+    /// address; same `--data-dir` if it had one).
+    pub fn stop_and_restart_gm(&mut self, g: usize, down_for: Duration) {
+        let status = self.gms[g].terminate(Duration::from_secs(30));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{} did not exit cleanly: {status:?}",
+            self.gms[g].name
+        );
+        std::thread::sleep(down_for);
+        self.gms[g] = Proc::spawn(
+            "global-master",
+            &self.gm_args[g],
+            &self.log_dir,
+            &format!("gm{g}-restarted"),
+        );
+    }
+
     /// Waits until every GM has the state of every LM.
     pub fn wait_ready(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
