@@ -47,6 +47,41 @@ pub const WORKER_SESSION_HEADER: &str = "x-megha-worker-session";
 /// every order to it (as [`WORKER_SESSION_HEADER`]): the worker's half of the
 /// binding (see [`WorkerSession`]).
 pub const ORDER_KEY_HEADER: &str = "x-megha-order-key";
+/// The header on an LM's order to a worker: the HMAC-SHA256 of the request body
+/// under the worker's order key (hex), so the key itself never travels on orders
+/// and a relay that reads orders cannot make new ones ([`order_mac`]).
+pub const ORDER_MAC_HEADER: &str = "x-megha-order-mac";
+
+/// HMAC-SHA256 of `body` under `key`, hex: what an LM presents on an order to the
+/// worker whose order key is `key`.
+pub fn order_mac(key: &[u8], body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    crate::roles::hex(ring::hmac::sign(&key, body).as_ref())
+}
+
+/// True when `headers` carry the [`order_mac`] of `body` under `key` (compared in
+/// constant time).
+pub fn order_mac_valid(key: &[u8], body: &[u8], headers: &axum::http::HeaderMap) -> bool {
+    let Some(presented) = headers
+        .get(ORDER_MAC_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| unhex(t.trim()))
+    else {
+        return false;
+    };
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::verify(&key, body, &presented).is_ok()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
 /// Environment variable holding the secret itself (the file variant is preferred).
 pub const SECRET_ENV: &str = "MEGHA_CLUSTER_SECRET";
 /// Paths no credential guards: they reveal no secret and no user's work.
@@ -175,7 +210,7 @@ pub fn client_headers(secret: Option<&ClusterSecret>) -> reqwest::header::Header
 /// Shared between a worker's links (registration stores it, reports and check-ins
 /// send it); `Debug` hides it.
 #[derive(Clone, Default)]
-pub struct WorkerSession(Arc<std::sync::RwLock<Option<HeaderValue>>>);
+pub struct WorkerSession(Arc<std::sync::RwLock<Option<HeaderValue>>>, bool);
 
 impl std::fmt::Debug for WorkerSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,12 +219,24 @@ impl std::fmt::Debug for WorkerSession {
 }
 
 impl WorkerSession {
-    /// A session known beforehand (an LM's link to a worker: the order key the
-    /// worker gave at registration).
-    pub fn preset(value: HeaderValue) -> Self {
+    /// An order key known beforehand (an LM's link to a worker: the key the worker
+    /// gave at registration): never sent, each call carries the [`order_mac`] of
+    /// its body under it instead.
+    pub fn signing(value: HeaderValue) -> Self {
         let mut value = value;
         value.set_sensitive(true);
-        WorkerSession(Arc::new(std::sync::RwLock::new(Some(value))))
+        WorkerSession(Arc::new(std::sync::RwLock::new(Some(value))), true)
+    }
+
+    /// The header a call with `body` carries: the session itself, or for a signing
+    /// key the body's [`order_mac`].
+    pub fn header_for(&self, body: &[u8]) -> Option<(&'static str, HeaderValue)> {
+        let value = self.get()?;
+        if !self.1 {
+            return Some((WORKER_SESSION_HEADER, value));
+        }
+        let mac = HeaderValue::from_str(&order_mac(value.as_bytes(), body)).ok()?;
+        Some((ORDER_MAC_HEADER, mac))
     }
 
     /// The session to present, if one was issued.

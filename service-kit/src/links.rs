@@ -288,8 +288,8 @@ where
                     .post(&url)
                     .header(reqwest::header::CONTENT_TYPE, codec::CONTENT_TYPE)
                     .body(body.clone());
-                if let Some(v) = session.as_ref().and_then(crate::auth::WorkerSession::get) {
-                    request = request.header(crate::auth::WORKER_SESSION_HEADER, v);
+                if let Some((name, v)) = session.as_ref().and_then(|s| s.header_for(&body)) {
+                    request = request.header(name, v);
                 }
                 let sent = request.send().await;
                 match sent {

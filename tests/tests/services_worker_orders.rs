@@ -4,10 +4,12 @@
 //! A real worker (with `worker.toml`) registers with a fake LM played by this test,
 //! which thereby sees what an LM sees: the order key the worker gives at
 //! registration. Then, as an attacker holding the LM's role token (read by a relay
-//! in front of *another* worker, as in the issue), a start order without this
-//! worker's key, or with another's, is refused (403 naming `x-megha-worker-session`,
-//! counted) and runs nothing. An order of the LM itself (token and key) runs; the
-//! same order replayed verbatim after the run finished runs nothing again.
+//! in front of *another* worker, as in the issue), a start order not signed with
+//! this worker's key (no signature, another key's, the key itself sent as a header,
+//! another body's signature) is refused (403 naming `x-megha-order-mac`, counted)
+//! and runs nothing. An order of the LM itself (token, body signed with the key)
+//! runs; the same order replayed verbatim after the run finished runs nothing
+//! again; a new dispatch of the same task runs.
 
 use common::messages::{StartTask, WorkerAliveAnswer, WorkerAssignment};
 use common::protocol::LmToWorker;
@@ -158,10 +160,12 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         })];
         common::codec::encode(&ClusterName::default(), &order).expect("encode")
     };
+    // Signed as an LM signs: the body's HMAC under the key (never the key).
     let post = |body: &[u8], key: Option<&str>| {
+        let mac = key.map(|k| service_kit::auth::order_mac(k.as_bytes(), body));
         let mut headers = vec![("x-megha-cluster-token", lm_token.as_str())];
-        if let Some(k) = key {
-            headers.push((service_kit::auth::WORKER_SESSION_HEADER, k));
+        if let Some(m) = &mac {
+            headers.push((service_kit::auth::ORDER_MAC_HEADER, m.as_str()));
         }
         let (status, _, answer) = http_raw(
             "POST",
@@ -183,7 +187,7 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
             "a start with the LM's token and key {borrowed:?} answered {status}: {answer}"
         );
         assert!(
-            answer.contains(service_kit::auth::WORKER_SESSION_HEADER),
+            answer.contains(service_kit::auth::ORDER_MAC_HEADER),
             "{answer}"
         );
         assert!(!answer.contains(&lm_token), "{answer}");
@@ -195,6 +199,35 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
     // The LM's own order (token and key) runs; replayed after it finished, nothing.
     let key = key.expect("the worker gave its LM an order key at registration");
     let order = start(32_002);
+    // The key itself as a header (as orders carried it before), or a signature of
+    // another body (a relay altering a signed order): refused.
+    let (status, _, answer) = http_raw(
+        "POST",
+        &format!("{}/v1/messages", worker.url),
+        common::codec::CONTENT_TYPE,
+        &order,
+        &[
+            ("x-megha-cluster-token", lm_token.as_str()),
+            (service_kit::auth::WORKER_SESSION_HEADER, key.as_str()),
+        ],
+    )
+    .expect("POST");
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&answer));
+    let other_body = start(32_003);
+    let mac_of_other = service_kit::auth::order_mac(key.as_bytes(), &other_body);
+    let (status, _, _) = http_raw(
+        "POST",
+        &format!("{}/v1/messages", worker.url),
+        common::codec::CONTENT_TYPE,
+        &order,
+        &[
+            ("x-megha-cluster-token", lm_token.as_str()),
+            (service_kit::auth::ORDER_MAC_HEADER, mac_of_other.as_str()),
+        ],
+    )
+    .expect("POST");
+    assert_eq!(status, 403, "an order with another body's signature");
+    assert_eq!(metric("megha_worker_started_total"), 0.0, "nothing ran yet");
     let (status, answer) = post(&order, Some(&key));
     assert_eq!(status, 200, "{answer}");
     wait_until("the ordered run to finish", Duration::from_secs(10), || {

@@ -219,11 +219,12 @@ async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: 
         url: format!("{}/v1/messages", reg.url.trim_end_matches('/')),
         retries: 3,
         cluster: s.cluster.clone(),
-        // The worker's order key: presented on every order to it, and only there.
+        // The worker's order key: each order to it carries the MAC of its body
+        // under the key (never the key itself).
         session: headers
             .get(service_kit::auth::ORDER_KEY_HEADER)
             .cloned()
-            .map(service_kit::auth::WorkerSession::preset),
+            .map(service_kit::auth::WorkerSession::signing),
     });
     // The worker's session: bound to the slot it gets, sent back in the answer only.
     let (session, digest) = match service_kit::auth::WorkerSession::issue() {

@@ -36,20 +36,27 @@ pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) 
     router_with_order_key(worker, guard, cluster, None)
 }
 
-/// The SHA-256 of the key the LM must present on orders (`None`: none asked).
-#[derive(Clone, Copy, Debug)]
-struct OrderKey(Option<[u8; 32]>);
+/// The key under which the LM signs its orders (`None`: no signature asked).
+#[derive(Clone)]
+struct OrderKey(Option<Arc<[u8]>>);
 
-/// [`router`] taking orders (`POST /v1/messages`) only when they carry the key
-/// whose SHA-256 is `order_key` (in `x-megha-worker-session`): the key this worker
-/// gave its LM at registration. An order without it, or with another worker's, is
-/// refused 403 naming the header, counted and logged (issue 32: the LM's role token
-/// read at one worker orders no other worker).
+impl std::fmt::Debug for OrderKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OrderKey(<redacted>)")
+    }
+}
+
+/// [`router`] taking orders (`POST /v1/messages`) only when they carry the
+/// HMAC-SHA256 of their body under `order_key` (in `x-megha-order-mac`): the key
+/// this worker gave its LM at registration, which never travels on orders. An
+/// order without it, or signed with another key, or altered, is refused 403 naming
+/// the header, counted and logged (issue 32: neither the LM's role token read at
+/// one worker nor a relay reading orders can order a worker).
 pub fn router_with_order_key(
     worker: Addr<WorkerActor>,
     guard: ClusterGuard,
     cluster: Cluster,
-    order_key: Option<[u8; 32]>,
+    order_key: Option<Vec<u8>>,
 ) -> Router {
     let runs = Arc::new(StartedRuns::default());
     let routes = Router::new()
@@ -60,7 +67,7 @@ pub fn router_with_order_key(
         .layer(axum::Extension(guard.clone()))
         .layer(axum::Extension(cluster.clone()))
         .layer(axum::Extension(runs))
-        .layer(axum::Extension(OrderKey(order_key)))
+        .layer(axum::Extension(OrderKey(order_key.map(Arc::from))))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(worker);
     let guarded = service_kit::auth::require_cluster(routes, guard);
@@ -161,22 +168,21 @@ async fn from_lm(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(expected) = order_key {
-        let presented = service_kit::auth::WorkerSession::presented(&headers);
-        if presented != Some(expected) {
+    if let Some(key) = order_key {
+        if !service_kit::auth::order_mac_valid(&key, &body, &headers) {
             guard.counters.forbidden.fetch_add(1, Ordering::Relaxed);
-            let why = if presented.is_none() {
-                "missing"
+            let why = if headers.contains_key(service_kit::auth::ORDER_MAC_HEADER) {
+                "not signed with this worker's order key (or altered)"
             } else {
-                "not this worker's order key"
+                "missing"
             };
             tracing::warn!(
                 why,
-                "order refused: it does not carry the key this worker gave its LM"
+                "order refused: it does not carry the MAC under the key this worker gave its LM"
             );
             return service_kit::auth::forbidden(
-                service_kit::auth::WORKER_SESSION_HEADER,
-                &format!("{why}: this worker takes orders only from the LM it registered with (the key it gave at registration)"),
+                service_kit::auth::ORDER_MAC_HEADER,
+                &format!("{why}: this worker takes orders only from the LM it registered with (signed with the key it gave at registration)"),
             );
         }
     }

@@ -88,14 +88,14 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     };
     tracing::info!(listen = %local, lm = %s.lm_url, cluster = %s.cluster_name, %slot, "worker listening");
     println!("listening on {}://{local}", s.tls.scheme());
-    // The key the LM must present on its orders (given to it at registration only).
-    let (order_key, order_digest) = service_kit::auth::WorkerSession::issue()?;
+    // The key under which the LM signs its orders (given to it at registration only).
+    let (order_key, _) = service_kit::auth::WorkerSession::issue()?;
     let app = http::router_with_order_key(
         worker.clone(),
         service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker")
             .with_callers(http::callers),
         cluster.clone(),
-        Some(order_digest),
+        Some(order_key.as_bytes().to_vec()),
     );
     let server = tokio::spawn(async move {
         service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
