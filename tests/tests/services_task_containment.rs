@@ -5,11 +5,19 @@
 //! retry started, and no process of the old runs is left.
 //!
 //! The tasks append to a marker file: `start T`, a `tick T` every 100 ms, `end T`.
+//!
+//! And a user's task (alice's, not an admin's) probes what the issue found
+//! reachable: the worker's environment, the cluster's credential files,
+//! `/proc/<worker>/environ` and `/cwd`, another running task's directory and logs,
+//! the worker's data directory. Every attempt fails; alice reads what it got
+//! through the API.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
-use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, Proc, RoleArgs};
+use tests::procs::{
+    credentials, get_json, http_raw, submit_tasks, wait_until, LoopbackCluster, Proc, RoleArgs,
+};
 
 fn flags(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| a.to_string()).collect()
@@ -150,6 +158,150 @@ fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
     assert_eq!(
         get_json(&format!("{lm}/healthz"))["running"].as_u64(),
         Some(0)
+    );
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `method url` as alice (a user, not an admin): (status, body).
+fn as_alice(method: &str, url: &str, body: &str) -> (u16, String) {
+    let bearer = format!("Bearer {}", credentials().alice);
+    let (status, _, answer) = http_raw(
+        method,
+        url,
+        "application/json",
+        body.as_bytes(),
+        &[("Authorization", bearer.as_str())],
+    )
+    .expect("call");
+    (status, String::from_utf8_lossy(&answer).into_owned())
+}
+
+fn exec_task(script: &str) -> String {
+    format!(
+        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(script).expect("json")
+    )
+}
+
+fn exec_json(script: &str) -> String {
+    format!(r#"{{"tasks":[{}]}}"#, exec_task(script))
+}
+
+#[test]
+fn a_users_task_reaches_nothing_of_the_worker_the_cluster_or_other_tasks() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-task-reach-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = dir.join("logs");
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &logs, &[], &RoleArgs::default());
+    let gm = cluster.gms[0].url.clone();
+    // Another user's task keeps a file in its directory and runs while alice's pries.
+    let victim = submit_tasks(
+        &gm,
+        &exec_task("echo victim-secret > mine; echo ready; sleep 60"),
+        1,
+    );
+    let victim = victim["job"].as_u64().expect("job id");
+    let worker_log = logs.join("worker0.0.log");
+    let data_dir: String = {
+        let mut found = None;
+        wait_until(
+            "the worker to name its data dir",
+            Duration::from_secs(10),
+            || {
+                found = std::fs::read_to_string(&worker_log).ok().and_then(|t| {
+                    let at = t.find("data_dir=")? + "data_dir=".len();
+                    Some(t[at..].split_whitespace().next()?.to_owned())
+                });
+                found.is_some()
+            },
+        );
+        found.expect("data dir")
+    };
+    let victim_dir = format!("{data_dir}/tasks/{victim}.0");
+    wait_until("the victim running", Duration::from_secs(30), || {
+        std::path::Path::new(&format!("{victim_dir}/work/mine")).exists()
+    });
+    let worker_pid = cluster.workers[0].pid();
+    let c = credentials();
+    let targets = [
+        c.secret_file.display().to_string(),
+        c.tokens_file.display().to_string(),
+        format!("/proc/{worker_pid}/environ"),
+        format!("/proc/{worker_pid}/cwd/"),
+        format!("{victim_dir}/work/mine"),
+        format!("{victim_dir}/stdout"),
+        format!("{data_dir}/finished-runs"),
+        format!("{data_dir}/tasks/"),
+    ];
+    let probe: String = targets
+        .iter()
+        .map(|t| {
+            let how = if t.ends_with('/') { "ls" } else { "cat" };
+            format!("if {how} {t} >/dev/null 2>&1; then echo READ {t}; else echo DENIED {t}; fi; ")
+        })
+        .collect();
+    let script = format!("id -u; env | cut -d= -f1 | sort | tr '\\n' ' '; echo; {probe} echo done");
+    let (status, answer) = as_alice("POST", &format!("{gm}/v1/jobs"), &exec_json(&script));
+    assert_eq!(status, 202, "{answer}");
+    let job = serde_json::from_str::<serde_json::Value>(&answer).expect("json")["job"]
+        .as_u64()
+        .expect("job id");
+    wait_until("alice's probe to finish", Duration::from_secs(60), || {
+        let (_, t) = as_alice("GET", &format!("{gm}/v1/jobs/{job}"), "");
+        t.contains("\"finished\"") || t.contains("\"failed\"")
+    });
+    let (status, got) = as_alice("GET", &format!("{gm}/v1/tasks/{job}/0/logs"), "");
+    assert_eq!(status, 200, "{got}");
+    let got: String = serde_json::from_str::<serde_json::Value>(&got)
+        .ok()
+        .and_then(|v| v["stdout"].as_str().map(str::to_owned))
+        .unwrap_or(got);
+    println!("what alice's task got:\n{got}");
+    let mut lines = got.lines();
+    let uid: u32 = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no uid in {got:?}"));
+    assert_ne!(uid, 0, "the task ran as root");
+    if worker::exec::identity::is_root() {
+        let (first, last) =
+            worker::exec::identity::IdentityConfig::parse_range(tests::procs::TASK_UIDS)
+                .expect("range");
+        assert!((first..=last).contains(&uid), "uid {uid} is not a task uid");
+    }
+    let env = lines.next().unwrap_or_default();
+    for var in env.split_whitespace() {
+        assert!(
+            [
+                "HOME",
+                "LANG",
+                "MEGHA_TASK",
+                "MEGHA_TASK_DIR",
+                "PATH",
+                "PWD",
+                "SHLVL",
+                "TMPDIR",
+                "OLDPWD",
+                "_"
+            ]
+            .contains(&var),
+            "the task saw the worker's variable {var}: {env}"
+        );
+    }
+    assert!(!got.contains("READ "), "the task reached: {got}");
+    assert_eq!(got.matches("DENIED ").count(), targets.len(), "{got}");
+    // The cluster is unaffected: the victim still runs, and a new job finishes.
+    let v = get_json(&format!("{gm}/v1/tasks/{victim}/0"));
+    assert_eq!(v["state"], "running", "{v}");
+    let _ = http_raw(
+        "DELETE",
+        &format!("{gm}/v1/jobs/{victim}"),
+        "application/json",
+        b"",
+        &[("Authorization", &format!("Bearer {}", credentials().admin))],
     );
     cluster.terminate_all_cleanly();
     let _ = std::fs::remove_dir_all(&dir);

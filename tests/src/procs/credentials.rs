@@ -60,6 +60,11 @@ pub fn credentials() -> &'static Credentials {
             c.admin, c.alice, c.bob
         );
         std::fs::write(&c.tokens_file, tokens).expect("tokens file");
+        // As a deployment keeps them: the services' user's only (exec tasks run as
+        // other uids and must not read them).
+        private(&c.dir, 0o700);
+        private(&c.secret_file, 0o600);
+        private(&c.tokens_file, 0o600);
         c
     })
 }
@@ -79,6 +84,12 @@ pub fn role_files(dir: &std::path::Path, tag: &str) -> [String; 3] {
             digests[0], digests[1], digests[2]
         );
         std::fs::write(dir.join(format!("{role}.toml")), text).expect("write");
+        private(&dir.join(format!("{role}.toml")), 0o600);
     }
     tokens
+}
+
+fn private(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }

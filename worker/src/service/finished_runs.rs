@@ -148,7 +148,19 @@ impl FinishedRuns {
             text.push_str(&format!("{} {} {attempt} {at}\n", task.job.0, task.index));
         }
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text)?;
+        // The worker's only (0600), never written through a link planted there.
+        {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let _ = std::fs::remove_file(&tmp);
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+        }
         std::fs::rename(&tmp, &path)?;
         let file = OpenOptions::new().append(true).open(&path)?;
         self.lines = self.runs.len();
