@@ -74,7 +74,7 @@ pub fn order_mac_valid(key: &[u8], body: &[u8], headers: &axum::http::HeaderMap)
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
