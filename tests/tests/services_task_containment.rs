@@ -306,3 +306,73 @@ fn a_users_task_reaches_nothing_of_the_worker_the_cluster_or_other_tasks() {
     cluster.terminate_all_cleanly();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A worker whose data directory is a planted symlink, or a directory another user
+/// owns, refuses to start, saying why, and writes nothing through it.
+#[test]
+fn a_planted_symlink_or_a_foreign_data_directory_stops_the_worker() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = std::env::temp_dir().join(format!("megha-data-dir-attack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target).expect("target");
+    std::fs::write(target.join("precious"), "keep me").expect("file");
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let target_mode = std::fs::metadata(&target).expect("target").mode();
+    let foreign = dir.join("foreign");
+    std::fs::create_dir_all(&foreign).expect("foreign");
+    if worker::exec::identity::is_root() {
+        std::os::unix::fs::chown(&foreign, Some(3_201_999), Some(3_201_999)).expect("chown");
+    }
+    let run = |data_dir: &std::path::Path| {
+        let mut args = vec![
+            "--lm-url".to_owned(),
+            "http://127.0.0.1:1".to_owned(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--data-dir".to_owned(),
+            data_dir.display().to_string(),
+        ];
+        args.extend(tests::procs::task_identity_args());
+        let out = std::process::Command::new(tests::procs::bin_dir().join("worker"))
+            .args(&args)
+            .env("MEGHA_CLUSTER_SECRET_FILE", &credentials().secret_file)
+            .output()
+            .expect("run the worker");
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (status, stderr) = run(&link);
+    assert!(
+        !status.success(),
+        "the worker started on a symlink: {stderr}"
+    );
+    assert!(stderr.contains("is a symlink"), "{stderr}");
+    let listed: Vec<_> = std::fs::read_dir(&target)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(
+        listed,
+        ["precious"],
+        "something was written through the link"
+    );
+    assert_eq!(
+        std::fs::metadata(&target).expect("target").mode(),
+        target_mode,
+        "the link's target was changed"
+    );
+    if worker::exec::identity::is_root() {
+        let (status, stderr) = run(&foreign);
+        assert!(
+            !status.success(),
+            "the worker started in a foreign directory: {stderr}"
+        );
+        assert!(stderr.contains("belongs to uid 3201999"), "{stderr}");
+        assert_eq!(std::fs::read_dir(&foreign).expect("list").count(), 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
