@@ -30,9 +30,14 @@ use std::time::Duration;
 /// resources for the duration), burn (busy-loop the requested cores for the
 /// duration's CPU-seconds). Exec tasks (a command) write stdout and stderr to
 /// <data-dir>/tasks/<job>.<index>/ (kept after they end: the newest --keep-task-logs
-/// of them), served by GET /v1/tasks/{job}/{index}/logs. Their CPU and memory are
-/// limited with cgroups where the host allows, else memory by RLIMIT_AS:
-///   worker --default-executor burn --data-dir /var/lib/megha-worker
+/// of them), served by GET /v1/tasks/{job}/{index}/logs. Each runs through the
+/// megha-task-exec helper (next to this binary), inside cgroups (memory, CPU,
+/// --task-pids-max processes) from its first instruction where the host allows
+/// (else memory by RLIMIT_AS), as a uid of its own from --task-uids (or as
+/// --task-user), with only PATH, HOME, LANG, its own variables and MEGHA_TASK,
+/// MEGHA_TASK_DIR, TMPDIR. A root worker without --task-uids or --task-user
+/// refuses exec tasks (--allow-run-as-self runs them as the worker):
+///   worker --default-executor burn --task-uids 61000-61999
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
