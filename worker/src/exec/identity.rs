@@ -285,6 +285,69 @@ mod tests {
     }
 
     #[test]
+    fn identities_resolve_as_the_flags_say() {
+        let resolve = |config: IdentityConfig| TaskIdentity::resolve(&config);
+        let both = IdentityConfig {
+            task_user: Some("nobody".into()),
+            task_uids: Some((3_900_000, 3_900_009)),
+            ..Default::default()
+        };
+        assert!(resolve(both).expect_err("both").contains("not both"));
+        let unknown = IdentityConfig {
+            task_user: Some("no-such-megha-user".into()),
+            ..Default::default()
+        };
+        assert!(resolve(unknown)
+            .expect_err("unknown")
+            .contains("no account"));
+        let root = IdentityConfig {
+            task_user: Some("root".into()),
+            ..Default::default()
+        };
+        assert!(resolve(root).expect_err("root").contains("is root"));
+        let as_self = IdentityConfig {
+            allow_run_as_self: true,
+            ..Default::default()
+        };
+        let identity = resolve(as_self).expect("as self");
+        assert!(
+            identity.describe().starts_with("WARNING"),
+            "{}",
+            identity.describe()
+        );
+        assert!(identity.for_run().expect("run").uid.is_none());
+        let none = resolve(IdentityConfig::default()).expect("resolves");
+        assert_eq!(none.label(), "refused");
+        assert!(none.for_run().is_err());
+        if is_root() {
+            let nobody = IdentityConfig {
+                task_user: Some("nobody".into()),
+                ..Default::default()
+            };
+            let identity = resolve(nobody).expect("nobody");
+            assert_eq!(identity.for_run().expect("run").uid, Some(65534));
+            // Two runs of a range hold different uids; a freed uid comes back
+            // only after the rest of the range.
+            let range = IdentityConfig {
+                task_uids: Some((3_900_000, 3_900_001)),
+                ..Default::default()
+            };
+            let identity = resolve(range).expect("range");
+            let (a, b) = (
+                identity.for_run().expect("a"),
+                identity.for_run().expect("b"),
+            );
+            assert_ne!(a.uid, b.uid);
+            assert!(identity.for_run().is_err(), "the range is used up");
+            drop(a);
+            assert!(
+                identity.for_run().is_ok(),
+                "a freed uid is handed out again"
+            );
+        }
+    }
+
+    #[test]
     fn a_range_holding_an_account_is_refused() {
         // Every Debian system has root (0) and nobody (65534).
         let config = IdentityConfig {
