@@ -17,6 +17,7 @@ pub mod client;
 pub mod cluster;
 pub mod credentials;
 pub mod process;
+pub mod reach;
 pub mod replay;
 
 pub use bins::{bin_dir, workspace_root};

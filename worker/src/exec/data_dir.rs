@@ -91,6 +91,17 @@ fn safe_parent(parent: &Path) -> Result<(), String> {
     ))
 }
 
+/// Options that create files 0600 and never open through a symlink (`O_NOFOLLOW`
+/// on the last component): every file the worker keeps in its directories. Add
+/// read, write, create... as needed.
+pub fn private_file() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    options
+}
+
 /// The data directory, locked for this worker. Dropping it releases the lock.
 #[derive(Debug)]
 pub struct DataDir {
@@ -105,12 +116,10 @@ impl DataDir {
         use rustix::fs::{flock, FlockOperation};
         owned_dir(path, TRAVERSABLE).map_err(|e| format!("data directory: {e}"))?;
         let lock_path = path.join("lock");
-        let lock = std::fs::OpenOptions::new()
+        let lock = private_file()
             .create(true)
             .truncate(false)
             .write(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&lock_path)
             .map_err(|e| format!("data directory: cannot open {}: {e}", lock_path.display()))?;
         flock(&lock, FlockOperation::NonBlockingLockExclusive).map_err(|_| {

@@ -334,13 +334,37 @@ impl Run {
 /// Pids of the processes whose effective uid is `uid` (the owner of `/proc/<pid>`).
 pub fn processes_of_uid(uid: u32) -> Vec<u32> {
     use std::os::unix::fs::MetadataExt;
+    processes(|dir| dir.metadata().is_ok_and(|m| m.uid() == uid))
+}
+
+/// Pids of the live (not zombie) processes whose command line contains `needle`
+/// (arguments joined by spaces): what checks and tests look for in `/proc`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    processes(|dir| {
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            return false;
+        };
+        let zombie = std::fs::read_to_string(dir.join("stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                == Some("Z")
+        });
+        !zombie
+            && String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(needle)
+    })
+}
+
+/// Pids of the processes whose `/proc/<pid>` directory `keep` accepts.
+fn processes(keep: impl Fn(&Path) -> bool) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(Result::ok)
         .filter_map(|e| {
             let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            (e.metadata().ok()?.uid() == uid).then_some(pid)
+            keep(&e.path()).then_some(pid)
         })
         .collect()
 }

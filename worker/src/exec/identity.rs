@@ -209,11 +209,10 @@ impl UidPool {
                 uid + 1
             };
             let path = self.dir.join(uid.to_string());
-            let file = std::fs::OpenOptions::new()
+            let file = super::data_dir::private_file()
                 .create(true)
                 .truncate(false)
                 .write(true)
-                .custom_flags_nofollow()
                 .open(&path)
                 .map_err(|e| format!("cannot open the uid lease {}: {e}", path.display()))?;
             if flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
@@ -228,18 +227,6 @@ impl UidPool {
             "every uid of --task-uids {}-{} is in use by a running task on this host",
             self.first, self.last
         ))
-    }
-}
-
-trait NoFollow {
-    fn custom_flags_nofollow(&mut self) -> &mut Self;
-}
-
-impl NoFollow for std::fs::OpenOptions {
-    fn custom_flags_nofollow(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
     }
 }
 

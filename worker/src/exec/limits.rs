@@ -31,8 +31,8 @@ static LIVES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0
 pub enum Limits {
     Cgroup {
         v2: bool,
-        /// This life's cgroup in each hierarchy: (controller, directory).
-        /// v2: one entry, "unified".
+        /// This life's cgroup of each controller used: (controller, directory).
+        /// v2: the same directory for every controller enabled there.
         lives: Vec<(&'static str, PathBuf)>,
     },
     Rlimit {
@@ -104,11 +104,12 @@ impl Limits {
                 own_dir.display()
             ));
         }
-        let wanted: String = CONTROLLERS
+        let enabled: Vec<&'static str> = CONTROLLERS
             .iter()
+            .copied()
             .filter(|c| !missing.contains(c))
-            .map(|c| format!("+{c} "))
             .collect();
+        let wanted: String = enabled.iter().map(|c| format!("+{c} ")).collect();
         // v2 lets a cgroup hand controllers to children only when it holds no
         // process itself: the worker moves into a leaf of its own first.
         let enable = |dir: &Path| std::fs::write(dir.join("cgroup.subtree_control"), wanted.trim());
@@ -138,22 +139,25 @@ impl Limits {
         })?;
         Ok(Limits::Cgroup {
             v2: true,
-            lives: vec![("unified", life_dir)],
+            lives: enabled.into_iter().map(|c| (c, life_dir.clone())).collect(),
         })
     }
 
     /// One line for the startup log and `/healthz`.
     pub fn describe(&self) -> String {
         match self {
-            Limits::Cgroup { v2, lives } => format!(
-                "cgroup {}: memory, cpu and pids limits, every run in its cgroup from its first instruction (under {})",
-                if *v2 { "v2" } else { "v1" },
-                lives
-                    .iter()
-                    .map(|(_, d)| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Limits::Cgroup { v2, lives } => {
+                let controllers: Vec<&str> = lives.iter().map(|(c, _)| *c).collect();
+                let mut dirs: Vec<String> =
+                    lives.iter().map(|(_, d)| d.display().to_string()).collect();
+                dirs.dedup();
+                format!(
+                    "cgroup {}: {} limits, every run in its cgroup from its first instruction (under {})",
+                    if *v2 { "v2" } else { "v1" },
+                    controllers.join(", "),
+                    dirs.join(", ")
+                )
+            }
             Limits::Rlimit { why } => {
                 format!("rlimits: memory as RLIMIT_AS, CPU and process count not limited ({why})")
             }
@@ -203,17 +207,14 @@ impl Limits {
             }
             Limits::Cgroup { v2: true, lives } => {
                 let dir = lives[0].1.join(&name);
-                let controllers =
-                    std::fs::read_to_string(lives[0].1.join("cgroup.subtree_control"))
-                        .unwrap_or_default();
-                let has = |c: &str| controllers.split_whitespace().any(|a| a == c);
-                let mut settings = vec![("memory.max".into(), memory.to_string())];
-                if has("cpu") {
-                    settings.push(("cpu.max".into(), format!("{quota} {CPU_PERIOD_US}")));
-                }
-                if has("pids") {
-                    settings.push(("pids.max".into(), pids_max.to_string()));
-                }
+                let settings = lives
+                    .iter()
+                    .map(|(controller, _)| match *controller {
+                        "memory" => ("memory.max".into(), memory.to_string()),
+                        "cpu" => ("cpu.max".into(), format!("{quota} {CPU_PERIOD_US}")),
+                        _ => ("pids.max".into(), pids_max.to_string()),
+                    })
+                    .collect();
                 RunLimits {
                     oom_file: Some(dir.join("memory.events")),
                     cgroups: vec![CgroupSpec { dir, settings }],
@@ -236,10 +237,10 @@ impl Limits {
             return 0;
         };
         let mut killed = 0;
-        for (_, life) in lives {
-            let Some(parent) = life.parent() else {
-                continue;
-            };
+        // v2 lists one directory for every controller: each parent once.
+        let mut parents: Vec<&Path> = lives.iter().filter_map(|(_, l)| l.parent()).collect();
+        parents.dedup();
+        for parent in parents {
             let Ok(entries) = std::fs::read_dir(parent) else {
                 continue;
             };
@@ -364,32 +365,26 @@ fn v1_own_dir(own: &str, mounts: &str, controller: &str) -> Option<PathBuf> {
         let (_, ctls, path) = (parts.next()?, parts.next()?, parts.next()?);
         ctls.split(',').any(|c| c == controller).then_some(path)
     })?;
-    mounts.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let mut r = right.split_whitespace();
-        if r.next()? != "cgroup" {
-            return None;
-        }
-        let options = r.nth(1)?;
-        if !options.split(',').any(|o| o == controller) {
-            return None;
-        }
-        let f: Vec<&str> = left.split_whitespace().collect();
-        let (root, mount) = (f.get(3)?, f.get(4)?);
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(path)
-            .trim_start_matches('/');
-        Some(Path::new(mount).join(rel))
+    own_dir(mounts, path, |fstype, options| {
+        fstype == "cgroup" && options.split(',').any(|o| o == controller)
     })
 }
 
 /// The worker's own cgroup directory in the unified (v2) hierarchy.
 fn v2_own_dir(own: &str, mounts: &str) -> Option<PathBuf> {
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    own_dir(mounts, path, |fstype, _| fstype == "cgroup2")
+}
+
+/// `path` (a cgroup path from `/proc/self/cgroup`) under the first mount of
+/// `mounts` (mountinfo) whose file system type and super options `wanted` accepts,
+/// relative to that mount's root.
+fn own_dir(mounts: &str, path: &str, wanted: impl Fn(&str, &str) -> bool) -> Option<PathBuf> {
     mounts.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;
-        if right.split_whitespace().next()? != "cgroup2" {
+        let mut r = right.split_whitespace();
+        let (fstype, options) = (r.next()?, r.nth(1).unwrap_or(""));
+        if !wanted(fstype, options) {
             return None;
         }
         let f: Vec<&str> = left.split_whitespace().collect();
@@ -469,5 +464,29 @@ mod tests {
         );
         assert_eq!(run.cgroups[1].settings[1].1, "50000");
         assert_eq!(run.cgroups[2].settings[0].1, "100");
+    }
+
+    #[test]
+    fn a_v2_run_gets_one_directory_with_the_enabled_controllers_limits() {
+        let life = PathBuf::from("/u/megha-worker-1.0");
+        let limits = Limits::Cgroup {
+            v2: true,
+            lives: vec![("memory", life.clone()), ("pids", life.clone())],
+        };
+        let run = limits.for_run(3, 64, 500, 100);
+        assert_eq!(run.cgroups.len(), 1);
+        assert_eq!(run.cgroups[0].dir, life.join("run-3"));
+        assert_eq!(
+            run.cgroups[0].settings,
+            vec![
+                ("memory.max".to_string(), (64u64 << 20).to_string()),
+                ("pids.max".to_string(), "100".to_string())
+            ]
+        );
+        assert!(
+            limits.describe().contains("memory, pids limits"),
+            "{}",
+            limits.describe()
+        );
     }
 }

@@ -94,7 +94,7 @@ impl TaskLogs {
     /// (0700, owned by `owner` (uid, gid) when given). A run again truncates the
     /// logs and starts with an empty `work`.
     pub fn create(&self, task: TaskId, owner: Option<(u32, u32)>) -> std::io::Result<(File, File)> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         let dir = self.dir(task);
         match std::fs::DirBuilder::new().mode(0o711).create(&dir) {
             Ok(()) => {}
@@ -110,12 +110,10 @@ impl TaskLogs {
             std::os::unix::fs::chown(&work, Some(uid), Some(gid))?;
         }
         let open = |stream: Stream| {
-            std::fs::OpenOptions::new()
+            super::data_dir::private_file()
                 .write(true)
                 .create(true)
                 .truncate(true)
-                .mode(0o600)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                 .open(dir.join(stream.file_name()))
         };
         Ok((open(Stream::Stdout)?, open(Stream::Stderr)?))
@@ -217,11 +215,7 @@ pub fn read_from(
 
 /// Opens a log for reading, never through a symlink.
 fn open_log(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
+    super::data_dir::private_file().read(true).open(path)
 }
 
 /// A task's directory under `root` (the `tasks` directory).

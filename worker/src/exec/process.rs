@@ -20,6 +20,16 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
+/// The variables every exec task gets besides its spec's (see [`environment`]).
+pub const TASK_VARIABLES: [&str; 6] = [
+    "PATH",
+    "HOME",
+    "LANG",
+    "MEGHA_TASK",
+    "MEGHA_TASK_DIR",
+    "TMPDIR",
+];
+
 /// The `PATH` of a task that sets none.
 pub const TASK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -239,4 +249,39 @@ async fn supervise(
     drop(write);
     let _ = child.wait().await;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::{Micros, Resources, TaskId};
+
+    #[test]
+    fn a_task_gets_the_task_variables_and_its_own_nothing_else() {
+        let task = TaskSpec::short(TaskId::new(4, 2), Resources::cores(1, 64), Micros(1));
+        let cmd = ExecCommand {
+            program: "true".into(),
+            env: [
+                ("LANG".to_string(), "fr_FR.UTF-8".to_string()),
+                ("MEGHA_TASK".to_string(), "forged".to_string()),
+                ("X".to_string(), "1".to_string()),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let env = environment(&task, &cmd, Path::new("/w"));
+        let mut names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        names.sort_unstable();
+        let mut expected: Vec<&str> = TASK_VARIABLES.iter().copied().chain(["X"]).collect();
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        let value = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(value("LANG"), Some("fr_FR.UTF-8"), "the spec may set LANG");
+        assert_eq!(
+            value("MEGHA_TASK"),
+            Some("4.2"),
+            "but not the task variables"
+        );
+        assert_eq!(value("TMPDIR"), Some("/w"));
+    }
 }

@@ -151,13 +151,10 @@ impl FinishedRuns {
         // The worker's only (0600), never written through a link planted there.
         {
             use std::io::Write as _;
-            use std::os::unix::fs::OpenOptionsExt as _;
             let _ = std::fs::remove_file(&tmp);
-            let mut f = OpenOptions::new()
+            let mut f = crate::exec::data_dir::private_file()
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                 .open(&tmp)?;
             f.write_all(text.as_bytes())?;
         }
