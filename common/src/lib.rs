@@ -19,6 +19,7 @@
 //! - [`codec`]: the one place that knows how internal messages are encoded.
 //! - [`rng`]: seeded, portable randomness.
 
+pub mod bounded;
 pub mod cluster;
 pub mod cluster_name;
 pub mod codec;

@@ -530,6 +530,13 @@ pub struct ReconcileRequest {
     /// elsewhere by then) and a later report of its end is absorbed.
     #[serde(default)]
     pub forget: bool,
+    /// The asking GM's life ([`LaunchBatch::life`]). The LM takes it as that GM's
+    /// newest before it answers, so that a launch of an older life still on its
+    /// way (sent before the GM restarted) is refused once the answer left: what
+    /// the answer says the LM does not hold, no older life can start there any
+    /// more (issue 33, seed 14212). 0: not fenced, fences nothing.
+    #[serde(default)]
+    pub life: u64,
 }
 
 /// The LM's answer to a [`ReconcileRequest`].

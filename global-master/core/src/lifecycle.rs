@@ -8,6 +8,7 @@
 //! and the simulator pay nothing.
 
 use crate::queue::Pending;
+use common::bounded::Bounded;
 use common::messages::{TaskEnd, TaskFailure};
 use common::reasons::PendingReason;
 use common::retry::RetryPolicy;
@@ -17,6 +18,9 @@ use std::collections::{BTreeSet, VecDeque};
 
 /// Cancelled jobs remembered (the oldest are forgotten first).
 pub const CANCELLED_MEMORY: usize = 100_000;
+/// Tasks that ran more than once and ended for good, remembered (the oldest are
+/// forgotten first) so that a late report of one of their runs changes nothing.
+pub const ENDED_MEMORY: usize = 100_000;
 /// A cancel request the transport gave up on is sent again after this long...
 pub const CANCEL_RESEND: Micros = Micros(30_000_000);
 /// ... at most this many times.
@@ -86,11 +90,16 @@ struct Tracked {
     earlier_failed: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Lifecycle {
     default: RetryPolicy,
     jobs: HashMap<JobId, RetryJob>,
     tasks: HashMap<TaskId, Tracked>,
+    /// Tasks that had more than one run and ended for good: a report of another
+    /// of their runs arriving later (a run reported lost that finished after all,
+    /// heard once its LM restarted) is stale, not a second end (issue 33, seed
+    /// 29743: the task failed past its retries, then a late finish ended it again).
+    ended: Bounded<TaskId>,
     /// Failed tasks waiting for their backoff, by due time.
     due: BTreeSet<(Micros, TaskId)>,
     cancelled: HashSet<JobId>,
@@ -105,7 +114,14 @@ impl Lifecycle {
     pub fn new(default: RetryPolicy) -> Self {
         Lifecycle {
             default,
-            ..Lifecycle::default()
+            jobs: HashMap::default(),
+            tasks: HashMap::default(),
+            ended: Bounded::new(ENDED_MEMORY),
+            due: BTreeSet::new(),
+            cancelled: HashSet::default(),
+            cancel_order: VecDeque::new(),
+            resend: BTreeSet::new(),
+            resends: HashMap::default(),
         }
     }
 
@@ -162,6 +178,9 @@ impl Lifecycle {
     /// is stale; anything else ends the task for good.
     pub fn ended(&mut self, now: Micros, end: &TaskEnd) -> EndSeen {
         let Some(tracked) = self.tasks.get_mut(&end.task) else {
+            if self.ended.contains(&end.task) {
+                return EndSeen::Stale;
+            }
             return EndSeen::Final;
         };
         if end.attempt != tracked.spec.attempt {
@@ -249,6 +268,9 @@ impl Lifecycle {
         let Some(t) = self.tasks.remove(&task) else {
             return;
         };
+        if t.spec.attempt > 1 || t.resumed_as.is_some() {
+            self.ended.insert(task);
+        }
         if let Some(at) = t.waiting {
             self.due.remove(&(at, task));
         }
@@ -365,5 +387,68 @@ impl Lifecycle {
     /// Failed tasks waiting for their backoff (a gauge).
     pub fn waiting(&self) -> usize {
         self.due.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::retry::Backoff;
+    use common::Resources;
+
+    fn end(task: TaskId, attempt: u32, at: u64, failure: Option<TaskFailure>) -> TaskEnd {
+        TaskEnd {
+            task,
+            attempt,
+            node: NodeId(0),
+            at: Micros(at),
+            failure,
+        }
+    }
+
+    /// Issue 33, seed 29743: run 1 reported lost, its two retries failed, the task
+    /// failed for good; then run 1's finish arrives (heard from its restarted LM).
+    /// It must not end the task a second time, as finished.
+    #[test]
+    fn a_late_finish_after_the_task_failed_for_good_is_stale() {
+        let policy = RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+        };
+        let mut l = Lifecycle::new(RetryPolicy::default());
+        let task = TaskId::new(6, 1);
+        let spec = TaskSpec::short(task, Resources::cores(1, 10), Micros(5));
+        l.submitted(std::slice::from_ref(&spec), policy);
+        let lost = TaskFailure::Lost {
+            reason: "no word".into(),
+        };
+        let refused = TaskFailure::StartFailed {
+            reason: "refused".into(),
+        };
+        // Each retry goes out once its backoff is over.
+        let later = |at: u64| Micros(at << 30);
+        assert!(matches!(
+            l.ended(later(1), &end(task, 1, 10, Some(lost))),
+            EndSeen::Retry(_)
+        ));
+        assert_eq!(l.due_retries(later(2)).len(), 1);
+        let failure = Some(refused.clone());
+        assert!(matches!(
+            l.ended(later(3), &end(task, 2, 20, failure)),
+            EndSeen::Retry(_)
+        ));
+        assert_eq!(l.due_retries(later(4)).len(), 1);
+        let failure = Some(refused);
+        assert_eq!(
+            l.ended(later(5), &end(task, 3, 30, failure)),
+            EndSeen::Final
+        );
+        assert_eq!(l.ended(later(6), &end(task, 1, 40, None)), EndSeen::Stale);
+        // A task that only ever had one run keeps nothing once it ended.
+        let once = TaskId::new(7, 0);
+        let spec = TaskSpec::short(once, Resources::cores(1, 10), Micros(5));
+        l.submitted(std::slice::from_ref(&spec), policy);
+        assert_eq!(l.ended(Micros(50), &end(once, 1, 50, None)), EndSeen::Final);
+        assert!(!l.ended.contains(&once));
     }
 }

@@ -68,6 +68,7 @@ impl GmActor {
             lm,
             tasks: tasks.clone(),
             forget: true,
+            life: self.core.life(),
         });
         let me = ctx.address();
         tokio::spawn(async move {

@@ -88,6 +88,7 @@ impl GmActor {
         ctx: &mut Context<Self>,
     ) {
         let gm = self.gm();
+        let life = self.core.life();
         let tasks: Vec<(TaskId, u32)> = resume
             .iter()
             .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
@@ -104,6 +105,7 @@ impl GmActor {
                     lm,
                     tasks: tasks.clone(),
                     forget: false,
+                    life,
                 });
                 async move {
                     let call = link.call(request);

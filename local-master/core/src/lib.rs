@@ -28,7 +28,6 @@ pub mod answers;
 pub mod config;
 pub mod core;
 pub mod effects;
-pub mod memory;
 pub mod restarted;
 pub mod validate;
 

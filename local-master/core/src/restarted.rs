@@ -6,7 +6,7 @@
 //! Failed tasks are not remembered: their GM may retry them. The memory of finished
 //! tasks is bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
-use crate::memory::Bounded;
+use common::bounded::Bounded;
 use common::TaskId;
 use rustc_hash::FxHashSet as HashSet;
 

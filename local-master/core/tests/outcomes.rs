@@ -220,6 +220,7 @@ fn reconcile_names_held_and_finished_tasks() {
             (TaskId::new(3, 0), 1),
         ],
         forget: false,
+        life: 0,
     });
     let out = lm
         .step(Micros(11), lm_core::LmInput::Gm(request))
@@ -250,6 +251,7 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
             lm: LmId(0),
             tasks: vec![(TaskId::new(1, 0), 1), (gone, 2)],
             forget: true,
+            life: 0,
         })
     };
     let out = lm
@@ -342,6 +344,7 @@ fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
         lm: LmId(0),
         tasks: vec![(task.id, 1)],
         forget: true,
+        life: 0,
     });
     let out = lm.step(Micros(2), LmInput::Gm(ask)).expect("for this LM");
     let answer = out.to_gms.iter().find_map(|(_, m)| match m {
@@ -441,4 +444,70 @@ fn adopt_running(lm: &mut LocalMaster, node: NodeId, task: &TaskSpec) {
     };
     lm.adopt(Micros(1), held, &mut Default::default())
         .expect("a known node");
+}
+
+/// Issue 33, seed 14212: a GM restarted from its journal asks the LMs which of its
+/// tasks they hold before it resumes the others. An older life's launch batch still
+/// on its way must not start a task the answer said this LM does not hold: the
+/// request's life fences the older one before the answer leaves.
+#[test]
+fn a_reconcile_fences_the_older_life_before_it_answers() {
+    use common::messages::ReconcileRequest;
+    use common::protocol::{GmToLm, LmToGm};
+    use lm_core::LmError;
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node]],
+    };
+    let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
+    let task = TaskId::new(4, 0);
+    let ask = |life| {
+        GmToLm::Reconcile(ReconcileRequest {
+            gm: GmId(0),
+            lm: LmId(0),
+            tasks: vec![(task, 1)],
+            forget: false,
+            life,
+        })
+    };
+    let out = lm
+        .step(Micros(1), lm_core::LmInput::Gm(ask(200)))
+        .expect("the new life is asked");
+    let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {
+        panic!("one answer: {:?}", out.to_gms);
+    };
+    assert!(a.held.is_empty() && a.finished.is_empty(), "{a:?}");
+    // The previous life's batch, sent before the GM restarted, arrives now.
+    let late = LaunchBatch {
+        gm: GmId(0),
+        life: 100,
+        lm: LmId(0),
+        seq: 101,
+        resend: false,
+        requests: vec![LaunchRequest {
+            task: TaskSpec::short(task, Resources::cores(1, 10), Micros(5)),
+            node: NodeId(0),
+            placement: Placement::Internal,
+        }],
+    };
+    let refused = lm.handle_launch_batch(Micros(2), late).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            LmError::OlderGmLife {
+                life: 100,
+                newest: 200,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(lm.is_idle(), "nothing started");
+    assert_eq!(lm.older_gm_life_refused(), 1);
+    // An older life's own reconcile is refused the same way (it was replaced).
+    assert!(lm.step(Micros(3), lm_core::LmInput::Gm(ask(100))).is_err());
 }

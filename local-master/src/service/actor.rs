@@ -110,7 +110,7 @@ pub struct LmActor {
     lost_forgotten_logged: u64,
     /// Launch batches (GM, sequence number) this life answered busy, not applied:
     /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
-    pub(super) refused_busy: lm_core::memory::Bounded<(common::GmId, u64)>,
+    pub(super) refused_busy: common::bounded::Bounded<(common::GmId, u64)>,
 }
 
 /// Launch batches answered busy that an LM remembers (the newest).
@@ -146,7 +146,7 @@ impl LmActor {
             worker_sessions: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
             to_gm: Vec::new(),
-            refused_busy: lm_core::memory::Bounded::new(REFUSED_BUSY_KEPT),
+            refused_busy: common::bounded::Bounded::new(REFUSED_BUSY_KEPT),
             snapshots,
             events,
             heartbeat: Duration::from_micros(heartbeat.0),

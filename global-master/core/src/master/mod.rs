@@ -121,6 +121,12 @@ impl GlobalMaster {
         self.config.id
     }
 
+    /// This GM's life ([`GmConfig::life`]): its launch batches and reconcile
+    /// requests carry it.
+    pub fn life(&self) -> u64 {
+        self.config.life
+    }
+
     /// True for the central scheduler of GUARANTEED work.
     pub fn is_designated(&self) -> bool {
         self.config.id == self.config.designated_gm

@@ -184,6 +184,9 @@ impl LocalMaster {
         request: common::messages::ReconcileRequest,
     ) -> Result<LmEffects, LmError> {
         self.check_addressed(request.lm)?;
+        // Taken as the GM's newest life before answering: a launch of an older
+        // life still on its way is refused from now on (issue 33, seed 14212).
+        self.check_life(request.gm, request.life)?;
         let lm = self.topology.lm;
         let mut effects = LmEffects::default();
         let mut held = Vec::new();

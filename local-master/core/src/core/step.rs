@@ -260,6 +260,7 @@ mod tests {
             lm: LmId(0),
             tasks: vec![(task, 1)],
             forget: true,
+            life: 0,
         });
         let out = lm.step(Micros(4), LmInput::Gm(ask)).expect("for this LM");
         let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {

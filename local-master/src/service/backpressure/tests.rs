@@ -40,6 +40,7 @@ fn requests() -> [GmToLm; 4] {
             lm,
             tasks: vec![],
             forget: true,
+            life: 0,
         }),
     ]
 }

@@ -129,6 +129,7 @@ impl World<'_> {
     /// off) are silent.
     fn reconcile(&mut self, g: u16, open: &[TaskId], lms: &[u16]) -> Reconciled {
         let (mut held, mut finished, mut silent) = (HashMap::new(), HashSet::new(), Vec::new());
+        let life = self.gms[g as usize].as_ref().map_or(0, |gm| gm.life());
         for &l in lms {
             if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
                 silent.push(l);
@@ -144,6 +145,7 @@ impl World<'_> {
                 lm: LmId(l),
                 tasks,
                 forget: false,
+                life,
             });
             let Some(lm) = self.lms[l as usize].as_mut() else {
                 silent.push(l);

@@ -85,6 +85,7 @@ impl World<'_> {
             lm: LmId(l),
             tasks: asked,
             forget: true,
+            life: self.gms[g as usize].as_ref().map_or(0, |gm| gm.life()),
         });
         self.call(g, request);
     }

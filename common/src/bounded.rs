@@ -1,6 +1,6 @@
 //! A set that remembers at most a fixed number of entries, forgetting the oldest
-//! first: the LM's memories of runs (finished, reported lost) stay bounded however
-//! long it runs. A leaf.
+//! first: the LM's memories of runs (finished, reported lost) and the GM's of tasks
+//! ended for good stay bounded however long they run. A leaf.
 
 use rustc_hash::FxHashSet as HashSet;
 use std::collections::VecDeque;
