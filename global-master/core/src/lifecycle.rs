@@ -95,10 +95,11 @@ pub struct Lifecycle {
     default: RetryPolicy,
     jobs: HashMap<JobId, RetryJob>,
     tasks: HashMap<TaskId, Tracked>,
-    /// Tasks that had more than one run and ended for good: a report of another
-    /// of their runs arriving later (a run reported lost that finished after all,
-    /// heard once its LM restarted) is stale, not a second end (issue 33, seed
-    /// 29743: the task failed past its retries, then a late finish ended it again).
+    /// Tasks that had more than one run and ended for good, or ended with a run
+    /// reported lost: a report of one of their runs arriving later (a run reported
+    /// lost that finished after all, heard once its LM restarted) is stale, not a
+    /// second end (issue 33, seed 29743: the task failed past its retries, then a
+    /// late finish ended it again).
     ended: Bounded<TaskId>,
     /// Failed tasks waiting for their backoff, by due time.
     due: BTreeSet<(Micros, TaskId)>,
@@ -180,6 +181,12 @@ impl Lifecycle {
         let Some(tracked) = self.tasks.get_mut(&end.task) else {
             if self.ended.contains(&end.task) {
                 return EndSeen::Stale;
+            }
+            // Untracked (no retries, or a restarted GM's task still in doubt): a
+            // run reported lost may still report its finish later (issue 33, seed
+            // 67470); the first end stays the task's.
+            if matches!(end.failure, Some(TaskFailure::Lost { .. })) {
+                self.ended.insert(end.task);
             }
             return EndSeen::Final;
         };
@@ -450,5 +457,19 @@ mod tests {
         l.submitted(std::slice::from_ref(&spec), policy);
         assert_eq!(l.ended(Micros(50), &end(once, 1, 50, None)), EndSeen::Final);
         assert!(!l.ended.contains(&once));
+        // Untracked (a task without retries, or one a restarted GM has not resumed
+        // yet): a lost run is its end, and that run's finish heard later is stale.
+        let untracked = TaskId::new(8, 0);
+        let lost = TaskFailure::Lost {
+            reason: "no word".into(),
+        };
+        assert_eq!(
+            l.ended(later(7), &end(untracked, 1, 70, Some(lost))),
+            EndSeen::Final
+        );
+        assert_eq!(
+            l.ended(later(8), &end(untracked, 1, 80, None)),
+            EndSeen::Stale
+        );
     }
 }

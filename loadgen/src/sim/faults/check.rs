@@ -343,7 +343,17 @@ impl Checker {
                 format!("task {task} ended twice in the event stream: {before:?} then {end:?}"),
             );
             return match self.rerun_cause(&task) {
-                Some(why) => self.excuse(why, broken),
+                Some(why) => {
+                    self.excuse(why, broken)?;
+                    // A run declared lost that finished after all: the finish is
+                    // the truth, and its GM may take it as the task's end.
+                    if why == Known::LostWhileAlive && end == Ending::Finished {
+                        if let Some(t) = self.tasks.get_mut(&task) {
+                            t.ended = Some(end);
+                        }
+                    }
+                    Ok(())
+                }
                 None => Err(broken),
             };
         }

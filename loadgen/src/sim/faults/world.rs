@@ -164,6 +164,11 @@ pub(super) struct World<'a> {
     /// Per worker: registered with the current life of its LM; declared lost
     /// (down) by it; when its LM last heard from it.
     registered: Vec<bool>,
+    /// Per worker: the process life whose registration its LM last took (and with
+    /// it the order key the LM signs its orders with). A process of another life
+    /// refuses the orders it is sent (the worker service checks each order's MAC
+    /// under its own per-process key).
+    keyed: Vec<u32>,
     slot_down: Vec<bool>,
     last_seen: Vec<Micros>,
     workers: Vec<Option<Worker>>,
@@ -264,6 +269,7 @@ impl<'a> World<'a> {
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
             registered: vec![true; n],
+            keyed: vec![0; n],
             slot_down: vec![false; n],
             last_seen: vec![Micros::ZERO; n],
             gm_started: vec![Micros::ZERO; config.gms as usize],

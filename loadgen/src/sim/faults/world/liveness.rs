@@ -134,6 +134,7 @@ impl World<'_> {
             self.finishes_to_gms(l, node, &finished_runs);
         }
         self.registered[i] = true;
+        self.keyed[i] = self.worker_life[i];
         self.last_seen[i] = self.now;
         self.confirm(w);
         if std::mem::take(&mut self.slot_down[i]) {

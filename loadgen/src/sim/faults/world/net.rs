@@ -65,6 +65,22 @@ impl World<'_> {
         match (to, item) {
             (Role::Gm(g), Item::ToGm(message)) => self.gm_step(g, GmInput::Lm(message)),
             (Role::Worker(w), Item::ToWorker(order, call)) => {
+                if self.keyed[w as usize] != self.worker_life[w as usize] {
+                    // Signed with the key of an earlier process of this worker (the
+                    // LM has not taken the new one's registration yet): refused, as
+                    // the worker service does; the LM drops its stream to the old
+                    // process when the registration arrives.
+                    self.note(|| {
+                        format!(
+                            "  w{w} refuses {}: signed for its previous process",
+                            order.kind()
+                        )
+                    });
+                    if let Some(call) = call {
+                        self.order_delivered(call);
+                    }
+                    return;
+                }
                 self.worker_order(w, order);
                 if let Some(call) = call {
                     self.order_delivered(call);
