@@ -64,32 +64,42 @@ impl LoneLm {
 
     /// The sum of metric family `name` on the LM's `/metrics`.
     pub fn metric(&self, name: &str) -> f64 {
-        let (_, _, page) = http("GET", &format!("{}/metrics", self.lm.url), None).expect("metrics");
-        metric_sum(&page, name)
+        metric_of(&self.lm.url, name)
     }
 
     /// Posts `message` as GM 0 would: (status, head, body).
     pub fn post(&self, message: &GmToLm) -> (u16, String, String) {
-        let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
-        let body = cluster.encode(message).expect("encode");
-        let (status, head, body) = http_raw(
-            "POST",
-            &format!("{}/v1/messages", self.lm.url),
-            common::codec::CONTENT_TYPE,
-            &body,
-            &[
-                ("x-megha-cluster-token", credentials().secret.as_str()),
-                (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
-            ],
-        )
-        .expect("POST /v1/messages");
-        (status, head, String::from_utf8_lossy(&body).into_owned())
+        post_as_gm(&self.lm.url, message)
     }
 
     pub fn kill(&mut self) {
         self.worker.kill();
         self.lm.kill();
     }
+}
+
+/// The sum of metric family `name` on the `/metrics` of the service at `url`.
+pub fn metric_of(url: &str, name: &str) -> f64 {
+    let (_, _, page) = http("GET", &format!("{url}/metrics"), None).expect("metrics");
+    metric_sum(&page, name)
+}
+
+/// Posts `message` to the LM at `lm_url` as GM 0 would: (status, head, body).
+pub fn post_as_gm(lm_url: &str, message: &GmToLm) -> (u16, String, String) {
+    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "gm");
+    let body = cluster.encode(message).expect("encode");
+    let (status, head, body) = http_raw(
+        "POST",
+        &format!("{lm_url}/v1/messages"),
+        common::codec::CONTENT_TYPE,
+        &body,
+        &[
+            ("x-megha-cluster-token", credentials().secret.as_str()),
+            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
+        ],
+    )
+    .expect("POST /v1/messages");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// Batch `seq` of GM 0: job `job`'s two 10 ms tasks on nodes 0 and 1.

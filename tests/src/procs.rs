@@ -16,6 +16,7 @@ pub mod bins;
 pub mod client;
 pub mod cluster;
 pub mod credentials;
+pub mod fake_peer;
 pub mod process;
 pub mod reach;
 pub mod replay;

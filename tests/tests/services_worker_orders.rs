@@ -14,12 +14,10 @@
 use common::messages::{StartTask, WorkerAliveAnswer, WorkerAssignment};
 use common::protocol::LmToWorker;
 use common::{ClusterName, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::checks::metric_sum;
-use tests::procs::{http_raw, role_files, wait_until, Proc};
+use tests::procs::{fake_peer, http_raw, role_files, wait_until, Proc};
 
 /// What the fake LM saw: the order key of the registration, and the reports.
 #[derive(Default)]
@@ -30,72 +28,38 @@ struct Seen {
 
 /// A fake LM on loopback answering registration (one node), reports and check-ins.
 fn fake_lm(seen: Arc<Mutex<Seen>>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
     let cluster = service_kit::cluster::Cluster::new(ClusterName::default(), "lm");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().map_while(Result::ok) {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-            let (mut length, mut key) = (0usize, None);
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
-                    break;
-                }
-                let (name, value) = header.split_once(':').unwrap_or(("", ""));
-                let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_owned());
-                if name == "content-length" {
-                    length = value.parse().unwrap_or(0);
-                }
-                if name == service_kit::auth::ORDER_KEY_HEADER {
-                    key = Some(value);
-                }
-            }
-            let mut body = vec![0u8; length];
-            let _ = reader.read_exact(&mut body);
-            let answer = match path.as_str() {
-                "/v1/register" => {
-                    seen.lock().expect("seen").order_key = key;
-                    cluster.encode(&WorkerAssignment {
-                        lm: LmId(0),
-                        slot: 0,
-                        nodes: vec![(
-                            NodeId(0),
-                            Resources {
-                                cpu_millis: 1000,
-                                memory_mb: 1024,
-                            },
-                        )],
-                        incarnation: 1,
-                        lease_ms: 0,
-                    })
-                }
-                "/v1/worker/alive" => cluster.encode(&WorkerAliveAnswer {
+    fake_peer::serve(move |request| {
+        match request.path.as_str() {
+            "/v1/register" => {
+                seen.lock().expect("seen").order_key = request
+                    .header(service_kit::auth::ORDER_KEY_HEADER)
+                    .map(str::to_owned);
+                cluster.encode(&WorkerAssignment {
+                    lm: LmId(0),
+                    slot: 0,
+                    nodes: vec![(
+                        NodeId(0),
+                        Resources {
+                            cpu_millis: 1000,
+                            memory_mb: 1024,
+                        },
+                    )],
                     incarnation: 1,
-                    registered: true,
-                }),
-                _ => {
-                    seen.lock().expect("seen").reports += 1;
-                    cluster.encode(&())
-                }
+                    lease_ms: 0,
+                })
             }
-            .expect("encode");
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                common::codec::CONTENT_TYPE,
-                answer.len()
-            );
-            let _ = stream.write_all(&answer);
+            "/v1/worker/alive" => cluster.encode(&WorkerAliveAnswer {
+                incarnation: 1,
+                registered: true,
+            }),
+            _ => {
+                seen.lock().expect("seen").reports += 1;
+                cluster.encode(&())
+            }
         }
-    });
-    url
+        .expect("encode")
+    })
 }
 
 #[test]

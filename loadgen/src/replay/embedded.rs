@@ -208,6 +208,8 @@ pub async fn start_with(
                     link,
                     holding: Vec::new(),
                     finished: Vec::new(),
+                    // In-process: registered once, never repeated.
+                    process: None,
                 })
                 .await?
                 .map_err(|e| anyhow!(e))?;

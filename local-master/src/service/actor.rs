@@ -58,6 +58,9 @@ pub struct LmCounters {
     /// Workers declared lost (silent for --worker-timeout-ms, or never registered
     /// within it, or registered again after a restart).
     pub workers_lost: u64,
+    /// Registrations of the worker process already registered for the slot (the
+    /// answer to its first one was lost and it asked again): nothing of it lost.
+    pub registration_repeats: u64,
     /// Tasks that ended `lost` because their worker was.
     pub tasks_lost: u64,
     /// Orders to a lost worker that were never delivered (dropped with it).
@@ -79,6 +82,10 @@ pub struct LmActor {
     /// The URL each slot's worker registered with (to give a re-registering
     /// `AUTO_SLOT` worker its slot back).
     pub(super) worker_urls: Vec<Option<String>>,
+    /// Per slot: the SHA-256 of the order key of the worker process registered for
+    /// it (a process keeps one key for its life): a registration with the same key
+    /// is a repeat of that process's, not a restart.
+    pub(super) worker_processes: Vec<Option<[u8; 32]>>,
     /// Per slot: the SHA-256 of the session issued to its worker at its last
     /// registration over HTTP (see [`service_kit::auth::WorkerSession`]); reports on
     /// the slot's nodes must carry it. `None`: none bound yet (refused over HTTP).
@@ -143,6 +150,7 @@ impl LmActor {
             core: LocalMaster::new(spec, gms, config, now),
             workers: (0..slots).map(|_| None).collect(),
             worker_urls: vec![None; slots],
+            worker_processes: vec![None; slots],
             worker_sessions: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
             to_gm: Vec::new(),

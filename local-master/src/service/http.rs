@@ -239,6 +239,9 @@ async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: 
             link,
             holding: reg.holding,
             finished: reg.finished,
+            process: headers
+                .get(service_kit::auth::ORDER_KEY_HEADER)
+                .map(|key| service_kit::roles::digest(key.as_bytes())),
         })
         .await
     {

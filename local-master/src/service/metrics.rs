@@ -118,6 +118,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_worker_registration_repeats_total",
+            "counter",
+            "Registrations repeated by the worker process already registered for the slot (its answer was lost): taken as the same registration, nothing of it lost.",
+            c.registration_repeats as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_tasks_lost_total",
             "counter",
             "Tasks that ended lost because their worker was (reported to their GMs).",

@@ -411,6 +411,10 @@ pub struct Register {
     pub holding: Vec<HeldTask>,
     /// Runs the worker finished recently (see `WorkerRegistration::finished`).
     pub finished: Vec<(common::TaskId, u32)>,
+    /// The SHA-256 of the worker's order key, which its process keeps for life:
+    /// the same value again for a registered slot is that process asking again
+    /// (the answer to its registration was lost), not a restart.
+    pub process: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Register {
@@ -447,7 +451,18 @@ impl Handler<Register> for LmActor {
                 self.workers.len()
             ));
         }
-        if self.workers[slot].is_some() {
+        let repeat = self.workers[slot].is_some()
+            && !self.slot_down[slot]
+            && msg.process.is_some()
+            && self.worker_processes[slot] == msg.process
+            && self.worker_urls[slot].as_deref() == Some(msg.url.as_str());
+        if repeat {
+            // The same process (same order key, same URL) asking again: the answer
+            // to its registration was lost (issue 33, seed 284102: taken for a
+            // restart, its running tasks were declared lost and killed).
+            self.counters.registration_repeats += 1;
+            tracing::info!(lm = %self.core.id(), slot, "the registered worker process registered again (the answer to its registration was lost); nothing of it is lost");
+        } else if self.workers[slot].is_some() {
             // Registered in this life already: the worker restarted (its process
             // lost what it ran) or another took the slot over. What it lists as
             // finished ended (its reports died with the old process); the rest of
@@ -482,11 +497,15 @@ impl Handler<Register> for LmActor {
             tracing::info!(tasks = republished.len(), slot, "worker registered with tasks it finished that this LM life had not heard of; their ends published");
             (self.events)(republished);
         }
-        let sender = OrderedSender::start(msg.link);
-        for order in std::mem::take(&mut self.held_orders[slot]) {
-            sender.send(order);
+        if !repeat {
+            // A repeat keeps its stream: orders on their way to the process stay.
+            let sender = OrderedSender::start(msg.link);
+            for order in std::mem::take(&mut self.held_orders[slot]) {
+                sender.send(order);
+            }
+            self.workers[slot] = Some(sender);
         }
-        self.workers[slot] = Some(sender);
+        self.worker_processes[slot] = msg.process;
         self.worker_urls[slot] = Some(msg.url);
         // The previous registration's session no longer holds the slot; the HTTP
         // handler binds the new one ([`BindSession`]).

@@ -55,6 +55,8 @@ enum Item {
     Register {
         holding: Vec<HeldTask>,
         finished: Vec<(TaskId, u32)>,
+        /// The worker process life that sent it (its order key, in the service).
+        life: u32,
     },
 }
 

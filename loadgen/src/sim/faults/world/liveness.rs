@@ -90,13 +90,20 @@ impl World<'_> {
         w: u32,
         holding: Vec<HeldTask>,
         finished: Vec<(TaskId, u32)>,
+        life: u32,
     ) {
         let i = w as usize;
         if self.lms[l as usize].is_none() {
             return;
         }
         let liveness = self.config.worker_timeout.is_some();
-        if liveness && self.registered[i] && !self.slot_down[i] {
+        // The process already registered asking again (a duplicate, or its answer
+        // was lost): the LM service knows it by its order key and loses nothing.
+        let repeat = self.registered[i] && !self.slot_down[i] && self.keyed[i] == life;
+        if repeat {
+            self.note(|| format!("  lm{l} takes w{w}'s registration as a repeat (same process)"));
+        }
+        if liveness && self.registered[i] && !self.slot_down[i] && !repeat {
             // What it lists as finished ended (as the LM service does); the rest
             // is lost.
             let now = self.clock(Role::Lm(l));
@@ -134,7 +141,7 @@ impl World<'_> {
             self.finishes_to_gms(l, node, &finished_runs);
         }
         self.registered[i] = true;
-        self.keyed[i] = self.worker_life[i];
+        self.keyed[i] = life;
         self.last_seen[i] = self.now;
         self.confirm(w);
         if std::mem::take(&mut self.slot_down[i]) {
@@ -242,7 +249,12 @@ impl World<'_> {
             })
             .collect();
         let finished = self.finished[w as usize].clone();
-        let item = Item::Register { holding, finished };
+        let life = self.worker_life[w as usize];
+        let item = Item::Register {
+            holding,
+            finished,
+            life,
+        };
         self.send(Role::Worker(w), Role::Lm(l), item, true);
     }
 

@@ -65,7 +65,9 @@ impl World<'_> {
         match (to, item) {
             (Role::Gm(g), Item::ToGm(message)) => self.gm_step(g, GmInput::Lm(message)),
             (Role::Worker(w), Item::ToWorker(order, call)) => {
-                if self.keyed[w as usize] != self.worker_life[w as usize] {
+                // (The LM modelled without worker liveness predates order keys.)
+                let keys = self.config.worker_timeout.is_some();
+                if keys && self.keyed[w as usize] != self.worker_life[w as usize] {
                     // Signed with the key of an earlier process of this worker (the
                     // LM has not taken the new one's registration yet): refused, as
                     // the worker service does; the LM drops its stream to the old
@@ -92,9 +94,16 @@ impl World<'_> {
                 }
                 self.lm_step(l, LmInput::Worker(report), None);
             }
-            (Role::Lm(l), Item::Register { holding, finished }) => {
+            (
+                Role::Lm(l),
+                Item::Register {
+                    holding,
+                    finished,
+                    life,
+                },
+            ) => {
                 let Role::Worker(w) = from else { return };
-                self.register(l, w, holding, finished);
+                self.register(l, w, holding, finished, life);
             }
             _ => {}
         }

@@ -461,6 +461,7 @@ impl World<'_> {
                     Item::Register {
                         holding: Vec::new(),
                         finished: self.finished[w as usize].clone(),
+                        life: self.worker_life[w as usize],
                     },
                     true,
                 );

@@ -97,7 +97,9 @@ pub(super) fn describe_item(item: &Item) -> String {
             };
             format!("report {}#{} {what} on {}", r.task(), r.attempt(), r.node())
         }
-        Item::Register { holding, finished } => format!(
+        Item::Register {
+            holding, finished, ..
+        } => format!(
             "register holding [{}] finished [{}]",
             tasks(holding.iter().map(|h| h.task.id)),
             tasks(finished.iter().map(|(t, _)| *t))
