@@ -214,6 +214,35 @@ impl Dispatcher {
         jobs
     }
 
+    /// LM `l` started a new life: the batches sent to it whose calls are settled
+    /// (answered, or given up) leave the in-flight list, whatever their numbers.
+    /// The new life's snapshot is the truth about them (what the old life applied
+    /// it adopted from its workers, or lost), and its record of applied batches
+    /// starts again, so no snapshot of it would ever include them: their
+    /// deductions would stay in the view for good (issue 33, seed 16687). Batches
+    /// still awaiting an answer stay (the new life may apply them). Returns the
+    /// jobs of their QUEUEABLE tasks, as [`Dispatcher::landed`] does.
+    pub fn forget_settled(&mut self, l: usize) -> Vec<JobId> {
+        let lm = LmId(l as u16);
+        let Some(in_flight) = self.in_flight.get_mut(l) else {
+            return Vec::new();
+        };
+        let awaited: Vec<u64> = self
+            .outstanding
+            .values()
+            .filter_map(|(_, batch)| batch.filter(|(at, _)| *at == lm).map(|(_, seq)| seq))
+            .collect();
+        let mut jobs = Vec::new();
+        in_flight.retain_mut(|f| {
+            if awaited.contains(&f.seq) {
+                return true;
+            }
+            jobs.append(&mut f.queueable_jobs);
+            false
+        });
+        jobs
+    }
+
     /// Launches sent after a snapshot was taken are not in it: deducts them again
     /// from LM `l`'s fresh view.
     pub fn deduct_in_flight(&self, l: usize, view: &mut LmView) {

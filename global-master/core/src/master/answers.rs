@@ -80,6 +80,9 @@ impl GlobalMaster {
             // ran (the driver asks it, see `GmOutput::lm_new_lives`).
             self.stats.lm_new_lives += 1;
             self.new_lives.push(snapshot.lm);
+            for job in self.dispatcher.forget_settled(snapshot.lm.index()) {
+                self.quota.landed(job);
+            }
         }
         self.fairness.view_changed();
         self.quota.report(&old_jobs, &snapshot.jobs);
