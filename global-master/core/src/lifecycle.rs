@@ -251,6 +251,14 @@ impl Lifecycle {
         })
     }
 
+    /// Whether `task` ended for good while a run of it was out (see `ended`): an
+    /// answer refusing that run, or giving up its call, must not queue it again
+    /// (issue 33, seed 99835: a resumed run in flight when an earlier life's run's
+    /// finish ended the task was refused, queued again, and ran).
+    pub fn has_ended(&self, task: TaskId) -> bool {
+        !self.tasks.contains_key(&task) && self.ended.contains(&task)
+    }
+
     /// Whether a report of run `attempt` of `task` is about a run already replaced
     /// by a retry (untracked tasks have only one run).
     pub fn is_stale(&self, task: TaskId, attempt: u32) -> bool {

@@ -155,6 +155,11 @@ impl GlobalMaster {
                     self.stats.launched += 1;
                     out.launched.push(*task);
                 }
+                LaunchOutcome::Rejected(_) if self.lifecycle.has_ended(*task) => {
+                    // It ended for good while this run was out: nothing to queue.
+                    self.stats.lm_rejections += 1;
+                    self.stats.stale_answers += 1;
+                }
                 LaunchOutcome::Rejected(reason) => {
                     self.stats.lm_rejections += 1;
                     pending.reason = Some(PendingReason::RejectedByLm {
@@ -255,6 +260,10 @@ impl GlobalMaster {
             if let Some(mut pending) = self.dispatcher.answered_in(lm, seq, task) {
                 if self.lra.is_container(&pending.task) {
                     self.lra.answer(*task, lm, None, &mut self.stats);
+                    continue;
+                }
+                if self.lifecycle.has_ended(*task) {
+                    // It ended for good while this run was out: nothing to queue.
                     continue;
                 }
                 pending.reason = Some(reason.clone());
