@@ -89,7 +89,8 @@ pub const RUNS_KEPT: usize = 100_000;
 /// The start orders (their [`Dispatch`]) this worker took in this life, the newest
 /// [`RUNS_KEPT`]: each dispatch runs once. A start order of a dispatch already taken
 /// (resent by its LM after a lost answer, or replayed by someone who captured it),
-/// of an older LM life than one already seen, or older than every dispatch
+/// of an LM life since replaced by another (lives are told apart by number, not
+/// ordered by it: a clock may go back), or older than every dispatch
 /// remembered of the current life, is dropped, counted and logged. A preempted task
 /// started again (with the same attempt) is a new dispatch and runs.
 #[derive(Debug, Default)]
@@ -103,11 +104,19 @@ pub struct StartedRuns {
 struct Seen {
     set: HashSet<Dispatch>,
     order: VecDeque<Dispatch>,
-    /// The newest LM life seen.
+    /// The LM life whose orders run: the last one seen that was not retired.
     life: u64,
     /// The highest sequence number forgotten of that life.
     forgotten: u64,
+    /// LM lives replaced by a later one (the most recent [`LIVES_KEPT`]): their
+    /// orders are refused. A life is known by its number, not ordered by it: an
+    /// LM restarted with its clock behind numbers its new life below the old one
+    /// (issue 33: wall-clock lives), and its orders must run.
+    retired: VecDeque<u64>,
 }
+
+/// LM lives remembered as retired.
+const LIVES_KEPT: usize = 64;
 
 impl StartedRuns {
     /// True when `dispatch` may run (it is remembered), false when it may not.
@@ -117,14 +126,23 @@ impl StartedRuns {
             return true;
         }
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if dispatch.lm_life < seen.life
-            || (dispatch.lm_life == seen.life && dispatch.seq <= seen.forgotten)
-        {
-            return false;
-        }
-        if dispatch.lm_life > seen.life {
+        if dispatch.lm_life != seen.life {
+            if seen.retired.contains(&dispatch.lm_life) {
+                return false;
+            }
+            // A life not seen before: the LM restarted; the old one is retired.
+            let old = seen.life;
+            if old != 0 {
+                if seen.retired.len() == LIVES_KEPT {
+                    seen.retired.pop_front();
+                }
+                seen.retired.push_back(old);
+            }
             seen.life = dispatch.lm_life;
             seen.forgotten = 0;
+        }
+        if dispatch.seq <= seen.forgotten {
+            return false;
         }
         if !seen.set.insert(dispatch) {
             return false;
@@ -152,7 +170,7 @@ impl StartedRuns {
                 return true;
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(task = %s.task.id, job = s.task.id.job.0, attempt = s.task.attempt, node = %s.node, lm_life = s.dispatch.lm_life, dispatch = s.dispatch.seq, "start order dropped: this dispatch already ran here, or is of an older LM life (a resent or replayed order)");
+            tracing::warn!(task = %s.task.id, job = s.task.id.job.0, attempt = s.task.attempt, node = %s.node, lm_life = s.dispatch.lm_life, dispatch = s.dispatch.seq, "start order dropped: this dispatch already ran here, or is of an LM life since replaced (a resent or replayed order)");
             false
         });
     }
@@ -314,7 +332,7 @@ async fn metrics(
                 &mut page,
                 "megha_worker_replayed_starts_total",
                 "counter",
-                "Start orders dropped: their dispatch (LM life, number) already ran here or is of an older LM life (a resent or replayed order).",
+                "Start orders dropped: their dispatch (LM life, number) already ran here or is of an LM life since replaced (a resent or replayed order).",
                 runs.replayed.load(Ordering::Relaxed) as f64,
             );
             cluster.render(&mut page);
@@ -356,5 +374,12 @@ mod tests {
         );
         assert!(runs.first(d(9, 1)), "a new LM life");
         assert!(!runs.first(d(5, RUNS_KEPT as u64 + 20)), "an older LM life");
+        // An LM restarted with its clock behind: its life is numbered below the
+        // current one, never seen, so its orders run; the lives it replaced do not.
+        assert!(runs.first(d(7, 1)), "a new life numbered lower");
+        assert!(runs.first(d(7, 2)));
+        assert!(!runs.first(d(9, 2)), "the life it replaced");
+        assert!(!runs.first(d(5, RUNS_KEPT as u64 + 30)), "an earlier one");
+        assert!(!runs.first(d(7, 1)), "a replay within the life");
     }
 }
