@@ -187,10 +187,14 @@ fn a_journalled_gm_stopped_with_queued_tasks_suspends_them_and_finishes_them_aft
         },
     );
     assert!(polls > 1, "the status was seen before the job finished");
+    // No run failed: every task finished as its first run, the suspended ones too
+    // (the stop wrote their runs as never sent; issue 33).
     for index in 0..TASKS as u32 {
         let task = get_json(&format!("{gm}/v1/tasks/{job}/{index}"));
         assert_eq!(task["state"], "finished", "{task}");
+        assert_eq!(task["attempt"], 1, "task {index}: {task}");
     }
+
     // On the event stream: each task finished, none ever failed.
     wait_until(
         "every task's end on the event stream",

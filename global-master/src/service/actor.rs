@@ -39,6 +39,9 @@ pub struct ShellMetrics {
     pub journal_errors: u64,
     /// Tasks resubmitted from the journal at start.
     pub recovered_tasks: u64,
+    /// Launch batches and preemption requests not sent because the GM had stopped
+    /// (see `shutdown::LeaveQueued`).
+    pub launches_withheld: u64,
     /// New lives of LMs the core took up (see `lm_restart`).
     pub lm_restarts_seen: u64,
     /// Restarted LMs that answered which of this GM's tasks they hold, and those
@@ -82,6 +85,10 @@ pub struct GmActor {
     /// The last job id handed out (see [`GmActor::new_job_id`]).
     pub(super) last_job: Option<JobId>,
     accepting: bool,
+    /// The graceful stop reported what is queued ([`super::shutdown::LeaveQueued`]):
+    /// nothing more goes out (the next life resumes those tasks as the runs the
+    /// journal says never went out).
+    pub(super) suspended: bool,
     /// Accepted work on disk (see [`super::journal`]); `None` without `--data-dir`.
     pub(super) journal: Option<Journal>,
     /// Jobs read back from the journal, resubmitted when the actor starts.
@@ -130,6 +137,7 @@ impl GmActor {
                 unexpected_outcomes: 0,
                 journal_errors: 0,
                 recovered_tasks: 0,
+                launches_withheld: 0,
                 lm_restarts_seen: 0,
                 lm_reconciles: 0,
                 lm_reconciles_failed: 0,
@@ -147,6 +155,7 @@ impl GmActor {
             lm_urls: Vec::new(),
             last_job: None,
             accepting: true,
+            suspended: false,
             journal: None,
             recovered: Vec::new(),
             fence: None,

@@ -230,6 +230,12 @@ impl GmActor {
             self.preempt.preemptions += 1;
         }
         for message in std::mem::take(&mut out.to_lms) {
+            if self.suspended && matches!(message, GmToLm::Launch(_) | GmToLm::Preempt(_)) {
+                // Stopped: the journal says these runs never went out.
+                self.metrics.launches_withheld += 1;
+                tracing::info!(lm = %message.lm(), kind = message.kind(), "not sent: this GM stopped; the next life resumes its tasks");
+                continue;
+            }
             self.send(message, ctx);
         }
         if out.wants_pass {

@@ -43,8 +43,12 @@ use std::path::Path;
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
 /// (job id, task index) -> how the task ended ([`Ended`], bincode).
 const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
-/// (job id, task index) -> (the run the task goes out as next, its runs failed so
-/// far); absent for a task never retried nor resumed (run 1, no failure).
+/// (job id, task index) -> (the last run the task may have gone out as, its runs
+/// failed so far): the run a retry or a resumed task goes out as is written before
+/// it goes out; absent for a task never retried nor resumed (run 1, no failure). A
+/// graceful stop writes one less for the tasks it leaves queued, whose run never
+/// went out ([`Journal::mark_unsent`]): the next life resumes them as that run
+/// (issue 33: resumed tasks reported `attempt: 2` although no run failed).
 const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs");
 /// "last_life" -> the life (first batch number) of the last GM process that opened
 /// this journal: a later process starts a higher one whatever the clocks say, so
@@ -354,6 +358,40 @@ impl Journal {
             self.open.remove(&job);
         }
         Ok(())
+    }
+
+    /// A graceful stop leaves `tasks` queued, their current run never sent (the GM
+    /// sends nothing more): each one's recorded run goes down by one, so that the
+    /// next life resumes it as the run it was to go out as, not the one after.
+    /// Durable, one transaction; tasks of jobs not in the journal are skipped.
+    /// Returns how many were marked.
+    pub fn mark_unsent(&mut self, tasks: &[TaskId]) -> Result<usize, JournalError> {
+        let tasks: Vec<_> = tasks
+            .iter()
+            .filter(|t| self.open.contains_key(&t.job))
+            .collect();
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let db = &self.db;
+        let write = || -> Result<usize, Box<dyn std::error::Error>> {
+            let txn = db.begin_write()?;
+            let mut marked = 0;
+            {
+                let mut runs = txn.open_table(RUNS)?;
+                for task in &tasks {
+                    let key = (task.job.0, task.index);
+                    let (run, failed) = runs.get(key)?.map_or((1, 0), |v| v.value());
+                    if run >= 1 {
+                        runs.insert(key, (run - 1, failed))?;
+                        marked += 1;
+                    }
+                }
+            }
+            txn.commit()?;
+            Ok(marked)
+        };
+        write().map_err(|e| self.error("cannot mark unsent runs", e))
     }
 
     /// Jobs in the journal (not every task ended).

@@ -373,6 +373,13 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_launches_withheld_total",
+            "counter",
+            "Launch batches and preemption requests not sent because the GM had stopped (its drain reported the queued tasks suspended; the next life resumes them).",
+            m.launches_withheld as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_recovered_tasks_total",
             "counter",
             "Tasks of a previous life's jobs resubmitted from the journal at start.",

@@ -39,6 +39,9 @@ impl Handler<LeaveQueued> for GmActor {
     fn handle(&mut self, _: LeaveQueued, _: &mut Context<Self>) -> Self::Result {
         let now = clock::now();
         let gm = self.gm();
+        // Nothing more goes out: the queued tasks' runs never did, and the journal
+        // says so, so the next life resumes each as the run it was to go out as.
+        self.suspended = true;
         let mut left = LeftQueued::default();
         let lra_containers = self.core.lra_pending_containers();
         let queued: Vec<_> = self.core.pending().map(|p| p.task.id).collect();
@@ -65,6 +68,16 @@ impl Handler<LeaveQueued> for GmActor {
                 }
             })
             .collect();
+        let unsent: Vec<_> = self.core.pending().map(|p| p.task.id).collect();
+        if let Some(journal) = &mut self.journal {
+            match journal.mark_unsent(&unsent) {
+                Ok(marked) => tracing::info!(tasks = marked, "runs of the queued tasks written as never sent: the next life resumes them as the same runs"),
+                Err(e) => {
+                    self.metrics.journal_errors += 1;
+                    tracing::error!(error = %e, "cannot write the queued tasks' runs as never sent; the next life resumes them as the run after")
+                }
+            }
+        }
         if !events.is_empty() {
             (self.events)(events);
         }
