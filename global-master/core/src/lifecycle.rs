@@ -69,6 +69,11 @@ pub enum EndSeen {
     /// ([`Lifecycle::end_for_good`]); else it is stale and the retry's own end
     /// ends the task.
     LateFinish { waiting: bool },
+    /// The current run failed, but an earlier run finished after it was replaced
+    /// (a [`EndSeen::LateFinish`] that came while this run was out): the task's
+    /// work is done, it ends finished, as run `run` (issue 33: a run declared lost
+    /// while alive finished, its retry was lost too, and the task ended failed).
+    DoneEarlier { run: u32 },
 }
 
 #[derive(Debug)]
@@ -88,6 +93,9 @@ struct Tracked {
     /// Runs of an earlier life whose failure was counted (bit = run number, runs
     /// beyond 63 share the last bit): each counts once against the budget.
     earlier_failed: u64,
+    /// An earlier run that finished after a retry replaced it (see
+    /// [`EndSeen::DoneEarlier`]).
+    done_by: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -170,6 +178,7 @@ impl Lifecycle {
                 failure: None,
                 resumed_as,
                 earlier_failed: 0,
+                done_by: None,
             },
         );
     }
@@ -193,6 +202,7 @@ impl Lifecycle {
         if end.attempt != tracked.spec.attempt {
             if tracked.resumed_as.is_none_or(|r| end.attempt >= r) {
                 if end.failure.is_none() && end.attempt < tracked.spec.attempt {
+                    tracked.done_by.get_or_insert(end.attempt);
                     return EndSeen::LateFinish {
                         waiting: tracked.waiting.is_some(),
                     };
@@ -223,6 +233,10 @@ impl Lifecycle {
             self.finish(end.task);
             return EndSeen::Final;
         };
+        if let Some(run) = tracked.done_by {
+            self.finish(end.task);
+            return EndSeen::DoneEarlier { run };
+        }
         if tracked.waiting.is_some() || tracked.last_failure == Some((end.node, end.at)) {
             return EndSeen::Stale; // the same end again
         }
@@ -479,5 +493,40 @@ mod tests {
             l.ended(later(8), &end(untracked, 1, 80, None)),
             EndSeen::Stale
         );
+    }
+
+    /// Seed 941892: run 1 declared lost while alive, its retry goes out, then run
+    /// 1's finish arrives (too late to withdraw the retry), then the retry is lost
+    /// too: the work was done, the task ends finished as run 1, not retried again.
+    #[test]
+    fn a_failed_retry_of_a_run_that_finished_late_ends_the_task_finished() {
+        let policy = RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+        };
+        let mut l = Lifecycle::new(RetryPolicy::default());
+        let task = TaskId::new(2, 1);
+        let spec = TaskSpec::short(task, Resources::cores(1, 10), Micros(5));
+        l.submitted(std::slice::from_ref(&spec), policy);
+        let lost = || {
+            Some(TaskFailure::Lost {
+                reason: "no word".into(),
+            })
+        };
+        let later = |at: u64| Micros(at << 30);
+        assert!(matches!(
+            l.ended(later(1), &end(task, 1, 10, lost())),
+            EndSeen::Retry(_)
+        ));
+        assert_eq!(l.due_retries(later(2)).len(), 1);
+        assert_eq!(
+            l.ended(later(3), &end(task, 1, 30, None)),
+            EndSeen::LateFinish { waiting: false }
+        );
+        assert_eq!(
+            l.ended(later(4), &end(task, 2, 40, lost())),
+            EndSeen::DoneEarlier { run: 1 }
+        );
+        assert_eq!(l.ended(later(5), &end(task, 2, 40, lost())), EndSeen::Stale);
     }
 }

@@ -277,7 +277,7 @@ impl Handler<RenderMetrics> for GmActor {
             &mut out,
             "megha_gm_late_finishes_taken_total",
             "counter",
-            "Finishes of task runs reported lost, heard before their retry went out: taken as the task's end.",
+            "Finishes of task runs reported lost taken as the task's end: heard before their retry went out, or after the retry failed (the work was done).",
             s.late_finishes_taken as f64,
         );
         single(

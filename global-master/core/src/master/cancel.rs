@@ -107,10 +107,18 @@ impl GlobalMaster {
     /// replaced by a retry and repeats (`out.stale`, counted).
     pub(super) fn tasks_ended(&mut self, now: Micros, mut ends: Vec<TaskEnd>, out: &mut GmOutput) {
         // Kept in place: `ends` becomes `out.ended` (one message, no new vector).
-        ends.retain(|end| {
+        ends.retain_mut(|end| {
+            let ran = end.attempt;
             if !self.lifecycle.is_cancelled(end.task.job) {
                 match self.lifecycle.ended(now, end) {
                     EndSeen::Final => {}
+                    // Its work was done by an earlier run that finished late: it
+                    // ends finished, as that run.
+                    EndSeen::DoneEarlier { run } => {
+                        self.stats.late_finishes_taken += 1;
+                        end.failure = None;
+                        end.attempt = run;
+                    }
                     EndSeen::Retry(retry) => out.retries.push(retry),
                     // A finish of an earlier life's run ends the task even if the
                     // resumed run went out (its LM answers it `Duplicate` there);
@@ -136,7 +144,7 @@ impl GlobalMaster {
                 None => self.stats.tasks_finished += 1,
                 Some(_) => self.stats.tasks_failed += 1,
             }
-            if self.dispatcher.run_ended(&end.task, end.attempt) {
+            if self.dispatcher.run_ended(&end.task, ran) {
                 // Its end overtook the LM's answer (the end comes straight from the
                 // LM, the answer may be resent): the run was launched all the same.
                 self.stats.ended_before_answer += 1;
