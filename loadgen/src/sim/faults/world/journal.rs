@@ -131,7 +131,10 @@ impl World<'_> {
         let (mut held, mut finished, mut silent) = (HashMap::new(), HashSet::new(), Vec::new());
         let life = self.gms[g as usize].as_ref().map_or(0, |gm| gm.life());
         for &l in lms {
-            if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) {
+            // A restarted LM not ready yet (its workers have not all registered
+            // again) answers every GM request busy, as the LM service does: it
+            // cannot say yet what it holds (seed 709363).
+            if !self.up(Role::Lm(l)) || self.blocked(Role::Gm(g), Role::Lm(l)) || !self.ready(l) {
                 silent.push(l);
                 continue;
             }
