@@ -7,7 +7,8 @@ use common::messages::{LaunchBatch, LaunchRequest, Placement, TaskFailure, Worke
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use lm_core::{LmConfig, LocalMaster};
 
-fn launched(task: u64) -> LocalMaster {
+/// LM 0 of one GM, with one node (2 cores, 1 GiB).
+fn one_node_lm() -> LocalMaster {
     let node = NodeSpec {
         capacity: Resources::cores(2, 1024),
         constraints: ConstraintSet::EMPTY,
@@ -16,7 +17,11 @@ fn launched(task: u64) -> LocalMaster {
         id: LmId(0),
         partitions: vec![vec![node]],
     };
-    let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
+    LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0))
+}
+
+fn launched(task: u64) -> LocalMaster {
+    let mut lm = one_node_lm();
     let batch = LaunchBatch {
         gm: GmId(0),
         life: 0,
@@ -455,15 +460,7 @@ fn a_reconcile_fences_the_older_life_before_it_answers() {
     use common::messages::ReconcileRequest;
     use common::protocol::{GmToLm, LmToGm};
     use lm_core::LmError;
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node]],
-    };
-    let mut lm = LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0));
+    let mut lm = one_node_lm();
     let task = TaskId::new(4, 0);
     let ask = |life| {
         GmToLm::Reconcile(ReconcileRequest {
