@@ -7,7 +7,8 @@
 //!
 //! The test plays the worker against a real LM: it registers a fake worker's URL
 //! (which answers every order), has two long tasks launched there, registers again
-//! with the same key, then with another key.
+//! with the same key, then with the same key from another URL, then with another
+//! key.
 
 use common::messages::WorkerRegistration;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,16 +38,16 @@ fn a_repeated_registration_of_the_same_process_loses_nothing() {
     let calls = Arc::new(AtomicUsize::new(0));
     let worker_url = fake_worker(calls.clone());
     let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "worker");
-    let registration = cluster
-        .encode(&WorkerRegistration {
-            slot: 0,
-            url: worker_url.clone(),
-            holding: vec![],
-            finished: vec![],
-        })
-        .expect("encode");
     let secret = credentials().secret.clone();
-    let register = |key: &str| {
+    let register_at = |url: &str, key: &str| {
+        let registration = cluster
+            .encode(&WorkerRegistration {
+                slot: 0,
+                url: url.to_owned(),
+                holding: vec![],
+                finished: vec![],
+            })
+            .expect("encode");
         let (status, _, body) = http_raw(
             "POST",
             &format!("{}/v1/register", lm.url),
@@ -61,6 +62,7 @@ fn a_repeated_registration_of_the_same_process_loses_nothing() {
         .expect("POST /v1/register");
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     };
+    let register = |key: &str| register_at(&worker_url, key);
     let metric = |name: &str| metric_of(&lm.url, name);
     let key = "a".repeat(64);
     register(&key);
@@ -91,14 +93,26 @@ fn a_repeated_registration_of_the_same_process_loses_nothing() {
         "its running tasks ended lost"
     );
 
-    // Another process (a new order key): a restart, its tasks are lost.
-    register(&"b".repeat(64));
+    // The same key from another address (a key read or borrowed elsewhere) is not
+    // the registered process: taken as a new worker for the slot, as before, and
+    // never as a repeat that would keep the old stream.
+    let elsewhere = fake_worker(Arc::new(AtomicUsize::new(0)));
+    register_at(&elsewhere, &key);
     wait_until(
-        "the restarted worker's tasks to end lost",
+        "the slot's tasks to end lost",
         Duration::from_secs(10),
         || metric("megha_lm_tasks_lost_total") == 2.0,
     );
     assert_eq!(metric("megha_lm_workers_lost_total"), 1.0);
+    assert_eq!(metric("megha_lm_worker_registration_repeats_total"), 1.0);
+
+    // Another process (a new order key): a restart.
+    register_at(&elsewhere, &"b".repeat(64));
+    wait_until(
+        "the second worker counted lost",
+        Duration::from_secs(10),
+        || metric("megha_lm_workers_lost_total") == 2.0,
+    );
     assert_eq!(metric("megha_lm_worker_registration_repeats_total"), 1.0);
     let _ = std::fs::remove_dir_all(&dir);
 }

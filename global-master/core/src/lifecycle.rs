@@ -5,7 +5,8 @@
 //!
 //! Only jobs whose policy retries are tracked here (a copy of each task until it ends
 //! for good): with the default policy (one attempt) nothing is kept, so trace replay
-//! and the simulator pay nothing.
+//! and the simulator pay nothing, but for a task whose run was reported lost (its
+//! id, in a bounded memory: a late finish of that run must not end it again).
 
 use crate::queue::Pending;
 use common::bounded::Bounded;
@@ -18,8 +19,9 @@ use std::collections::{BTreeSet, VecDeque};
 
 /// Cancelled jobs remembered (the oldest are forgotten first).
 pub const CANCELLED_MEMORY: usize = 100_000;
-/// Tasks that ran more than once and ended for good, remembered (the oldest are
-/// forgotten first) so that a late report of one of their runs changes nothing.
+/// Tasks that ran more than once, or ended with a run reported lost, remembered once
+/// they ended for good (the oldest are forgotten first) so that a late report of one
+/// of their runs changes nothing.
 pub const ENDED_MEMORY: usize = 100_000;
 /// A cancel request the transport gave up on is sent again after this long...
 pub const CANCEL_RESEND: Micros = Micros(30_000_000);
@@ -425,6 +427,16 @@ mod tests {
     use common::retry::Backoff;
     use common::Resources;
 
+    /// `task` submitted with a policy of 3 runs.
+    fn submit(l: &mut Lifecycle, task: TaskId) {
+        let policy = RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+        };
+        let spec = TaskSpec::short(task, Resources::cores(1, 10), Micros(5));
+        l.submitted(std::slice::from_ref(&spec), policy);
+    }
+
     fn end(task: TaskId, attempt: u32, at: u64, failure: Option<TaskFailure>) -> TaskEnd {
         TaskEnd {
             task,
@@ -440,14 +452,9 @@ mod tests {
     /// It must not end the task a second time, as finished.
     #[test]
     fn a_late_finish_after_the_task_failed_for_good_is_stale() {
-        let policy = RetryPolicy {
-            max_attempts: 3,
-            backoff: Backoff::default(),
-        };
         let mut l = Lifecycle::new(RetryPolicy::default());
         let task = TaskId::new(6, 1);
-        let spec = TaskSpec::short(task, Resources::cores(1, 10), Micros(5));
-        l.submitted(std::slice::from_ref(&spec), policy);
+        submit(&mut l, task);
         let lost = TaskFailure::Lost {
             reason: "no word".into(),
         };
@@ -475,8 +482,7 @@ mod tests {
         assert_eq!(l.ended(later(6), &end(task, 1, 40, None)), EndSeen::Stale);
         // A task that only ever had one run keeps nothing once it ended.
         let once = TaskId::new(7, 0);
-        let spec = TaskSpec::short(once, Resources::cores(1, 10), Micros(5));
-        l.submitted(std::slice::from_ref(&spec), policy);
+        submit(&mut l, once);
         assert_eq!(l.ended(Micros(50), &end(once, 1, 50, None)), EndSeen::Final);
         assert!(!l.ended.contains(&once));
         // Untracked (a task without retries, or one a restarted GM has not resumed
@@ -500,14 +506,9 @@ mod tests {
     /// too: the work was done, the task ends finished as run 1, not retried again.
     #[test]
     fn a_failed_retry_of_a_run_that_finished_late_ends_the_task_finished() {
-        let policy = RetryPolicy {
-            max_attempts: 3,
-            backoff: Backoff::default(),
-        };
         let mut l = Lifecycle::new(RetryPolicy::default());
         let task = TaskId::new(2, 1);
-        let spec = TaskSpec::short(task, Resources::cores(1, 10), Micros(5));
-        l.submitted(std::slice::from_ref(&spec), policy);
+        submit(&mut l, task);
         let lost = || {
             Some(TaskFailure::Lost {
                 reason: "no word".into(),

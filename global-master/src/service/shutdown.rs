@@ -46,7 +46,8 @@ impl Handler<LeaveQueued> for GmActor {
         let lra_containers = self.core.lra_pending_containers();
         let queued: Vec<_> = self.core.pending().map(|p| p.task.id).collect();
         let events: Vec<TaskEvent> = queued
-            .into_iter()
+            .iter()
+            .copied()
             .chain(lra_containers)
             .map(|task| {
                 let journalled = self.journal.as_ref().is_some_and(|j| j.holds(task.job));
@@ -68,9 +69,8 @@ impl Handler<LeaveQueued> for GmActor {
                 }
             })
             .collect();
-        let unsent: Vec<_> = self.core.pending().map(|p| p.task.id).collect();
         if let Some(journal) = &mut self.journal {
-            match journal.mark_unsent(&unsent) {
+            match journal.mark_unsent(&queued) {
                 Ok(marked) => tracing::info!(tasks = marked, "runs of the queued tasks written as never sent: the next life resumes them as the same runs"),
                 Err(e) => {
                     self.metrics.journal_errors += 1;
