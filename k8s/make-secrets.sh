@@ -47,7 +47,7 @@ names() { local out="" i; for i in $(seq 0 $(($2 - 1))); do out="$out${out:+,}$1
 rand 32 >"$tmp/admin-token"
 rand 24 >"$tmp/amqp-password"
 printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$tmp/admin-token")" >"$tmp/tokens.toml"
-"$here/../scripts/make-role-credentials.sh" "$tmp/roles" >/dev/null
+MEGHA_LOADGEN="$loadgen" "$here/../scripts/make-role-credentials.sh" "$tmp/roles" >/dev/null
 "$loadgen" certs --out "$tmp/tls" \
   --server "gm=$(names megha-gm "$GMS")" \
   --server "lm=$(names megha-lm "$LMS")" \

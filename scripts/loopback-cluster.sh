@@ -95,7 +95,7 @@ if [ -n "$SHARED_SECRET" ]; then
   [ -s "$SECRETS/cluster-secret" ] || (umask 077; head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$SECRETS/cluster-secret")
   secret_of() { echo "$SECRETS/cluster-secret"; }
 else
-  "$(dirname "$0")/make-role-credentials.sh" "$SECRETS/roles" >/dev/null
+  MEGHA_LOADGEN="$BIN/loadgen" "$(dirname "$0")/make-role-credentials.sh" "$SECRETS/roles" >/dev/null
   secret_of() { echo "$SECRETS/roles/$1.toml"; }
 fi
 gm_port() { echo $((PORT_BASE + $1)); }

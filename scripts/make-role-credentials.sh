@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # Writes per-role cluster credentials into DIR (mode 700): gm.toml, lm.toml and
-# worker.toml, each holding that role's own token and the SHA-256 of every role's
-# token (see service-kit/src/roles.rs). Give each process its role's file through
-# MEGHA_CLUSTER_SECRET_FILE (or --cluster-secret-file); never give a worker the
-# gm.toml or lm.toml. Existing files are kept (delete DIR to make new ones).
+# worker.toml, each holding that role's own ed25519 key and every role's public key
+# (see service-kit/src/roles.rs): each role signs its internal requests with its key,
+# and no credential is ever sent to a callee. Give each process its role's file
+# through MEGHA_CLUSTER_SECRET_FILE (or --cluster-secret-file); never give a worker
+# the gm.toml or lm.toml. A complete set already in DIR is kept (delete DIR to make
+# new ones); files of the earlier form (bearer tokens) are replaced.
+#
+# The keys are made by `loadgen role-credentials` (ed25519, which a shell cannot
+# compute): $MEGHA_LOADGEN, else `loadgen` on PATH (the image), else this checkout's
+# target/release or target/debug build.
 #
 #   scripts/make-role-credentials.sh out/role-credentials
 set -euo pipefail
 dir=${1:?usage: make-role-credentials.sh DIR}
-if [ -s "$dir/gm.toml" ] && [ -s "$dir/lm.toml" ] && [ -s "$dir/worker.toml" ]; then
-  echo "role credentials already in $dir (kept)"; exit 0
+root=$(cd "$(dirname "$0")/.." && pwd)
+loadgen=${MEGHA_LOADGEN:-}
+if [ -z "$loadgen" ]; then
+  for candidate in "$(command -v loadgen || true)" "$root/target/release/loadgen" "$root/target/debug/loadgen"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ]; then loadgen=$candidate; break; fi
+  done
+fi
+if [ -z "$loadgen" ]; then
+  echo "make-role-credentials.sh: needs the loadgen binary to make the keys: build it (cargo build --release -p loadgen) or set MEGHA_LOADGEN" >&2
+  exit 1
 fi
 umask 077
-mkdir -p "$dir"
-declare -A token digest
-for role in gm lm worker; do
-  token[$role]=$(head -c 32 /dev/urandom | base64 | tr -d '\n=/+')
-  digest[$role]=$(printf '%s' "${token[$role]}" | sha256sum | cut -d' ' -f1)
-done
-for role in gm lm worker; do
-  printf 'role = "%s"\ntoken = "%s"\n\n[digests]\ngm = "%s"\nlm = "%s"\nworker = "%s"\n' \
-    "$role" "${token[$role]}" "${digest[gm]}" "${digest[lm]}" "${digest[worker]}" >"$dir/$role.toml"
-done
-echo "role credentials written to $dir: gm.toml, lm.toml, worker.toml (one per role; keep them apart)"
+exec "$loadgen" role-credentials "$dir"

@@ -73,6 +73,10 @@ enum Command {
     /// server certificates per role, and the worker issuer (workers issue their own
     /// certificate at start with --tls-issuer-cert). See docs/security.md.
     Certs(cli::certs::CertsArgs),
+    /// Per-role cluster credentials (gm.toml, lm.toml, worker.toml): each role's
+    /// ed25519 key, with which it signs its internal requests, and every role's
+    /// public key (scripts/make-role-credentials.sh runs this). See docs/security.md.
+    RoleCredentials(cli::certs::RoleCredentialsArgs),
     /// GET URL/healthz (http:// or https://): exit 0 when the service says
     /// "status": "ok" (and "ready": true with --ready), else 1 with the reason.
     Healthcheck(cli::certs::HealthcheckArgs),
@@ -95,6 +99,7 @@ fn main() -> std::process::ExitCode {
         Command::Faults(args) => cli::faults::run(args),
         Command::Report(args) => cli::report::run(args),
         Command::Certs(args) => cli::certs::run_certs(args),
+        Command::RoleCredentials(args) => cli::certs::run_role_credentials(args),
         Command::Healthcheck(args) => cli::certs::run_healthcheck(args),
     };
     match result {

@@ -21,6 +21,7 @@
 mod guard;
 mod listen;
 mod networks;
+pub mod signed;
 mod user;
 
 pub use guard::{
@@ -29,9 +30,10 @@ pub use guard::{
 };
 pub use listen::{check_start, is_loopback_listen, open_mode_allowed};
 pub use networks::{CheckedHost, WorkerNetworks};
+pub use signed::SIGNATURE_HEADER;
 pub use user::{user_client, user_token, TOKEN_ENV};
 
-use crate::roles::{Role, RoleCredential, RoleDigests};
+use crate::roles::{Role, RoleCredential};
 use anyhow::{bail, Context as _, Result};
 use axum::http::HeaderValue;
 use std::path::Path;
@@ -89,33 +91,75 @@ pub const OPEN_PATHS: &[&str] = &["/healthz", "/metrics"];
 /// The shortest secret accepted (bytes after trimming whitespace).
 pub const MIN_SECRET_LEN: usize = 16;
 
-/// This process's cluster credential: the shared secret, or its role's token with
-/// every role's digest.
+/// This process's cluster credential: the shared secret, or its role's signing key
+/// with every role's public key.
 #[derive(Clone)]
-pub struct ClusterSecret(Arc<str>, Option<Arc<RoleCredentialInfo>>);
+pub struct ClusterSecret(Arc<Credential>);
 
-/// What a presented credential is.
+enum Credential {
+    /// Simple mode: one secret every role presents and accepts.
+    Shared(Box<str>),
+    /// Per-role keys: requests are signed, nothing is presented.
+    Role(RoleCredential),
+}
+
+/// What a presented bearer credential is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Presented {
     /// Not a credential of this cluster.
     Unknown,
     /// The shared secret (any role).
     Shared,
-    /// This role's token.
-    Role(Role),
-}
-
-/// The public part of a role credential: whose token, and who is who.
-#[derive(Debug)]
-pub struct RoleCredentialInfo {
-    pub role: Role,
-    pub digests: RoleDigests,
 }
 
 impl std::fmt::Debug for ClusterSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ClusterSecret(<redacted>)")
     }
+}
+
+/// Who a process's internal calls on one link go to, when they are signed: the
+/// role credential and the callee's role (see [`signed`]).
+#[derive(Clone, Debug)]
+pub struct Signing {
+    secret: ClusterSecret,
+    callee: Role,
+}
+
+impl Signing {
+    /// Signing for calls to `callee`, when `secret` is a role credential (the shared
+    /// secret is a default header of the client instead: nothing to sign).
+    pub fn new(secret: Option<&ClusterSecret>, callee: Role) -> Option<Self> {
+        let secret = secret?;
+        secret.signer()?;
+        Some(Signing {
+            secret: secret.clone(),
+            callee,
+        })
+    }
+
+    /// Adds the signature header to `request` (built, not yet sent). A request that
+    /// cannot be signed (a streaming body) goes unsigned, logged: the callee refuses it.
+    pub fn sign(&self, request: &mut reqwest::Request) {
+        if let Some(signer) = self.secret.signer() {
+            if let Err(e) = signer.sign_request(request, self.callee) {
+                tracing::error!(error = %e, url = %request.url(), "internal request not signed; its callee will refuse it");
+            }
+        }
+    }
+}
+
+/// Sends `request` on `client`, signed for `signing`'s callee when given.
+pub async fn send(
+    client: &reqwest::Client,
+    request: reqwest::RequestBuilder,
+    signing: Option<&Signing>,
+) -> reqwest::Result<reqwest::Response> {
+    let mut request = request.build()?;
+    if let Some(s) = signing {
+        s.sign(&mut request);
+    }
+    client.execute(request).await
 }
 
 impl ClusterSecret {
@@ -129,23 +173,45 @@ impl ClusterSecret {
         if HeaderValue::from_str(text).is_err() {
             bail!("{origin}: the cluster secret must be printable ASCII (e.g. base64)");
         }
-        Ok(ClusterSecret(text.into(), None))
+        Ok(ClusterSecret(Arc::new(Credential::Shared(text.into()))))
     }
 
-    /// The role whose token this is; `None` for the shared secret.
+    /// A role credential (per-role keys).
+    pub fn from_role(c: RoleCredential) -> Self {
+        ClusterSecret(Arc::new(Credential::Role(c)))
+    }
+
+    /// The role whose key this is; `None` for the shared secret.
     pub fn role(&self) -> Option<Role> {
-        self.1.as_ref().map(|r| r.role)
+        match &*self.0 {
+            Credential::Shared(_) => None,
+            Credential::Role(c) => Some(c.role),
+        }
     }
 
-    /// Who a caller presenting `presented` is.
+    /// This role's signing key (`None` for the shared secret).
+    pub fn signer(&self) -> Option<&signed::Signer> {
+        match &*self.0 {
+            Credential::Shared(_) => None,
+            Credential::Role(c) => Some(&c.signer),
+        }
+    }
+
+    /// Every role's public key and the nonces seen (`None` for the shared secret).
+    pub fn verifier(&self) -> Option<&signed::Verifier> {
+        match &*self.0 {
+            Credential::Shared(_) => None,
+            Credential::Role(c) => Some(&c.verifier),
+        }
+    }
+
+    /// Who a caller presenting the bearer credential `presented` is (a role
+    /// credential accepts no bearer credential: every role signs).
     pub fn caller(&self, presented: &[u8]) -> Presented {
-        match &self.1 {
-            None if self.matches(presented) => Presented::Shared,
-            None => Presented::Unknown,
-            Some(r) => r
-                .digests
-                .role_of(presented)
-                .map_or(Presented::Unknown, Presented::Role),
+        if self.matches(presented) {
+            Presented::Shared
+        } else {
+            Presented::Unknown
         }
     }
 
@@ -156,13 +222,9 @@ impl ClusterSecret {
                 .with_context(|| format!("--cluster-secret-file {}", path.display()))?;
             let origin = format!("--cluster-secret-file {}", path.display());
             if RoleCredential::looks_like(&text) {
-                let c = RoleCredential::parse(&text, &origin)?;
-                let mut secret = Self::new(&c.token, &origin)?;
-                secret.1 = Some(Arc::new(RoleCredentialInfo {
-                    role: c.role,
-                    digests: c.digests,
-                }));
-                return Ok(Some(secret));
+                return Ok(Some(Self::from_role(RoleCredential::parse(
+                    &text, &origin,
+                )?)));
             }
             return Self::new(&text, &origin).map(Some);
         }
@@ -172,25 +234,34 @@ impl ClusterSecret {
         }
     }
 
-    /// True when `presented` is the secret (constant time in the secret's content).
+    /// True when `presented` is the shared secret (constant time in the secret's
+    /// content); never for a role credential.
     pub fn matches(&self, presented: &[u8]) -> bool {
-        bool::from(self.0.as_bytes().ct_eq(presented))
+        match &*self.0 {
+            Credential::Shared(s) => bool::from(s.as_bytes().ct_eq(presented)),
+            Credential::Role(_) => false,
+        }
     }
 
-    /// The header value to send (marked sensitive: never printed by the HTTP stack).
-    pub fn header_value(&self) -> HeaderValue {
-        let mut v = HeaderValue::from_str(&self.0).unwrap_or_else(|_| HeaderValue::from_static(""));
+    /// The bearer header value to send: the shared secret (marked sensitive: never
+    /// printed by the HTTP stack); `None` for a role credential, which signs instead.
+    pub fn header_value(&self) -> Option<HeaderValue> {
+        let Credential::Shared(s) = &*self.0 else {
+            return None;
+        };
+        let mut v = HeaderValue::from_str(s).unwrap_or_else(|_| HeaderValue::from_static(""));
         v.set_sensitive(true);
-        v
+        Some(v)
     }
 }
 
-/// Headers every internal call of a role carries (none without a secret); give them
-/// to `reqwest::ClientBuilder::default_headers`.
+/// Headers every internal call of a role carries: the shared secret in simple mode;
+/// none without a secret or with a role credential (whose calls are signed one by
+/// one, [`Signing`]). Give them to `reqwest::ClientBuilder::default_headers`.
 pub fn client_headers(secret: Option<&ClusterSecret>) -> reqwest::header::HeaderMap {
     let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(s) = secret {
-        headers.insert(CLUSTER_HEADER, s.header_value());
+    if let Some(v) = secret.and_then(ClusterSecret::header_value) {
+        headers.insert(CLUSTER_HEADER, v);
     }
     headers
 }

@@ -250,6 +250,8 @@ pub struct HttpLink {
     /// A worker's links to its LM: the session presented on each call, and kept
     /// from an answer that issues one (see [`crate::auth::WorkerSession`]).
     pub session: Option<crate::auth::WorkerSession>,
+    /// With a role credential: each call is signed for the callee's role.
+    pub signing: Option<crate::auth::Signing>,
 }
 
 /// The delay an answer's `Retry-After` header asks for, in whole seconds (the form
@@ -279,6 +281,7 @@ where
         let retries = self.retries;
         let cluster = self.cluster.clone();
         let session = self.session.clone();
+        let signing = self.signing.clone();
         Box::pin(async move {
             let body = body.map_err(|e| LinkError::Failed(e.to_string()))?;
             let mut delay = Duration::from_millis(20);
@@ -291,7 +294,9 @@ where
                 if let Some((name, v)) = session.as_ref().and_then(|s| s.header_for(&body)) {
                     request = request.header(name, v);
                 }
-                let sent = request.send().await;
+                // Signed anew at each attempt: a new nonce, since an earlier attempt
+                // may have arrived.
+                let sent = crate::auth::send(&client, request, signing.as_ref()).await;
                 match sent {
                     Ok(resp) => {
                         if let Some(theirs) = foreign_answer(&resp, &cluster.name) {

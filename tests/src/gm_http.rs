@@ -50,6 +50,7 @@ pub async fn serve_gm_apis_with_queues(
                 designated,
                 designated_url: Some(urls[designated.index()].clone()),
                 client: client.clone(),
+                signing: None,
             })),
             auth: Arc::new(global_master::service::users::GmAuth::open(
                 GmId(g as u16),

@@ -24,7 +24,7 @@ pub mod replay;
 pub use bins::{bin_dir, workspace_root};
 pub use client::{get_json, http, http_bytes, http_raw, submit_tasks};
 pub use cluster::{free_port, LoopbackCluster, RoleArgs};
-pub use credentials::{credentials, random_hex, role_files, Credentials};
+pub use credentials::{credentials, random_hex, role_files, Credentials, RoleKeys};
 pub use process::Proc;
 pub use replay::{loadgen, replay_sample_trace};
 

@@ -1,19 +1,23 @@
-//! Per-role credentials (issue 16), over processes on loopback with a real RabbitMQ:
-//! the GM, the LM and the worker each run with their own role credential file
-//! (`scripts/make-role-credentials.sh` writes the same files), the cluster works
-//! (a job runs: GM -> LM launch, LM -> worker start, worker -> LM registration and
-//! report, LM -> GM report), and every internal endpoint takes only the roles that
-//! may call it: a worker's credential cannot pose as a GM to an LM nor as an LM to a
+//! Per-role credentials (issues 16 and 32), over processes on loopback with a real
+//! RabbitMQ: the GM, the LM and the worker each run with their own role credential
+//! file (`scripts/make-role-credentials.sh` writes the same files: each role's
+//! ed25519 key and every role's public key), the cluster works (a job runs: GM -> LM
+//! launch, LM -> worker start, worker -> LM registration and report, LM -> GM
+//! report, every request signed), and every internal endpoint takes only the roles
+//! that may call it: a worker's key cannot pose as a GM to an LM nor as an LM to a
 //! worker, a GM's cannot register a worker slot; the shared secret of the simple
-//! mode is a wrong credential there.
+//! mode is a wrong credential there. A signed request replayed, altered, sent to
+//! another role, stale, or claiming another role than its key's is refused.
 
 use common::codec;
 use common::messages::WorkerRegistration;
 use common::protocol::{LmToGm, LmToWorker, WorkerToLm};
+use service_kit::roles::Role;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::{
     credentials, http_raw, role_files, submit_tasks, wait_until, LoopbackCluster, RoleArgs,
+    RoleKeys,
 };
 
 fn call(method: &str, url: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, String) {
@@ -27,7 +31,7 @@ fn each_role_calls_only_what_its_role_may() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-roles-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let [gm_token, lm_token, worker_token] = role_files(&dir.join("creds"), "token");
+    let keys = role_files(&dir.join("creds"));
     let file = |role: &str| {
         vec![
             "--cluster-secret-file".to_owned(),
@@ -69,8 +73,9 @@ fn each_role_calls_only_what_its_role_may() {
         body.contains("\"state\":\"finished\"")
     });
 
-    // The role dimension: (endpoint, body) x (credential, expected status).
-    let token = |t: &str| vec![("x-megha-cluster-token", t.to_owned())];
+    // The role dimension: (endpoint, callee, body) x (credential, expected status).
+    // A role's credential is its key: the request signed by it for the callee. The
+    // shared secret of the simple mode, as a bearer header, is no credential here.
     let empty_reports =
         codec::encode(&common::ClusterName::default(), &Vec::<WorkerToLm>::new()).expect("encode");
     let empty_orders =
@@ -88,109 +93,93 @@ fn each_role_calls_only_what_its_role_may() {
     )
     .expect("encode");
     let garbage = b"\x00garbage".to_vec();
-    let (g, l, w, shared) = (
-        gm_token.as_str(),
-        lm_token.as_str(),
-        worker_token.as_str(),
-        c.secret.as_str(),
-    );
-    type Row<'a> = (&'a str, String, Vec<u8>, Vec<(&'a str, &'a str, u16)>);
+    let headers = |who: &str, callee: Role, method: &str, url: &str, body: &[u8]| {
+        if who == "shared" {
+            return vec![("x-megha-cluster-token", c.secret.clone())];
+        }
+        vec![keys.sign(who, callee, method, url, body, None)]
+    };
+    type Row<'a> = (&'a str, String, Role, Vec<u8>, Vec<(&'a str, u16)>);
     let table: Vec<Row> = vec![
         // GM -> LM requests (launch, cancel, reconcile): a GM only.
         (
             "POST",
             format!("{lm}/v1/messages"),
+            Role::Lm,
             garbage.clone(),
-            vec![
-                ("gm", g, 400),
-                ("lm", l, 403),
-                ("worker", w, 403),
-                ("shared", shared, 401),
-            ],
+            vec![("gm", 400), ("lm", 403), ("worker", 403), ("shared", 401)],
         ),
         // A worker's registration (a slot): a worker only; 403 for the callback
         // outside --worker-networks once the worker's credential is accepted.
         (
             "POST",
             format!("{lm}/v1/register"),
+            Role::Lm,
             takeover,
-            vec![
-                ("gm", g, 403),
-                ("lm", l, 403),
-                ("worker", w, 403),
-                ("shared", shared, 401),
-            ],
+            vec![("gm", 403), ("lm", 403), ("worker", 403), ("shared", 401)],
         ),
         (
             "POST",
             format!("{lm}/v1/register"),
+            Role::Lm,
             garbage.clone(),
-            vec![("gm", g, 403), ("worker", w, 400)],
+            vec![("gm", 403), ("worker", 400)],
         ),
         (
             "POST",
             format!("{lm}/v1/worker/messages"),
+            Role::Lm,
             empty_reports,
-            vec![("gm", g, 403), ("lm", l, 403), ("worker", w, 200)],
+            vec![("gm", 403), ("lm", 403), ("worker", 200)],
         ),
         (
             "GET",
             format!("{lm}/v1/tasks/{job}/0/logs"),
+            Role::Lm,
             vec![],
-            vec![("worker", w, 403), ("lm", l, 403)],
+            vec![("worker", 403), ("lm", 403)],
         ),
         // LM -> worker orders: an LM only.
         (
             "POST",
             format!("{worker}/v1/messages"),
+            Role::Worker,
             empty_orders,
             vec![
-                ("gm", g, 403),
-                // The LM token alone orders no worker: the order key this worker
+                ("gm", 403),
+                // The LM's key alone orders no worker: the order key this worker
                 // gave its LM is needed too (issue 32; services_worker_orders).
-                ("lm", l, 403),
-                ("worker", w, 403),
-                ("shared", shared, 401),
+                ("lm", 403),
+                ("worker", 403),
+                ("shared", 401),
             ],
         ),
         (
             "GET",
             format!("{worker}/v1/tasks/{job}/0/logs"),
+            Role::Worker,
             vec![],
-            vec![("gm", g, 403), ("worker", w, 403), ("lm", l, 404)],
+            vec![("gm", 403), ("worker", 403), ("lm", 404)],
         ),
         // LM -> GM reports: an LM only.
         (
             "POST",
             format!("{gm}/v1/internal/messages"),
-            empty_lm_msgs,
-            vec![
-                ("gm", g, 403),
-                ("lm", l, 200),
-                ("worker", w, 403),
-                ("shared", shared, 401),
-            ],
+            Role::Gm,
+            empty_lm_msgs.clone(),
+            vec![("gm", 403), ("lm", 200), ("worker", 403), ("shared", 401)],
         ),
     ];
     let mut failures = Vec::new();
-    for (method, url, body, rows) in &table {
-        for (who, cred, expected) in rows {
-            let (status, answer) = call(
-                method,
-                url,
-                body,
-                &token(cred)
-                    .iter()
-                    .map(|(k, v)| (*k, v.as_str()))
-                    .collect::<Vec<_>>(),
-            );
+    for (method, url, callee, body, rows) in &table {
+        for (who, expected) in rows {
+            let h = headers(who, *callee, method, url, body);
+            let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let (status, answer) = call(method, url, body, &h);
             if status != *expected {
                 failures.push(format!(
-                    "{method} {url} with the {who} credential: {status}, expected {expected}: {answer}"
+                    "{method} {url} signed by the {who} key: {status}, expected {expected}: {answer}"
                 ));
-            }
-            for t in [g, l, w] {
-                assert!(!answer.contains(t), "{method} {url} shows a token");
             }
         }
     }
@@ -204,45 +193,107 @@ fn each_role_calls_only_what_its_role_may() {
         ) >= 5.0
     );
 
-    a_worker_token_cannot_end_a_task_it_does_not_run(&cluster, w);
+    // A signed request holds only as signed: replayed, altered, sent to another
+    // role, stale, or signed by one key while naming another role, it is refused
+    // (401, counted by reason), and nothing a callee receives is a credential.
+    let reports = format!("{gm}/v1/internal/messages");
+    let sig = keys.sign("lm", Role::Gm, "POST", &reports, &empty_lm_msgs, None);
+    let send = |url: &str, body: &[u8], sig: &(&str, String)| {
+        call("POST", url, body, &[(sig.0, sig.1.as_str())])
+    };
+    assert_eq!(send(&reports, &empty_lm_msgs, &sig).0, 200, "signed once");
+    let (code, answer) = send(&reports, &empty_lm_msgs, &sig);
+    assert_eq!(code, 401, "replayed verbatim: {answer}");
+    assert!(answer.contains("replayed"), "{answer}");
+    let other_body = garbage.clone();
+    let fresh = keys.sign("lm", Role::Gm, "POST", &reports, &empty_lm_msgs, None);
+    let (code, answer) = send(&reports, &other_body, &fresh);
+    assert_eq!(code, 401, "another body under the signature: {answer}");
+    assert!(answer.contains("bad signature"), "{answer}");
+    // Signed for another role (an LM), sent to the GM: bad.
+    let for_lm = keys.sign("lm", Role::Lm, "POST", &reports, &empty_lm_msgs, None);
+    assert_eq!(
+        send(&reports, &empty_lm_msgs, &for_lm).0,
+        401,
+        "signed for another role"
+    );
+    let old = service_kit::auth::signed::now_ms() - 120_000;
+    let stale = keys.sign("lm", Role::Gm, "POST", &reports, &empty_lm_msgs, Some(old));
+    let (code, answer) = send(&reports, &empty_lm_msgs, &stale);
+    assert_eq!(code, 401, "stale: {answer}");
+    assert!(answer.contains("clock"), "{answer}");
+    // The worker's key naming the LM role: bad (the role is the key's, not the header's).
+    let (h, v) = keys.sign("worker", Role::Gm, "POST", &reports, &empty_lm_msgs, None);
+    let posing = (h, v.replacen("worker;", "lm;", 1));
+    assert_eq!(
+        send(&reports, &empty_lm_msgs, &posing).0,
+        401,
+        "a worker key posing as an LM"
+    );
+    for reason in ["replayed", "signature", "stale"] {
+        assert!(
+            cluster.metric(
+                &cluster.gms,
+                &format!("megha_auth_refused_total{{reason=\"{reason}\"}}")
+            ) >= 1.0,
+            "{reason} counted"
+        );
+    }
 
-    // Forwarding: only a GM's credential may claim it (a worker's: 403).
-    let forwarded = |cred: &str| {
+    a_worker_key_cannot_end_a_task_it_does_not_run(&cluster, &keys);
+
+    // Forwarding: only a GM's key may claim it (a worker's, an LM's: 403).
+    let forwarded = |who: &str| {
+        let url = format!("{gm}/v1/jobs");
+        let (h, v) = keys.sign(who, Role::Gm, "GET", &url, b"", None);
         call(
             "GET",
-            &format!("{gm}/v1/jobs"),
+            &url,
             b"",
             &[
                 ("Authorization", &format!("Bearer {}", c.admin)),
-                ("x-megha-cluster-token", cred),
+                (h, &v),
                 ("x-megha-forwarded-by", "0"),
             ],
         )
         .0
     };
-    assert_eq!(forwarded(g), 200);
-    assert_eq!(forwarded(w), 403);
-    assert_eq!(forwarded(l), 403);
+    assert_eq!(forwarded("gm"), 200);
+    assert_eq!(forwarded("worker"), 403);
+    assert_eq!(forwarded("lm"), 403);
 
-    // No token in any log line.
+    // No key in any log line, nor in any file outside the credential files: each
+    // role's process holds only its own file.
+    let secrets: Vec<String> = ["gm", "lm", "worker"]
+        .iter()
+        .map(|r| {
+            let text = std::fs::read_to_string(dir.join("creds").join(format!("{r}.toml")))
+                .expect("role file");
+            let key = text
+                .lines()
+                .find_map(|l| l.strip_prefix("key = \""))
+                .expect("key line");
+            key.trim_end_matches('"').to_owned()
+        })
+        .collect();
     for entry in std::fs::read_dir(dir.join("logs")).expect("logs") {
         let path = entry.expect("entry").path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for t in [g, l, w] {
-            assert!(!text.contains(t), "{} shows a token", path.display());
+        for k in &secrets {
+            assert!(!text.contains(k.as_str()), "{} shows a key", path.display());
         }
     }
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 32: with worker.toml's token, a POST of a forged `Finished` for a running
+/// Issue 32: with worker.toml, a POST of a forged `Finished` for a running
 /// task to its LM used to end the task at the GM and free its node while the
 /// process kept running. A worker's reports are bound to the registration of the
 /// worker the LM assigned the node to (its session, `x-megha-worker-session`): the
 /// forged report, without that session or with another's, is refused (403 naming
 /// the field), counted, and the task keeps running.
-fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, worker_token: &str) {
+fn a_worker_key_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, keys: &RoleKeys) {
     let c = credentials();
     let (gm, lm) = (&cluster.gms[0].url, &cluster.lms[0].url);
     let admin = format!("Bearer {}", c.admin);
@@ -279,24 +330,19 @@ fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, w
         &cluster.lms,
         "megha_auth_refused_total{reason=\"forbidden\"}",
     );
+    let url = format!("{lm}/v1/worker/messages");
     for session in [None, Some("0".repeat(64))] {
-        let mut headers = vec![("x-megha-cluster-token", worker_token.to_owned())];
+        let mut headers = vec![keys.sign("worker", Role::Lm, "POST", &url, &forged, None)];
         if let Some(s) = &session {
             headers.push(("x-megha-worker-session", s.clone()));
         }
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (code, answer) = call(
-            "POST",
-            &format!("{lm}/v1/worker/messages"),
-            &forged,
-            &headers,
-        );
+        let (code, answer) = call("POST", &url, &forged, &headers);
         assert_eq!(
             code, 403,
-            "a forged Finished with the worker token (session {session:?}) answered {code}: {answer}"
+            "a forged Finished signed by the worker key (session {session:?}) answered {code}: {answer}"
         );
         assert!(answer.contains("x-megha-worker-session"), "{answer}");
-        assert!(!answer.contains(worker_token), "{answer}");
     }
     assert!(
         cluster.metric(
@@ -326,7 +372,7 @@ fn a_worker_token_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, w
 fn a_role_refuses_another_roles_credential() {
     let dir = std::env::temp_dir().join(format!("megha-roles-wrong-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    role_files(&dir, "token");
+    role_files(&dir);
     let out = std::process::Command::new(tests::procs::bin_dir().join("worker"))
         .args(["--lm-url", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"])
         .env("MEGHA_CLUSTER_SECRET_FILE", dir.join("gm.toml"))

@@ -3,13 +3,14 @@
 //!
 //! A real worker (with `worker.toml`) registers with a fake LM played by this test,
 //! which thereby sees what an LM sees: the order key the worker gives at
-//! registration. Then, as an attacker holding the LM's role token (read by a relay
-//! in front of *another* worker, as in the issue), a start order not signed with
-//! this worker's key (no signature, another key's, the key itself sent as a header,
-//! another body's signature) is refused (403 naming `x-megha-order-mac`, counted)
-//! and runs nothing. An order of the LM itself (token, body signed with the key)
-//! runs; the same order replayed verbatim after the run finished runs nothing
-//! again; a new dispatch of the same task runs.
+//! registration. Then, as another holder of the LM role's key (another LM: no key
+//! travels on any request, so a relay has none), a start order not signed with
+//! this worker's order key (no MAC, another key's, the key itself sent as a header,
+//! another body's MAC) is refused (403 naming `x-megha-order-mac`, counted) and
+//! runs nothing. An order of the LM itself (signed by the LM key, body MAC under the
+//! order key) runs; the same request replayed verbatim is refused as a replay (401);
+//! the same dispatch signed anew after the run finished runs nothing again; a new
+//! dispatch of the same task runs.
 
 use common::messages::{StartTask, WorkerAliveAnswer, WorkerAssignment};
 use common::protocol::LmToWorker;
@@ -66,7 +67,17 @@ fn fake_lm(seen: Arc<Mutex<Seen>>) -> String {
 fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
     let dir = std::env::temp_dir().join(format!("megha-worker-orders-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let [_, lm_token, _] = role_files(&dir.join("creds"), "orders");
+    let keys = role_files(&dir.join("creds"));
+    let as_lm = |url: &str, body: &[u8]| {
+        keys.sign(
+            "lm",
+            service_kit::roles::Role::Worker,
+            "POST",
+            url,
+            body,
+            None,
+        )
+    };
     let seen = Arc::new(Mutex::new(Seen::default()));
     let lm = fake_lm(seen.clone());
     let worker_file = dir.join("creds").join("worker.toml");
@@ -125,15 +136,18 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         common::codec::encode(&ClusterName::default(), &order).expect("encode")
     };
     // Signed as an LM signs: the body's HMAC under the key (never the key).
-    let post = |body: &[u8], key: Option<&str>| {
+    let orders_url = format!("{}/v1/messages", worker.url);
+    // Signed by the LM's key (each call anew, as an LM signs each attempt), with the
+    // order key's MAC if given; or with the `signature` header given, verbatim.
+    let post_signed = |body: &[u8], key: Option<&str>, signature: &(&str, String)| {
         let mac = key.map(|k| service_kit::auth::order_mac(k.as_bytes(), body));
-        let mut headers = vec![("x-megha-cluster-token", lm_token.as_str())];
+        let mut headers = vec![(signature.0, signature.1.as_str())];
         if let Some(m) = &mac {
             headers.push((service_kit::auth::ORDER_MAC_HEADER, m.as_str()));
         }
         let (status, _, answer) = http_raw(
             "POST",
-            &format!("{}/v1/messages", worker.url),
+            &orders_url,
             common::codec::CONTENT_TYPE,
             body,
             &headers,
@@ -141,20 +155,20 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         .expect("POST /v1/messages");
         (status, String::from_utf8_lossy(&answer).into_owned())
     };
+    let post = |body: &[u8], key: Option<&str>| post_signed(body, key, &as_lm(&orders_url, body));
 
-    // The borrowed LM token, without this worker's key or with another worker's.
+    // The LM's key, without this worker's order key or with another worker's.
     let other_key = "f".repeat(64);
     for borrowed in [None, Some(other_key.as_str())] {
         let (status, answer) = post(&start(32_001), borrowed);
         assert_eq!(
             status, 403,
-            "a start with the LM's token and key {borrowed:?} answered {status}: {answer}"
+            "a start signed by the LM's key with order key {borrowed:?} answered {status}: {answer}"
         );
         assert!(
             answer.contains(service_kit::auth::ORDER_MAC_HEADER),
             "{answer}"
         );
-        assert!(!answer.contains(&lm_token), "{answer}");
     }
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(metric("megha_worker_started_total"), 0.0, "nothing ran");
@@ -171,7 +185,10 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         common::codec::CONTENT_TYPE,
         &order,
         &[
-            ("x-megha-cluster-token", lm_token.as_str()),
+            (
+                as_lm(&orders_url, &order).0,
+                as_lm(&orders_url, &order).1.as_str(),
+            ),
             (service_kit::auth::WORKER_SESSION_HEADER, key.as_str()),
         ],
     )
@@ -185,20 +202,30 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         common::codec::CONTENT_TYPE,
         &order,
         &[
-            ("x-megha-cluster-token", lm_token.as_str()),
+            (
+                as_lm(&orders_url, &order).0,
+                as_lm(&orders_url, &order).1.as_str(),
+            ),
             (service_kit::auth::ORDER_MAC_HEADER, mac_of_other.as_str()),
         ],
     )
     .expect("POST");
     assert_eq!(status, 403, "an order with another body's signature");
     assert_eq!(metric("megha_worker_started_total"), 0.0, "nothing ran yet");
-    let (status, answer) = post(&order, Some(&key));
+    let signature = as_lm(&orders_url, &order);
+    let (status, answer) = post_signed(&order, Some(&key), &signature);
     assert_eq!(status, 200, "{answer}");
     wait_until("the ordered run to finish", Duration::from_secs(10), || {
         metric("megha_worker_finished_total") >= 1.0
     });
-    // Replayed verbatim (the same dispatch): answered (the LM resends after a lost
-    // answer too) but not run again; counted.
+    // Replayed verbatim, signature and all (a relay's capture): refused as a replay
+    // before anything reads it.
+    let (status, answer) = post_signed(&order, Some(&key), &signature);
+    assert_eq!(status, 401, "a verbatim replay answered {status}: {answer}");
+    assert!(answer.contains("replayed"), "{answer}");
+    assert_eq!(metric("megha_auth_refused_total{reason=\"replayed\"}"), 1.0);
+    // The same dispatch signed anew (the LM resends after a lost answer): answered
+    // but not run again; counted.
     let (status, answer) = post(&order, Some(&key));
     assert_eq!(status, 200, "{answer}");
     std::thread::sleep(Duration::from_millis(300));
@@ -219,10 +246,10 @@ fn a_worker_takes_orders_only_from_its_lm_with_its_key() {
         Duration::from_secs(10),
         || metric("megha_worker_started_total") >= 2.0,
     );
-    // No key or token in the worker's log.
+    // No key or signature in the worker's log.
     let log = std::fs::read_to_string(dir.join("logs").join("worker.log")).unwrap_or_default();
     assert!(
-        !log.contains(&key) && !log.contains(&lm_token),
+        !log.contains(&key) && !log.contains(&signature.1),
         "the log shows a credential"
     );
     worker.kill();

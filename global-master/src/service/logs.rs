@@ -69,6 +69,7 @@ impl Handler<FindLog> for GmActor {
 }
 
 static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+static SIGNING: OnceLock<Option<service_kit::auth::Signing>> = OnceLock::new();
 
 /// The client of the log reads carries the cluster credential (the LM requires it);
 /// call once at start-up, before the first read.
@@ -80,6 +81,10 @@ pub fn init_client(
         Duration::from_secs(30),
         secret,
         cluster,
+    ));
+    let _ = SIGNING.set(service_kit::auth::Signing::new(
+        secret,
+        service_kit::roles::Role::Lm,
     ));
 }
 
@@ -117,10 +122,8 @@ async fn read(
     if let Some(from) = from {
         params.push(("from", from.to_string()));
     }
-    let answer = client()
-        .get(url)
-        .query(&params)
-        .send()
+    let signing = SIGNING.get().and_then(Option::as_ref);
+    let answer = service_kit::auth::send(client(), client().get(url).query(&params), signing)
         .await
         .map_err(|e| format!("LM: {e}"))?;
     let status = answer.status().as_u16();

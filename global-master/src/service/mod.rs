@@ -174,6 +174,10 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         retries: 3,
         cluster: cluster.clone(),
         session: None,
+        signing: service_kit::auth::Signing::new(
+            s.cluster_secret.as_ref(),
+            service_kit::roles::Role::Lm,
+        ),
     };
     let links: Vec<deliver::LmLink> = s
         .lm_urls
@@ -275,6 +279,10 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             designated: GmId(s.designated_gm),
             designated_url: s.designated_url.clone(),
             client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name),
+            signing: service_kit::auth::Signing::new(
+                s.cluster_secret.as_ref(),
+                service_kit::roles::Role::Gm,
+            ),
         })),
         auth: Arc::new(
             users::GmAuth::new(

@@ -24,6 +24,8 @@ pub struct Route {
     /// `URL|URL` for a GM and its standby.
     pub designated_url: Option<String>,
     pub client: reqwest::Client,
+    /// With a role credential: each forwarded request is signed for the GM role.
+    pub signing: Option<service_kit::auth::Signing>,
 }
 
 /// What to do with a request for the designated GM.
@@ -117,7 +119,7 @@ impl Route {
             }
             tracing::debug!(gm = %r.me, designated = %r.designated, %url, "forwarding to the designated GM");
             let last = i + 1 == bases.len();
-            match request.send().await {
+            match service_kit::auth::send(&r.client, request, r.signing.as_ref()).await {
                 Ok(a) if a.status().as_u16() == 503 && !last => {}
                 Ok(a) => {
                     answered = Some((url, a));
@@ -169,6 +171,7 @@ mod tests {
             designated: GmId(0),
             designated_url: url.map(Into::into),
             client: reqwest::Client::new(),
+            signing: None,
         }
     }
 

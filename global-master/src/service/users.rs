@@ -122,7 +122,7 @@ impl GmAuth {
         );
         service_kit::auth::unauthorized(match r {
             Refusal::Missing => "missing credential: send Authorization: Bearer <token>",
-            Refusal::Wrong | Refusal::Role(_) => "unknown token",
+            Refusal::Wrong | Refusal::Role(_) | Refusal::Signature(_) => "unknown token",
         })
     }
 
@@ -196,7 +196,7 @@ impl GmAuth {
     }
 }
 
-async fn gm_layer(State(auth): State<Arc<GmAuth>>, req: Request, next: Next) -> Response {
+async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     if OPEN_PATHS.contains(&path.as_str())
         || path == super::openapi::PATH
@@ -212,14 +212,11 @@ async fn gm_layer(State(auth): State<Arc<GmAuth>>, req: Request, next: Next) -> 
         } else {
             &[Role::Gm]
         };
-        if let Err(r) = auth.guard.check_role(req.headers(), callers) {
-            return auth.guard.refuse(
-                r,
-                req.method().as_str(),
-                &path,
-                service_kit::auth::peer(&req),
-            );
-        }
+        let (method, from) = (req.method().clone(), service_kit::auth::peer(&req));
+        req = match auth.guard.authenticate(req, callers).await {
+            Ok(req) => req,
+            Err(r) => return auth.guard.refuse(r, method.as_str(), &path, from),
+        };
         if path.starts_with("/v1/internal/") {
             return next.run(req).await;
         }

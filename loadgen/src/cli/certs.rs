@@ -119,6 +119,53 @@ pub fn run_certs(args: CertsArgs) -> Result<()> {
 }
 
 #[derive(Args, Debug)]
+pub struct RoleCredentialsArgs {
+    /// Directory to write into (made with mode 700): gm.toml, lm.toml and
+    /// worker.toml, each holding its role's ed25519 key and every role's public key.
+    /// A complete set already there is kept; files of the earlier form (bearer
+    /// tokens) are replaced.
+    pub dir: PathBuf,
+}
+
+/// `loadgen role-credentials DIR`: a new set of per-role credential files.
+pub fn run_role_credentials(args: RoleCredentialsArgs) -> Result<()> {
+    let dir = &args.dir;
+    let files = ["gm.toml", "lm.toml", "worker.toml"].map(|f| dir.join(f));
+    let current = |p: &PathBuf| {
+        std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.trim() == "[public_keys]"))
+    };
+    if files.iter().all(current) {
+        println!("role credentials already in {} (kept)", dir.display());
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("DIR {}", dir.display()))?;
+    for (role, text) in service_kit::roles::RoleCredential::generate()? {
+        // Written aside and renamed: a reader never sees half a file, and a
+        // symlink planted at the name is replaced, not followed.
+        let path = dir.join(format!("{role}.toml"));
+        let tmp = dir.join(format!(".{role}.toml.new"));
+        let _ = std::fs::remove_file(&tmp);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))?;
+    }
+    println!(
+        "role credentials written to {}: gm.toml, lm.toml, worker.toml (one per role; keep them apart)",
+        dir.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
 pub struct HealthcheckArgs {
     /// The service's base URL (http:// or https://), e.g. https://127.0.0.1:8080.
     pub url: String,

@@ -225,6 +225,10 @@ async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: 
             .get(service_kit::auth::ORDER_KEY_HEADER)
             .cloned()
             .map(service_kit::auth::WorkerSession::signing),
+        signing: service_kit::auth::Signing::new(
+            s.guard.secret.as_ref(),
+            service_kit::roles::Role::Worker,
+        ),
     });
     // The worker's session: bound to the slot it gets, sent back in the answer only.
     let (session, digest) = match service_kit::auth::WorkerSession::issue() {
@@ -344,12 +348,19 @@ async fn task_logs(
             return bad(StatusCode::BAD_GATEWAY, why);
         }
     };
-    proxy(client.get(url).query(&params)).await
+    let signing =
+        service_kit::auth::Signing::new(s.guard.secret.as_ref(), service_kit::roles::Role::Worker);
+    proxy(&client, client.get(url).query(&params), signing.as_ref()).await
 }
 
-/// Sends `request` and answers with its status, body and log headers.
-pub async fn proxy(request: reqwest::RequestBuilder) -> Response {
-    let answer = match request.send().await {
+/// Sends `request` (signed when `signing` is given) and answers with its status,
+/// body and log headers.
+pub async fn proxy(
+    client: &reqwest::Client,
+    request: reqwest::RequestBuilder,
+    signing: Option<&service_kit::auth::Signing>,
+) -> Response {
+    let answer = match service_kit::auth::send(client, request, signing).await {
         Ok(a) => a,
         Err(e) => return bad(StatusCode::BAD_GATEWAY, format!("worker: {e}")),
     };

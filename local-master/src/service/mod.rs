@@ -79,6 +79,10 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
                         retries: 3,
                         cluster: cluster.clone(),
                         session: None,
+                        signing: service_kit::auth::Signing::new(
+                            s.cluster_secret.as_ref(),
+                            service_kit::roles::Role::Gm,
+                        ),
                     }) as orders::GmLink
                 })
                 .collect();

@@ -2,6 +2,7 @@
 //! layer [`require_cluster`] over a whole router, the refusals, their counters and
 //! their answers.
 
+use super::signed::{self, SignatureRefusal, SIGNATURE_HEADER};
 use super::{ClusterSecret, Presented, CLUSTER_HEADER, OPEN_PATHS};
 use crate::roles::Role;
 use axum::extract::{Request, State};
@@ -22,6 +23,8 @@ pub enum Refusal {
     Wrong,
     /// A valid credential of a role that may not call this endpoint (403).
     Role(Role),
+    /// A signed request whose signature does not hold (see [`signed`]).
+    Signature(SignatureRefusal),
 }
 
 impl Refusal {
@@ -30,9 +33,17 @@ impl Refusal {
             Refusal::Missing => "missing",
             Refusal::Wrong => "wrong",
             Refusal::Role(_) => "role",
+            Refusal::Signature(SignatureRefusal::Stale(_)) => "stale",
+            Refusal::Signature(SignatureRefusal::Replayed) => "replayed",
+            Refusal::Signature(SignatureRefusal::Busy) => "busy",
+            Refusal::Signature(_) => "signature",
         }
     }
 }
+
+/// The largest signed request body a callee reads to check its signature (the
+/// services' own body limit).
+pub const SIGNED_BODY_MAX: usize = 64 * 1024 * 1024;
 
 /// Refusal counters of one process, rendered on `/metrics`.
 #[derive(Debug, Default)]
@@ -41,6 +52,12 @@ pub struct AuthCounters {
     pub wrong: AtomicU64,
     /// Authenticated but not allowed (a user's queue, a worker's callback network).
     pub forbidden: AtomicU64,
+    /// A signed request: malformed, or its signature does not hold.
+    pub signature: AtomicU64,
+    /// A signed request out of the time window.
+    pub stale: AtomicU64,
+    /// A signed request whose nonce was seen already.
+    pub replayed: AtomicU64,
 }
 
 impl AuthCounters {
@@ -49,6 +66,11 @@ impl AuthCounters {
             Refusal::Missing => &self.missing,
             Refusal::Wrong => &self.wrong,
             Refusal::Role(_) => &self.forbidden,
+            Refusal::Signature(SignatureRefusal::Stale(_)) => &self.stale,
+            Refusal::Signature(SignatureRefusal::Replayed | SignatureRefusal::Busy) => {
+                &self.replayed
+            }
+            Refusal::Signature(_) => &self.signature,
         }
         .fetch_add(1, Ordering::Relaxed);
     }
@@ -94,21 +116,71 @@ impl ClusterGuard {
         self.check_role(headers, Role::ALL)
     }
 
-    /// Accepts a call carrying the shared secret, or the token of one of `allowed`
-    /// (anything in open mode).
+    /// Accepts a call carrying the shared secret (anything in open mode), judging by
+    /// its headers alone. With a role credential no header alone suffices: use
+    /// [`Self::authenticate`], which checks the signature over the body too.
     pub fn check_role(&self, headers: &HeaderMap, allowed: &[Role]) -> Result<(), Refusal> {
         let Some(secret) = &self.secret else {
             return Ok(());
         };
+        if secret.verifier().is_some() {
+            let Some(v) = headers.get(SIGNATURE_HEADER) else {
+                return Err(Refusal::Missing);
+            };
+            let p = signed::Presented::parse(v.as_bytes()).map_err(Refusal::Signature)?;
+            p.fresh(signed::now_ms()).map_err(Refusal::Signature)?;
+            if !allowed.contains(&p.signer) {
+                return Err(Refusal::Role(p.signer));
+            }
+            return Ok(());
+        }
         let Some(v) = headers.get(CLUSTER_HEADER) else {
             return Err(Refusal::Missing);
         };
         match secret.caller(v.as_bytes()) {
             Presented::Unknown => Err(Refusal::Wrong),
             Presented::Shared => Ok(()),
-            Presented::Role(role) if allowed.contains(&role) => Ok(()),
-            Presented::Role(role) => Err(Refusal::Role(role)),
         }
+    }
+
+    /// Accepts a call that one of `allowed` signed for this role (with a role
+    /// credential: fresh, its signature over method, target and body valid, its nonce
+    /// new), or that carries the shared secret; anything in open mode. Returns the
+    /// request to pass on (its body read once to check it, and put back).
+    pub async fn authenticate(&self, req: Request, allowed: &[Role]) -> Result<Request, Refusal> {
+        self.check_role(req.headers(), allowed)?;
+        let Some(verifier) = self.secret.as_ref().and_then(ClusterSecret::verifier) else {
+            return Ok(req);
+        };
+        let Some(me) = Role::ALL.iter().copied().find(|r| r.name() == self.role) else {
+            return Err(Refusal::Signature(SignatureRefusal::Bad));
+        };
+        let (parts, body) = req.into_parts();
+        let Ok(body) = axum::body::to_bytes(body, SIGNED_BODY_MAX).await else {
+            return Err(Refusal::Signature(SignatureRefusal::Malformed));
+        };
+        let header = parts
+            .headers
+            .get(SIGNATURE_HEADER)
+            .ok_or(Refusal::Missing)?;
+        let p = signed::Presented::parse(header.as_bytes()).map_err(Refusal::Signature)?;
+        let target = parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path(), |pq| pq.as_str());
+        verifier
+            .verify(
+                &p,
+                &signed::Signed {
+                    callee: me,
+                    method: parts.method.as_str(),
+                    target,
+                    body: &body,
+                },
+                signed::now_ms(),
+            )
+            .map_err(Refusal::Signature)?;
+        Ok(Request::from_parts(parts, axum::body::Body::from(body)))
     }
 
     /// Counts and logs a refusal (method, path and peer; never the credential) and
@@ -131,8 +203,13 @@ impl ClusterGuard {
                 caller = caller.name(),
                 "internal call refused: this role's credential may not call this endpoint"
             );
+            let signs = self.secret.as_ref().is_some_and(|s| s.verifier().is_some());
             return forbidden(
-                CLUSTER_HEADER,
+                if signs {
+                    SIGNATURE_HEADER
+                } else {
+                    CLUSTER_HEADER
+                },
                 &format!("the {caller} credential may not call {method} {path}"),
             );
         }
@@ -144,13 +221,31 @@ impl ClusterGuard {
             credential = r.label(),
             "internal call refused: no valid cluster credential"
         );
-        unauthorized(&format!(
-            "{}: this endpoint needs the cluster credential ({CLUSTER_HEADER})",
-            match r {
-                Refusal::Missing => "missing credential",
-                _ => "wrong credential",
+        let signs = self.secret.as_ref().is_some_and(|s| s.verifier().is_some());
+        let needs = if signs {
+            format!("a request signed by a role's key ({SIGNATURE_HEADER})")
+        } else {
+            format!("the cluster credential ({CLUSTER_HEADER})")
+        };
+        let what = match r {
+            Refusal::Missing => "missing credential".to_owned(),
+            Refusal::Signature(SignatureRefusal::Stale(off)) => format!(
+                "stale signature: its time is {off} s from this host's clock (at most {} s allowed; synchronise the hosts' clocks)",
+                signed::MAX_SKEW.as_secs()
+            ),
+            Refusal::Signature(SignatureRefusal::Replayed) => {
+                "replayed request: this signature's nonce was seen already".to_owned()
             }
-        ))
+            Refusal::Signature(SignatureRefusal::Busy) => {
+                "too many signed requests within the time window".to_owned()
+            }
+            Refusal::Signature(_) => {
+                "bad signature: not signed by a role's key for this method, path, body and callee"
+                    .to_owned()
+            }
+            _ => "wrong credential".to_owned(),
+        };
+        unauthorized(&format!("{what}: this endpoint needs {needs}"))
     }
 
     /// Appends the refusal counters and the open-mode gauge to a metrics page.
@@ -166,13 +261,16 @@ pub fn render_counters(counters: &AuthCounters, open: bool, text: &mut crate::me
         ("missing", &counters.missing),
         ("wrong", &counters.wrong),
         ("forbidden", &counters.forbidden),
+        ("signature", &counters.signature),
+        ("stale", &counters.stale),
+        ("replayed", &counters.replayed),
     ]
     .map(|(reason, c)| (reason.to_owned(), c.load(Ordering::Relaxed) as f64));
     crate::metrics::family(
         text,
         "megha_auth_refused_total",
         "counter",
-        "Calls refused: missing or wrong credential (401), not allowed (403).",
+        "Calls refused: missing or wrong credential, bad, stale or replayed signature (401), not allowed (403).",
         "reason",
         &refused,
     );
@@ -215,9 +313,14 @@ async fn guard_layer(State(guard): State<ClusterGuard>, req: Request, next: Next
     if OPEN_PATHS.contains(&req.uri().path()) {
         return next.run(req).await;
     }
-    match guard.check_role(req.headers(), (guard.callers)(req.uri().path())) {
-        Ok(()) => next.run(req).await,
-        Err(r) => guard.refuse(r, req.method().as_str(), req.uri().path(), peer(&req)),
+    let (method, path, from) = (
+        req.method().clone(),
+        req.uri().path().to_owned(),
+        peer(&req),
+    );
+    match guard.authenticate(req, (guard.callers)(&path)).await {
+        Ok(req) => next.run(req).await,
+        Err(r) => guard.refuse(r, method.as_str(), &path, from),
     }
 }
 

@@ -213,6 +213,7 @@ async fn a_503_with_retry_after_is_busy() {
                 "test",
             ),
             session: None,
+            signing: None,
         };
         super::Call::<u32, u32>::call(&link, 1)
     };

@@ -70,23 +70,63 @@ pub fn credentials() -> &'static Credentials {
 }
 
 /// Writes per-role credential files (gm.toml, lm.toml, worker.toml, as
-/// `scripts/make-role-credentials.sh` does) into `dir`; returns the three tokens,
-/// each naming `tag`.
-pub fn role_files(dir: &std::path::Path, tag: &str) -> [String; 3] {
-    use service_kit::roles::{digest, hex};
+/// `scripts/make-role-credentials.sh` does) into `dir`; returns each role's key, to
+/// sign requests as that role would.
+pub fn role_files(dir: &std::path::Path) -> RoleKeys {
+    use service_kit::roles::RoleCredential;
     std::fs::create_dir_all(dir).expect("dir");
-    let tokens = ["gm", "lm", "worker"]
-        .map(|r| format!("{r}-{tag}-{}-", std::process::id()) + &random_hex(12));
-    let digests = tokens.each_ref().map(|t| hex(&digest(t.as_bytes())));
-    for (role, token) in ["gm", "lm", "worker"].iter().zip(&tokens) {
-        let text = format!(
-            "role = \"{role}\"\ntoken = \"{token}\"\n\n[digests]\ngm = \"{}\"\nlm = \"{}\"\nworker = \"{}\"\n",
-            digests[0], digests[1], digests[2]
-        );
-        std::fs::write(dir.join(format!("{role}.toml")), text).expect("write");
-        private(&dir.join(format!("{role}.toml")), 0o600);
+    let files = RoleCredential::generate().expect("generate role credentials");
+    let signers = files.map(|(role, text)| {
+        let path = dir.join(format!("{role}.toml"));
+        std::fs::write(&path, &text).expect("write");
+        private(&path, 0o600);
+        RoleCredential::parse(&text, "test").expect("parse").signer
+    });
+    RoleKeys(signers)
+}
+
+/// The three roles' signing keys of a cluster's role credential files (gm, lm, worker).
+#[derive(Debug)]
+pub struct RoleKeys(pub [service_kit::auth::signed::Signer; 3]);
+
+impl RoleKeys {
+    /// The key of `role` (`gm`, `lm` or `worker`).
+    pub fn of(&self, role: &str) -> &service_kit::auth::signed::Signer {
+        self.0
+            .iter()
+            .find(|s| s.role().name() == role)
+            .unwrap_or_else(|| panic!("no role {role}"))
     }
-    tokens
+
+    /// The signature header of `method url` with `body` as `role` signs it for
+    /// `callee`, timestamped `ts_ms` (now if `None`).
+    pub fn sign(
+        &self,
+        role: &str,
+        callee: service_kit::roles::Role,
+        method: &str,
+        url: &str,
+        body: &[u8],
+        ts_ms: Option<u64>,
+    ) -> (&'static str, String) {
+        use service_kit::auth::signed::{now_ms, Signed};
+        // The request target as sent: what follows the authority.
+        let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+        let header = self
+            .of(role)
+            .header(
+                &Signed {
+                    callee,
+                    method,
+                    target,
+                    body,
+                },
+                ts_ms.unwrap_or_else(now_ms),
+            )
+            .expect("sign");
+        (service_kit::auth::SIGNATURE_HEADER, header)
+    }
 }
 
 fn private(path: &std::path::Path, mode: u32) {

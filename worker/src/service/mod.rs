@@ -22,6 +22,7 @@ use common::messages::{
 };
 use common::protocol::WorkerToLm;
 use service_kit::links::{fn_link, http_client_with, Call, HttpLink, Link};
+use service_kit::roles::Role;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         retries: 3,
         cluster: cluster.clone(),
         session: Some(session.clone()),
+        signing: service_kit::auth::Signing::new(s.cluster_secret.as_ref(), Role::Lm),
     });
     let reports = fn_link(move |reports: Vec<WorkerReport>| {
         let to_lm = to_lm.clone();
@@ -112,6 +114,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         retries: 0,
         cluster: cluster.clone(),
         session: Some(session),
+        signing: service_kit::auth::Signing::new(s.cluster_secret.as_ref(), Role::Lm),
     };
     let registration = WorkerRegistration {
         slot: s.slot,
@@ -248,6 +251,7 @@ async fn watch_lm(
         retries: 0,
         cluster: register.cluster.clone(),
         session: register.session.clone(),
+        signing: register.signing.clone(),
     };
     let check_in = WorkerAlive {
         slot: registration.slot,
