@@ -216,7 +216,9 @@ pub struct GmArgs {
     /// File holding the cluster secret (shared by GMs, LMs and workers; or the
     /// secret itself in MEGHA_CLUSTER_SECRET): required on internal calls
     /// (/v1/internal/*) and with a forwarding header, sent on the GM's own calls.
-    /// Without either the GM runs open, allowed only on a loopback --listen.
+    /// Without either the GM runs open, allowed only on a loopback --listen. Or the
+    /// GM role's credential file (gm.toml of scripts/make-role-credentials.sh): its
+    /// key signs every internal request, and nothing secret is sent.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
     /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:

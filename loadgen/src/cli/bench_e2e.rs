@@ -222,6 +222,8 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
+        // The broker password may come from MEGHA_AMQP_PASSWORD_FILE, as for replay.
+        let amqp = service_kit::amqp::resolve_url(args.amqp.clone())?;
         for &rate in &args.rates {
             let jobs = synthetic_jobs(&args, rate);
             let result = runtime.block_on(async {
@@ -233,22 +235,28 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
                 let cluster =
                     service_kit::cluster::Cluster::new(args.cluster_name.clone(), "loadgen");
                 let (events, status, subscription) =
-                    net::amqp_events(args.amqp.clone(), cluster, queue.clone());
+                    net::amqp_events(amqp.clone(), cluster, queue.clone());
                 for _ in 0..100 {
                     if status.is_connected() {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
+                if !status.is_connected() {
+                    subscription.close().await;
+                    anyhow::bail!(
+                        "the event subscription (--amqp {}) did not connect in 10 s: no task could be timed (check the broker user, password and vhost)",
+                        service_kit::amqp::redact(&amqp)
+                    );
+                }
                 let client =
                     service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
                 let submit = net::http_submitter(args.gm.clone(), client, None, &args.cluster_name);
                 let r = replay(&jobs, submit, events, &opts(args.gm.len())).await;
                 subscription.close().await;
-                let _ =
-                    service_kit::amqp::delete_queue(&args.amqp, &args.cluster_name, &queue).await;
-                r
-            });
+                let _ = service_kit::amqp::delete_queue(&amqp, &args.cluster_name, &queue).await;
+                Ok(r)
+            })?;
             rows.push(row(rate, &result));
         }
         print(&rows, args.target_ms, "services over HTTP + RabbitMQ");

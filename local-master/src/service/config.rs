@@ -190,7 +190,9 @@ pub struct LmArgs {
     pub log_format: Option<LogFormat>,
     /// File holding the cluster secret every internal call carries (GMs, LMs and
     /// workers share it); or the secret itself in MEGHA_CLUSTER_SECRET. Without
-    /// either the LM runs open, which is allowed only on a loopback --listen.
+    /// either the LM runs open, which is allowed only on a loopback --listen. Or the
+    /// LM role's credential file (lm.toml of scripts/make-role-credentials.sh): its
+    /// key signs every internal request, and nothing secret is sent.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
     /// The cluster this LM belongs to: carried by every internal message and naming

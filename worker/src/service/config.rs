@@ -149,7 +149,9 @@ pub struct WorkerArgs {
     pub log_format: Option<LogFormat>,
     /// File holding the cluster secret (shared by GMs, LMs and workers; or the
     /// secret itself in MEGHA_CLUSTER_SECRET). Without either the worker runs open,
-    /// which is allowed only on a loopback --listen.
+    /// which is allowed only on a loopback --listen. Or the worker role's credential
+    /// file (worker.toml of scripts/make-role-credentials.sh): its key signs every
+    /// internal request, and nothing secret is sent.
     #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
     pub cluster_secret_file: Option<PathBuf>,
     /// The cluster this worker belongs to: carried by every internal message and naming

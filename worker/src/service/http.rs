@@ -50,8 +50,8 @@ impl std::fmt::Debug for OrderKey {
 /// HMAC-SHA256 of their body under `order_key` (in `x-megha-order-mac`): the key
 /// this worker gave its LM at registration, which never travels on orders. An
 /// order without it, or signed with another key, or altered, is refused 403 naming
-/// the header, counted and logged (issue 32: neither the LM's role token read at
-/// one worker nor a relay reading orders can order a worker).
+/// the header, counted and logged (issue 32: neither another holder of the LM
+/// role's key nor a relay reading orders can order a worker).
 pub fn router_with_order_key(
     worker: Addr<WorkerActor>,
     guard: ClusterGuard,
