@@ -19,7 +19,8 @@
 #                                    mode) instead of per-role credentials.
 # The GM URLs are printed and written to $LOGS/gm-urls (comma-separated).
 # Credentials (README "Security", docs/security.md): per-role cluster credentials
-# (scripts/make-role-credentials.sh: $SECRETS/roles/gm.toml, lm.toml, worker.toml) and
+# (scripts/make-role-credentials.sh: $SECRETS/roles/gm-0.toml, gm-1.toml, lm-0.toml,
+# lm-1.toml, worker.toml, and the authority's ca-key) and
 # an API tokens file with one admin user are made in $SECRETS (default
 # out/cluster-secrets, mode 700) on the first run and reused; each process reads its
 # own role's file (MEGHA_CLUSTER_SECRET_FILE), the GMs the tokens (MEGHA_TOKENS_FILE).
@@ -90,13 +91,13 @@ if [ ! -s "$SECRETS/admin-token" ]; then
    head -c 32 /dev/urandom | base64 | tr -d '\n=/+' >"$SECRETS/admin-token"
    printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml")
 fi
-# secret_of ROLE: the credential file of a role.
+# secret_of ROLE [ID]: the credential file of a process (each GM and LM its own).
 if [ -n "$SHARED_SECRET" ]; then
   [ -s "$SECRETS/cluster-secret" ] || (umask 077; head -c 32 /dev/urandom | base64 | tr -d '\n=' >"$SECRETS/cluster-secret")
   secret_of() { echo "$SECRETS/cluster-secret"; }
 else
-  MEGHA_LOADGEN="$BIN/loadgen" "$(dirname "$0")/make-role-credentials.sh" "$SECRETS/roles" >/dev/null
-  secret_of() { echo "$SECRETS/roles/$1.toml"; }
+  MEGHA_LOADGEN="$BIN/loadgen" "$(dirname "$0")/make-role-credentials.sh" "$SECRETS/roles" --gms 2 --lms 2 >/dev/null
+  secret_of() { echo "$SECRETS/roles/$1${2:+-$2}.toml"; }
 fi
 gm_port() { echo $((PORT_BASE + $1)); }
 lm_port() { echo $((PORT_BASE + 10 + $1)); }
@@ -107,7 +108,7 @@ trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
 common=(--gms 2 --lms 2 --partition-size "$PARTITION_SIZE" --node-cpus "$NODE_CPUS" --workers 2)
 for l in 0 1; do
   # --gm-url: task starts and ends go to the GM that launched each task (its status API).
-  MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm) MEGHA_AMQP_PASSWORD_FILE=${LM_PW[l]:-} \
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm $l) MEGHA_AMQP_PASSWORD_FILE=${LM_PW[l]:-} \
   "$BIN/local-master" --id $l "${common[@]}" --amqp "${LM_AMQP[l]:-$AMQP}" --listen "127.0.0.1:$(lm_port $l)" \
     --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
@@ -122,7 +123,7 @@ for l in 0 1; do for s in 0 1; do
     --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do
-  MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" MEGHA_AMQP_PASSWORD_FILE=$GM_PW \
+  MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm $g) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" MEGHA_AMQP_PASSWORD_FILE=$GM_PW \
   "$BIN/global-master" --id $g --gms 2 --lm-urls "$LM_URLS" \
     --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" \
     --gm-url "$GM_URLS" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)

@@ -48,6 +48,16 @@ impl GmToLm {
         }
     }
 
+    /// The GM the message is from.
+    pub fn gm(&self) -> GmId {
+        match self {
+            GmToLm::Launch(b) => b.gm,
+            GmToLm::Preempt(p) => p.gm,
+            GmToLm::Cancel(c) => c.gm,
+            GmToLm::Reconcile(r) => r.gm,
+        }
+    }
+
     /// A short snake_case name (logs, metrics labels).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -104,6 +114,20 @@ impl LmToGm {
             LmToGm::Started(s) => GmAddress::One(s.gm),
             LmToGm::CancelAnswer(r) => GmAddress::One(r.gm),
             LmToGm::ReconcileAnswer(r) => GmAddress::One(r.gm),
+        }
+    }
+
+    /// The LM the message is from.
+    pub fn lm(&self) -> LmId {
+        match self {
+            LmToGm::LaunchAnswer(r) => r.lm,
+            LmToGm::PreemptAnswer(r) => r.lm,
+            LmToGm::State(s) => s.lm,
+            LmToGm::Requeue(p) => p.lm,
+            LmToGm::Ended(e) => e.lm,
+            LmToGm::Started(s) => s.lm,
+            LmToGm::CancelAnswer(r) => r.lm,
+            LmToGm::ReconcileAnswer(r) => r.lm,
         }
     }
 

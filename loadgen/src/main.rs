@@ -73,9 +73,10 @@ enum Command {
     /// server certificates per role, and the worker issuer (workers issue their own
     /// certificate at start with --tls-issuer-cert). See docs/security.md.
     Certs(cli::certs::CertsArgs),
-    /// Per-role cluster credentials (gm.toml, lm.toml, worker.toml): each role's
-    /// ed25519 key, with which it signs its internal requests, and every role's
-    /// public key (scripts/make-role-credentials.sh runs this). See docs/security.md.
+    /// The cluster's credential files (gm.toml or gm-N.toml, lm.toml or lm-N.toml,
+    /// worker.toml): each an ed25519 key, with which the process signs its internal
+    /// requests, certified by the cluster's authority (ca-key)
+    /// (scripts/make-role-credentials.sh runs this). See docs/security.md.
     RoleCredentials(cli::certs::RoleCredentialsArgs),
     /// GET URL/healthz (http:// or https://): exit 0 when the service says
     /// "status": "ok" (and "ready": true with --ready), else 1 with the reason.

@@ -189,6 +189,15 @@ impl ClusterSecret {
         }
     }
 
+    /// The process's number in its role its credential names (`None`: the shared
+    /// secret, or a file for any process of the role).
+    pub fn id(&self) -> Option<u16> {
+        match &*self.0 {
+            Credential::Shared(_) => None,
+            Credential::Role(c) => c.id,
+        }
+    }
+
     /// This role's signing key (`None` for the shared secret).
     pub fn signer(&self) -> Option<&signed::Signer> {
         match &*self.0 {
@@ -197,7 +206,8 @@ impl ClusterSecret {
         }
     }
 
-    /// Every role's public key and the nonces seen (`None` for the shared secret).
+    /// The cluster authority's public key and the nonces seen (`None` for the shared
+    /// secret).
     pub fn verifier(&self) -> Option<&signed::Verifier> {
         match &*self.0 {
             Credential::Shared(_) => None,

@@ -41,9 +41,11 @@ fn each_role_calls_only_what_its_role_may() {
                 .to_string(),
         ]
     };
+    // GM 0 and LM 0 with files of their own (each usable by that --id only), the
+    // workers with the file for any worker.
     let extra = RoleArgs {
-        gm: file("gm"),
-        lm: file("lm"),
+        gm: file("gm-0"),
+        lm: file("lm-0"),
         worker: file("worker"),
         ..RoleArgs::default()
     };
@@ -224,7 +226,7 @@ fn each_role_calls_only_what_its_role_may() {
     assert!(answer.contains("clock"), "{answer}");
     // The worker's key naming the LM role: bad (the role is the key's, not the header's).
     let (h, v) = keys.sign("worker", Role::Gm, "POST", &reports, &empty_lm_msgs, None);
-    let posing = (h, v.replacen("worker;", "lm;", 1));
+    let posing = (h, v.replacen("worker.", "lm.", 1));
     assert_eq!(
         send(&reports, &empty_lm_msgs, &posing).0,
         401,
@@ -238,6 +240,59 @@ fn each_role_calls_only_what_its_role_may() {
             ) >= 1.0,
             "{reason} counted"
         );
+    }
+
+    // Identities per process: GM 1's key may not speak for GM 0 at an LM, LM 1's
+    // may not report as LM 0 to a GM (403 naming the field, counted); each one's own
+    // key may.
+    let cancel = |gm: u16| {
+        codec::encode(
+            &common::ClusterName::default(),
+            &common::protocol::GmToLm::Cancel(common::messages::CancelRequest {
+                gm: common::GmId(gm),
+                lm: common::LmId(0),
+                job: common::JobId(job),
+            }),
+        )
+        .expect("encode")
+    };
+    let started = |lm: u16| {
+        codec::encode(
+            &common::ClusterName::default(),
+            &vec![LmToGm::Started(common::messages::TasksStarted {
+                lm: common::LmId(lm),
+                gm: common::GmId(0),
+                starts: vec![],
+            })],
+        )
+        .expect("encode")
+    };
+    let orders = format!("{lm}/v1/messages");
+    for (url, callee, body, signer, expected, field) in [
+        (
+            &orders,
+            Role::Lm,
+            cancel(0),
+            "gm-1",
+            403,
+            "\"field\":\"gm\"",
+        ),
+        (&orders, Role::Lm, cancel(0), "gm-0", 200, ""),
+        (&orders, Role::Lm, cancel(0), "gm", 200, ""),
+        (
+            &reports,
+            Role::Gm,
+            started(0),
+            "lm-1",
+            403,
+            "\"field\":\"lm\"",
+        ),
+        (&reports, Role::Gm, started(0), "lm-0", 200, ""),
+    ] {
+        let sig = keys.sign(signer, callee, "POST", url, &body, None);
+        let (code, answer) = send(url, &body, &sig);
+        assert_eq!(code, expected, "{url} signed by {signer}: {answer}");
+        assert!(answer.contains(field), "{answer}");
     }
 
     a_worker_key_cannot_end_a_task_it_does_not_run(&cluster, &keys);
@@ -259,12 +314,13 @@ fn each_role_calls_only_what_its_role_may() {
         .0
     };
     assert_eq!(forwarded("gm"), 200);
+    assert_eq!(forwarded("gm-1"), 200);
     assert_eq!(forwarded("worker"), 403);
     assert_eq!(forwarded("lm"), 403);
 
     // No key in any log line, nor in any file outside the credential files: each
     // role's process holds only its own file.
-    let secrets: Vec<String> = ["gm", "lm", "worker"]
+    let secrets: Vec<String> = ["gm", "lm", "worker", "gm-0", "gm-1", "lm-0", "lm-1"]
         .iter()
         .map(|r| {
             let text = std::fs::read_to_string(dir.join("creds").join(format!("{r}.toml")))
@@ -382,6 +438,18 @@ fn a_role_refuses_another_roles_credential() {
     assert!(!out.status.success(), "{stderr}");
     assert!(
         stderr.contains("the credential of the gm role given to a worker"),
+        "{stderr}"
+    );
+    // LM 1's file given to LM 0: refused too.
+    let out = std::process::Command::new(tests::procs::bin_dir().join("local-master"))
+        .args(["--id", "0", "--lms", "2", "--listen", "127.0.0.1:0"])
+        .env("MEGHA_CLUSTER_SECRET_FILE", dir.join("lm-1.toml"))
+        .output()
+        .expect("run local-master");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the credential of lm 1 given to lm 0"),
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);

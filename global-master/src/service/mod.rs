@@ -73,6 +73,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         s.cluster_secret.as_ref(),
         &s.listen,
         service_kit::roles::Role::Gm,
+        Some(s.id),
     )?;
     let users = match &s.tokens_file {
         Some(path) => {

@@ -120,49 +120,90 @@ pub fn run_certs(args: CertsArgs) -> Result<()> {
 
 #[derive(Args, Debug)]
 pub struct RoleCredentialsArgs {
-    /// Directory to write into (made with mode 700): gm.toml, lm.toml and
-    /// worker.toml, each holding its role's ed25519 key and every role's public key.
-    /// A complete set already there is kept; files of the earlier form (bearer
-    /// tokens) are replaced.
+    /// Directory to write into (made with mode 700): `ca-key`, the cluster's
+    /// credential authority (keep it; no process needs it), and one credential file
+    /// per process: its ed25519 key and the key's certificate. Files already there
+    /// of this authority are kept, missing ones issued (run again with a larger
+    /// --lms to add an LM); files of earlier forms are replaced.
     pub dir: PathBuf,
+    /// One file per GM, gm-0.toml .. gm-(N-1).toml, each usable only by the GM of
+    /// that --id. Without it, one gm.toml for every GM.
+    #[arg(long, value_name = "N")]
+    pub gms: Option<u16>,
+    /// One file per LM, lm-0.toml .. lm-(N-1).toml, each usable only by the LM of
+    /// that --id. Without it, one lm.toml for every LM.
+    #[arg(long, value_name = "N")]
+    pub lms: Option<u16>,
 }
 
-/// `loadgen role-credentials DIR`: a new set of per-role credential files.
+/// `loadgen role-credentials DIR`: the credential files of a cluster's processes.
 pub fn run_role_credentials(args: RoleCredentialsArgs) -> Result<()> {
+    use service_kit::auth::signed::{new_seed, Authority, Identity};
+    use service_kit::roles::{hex, unhex, Role, RoleCredential};
     let dir = &args.dir;
-    let files = ["gm.toml", "lm.toml", "worker.toml"].map(|f| dir.join(f));
-    let current = |p: &PathBuf| {
-        std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.trim() == "[public_keys]"))
-    };
-    if files.iter().all(current) {
-        println!("role credentials already in {} (kept)", dir.display());
-        return Ok(());
-    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .with_context(|| format!("DIR {}", dir.display()))?;
-    for (role, text) in service_kit::roles::RoleCredential::generate()? {
-        // Written aside and renamed: a reader never sees half a file, and a
-        // symlink planted at the name is replaced, not followed.
-        let path = dir.join(format!("{role}.toml"));
-        let tmp = dir.join(format!(".{role}.toml.new"));
-        let _ = std::fs::remove_file(&tmp);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .with_context(|| format!("write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))?;
+    let ca_path = dir.join("ca-key");
+    let authority = match std::fs::read_to_string(&ca_path) {
+        Ok(text) => Authority::from_seed(
+            &unhex(text.trim()).with_context(|| format!("{}: 64 hex digits", ca_path.display()))?,
+        )?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let seed = new_seed()?;
+            write_new(dir, "ca-key", &format!("{}\n", hex(&seed)))?;
+            Authority::from_seed(&seed)?
+        }
+        Err(e) => return Err(e).with_context(|| format!("read {}", ca_path.display())),
+    };
+    let per = |role: Role, n: Option<u16>| -> Vec<Identity> {
+        match n {
+            Some(n) => (0..n).map(|i| Identity { role, id: Some(i) }).collect(),
+            None => vec![Identity { role, id: None }],
+        }
+    };
+    let mut wanted = per(Role::Gm, args.gms);
+    wanted.extend(per(Role::Lm, args.lms));
+    wanted.extend(per(Role::Worker, None));
+    let (mut kept, mut issued) = (Vec::new(), Vec::new());
+    for who in wanted {
+        let name = who.file_name();
+        let current = std::fs::read_to_string(dir.join(&name))
+            .ok()
+            .and_then(|t| RoleCredential::parse(&t, &name).ok())
+            .is_some_and(|c| c.verifier.ca() == &authority.public_key());
+        if current {
+            kept.push(name);
+        } else {
+            write_new(dir, &name, &RoleCredential::issue(&authority, who)?)?;
+            issued.push(name);
+        }
     }
     println!(
-        "role credentials written to {}: gm.toml, lm.toml, worker.toml (one per role; keep them apart)",
-        dir.display()
+        "role credentials in {}: issued {}; kept {} (give each process its own file; keep ca-key offline)",
+        dir.display(),
+        if issued.is_empty() { "none".to_owned() } else { issued.join(", ") },
+        if kept.is_empty() { "none".to_owned() } else { kept.join(", ") },
     );
     Ok(())
+}
+
+/// Writes `name` in `dir` (mode 600) aside and renames it into place: a reader never
+/// sees half a file, and a symlink planted at the name is replaced, not followed.
+fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.new"));
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("write {}", path.display()))
 }
 
 #[derive(Args, Debug)]

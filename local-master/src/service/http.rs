@@ -122,11 +122,33 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-async fn from_gm(State(s): State<LmApi>, body: Bytes) -> Response {
+async fn from_gm(
+    State(s): State<LmApi>,
+    signer: Option<axum::Extension<service_kit::auth::signed::Identity>>,
+    body: Bytes,
+) -> Response {
     let message: GmToLm = match s.cluster.decode(&body, "/v1/messages") {
         Ok(m) => m,
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("body: {e}")),
     };
+    // A GM with a credential of its own speaks only for itself (issue 32).
+    if let Some(id) = signer.and_then(|e| e.0.id) {
+        if message.gm().0 != id {
+            s.guard
+                .counters
+                .forbidden
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(signer = id, names = %message.gm(), kind = message.kind(), "GM request refused: signed by one GM, naming another");
+            return (
+                StatusCode::FORBIDDEN,
+                Json(serde_json::json!({
+                    "field": "gm",
+                    "error": format!("signed by gm {id}, the {} names {}", message.kind(), message.gm()),
+                })),
+            )
+                .into_response();
+        }
+    }
     if let Some(refusal) = s.backpressure.as_ref().and_then(|b| b.refuse(&message)) {
         if let GmToLm::Launch(b) = &message {
             s.lm.do_send(AnsweredBusy {

@@ -44,6 +44,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         s.cluster_secret.as_ref(),
         &s.listen,
         service_kit::roles::Role::Lm,
+        Some(s.spec.id.0),
     )?;
     let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "lm");
     // Events wait in memory while the broker is away; past the limit the LM takes

@@ -129,8 +129,9 @@ impl ClusterGuard {
             };
             let p = signed::Presented::parse(v.as_bytes()).map_err(Refusal::Signature)?;
             p.fresh(signed::now_ms()).map_err(Refusal::Signature)?;
-            if !allowed.contains(&p.signer) {
-                return Err(Refusal::Role(p.signer));
+            let claimed = p.claimed().role;
+            if !allowed.contains(&claimed) {
+                return Err(Refusal::Role(claimed));
             }
             return Ok(());
         }
@@ -144,9 +145,11 @@ impl ClusterGuard {
     }
 
     /// Accepts a call that one of `allowed` signed for this role (with a role
-    /// credential: fresh, its signature over method, target and body valid, its nonce
-    /// new), or that carries the shared secret; anything in open mode. Returns the
-    /// request to pass on (its body read once to check it, and put back).
+    /// credential: fresh, its certificate the cluster authority's, its signature
+    /// over method, target and body valid, its nonce new), or that carries the
+    /// shared secret; anything in open mode. Returns the request to pass on (its
+    /// body read once to check it, and put back), carrying the signer's
+    /// [`signed::Identity`] as an extension when it was signed.
     pub async fn authenticate(&self, req: Request, allowed: &[Role]) -> Result<Request, Refusal> {
         self.check_role(req.headers(), allowed)?;
         let Some(verifier) = self.secret.as_ref().and_then(ClusterSecret::verifier) else {
@@ -168,7 +171,7 @@ impl ClusterGuard {
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path(), |pq| pq.as_str());
-        verifier
+        let signer = verifier
             .verify(
                 &p,
                 &signed::Signed {
@@ -180,7 +183,9 @@ impl ClusterGuard {
                 signed::now_ms(),
             )
             .map_err(Refusal::Signature)?;
-        Ok(Request::from_parts(parts, axum::body::Body::from(body)))
+        let mut req = Request::from_parts(parts, axum::body::Body::from(body));
+        req.extensions_mut().insert(signer);
+        Ok(req)
     }
 
     /// Counts and logs a refusal (method, path and peer; never the credential) and

@@ -37,6 +37,7 @@ pub fn check_start(
     secret: Option<&ClusterSecret>,
     listen: &str,
     role: Role,
+    id: Option<u16>,
 ) -> Result<()> {
     if let Some(ca) = ca {
         crate::tls::trust_ca(ca)?;
@@ -44,6 +45,15 @@ pub fn check_start(
     if let Some(theirs) = secret.and_then(ClusterSecret::role) {
         if theirs != role {
             bail!("--cluster-secret-file: the credential of the {theirs} role given to a {role}: each role needs its own file (see scripts/make-role-credentials.sh)");
+        }
+    }
+    if let Some(theirs) = secret.and_then(ClusterSecret::id) {
+        if id != Some(theirs) {
+            bail!(
+                "--cluster-secret-file: the credential of {role} {theirs} given to {role} {} (--id): each process needs its own file ({role}-{}.toml)",
+                id.map_or_else(|| "without --id".to_owned(), |i| i.to_string()),
+                id.unwrap_or(0)
+            );
         }
     }
     if secret.is_none() {

@@ -1,30 +1,35 @@
-//! Signed internal requests (issue 32): with per-role credential files, a role never
-//! sends its credential to a callee. Each role holds its own ed25519 private key and
-//! every role's public key; each internal request carries one header,
-//! [`SIGNATURE_HEADER`], holding the signer's role, a timestamp, a random nonce and
-//! the signature over
+//! Signed internal requests (issue 32): with per-role credential files, a process
+//! never sends its credential to a callee. Each process holds its own ed25519 key
+//! and a **certificate** for it: `<role>.<id>.<public key>.<signature>`, where the
+//! id is the process's number in its role (`--id`; `*` when the file is for every
+//! process of the role), signed by the cluster's credential authority (CA), whose
+//! public key every file holds. Each internal request carries one header,
+//! [`SIGNATURE_HEADER`]: the certificate, a timestamp, a random nonce and the
+//! signature (under the certificate's key) over
 //!
 //! ```text
-//! megha-request-v1 \n <signer role> \n <callee role> \n <METHOD> \n <path?query> \n
+//! megha-request-v1 \n <certificate> \n <callee role> \n <METHOD> \n <path?query> \n
 //! <timestamp ms> \n <nonce> \n <SHA-256 of the body, hex>
 //! ```
 //!
-//! So a callee holds nothing it could reuse (public keys only: an LM cannot pose as a
-//! GM to another LM, a worker host that reads an LM's request cannot make a new one),
-//! a captured request cannot be altered (method, path, query and body are signed),
+//! So a callee holds nothing it could reuse (the CA's public key only: an LM cannot
+//! pose as a GM to another LM, nor LM 1 as LM 0 when each LM has its own file), a
+//! captured request cannot be altered (method, path, query and body are signed),
 //! cannot be sent to another role (the callee's role is signed), and cannot be
 //! replayed: the callee refuses a timestamp more than [`MAX_SKEW`] away from its own
 //! clock, and a nonce it has already seen within that window ([`NonceCache`],
-//! bounded). Each retry of a request is signed anew (a new nonce).
+//! bounded). Each retry of a request is signed anew (a new nonce). The callee gets
+//! the signer's [`Identity`] (role and id) to check the message against (a GM's
+//! request must name that GM, an LM's report that LM).
 
 use crate::roles::Role;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use ring::signature::{Ed25519KeyPair, KeyPair as _, UnparsedPublicKey, ED25519};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The header of a signed request: `<signer role>;<timestamp ms>;<nonce hex>;<signature hex>`.
+/// The header of a signed request: `<certificate>;<timestamp ms>;<nonce hex>;<signature hex>`.
 pub const SIGNATURE_HEADER: &str = "x-megha-signature";
 /// How far a request's timestamp may be from the callee's clock (either way): the
 /// window within which its nonce is remembered. Hosts' clocks must agree this well.
@@ -33,6 +38,9 @@ pub const MAX_SKEW: Duration = Duration::from_secs(60);
 /// more signed requests than this are refused as [`SignatureRefusal::Busy`] rather
 /// than forgetting a nonce early.
 pub const NONCE_CAPACITY: usize = 1 << 20;
+/// Certificates a callee remembers as checked (so a request costs one signature
+/// check, not two); the memory is emptied when full.
+const CHECKED_CERTIFICATES: usize = 4096;
 
 /// Milliseconds since the Unix epoch, by this host's clock.
 pub fn now_ms() -> u64 {
@@ -41,15 +49,156 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// This process's signing key (its role's private key). `Debug` hides it.
-pub struct Signer {
-    role: Role,
+/// Who signed: a role, and the process's number in it (`None`: a credential for
+/// every process of the role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Identity {
+    pub role: Role,
+    pub id: Option<u16>,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.id {
+            Some(id) => write!(f, "{} {id}", self.role),
+            None => write!(f, "any {}", self.role),
+        }
+    }
+}
+
+impl Identity {
+    fn id_text(&self) -> String {
+        self.id.map_or_else(|| "*".to_owned(), |i| i.to_string())
+    }
+
+    /// The file name `make-role-credentials` gives this identity's credential.
+    pub fn file_name(&self) -> String {
+        match self.id {
+            Some(id) => format!("{}-{id}.toml", self.role),
+            None => format!("{}.toml", self.role),
+        }
+    }
+}
+
+fn certificate_message(who: Identity, public: &str) -> Vec<u8> {
+    format!(
+        "megha-certificate-v1\n{}\n{}\n{public}",
+        who.role,
+        who.id_text()
+    )
+    .into_bytes()
+}
+
+fn role_named(name: &str) -> Option<Role> {
+    Role::ALL.iter().copied().find(|r| r.name() == name)
+}
+
+/// The cluster's credential authority: the key that certifies every process's key.
+/// Kept by the operator (`make-role-credentials` writes it to `ca-key` beside the
+/// files, to issue more later); no process needs it. `Debug` hides it.
+pub struct Authority {
     key: Ed25519KeyPair,
+}
+
+impl std::fmt::Debug for Authority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Authority(<private key>)")
+    }
+}
+
+impl Authority {
+    pub fn from_seed(seed: &[u8; 32]) -> Result<Self> {
+        let key = Ed25519KeyPair::from_seed_unchecked(seed)
+            .map_err(|_| anyhow!("not an ed25519 seed"))?;
+        Ok(Authority { key })
+    }
+
+    pub fn public_key(&self) -> [u8; 32] {
+        public_of(&self.key)
+    }
+
+    /// The certificate of `public` for `who`.
+    pub fn certify(&self, who: Identity, public: &[u8; 32]) -> String {
+        let public = crate::roles::hex(public);
+        let sig = self.key.sign(&certificate_message(who, &public));
+        format!(
+            "{}.{}.{public}.{}",
+            who.role,
+            who.id_text(),
+            crate::roles::hex(sig.as_ref())
+        )
+    }
+}
+
+fn public_of(key: &Ed25519KeyPair) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(key.public_key().as_ref());
+    out
+}
+
+/// A certificate's parts, as written (checked or not).
+#[derive(Debug, Clone)]
+pub struct Certificate<'a> {
+    pub who: Identity,
+    public_hex: &'a str,
+    public: [u8; 32],
+    signature: Vec<u8>,
+}
+
+impl<'a> Certificate<'a> {
+    /// Reads `text` without checking its signature.
+    pub fn parse(text: &'a str) -> Result<Self, SignatureRefusal> {
+        let mut parts = text.split('.');
+        let (Some(role), Some(id), Some(public_hex), Some(sig), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return Err(SignatureRefusal::Malformed);
+        };
+        let role = role_named(role).ok_or(SignatureRefusal::Malformed)?;
+        let id = match id {
+            "*" => None,
+            n => Some(n.parse().map_err(|_| SignatureRefusal::Malformed)?),
+        };
+        let public = unhex(public_hex)
+            .and_then(|v| <[u8; 32]>::try_from(v).ok())
+            .ok_or(SignatureRefusal::Malformed)?;
+        Ok(Certificate {
+            who: Identity { role, id },
+            public_hex,
+            public,
+            signature: unhex(sig).ok_or(SignatureRefusal::Malformed)?,
+        })
+    }
+
+    /// True when the authority whose public key is `ca` signed it.
+    pub fn signed_by(&self, ca: &[u8; 32]) -> bool {
+        UnparsedPublicKey::new(&ED25519, ca)
+            .verify(
+                &certificate_message(self.who, self.public_hex),
+                &self.signature,
+            )
+            .is_ok()
+    }
+
+    pub fn public_key(&self) -> &[u8; 32] {
+        &self.public
+    }
+}
+
+/// This process's signing key and its certificate. `Debug` hides the key.
+pub struct Signer {
+    who: Identity,
+    key: Ed25519KeyPair,
+    certificate: String,
 }
 
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Signer({}, <private key>)", self.role)
+        write!(f, "Signer({}, <private key>)", self.who)
     }
 }
 
@@ -63,32 +212,68 @@ pub struct Signed<'a> {
     pub body: &'a [u8],
 }
 
-fn message(signer: Role, s: &Signed, ts_ms: u64, nonce: &str) -> Vec<u8> {
+fn message(certificate: &str, s: &Signed, ts_ms: u64, nonce: &str) -> Vec<u8> {
     let digest = crate::roles::hex(&crate::roles::digest(s.body));
     format!(
-        "megha-request-v1\n{signer}\n{}\n{}\n{}\n{ts_ms}\n{nonce}\n{digest}",
+        "megha-request-v1\n{certificate}\n{}\n{}\n{}\n{ts_ms}\n{nonce}\n{digest}",
         s.callee, s.method, s.target
     )
     .into_bytes()
 }
 
 impl Signer {
-    /// The signer of `role` from its 32-byte seed; `public` is checked against it.
-    pub fn from_seed(role: Role, seed: &[u8; 32]) -> Result<Self> {
+    /// The signer with the key of `seed` and its `certificate`, which must be for
+    /// this key and signed by the authority `ca`.
+    pub fn new(seed: &[u8; 32], certificate: &str, ca: &[u8; 32]) -> Result<Self> {
         let key = Ed25519KeyPair::from_seed_unchecked(seed)
+            .map_err(|_| anyhow!("key: not an ed25519 seed"))?;
+        let c = Certificate::parse(certificate).map_err(|_| {
+            anyhow!("certificate: not <role>.<id or *>.<public key hex>.<signature hex>")
+        })?;
+        if !c.signed_by(ca) {
+            anyhow::bail!("certificate: not signed by the file's ca (made by another run of make-role-credentials?)");
+        }
+        if c.public != public_of(&key) {
+            anyhow::bail!("key: not the key the certificate certifies");
+        }
+        Ok(Signer {
+            who: c.who,
+            key,
+            certificate: certificate.to_owned(),
+        })
+    }
+
+    /// A new random key for `who`, certified by `authority`.
+    pub fn issue(authority: &Authority, who: Identity) -> Result<([u8; 32], Self)> {
+        let seed = new_seed()?;
+        let key = Ed25519KeyPair::from_seed_unchecked(&seed)
             .map_err(|_| anyhow!("not an ed25519 seed"))?;
-        Ok(Signer { role, key })
+        let certificate = authority.certify(who, &public_of(&key));
+        Ok((
+            seed,
+            Signer {
+                who,
+                key,
+                certificate,
+            },
+        ))
     }
 
     pub fn role(&self) -> Role {
-        self.role
+        self.who.role
+    }
+
+    pub fn identity(&self) -> Identity {
+        self.who
+    }
+
+    pub fn certificate(&self) -> &str {
+        &self.certificate
     }
 
     /// This key's public half.
     pub fn public_key(&self) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        out.copy_from_slice(self.key.public_key().as_ref());
-        out
+        public_of(&self.key)
     }
 
     /// The [`SIGNATURE_HEADER`] value for `s`, at `ts_ms` with a fresh nonce.
@@ -99,10 +284,10 @@ impl Signer {
             .fill(&mut nonce)
             .map_err(|_| anyhow!("no randomness for a request nonce"))?;
         let nonce = crate::roles::hex(&nonce);
-        let sig = self.key.sign(&message(self.role, s, ts_ms, &nonce));
+        let sig = self.key.sign(&message(&self.certificate, s, ts_ms, &nonce));
         Ok(format!(
             "{};{ts_ms};{nonce};{}",
-            self.role,
+            self.certificate,
             crate::roles::hex(sig.as_ref())
         ))
     }
@@ -140,10 +325,10 @@ impl Signer {
 /// Why a signed request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignatureRefusal {
-    /// The header is not `<role>;<ms>;<nonce>;<signature>`, or names no known role.
+    /// The header is not `<certificate>;<ms>;<nonce>;<signature>`.
     Malformed,
-    /// The signature does not verify under the named role's public key (altered,
-    /// signed by another key, or for another callee).
+    /// The certificate is not the cluster authority's, or the signature does not
+    /// verify under its key (altered, signed by another key, or for another callee).
     Bad,
     /// The timestamp is further than [`MAX_SKEW`] from this host's clock (by this
     /// many seconds, signed: positive is in the future).
@@ -154,16 +339,17 @@ pub enum SignatureRefusal {
     Busy,
 }
 
-/// The public keys of every role and the nonces seen: what a callee checks a signed
-/// request with.
+/// The cluster authority's public key and the nonces seen: what a callee checks a
+/// signed request with.
 pub struct Verifier {
-    keys: Vec<(Role, [u8; 32])>,
+    ca: [u8; 32],
     seen: Mutex<NonceCache>,
+    checked: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Verifier(gm, lm, worker)")
+        f.write_str("Verifier(<ca>)")
     }
 }
 
@@ -176,7 +362,7 @@ pub struct NonceCache {
 }
 
 impl NonceCache {
-    /// Records `nonce` (timestamped `ts_ms`); false if it was seen already.
+    /// Records `nonce` (timestamped `ts_ms`); refused if it was seen already.
     fn admit(&mut self, nonce: u128, ts_ms: u64, now_ms: u64) -> Result<(), SignatureRefusal> {
         let horizon = now_ms.saturating_sub(MAX_SKEW.as_millis() as u64);
         // Timestamps arrive nearly in order; an entry is dropped once the newest
@@ -213,10 +399,11 @@ impl NonceCache {
     }
 }
 
-/// A parsed [`SIGNATURE_HEADER`].
+/// A parsed [`SIGNATURE_HEADER`] (nothing checked yet but its form).
 #[derive(Debug)]
 pub struct Presented<'a> {
-    pub signer: Role,
+    certificate_text: &'a str,
+    certificate: Certificate<'a>,
     ts_ms: u64,
     nonce: &'a str,
     signature: Vec<u8>,
@@ -227,7 +414,7 @@ impl<'a> Presented<'a> {
     pub fn parse(value: &'a [u8]) -> Result<Self, SignatureRefusal> {
         let text = std::str::from_utf8(value).map_err(|_| SignatureRefusal::Malformed)?;
         let mut parts = text.trim().split(';');
-        let (Some(role), Some(ts), Some(nonce), Some(sig), None) = (
+        let (Some(cert), Some(ts), Some(nonce), Some(sig), None) = (
             parts.next(),
             parts.next(),
             parts.next(),
@@ -236,22 +423,22 @@ impl<'a> Presented<'a> {
         ) else {
             return Err(SignatureRefusal::Malformed);
         };
-        let signer = Role::ALL
-            .iter()
-            .copied()
-            .find(|r| r.name() == role)
-            .ok_or(SignatureRefusal::Malformed)?;
         let ts_ms = ts.parse().map_err(|_| SignatureRefusal::Malformed)?;
         if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(SignatureRefusal::Malformed);
         }
-        let signature = unhex(sig).ok_or(SignatureRefusal::Malformed)?;
         Ok(Presented {
-            signer,
+            certificate_text: cert,
+            certificate: Certificate::parse(cert)?,
             ts_ms,
             nonce,
-            signature,
+            signature: unhex(sig).ok_or(SignatureRefusal::Malformed)?,
         })
+    }
+
+    /// Who the request says signed it (checked by [`Verifier::verify`]).
+    pub fn claimed(&self) -> Identity {
+        self.certificate.who
     }
 
     /// Refuses a timestamp out of the window around `now_ms`.
@@ -275,41 +462,62 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 }
 
 impl Verifier {
-    /// A verifier of these roles' public keys; two roles with one key are refused.
-    pub fn new(keys: Vec<(Role, [u8; 32])>) -> Result<Self> {
-        let distinct: HashSet<_> = keys.iter().map(|(_, k)| *k).collect();
-        if distinct.len() != keys.len() {
-            bail!("two roles have the same public key; each role needs its own");
-        }
-        Ok(Verifier {
-            keys,
+    /// A verifier of certificates of the authority whose public key is `ca`.
+    pub fn new(ca: [u8; 32]) -> Self {
+        Verifier {
+            ca,
             seen: Mutex::default(),
-        })
+            checked: Mutex::default(),
+        }
     }
 
-    /// The public key of `role`, if known.
-    pub fn key_of(&self, role: Role) -> Option<&[u8; 32]> {
-        self.keys.iter().find(|(r, _)| *r == role).map(|(_, k)| k)
+    pub fn ca(&self) -> &[u8; 32] {
+        &self.ca
     }
 
-    /// Checks a request signed as `p` for this callee (`s`) at `now_ms`: fresh,
-    /// signed by the key of the role it names, and its nonce not seen before (then
-    /// remembered). Returns the signer's role.
-    pub fn verify(&self, p: &Presented, s: &Signed, now_ms: u64) -> Result<Role, SignatureRefusal> {
+    fn certificate_holds(&self, p: &Presented) -> bool {
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        if checked.contains(p.certificate_text) {
+            return true;
+        }
+        if !p.certificate.signed_by(&self.ca) {
+            return false;
+        }
+        if checked.len() >= CHECKED_CERTIFICATES {
+            checked.clear();
+        }
+        checked.insert(p.certificate_text.to_owned());
+        true
+    }
+
+    /// Checks a request signed as `p` for this callee (`s`) at `now_ms`: fresh, its
+    /// certificate the cluster authority's, signed by the certificate's key, and its
+    /// nonce not seen before (then remembered). Returns the signer.
+    pub fn verify(
+        &self,
+        p: &Presented,
+        s: &Signed,
+        now_ms: u64,
+    ) -> Result<Identity, SignatureRefusal> {
         p.fresh(now_ms)?;
-        let key = self.key_of(p.signer).ok_or(SignatureRefusal::Malformed)?;
-        UnparsedPublicKey::new(&ED25519, key)
-            .verify(&message(p.signer, s, p.ts_ms, p.nonce), &p.signature)
+        if !self.certificate_holds(p) {
+            return Err(SignatureRefusal::Bad);
+        }
+        UnparsedPublicKey::new(&ED25519, p.certificate.public_key())
+            .verify(
+                &message(p.certificate_text, s, p.ts_ms, p.nonce),
+                &p.signature,
+            )
             .map_err(|_| SignatureRefusal::Bad)?;
         let nonce = u128::from_str_radix(p.nonce, 16).map_err(|_| SignatureRefusal::Malformed)?;
         self.seen
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .admit(nonce, p.ts_ms, now_ms)?;
-        Ok(p.signer)
+        Ok(p.certificate.who)
     }
 
-    /// Nonces remembered now (for `/metrics`).
+    /// Nonces remembered now.
     pub fn nonces(&self) -> usize {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
@@ -329,8 +537,12 @@ pub fn new_seed() -> Result<[u8; 32]> {
 mod tests {
     use super::*;
 
-    fn signer(role: Role) -> Signer {
-        Signer::from_seed(role, &new_seed().expect("seed")).expect("key")
+    fn authority() -> Authority {
+        Authority::from_seed(&new_seed().expect("seed")).expect("ca")
+    }
+
+    fn signer(ca: &Authority, role: Role, id: Option<u16>) -> Signer {
+        Signer::issue(ca, Identity { role, id }).expect("issue").1
     }
 
     fn req<'a>(callee: Role, target: &'a str, body: &'a [u8]) -> Signed<'a> {
@@ -344,19 +556,24 @@ mod tests {
 
     #[test]
     fn a_signed_request_verifies_once_and_only_as_signed() {
-        let (gm, lm, worker) = (signer(Role::Gm), signer(Role::Lm), signer(Role::Worker));
-        let v = Verifier::new(vec![
-            (Role::Gm, gm.public_key()),
-            (Role::Lm, lm.public_key()),
-            (Role::Worker, worker.public_key()),
-        ])
-        .expect("verifier");
+        let ca = authority();
+        let (gm, lm, lm1) = (
+            signer(&ca, Role::Gm, Some(0)),
+            signer(&ca, Role::Lm, None),
+            signer(&ca, Role::Lm, Some(1)),
+        );
+        let v = Verifier::new(ca.public_key());
         let now = 1_800_000_000_000;
         let s = req(Role::Lm, "/v1/messages", b"launch");
         let h = gm.header(&s, now).expect("sign");
         assert!(!h.contains("launch"));
         let p = Presented::parse(h.as_bytes()).expect("parse");
-        assert_eq!(v.verify(&p, &s, now + 5), Ok(Role::Gm));
+        let gm0 = Identity {
+            role: Role::Gm,
+            id: Some(0),
+        };
+        assert_eq!(p.claimed(), gm0);
+        assert_eq!(v.verify(&p, &s, now + 5), Ok(gm0));
         // The same bytes again: a replay.
         assert_eq!(v.verify(&p, &s, now + 6), Err(SignatureRefusal::Replayed));
         // Altered body, path, method, callee: bad (checked before the nonce).
@@ -373,9 +590,26 @@ mod tests {
         ] {
             assert_eq!(v.verify(&p, &other, now), Err(SignatureRefusal::Bad));
         }
-        // An LM's key claiming to be the GM: bad.
-        let forged = lm.header(&s, now).expect("sign").replacen("lm;", "gm;", 1);
+        // An LM's key with the GM's certificate, or LM 1's certificate rewritten to
+        // claim LM 0 or any LM: bad.
+        let forged =
+            lm.header(&s, now)
+                .expect("sign")
+                .replacen(lm.certificate(), gm.certificate(), 1);
         let p = Presented::parse(forged.as_bytes()).expect("parse");
+        assert_eq!(v.verify(&p, &s, now), Err(SignatureRefusal::Bad));
+        for claim in ["lm.0.", "lm.*."] {
+            let forged = lm1
+                .header(&s, now)
+                .expect("sign")
+                .replacen("lm.1.", claim, 1);
+            let p = Presented::parse(forged.as_bytes()).expect("parse");
+            assert_eq!(v.verify(&p, &s, now), Err(SignatureRefusal::Bad), "{claim}");
+        }
+        // A certificate of another authority: bad.
+        let stranger = signer(&authority(), Role::Gm, Some(0));
+        let h = stranger.header(&s, now).expect("sign");
+        let p = Presented::parse(h.as_bytes()).expect("parse");
         assert_eq!(v.verify(&p, &s, now), Err(SignatureRefusal::Bad));
         // Stale either way.
         let h = gm.header(&s, now - 61_000).expect("sign");
@@ -385,13 +619,18 @@ mod tests {
         let p = Presented::parse(h.as_bytes()).expect("parse");
         assert_eq!(v.verify(&p, &s, now), Err(SignatureRefusal::Stale(90)));
         // Garbage.
+        let cert = gm.certificate();
         for bad in [
-            "",
-            "gm;1;2",
-            "boss;1;00000000000000000000000000000000;00",
-            "gm;x;00000000000000000000000000000000;00",
-            "gm;1;0000;00",
-            "gm;1;00000000000000000000000000000000;0g",
+            String::new(),
+            "gm;1;2".to_owned(),
+            format!(
+                "boss.0.{};1;00000000000000000000000000000000;00",
+                &cert[5..]
+            ),
+            format!("{cert};x;00000000000000000000000000000000;00"),
+            format!("{cert};1;0000;00"),
+            format!("{cert};1;00000000000000000000000000000000;0g"),
+            format!("gm.x.{};1;00000000000000000000000000000000;00", &cert[5..]),
         ] {
             assert_eq!(
                 Presented::parse(bad.as_bytes()).map(|_| ()),
@@ -399,12 +638,27 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(Verifier::new(vec![
-            (Role::Gm, gm.public_key()),
-            (Role::Lm, gm.public_key())
-        ])
-        .is_err());
         assert!(!format!("{gm:?}").contains(&crate::roles::hex(&gm.public_key())[..8]));
+    }
+
+    #[test]
+    fn a_signer_needs_its_own_certificate_of_its_authority() {
+        let ca = authority();
+        let (seed, gm) = Signer::issue(
+            &ca,
+            Identity {
+                role: Role::Gm,
+                id: None,
+            },
+        )
+        .expect("issue");
+        assert!(Signer::new(&seed, gm.certificate(), &ca.public_key()).is_ok());
+        let other = signer(&ca, Role::Gm, None);
+        let err = Signer::new(&seed, other.certificate(), &ca.public_key()).expect_err("not its");
+        assert!(err.to_string().contains("key"), "{err}");
+        let err =
+            Signer::new(&seed, gm.certificate(), &authority().public_key()).expect_err("other ca");
+        assert!(err.to_string().contains("certificate"), "{err}");
     }
 
     #[test]

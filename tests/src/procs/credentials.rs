@@ -69,40 +69,57 @@ pub fn credentials() -> &'static Credentials {
     })
 }
 
-/// Writes per-role credential files (gm.toml, lm.toml, worker.toml, as
-/// `scripts/make-role-credentials.sh` does) into `dir`; returns each role's key, to
-/// sign requests as that role would.
+/// Writes credential files (as `scripts/make-role-credentials.sh DIR --gms 2 --lms 2`
+/// does, plus the files for any process of a role) into `dir`: gm.toml, lm.toml,
+/// worker.toml, gm-0.toml, gm-1.toml, lm-0.toml, lm-1.toml, all of one authority;
+/// returns each file's key, to sign requests as that process would.
 pub fn role_files(dir: &std::path::Path) -> RoleKeys {
-    use service_kit::roles::RoleCredential;
+    use service_kit::auth::signed::{new_seed, Authority, Identity};
+    use service_kit::roles::{Role, RoleCredential};
     std::fs::create_dir_all(dir).expect("dir");
-    let files = RoleCredential::generate().expect("generate role credentials");
-    let signers = files.map(|(role, text)| {
-        let path = dir.join(format!("{role}.toml"));
-        std::fs::write(&path, &text).expect("write");
-        private(&path, 0o600);
-        RoleCredential::parse(&text, "test").expect("parse").signer
-    });
+    let authority = Authority::from_seed(&new_seed().expect("seed")).expect("authority");
+    let mut who: Vec<Identity> = Role::ALL
+        .iter()
+        .map(|&role| Identity { role, id: None })
+        .collect();
+    for role in [Role::Gm, Role::Lm] {
+        who.extend((0..2).map(|i| Identity { role, id: Some(i) }));
+    }
+    let signers = who
+        .into_iter()
+        .map(|w| {
+            let text = RoleCredential::issue(&authority, w).expect("issue");
+            let name = w.file_name();
+            let path = dir.join(&name);
+            std::fs::write(&path, &text).expect("write");
+            private(&path, 0o600);
+            let signer = RoleCredential::parse(&text, "test").expect("parse").signer;
+            (name.trim_end_matches(".toml").to_owned(), signer)
+        })
+        .collect();
     RoleKeys(signers)
 }
 
-/// The three roles' signing keys of a cluster's role credential files (gm, lm, worker).
+/// The keys of a cluster's credential files, by file name without `.toml` (`gm`,
+/// `lm`, `worker`: for any process of the role; `gm-0`, `lm-1`: for one).
 #[derive(Debug)]
-pub struct RoleKeys(pub [service_kit::auth::signed::Signer; 3]);
+pub struct RoleKeys(pub Vec<(String, service_kit::auth::signed::Signer)>);
 
 impl RoleKeys {
-    /// The key of `role` (`gm`, `lm` or `worker`).
-    pub fn of(&self, role: &str) -> &service_kit::auth::signed::Signer {
+    /// The key of file `name` (`gm`, `lm-1`, ...).
+    pub fn of(&self, name: &str) -> &service_kit::auth::signed::Signer {
         self.0
             .iter()
-            .find(|s| s.role().name() == role)
-            .unwrap_or_else(|| panic!("no role {role}"))
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s)
+            .unwrap_or_else(|| panic!("no credential file {name}.toml"))
     }
 
-    /// The signature header of `method url` with `body` as `role` signs it for
-    /// `callee`, timestamped `ts_ms` (now if `None`).
+    /// The signature header of `method url` with `body` as the holder of file `name`
+    /// signs it for `callee`, timestamped `ts_ms` (now if `None`).
     pub fn sign(
         &self,
-        role: &str,
+        name: &str,
         callee: service_kit::roles::Role,
         method: &str,
         url: &str,
@@ -114,7 +131,7 @@ impl RoleKeys {
         let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
         let target = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
         let header = self
-            .of(role)
+            .of(name)
             .header(
                 &Signed {
                     callee,

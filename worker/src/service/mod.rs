@@ -34,6 +34,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         s.cluster_secret.as_ref(),
         &s.listen,
         service_kit::roles::Role::Worker,
+        None,
     )?;
     let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "worker");
     let client = http_client_with(

@@ -141,11 +141,32 @@ pub(crate) async fn submit(
     }
 }
 
-pub(super) async fn from_lm(State(s): State<ApiState>, body: Bytes) -> Response {
+pub(super) async fn from_lm(
+    State(s): State<ApiState>,
+    signer: Option<Extension<service_kit::auth::signed::Identity>>,
+    body: Bytes,
+) -> Response {
     let messages: Vec<LmToGm> = match s.cluster.decode(&body, "/v1/internal/messages") {
         Ok(m) => m,
         Err(e) => return error(ApiError::new(400, "body", e.to_string())),
     };
+    // An LM with a credential of its own speaks only for itself (issue 32): one
+    // message naming another LM refuses the whole call.
+    if let Some(id) = signer.and_then(|e| e.0.id) {
+        if let Some(m) = messages.iter().find(|m| m.lm().0 != id) {
+            s.auth
+                .guard
+                .counters
+                .forbidden
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::warn!(signer = id, names = %m.lm(), kind = m.kind(), "LM message refused: signed by one LM, naming another");
+            return error(ApiError::new(
+                403,
+                "lm",
+                format!("signed by lm {id}, a {} names {}", m.kind(), m.lm()),
+            ));
+        }
+    }
     // All or nothing: one message for another GM refuses the whole call.
     if let Some(m) = messages.iter().find(|m| !m.is_for(s.queues.me)) {
         return error(ApiError::new(
