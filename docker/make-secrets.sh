@@ -2,17 +2,18 @@
 # megha-make-secrets: what the compose `secrets` service runs (docker-compose.yml).
 #
 # On the first run, into $SECRETS (the volume megha-secrets, which no other service
-# mounts): per-role cluster credentials (megha-make-role-credentials:
-# roles/gm.toml, lm.toml, worker.toml), an API tokens file with one admin (token in
+# mounts): the cluster's credentials (megha-make-role-credentials: roles/ca-key,
+# roles/gm-K.toml and lm-K.toml, one per GM and LM, and worker.toml), an API tokens file with one admin (token in
 # admin-token) and the password of the broker's dedicated user `megha`. With
 # MEGHA_TLS=1 (docker-compose.tls.yml) also a CA and certificates (`loadgen certs`,
 # in tls/): one for the GMs, one for the LMs, one for the broker, and the worker
 # issuer, with which each worker issues its own certificate at start.
 #
-# On every run, copies to each role's volume ($ROLES/NAME) only what that role needs,
-# and writes the broker's configuration into $BROKER_CONF:
-#   gm       gm.toml tokens.toml amqp-password   (+ ca.pem gm.pem gm-key.pem)
-#   lm       lm.toml amqp-password               (+ ca.pem lm.pem lm-key.pem)
+# On every run, copies to each process's volume ($ROLES/NAME) only what it needs (GM
+# K's credential gm-K.toml as gm.toml in gm-K, LM K's as lm.toml in lm-K), and writes
+# the broker's configuration into $BROKER_CONF:
+#   gm-K     gm.toml tokens.toml amqp-password   (+ ca.pem gm.pem gm-key.pem)
+#   lm-K     lm.toml amqp-password               (+ ca.pem lm.pem lm-key.pem)
 #   worker   worker.toml                         (+ ca.pem worker-issuer.pem worker-issuer-key.pem)
 #   loadgen  admin-token amqp-password           (+ ca.pem)
 #   broker   rabbitmq.conf                       (+ ca.pem rabbitmq.pem rabbitmq-key.pem)
@@ -31,10 +32,20 @@ if [ ! -s "$SECRETS/admin-token" ]; then
   rand 24 >"$SECRETS/amqp-password"
   printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml"
 fi
-megha-make-role-credentials "$SECRETS/roles" >/dev/null
-mkdir -p "$ROLES/gm" "$ROLES/lm" "$ROLES/worker" "$ROLES/loadgen"
-cp "$SECRETS/roles/gm.toml" "$SECRETS/tokens.toml" "$SECRETS/amqp-password" "$ROLES/gm/"
-cp "$SECRETS/roles/lm.toml" "$SECRETS/amqp-password" "$ROLES/lm/"
+GMS=${MEGHA_GMS:-3}
+LMS=${MEGHA_LMS:-3}
+megha-make-role-credentials "$SECRETS/roles" --gms "$GMS" --lms "$LMS" >/dev/null
+mkdir -p "$ROLES/worker" "$ROLES/loadgen"
+for k in $(seq 0 $((GMS - 1))); do
+  mkdir -p "$ROLES/gm-$k"
+  cp "$SECRETS/roles/gm-$k.toml" "$ROLES/gm-$k/gm.toml"
+  cp "$SECRETS/tokens.toml" "$SECRETS/amqp-password" "$ROLES/gm-$k/"
+done
+for k in $(seq 0 $((LMS - 1))); do
+  mkdir -p "$ROLES/lm-$k"
+  cp "$SECRETS/roles/lm-$k.toml" "$ROLES/lm-$k/lm.toml"
+  cp "$SECRETS/amqp-password" "$ROLES/lm-$k/"
+done
 cp "$SECRETS/roles/worker.toml" "$ROLES/worker/"
 # Read by the worker (root) only: its tasks run as other uids (--task-uids).
 chmod 0400 "$ROLES/worker/worker.toml"
@@ -44,13 +55,13 @@ listeners='listeners.tcp.default = 5672'
 if [ "${MEGHA_TLS:-}" = 1 ]; then
   names() { local out="" i; for i in $(seq 0 $(($2 - 1))); do out="$out${out:+,}$1-$i"; done; echo "$out"; }
   loadgen certs --out "$SECRETS/tls" \
-    --server "gm=$(names global-master "${MEGHA_GMS:-3}"),global-master-0-standby" \
-    --server "lm=$(names local-master "${MEGHA_LMS:-3}")" \
+    --server "gm=$(names global-master "$GMS"),global-master-0-standby" \
+    --server "lm=$(names local-master "$LMS")" \
     --server "rabbitmq=rabbitmq" \
     --worker-networks "${MEGHA_WORKER_NETWORKS:-10.0.0.0/8,172.16.0.0/12,192.168.0.0/16}" >/dev/null
   t="$SECRETS/tls"
-  cp "$t/ca.pem" "$t/gm.pem" "$t/gm-key.pem" "$ROLES/gm/"
-  cp "$t/ca.pem" "$t/lm.pem" "$t/lm-key.pem" "$ROLES/lm/"
+  for k in $(seq 0 $((GMS - 1))); do cp "$t/ca.pem" "$t/gm.pem" "$t/gm-key.pem" "$ROLES/gm-$k/"; done
+  for k in $(seq 0 $((LMS - 1))); do cp "$t/ca.pem" "$t/lm.pem" "$t/lm-key.pem" "$ROLES/lm-$k/"; done
   cp "$t/ca.pem" "$t/worker-issuer.pem" "$t/worker-issuer-key.pem" "$ROLES/worker/"
   cp "$t/ca.pem" "$ROLES/loadgen/"
   cp "$t/ca.pem" "$t/rabbitmq.pem" "$t/rabbitmq-key.pem" "$BROKER_CONF/"

@@ -248,11 +248,26 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
     let _ = std::fs::remove_dir_all(&dir);
     // Plain: credentials only, the broker on 5672.
     let [_, roles, broker] = run_make_secrets(&dir.join("plain"), false);
-    assert_eq!(
-        files_in(&roles.join("gm")),
-        ["amqp-password", "gm.toml", "tokens.toml"]
-    );
-    assert_eq!(files_in(&roles.join("lm")), ["amqp-password", "lm.toml"]);
+    // Each GM and LM its own credential (usable by its --id only), in its own volume.
+    for k in 0..3 {
+        assert_eq!(
+            files_in(&roles.join(format!("gm-{k}"))),
+            ["amqp-password", "gm.toml", "tokens.toml"]
+        );
+        assert_eq!(
+            files_in(&roles.join(format!("lm-{k}"))),
+            ["amqp-password", "lm.toml"]
+        );
+        for role in ["gm", "lm"] {
+            let file = roles.join(format!("{role}-{k}")).join(format!("{role}.toml"));
+            let c = service_kit::roles::RoleCredential::parse(
+                &std::fs::read_to_string(&file).expect("credential"),
+                "test",
+            )
+            .expect("a credential file");
+            assert_eq!(c.id, Some(k), "{}", file.display());
+        }
+    }
     assert_eq!(files_in(&roles.join("worker")), ["worker.toml"]);
     assert_eq!(
         files_in(&roles.join("loadgen")),
@@ -268,21 +283,23 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
     // TLS: each role also gets the CA and its own certificate, the workers the issuer.
     let [secrets, roles, broker] = run_make_secrets(&dir.join("tls"), true);
     let ca_before = std::fs::read_to_string(secrets.join("tls/ca.pem")).expect("ca");
-    assert_eq!(
-        files_in(&roles.join("gm")),
-        [
-            "amqp-password",
-            "ca.pem",
-            "gm-key.pem",
-            "gm.pem",
-            "gm.toml",
-            "tokens.toml"
-        ]
-    );
-    assert_eq!(
-        files_in(&roles.join("lm")),
-        ["amqp-password", "ca.pem", "lm-key.pem", "lm.pem", "lm.toml"]
-    );
+    for k in 0..3 {
+        assert_eq!(
+            files_in(&roles.join(format!("gm-{k}"))),
+            [
+                "amqp-password",
+                "ca.pem",
+                "gm-key.pem",
+                "gm.pem",
+                "gm.toml",
+                "tokens.toml"
+            ]
+        );
+        assert_eq!(
+            files_in(&roles.join(format!("lm-{k}"))),
+            ["amqp-password", "ca.pem", "lm-key.pem", "lm.pem", "lm.toml"]
+        );
+    }
     assert_eq!(
         files_in(&roles.join("worker")),
         [
@@ -355,6 +372,17 @@ fn assert_each_role_reads_only_its_own_credentials(config: &str) {
                 block.contains(&format!("secrets-{role}")),
                 "{service}-{i} does not mount secrets-{role}:\n{block}"
             );
+            // Each GM and LM its own credential's volume, none of another's.
+            if role != "worker" {
+                for j in 0..3 {
+                    let volume = format!("secrets-{role}-{j}:");
+                    assert_eq!(
+                        block.contains(&volume),
+                        i == j,
+                        "{service}-{i} and {volume}:\n{block}"
+                    );
+                }
+            }
             for (_, other) in roles.iter().filter(|(_, r)| *r != role) {
                 for leak in [format!("secrets-{other}"), format!("{other}.toml")] {
                     assert!(
