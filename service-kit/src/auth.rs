@@ -100,7 +100,7 @@ enum Credential {
     /// Simple mode: one secret every role presents and accepts.
     Shared(Box<str>),
     /// Per-role keys: requests are signed, nothing is presented.
-    Role(RoleCredential),
+    Role(Box<RoleCredential>),
 }
 
 /// What a presented bearer credential is.
@@ -178,7 +178,7 @@ impl ClusterSecret {
 
     /// A role credential (per-role keys).
     pub fn from_role(c: RoleCredential) -> Self {
-        ClusterSecret(Arc::new(Credential::Role(c)))
+        ClusterSecret(Arc::new(Credential::Role(Box::new(c))))
     }
 
     /// The role whose key this is; `None` for the shared secret.

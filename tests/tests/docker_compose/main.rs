@@ -259,7 +259,9 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
             ["amqp-password", "lm.toml"]
         );
         for role in ["gm", "lm"] {
-            let file = roles.join(format!("{role}-{k}")).join(format!("{role}.toml"));
+            let file = roles
+                .join(format!("{role}-{k}"))
+                .join(format!("{role}.toml"));
             let c = service_kit::roles::RoleCredential::parse(
                 &std::fs::read_to_string(&file).expect("credential"),
                 "test",
