@@ -78,6 +78,11 @@ enum Command {
     /// requests, certified by the cluster's authority (ca-key)
     /// (scripts/make-role-credentials.sh runs this). See docs/security.md.
     RoleCredentials(cli::certs::RoleCredentialsArgs),
+    /// A cluster's broker users and what each may do on the broker (only LMs write
+    /// the state exchange, only LMs and GMs the events, observers read events):
+    /// --permissions KIND for rabbitmqctl, or a definitions file (RabbitMQ's
+    /// load_definitions) with --user NAME=KIND=PASSWORD_FILE.
+    BrokerUsers(cli::certs::BrokerUsersArgs),
     /// GET URL/healthz (http:// or https://): exit 0 when the service says
     /// "status": "ok" (and "ready": true with --ready), else 1 with the reason.
     Healthcheck(cli::certs::HealthcheckArgs),
@@ -101,6 +106,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => cli::report::run(args),
         Command::Certs(args) => cli::certs::run_certs(args),
         Command::RoleCredentials(args) => cli::certs::run_role_credentials(args),
+        Command::BrokerUsers(args) => cli::certs::run_broker_users(args),
         Command::Healthcheck(args) => cli::certs::run_healthcheck(args),
     };
     match result {

@@ -48,6 +48,31 @@ impl TestBroker {
     }
 }
 
+impl TestBroker {
+    /// This test's virtual host.
+    pub fn vhost(&self) -> &str {
+        &self.vhost
+    }
+
+    /// Makes the users of a RabbitMQ definitions file (`rabbitmqctl
+    /// import_definitions`, as the broker's `load_definitions` reads it at boot; with
+    /// their permissions and hashed passwords), deleted with the test's virtual host;
+    /// `names` are the users it defines.
+    pub fn import_users(&self, definitions: &std::path::Path, names: &[&str]) {
+        let file = definitions.display().to_string();
+        if let Err(e) = rabbitmqctl(&["import_definitions", &file]) {
+            panic!("cannot import the broker definitions {file}: {e}");
+        }
+        let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+        users.extend(names.iter().map(|n| (*n).to_owned()));
+    }
+
+    /// The URL logging in to this test's virtual host as `user` with `password`.
+    pub fn url_of(&self, user: &str, password: &str) -> String {
+        format!("amqp://{user}:{password}@127.0.0.1:5672/{}", self.vhost)
+    }
+}
+
 fn rabbitmqctl(args: &[&str]) -> Result<(), String> {
     let out = Command::new("rabbitmqctl")
         .arg("-q")

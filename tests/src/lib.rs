@@ -13,6 +13,7 @@
 //! - [`compose`]: the docker-compose.yml cluster of the compose tests (a project of
 //!   their own, every port 0, removed on drop).
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
+//! - [`observer`]: a cluster's task events as seen on the broker.
 //! - [`relay`]: a TCP relay a test cuts and restores (a broker that goes away).
 //! - [`embedded_config`] (here): the settings of the embedded clusters the tests start.
 
@@ -22,6 +23,7 @@ pub mod checks;
 pub mod compose;
 pub mod gm_http;
 pub mod lone_lm;
+pub mod observer;
 pub mod pki;
 pub mod procs;
 pub mod relay;

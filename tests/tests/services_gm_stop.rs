@@ -10,85 +10,13 @@
 //!
 //! Fails (never skips) without RabbitMQ.
 
-use common::events::{TaskEvent, TaskEventKind};
-use service_kit::amqp::{subscribe, Subscription, SubscriptionHandle};
-use service_kit::topology::Exchange;
+use common::events::TaskEventKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
+use tests::observer::Observer;
 use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
-
-type Log = Arc<Mutex<Vec<TaskEvent>>>;
-
-/// An observer of every task event of the cluster, straight on the broker.
-struct Observer {
-    log: Log,
-    handle: SubscriptionHandle,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Observer {
-    fn start(amqp: &str) -> Observer {
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let log = Log::default();
-        let record = log.clone();
-        let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "test");
-        let sub = Subscription {
-            exchange: Exchange::Events,
-            binding: "task.#".into(),
-            queue: None,
-            ack: false,
-            prefetch: 0,
-        };
-        let (status, handle) = rt.block_on(async {
-            subscribe(amqp.to_owned(), cluster, sub, move |_, body| {
-                let events = service_kit::sinks::decode_events(body).expect("task events");
-                record.lock().expect("events").extend(events);
-            })
-        });
-        wait_until("the observer subscribed", Duration::from_secs(30), || {
-            status.is_connected()
-        });
-        Observer { log, handle, rt }
-    }
-
-    /// The events of `job` seen so far, by task index, in arrival order.
-    fn of_job(&self, job: u64) -> BTreeMap<u32, Vec<TaskEventKind>> {
-        let mut by_task: BTreeMap<u32, Vec<TaskEventKind>> = BTreeMap::new();
-        for e in self.log.lock().expect("events").iter() {
-            if e.task.job.0 == job {
-                by_task
-                    .entry(e.task.index)
-                    .or_default()
-                    .push(e.kind.clone());
-            }
-        }
-        by_task
-    }
-
-    /// The events of `job` once `done` holds for them, or after 10 s (the caller
-    /// then asserts with the events in its message).
-    fn settle(
-        &self,
-        job: u64,
-        done: impl Fn(&BTreeMap<u32, Vec<TaskEventKind>>) -> bool,
-    ) -> BTreeMap<u32, Vec<TaskEventKind>> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let events = self.of_job(job);
-            if done(&events) || std::time::Instant::now() > deadline {
-                return events;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn close(self) {
-        self.rt.block_on(self.handle.close());
-    }
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("megha-{name}-{}", std::process::id()));

@@ -207,6 +207,76 @@ fn write_new(dir: &Path, name: &str, text: &str) -> Result<()> {
 }
 
 #[derive(Args, Debug)]
+pub struct BrokerUsersArgs {
+    /// The cluster's name (the exchanges' prefix).
+    #[arg(long, env = "MEGHA_CLUSTER_NAME", default_value = "megha")]
+    pub cluster_name: String,
+    /// Print the permissions of one kind of user (lm, gm or observer) as three
+    /// words, configure, write and read, for `rabbitmqctl set_permissions`.
+    #[arg(long, value_name = "lm|gm|observer", conflicts_with = "user")]
+    pub permissions: Option<String>,
+    /// A user of the definitions file to print (RabbitMQ's `load_definitions`):
+    /// NAME=KIND=PASSWORD_FILE, KIND lm, gm or observer. Repeat per user.
+    #[arg(long, value_name = "NAME=KIND=FILE")]
+    pub user: Vec<String>,
+    /// The virtual host of the definitions file.
+    #[arg(long, default_value = "/")]
+    pub vhost: String,
+}
+
+/// `loadgen broker-users`: the broker users of a cluster and their permissions
+/// (only LMs write the state exchange, only LMs and GMs the events; issue 32).
+pub fn run_broker_users(args: BrokerUsersArgs) -> Result<()> {
+    use service_kit::topology::{broker_permissions, rabbit_password_hash, BrokerUser};
+    let cluster = common::ClusterName::new(&args.cluster_name)
+        .map_err(|e| anyhow::anyhow!("--cluster-name: {e}"))?;
+    let kind = |text: &str, field: &str| {
+        BrokerUser::parse(text)
+            .with_context(|| format!("{field}: `{text}` is not lm, gm or observer"))
+    };
+    if let Some(k) = &args.permissions {
+        println!(
+            "{}",
+            broker_permissions(&cluster, kind(k, "--permissions")?).join(" ")
+        );
+        return Ok(());
+    }
+    if args.user.is_empty() {
+        bail!("give --permissions KIND, or --user NAME=KIND=FILE for a definitions file");
+    }
+    let (mut users, mut permissions) = (Vec::new(), Vec::new());
+    for u in &args.user {
+        let mut parts = u.splitn(3, '=');
+        let (Some(name), Some(k), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+            bail!("--user `{u}`: NAME=KIND=PASSWORD_FILE");
+        };
+        let password = std::fs::read_to_string(file)
+            .with_context(|| format!("--user {name}: password file {file}"))?;
+        let salt: [u8; 4] = service_kit::auth::signed::new_seed()?[..4]
+            .try_into()
+            .unwrap_or_default();
+        users.push(serde_json::json!({
+            "name": name,
+            "password_hash": rabbit_password_hash(password.trim(), salt),
+            "hashing_algorithm": "rabbit_password_hashing_sha256",
+            "tags": "",
+        }));
+        let [configure, write, read] = broker_permissions(&cluster, kind(k, "--user")?);
+        permissions.push(serde_json::json!({
+            "user": name, "vhost": args.vhost,
+            "configure": configure, "write": write, "read": read,
+        }));
+    }
+    let definitions = serde_json::json!({
+        "users": users,
+        "vhosts": [{"name": args.vhost}],
+        "permissions": permissions,
+    });
+    println!("{}", serde_json::to_string_pretty(&definitions)?);
+    Ok(())
+}
+
+#[derive(Args, Debug)]
 pub struct HealthcheckArgs {
     /// The service's base URL (http:// or https://), e.g. https://127.0.0.1:8080.
     pub url: String,
