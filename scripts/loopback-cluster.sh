@@ -57,8 +57,9 @@ BIN=${BIN:-target/release}
 # Broker: unless AMQP is given, a vhost of the cluster's own ($CLUSTER) and a broker
 # user per role and per LM, never guest (made with rabbitmqctl; passwords in
 # $SECRETS/broker/USER, mode 600, read through MEGHA_AMQP_PASSWORD_FILE): GMs as
-# <cluster>-gm, LM k as <cluster>-lm<k>, loadgen as <cluster>-loadgen; the GMs take LM
-# k's state only from its user (--lm-broker-user, docs/security.md). Needs rabbitmqctl
+# <cluster>-gm, LM k as <cluster>-lm<k>, loadgen as <cluster>-loadgen, each with
+# its kind's permissions (only LMs write the state exchange); the GMs take LM k's
+# state only from its user (--lm-broker-user, docs/security.md). Needs rabbitmqctl
 # (run as root or the rabbitmq user).
 AMQP=${AMQP:-}
 LM_AMQP=() LM_PW=() GM_PW=
@@ -66,15 +67,22 @@ if [ -z "$AMQP" ]; then
   BROKER_DIR="${SECRETS:-out/cluster-secrets}/broker"
   (umask 077; mkdir -p "$BROKER_DIR")
   rabbitmqctl -q add_vhost "$CLUSTER" 2>/dev/null || true
-  broker_user() { # broker_user USER: makes USER (first run), allowed on the vhost
+  broker_user() { # broker_user USER KIND: makes USER (first run) with KIND's permissions
     if [ ! -s "$BROKER_DIR/$1" ]; then
       (umask 077; head -c 24 /dev/urandom | base64 | tr -d '\n=/+' >"$BROKER_DIR/$1")
       rabbitmqctl -q delete_user "$1" >/dev/null 2>&1 || true
       rabbitmqctl -q add_user "$1" "$(cat "$BROKER_DIR/$1")" >/dev/null
     fi
-    rabbitmqctl -q set_permissions -p "$CLUSTER" "$1" '.*' '.*' '.*' >/dev/null
+    # Only LMs write the state exchange, LMs and GMs the events; loadgen only reads
+    # (`loadgen broker-users --permissions KIND`: configure, write, read).
+    local perms
+    read -r -a perms < <("$BIN/loadgen" broker-users --cluster-name "$CLUSTER" --permissions "$2")
+    rabbitmqctl -q set_permissions -p "$CLUSTER" "$1" "${perms[@]}" >/dev/null
   }
-  for u in gm lm0 lm1 loadgen; do broker_user "$CLUSTER-$u"; done
+  broker_user "$CLUSTER-gm" gm
+  broker_user "$CLUSTER-lm0" lm
+  broker_user "$CLUSTER-lm1" lm
+  broker_user "$CLUSTER-loadgen" observer
   AMQP="amqp://$CLUSTER-gm@127.0.0.1:5672/$CLUSTER" GM_PW="$BROKER_DIR/$CLUSTER-gm"
   for l in 0 1; do
     LM_AMQP[l]="amqp://$CLUSTER-lm$l@127.0.0.1:5672/$CLUSTER" LM_PW[l]="$BROKER_DIR/$CLUSTER-lm$l"
