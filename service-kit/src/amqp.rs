@@ -65,10 +65,43 @@ impl LinkStatus {
 
 /// Environment variable naming a file that holds the broker password.
 pub const PASSWORD_FILE_ENV: &str = "MEGHA_AMQP_PASSWORD_FILE";
+/// Environment variable naming a file that holds the broker user (so that one URL
+/// serves every process of a deployment, each process's volume naming its user).
+pub const USER_FILE_ENV: &str = "MEGHA_AMQP_USER_FILE";
 
-/// Checks the scheme of a broker URL and, when `MEGHA_AMQP_PASSWORD_FILE` names a
-/// file (set and not empty), puts its content (trimmed, percent-encoded) in the URL as the password.
+/// Checks the scheme of a broker URL and, when `MEGHA_AMQP_USER_FILE` or
+/// `MEGHA_AMQP_PASSWORD_FILE` names a file (set and not empty), puts its content
+/// (trimmed, percent-encoded) in the URL as the user or the password.
 pub fn resolve_url(url: String) -> anyhow::Result<String> {
+    let read = |var: &str| -> anyhow::Result<Option<String>> {
+        let file = std::env::var(var).unwrap_or_default();
+        if file.is_empty() {
+            return Ok(None);
+        }
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{var} {file}: {e}"))?;
+        Ok(Some(text.trim().to_owned()))
+    };
+    resolve_url_with(url, read(USER_FILE_ENV)?, read(PASSWORD_FILE_ENV)?)
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// [`resolve_url`] with the user and password files' contents given.
+pub fn resolve_url_with(
+    url: String,
+    user: Option<String>,
+    password: Option<String>,
+) -> anyhow::Result<String> {
     let Some((scheme, rest)) = url.split_once("://") else {
         anyhow::bail!(
             "--amqp `{}`: not a URL (amqp://... or amqps://...)",
@@ -81,32 +114,37 @@ pub fn resolve_url(url: String) -> anyhow::Result<String> {
             redact(&url)
         );
     }
-    // Unset or empty: the URL as given.
-    let file = std::env::var(PASSWORD_FILE_ENV).unwrap_or_default();
-    if file.is_empty() {
+    if user.is_none() && password.is_none() {
         return Ok(url);
     }
-    let password = std::fs::read_to_string(&file)
-        .map_err(|e| anyhow::anyhow!("{PASSWORD_FILE_ENV} {file}: {e}"))?;
-    let encoded: String = password
-        .trim()
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let Some((userinfo, host)) = authority.rsplit_once('@') else {
-        anyhow::bail!(
-            "{PASSWORD_FILE_ENV} is set but --amqp `{}` names no user (amqp://USER@host/vhost)",
-            redact(&url)
-        );
+    let (userinfo, host) = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => (Some(userinfo), host),
+        None => (None, authority),
     };
-    let user = userinfo.split(':').next().unwrap_or_default();
-    Ok(format!("{scheme}://{user}:{encoded}@{host}/{path}"))
+    let (url_user, url_password) = match userinfo {
+        Some(u) => match u.split_once(':') {
+            Some((user, password)) => (Some(user), Some(password.to_owned())),
+            None => (Some(u), None),
+        },
+        None => (None, None),
+    };
+    let user = match (url_user, user.as_deref().map(percent_encode)) {
+        (Some(a), Some(b)) if a != b => anyhow::bail!(
+            "--amqp `{}` names broker user `{a}` and {USER_FILE_ENV} names `{b}`: give the user in one place",
+            redact(&url)
+        ),
+        (_, Some(b)) => b,
+        (Some(a), None) => a.to_owned(),
+        (None, None) => anyhow::bail!(
+            "{PASSWORD_FILE_ENV} is set but --amqp `{}` names no user (amqp://USER@host/vhost, or {USER_FILE_ENV})",
+            redact(&url)
+        ),
+    };
+    match password.as_deref().map(percent_encode).or(url_password) {
+        Some(p) => Ok(format!("{scheme}://{user}:{p}@{host}/{path}")),
+        None => Ok(format!("{scheme}://{user}@{host}/{path}")),
+    }
 }
 
 /// The URL without its password (for logs and errors).

@@ -78,6 +78,28 @@ fn urls_are_logged_without_their_password_and_take_it_from_a_file() {
     );
     assert!(no_user.is_err());
     let _ = std::fs::remove_dir_all(&dir);
+    // The user from a file: put in a URL naming none; the same as the URL's is fine;
+    // another is refused, naming both.
+    let with = |url: &str, user: Option<&str>, pw: Option<&str>| {
+        super::resolve_url_with(url.into(), user.map(Into::into), pw.map(Into::into))
+    };
+    assert_eq!(
+        with("amqp://rabbitmq:5672/%2f", Some("megha-lm1"), Some("pw")).expect("url"),
+        "amqp://megha-lm1:pw@rabbitmq:5672/%2f"
+    );
+    assert_eq!(
+        with("amqps://megha-gm@rabbitmq:5671/%2f", Some("megha-gm"), None).expect("url"),
+        "amqps://megha-gm@rabbitmq:5671/%2f"
+    );
+    let err = with("amqp://megha@rabbitmq/%2f", Some("megha-gm"), None).expect_err("two users");
+    assert!(
+        err.to_string().contains("megha-gm") && err.to_string().contains("`megha`"),
+        "{err}"
+    );
+    assert_eq!(
+        with("amqp://rabbitmq/v", None, None).expect("url"),
+        "amqp://rabbitmq/v"
+    );
 }
 
 #[tokio::test]

@@ -148,16 +148,7 @@ pub struct Certificate<'a> {
 impl<'a> Certificate<'a> {
     /// Reads `text` without checking its signature.
     pub fn parse(text: &'a str) -> Result<Self, SignatureRefusal> {
-        let mut parts = text.split('.');
-        let (Some(role), Some(id), Some(public_hex), Some(sig), None) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
-            return Err(SignatureRefusal::Malformed);
-        };
+        let [role, id, public_hex, sig] = four(text, '.')?;
         let role = role_named(role).ok_or(SignatureRefusal::Malformed)?;
         let id = match id {
             "*" => None,
@@ -413,16 +404,7 @@ impl<'a> Presented<'a> {
     /// Parses the header's value; `Malformed` when it is not one.
     pub fn parse(value: &'a [u8]) -> Result<Self, SignatureRefusal> {
         let text = std::str::from_utf8(value).map_err(|_| SignatureRefusal::Malformed)?;
-        let mut parts = text.trim().split(';');
-        let (Some(cert), Some(ts), Some(nonce), Some(sig), None) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
-            return Err(SignatureRefusal::Malformed);
-        };
+        let [cert, ts, nonce, sig] = four(text.trim(), ';')?;
         let ts_ms = ts.parse().map_err(|_| SignatureRefusal::Malformed)?;
         if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(SignatureRefusal::Malformed);
@@ -448,6 +430,15 @@ impl<'a> Presented<'a> {
             return Err(SignatureRefusal::Stale(off / 1000));
         }
         Ok(())
+    }
+}
+
+/// The four parts of `text` separated by `sep`; `Malformed` for any other count.
+fn four(text: &str, sep: char) -> Result<[&str; 4], SignatureRefusal> {
+    let mut parts = text.split(sep);
+    match (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(a), Some(b), Some(c), Some(d), None) => Ok([a, b, c, d]),
+        _ => Err(SignatureRefusal::Malformed),
     }
 }
 

@@ -144,7 +144,7 @@ fn assert_tls_everywhere(config: &str) {
                 format!("MEGHA_TLS_CERT_FILE: /secrets/{role}.pem"),
                 format!("MEGHA_TLS_KEY_FILE: /secrets/{role}-key.pem"),
                 ca.to_owned(),
-                "MEGHA_AMQP_URL: amqps://megha@rabbitmq:5671/".to_owned(),
+                "MEGHA_AMQP_URL: amqps://rabbitmq:5671/".to_owned(),
                 // GM 0's standby too (profile `standby`): whichever serves.
                 "MEGHA_GM_URLS: https://global-master-0:8080|https://global-master-0-standby:8080,https://global-master-1:8080,https://global-master-2:8080".to_owned(),
                 "megha-healthcheck".to_owned(),
@@ -252,11 +252,11 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
     for k in 0..3 {
         assert_eq!(
             files_in(&roles.join(format!("gm-{k}"))),
-            ["amqp-password", "gm.toml", "tokens.toml"]
+            ["amqp-password", "amqp-user", "gm.toml", "tokens.toml"]
         );
         assert_eq!(
             files_in(&roles.join(format!("lm-{k}"))),
-            ["amqp-password", "lm.toml"]
+            ["amqp-password", "amqp-user", "lm.toml"]
         );
         for role in ["gm", "lm"] {
             let file = roles
@@ -273,14 +273,44 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
     assert_eq!(files_in(&roles.join("worker")), ["worker.toml"]);
     assert_eq!(
         files_in(&roles.join("loadgen")),
-        ["admin-token", "amqp-password"]
+        ["admin-token", "amqp-password", "amqp-user"]
     );
     let conf = std::fs::read_to_string(broker.join("rabbitmq.conf")).expect("conf");
     assert!(conf.contains("listeners.tcp.default = 5672"), "{conf}");
     assert!(
-        conf.contains("default_user = megha") && !conf.contains("guest"),
+        conf.contains("load_definitions = /broker-conf/definitions.json")
+            && !conf.contains("default_user")
+            && !conf.contains("guest"),
         "{conf}"
     );
+    // A broker user per kind (one per LM), each with its kind's permissions, and each
+    // process's volume naming its own.
+    let definitions: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(broker.join("definitions.json")).expect("definitions"),
+    )
+    .expect("definitions JSON");
+    use service_kit::topology::{broker_permissions, BrokerUser};
+    let cluster = common::ClusterName::default();
+    for (user, kind, volume) in [
+        ("megha-gm", BrokerUser::Gm, "gm-2"),
+        ("megha-lm1", BrokerUser::Lm, "lm-1"),
+        ("megha-loadgen", BrokerUser::Observer, "loadgen"),
+    ] {
+        let p = definitions["permissions"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["user"] == user))
+            .unwrap_or_else(|| panic!("no permissions for {user}: {definitions}"));
+        let [configure, write, read] = broker_permissions(&cluster, kind);
+        assert_eq!(
+            (&p["configure"], &p["write"], &p["read"]),
+            (&configure.into(), &write.into(), &read.into()),
+            "{user}"
+        );
+        let named = std::fs::read_to_string(roles.join(volume).join("amqp-user")).expect("user");
+        assert_eq!(named.trim(), user);
+    }
+    assert_eq!(definitions["users"].as_array().map(Vec::len), Some(5));
+    assert!(!definitions.to_string().contains("password\":"));
 
     // TLS: each role also gets the CA and its own certificate, the workers the issuer.
     let [secrets, roles, broker] = run_make_secrets(&dir.join("tls"), true);
@@ -290,6 +320,7 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
             files_in(&roles.join(format!("gm-{k}"))),
             [
                 "amqp-password",
+                "amqp-user",
                 "ca.pem",
                 "gm-key.pem",
                 "gm.pem",
@@ -299,7 +330,14 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
         );
         assert_eq!(
             files_in(&roles.join(format!("lm-{k}"))),
-            ["amqp-password", "ca.pem", "lm-key.pem", "lm.pem", "lm.toml"]
+            [
+                "amqp-password",
+                "amqp-user",
+                "ca.pem",
+                "lm-key.pem",
+                "lm.pem",
+                "lm.toml"
+            ]
         );
     }
     assert_eq!(
@@ -313,7 +351,7 @@ fn make_secrets_gives_each_role_only_its_own_files_offline() {
     );
     assert_eq!(
         files_in(&roles.join("loadgen")),
-        ["admin-token", "amqp-password", "ca.pem"]
+        ["admin-token", "amqp-password", "amqp-user", "ca.pem"]
     );
     let conf = std::fs::read_to_string(broker.join("rabbitmq.conf")).expect("conf");
     for expected in [
@@ -442,6 +480,28 @@ fn compose_cluster_runs_every_task_exactly_once() {
     assert_eq!(summary["finished"], 183);
     assert_eq!(summary["never_finished"], 0);
     assert_eq!(summary["over_commits"], 0);
+
+    // The broker knows exactly the users of definitions.json: no guest, no default
+    // user allowed everything.
+    let users = project.run(&["exec", "-T", "rabbitmq", "rabbitmqctl", "-q", "list_users"]);
+    let users = String::from_utf8_lossy(&users.stdout);
+    let mut names: Vec<&str> = users
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "user")
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "megha-gm",
+            "megha-lm0",
+            "megha-lm1",
+            "megha-lm2",
+            "megha-loadgen"
+        ],
+        "{users}"
+    );
 
     // /metrics of the published services agree: each task launched and placed once.
     assert_eq!(metric(gms, "megha_gm_launched_total"), 183.0);
