@@ -436,7 +436,13 @@ impl<'a> Presented<'a> {
 /// The four parts of `text` separated by `sep`; `Malformed` for any other count.
 fn four(text: &str, sep: char) -> Result<[&str; 4], SignatureRefusal> {
     let mut parts = text.split(sep);
-    match (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()) {
+    match (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) {
         (Some(a), Some(b), Some(c), Some(d), None) => Ok([a, b, c, d]),
         _ => Err(SignatureRefusal::Malformed),
     }
