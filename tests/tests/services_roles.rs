@@ -161,7 +161,15 @@ fn each_role_calls_only_what_its_role_may() {
             format!("{worker}/v1/tasks/{job}/0/logs"),
             Role::Worker,
             vec![],
-            vec![("gm", 403), ("worker", 403), ("lm", 404)],
+            // Its own LM (LM 0) may read; LM 1's key may not (a worker takes calls
+            // only from the LM it registered with).
+            vec![
+                ("gm", 403),
+                ("worker", 403),
+                ("lm", 404),
+                ("lm-0", 404),
+                ("lm-1", 403),
+            ],
         ),
         // LM -> GM reports: an LM only.
         (

@@ -26,14 +26,67 @@ use common::protocol::LmToWorker;
 use service_kit::auth::ClusterGuard;
 use service_kit::cluster::Cluster;
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
 /// of `guard` (401 otherwise, nothing applied); a call of another cluster than
 /// `cluster` is refused (421).
 pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) -> Router {
-    router_with_order_key(worker, guard, cluster, None)
+    router_with_order_key(worker, guard, cluster, None, ItsLm::default())
+}
+
+/// The LM this worker registered with (its number; unknown before the first
+/// registration's answer). With per-process credentials, a call signed by another
+/// LM is refused (issue 32): only its own LM orders it or reads its logs.
+#[derive(Clone, Debug)]
+pub struct ItsLm(Arc<AtomicU32>);
+
+impl Default for ItsLm {
+    fn default() -> Self {
+        ItsLm(Arc::new(AtomicU32::new(u32::MAX)))
+    }
+}
+
+impl ItsLm {
+    /// Records the LM of a registration's answer.
+    pub fn set(&self, lm: common::LmId) {
+        self.0.store(u32::from(lm.0), Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<u16> {
+        u16::try_from(self.0.load(Ordering::Relaxed)).ok()
+    }
+}
+
+/// Refuses a call signed by an LM of another number than this worker's (403
+/// naming `x-megha-signature`, counted); a call signed for any LM (`lm.toml`), or
+/// before the worker knows its LM, passes.
+async fn only_its_lm(
+    axum::extract::State((its, guard)): axum::extract::State<(ItsLm, ClusterGuard)>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let signer = req
+        .extensions()
+        .get::<service_kit::auth::signed::Identity>()
+        .and_then(|i| i.id);
+    match (signer, its.get()) {
+        (Some(signer), Some(mine)) if signer != mine => {
+            guard.counters.forbidden.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                signer,
+                lm = mine,
+                path = req.uri().path(),
+                "call refused: signed by another LM than this worker's"
+            );
+            service_kit::auth::forbidden(
+                service_kit::auth::SIGNATURE_HEADER,
+                &format!("signed by lm {signer}; this worker registered with lm {mine}"),
+            )
+        }
+        _ => next.run(req).await,
+    }
 }
 
 /// The key under which the LM signs its orders (`None`: no signature asked).
@@ -57,6 +110,7 @@ pub fn router_with_order_key(
     guard: ClusterGuard,
     cluster: Cluster,
     order_key: Option<Vec<u8>>,
+    its_lm: ItsLm,
 ) -> Router {
     let runs = Arc::new(StartedRuns::default());
     let routes = Router::new()
@@ -69,7 +123,12 @@ pub fn router_with_order_key(
         .layer(axum::Extension(runs))
         .layer(axum::Extension(OrderKey(order_key.map(Arc::from))))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-        .with_state(worker);
+        .with_state(worker)
+        // Inside the guard: runs once the signer is known.
+        .layer(axum::middleware::from_fn_with_state(
+            (its_lm, guard.clone()),
+            only_its_lm,
+        ));
     let guarded = service_kit::auth::require_cluster(routes, guard);
     service_kit::cluster::require_same_cluster(guarded, cluster)
 }

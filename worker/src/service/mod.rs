@@ -93,12 +93,14 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     println!("listening on {}://{local}", s.tls.scheme());
     // The key under which the LM signs its orders (given to it at registration only).
     let (order_key, _) = service_kit::auth::WorkerSession::issue()?;
+    let its_lm = http::ItsLm::default();
     let app = http::router_with_order_key(
         worker.clone(),
         service_kit::auth::ClusterGuard::new(s.cluster_secret.clone(), "worker")
             .with_callers(http::callers),
         cluster.clone(),
         Some(order_key.as_bytes().to_vec()),
+        its_lm.clone(),
     );
     let server = tokio::spawn(async move {
         service_kit::tls::serve(listener, app, &tls, service_kit::shutdown::signal()).await
@@ -136,6 +138,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     lease.confirm(sent, lease.ms);
     log_lease(lease.ms, s.lm_check);
     let guard = tokio::spawn(fence::guard(confirmed, worker.clone()));
+    its_lm.set(assignment.lm);
     worker.do_send(actor::Assign(assignment));
     let watcher = tokio::spawn(watch_lm(
         client,
