@@ -339,6 +339,87 @@ mod tests {
     use super::*;
 
     #[test]
+    fn role_credentials_keep_their_authoritys_files_and_replace_planted_ones() {
+        use service_kit::roles::RoleCredential;
+        let dir = std::env::temp_dir().join(format!("megha-rolecreds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let args = |lms| RoleCredentialsArgs {
+            dir: dir.clone(),
+            gms: Some(1),
+            lms: Some(lms),
+        };
+        run_role_credentials(args(1)).expect("first run");
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+        let gm0 = read("gm-0.toml");
+        // A file planted as a symlink to a file outside DIR, and one of another
+        // authority: both replaced, the outside file untouched; GM 0's kept; LM 1
+        // issued (a larger --lms adds an LM).
+        let outside = dir.with_extension("outside");
+        std::fs::write(&outside, "not a credential").expect("outside");
+        std::fs::remove_file(dir.join("lm-0.toml")).expect("rm");
+        std::os::unix::fs::symlink(&outside, dir.join("lm-0.toml")).expect("symlink");
+        let stranger = dir.with_extension("stranger");
+        run_role_credentials(RoleCredentialsArgs {
+            dir: stranger.clone(),
+            gms: None,
+            lms: None,
+        })
+        .expect("another authority");
+        std::fs::copy(stranger.join("worker.toml"), dir.join("worker.toml")).expect("copy");
+        run_role_credentials(args(2)).expect("second run");
+        assert_eq!(read("gm-0.toml"), gm0, "GM 0's file kept");
+        assert_eq!(
+            std::fs::read_to_string(&outside).expect("outside"),
+            "not a credential"
+        );
+        let ca = read("ca-key");
+        for name in ["gm-0.toml", "lm-0.toml", "lm-1.toml", "worker.toml"] {
+            assert!(!std::fs::symlink_metadata(dir.join(name))
+                .expect(name)
+                .is_symlink());
+            let c = RoleCredential::parse(&read(name), name).expect(name);
+            let authority = service_kit::auth::signed::Authority::from_seed(
+                &service_kit::roles::unhex(ca.trim()).expect("ca-key"),
+            )
+            .expect("authority");
+            assert_eq!(c.verifier.ca(), &authority.public_key(), "{name}");
+        }
+        for d in [&dir, &stranger] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        let _ = std::fs::remove_file(&outside);
+    }
+
+    #[test]
+    fn broker_users_refuse_bad_input_naming_the_field() {
+        let args = |permissions: Option<&str>, user: &[&str]| BrokerUsersArgs {
+            cluster_name: "megha".into(),
+            permissions: permissions.map(Into::into),
+            user: user.iter().map(|u| (*u).to_owned()).collect(),
+            vhost: "/".into(),
+        };
+        for (a, field) in [
+            (args(Some("boss"), &[]), "--permissions"),
+            (args(None, &[]), "--user"),
+            (args(None, &["megha-gm=gm"]), "--user"),
+            (args(None, &["megha-gm=boss=/dev/null"]), "--user"),
+            (
+                args(None, &["megha-gm=gm=/nonexistent/pw"]),
+                "password file",
+            ),
+        ] {
+            let err = format!("{:#}", run_broker_users(a).expect_err(field));
+            assert!(err.contains(field), "{field}: {err}");
+        }
+        let mut bad_name = args(Some("lm"), &[]);
+        bad_name.cluster_name = "Bad Name".into();
+        assert!(
+            format!("{:#}", run_broker_users(bad_name).expect_err("name"))
+                .contains("--cluster-name")
+        );
+    }
+
+    #[test]
     fn server_specs_name_the_files_and_hosts() {
         let (name, hosts) = parse_server("gm=global-master-0, 10.0.0.1").expect("ok");
         assert_eq!(name, "gm");

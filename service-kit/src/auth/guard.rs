@@ -89,6 +89,18 @@ pub struct ClusterGuard {
     pub callers: fn(&str) -> &'static [Role],
 }
 
+/// What a signature header alone refuses: a time out of the window, a role not
+/// allowed on the path (the signature itself needs the body).
+fn precheck(p: &signed::Presented, allowed: &[Role], now_ms: u64) -> Result<(), Refusal> {
+    p.fresh(now_ms).map_err(Refusal::Signature)?;
+    let claimed = p.claimed().role;
+    if allowed.contains(&claimed) {
+        Ok(())
+    } else {
+        Err(Refusal::Role(claimed))
+    }
+}
+
 /// Every role may call every path (the default of [`ClusterGuard::callers`]).
 pub fn any_role(_: &str) -> &'static [Role] {
     Role::ALL
@@ -128,12 +140,7 @@ impl ClusterGuard {
                 return Err(Refusal::Missing);
             };
             let p = signed::Presented::parse(v.as_bytes()).map_err(Refusal::Signature)?;
-            p.fresh(signed::now_ms()).map_err(Refusal::Signature)?;
-            let claimed = p.claimed().role;
-            if !allowed.contains(&claimed) {
-                return Err(Refusal::Role(claimed));
-            }
-            return Ok(());
+            return precheck(&p, allowed, signed::now_ms());
         }
         let Some(v) = headers.get(CLUSTER_HEADER) else {
             return Err(Refusal::Missing);
@@ -151,22 +158,25 @@ impl ClusterGuard {
     /// body read once to check it, and put back), carrying the signer's
     /// [`signed::Identity`] as an extension when it was signed.
     pub async fn authenticate(&self, req: Request, allowed: &[Role]) -> Result<Request, Refusal> {
-        self.check_role(req.headers(), allowed)?;
         let Some(verifier) = self.secret.as_ref().and_then(ClusterSecret::verifier) else {
+            self.check_role(req.headers(), allowed)?;
             return Ok(req);
         };
         let Some(me) = Role::ALL.iter().copied().find(|r| r.name() == self.role) else {
             return Err(Refusal::Signature(SignatureRefusal::Bad));
         };
         let (parts, body) = req.into_parts();
-        let Ok(body) = axum::body::to_bytes(body, SIGNED_BODY_MAX).await else {
-            return Err(Refusal::Signature(SignatureRefusal::Malformed));
-        };
         let header = parts
             .headers
             .get(SIGNATURE_HEADER)
             .ok_or(Refusal::Missing)?;
         let p = signed::Presented::parse(header.as_bytes()).map_err(Refusal::Signature)?;
+        let now = signed::now_ms();
+        // What the header alone refuses is refused before the body is read.
+        precheck(&p, allowed, now)?;
+        let Ok(body) = axum::body::to_bytes(body, SIGNED_BODY_MAX).await else {
+            return Err(Refusal::Signature(SignatureRefusal::Malformed));
+        };
         let target = parts
             .uri
             .path_and_query()
@@ -180,7 +190,7 @@ impl ClusterGuard {
                     target,
                     body: &body,
                 },
-                signed::now_ms(),
+                now,
             )
             .map_err(Refusal::Signature)?;
         let mut req = Request::from_parts(parts, axum::body::Body::from(body));

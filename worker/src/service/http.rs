@@ -26,7 +26,7 @@ use common::protocol::LmToWorker;
 use service_kit::auth::ClusterGuard;
 use service_kit::cluster::Cluster;
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
@@ -39,23 +39,18 @@ pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) 
 /// The LM this worker registered with (its number; unknown before the first
 /// registration's answer). With per-process credentials, a call signed by another
 /// LM is refused (issue 32): only its own LM orders it or reads its logs.
-#[derive(Clone, Debug)]
-pub struct ItsLm(Arc<AtomicU32>);
-
-impl Default for ItsLm {
-    fn default() -> Self {
-        ItsLm(Arc::new(AtomicU32::new(u32::MAX)))
-    }
-}
+#[derive(Clone, Debug, Default)]
+pub struct ItsLm(Arc<std::sync::OnceLock<u16>>);
 
 impl ItsLm {
-    /// Records the LM of a registration's answer.
+    /// Records the LM of a registration's answer (the first: a worker registers
+    /// again with the same LM only).
     pub fn set(&self, lm: common::LmId) {
-        self.0.store(u32::from(lm.0), Ordering::Relaxed);
+        let _ = self.0.set(lm.0);
     }
 
     fn get(&self) -> Option<u16> {
-        u16::try_from(self.0.load(Ordering::Relaxed)).ok()
+        self.0.get().copied()
     }
 }
 
