@@ -48,6 +48,11 @@ pub enum TaskEventKind {
     Finished {
         lm: LmId,
         node: NodeId,
+        /// A restarted LM announces again an end its previous life may not have
+        /// published (a worker listed it on registering again): `at` is the real
+        /// end time, and an observer that saw this task end already drops it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reannounced: bool,
     },
     /// Killed to make room for other work; `lost` is how long it had run (work lost).
     /// It is queued again by its GM and starts afresh.
@@ -59,6 +64,9 @@ pub enum TaskEventKind {
     },
     Failed {
         detail: String,
+        /// As for `finished`: an end announced again by a restarted LM.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reannounced: bool,
     },
     /// A running QUEUEABLE task became GUARANTEED (Mercury promotion): it keeps
     /// running where it is and is never killed to make room for other work again.
@@ -80,12 +88,69 @@ pub enum TaskEventKind {
     },
 }
 
+impl TaskEventKind {
+    /// A run finished on `node` (announced for the first time).
+    pub fn finished(lm: LmId, node: NodeId) -> Self {
+        TaskEventKind::Finished {
+            lm,
+            node,
+            reannounced: false,
+        }
+    }
+
+    /// A run failed (announced for the first time).
+    pub fn failed(detail: impl Into<String>) -> Self {
+        TaskEventKind::Failed {
+            detail: detail.into(),
+            reannounced: false,
+        }
+    }
+
+    /// Whether this is an end a restarted LM announces again.
+    pub fn is_reannounced(&self) -> bool {
+        matches!(
+            self,
+            TaskEventKind::Finished {
+                reannounced: true,
+                ..
+            } | TaskEventKind::Failed {
+                reannounced: true,
+                ..
+            }
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskEvent {
     pub task: TaskId,
     pub at: Micros,
     #[serde(flatten)]
     pub kind: TaskEventKind,
+}
+
+impl TaskEvent {
+    /// The event of an end announced again (a worker listed it to a restarted
+    /// LM `lm`): at its real end time, marked re-announced.
+    pub fn reannounced(lm: LmId, end: &crate::messages::TaskEnd) -> Self {
+        let node = end.node;
+        let kind = match &end.failure {
+            None => TaskEventKind::Finished {
+                lm,
+                node,
+                reannounced: true,
+            },
+            Some(failure) => TaskEventKind::Failed {
+                detail: format!("{failure} (on {node} of {lm})"),
+                reannounced: true,
+            },
+        };
+        TaskEvent {
+            task: end.task,
+            at: end.at,
+            kind,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -300,6 +300,55 @@ impl WorkerReport {
             | WorkerReport::Failed { at, .. } => *at,
         }
     }
+
+    /// The run's end, for a `Finished` or `Failed` report.
+    pub fn end(&self) -> Option<TaskEnd> {
+        let failure = match self {
+            WorkerReport::Finished { .. } => None,
+            WorkerReport::Failed { failure, .. } => Some(failure.clone()),
+            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return None,
+        };
+        Some(TaskEnd {
+            task: self.task(),
+            attempt: self.attempt(),
+            node: self.node(),
+            at: self.at(),
+            failure,
+        })
+    }
+}
+
+impl TaskEnd {
+    /// Run `attempt` of `task` finished on `node` at `at`.
+    pub fn finished(task: TaskId, attempt: u32, node: NodeId, at: Micros) -> Self {
+        TaskEnd {
+            task,
+            attempt,
+            node,
+            at,
+            failure: None,
+        }
+    }
+
+    /// The worker's report of this end, on `node`: `Finished` or `Failed`.
+    pub fn report(&self, node: NodeId) -> WorkerReport {
+        let (task, attempt, at) = (self.task, self.attempt, self.at);
+        match &self.failure {
+            None => WorkerReport::Finished {
+                node,
+                task,
+                attempt,
+                at,
+            },
+            Some(failure) => WorkerReport::Failed {
+                node,
+                task,
+                attempt,
+                at,
+                failure: failure.clone(),
+            },
+        }
+    }
 }
 
 /// GM -> LM (fairness, Algorithm 2): free room for `task` by preempting tasks of the
@@ -395,10 +444,17 @@ pub struct TasksEnded {
     pub lm: LmId,
     pub gm: GmId,
     pub ends: Vec<TaskEnd>,
+    /// Failures a worker listed to a restarted LM (their report may have died with
+    /// the LM's previous life, and with it their event): the LM does not publish
+    /// them, because only the GM knows whether the run is still the task's. The GM
+    /// publishes each it takes as the task's end (not a run it has replaced by a
+    /// retry, nor a repeat), marked re-announced.
+    #[serde(default)]
+    pub reannounced: bool,
 }
 
 /// How one task ended at its worker.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskEnd {
     pub task: TaskId,
     /// The run that ended ([`TaskSpec::attempt`]): the GM ignores the end of a run
@@ -434,10 +490,11 @@ pub struct WorkerRegistration {
     pub slot: u32,
     pub url: String,
     pub holding: Vec<HeldTask>,
-    /// Runs (task, [`TaskSpec::attempt`]) this worker finished recently (their
-    /// reports may still be on the way): a restarted LM must not launch them again
-    /// when a GM resends their batch.
-    pub finished: Vec<(TaskId, u32)>,
+    /// Runs this worker ended recently, finished or failed, with the time each
+    /// ended (their reports may still be on the way, or have died with an LM): a
+    /// restarted LM re-announces each once, marked as a re-announcement, tells its
+    /// GM, and does not launch a finished one again when a GM resends its batch.
+    pub ended: Vec<TaskEnd>,
 }
 
 /// Worker -> LM, every `--lm-check-ms`: the worker of `slot`, listening at `url`,

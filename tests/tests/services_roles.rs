@@ -90,7 +90,7 @@ fn each_role_calls_only_what_its_role_may() {
             slot: 0,
             url: "http://192.0.2.10:9200".into(),
             holding: vec![],
-            finished: vec![],
+            ended: vec![],
         },
     )
     .expect("encode");

@@ -213,7 +213,7 @@ fn a_users_task_reaches_nothing_of_the_worker_the_cluster_or_other_tasks() {
         format!("/proc/{worker_pid}/cwd/"),
         format!("{victim_dir}/work/mine"),
         format!("{victim_dir}/stdout"),
-        format!("{data_dir}/finished-runs"),
+        format!("{data_dir}/ended-runs"),
         format!("{data_dir}/tasks/"),
     ];
     let script = tests::procs::reach::probe_script(&targets);

@@ -45,7 +45,7 @@ fn a_repeated_registration_of_the_same_process_loses_nothing() {
                 slot: 0,
                 url: url.to_owned(),
                 holding: vec![],
-                finished: vec![],
+                ended: vec![],
             })
             .expect("encode");
         let (status, _, body) = http_raw(

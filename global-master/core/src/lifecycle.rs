@@ -216,6 +216,16 @@ impl Lifecycle {
             let Some(failure) = &end.failure else {
                 return EndSeen::Earlier;
             };
+            // One before the last run the previous life may have sent: that life
+            // heard its failure and counted it (the failure is what made it send a
+            // later run), so this is a repeat, e.g. a failure a worker listed to a
+            // restarted LM (issue 33, seed 57133: counted twice, the task ended
+            // `failed` with a retry left). A graceful stop's resumed run is the
+            // unsent one (`resumed_as` is one lower), so its predecessor's failure
+            // may still be counted twice: one retry fewer, never one more.
+            if tracked.resumed_as.is_some_and(|r| end.attempt + 1 < r) {
+                return EndSeen::Stale;
+            }
             // One that failed, unheard by the GM when it resumed the task: the
             // resumed run is its retry, if the budget allows one more run.
             let bit = 1u64 << end.attempt.min(63);

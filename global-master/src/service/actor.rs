@@ -28,6 +28,12 @@ pub struct ShellMetrics {
     pub passes: u64,
     pub batches_sent: u64,
     pub batches_abandoned: u64,
+    /// Failures a worker listed to a restarted LM that this GM took as their
+    /// tasks' ends and published (their event may have died with the LM).
+    pub reannounced_failures: u64,
+    /// Failures a worker listed to a restarted LM that were not the current run of
+    /// an open task here: ignored.
+    pub reannounced_stale: u64,
     /// Launch batches in doubt whose resending stopped because every run in them
     /// ended (heard on the LM's stream), and runs left out of a resent batch so.
     pub resends_moot: u64,
@@ -133,6 +139,8 @@ impl GmActor {
                 resends_moot: 0,
                 resend_runs_left_out: 0,
                 batches_abandoned: 0,
+                reannounced_failures: 0,
+                reannounced_stale: 0,
                 submissions_refused_full: 0,
                 unexpected_outcomes: 0,
                 journal_errors: 0,

@@ -90,7 +90,7 @@ impl Handler<RunPass> for GmActor {
 impl GmActor {
     /// One input through the core; see the module documentation. Returns the output
     /// (its requests already sent) for callers that want an answer from it.
-    pub(super) fn deliver(&mut self, input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
+    pub(super) fn deliver(&mut self, mut input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
         let now = clock::now();
         let forgotten = self.tracker.expire(now);
         if forgotten > 0 {
@@ -105,7 +105,17 @@ impl GmActor {
             GmInput::Lm(m) => m.snapshot().map(|s| (s.lm, s.incarnation, s.version)),
             _ => None,
         };
+        let reannounced = match &mut input {
+            GmInput::Lm(LmToGm::Ended(e)) if e.reannounced => {
+                self.current_runs_only(e);
+                Some(e.lm)
+            }
+            _ => None,
+        };
         let mut out = self.core.step(now, input);
+        if let Some(lm) = reannounced {
+            self.publish_reannounced(lm, &out);
+        }
         // An LM's state counts as heard only when the core took it (a snapshot of
         // another life, or stale, does not: the view would look fresh while frozen).
         if let Some((lm, incarnation, version)) = snapshot {
@@ -122,6 +132,56 @@ impl GmActor {
         }
         self.carry_out(now, &mut out, ctx);
         out
+    }
+
+    /// Keeps, of failures a worker listed to a restarted LM, those of a task this
+    /// GM knows open, as its current run (for a restarted GM's task still in
+    /// doubt, the last run its journal says may have gone out): the core takes
+    /// the end of a task it does not track (no retry policy, or a restarted GM's
+    /// task still in doubt) as the task's end, and a failure of a run long
+    /// replaced would end it `failed` (issue 33, seed 13044: runs 1 and 2 failed,
+    /// run 3 finished, all listed; run 1's failure ended the task). Dropped ones
+    /// are logged and counted. (The failure of a resumed task's previous run is
+    /// dropped too: the resumed run is its retry, without counting it.)
+    fn current_runs_only(&mut self, ended: &mut common::messages::TasksEnded) {
+        let before = ended.ends.len();
+        let tracker = &self.tracker;
+        ended.ends.retain(|end| {
+            tracker
+                .task(end.task)
+                .is_some_and(|s| !s.state.is_final() && end.attempt >= s.attempt)
+        });
+        let dropped = before - ended.ends.len();
+        if dropped > 0 {
+            self.metrics.reannounced_stale += dropped as u64;
+            tracing::info!(lm = %ended.lm, dropped, "failures a restarted LM's worker listed of runs this GM replaced, or of tasks it does not hold open: ignored");
+        }
+    }
+
+    /// Failures a worker listed to a restarted LM `lm` that the core took as their
+    /// tasks' ends, of tasks this GM knows and had not seen end: their event may
+    /// have died with the LM's previous life, so they are published here, at their
+    /// real end times, marked re-announced. Any other is not: an observer would
+    /// take it for the end of the task's later run (issue 33: a failure of run 1
+    /// published after run 2 finished). Called before the tracker hears the ends.
+    fn publish_reannounced(&mut self, lm: common::LmId, out: &GmOutput) {
+        let open = |task| {
+            self.tracker
+                .task(task)
+                .is_some_and(|s| !s.state.is_final())
+        };
+        let events: Vec<TaskEvent> = out
+            .ended
+            .iter()
+            .filter(|end| end.failure.is_some() && open(end.task))
+            .map(|end| TaskEvent::reannounced(lm, end))
+            .collect();
+        if events.is_empty() {
+            return;
+        }
+        self.metrics.reannounced_failures += events.len() as u64;
+        tracing::info!(%lm, failures = events.len(), "failures a restarted LM's worker listed, unheard here: published again");
+        (self.events)(events);
     }
 
     /// What the shell keeps of an input before the core sees it.

@@ -160,6 +160,7 @@ impl Handler<LmReconciled> for GmActor {
                 lm,
                 gm: self.gm(),
                 ends,
+                reannounced: false,
             };
             self.deliver(GmInput::Lm(LmToGm::Ended(ended)), ctx);
         }

@@ -443,6 +443,20 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_reannounced_failures_total",
+            "counter",
+            "Failures a worker listed to a restarted LM that this GM took as their tasks' ends and published again, marked reannounced (their event may have died with the LM).",
+            m.reannounced_failures as f64,
+        );
+        single(
+            &mut out,
+            "megha_gm_reannounced_failures_ignored_total",
+            "counter",
+            "Failures a worker listed to a restarted LM that were not of an open task's current run here (replaced by a retry, or the task ended): ignored.",
+            m.reannounced_stale as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_batches_abandoned_total",
             "counter",
             "Launch batches that never reached their LM (tasks requeued).",

@@ -58,9 +58,7 @@ impl Handler<LeaveQueued> for GmActor {
                 } else {
                     left.failed += 1;
                     tracing::warn!(task = %task, job = task.job.0, "shut down before placing the task");
-                    TaskEventKind::Failed {
-                        detail: "the global master shut down before placing it".into(),
-                    }
+                    TaskEventKind::failed("the global master shut down before placing it")
                 };
                 TaskEvent {
                     task,

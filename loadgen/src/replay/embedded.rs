@@ -207,7 +207,7 @@ pub async fn start_with(
                     url: String::new(),
                     link,
                     holding: Vec::new(),
-                    finished: Vec::new(),
+                    ended: Vec::new(),
                     // In-process: registered once, never repeated.
                     process: None,
                 })

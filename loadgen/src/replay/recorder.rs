@@ -379,7 +379,7 @@ mod tests {
             ev(id, 20, TaskEventKind::Launched { lm, node: n1 }),
             ev(id, 21, TaskEventKind::Started { lm, node: n1 }),
             ev(id, 15, dispatched),
-            ev(id, 90, TaskEventKind::Finished { lm, node: n1 }),
+            ev(id, 90, TaskEventKind::finished(lm, n1)),
         ] {
             rec.apply(ev(e.task, e.at.0, e.kind));
         }
@@ -423,7 +423,7 @@ mod tests {
         rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
         assert_eq!(rec.done(), 0);
         let detail = "exited with code 3".to_owned();
-        rec.apply(ev(id, 5, TaskEventKind::Failed { detail }));
+        rec.apply(ev(id, 5, TaskEventKind::failed(detail)));
         assert_eq!(rec.done(), 1);
         assert!(rec.unfinished().is_empty());
         let out = rec.into_outcome(Micros(10));
@@ -445,7 +445,7 @@ mod tests {
         assert_eq!(rec.unfinished(), vec![(0, 0)]);
         let (lm, node) = (LmId(0), NodeId(0));
         rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
-        rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+        rec.apply(ev(id, 9, TaskEventKind::finished(lm, node)));
         assert_eq!(rec.done(), 1);
         assert!(rec.unfinished().is_empty());
         assert_eq!(
@@ -462,7 +462,7 @@ mod tests {
         let (lm, node) = (LmId(0), NodeId(0));
         rec.apply(ev(id, 1, TaskEventKind::Started { lm, node }));
         let detail = "lost: no word from its worker".to_owned();
-        rec.apply(ev(id, 5, TaskEventKind::Failed { detail }));
+        rec.apply(ev(id, 5, TaskEventKind::failed(detail)));
         assert_eq!(rec.done(), 1);
         let reason = common::reasons::PendingReason::NoStateYet;
         rec.apply(ev(
@@ -475,7 +475,7 @@ mod tests {
         ));
         assert_eq!(rec.done(), 0, "retried: not ended");
         rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
-        rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+        rec.apply(ev(id, 9, TaskEventKind::finished(lm, node)));
         assert_eq!(rec.done(), 1);
         assert!(rec.started_twice().is_empty(), "one start per attempt");
         // A third start would be one too many.
@@ -490,9 +490,7 @@ mod tests {
     fn a_retry_seen_before_the_failure_it_follows_is_one_start_per_run() {
         let (lm, node) = (LmId(0), NodeId(0));
         let id = TaskId::new(9, 0);
-        let lost = || TaskEventKind::Failed {
-            detail: "lost: no word from its worker".to_owned(),
-        };
+        let lost = || TaskEventKind::failed("lost: no word from its worker");
         let requeued = || TaskEventKind::Requeued {
             gm: common::GmId(0),
             reason: common::reasons::PendingReason::NoStateYet,
@@ -512,7 +510,7 @@ mod tests {
                 rec.apply(ev(id, 8, TaskEventKind::Started { lm, node }));
                 assert_eq!(rec.done(), 0, "started again: not ended");
             }
-            rec.apply(ev(id, 9, TaskEventKind::Finished { lm, node }));
+            rec.apply(ev(id, 9, TaskEventKind::finished(lm, node)));
             assert_eq!(rec.done(), 1);
             assert!(rec.unfinished().is_empty());
             assert!(
@@ -541,15 +539,8 @@ mod tests {
                 node: NodeId(1),
             },
         ));
-        rec.apply(ev(id, 5, TaskEventKind::Finished { lm, node }));
-        rec.apply(ev(
-            id,
-            6,
-            TaskEventKind::Finished {
-                lm,
-                node: NodeId(1),
-            },
-        ));
+        rec.apply(ev(id, 5, TaskEventKind::finished(lm, node)));
+        rec.apply(ev(id, 6, TaskEventKind::finished(lm, NodeId(1))));
         assert_eq!(rec.started_twice().len(), 1);
     }
 

@@ -78,6 +78,7 @@ impl LmEffects {
                 lm,
                 gm,
                 ends: vec![end],
+                reannounced: false,
             }),
         }
     }
@@ -104,9 +105,9 @@ pub fn ended_event(
     failure: Option<&common::messages::TaskFailure>,
 ) -> common::events::TaskEventKind {
     match failure {
-        None => common::events::TaskEventKind::Finished { lm, node },
-        Some(failure) => common::events::TaskEventKind::Failed {
-            detail: format!("{failure} (on {node} of {lm})"),
-        },
+        None => common::events::TaskEventKind::finished(lm, node),
+        Some(failure) => {
+            common::events::TaskEventKind::failed(format!("{failure} (on {node} of {lm})"))
+        }
     }
 }

@@ -3,8 +3,9 @@
 //! workers registered again, adopted and finished since, or finished cleanly in this
 //! life). A GM's launch of one of the latter (a batch resent because the old LM
 //! never answered, or a restarted GM resubmitting its journal) is a duplicate.
-//! Failed tasks are not remembered: their GM may retry them. The memory of finished
-//! tasks is bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
+//! Failed runs are remembered by run (task and attempt), only so that one is
+//! announced once per life and never reported lost: their GM may retry the task.
+//! Both memories are bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
 use common::bounded::Bounded;
 use common::TaskId;
@@ -16,6 +17,7 @@ pub const FINISHED_MEMORY: usize = 1 << 18;
 #[derive(Debug)]
 pub struct Restarted {
     finished_before: Bounded<TaskId>,
+    failed: Bounded<(TaskId, u32)>,
     adopted: HashSet<TaskId>,
 }
 
@@ -23,6 +25,7 @@ impl Default for Restarted {
     fn default() -> Self {
         Restarted {
             finished_before: Bounded::new(FINISHED_MEMORY),
+            failed: Bounded::new(FINISHED_MEMORY),
             adopted: HashSet::default(),
         }
     }
@@ -37,6 +40,16 @@ impl Restarted {
     /// A task finished (before this LM started, or since).
     pub fn finished(&mut self, task: TaskId) {
         self.finished_before.insert(task);
+    }
+
+    /// Run `attempt` of a task failed (before this LM started, or since).
+    pub fn failed(&mut self, task: TaskId, attempt: u32) {
+        self.failed.insert((task, attempt));
+    }
+
+    /// True for a run remembered as failed.
+    pub fn has_failed(&self, task: TaskId, attempt: u32) -> bool {
+        self.failed.contains(&(task, attempt))
     }
 
     /// True for a task taken over from the previous LM that still runs.

@@ -228,7 +228,12 @@ fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
             at: Micros(12),
         },
     );
-    lm.finished_before_restart(Micros(12), NodeId(0), TaskId::new(1, 0), 1);
+    lm.ended_before_restart(&common::messages::TaskEnd::finished(
+        TaskId::new(1, 0),
+        1,
+        NodeId(0),
+        Micros(12),
+    ));
     lm.step(
         Micros(20),
         LmInput::WorkerBack {

@@ -54,7 +54,7 @@ fn a_failed_task_is_reported_failed_with_its_reason_and_frees_its_node() {
         )
         .expect("a known task");
     let kinds: Vec<&TaskEventKind> = fx.events.iter().map(|e| &e.kind).collect();
-    let [TaskEventKind::Failed { detail }] = &kinds[..] else {
+    let [TaskEventKind::Failed { detail, .. }] = &kinds[..] else {
         panic!("one Failed event, got {kinds:?}");
     };
     assert!(detail.contains("exited with code 3"), "{detail}");
@@ -312,7 +312,12 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
     // A finish this life learned from a worker: a launch of it is a Duplicate
     // whose end reaches the GM.
     let done = TaskId::new(8, 0);
-    lm.finished_before_restart(Micros(13), NodeId(0), done, 1);
+    lm.ended_before_restart(&common::messages::TaskEnd::finished(
+        done,
+        1,
+        NodeId(0),
+        Micros(13),
+    ));
     let batch = LaunchBatch {
         gm: GmId(0),
         life: 0,

@@ -61,6 +61,10 @@ pub struct LmCounters {
     /// Registrations of the worker process already registered for the slot (the
     /// answer to its first one was lost and it asked again): nothing of it lost.
     pub registration_repeats: u64,
+    /// Ends (finished or failed) that workers listed on registering again and this
+    /// LM life had not heard of: announced again at their real end times, marked
+    /// `reannounced`, and sent to their GMs.
+    pub reannounced: u64,
     /// Tasks that ended `lost` because their worker was.
     pub tasks_lost: u64,
     /// Orders to a lost worker that were never delivered (dropped with it).

@@ -264,7 +264,7 @@ async fn register(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: 
             url: reg.url,
             link,
             holding: reg.holding,
-            finished: reg.finished,
+            ended: reg.ended,
             process: headers
                 .get(service_kit::auth::ORDER_KEY_HEADER)
                 .map(|key| service_kit::roles::digest(key.as_bytes())),

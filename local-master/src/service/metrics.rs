@@ -125,6 +125,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_ends_reannounced_total",
+            "counter",
+            "Ends that workers listed on registering again and this LM life had not heard of: published again at their real end times, marked reannounced, and sent to their GMs.",
+            c.reannounced as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_tasks_lost_total",
             "counter",
             "Tasks that ended lost because their worker was (reported to their GMs).",

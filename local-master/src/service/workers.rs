@@ -74,20 +74,19 @@ impl LmActor {
         }
     }
 
-    /// The runs a restarted worker lists as finished that this LM still counts
-    /// running there end finished, as their lost reports would have.
-    fn unheard_finishes(
+    /// The runs a restarted worker lists as ended (finished or failed) that this
+    /// LM still counts running there end so, with their real end times, as their
+    /// reports would have: not lost.
+    fn unheard_ends(
         &mut self,
         slot: usize,
-        finished: &[(common::TaskId, u32)],
+        ended: &[common::messages::TaskEnd],
         ctx: &mut Context<Self>,
     ) {
         let now = clock::now();
-        let reports = self
-            .core
-            .unheard_finishes(now, &self.nodes_of(slot), finished);
+        let reports = self.core.unheard_ends(&self.nodes_of(slot), ended);
         for report in reports {
-            tracing::info!(slot, task = %report.task(), "a restarted worker lists as finished a task this LM never heard end; ended finished, not lost");
+            tracing::info!(slot, task = %report.task(), "a restarted worker lists as ended a task this LM never heard end; ended so, not lost");
             match self
                 .core
                 .step(now, LmInput::Worker(WorkerToLm::Report(report)))
@@ -96,7 +95,7 @@ impl LmActor {
                     self.apply(out, ctx);
                 }
                 Err(e) => {
-                    tracing::error!(slot, error = %e, "cannot end a task the restarted worker finished")
+                    tracing::error!(slot, error = %e, "cannot end a task the restarted worker ended")
                 }
             }
         }
@@ -131,23 +130,10 @@ impl LmActor {
     /// named in the job id's top bits: without it that GM would wait for the end
     /// forever (found by `loadgen faults`, seed 9). A repeat is harmless: a GM takes
     /// one end per task.
-    fn orphan_end_to_gm(&mut self, report: &WorkerReport) {
-        let (node, task, attempt, at, failure) = match report {
-            WorkerReport::Finished {
-                node,
-                task,
-                attempt,
-                at,
-            } => (*node, *task, *attempt, *at, None),
-            WorkerReport::Failed {
-                node,
-                task,
-                attempt,
-                at,
-                failure,
-            } => (*node, *task, *attempt, *at, Some(failure.clone())),
-            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return,
-        };
+    /// `reannounced`: a failure a worker listed on registering again, for its GM
+    /// to publish if it takes it.
+    fn orphan_end_to_gm(&mut self, end: common::messages::TaskEnd, reannounced: bool) {
+        let task = end.task;
         let gm = task.job.0 >> common::JobId::SUBMISSION_BITS;
         if gm >= u64::from(self.core.topology().gms) {
             return;
@@ -156,13 +142,8 @@ impl LmActor {
         let ended = common::messages::TasksEnded {
             lm: self.core.id(),
             gm,
-            ends: vec![common::messages::TaskEnd {
-                task,
-                attempt,
-                node,
-                at,
-                failure,
-            }],
+            ends: vec![end],
+            reannounced,
         };
         self.send_to_gm(
             common::protocol::GmAddress::One(gm),
@@ -324,7 +305,9 @@ impl LmActor {
                         self.counters.orphan_reports += 1;
                         let WorkerToLm::Report(report) = &message;
                         tracing::info!(task = %report.task(), job = report.task().job.0, node = %report.node(), "finish of a task this LM does not hold (it ended while the LM was away); remembered for its GM and published");
-                        self.orphan_end_to_gm(report);
+                        if let Some(end) = report.end() {
+                            self.orphan_end_to_gm(end, false);
+                        }
                     }
                     self.apply(out, ctx);
                 }
@@ -343,7 +326,9 @@ impl LmActor {
                     self.counters.orphan_reports += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
                     let WorkerToLm::Report(report) = message;
-                    self.orphan_end_to_gm(&report);
+                    if let Some(end) = report.end() {
+                        self.orphan_end_to_gm(end, false);
+                    }
                     let event = orphan_event(self.core.id(), report);
                     (self.events)(vec![event]);
                 }
@@ -374,7 +359,7 @@ fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
             (task, at, TaskEventKind::Started { lm, node })
         }
         WorkerReport::Finished { node, task, at, .. } => {
-            (task, at, TaskEventKind::Finished { lm, node })
+            (task, at, TaskEventKind::finished(lm, node))
         }
         WorkerReport::Failed {
             node,
@@ -409,8 +394,8 @@ pub struct Register {
     pub link: WorkerLink,
     /// Tasks the worker holds (it registers again after this LM restarted).
     pub holding: Vec<HeldTask>,
-    /// Runs the worker finished recently (see `WorkerRegistration::finished`).
-    pub finished: Vec<(common::TaskId, u32)>,
+    /// Runs the worker ended recently (see `WorkerRegistration::ended`).
+    pub ended: Vec<common::messages::TaskEnd>,
     /// The SHA-256 of the worker's order key, which its process keeps for life:
     /// the same value again for a registered slot is that process asking again
     /// (the answer to its registration was lost), not a restart.
@@ -468,7 +453,7 @@ impl Handler<Register> for LmActor {
             // finished ended (its reports died with the old process); the rest of
             // what the LM placed there is gone: lost, as if the worker had gone
             // silent.
-            self.unheard_finishes(slot, &msg.finished, ctx);
+            self.unheard_ends(slot, &msg.ended, ctx);
             self.lose_worker(
                 slot,
                 "its worker registered again (it restarted, or another worker took the slot)",
@@ -476,25 +461,41 @@ impl Handler<Register> for LmActor {
             );
         }
         let was_ready = self.ready();
-        let node = self.nodes_of(slot).first().copied().unwrap_or(NodeId(0));
-        let now = clock::now();
+        let nodes = self.nodes_of(slot);
+        let node = nodes.first().copied().unwrap_or(NodeId(0));
         let mut republished: Vec<TaskEvent> = Vec::new();
-        for &(task, attempt) in &msg.finished {
-            if let Some(event) = self.core.finished_before_restart(now, node, task, attempt) {
-                republished.push(event);
-                // Its GM hears it too: a run an earlier LM life reported lost that
-                // finished after all ends its task if the retry has not gone out.
-                let report = WorkerReport::Finished {
-                    node,
-                    task,
-                    attempt,
-                    at: now,
-                };
-                self.orphan_end_to_gm(&report);
+        let mut reannounced = 0u64;
+        for end in &msg.ended {
+            // Only the slot's own nodes: a worker cannot end runs elsewhere.
+            let on = if nodes.contains(&end.node) {
+                end.node
+            } else {
+                node
+            };
+            let end = common::messages::TaskEnd {
+                node: on,
+                ..end.clone()
+            };
+            if !self.core.ended_before_restart(&end) {
+                continue;
             }
+            reannounced += 1;
+            // A finish is published again here; a failure by its GM, which alone
+            // knows whether the run is still the task's (see `TasksEnded::reannounced`).
+            let failed = end.failure.is_some();
+            if !failed {
+                republished.push(TaskEvent::reannounced(self.core.id(), &end));
+            }
+            // Its GM hears it too: a finish of a run an earlier LM life reported
+            // lost ends its task if the retry has not gone out; a failure that
+            // died with that life reaches the GM after all (not lost, issue 33).
+            self.orphan_end_to_gm(end, failed);
+        }
+        self.counters.reannounced += reannounced;
+        if reannounced > 0 {
+            tracing::info!(ends = reannounced, slot, "worker registered with runs it ended that this LM life had not heard of; announced again at their real end times");
         }
         if !republished.is_empty() {
-            tracing::info!(tasks = republished.len(), slot, "worker registered with tasks it finished that this LM life had not heard of; their ends published");
             (self.events)(republished);
         }
         if !repeat {

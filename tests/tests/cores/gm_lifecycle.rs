@@ -238,6 +238,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     let end = outs[0].ended[0].clone();
     let ended = common::messages::TasksEnded {
         lm: LmId(0),
+        reannounced: false,
         gm: GmId(0),
         ends: vec![end],
     };
@@ -281,6 +282,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     // run 3 ran.)
     let late = common::messages::TasksEnded {
         lm: LmId(0),
+        reannounced: false,
         gm: GmId(0),
         ends: vec![common::messages::TaskEnd {
             task: a,
@@ -521,8 +523,18 @@ fn a_task_adopted_by_a_restarted_lm_after_its_cancel_is_stopped_again() {
 #[test]
 fn a_batch_answered_duplicate_gives_its_room_back_to_the_view() {
     let mut h = Harness::new(1, 1);
-    h.lm.finished_before_restart(Micros(0), NodeId(0), TaskId::new(1, 0), 1);
-    h.lm.finished_before_restart(Micros(0), NodeId(0), TaskId::new(1, 1), 1);
+    h.lm.ended_before_restart(&common::messages::TaskEnd::finished(
+        TaskId::new(1, 0),
+        1,
+        NodeId(0),
+        Micros(0),
+    ));
+    h.lm.ended_before_restart(&common::messages::TaskEnd::finished(
+        TaskId::new(1, 1),
+        1,
+        NodeId(0),
+        Micros(0),
+    ));
     h.heartbeat(1);
     let tasks: Vec<TaskSpec> = (0..4).map(|i| task(1, i)).collect();
     h.gm_step(0, 2, GmInput::Client(ClientToGm::Submit(tasks)));

@@ -12,6 +12,7 @@ use global_master::core::{GmInput, Resumed};
 fn run_1_ended(task: TaskId, node: NodeId, at: u64, failure: Option<TaskFailure>) -> LmToGm {
     LmToGm::Ended(TasksEnded {
         lm: LmId(0),
+        reannounced: false,
         gm: GmId(0),
         ends: vec![TaskEnd {
             task,

@@ -63,7 +63,7 @@ pub fn are_refused_with_nothing_applied(cluster: &LoopbackCluster) {
         slot: 0,
         url: "http://192.0.2.10:9200".into(),
         holding: vec![],
-        finished: vec![],
+        ended: vec![],
     };
     let lm_refused_before = refused(&cluster.lms);
     for cred in [Cred::Nothing, Cred::WrongSecret, Cred::User(&c.admin)] {

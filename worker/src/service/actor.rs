@@ -3,7 +3,7 @@
 //! ends come back as [`WorkerInput::Exited`]), and an ordered sender of reports to
 //! the LM.
 
-use super::finished_runs::FinishedRuns;
+use super::ended_runs::EndedRuns;
 use crate::core::{
     refused_start, ExecOrder, QueueOrder, Worker, WorkerError, WorkerInput, WorkerOutput,
 };
@@ -60,9 +60,9 @@ pub struct WorkerActor {
     held: HashMap<TaskId, (NodeId, TaskSpec)>,
     /// The LM life this worker registered with.
     incarnation: Option<u64>,
-    /// The runs finished here recently, for a restarted LM (see
-    /// [`super::finished_runs`]).
-    finished: FinishedRuns,
+    /// The runs ended here recently, for a restarted LM (see
+    /// [`super::ended_runs`]).
+    ended: EndedRuns,
     pub(super) counters: WorkerCounters,
     /// How the nodes' QUEUEABLE queues are ordered.
     queue_order: QueueOrder,
@@ -95,7 +95,7 @@ impl WorkerActor {
             wake: None,
             held: HashMap::new(),
             incarnation: None,
-            finished: FinishedRuns::in_memory(),
+            ended: EndedRuns::in_memory(),
             counters: WorkerCounters::default(),
             queue_order: QueueOrder::Fifo,
             queueable_cap: 1.0,
@@ -105,10 +105,10 @@ impl WorkerActor {
         }
     }
 
-    /// Remembers finished runs in `runs` (kept in a file: see
-    /// [`super::finished_runs`]).
-    pub fn with_finished_runs(mut self, runs: FinishedRuns) -> Self {
-        self.finished = runs;
+    /// Remembers ended runs in `runs` (kept in a file: see
+    /// [`super::ended_runs`]).
+    pub fn with_ended_runs(mut self, runs: EndedRuns) -> Self {
+        self.ended = runs;
         self
     }
 
@@ -147,7 +147,8 @@ impl WorkerActor {
                     attempt,
                     ..
                 } => {
-                    self.finished(*task, *attempt);
+                    self.forget_held(*task, *attempt);
+                    self.ended.extend(r.end());
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
@@ -158,11 +159,11 @@ impl WorkerActor {
                     failure,
                     ..
                 } => {
-                    // Not listed as finished to a restarted LM: it would publish it
-                    // `Finished` and tell the GM so. Its GM hears the failure, or
-                    // (if it died with the LM) a restarted LM reports the run lost:
-                    // either way the job's retry policy decides.
+                    // Listed to a restarted LM too: if the report dies with the
+                    // LM, its GM still hears the failure (not "lost"), and the
+                    // job's retry policy decides.
                     self.forget_held(*task, *attempt);
+                    self.ended.extend(r.end());
                     self.counters.failed += 1;
                     tracing::warn!(task = %task, job = task.job.0, %node, %failure, "task failed");
                 }
@@ -179,12 +180,6 @@ impl WorkerActor {
             }
             self.reports.send(r);
         }
-    }
-
-    /// Run `attempt` of a task finished here: remembered for a restarted LM.
-    fn finished(&mut self, task: TaskId, attempt: u32) {
-        self.forget_held(task, attempt);
-        self.finished.push(task, attempt);
     }
 
     /// Run `attempt` of a task is no longer held here (a retry that superseded it
@@ -524,10 +519,10 @@ impl Handler<LogsRoot> for WorkerActor {
     }
 }
 
-/// The tasks this worker holds (running or queued), those it finished recently, and
+/// The tasks this worker holds (running or queued), the runs it ended recently, and
 /// the LM life it registered with.
 #[derive(Message, Debug)]
-#[rtype(result = "(Vec<HeldTask>, Vec<(TaskId, u32)>, Option<u64>)")]
+#[rtype(result = "(Vec<HeldTask>, Vec<common::messages::TaskEnd>, Option<u64>)")]
 pub struct Holding;
 
 impl Handler<Holding> for WorkerActor {
@@ -547,7 +542,7 @@ impl Handler<Holding> for WorkerActor {
                 started_at: started.get(id).copied(),
             })
             .collect();
-        MessageResult((held, self.finished.list(), self.incarnation))
+        MessageResult((held, self.ended.list(), self.incarnation))
     }
 }
 

@@ -89,8 +89,8 @@ pub struct WorkerArgs {
         value_name = "synthetic|burn"
     )]
     pub default_executor: Option<String>,
-    /// Directory for task directories and logs, and the runs finished in the last
-    /// 15 minutes (`finished-runs`, listed to a restarted LM even after this worker
+    /// Directory for task directories and logs, and the runs ended in the last
+    /// 15 minutes (`ended-runs`, listed to a restarted LM even after this worker
     /// restarted). The worker creates it 0711 and refuses a symlink, a directory
     /// owned by another user or writable by others, and one another worker holds.
     /// Default: <base>/<cluster>-<LM host-port>-slot<slot> (one per worker), base

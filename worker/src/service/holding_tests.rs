@@ -22,10 +22,11 @@ fn start(node: u32, job: u64, duration_ms: u64) -> LmToWorker {
 }
 
 /// A run that failed (here: a start refused for a node the worker does not run) is
-/// not listed as finished: a restarted LM would publish it `Finished` and tell its
-/// GM so. A run that finished is listed.
+/// listed as failed, with its cause: a restarted LM tells its GM so (not "lost"),
+/// never `Finished`. A run that finished is listed finished. Both with the time
+/// the worker saw them end.
 #[actix_rt::test]
-async fn a_failed_run_is_not_listed_as_finished() {
+async fn ended_runs_are_listed_as_they_ended() {
     let reports: Arc<Mutex<Vec<WorkerReport>>> = Arc::default();
     let seen = reports.clone();
     let link = fn_link(move |batch: Vec<WorkerReport>| {
@@ -70,9 +71,17 @@ async fn a_failed_run_is_not_listed_as_finished() {
             .any(|r| matches!(r, WorkerReport::Finished { task, .. } if task.job == JobId(2))),
         "the synthetic task finishes: {got:?}"
     );
-    let (held, finished, incarnation) = worker.send(Holding).await.unwrap();
+    let (held, mut ended, incarnation) = worker.send(Holding).await.unwrap();
     assert!(held.is_empty(), "nothing is held any more: {held:?}");
     assert_eq!(incarnation, Some(1));
-    let jobs: Vec<u64> = finished.iter().map(|(t, _)| t.job.0).collect();
-    assert_eq!(jobs, vec![2], "only the finished run is listed");
+    ended.sort_by_key(|e| e.task.job);
+    let listed: Vec<(u64, bool)> = ended
+        .iter()
+        .map(|e| (e.task.job.0, e.failure.is_some()))
+        .collect();
+    assert_eq!(listed, vec![(1, true), (2, false)], "{ended:?}");
+    let reported: Vec<_> = got.iter().filter_map(WorkerReport::end).collect();
+    for end in &ended {
+        assert!(reported.contains(end), "listed as reported: {end:?}");
+    }
 }

@@ -7,8 +7,8 @@
 
 pub mod actor;
 pub mod config;
+pub mod ended_runs;
 pub mod fence;
-pub mod finished_runs;
 pub mod http;
 pub mod metrics;
 
@@ -63,13 +63,13 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     });
     let executors = crate::exec::Executors::new(s.exec.clone())
         .with_context(|| format!("cannot create the data dir {}", s.exec.data_dir.display()))?;
-    // What an earlier life of this worker (same cluster, LM and slot) finished: a
-    // restarted LM must hear of it (see `finished_runs`).
+    // How runs of an earlier life of this worker (same cluster, LM and slot)
+    // ended: a restarted LM must hear of it (see `ended_runs`).
     let owner = format!("{} {} {}", s.cluster_name, s.lm_url, s.slot);
-    let finished = finished_runs::FinishedRuns::open(&s.exec.data_dir, &owner);
-    let finished_before = finished.list();
+    let ended = ended_runs::EndedRuns::open(&s.exec.data_dir, &owner);
+    let ended_before = ended.list();
     let worker = actor::WorkerActor::new(reports)
-        .with_finished_runs(finished)
+        .with_ended_runs(ended)
         .with_queueing(s.queue_order, s.queueable_cap)
         .with_executors(executors, s.default_executor.clone())
         .start();
@@ -123,7 +123,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         slot: s.slot,
         url,
         holding: Vec::new(),
-        finished: finished_before,
+        ended: ended_before,
     };
     let Some((assignment, sent)) =
         register_until_answered(&register, registration.clone(), &server).await?
@@ -271,7 +271,7 @@ async fn watch_lm(
                 continue;
             }
         };
-        let Ok((holding, finished, known)) = worker.send(actor::Holding).await else {
+        let Ok((holding, ended, known)) = worker.send(actor::Holding).await else {
             return;
         };
         if answer.registered && known == Some(answer.incarnation) {
@@ -281,7 +281,7 @@ async fn watch_lm(
         tracing::info!(lm = %lm_url, old = ?known, new = answer.incarnation, registered = answer.registered, tasks = holding.len(), "the LM no longer counts this worker registered (it restarted, or declared this worker lost); registering again with the tasks held here");
         let again = WorkerRegistration {
             holding,
-            finished,
+            ended,
             ..registration.clone()
         };
         let sent = tokio::time::Instant::now();

@@ -105,9 +105,7 @@ fn a_journalled_gm_stopping_suspends_its_queued_tasks_and_resumes_them_next_life
         .map(|t| (*t, TaskEventKind::Suspended { gm: GmId(0) }))
         .chain([(
             container,
-            TaskEventKind::Failed {
-                detail: "the global master shut down before placing it".into(),
-            },
+            TaskEventKind::failed("the global master shut down before placing it"),
         )])
         .collect();
     expected.sort_by_key(|(t, _)| *t);
@@ -152,9 +150,7 @@ fn a_gm_without_a_journal_stopping_fails_its_queued_tasks() {
     });
     let mut reported = after_queued(&log);
     reported.sort_by_key(|(t, _)| *t);
-    let failed = TaskEventKind::Failed {
-        detail: "the global master shut down before placing it".into(),
-    };
+    let failed = TaskEventKind::failed("the global master shut down before placing it");
     assert_eq!(
         reported,
         tasks

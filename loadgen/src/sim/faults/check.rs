@@ -197,6 +197,11 @@ impl Checker {
         if let Some(t) = self.tasks.get_mut(&task) {
             if why == Known::LmCrashLostEnd {
                 t.known = Some(why);
+            } else if why == Known::LostVerdictDied {
+                // A root cause too, below an end lost with its LM.
+                if t.known != Some(Known::LmCrashLostEnd) {
+                    t.known = Some(why);
+                }
             } else if t.ended.is_none() {
                 t.known.get_or_insert(why);
             }
@@ -269,6 +274,10 @@ impl Checker {
             // LM, asked by the GM, knows nothing of it (and reports the run lost),
             // or the GM resubmits it from its journal.
             Some(Known::LmCrashLostEnd)
+        } else if t.known == Some(Known::LostVerdictDied) {
+            // The LM's published verdict died with it: the GM, never hearing it,
+            // runs the task (again) or hears it lost again.
+            Some(Known::LostVerdictDied)
         } else if t.resent {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
@@ -380,6 +389,20 @@ impl Checker {
         }
     }
 
+    /// Whether a GM ended `task` (for good, as far as the checker knows).
+    pub fn gm_has_ended(&self, task: TaskId) -> bool {
+        self.tasks.get(&task).is_some_and(|t| t.gm_ended.is_some())
+    }
+
+    /// A GM publishes a failure of `task` a worker listed to a restarted LM: the
+    /// LM life that saw it may have published it already (an observer drops the
+    /// repeat).
+    pub fn may_repeat_failure(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.repeat_allowed |= t.ended == Some(Ending::Failed);
+        }
+    }
+
     /// A GM ends `task` finished because an LM remembers it so (the reconcile
     /// exchange of a restarted GM, or with a restarted LM): not compared with the
     /// event stream, which may not have it yet (or ever: the LM life that saw it
@@ -422,7 +445,14 @@ impl Checker {
             }
             match t.ended {
                 Some(e) if e == ending => {}
-                other if t.resent || t.resubmitted || t.known == Some(Known::LmCrashLostEnd) => {
+                other
+                    if t.resent
+                        || t.resubmitted
+                        || matches!(
+                            t.known,
+                            Some(Known::LmCrashLostEnd | Known::LostVerdictDied)
+                        ) =>
+                {
                     let broken = (
                         Invariant::TerminalDisagrees,
                         format!(
@@ -431,8 +461,11 @@ impl Checker {
                         ),
                     );
                     // The same order as `rerun_cause`: an end lost with its LM first.
-                    let why = if t.known == Some(Known::LmCrashLostEnd) {
-                        Known::LmCrashLostEnd
+                    let why = if let Some(
+                        k @ (Known::LmCrashLostEnd | Known::LostVerdictDied),
+                    ) = t.known
+                    {
+                        k
                     } else if t.resent {
                         Known::ResentBatchRerun
                     } else {

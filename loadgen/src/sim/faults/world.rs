@@ -54,7 +54,7 @@ enum Item {
     /// A worker registers with its LM (after either restarted).
     Register {
         holding: Vec<HeldTask>,
-        finished: Vec<(TaskId, u32)>,
+        ended: Vec<common::messages::TaskEnd>,
         /// The worker process life that sent it (its order key, in the service).
         life: u32,
     },
@@ -145,6 +145,9 @@ pub(super) struct World<'a> {
     /// Ends the GM takes from a restarted LM's answer (not compared with the
     /// event stream, which may not have them yet).
     reconcile_ends: bool,
+    /// While a GM steps failures a worker listed to restarted LM `l`: the ends it
+    /// takes are published (as the GM service does).
+    reannouncing: Option<u16>,
     /// Per (GM, restarted LM): questions that went unanswered.
     reconcile_asks: HashMap<(u16, u16), u32>,
     /// Per restarted GM: its tasks waiting for silent LMs' answers.
@@ -177,8 +180,9 @@ pub(super) struct World<'a> {
     worker_life: Vec<u32>,
     /// Per worker: (LM, node).
     placement: Vec<(u16, NodeId)>,
-    /// Per worker: tasks it finished in this life (sent on registration).
-    finished: Vec<Vec<(TaskId, u32)>>,
+    /// Per worker: runs it ended, finished or failed (sent on registration; kept
+    /// across its restarts, as the worker's `ended-runs` file).
+    ended: Vec<Vec<common::messages::TaskEnd>>,
     wake_at: Vec<Option<Micros>>,
     refusing: Vec<bool>,
     /// Per worker: when its LM last confirmed it (its lease's start), whether it is
@@ -262,6 +266,7 @@ impl<'a> World<'a> {
             journal_runs: HashMap::new(),
             launched_at: HashMap::new(),
             reconcile_ends: false,
+            reannouncing: None,
             reconcile_asks: HashMap::new(),
             resume_doubt: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),
@@ -280,7 +285,7 @@ impl<'a> World<'a> {
             workers: (0..n).map(|_| None).collect(),
             worker_life: vec![0; n],
             placement,
-            finished: vec![Vec::new(); n],
+            ended: vec![Vec::new(); n],
             wake_at: vec![None; n],
             refusing: vec![false; n],
             confirmed: vec![Micros::ZERO; n],

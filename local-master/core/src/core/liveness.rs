@@ -82,9 +82,7 @@ impl LocalMaster {
                 effects.events.push(TaskEvent {
                     task,
                     at: now,
-                    kind: TaskEventKind::Failed {
-                        detail: failure.to_string(),
-                    },
+                    kind: TaskEventKind::failed(failure.to_string()),
                 });
                 effects.ended(
                     lm,

@@ -114,7 +114,7 @@ impl LocalMaster {
                 // Finished before the kill reached the worker: the finish stands.
                 let gm = self.pending_kills.remove(&task).map(|k| k.gm);
                 self.ended_adopted(task, failure.is_none());
-                self.remember_if_finished(task, failure.as_ref());
+                self.remember_end(task, attempt, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -147,7 +147,7 @@ impl LocalMaster {
                     return Err(unknown);
                 }
                 self.ended_adopted(task, failure.is_none());
-                self.remember_if_finished(task, failure.as_ref());
+                self.remember_end(task, attempt, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -196,11 +196,13 @@ impl LocalMaster {
     }
 
     /// A task that finished cleanly is remembered: a launch of it again (a restarted
-    /// GM resubmitting its journal, a resent batch) is a `Duplicate`. A failed one is
-    /// not: its GM may retry it.
-    fn remember_if_finished(&mut self, task: common::TaskId, failure: Option<&TaskFailure>) {
-        if failure.is_none() {
-            self.restarted.finished(task);
+    /// GM resubmitting its journal, a resent batch) is a `Duplicate`. A failed run
+    /// is remembered as a run only (its GM may retry the task): a worker that
+    /// lists it on registering again does not make this life announce it twice.
+    fn remember_end(&mut self, task: common::TaskId, attempt: u32, failure: Option<&TaskFailure>) {
+        match failure {
+            None => self.restarted.finished(task),
+            Some(_) => self.restarted.failed(task, attempt),
         }
     }
 }

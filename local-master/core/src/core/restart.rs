@@ -91,60 +91,56 @@ impl LocalMaster {
         self.restarted.ended(task, finished);
     }
 
-    /// The runs a worker registering again lists as finished that this LM still
+    /// The runs a worker registering again lists as ended that this LM still
     /// holds running on `nodes` (its nodes): their end reports never arrived (the
     /// worker was cut off, then restarted). The caller applies each as the worker's
-    /// `Finished` report *before* it declares the worker's remaining tasks lost, so
-    /// that a run that did finish is not reported lost and run again.
-    pub fn unheard_finishes(
+    /// report (`Finished` or `Failed`, with its real end time) *before* it declares
+    /// the worker's remaining tasks lost, so that a run that did end is not reported
+    /// lost and run again.
+    pub fn unheard_ends(
         &self,
-        now: Micros,
         nodes: &[NodeId],
-        finished: &[(TaskId, u32)],
+        ended: &[TaskEnd],
     ) -> Vec<common::messages::WorkerReport> {
-        finished
+        ended
             .iter()
-            .filter_map(|&(task, attempt)| {
-                let alloc = self.running.get(&task)?;
-                (alloc.task.attempt == attempt && nodes.contains(&alloc.node)).then_some(
-                    common::messages::WorkerReport::Finished {
-                        node: alloc.node,
-                        task,
-                        attempt,
-                        at: now,
-                    },
-                )
+            .filter_map(|end| {
+                let alloc = self.running.get(&end.task)?;
+                (alloc.task.attempt == end.attempt && nodes.contains(&alloc.node))
+                    .then(|| end.report(alloc.node))
             })
             .collect()
     }
 
-    /// Records run `attempt` of a task a worker finished (listed when it registered
-    /// again): a GM resending its launch gets `Duplicate`, not a second run. A run
-    /// this LM reported lost is not recorded: its GM retries the task, and the retry
-    /// must not be answered `Duplicate`.
+    /// Records a run a worker lists as ended when it registers again. A finished
+    /// run: a GM resending its launch gets `Duplicate`, not a second run. A failed
+    /// run: a GM asking about it is not told it is lost (its end goes to the GM
+    /// with the failure, and the job's retry policy decides). A run this LM
+    /// reported lost is not recorded: its GM retries the task, and the retry must
+    /// not be answered `Duplicate`.
     ///
-    /// Returns the `Finished` event to publish when this LM life had not heard of
-    /// it: the life that saw it end may have died before its event reached the
-    /// broker (observers drop a repeat). `node` is the registering worker's.
-    pub fn finished_before_restart(
-        &mut self,
-        now: Micros,
-        node: NodeId,
-        task: TaskId,
-        attempt: u32,
-    ) -> Option<TaskEvent> {
-        if self.is_lost_run(task, attempt) || self.restarted.has_finished(&task) {
-            return None;
+    /// True when this LM life had not heard of it: the caller announces it again
+    /// (the life that saw it end may have died before its event reached the
+    /// broker, or its report to the GM): a finish as a re-announced event
+    /// ([`TaskEvent::reannounced`]), a failure through its GM, which alone knows
+    /// whether the run is still the task's ([`common::messages::TasksEnded::reannounced`]).
+    pub fn ended_before_restart(&mut self, end: &TaskEnd) -> bool {
+        let (task, attempt) = (end.task, end.attempt);
+        if self.is_lost_run(task, attempt) {
+            return false;
         }
-        self.restarted.finished(task);
-        Some(TaskEvent {
-            task,
-            at: now,
-            kind: TaskEventKind::Finished {
-                lm: self.topology.lm,
-                node,
-            },
-        })
+        match &end.failure {
+            None if self.restarted.has_finished(&task) => false,
+            None => {
+                self.restarted.finished(task);
+                true
+            }
+            Some(_) if self.restarted.has_failed(task, attempt) => false,
+            Some(_) => {
+                self.restarted.failed(task, attempt);
+                true
+            }
+        }
     }
 
     /// A GM asked about a task this LM adopted from its worker (on behalf of the
@@ -206,6 +202,8 @@ impl LocalMaster {
             match run {
                 Some((node, attempt)) => held.push((task, node, attempt)),
                 None if self.restarted.has_finished(&task) => finished.push(task),
+                // Its failure went to the GM when the worker listed it.
+                None if self.restarted.has_failed(task, asked) => {}
                 None if request.forget && self.lost.insert((task, asked)) => {
                     let failure = TaskFailure::Lost {
                         reason: format!("{lm} restarted and none of its workers holds the task"),
@@ -213,9 +211,7 @@ impl LocalMaster {
                     effects.events.push(TaskEvent {
                         task,
                         at: now,
-                        kind: TaskEventKind::Failed {
-                            detail: failure.to_string(),
-                        },
+                        kind: TaskEventKind::failed(failure.to_string()),
                     });
                     let end = TaskEnd {
                         task,

@@ -341,7 +341,12 @@ fn versions_of_a_restarted_lm_supersede_the_old_ones() {
 #[test]
 fn a_task_finished_before_a_restart_is_not_launched_again() {
     let mut lm = lm_with(&[2], 4);
-    lm.finished_before_restart(Micros(1), NodeId(0), TaskId::new(1, 0), 1);
+    lm.ended_before_restart(&common::messages::TaskEnd::finished(
+        TaskId::new(1, 0),
+        1,
+        NodeId(0),
+        Micros(1),
+    ));
     let fx = lm
         .handle_launch_batch(Micros(10), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
         .expect("batch");

@@ -19,8 +19,7 @@ fn a_task_that_starts_after_it_ended_ran_twice() {
     let (lm, node) = (LmId(0), NodeId(1));
     c.event(&ev(t, TaskEventKind::Started { lm, node }))
         .unwrap();
-    c.event(&ev(t, TaskEventKind::Finished { lm, node }))
-        .unwrap();
+    c.event(&ev(t, TaskEventKind::finished(lm, node))).unwrap();
     let e = c
         .event(&ev(t, TaskEventKind::Started { lm, node }))
         .unwrap_err();
@@ -45,8 +44,7 @@ fn a_gm_end_must_match_the_stream_and_liveness_names_the_known_reason() {
         Invariant::TerminalDisagrees
     );
     let (lm, node) = (LmId(0), NodeId(0));
-    c.event(&ev(a, TaskEventKind::Finished { lm, node }))
-        .unwrap();
+    c.event(&ev(a, TaskEventKind::finished(lm, node))).unwrap();
     c.gm_ended(0, &[end(a)]).unwrap();
     assert_eq!(c.liveness(false).0.unwrap().0, Invariant::Liveness);
     c.mark_known(b, Known::WorkerCrash);

@@ -10,7 +10,7 @@
 use super::{Item, World};
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::Role;
-use common::messages::HeldTask;
+use common::messages::{HeldTask, TaskEnd};
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
 use local_master::LmInput;
@@ -83,13 +83,13 @@ impl World<'_> {
     }
 
     /// A worker registers with its LM: after the LM restarted (holding what it runs,
-    /// listing what it finished), or after it restarted itself (holding nothing).
+    /// listing what it ended), or after it restarted itself (holding nothing).
     pub(super) fn register(
         &mut self,
         l: u16,
         w: u32,
         holding: Vec<HeldTask>,
-        finished: Vec<(TaskId, u32)>,
+        ended: Vec<TaskEnd>,
         life: u32,
     ) {
         let i = w as usize;
@@ -104,29 +104,35 @@ impl World<'_> {
             self.note(|| format!("  lm{l} takes w{w}'s registration as a repeat (same process)"));
         }
         if liveness && self.registered[i] && !self.slot_down[i] && !repeat {
-            // What it lists as finished ended (as the LM service does); the rest
+            // What it lists as ended ended so (as the LM service does); the rest
             // is lost.
-            let now = self.clock(Role::Lm(l));
             let node = self.placement[i].1;
             let reports = self.lms[l as usize]
                 .as_ref()
-                .map(|lm| lm.unheard_finishes(now, &[node], &finished))
+                .map(|lm| lm.unheard_ends(&[node], &ended))
                 .unwrap_or_default();
             for report in reports {
-                self.note(|| format!("  lm{l} ends {} as w{w} lists it finished", report.task()));
+                self.note(|| format!("  lm{l} ends {} as w{w} lists it ended", report.task()));
                 self.lm_step(l, LmInput::Worker(WorkerToLm::Report(report)), None);
             }
             self.lose_worker(l, w, "its worker registered again (it restarted)");
         }
-        let now = self.clock(Role::Lm(l));
         let node = self.placement[i].1;
         if let Some(lm) = self.lms[l as usize].as_mut() {
-            let mut finished_runs = Vec::new();
+            let mut runs = Vec::new();
             let mut republished = Vec::new();
-            for (task, attempt) in finished {
-                if let Some(event) = lm.finished_before_restart(now, node, task, attempt) {
-                    finished_runs.push((task, attempt));
-                    republished.push(event);
+            for end in ended {
+                let end = TaskEnd { node, ..end };
+                if lm.ended_before_restart(&end) {
+                    // A finish is published again by the LM; a failure by its
+                    // GM, if it takes it (as the services do).
+                    if end.failure.is_none() {
+                        republished.push(common::events::TaskEvent::reannounced(
+                            common::LmId(l),
+                            &end,
+                        ));
+                    }
+                    runs.push(end);
                 }
             }
             for event in republished {
@@ -137,8 +143,9 @@ impl World<'_> {
             }
             // Each is sent to the GM its job id names too (as the LM service does):
             // a run an earlier LM life reported lost that finished ends its task
-            // if the GM's retry has not gone out.
-            self.finishes_to_gms(l, node, &finished_runs);
+            // if the GM's retry has not gone out; a failure reaches it with its
+            // cause.
+            self.ends_to_gms(l, runs);
         }
         self.registered[i] = true;
         self.keyed[i] = life;
@@ -248,11 +255,11 @@ impl World<'_> {
                 })
             })
             .collect();
-        let finished = self.finished[w as usize].clone();
+        let ended = self.ended[w as usize].clone();
         let life = self.worker_life[w as usize];
         let item = Item::Register {
             holding,
-            finished,
+            ended,
             life,
         };
         self.send(Role::Worker(w), Role::Lm(l), item, true);
@@ -271,33 +278,48 @@ impl World<'_> {
 }
 
 impl World<'_> {
-    /// Runs a worker listed finished when it registered with LM `l` (a life that
-    /// had not heard of them): each is sent to the GM its job id names, as the LM
+    /// Runs a worker listed ended when it registered with LM `l` (a life that had
+    /// not heard of them): each is sent to the GM its job id names, as the LM
     /// service does. A run an earlier LM life reported lost that finished after all
     /// ends its task there if the retry has not gone out.
-    fn finishes_to_gms(&mut self, l: u16, node: common::NodeId, runs: &[(TaskId, u32)]) {
-        let at = self.clock(Role::Lm(l));
-        for &(task, attempt) in runs {
-            let g = task.job.0 >> common::JobId::SUBMISSION_BITS;
+    fn ends_to_gms(&mut self, l: u16, runs: Vec<TaskEnd>) {
+        for end in runs {
+            let g = end.task.job.0 >> common::JobId::SUBMISSION_BITS;
             if g >= self.gms.len() as u64 {
+                continue;
+            }
+            let (task, attempt) = (end.task, end.attempt);
+            self.note(|| format!("  lm{l} sends gm{g} the end of {task}#{attempt}"));
+            let reannounced = end.failure.is_some();
+            if reannounced && !self.current_run_at_gm(task, attempt) {
+                // The GM service's tracker drops it (`current_runs_only`).
+                self.note(|| format!("  gm{g} ignores the failure of {task}#{attempt}"));
                 continue;
             }
             let ended = common::messages::TasksEnded {
                 lm: common::LmId(l),
                 gm: common::GmId(g as u16),
-                ends: vec![common::messages::TaskEnd {
-                    task,
-                    attempt,
-                    node,
-                    at,
-                    failure: None,
-                }],
+                ends: vec![end],
+                reannounced,
             };
-            self.note(|| format!("  lm{l} sends gm{g} the finish of {task}#{attempt}"));
+            self.reannouncing = reannounced.then_some(l);
             self.gm_step(
                 g as u16,
                 global_master::core::GmInput::Lm(common::protocol::LmToGm::Ended(ended)),
             );
+            self.reannouncing = None;
         }
+    }
+
+    /// Whether run `attempt` of `task` is its GM's current run of an open task, as
+    /// the GM service's tracker tells: the last run the GM launched, retried or
+    /// resumed it as.
+    fn current_run_at_gm(&self, task: TaskId, attempt: u32) -> bool {
+        if self.checker.gm_has_ended(task) {
+            return false;
+        }
+        let launched = self.launched_at.get(&task).map_or(1, |x| x.run);
+        let journaled = self.journal_runs.get(&task).map_or(1, |r| r.0);
+        attempt >= launched.max(journaled)
     }
 }

@@ -141,6 +141,7 @@ impl World<'_> {
             lm: LmId(l),
             gm: GmId(g),
             ends,
+            reannounced: false,
         };
         self.gm_step(g, GmInput::Lm(LmToGm::Ended(ended)));
         self.reconcile_ends = false;

@@ -98,12 +98,12 @@ impl World<'_> {
                 Role::Lm(l),
                 Item::Register {
                     holding,
-                    finished,
+                    ended,
                     life,
                 },
             ) => {
                 let Role::Worker(w) = from else { return };
-                self.register(l, w, holding, finished, life);
+                self.register(l, w, holding, ended, life);
             }
             _ => {}
         }

@@ -45,6 +45,27 @@ impl World<'_> {
                 self.checker.unplaceable(d.task);
             }
         }
+        if let Some(l) = self.reannouncing {
+            // Failures a worker listed to a restarted LM: the GM service publishes
+            // those it takes, marked re-announced.
+            // Only those of a task the GM had not ended: the service asks its
+            // tracker, which ignores the end of an ended task (a restarted GM
+            // whose journal no longer holds the task takes it for a first end).
+            let checker = &self.checker;
+            out.ended.retain(|e| !checker.gm_has_ended(e.task));
+            let taken: Vec<_> = out
+                .ended
+                .iter()
+                .filter(|e| e.failure.is_some())
+                .cloned()
+                .collect();
+            for end in &taken {
+                let event = common::events::TaskEvent::reannounced(common::LmId(l), end);
+                self.checker.may_repeat_failure(end.task);
+                let broken = self.checker.event(&event);
+                self.broke(broken);
+            }
+        }
         if !out.ended.is_empty() && !self.reconcile_ends {
             let broken = self.checker.gm_ended(g, &out.ended);
             self.broke(broken);
@@ -333,7 +354,21 @@ impl World<'_> {
                     match item {
                         Item::ToGm(LmToGm::Ended(e)) => {
                             for end in e.ends {
-                                self.checker.mark_known(end.task, Known::LmCrashLostEnd);
+                                // A worker's end it remembers is announced again
+                                // when it registers with the next life.
+                                let remembered = self
+                                    .ended
+                                    .iter()
+                                    .flatten()
+                                    .any(|x| x.task == end.task && x.attempt == end.attempt);
+                                let why = match &end.failure {
+                                    _ if remembered => continue,
+                                    Some(common::messages::TaskFailure::Lost { .. }) => {
+                                        Known::LostVerdictDied
+                                    }
+                                    _ => Known::LmCrashLostEnd,
+                                };
+                                self.checker.mark_known(end.task, why);
                             }
                         }
                         Item::ToWorker(LmToWorker::Start(s), _) => {
@@ -418,7 +453,7 @@ impl World<'_> {
                 self.workers[w as usize] = None;
                 self.worker_life[w as usize] += 1;
                 self.wake_at[w as usize] = None;
-                // Its finished runs survive (the worker's `finished-runs` file).
+                // Its ended runs survive (the worker's `ended-runs` file).
             }
         }
     }
@@ -460,7 +495,7 @@ impl World<'_> {
                     Role::Lm(l),
                     Item::Register {
                         holding: Vec::new(),
-                        finished: self.finished[w as usize].clone(),
+                        ended: self.ended[w as usize].clone(),
                         life: self.worker_life[w as usize],
                     },
                     true,
@@ -509,7 +544,7 @@ impl World<'_> {
         if !restarted {
             return;
         }
-        // Every worker registers again, with what it holds and what it finished.
+        // Every worker registers again, with what it holds and what it ended.
         let mine: Vec<u32> = self.workers_of(l).collect();
         for w in mine {
             self.register_again(w);

@@ -97,12 +97,10 @@ pub(super) fn describe_item(item: &Item) -> String {
             };
             format!("report {}#{} {what} on {}", r.task(), r.attempt(), r.node())
         }
-        Item::Register {
-            holding, finished, ..
-        } => format!(
-            "register holding [{}] finished [{}]",
+        Item::Register { holding, ended, .. } => format!(
+            "register holding [{}] ended [{}]",
             tasks(holding.iter().map(|h| h.task.id)),
-            tasks(finished.iter().map(|(t, _)| *t))
+            tasks(ended.iter().map(|e| e.task))
         ),
     }
 }

@@ -5,7 +5,6 @@
 use super::{Ev, Item, World};
 use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::Role;
-use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{NodeId, Resources, TaskId};
 use worker::core::{WorkerInput, WorkerOutput};
@@ -32,12 +31,7 @@ impl World<'_> {
         let refusing = self.refusing[w as usize] || self.fenced[w as usize];
         if let (Some((task, attempt)), true) = (start, refusing) {
             let report = worker::core::refused_start(node, task, attempt, now, "fault injection");
-            self.send(
-                Role::Worker(w),
-                Role::Lm(l),
-                Item::ToLm(WorkerToLm::Report(report)),
-                false,
-            );
+            self.refused(w, l, report);
             return;
         }
         match worker.step(now, WorkerInput::Lm(order)) {
@@ -55,15 +49,22 @@ impl World<'_> {
                     self.note(|| format!("  w{w} refuses {task}: {e}"));
                     let report =
                         worker::core::refused_start(node, task, attempt, now, "fault injection");
-                    self.send(
-                        Role::Worker(w),
-                        Role::Lm(l),
-                        Item::ToLm(WorkerToLm::Report(report)),
-                        false,
-                    );
+                    self.refused(w, l, report);
                 }
             }
         }
+    }
+
+    /// Worker `w` refused a start: reported failed, and remembered with its other
+    /// ends (as the worker service does).
+    fn refused(&mut self, w: u32, l: u16, report: common::messages::WorkerReport) {
+        self.ended[w as usize].extend(report.end());
+        self.send(
+            Role::Worker(w),
+            Role::Lm(l),
+            Item::ToLm(WorkerToLm::Report(report)),
+            false,
+        );
     }
 
     /// Run `attempt` of `task` just started on worker `w`: no other worker may still
@@ -117,9 +118,8 @@ impl World<'_> {
     pub(super) fn worker_out(&mut self, w: u32, out: WorkerOutput) {
         let l = self.placement[w as usize].0;
         for report in out.to_lm {
-            if let WorkerToLm::Report(WorkerReport::Finished { task, attempt, .. }) = &report {
-                self.finished[w as usize].push((*task, *attempt));
-            }
+            let WorkerToLm::Report(r) = &report;
+            self.ended[w as usize].extend(r.end());
             self.send(Role::Worker(w), Role::Lm(l), Item::ToLm(report), false);
         }
         let next = self.workers[w as usize]
