@@ -118,7 +118,7 @@ for l in 0 1; do
   # --gm-url: task starts and ends go to the GM that launched each task (its status API).
   MEGHA_CLUSTER_SECRET_FILE=$(secret_of lm $l) MEGHA_AMQP_PASSWORD_FILE=${LM_PW[l]:-} \
   "$BIN/local-master" --id $l "${common[@]}" --amqp "${LM_AMQP[l]:-$AMQP}" --listen "127.0.0.1:$(lm_port $l)" \
-    --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
+    --data-dir "$LOGS/lm$l-data" --gm-url "$GM_URLS" >"$LOGS/lm$l.out" 2>"$LOGS/lm$l.log" & pids+=($!)
 done
 if [ "$(id -u)" -eq 0 ]; then
   task_identity=(--task-uids "${TASK_UIDS:-3300000-3300999}")

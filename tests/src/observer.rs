@@ -68,6 +68,15 @@ impl Observer {
         by_task
     }
 
+    /// Every event of `job` seen so far, whole (time and marks), in arrival order.
+    pub fn events_of_job(&self, job: u64) -> Vec<TaskEvent> {
+        let log = self.log.lock().expect("events");
+        log.iter()
+            .filter(|e| e.task.job.0 == job)
+            .cloned()
+            .collect()
+    }
+
     /// The events of `job` once `done` holds for them, or after 10 s (the caller
     /// then asserts with the events in its message).
     pub fn settle(

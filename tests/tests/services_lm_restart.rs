@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
 use tests::checks::assert_sample_run;
-use tests::procs::{get_json, loadgen, LoopbackCluster, RoleArgs};
+use tests::procs::{get_json, http, loadgen, wait_until, LoopbackCluster, RoleArgs};
 
 #[test]
 fn every_task_finishes_across_an_lm_crash_and_restart() {
@@ -44,7 +44,30 @@ fn every_task_finishes_across_an_lm_crash_and_restart() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let life = |cluster: &LoopbackCluster| {
+        get_json(&format!("{}/healthz", cluster.lms[0].url))["incarnation"]
+            .as_u64()
+            .expect("the LM's life on /healthz")
+    };
+    let before = life(&cluster);
     cluster.crash_and_restart_lm(0);
+    wait_until(
+        "the restarted LM to answer",
+        Duration::from_secs(30),
+        || http("GET", &format!("{}/healthz", cluster.lms[0].url), None).is_ok(),
+    );
+    // The restarted LM took the next life from its data dir (issue 33).
+    let after = life(&cluster);
+    assert!(
+        after > before,
+        "life {after} after a restart, {before} before"
+    );
+    let on_disk: u64 = std::fs::read_to_string(dir.join("logs").join("lm0-data").join("life"))
+        .expect("the LM's life file")
+        .trim()
+        .parse()
+        .expect("a number");
+    assert_eq!(on_disk, after);
     // loadgen exits non-zero when a task started twice or never finished (listed in
     // problems.txt); the report is still written.
     let status = replay.join().expect("replay thread");

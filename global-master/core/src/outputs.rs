@@ -88,6 +88,9 @@ pub struct GmStats {
     /// Launch answers for a task that no longer awaits that batch's answer (its
     /// run was replaced by a retry, or the batch was given up): ignored.
     pub stale_answers: u64,
+    /// Runs of a launch batch that never reached its LM whose task had ended for
+    /// good meanwhile (an earlier run's end came): not queued again.
+    pub undelivered_after_end: u64,
     /// Runs that ended before their launch batch was answered (the answer was
     /// lost or is late): no longer awaited.
     pub ended_before_answer: u64,

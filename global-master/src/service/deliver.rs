@@ -165,11 +165,7 @@ impl GmActor {
     /// take it for the end of the task's later run (issue 33: a failure of run 1
     /// published after run 2 finished). Called before the tracker hears the ends.
     fn publish_reannounced(&mut self, lm: common::LmId, out: &GmOutput) {
-        let open = |task| {
-            self.tracker
-                .task(task)
-                .is_some_and(|s| !s.state.is_final())
-        };
+        let open = |task| self.tracker.task(task).is_some_and(|s| !s.state.is_final());
         let events: Vec<TaskEvent> = out
             .ended
             .iter()

@@ -289,6 +289,13 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
+            "megha_gm_undelivered_runs_of_ended_tasks_total",
+            "counter",
+            "Runs of a launch batch that never reached its LM whose task had ended for good meanwhile: not queued again.",
+            s.undelivered_after_end as f64,
+        );
+        single(
+            &mut out,
             "megha_gm_ended_before_answer_total",
             "counter",
             "Task runs that ended before their launch batch was answered (the answer was lost or is late).",

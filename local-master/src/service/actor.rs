@@ -144,14 +144,19 @@ impl LmActor {
         snapshots: Sink<LmSnapshot>,
         events: Sink<Vec<TaskEvent>>,
         min_interval: Duration,
+        life: Option<u64>,
     ) -> Self {
         let config = LmConfig {
             heartbeat_period: heartbeat,
         };
         let slots = worker_slots.max(1) as usize;
         let now = clock::now();
+        let mut core = LocalMaster::new(spec, gms, config, now);
+        if let Some(life) = life {
+            core.set_life(life);
+        }
         LmActor {
-            core: LocalMaster::new(spec, gms, config, now),
+            core,
             workers: (0..slots).map(|_| None).collect(),
             worker_urls: vec![None; slots],
             worker_processes: vec![None; slots],

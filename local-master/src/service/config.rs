@@ -108,6 +108,12 @@ pub struct LmArgs {
     /// Address for the internal HTTP API. Default 127.0.0.1:9100.
     #[arg(long, env = "MEGHA_LM_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Directory for the LM's life counter (`life`): each start takes a life above
+    /// the previous one even if this host's clock went back. The LM keeps no other
+    /// state: its tasks are its workers'. Default: none (the life is the start
+    /// time in microseconds).
+    #[arg(long, env = "MEGHA_LM_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
     /// RabbitMQ URL. Default amqp://guest:guest@127.0.0.1:5672/%2f
     #[arg(long, env = "MEGHA_AMQP_URL", value_name = "URL")]
     pub amqp: Option<String>,
@@ -233,6 +239,8 @@ pub struct LmSettings {
     /// See `--worker-fence`.
     pub worker_fence: bool,
     pub listen: String,
+    /// See `--data-dir`.
+    pub data_dir: Option<std::path::PathBuf>,
     pub amqp: String,
     pub heartbeat: Micros,
     pub publish_min_interval: Duration,
@@ -273,6 +281,7 @@ impl LmArgs {
             worker_timeout_ms,
             worker_fence,
             listen,
+            data_dir,
             amqp,
             heartbeat_ms,
             publish_min_interval_ms,
@@ -382,6 +391,7 @@ impl LmArgs {
             worker_timeout: Duration::from_millis(worker_timeout_ms),
             worker_fence: self.worker_fence.unwrap_or(true),
             listen,
+            data_dir: self.data_dir,
             amqp: service_kit::amqp::resolve_url(
                 self.amqp
                     .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),

@@ -18,6 +18,7 @@ pub mod backpressure;
 pub mod config;
 pub mod gm;
 pub mod http;
+pub mod life;
 pub mod metrics;
 pub mod nodes;
 pub mod orders;
@@ -51,6 +52,11 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     // no new work (see `backpressure`). Snapshots: only the newest waits.
     let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
         .with_backlog_limit(s.max_broker_backlog_bytes);
+    // This life, above the previous one whatever the clock says (with a data dir).
+    let life = match &s.data_dir {
+        Some(dir) => Some(life::next(dir, service_kit::clock::now().0)?),
+        None => None,
+    };
     let mut lm = actor::LmActor::new(
         &s.spec,
         s.gms,
@@ -59,6 +65,7 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         amqp_snapshot_sink(publisher.clone(), cluster.clone()),
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
+        life,
     );
     let client = http_client_with(
         Duration::from_secs(10),

@@ -169,6 +169,9 @@ impl LoopbackCluster {
             .iter()
             .map(|a| a.to_string())
             .collect();
+            // Its life counter: a restart (`crash_and_restart_lm`) takes the next.
+            args.push("--data-dir".into());
+            args.push(log_dir.join(format!("lm{l}-data")).display().to_string());
             args.extend(lm_fairness.iter().cloned());
             lm_procs.push(Proc::spawn(
                 "local-master",

@@ -267,3 +267,52 @@ fn tasks_resumed_after_their_job_was_cancelled_end_cancelled_unlaunched() {
         "nothing of a cancelled job goes out"
     );
 }
+
+/// Issue 33 (fault seed 57133): a GM restarted from its journal resumes a task as
+/// run 4 (the journal: run 3 may have gone out, 2 failures counted). The failure
+/// of run 2, which the previous life heard and counted (it sent run 3 for it),
+/// arrives again (a worker listed it to a restarted LM): it is stale, not a third
+/// failure that would spend the budget and end the task `failed` with a retry
+/// left. The failure of run 3, unheard before, counts.
+#[test]
+fn a_failure_the_previous_life_counted_is_not_counted_again() {
+    let mut h = Harness::new(1, 1);
+    let a = TaskId::new(1, 0);
+    let mut spec = task(1, 0);
+    spec.attempt = 4;
+    h.gm_step(
+        0,
+        1,
+        GmInput::Resume(Resumed {
+            tasks: vec![(spec, 2)],
+            held: Vec::new(),
+            retry: policy(4),
+        }),
+    );
+    let run_ended = |attempt: u32, at: u64| {
+        LmToGm::Ended(TasksEnded {
+            lm: LmId(0),
+            gm: GmId(0),
+            ends: vec![TaskEnd {
+                task: a,
+                attempt,
+                node: NodeId(0),
+                at: Micros(at),
+                failure: Some(TaskFailure::Exit { code: 1 }),
+            }],
+            reannounced: true,
+        })
+    };
+    let outs = h.gm_step(0, 2, GmInput::Lm(run_ended(2, 2)));
+    assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
+    assert_eq!(outs[0].stale, vec![(a, 2)]);
+    // Run 3's failure (the third of 4 attempts) counts, while run 4 still waits:
+    // run 4 is its retry, the last attempt. (Counted twice, run 2's failure would
+    // have made this the fourth: run 4 withdrawn, the task ended `failed`.)
+    let outs = h.gm_step(0, 4, GmInput::Lm(run_ended(3, 4)));
+    assert!(outs[0].ended.is_empty(), "{:?}", outs[0].ended);
+    assert_eq!(launches(&h.pass(0, 5)), vec![a], "run 4 goes out");
+    let outs = h.fail(10_000_000, a, TaskFailure::Exit { code: 3 });
+    assert!(outs.iter().all(|o| o.retries.is_empty()), "{outs:?}");
+    assert_eq!(outs[0].ended.len(), 1, "4 attempts spent");
+}

@@ -264,6 +264,7 @@ impl GlobalMaster {
                 }
                 if self.lifecycle.has_ended(*task) {
                     // It ended for good while this run was out: nothing to queue.
+                    self.stats.undelivered_after_end += 1;
                     continue;
                 }
                 pending.reason = Some(reason.clone());

@@ -461,9 +461,8 @@ impl Checker {
                         ),
                     );
                     // The same order as `rerun_cause`: an end lost with its LM first.
-                    let why = if let Some(
-                        k @ (Known::LmCrashLostEnd | Known::LostVerdictDied),
-                    ) = t.known
+                    let why = if let Some(k @ (Known::LmCrashLostEnd | Known::LostVerdictDied)) =
+                        t.known
                     {
                         k
                     } else if t.resent {

@@ -160,6 +160,15 @@ impl LocalMaster {
         }
     }
 
+    /// Takes `life` as this life (instead of the start time): a life the service
+    /// keeps above the previous one in its data dir, whatever the clock (issue 33).
+    /// Before the first step. Snapshot versions start there too, so that they
+    /// supersede the previous life's in every GM's view.
+    pub fn set_life(&mut self, life: u64) {
+        self.incarnation = life.max(1);
+        self.version = self.version.max(self.incarnation);
+    }
+
     /// Enables QUEUEABLE support: the per-node cap, queuing-delay estimates in every
     /// snapshot, and load shedding if configured.
     pub fn with_queueable(mut self, config: QueueableConfig) -> Self {

@@ -549,3 +549,52 @@ fn an_adopted_task_that_fails_is_launched_again() {
     );
     assert_eq!(fx.starts.len(), 1, "the retry runs");
 }
+
+/// Issue 33: a failure a worker lists to a restarted LM is announced once (not on a
+/// second registration), never recorded as finished (a retry of the task is not
+/// `Duplicate`), and not reported lost when the GM asks about its run: its end
+/// went to the GM with its cause. A run the GM asks about that no worker listed is
+/// still reported lost.
+#[test]
+fn a_listed_failure_is_announced_once_and_not_reported_lost() {
+    use common::messages::{ReconcileRequest, TaskEnd, TaskFailure};
+    let mut lm = lm_with(&[2], 4);
+    let (failed, unknown) = (TaskId::new(1, 0), TaskId::new(2, 0));
+    let end = TaskEnd {
+        failure: Some(TaskFailure::Exit { code: 3 }),
+        ..TaskEnd::finished(failed, 2, NodeId(1), Micros(7))
+    };
+    assert!(lm.ended_before_restart(&end), "unheard: announced");
+    assert!(!lm.ended_before_restart(&end), "announced once per life");
+    let event = TaskEvent::reannounced(LmId(0), &end);
+    assert_eq!(event.at, Micros(7), "at its real end time");
+    assert!(event.kind.is_reannounced(), "{event:?}");
+    let fx = lm
+        .handle_reconcile(
+            Micros(20),
+            ReconcileRequest {
+                gm: GmId(0),
+                lm: LmId(0),
+                tasks: vec![(failed, 2), (unknown, 1)],
+                forget: true,
+                life: 0,
+            },
+        )
+        .expect("reconcile");
+    let answer = fx.reconcile_response.expect("answer");
+    assert!(
+        answer.held.is_empty() && answer.finished.is_empty(),
+        "{answer:?}"
+    );
+    let lost: Vec<TaskId> = fx
+        .ended
+        .iter()
+        .flat_map(|e| e.ends.iter().map(|x| x.task))
+        .collect();
+    assert_eq!(lost, vec![unknown], "only the unlisted run is lost");
+    // A retry of the failed task runs.
+    let fx = lm
+        .handle_launch_batch(Micros(30), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))
+        .expect("batch");
+    assert_eq!(fx.starts.len(), 1, "the retry runs");
+}
