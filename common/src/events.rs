@@ -130,6 +130,25 @@ pub struct TaskEvent {
 }
 
 impl TaskEvent {
+    /// The event of an end its LM left for the GM to publish
+    /// ([`crate::messages::EndsPublished`]): an LM's verdict as the LM would have
+    /// published it; a failure a worker listed to a restarted LM, marked
+    /// re-announced.
+    pub fn of_end(
+        lm: LmId,
+        end: &crate::messages::TaskEnd,
+        publish: crate::messages::EndsPublished,
+    ) -> Self {
+        match (publish, &end.failure) {
+            (crate::messages::EndsPublished::ByGm, Some(failure)) => TaskEvent {
+                task: end.task,
+                at: end.at,
+                kind: TaskEventKind::failed(failure.to_string()),
+            },
+            _ => TaskEvent::reannounced(lm, end),
+        }
+    }
+
     /// The event of an end announced again (a worker listed it to a restarted
     /// LM `lm`): at its real end time, marked re-announced.
     pub fn reannounced(lm: LmId, end: &crate::messages::TaskEnd) -> Self {

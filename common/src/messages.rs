@@ -444,13 +444,27 @@ pub struct TasksEnded {
     pub lm: LmId,
     pub gm: GmId,
     pub ends: Vec<TaskEnd>,
-    /// Failures a worker listed to a restarted LM (their report may have died with
-    /// the LM's previous life, and with it their event): the LM does not publish
-    /// them, because only the GM knows whether the run is still the task's. The GM
-    /// publishes each it takes as the task's end (not a run it has replaced by a
-    /// retry, nor a repeat), marked re-announced.
+    /// Who publishes these ends on the event exchange.
     #[serde(default)]
-    pub reannounced: bool,
+    pub publish: EndsPublished,
+}
+
+/// Who publishes the ends of a [`TasksEnded`] on the event exchange.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndsPublished {
+    /// The LM did, as it heard them from the worker (the usual case).
+    #[default]
+    ByLm,
+    /// The GM does, each it takes as the end of an open task's current run: the
+    /// LM's own verdicts "lost" (a worker silent past the timeout, a run a
+    /// restarted LM does not hold). Published by the LM, a verdict that died with
+    /// it before reaching the GM was seen as the task's failure while the GM ran
+    /// the task on (issue 33: 346 seeds in 1,000,000 of `loadgen faults`).
+    ByGm,
+    /// As `ByGm`, marked re-announced: failures a worker listed to a restarted LM
+    /// (their report, and maybe their event, died with its previous life); only
+    /// the GM knows whether the run is still the task's.
+    ByGmAgain,
 }
 
 /// How one task ended at its worker.

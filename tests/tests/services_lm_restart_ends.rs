@@ -15,7 +15,7 @@
 //! Fails (never skips) without RabbitMQ.
 
 use common::events::TaskEventKind;
-use common::messages::{TaskEnd, TaskFailure, WorkerRegistration};
+use common::messages::{EndsPublished, TaskEnd, TaskFailure, WorkerRegistration};
 use common::protocol::LmToGm;
 use common::{Micros, NodeId, TaskId};
 use std::sync::{Arc, Mutex};
@@ -111,11 +111,11 @@ fn a_new_lm_life_announces_listed_ends_once_at_their_real_times() {
     );
     // Both ends to the GM, with their real times; the failure with its cause,
     // marked for the GM to publish if it takes it.
-    let ends_to_gm = || -> Vec<(TaskEnd, bool)> {
+    let ends_to_gm = || -> Vec<(TaskEnd, EndsPublished)> {
         let received = received.lock().expect("messages");
         (received.iter())
             .filter_map(|m| match m {
-                LmToGm::Ended(e) => Some(e.ends.iter().map(|x| (x.clone(), e.reannounced))),
+                LmToGm::Ended(e) => Some(e.ends.iter().map(|x| (x.clone(), e.publish))),
                 _ => None,
             })
             .flatten()
@@ -128,7 +128,10 @@ fn a_new_lm_life_announces_listed_ends_once_at_their_real_times() {
     ends.sort_by_key(|(e, _)| e.task);
     assert_eq!(
         ends,
-        vec![(finished.clone(), false), (failed.clone(), true)],
+        vec![
+            (finished.clone(), EndsPublished::ByLm),
+            (failed.clone(), EndsPublished::ByGmAgain)
+        ],
         "the LM's ends to its GM"
     );
     assert_eq!(metric_of(&lm.url, "megha_lm_ends_reannounced_total"), 2.0);

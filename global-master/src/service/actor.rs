@@ -31,8 +31,8 @@ pub struct ShellMetrics {
     /// Failures a worker listed to a restarted LM that this GM took as their
     /// tasks' ends and published (their event may have died with the LM).
     pub reannounced_failures: u64,
-    /// Failures a worker listed to a restarted LM that were not the current run of
-    /// an open task here: ignored.
+    /// Ends an LM left for this GM to publish that were not the current run of an
+    /// open task here: ignored.
     pub reannounced_stale: u64,
     /// Launch batches in doubt whose resending stopped because every run in them
     /// ended (heard on the LM's stream), and runs left out of a resent batch so.

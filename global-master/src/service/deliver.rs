@@ -16,6 +16,7 @@ use super::actor::GmActor;
 use crate::core::{DecisionOutcome, GmInput, GmOutput, Undelivered};
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
+use common::messages::EndsPublished;
 use common::messages::{LaunchBatch, PreemptOutcome, PreemptRefusal};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
@@ -105,16 +106,16 @@ impl GmActor {
             GmInput::Lm(m) => m.snapshot().map(|s| (s.lm, s.incarnation, s.version)),
             _ => None,
         };
-        let reannounced = match &mut input {
-            GmInput::Lm(LmToGm::Ended(e)) if e.reannounced => {
+        let to_publish = match &mut input {
+            GmInput::Lm(LmToGm::Ended(e)) if e.publish != EndsPublished::ByLm => {
                 self.current_runs_only(e);
-                Some(e.lm)
+                Some((e.lm, e.publish))
             }
             _ => None,
         };
         let mut out = self.core.step(now, input);
-        if let Some(lm) = reannounced {
-            self.publish_reannounced(lm, &out);
+        if let Some((lm, publish)) = to_publish {
+            self.publish_taken(lm, publish, &out);
         }
         // An LM's state counts as heard only when the core took it (a snapshot of
         // another life, or stale, does not: the view would look fresh while frozen).
@@ -134,9 +135,10 @@ impl GmActor {
         out
     }
 
-    /// Keeps, of failures a worker listed to a restarted LM, those of a task this
-    /// GM knows open, as its current run (for a restarted GM's task still in
-    /// doubt, the last run its journal says may have gone out): the core takes
+    /// Keeps, of the ends an LM left for this GM to publish (its verdicts "lost",
+    /// failures a worker listed to a restarted LM), those of a task this GM knows
+    /// open, as its current run (for a restarted GM's task still in doubt, the last
+    /// run its journal says may have gone out): the core takes
     /// the end of a task it does not track (no retry policy, or a restarted GM's
     /// task still in doubt) as the task's end, and a failure of a run long
     /// replaced would end it `failed` (issue 33, seed 13044: runs 1 and 2 failed,
@@ -154,29 +156,32 @@ impl GmActor {
         let dropped = before - ended.ends.len();
         if dropped > 0 {
             self.metrics.reannounced_stale += dropped as u64;
-            tracing::info!(lm = %ended.lm, dropped, "failures a restarted LM's worker listed of runs this GM replaced, or of tasks it does not hold open: ignored");
+            tracing::info!(lm = %ended.lm, dropped, publish = ?ended.publish, "ends of runs this GM replaced, or of tasks it does not hold open: ignored");
         }
     }
 
-    /// Failures a worker listed to a restarted LM `lm` that the core took as their
-    /// tasks' ends, of tasks this GM knows and had not seen end: their event may
-    /// have died with the LM's previous life, so they are published here, at their
-    /// real end times, marked re-announced. Any other is not: an observer would
+    /// Ends LM `lm` left for this GM to publish ([`EndsPublished`]) that the core
+    /// took as their tasks' ends, of tasks this GM knows and had not seen end:
+    /// published here, at their real end times (a failure a worker listed to a
+    /// restarted LM marked re-announced). Any other is not: an observer would
     /// take it for the end of the task's later run (issue 33: a failure of run 1
-    /// published after run 2 finished). Called before the tracker hears the ends.
-    fn publish_reannounced(&mut self, lm: common::LmId, out: &GmOutput) {
+    /// published after run 2 finished), or for the end of a task that runs on.
+    /// Called before the tracker hears the ends.
+    fn publish_taken(&mut self, lm: common::LmId, publish: EndsPublished, out: &GmOutput) {
         let open = |task| self.tracker.task(task).is_some_and(|s| !s.state.is_final());
         let events: Vec<TaskEvent> = out
             .ended
             .iter()
             .filter(|end| end.failure.is_some() && open(end.task))
-            .map(|end| TaskEvent::reannounced(lm, end))
+            .map(|end| TaskEvent::of_end(lm, end, publish))
             .collect();
         if events.is_empty() {
             return;
         }
-        self.metrics.reannounced_failures += events.len() as u64;
-        tracing::info!(%lm, failures = events.len(), "failures a restarted LM's worker listed, unheard here: published again");
+        if publish == EndsPublished::ByGmAgain {
+            self.metrics.reannounced_failures += events.len() as u64;
+            tracing::info!(%lm, failures = events.len(), "failures a restarted LM's worker listed, unheard here: published again");
+        }
         (self.events)(events);
     }
 

@@ -160,7 +160,7 @@ impl Handler<LmReconciled> for GmActor {
                 lm,
                 gm: self.gm(),
                 ends,
-                reannounced: false,
+                publish: common::messages::EndsPublished::ByLm,
             };
             self.deliver(GmInput::Lm(LmToGm::Ended(ended)), ctx);
         }

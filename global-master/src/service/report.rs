@@ -457,9 +457,9 @@ impl Handler<RenderMetrics> for GmActor {
         );
         single(
             &mut out,
-            "megha_gm_reannounced_failures_ignored_total",
+            "megha_gm_lm_published_ends_ignored_total",
             "counter",
-            "Failures a worker listed to a restarted LM that were not of an open task's current run here (replaced by a retry, or the task ended): ignored.",
+            "Ends an LM left for this GM to publish (its verdicts lost, failures a worker listed to a restarted LM) that were not of an open task's current run here (replaced by a retry, or the task ended): ignored.",
             m.reannounced_stale as f64,
         );
         single(

@@ -161,7 +161,6 @@ pub async fn start_with(
             snapshots.clone(),
             lm_events.clone(),
             cfg.publish_min_interval,
-            None,
         );
         if let Some(fairness) = &cfg.fairness {
             lm = lm.with_fairness(fairness.clone());

@@ -3,8 +3,8 @@
 
 use common::events::TaskEvent;
 use common::messages::{
-    CancelResponse, KillTask, LaunchResponse, LmSnapshot, PreemptResponse, PreemptedTasks,
-    PromoteTask, StartTask, TaskEnd, TaskStart, TasksEnded, TasksStarted,
+    CancelResponse, EndsPublished, KillTask, LaunchResponse, LmSnapshot, PreemptResponse,
+    PreemptedTasks, PromoteTask, StartTask, TaskEnd, TaskStart, TasksEnded, TasksStarted,
 };
 use common::{GmId, LmId, Micros, NodeId, TaskId, TaskSpec};
 
@@ -70,15 +70,26 @@ impl LmEffects {
 }
 
 impl LmEffects {
-    /// Tells `gm`, which launched the task, that it ended: one message per GM.
+    /// Tells `gm`, which launched the task, that it ended (its event published
+    /// here): one message per GM.
     pub fn ended(&mut self, lm: LmId, gm: GmId, end: TaskEnd) {
-        match self.ended.iter_mut().find(|e| e.gm == gm) {
+        self.ended_published_by(lm, gm, end, EndsPublished::ByLm);
+    }
+
+    /// Tells `gm` this LM's verdict that a run is lost, for the GM to publish
+    /// when it takes it (see [`EndsPublished::ByGm`]): one message per GM.
+    pub fn lost(&mut self, lm: LmId, gm: GmId, end: TaskEnd) {
+        self.ended_published_by(lm, gm, end, EndsPublished::ByGm);
+    }
+
+    fn ended_published_by(&mut self, lm: LmId, gm: GmId, end: TaskEnd, publish: EndsPublished) {
+        match (self.ended.iter_mut()).find(|e| e.gm == gm && e.publish == publish) {
             Some(e) => e.ends.push(end),
             None => self.ended.push(TasksEnded {
                 lm,
                 gm,
                 ends: vec![end],
-                reannounced: false,
+                publish,
             }),
         }
     }

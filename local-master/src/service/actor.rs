@@ -136,6 +136,13 @@ impl std::fmt::Debug for LmActor {
 }
 
 impl LmActor {
+    /// Takes `life` as this LM's life (kept above the previous one in its data dir:
+    /// see `super::life`), instead of its start time.
+    pub fn with_life(mut self, life: u64) -> Self {
+        self.core.set_life(life);
+        self
+    }
+
     pub fn new(
         spec: &LmSpec,
         gms: u16,
@@ -144,19 +151,14 @@ impl LmActor {
         snapshots: Sink<LmSnapshot>,
         events: Sink<Vec<TaskEvent>>,
         min_interval: Duration,
-        life: Option<u64>,
     ) -> Self {
         let config = LmConfig {
             heartbeat_period: heartbeat,
         };
         let slots = worker_slots.max(1) as usize;
         let now = clock::now();
-        let mut core = LocalMaster::new(spec, gms, config, now);
-        if let Some(life) = life {
-            core.set_life(life);
-        }
         LmActor {
-            core,
+            core: LocalMaster::new(spec, gms, config, now),
             workers: (0..slots).map(|_| None).collect(),
             worker_urls: vec![None; slots],
             worker_processes: vec![None; slots],
@@ -356,6 +358,17 @@ impl LmActor {
             match self.to_gm.get(g).and_then(Option::as_ref) {
                 Some(sender) => sender.send(message.clone()),
                 None => {
+                    // Without a link the GM learns ends from the event stream: the
+                    // ends left for it to publish are published here.
+                    if let LmToGm::Ended(e) = &message {
+                        if e.publish != common::messages::EndsPublished::ByLm {
+                            let events = (e.ends.iter())
+                                .map(|end| TaskEvent::of_end(e.lm, end, e.publish))
+                                .collect();
+                            (self.events)(events);
+                            continue;
+                        }
+                    }
                     self.counters.gm_undeliverable += 1;
                     if matches!(message, LmToGm::Requeue(_)) || self.counters.gm_undeliverable == 1
                     {

@@ -65,8 +65,10 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
         amqp_snapshot_sink(publisher.clone(), cluster.clone()),
         amqp_event_sink(publisher.clone()),
         s.publish_min_interval,
-        life,
     );
+    if let Some(life) = life {
+        lm = lm.with_life(life);
+    }
     let client = http_client_with(
         Duration::from_secs(10),
         s.cluster_secret.as_ref(),

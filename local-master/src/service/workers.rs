@@ -130,9 +130,13 @@ impl LmActor {
     /// named in the job id's top bits: without it that GM would wait for the end
     /// forever (found by `loadgen faults`, seed 9). A repeat is harmless: a GM takes
     /// one end per task.
-    /// `reannounced`: a failure a worker listed on registering again, for its GM
-    /// to publish if it takes it.
-    fn orphan_end_to_gm(&mut self, end: common::messages::TaskEnd, reannounced: bool) {
+    /// `publish`: who publishes it (a failure a worker listed on registering again:
+    /// its GM, if it takes it).
+    fn orphan_end_to_gm(
+        &mut self,
+        end: common::messages::TaskEnd,
+        publish: common::messages::EndsPublished,
+    ) {
         let task = end.task;
         let gm = task.job.0 >> common::JobId::SUBMISSION_BITS;
         if gm >= u64::from(self.core.topology().gms) {
@@ -143,7 +147,7 @@ impl LmActor {
             lm: self.core.id(),
             gm,
             ends: vec![end],
-            reannounced,
+            publish,
         };
         self.send_to_gm(
             common::protocol::GmAddress::One(gm),
@@ -306,7 +310,7 @@ impl LmActor {
                         let WorkerToLm::Report(report) = &message;
                         tracing::info!(task = %report.task(), job = report.task().job.0, node = %report.node(), "finish of a task this LM does not hold (it ended while the LM was away); remembered for its GM and published");
                         if let Some(end) = report.end() {
-                            self.orphan_end_to_gm(end, false);
+                            self.orphan_end_to_gm(end, common::messages::EndsPublished::ByLm);
                         }
                     }
                     self.apply(out, ctx);
@@ -327,7 +331,7 @@ impl LmActor {
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
                     let WorkerToLm::Report(report) = message;
                     if let Some(end) = report.end() {
-                        self.orphan_end_to_gm(end, false);
+                        self.orphan_end_to_gm(end, common::messages::EndsPublished::ByLm);
                     }
                     let event = orphan_event(self.core.id(), report);
                     (self.events)(vec![event]);
@@ -481,15 +485,17 @@ impl Handler<Register> for LmActor {
             }
             reannounced += 1;
             // A finish is published again here; a failure by its GM, which alone
-            // knows whether the run is still the task's (see `TasksEnded::reannounced`).
-            let failed = end.failure.is_some();
-            if !failed {
+            // knows whether the run is still the task's (`EndsPublished::ByGmAgain`).
+            let publish = if end.failure.is_some() {
+                common::messages::EndsPublished::ByGmAgain
+            } else {
                 republished.push(TaskEvent::reannounced(self.core.id(), &end));
-            }
+                common::messages::EndsPublished::ByLm
+            };
             // Its GM hears it too: a finish of a run an earlier LM life reported
             // lost ends its task if the retry has not gone out; a failure that
             // died with that life reaches the GM after all (not lost, issue 33).
-            self.orphan_end_to_gm(end, failed);
+            self.orphan_end_to_gm(end, publish);
         }
         self.counters.reannounced += reannounced;
         if reannounced > 0 {

@@ -238,7 +238,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     let end = outs[0].ended[0].clone();
     let ended = common::messages::TasksEnded {
         lm: LmId(0),
-        reannounced: false,
+        publish: common::messages::EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![end],
     };
@@ -282,7 +282,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     // run 3 ran.)
     let late = common::messages::TasksEnded {
         lm: LmId(0),
-        reannounced: false,
+        publish: common::messages::EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![common::messages::TaskEnd {
             task: a,

@@ -12,7 +12,7 @@ use global_master::core::{GmInput, Resumed};
 fn run_1_ended(task: TaskId, node: NodeId, at: u64, failure: Option<TaskFailure>) -> LmToGm {
     LmToGm::Ended(TasksEnded {
         lm: LmId(0),
-        reannounced: false,
+        publish: common::messages::EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![TaskEnd {
             task,
@@ -300,7 +300,7 @@ fn a_failure_the_previous_life_counted_is_not_counted_again() {
                 at: Micros(at),
                 failure: Some(TaskFailure::Exit { code: 1 }),
             }],
-            reannounced: true,
+            publish: common::messages::EndsPublished::ByGmAgain,
         })
     };
     let outs = h.gm_step(0, 2, GmInput::Lm(run_ended(2, 2)));

@@ -197,11 +197,6 @@ impl Checker {
         if let Some(t) = self.tasks.get_mut(&task) {
             if why == Known::LmCrashLostEnd {
                 t.known = Some(why);
-            } else if why == Known::LostVerdictDied {
-                // A root cause too, below an end lost with its LM.
-                if t.known != Some(Known::LmCrashLostEnd) {
-                    t.known = Some(why);
-                }
             } else if t.ended.is_none() {
                 t.known.get_or_insert(why);
             }
@@ -274,10 +269,6 @@ impl Checker {
             // LM, asked by the GM, knows nothing of it (and reports the run lost),
             // or the GM resubmits it from its journal.
             Some(Known::LmCrashLostEnd)
-        } else if t.known == Some(Known::LostVerdictDied) {
-            // The LM's published verdict died with it: the GM, never hearing it,
-            // runs the task (again) or hears it lost again.
-            Some(Known::LostVerdictDied)
         } else if t.resent {
             Some(Known::ResentBatchRerun)
         } else if t.resubmitted {
@@ -445,14 +436,7 @@ impl Checker {
             }
             match t.ended {
                 Some(e) if e == ending => {}
-                other
-                    if t.resent
-                        || t.resubmitted
-                        || matches!(
-                            t.known,
-                            Some(Known::LmCrashLostEnd | Known::LostVerdictDied)
-                        ) =>
-                {
+                other if t.resent || t.resubmitted || t.known == Some(Known::LmCrashLostEnd) => {
                     let broken = (
                         Invariant::TerminalDisagrees,
                         format!(
@@ -461,10 +445,8 @@ impl Checker {
                         ),
                     );
                     // The same order as `rerun_cause`: an end lost with its LM first.
-                    let why = if let Some(k @ (Known::LmCrashLostEnd | Known::LostVerdictDied)) =
-                        t.known
-                    {
-                        k
+                    let why = if t.known == Some(Known::LmCrashLostEnd) {
+                        Known::LmCrashLostEnd
                     } else if t.resent {
                         Known::ResentBatchRerun
                     } else {

@@ -145,9 +145,6 @@ pub(super) struct World<'a> {
     /// Ends the GM takes from a restarted LM's answer (not compared with the
     /// event stream, which may not have them yet).
     reconcile_ends: bool,
-    /// While a GM steps failures a worker listed to restarted LM `l`: the ends it
-    /// takes are published (as the GM service does).
-    reannouncing: Option<u16>,
     /// Per (GM, restarted LM): questions that went unanswered.
     reconcile_asks: HashMap<(u16, u16), u32>,
     /// Per restarted GM: its tasks waiting for silent LMs' answers.
@@ -266,7 +263,6 @@ impl<'a> World<'a> {
             journal_runs: HashMap::new(),
             launched_at: HashMap::new(),
             reconcile_ends: false,
-            reannouncing: None,
             reconcile_asks: HashMap::new(),
             resume_doubt: HashMap::new(),
             gms: (0..config.gms).map(|_| None).collect(),

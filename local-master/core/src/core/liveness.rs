@@ -79,12 +79,9 @@ impl LocalMaster {
             for (gm, task, attempt) in ends {
                 self.ended_adopted(task, false);
                 self.lost.insert((task, attempt));
-                effects.events.push(TaskEvent {
-                    task,
-                    at: now,
-                    kind: TaskEventKind::failed(failure.to_string()),
-                });
-                effects.ended(
+                // Published by the GM when it takes it (`EndsPublished::ByGm`): a
+                // verdict that dies with this LM is never seen as the task's end.
+                effects.lost(
                     lm,
                     gm,
                     TaskEnd {

@@ -208,11 +208,6 @@ impl LocalMaster {
                     let failure = TaskFailure::Lost {
                         reason: format!("{lm} restarted and none of its workers holds the task"),
                     };
-                    effects.events.push(TaskEvent {
-                        task,
-                        at: now,
-                        kind: TaskEventKind::failed(failure.to_string()),
-                    });
                     let end = TaskEnd {
                         task,
                         attempt: asked,
@@ -220,7 +215,8 @@ impl LocalMaster {
                         at: now,
                         failure: Some(failure),
                     };
-                    effects.ended(lm, request.gm, end);
+                    // Published by the GM when it takes it (`EndsPublished::ByGm`).
+                    effects.lost(lm, request.gm, end);
                 }
                 None => {}
             }

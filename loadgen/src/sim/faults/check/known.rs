@@ -20,15 +20,6 @@ pub enum Known {
     /// their own restarts, for 15 minutes: only an end older or beyond the newest
     /// 10,000): the restarted LM, asked by the GM, reports the run lost.
     LmCrashLostEnd,
-    /// The LM's own verdict "lost" (a worker silent past the liveness timeout, or
-    /// a slot no worker registered for) was published and was waiting in its stream
-    /// to the GM when the LM crashed: the GM never hears it. The restarted LM,
-    /// asked by the GM, reports the run lost again (the same failure twice in the
-    /// event stream), or the GM's resent batch is answered by the new life and the
-    /// task runs after its published `failed`. A gap of the stateless LM: closing
-    /// it needs the verdict kept by the LM (on disk) until its GM takes it, or
-    /// published by the GM when it takes it.
-    LostVerdictDied,
     /// A GM restarted with its clock behind its previous life: its batch numbers
     /// repeat the previous life's and an LM answers them from its record of the
     /// other life (issue 14, item 3: batches keyed by incarnation).
@@ -96,7 +87,6 @@ impl Known {
             Known::WorkerCrash
                 | Known::GmCrash
                 | Known::LmCrashLostEnd
-                | Known::LostVerdictDied
                 | Known::EndLostWithWorker
                 | Known::GmClockBehind
         )
@@ -142,9 +132,6 @@ impl fmt::Display for Known {
             }
             Known::StaleAnswerTakenForRetry => {
                 "BUG a late launch answer of a lost run is taken for its retry's launch"
-            }
-            Known::LostVerdictDied => {
-                "an LM's published verdict \"lost\" died with it before reaching the GM: reported lost again, or the task runs after its published failure"
             }
             Known::LostWhileAlive => {
                 "worker declared lost while it still ran the task (cut off past the liveness timeout): finished and retried"

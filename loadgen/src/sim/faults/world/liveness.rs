@@ -10,6 +10,7 @@
 use super::{Item, World};
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::Role;
+use common::messages::EndsPublished;
 use common::messages::{HeldTask, TaskEnd};
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
@@ -290,31 +291,28 @@ impl World<'_> {
             }
             let (task, attempt) = (end.task, end.attempt);
             self.note(|| format!("  lm{l} sends gm{g} the end of {task}#{attempt}"));
-            let reannounced = end.failure.is_some();
-            if reannounced && !self.current_run_at_gm(task, attempt) {
-                // The GM service's tracker drops it (`current_runs_only`).
-                self.note(|| format!("  gm{g} ignores the failure of {task}#{attempt}"));
-                continue;
-            }
+            let publish = if end.failure.is_some() {
+                EndsPublished::ByGmAgain
+            } else {
+                EndsPublished::ByLm
+            };
             let ended = common::messages::TasksEnded {
                 lm: common::LmId(l),
                 gm: common::GmId(g as u16),
                 ends: vec![end],
-                reannounced,
+                publish,
             };
-            self.reannouncing = reannounced.then_some(l);
             self.gm_step(
                 g as u16,
                 global_master::core::GmInput::Lm(common::protocol::LmToGm::Ended(ended)),
             );
-            self.reannouncing = None;
         }
     }
 
     /// Whether run `attempt` of `task` is its GM's current run of an open task, as
     /// the GM service's tracker tells: the last run the GM launched, retried or
     /// resumed it as.
-    fn current_run_at_gm(&self, task: TaskId, attempt: u32) -> bool {
+    pub(super) fn current_run_at_gm(&self, task: TaskId, attempt: u32) -> bool {
         if self.checker.gm_has_ended(task) {
             return false;
         }

@@ -141,7 +141,7 @@ impl World<'_> {
             lm: LmId(l),
             gm: GmId(g),
             ends,
-            reannounced: false,
+            publish: common::messages::EndsPublished::ByLm,
         };
         self.gm_step(g, GmInput::Lm(LmToGm::Ended(ended)));
         self.reconcile_ends = false;

@@ -4,6 +4,7 @@
 use super::{describe_request, tasks, Ev, Held, Item, World};
 use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::{Fault, Link, Role};
+use common::messages::EndsPublished;
 use common::messages::WorkerReport;
 use common::protocol::{ClientToGm, GmAddress, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId};
@@ -25,11 +26,23 @@ impl World<'_> {
         self.gm_step(g, GmInput::Client(ClientToGm::SubmitJob { tasks, retry }));
     }
 
-    pub(super) fn gm_step(&mut self, g: u16, input: GmInput) {
+    pub(super) fn gm_step(&mut self, g: u16, mut input: GmInput) {
         let now = self.clock(Role::Gm(g));
         if self.gms[g as usize].is_none() {
             return;
         }
+        // Ends the LM left for the GM to publish: as the GM service, only those of
+        // an open task's current run go to the core (`current_runs_only`).
+        let to_publish = match &mut input {
+            GmInput::Lm(LmToGm::Ended(e)) if e.publish != EndsPublished::ByLm => {
+                let ends = std::mem::take(&mut e.ends);
+                e.ends = (ends.into_iter())
+                    .filter(|end| self.current_run_at_gm(end.task, end.attempt))
+                    .collect();
+                Some((e.lm, e.publish))
+            }
+            _ => None,
+        };
         let answered_by = match input {
             // Read by the GM service that asked (a restarted LM's answer).
             GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
@@ -45,23 +58,21 @@ impl World<'_> {
                 self.checker.unplaceable(d.task);
             }
         }
-        if let Some(l) = self.reannouncing {
-            // Failures a worker listed to a restarted LM: the GM service publishes
-            // those it takes, marked re-announced.
-            // Only those of a task the GM had not ended: the service asks its
-            // tracker, which ignores the end of an ended task (a restarted GM
-            // whose journal no longer holds the task takes it for a first end).
+        if let Some((lm, publish)) = to_publish {
+            // The GM service publishes those it takes, of tasks it had not ended:
+            // its tracker ignores the end of an ended task (a restarted GM whose
+            // journal no longer holds the task takes it for a first end).
             let checker = &self.checker;
             out.ended.retain(|e| !checker.gm_has_ended(e.task));
-            let taken: Vec<_> = out
-                .ended
-                .iter()
+            let taken: Vec<_> = (out.ended.iter())
                 .filter(|e| e.failure.is_some())
                 .cloned()
                 .collect();
             for end in &taken {
-                let event = common::events::TaskEvent::reannounced(common::LmId(l), end);
-                self.checker.may_repeat_failure(end.task);
+                if publish == EndsPublished::ByGmAgain {
+                    self.checker.may_repeat_failure(end.task);
+                }
+                let event = common::events::TaskEvent::of_end(lm, end, publish);
                 let broken = self.checker.event(&event);
                 self.broke(broken);
             }
@@ -361,14 +372,12 @@ impl World<'_> {
                                     .iter()
                                     .flatten()
                                     .any(|x| x.task == end.task && x.attempt == end.attempt);
-                                let why = match &end.failure {
-                                    _ if remembered => continue,
-                                    Some(common::messages::TaskFailure::Lost { .. }) => {
-                                        Known::LostVerdictDied
-                                    }
-                                    _ => Known::LmCrashLostEnd,
-                                };
-                                self.checker.mark_known(end.task, why);
+                                // The LM's own verdicts were not published: the
+                                // next life judges again.
+                                if remembered || e.publish == EndsPublished::ByGm {
+                                    continue;
+                                }
+                                self.checker.mark_known(end.task, Known::LmCrashLostEnd);
                             }
                         }
                         Item::ToWorker(LmToWorker::Start(s), _) => {
