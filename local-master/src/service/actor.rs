@@ -140,6 +140,7 @@ impl LmActor {
     /// see `super::life`), instead of its start time.
     pub fn with_life(mut self, life: u64) -> Self {
         self.core.set_life(life);
+        self.incarnation = life.max(1);
         self
     }
 
