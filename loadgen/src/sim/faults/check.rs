@@ -124,6 +124,10 @@ struct Track {
     /// A finish published late, after its GM retried the task: it may be that of
     /// a run declared lost ([`Known::LostWhileAlive`]).
     late_finish: bool,
+    /// An LM declared its current run lost (a verdict the GM publishes when it
+    /// takes it): a GM restarted from its journal may resume the task before it
+    /// hears the verdict, and a finish of that run is then a late one.
+    declared_lost: bool,
     /// Runs after a failure (its job's retry policy).
     retries: u32,
     /// When its GM last decided to run it again.
@@ -237,7 +241,8 @@ impl Checker {
         if let Some(t) = self.tasks.get_mut(&task) {
             if t.ended == Some(Ending::Failed) {
                 t.retry_unheard = true;
-            } else {
+            } else if !t.declared_lost {
+                // (A run declared lost: the resumed run is its retry.)
                 t.resubmitted = true;
             }
         }
@@ -369,6 +374,14 @@ impl Checker {
         }
     }
 
+    /// An LM declared the current run of `task` lost (its verdict, on its way to
+    /// the GM, which publishes it if it takes it).
+    pub fn verdict_lost(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.declared_lost = true;
+        }
+    }
+
     /// A restarted LM publishes the end of `task`, which its worker reported: the
     /// life that saw it end may have published it already.
     pub fn may_repeat_end(&mut self, task: TaskId) {
@@ -376,7 +389,7 @@ impl Checker {
             t.repeat_allowed = true;
             // After a retry, or after the run was declared lost (without one):
             // the finish of a run its LM had given up on.
-            t.late_finish |= t.retries > 0 || t.ended == Some(Ending::Failed);
+            t.late_finish |= t.retries > 0 || t.ended == Some(Ending::Failed) || t.declared_lost;
         }
     }
 

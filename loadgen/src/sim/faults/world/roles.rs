@@ -166,6 +166,13 @@ impl World<'_> {
         let ready = self.ready(l);
         let mut answer = None;
         for (to, message) in out.to_gms {
+            if let LmToGm::Ended(e) = &message {
+                if e.publish == EndsPublished::ByGm {
+                    for end in &e.ends {
+                        self.checker.verdict_lost(end.task);
+                    }
+                }
+            }
             match (&message, &call) {
                 (
                     LmToGm::LaunchAnswer(_)
