@@ -102,6 +102,30 @@ pub fn post_as_gm(lm_url: &str, message: &GmToLm) -> (u16, String, String) {
     (status, head, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// Registers a worker with the LM at `lm_url` as the worker service does (shared
+/// secret, order key `key`); asserts `200`.
+pub fn register_worker(
+    lm_url: &str,
+    registration: &common::messages::WorkerRegistration,
+    key: &str,
+) {
+    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "worker");
+    let body = cluster.encode(registration).expect("encode");
+    let (status, _, body) = http_raw(
+        "POST",
+        &format!("{lm_url}/v1/register"),
+        common::codec::CONTENT_TYPE,
+        &body,
+        &[
+            ("x-megha-cluster-token", credentials().secret.as_str()),
+            (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
+            (service_kit::auth::ORDER_KEY_HEADER, key),
+        ],
+    )
+    .expect("POST /v1/register");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+}
+
 /// Batch `seq` of GM 0: job `job`'s two 10 ms tasks on nodes 0 and 1.
 pub fn two_task_batch(seq: u64, job: u64) -> GmToLm {
     two_task_batch_of(seq, job, Micros::from_millis(10))

@@ -21,9 +21,9 @@ use common::{Micros, NodeId, TaskId};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::lone_lm::{metric_of, LoneLm};
+use tests::lone_lm::{metric_of, register_worker, LoneLm};
 use tests::observer::Observer;
-use tests::procs::{credentials, fake_peer, http_raw, wait_until};
+use tests::procs::{fake_peer, wait_until};
 
 const JOB: u64 = 41;
 
@@ -59,30 +59,14 @@ fn a_new_lm_life_announces_listed_ends_once_at_their_real_times() {
         failure: Some(TaskFailure::Exit { code: 3 }),
         ..TaskEnd::finished(TaskId::new(JOB, 1), 2, NodeId(1), failed_at)
     };
-    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "worker");
-    let secret = credentials().secret.clone();
     let register = |key: &str| {
-        let registration = cluster
-            .encode(&WorkerRegistration {
-                slot: 0,
-                url: worker_url.clone(),
-                holding: vec![],
-                ended: vec![finished.clone(), failed.clone()],
-            })
-            .expect("encode");
-        let (status, _, body) = http_raw(
-            "POST",
-            &format!("{}/v1/register", lm.url),
-            common::codec::CONTENT_TYPE,
-            &registration,
-            &[
-                ("x-megha-cluster-token", secret.as_str()),
-                (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
-                (service_kit::auth::ORDER_KEY_HEADER, key),
-            ],
-        )
-        .expect("POST /v1/register");
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let registration = WorkerRegistration {
+            slot: 0,
+            url: worker_url.clone(),
+            holding: vec![],
+            ended: vec![finished.clone(), failed.clone()],
+        };
+        register_worker(&lm.url, &registration, key);
     };
     register(&"a".repeat(64));
 

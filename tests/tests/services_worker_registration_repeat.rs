@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::lone_lm::{metric_of, post_as_gm, two_task_batch_of, LoneLm};
-use tests::procs::{credentials, fake_peer, http_raw, wait_until};
+use tests::lone_lm::{metric_of, post_as_gm, register_worker, two_task_batch_of, LoneLm};
+use tests::procs::{fake_peer, wait_until};
 
 /// A fake worker on loopback: answers every call with an empty success and counts
 /// the calls (the LM's start orders).
@@ -37,30 +37,14 @@ fn a_repeated_registration_of_the_same_process_loses_nothing() {
     let lm = LoneLm::spawn_lm(&dir, &broker.url, &["--worker-timeout-ms", "120000"]);
     let calls = Arc::new(AtomicUsize::new(0));
     let worker_url = fake_worker(calls.clone());
-    let cluster = service_kit::cluster::Cluster::new(common::ClusterName::default(), "worker");
-    let secret = credentials().secret.clone();
     let register_at = |url: &str, key: &str| {
-        let registration = cluster
-            .encode(&WorkerRegistration {
-                slot: 0,
-                url: url.to_owned(),
-                holding: vec![],
-                ended: vec![],
-            })
-            .expect("encode");
-        let (status, _, body) = http_raw(
-            "POST",
-            &format!("{}/v1/register", lm.url),
-            common::codec::CONTENT_TYPE,
-            &registration,
-            &[
-                ("x-megha-cluster-token", secret.as_str()),
-                (service_kit::cluster::CLUSTER_NAME_HEADER, "megha"),
-                (service_kit::auth::ORDER_KEY_HEADER, key),
-            ],
-        )
-        .expect("POST /v1/register");
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let registration = WorkerRegistration {
+            slot: 0,
+            url: url.to_owned(),
+            holding: vec![],
+            ended: vec![],
+        };
+        register_worker(&lm.url, &registration, key);
     };
     let register = |key: &str| register_at(&worker_url, key);
     let metric = |name: &str| metric_of(&lm.url, name);

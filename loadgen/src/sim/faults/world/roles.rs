@@ -119,11 +119,6 @@ impl World<'_> {
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
         };
-        // A restarted LM asked by a GM reports the runs it does not know lost: the
-        // life that held one may have reported its end already (and died before
-        // the GM heard it).
-        let forget =
-            matches!(&input, LmInput::Gm(common::protocol::GmToLm::Reconcile(r)) if r.forget);
         let end = match &input {
             LmInput::Worker(WorkerToLm::Report(
                 r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
@@ -145,11 +140,6 @@ impl World<'_> {
         // published it already.
         for task in &out.unowned_finished {
             self.checker.may_repeat_end(*task);
-        }
-        if forget {
-            for event in &out.events {
-                self.checker.may_repeat_end(event.task);
-            }
         }
         for event in &out.events {
             let broken = self.checker.event(event);
