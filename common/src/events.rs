@@ -106,6 +106,15 @@ impl TaskEventKind {
         }
     }
 
+    /// The event of a run's end at its worker on `node` of `lm`: `Finished`, or
+    /// `Failed` saying why and where (announced for the first time).
+    pub fn ended(lm: LmId, node: NodeId, failure: Option<&crate::messages::TaskFailure>) -> Self {
+        match failure {
+            None => TaskEventKind::finished(lm, node),
+            Some(failure) => TaskEventKind::failed(format!("{failure} (on {node} of {lm})")),
+        }
+    }
+
     /// Whether this is an end a restarted LM announces again.
     pub fn is_reannounced(&self) -> bool {
         matches!(
@@ -152,18 +161,12 @@ impl TaskEvent {
     /// The event of an end announced again (a worker listed it to a restarted
     /// LM `lm`): at its real end time, marked re-announced.
     pub fn reannounced(lm: LmId, end: &crate::messages::TaskEnd) -> Self {
-        let node = end.node;
-        let kind = match &end.failure {
-            None => TaskEventKind::Finished {
-                lm,
-                node,
-                reannounced: true,
-            },
-            Some(failure) => TaskEventKind::Failed {
-                detail: format!("{failure} (on {node} of {lm})"),
-                reannounced: true,
-            },
-        };
+        let mut kind = TaskEventKind::ended(lm, end.node, end.failure.as_ref());
+        if let TaskEventKind::Finished { reannounced, .. }
+        | TaskEventKind::Failed { reannounced, .. } = &mut kind
+        {
+            *reannounced = true;
+        }
         TaskEvent {
             task: end.task,
             at: end.at,

@@ -108,17 +108,3 @@ impl LmEffects {
         }
     }
 }
-
-/// The event of a task's end at its worker: `Finished`, or `Failed` saying why.
-pub fn ended_event(
-    lm: common::LmId,
-    node: common::NodeId,
-    failure: Option<&common::messages::TaskFailure>,
-) -> common::events::TaskEventKind {
-    match failure {
-        None => common::events::TaskEventKind::finished(lm, node),
-        Some(failure) => {
-            common::events::TaskEventKind::failed(format!("{failure} (on {node} of {lm})"))
-        }
-    }
-}

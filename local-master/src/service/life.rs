@@ -109,4 +109,22 @@ mod tests {
         let _ = std::fs::remove_file(&link);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A link planted at the temporary name is replaced, not written through.
+    #[test]
+    fn a_link_planted_at_the_temporary_file_is_not_written_through() {
+        let dir = scratch("tmp-link");
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = scratch("victim");
+        std::fs::write(&victim, "keep me\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("life.tmp")).unwrap();
+        assert_eq!(next(&dir, 42).unwrap(), 42);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(FILE)).unwrap().trim(),
+            "42"
+        );
+        let _ = std::fs::remove_file(&victim);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

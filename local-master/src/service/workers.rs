@@ -371,7 +371,7 @@ fn orphan_event(lm: common::LmId, report: WorkerReport) -> TaskEvent {
             at,
             failure,
             ..
-        } => (task, at, crate::core::ended_event(lm, node, Some(&failure))),
+        } => (task, at, TaskEventKind::ended(lm, node, Some(&failure))),
         WorkerReport::Killed { node, task, at, .. } => (
             task,
             at,

@@ -6,7 +6,7 @@
 //! more to stop and answers so.
 
 use super::LocalMaster;
-use crate::effects::{ended_event, LmEffects, LmError};
+use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{CancelRequest, CancelResponse, KillTask, WorkerReport};
 use common::{GmId, Micros, NodeId, TaskId};
@@ -86,11 +86,11 @@ impl LocalMaster {
             },
             WorkerReport::Finished { node, .. } => {
                 self.cancelling.remove(&task);
-                ended_event(lm, node, None)
+                TaskEventKind::ended(lm, node, None)
             }
             WorkerReport::Failed { node, failure, .. } => {
                 self.cancelling.remove(&task);
-                ended_event(lm, node, Some(&failure))
+                TaskEventKind::ended(lm, node, Some(&failure))
             }
         };
         effects.events.push(TaskEvent { task, at, kind });

@@ -22,7 +22,7 @@ pub use crate::allocation::Allocation;
 use crate::allocation::{PendingKill, Queued};
 use crate::answers::BatchAnswers;
 pub use crate::config::{LmConfig, QueueableConfig};
-pub use crate::effects::{ended_event, LmEffects, LmError};
+pub use crate::effects::{LmEffects, LmError};
 use crate::restarted::Restarted;
 use common::bounded::Bounded;
 use common::cluster::LmSpec;

@@ -3,7 +3,7 @@
 
 use super::LocalMaster;
 use crate::allocation::PendingKill;
-use crate::effects::{ended_event, LmEffects, LmError};
+use crate::effects::{LmEffects, LmError};
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{TaskEnd, TaskFailure, TaskStart, WorkerReport};
 use common::Micros;
@@ -118,7 +118,7 @@ impl LocalMaster {
                 effects.events.push(TaskEvent {
                     task,
                     at,
-                    kind: ended_event(lm, node, failure.as_ref()),
+                    kind: TaskEventKind::ended(lm, node, failure.as_ref()),
                 });
                 if let Some(gm) = gm {
                     let end = TaskEnd {
@@ -151,7 +151,7 @@ impl LocalMaster {
                 effects.events.push(TaskEvent {
                     task,
                     at,
-                    kind: ended_event(lm, node, failure.as_ref()),
+                    kind: TaskEventKind::ended(lm, node, failure.as_ref()),
                 });
                 effects.ended(
                     lm,
@@ -191,7 +191,7 @@ impl LocalMaster {
         effects.events.push(TaskEvent {
             task,
             at,
-            kind: ended_event(self.topology.lm, node, None),
+            kind: TaskEventKind::ended(self.topology.lm, node, None),
         });
     }
 
