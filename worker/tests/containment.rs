@@ -300,59 +300,70 @@ async fn after_a_cancel_no_process_of_the_task_is_left() {
     assert_eq!(until_none("sleep 614").await, Vec::<u32>::new());
 }
 
-/// The worker's death, as its helper sees it: the socket closes. Driven directly
-/// (a real worker's kill -9 is in the tests crate's services_task_containment).
+/// The worker's death, as its task supervisor sees it: the socket closes. Driven
+/// directly (a real worker's kill -9 is in the tests crate's
+/// services_task_containment): both runs, and what they started, are killed.
 #[test]
-fn when_the_worker_goes_away_its_helper_kills_the_whole_run() {
-    use std::io::{BufRead, BufReader, Write};
-    use worker::exec::helper::{Report, Spec};
+fn when_the_worker_goes_away_its_supervisor_kills_every_run() {
+    use std::os::fd::AsFd;
+    use worker::exec::wire::{self, Event, Order, Report, Spec};
     need_root();
     let limits = worker::exec::limits::Limits::detect(true);
-    let cgroups = limits.for_run(9_999, 64, 500, 64).cgroups;
-    let spec = Spec {
-        program: "sh".into(),
-        args: vec!["-c".into(), "setsid sleep 613 & sleep 611".into()],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: "/".into(),
-        uid: Some(UIDS.1),
-        gid: Some(UIDS.1),
-        cgroups: cgroups.clone(),
-        address_space: None,
-    };
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket");
-    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_megha-task-exec"))
+    let (ours, theirs) = wire::pair().expect("socket");
+    let mut supervisor = std::process::Command::new(env!("CARGO_BIN_EXE_megha-task-exec"))
         .env_clear()
-        .stdin(std::os::fd::OwnedFd::from(theirs))
+        .stdin(theirs)
         .spawn()
-        .expect("helper");
-    let mut writer = ours.try_clone().expect("clone");
-    writer
-        .write_all(format!("{}\n", serde_json::to_string(&spec).expect("json")).as_bytes())
-        .expect("spec");
-    let mut line = String::new();
-    BufReader::new(&ours).read_line(&mut line).expect("report");
-    assert!(
-        matches!(Report::parse(&line), Some(Report::Started { .. })),
-        "{line}"
-    );
-    let mut seen = false;
-    for _ in 0..200 {
-        if !processes_with("sleep 613").is_empty() {
-            seen = true;
-            break;
+        .expect("supervisor");
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("null");
+    let mut all_cgroups = Vec::new();
+    for (run, daemon, main) in [(9_998u64, 613, 611), (9_999, 615, 617)] {
+        let run_limits = limits.for_run(run, 64, 500, 64);
+        all_cgroups.extend(run_limits.cgroups.clone());
+        let spec = Spec {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!("setsid sleep {daemon} & sleep {main}"),
+            ],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: "/".into(),
+            uid: Some(UIDS.1 - run as u32 % 2),
+            gid: Some(UIDS.1 - run as u32 % 2),
+            cgroups: run_limits.cgroups,
+            cgroup_v2: run_limits.v2,
+            address_space: run_limits.address_space,
+        };
+        wire::send(&ours, &Order::Start { run, spec }, &[null.as_fd(), null.as_fd()])
+            .expect("order");
+        let mut buffer = vec![0u8; 4096];
+        let (event, _): (Event, _) = wire::recv(&ours, &mut buffer)
+            .expect("report")
+            .expect("open");
+        assert_eq!(event.run, run);
+        assert!(matches!(event.report, Report::Started { .. }), "{event:?}");
+        let needle = format!("sleep {daemon}");
+        let mut seen = false;
+        for _ in 0..200 {
+            if !processes_with(&needle).is_empty() {
+                seen = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(10));
+        assert!(seen, "the daemon of run {run} started");
     }
-    assert!(seen, "the daemon started");
-    drop(writer);
     drop(ours);
-    let status = helper.wait().expect("helper ends");
-    println!("helper ended: {status}");
-    for needle in ["sleep 613", "sleep 611"] {
+    let status = supervisor.wait().expect("supervisor ends");
+    println!("supervisor ended: {status}");
+    for needle in ["sleep 613", "sleep 611", "sleep 615", "sleep 617"] {
         let left = processes_with(needle);
         assert_eq!(left, Vec::<u32>::new(), "`{needle}` outlived its worker");
     }
-    for cg in cgroups {
+    for cg in all_cgroups {
         let _ = std::fs::remove_dir(&cg.dir);
     }
     limits.remove();

@@ -1,105 +1,61 @@
-//! `megha-task-exec`: the small program between the worker and a task's command, as
-//! slurmstepd and runc are. The worker spawns it (as itself, root when tasks switch
-//! users) with an empty environment; it
+//! `megha-task-exec`: the task supervisor, one process per worker (as slurmstepd
+//! is per job step and runc's shim per container). The worker starts it with an
+//! empty environment and a `SOCK_SEQPACKET` socket as its stdin ([`super::wire`]),
+//! and it
 //!
-//! 1. reads the run's [`Spec`] (one JSON line) from its stdin, a socket to the worker;
-//! 2. creates the run's cgroups, writes their limits and joins them, sets
-//!    `RLIMIT_CORE` 0 (and `RLIMIT_AS` when there are no cgroups) and `no_new_privs`;
-//! 3. spawns the command as the task's user (uid, gid, no supplementary groups), in
-//!    its own process group, with exactly the spec's environment, stdin from
-//!    `/dev/null` and its own stdout and stderr (the task's log files, opened by the
-//!    worker) — so the command is inside its cgroup and limits from its first
-//!    instruction;
-//! 4. reports `started <pid>` and, when the command ends, `exit <code>` or
-//!    `signal <n>` (or `error <reason>` when it could not start) on the socket;
-//! 5. obeys `term` (SIGTERM to every process of the run) and `kill` (SIGKILL to every
-//!    process) from the worker; when the socket closes (the worker died, or dropped
-//!    the run) it kills every process of the run and exits.
+//! 1. takes [`Order::Start`] with the run's [`Spec`] and its two log files;
+//! 2. creates the run's cgroups and writes their limits, and spawns the command as
+//!    the task's user (uid, gid, no supplementary groups), in its own process
+//!    group, with exactly the spec's environment, stdin from `/dev/null` and the
+//!    run's log files as stdout and stderr, `RLIMIT_CORE` 0 and `no_new_privs`
+//!    (both set on the supervisor at start and inherited), so that the command is
+//!    inside its cgroups from its first instruction:
+//!    - cgroup v1: the spawning thread moves itself (only itself: `0` into each
+//!      hierarchy's `tasks`, which needs no global lock, unlike a process's
+//!      `cgroup.procs`) into the run's cgroups, forks the command there, and moves
+//!      back home; the CPU quota is written right after the spawn, so the thread
+//!      is never throttled by it;
+//!    - cgroup v2, or no cgroups: the command is spawned through this program's
+//!      `join-exec` mode, which writes its own pid into the run's `cgroup.procs`
+//!      (v2) or sets `RLIMIT_AS` (no cgroups), then execs the command;
+//! 3. reports `started` with the pid and, when the command ends, kills whatever is
+//!    left of the run (a background child, a setsid daemon) and only then reports
+//!    `exit` or `signal` (or `error` with the reason when it could not start);
+//! 4. obeys `term` (SIGTERM to every process of the run) and `kill` (SIGKILL);
+//! 5. when the worker's end of the socket closes (the worker died, or stopped), it
+//!    kills every process of every run and exits.
 //!
 //! "Every process of the run" is every process in the run's cgroup (whatever its
 //! session or process group); without cgroups, the command's process group and,
-//! when the run has a uid of its own, every process of that uid. The helper leaves
-//! only when none is left, so a run whose helper is gone has nothing running.
+//! when the run has a uid of its own, every process of that uid. A run reported
+//! ended has nothing running.
 //!
-//! The helper never removes the run's cgroups (it is inside them): the worker does
-//! when the helper exited, or the next life of the worker does (see
-//! [`super::limits::Limits::reap_previous_lives`]).
+//! The supervisor never removes a run's cgroups: the worker does after the run
+//! ended (or keeps them for a later run, [`super::limits`]), or the next life of
+//! the worker does (see [`super::limits::Limits::reap_previous_lives`]).
 
+use super::wire::{self, CgroupSpec, Event, Order, Report, Spec};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What the helper runs: the first line on its socket.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Spec {
-    pub program: String,
-    pub args: Vec<String>,
-    /// The command's whole environment.
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    /// `None`: run as the helper's own user (the worker's; `--allow-run-as-self`).
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    /// The run's cgroup in each hierarchy, created by the helper, with the files
-    /// to write before joining (e.g. `memory.limit_in_bytes`).
-    pub cgroups: Vec<CgroupSpec>,
-    /// `RLIMIT_AS` in bytes (without cgroups).
-    pub address_space: Option<u64>,
-}
+/// The first argument of the `join-exec` mode.
+pub const JOIN_EXEC: &str = "join-exec";
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct CgroupSpec {
-    pub dir: PathBuf,
-    pub settings: Vec<(String, String)>,
-}
-
-/// A line from the helper to the worker.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Report {
-    Started { pid: u32 },
-    Exit { code: i32 },
-    Signal { signal: i32 },
-    Error { reason: String },
-}
-
-impl Report {
-    pub fn line(&self) -> String {
-        match self {
-            Report::Started { pid } => format!("started {pid}\n"),
-            Report::Exit { code } => format!("exit {code}\n"),
-            Report::Signal { signal } => format!("signal {signal}\n"),
-            Report::Error { reason } => format!("error {}\n", reason.replace('\n', " ")),
-        }
-    }
-
-    pub fn parse(line: &str) -> Option<Report> {
-        let line = line.trim_end_matches('\n');
-        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match word {
-            "started" => rest.parse().ok().map(|pid| Report::Started { pid }),
-            "exit" => rest.parse().ok().map(|code| Report::Exit { code }),
-            "signal" => rest.parse().ok().map(|signal| Report::Signal { signal }),
-            "error" => Some(Report::Error {
-                reason: rest.to_owned(),
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// Orders from the worker.
-pub const TERM: &str = "term\n";
-pub const KILL: &str = "kill\n";
-
-/// The helper program (`megha-task-exec`). Its stdin must be a connected Unix
-/// socket; exits 0 when it reported how the command ended, 1 otherwise.
+/// The supervisor program (`megha-task-exec`). Its stdin must be the worker's
+/// `SOCK_SEQPACKET` socket. Exits 0 when the worker closed it.
 pub fn main() -> i32 {
-    let socket = match stdin_socket() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(JOIN_EXEC) {
+        return join_exec(&args[1..]);
+    }
+    let control = match control_socket() {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
@@ -108,155 +64,166 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    let mut out = match socket.try_clone() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("megha-task-exec: cannot clone the socket: {e}");
-            return 2;
-        }
-    };
-    let mut reader = BufReader::new(socket);
-    let mut first = String::new();
-    let spec: Spec = match reader.read_line(&mut first) {
-        Ok(0) => return 1,
-        Ok(_) => match serde_json::from_str(&first) {
-            Ok(spec) => spec,
-            Err(e) => {
-                let _ = out.write_all(
-                    Report::Error {
-                        reason: format!("bad spec: {e}"),
-                    }
-                    .line()
-                    .as_bytes(),
-                );
-                return 1;
-            }
-        },
-        Err(e) => {
-            eprintln!("megha-task-exec: cannot read the spec: {e}");
-            return 1;
-        }
-    };
-    let mut child = match prepare_and_spawn(&spec) {
-        Ok(c) => c,
-        Err(reason) => {
-            // The reason also goes to the task's stderr log, for its owner.
-            eprintln!("megha-task-exec: {reason}");
-            let _ = out.write_all(Report::Error { reason }.line().as_bytes());
-            // Nothing may be left of a half-made run.
-            Run::of(&spec, None).kill_all(rustix::process::Signal::KILL);
-            return 1;
-        }
-    };
-    let run = Arc::new(Run::of(&spec, Some(child.id())));
-    // The helper itself is never the memory limit's victim (set after the spawn:
-    // the command inherited the default).
-    let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
-    let _ = out.write_all(Report::Started { pid: child.id() }.line().as_bytes());
-    let orders = {
-        let run = run.clone();
-        std::thread::Builder::new()
-            .name("orders".into())
-            .spawn(move || obey(reader, &run))
-    };
-    if orders.is_err() {
-        // No thread for orders: the run cannot be stopped; do not run it.
-        run.kill_all(rustix::process::Signal::KILL);
+    if let Err(e) = contain_self() {
+        eprintln!("megha-task-exec: {e}");
+        return 2;
     }
-    let status = child.wait();
-    // Whatever the command left behind (a background child, a setsid daemon) goes
-    // with it; only then is the end reported.
-    run.kill_all(rustix::process::Signal::KILL);
-    let report = match status {
-        Ok(s) => match (s.code(), s.signal()) {
-            (Some(code), _) => Report::Exit { code },
-            (None, Some(signal)) => Report::Signal { signal },
-            (None, None) => Report::Exit { code: -1 },
-        },
-        Err(e) => Report::Error {
-            reason: format!("cannot wait for the command: {e}"),
-        },
-    };
-    let _ = out.write_all(report.line().as_bytes());
+    let runs = Arc::new(Runs::default());
+    let mut buffer = vec![0u8; wire::MAX_MESSAGE];
+    loop {
+        match wire::recv::<Order>(&control, &mut buffer) {
+            Ok(Some((Order::Start { run, spec }, fds))) => start(&control, &runs, run, spec, fds),
+            Ok(Some((Order::Term { run }, _))) => runs.signal(run, rustix::process::Signal::TERM),
+            Ok(Some((Order::Kill { run }, _))) => runs.signal(run, rustix::process::Signal::KILL),
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("megha-task-exec: {e}; stopping every run");
+                break;
+            }
+        }
+    }
+    // The worker is gone (or stopped): nothing of any run may outlive it.
+    runs.kill_every_run();
     0
 }
 
-fn stdin_socket() -> Result<UnixStream, String> {
-    use std::os::fd::AsFd;
+fn control_socket() -> Result<OwnedFd, String> {
+    use rustix::net::{sockopt, SocketType};
     let fd = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
         .map_err(|e| format!("stdin: {e}"))?;
-    let socket = UnixStream::from(fd);
-    socket
-        .peer_addr()
-        .map_err(|e| format!("stdin is not a socket: {e}"))?;
-    Ok(socket)
+    match sockopt::socket_type(&fd) {
+        Ok(SocketType::SEQPACKET) => Ok(fd),
+        Ok(other) => Err(format!("stdin is a socket of type {other:?}, not SEQPACKET")),
+        Err(e) => Err(format!("stdin is not a socket: {e}")),
+    }
 }
 
-/// Reads orders until the socket closes, then kills the run and leaves.
-fn obey(mut reader: BufReader<UnixStream>, run: &Run) {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line == TERM => run.kill_all(rustix::process::Signal::TERM),
-            Ok(_) if line == KILL => run.kill_all(rustix::process::Signal::KILL),
-            Ok(_) => eprintln!("megha-task-exec: unknown order {:?}", line.trim()),
+/// `RLIMIT_CORE` 0 and `no_new_privs`, for the supervisor and so for every
+/// command it spawns.
+fn contain_self() -> Result<(), String> {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let zero = Rlimit {
+        current: Some(0),
+        maximum: Some(0),
+    };
+    setrlimit(Resource::Core, zero).map_err(|e| format!("cannot set RLIMIT_CORE: {e}"))?;
+    rustix::thread::set_no_new_privs(true).map_err(|e| format!("cannot set no_new_privs: {e}"))
+}
+
+/// The running runs, by number.
+#[derive(Default)]
+struct Runs(Mutex<HashMap<u64, Arc<Run>>>);
+
+impl Runs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Run>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn signal(&self, run: u64, signal: rustix::process::Signal) {
+        let found = self.lock().get(&run).cloned();
+        if let Some(r) = found {
+            r.kill_all(signal);
         }
     }
-    // The worker is gone (or dropped the run): nothing of the run may outlive it.
-    run.kill_all(rustix::process::Signal::KILL);
-    std::process::exit(1);
+
+    fn kill_every_run(&self) {
+        let all: Vec<Arc<Run>> = self.lock().values().cloned().collect();
+        for r in all {
+            r.kill_all(rustix::process::Signal::KILL);
+        }
+    }
 }
 
-fn prepare_and_spawn(spec: &Spec) -> Result<std::process::Child, String> {
-    use rustix::process::{setrlimit, Resource, Rlimit};
+fn report(control: &OwnedFd, run: u64, report: Report) {
+    // A failed send means the worker is gone: the main loop sees it and kills all.
+    let _ = wire::send(control, &Event { run, report }, &[]);
+}
+
+/// Starts `run` and a thread that waits for it.
+fn start(control: &OwnedFd, runs: &Arc<Runs>, run: u64, spec: Spec, fds: Vec<OwnedFd>) {
+    let Ok([stdout, stderr]) = <[OwnedFd; 2]>::try_from(fds) else {
+        let reason = "a start order without exactly two descriptors (stdout, stderr)";
+        return report(control, run, Report::Error { reason: reason.into() });
+    };
+    let mut child = match spawn(&spec, stdout, stderr) {
+        Ok(c) => c,
+        Err(reason) => {
+            // Nothing may be left of a half-made run.
+            Run::of(&spec, None).kill_all(rustix::process::Signal::KILL);
+            return report(control, run, Report::Error { reason });
+        }
+    };
+    let pid = child.id();
+    let r = Arc::new(Run::of(&spec, Some(pid)));
+    runs.lock().insert(run, r.clone());
+    report(control, run, Report::Started { pid });
+    let waiter = {
+        let (control, runs, r) = (control.try_clone(), runs.clone(), r.clone());
+        std::thread::Builder::new()
+            .name(format!("run-{run}"))
+            .spawn(move || {
+                let status = child.wait();
+                // Whatever the command left behind goes with it; only then is the
+                // end reported.
+                r.kill_all(rustix::process::Signal::KILL);
+                runs.lock().remove(&run);
+                let end = match status {
+                    Ok(s) => match (s.code(), s.signal()) {
+                        (Some(code), _) => Report::Exit { code },
+                        (None, Some(signal)) => Report::Signal { signal },
+                        (None, None) => Report::Exit { code: -1 },
+                    },
+                    Err(e) => Report::Error {
+                        reason: format!("cannot wait for the command: {e}"),
+                    },
+                };
+                if let Ok(control) = control {
+                    report(&control, run, end);
+                }
+            })
+    };
+    if let Err(e) = waiter {
+        // No thread to wait for it: the run cannot be followed; do not run it.
+        r.kill_all(rustix::process::Signal::KILL);
+        runs.lock().remove(&run);
+        let reason = format!("cannot start a thread to follow the run: {e}");
+        report(control, run, Report::Error { reason });
+    }
+}
+
+/// Prepares the run's cgroups and spawns its command inside them.
+fn spawn(spec: &Spec, stdout: OwnedFd, stderr: OwnedFd) -> Result<std::process::Child, String> {
     if !spec.cwd.is_dir() {
         return Err(format!(
             "working directory {} does not exist or is not a directory",
             spec.cwd.display()
         ));
     }
+    let forked_inside = !spec.cgroup_v2 && !spec.cgroups.is_empty();
     for cg in &spec.cgroups {
         match std::fs::create_dir(&cg.dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(format!("cannot create cgroup {}: {e}", cg.dir.display())),
         }
-        for (file, value) in &cg.settings {
-            std::fs::write(cg.dir.join(file), value)
-                .map_err(|e| format!("cannot set {file} = {value} in {}: {e}", cg.dir.display()))?;
+        write_settings(cg, &cg.settings)?;
+        if !forked_inside {
+            write_settings(cg, &cg.after_spawn)?;
         }
     }
-    // Joined before the command exists: it starts inside.
-    let me = std::process::id().to_string();
-    for cg in &spec.cgroups {
-        std::fs::write(cg.dir.join("cgroup.procs"), &me)
-            .map_err(|e| format!("cannot join cgroup {}: {e}", cg.dir.display()))?;
+    if !forked_inside {
+        return spawn_through_join_exec(spec, stdout, stderr);
     }
-    let zero = Rlimit {
-        current: Some(0),
-        maximum: Some(0),
-    };
-    setrlimit(Resource::Core, zero).map_err(|e| format!("cannot set RLIMIT_CORE: {e}"))?;
-    if let Some(bytes) = spec.address_space {
-        let limit = Rlimit {
-            current: Some(bytes),
-            maximum: Some(bytes),
-        };
-        setrlimit(Resource::As, limit).map_err(|e| format!("cannot set RLIMIT_AS: {e}"))?;
-    }
-    rustix::thread::set_no_new_privs(true).map_err(|e| format!("cannot set no_new_privs: {e}"))?;
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
+        .stdout(stdout)
+        .stderr(stderr)
         .process_group(0);
     if let Some(gid) = spec.gid {
         cmd.gid(gid);
@@ -265,8 +232,160 @@ fn prepare_and_spawn(spec: &Spec) -> Result<std::process::Child, String> {
         // std drops the supplementary groups (setgroups(0)) before setuid.
         cmd.uid(uid);
     }
-    cmd.spawn()
-        .map_err(|e| format!("cannot run `{}`: {e}", spec.program))
+    // This thread (only it) joins the run's cgroups; the command is forked inside.
+    let joined = spec
+        .cgroups
+        .iter()
+        .try_for_each(|cg| join_thread(&cg.dir).map_err(|e| (cg, e)));
+    let spawned = match joined {
+        Ok(()) => cmd
+            .spawn()
+            .map_err(|e| format!("cannot run `{}`: {e}", spec.program)),
+        Err((cg, e)) => Err(format!("cannot join cgroup {}: {e}", cg.dir.display())),
+    };
+    for cg in &spec.cgroups {
+        let Some(home) = cg.dir.parent().and_then(Path::parent) else {
+            continue;
+        };
+        if let Err(e) = join_thread(home) {
+            // Left inside a run's cgroup, this thread would share its limits and
+            // keep it from being removed: the worker starts a new supervisor.
+            eprintln!(
+                "megha-task-exec: cannot move back to {}: {e}; exiting",
+                home.display()
+            );
+            if let Ok(mut child) = spawned {
+                let _ = child.kill();
+            }
+            std::process::exit(3);
+        }
+    }
+    let mut child = spawned?;
+    for cg in &spec.cgroups {
+        if let Err(e) = write_settings(cg, &cg.after_spawn) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    }
+    Ok(child)
+}
+
+fn write_settings(cg: &CgroupSpec, settings: &[(String, String)]) -> Result<(), String> {
+    for (file, value) in settings {
+        std::fs::write(cg.dir.join(file), value)
+            .map_err(|e| format!("cannot set {file} = {value} in {}: {e}", cg.dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Moves the calling thread (only it) into the v1 cgroup `dir`.
+fn join_thread(dir: &Path) -> std::io::Result<()> {
+    std::fs::write(dir.join("tasks"), "0")
+}
+
+/// What the `join-exec` mode does before it execs the command.
+#[derive(Debug, Serialize, Deserialize)]
+struct JoinExec {
+    /// `cgroup.procs` files to write its pid into (cgroup v2: one).
+    procs: Vec<PathBuf>,
+    address_space: Option<u64>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    cwd: PathBuf,
+    program: String,
+    args: Vec<String>,
+}
+
+/// Spawns the command through `megha-task-exec join-exec`, which joins the run's
+/// cgroup (v2) or sets `RLIMIT_AS` before it execs the command; its stdin is a pipe
+/// on which it writes why, if it cannot.
+fn spawn_through_join_exec(
+    spec: &Spec,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+) -> Result<std::process::Child, String> {
+    let plan = JoinExec {
+        procs: spec.cgroups.iter().map(|c| c.dir.join("cgroup.procs")).collect(),
+        address_space: spec.address_space,
+        uid: spec.uid,
+        gid: spec.gid,
+        cwd: spec.cwd.clone(),
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+    };
+    let plan = serde_json::to_string(&plan).map_err(|e| format!("cannot encode the run: {e}"))?;
+    let (mut why, their_end) =
+        std::io::pipe().map_err(|e| format!("cannot make a pipe for the run: {e}"))?;
+    let mut child = Command::new("/proc/self/exe")
+        .arg(JOIN_EXEC)
+        .arg(plan)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(their_end)
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run megha-task-exec join-exec: {e}"))?;
+    // The pipe closes when the command was exec'd (or join-exec gave up).
+    let mut reason = String::new();
+    let _ = why.read_to_string(&mut reason);
+    if reason.is_empty() {
+        return Ok(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(reason)
+}
+
+/// The `join-exec` mode: joins, limits, then execs as the run's user; on failure,
+/// says why on its stdin (a pipe to the supervisor) and exits 127.
+fn join_exec(args: &[String]) -> i32 {
+    use std::os::fd::AsFd as _;
+    let why = std::io::stdin().as_fd().try_clone_to_owned().map(std::fs::File::from);
+    let fail = |reason: String| {
+        if let Ok(mut w) = why.as_ref() {
+            let _ = w.write_all(reason.as_bytes());
+        }
+        eprintln!("megha-task-exec: {reason}");
+        127
+    };
+    let Some(plan) = args.first() else {
+        return fail("join-exec: no plan".into());
+    };
+    let plan: JoinExec = match serde_json::from_str(plan) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("join-exec: bad plan: {e}")),
+    };
+    let me = std::process::id().to_string();
+    for procs in &plan.procs {
+        if let Err(e) = std::fs::write(procs, &me) {
+            return fail(format!("cannot join cgroup {}: {e}", procs.display()));
+        }
+    }
+    if let Some(bytes) = plan.address_space {
+        use rustix::process::{setrlimit, Resource, Rlimit};
+        let limit = Rlimit {
+            current: Some(bytes),
+            maximum: Some(bytes),
+        };
+        if let Err(e) = setrlimit(Resource::As, limit) {
+            return fail(format!("cannot set RLIMIT_AS: {e}"));
+        }
+    }
+    let mut cmd = Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .current_dir(&plan.cwd)
+        .stdin(Stdio::null());
+    if let Some(gid) = plan.gid {
+        cmd.gid(gid);
+    }
+    if let Some(uid) = plan.uid {
+        cmd.uid(uid);
+    }
+    let e = cmd.exec();
+    fail(format!("cannot run `{}`: {e}", plan.program))
 }
 
 /// The processes of one run.
@@ -276,9 +395,9 @@ struct Run {
     procs: Option<PathBuf>,
     /// The command's process group.
     group: Option<u32>,
-    /// The run's own uid (not the helper's).
+    /// The run's own uid (not the supervisor's).
     uid: Option<u32>,
-    /// One killer at a time (the order thread and the main thread).
+    /// One killer at a time (the main thread and the run's waiter).
     lock: Mutex<()>,
 }
 
@@ -400,25 +519,4 @@ pub fn usable(path: &Path) -> bool {
     found
         .and_then(|p| std::fs::metadata(p).ok())
         .is_some_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reports_round_trip() {
-        for r in [
-            Report::Started { pid: 42 },
-            Report::Exit { code: -3 },
-            Report::Signal { signal: 9 },
-            Report::Error {
-                reason: "cannot run `x`: no such file".into(),
-            },
-        ] {
-            assert_eq!(Report::parse(&r.line()), Some(r));
-        }
-        assert_eq!(Report::parse("bogus 1\n"), None);
-        assert_eq!(Report::parse("exit x\n"), None);
-    }
 }

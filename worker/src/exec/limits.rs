@@ -4,14 +4,14 @@
 //! directly in cgroupfs. Without a usable memory controller: `RLIMIT_AS` and no CPU
 //! or pids limit (said at start, on `/healthz` and in `/metrics`).
 //!
-//! The worker only chooses the directories and the values; the task's helper
-//! (`megha-task-exec`, [`super::helper`]) creates them and joins them *before* it
-//! spawns the command, so the command is limited from its first instruction. The
-//! worker removes a run's cgroups when its helper has exited (nothing of the run is
-//! left then), and at start removes those of its previous lives (killing whatever
-//! is still in them).
+//! The worker only chooses the directories and the values; the task supervisor
+//! (`megha-task-exec`, [`super::helper`]) creates them, writes the limits and
+//! spawns the command inside them, so the command is limited from its first
+//! instruction. The worker removes a run's cgroups when the run ended (nothing of
+//! it is left then), and at start removes those of its previous lives (killing
+//! whatever is still in them).
 
-use super::helper::CgroupSpec;
+use super::wire::CgroupSpec;
 use std::path::{Path, PathBuf};
 
 /// CFS period of task cgroups (µs); the quota is the task's share of it.
@@ -45,6 +45,8 @@ pub enum Limits {
 #[derive(Debug, Default)]
 pub struct RunLimits {
     pub cgroups: Vec<CgroupSpec>,
+    /// cgroup v2 (one directory, joined by the command itself).
+    pub v2: bool,
     pub address_space: Option<u64>,
     /// `memory.oom_control` (v1) or `memory.events` (v2) of the run.
     oom_file: Option<PathBuf>,
@@ -190,17 +192,33 @@ impl Limits {
                                 oom_file = Some(dir.join("memory.oom_control"));
                                 vec![("memory.limit_in_bytes".into(), memory.to_string())]
                             }
-                            "cpu" => vec![
-                                ("cpu.cfs_period_us".into(), CPU_PERIOD_US.to_string()),
-                                ("cpu.cfs_quota_us".into(), quota.to_string()),
-                            ],
+                            // The quota only once the command is spawned: the
+                            // supervisor's thread is inside for the spawn.
+                            "cpu" => {
+                                let settings = vec![
+                                    ("cpu.cfs_quota_us".into(), "-1".into()),
+                                    ("cpu.cfs_period_us".into(), CPU_PERIOD_US.to_string()),
+                                ];
+                                let after_spawn =
+                                    vec![("cpu.cfs_quota_us".into(), quota.to_string())];
+                                return CgroupSpec {
+                                    dir,
+                                    settings,
+                                    after_spawn,
+                                };
+                            }
                             _ => vec![("pids.max".into(), pids_max.to_string())],
                         };
-                        CgroupSpec { dir, settings }
+                        CgroupSpec {
+                            dir,
+                            settings,
+                            after_spawn: Vec::new(),
+                        }
                     })
                     .collect();
                 RunLimits {
                     cgroups,
+                    v2: false,
                     address_space: None,
                     oom_file,
                 }
@@ -217,12 +235,18 @@ impl Limits {
                     .collect();
                 RunLimits {
                     oom_file: Some(dir.join("memory.events")),
-                    cgroups: vec![CgroupSpec { dir, settings }],
+                    cgroups: vec![CgroupSpec {
+                        dir,
+                        settings,
+                        after_spawn: Vec::new(),
+                    }],
+                    v2: true,
                     address_space: None,
                 }
             }
             Limits::Rlimit { .. } => RunLimits {
                 cgroups: Vec::new(),
+                v2: false,
                 address_space: Some(memory),
                 oom_file: None,
             },
@@ -462,7 +486,11 @@ mod tests {
                 (64u64 << 20).to_string()
             )]
         );
-        assert_eq!(run.cgroups[1].settings[1].1, "50000");
+        assert_eq!(run.cgroups[1].settings[0].1, "-1");
+        assert_eq!(
+            run.cgroups[1].after_spawn,
+            vec![("cpu.cfs_quota_us".to_string(), "50000".to_string())]
+        );
         assert_eq!(run.cgroups[2].settings[0].1, "100");
     }
 

@@ -3,9 +3,9 @@
 //! timer ends them).
 //!
 //! - [`burn`]: busy threads until the task's CPU-seconds are consumed.
-//! - [`process`]: a command run by its helper ([`helper`], the `megha-task-exec`
-//!   program) as the task's user ([`identity`]), inside its cgroups from the first
-//!   instruction, with its logs.
+//! - [`process`]: a command run by the worker's task supervisor ([`supervisor`],
+//!   [`wire`]; the `megha-task-exec` program, [`helper`]) as the task's user
+//!   ([`identity`]), inside its cgroups from the first instruction, with its logs.
 //! - [`limits`]: cgroups (v1 or v2; memory, cpu, pids) when the host allows,
 //!   rlimits otherwise.
 //! - [`logs`]: per-task directories and logs under the data dir ([`data_dir`]:
@@ -20,6 +20,8 @@ pub mod identity;
 pub mod limits;
 pub mod logs;
 pub mod process;
+pub mod supervisor;
+pub mod wire;
 
 use common::messages::TaskFailure;
 use common::{Executor, TaskId, TaskSpec};
@@ -30,6 +32,7 @@ use logs::TaskLogs;
 use service_kit::metrics::Histogram;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use supervisor::Supervisor;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -82,7 +85,7 @@ pub struct Executors {
     settings: ExecSettings,
     limits: Arc<Limits>,
     identity: TaskIdentity,
-    helper: Arc<PathBuf>,
+    supervisor: Arc<Supervisor>,
     logs: TaskLogs,
     /// Held for the worker's life: no other worker uses the directory.
     _data_dir: DataDir,
@@ -143,7 +146,7 @@ impl Executors {
             settings,
             limits: Arc::new(limits),
             identity,
-            helper: Arc::new(helper),
+            supervisor: Arc::new(Supervisor::new(helper)),
             logs,
             _data_dir: data_dir,
             start_latency,
@@ -207,12 +210,18 @@ impl Executors {
                     self.settings.pids_max,
                 );
                 let prepared = process::prepare(&self.logs, &task, self.identity.for_run(), limits);
-                let helper = self.helper.clone();
+                let supervisor = self.supervisor.clone();
                 let latency = self.start_latency.clone();
                 tokio::spawn(async move {
                     match prepared {
                         Ok(p) => {
-                            process::run(&task, &cmd, p, &helper, stop_rx, received, &latency).await
+                            let start = process::Start {
+                                run,
+                                supervisor: &supervisor,
+                                received,
+                                latency: &latency,
+                            };
+                            process::run(&task, &cmd, p, start, stop_rx).await
                         }
                         Err(failure) => Some(failure),
                     }
@@ -263,9 +272,16 @@ impl Executors {
         }
     }
 
-    /// Removes the worker's own cgroup (after its tasks ended).
+    /// Stops the task supervisor and removes the worker's own cgroup (after its
+    /// tasks ended).
     pub fn remove_cgroup(&self) {
+        self.supervisor.stop();
         self.limits.remove();
+    }
+
+    /// How many times the task supervisor ended while the worker ran.
+    pub fn supervisors_lost(&self) -> u64 {
+        self.supervisor.lost()
     }
 }
 
@@ -274,6 +290,7 @@ impl Drop for Executors {
     /// early exit): stop what runs, remove the worker's cgroup if it is empty.
     fn drop(&mut self) {
         self.shutdown();
+        self.supervisor.stop();
         self.limits.remove();
     }
 }

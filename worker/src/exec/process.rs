@@ -1,23 +1,22 @@
-//! The `exec` executor: a command run by its helper (`megha-task-exec`,
-//! [`super::helper`]) inside the run's cgroups, as the run's user, with only the
-//! documented environment, stdout and stderr to the task's log files. A stop asks
-//! the helper for SIGTERM to every process of the run, then SIGKILL after the grace
-//! period; when the command ends, the helper kills whatever is left of the run
-//! before it reports, so nothing of a task outlives it. If the worker dies, each
-//! helper sees its socket close and kills its run.
+//! The `exec` executor: a command run by the worker's task supervisor
+//! (`megha-task-exec`, [`super::helper`], through [`super::supervisor`]) inside the
+//! run's cgroups, as the run's user, with only the documented environment, stdout
+//! and stderr to the task's log files. A stop asks the supervisor for SIGTERM to
+//! every process of the run, then SIGKILL after the grace period; when the command
+//! ends, the supervisor kills whatever is left of the run before it reports, so
+//! nothing of a task outlives it. If the worker dies, the supervisor sees its
+//! socket close and kills every run.
 
-use super::helper::{self, Report, Spec};
 use super::identity::RunIdentity;
 use super::limits::RunLimits;
 use super::logs::TaskLogs;
+use super::supervisor::Supervisor;
+use super::wire::{Report, Spec};
 use common::messages::TaskFailure;
 use common::{ExecCommand, TaskSpec};
 use service_kit::metrics::Histogram;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
 /// The variables every exec task gets besides its spec's (see [`environment`]).
@@ -98,17 +97,26 @@ pub fn environment(task: &TaskSpec, cmd: &ExecCommand, work: &Path) -> Vec<(Stri
     env
 }
 
-/// Runs `cmd` for `task` through the helper at `helper_path` until it exits or
-/// `stop` fires (with the grace between SIGTERM and SIGKILL); `None` is a clean
-/// exit. `received`: when the start order came (for `start_latency`).
+/// Where a run goes, and what its start is measured from.
+#[derive(Debug)]
+pub struct Start<'a> {
+    /// The run's number (the supervisor's name for it).
+    pub run: u64,
+    pub supervisor: &'a Supervisor,
+    /// When the start order came (for `latency`).
+    pub received: Instant,
+    /// Start order -> command running.
+    pub latency: &'a Histogram,
+}
+
+/// Runs `cmd` for `task` through the task supervisor until it exits or `stop`
+/// fires (with the grace between SIGTERM and SIGKILL); `None` is a clean exit.
 pub async fn run(
     task: &TaskSpec,
     cmd: &ExecCommand,
     prepared: Prepared,
-    helper_path: &Path,
+    start: Start<'_>,
     stop: oneshot::Receiver<Duration>,
-    received: Instant,
-    start_latency: &Histogram,
 ) -> Option<TaskFailure> {
     let Prepared {
         stdout,
@@ -126,20 +134,12 @@ pub async fn run(
         uid: identity.uid,
         gid: identity.gid,
         cgroups: limits.cgroups.clone(),
+        cgroup_v2: limits.v2,
         address_space: limits.address_space,
     };
-    let outcome = supervise(
-        task,
-        &spec,
-        helper_path,
-        stdout,
-        stderr,
-        stop,
-        received,
-        start_latency,
-    )
-    .await;
-    // The helper is gone: make sure nothing of the run is left, then free its
+    let outcome = supervise(task, spec, &stdout, &stderr, start, stop).await;
+    drop((stdout, stderr));
+    // The run ended: make sure nothing of it is left, then free its
     // cgroups, remove its working directory (a later run with the same uid must
     // not find its files; the logs stay) and, when `identity` drops, its uid.
     let (oom, leftovers) = tokio::task::spawn_blocking(move || {
@@ -171,84 +171,42 @@ pub async fn run(
         }),
         Ok(Report::Error { reason }) => Some(start_failed(reason)),
         Ok(Report::Started { .. }) => Some(start_failed(
-            "the task's helper reported nothing more".into(),
+            "the task supervisor reported nothing more".into(),
         )),
         Err(reason) => Some(start_failed(reason)),
     }
 }
 
-/// Spawns the helper, hands it the spec and waits for its final report, passing on
-/// a stop.
-#[allow(clippy::too_many_arguments)]
+/// Hands the run to the supervisor and waits for its final report, passing on a
+/// stop.
 async fn supervise(
     task: &TaskSpec,
-    spec: &Spec,
-    helper_path: &Path,
-    stdout: std::fs::File,
-    stderr: std::fs::File,
+    spec: Spec,
+    stdout: &std::fs::File,
+    stderr: &std::fs::File,
+    start: Start<'_>,
     mut stop: oneshot::Receiver<Duration>,
-    received: Instant,
-    start_latency: &Histogram,
 ) -> Result<Report, String> {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-        .map_err(|e| format!("cannot make the helper's socket: {e}"))?;
-    ours.set_nonblocking(true)
-        .map_err(|e| format!("cannot make the helper's socket: {e}"))?;
-    let mut child = tokio::process::Command::new(helper_path)
-        .env_clear()
-        .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(stdout)
-        .stderr(stderr)
-        // Its own group: a Ctrl-C meant for the worker does not reach it (it acts
-        // when the worker goes away).
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot run the task helper {}: {e} (install megha-task-exec next to the worker, or give --task-exec-helper)",
-                helper_path.display()
-            )
-        })?;
-    let socket = tokio::net::UnixStream::from_std(ours)
-        .map_err(|e| format!("cannot use the helper's socket: {e}"))?;
-    let (read, mut write) = socket.into_split();
-    let mut lines = BufReader::new(read).lines();
-    let mut first =
-        serde_json::to_string(spec).map_err(|e| format!("cannot encode the spec: {e}"))?;
-    first.push('\n');
-    let talk = async {
-        write
-            .write_all(first.as_bytes())
-            .await
-            .map_err(|e| format!("cannot hand the task to its helper: {e}"))?;
-        let next = |line: Option<String>| {
-            line.as_deref().and_then(Report::parse).ok_or_else(|| {
-                "the task's helper (megha-task-exec) ended without a report".to_string()
-            })
-        };
-        match next(lines.next_line().await.ok().flatten())? {
-            Report::Started { .. } => start_latency.observe(received.elapsed().as_secs_f64()),
-            other => return Ok(other),
-        }
-        tokio::select! {
-            line = lines.next_line() => return next(line.ok().flatten()),
-            Ok(grace) = &mut stop => {
-                let _ = write.write_all(helper::TERM.as_bytes()).await;
-                match tokio::time::timeout(grace, lines.next_line()).await {
-                    Ok(line) => return next(line.ok().flatten()),
-                    Err(_) => {
-                        tracing::info!(task = %task.id, job = task.id.job.0, grace_ms = grace.as_millis() as u64, "task still running after SIGTERM and the grace period; SIGKILL");
-                        let _ = write.write_all(helper::KILL.as_bytes()).await;
-                    }
+    let mut channel = start.supervisor.start(start.run, spec, stdout, stderr)?;
+    let ended = "the task supervisor (megha-task-exec) ended before the run did";
+    match channel.next().await.ok_or(ended)? {
+        Report::Started { .. } => start.latency.observe(start.received.elapsed().as_secs_f64()),
+        other => return Ok(other),
+    }
+    tokio::select! {
+        report = channel.next() => return report.ok_or_else(|| ended.to_string()),
+        Ok(grace) = &mut stop => {
+            channel.term();
+            match tokio::time::timeout(grace, channel.next()).await {
+                Ok(report) => return report.ok_or_else(|| ended.to_string()),
+                Err(_) => {
+                    tracing::info!(task = %task.id, job = task.id.job.0, grace_ms = grace.as_millis() as u64, "task still running after SIGTERM and the grace period; SIGKILL");
+                    channel.kill();
                 }
             }
         }
-        next(lines.next_line().await.ok().flatten())
-    };
-    let report = talk.await;
-    drop(write);
-    let _ = child.wait().await;
-    report
+    }
+    channel.next().await.ok_or_else(|| ended.to_string())
 }
 
 #[cfg(test)]
