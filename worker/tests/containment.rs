@@ -325,10 +325,7 @@ fn when_the_worker_goes_away_its_supervisor_kills_every_run() {
         all_cgroups.extend(run_limits.cgroups.clone());
         let spec = Spec {
             program: "sh".into(),
-            args: vec![
-                "-c".into(),
-                format!("setsid sleep {daemon} & sleep {main}"),
-            ],
+            args: vec!["-c".into(), format!("setsid sleep {daemon} & sleep {main}")],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: "/".into(),
             uid: Some(UIDS.1 - run as u32 % 2),
@@ -337,8 +334,12 @@ fn when_the_worker_goes_away_its_supervisor_kills_every_run() {
             cgroup_v2: run_limits.v2,
             address_space: run_limits.address_space,
         };
-        wire::send(&ours, &Order::Start { run, spec }, &[null.as_fd(), null.as_fd()])
-            .expect("order");
+        wire::send(
+            &ours,
+            &Order::Start { run, spec },
+            &[null.as_fd(), null.as_fd()],
+        )
+        .expect("order");
         let mut buffer = vec![0u8; 4096];
         let (event, _): (Event, _) = wire::recv(&ours, &mut buffer)
             .expect("report")

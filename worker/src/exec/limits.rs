@@ -7,9 +7,13 @@
 //! The worker only chooses the directories and the values; the task supervisor
 //! (`megha-task-exec`, [`super::helper`]) creates them, writes the limits and
 //! spawns the command inside them, so the command is limited from its first
-//! instruction. The worker removes a run's cgroups when the run ended (nothing of
-//! it is left then), and at start removes those of its previous lives (killing
-//! whatever is still in them).
+//! instruction. A run's cgroup (`run-<k>`, k: the run that made it) is kept for a
+//! later run when its run ended cleanly (the supervisor reported the end: nothing
+//! of it is left), no OOM kill happened in it and it holds almost no charged
+//! memory; otherwise, and beyond [`POOL_MAX`] kept, the worker removes it (killing
+//! whatever is left in it). Making and removing a memory cgroup costs the kernel
+//! more than the start of a small command. At start the worker removes the
+//! cgroups of its previous lives (killing whatever is still in them).
 
 use super::wire::CgroupSpec;
 use std::path::{Path, PathBuf};
@@ -26,6 +30,16 @@ const LIFE_PREFIX: &str = "megha-worker-";
 
 static LIVES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+/// Most run cgroups kept for later runs.
+pub const POOL_MAX: usize = 64;
+
+/// A kept cgroup's memory charge above this (page cache a run wrote, tmpfs files
+/// it left) is not handed to another run (its limit could not be set below it).
+const POOL_MEMORY_MAX: u64 = 4 << 20;
+
+/// Names of run cgroups kept for later runs (each exists in every hierarchy used).
+type Pool = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// How limits are enforced on this host.
 #[derive(Debug)]
 pub enum Limits {
@@ -34,6 +48,8 @@ pub enum Limits {
         /// This life's cgroup of each controller used: (controller, directory).
         /// v2: the same directory for every controller enabled there.
         lives: Vec<(&'static str, PathBuf)>,
+        /// Run cgroups kept for later runs.
+        pool: Pool,
     },
     Rlimit {
         /// Why cgroups are not used.
@@ -50,6 +66,9 @@ pub struct RunLimits {
     pub address_space: Option<u64>,
     /// `memory.oom_control` (v1) or `memory.events` (v2) of the run.
     oom_file: Option<PathBuf>,
+    /// The run cgroup's name, and where it goes back when it may be reused.
+    name: String,
+    pool: Option<Pool>,
 }
 
 impl Limits {
@@ -88,7 +107,11 @@ impl Limits {
                 make_dir(&life_dir)?;
                 lives.push((controller, life_dir));
             }
-            return Ok(Limits::Cgroup { v2: false, lives });
+            return Ok(Limits::Cgroup {
+                v2: false,
+                lives,
+                pool: Pool::default(),
+            });
         }
         let Some(own_dir) = v2_own_dir(own, mounts) else {
             return Err("no cgroup v1 memory hierarchy and no cgroup v2 mount".into());
@@ -142,13 +165,14 @@ impl Limits {
         Ok(Limits::Cgroup {
             v2: true,
             lives: enabled.into_iter().map(|c| (c, life_dir.clone())).collect(),
+            pool: Pool::default(),
         })
     }
 
     /// One line for the startup log and `/healthz`.
     pub fn describe(&self) -> String {
         match self {
-            Limits::Cgroup { v2, lives } => {
+            Limits::Cgroup { v2, lives, .. } => {
                 let controllers: Vec<&str> = lives.iter().map(|(c, _)| *c).collect();
                 let mut dirs: Vec<String> =
                     lives.iter().map(|(_, d)| d.display().to_string()).collect();
@@ -179,9 +203,20 @@ impl Limits {
     pub fn for_run(&self, run: u64, memory_mb: u64, cpu_millis: u64, pids_max: u64) -> RunLimits {
         let memory = memory_mb.saturating_mul(1 << 20);
         let quota = cpu_millis.max(1) * CPU_PERIOD_US / 1000;
-        let name = format!("run-{run}");
+        let (name, pool) = match self {
+            Limits::Cgroup { pool, .. } => {
+                let kept = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                (
+                    kept.unwrap_or_else(|| format!("run-{run}")),
+                    Some(pool.clone()),
+                )
+            }
+            Limits::Rlimit { .. } => (String::new(), None),
+        };
         match self {
-            Limits::Cgroup { v2: false, lives } => {
+            Limits::Cgroup {
+                v2: false, lives, ..
+            } => {
                 let mut oom_file = None;
                 let cgroups = lives
                     .iter()
@@ -221,9 +256,13 @@ impl Limits {
                     v2: false,
                     address_space: None,
                     oom_file,
+                    name,
+                    pool,
                 }
             }
-            Limits::Cgroup { v2: true, lives } => {
+            Limits::Cgroup {
+                v2: true, lives, ..
+            } => {
                 let dir = lives[0].1.join(&name);
                 let settings = lives
                     .iter()
@@ -242,6 +281,8 @@ impl Limits {
                     }],
                     v2: true,
                     address_space: None,
+                    name,
+                    pool,
                 }
             }
             Limits::Rlimit { .. } => RunLimits {
@@ -249,6 +290,8 @@ impl Limits {
                 v2: false,
                 address_space: Some(memory),
                 oom_file: None,
+                name,
+                pool,
             },
         }
     }
@@ -297,10 +340,15 @@ impl Limits {
         killed
     }
 
-    /// Removes this life's cgroups (at shutdown; its runs must be gone).
+    /// Removes this life's cgroups, kept run cgroups first (at shutdown; its runs
+    /// must be gone).
     pub fn remove(&self) {
-        if let Limits::Cgroup { lives, .. } = self {
+        if let Limits::Cgroup { lives, pool, .. } = self {
+            let kept = std::mem::take(&mut *pool.lock().unwrap_or_else(|e| e.into_inner()));
             for (_, life) in lives {
+                for name in &kept {
+                    remove_cgroup(&life.join(name));
+                }
                 remove_cgroup(life);
             }
         }
@@ -322,9 +370,20 @@ impl RunLimits {
         })
     }
 
-    /// After the helper exited: kills anything still in the run's cgroups (the
-    /// helper was killed itself) and removes them. Returns the processes killed.
-    pub fn release(&self) -> usize {
+    /// After the run: keeps its cgroups for a later run when `ended_clean` (the
+    /// supervisor reported the end: nothing of the run is left), no OOM kill
+    /// happened and little memory is charged; else kills anything still in them
+    /// (the supervisor died) and removes them. Returns the processes killed.
+    pub fn release(&self, ended_clean: bool) -> usize {
+        if ended_clean && !self.oom_killed() && self.little_memory_charged() {
+            if let Some(pool) = &self.pool {
+                let mut kept = pool.lock().unwrap_or_else(|e| e.into_inner());
+                if kept.len() < POOL_MAX {
+                    kept.push(self.name.clone());
+                    return 0;
+                }
+            }
+        }
         let mut killed = 0;
         if let Some(first) = self.cgroups.first() {
             killed = kill_cgroup(&first.dir);
@@ -333,6 +392,21 @@ impl RunLimits {
             remove_cgroup(&cg.dir);
         }
         killed
+    }
+
+    fn little_memory_charged(&self) -> bool {
+        let Some(memory) = self.oom_file.as_ref().and_then(|f| f.parent()) else {
+            return false;
+        };
+        let file = if self.v2 {
+            "memory.current"
+        } else {
+            "memory.usage_in_bytes"
+        };
+        std::fs::read_to_string(memory.join(file))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .is_some_and(|bytes| bytes <= POOL_MEMORY_MAX)
     }
 }
 
@@ -462,6 +536,7 @@ mod tests {
     fn runs_get_only_the_limited_controllers() {
         let limits = Limits::Cgroup {
             v2: false,
+            pool: Pool::default(),
             lives: vec![
                 ("memory", PathBuf::from("/m/megha-worker-1")),
                 ("cpu", PathBuf::from("/c/megha-worker-1")),
@@ -500,6 +575,7 @@ mod tests {
         let limits = Limits::Cgroup {
             v2: true,
             lives: vec![("memory", life.clone()), ("pids", life.clone())],
+            pool: Pool::default(),
         };
         let run = limits.for_run(3, 64, 500, 100);
         assert_eq!(run.cgroups.len(), 1);

@@ -32,9 +32,9 @@ use logs::TaskLogs;
 use service_kit::metrics::Histogram;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use supervisor::Supervisor;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use supervisor::Supervisor;
 use tokio::sync::oneshot;
 
 /// Most processes (and threads) of one exec task, by default.

@@ -142,9 +142,11 @@ pub async fn run(
     // The run ended: make sure nothing of it is left, then free its
     // cgroups, remove its working directory (a later run with the same uid must
     // not find its files; the logs stay) and, when `identity` drops, its uid.
+    // The supervisor reported the command's end: nothing of the run is left.
+    let ended_clean = matches!(outcome, Ok(Report::Exit { .. } | Report::Signal { .. }));
     let (oom, leftovers) = tokio::task::spawn_blocking(move || {
         let oom = limits.oom_killed();
-        let left = limits.release();
+        let left = limits.release(ended_clean);
         if identity.uid.is_some() {
             if let Err(e) = std::fs::remove_dir_all(&work) {
                 tracing::warn!(dir = %work.display(), error = %e, "cannot remove an ended task's working directory");
@@ -190,7 +192,9 @@ async fn supervise(
     let mut channel = start.supervisor.start(start.run, spec, stdout, stderr)?;
     let ended = "the task supervisor (megha-task-exec) ended before the run did";
     match channel.next().await.ok_or(ended)? {
-        Report::Started { .. } => start.latency.observe(start.received.elapsed().as_secs_f64()),
+        Report::Started { .. } => start
+            .latency
+            .observe(start.received.elapsed().as_secs_f64()),
         other => return Ok(other),
     }
     tokio::select! {

@@ -9,8 +9,8 @@
 use super::wire::{self, Event, Order, Report, SendError, Spec};
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -121,7 +121,9 @@ impl Supervisor {
                 }
             }
         }
-        Err(format!("cannot hand the run to the task supervisor: {last}"))
+        Err(format!(
+            "cannot hand the run to the task supervisor: {last}"
+        ))
     }
 
     /// Stops the supervisor: it kills every run still running and exits.

@@ -1,0 +1,267 @@
+//! How the supervisor spawns a run's command inside its cgroups (see the
+//! module above), and the `join-exec` mode.
+
+use crate::exec::wire::{CgroupSpec, Spec};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The first argument of the `join-exec` mode.
+pub const JOIN_EXEC: &str = "join-exec";
+
+/// Most cgroup files and directories remembered (then forgotten at once).
+const REMEMBERED_MAX: usize = 4096;
+
+/// Spawns runs' commands; remembers which cgroups it made and what it last wrote
+/// in their files, so that a kept cgroup reused by the next run costs only the
+/// writes that change something (only the supervisor writes these files).
+#[derive(Debug, Default)]
+pub(super) struct Spawner {
+    made: HashSet<PathBuf>,
+    written: HashMap<PathBuf, String>,
+}
+
+impl Spawner {
+    /// Prepares the run's cgroups and spawns its command inside them.
+    pub(super) fn spawn(
+        &mut self,
+        spec: &Spec,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    ) -> Result<std::process::Child, String> {
+        if !spec.cwd.is_dir() {
+            return Err(format!(
+                "working directory {} does not exist or is not a directory",
+                spec.cwd.display()
+            ));
+        }
+        let forked_inside = !spec.cgroup_v2 && !spec.cgroups.is_empty();
+        for cg in &spec.cgroups {
+            self.make(&cg.dir)?;
+            self.write_settings(cg, &cg.settings)?;
+            if !forked_inside {
+                self.write_settings(cg, &cg.after_spawn)?;
+            }
+        }
+        if !forked_inside {
+            return spawn_through_join_exec(spec, stdout, stderr);
+        }
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0);
+        if let Some(gid) = spec.gid {
+            cmd.gid(gid);
+        }
+        if let Some(uid) = spec.uid {
+            // std drops the supplementary groups (setgroups(0)) before setuid.
+            cmd.uid(uid);
+        }
+        // This thread (only it) joins the run's cgroups; the command is forked inside.
+        let joined = spec
+            .cgroups
+            .iter()
+            .try_for_each(|cg| join_thread(&cg.dir).map_err(|e| (cg, e)));
+        let spawned = match joined {
+            Ok(()) => cmd
+                .spawn()
+                .map_err(|e| format!("cannot run `{}`: {e}", spec.program)),
+            Err((cg, e)) => Err(format!("cannot join cgroup {}: {e}", cg.dir.display())),
+        };
+        for cg in &spec.cgroups {
+            let Some(home) = cg.dir.parent().and_then(Path::parent) else {
+                continue;
+            };
+            if let Err(e) = join_thread(home) {
+                // Left inside a run's cgroup, this thread would share its limits and
+                // keep it from being removed: the worker starts a new supervisor.
+                eprintln!(
+                    "megha-task-exec: cannot move back to {}: {e}; exiting",
+                    home.display()
+                );
+                if let Ok(mut child) = spawned {
+                    let _ = child.kill();
+                }
+                std::process::exit(3);
+            }
+        }
+        let mut child = spawned?;
+        for cg in &spec.cgroups {
+            if let Err(e) = self.write_settings(cg, &cg.after_spawn) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+        Ok(child)
+    }
+
+    fn make(&mut self, dir: &Path) -> Result<(), String> {
+        if self.made.contains(dir) {
+            return Ok(());
+        }
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create cgroup {}: {e}", dir.display())),
+        }
+        if self.made.len() >= REMEMBERED_MAX {
+            self.made.clear();
+        }
+        self.made.insert(dir.to_path_buf());
+        Ok(())
+    }
+
+    fn write_settings(
+        &mut self,
+        cg: &CgroupSpec,
+        settings: &[(String, String)],
+    ) -> Result<(), String> {
+        for (file, value) in settings {
+            let path = cg.dir.join(file);
+            if self.written.get(&path) == Some(value) {
+                continue;
+            }
+            self.written.remove(&path);
+            let mut written = std::fs::write(&path, value);
+            // A kept cgroup may still be charged with an earlier run's page cache,
+            // above this run's limit: reclaim it (v1; no process is inside) and retry.
+            if written.is_err() && file == "memory.limit_in_bytes" {
+                let _ = std::fs::write(cg.dir.join("memory.force_empty"), "0");
+                written = std::fs::write(&path, value);
+            }
+            written
+                .map_err(|e| format!("cannot set {file} = {value} in {}: {e}", cg.dir.display()))?;
+            if self.written.len() >= REMEMBERED_MAX {
+                self.written.clear();
+            }
+            self.written.insert(path, value.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Moves the calling thread (only it) into the v1 cgroup `dir`.
+fn join_thread(dir: &Path) -> std::io::Result<()> {
+    std::fs::write(dir.join("tasks"), "0")
+}
+
+/// What the `join-exec` mode does before it execs the command.
+#[derive(Debug, Serialize, Deserialize)]
+struct JoinExec {
+    /// `cgroup.procs` files to write its pid into (cgroup v2: one).
+    procs: Vec<PathBuf>,
+    address_space: Option<u64>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    cwd: PathBuf,
+    program: String,
+    args: Vec<String>,
+}
+
+/// Spawns the command through `megha-task-exec join-exec`, which joins the run's
+/// cgroup (v2) or sets `RLIMIT_AS` before it execs the command; its stdin is a pipe
+/// on which it writes why, if it cannot.
+fn spawn_through_join_exec(
+    spec: &Spec,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+) -> Result<std::process::Child, String> {
+    let plan = JoinExec {
+        procs: spec
+            .cgroups
+            .iter()
+            .map(|c| c.dir.join("cgroup.procs"))
+            .collect(),
+        address_space: spec.address_space,
+        uid: spec.uid,
+        gid: spec.gid,
+        cwd: spec.cwd.clone(),
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+    };
+    let plan = serde_json::to_string(&plan).map_err(|e| format!("cannot encode the run: {e}"))?;
+    let (mut why, their_end) =
+        std::io::pipe().map_err(|e| format!("cannot make a pipe for the run: {e}"))?;
+    let mut child = Command::new("/proc/self/exe")
+        .arg(JOIN_EXEC)
+        .arg(plan)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(their_end)
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run megha-task-exec join-exec: {e}"))?;
+    // The pipe closes when the command was exec'd (or join-exec gave up).
+    let mut reason = String::new();
+    let _ = why.read_to_string(&mut reason);
+    if reason.is_empty() {
+        return Ok(child);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(reason)
+}
+
+/// The `join-exec` mode: joins, limits, then execs as the run's user; on failure,
+/// says why on its stdin (a pipe to the supervisor) and exits 127.
+pub(super) fn join_exec(args: &[String]) -> i32 {
+    use std::os::fd::AsFd as _;
+    let why = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from);
+    let fail = |reason: String| {
+        if let Ok(mut w) = why.as_ref() {
+            let _ = w.write_all(reason.as_bytes());
+        }
+        eprintln!("megha-task-exec: {reason}");
+        127
+    };
+    let Some(plan) = args.first() else {
+        return fail("join-exec: no plan".into());
+    };
+    let plan: JoinExec = match serde_json::from_str(plan) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("join-exec: bad plan: {e}")),
+    };
+    let me = std::process::id().to_string();
+    for procs in &plan.procs {
+        if let Err(e) = std::fs::write(procs, &me) {
+            return fail(format!("cannot join cgroup {}: {e}", procs.display()));
+        }
+    }
+    if let Some(bytes) = plan.address_space {
+        use rustix::process::{setrlimit, Resource, Rlimit};
+        let limit = Rlimit {
+            current: Some(bytes),
+            maximum: Some(bytes),
+        };
+        if let Err(e) = setrlimit(Resource::As, limit) {
+            return fail(format!("cannot set RLIMIT_AS: {e}"));
+        }
+    }
+    let mut cmd = Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .current_dir(&plan.cwd)
+        .stdin(Stdio::null());
+    if let Some(gid) = plan.gid {
+        cmd.gid(gid);
+    }
+    if let Some(uid) = plan.uid {
+        cmd.uid(uid);
+    }
+    let e = cmd.exec();
+    fail(format!("cannot run `{}`: {e}", plan.program))
+}
