@@ -369,3 +369,94 @@ fn when_the_worker_goes_away_its_supervisor_kills_every_run() {
     }
     limits.remove();
 }
+
+/// The run cgroups under this worker life's memory cgroup.
+fn run_cgroups(ex: &Executors) -> BTreeSet<String> {
+    let worker::exec::limits::Limits::Cgroup { lives, .. } = ex.limits() else {
+        panic!("cgroups expected");
+    };
+    let memory = &lives
+        .iter()
+        .find(|(c, _)| *c == "memory")
+        .expect("memory")
+        .1;
+    std::fs::read_dir(memory)
+        .expect("life cgroup")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A run's cgroup is kept for the next run when the run ended cleanly, and not
+/// after an OOM kill (whose counter would then count against the next run), nor
+/// after a run that left memory charged to it (a file in /dev/shm).
+#[tokio::test]
+async fn a_clean_runs_cgroup_serves_the_next_run_and_an_oom_ones_does_not() {
+    let (mut ex, _dir) = executors(64);
+    assert_eq!(run(&mut ex, task(40, 64), sh("true")).await, None);
+    let first = run_cgroups(&ex);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(run(&mut ex, task(41, 64), sh("echo again")).await, None);
+    assert_eq!(
+        run_cgroups(&ex),
+        first,
+        "the same cgroup served the second run"
+    );
+    let hog = "python3 -c 'b = bytearray(256 << 20); print(len(b))'";
+    let oom = run(&mut ex, task(42, 32), sh(hog)).await;
+    assert_eq!(
+        oom,
+        Some(TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: true
+        }),
+        "the kept cgroup's limit was rewritten for the smaller run"
+    );
+    assert!(run_cgroups(&ex).is_empty(), "the OOM run's cgroup went");
+    // The next run is not taken for OOM-killed by an old counter.
+    assert_eq!(run(&mut ex, task(43, 64), sh("true")).await, None);
+    let after = run_cgroups(&ex);
+    assert_eq!(after.len(), 1);
+    assert!(after.is_disjoint(&first), "a fresh cgroup: {after:?}");
+    // Memory left charged (8 MiB in /dev/shm): that cgroup is not handed on.
+    let shm = format!("/dev/shm/megha-containment-{}", std::process::id());
+    let script = format!("head -c 8388608 /dev/zero > {shm}");
+    assert_eq!(run(&mut ex, task(44, 64), sh(&script)).await, None);
+    let _ = std::fs::remove_file(&shm);
+    assert!(run_cgroups(&ex).is_empty(), "the charged cgroup went");
+    ex.remove_cgroup();
+}
+
+/// The supervisor killed under a running task: the task is killed (nothing of it
+/// left) and reported failed, the loss is counted, and the next task runs under a
+/// new supervisor.
+#[tokio::test]
+async fn a_supervisor_killed_under_a_task_takes_the_task_and_is_replaced() {
+    let (mut ex, _dir) = executors(64);
+    let id = task(50, 64).id;
+    let (run_no, handle) = ex.launch(task(50, 64), &sh("echo up; exec sleep 619"));
+    stdout_when(&ex, id, "up").await;
+    let pid = *processes_with("sleep 619").first().expect("the task runs");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let parent: i32 = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .expect("ppid");
+    let supervisor = rustix::process::Pid::from_raw(parent).expect("pid");
+    rustix::process::kill_process(supervisor, rustix::process::Signal::KILL).expect("kill");
+    let failure = handle.await.expect("executor task");
+    ex.ended(id, run_no);
+    assert_eq!(
+        failure,
+        Some(TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: false
+        })
+    );
+    assert_eq!(until_none("sleep 619").await, Vec::<u32>::new());
+    assert_eq!(ex.supervisors_lost(), 1);
+    assert_eq!(run(&mut ex, task(51, 64), sh("true")).await, None);
+    ex.remove_cgroup();
+}

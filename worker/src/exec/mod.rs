@@ -139,7 +139,7 @@ impl Executors {
         }
         let start_latency = Histogram::latency(
             "megha_worker_exec_start_latency_seconds",
-            "Exec tasks: from the start order to the command running (helper spawned, cgroups joined, user switched).",
+            "Exec tasks: from the start order to the command running (handed to the task supervisor, forked inside its cgroups, user switched).",
         )
         .map_err(std::io::Error::other)?;
         Ok(Executors {

@@ -139,11 +139,14 @@ pub async fn run(
     };
     let outcome = supervise(task, spec, &stdout, &stderr, start, stop).await;
     drop((stdout, stderr));
-    // The run ended: make sure nothing of it is left, then free its
+    // The run ended: make sure nothing of it is left, then free (or keep) its
     // cgroups, remove its working directory (a later run with the same uid must
     // not find its files; the logs stay) and, when `identity` drops, its uid.
-    // The supervisor reported the command's end: nothing of the run is left.
-    let ended_clean = matches!(outcome, Ok(Report::Exit { .. } | Report::Signal { .. }));
+    // When the supervisor reported the command's end, nothing of the run is left.
+    let ended_clean = matches!(
+        outcome,
+        Ended::Reported(Report::Exit { .. } | Report::Signal { .. })
+    );
     let (oom, leftovers) = tokio::task::spawn_blocking(move || {
         let oom = limits.oom_killed();
         let left = limits.release(ended_clean);
@@ -158,25 +161,49 @@ pub async fn run(
     .await
     .unwrap_or((false, 0));
     if leftovers > 0 {
-        tracing::warn!(task = %task.id, job = task.id.job.0, processes = leftovers, "processes of the task were left after its helper exited; killed");
+        tracing::warn!(task = %task.id, job = task.id.job.0, processes = leftovers, "processes of the task were left after its supervisor ended; killed");
     }
     match outcome {
-        Ok(Report::Exit { code: 0 }) if !oom => None,
-        Ok(Report::Exit { .. } | Report::Signal { .. }) if oom => Some(TaskFailure::Signal {
-            signal: 9,
-            out_of_memory: true,
-        }),
-        Ok(Report::Exit { code }) => Some(TaskFailure::Exit { code }),
-        Ok(Report::Signal { signal }) => Some(TaskFailure::Signal {
+        Ended::Reported(Report::Exit { code: 0 }) if !oom => None,
+        Ended::Reported(Report::Exit { .. } | Report::Signal { .. }) if oom => {
+            Some(TaskFailure::Signal {
+                signal: 9,
+                out_of_memory: true,
+            })
+        }
+        Ended::Reported(Report::Exit { code }) => Some(TaskFailure::Exit { code }),
+        Ended::Reported(Report::Signal { signal }) => Some(TaskFailure::Signal {
             signal,
             out_of_memory: false,
         }),
-        Ok(Report::Error { reason }) => Some(start_failed(reason)),
-        Ok(Report::Started { .. }) => Some(start_failed(
-            "the task supervisor reported nothing more".into(),
-        )),
-        Err(reason) => Some(start_failed(reason)),
+        Ended::Reported(Report::Error { reason }) | Ended::NotHanded(reason) => {
+            Some(start_failed(reason))
+        }
+        Ended::Reported(Report::Started { .. }) | Ended::SupervisorGone { started: false } => {
+            Some(start_failed(
+                "the task supervisor (megha-task-exec) ended before the command started".into(),
+            ))
+        }
+        Ended::SupervisorGone { started: true } => {
+            // What was left of the run was killed above (SIGKILL).
+            tracing::warn!(task = %task.id, job = task.id.job.0, "the task supervisor ended while the task ran; the task was killed");
+            Some(TaskFailure::Signal {
+                signal: 9,
+                out_of_memory: false,
+            })
+        }
     }
+}
+
+/// How a run ended, as the worker learned it.
+#[derive(Debug)]
+enum Ended {
+    /// The supervisor's last word on it.
+    Reported(Report),
+    /// The supervisor ended first (`started`: after the command started).
+    SupervisorGone { started: bool },
+    /// The run never reached the supervisor (why).
+    NotHanded(String),
 }
 
 /// Hands the run to the supervisor and waits for its final report, passing on a
@@ -188,21 +215,27 @@ async fn supervise(
     stderr: &std::fs::File,
     start: Start<'_>,
     mut stop: oneshot::Receiver<Duration>,
-) -> Result<Report, String> {
-    let mut channel = start.supervisor.start(start.run, spec, stdout, stderr)?;
-    let ended = "the task supervisor (megha-task-exec) ended before the run did";
-    match channel.next().await.ok_or(ended)? {
-        Report::Started { .. } => start
+) -> Ended {
+    let mut channel = match start.supervisor.start(start.run, spec, stdout, stderr) {
+        Ok(c) => c,
+        Err(why) => return Ended::NotHanded(why),
+    };
+    match channel.next().await {
+        Some(Report::Started { .. }) => start
             .latency
             .observe(start.received.elapsed().as_secs_f64()),
-        other => return Ok(other),
+        Some(other) => return Ended::Reported(other),
+        None => return Ended::SupervisorGone { started: false },
     }
+    let last = |report: Option<Report>| {
+        report.map_or(Ended::SupervisorGone { started: true }, Ended::Reported)
+    };
     tokio::select! {
-        report = channel.next() => return report.ok_or_else(|| ended.to_string()),
+        report = channel.next() => return last(report),
         Ok(grace) = &mut stop => {
             channel.term();
             match tokio::time::timeout(grace, channel.next()).await {
-                Ok(report) => return report.ok_or_else(|| ended.to_string()),
+                Ok(report) => return last(report),
                 Err(_) => {
                     tracing::info!(task = %task.id, job = task.id.job.0, grace_ms = grace.as_millis() as u64, "task still running after SIGTERM and the grace period; SIGKILL");
                     channel.kill();
@@ -210,7 +243,7 @@ async fn supervise(
             }
         }
     }
-    channel.next().await.ok_or_else(|| ended.to_string())
+    last(channel.next().await)
 }
 
 #[cfg(test)]

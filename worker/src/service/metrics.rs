@@ -145,6 +145,13 @@ impl Handler<RenderMetrics> for WorkerActor {
                 ],
             );
             out.histogram(exec.start_latency());
+            single(
+                &mut out,
+                "megha_worker_task_supervisors_lost_total",
+                "counter",
+                "Times the task supervisor (megha-task-exec) ended while the worker ran: its running exec tasks were killed and reported failed, and a new one started with the next task.",
+                exec.supervisors_lost() as f64,
+            );
         }
         MessageResult(out)
     }

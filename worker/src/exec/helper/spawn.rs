@@ -16,13 +16,19 @@ pub const JOIN_EXEC: &str = "join-exec";
 /// Most cgroup files and directories remembered (then forgotten at once).
 const REMEMBERED_MAX: usize = 4096;
 
+/// Most cgroup files kept open (then all closed at once).
+const OPEN_MAX: usize = 256;
+
 /// Spawns runs' commands; remembers which cgroups it made and what it last wrote
 /// in their files, so that a kept cgroup reused by the next run costs only the
-/// writes that change something (only the supervisor writes these files).
+/// writes that change something (only the supervisor writes these files), and
+/// keeps the files it writes open (a path lookup in cgroupfs costs more than the
+/// write).
 #[derive(Debug, Default)]
 pub(super) struct Spawner {
     made: HashSet<PathBuf>,
     written: HashMap<PathBuf, String>,
+    open: HashMap<PathBuf, std::fs::File>,
 }
 
 impl Spawner {
@@ -70,7 +76,7 @@ impl Spawner {
         let joined = spec
             .cgroups
             .iter()
-            .try_for_each(|cg| join_thread(&cg.dir).map_err(|e| (cg, e)));
+            .try_for_each(|cg| self.join_thread(&cg.dir).map_err(|e| (cg, e)));
         let spawned = match joined {
             Ok(()) => cmd
                 .spawn()
@@ -81,7 +87,7 @@ impl Spawner {
             let Some(home) = cg.dir.parent().and_then(Path::parent) else {
                 continue;
             };
-            if let Err(e) = join_thread(home) {
+            if let Err(e) = self.join_thread(home) {
                 // Left inside a run's cgroup, this thread would share its limits and
                 // keep it from being removed: the worker starts a new supervisor.
                 eprintln!(
@@ -132,12 +138,12 @@ impl Spawner {
                 continue;
             }
             self.written.remove(&path);
-            let mut written = std::fs::write(&path, value);
+            let mut written = self.write(&path, value);
             // A kept cgroup may still be charged with an earlier run's page cache,
             // above this run's limit: reclaim it (v1; no process is inside) and retry.
             if written.is_err() && file == "memory.limit_in_bytes" {
                 let _ = std::fs::write(cg.dir.join("memory.force_empty"), "0");
-                written = std::fs::write(&path, value);
+                written = self.write(&path, value);
             }
             written
                 .map_err(|e| format!("cannot set {file} = {value} in {}: {e}", cg.dir.display()))?;
@@ -148,11 +154,40 @@ impl Spawner {
         }
         Ok(())
     }
-}
 
-/// Moves the calling thread (only it) into the v1 cgroup `dir`.
-fn join_thread(dir: &Path) -> std::io::Result<()> {
-    std::fs::write(dir.join("tasks"), "0")
+    /// Moves the calling thread (only it) into the v1 cgroup `dir`.
+    fn join_thread(&mut self, dir: &Path) -> std::io::Result<()> {
+        self.write(&dir.join("tasks"), "0")
+    }
+
+    /// Writes `value` into the cgroup file `path` (one write at offset 0, as the
+    /// kernel reads it), through a kept descriptor.
+    fn write(&mut self, path: &Path, value: &str) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        if !self.open.contains_key(path) {
+            if self.open.len() >= OPEN_MAX {
+                self.open.clear();
+            }
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            self.open.insert(path.to_path_buf(), file);
+        }
+        let written = match self.open.get(path) {
+            Some(file) => file.write_at(value.as_bytes(), 0),
+            None => Ok(0),
+        };
+        match written {
+            Ok(n) if n == value.len() => Ok(()),
+            Ok(n) => Err(std::io::Error::other(format!(
+                "wrote {n} of {} bytes",
+                value.len()
+            ))),
+            Err(e) => {
+                // A file of a removed cgroup, or a refused value: open afresh next time.
+                self.open.remove(path);
+                Err(e)
+            }
+        }
+    }
 }
 
 /// What the `join-exec` mode does before it execs the command.
