@@ -460,3 +460,41 @@ async fn a_supervisor_killed_under_a_task_takes_the_task_and_is_replaced() {
     assert_eq!(run(&mut ex, task(51, 64), sh("true")).await, None);
     ex.remove_cgroup();
 }
+
+/// The command holds the run's ids in every slot (real, effective, saved,
+/// filesystem), no supplementary group and no capability, so it cannot become
+/// root again (the supervisor's spawning thread keeps root as its saved uid while
+/// it spawns); the supervisor is still root for the next run.
+#[tokio::test]
+async fn a_task_holds_its_ids_in_every_slot_and_no_capability() {
+    let (mut ex, _dir) = executors(64);
+    for index in [60, 61] {
+        let script = "grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status; echo done";
+        let t = task(index, 64);
+        let id = t.id;
+        assert_eq!(run(&mut ex, t, sh(script)).await, None);
+        let out = stdout_when(&ex, id, "done").await;
+        println!("{out}");
+        let field = |name: &str| -> Vec<String> {
+            out.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .unwrap_or_else(|| panic!("no {name} in {out}"))
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        };
+        let uids = field("Uid");
+        assert_eq!(uids.len(), 4);
+        let uid: u32 = uids[0].parse().expect("uid");
+        assert!((UIDS.0..=UIDS.1).contains(&uid), "{uid}");
+        assert!(uids.iter().all(|u| *u == uids[0]), "uids {uids:?}");
+        let gids = field("Gid");
+        assert!(gids.iter().all(|g| *g == uids[0]), "gids {gids:?}");
+        assert!(field("Groups").is_empty(), "groups {:?}", field("Groups"));
+        for caps in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+            assert_eq!(field(caps), ["0000000000000000"], "{caps}");
+        }
+        assert_eq!(field("NoNewPrivs"), ["1"]);
+    }
+    ex.remove_cgroup();
+}

@@ -135,7 +135,7 @@ impl Executors {
             }
         }
         if !matches!(identity, TaskIdentity::Refuse(_)) && !helper::usable(&helper) {
-            tracing::warn!(helper = %helper.display(), "the task helper megha-task-exec is not found: exec tasks will fail to start (install it next to the worker, or give --task-exec-helper)");
+            tracing::warn!(helper = %helper.display(), "the task supervisor megha-task-exec is not found: exec tasks will fail to start (install it next to the worker, or give --task-exec-helper)");
         }
         let start_latency = Histogram::latency(
             "megha_worker_exec_start_latency_seconds",

@@ -140,8 +140,9 @@ pub struct WorkerArgs {
     /// Default 4096.
     #[arg(long, env = "MEGHA_WORKER_TASK_PIDS_MAX", value_name = "N")]
     pub task_pids_max: Option<u64>,
-    /// The megha-task-exec program, which starts each exec task inside its cgroups
-    /// as its user. Default: next to the worker binary, else on PATH.
+    /// The megha-task-exec program: the worker's task supervisor (one process),
+    /// which starts each exec task inside its cgroups as its user. Default: next to
+    /// the worker binary, else on PATH.
     #[arg(long, env = "MEGHA_WORKER_TASK_EXEC_HELPER", value_name = "FILE")]
     pub task_exec_helper: Option<PathBuf>,
     /// Log format: text or json. Default text.

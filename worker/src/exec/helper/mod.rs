@@ -66,6 +66,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    spawn::remember_groups();
     if let Err(e) = contain_self() {
         eprintln!("megha-task-exec: {e}");
         return 2;

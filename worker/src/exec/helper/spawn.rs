@@ -56,7 +56,12 @@ impl Spawner {
         if !forked_inside {
             return spawn_through_join_exec(spec, stdout, stderr);
         }
-        let mut cmd = Command::new(&spec.program);
+        // The program is found on the task's PATH here, so that std can spawn it
+        // with posix_spawn (vfork: no copy of this process's page tables) rather
+        // than fork.
+        let program =
+            find_program(spec).map_err(|e| format!("cannot run `{}`: {e}", spec.program))?;
+        let mut cmd = Command::new(&program);
         cmd.args(&spec.args)
             .env_clear()
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -65,40 +70,40 @@ impl Spawner {
             .stdout(stdout)
             .stderr(stderr)
             .process_group(0);
-        if let Some(gid) = spec.gid {
-            cmd.gid(gid);
-        }
-        if let Some(uid) = spec.uid {
-            // std drops the supplementary groups (setgroups(0)) before setuid.
-            cmd.uid(uid);
-        }
-        // This thread (only it) joins the run's cgroups; the command is forked inside.
+        // This thread (only it) joins the run's cgroups and takes the run's user
+        // (only it: Linux credentials are per thread); the command is spawned as
+        // that user inside the cgroups, and the thread goes back.
         let joined = spec
             .cgroups
             .iter()
             .try_for_each(|cg| self.join_thread(&cg.dir).map_err(|e| (cg, e)));
         let spawned = match joined {
-            Ok(()) => cmd
-                .spawn()
-                .map_err(|e| format!("cannot run `{}`: {e}", spec.program)),
+            Ok(()) => match as_user(spec) {
+                Ok(()) => cmd
+                    .spawn()
+                    .map_err(|e| format!("cannot run `{}`: {e}", spec.program)),
+                Err(e) => Err(format!("cannot switch to the task's user: {e}")),
+            },
             Err((cg, e)) => Err(format!("cannot join cgroup {}: {e}", cg.dir.display())),
         };
-        for cg in &spec.cgroups {
-            let Some(home) = cg.dir.parent().and_then(Path::parent) else {
-                continue;
-            };
-            if let Err(e) = self.join_thread(home) {
-                // Left inside a run's cgroup, this thread would share its limits and
-                // keep it from being removed: the worker starts a new supervisor.
-                eprintln!(
-                    "megha-task-exec: cannot move back to {}: {e}; exiting",
-                    home.display()
-                );
-                if let Ok(mut child) = spawned {
-                    let _ = child.kill();
-                }
-                std::process::exit(3);
+        let back = back_to_root(spec).map_err(|e| format!("cannot switch back to root: {e}"));
+        let back = back.and_then(|()| {
+            spec.cgroups.iter().try_for_each(|cg| {
+                let Some(home) = cg.dir.parent().and_then(Path::parent) else {
+                    return Ok(());
+                };
+                self.join_thread(home)
+                    .map_err(|e| format!("cannot move back to {}: {e}", home.display()))
+            })
+        });
+        if let Err(e) = back {
+            // Left as the run's user or inside a run's cgroup, this thread would
+            // spawn the next run wrongly: the worker starts a new supervisor.
+            eprintln!("megha-task-exec: {e}; exiting");
+            if let Ok(mut child) = spawned {
+                let _ = child.kill();
             }
+            std::process::exit(3);
         }
         let mut child = spawned?;
         for cg in &spec.cgroups {
@@ -188,6 +193,69 @@ impl Spawner {
             }
         }
     }
+}
+
+/// The spawning thread takes the run's user: no supplementary groups, its gid,
+/// then its uid as real and effective ids, keeping root only as the saved uid so
+/// that the thread can come back ([`back_to_root`]). The command gets none of it:
+/// its exec makes the saved uid the effective one and leaves a non-root process
+/// no capabilities. Nothing to do when the run has no user of its own.
+fn as_user(spec: &Spec) -> std::io::Result<()> {
+    use rustix::process::{Gid, Uid};
+    use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
+    let Some(uid) = spec.uid else {
+        return Ok(());
+    };
+    let gid = Gid::from_raw(spec.gid.unwrap_or(uid));
+    set_thread_groups(&[])?;
+    set_thread_res_gid(gid, gid, gid)?;
+    set_thread_res_uid(Uid::from_raw(uid), Uid::from_raw(uid), Uid::ROOT)?;
+    Ok(())
+}
+
+/// Undoes [`as_user`]: root's ids and groups again.
+fn back_to_root(spec: &Spec) -> std::io::Result<()> {
+    use rustix::process::{Gid, Uid};
+    use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
+    if spec.uid.is_none() {
+        return Ok(());
+    }
+    set_thread_res_uid(Uid::ROOT, Uid::ROOT, Uid::ROOT)?;
+    set_thread_res_gid(Gid::ROOT, Gid::ROOT, Gid::ROOT)?;
+    set_thread_groups(
+        ROOT_GROUPS.get_or_init(|| rustix::process::getgroups().unwrap_or_default()),
+    )?;
+    Ok(())
+}
+
+/// The supervisor's supplementary groups when it started (restored after a spawn).
+static ROOT_GROUPS: std::sync::OnceLock<Vec<rustix::process::Gid>> = std::sync::OnceLock::new();
+
+/// Remembers the supervisor's own groups (before any spawn).
+pub(super) fn remember_groups() {
+    ROOT_GROUPS.get_or_init(|| rustix::process::getgroups().unwrap_or_default());
+}
+
+/// The program's path: as given when it names a directory, else the first
+/// executable file of that name on the task's `PATH` (as execvp would find it).
+fn find_program(spec: &Spec) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if spec.program.contains('/') {
+        return Ok(PathBuf::from(&spec.program));
+    }
+    let path = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| Path::new(if dir.is_empty() { "." } else { dir }).join(&spec.program))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
 }
 
 /// What the `join-exec` mode does before it execs the command.
