@@ -209,16 +209,18 @@ fn spawn(
                 }
             };
             shared.gone.store(true, Ordering::Relaxed);
-            let orphaned = {
-                let mut runs = lock(&shared.runs);
-                let n = runs.len();
-                runs.clear();
-                n
-            };
-            let status = child.wait();
-            // Stopped by the worker with nothing running is no loss.
-            if orphaned > 0 || !stopped.load(Ordering::Relaxed) {
+            let mut runs = lock(&shared.runs);
+            let orphaned = runs.len();
+            // Stopped by the worker with nothing running is no loss. Counted
+            // before the runs hear of it (their channels close below).
+            let loss = orphaned > 0 || !stopped.load(Ordering::Relaxed);
+            if loss {
                 lost.fetch_add(1, Ordering::Relaxed);
+            }
+            runs.clear();
+            drop(runs);
+            let status = child.wait();
+            if loss {
                 tracing::warn!(pid, runs = orphaned, status = ?status, reason = %why, "the task supervisor ended; its runs are reported failed and what is left of them killed; a new one starts with the next run");
             } else {
                 tracing::info!(pid, status = ?status, "task supervisor stopped");
