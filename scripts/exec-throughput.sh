@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# How fast the loopback cluster starts real commands, and where the CPU goes
+# (issue 31's measure): starts scripts/loopback-cluster.sh (2 GMs, 2 LMs, 4 workers,
+# 8 one-core nodes), runs `loadgen bench-exec --worker-tasks 1 --gm URL --tasks N
+# --cpu-millis 1000` (N one-task jobs of 0 ms synthetic tasks, then N of exec
+# `true`), and prints, besides the bench's own lines, the CPU each kind of process
+# used during the run (from /proc/<pid>/stat before and after; a command's CPU is
+# counted under the process that reaped it: `true` under megha-task-exec) and the
+# machine's CPU split. Stops the cluster at the end.
+#   cargo build --release --bins
+#   scripts/exec-throughput.sh [--tasks N] [--runs R]     (as root: task uids, cgroups)
+# Options (or environment): --tasks N (TASKS, default 2000), --runs R (RUNS, default
+# 1; one cluster per run), BIN (default target/release) to measure another build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TASKS=${TASKS:-2000}
+RUNS=${RUNS:-1}
+BIN=${BIN:-target/release}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tasks) TASKS=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "exec-throughput.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+for b in loadgen global-master local-master worker megha-task-exec; do
+  [ -x "$BIN/$b" ] || { echo "exec-throughput.sh: $BIN/$b is missing: cargo build --release --bins" >&2; exit 2; }
+done
+snapshot() { # per process: comm, own CPU ticks, reaped children's CPU ticks
+  for stat in /proc/[0-9]*/stat; do
+    cat "$stat" 2>/dev/null || true
+  done | awk '{
+    line = $0; lp = index(line, "("); rp = 0
+    for (i = length(line); i > 0; i--) if (substr(line, i, 1) == ")") { rp = i; break }
+    if (!lp || !rp) next
+    comm = substr(line, lp + 1, rp - lp - 1); gsub(/ /, "_", comm)
+    split(substr(line, rp + 2), f, " ")
+    pid = substr(line, 1, lp - 2)
+    print pid, comm, f[12] + f[13], f[14] + f[15]
+  }'
+}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+hz=$(getconf CLK_TCK)
+for run in $(seq 1 "$RUNS"); do
+  rm -f out/cluster-logs/gm-urls
+  BIN=$BIN scripts/loopback-cluster.sh >"$logs/cluster.log" 2>&1 &
+  cluster=$!
+  for _ in $(seq 1 120); do [ -s out/cluster-logs/gm-urls ] && break; sleep 1; done
+  if [ ! -s out/cluster-logs/gm-urls ]; then
+    echo "exec-throughput.sh: the loopback cluster did not start; its log:" >&2
+    tail -20 "$logs/cluster.log" >&2
+    kill -TERM "$cluster" 2>/dev/null || true
+    exit 1
+  fi
+  sleep 3
+  gm=$(cut -d, -f1 out/cluster-logs/gm-urls)
+  snapshot >"$logs/before"; head -1 /proc/stat >"$logs/stat-before"
+  echo "== run $run of $RUNS: $TASKS tasks of each executor ($BIN)"
+  MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token "$BIN/loadgen" bench-exec --worker-tasks 1 \
+    --gm "$gm" --tasks "$TASKS" --cpu-millis 1000 | grep '^e2e'
+  snapshot >"$logs/after"; head -1 /proc/stat >"$logs/stat-after"
+  echo "CPU during the run, by process kind (own CPU per task of the $((2 * TASKS)) of both phases):"
+  awk -v hz="$hz" -v tasks="$TASKS" '
+    NR == FNR { own[$1 " " $2] = $3; kids[$1 " " $2] = $4; next }
+    { k = $1 " " $2; o[$2] += $3 - own[k]; c[$2] += $4 - kids[k] }
+    END {
+      for (n in o) if (o[n] + c[n] >= hz / 10)
+        printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s\n", n, o[n] / hz, 1000 * o[n] / hz / (2 * tasks), c[n] / hz
+    }' "$logs/before" "$logs/after" | sort -k3 -rn
+  paste "$logs/stat-before" "$logs/stat-after" | awk -v hz="$hz" '{
+    printf "machine: user %.2f s, system %.2f s, idle %.2f s, softirq %.2f s, steal %.2f s\n",
+      ($13 - $2) / hz, ($15 - $4) / hz, ($16 - $5) / hz, ($19 - $8) / hz, ($20 - $9) / hz }'
+  kill -TERM "$cluster"; wait "$cluster" 2>/dev/null || true
+done
