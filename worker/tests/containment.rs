@@ -498,3 +498,40 @@ async fn a_task_holds_its_ids_in_every_slot_and_no_capability() {
     }
     ex.remove_cgroup();
 }
+
+/// A program that is not on the task's PATH, or not executable by the task's
+/// user, could not start, and says why (the supervisor looks it up itself).
+#[tokio::test]
+async fn a_missing_or_forbidden_program_could_not_start_with_the_reason() {
+    let (mut ex, dir) = executors(64);
+    let missing = Executor::Exec(Arc::new(ExecCommand {
+        program: "no-such-megha-binary".into(),
+        ..Default::default()
+    }));
+    match run(&mut ex, task(70, 64), missing).await {
+        Some(TaskFailure::StartFailed { reason }) => assert!(
+            reason.contains("no-such-megha-binary") && reason.contains("No such file"),
+            "{reason}"
+        ),
+        other => panic!("expected a start failure, got {other:?}"),
+    }
+    // Root's own program (0700): found, but the task's user may not run it.
+    let private = dir.0.join("root-only.sh");
+    std::fs::write(&private, "#!/bin/sh\necho ran\n").expect("script");
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod");
+    let forbidden = Executor::Exec(Arc::new(ExecCommand {
+        program: private.display().to_string(),
+        ..Default::default()
+    }));
+    match run(&mut ex, task(71, 64), forbidden).await {
+        Some(TaskFailure::StartFailed { reason }) => {
+            assert!(reason.contains("Permission denied"), "{reason}")
+        }
+        other => panic!("expected a start failure, got {other:?}"),
+    }
+    ex.remove_cgroup();
+}

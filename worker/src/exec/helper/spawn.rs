@@ -255,7 +255,8 @@ fn find_program(spec: &Spec) -> std::io::Result<PathBuf> {
             std::fs::metadata(candidate)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        // ENOENT, as execvp says it.
+        .ok_or_else(|| std::io::Error::from_raw_os_error(2))
 }
 
 /// What the `join-exec` mode does before it execs the command.
