@@ -535,3 +535,77 @@ async fn a_missing_or_forbidden_program_could_not_start_with_the_reason() {
     }
     ex.remove_cgroup();
 }
+
+/// The `join-exec` start (cgroup v2 hosts, and v1 when the supervisor's thread
+/// cannot move between cgroups): driven directly on this host's v1 cgroups, the
+/// command is in every run cgroup from its start, as the run's user, and its end
+/// comes back.
+#[test]
+fn a_run_started_through_join_exec_is_in_its_cgroups_as_its_user() {
+    use std::os::fd::AsFd;
+    use worker::exec::wire::{self, Event, Order, Report, Spec};
+    need_root();
+    let limits = worker::exec::limits::Limits::detect(true);
+    let (ours, theirs) = wire::pair().expect("socket");
+    let mut supervisor = std::process::Command::new(env!("CARGO_BIN_EXE_megha-task-exec"))
+        .env_clear()
+        .stdin(theirs)
+        .spawn()
+        .expect("supervisor");
+    let out_path = std::env::temp_dir().join(format!("megha-join-exec-{}", std::process::id()));
+    let out = std::fs::File::create(&out_path).expect("out");
+    let run_limits = limits.for_run(9_997, 64, 500, 64);
+    let spec = Spec {
+        program: "sh".into(),
+        args: vec!["-c".into(), "id -u; cat /proc/self/cgroup; exit 7".into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: "/".into(),
+        uid: Some(UIDS.1 - 2),
+        gid: Some(UIDS.1 - 2),
+        cgroups: run_limits.cgroups.clone(),
+        cgroup_v2: true,
+        address_space: None,
+    };
+    wire::send(
+        &ours,
+        &Order::Start { run: 9_997, spec },
+        &[out.as_fd(), out.as_fd()],
+    )
+    .expect("order");
+    let mut buffer = vec![0u8; 4096];
+    let mut reports = Vec::new();
+    while reports.len() < 2 {
+        let (event, _): (Event, _) = wire::recv(&ours, &mut buffer)
+            .expect("report")
+            .expect("open");
+        assert_eq!(event.run, 9_997);
+        reports.push(event.report);
+    }
+    assert!(matches!(reports[0], Report::Started { .. }), "{reports:?}");
+    assert_eq!(reports[1], Report::Exit { code: 7 });
+    let text = std::fs::read_to_string(&out_path).expect("output");
+    println!("{text}");
+    assert_eq!(text.lines().next(), Some((UIDS.1 - 2).to_string().as_str()));
+    for cg in &run_limits.cgroups {
+        let run_name = cg
+            .dir
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let life = cg.dir.parent().and_then(|p| p.file_name()).expect("life");
+        let wanted = format!("{}/{run_name}", life.to_string_lossy());
+        assert!(
+            text.lines().any(|l| l.ends_with(&wanted)),
+            "not in {}: {text}",
+            cg.dir.display()
+        );
+    }
+    drop(ours);
+    let _ = supervisor.wait();
+    let _ = std::fs::remove_file(&out_path);
+    for cg in run_limits.cgroups {
+        let _ = std::fs::remove_dir(&cg.dir);
+    }
+    limits.remove();
+}

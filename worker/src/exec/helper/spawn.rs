@@ -29,6 +29,9 @@ pub(super) struct Spawner {
     made: HashSet<PathBuf>,
     written: HashMap<PathBuf, String>,
     open: HashMap<PathBuf, std::fs::File>,
+    /// Whether the spawning thread may move between its home cgroups and the runs'
+    /// (v1; found at the first run): else every run starts through `join-exec`.
+    thread_moves: Option<bool>,
 }
 
 impl Spawner {
@@ -45,7 +48,7 @@ impl Spawner {
                 spec.cwd.display()
             ));
         }
-        let forked_inside = !spec.cgroup_v2 && !spec.cgroups.is_empty();
+        let forked_inside = !spec.cgroup_v2 && !spec.cgroups.is_empty() && self.thread_moves(spec);
         for cg in &spec.cgroups {
             self.make(&cg.dir)?;
             self.write_settings(cg, &cg.settings)?;
@@ -114,6 +117,25 @@ impl Spawner {
             }
         }
         Ok(child)
+    }
+
+    /// Whether this thread can move itself between its home cgroups and the runs'
+    /// (a worker that is not root may own the runs' cgroups but not its own
+    /// cgroup's `tasks`): tried once, as a move home from home.
+    fn thread_moves(&mut self, spec: &Spec) -> bool {
+        if let Some(known) = self.thread_moves {
+            return known;
+        }
+        let tried = spec.cgroups.iter().try_for_each(|cg| {
+            let home = cg.dir.parent().and_then(Path::parent).unwrap_or(&cg.dir);
+            self.join_thread(home)
+                .map_err(|e| format!("{}: {e}", home.display()))
+        });
+        if let Err(e) = &tried {
+            eprintln!("megha-task-exec: this thread cannot move between cgroups ({e}); every run starts through join-exec (one exec more)");
+        }
+        self.thread_moves = Some(tried.is_ok());
+        tried.is_ok()
     }
 
     fn make(&mut self, dir: &Path) -> Result<(), String> {
