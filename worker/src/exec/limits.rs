@@ -370,12 +370,13 @@ impl RunLimits {
         })
     }
 
-    /// After the run: keeps its cgroups for a later run when `ended_clean` (the
-    /// supervisor reported the end: nothing of the run is left), no OOM kill
-    /// happened and little memory is charged; else kills anything still in them
-    /// (the supervisor died) and removes them. Returns the processes killed.
-    pub fn release(&self, ended_clean: bool) -> usize {
-        if ended_clean && !self.oom_killed() && self.little_memory_charged() {
+    /// After the run: keeps its cgroups for a later run when `reusable` (the
+    /// supervisor reported the end, so nothing of the run is left, and no OOM
+    /// kill happened: see [`RunLimits::oom_killed`]) and little memory is
+    /// charged; else kills anything still in them (the supervisor died) and
+    /// removes them. Returns the processes killed.
+    pub fn release(&self, reusable: bool) -> usize {
+        if reusable && self.little_memory_charged() {
             if let Some(pool) = &self.pool {
                 let mut kept = pool.lock().unwrap_or_else(|e| e.into_inner());
                 if kept.len() < POOL_MAX {

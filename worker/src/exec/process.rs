@@ -149,7 +149,7 @@ pub async fn run(
     );
     let (oom, leftovers) = tokio::task::spawn_blocking(move || {
         let oom = limits.oom_killed();
-        let left = limits.release(ended_clean);
+        let left = limits.release(ended_clean && !oom);
         if identity.uid.is_some() {
             if let Err(e) = std::fs::remove_dir_all(&work) {
                 tracing::warn!(dir = %work.display(), error = %e, "cannot remove an ended task's working directory");
