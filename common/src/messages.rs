@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 mod ends;
+mod report;
 mod worker;
 
 pub use ends::*;
+pub use report::*;
 pub use worker::*;
 
 /// What never changes about an LM's nodes: their home partition (the GM that owns

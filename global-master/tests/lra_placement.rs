@@ -332,7 +332,7 @@ fn deploying_a_solution_updates_free_resources_and_tags() {
     let s = Placer::NodeCandidates.solve(&problem);
     let nodes = placed(&s, 0);
     for (j, n) in nodes.iter().enumerate() {
-        cluster.deploy(&lras[0], j, NodeId(*n)).unwrap();
+        lras[0].deploy(&mut cluster, j, NodeId(*n)).unwrap();
     }
     let total: u32 = cluster
         .nodes()
@@ -341,7 +341,7 @@ fn deploying_a_solution_updates_free_resources_and_tags() {
         .sum();
     assert_eq!(total, 2);
     assert_eq!(cluster.set_cardinality(1, 0, &tags(&["x"])), 2);
-    assert!(cluster.deploy(&lras[0], 0, NodeId(9)).is_err());
+    assert!(lras[0].deploy(&mut cluster, 0, NodeId(9)).is_err());
 }
 
 #[test]

@@ -185,7 +185,9 @@ pub fn issue_worker_cert(issuer: &Pem, ip: IpAddr) -> Result<Pem> {
     let key = KeyPair::generate()?;
     let leaf = server_params(&hosts)?.signed_by(&key, &issuer_cert, &issuer_key)?;
     // The check a client makes, with the issuer as the only trust anchor.
-    crate::tls::install_provider();
+    // ring as the process-wide provider (what `tls::install_provider` does; pki sits
+    // below tls).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let anchor = CertificateDer::from_pem_slice(issuer.cert.as_bytes())
         .map_err(|e| anyhow!("the issuer's certificate (PEM): {e}"))?;
     let mut roots = rustls::RootCertStore::empty();

@@ -17,6 +17,7 @@ pub mod client;
 pub mod cluster;
 pub mod credentials;
 pub mod fake_peer;
+pub mod identity;
 pub mod process;
 pub mod reach;
 pub mod replay;
@@ -25,38 +26,13 @@ pub use bins::{bin_dir, workspace_root};
 pub use client::{get_json, http, http_bytes, http_raw, submit_tasks};
 pub use cluster::{free_port, LoopbackCluster, RoleArgs};
 pub use credentials::{credentials, random_hex, role_files, Credentials, RoleKeys};
+pub use identity::{task_identity, task_identity_args, TASK_UIDS};
 pub use process::Proc;
 pub use replay::{loadgen, replay_sample_trace};
 
 use std::time::{Duration, Instant};
 
 /// Waits until `cond` holds (polling every 100 ms), or fails with `what`.
-/// Task uids of the tests' workers (no account has them; workers on one host
-/// share the range safely).
-pub const TASK_UIDS: &str = "3200000-3201023";
-
-/// Whom the tests' exec tasks run as: a uid each when the tests run as root (as
-/// CI does), else the test's own user (a worker that is not root cannot switch).
-pub fn task_identity() -> worker::exec::identity::IdentityConfig {
-    let root = worker::exec::identity::is_root();
-    worker::exec::identity::IdentityConfig {
-        task_uids: root.then(|| {
-            worker::exec::identity::IdentityConfig::parse_range(TASK_UIDS).expect("TASK_UIDS")
-        }),
-        task_user: None,
-        allow_run_as_self: !root,
-    }
-}
-
-/// The worker flags of [`task_identity`].
-pub fn task_identity_args() -> Vec<String> {
-    if worker::exec::identity::is_root() {
-        vec!["--task-uids".into(), TASK_UIDS.into()]
-    } else {
-        vec!["--allow-run-as-self".into()]
-    }
-}
-
 pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !cond() {

@@ -1,7 +1,7 @@
 //! How runs start and end, as an LM tells the GM that launched them: starts, ends
 //! (and who publishes them on the event exchange).
 
-use super::{TaskFailure, WorkerReport};
+use super::report::{TaskFailure, WorkerReport};
 use crate::{GmId, LmId, Micros, NodeId, TaskId};
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,22 @@ impl TaskEnd {
             at,
             failure: None,
         }
+    }
+
+    /// The run's end of a `Finished` or `Failed` report; `None` for the others.
+    pub fn of_report(report: &WorkerReport) -> Option<TaskEnd> {
+        let failure = match report {
+            WorkerReport::Finished { .. } => None,
+            WorkerReport::Failed { failure, .. } => Some(failure.clone()),
+            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return None,
+        };
+        Some(TaskEnd {
+            task: report.task(),
+            attempt: report.attempt(),
+            node: report.node(),
+            at: report.at(),
+            failure,
+        })
     }
 
     /// The worker's report of this end, on `node`: `Finished` or `Failed`.

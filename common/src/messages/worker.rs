@@ -1,7 +1,7 @@
 //! Messages between an LM and its workers: start, kill and promote orders, the
 //! workers' reports (and why a task failed), registration and check-ins.
 
-use super::TaskEnd;
+use super::ends::TaskEnd;
 use crate::{LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
 
@@ -24,134 +24,6 @@ pub struct StartTask {
 pub struct Dispatch {
     pub lm_life: u64,
     pub seq: u64,
-}
-
-/// Worker -> LM. A task that started ends in exactly one of `Finished` (exit code 0,
-/// or a synthetic task's duration elapsed), `Failed` or `Killed`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkerReport {
-    Started {
-        node: NodeId,
-        task: TaskId,
-        /// The run ([`TaskSpec::attempt`]).
-        attempt: u32,
-        at: Micros,
-    },
-    Finished {
-        node: NodeId,
-        task: TaskId,
-        /// The run ([`TaskSpec::attempt`]).
-        attempt: u32,
-        at: Micros,
-    },
-    /// The task was stopped on the LM's order (preempted) before it finished.
-    Killed {
-        node: NodeId,
-        task: TaskId,
-        /// The run ([`TaskSpec::attempt`]).
-        attempt: u32,
-        at: Micros,
-    },
-    /// The task ended unsuccessfully (a real executor only): a non-zero exit, a
-    /// signal it did not get from the worker, or it could not start at all.
-    Failed {
-        node: NodeId,
-        task: TaskId,
-        attempt: u32,
-        at: Micros,
-        failure: TaskFailure,
-    },
-}
-
-/// Why a task failed at its worker.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskFailure {
-    /// The command exited with a non-zero code.
-    Exit { code: i32 },
-    /// The command was ended by a signal the worker did not send; `out_of_memory`
-    /// when its memory limit's OOM killer sent it.
-    Signal { signal: i32, out_of_memory: bool },
-    /// The task never ran: bad command, missing binary, bad working directory...
-    StartFailed { reason: String },
-    /// The worker holding the task stopped answering (or came back without it): the
-    /// task's outcome is unknown and its node is down.
-    Lost { reason: String },
-}
-
-impl std::fmt::Display for TaskFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TaskFailure::Exit { code } => write!(f, "exited with code {code}"),
-            TaskFailure::Signal {
-                signal,
-                out_of_memory: true,
-            } => write!(f, "killed by signal {signal}: over its memory limit"),
-            TaskFailure::Signal { signal, .. } => write!(f, "killed by signal {signal}"),
-            TaskFailure::StartFailed { reason } => write!(f, "could not start: {reason}"),
-            TaskFailure::Lost { reason } => write!(f, "lost: {reason}"),
-        }
-    }
-}
-
-impl WorkerReport {
-    /// The node the report is about.
-    pub fn node(&self) -> NodeId {
-        match self {
-            WorkerReport::Started { node, .. }
-            | WorkerReport::Finished { node, .. }
-            | WorkerReport::Killed { node, .. }
-            | WorkerReport::Failed { node, .. } => *node,
-        }
-    }
-
-    /// The task the report is about.
-    pub fn task(&self) -> TaskId {
-        match self {
-            WorkerReport::Started { task, .. }
-            | WorkerReport::Finished { task, .. }
-            | WorkerReport::Killed { task, .. }
-            | WorkerReport::Failed { task, .. } => *task,
-        }
-    }
-
-    /// The run the report is about ([`TaskSpec::attempt`]).
-    pub fn attempt(&self) -> u32 {
-        match self {
-            WorkerReport::Started { attempt, .. }
-            | WorkerReport::Finished { attempt, .. }
-            | WorkerReport::Killed { attempt, .. }
-            | WorkerReport::Failed { attempt, .. } => *attempt,
-        }
-    }
-
-    /// When the reported change happened.
-    pub fn at(&self) -> Micros {
-        match self {
-            WorkerReport::Started { at, .. }
-            | WorkerReport::Finished { at, .. }
-            | WorkerReport::Killed { at, .. }
-            | WorkerReport::Failed { at, .. } => *at,
-        }
-    }
-
-    /// The run's end, for a `Finished` or `Failed` report.
-    pub fn end(&self) -> Option<TaskEnd> {
-        let failure = match self {
-            WorkerReport::Finished { .. } => None,
-            WorkerReport::Failed { failure, .. } => Some(failure.clone()),
-            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return None,
-        };
-        Some(TaskEnd {
-            task: self.task(),
-            attempt: self.attempt(),
-            node: self.node(),
-            at: self.at(),
-            failure,
-        })
-    }
 }
 
 /// LM -> worker: stop this task now (preempted); its resources are already reused.

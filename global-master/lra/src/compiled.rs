@@ -5,7 +5,8 @@
 //! containers already running.
 
 use super::constraints::PlacementConstraint;
-use super::model::{ClusterState, LraRequest, Tag, TagSet};
+use super::model::{ClusterState, Tag, TagSet};
+use super::request::LraRequest;
 use common::Resources;
 use std::collections::{HashMap, HashSet};
 

@@ -8,9 +8,8 @@
 //! least one clause. Constraints are soft with a weight; a hard constraint is emulated
 //! with [`HARD_WEIGHT`] (MEDEA 4.2).
 
-use super::model::{LraId, LraRequest, NodeGroups, TagSet};
+use super::model::{LraId, NodeGroups, TagSet};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// The default weight of a (soft) constraint.
 pub const DEFAULT_WEIGHT: f64 = 1.0;
@@ -33,7 +32,7 @@ impl TagConstraint {
     }
 
     /// True when this constraint is at least as tight as `other` on both bounds.
-    fn within(&self, other: &TagConstraint) -> bool {
+    pub(crate) fn within(&self, other: &TagConstraint) -> bool {
         self.c_min >= other.c_min
             && match (self.c_max, other.c_max) {
                 (_, None) => true,
@@ -195,115 +194,6 @@ fn check_tags(tags: &TagSet, field: &str) -> Result<(), ConstraintError> {
         return Err(ConstraintError::EmptyTag {
             field: field.into(),
         });
-    }
-    Ok(())
-}
-
-/// Holds every active constraint: the operator's and each deployed application's.
-#[derive(Clone, Debug, Default)]
-pub struct ConstraintManager {
-    operator: Vec<PlacementConstraint>,
-    applications: BTreeMap<LraId, Vec<PlacementConstraint>>,
-}
-
-impl ConstraintManager {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn add_operator(
-        &mut self,
-        constraint: PlacementConstraint,
-        groups: &NodeGroups,
-    ) -> Result<(), ConstraintError> {
-        constraint.validate(groups)?;
-        self.operator.push(constraint);
-        Ok(())
-    }
-
-    /// Registers the constraints of a deployed application (all or none).
-    pub fn add_application(
-        &mut self,
-        lra: LraId,
-        constraints: Vec<PlacementConstraint>,
-        groups: &NodeGroups,
-    ) -> Result<(), ConstraintError> {
-        validate_all(lra, &constraints, groups)?;
-        self.applications.insert(lra, constraints);
-        Ok(())
-    }
-
-    /// Forgets an application that finished.
-    pub fn remove_application(&mut self, lra: LraId) {
-        self.applications.remove(&lra);
-    }
-
-    /// The constraints a placer must consider: the deployed applications', those of
-    /// `pending` applications, and the operator's. An application constraint that
-    /// conflicts with a more restrictive operator constraint is overridden (dropped);
-    /// otherwise it is tightened to the intersection of both ranges.
-    pub fn effective_for(
-        &self,
-        pending: &[LraRequest],
-        groups: &NodeGroups,
-    ) -> Result<Vec<PlacementConstraint>, ConstraintError> {
-        for lra in pending {
-            validate_all(lra.id, &lra.constraints, groups)?;
-        }
-        let apps = self
-            .applications
-            .values()
-            .flatten()
-            .chain(pending.iter().flat_map(|l| l.constraints.iter()));
-        let mut out: Vec<PlacementConstraint> =
-            apps.filter_map(|c| self.override_by_operator(c)).collect();
-        out.extend(self.operator.iter().cloned());
-        Ok(out)
-    }
-
-    fn override_by_operator(&self, app: &PlacementConstraint) -> Option<PlacementConstraint> {
-        let Some(mine) = app.simple() else {
-            return Some(app.clone());
-        };
-        let mut result = app.clone();
-        for op in &self.operator {
-            let Some(theirs) = op.simple() else { continue };
-            // The operator's constraint covers every container this one constrains.
-            let same_target = theirs.c_tag == mine.c_tag && theirs.node_group == mine.node_group;
-            if !same_target || !op.subject.is_subset_of(&app.subject) {
-                continue;
-            }
-            let current = &mut result.any_of[0][0];
-            if theirs.within(current) {
-                // More restrictive: the operator's range replaces the application's.
-                return None;
-            }
-            let min = current.c_min.max(theirs.c_min);
-            let max = match (current.c_max, theirs.c_max) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            if max.is_some_and(|m| m < min) {
-                return None;
-            }
-            current.c_min = min;
-            current.c_max = max;
-        }
-        Some(result)
-    }
-}
-
-fn validate_all(
-    lra: LraId,
-    constraints: &[PlacementConstraint],
-    groups: &NodeGroups,
-) -> Result<(), ConstraintError> {
-    for c in constraints {
-        c.validate(groups)
-            .map_err(|e| ConstraintError::InApplication {
-                lra,
-                source: Box::new(e),
-            })?;
     }
     Ok(())
 }

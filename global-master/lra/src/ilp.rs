@@ -22,43 +22,17 @@
 use super::compiled::{compile, Compiled};
 use super::greedy::Greedy;
 use super::heuristics::{node_candidates, tag_popularity};
-use super::ilp_model::solve_model;
-use super::metrics::{score, Score};
+pub use super::ilp_model::IlpConfig;
+use super::ilp_model::{solve_model, Answer};
+use super::metrics::score;
 use super::problem::{LraOutcome, NotPlaced, Problem, Solution};
 use common::{NodeId, Resources};
 use std::collections::HashMap;
-
-/// Knobs of the ILP placer.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct IlpConfig {
-    /// Solver time cap per scheduling interval; 0 skips the solver (heuristic answer).
-    pub time_limit_ms: u64,
-    /// At most this many candidate nodes beyond those the heuristics used.
-    pub max_candidate_nodes: usize,
-    /// Relative optimality gap at which HiGHS may stop.
-    pub mip_rel_gap: f32,
-}
-
-impl Default for IlpConfig {
-    fn default() -> Self {
-        IlpConfig {
-            time_limit_ms: 200,
-            max_candidate_nodes: 48,
-            mip_rel_gap: 0.001,
-        }
-    }
-}
 
 /// MEDEA-ILP.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IlpPlacer {
     pub config: IlpConfig,
-}
-
-pub(crate) struct Answer {
-    pub at: Vec<Vec<Option<usize>>>,
-    pub reasons: Vec<Option<NotPlaced>>,
-    pub score: Score,
 }
 
 fn heuristic(c: &Compiled, problem: &Problem<'_>, rmin: &Resources, nc: bool) -> Answer {

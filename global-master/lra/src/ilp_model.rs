@@ -13,9 +13,10 @@
 //! - running containers' constraints, grouped when identical, with `P = 1`.
 
 use super::compiled::{Compiled, Item, Rule, UNBOUNDED};
-use super::ilp::{Answer, IlpConfig};
 use super::metrics::subject_pairs;
+use super::metrics::Score;
 use super::model::ClusterState;
+use super::problem::NotPlaced;
 use super::problem::Problem;
 use common::Resources;
 use good_lp::solvers::highs::highs;
@@ -24,6 +25,35 @@ use good_lp::{
     WithInitialSolution,
 };
 use std::collections::{BTreeMap, HashMap};
+
+/// Knobs of the ILP placer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IlpConfig {
+    /// Solver time cap per scheduling interval; 0 skips the solver (heuristic answer).
+    pub time_limit_ms: u64,
+    /// At most this many candidate nodes beyond those the heuristics used.
+    pub max_candidate_nodes: usize,
+    /// Relative optimality gap at which HiGHS may stop.
+    pub mip_rel_gap: f32,
+}
+
+impl Default for IlpConfig {
+    fn default() -> Self {
+        IlpConfig {
+            time_limit_ms: 200,
+            max_candidate_nodes: 48,
+            mip_rel_gap: 0.001,
+        }
+    }
+}
+
+/// The placer's answer: per LRA and container, its node (or none and why), and
+/// its score.
+pub(crate) struct Answer {
+    pub at: Vec<Vec<Option<usize>>>,
+    pub reasons: Vec<Option<NotPlaced>>,
+    pub score: Score,
+}
 
 /// Per node set: the (LRA, container, variable) triples that count there.
 type Contributors = HashMap<usize, Vec<(usize, usize, Variable)>>;

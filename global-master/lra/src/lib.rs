@@ -25,22 +25,23 @@ pub mod heuristics;
 pub mod ilp;
 mod ilp_model;
 pub mod kube;
+pub mod manager;
 pub mod metrics;
 pub mod model;
 pub mod problem;
+pub mod request;
 
-pub use constraints::{
-    ConstraintError, ConstraintManager, PlacementConstraint, TagConstraint, HARD_WEIGHT,
-};
+pub use constraints::{ConstraintError, PlacementConstraint, TagConstraint, HARD_WEIGHT};
 pub use heuristics::{NodeCandidatesPlacer, TagPopularityPlacer};
 pub use ilp::{IlpConfig, IlpPlacer};
 pub use kube::KubePlacer;
+pub use manager::ConstraintManager;
 pub use metrics::{quality, quality_of, Quality, FRAGMENT_THRESHOLD};
 pub use model::{
-    app_tag, ClusterState, ContainerRequest, LraId, LraRequest, NodeGroupSpec, NodeState, Tag,
-    TagSet,
+    app_tag, ClusterState, ContainerRequest, LraId, NodeGroupSpec, NodeState, Tag, TagSet,
 };
 pub use problem::{LraOutcome, NotPlaced, ObjectiveWeights, Problem, Solution};
+pub use request::LraRequest;
 
 /// Every LRA placer behind one interface.
 #[derive(Clone, Copy, Debug)]

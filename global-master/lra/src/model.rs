@@ -101,35 +101,6 @@ impl ContainerRequest {
     }
 }
 
-/// A long-running application: its containers and its own placement constraints.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LraRequest {
-    pub id: LraId,
-    pub containers: Vec<ContainerRequest>,
-    pub constraints: Vec<super::constraints::PlacementConstraint>,
-}
-
-impl LraRequest {
-    /// The sorted tags of container `j`, including the predefined `appID` tag.
-    pub fn container_tags(&self, j: usize) -> Vec<Tag> {
-        let mut tags: BTreeSet<Tag> = self
-            .containers
-            .get(j)
-            .map(|c| c.tags.iter().cloned().collect())
-            .unwrap_or_default();
-        tags.insert(app_tag(self.id));
-        tags.into_iter().collect()
-    }
-
-    /// The sum of all container demands.
-    pub fn total_resources(&self) -> Resources {
-        self.containers
-            .iter()
-            .map(|c| c.resources)
-            .sum::<Resources>()
-    }
-}
-
 /// A container already running on a node. `tags` are sorted and include `appID`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeployedContainer {
@@ -333,27 +304,21 @@ impl ClusterState {
             .sum()
     }
 
-    /// Runs container `container` of `lra` on `node`: takes its resources and adds its
-    /// tags. Refuses (and changes nothing) when the node lacks the resources.
+    /// Runs container `container` (`request`, with `tags`) of `lra` on `node`: takes its
+    /// resources and adds its tags. Refuses (and changes nothing) when the node lacks the resources.
     pub fn deploy(
         &mut self,
-        lra: &LraRequest,
+        lra: LraId,
         container: usize,
+        request: &ContainerRequest,
+        tags: Vec<Tag>,
         node: NodeId,
     ) -> Result<(), ModelError> {
-        let request = lra
-            .containers
-            .get(container)
-            .ok_or_else(|| ModelError::Solution {
-                lra: lra.id,
-                reason: format!("container {container} does not exist"),
-            })?;
-        let tags = lra.container_tags(container);
         let state = self
             .nodes
             .get_mut(node.index())
             .ok_or_else(|| ModelError::Solution {
-                lra: lra.id,
+                lra,
                 reason: format!("{node} does not exist"),
             })?;
         state.free =
@@ -361,11 +326,11 @@ impl ClusterState {
                 .free
                 .checked_sub(&request.resources)
                 .ok_or_else(|| ModelError::Solution {
-                    lra: lra.id,
+                    lra,
                     reason: format!("container {container} does not fit on {node}"),
                 })?;
         state.containers.push(DeployedContainer {
-            lra: Some(lra.id),
+            lra: Some(lra),
             resources: request.resources,
             tags,
         });

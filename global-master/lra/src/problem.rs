@@ -2,8 +2,10 @@
 //! one scheduling interval, the active constraints) and a [`Solution`] (per LRA a
 //! placement of every container, or the reason it was not placed).
 
-use super::constraints::{ConstraintError, ConstraintManager, PlacementConstraint};
-use super::model::{ClusterState, LraId, LraRequest, ModelError};
+use super::constraints::{ConstraintError, PlacementConstraint};
+use super::manager::ConstraintManager;
+use super::model::{ClusterState, LraId, ModelError};
+use super::request::LraRequest;
 use common::{NodeId, Resources};
 use std::collections::BTreeSet;
 use std::fmt;

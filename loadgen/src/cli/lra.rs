@@ -204,7 +204,7 @@ impl Run {
             for ((id, outcome), lra) in solution.outcomes.iter().zip(&batch) {
                 if let LraOutcome::Placed(nodes) = outcome {
                     for (j, node) in nodes.iter().enumerate() {
-                        self.cluster.deploy(lra, j, NodeId(node.0))?;
+                        lra.deploy(&mut self.cluster, j, NodeId(node.0))?;
                     }
                     self.manager.add_application(
                         *id,

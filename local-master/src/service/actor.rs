@@ -10,6 +10,10 @@
 //! per GM; the state goes to every GM each heartbeat and, rate-limited, after every
 //! change. Nothing is published until every expected worker has registered.
 
+pub mod gm;
+pub mod preempt;
+pub mod workers;
+
 use super::orders::{GmLink, WorkerOrder};
 use crate::core::{LmConfig, LocalMaster};
 use crate::queueable::QueueableConfig;

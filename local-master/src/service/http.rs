@@ -24,11 +24,11 @@
 //! (`service_kit::auth`): 401 without it or with a wrong one, nothing applied; with
 //! per-role credentials, 403 for a role that may not call it ([`callers`]).
 
+use super::actor::gm::{AnsweredBusy, FromGm, GmRequestError};
+use super::actor::workers::{Alive, BindSession, FromSessionWorker, Register, ReportRefused};
 use super::actor::{GetLoad, LmActor};
-use super::gm::{AnsweredBusy, FromGm, GmRequestError};
 use super::metrics::RenderMetrics;
 use super::orders::WorkerLink;
-use super::workers::{Alive, BindSession, FromSessionWorker, Register, ReportRefused};
 use actix::Addr;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};

@@ -3,27 +3,23 @@
 //! on the broker (lapin).
 //!
 //! - [`config`]: flags, environment, TOML file.
-//! - [`actor`]: [`actor::LmActor`]: state, and carrying out each step's output.
-//! - [`gm`]: requests from GMs (any `GmToLm` message), answered after their orders
-//!   reached the workers.
-//! - [`workers`]: worker registration and reports.
+//! - [`actor`]: [`actor::LmActor`]: state, and carrying out each step's output; its
+//!   handlers: [`actor::gm`] (requests from GMs, any `GmToLm` message, answered after
+//!   their orders reached the workers), [`actor::workers`] (worker registration and
+//!   reports), [`actor::preempt`] (preemption counters, fairness).
 //! - [`http`]: the routes.
 //! - [`metrics`]: Prometheus text.
 //! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
-//! - [`preempt`]: preemption counters (fairness).
 //! - [`backpressure`]: launches wait (503) while too many events wait for the broker.
 
 pub mod actor;
 pub mod backpressure;
 pub mod config;
-pub mod gm;
 pub mod http;
 pub mod life;
 pub mod metrics;
 pub mod nodes;
 pub mod orders;
-pub mod preempt;
-pub mod workers;
 
 use actix::Actor;
 use anyhow::{Context as _, Result};

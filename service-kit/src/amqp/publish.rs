@@ -15,7 +15,7 @@
 //!   replaced before it is sent again). Each replaced message is counted
 //!   ([`super::LinkStatus::superseded`]); the first while disconnected is logged.
 
-use super::{broker_user, connect, redact, LinkStatus};
+use super::connection::{broker_user, connect, redact, LinkStatus};
 use crate::topology::Exchange;
 use common::ClusterName;
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};

@@ -2,8 +2,8 @@
 //! layer [`require_cluster`] over a whole router, the refusals, their counters and
 //! their answers.
 
+use super::secret::{ClusterSecret, Presented, CLUSTER_HEADER, OPEN_PATHS};
 use super::signed::{self, SignatureRefusal, SIGNATURE_HEADER};
-use super::{ClusterSecret, Presented, CLUSTER_HEADER, OPEN_PATHS};
 use crate::roles::Role;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};

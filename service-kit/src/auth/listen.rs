@@ -1,7 +1,7 @@
 //! What a role checks before it starts: running open (without the cluster secret)
 //! only on loopback, a role credential given to its own role, the extra CA loaded.
 
-use super::ClusterSecret;
+use super::secret::ClusterSecret;
 use crate::roles::Role;
 use anyhow::{bail, Result};
 use std::net::IpAddr;

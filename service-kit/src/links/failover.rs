@@ -4,7 +4,7 @@
 //! not yet in charge, a primary going away), the next is tried, each once per call.
 //! The caller's own retry (e.g. [`super::OrderedSender`]) takes it from there.
 
-use super::{BoxFut, Call, Link, LinkError};
+use super::call::{BoxFut, Call, Link, LinkError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -195,7 +195,7 @@ impl LoopbackCluster {
                 .iter()
                 .map(|a| a.to_string())
                 .collect();
-                args.extend(super::task_identity_args());
+                args.extend(super::identity::task_identity_args());
                 args.extend(extra.worker.iter().cloned());
                 workers.push(Proc::spawn(
                     "worker",

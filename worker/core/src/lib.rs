@@ -14,8 +14,9 @@
 //! launch and its stop ([`ExecOrder`], in [`WorkerOutput::exec`]) and learns of its end
 //! from [`WorkerInput::Exited`].
 
+mod io;
 mod step;
-pub use step::{ExecOrder, WorkerInput, WorkerOutput};
+pub use io::{ExecOrder, WorkerInput, WorkerOutput};
 
 /// When a worker its LM has not confirmed for `lease` fences itself
 /// ([`Worker::fence`]): at 3/5 of it, so that its tasks are stopped (within 1/5 more)

@@ -208,7 +208,7 @@ fn a_fence_stops_everything_held_and_reports_it_lost() {
     let out = w
         .step(
             Micros::from_secs(5),
-            crate::step::WorkerInput::Fence {
+            crate::WorkerInput::Fence {
                 reason: "cut off".into(),
             },
         )
@@ -236,7 +236,7 @@ fn a_fence_stops_everything_held_and_reports_it_lost() {
     assert_eq!(lost, vec![TaskId::new(2, 0), TaskId::new(3, 0)]);
     assert_eq!(
         out.exec,
-        vec![crate::step::ExecOrder::Stop {
+        vec![crate::ExecOrder::Stop {
             task: TaskId::new(2, 0),
             attempt: 1
         }]

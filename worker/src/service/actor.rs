@@ -17,8 +17,7 @@ use service_kit::links::{Link, OrderedSender};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-mod fencing;
-pub use fencing::{Fence, Unfence};
+pub mod fencing;
 
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
@@ -148,7 +147,7 @@ impl WorkerActor {
                     ..
                 } => {
                     self.forget_held(*task, *attempt);
-                    self.ended.extend(r.end());
+                    self.ended.extend(common::messages::TaskEnd::of_report(&r));
                     self.counters.finished += 1;
                     tracing::debug!(task = %task, job = task.job.0, %node, "task finished");
                 }
@@ -163,7 +162,7 @@ impl WorkerActor {
                     // LM, its GM still hears the failure (not "lost"), and the
                     // job's retry policy decides.
                     self.forget_held(*task, *attempt);
-                    self.ended.extend(r.end());
+                    self.ended.extend(common::messages::TaskEnd::of_report(&r));
                     self.counters.failed += 1;
                     tracing::warn!(task = %task, job = task.job.0, %node, %failure, "task failed");
                 }

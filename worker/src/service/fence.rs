@@ -17,7 +17,8 @@
 //! timeout costs its workers their running tasks (their GMs retry them). An LM
 //! started with `--worker-fence false` gives no lease, and its workers never fence.
 
-use super::actor::{Fence, Unfence, WorkerActor};
+use super::actor::fencing::{Fence, Unfence};
+use super::actor::WorkerActor;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;

@@ -80,7 +80,10 @@ async fn ended_runs_are_listed_as_they_ended() {
         .map(|e| (e.task.job.0, e.failure.is_some()))
         .collect();
     assert_eq!(listed, vec![(1, true), (2, false)], "{ended:?}");
-    let reported: Vec<_> = got.iter().filter_map(WorkerReport::end).collect();
+    let reported: Vec<_> = got
+        .iter()
+        .filter_map(common::messages::TaskEnd::of_report)
+        .collect();
     for end in &ended {
         assert!(reported.contains(end), "listed as reported: {end:?}");
     }

@@ -41,13 +41,12 @@ mod waiters;
 pub use run::{processes_of_uid, processes_with};
 pub use spawn::JOIN_EXEC;
 
-use super::wire::{self, Event, Order, Report, Spec};
-use run::Run;
+use super::wire::{self, Order, Report, Spec};
+use run::{report, Run, Runs};
 use spawn::Spawner;
-use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use waiters::{Waited, Waiters};
 
 /// The supervisor program (`megha-task-exec`). Its stdin must be the worker's
@@ -119,35 +118,6 @@ fn contain_self() -> Result<(), String> {
     };
     setrlimit(Resource::Core, zero).map_err(|e| format!("cannot set RLIMIT_CORE: {e}"))?;
     rustix::thread::set_no_new_privs(true).map_err(|e| format!("cannot set no_new_privs: {e}"))
-}
-
-/// The running runs, by number.
-#[derive(Default)]
-pub(crate) struct Runs(Mutex<HashMap<u64, Arc<Run>>>);
-
-impl Runs {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Run>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn signal(&self, run: u64, signal: rustix::process::Signal) {
-        let found = self.lock().get(&run).cloned();
-        if let Some(r) = found {
-            r.kill_all(signal);
-        }
-    }
-
-    fn kill_every_run(&self) {
-        let all: Vec<Arc<Run>> = self.lock().values().cloned().collect();
-        for r in all {
-            r.kill_all(rustix::process::Signal::KILL);
-        }
-    }
-}
-
-pub(crate) fn report(control: &OwnedFd, run: u64, report: Report) {
-    // A failed send means the worker is gone: the main loop sees it and kills all.
-    let _ = wire::send(control, &Event { run, report }, &[]);
 }
 
 /// Starts `run`; a waiter follows it to its end.

@@ -1,7 +1,10 @@
 //! The processes of one run, and how to find processes in `/proc`.
 
-use crate::exec::wire::Spec;
+use crate::exec::wire::{self, Event, Report, Spec};
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -119,4 +122,33 @@ fn processes(keep: impl Fn(&Path) -> bool) -> Vec<u32> {
             keep(&e.path()).then_some(pid)
         })
         .collect()
+}
+
+/// The running runs, by number.
+#[derive(Default)]
+pub(crate) struct Runs(Mutex<HashMap<u64, Arc<Run>>>);
+
+impl Runs {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Run>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn signal(&self, run: u64, signal: rustix::process::Signal) {
+        let found = self.lock().get(&run).cloned();
+        if let Some(r) = found {
+            r.kill_all(signal);
+        }
+    }
+
+    pub(super) fn kill_every_run(&self) {
+        let all: Vec<Arc<Run>> = self.lock().values().cloned().collect();
+        for r in all {
+            r.kill_all(rustix::process::Signal::KILL);
+        }
+    }
+}
+
+pub(crate) fn report(control: &OwnedFd, run: u64, report: Report) {
+    // A failed send means the worker is gone: the main loop sees it and kills all.
+    let _ = wire::send(control, &Event { run, report }, &[]);
 }

@@ -2,8 +2,7 @@
 //! maps a stack and unmaps it when done, and the unmapping interrupts every CPU
 //! (a TLB shootdown), which costs more than the wait itself.
 
-use super::run::Run;
-use super::{report, Runs};
+use super::run::{report, Run, Runs};
 use crate::exec::wire::Report;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;

@@ -58,7 +58,7 @@ impl World<'_> {
     /// Worker `w` refused a start: reported failed, and remembered with its other
     /// ends (as the worker service does).
     fn refused(&mut self, w: u32, l: u16, report: common::messages::WorkerReport) {
-        self.ended[w as usize].extend(report.end());
+        self.ended[w as usize].extend(common::messages::TaskEnd::of_report(&report));
         self.send(
             Role::Worker(w),
             Role::Lm(l),
@@ -119,7 +119,7 @@ impl World<'_> {
         let l = self.placement[w as usize].0;
         for report in out.to_lm {
             let WorkerToLm::Report(r) = &report;
-            self.ended[w as usize].extend(r.end());
+            self.ended[w as usize].extend(common::messages::TaskEnd::of_report(r));
             self.send(Role::Worker(w), Role::Lm(l), Item::ToLm(report), false);
         }
         let next = self.workers[w as usize]

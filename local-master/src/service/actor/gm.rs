@@ -8,7 +8,7 @@
 //! somewhere other than this LM's memory (a worker lists it when it registers with a
 //! restarted LM).
 
-use super::actor::LmActor;
+use super::LmActor;
 use actix::prelude::*;
 use common::messages::{LaunchOutcome, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};

@@ -4,12 +4,12 @@
 //! waiting task in their room; the actor sends the kills to the workers and, once
 //! each kill is confirmed, the preempted task back to its GM.
 
-use super::actor::LmActor;
+use super::LmActor;
 use service_kit::metrics::{family, single, Page};
 
 impl LmActor {
     /// Preemption metrics, appended to `/metrics`.
-    pub(super) fn render_preempt_metrics(&self, out: &mut Page) {
+    pub(crate) fn render_preempt_metrics(&self, out: &mut Page) {
         let c = &self.counters;
         single(
             out,

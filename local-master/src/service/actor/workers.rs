@@ -6,9 +6,9 @@
 //! ([`LmInput::WorkerLost`]); when it registers again its nodes come back and the lost
 //! tasks it still holds are killed ([`LmInput::WorkerBack`]).
 
-use super::actor::LmActor;
-use super::orders::WorkerLink;
+use super::LmActor;
 use crate::core::{LmEffects, LmError};
+use crate::service::orders::WorkerLink;
 use actix::prelude::*;
 use common::events::TaskEvent;
 use common::messages::{
@@ -22,7 +22,7 @@ use service_kit::links::OrderedSender;
 
 impl LmActor {
     /// The nodes of a worker slot (node n goes to slot n mod slots).
-    pub(super) fn nodes_of(&self, slot: usize) -> Vec<NodeId> {
+    pub(crate) fn nodes_of(&self, slot: usize) -> Vec<NodeId> {
         (0..self.core.topology().node_count())
             .filter(|n| n % self.workers.len() == slot)
             .map(|n| NodeId(n as u32))
@@ -32,7 +32,7 @@ impl LmActor {
     /// Declares the worker of `slot` lost (see the module documentation): its
     /// undelivered orders are dropped (counted), its nodes go down, its tasks end
     /// `lost` at the GMs that launched them.
-    pub(super) fn lose_worker(&mut self, slot: usize, reason: &str, ctx: &mut Context<Self>) {
+    pub(crate) fn lose_worker(&mut self, slot: usize, reason: &str, ctx: &mut Context<Self>) {
         let was_ready = self.ready();
         if let Some(sender) = self.workers[slot].take() {
             self.counters.orders_dropped += sender.pending() as u64;
@@ -103,7 +103,7 @@ impl LmActor {
 
     /// Declares lost every worker silent for the worker timeout, and down every slot
     /// no worker registered for within it since the start.
-    pub(super) fn check_workers(&mut self, ctx: &mut Context<Self>) {
+    pub(crate) fn check_workers(&mut self, ctx: &mut Context<Self>) {
         let Some(timeout) = self.worker_timeout else {
             return;
         };
@@ -309,7 +309,7 @@ impl LmActor {
                         self.counters.orphan_reports += 1;
                         let WorkerToLm::Report(report) = &message;
                         tracing::info!(task = %report.task(), job = report.task().job.0, node = %report.node(), "finish of a task this LM does not hold (it ended while the LM was away); remembered for its GM and published");
-                        if let Some(end) = report.end() {
+                        if let Some(end) = common::messages::TaskEnd::of_report(report) {
                             self.orphan_end_to_gm(end, common::messages::EndsPublished::ByLm);
                         }
                     }
@@ -330,7 +330,7 @@ impl LmActor {
                     self.counters.orphan_reports += 1;
                     tracing::info!(task = %task, job = task.job.0, %node, "report of a task this LM does not hold (it ended while the LM was away, or the report is a repeat); published");
                     let WorkerToLm::Report(report) = message;
-                    if let Some(end) = report.end() {
+                    if let Some(end) = common::messages::TaskEnd::of_report(&report) {
                         self.orphan_end_to_gm(end, common::messages::EndsPublished::ByLm);
                     }
                     let event = orphan_event(self.core.id(), report);
