@@ -1,34 +1,24 @@
 //! Configuration sources. Each service declares one struct of optional settings that
-//! derives both `clap::Args` (flags, with `env = ...`) and `serde::Deserialize` (the
-//! TOML file); clap already ranks flags above environment variables, then
-//! [`merge_options!`] fills what is still unset from the file, and the service applies
-//! its defaults last: flags > env > file > defaults.
+//! derives both `clap::Parser` (flags, with `env = ...`) and serde (the TOML file),
+//! with the settings every role shares flattened in ([`CommonArgs`]); clap already
+//! ranks flags above environment variables, then [`layer`] fills what is still unset
+//! from the file ([`load_file`]), and the service applies its defaults last:
+//! flags > env > file > defaults. [`effective`] prints the result and where each
+//! value came from (`--print-config`).
+//!
+//! Layout: `layer` (file, layering, provenance), `shared` (the common flags); the
+//! settings two roles parse alike (queues, Mercury's cap and quota) here.
+
+mod layer;
+mod shared;
+
+pub use layer::{effective, file_keys, layer, load_file, parse, print_config};
+pub use shared::CommonArgs;
 
 use anyhow::{Context, Result};
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::quota::QueueableQuota;
-use serde::de::DeserializeOwned;
-use std::path::Path;
 use std::sync::Arc;
-
-/// Reads a TOML file of optional settings; `None` gives the empty (all unset) value.
-pub fn load_file<T: DeserializeOwned + Default>(path: Option<&Path>) -> Result<T> {
-    let Some(path) = path else {
-        return Ok(T::default());
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config file {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("in config file {}", path.display()))
-}
-
-/// `merge_options!(primary, fallback, a, b, c)` sets each listed `Option` field of
-/// `primary` that is `None` to the value of the same field in `fallback`.
-#[macro_export]
-macro_rules! merge_options {
-    ($primary:expr, $fallback:expr, $($field:ident),+ $(,)?) => {
-        $( if $primary.$field.is_none() { $primary.$field = $fallback.$field.clone(); } )+
-    };
-}
 
 /// Splits a comma-separated list, dropping empty items.
 pub fn split_list(s: &str) -> Vec<String> {
@@ -64,14 +54,6 @@ pub fn queueable_quota(text: Option<&str>) -> Result<QueueableQuota> {
             .parse::<QueueableQuota>()
             .map_err(|e| anyhow::anyhow!("--queueable-quota `{text}`: {e}")),
         None => Ok(QueueableQuota::UNLIMITED),
-    }
-}
-
-/// `--cluster-name` / `MEGHA_CLUSTER_NAME`, validated; absent: `megha`.
-pub fn cluster_name(name: Option<&str>) -> Result<common::ClusterName> {
-    match name {
-        None => Ok(common::ClusterName::default()),
-        Some(n) => common::ClusterName::new(n).map_err(|e| anyhow::anyhow!("--cluster-name: {e}")),
     }
 }
 

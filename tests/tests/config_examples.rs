@@ -119,3 +119,70 @@ fn flags_are_found_in_help_text() {
         ["--cluster", "--lms", "--partition-size"]
     );
 }
+
+/// `--print-config` of a role started on its example file: every key the file sets is
+/// reported as coming from the file, with the file's value (so no setting is ignored
+/// from a file, whatever struct it lives in), and a flag given too wins over the file.
+fn example_layers<T>(role: &str, file: &str, flag: (&str, &str))
+where
+    T: clap::Parser + serde::Serialize + serde::de::DeserializeOwned + Default,
+{
+    let path = example(file);
+    let text = std::fs::read_to_string(&path).expect("example");
+    let table: toml::Table = toml::from_str(&text).expect("toml");
+    let matches = T::command()
+        .try_get_matches_from([role, "--config", &path, flag.0, flag.1])
+        .expect("flags");
+    let args = T::from_arg_matches(&matches).expect("args");
+    let printed = service_kit::settings::effective(&args, &matches, Some(path.as_ref()))
+        .expect("effective configuration");
+    let flag_key = flag.0.trim_start_matches("--").replace('-', "_");
+    for (key, value) in &table {
+        if *key == flag_key {
+            continue;
+        }
+        let line = printed
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("{role}: `{key}` of {file} missing from:\n{printed}"));
+        assert!(line.ends_with(&format!("# file {path}")), "{role}: {line}");
+        let shown: toml::Value =
+            toml::from_str::<toml::Table>(line.split("  #").next().expect("value"))
+                .expect("the printed line is TOML")[key.as_str()]
+            .clone();
+        let expected = match value {
+            toml::Value::String(s) => toml::Value::String(service_kit::amqp::redact(s)),
+            other => other.clone(),
+        };
+        assert_eq!(
+            shown, expected,
+            "{role}: `{key}` printed as in the file (URL passwords hidden)"
+        );
+    }
+    let flag_line = printed
+        .lines()
+        .find(|l| l.starts_with(&format!("{flag_key} = ")))
+        .expect("the flag's setting");
+    assert!(
+        flag_line.ends_with(&format!("# flag {}", flag.0)),
+        "{flag_line}"
+    );
+}
+
+#[test]
+fn print_config_shows_every_setting_of_each_example_file_as_from_the_file() {
+    use global_master::service::config::GmArgs;
+    use local_master::service::config::LmArgs;
+    use worker::service::config::WorkerArgs;
+    example_layers::<GmArgs>(
+        "global-master",
+        "global-master.example.toml",
+        ("--batch-size", "7"),
+    );
+    example_layers::<LmArgs>(
+        "local-master",
+        "local-master.example.toml",
+        ("--heartbeat-ms", "250"),
+    );
+    example_layers::<WorkerArgs>("worker", "worker.example.toml", ("--kill-grace-ms", "5"));
+}

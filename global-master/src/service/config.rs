@@ -8,10 +8,9 @@ use clap::Parser;
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::quota::QueueableQuota;
 use common::Micros;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use service_kit::logging::LogFormat;
-use service_kit::merge_options;
-use service_kit::settings::load_file;
+use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +40,7 @@ pub const DEFAULT_AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 /// Every setting can also come from an environment variable (shown below) or a TOML
 /// file given with --config (keys are the long flag names with `_`, e.g.
 /// `lm_urls = ["http://..."]`). Precedence: flags > environment > file > defaults.
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Clone, Debug, Default, Serialize, Deserialize)]
 #[command(
     name = "global-master",
     version,
@@ -49,7 +48,7 @@ pub const DEFAULT_AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
     long_about,
     verbatim_doc_comment
 )]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct GmArgs {
     /// TOML configuration file.
     #[arg(long, env = "MEGHA_GM_CONFIG", value_name = "FILE")]
@@ -154,9 +153,6 @@ pub struct GmArgs {
     /// Default drf.
     #[arg(long, env = "MEGHA_SHARE_POLICY", value_name = "drf|cpu")]
     pub share_policy: Option<SharePolicy>,
-    /// Log format: text or json. Default text.
-    #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
-    pub log_format: Option<LogFormat>,
     /// The GM that places LRAs and GUARANTEED tasks; the others forward them. Default 0.
     #[arg(long, env = "MEGHA_DESIGNATED_GM")]
     pub designated_gm: Option<u16>,
@@ -213,37 +209,12 @@ pub struct GmArgs {
     /// Default none.
     #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
     pub queueable_quota: Option<String>,
-    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
-    /// secret itself in MEGHA_CLUSTER_SECRET): required on internal calls
-    /// (/v1/internal/*) and with a forwarding header, sent on the GM's own calls.
-    /// Without either the GM runs open, allowed only on a loopback --listen. Or the
-    /// GM role's credential file (gm.toml of scripts/make-role-credentials.sh): its
-    /// key signs every internal request, and nothing secret is sent.
-    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
-    pub cluster_secret_file: Option<PathBuf>,
-    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
-    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
-    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// HTTPS: the private key (PEM) of --tls-cert-file.
-    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
-    pub tls_key_file: Option<PathBuf>,
-    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
-    /// and amqps:// brokers (e.g. the cluster's private CA).
-    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
-    pub tls_ca_file: Option<PathBuf>,
     /// Users of the API: a TOML (or .json) file of [[users]] entries with `name`,
     /// `token`, `queues` (names, "*": any) and `admin`; read again on SIGHUP and when
     /// it changes. Without it the API is open (every caller an admin), allowed only
     /// on a loopback --listen.
     #[arg(long, env = "MEGHA_TOKENS_FILE", value_name = "FILE")]
     pub tokens_file: Option<PathBuf>,
-    /// The cluster this GM belongs to: carried by every internal message and naming
-    /// the broker's exchanges (`NAME.state`, `NAME.events`); messages of another
-    /// cluster are refused. Give every GM, LM and worker of a cluster the same name.
-    /// Lowercase letters, digits, `-`, `_`. Default megha.
-    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
-    pub cluster_name: Option<String>,
     /// How long a submission's Idempotency-Key is remembered (a retry with the same
     /// key within it gets the first answer, not a second job). Default 86400 (a day).
     #[arg(long, env = "MEGHA_IDEMPOTENCY_TTL_S", value_name = "SECS")]
@@ -271,6 +242,10 @@ pub struct GmArgs {
     /// any LM's state (open mode, warned at start).
     #[arg(long, env = "MEGHA_LM_BROKER_USER", value_name = "PATTERN")]
     pub lm_broker_user: Option<String>,
+    /// Logging, the cluster's name and credential, TLS, --print-config.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
 }
 
 /// Resolved settings.
@@ -330,55 +305,9 @@ pub struct GmSettings {
 impl GmArgs {
     pub fn resolve(mut self) -> Result<GmSettings> {
         let file: GmArgs = load_file(self.config.as_deref())?;
-        merge_options!(
-            self,
-            file,
-            id,
-            gms,
-            lm_urls,
-            listen,
-            amqp,
-            batch_size,
-            max_queued,
-            max_job_tasks,
-            launch_timeout_ms,
-            drain_timeout_ms,
-            doubt_timeout_s,
-            lm_reconcile_delay_ms,
-            data_dir,
-            standby,
-            standby_poll_ms,
-            job_retention,
-            max_finished_jobs,
-            max_attempts,
-            log_format,
-            designated_gm,
-            gm_urls,
-            designated_url,
-            lra_interval_ms,
-            lra_placer,
-            lra_ilp_time_ms,
-            lra_nodes_per_rack,
-            lra_operator_constraints,
-            lra_node_groups,
-            queues,
-            share_policy,
-            queueable_top_k,
-            queueable_cap,
-            queueable_quota,
-            cluster_secret_file,
-            tls_cert_file,
-            tls_key_file,
-            tls_ca_file,
-            tokens_file,
-            cluster_name,
-            idempotency_ttl_s,
-            idempotency_max_keys,
-            max_body_bytes,
-            max_total_body_bytes,
-            max_broker_backlog_bytes,
-            lm_broker_user
-        );
+        let config = self.config.take();
+        self = service_kit::settings::layer(&self, &file)?;
+        self.config = config;
         let node_groups = match &self.lra_node_groups {
             None => Vec::new(),
             Some(path) => {
@@ -432,16 +361,10 @@ impl GmArgs {
         let fairness =
             service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
         let s = GmSettings {
-            tls: service_kit::tls::TlsSettings::resolve(
-                self.tls_cert_file.clone(),
-                self.tls_key_file.clone(),
-                self.tls_ca_file.clone(),
-            )?,
-            cluster_secret: service_kit::auth::ClusterSecret::load(
-                self.cluster_secret_file.as_deref(),
-            )?,
+            tls: self.common.tls()?,
+            cluster_secret: self.common.cluster_secret()?,
             tokens_file: self.tokens_file.clone(),
-            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
+            cluster_name: self.common.cluster_name()?,
             idempotency: super::idempotency::Limits {
                 ttl: Duration::from_secs(self.idempotency_ttl_s.unwrap_or(86_400)),
                 max_keys: match self.idempotency_max_keys.unwrap_or(100_000) {
@@ -485,7 +408,7 @@ impl GmArgs {
                 ..common::retry::RetryPolicy::NONE
             },
             fairness,
-            log_format: self.log_format.unwrap_or_default(),
+            log_format: self.common.log_format(),
             designated_gm,
             designated_url,
             lra,

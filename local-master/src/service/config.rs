@@ -7,10 +7,9 @@ use clap::Parser;
 use common::cluster::{ClusterSpec, LmSpec};
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use service_kit::logging::LogFormat;
-use service_kit::merge_options;
-use service_kit::settings::load_file;
+use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +42,7 @@ use std::time::Duration;
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Clone, Debug, Default, Serialize, Deserialize)]
 #[command(
     name = "local-master",
     version,
@@ -51,7 +50,7 @@ use std::time::Duration;
     long_about,
     verbatim_doc_comment
 )]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct LmArgs {
     /// TOML configuration file.
     #[arg(long, env = "MEGHA_LM_CONFIG", value_name = "FILE")]
@@ -191,32 +190,6 @@ pub struct LmArgs {
     /// Most promotions per heartbeat (with --promote-after-ms). Default 16.
     #[arg(long, env = "MEGHA_LM_PROMOTE_PER_TICK", value_name = "N")]
     pub promote_per_tick: Option<usize>,
-    /// Log format: text or json. Default text.
-    #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
-    pub log_format: Option<LogFormat>,
-    /// File holding the cluster secret every internal call carries (GMs, LMs and
-    /// workers share it); or the secret itself in MEGHA_CLUSTER_SECRET. Without
-    /// either the LM runs open, which is allowed only on a loopback --listen. Or the
-    /// LM role's credential file (lm.toml of scripts/make-role-credentials.sh): its
-    /// key signs every internal request, and nothing secret is sent.
-    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
-    pub cluster_secret_file: Option<PathBuf>,
-    /// The cluster this LM belongs to: carried by every internal message and naming
-    /// the broker's exchanges; messages and calls of another cluster are refused.
-    /// The same on every GM, LM and worker of a cluster. Default megha.
-    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
-    pub cluster_name: Option<String>,
-    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
-    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
-    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// HTTPS: the private key (PEM) of --tls-cert-file.
-    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
-    pub tls_key_file: Option<PathBuf>,
-    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
-    /// and amqps:// brokers (e.g. the cluster's private CA).
-    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
-    pub tls_ca_file: Option<PathBuf>,
     /// Networks (CIDR, comma-separated) a registering worker's callback URL must lie
     /// in. Default: loopback, plus the /24 (IPv6: /64) of --listen when it names one
     /// address.
@@ -227,6 +200,10 @@ pub struct LmArgs {
         value_name = "CIDR"
     )]
     pub worker_networks: Option<Vec<String>>,
+    /// Logging, the cluster's name and credential, TLS, --print-config.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
 }
 
 #[derive(Clone, Debug)]
@@ -266,45 +243,9 @@ pub struct LmSettings {
 impl LmArgs {
     pub fn resolve(mut self) -> Result<LmSettings> {
         let file: LmArgs = load_file(self.config.as_deref())?;
-        merge_options!(
-            self,
-            file,
-            id,
-            gms,
-            cluster_file,
-            lms,
-            partition_size,
-            node_cpus,
-            node_memory_mb,
-            seed,
-            workers,
-            worker_timeout_ms,
-            worker_fence,
-            listen,
-            data_dir,
-            amqp,
-            heartbeat_ms,
-            publish_min_interval_ms,
-            drain_timeout_ms,
-            max_broker_backlog_bytes,
-            queues,
-            share_policy,
-            gm_urls,
-            log_format,
-            queueable,
-            queueable_cap,
-            launch_overhead_ms,
-            shed_k,
-            queueable_quota,
-            promote_after_ms,
-            promote_per_tick,
-            cluster_secret_file,
-            cluster_name,
-            tls_cert_file,
-            tls_key_file,
-            tls_ca_file,
-            worker_networks
-        );
+        let config = self.config.take();
+        self = service_kit::settings::layer(&self, &file)?;
+        self.config = config;
         let id = self.id.unwrap_or(0);
         let gms = self.gms.unwrap_or(1);
         let capacity = Resources::cores(
@@ -375,15 +316,9 @@ impl LmArgs {
             None => service_kit::auth::WorkerNetworks::default_for(&listen),
         };
         Ok(LmSettings {
-            tls: service_kit::tls::TlsSettings::resolve(
-                self.tls_cert_file.clone(),
-                self.tls_key_file.clone(),
-                self.tls_ca_file.clone(),
-            )?,
-            cluster_secret: service_kit::auth::ClusterSecret::load(
-                self.cluster_secret_file.as_deref(),
-            )?,
-            cluster_name: service_kit::settings::cluster_name(self.cluster_name.as_deref())?,
+            tls: self.common.tls()?,
+            cluster_secret: self.common.cluster_secret()?,
+            cluster_name: self.common.cluster_name()?,
             worker_networks,
             spec,
             gms,
@@ -403,7 +338,7 @@ impl LmArgs {
             fairness,
             gm_urls,
             queueable,
-            log_format: self.log_format.unwrap_or_default(),
+            log_format: self.common.log_format(),
         })
     }
 

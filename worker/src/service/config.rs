@@ -5,10 +5,9 @@ use crate::exec::ExecSettings;
 use anyhow::{bail, Result};
 use clap::Parser;
 use common::Executor;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use service_kit::logging::LogFormat;
-use service_kit::merge_options;
-use service_kit::settings::load_file;
+use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,9 +40,9 @@ use std::time::Duration;
 ///
 /// Settings also come from environment variables (shown below) or a TOML file
 /// (--config; keys are the long flag names with `_`). Flags > env > file > defaults.
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Clone, Debug, Default, Serialize, Deserialize)]
 #[command(name = "worker", version, about, long_about, verbatim_doc_comment)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct WorkerArgs {
     /// TOML configuration file.
     #[arg(long, env = "MEGHA_WORKER_CONFIG", value_name = "FILE")]
@@ -119,7 +118,7 @@ pub struct WorkerArgs {
     /// 61000-61999; gid = uid), so that running tasks cannot reach each other. The
     /// uids must belong to no account. Needs a root worker.
     #[arg(long, env = "MEGHA_WORKER_TASK_UIDS", value_name = "FIRST-LAST", value_parser = parse_uids)]
-    #[serde(default, deserialize_with = "de_uids")]
+    #[serde(default, deserialize_with = "de_uids", serialize_with = "ser_uids")]
     pub task_uids: Option<(u32, u32)>,
     /// Exec tasks run as this account (e.g. nobody), all of them the same user.
     /// Not with --task-uids.
@@ -145,32 +144,6 @@ pub struct WorkerArgs {
     /// the worker binary, else on PATH.
     #[arg(long, env = "MEGHA_WORKER_TASK_EXEC_HELPER", value_name = "FILE")]
     pub task_exec_helper: Option<PathBuf>,
-    /// Log format: text or json. Default text.
-    #[arg(long, env = "MEGHA_LOG_FORMAT", value_enum)]
-    pub log_format: Option<LogFormat>,
-    /// File holding the cluster secret (shared by GMs, LMs and workers; or the
-    /// secret itself in MEGHA_CLUSTER_SECRET). Without either the worker runs open,
-    /// which is allowed only on a loopback --listen. Or the worker role's credential
-    /// file (worker.toml of scripts/make-role-credentials.sh): its key signs every
-    /// internal request, and nothing secret is sent.
-    #[arg(long, env = "MEGHA_CLUSTER_SECRET_FILE", value_name = "FILE")]
-    pub cluster_secret_file: Option<PathBuf>,
-    /// The cluster this worker belongs to: carried by every internal message and naming
-    /// the broker's exchanges; messages and calls of another cluster are refused.
-    /// The same on every GM, LM and worker of a cluster. Default megha.
-    #[arg(long, env = "MEGHA_CLUSTER_NAME", value_name = "NAME")]
-    pub cluster_name: Option<String>,
-    /// HTTPS: certificate chain (PEM) this role serves; with --tls-key-file. Default:
-    /// plain HTTP (fine on loopback; use TLS where hosts are separate).
-    #[arg(long, env = "MEGHA_TLS_CERT_FILE", value_name = "FILE")]
-    pub tls_cert_file: Option<PathBuf>,
-    /// HTTPS: the private key (PEM) of --tls-cert-file.
-    #[arg(long, env = "MEGHA_TLS_KEY_FILE", value_name = "FILE")]
-    pub tls_key_file: Option<PathBuf>,
-    /// A CA (PEM) to trust, besides the system roots, when calling https:// peers
-    /// and amqps:// brokers (e.g. the cluster's private CA).
-    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE")]
-    pub tls_ca_file: Option<PathBuf>,
     /// HTTPS without a certificate file: an issuing CA (PEM, made by `loadgen
     /// certs` as worker-issuer.pem) with which the worker issues itself, at start, a
     /// certificate for the IP address of --advertise-url (for replicas whose
@@ -181,6 +154,10 @@ pub struct WorkerArgs {
     /// The private key (PEM) of --tls-issuer-cert.
     #[arg(long, env = "MEGHA_TLS_ISSUER_KEY_FILE", value_name = "FILE")]
     pub tls_issuer_key: Option<PathBuf>,
+    /// Logging, the cluster's name and credential, TLS, --print-config.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
 }
 
 fn parse_uids(s: &str) -> Result<(u32, u32), String> {
@@ -191,6 +168,14 @@ fn de_uids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<(u32, u32)>,
     let text = Option::<String>::deserialize(d)?;
     text.map(|t| parse_uids(&t).map_err(serde::de::Error::custom))
         .transpose()
+}
+
+/// `--task-uids` as written: `FIRST-LAST`.
+fn ser_uids<S: serde::Serializer>(uids: &Option<(u32, u32)>, s: S) -> Result<S::Ok, S::Error> {
+    match uids {
+        Some((first, last)) => s.serialize_some(&format!("{first}-{last}")),
+        None => s.serialize_none(),
+    }
 }
 
 /// `auto` or a slot number.
@@ -228,36 +213,9 @@ pub struct WorkerSettings {
 impl WorkerArgs {
     pub fn resolve(mut self) -> Result<WorkerSettings> {
         let file: WorkerArgs = load_file(self.config.as_deref())?;
-        merge_options!(
-            self,
-            file,
-            lm_url,
-            slot,
-            listen,
-            advertise_url,
-            drain_timeout_ms,
-            lm_check_ms,
-            log_format,
-            queue_order,
-            queueable_cap,
-            default_executor,
-            data_dir,
-            kill_grace_ms,
-            keep_task_logs,
-            cgroups,
-            task_uids,
-            task_user,
-            allow_run_as_self,
-            task_pids_max,
-            task_exec_helper,
-            cluster_secret_file,
-            cluster_name,
-            tls_cert_file,
-            tls_key_file,
-            tls_ca_file,
-            tls_issuer_cert,
-            tls_issuer_key
-        );
+        let config = self.config.take();
+        self = service_kit::settings::layer(&self, &file)?;
+        self.config = config;
         let default_executor = match self.default_executor.as_deref().map(str::trim) {
             None | Some("synthetic") => Executor::Synthetic,
             Some("burn") => Executor::Burn,
@@ -279,7 +237,7 @@ impl WorkerArgs {
         if !lm_url.starts_with("http://") && !lm_url.starts_with("https://") {
             bail!("--lm-url must be an http:// or https:// URL (got {lm_url})");
         }
-        let cluster_name = service_kit::settings::cluster_name(self.cluster_name.as_deref())?;
+        let cluster_name = self.common.cluster_name()?;
         let data_dir = self.data_dir.unwrap_or_else(|| {
             crate::exec::data_dir::default_path(
                 &cluster_name.to_string(),
@@ -291,15 +249,11 @@ impl WorkerArgs {
             bail!("--task-pids-max must be positive");
         }
         Ok(WorkerSettings {
-            tls: service_kit::tls::TlsSettings::resolve(
-                self.tls_cert_file.clone(),
-                self.tls_key_file.clone(),
-                self.tls_ca_file.clone(),
-            )?
-            .with_issuer(self.tls_issuer_cert.clone(), self.tls_issuer_key.clone())?,
-            cluster_secret: service_kit::auth::ClusterSecret::load(
-                self.cluster_secret_file.as_deref(),
-            )?,
+            tls: self
+                .common
+                .tls()?
+                .with_issuer(self.tls_issuer_cert.clone(), self.tls_issuer_key.clone())?,
+            cluster_secret: self.common.cluster_secret()?,
             cluster_name,
             lm_url: lm_url.trim_end_matches('/').to_owned(),
             slot,
@@ -310,7 +264,7 @@ impl WorkerArgs {
                 0 => bail!("--lm-check-ms must be positive"),
                 ms => Duration::from_millis(ms),
             },
-            log_format: self.log_format.unwrap_or_default(),
+            log_format: self.common.log_format(),
             queue_order,
             queueable_cap,
             default_executor,
