@@ -112,10 +112,14 @@ where
     let st = status.clone();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(async move {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff =
+            crate::retry::Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
         loop {
             let mut stop = stop.clone();
-            match consume(&url, &cluster, &sub, &st, &handler, &mut delay, &mut stop).await {
+            let consumed =
+                consume(&url, &cluster, &sub, &st, &handler, &mut backoff, &mut stop).await;
+            let delay = backoff.next_delay();
+            match consumed {
                 Ok(()) if *stop.borrow() => return,
                 Ok(()) => tracing::warn!(exchange = ?sub.exchange, "consumer ended; reconnecting"),
                 Err(e) => {
@@ -129,7 +133,6 @@ where
                 _ = tokio::time::sleep(delay) => {}
                 _ = stop.changed() => return,
             }
-            delay = (delay * 2).min(Duration::from_secs(5));
         }
     });
     (
@@ -147,7 +150,7 @@ async fn consume<F: Fn(&str, Option<&str>, &[u8])>(
     sub: &Subscription,
     status: &LinkStatus,
     handler: &F,
-    delay: &mut Duration,
+    backoff: &mut crate::retry::Backoff,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), LinkError> {
     if *stop.borrow() {
@@ -209,7 +212,7 @@ async fn consume<F: Fn(&str, Option<&str>, &[u8])>(
         )
         .await?;
     status.connected.store(true, Ordering::Relaxed);
-    *delay = Duration::from_millis(100);
+    backoff.reset();
     tracing::info!(%exchange, queue = %qname, "subscribed");
     // Acknowledged in groups (`multiple`): fewer round trips; after a reconnection
     // the broker redelivers at most one group, which consumers already tolerate.

@@ -29,6 +29,7 @@ pub mod links;
 pub mod logging;
 pub mod metrics;
 pub mod pki;
+pub mod retry;
 pub mod roles;
 pub mod runtime;
 pub mod settings;

@@ -24,7 +24,7 @@ pub use failover::{alternatives, FailoverLink};
 ///
 /// An ambiguous failure (timeout, lost answer, 5xx) is retried. Once an attempt may
 /// have been acted on, "unreachable" (the peer is down or restarting) and "busy" do
-/// not settle anything either. Retries are 50 ms apart, doubling up to 2 s (or after
+/// not settle anything either. Retries are 50 ms apart, doubling up to 2 s, with jitter ([`crate::retry`]) (or after
 /// the peer's `Retry-After` when it said busy), until `doubt_timeout` has passed;
 /// then the last error is returned. A request that never reached the peer
 /// (unreachable at the first attempt), that it refused (4xx), or that it answered
@@ -67,8 +67,9 @@ where
     let mut req = req.clone();
     let mut result = link.call(req.clone()).await;
     let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = crate::retry::Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
     loop {
+        let delay = backoff.next_delay();
         let retry = match &result {
             Err(LinkError::Failed(_)) => true,
             Err(LinkError::Unreachable(_) | LinkError::Busy { .. }) => ambiguous,
@@ -91,7 +92,6 @@ where
             );
         }
         tokio::time::sleep(wait).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
         req = match refresh(req).await {
             Some(next) => next,
             None => {
@@ -224,7 +224,8 @@ where
         let signing = self.signing.clone();
         Box::pin(async move {
             let body = body.map_err(|e| LinkError::Failed(e.to_string()))?;
-            let mut delay = Duration::from_millis(20);
+            let mut backoff =
+                crate::retry::Backoff::new(Duration::from_millis(20), Duration::from_secs(2));
             let mut attempt = 0;
             loop {
                 let mut request = client
@@ -275,8 +276,7 @@ where
                     }
                     Err(e) if e.is_connect() && attempt < retries => {
                         attempt += 1;
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
+                        tokio::time::sleep(backoff.next_delay()).await;
                     }
                     Err(e) if e.is_connect() => {
                         return Err(LinkError::Unreachable(format!("{url}: {e}")))
@@ -335,7 +335,8 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
                     }
                 }
                 let n = batch.len();
-                let mut delay = Duration::from_millis(20);
+                let mut backoff =
+                    crate::retry::Backoff::new(Duration::from_millis(20), Duration::from_secs(2));
                 if n > 0 {
                     while let Err(e) = link.call(batch.clone()).await {
                         if rx.is_closed() {
@@ -345,8 +346,7 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
                             return;
                         }
                         tracing::warn!(error = %e, items = n, "send failed; retrying");
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
+                        tokio::time::sleep(backoff.next_delay()).await;
                     }
                 }
                 counter.fetch_sub(n, Ordering::SeqCst);

@@ -238,7 +238,8 @@ impl Task {
         let mut batch_bytes: u64 = 0;
         let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
         let mut session: Option<(Connection, Channel)> = None;
-        let mut delay = Duration::from_millis(100);
+        let mut backoff =
+            crate::retry::Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
         let user = broker_user(url);
         loop {
             // Idle only when nothing waits: a newest state waiting (its wake-up
@@ -277,12 +278,12 @@ impl Task {
                     Ok((conn, ch)) => {
                         match ch.confirm_select(ConfirmSelectOptions::default()).await {
                             Ok(()) => {
-                                if delay > Duration::from_millis(100) {
+                                if backoff.failures() > 0 {
                                     tracing::info!(url = %redact(url), "publisher reconnected to the broker");
                                 }
                                 status.connected.store(true, Ordering::Relaxed);
                                 status.superseding.store(false, Ordering::Relaxed);
-                                delay = Duration::from_millis(100);
+                                backoff.reset();
                                 session = Some((conn, ch));
                             }
                             Err(e) => {
@@ -292,9 +293,9 @@ impl Task {
                     }
                     Err(e) => {
                         status.connected.store(false, Ordering::Relaxed);
+                        let delay = backoff.next_delay();
                         tracing::warn!(url = %redact(url), error = %e, retry_in_ms = delay.as_millis() as u64, "broker unreachable");
                         tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
                         continue;
                     }
                 }
@@ -324,7 +325,7 @@ impl Task {
                     status.connected.store(false, Ordering::Relaxed);
                     status.reconnects.fetch_add(1, Ordering::Relaxed);
                     session = None;
-                    tokio::time::sleep(delay).await;
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             }
         }

@@ -212,7 +212,8 @@ async fn register_until_answered<T>(
     registration: WorkerRegistration,
     server: &tokio::task::JoinHandle<T>,
 ) -> Result<Option<(WorkerAssignment, tokio::time::Instant)>> {
-    let mut delay = Duration::from_millis(100);
+    let mut backoff =
+        service_kit::retry::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     loop {
         let sent = tokio::time::Instant::now();
         match register.call(registration.clone()).await {
@@ -221,12 +222,12 @@ async fn register_until_answered<T>(
                 anyhow::bail!("cannot register with the LM (--lm-url): {e}")
             }
             Err(e) => {
+                let delay = backoff.next_delay();
                 tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "cannot register with the LM yet");
                 if server.is_finished() {
                     return Ok(None);
                 }
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
             }
         }
     }
