@@ -20,7 +20,7 @@ use crate::messages::{
     ReconcileResponse, StartTask, TasksEnded, TasksStarted, WorkerReport,
 };
 use crate::retry::RetryPolicy;
-use crate::{GmId, JobId, LmId, NodeId, TaskSpec};
+use crate::{GmId, JobId, LmId, NodeId, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
 
 /// GM -> LM requests. The LM validates each against its authoritative state.
@@ -67,6 +67,56 @@ impl GmToLm {
             GmToLm::Reconcile(_) => "reconcile",
         }
     }
+
+    /// The tasks the request places (a launch batch's, a preemption's task); none for
+    /// a cancel or a reconcile, which place nothing.
+    pub fn placed_tasks(&self) -> Vec<TaskId> {
+        match self {
+            GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
+            GmToLm::Preempt(p) => vec![p.task.id],
+            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
+        }
+    }
+
+    /// Whether the request places work (a launch or a preemption), which a stopped
+    /// GM must not send.
+    pub fn places_work(&self) -> bool {
+        match self {
+            GmToLm::Launch(_) | GmToLm::Preempt(_) => true,
+            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => false,
+        }
+    }
+
+    /// The request in a log line: "launch batch 3 (12 tasks) to lm1", "preemption
+    /// for 7.0 to lm0".
+    pub fn describe(&self) -> String {
+        match self {
+            GmToLm::Launch(b) => format!(
+                "launch batch {} ({} tasks) to {}",
+                b.seq,
+                b.requests.len(),
+                b.lm
+            ),
+            GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
+            GmToLm::Cancel(c) => format!("cancel of {} to {}", c.job, c.lm),
+            GmToLm::Reconcile(r) => {
+                format!("reconcile of {} tasks with {}", r.tasks.len(), r.lm)
+            }
+        }
+    }
+}
+
+/// How a driver carries an LM's message to its GM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LmRoute {
+    /// The answer to the GM's request that is being handled: it goes back on that
+    /// request's reply.
+    Answer,
+    /// The LM's state: published (to every GM).
+    State,
+    /// One of the LM's own messages (requeues, starts, ends): on the addressee's
+    /// ordered stream, retried until delivered.
+    Stream,
 }
 
 /// LM -> GM: answers to requests (with the LM's state piggybacked), heartbeats and
@@ -128,6 +178,48 @@ impl LmToGm {
             LmToGm::Started(s) => s.lm,
             LmToGm::CancelAnswer(r) => r.lm,
             LmToGm::ReconcileAnswer(r) => r.lm,
+        }
+    }
+
+    /// How a driver carries the message.
+    pub fn route(&self) -> LmRoute {
+        match self {
+            LmToGm::LaunchAnswer(_)
+            | LmToGm::PreemptAnswer(_)
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => LmRoute::Answer,
+            LmToGm::State(_) => LmRoute::State,
+            LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => LmRoute::Stream,
+        }
+    }
+
+    /// The tasks whose placement an answer settles (a launch answer's outcomes, a
+    /// preemption answer's task); none for the other messages.
+    pub fn answered_tasks(&self) -> Vec<TaskId> {
+        match self {
+            LmToGm::LaunchAnswer(r) => r.outcomes.iter().map(|(t, _)| *t).collect(),
+            LmToGm::PreemptAnswer(r) => vec![r.task],
+            LmToGm::State(_)
+            | LmToGm::Requeue(_)
+            | LmToGm::Ended(_)
+            | LmToGm::Started(_)
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => Vec::new(),
+        }
+    }
+
+    /// How many tasks a stream message hands over (requeued, started, ended); 0 for
+    /// answers and the state.
+    pub fn stream_tasks(&self) -> usize {
+        match self {
+            LmToGm::Requeue(p) => p.tasks.len(),
+            LmToGm::Ended(e) => e.ends.len(),
+            LmToGm::Started(s) => s.starts.len(),
+            LmToGm::LaunchAnswer(_)
+            | LmToGm::PreemptAnswer(_)
+            | LmToGm::State(_)
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => 0,
         }
     }
 

@@ -22,7 +22,7 @@ use common::cluster::LmSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::messages::LmSnapshot;
-use common::protocol::{GmAddress, LmToGm};
+use common::protocol::{GmAddress, LmRoute, LmToGm};
 use common::{Micros, NodeId};
 use lm_core::{LmInput, LmOutput};
 use service_kit::clock;
@@ -320,13 +320,10 @@ impl LmActor {
             self.order(order.node(), order);
         }
         for (to, message) in out.to_gms {
-            match message {
-                LmToGm::State(_) => self.publish(),
-                LmToGm::LaunchAnswer(_)
-                | LmToGm::PreemptAnswer(_)
-                | LmToGm::CancelAnswer(_)
-                | LmToGm::ReconcileAnswer(_) => answer = Some(message),
-                other => self.send_to_gm(to, other),
+            match message.route() {
+                LmRoute::State => self.publish(),
+                LmRoute::Answer => answer = Some(message),
+                LmRoute::Stream => self.send_to_gm(to, message),
             }
         }
         if !out.events.is_empty() {
@@ -349,11 +346,14 @@ impl LmActor {
                     tracing::info!(task = %task.id, job = task.id.job.0, gm = %preempted.gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
                 }
             }
-            LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
-            LmToGm::Started(started) => {
-                self.counters.starts_reported += started.starts.len() as u64
-            }
-            _ => {}
+            LmToGm::Ended(_) => self.counters.ends_reported += message.stream_tasks() as u64,
+            LmToGm::Started(_) => self.counters.starts_reported += message.stream_tasks() as u64,
+            // Answers and the state do not travel on a GM's stream.
+            LmToGm::LaunchAnswer(_)
+            | LmToGm::PreemptAnswer(_)
+            | LmToGm::State(_)
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => {}
         }
         let gms: Vec<usize> = match to {
             GmAddress::One(gm) => vec![gm.index()],
