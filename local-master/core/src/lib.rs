@@ -11,6 +11,8 @@
 //! `scripts/check-module-cycles.sh`, run by CI):
 //! - [`config`]: [`LmConfig`], [`QueueableConfig`]; [`effects`]: [`LmEffects`] (what
 //!   the LM wants done) and [`LmError`]; [`allocation`]: what the LM holds per task.
+//! - [`gate`]: what the LM takes into its core at all (readiness, late copies of
+//!   batches answered busy), asked by the services and the fault simulator alike.
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`answers`]: launch batches already answered (a resent batch gets the same
 //!   answer); [`restarted`]: what a restarted LM remembers of its previous life.
@@ -28,6 +30,7 @@ pub mod answers;
 pub mod config;
 pub mod core;
 pub mod effects;
+pub mod gate;
 pub mod restarted;
 pub mod validate;
 

@@ -125,11 +125,9 @@ pub struct LmActor {
     lost_forgotten_logged: u64,
     /// Launch batches (GM, sequence number) this life answered busy, not applied:
     /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
-    pub(super) refused_busy: common::bounded::Bounded<(common::GmId, u64)>,
+    /// Readiness and late copies of batches answered busy (lm-core's rule).
+    pub(super) gate: lm_core::gate::Gate,
 }
-
-/// Launch batches answered busy that an LM remembers (the newest).
-const REFUSED_BUSY_KEPT: usize = 4096;
 
 impl std::fmt::Debug for LmActor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -170,7 +168,7 @@ impl LmActor {
             worker_sessions: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
             to_gm: Vec::new(),
-            refused_busy: common::bounded::Bounded::new(REFUSED_BUSY_KEPT),
+            gate: lm_core::gate::Gate::default(),
             snapshots,
             events,
             heartbeat: Duration::from_micros(heartbeat.0),
@@ -231,24 +229,17 @@ impl LmActor {
     }
 
     /// Every slot has a worker registered, or is down (lost, or never registered
-    /// within the worker timeout): the LM runs with the workers it has.
+    /// within the worker timeout): the LM runs with the workers it has (lm-core's
+    /// readiness rule, [`lm_core::gate`]).
     pub fn ready(&self) -> bool {
-        self.workers
-            .iter()
-            .zip(&self.slot_down)
-            .all(|(w, down)| w.is_some() || *down)
+        lm_core::gate::missing_workers(self.worker_slots()).0 == 0
     }
 
-    /// (slots neither registered nor down, slots).
-    pub(super) fn missing_workers(&self) -> (usize, usize) {
-        (
-            self.workers
-                .iter()
-                .zip(&self.slot_down)
-                .filter(|(w, down)| w.is_none() && !**down)
-                .count(),
-            self.workers.len(),
-        )
+    /// Per worker slot: (registered, down).
+    pub(super) fn worker_slots(&self) -> Vec<(bool, bool)> {
+        (self.workers.iter().zip(&self.slot_down))
+            .map(|(w, down)| (w.is_some(), *down))
+            .collect()
     }
 
     /// The ordered sender to the worker of `slot`, once it registered.

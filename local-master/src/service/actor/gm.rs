@@ -12,6 +12,7 @@ use super::LmActor;
 use actix::prelude::*;
 use common::messages::{LaunchOutcome, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};
+use lm_core::gate::Refusal;
 use lm_core::LmInput;
 use service_kit::clock;
 use std::time::Duration;
@@ -56,7 +57,7 @@ impl Handler<AnsweredBusy> for LmActor {
     type Result = ();
 
     fn handle(&mut self, msg: AnsweredBusy, _: &mut Context<Self>) {
-        self.refused_busy.insert((msg.gm, msg.seq));
+        self.gate.answered_busy(msg.gm, msg.seq);
     }
 }
 
@@ -92,25 +93,21 @@ impl LmActor {
         message: GmToLm,
         ctx: &mut Context<Self>,
     ) -> Result<(LmToGm, Vec<Delivery>), GmRequestError> {
-        if let GmToLm::Launch(b) = &message {
-            let key = (b.gm, b.seq);
-            if !self.ready() {
-                self.refused_busy.insert(key);
-            } else if !b.resend
-                && self.refused_busy.contains(&key)
-                && !self.core.has_batch(b.gm, b.seq)
-            {
+        let slots = self.worker_slots();
+        let core = &self.core;
+        match self
+            .gate
+            .admit(&message, slots, |gm, seq| core.has_batch(gm, seq))
+        {
+            Ok(()) => {}
+            Err(Refusal::LateCopy { gm, seq }) => {
                 self.counters.late_copies_refused += 1;
-                tracing::warn!(gm = %b.gm, seq = b.seq, "late copy of a launch batch answered busy before; not applied");
-                return Err(GmRequestError::AnsweredBusy {
-                    gm: b.gm,
-                    seq: b.seq,
-                });
+                tracing::warn!(%gm, seq, "late copy of a launch batch answered busy before; not applied");
+                return Err(GmRequestError::AnsweredBusy { gm, seq });
             }
-        }
-        if !self.ready() {
-            let (missing, slots) = self.missing_workers();
-            return Err(GmRequestError::NotReady { missing, slots });
+            Err(Refusal::NotReady { missing, slots }) => {
+                return Err(GmRequestError::NotReady { missing, slots });
+            }
         }
         self.count_request(&message);
         let out = self
