@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tests::checks::{assert_no_overlapping_runs, metric_sum};
 use tests::embedded_config;
 use tests::gm_http::serve_gm_apis;
-use worker::service::metrics::RenderMetrics;
+use worker::service::actor::metrics::RenderMetrics;
 
 type Log = Arc<Mutex<Vec<TaskEvent>>>;
 

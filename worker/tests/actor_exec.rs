@@ -10,7 +10,7 @@ use common::{ExecCommand, Executor, Micros, NodeId, Resources, TaskId, TaskSpec}
 use std::sync::Arc;
 use std::time::Duration;
 use worker::service::actor::FromLm;
-use worker::service::metrics::RenderMetrics;
+use worker::service::actor::metrics::RenderMetrics;
 
 fn exec_task(job: u64, script: &str) -> StartTask {
     StartTask {

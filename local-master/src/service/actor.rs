@@ -11,6 +11,8 @@
 //! change. Nothing is published until every expected worker has registered.
 
 pub mod gm;
+pub mod metrics;
+pub mod nodes;
 pub mod preempt;
 pub mod workers;
 
@@ -85,48 +87,48 @@ pub struct LmCounters {
 }
 
 pub struct LmActor {
-    pub(super) core: LocalMaster,
-    pub(super) workers: Vec<Option<OrderedSender<WorkerOrder>>>,
+    core: LocalMaster,
+    workers: Vec<Option<OrderedSender<WorkerOrder>>>,
     /// The URL each slot's worker registered with (to give a re-registering
     /// `AUTO_SLOT` worker its slot back).
-    pub(super) worker_urls: Vec<Option<String>>,
+    worker_urls: Vec<Option<String>>,
     /// Per slot: the SHA-256 of the order key of the worker process registered for
     /// it (a process keeps one key for its life): a registration with the same key
     /// is a repeat of that process's, not a restart.
-    pub(super) worker_processes: Vec<Option<[u8; 32]>>,
+    worker_processes: Vec<Option<[u8; 32]>>,
     /// Per slot: the SHA-256 of the session issued to its worker at its last
     /// registration over HTTP (see [`service_kit::auth::WorkerSession`]); reports on
     /// the slot's nodes must carry it. `None`: none bound yet (refused over HTTP).
-    pub(super) worker_sessions: Vec<Option<[u8; 32]>>,
-    pub(super) held_orders: Vec<Vec<WorkerOrder>>,
+    worker_sessions: Vec<Option<[u8; 32]>>,
+    held_orders: Vec<Vec<WorkerOrder>>,
     /// Per GM: preempted, reclaimed or shed tasks on their way back to it.
     /// Per GM: the LM's own messages to it (requeues, task ends), in order, retried
     /// until delivered.
     to_gm: Vec<Option<OrderedSender<LmToGm>>>,
     snapshots: Sink<LmSnapshot>,
-    pub(super) events: Sink<Vec<TaskEvent>>,
+    events: Sink<Vec<TaskEvent>>,
     heartbeat: Duration,
     min_interval: Duration,
     last_publish: Micros,
     publish_scheduled: bool,
-    pub(super) counters: LmCounters,
+    counters: LmCounters,
     /// This life of the LM (start time, µs): workers register again when it changes.
-    pub(super) incarnation: u64,
+    incarnation: u64,
     /// Worker liveness: a registered worker silent this long is lost; `None` (the
     /// embedded mode, whose workers live in the same process): never.
-    pub(super) worker_timeout: Option<Duration>,
+    worker_timeout: Option<Duration>,
     /// Workers get the worker timeout as their lease (`--worker-fence`).
-    pub(super) worker_fence: bool,
+    worker_fence: bool,
     /// Per slot: when its worker last said anything (registration, report, check).
-    pub(super) last_seen: Vec<Micros>,
+    last_seen: Vec<Micros>,
     /// Per slot: declared lost in this life (its nodes are down) and not back yet.
-    pub(super) slot_down: Vec<bool>,
+    slot_down: Vec<bool>,
     /// Lost runs the core had forgotten (its memory is bounded) when last logged.
     lost_forgotten_logged: u64,
     /// Launch batches (GM, sequence number) this life answered busy, not applied:
     /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
     /// Readiness and late copies of batches answered busy (lm-core's rule).
-    pub(super) gate: lm_core::gate::Gate,
+    gate: lm_core::gate::Gate,
 }
 
 impl std::fmt::Debug for LmActor {

@@ -27,7 +27,7 @@
 use super::actor::gm::{AnsweredBusy, FromGm, GmRequestError};
 use super::actor::workers::{Alive, BindSession, FromSessionWorker, Register, ReportRefused};
 use super::actor::{GetLoad, LmActor};
-use super::metrics::RenderMetrics;
+use super::actor::metrics::RenderMetrics;
 use super::orders::WorkerLink;
 use actix::Addr;
 use axum::body::Bytes;
@@ -305,7 +305,7 @@ async fn alive(State(s): State<LmApi>, headers: axum::http::HeaderMap, body: Byt
 }
 
 async fn nodes(State(s): State<LmApi>) -> Response {
-    match s.lm.send(super::nodes::GetNodes).await {
+    match s.lm.send(super::actor::nodes::GetNodes).await {
         Ok(view) => Json(view).into_response(),
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
@@ -331,7 +331,7 @@ async fn task_logs(
         Err(e) => return bad(StatusCode::BAD_REQUEST, format!("query: {}", e.body_text())),
     };
     let task = common::TaskId::new(job, index);
-    let target = super::nodes::WorkerUrl {
+    let target = super::actor::nodes::WorkerUrl {
         node: q.node.map(common::NodeId),
         task,
     };

@@ -6,9 +6,10 @@
 //! - [`actor`]: [`actor::LmActor`]: state, and carrying out each step's output; its
 //!   handlers: [`actor::gm`] (requests from GMs, any `GmToLm` message, answered after
 //!   their orders reached the workers), [`actor::workers`] (worker registration and
-//!   reports), [`actor::preempt`] (preemption counters, fairness).
-//! - [`http`]: the routes.
-//! - [`metrics`]: Prometheus text.
+//!   reports), [`actor::preempt`] (preemption counters, fairness), and its
+//!   queries: [`actor::metrics`] (Prometheus text), [`actor::nodes`] (the nodes
+//!   view). Its fields are private to it and its handlers.
+//! - [`http`]: the routes (they ask the actor by message only).
 //! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
 //! - [`backpressure`]: launches wait (503) while too many events wait for the broker.
 
@@ -17,8 +18,6 @@ pub mod backpressure;
 pub mod config;
 pub mod http;
 pub mod life;
-pub mod metrics;
-pub mod nodes;
 pub mod orders;
 
 use actix::Actor;

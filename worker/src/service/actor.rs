@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 pub mod fencing;
+pub mod metrics;
 
 #[derive(Debug, Default)]
 pub struct WorkerCounters {
@@ -51,7 +52,7 @@ fn executor_index(e: &Executor) -> usize {
 pub(super) const EXECUTORS: [&str; 3] = ["synthetic", "burn", "exec"];
 
 pub struct WorkerActor {
-    pub(super) nodes: BTreeMap<NodeId, Worker>,
+    nodes: BTreeMap<NodeId, Worker>,
     reports: OrderedSender<WorkerReport>,
     wake: Option<(Micros, SpawnHandle)>,
     /// Every task started or queued here and not yet reported ended, to list them
@@ -62,7 +63,7 @@ pub struct WorkerActor {
     /// The runs ended here recently, for a restarted LM (see
     /// [`super::ended_runs`]).
     ended: EndedRuns,
-    pub(super) counters: WorkerCounters,
+    counters: WorkerCounters,
     /// How the nodes' QUEUEABLE queues are ordered.
     queue_order: QueueOrder,
     /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
@@ -70,7 +71,7 @@ pub struct WorkerActor {
     /// The executor of tasks that name none.
     default_executor: Executor,
     /// Burn and exec tasks run here; `None` (embedded mode): such tasks fail.
-    pub(super) exec: Option<Executors>,
+    exec: Option<Executors>,
     /// Fenced (see [`super::fence`]): why; start orders are refused until the LM
     /// confirms this worker again.
     fenced: Option<String>,

@@ -11,7 +11,7 @@
 //! (`megha_worker_replayed_starts_total`) and logged ([`StartedRuns`]).
 
 use super::actor::{FromLm, GetContainment, GetLoad, LogsRoot, WorkerActor};
-use super::metrics::RenderMetrics;
+use super::actor::metrics::RenderMetrics;
 use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
 use axum::body::Bytes;

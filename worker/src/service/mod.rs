@@ -2,15 +2,16 @@
 //! API for start orders, reports to the LM over HTTP (bincode, in order, retried).
 //!
 //! - [`config`]: flags, environment, TOML file.
-//! - [`actor`]: the actor, [`actor::WorkerActor`].
-//! - [`http`]: the routes.
+//! - [`actor`]: the actor, [`actor::WorkerActor`], its fields private to it and its
+//!   submodules: [`actor::fencing`] (stop all when the LM's lease lapses),
+//!   [`actor::metrics`] (Prometheus text).
+//! - [`http`]: the routes (they ask the actor by message only).
 
 pub mod actor;
 pub mod config;
 pub mod ended_runs;
 pub mod fence;
 pub mod http;
-pub mod metrics;
 
 #[cfg(test)]
 mod holding_tests;

@@ -4,7 +4,7 @@
 //! what it lends to other partitions as logical nodes), and which worker runs a node
 //! (for task logs, proxied to it).
 
-use super::actor::LmActor;
+use super::LmActor;
 use actix::prelude::*;
 use common::messages::Placement;
 use common::{NodeId, Resources, TaskId};

@@ -1,6 +1,6 @@
 //! The worker's Prometheus metrics.
 
-use super::actor::{WorkerActor, EXECUTORS};
+use super::{WorkerActor, EXECUTORS};
 use actix::prelude::*;
 use service_kit::metrics::{family, single, Page};
 

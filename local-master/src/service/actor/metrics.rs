@@ -1,6 +1,6 @@
 //! The LM's Prometheus metrics.
 
-use super::actor::LmActor;
+use super::LmActor;
 use actix::prelude::*;
 use service_kit::metrics::{single, Page};
 
