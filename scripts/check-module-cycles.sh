@@ -9,12 +9,15 @@
 # out: inline `#[cfg(test)] mod ... { }` blocks and files declared under `#[cfg(test)]`.
 # Run by scripts/test.sh.
 #
-#   scripts/check-module-cycles.sh                     # the cores
-#   scripts/check-module-cycles.sh path/to/crate ...   # other crates
+#   scripts/check-module-cycles.sh                     # every crate of the workspace
+#   scripts/check-module-cycles.sh path/to/crate ...   # some crates
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ]; then
-  set -- global-master/core local-master/core
+  # Every workspace member (Cargo.toml's `members`), so a new crate is checked too.
+  mapfile -t members < <(python3 -c 'import tomllib; print("\n".join(tomllib.load(open("Cargo.toml", "rb"))["workspace"]["members"]))')
+  [ "${#members[@]}" -gt 0 ] || { echo "error: no workspace member found in Cargo.toml" >&2; exit 2; }
+  set -- "${members[@]}"
 fi
 exec python3 - "$@" <<'PY'
 import os

@@ -87,7 +87,7 @@ if [ "${SKIP_LINT:-0}" != 1 ]; then
   cargo fmt --all -- --check
   say "the cores have no I/O dependency"
   scripts/check-core-purity.sh
-  say "no import cycle between the files of the cores"
+  say "no import cycle between the files of any crate"
   scripts/check-module-cycles.sh
   say "cargo clippy --all-targets -- -D warnings"
   cargo clippy --workspace --all-targets -- -D warnings
