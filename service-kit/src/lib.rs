@@ -7,7 +7,9 @@
 //! - [`cluster`]: this process's cluster name; refusing another cluster's messages.
 //! - [`body_budget`]: request bodies capped per request and in total.
 //! - [`clock`]: the wall clock as [`common::Micros`] since the Unix epoch.
-//! - [`settings`]: TOML config files and the flags > env > file > defaults merge.
+//! - [`settings`]: the flags every role shares, TOML config files, the generic
+//!   flags > env > file > defaults layering and `--print-config`.
+//! - [`retry`]: the one retry policy (exponential backoff with jitter) of every loop.
 //! - [`logging`]: `tracing` set-up, text or JSON.
 //! - [`runtime`]: the shared `main`: settings, logging, actix on tokio, exit code.
 //! - [`shutdown`]: waiting for SIGTERM / SIGINT.

@@ -3,9 +3,10 @@
 //! clocks (the HiGHS time cap aside), no unseeded randomness.
 //!
 //! Layout:
-//! - [`model`]: tags, containers, LRAs, nodes, node groups, the cluster.
+//! - [`model`]: tags, containers, nodes, node groups, the cluster.
 //! - [`constraints`]: placement constraints (affinity, anti-affinity, cardinality,
-//!   DNF, weights) and the [`ConstraintManager`].
+//!   DNF, weights); [`request`]: an LRA's request (its containers and constraints);
+//!   [`manager`]: the [`ConstraintManager`] of every active constraint.
 //! - [`problem`]: what a placer takes ([`Problem`]) and returns ([`Solution`]).
 //! - [`ilp`]: MEDEA-ILP; [`heuristics`]: MEDEA-NC and MEDEA-TP; [`kube`]: J-KUBE.
 //! - [`metrics`]: violations, fragmentation, load imbalance (MEDEA 7.4).
