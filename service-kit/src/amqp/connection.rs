@@ -18,7 +18,7 @@ pub struct LinkStatus {
     /// Publisher: body bytes accepted and not yet confirmed by the broker.
     pub pending_bytes: AtomicU64,
     /// Publisher: state messages replaced by a newer one of their slot before the
-    /// broker took them ([`Publisher::publish_latest`]).
+    /// broker took them ([`Publisher::publish_latest`](super::Publisher::publish_latest)).
     pub superseded: AtomicU64,
     /// Publisher: a replacement was logged since the last (re)connection.
     pub(super) superseding: AtomicBool,
