@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { printf '==> %s\n' "$*"; }
+# Each step says when it starts (seconds since this script started), so a slow CI
+# run shows where its time went.
+say() { printf '==> [%4ds] %s\n' "$SECONDS" "$*"; }
 
 # --- system packages (Debian) -------------------------------------------------------
 need_pkgs=()
@@ -94,7 +96,9 @@ if [ "${SKIP_LINT:-0}" != 1 ]; then
 fi
 say "cargo test --workspace"
 cargo build --workspace --bins
+say "binaries built"
 cargo test --workspace
 say "fuzzing the GM's HTTP API against its OpenAPI document (schemathesis)"
 BIN="$target_dir/debug" scripts/api-fuzz.sh
 say "target/ holds $(du -sh "$target_dir" 2>/dev/null | cut -f1)"
+say "done"
