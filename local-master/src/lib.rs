@@ -7,7 +7,7 @@
 //!   [`queueable`]): the state machine, in a crate of its own with no I/O dependency.
 //! - [`service`]: the actor, the HTTP API, metrics and configuration.
 
-pub use lm_core::{core, preempt, queueable, restart, validate};
+pub use lm_core::{core, gate, preempt, queueable, restart, validate};
 pub mod service;
 
 pub use lm_core::{LmConfig, LmEffects, LmError, LmInput, LmOutput, LocalMaster, QueueableConfig};

@@ -9,8 +9,8 @@ use common::protocol::LmToWorker;
 use common::{ExecCommand, Executor, Micros, NodeId, Resources, TaskId, TaskSpec};
 use std::sync::Arc;
 use std::time::Duration;
-use worker::service::actor::FromLm;
 use worker::service::actor::metrics::RenderMetrics;
+use worker::service::actor::FromLm;
 
 fn exec_task(job: u64, script: &str) -> StartTask {
     StartTask {

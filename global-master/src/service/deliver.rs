@@ -291,7 +291,7 @@ impl GmActor {
             self.preempt.preemptions += 1;
         }
         for message in std::mem::take(&mut out.to_lms) {
-            if self.suspended && matches!(message, GmToLm::Launch(_) | GmToLm::Preempt(_)) {
+            if self.suspended && message.places_work() {
                 // Stopped: the journal says these runs never went out.
                 self.metrics.launches_withheld += 1;
                 tracing::info!(lm = %message.lm(), kind = message.kind(), "not sent: this GM stopped; the next life resumes its tasks");
@@ -491,7 +491,7 @@ impl GmActor {
     /// queues).
     pub(super) fn send(&mut self, message: GmToLm, ctx: &mut Context<Self>) {
         let lm = message.lm();
-        let what = describe(&message);
+        let what = message.describe();
         let Some(link) = self.links.get(lm.index()).cloned() else {
             tracing::error!(%lm, what, "no link to this LM");
             ctx.notify(Deliver(GmInput::Undelivered(Undelivered::of(&message))));
@@ -557,21 +557,5 @@ impl GmActor {
             };
             me.do_send(Deliver(input));
         });
-    }
-}
-
-/// A request in a log line: "launch batch 3 (12 tasks) to lm1", "preemption for
-/// 7.0 to lm0".
-fn describe(message: &GmToLm) -> String {
-    match message {
-        GmToLm::Launch(b) => format!(
-            "launch batch {} ({} tasks) to {}",
-            b.seq,
-            b.requests.len(),
-            b.lm
-        ),
-        GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
-        GmToLm::Cancel(c) => format!("cancel of {} to {}", c.job, c.lm),
-        GmToLm::Reconcile(r) => format!("reconcile of {} tasks with {}", r.tasks.len(), r.lm),
     }
 }

@@ -25,9 +25,9 @@
 //! per-role credentials, 403 for a role that may not call it ([`callers`]).
 
 use super::actor::gm::{AnsweredBusy, FromGm, GmRequestError};
+use super::actor::metrics::RenderMetrics;
 use super::actor::workers::{Alive, BindSession, FromSessionWorker, Register, ReportRefused};
 use super::actor::{GetLoad, LmActor};
-use super::actor::metrics::RenderMetrics;
 use super::orders::WorkerLink;
 use actix::Addr;
 use axum::body::Bytes;

@@ -10,8 +10,8 @@
 //! once here; a resent or replayed start order is dropped, counted
 //! (`megha_worker_replayed_starts_total`) and logged ([`StartedRuns`]).
 
-use super::actor::{FromLm, GetContainment, GetLoad, LogsRoot, WorkerActor};
 use super::actor::metrics::RenderMetrics;
+use super::actor::{FromLm, GetContainment, GetLoad, LogsRoot, WorkerActor};
 use crate::exec::logs::{self, LogError, Stream};
 use actix::Addr;
 use axum::body::Bytes;

@@ -200,8 +200,9 @@ pub(super) struct World<'a> {
     calls: HashMap<u64, Call>,
     next_call: u64,
     held: HashMap<u64, Held>,
-    /// Launch batches an LM life answered busy: (LM, its life, GM, sequence number).
-    refused_busy: std::collections::HashSet<(u16, u32, u16, u64)>,
+    /// Per LM, its life's gate (lm-core's readiness and late-copy rules, as the LM
+    /// service asks them); a restarted LM starts with a new one.
+    gates: Vec<local_master::gate::Gate>,
     checker: Checker,
     history: VecDeque<String>,
     event: u64,
@@ -297,7 +298,7 @@ impl<'a> World<'a> {
             calls: HashMap::new(),
             next_call: 0,
             held: HashMap::new(),
-            refused_busy: Default::default(),
+            gates: (0..config.lms).map(|_| Default::default()).collect(),
             checker: Checker::default(),
             history: VecDeque::new(),
             event: 0,

@@ -17,10 +17,17 @@ use common::{Micros, TaskId};
 use local_master::LmInput;
 
 impl World<'_> {
-    /// Every worker of LM `l` registered in its life, or is down.
+    /// Every worker of LM `l` registered in its life, or is down (lm-core's
+    /// readiness rule).
     pub(super) fn ready(&self, l: u16) -> bool {
+        local_master::gate::missing_workers(self.worker_slots(l)).0 == 0
+    }
+
+    /// Per worker of LM `l`: (registered in its life, down).
+    pub(super) fn worker_slots(&self, l: u16) -> Vec<(bool, bool)> {
         self.workers_of(l)
-            .all(|w| self.registered[w as usize] || self.slot_down[w as usize])
+            .map(|w| (self.registered[w as usize], self.slot_down[w as usize]))
+            .collect()
     }
 
     pub(super) fn workers_of(&self, l: u16) -> impl Iterator<Item = u32> + '_ {

@@ -10,6 +10,7 @@ use crate::sim::faults::plan::{Link, Role};
 use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
 use global_master::core::{GmInput, Undelivered};
+use local_master::gate::Refusal;
 use local_master::LmInput;
 
 impl World<'_> {
@@ -253,28 +254,24 @@ impl World<'_> {
         // Not ready: "busy" (503 with Retry-After), nothing applied. A late first
         // copy of a batch answered so and never applied is answered busy again (its
         // GM took the batch back); a resend (its GM still in doubt) is applied.
-        if let GmToLm::Launch(b) = &message {
-            let key = (l, self.lm_life[l as usize], b.gm.0, b.seq);
-            let applied = self.lms[l as usize]
-                .as_ref()
-                .is_some_and(|lm| lm.has_batch(b.gm, b.seq));
-            if !self.ready(l) {
-                self.refused_busy.insert(key);
-            } else if !b.resend && !applied && self.refused_busy.contains(&key) {
-                self.note(|| format!("  lm{l} answers a late copy of seq {} busy again", b.seq));
+        let slots = self.worker_slots(l);
+        let lm = self.lms[l as usize].as_ref();
+        let admitted = self.gates[l as usize].admit(&message, slots, |gm, seq| {
+            lm.is_some_and(|lm| lm.has_batch(gm, seq))
+        });
+        match admitted {
+            Ok(()) => {}
+            Err(Refusal::LateCopy { seq, .. }) => {
+                self.note(|| format!("  lm{l} answers a late copy of seq {seq} busy again"));
+                self.send_busy(l, id);
+                return;
+            }
+            Err(Refusal::NotReady { .. }) => {
                 self.send_busy(l, id);
                 return;
             }
         }
-        if !self.ready(l) {
-            self.send_busy(l, id);
-            return;
-        }
-        let asked: Vec<TaskId> = match &message {
-            GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
-            GmToLm::Preempt(p) => vec![p.task.id],
-            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
-        };
+        let asked: Vec<TaskId> = message.placed_tasks();
         let lm_life = self.lm_life[l as usize];
         let attempt = match self.calls.get_mut(&id) {
             Some(c) => {

@@ -6,7 +6,7 @@ use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::{Fault, Link, Role};
 use common::messages::EndsPublished;
 use common::messages::WorkerReport;
-use common::protocol::{ClientToGm, GmAddress, LmToGm, LmToWorker, WorkerToLm};
+use common::protocol::{ClientToGm, GmAddress, LmRoute, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId};
 use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
 use local_master::{LmConfig, LmInput, LocalMaster};
@@ -163,20 +163,16 @@ impl World<'_> {
                     }
                 }
             }
-            match (&message, &call) {
-                (
-                    LmToGm::LaunchAnswer(_)
-                    | LmToGm::PreemptAnswer(_)
-                    | LmToGm::CancelAnswer(_)
-                    | LmToGm::ReconcileAnswer(_),
-                    Some(_),
-                ) => answer = Some(message),
-                (LmToGm::State(_), _) => {
+            match (message.route(), &call) {
+                (LmRoute::Answer, Some(_)) => answer = Some(message),
+                (LmRoute::State, _) => {
                     if ready {
                         self.publish(l, message)
                     }
                 }
-                _ => {
+                // An answer with no call being served travels like the LM's own
+                // messages.
+                (LmRoute::Stream, _) | (LmRoute::Answer, None) => {
                     let GmAddress::One(g) = to else { continue };
                     self.send(Role::Lm(l), Role::Gm(g.0), Item::ToGm(message), false);
                 }
@@ -209,11 +205,7 @@ impl World<'_> {
             );
         }
         if let (Some((id, _attempt, asked)), Some(answer)) = (call, answer) {
-            let answered: Vec<TaskId> = match &answer {
-                LmToGm::LaunchAnswer(r) => r.outcomes.iter().map(|(t, _)| *t).collect(),
-                LmToGm::PreemptAnswer(r) => vec![r.task],
-                _ => Vec::new(),
-            };
+            let answered: Vec<TaskId> = answer.answered_tasks();
             // A retry answered `Duplicate` because the LM took the failed run for
             // finished (its worker listed it on registering again): it never runs.
             if let LmToGm::LaunchAnswer(r) = &answer {
@@ -442,6 +434,7 @@ impl World<'_> {
                 }
                 self.lms[l as usize] = None;
                 self.lm_life[l as usize] += 1;
+                self.gates[l as usize] = Default::default();
                 self.held.retain(|_, h| h.lm != l);
             }
             Role::Worker(w) => {
