@@ -17,6 +17,8 @@
 #                                    one host and one broker vhost (docs/clusters.md).
 #   --shared-secret (SHARED_SECRET=1)  one cluster secret for every role (the simple
 #                                    mode) instead of per-role credentials.
+#   MAX_ATTEMPTS (default 3)         runs of a failed or lost task for jobs that name
+#                                    no retry policy: the same default as docker compose.
 # The GM URLs are printed and written to $LOGS/gm-urls (comma-separated).
 # Credentials (README "Security", docs/security.md): per-role cluster credentials
 # (scripts/make-role-credentials.sh: $SECRETS/roles/gm-0.toml, gm-1.toml, lm-0.toml,
@@ -133,7 +135,7 @@ done; done
 for g in 0 1; do
   MEGHA_CLUSTER_SECRET_FILE=$(secret_of gm $g) MEGHA_TOKENS_FILE="$SECRETS/tokens.toml" MEGHA_AMQP_PASSWORD_FILE=$GM_PW \
   "$BIN/global-master" --id $g --gms 2 --lm-urls "$LM_URLS" \
-    --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" \
+    --listen "127.0.0.1:$(gm_port $g)" --amqp "$AMQP" --max-attempts "${MAX_ATTEMPTS:-3}" \
     --gm-url "$GM_URLS" >"$LOGS/gm$g.out" 2>"$LOGS/gm$g.log" & pids+=($!)
 done
 echo "$GM_URLS" >"$LOGS/gm-urls"
