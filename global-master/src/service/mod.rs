@@ -20,35 +20,21 @@
 //!   [`shutdown`]: the drain on SIGTERM, and what it says of the work it leaves.
 
 pub mod actor;
-pub mod answers;
-pub mod api;
-pub mod cluster;
+pub mod admission;
 pub mod config;
-pub mod dashboard;
-pub mod deliver;
-pub mod executor_api;
+pub mod durable;
 pub mod http;
-pub mod idempotency;
-pub mod journal;
-pub mod lm_restart;
-pub mod logs;
-pub mod lra_actor;
-pub mod lra_api;
-pub mod lra_http;
-pub mod mq;
-pub mod nodes;
-pub mod openapi;
-pub mod overview;
-pub mod preempt;
-pub mod probes;
-pub mod recent_events;
-pub mod report;
-pub mod resume;
-pub mod route;
-pub mod shutdown;
-pub mod standby;
-pub mod status;
-pub mod users;
+pub mod observe;
+
+// The paths `config` (owned with the configuration) names its types by.
+pub use admission::lra_api;
+pub use durable::idempotency;
+pub use observe::status;
+
+use actor::{deliver, lra_actor, mq};
+use admission::{api, route, users};
+use durable::{journal, shutdown, standby};
+use http::logs;
 
 use crate::core::GmConfig;
 use actix::Actor;
