@@ -190,7 +190,7 @@ impl GmAuth {
             return false;
         };
         match gm
-            .send(crate::service::actor::GetJob(common::JobId(job)))
+            .send(crate::service::actor::queries::GetJob(common::JobId(job)))
             .await
         {
             Ok(Some(status)) => status.user.as_deref() == Some(&*caller.user),

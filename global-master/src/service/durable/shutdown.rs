@@ -12,7 +12,8 @@
 //! Tasks already sent to an LM are not touched: their ends reach the LM, and a
 //! restarted GM asks the LMs about them before resuming anything (see `resume`).
 
-use crate::service::actor::{GetLoad, GmActor, StopAccepting};
+use crate::service::actor::queries::{GetLoad, StopAccepting};
+use crate::service::actor::GmActor;
 use actix::prelude::*;
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 use super::answers::Refusal;
 use super::state::ApiState;
 use super::state::{caller_of, error, forwarded_status, not_found, query_of, unavailable};
-use crate::service::actor::{CancelJob, GetJob, GetTask, ListJobs};
+use crate::service::actor::queries::{CancelJob, GetJob, GetTask, ListJobs};
 use crate::service::admission::api::parse_id;
 use crate::service::admission::api::ApiError;
 use crate::service::admission::users::Caller;

@@ -4,7 +4,7 @@
 
 use super::answers::{Health, HealthStatus, Refusal};
 use super::state::{unavailable, ApiState};
-use crate::service::actor::GetLoad;
+use crate::service::actor::queries::GetLoad;
 use crate::service::observe::report::RenderMetrics;
 use axum::extract::State;
 use axum::http::header;
