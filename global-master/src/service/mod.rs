@@ -1,23 +1,28 @@
 //! The GM as a service: the pure core in an actix actor, the public HTTP API (axum),
 //! HTTP launch links to the LMs (reqwest, bincode) and the broker (lapin).
 //!
+//! Layout: five parts and the configuration, each imported only downward
+//! (`http` -> `actor`, `observe`, `admission`, `durable`; none of them imports `http`):
+//! - [`actor`]: [`actor::GmActor`] (its fields private to it): job submission,
+//!   [`actor::deliver`] (every input through the core's `step`, and its output
+//!   carried out: the only match on it), requests to the LMs over one link each
+//!   (`actor/outbox.rs`: resends, busy and undelivered requests), [`actor::queries`] the HTTP layer asks, the broker
+//!   subscription ([`actor::mq`]), resuming a previous life's work
+//!   ([`actor::resume`]), restarted LMs ([`actor::lm_restart`]), LRAs
+//!   ([`actor::lra_actor`]), the shell's counters ([`actor::counters`]).
+//! - [`observe`]: what the GM tells about itself: per-task and per-job status, the
+//!   metrics declared once as a table, the pending list, recent events, the
+//!   dashboard's overview and the nodes view.
+//! - [`durable`]: what outlives the process: the journal, idempotency keys, the
+//!   standby that takes the journal over, the drain on SIGTERM.
+//! - [`admission`]: what a request must be: the submission formats and their
+//!   validation, users, tokens and queues, routing to the designated GM.
+//! - [`http`]: the router and its handlers, their typed answers, the OpenAPI
+//!   document, the probes, task logs, the cluster view and the dashboard.
 //! - [`config`]: flags, environment, TOML file.
-//! - [`api`]: the submission format and its validation ([`executor_api`]: how the
-//!   worker runs a task).
-//! - [`actor`]: [`actor::GmActor`]: state, job submission, queries.
-//! - [`deliver`]: every input through the core's `step`, and its output carried out
-//!   (requests to LMs over one link each, events, the status tracker).
-//! - [`preempt`]: fairness: the shell's preemption counters.
-//! - [`status`]: per-task and per-job status for the API.
-//! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
-//! - [`http`]: the routes; [`answers`]: their typed JSON answers; [`openapi`]: the
-//!   OpenAPI document generated from both, at `GET /openapi.json`.
-//! - [`idempotency`]: `Idempotency-Key` on submissions.
-//! - [`mq`]: the state subscription.
-//! - [`users`]: who may call: user tokens, the cluster credential, job owners.
-//! - [`journal`]: accepted work on disk; [`resume`]: a restarted GM takes it up;
-//!   [`standby`]: a second process that waits for the journal and takes it over;
-//!   [`shutdown`]: the drain on SIGTERM, and what it says of the work it leaves.
+//!
+//! This file wires them: [`serve`] opens the journal, starts the actor, the broker
+//! subscriptions and the HTTP server, and drains on SIGTERM.
 
 pub mod actor;
 pub mod admission;

@@ -1,6 +1,10 @@
 //! The GM actor: hosts the pure [`GlobalMaster`] core. Inputs go through
-//! [`GmActor::deliver`] (see [`crate::service::actor::deliver`]); this file holds the actor's state,
-//! job submission (ids, status, `queued` events) and the queries of the HTTP API.
+//! [`GmActor::deliver`] (see [`deliver`]); this file holds the actor's state (its
+//! fields private to this folder; the other parts read it through the methods
+//! below) and job submission (ids, status, `queued` events). Beside it: the queries
+//! of the HTTP API ([`queries`]), requests to the LMs (`outbox.rs`), the shell's
+//! counters ([`counters`]), and the inputs from the broker ([`mq`]), a previous life
+//! ([`resume`]), restarted LMs ([`lm_restart`]) and LRAs ([`lra_actor`]).
 //!
 //! Passes are coalesced: one `RunPass` queued at a time, behind whatever is already
 //! in the mailbox.
