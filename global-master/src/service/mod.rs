@@ -66,22 +66,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         service_kit::roles::Role::Gm,
         Some(s.id),
     )?;
-    let users = match &s.tokens_file {
-        Some(path) => {
-            let table = Arc::new(users::UserTable::load(path)?);
-            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
-            table.watch(Duration::from_secs(2));
-            Some(table)
-        }
-        None => {
-            service_kit::auth::open_mode_allowed(
-                "tokens file (API users)",
-                "--tokens-file or MEGHA_TOKENS_FILE",
-                &s.listen,
-            )?;
-            None
-        }
-    };
+    let users = load_users(&s)?;
     // Stops the service on SIGTERM/SIGINT, or when an LM says a newer life of this
     // GM took over (then without draining; see `standby::Fence`).
     let fence = Arc::new(standby::Fence::default());
@@ -179,6 +164,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
         .with_backlog_limit(s.max_broker_backlog_bytes);
     let lra_groups = s.lra.groups.clone();
+    // Before `s.lra` moves into the core's configuration.
+    let route = route_to_designated(&s);
+    let limits = limits(&s, &publisher);
     let core = GmConfig {
         batch_size: s.batch_size,
         designated_gm: GmId(s.designated_gm),
@@ -266,16 +254,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         broker: Some(broker),
         senders: Some(senders),
         lra_groups,
-        route: Some(Arc::new(route::Route {
-            me: GmId(s.id),
-            designated: GmId(s.designated_gm),
-            designated_url: s.designated_url.clone(),
-            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name),
-            signing: service_kit::auth::Signing::new(
-                s.cluster_secret.as_ref(),
-                service_kit::roles::Role::Gm,
-            ),
-        })),
+        route: Some(Arc::new(route)),
         auth: Arc::new(
             users::GmAuth::new(
                 users,
@@ -288,14 +267,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         cluster: cluster.clone(),
         idempotency,
         standby: standby_status,
-        limits: Some(http::Limits {
-            bodies: service_kit::body_budget::BodyBudget::new(
-                s.max_body_bytes,
-                s.max_total_body_bytes,
-                "gm",
-            ),
-            publisher: publisher.clone(),
-        }),
+        limits: Some(limits),
     });
     let queues = s.fairness.as_ref().map_or(0, |f| f.queues.len());
     match serving {
@@ -337,6 +309,57 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     }
     tracing::info!("global master stopped");
     Ok(())
+}
+
+/// The API users from `--tokens-file` (watched for changes), or `None` where open
+/// mode is allowed.
+fn load_users(s: &config::GmSettings) -> Result<Option<Arc<users::UserTable>>> {
+    match &s.tokens_file {
+        Some(path) => {
+            let table = Arc::new(users::UserTable::load(path)?);
+            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
+            table.watch(Duration::from_secs(2));
+            Ok(Some(table))
+        }
+        None => {
+            service_kit::auth::open_mode_allowed(
+                "tokens file (API users)",
+                "--tokens-file or MEGHA_TOKENS_FILE",
+                &s.listen,
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// How this GM forwards work for the designated GM.
+fn route_to_designated(s: &config::GmSettings) -> route::Route {
+    route::Route {
+        me: GmId(s.id),
+        designated: GmId(s.designated_gm),
+        designated_url: s.designated_url.clone(),
+        client: http_client_with(
+            s.launch_timeout,
+            s.cluster_secret.as_ref(),
+            Some(&s.cluster_name),
+        ),
+        signing: service_kit::auth::Signing::new(
+            s.cluster_secret.as_ref(),
+            service_kit::roles::Role::Gm,
+        ),
+    }
+}
+
+/// What bounds the GM's memory under load.
+fn limits(s: &config::GmSettings, publisher: &Publisher) -> http::Limits {
+    http::Limits {
+        bodies: service_kit::body_budget::BodyBudget::new(
+            s.max_body_bytes,
+            s.max_total_body_bytes,
+            "gm",
+        ),
+        publisher: publisher.clone(),
+    }
 }
 
 /// What ends the HTTP server.
