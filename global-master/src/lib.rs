@@ -20,8 +20,14 @@
 //!   launch requests the LMs validate, refused containers are resubmitted.
 //! - [`lra`]: long-running applications (MEDEA): tag constraints, the constraint
 //!   manager, the ILP placer and its heuristics, for the designated GM.
-//! - [`service`]: the runtime shell (actix actor, HTTP API, routing to the designated
-//!   GM, broker) and the binary's configuration; `main.rs` only parses flags and calls [`service::main_with`].
+//! - [`service`]: the runtime shell, in parts that import only downward:
+//!   [`service::actor`] (the actix actor around the core: deliver, outbox to the LMs,
+//!   queries), [`service::observe`] (status, metrics table, events, overview, nodes),
+//!   [`service::durable`] (journal, idempotency, standby, shutdown),
+//!   [`service::admission`] (request formats, users and queues, routing to the
+//!   designated GM), [`service::http`] (router and handlers), and the binary's
+//!   configuration ([`service::config`]); `main.rs` only parses flags and calls
+//!   [`service::main_with`].
 
 pub use gm_core as core;
 pub use lra_placer as lra;

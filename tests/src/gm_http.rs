@@ -3,9 +3,9 @@
 
 use common::fairness::FairnessConfig;
 use common::GmId;
-use global_master::service::api::QueueTable;
+use global_master::service::admission::api::QueueTable;
+use global_master::service::admission::route::Route;
 use global_master::service::http::{router, ApiState};
-use global_master::service::route::Route;
 use loadgen::replay::embedded::EmbeddedCluster;
 use serde_json::Value;
 use std::sync::Arc;
@@ -52,14 +52,16 @@ pub async fn serve_gm_apis_with_queues(
                 client: client.clone(),
                 signing: None,
             })),
-            auth: Arc::new(global_master::service::users::GmAuth::open(
+            auth: Arc::new(global_master::service::admission::users::GmAuth::open(
                 GmId(g as u16),
                 designated,
             )),
             cluster: service_kit::cluster::Cluster::new(Default::default(), "gm"),
-            idempotency: Arc::new(global_master::service::idempotency::Idempotency::in_memory(
-                Default::default(),
-            )),
+            idempotency: Arc::new(
+                global_master::service::durable::idempotency::Idempotency::in_memory(
+                    Default::default(),
+                ),
+            ),
             standby: None,
             limits: None,
         };

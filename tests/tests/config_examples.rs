@@ -51,7 +51,8 @@ fn worker_example_resolves() {
 #[test]
 fn tokens_example_loads() {
     let path = workspace_root().join("config/tokens.example.toml");
-    let users = global_master::service::users::Users::load(&path).expect("tokens example");
+    let users =
+        global_master::service::admission::users::Users::load(&path).expect("tokens example");
     assert_eq!(users.len(), 3);
     let alice = users
         .find(b"EXAMPLE-alice-3q2+Xk9vQ0bR7u")

@@ -9,7 +9,7 @@ use common::{GmId, Micros, Resources};
 use global_master::core::lra_path::LraPathConfig;
 use global_master::core::GmConfig;
 use global_master::lra::Placer;
-use global_master::service::route::FORWARDED_BY;
+use global_master::service::admission::route::FORWARDED_BY;
 use loadgen::cli::replay::in_actix_system;
 use loadgen::replay::embedded::start_with;
 use serde_json::{json, Value};

@@ -1,54 +1,45 @@
 //! The GM as a service: the pure core in an actix actor, the public HTTP API (axum),
 //! HTTP launch links to the LMs (reqwest, bincode) and the broker (lapin).
 //!
+//! Layout: five parts and the configuration, each imported only downward
+//! (`http` -> `actor`, `observe`, `admission`, `durable`; none of them imports `http`):
+//! - [`actor`]: [`actor::GmActor`] (its fields private to it): job submission,
+//!   [`actor::deliver`] (every input through the core's `step`, and its output
+//!   carried out: the only match on it), requests to the LMs over one link each
+//!   (`actor/outbox.rs`: resends, busy and undelivered requests), [`actor::queries`] the HTTP layer asks, the broker
+//!   subscription ([`actor::mq`]), resuming a previous life's work
+//!   ([`actor::resume`]), restarted LMs ([`actor::lm_restart`]), LRAs
+//!   ([`actor::lra_actor`]), the shell's counters ([`actor::counters`]).
+//! - [`observe`]: what the GM tells about itself: per-task and per-job status, the
+//!   metrics declared once as a table, the pending list, recent events, the
+//!   dashboard's overview and the nodes view.
+//! - [`durable`]: what outlives the process: the journal, idempotency keys, the
+//!   standby that takes the journal over, the drain on SIGTERM.
+//! - [`admission`]: what a request must be: the submission formats and their
+//!   validation, users, tokens and queues, routing to the designated GM.
+//! - [`http`]: the router and its handlers, their typed answers, the OpenAPI
+//!   document, the probes, task logs, the cluster view and the dashboard.
 //! - [`config`]: flags, environment, TOML file.
-//! - [`api`]: the submission format and its validation ([`executor_api`]: how the
-//!   worker runs a task).
-//! - [`actor`]: [`actor::GmActor`]: state, job submission, queries.
-//! - [`deliver`]: every input through the core's `step`, and its output carried out
-//!   (requests to LMs over one link each, events, the status tracker).
-//! - [`preempt`]: fairness: the shell's preemption counters.
-//! - [`status`]: per-task and per-job status for the API.
-//! - [`report`]: pending list and metrics; [`nodes`]: the view as `GET /v1/nodes`.
-//! - [`http`]: the routes; [`answers`]: their typed JSON answers; [`openapi`]: the
-//!   OpenAPI document generated from both, at `GET /openapi.json`.
-//! - [`idempotency`]: `Idempotency-Key` on submissions.
-//! - [`mq`]: the state subscription.
-//! - [`users`]: who may call: user tokens, the cluster credential, job owners.
-//! - [`journal`]: accepted work on disk; [`resume`]: a restarted GM takes it up;
-//!   [`standby`]: a second process that waits for the journal and takes it over;
-//!   [`shutdown`]: the drain on SIGTERM, and what it says of the work it leaves.
+//!
+//! This file wires them: [`serve`] opens the journal, starts the actor, the broker
+//! subscriptions and the HTTP server, and drains on SIGTERM.
 
 pub mod actor;
-pub mod answers;
-pub mod api;
-pub mod cluster;
+pub mod admission;
 pub mod config;
-pub mod dashboard;
-pub mod deliver;
-pub mod executor_api;
+pub mod durable;
 pub mod http;
-pub mod idempotency;
-pub mod journal;
-pub mod lm_restart;
-pub mod logs;
-pub mod lra_actor;
-pub mod lra_api;
-pub mod lra_http;
-pub mod mq;
-pub mod nodes;
-pub mod openapi;
-pub mod overview;
-pub mod preempt;
-pub mod probes;
-pub mod recent_events;
-pub mod report;
-pub mod resume;
-pub mod route;
-pub mod shutdown;
-pub mod standby;
-pub mod status;
-pub mod users;
+pub mod observe;
+
+// The paths `config` (owned with the configuration) names its types by.
+pub use admission::lra_api;
+pub use durable::idempotency;
+pub use observe::status;
+
+use actor::{deliver, lra_actor, mq};
+use admission::{api, route, users};
+use durable::{journal, shutdown, standby};
+use http::logs;
 
 use crate::core::GmConfig;
 use actix::Actor;
@@ -75,22 +66,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         service_kit::roles::Role::Gm,
         Some(s.id),
     )?;
-    let users = match &s.tokens_file {
-        Some(path) => {
-            let table = Arc::new(users::UserTable::load(path)?);
-            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
-            table.watch(Duration::from_secs(2));
-            Some(table)
-        }
-        None => {
-            service_kit::auth::open_mode_allowed(
-                "tokens file (API users)",
-                "--tokens-file or MEGHA_TOKENS_FILE",
-                &s.listen,
-            )?;
-            None
-        }
-    };
+    let users = load_users(&s)?;
     // Stops the service on SIGTERM/SIGINT, or when an LM says a newer life of this
     // GM took over (then without draining; see `standby::Fence`).
     let fence = Arc::new(standby::Fence::default());
@@ -188,6 +164,9 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
         .with_backlog_limit(s.max_broker_backlog_bytes);
     let lra_groups = s.lra.groups.clone();
+    // Before `s.lra` moves into the core's configuration.
+    let route = route_to_designated(&s);
+    let limits = limits(&s, &publisher);
     let core = GmConfig {
         batch_size: s.batch_size,
         designated_gm: GmId(s.designated_gm),
@@ -275,16 +254,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         broker: Some(broker),
         senders: Some(senders),
         lra_groups,
-        route: Some(Arc::new(route::Route {
-            me: GmId(s.id),
-            designated: GmId(s.designated_gm),
-            designated_url: s.designated_url.clone(),
-            client: http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name),
-            signing: service_kit::auth::Signing::new(
-                s.cluster_secret.as_ref(),
-                service_kit::roles::Role::Gm,
-            ),
-        })),
+        route: Some(Arc::new(route)),
         auth: Arc::new(
             users::GmAuth::new(
                 users,
@@ -297,14 +267,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         cluster: cluster.clone(),
         idempotency,
         standby: standby_status,
-        limits: Some(http::Limits {
-            bodies: service_kit::body_budget::BodyBudget::new(
-                s.max_body_bytes,
-                s.max_total_body_bytes,
-                "gm",
-            ),
-            publisher: publisher.clone(),
-        }),
+        limits: Some(limits),
     });
     let queues = s.fairness.as_ref().map_or(0, |f| f.queues.len());
     match serving {
@@ -346,6 +309,57 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     }
     tracing::info!("global master stopped");
     Ok(())
+}
+
+/// The API users from `--tokens-file` (watched for changes), or `None` where open
+/// mode is allowed.
+fn load_users(s: &config::GmSettings) -> Result<Option<Arc<users::UserTable>>> {
+    match &s.tokens_file {
+        Some(path) => {
+            let table = Arc::new(users::UserTable::load(path)?);
+            tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
+            table.watch(Duration::from_secs(2));
+            Ok(Some(table))
+        }
+        None => {
+            service_kit::auth::open_mode_allowed(
+                "tokens file (API users)",
+                "--tokens-file or MEGHA_TOKENS_FILE",
+                &s.listen,
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// How this GM forwards work for the designated GM.
+fn route_to_designated(s: &config::GmSettings) -> route::Route {
+    route::Route {
+        me: GmId(s.id),
+        designated: GmId(s.designated_gm),
+        designated_url: s.designated_url.clone(),
+        client: http_client_with(
+            s.launch_timeout,
+            s.cluster_secret.as_ref(),
+            Some(&s.cluster_name),
+        ),
+        signing: service_kit::auth::Signing::new(
+            s.cluster_secret.as_ref(),
+            service_kit::roles::Role::Gm,
+        ),
+    }
+}
+
+/// What bounds the GM's memory under load.
+fn limits(s: &config::GmSettings, publisher: &Publisher) -> http::Limits {
+    http::Limits {
+        bodies: service_kit::body_budget::BodyBudget::new(
+            s.max_body_bytes,
+            s.max_total_body_bytes,
+            "gm",
+        ),
+        publisher: publisher.clone(),
+    }
 }
 
 /// What ends the HTTP server.

@@ -10,7 +10,7 @@ use crate::sim::SimOutcome;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Micros};
-use global_master::service::api::NewTask;
+use global_master::service::admission::api::NewTask;
 use service_kit::clock;
 use service_kit::links::BoxFut;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use super::facts::ClusterFacts;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::Resources;
-use global_master::service::api::NewTask;
+use global_master::service::admission::api::NewTask;
 use serde_json::{json, Value};
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
 use service_kit::topology::Exchange;

@@ -5,9 +5,9 @@
 
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::GmId;
-use global_master::service::api::{parse_job, QueueTable};
-use global_master::service::lra_api::parse_lra;
-use global_master::service::users::Users;
+use global_master::service::admission::api::{parse_job, QueueTable};
+use global_master::service::admission::lra_api::parse_lra;
+use global_master::service::admission::users::Users;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::sync::Arc;

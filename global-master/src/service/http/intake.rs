@@ -1,12 +1,12 @@
 //! What comes in to be scheduled: a user's job (`POST /v1/jobs`) and an LM's
 //! messages (`POST /v1/internal/messages`).
 
-use super::{caller_of, error, unavailable, ApiState};
+use super::state::{caller_of, error, unavailable, ApiState};
+use crate::service::actor::deliver::Deliver;
 use crate::service::actor::{SubmitJob, SubmitRefused};
-use crate::service::answers::{JobAccepted, Refusal};
-use crate::service::api::{parse_job_request, ApiError, JobRequest};
-use crate::service::deliver::Deliver;
-use crate::service::users::{check_queue, Caller};
+use crate::service::admission::api::{parse_job_request, ApiError, JobRequest};
+use crate::service::admission::users::{check_queue, Caller};
+use crate::service::http::answers::{JobAccepted, Refusal};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -57,7 +57,7 @@ pub(crate) async fn submit(
     // The job's user is who is calling; only an admin (or open mode) may name another.
     let user = match (&job.user, caller.admin) {
         (Some(named), false) if named.as_str() != &*caller.user => {
-            return crate::service::users::forbidden_user(&s.auth, &caller, named);
+            return crate::service::admission::users::forbidden_user(&s.auth, &caller, named);
         }
         (named, true) => named.clone(),
         (_, false) => Some(caller.user.to_string()),
@@ -65,14 +65,14 @@ pub(crate) async fn submit(
     if job.tasks.iter().any(|t| t.kind.needs_designated_gm()) {
         let route = s.route.as_deref();
         let method = reqwest::Method::POST;
-        let routed = crate::service::route::Route::route(
+        let routed = crate::service::admission::route::Route::route(
             route,
             &headers,
             method,
             "/v1/jobs",
             Some(body.clone()),
         );
-        if let crate::service::route::Routed::Answered(r) = routed.await {
+        if let crate::service::admission::route::Routed::Answered(r) = routed.await {
             return r;
         }
     }
@@ -122,7 +122,7 @@ pub(crate) async fn submit(
     match sent {
         Ok(Ok((job, ids))) => {
             s.auth.record_owner(job.0, &caller);
-            crate::service::idempotency::accepted(job, ids.len() as u32, false)
+            crate::service::durable::idempotency::accepted(job, ids.len() as u32, false)
         }
         Ok(Err(SubmitRefused::QueueFull { held, limit })) => (
             StatusCode::TOO_MANY_REQUESTS,

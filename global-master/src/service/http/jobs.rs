@@ -1,13 +1,14 @@
 //! Jobs and their tasks: `GET /v1/jobs` (paged, filtered), `GET /v1/jobs/{id}`,
 //! `DELETE /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`.
 
-use super::ApiState;
-use super::{caller_of, error, forwarded_status, not_found, parse_id, query_of, unavailable};
-use crate::service::actor::{CancelJob, GetJob, GetTask, ListJobs};
-use crate::service::answers::Refusal;
-use crate::service::api::ApiError;
-use crate::service::status::{JobFilter, JobPage, JobState, JobStatus, TaskStatus};
-use crate::service::users::Caller;
+use super::answers::Refusal;
+use super::state::ApiState;
+use super::state::{caller_of, error, forwarded_status, not_found, query_of, unavailable};
+use crate::service::actor::queries::{CancelJob, GetJob, GetTask, ListJobs};
+use crate::service::admission::api::parse_id;
+use crate::service::admission::api::ApiError;
+use crate::service::admission::users::Caller;
+use crate::service::observe::status::{JobFilter, JobPage, JobState, JobStatus, TaskStatus};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -146,16 +147,16 @@ pub(crate) async fn cancel(
         Ok(v) => v,
         Err(e) => return error(e),
     };
-    if crate::service::route::Route::is_forwarded_job(s.route.as_deref(), id) {
+    if crate::service::admission::route::Route::is_forwarded_job(s.route.as_deref(), id) {
         let path = format!("/v1/jobs/{id}");
-        let routed = crate::service::route::Route::route(
+        let routed = crate::service::admission::route::Route::route(
             s.route.as_deref(),
             &headers,
             reqwest::Method::DELETE,
             &path,
             None,
         );
-        if let crate::service::route::Routed::Answered(r) = routed.await {
+        if let crate::service::admission::route::Routed::Answered(r) = routed.await {
             return r;
         }
     }

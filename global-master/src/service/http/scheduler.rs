@@ -1,11 +1,11 @@
 //! What the scheduler sees: `GET /v1/pending` (queued tasks and why each waits) and
 //! `GET /v1/nodes` (the GM's view of the nodes).
 
-use super::{caller_of, error, query_of, unavailable, ApiState};
-use crate::service::answers::Refusal;
-use crate::service::nodes::NodesView;
-use crate::service::report::{GetPending, PendingList};
-use crate::service::users::Caller;
+use super::state::{caller_of, error, query_of, unavailable, ApiState};
+use crate::service::admission::users::Caller;
+use crate::service::http::answers::Refusal;
+use crate::service::observe::nodes::NodesView;
+use crate::service::observe::report::{GetPending, PendingList};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -76,7 +76,11 @@ pub(crate) async fn nodes(
         Err(e) => return error(e),
     };
     let summary = q.summary.unwrap_or(false);
-    match s.gm.send(crate::service::nodes::GetNodes { summary }).await {
+    match s
+        .gm
+        .send(crate::service::observe::nodes::GetNodes { summary })
+        .await
+    {
         Ok(view) => Json(view).into_response(),
         Err(e) => unavailable(&e.to_string()),
     }

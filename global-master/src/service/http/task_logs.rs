@@ -1,9 +1,10 @@
 //! `GET /v1/tasks/{job}/{index}/logs`: a task's output, through its LM from its
-//! worker (see [`crate::service::logs`]).
+//! worker (see [`super::logs`]).
 
-use super::{error, forwarded_status, parse_id, query_of, unavailable, ApiState};
-use crate::service::answers::Refusal;
-use crate::service::api::ApiError;
+use super::answers::Refusal;
+use super::state::{error, forwarded_status, query_of, unavailable, ApiState};
+use crate::service::admission::api::parse_id;
+use crate::service::admission::api::ApiError;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -74,10 +75,10 @@ pub(crate) async fn task_logs(
         job: JobId(job),
         index,
     };
-    match s.gm.send(crate::service::logs::FindLog(id)).await {
+    match s.gm.send(super::logs::FindLog(id)).await {
         Ok(Ok(source)) => {
             let follow = q.follow.unwrap_or(false);
-            crate::service::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
+            super::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
         }
         Ok(Err((status, why))) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND);

@@ -8,7 +8,7 @@ use super::super::driver::{SubmitError, Submitter};
 use super::job_body;
 use common::fairness::FairnessConfig;
 use common::JobId;
-use global_master::service::api::NewTask;
+use global_master::service::admission::api::NewTask;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

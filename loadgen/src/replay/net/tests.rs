@@ -117,8 +117,8 @@ fn fake_gm(what: Fake) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>
     (url, keys)
 }
 
-fn one_task() -> Vec<global_master::service::api::NewTask> {
-    vec![global_master::service::api::NewTask {
+fn one_task() -> Vec<global_master::service::admission::api::NewTask> {
+    vec![global_master::service::admission::api::NewTask {
         queue: common::QueueId(0),
         kind: common::TaskKind::default(),
         resources: common::Resources::cores(1, 1),

@@ -1,0 +1,12 @@
+//! What a request must be before the GM takes it: the submission format and its
+//! validation ([`api`]; [`executor_api`]: how the worker runs a task; [`lra_api`]:
+//! long-running applications and their constraints), who may call and on which
+//! queues ([`users`]), and which GM a request belongs to ([`route`]: work for the
+//! designated GM is forwarded there).
+
+pub mod api;
+pub mod error;
+pub mod executor_api;
+pub mod lra_api;
+pub mod route;
+pub mod users;

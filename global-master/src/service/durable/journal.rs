@@ -1,0 +1,410 @@
+//! The GM's journal of accepted work: `202` on a submission means the job is on disk.
+//!
+//! An embedded, transactional store ([redb](https://docs.rs/redb), one file,
+//! `<data-dir>/journal.redb`) rather than a home-made log: every accepted job is
+//! written (and fsynced) before the client hears `202`; every task that reaches a
+//! final state is written before the LM that reported it hears its answer; a job
+//! whose tasks all ended leaves the journal. A GM restarted on the same data dir
+//! (killed with -9 at any instant) resubmits every task that had not ended to its
+//! core, and shows the ended ones as they ended.
+//!
+//! Why it does not run a task twice: before resuming, the GM asks every LM which of
+//! the open tasks it holds or finished (see `resume`); held ones count as launched
+//! (their end arrives over the LM's retried stream), finished ones end; while an LM
+//! is silent the others wait, up to the doubt timeout. A resumed task that still
+//! runs or finished somewhere is also refused by that LM as a `Duplicate` (the LM
+//! remembers what runs and what finished). A task that *failed* while the GM was
+//! away runs once more if the end arrives too late (the LM does not keep failures,
+//! which may be retried): the resumed run is then that failure's retry, and the
+//! failure counts against the job's budget when it arrives.
+//!
+//! Runs: a failed or lost task that its job's policy runs again gets a new run
+//! number (its attempt), written here with the failures so far, in the same
+//! transaction as the ends of that step, before the LM hears its answer. A restarted
+//! GM resumes a task as a run number after the last one written (and writes it
+//! first), never as run 1 again: its LM may remember run 1 lost and kill it, a late
+//! end of run 1 would be taken for the resumed run's, and the job's retry budget
+//! would start over.
+//!
+//! Trade-off (see the README): the journal lives on the GM's host (a volume in
+//! compose); losing that disk loses the queue, which a broker-backed journal on a
+//! clustered RabbitMQ would survive, at the price of a broker round trip per
+//! submission and a broker outage blocking submissions.
+
+use common::messages::TaskFailure;
+use common::retry::RetryPolicy;
+use common::{ClusterName, JobId, Micros, TaskId, TaskSpec};
+use redb::{Database, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Job id -> the accepted job ([`JournalJob`], bincode).
+const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
+/// (job id, task index) -> how the task ended ([`Ended`], bincode).
+const ENDED: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("ended");
+/// (job id, task index) -> (the last run the task may have gone out as, its runs
+/// failed so far): the run a retry or a resumed task goes out as is written before
+/// it goes out; absent for a task never retried nor resumed (run 1, no failure). A
+/// graceful stop writes one less for the tasks it leaves queued, whose run never
+/// went out ([`Journal::mark_unsent`]): the next life resumes them as that run
+/// (issue 33: resumed tasks reported `attempt: 2` although no run failed).
+const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs");
+/// "last_life" -> the life (first batch number) of the last GM process that opened
+/// this journal: a later process starts a higher one whatever the clocks say, so
+/// the LMs order its requests after its predecessor's (see [`Journal::begin_life`]).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const LAST_LIFE: &str = "last_life";
+
+/// What a submission said of its job as a whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub accepted_at: Micros,
+    /// The submitting user, when the GM knows users.
+    pub user: Option<String>,
+    /// The job's own retry policy (`None`: the GM's default).
+    pub retry: Option<RetryPolicy>,
+    /// The submission's `Idempotency-Key`, written with the job (in the same
+    /// transaction) so that a GM killed before the key store took it still answers
+    /// a retried submission with this job instead of making a second one.
+    pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct JournalJob {
+    accepted: Accepted,
+    tasks: Vec<TaskSpec>,
+}
+
+/// How a task ended, as its status shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ended {
+    /// The run that ended (1 for the first).
+    pub attempt: u32,
+    pub at: Micros,
+    pub node: u32,
+    pub failure: Option<TaskFailure>,
+    /// Cancelled with its job (then `failure` is `None` and `node` meaningless).
+    pub cancelled: bool,
+}
+
+/// A job read back from the journal: its tasks, and those that already ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recovered {
+    pub job: JobId,
+    pub accepted: Accepted,
+    pub tasks: Vec<TaskSpec>,
+    pub ended: BTreeMap<u32, Ended>,
+    /// Task index -> (the last run it went out as, its runs failed so far), for
+    /// tasks retried or resumed before.
+    pub runs: BTreeMap<u32, (u32, u32)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("GM journal {path}: {what}: {detail}")]
+pub struct JournalError {
+    path: String,
+    what: &'static str,
+    detail: String,
+    /// The file is open in another process (redb's exclusive lock): a standby
+    /// waits for it.
+    locked: bool,
+}
+
+impl JournalError {
+    /// The journal is held by another process (a live primary).
+    pub fn is_locked(&self) -> bool {
+        self.locked
+    }
+}
+
+/// The life a GM opening a journal whose last life was `last` starts: its start
+/// time `proposed`, or just above `last` if the clock says otherwise (a clock set
+/// back, or a standby on a host whose clock is behind).
+pub fn next_life(proposed: u64, last: Option<u64>) -> u64 {
+    match last {
+        Some(last) => proposed.max(last.saturating_add(1)),
+        None => proposed.max(1),
+    }
+}
+
+pub struct Journal {
+    db: Database,
+    path: String,
+    /// Per job in the journal: tasks not yet ended (a job leaves when it reaches 0).
+    open: BTreeMap<JobId, u32>,
+    /// Records are in this cluster's envelope: another cluster's journal is refused.
+    cluster: ClusterName,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Journal({}, {} jobs)", self.path, self.open.len())
+    }
+}
+
+impl Journal {
+    /// Opens (or creates) the journal in `dir`, and reads back every job in it.
+    pub fn open(
+        dir: &Path,
+        cluster: &ClusterName,
+    ) -> Result<(Journal, Vec<Recovered>), JournalError> {
+        let file = dir.join("journal.redb");
+        let path = file.display().to_string();
+        let err = |what: &'static str| {
+            let path = path.clone();
+            move |e: &dyn std::fmt::Display| JournalError {
+                path: path.clone(),
+                what,
+                detail: e.to_string(),
+                locked: false,
+            }
+        };
+        std::fs::create_dir_all(dir).map_err(|e| err("cannot create its directory")(&e))?;
+        let db = Database::create(&file).map_err(|e| JournalError {
+            locked: matches!(e, redb::DatabaseError::DatabaseAlreadyOpen),
+            ..err("cannot open")(&e)
+        })?;
+        let mut journal = Journal {
+            db,
+            path: path.clone(),
+            open: BTreeMap::new(),
+            cluster: cluster.clone(),
+        };
+        let recovered = journal.read_back().map_err(|e| err("cannot read")(&e))?;
+        for r in &recovered {
+            journal
+                .open
+                .insert(r.job, (r.tasks.len() - r.ended.len()) as u32);
+        }
+        Ok((journal, recovered))
+    }
+
+    fn read_back(&self) -> Result<Vec<Recovered>, Box<dyn std::error::Error>> {
+        let txn = self.db.begin_read()?;
+        let jobs = match txn.open_table(JOBS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let ended = txn.open_table(ENDED).ok();
+        let runs = txn.open_table(RUNS).ok();
+        let mut out = Vec::new();
+        for row in jobs.iter()? {
+            let (job, bytes) = row?;
+            let stored: JournalJob = common::codec::decode_stored(&self.cluster, bytes.value())?;
+            let job = job.value();
+            let mut done = BTreeMap::new();
+            if let Some(ended) = &ended {
+                for row in ended.range((job, 0)..=(job, u32::MAX))? {
+                    let (key, bytes) = row?;
+                    done.insert(
+                        key.value().1,
+                        common::codec::decode_stored(&self.cluster, bytes.value())?,
+                    );
+                }
+            }
+            let mut next = BTreeMap::new();
+            if let Some(runs) = &runs {
+                for row in runs.range((job, 0)..=(job, u32::MAX))? {
+                    let (key, run) = row?;
+                    next.insert(key.value().1, run.value());
+                }
+            }
+            out.push(Recovered {
+                job: JobId(job),
+                accepted: stored.accepted,
+                tasks: stored.tasks,
+                ended: done,
+                runs: next,
+            });
+        }
+        Ok(out)
+    }
+
+    fn error(&self, what: &'static str, e: impl std::fmt::Display) -> JournalError {
+        JournalError {
+            path: self.path.clone(),
+            what,
+            detail: e.to_string(),
+            locked: false,
+        }
+    }
+
+    /// The life of the last process that opened this journal, if one wrote it.
+    pub fn last_life(&self) -> Result<Option<u64>, JournalError> {
+        let read = || -> Result<Option<u64>, Box<dyn std::error::Error>> {
+            let txn = self.db.begin_read()?;
+            let meta = match txn.open_table(META) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            Ok(meta.get(LAST_LIFE)?.map(|v| v.value()))
+        };
+        read().map_err(|e| self.error("cannot read the last life", e))
+    }
+
+    /// Starts this process's life: `proposed` (its start time, µs) unless the
+    /// journal's last life is not below it, then just above that one
+    /// ([`next_life`]); written durably before the life sends anything, so that the
+    /// next process (a standby taking over) starts above it without trusting clocks.
+    pub fn begin_life(&mut self, proposed: u64) -> Result<u64, JournalError> {
+        let life = next_life(proposed, self.last_life()?);
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(META)?.insert(LAST_LIFE, life)?;
+            txn.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| self.error("cannot write the life", e))?;
+        Ok(life)
+    }
+
+    /// Writes an accepted job, durably, before it is acknowledged.
+    pub fn accept(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+    ) -> Result<(), JournalError> {
+        let stored = JournalJob {
+            accepted: accepted.clone(),
+            tasks: tasks.to_vec(),
+        };
+        let bytes = common::codec::encode(&self.cluster, &stored)
+            .map_err(|e| self.error("cannot encode", e))?;
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(JOBS)?.insert(job.0, bytes.as_slice())?;
+            txn.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| self.error("cannot write an accepted job", e))?;
+        self.open.insert(job, tasks.len() as u32);
+        Ok(())
+    }
+
+    /// Writes, durably and in one transaction, the final states of tasks and the
+    /// runs that retried or resumed tasks go out as next (`retries`: task, run, runs
+    /// failed so far); a job whose
+    /// tasks all ended leaves the journal in the same transaction. Tasks of jobs not
+    /// in the journal (or a repeated end) are skipped.
+    pub fn ended(
+        &mut self,
+        ends: &[(TaskId, Ended)],
+        retries: &[(TaskId, u32, u32)],
+    ) -> Result<(), JournalError> {
+        let ends: Vec<_> = ends
+            .iter()
+            .filter(|(t, _)| self.open.contains_key(&t.job))
+            .collect();
+        let retries: Vec<_> = retries
+            .iter()
+            .filter(|(t, _, _)| self.open.contains_key(&t.job))
+            .collect();
+        if ends.is_empty() && retries.is_empty() {
+            return Ok(());
+        }
+        let mut encoded = Vec::with_capacity(ends.len());
+        for (task, end) in &ends {
+            let bytes = common::codec::encode(&self.cluster, end)
+                .map_err(|e| self.error("cannot encode", e))?;
+            encoded.push((*task, bytes));
+        }
+        let open = &mut self.open;
+        let db = &self.db;
+        let mut write = || -> Result<Vec<JobId>, Box<dyn std::error::Error>> {
+            let txn = db.begin_write()?;
+            let mut closed = Vec::new();
+            {
+                let mut table = txn.open_table(ENDED)?;
+                let mut jobs = txn.open_table(JOBS)?;
+                let mut runs = txn.open_table(RUNS)?;
+                for (task, run, failed) in &retries {
+                    runs.insert((task.job.0, task.index), (*run, *failed))?;
+                }
+                let mut left: BTreeMap<JobId, u32> = BTreeMap::new();
+                for (task, bytes) in &encoded {
+                    let key = (task.job.0, task.index);
+                    if table.insert(key, bytes.as_slice())?.is_none() {
+                        let n = left
+                            .entry(task.job)
+                            .or_insert_with(|| open.get(&task.job).copied().unwrap_or(0));
+                        *n = n.saturating_sub(1);
+                    }
+                }
+                for (job, n) in left {
+                    if n == 0 {
+                        jobs.remove(job.0)?;
+                        table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
+                        runs.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
+                        closed.push(job);
+                    } else {
+                        open.insert(job, n);
+                    }
+                }
+            }
+            txn.commit()?;
+            Ok(closed)
+        };
+        let closed = write().map_err(|e| JournalError {
+            path: self.path.clone(),
+            what: "cannot write task ends",
+            detail: e.to_string(),
+            locked: false,
+        })?;
+        for job in closed {
+            self.open.remove(&job);
+        }
+        Ok(())
+    }
+
+    /// A graceful stop leaves `tasks` queued, their current run never sent (the GM
+    /// sends nothing more): each one's recorded run goes down by one, so that the
+    /// next life resumes it as the run it was to go out as, not the one after.
+    /// Durable, one transaction; tasks of jobs not in the journal are skipped.
+    /// Returns how many were marked.
+    pub fn mark_unsent(&mut self, tasks: &[TaskId]) -> Result<usize, JournalError> {
+        let tasks: Vec<_> = tasks
+            .iter()
+            .filter(|t| self.open.contains_key(&t.job))
+            .collect();
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let db = &self.db;
+        let write = || -> Result<usize, Box<dyn std::error::Error>> {
+            let txn = db.begin_write()?;
+            let mut marked = 0;
+            {
+                let mut runs = txn.open_table(RUNS)?;
+                for task in &tasks {
+                    let key = (task.job.0, task.index);
+                    let (run, failed) = runs.get(key)?.map_or((1, 0), |v| v.value());
+                    if run >= 1 {
+                        runs.insert(key, (run - 1, failed))?;
+                        marked += 1;
+                    }
+                }
+            }
+            txn.commit()?;
+            Ok(marked)
+        };
+        write().map_err(|e| self.error("cannot mark unsent runs", e))
+    }
+
+    /// Jobs in the journal (not every task ended).
+    pub fn jobs(&self) -> usize {
+        self.open.len()
+    }
+
+    /// True while `job` is in the journal (accepted here, not every task ended):
+    /// its open tasks are resumed by the GM's next life.
+    pub fn holds(&self, job: JobId) -> bool {
+        self.open.contains_key(&job)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+use super::*;
+use common::Resources;
+
+fn specs(job: u64, n: u32) -> Vec<TaskSpec> {
+    (0..n)
+        .map(|i| TaskSpec::short(TaskId::new(job, i), Resources::cores(1, 10), Micros(1_000)))
+        .collect()
+}
+
+fn end(at: u64) -> Ended {
+    Ended {
+        attempt: 1,
+        at: Micros(at),
+        node: 3,
+        failure: None,
+        cancelled: false,
+    }
+}
+
+fn accepted(at: u64) -> Accepted {
+    Accepted {
+        accepted_at: Micros(at),
+        user: Some("ana".into()),
+        retry: None,
+        idempotency: None,
+    }
+}
+
+#[test]
+fn a_life_starts_above_the_journals_last_whatever_the_clock_says() {
+    assert_eq!(next_life(500, None), 500);
+    assert_eq!(next_life(0, None), 1);
+    assert_eq!(next_life(500, Some(100)), 500);
+    // The clock is behind the last life (set back, or another host's).
+    assert_eq!(next_life(500, Some(900)), 901);
+    assert_eq!(next_life(900, Some(900)), 901);
+    let dir = std::env::temp_dir().join(format!("megha-journal-life-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert_eq!(j.last_life().unwrap(), None);
+        assert_eq!(j.begin_life(1_000).unwrap(), 1_000);
+        // While this process holds the journal, another open is refused as
+        // locked (a standby waits on this).
+        let err = Journal::open(&dir, &ClusterName::default()).unwrap_err();
+        assert!(err.is_locked(), "{err}");
+    }
+    // The next process's clock is behind: its life is still above.
+    let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(j.last_life().unwrap(), Some(1_000));
+    assert_eq!(j.begin_life(400).unwrap(), 1_001);
+    assert_eq!(j.begin_life(5_000).unwrap(), 5_000);
+    drop(j);
+    let (j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(j.last_life().unwrap(), Some(5_000));
+    drop(j);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn accepted_jobs_and_ends_survive_a_reopen_and_ended_jobs_leave() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        assert!(recovered.is_empty());
+        j.accept(JobId(7), &accepted(5), &specs(7, 3)).unwrap();
+        j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
+        j.ended(&[(TaskId::new(7, 1), end(10))], &[]).unwrap();
+        // Job 8's only task ends: the job leaves; a repeat changes nothing.
+        j.ended(&[(TaskId::new(8, 0), end(11))], &[]).unwrap();
+        j.ended(&[(TaskId::new(8, 0), end(12))], &[]).unwrap();
+        // A task of a job the journal never had is skipped.
+        j.ended(&[(TaskId::new(99, 0), end(12))], &[]).unwrap();
+        assert_eq!(j.jobs(), 1);
+        assert!(j.holds(JobId(7)));
+        assert!(!j.holds(JobId(8)) && !j.holds(JobId(99)));
+    }
+    let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(j.holds(JobId(7)) && !j.holds(JobId(8)));
+    let r = &recovered[0];
+    assert_eq!((r.job, &r.accepted), (JobId(7), &accepted(5)));
+    assert_eq!(r.tasks, specs(7, 3));
+    assert_eq!(r.ended.keys().copied().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(r.ended[&1], end(10));
+    // The rest ends (once each, even if reported twice): the job leaves.
+    j.ended(
+        &[(TaskId::new(7, 0), end(20)), (TaskId::new(7, 0), end(21))],
+        &[],
+    )
+    .unwrap();
+    j.ended(&[(TaskId::new(7, 2), end(22))], &[]).unwrap();
+    assert_eq!(j.jobs(), 0);
+    drop(j);
+    let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert!(recovered.is_empty(), "{recovered:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_retried_task_is_read_back_with_the_run_it_goes_out_as_next() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-runs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept(JobId(7), &accepted(5), &specs(7, 2)).unwrap();
+        // Run 1 of task 0 failed (its end is not final): run 2 next, then run 3.
+        j.ended(&[], &[(TaskId::new(7, 0), 2, 1)]).unwrap();
+        j.ended(&[], &[(TaskId::new(7, 0), 3, 2)]).unwrap();
+        // Runs of a job the journal does not have are skipped.
+        j.ended(&[], &[(TaskId::new(99, 0), 2, 1)]).unwrap();
+    }
+    let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0].runs, BTreeMap::from([(0, (3, 2))]));
+    assert!(recovered[0].ended.is_empty());
+    // Run 3 ends in the same step as task 1 fails for its first retry.
+    let mut third = end(30);
+    third.attempt = 3;
+    j.ended(
+        &[(TaskId::new(7, 0), third.clone())],
+        &[(TaskId::new(7, 1), 2, 1)],
+    )
+    .unwrap();
+    drop(j);
+    let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(
+        recovered[0].runs,
+        BTreeMap::from([(0, (3, 2)), (1, (2, 1))])
+    );
+    assert_eq!(recovered[0].ended[&0], third);
+    // The job ends: its runs leave with it.
+    j.ended(&[(TaskId::new(7, 1), end(40))], &[]).unwrap();
+    drop(j);
+    let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert!(recovered.is_empty(), "{recovered:?}");
+    let db = Database::create(dir.join("journal.redb")).unwrap();
+    let txn = db.begin_read().unwrap();
+    assert_eq!(txn.open_table(RUNS).unwrap().iter().unwrap().count(), 0);
+    drop(txn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
