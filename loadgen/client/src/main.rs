@@ -1,5 +1,5 @@
 //! `megha`: the command-line client of a Megha cluster (see `megha --help`).
 
 fn main() -> std::process::ExitCode {
-    loadgen::client::main()
+    megha_client::main()
 }

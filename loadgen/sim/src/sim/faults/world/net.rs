@@ -9,9 +9,9 @@ use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::{Link, Role};
 use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
-use global_master::core::{GmInput, Undelivered};
-use local_master::gate::Refusal;
-use local_master::LmInput;
+use gm_core::{GmInput, Undelivered};
+use lm_core::gate::Refusal;
+use lm_core::LmInput;
 
 impl World<'_> {
     // ----- ordered streams -----

@@ -18,11 +18,11 @@ use common::cluster::ClusterSpec;
 use common::messages::WorkerReport;
 use common::protocol::{ClientToGm, GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId, TaskKind};
-use global_master::core::{GlobalMaster, GmConfig, GmInput};
-use local_master::{LmConfig, LmInput, LmOutput, LocalMaster};
+use gm_core::{GlobalMaster, GmConfig, GmInput};
+use lm_core::{LmConfig, LmInput, LmOutput, LocalMaster};
 use rustc_hash::FxHashMap as HashMap;
-use worker::core::{WorkerInput, WorkerOutput};
-use worker::Worker;
+use worker_core::{WorkerInput, WorkerOutput};
+use worker_core::Worker;
 
 mod gm;
 mod lra;

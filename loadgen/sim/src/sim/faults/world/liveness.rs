@@ -14,13 +14,13 @@ use common::messages::EndsPublished;
 use common::messages::{HeldTask, TaskEnd};
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
-use local_master::LmInput;
+use lm_core::LmInput;
 
 impl World<'_> {
     /// Every worker of LM `l` registered in its life, or is down (lm-core's
     /// readiness rule).
     pub(super) fn ready(&self, l: u16) -> bool {
-        local_master::gate::missing_workers(self.worker_slots(l)).0 == 0
+        lm_core::gate::missing_workers(self.worker_slots(l)).0 == 0
     }
 
     /// Per worker of LM `l`: (registered in its life, down).
@@ -173,7 +173,7 @@ impl World<'_> {
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
         };
-        let mut fx = local_master::LmEffects::default();
+        let mut fx = lm_core::LmEffects::default();
         let mut adopted = Vec::new();
         for held in holding {
             let task = held.task.id;
@@ -311,7 +311,7 @@ impl World<'_> {
             };
             self.gm_step(
                 g as u16,
-                global_master::core::GmInput::Lm(common::protocol::LmToGm::Ended(ended)),
+                gm_core::GmInput::Lm(common::protocol::LmToGm::Ended(ended)),
             );
         }
     }

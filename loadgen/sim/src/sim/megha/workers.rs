@@ -6,8 +6,8 @@ use crate::sim::{probe, Run};
 use common::messages::WorkerReport;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId};
-use global_master::core::GmInput;
-use worker::core::{WorkerInput, WorkerOutput};
+use gm_core::GmInput;
+use worker_core::{WorkerInput, WorkerOutput};
 
 impl Sim<'_> {
     pub(super) fn schedule_wake(&mut self, w: usize) {

@@ -11,12 +11,12 @@ use common::messages::HeldTask;
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::rng::{seeded, Rng, SeededRng};
 use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use global_master::core::{GlobalMaster, GmInput};
-use local_master::LocalMaster;
+use gm_core::{GlobalMaster, GmInput};
+use lm_core::LocalMaster;
 use std::collections::{HashMap, VecDeque};
 use workload::workload;
 
-use worker::Worker;
+use worker_core::Worker;
 
 mod fence;
 mod journal;
@@ -202,7 +202,7 @@ pub(super) struct World<'a> {
     held: HashMap<u64, Held>,
     /// Per LM, its life's gate (lm-core's readiness and late-copy rules, as the LM
     /// service asks them); a restarted LM starts with a new one.
-    gates: Vec<local_master::gate::Gate>,
+    gates: Vec<lm_core::gate::Gate>,
     checker: Checker,
     history: VecDeque<String>,
     event: u64,

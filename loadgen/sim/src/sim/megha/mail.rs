@@ -9,9 +9,9 @@
 use super::Sim;
 use crate::sim::events::Slots;
 use common::Micros;
-use global_master::core::GmInput;
-use local_master::LmInput;
-use worker::core::WorkerInput;
+use gm_core::GmInput;
+use lm_core::LmInput;
+use worker_core::WorkerInput;
 
 /// A simulation event: a job arriving from the trace, or an input reaching one role's
 /// core (a message from another role, or one of its timers). Every message travels

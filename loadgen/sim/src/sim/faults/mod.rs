@@ -14,7 +14,7 @@
 //! - GM -> LM requests are calls: a lost request or answer is a timeout, retried 50 ms
 //!   apart doubling to 2 s until the doubt timeout (the LM answers a repeat from its
 //!   record); a peer unreachable at the first attempt settles it at once as
-//!   [`GmInput::Undelivered`](global_master::core::GmInput::Undelivered). An LM answers
+//!   [`GmInput::Undelivered`](gm_core::GmInput::Undelivered). An LM answers
 //!   once its orders reached the workers, and not before every worker registered
 //!   after its start (503).
 //! - LM -> worker orders, worker -> LM reports and LM -> GM `Requeue`/`Ended` are

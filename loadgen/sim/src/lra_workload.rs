@@ -20,8 +20,8 @@
 
 use common::rng::{seeded, Rng};
 use common::Resources;
-use global_master::lra::model::DeployedContainer;
-use global_master::lra::{
+use lra_placer::model::DeployedContainer;
+use lra_placer::{
     app_tag, ClusterState, ConstraintError, ConstraintManager, ContainerRequest, LraId, LraRequest,
     NodeState, PlacementConstraint, Tag, TagSet,
 };

@@ -7,8 +7,8 @@ use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::Role;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{NodeId, Resources, TaskId};
-use worker::core::{WorkerInput, WorkerOutput};
-use worker::Worker;
+use worker_core::{WorkerInput, WorkerOutput};
+use worker_core::Worker;
 
 impl World<'_> {
     pub(super) fn worker_of(&self, l: u16, node: NodeId) -> u32 {
@@ -30,7 +30,7 @@ impl World<'_> {
         };
         let refusing = self.refusing[w as usize] || self.fenced[w as usize];
         if let (Some((task, attempt)), true) = (start, refusing) {
-            let report = worker::core::refused_start(node, task, attempt, now, "fault injection");
+            let report = worker_core::refused_start(node, task, attempt, now, "fault injection");
             self.refused(w, l, report);
             return;
         }
@@ -43,12 +43,12 @@ impl World<'_> {
             }
             // Already here (a resent order): it runs, its reports stand (as the
             // worker service does).
-            Err(worker::WorkerError::Duplicate { .. }) => {}
+            Err(worker_core::WorkerError::Duplicate { .. }) => {}
             Err(e) => {
                 if let Some((task, attempt)) = start {
                     self.note(|| format!("  w{w} refuses {task}: {e}"));
                     let report =
-                        worker::core::refused_start(node, task, attempt, now, "fault injection");
+                        worker_core::refused_start(node, task, attempt, now, "fault injection");
                     self.refused(w, l, report);
                 }
             }

@@ -8,8 +8,8 @@ use common::messages::EndsPublished;
 use common::messages::WorkerReport;
 use common::protocol::{ClientToGm, GmAddress, LmRoute, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId};
-use global_master::core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
-use local_master::{LmConfig, LmInput, LocalMaster};
+use gm_core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
+use lm_core::{LmConfig, LmInput, LocalMaster};
 
 impl World<'_> {
     pub(super) fn arrival(&mut self, k: usize) {

@@ -67,7 +67,7 @@ pub struct SimConfig {
     /// with and without (Megha simulator only).
     pub skip_idle: bool,
     /// Which blocked tasks a GM retries when its view gains resources.
-    pub wake: global_master::core::WakePolicy,
+    pub wake: gm_core::WakePolicy,
     /// When an LM sends its state to every GM (Megha driver only).
     pub lm_publish: LmPublish,
     /// Largest launch batch per LM.
@@ -91,10 +91,10 @@ pub struct SimConfig {
     /// The designated GM's LRA placer. A job whose tasks are all `long_running` is an
     /// LRA (its tasks are the containers, their tags the container tags) and goes
     /// through the designated GM's LRA path.
-    pub lra: global_master::core::lra_path::LraPathConfig,
+    pub lra: gm_core::lra_path::LraPathConfig,
     /// Operator placement constraints for LRAs (MEDEA section 3): the way a
     /// simulated workload constrains its LRAs.
-    pub lra_operator_constraints: Vec<global_master::lra::PlacementConstraint>,
+    pub lra_operator_constraints: Vec<lra_placer::PlacementConstraint>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -137,7 +137,7 @@ pub struct MercuryOptions {
     /// T_l in the queuing-delay estimate.
     pub launch_overhead: Micros,
     /// Order of worker queues.
-    pub queue_order: worker::core::QueueOrder,
+    pub queue_order: worker_core::QueueOrder,
     /// Shed queued work from nodes above mean + k·sigma (k), at every LM heartbeat.
     pub shed_sigma: Option<f64>,
     /// Per-job limit on outstanding QUEUEABLE containers (section 4.1), held by the
@@ -155,7 +155,7 @@ impl Default for MercuryOptions {
             top_k: 4,
             cap: 1.0,
             launch_overhead: Micros::from_millis(10),
-            queue_order: worker::core::QueueOrder::JobSubmission,
+            queue_order: worker_core::QueueOrder::JobSubmission,
             shed_sigma: None,
             quota: QueueableQuota::UNLIMITED,
             promote_after: None,
@@ -167,15 +167,15 @@ impl Default for MercuryOptions {
 impl MercuryOptions {
     /// What every LM is configured with for QUEUEABLE work (the simulator and the
     /// embedded services alike).
-    pub fn lm_config(&self) -> local_master::QueueableConfig {
-        local_master::QueueableConfig {
+    pub fn lm_config(&self) -> lm_core::QueueableConfig {
+        lm_core::QueueableConfig {
             cap: self.cap,
             launch_overhead: self.launch_overhead,
             shed_sigma: self.shed_sigma,
             quota: self.quota,
             promotion: self
                 .promote_after
-                .map(|after| local_master::queueable::PromotionPolicy {
+                .map(|after| lm_core::queueable::PromotionPolicy {
                     after,
                     per_tick: self.promote_per_tick.max(1),
                 }),
@@ -185,9 +185,9 @@ impl MercuryOptions {
     /// A GM configuration with these QUEUEABLE knobs.
     pub fn gm_config(
         &self,
-        config: global_master::core::GmConfig,
-    ) -> global_master::core::GmConfig {
-        global_master::core::GmConfig {
+        config: gm_core::GmConfig,
+    ) -> gm_core::GmConfig {
+        gm_core::GmConfig {
             queueable_top_k: self.top_k.max(1),
             queueable_cap: self.cap,
             queueable_quota: self.quota,
@@ -203,7 +203,7 @@ impl Default for SimConfig {
             network_delay: Micros(500),
             heartbeat: Micros::from_secs(10),
             skip_idle: true,
-            wake: global_master::core::WakePolicy::default(),
+            wake: gm_core::WakePolicy::default(),
             lm_publish: LmPublish::Heartbeat,
             batch_size: 100,
             probe_ratio: 2,

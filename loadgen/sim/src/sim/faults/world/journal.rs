@@ -6,8 +6,8 @@ use crate::sim::faults::plan::Role;
 use common::messages::ReconcileRequest;
 use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, Micros, TaskId, TaskSpec};
-use global_master::core::{GmInput, Resumed};
-use local_master::LmInput;
+use gm_core::{GmInput, Resumed};
+use lm_core::LmInput;
 use std::collections::{HashMap, HashSet};
 
 impl World<'_> {

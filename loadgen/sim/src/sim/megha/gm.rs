@@ -8,7 +8,7 @@ use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
 use common::Micros;
-use global_master::core::{DecisionOutcome, GmInput, GmOutput};
+use gm_core::{DecisionOutcome, GmInput, GmOutput};
 
 impl Sim<'_> {
     pub(super) fn charge_snapshot(&mut self, now: Micros, g: usize, snapshot: &LmSnapshot) {

@@ -1,8 +1,11 @@
 //! `megha`, the command-line client: submit jobs, list them, follow one, cancel it,
 //! read a task's output and look at the nodes, against a global master's public API.
-//! Human tables by default, `--json` for scripts.
+//! Human tables by default, `--json` for scripts. Its own crate (package `megha-client`,
+//! binary `megha`, built as `target/<profile>/megha`), so that a newcomer looking for the
+//! client finds it, and the client links no scheduler code.
 //!
-//! - this file: the arguments ([`Cli`]) and the commands;
+//! Layout:
+//! - this file: the arguments ([`Cli`]) and the commands; `src/main.rs`: the binary;
 //! - [`render`]: the tables (pure, unit-tested);
 //! - [`top`]: the summary of `megha top` (pure, unit-tested).
 

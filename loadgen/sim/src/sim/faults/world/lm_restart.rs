@@ -8,7 +8,7 @@ use super::{tasks, Ev, Launched, World};
 use common::messages::{ReconcileRequest, ReconcileResponse, TaskEnd, TasksEnded};
 use common::protocol::{GmToLm, LmToGm};
 use common::{GmId, LmId, Micros, NodeId, TaskId};
-use global_master::core::{GmInput, GmOutput};
+use gm_core::{GmInput, GmOutput};
 
 /// How many times the GM service asks a restarted LM (`lm_restart::ASKS`).
 const ASKS: u32 = 5;

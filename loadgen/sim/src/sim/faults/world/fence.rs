@@ -6,7 +6,7 @@
 //! task its GM retries elsewhere (`FaultConfig::worker_fence`).
 
 use super::{Ev, World};
-use worker::core::WorkerInput;
+use worker_core::WorkerInput;
 
 impl World<'_> {
     /// Fences are on: the LMs have worker liveness and give leases.
@@ -15,7 +15,7 @@ impl World<'_> {
             .config
             .worker_timeout
             .filter(|_| self.config.worker_fence)?;
-        Some(worker::core::fence_after(timeout))
+        Some(worker_core::fence_after(timeout))
     }
 
     /// Worker `w`'s LM confirmed it now: its lease starts again, a fence is lifted.

@@ -13,7 +13,7 @@ use super::{Ev, Sim};
 use crate::sim::{CostModel, LmPublish};
 use common::protocol::LmToGm;
 use common::Micros;
-use global_master::core::GmInput;
+use gm_core::GmInput;
 
 impl Sim<'_> {
     /// The state of LM `l` changed at `at` (when its step was done).

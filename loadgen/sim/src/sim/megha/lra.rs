@@ -2,7 +2,7 @@
 //!
 //! A job whose tasks are all `long_running` is an LRA: task `j` is container `j`
 //! (its resources, tags and duration). It goes to the designated GM's
-//! [`GlobalMaster::submit_lra`](global_master::core::GlobalMaster::submit_lra); a
+//! [`GlobalMaster::submit_lra`](gm_core::GlobalMaster::submit_lra); a
 //! `GmLraPass` event runs the placer when the interval allows, and its launch batches
 //! travel like any other. Container ends reach the designated GM as the LM's
 //! `Finished` events would (two network delays after the worker's report). The
@@ -12,9 +12,9 @@ use super::Sim;
 use crate::sim::ledger::Decision;
 use crate::sim::workload::Job;
 use common::{GmId, Micros, QueueId, TaskId, TaskKind};
-use global_master::core::lra_path::{container_task, LraSubmission};
-use global_master::core::GmInput;
-use global_master::lra::{ContainerRequest, LraId, LraRequest};
+use gm_core::lra_path::{container_task, LraSubmission};
+use gm_core::GmInput;
+use lra_placer::{ContainerRequest, LraId, LraRequest};
 
 /// True for a job made of `long_running` tasks only.
 pub(super) fn is_lra(job: &Job) -> bool {

@@ -544,7 +544,7 @@ impl Checker {
 /// The two "at every event" checks over the roles' states: no node over-committed at
 /// its LM, no task on two workers.
 pub fn running_once<'a>(
-    running: impl Iterator<Item = (u32, &'a [worker::core::RunningTask])>,
+    running: impl Iterator<Item = (u32, &'a [worker_core::RunningTask])>,
 ) -> Result<(), Broken> {
     let mut seen: HashMap<TaskId, u32> = HashMap::new();
     for (w, tasks) in running {
@@ -561,7 +561,7 @@ pub fn running_once<'a>(
 }
 
 /// No node's allocations at `lm` exceed its capacity.
-pub fn not_over_committed(lm: &local_master::LocalMaster) -> Result<(), Broken> {
+pub fn not_over_committed(lm: &lm_core::LocalMaster) -> Result<(), Broken> {
     let topology = lm.topology();
     let mut used = vec![common::Resources::default(); topology.node_count()];
     for a in lm.running().values() {
