@@ -12,7 +12,7 @@
 //!    own record of each task gives submit-to-running (`started_at_us` at the worker
 //!    minus `submitted_at_us` at the GM; one host, one clock).
 
-use crate::report::Distribution;
+use megha_sim::report::Distribution;
 use actix::prelude::*;
 use anyhow::{bail, Context, Result};
 use clap::Args;

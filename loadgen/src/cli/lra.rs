@@ -3,7 +3,7 @@
 //!
 //! The placers read no clock; latency is measured here around each `solve` call.
 
-use crate::lra_workload::{cluster, hbase, hbase_paired, lras_for_utilisation, manager};
+use megha_sim::lra_workload::{cluster, hbase, hbase_paired, lras_for_utilisation, manager};
 use anyhow::{anyhow, Context};
 use common::NodeId;
 use global_master::lra::{

@@ -1,10 +1,10 @@
 //! `loadgen trace ...`: statistics, conversion to `.tr`, and the streaming benchmark.
 
-use crate::trace::bench::{self, BenchFormat};
-use crate::trace::options::{clock_seed, TraceOptionsArgs};
-use crate::trace::stats::{write_csv, write_table, TraceStats};
-use crate::trace::tr::write_tr;
-use crate::trace::{open_trace, SourceConfig, TraceFormat, TraceJob, TraceSource};
+use megha_sim::trace::bench::{self, BenchFormat};
+use megha_sim::trace::options::{clock_seed, TraceOptionsArgs};
+use megha_sim::trace::stats::{write_csv, write_table, TraceStats};
+use megha_sim::trace::tr::write_tr;
+use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob, TraceSource};
 use anyhow::Context;
 use common::Micros;
 use std::fs::File;

@@ -5,8 +5,8 @@
 
 use super::facts::ClusterFacts;
 use super::recorder::Recorder;
-use crate::sim::workload::Job;
-use crate::sim::SimOutcome;
+use megha_sim::sim::workload::Job;
+use megha_sim::sim::SimOutcome;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Micros};

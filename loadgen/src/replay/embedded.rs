@@ -8,7 +8,7 @@
 
 use super::driver::{SubmitError, Submitter};
 use super::facts::ClusterFacts;
-use crate::sim::MercuryOptions;
+use megha_sim::sim::MercuryOptions;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Context, Result};
 use common::cluster::ClusterSpec;

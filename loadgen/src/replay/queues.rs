@@ -3,8 +3,8 @@
 //! services; a trace job that names its queue keeps it, the others are spread over
 //! the queues round-robin in arrival order, as the simulator does.
 
-use crate::sim::workload::Job;
-use crate::trace::TraceJob;
+use megha_sim::sim::workload::Job;
+use megha_sim::trace::TraceJob;
 use anyhow::{bail, Result};
 use common::fairness::FairnessConfig;
 use common::QueueId;
@@ -55,8 +55,8 @@ pub fn queue_name(fairness: Option<&FairnessConfig>, queue: QueueId) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::workload::{build, ConstraintMode, WorkloadOptions};
-    use crate::trace::TraceTask;
+    use megha_sim::sim::workload::{build, ConstraintMode, WorkloadOptions};
+    use megha_sim::trace::TraceTask;
     use common::fairness::SharePolicy;
     use common::{Micros, Resources};
 

@@ -1,7 +1,7 @@
 //! Unit tests of `model.rs`.
 
 use super::*;
-use crate::trace::TraceTask;
+use megha_sim::trace::TraceTask;
 use clap::Parser;
 
 #[derive(Parser)]
