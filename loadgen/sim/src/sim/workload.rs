@@ -92,3 +92,8 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
     jobs.sort_by_key(|j| j.arrival);
     jobs
 }
+
+/// True for a job made of `long_running` tasks only.
+pub(crate) fn is_lra(job: &Job) -> bool {
+    !job.tasks.is_empty() && job.tasks.iter().all(|t| t.kind == common::TaskKind::LongRunning)
+}

@@ -11,15 +11,10 @@
 use super::Sim;
 use crate::sim::ledger::Decision;
 use crate::sim::workload::Job;
-use common::{GmId, Micros, QueueId, TaskId, TaskKind};
+use common::{GmId, Micros, QueueId, TaskId};
 use gm_core::lra_path::{container_task, LraSubmission};
 use gm_core::GmInput;
 use lra_placer::{ContainerRequest, LraId, LraRequest};
-
-/// True for a job made of `long_running` tasks only.
-pub(super) fn is_lra(job: &Job) -> bool {
-    !job.tasks.is_empty() && job.tasks.iter().all(|t| t.kind == TaskKind::LongRunning)
-}
 
 impl Sim<'_> {
     pub(super) fn install_operator_constraints(&mut self) {

@@ -4,11 +4,10 @@
 //! core), and an LM's message carries its snapshot inline (192 bytes): the queue
 //! moves events of two words, each naming the slot where its input waits, and the
 //! input is written once and read once. Slots are reused, so inputs in flight cost
-//! no allocation. Timers carry no input: they are events of their own.
+//! no allocation. Timers carry no input: they are events of their own. Queueing an
+//! input is `post.rs` (a leaf here: the driver imports these types).
 
-use super::Sim;
 use crate::sim::events::Slots;
-use common::Micros;
 use gm_core::GmInput;
 use lm_core::LmInput;
 use worker_core::WorkerInput;
@@ -16,7 +15,7 @@ use worker_core::WorkerInput;
 /// A simulation event: a job arriving from the trace, or an input reaching one role's
 /// core (a message from another role, or one of its timers). Every message travels
 /// as the protocol's enum, so a new message needs no new event. Queue an input with
-/// [`Sim::push_gm`], [`Sim::push_lm`] or [`Sim::push_worker`].
+/// `Sim::push_gm`, `Sim::push_lm` or `Sim::push_worker` (`post.rs`).
 pub(super) enum Ev {
     JobArrival(usize),
     /// An input reaching GM `g`, waiting in [`Mailboxes::gm`] at the slot.
@@ -44,34 +43,4 @@ pub(super) struct Mailboxes {
     pub(super) gm: Slots<GmInput>,
     pub(super) lm: Slots<LmInput>,
     pub(super) worker: Slots<WorkerInput>,
-}
-
-impl Sim<'_> {
-    /// Queues `input` reaching GM `g` at `at`.
-    pub(super) fn push_gm(&mut self, at: Micros, g: usize, input: GmInput) {
-        let ev = match input {
-            GmInput::Schedule => Ev::GmPass(g),
-            GmInput::LraPass => Ev::GmLraPass(g),
-            input => Ev::Gm(g, self.mail.gm.put(input)),
-        };
-        self.push(at, ev);
-    }
-
-    /// Queues `input` reaching LM `l` at `at`.
-    pub(super) fn push_lm(&mut self, at: Micros, l: usize, input: LmInput) {
-        let ev = match input {
-            LmInput::Tick => Ev::LmTick(l),
-            input => Ev::Lm(l, self.mail.lm.put(input)),
-        };
-        self.push(at, ev);
-    }
-
-    /// Queues `input` reaching worker `w` at `at`.
-    pub(super) fn push_worker(&mut self, at: Micros, w: usize, input: WorkerInput) {
-        let ev = match input {
-            WorkerInput::Wake => Ev::WorkerWake(w),
-            input => Ev::Worker(w, self.mail.worker.put(input)),
-        };
-        self.push(at, ev);
-    }
 }

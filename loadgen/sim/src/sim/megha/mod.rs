@@ -12,7 +12,7 @@ mod workers;
 use super::events::EventQueue;
 use super::ledger::TaskRecord;
 use super::probe::{self, Probe};
-use super::workload::Job;
+use super::workload::{is_lra, Job};
 use super::{CostModel, Progress, Run, SimConfig, SimCounters, SimOutcome};
 use common::cluster::ClusterSpec;
 use common::messages::WorkerReport;
@@ -27,6 +27,7 @@ use worker_core::Worker;
 mod gm;
 mod lra;
 mod mail;
+mod post;
 
 use mail::{Ev, Mailboxes};
 
@@ -174,7 +175,7 @@ pub fn simulate(
         designated: designated.index(),
         runs: Vec::with_capacity(total as usize),
         active_run: HashMap::default(),
-        has_lras: jobs.iter().any(lra::is_lra),
+        has_lras: jobs.iter().any(is_lra),
         lra_pass_pending: false,
         lra_fruitless: 0,
         in_flight: 0,
@@ -335,7 +336,7 @@ impl Sim<'_> {
             }
             _ => (k % self.gms.len(), common::QueueId(0)),
         };
-        if lra::is_lra(&jobs[k]) {
+        if is_lra(&jobs[k]) {
             self.lra_arrival(now, &jobs[k], queue);
             return;
         }
