@@ -17,14 +17,14 @@
 //! worker's start as a distribution.
 
 use super::validate;
-use megha_sim::sim::probe::Probe;
-use megha_sim::sim::workload::{self, ConstraintMode, WorkloadOptions};
-use megha_sim::sim::{self, CostModel, SimConfig};
-use megha_sim::trace::TraceFormat;
 use anyhow::{Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::{Micros, Resources};
+use megha_sim::sim::probe::Probe;
+use megha_sim::sim::workload::{self, ConstraintMode, WorkloadOptions};
+use megha_sim::sim::{self, CostModel, SimConfig};
+use megha_sim::trace::TraceFormat;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;

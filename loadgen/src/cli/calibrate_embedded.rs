@@ -21,8 +21,8 @@
 //!   p0 to p100 by 5).
 
 use super::validate;
-use megha_sim::sim::CostModel;
 use anyhow::{bail, Context, Result};
+use megha_sim::sim::CostModel;
 use std::collections::BTreeMap;
 use std::path::Path;
 

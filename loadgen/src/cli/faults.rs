@@ -4,10 +4,10 @@
 //! seed again, printing every event and the violation with its history. Exits
 //! non-zero when an invariant broke.
 
-use megha_sim::sim::faults::{self, FaultConfig, Schedule};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::Micros;
+use megha_sim::sim::faults::{self, FaultConfig, Schedule};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

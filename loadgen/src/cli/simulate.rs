@@ -16,16 +16,16 @@ pub use model::{
 };
 pub use tables::{print_table, print_task_types};
 
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use common::cluster::ClusterSpec;
+use common::Micros;
 use megha_sim::report::{write_summary, write_tasks_file, Summary};
 use megha_sim::sim::task_types;
 use megha_sim::sim::workload;
 use megha_sim::sim::{self, SchedulerKind, SimConfig};
 use megha_sim::trace::options::TraceOptionsArgs;
 use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
-use anyhow::{bail, Context, Result};
-use clap::Args;
-use common::cluster::ClusterSpec;
-use common::Micros;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

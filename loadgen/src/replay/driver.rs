@@ -5,12 +5,12 @@
 
 use super::facts::ClusterFacts;
 use super::recorder::Recorder;
-use megha_sim::sim::workload::Job;
-use megha_sim::sim::SimOutcome;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Micros};
 use global_master::service::api::NewTask;
+use megha_sim::sim::workload::Job;
+use megha_sim::sim::SimOutcome;
 use service_kit::clock;
 use service_kit::links::BoxFut;
 use std::sync::Arc;

@@ -5,10 +5,10 @@
 
 use super::driver::ReplayResult;
 use crate::cli::simulate::print_table;
-use megha_sim::report::{write_run, Summary};
 use anyhow::{Context, Result};
 use common::fairness::FairnessConfig;
 use common::Micros;
+use megha_sim::report::{write_run, Summary};
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -156,10 +156,7 @@ impl MercuryOptions {
     }
 
     /// A GM configuration with these QUEUEABLE knobs.
-    pub fn gm_config(
-        &self,
-        config: gm_core::GmConfig,
-    ) -> gm_core::GmConfig {
+    pub fn gm_config(&self, config: gm_core::GmConfig) -> gm_core::GmConfig {
         gm_core::GmConfig {
             queueable_top_k: self.top_k.max(1),
             queueable_cap: self.cap,
@@ -192,4 +189,3 @@ impl Default for SimConfig {
         }
     }
 }
-

@@ -30,10 +30,10 @@ pub mod sparrow;
 pub mod task_types;
 pub mod workload;
 
-pub use costs::CostModel;
 use common::cluster::{ClusterSpec, LmSpec};
 use common::LmId;
 pub use config::{LmPublish, MercuryOptions, SchedulerKind, SimConfig};
+pub use costs::CostModel;
 pub use outcome::{Progress, Run, SimCounters, SimOutcome};
 
 /// Runs one scheduler over the jobs on the cluster.

@@ -95,5 +95,9 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
 
 /// True for a job made of `long_running` tasks only.
 pub(crate) fn is_lra(job: &Job) -> bool {
-    !job.tasks.is_empty() && job.tasks.iter().all(|t| t.kind == common::TaskKind::LongRunning)
+    !job.tasks.is_empty()
+        && job
+            .tasks
+            .iter()
+            .all(|t| t.kind == common::TaskKind::LongRunning)
 }

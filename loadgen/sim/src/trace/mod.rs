@@ -11,10 +11,10 @@
 //! - [`synth`], [`bench`]: synthetic files and the streaming benchmark.
 //! - [`report`]: [`ReadReport`], what a reader dropped or patched and why.
 
-mod job;
 pub mod alibaba;
 pub mod bench;
 pub mod google;
+mod job;
 pub mod options;
 pub mod report;
 pub mod source;
@@ -22,6 +22,6 @@ pub mod stats;
 pub mod synth;
 pub mod tr;
 
+pub use job::{read_all, DagStage, TraceError, TraceJob, TraceTask};
 pub use report::ReadReport;
 pub use source::{open_trace, SourceConfig, TraceFormat, TraceSource};
-pub use job::{read_all, DagStage, TraceError, TraceJob, TraceTask};

@@ -1,11 +1,11 @@
 //! Mercury's flags ([`MercuryArgs`]): task types, and the QUEUEABLE placement and
 //! load-shaping knobs.
 
-use megha_sim::sim::task_types::TaskTypes;
-use megha_sim::sim::SimConfig;
 use anyhow::{bail, Result};
 use clap::Args;
 use common::Micros;
+use megha_sim::sim::task_types::TaskTypes;
+use megha_sim::sim::SimConfig;
 
 /// Mercury's task types and their placement and load-shaping knobs.
 #[derive(Args, Debug, Clone)]

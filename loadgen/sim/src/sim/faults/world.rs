@@ -7,8 +7,7 @@ use super::plan::{self, Fault, Link, LinkRates, Role, Schedule};
 use super::{FaultConfig, RunReport};
 use crate::sim::events::EventQueue;
 use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
-use common::messages::HeldTask;
-use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
+use common::protocol::{GmToLm, LmToGm};
 use common::rng::{seeded, Rng, SeededRng};
 use common::{ConstraintSet, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
 use gm_core::{GlobalMaster, GmInput};
@@ -18,7 +17,9 @@ use workload::workload;
 
 use worker_core::Worker;
 
+mod event;
 mod fence;
+mod in_doubt;
 mod journal;
 mod liveness;
 mod lm_restart;
@@ -28,11 +29,13 @@ mod trace;
 mod workers;
 mod workload;
 
+use event::{Ev, Item};
+use in_doubt::InDoubt;
 use trace::{describe, describe_item, describe_request, tasks};
 
-/// Stream of the per-message faults and the workload (the schedule has its own).
+/// Stream of the per-message faults (the workload's is in `workload.rs`; the
+/// schedule has its own).
 const NET_STREAM: u64 = 0xFA18;
-const WORKLOAD_STREAM: u64 = 0xFA19;
 /// Every role's clock reads this plus simulated time plus its skew, so that a clock
 /// behind by seconds stays positive.
 const EPOCH: u64 = 1_000_000_000_000;
@@ -43,22 +46,6 @@ const UNREACHABLE_AFTER: Micros = Micros(100_000);
 const BUSY_RETRY_AFTER: Micros = Micros(1_000_000);
 /// A stream that could not deliver tries again after this.
 const STREAM_RETRY: Micros = Micros(50_000);
-
-/// What travels on an ordered stream.
-#[derive(Clone, Debug)]
-enum Item {
-    ToGm(LmToGm),
-    /// An order, and the call whose answer waits for it, if any.
-    ToWorker(LmToWorker, Option<u64>),
-    ToLm(WorkerToLm),
-    /// A worker registers with its LM (after either restarted).
-    Register {
-        holding: Vec<HeldTask>,
-        ended: Vec<common::messages::TaskEnd>,
-        /// The worker process life that sent it (its order key, in the service).
-        life: u32,
-    },
-}
 
 #[derive(Debug, Default)]
 struct Stream {
@@ -99,34 +86,6 @@ struct Held {
     answer: Option<LmToGm>,
 }
 
-#[derive(Debug)]
-enum Ev {
-    Arrival(usize),
-    Fault(Fault),
-    Pass(u16, u32),
-    Tick(u16, u32),
-    Wake(u32, u32),
-    /// A worker's fence timer: (worker, its life).
-    Fence(u32, u32),
-    Attempt(u64),
-    Timeout(u64, u32),
-    Request(u64, u32, GmToLm),
-    Answer(u64, u32, LmToGm),
-    /// An LM's "busy" answer to a call's attempt.
-    Busy(u64, u32),
-    Pump(Role, Role),
-    State(u16, LmToGm),
-    Settle(u64),
-    /// A GM's own wake-up (a retry's backoff ended, a cancel is due again).
-    GmTick(u16, u32),
-    /// A GM asks a restarted LM about its tasks there: (GM, its life, LM, when the
-    /// GM saw the new life).
-    LmReconcile(u16, u32, u16, Micros),
-    /// A restarted GM asks silent LMs again before resuming the tasks they may
-    /// run: (GM, its life).
-    ResumeAsk(u16, u32),
-}
-
 pub(super) struct World<'a> {
     seed: u64,
     config: &'a FaultConfig,
@@ -148,7 +107,7 @@ pub(super) struct World<'a> {
     /// Per (GM, restarted LM): questions that went unanswered.
     reconcile_asks: HashMap<(u16, u16), u32>,
     /// Per restarted GM: its tasks waiting for silent LMs' answers.
-    resume_doubt: HashMap<u16, journal::InDoubt>,
+    resume_doubt: HashMap<u16, InDoubt>,
     gms: Vec<Option<GlobalMaster>>,
     gm_life: Vec<u32>,
     pass_pending: Vec<bool>,

@@ -21,8 +21,8 @@ use common::{GmId, Micros, TaskId, TaskKind};
 use gm_core::{GlobalMaster, GmConfig, GmInput};
 use lm_core::{LmConfig, LmInput, LmOutput, LocalMaster};
 use rustc_hash::FxHashMap as HashMap;
-use worker_core::{WorkerInput, WorkerOutput};
 use worker_core::Worker;
+use worker_core::{WorkerInput, WorkerOutput};
 
 mod gm;
 mod lra;

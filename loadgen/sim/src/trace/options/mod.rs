@@ -15,8 +15,8 @@
 //!
 //! Constraint synthesis is carried along for the simulator and not applied here.
 
-mod reshape;
 mod args;
+mod reshape;
 
 pub use args::{clock_seed, ScalePreset, TraceOptionsArgs};
 pub use reshape::{OptionError, ResourceScale, Sampling, Selected, SpeedUp, TraceOptions};

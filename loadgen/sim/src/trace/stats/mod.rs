@@ -11,6 +11,6 @@ mod gather;
 mod histogram;
 mod render;
 
+pub use gather::{Bucket, TooManyBuckets, TraceStats, MAX_BUCKETS};
 pub use histogram::LogHistogram;
 pub use render::{write_csv, write_table};
-pub use gather::{Bucket, TooManyBuckets, TraceStats, MAX_BUCKETS};

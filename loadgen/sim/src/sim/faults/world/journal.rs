@@ -1,7 +1,10 @@
 //! A GM restarted on its journal, as the GM service does it: the reconcile exchange
 //! with the LMs it can reach, then its open tasks resumed as new runs.
 
-use super::{tasks, Ev, World};
+use super::event::Ev;
+use super::in_doubt::InDoubt;
+use super::trace::tasks;
+use super::World;
 use crate::sim::faults::plan::Role;
 use common::messages::ReconcileRequest;
 use common::protocol::{GmToLm, LmToGm};
@@ -178,11 +181,3 @@ type Reconciled = (HashMap<TaskId, (u16, u32)>, HashSet<TaskId>, Vec<u16>);
 
 /// How soon silent LMs are asked again (the GM service's `ASK_AGAIN`).
 const ASK_AGAIN: Micros = Micros(3_000_000);
-
-/// A restarted GM's tasks waiting on silent LMs.
-#[derive(Debug)]
-pub(super) struct InDoubt {
-    tasks: Vec<TaskId>,
-    silent: Vec<u16>,
-    deadline: Micros,
-}

@@ -1,6 +1,6 @@
 //! One-line descriptions of events and messages for the history and the trace.
 
-use super::{Ev, Item};
+use super::event::{Ev, Item};
 use common::messages::{LaunchOutcome, WorkerReport};
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::TaskId;

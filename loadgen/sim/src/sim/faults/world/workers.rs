@@ -7,8 +7,8 @@ use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::Role;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{NodeId, Resources, TaskId};
-use worker_core::{WorkerInput, WorkerOutput};
 use worker_core::Worker;
+use worker_core::{WorkerInput, WorkerOutput};
 
 impl World<'_> {
     pub(super) fn worker_of(&self, l: u16, node: NodeId) -> u32 {

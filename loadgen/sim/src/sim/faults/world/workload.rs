@@ -1,9 +1,11 @@
 //! The jobs a fault run replays.
 
-use super::WORKLOAD_STREAM;
 use crate::sim::faults::FaultConfig;
 use common::rng::{seeded, Rng};
 use common::{JobId, Micros, Resources, TaskId, TaskSpec};
+
+/// Stream of the workload's draws (the faults and the schedule have their own).
+const WORKLOAD_STREAM: u64 = 0xFA19;
 
 /// The trace of a run: jobs of 1 to `max_tasks` one-core tasks of 0.2 s to
 /// `max_duration` (3 s by default),
