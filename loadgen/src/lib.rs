@@ -1,25 +1,20 @@
-//! Load generation and evaluation: trace readers, the deterministic data-center
-//! simulator that drives the real scheduling cores, and reports.
+//! `loadgen`: the command line of the simulators, and what needs the running services:
+//! HTTP replay, the embedded cluster, the end-to-end benches and the calibration.
+//!
+//! The simulators, trace readers, reports and plots live in the `megha-sim` crate
+//! (`loadgen/sim`, which links no service code); they are re-exported here under their
+//! old paths (`loadgen::sim`, `loadgen::trace`, ...). The cluster's client `megha` is the
+//! `megha-client` crate (`loadgen/client`).
 //!
 //! Layout:
-//! - [`trace`]: streaming trace readers (`.tr`, Alibaba 2018, Google 2019), options
-//!   (window, sampling, speed-up, scaling) and statistics.
-//! - [`sim`]: the discrete-event simulator (Megha, Sparrow, centralized).
-//! - [`report`]: `tasks.csv` and `summary.json`.
-//! - [`plots`]: `loadgen report`: SVG figures and an HTML page from runs.
-//! - [`lra_workload`]: HBase-like long-running applications for the MEDEA experiments.
-//! - [`fairness`]: Jain's index and per-queue shares of a run.
+//! - [`cli`]: command-line front ends, one file per subcommand (`simulate`, `bench*`,
+//!   `trace`, `lra`, `replay`, `calibrate`, `faults`, `report`, `certs`).
 //! - [`replay`]: replaying a trace against running services (HTTP + RabbitMQ) or an
 //!   embedded cluster, and rebuilding the same reports from the event stream.
-//! - [`cli`]: command-line front ends; [`client`]: `megha`, the cluster's
-//!   command-line client (binary `src/bin/megha.rs`).
+//! - re-exported from `megha-sim`: [`trace`], [`sim`], [`report`], [`plots`],
+//!   [`lra_workload`], [`fairness`].
 
 pub mod cli;
-pub mod client;
-pub mod fairness;
-pub mod lra_workload;
-pub mod plots;
 pub mod replay;
-pub mod report;
-pub mod sim;
-pub mod trace;
+
+pub use megha_sim::{fairness, lra_workload, plots, report, sim, trace};

@@ -11,12 +11,12 @@ use super::replay::{in_actix_system, replay_embedded};
 use crate::replay::driver::{replay, ReplayOptions, ReplayResult};
 use crate::replay::embedded::EmbeddedConfig;
 use crate::replay::net;
-use crate::report::Distribution;
-use crate::sim::workload::Job;
 use anyhow::{bail, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::{Micros, Resources, TaskId, TaskSpec};
+use megha_sim::report::Distribution;
+use megha_sim::sim::workload::Job;
 use std::time::Duration;
 
 #[derive(Args, Debug)]

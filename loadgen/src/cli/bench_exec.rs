@@ -12,13 +12,13 @@
 //!    own record of each task gives submit-to-running (`started_at_us` at the worker
 //!    minus `submitted_at_us` at the GM; one host, one clock).
 
-use crate::report::Distribution;
 use actix::prelude::*;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::messages::{StartTask, WorkerAssignment, WorkerReport};
 use common::protocol::LmToWorker;
 use common::{ExecCommand, Executor, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use megha_sim::report::Distribution;
 use serde_json::{json, Value};
 use service_kit::links::fn_link;
 use std::sync::Arc;

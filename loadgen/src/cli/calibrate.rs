@@ -4,7 +4,7 @@
 //! model, and prints how close the allocation-time distributions are.
 //!
 //! The processing costs come from a calibration simulation with the probe on
-//! ([`crate::sim::probe`]): the simulator calls the very cores the services run, so
+//! ([`megha_sim::sim::probe`]): the simulator calls the very cores the services run, so
 //! timing each `step` on a realistic run (a moderate trace on a 1,000-node cluster)
 //! times the GM's decisions and bit-vector scans, its snapshot apply, the LM's batch
 //! validation and snapshot building, its worker reports and the worker's start. The
@@ -17,14 +17,14 @@
 //! worker's start as a distribution.
 
 use super::validate;
-use crate::sim::probe::Probe;
-use crate::sim::workload::{self, ConstraintMode, WorkloadOptions};
-use crate::sim::{self, CostModel, SimConfig};
-use crate::trace::TraceFormat;
 use anyhow::{Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::{Micros, Resources};
+use megha_sim::sim::probe::Probe;
+use megha_sim::sim::workload::{self, ConstraintMode, WorkloadOptions};
+use megha_sim::sim::{self, CostModel, SimConfig};
+use megha_sim::trace::TraceFormat;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;

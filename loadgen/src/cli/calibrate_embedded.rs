@@ -21,8 +21,8 @@
 //!   p0 to p100 by 5).
 
 use super::validate;
-use crate::sim::CostModel;
 use anyhow::{bail, Context, Result};
+use megha_sim::sim::CostModel;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -214,7 +214,7 @@ fn read(dir: &Path) -> Result<Vec<Spans>> {
 #[cfg(test)]
 mod tests {
     use super::{fit, line, median, Spans};
-    use crate::sim::CostModel;
+    use megha_sim::sim::CostModel;
 
     /// Jobs of 1, 4, 16, 48 tasks: submission 80 us, a hop of 60 us plus 1.5 us per
     /// task of the job (the GM's pass), starts of 100 + (0..10) x 10 us.

@@ -5,12 +5,12 @@
 
 use super::facts::ClusterFacts;
 use super::recorder::Recorder;
-use crate::sim::workload::Job;
-use crate::sim::SimOutcome;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Micros};
 use global_master::service::admission::api::NewTask;
+use megha_sim::sim::workload::Job;
+use megha_sim::sim::SimOutcome;
 use service_kit::clock;
 use service_kit::links::BoxFut;
 use std::sync::Arc;

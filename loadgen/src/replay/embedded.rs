@@ -8,7 +8,6 @@
 
 use super::driver::{SubmitError, Submitter};
 use super::facts::ClusterFacts;
-use crate::sim::MercuryOptions;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Context, Result};
 use common::cluster::ClusterSpec;
@@ -28,6 +27,7 @@ use local_master::service::actor::gm::FromGm;
 use local_master::service::actor::workers::{FromWorker, Register};
 use local_master::service::actor::{LmActor, PublishNow};
 use local_master::service::orders::GmLink;
+use megha_sim::sim::MercuryOptions;
 use service_kit::links::{fn_link, LinkError, Sink};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

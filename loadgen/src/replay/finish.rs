@@ -5,10 +5,10 @@
 
 use super::driver::ReplayResult;
 use crate::cli::simulate::print_table;
-use crate::report::{write_run, Summary};
 use anyhow::{Context, Result};
 use common::fairness::FairnessConfig;
 use common::Micros;
+use megha_sim::report::{write_run, Summary};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -67,7 +67,7 @@ pub fn finish_with(result: &ReplayResult, o: &ReportOptions) -> Result<bool> {
             );
         } else {
             let fair =
-                crate::fairness::report(o.out, queues, facts.capacity, &result.outcome, window)
+                megha_sim::fairness::report(o.out, queues, facts.capacity, &result.outcome, window)
                     .with_context(|| format!("cannot write shares.csv to {}", o.out.display()))?;
             summary.fairness = Some(fair);
         }

@@ -4,40 +4,18 @@
 
 use super::facts::ClusterFacts;
 use common::events::TaskEvent;
-use common::fairness::FairnessConfig;
 use common::Resources;
-use global_master::service::admission::api::NewTask;
-use serde_json::{json, Value};
+use serde_json::Value;
 use service_kit::amqp::{subscribe, LinkStatus, Subscription, SubscriptionHandle};
 use service_kit::topology::Exchange;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+mod body;
 mod submit;
+pub use body::job_body;
 pub use submit::http_submitter;
-
-/// The JSON body of `POST /v1/jobs` for these tasks; queues by name (left out
-/// without queues: the GMs' implicit `default` queue).
-pub fn job_body(tasks: &[NewTask], queues: Option<&FairnessConfig>) -> Value {
-    let tasks: Vec<Value> = tasks
-        .iter()
-        .map(|t| {
-            let mut task = json!({
-                "resources": {"cpu_millis": t.resources.cpu_millis, "memory_mb": t.resources.memory_mb},
-                "constraints": t.constraints.iter().collect::<Vec<_>>(),
-                "duration_ms": t.duration.0 as f64 / 1000.0,
-                "kind": t.kind,
-                "tags": t.tags,
-            });
-            if let Some(name) = super::queues::queue_name(queues, t.queue) {
-                task["queue"] = Value::String(name);
-            }
-            task
-        })
-        .collect();
-    json!({ "tasks": tasks })
-}
 
 /// Consumes every task event of `cluster` into a channel, from its durable queue
 /// `queue` (named `<cluster>.<queue>` on the broker).

@@ -3,11 +3,11 @@
 //! services; a trace job that names its queue keeps it, the others are spread over
 //! the queues round-robin in arrival order, as the simulator does.
 
-use crate::sim::workload::Job;
-use crate::trace::TraceJob;
 use anyhow::{bail, Result};
 use common::fairness::FairnessConfig;
 use common::QueueId;
+use megha_sim::sim::workload::Job;
+use megha_sim::trace::TraceJob;
 
 /// Sets the queue of every task of `jobs` (built from `trace`).
 pub fn assign_queues(
@@ -55,10 +55,10 @@ pub fn queue_name(fairness: Option<&FairnessConfig>, queue: QueueId) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::workload::{build, ConstraintMode, WorkloadOptions};
-    use crate::trace::TraceTask;
     use common::fairness::SharePolicy;
     use common::{Micros, Resources};
+    use megha_sim::sim::workload::{build, ConstraintMode, WorkloadOptions};
+    use megha_sim::trace::TraceTask;
 
     fn trace(queues: &[Option<&str>]) -> Vec<TraceJob> {
         queues

@@ -9,11 +9,11 @@
 //! kind and timestamp, are dropped. Events for jobs not (yet) known are held until
 //! the submission answer names the job.
 
-use crate::sim::ledger::{Decision, TaskRecord};
-use crate::sim::workload::Job;
-use crate::sim::{Run, SimCounters, SimOutcome};
 use common::events::{TaskEvent, TaskEventKind};
 use common::{JobId, Micros, QueueId, Resources, TaskId, TaskKind};
+use megha_sim::sim::ledger::{Decision, TaskRecord};
+use megha_sim::sim::workload::Job;
+use megha_sim::sim::{Run, SimCounters, SimOutcome};
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug)]

@@ -34,6 +34,8 @@ pub fn bin_dir() -> PathBuf {
             "worker",
             "-p",
             "loadgen",
+            "-p",
+            "megha-client",
         ]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");

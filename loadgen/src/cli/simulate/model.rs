@@ -2,13 +2,13 @@
 //! sizes, constraints, costs, heartbeats, publication, fairness, and the `megha3`
 //! preset with the trace adjustments it implies.
 
-use crate::sim::workload::{ConstraintMode, WorkloadOptions};
-use crate::sim::{self, SchedulerKind, SimConfig};
-use crate::trace::TraceJob;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::fairness::FairnessConfig;
 use common::{Micros, Resources};
+use megha_sim::sim::workload::{ConstraintMode, WorkloadOptions};
+use megha_sim::sim::{self, SchedulerKind, SimConfig};
+use megha_sim::trace::TraceJob;
 use std::path::PathBuf;
 
 /// Workload and model options shared by simulate and bench.

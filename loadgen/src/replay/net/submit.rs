@@ -5,7 +5,7 @@
 //! second job (the GM keeps its keys in its data dir, which a standby takes over).
 
 use super::super::driver::{SubmitError, Submitter};
-use super::job_body;
+use super::body::job_body;
 use common::fairness::FairnessConfig;
 use common::JobId;
 use global_master::service::admission::api::NewTask;

@@ -1,8 +1,8 @@
 //! Unit tests of `model.rs`.
 
 use super::*;
-use crate::trace::TraceTask;
 use clap::Parser;
+use megha_sim::trace::TraceTask;
 
 #[derive(Parser)]
 struct Cli {

@@ -1,0 +1,453 @@
+//! `megha`, the command-line client: submit jobs, list them, follow one, cancel it,
+//! read a task's output and look at the nodes, against a global master's public API.
+//! Human tables by default, `--json` for scripts. Its own crate (package `megha-client`,
+//! binary `megha`, built as `target/<profile>/megha`), so that a newcomer looking for the
+//! client finds it, and the client links no scheduler code.
+//!
+//! Layout:
+//! - this file: the arguments ([`Cli`]) and the commands; `src/main.rs`: the binary;
+//! - [`render`]: the tables (pure, unit-tested);
+//! - [`top`]: the summary of `megha top` (pure, unit-tested).
+
+pub mod render;
+pub mod top;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "megha",
+    version,
+    about = "Command-line client of a Megha cluster: submit jobs, follow them, cancel them, read their output, see the nodes.",
+    long_about = "Command-line client of a Megha cluster. It talks to one global master (GM) over its \
+public HTTP API: --gm URL, or the MEGHA_GM environment variable (default http://127.0.0.1:8080). \
+A GM with a standby has two addresses, --gm 'URL|URL': the first that serves answers.",
+    after_help = "Examples:
+  megha run -- sh -c 'echo hello'             one task running a command
+  megha run --count 4 --max-attempts 3 -- ./train.sh
+  megha run job.json                          a job file (the POST /v1/jobs body; .toml too)
+  megha status --state active                 the GM's jobs
+  megha status 281474976710657                one job and its tasks
+  megha pending                               queued tasks and why each waits
+  megha logs 281474976710657 0 --follow       a task's output as it grows
+  megha cancel 281474976710657
+  megha nodes
+  megha top                                   a live summary (Ctrl-C to quit); --once for scripts"
+)]
+pub struct Cli {
+    /// The global master's base URL; `URL|URL` for a GM and its standby (the
+    /// first that serves answers).
+    #[arg(
+        long,
+        env = "MEGHA_GM",
+        default_value = "http://127.0.0.1:8080",
+        global = true
+    )]
+    pub gm: String,
+    /// File holding your API token (or the token itself in MEGHA_TOKEN); see the
+    /// README's "Security".
+    #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    /// A CA (PEM) to trust for an https:// GM, besides the system roots.
+    #[arg(long, env = "MEGHA_TLS_CA_FILE", value_name = "FILE", global = true)]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Print the GM's JSON answers instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit a job: a job file (JSON or TOML, the body of POST /v1/jobs), or a
+    /// command after `--` run by `--count` tasks.
+    #[command(visible_alias = "submit")]
+    Run {
+        /// A job file (.json or .toml). Leave out to give a command after `--`.
+        file: Option<PathBuf>,
+        /// Tasks running the command.
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        /// CPU per task, in thousandths of a core.
+        #[arg(long, default_value_t = 1000)]
+        cpu_millis: u64,
+        /// Memory per task, in MiB.
+        #[arg(long, default_value_t = 256)]
+        memory_mb: u64,
+        /// The user queue (when the cluster has queues).
+        #[arg(long)]
+        queue: Option<String>,
+        /// Runs of a failed task at most, the first included (1: no retry).
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        /// A label for `megha jobs --user`.
+        #[arg(long, env = "USER")]
+        user: Option<String>,
+        /// The command and its arguments.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// The GM's jobs, oldest first; with a JOB id, that job and its tasks (the
+    /// first 100: state, run, where, why).
+    #[command(visible_alias = "jobs")]
+    Status {
+        /// One job's id (leave out to list jobs).
+        job: Option<u64>,
+        /// Only jobs in this state: active, finished, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        queue: Option<String>,
+        #[arg(long)]
+        user: Option<String>,
+        /// Jobs per page (at most 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// The page after this job id (the `next` of the previous page).
+        #[arg(long)]
+        after: Option<u64>,
+    },
+    /// One job, with its tasks (the same as `status JOB`).
+    #[command(hide = true)]
+    Job { id: u64 },
+    /// Queued tasks, longest waiting first, and why each is not running.
+    Pending {
+        /// Tasks to show (at most 10,000); the total is always given.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// A live summary: per queue running, starting and pending tasks; per LM its
+    /// nodes idle, busy and full; the newest jobs. Refreshes until Ctrl-C.
+    Top {
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
+        interval: f64,
+        /// Print once and exit (for scripts and tests).
+        #[arg(long)]
+        once: bool,
+        /// How many of the newest jobs to list.
+        #[arg(long, default_value_t = 10)]
+        jobs: usize,
+        /// An LM state older than this (milliseconds) is shown `stale`.
+        #[arg(long, default_value_t = 30_000)]
+        stale_ms: u64,
+    },
+    /// Cancel a job: its queued tasks leave the queues, its running ones are killed.
+    Cancel { id: u64 },
+    /// A task's output (stdout unless --stderr).
+    Logs {
+        job: u64,
+        index: u32,
+        #[arg(long)]
+        stderr: bool,
+        /// The last N lines only.
+        #[arg(long)]
+        tail: Option<usize>,
+        /// Keep printing as the task writes, until it ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// The nodes as the GM sees them (per local master and partition).
+    Nodes {
+        /// Totals per partition only.
+        #[arg(long)]
+        summary: bool,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("megha: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("megha: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The GM's addresses (`--gm URL|URL...`: a GM and its standby): calls go to the
+/// first that serves.
+struct Gm {
+    bases: Vec<String>,
+    client: reqwest::Client,
+}
+
+impl Gm {
+    fn new(gm: &str, client: reqwest::Client) -> Gm {
+        let mut bases = service_kit::links::alternatives(gm);
+        if bases.is_empty() {
+            bases.push(gm.to_owned());
+        }
+        Gm { bases, client }
+    }
+
+    /// Sends a request to each address in turn until one serves: an address that is
+    /// unreachable (nothing was delivered) or answers 503 (a standby not in charge, a
+    /// GM going away: nothing was done) is left for the next; the last one's answer
+    /// or error is returned.
+    async fn send(
+        &self,
+        method: &reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<reqwest::Response> {
+        let last = self.bases.len() - 1;
+        for (i, base) in self.bases.iter().enumerate() {
+            let url = format!("{}{path}", base.trim_end_matches('/'));
+            let mut request = self.client.request(method.clone(), &url);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            match request.send().await {
+                Ok(answer) if answer.status().as_u16() == 503 && i < last => continue,
+                Ok(answer) => return Ok(answer),
+                Err(e) if e.is_connect() && i < last => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("{method} {url}: no answer (is the GM running at {base}?)")
+                    })
+                }
+            }
+        }
+        unreachable!("a GM has at least one address")
+    }
+
+    /// A JSON call; a non-2xx answer is an error quoting the GM's reason.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
+        let answer = self.send(&method, path, body).await?;
+        let url = answer.url().to_string();
+        let status = answer.status();
+        let text = answer.text().await.context("reading the answer")?;
+        if !status.is_success() {
+            bail!("{method} {url}: {status}: {}", render::reason(&text));
+        }
+        serde_json::from_str(&text).with_context(|| format!("{url}: not JSON: {text}"))
+    }
+
+    async fn get(&self, path: &str) -> Result<Value> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    if let Some(ca) = &cli.tls_ca_file {
+        service_kit::tls::trust_ca(ca)?;
+    }
+    let token = service_kit::auth::user_token(cli.token_file.as_deref())?;
+    // No overall timeout: `logs --follow` streams for as long as the task runs.
+    let gm = Gm::new(
+        &cli.gm,
+        service_kit::auth::user_client(None, token.as_deref()),
+    );
+    let out = &mut std::io::stdout().lock();
+    let print = |out: &mut dyn Write, value: &Value, table: String| -> Result<()> {
+        if cli.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+        } else {
+            write!(out, "{table}")?;
+        }
+        Ok(())
+    };
+    match cli.command {
+        Command::Run {
+            file,
+            count,
+            cpu_millis,
+            memory_mb,
+            queue,
+            max_attempts,
+            user,
+            command,
+        } => {
+            let body = match (file, command.is_empty()) {
+                (Some(path), true) => read_job_file(&path)?,
+                (None, false) => {
+                    let task = json!({
+                        "resources": {"cpu_millis": cpu_millis, "memory_mb": memory_mb},
+                        "queue": queue,
+                        "executor": {"type": "exec", "command": command},
+                    });
+                    let mut body = json!({"tasks": vec![task; count.max(1)], "user": user});
+                    if let Some(n) = max_attempts {
+                        body["retry"] = json!({"max_attempts": n});
+                    }
+                    body
+                }
+                (Some(_), false) => bail!("give a job file or a command after --, not both"),
+                (None, true) => {
+                    bail!("nothing to submit: give a job file, or a command after -- (megha submit -- echo hello)")
+                }
+            };
+            let answer = gm
+                .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
+                .await?;
+            print(out, &answer, render::submitted(&answer))
+        }
+        Command::Status { job: Some(id), .. } | Command::Job { id } => {
+            let value = job_with_tasks(&gm, id).await?;
+            let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
+            print(out, &value, render::job(&value["job"], &tasks))
+        }
+        Command::Status {
+            job: None,
+            state,
+            queue,
+            user,
+            limit,
+            after,
+        } => {
+            let mut query = vec![format!("limit={limit}")];
+            for (k, v) in [("state", state), ("queue", queue), ("user", user)] {
+                if let Some(v) = v {
+                    query.push(format!("{k}={}", encode(&v)));
+                }
+            }
+            if let Some(after) = after {
+                query.push(format!("after={after}"));
+            }
+            let page = gm.get(&format!("/v1/jobs?{}", query.join("&"))).await?;
+            print(out, &page, render::jobs(&page))
+        }
+        Command::Pending { limit } => {
+            let list = gm.get(&format!("/v1/pending?limit={limit}")).await?;
+            print(out, &list, render::pending(&list))
+        }
+        Command::Top {
+            interval,
+            once,
+            jobs,
+            stale_ms,
+        } => loop {
+            let summary = top_summary(&gm, jobs, stale_ms).await?;
+            if !once && !cli.json {
+                // Clear the screen, cursor home.
+                write!(out, "\x1b[2J\x1b[H")?;
+            }
+            print(out, &summary, render::top(&summary))?;
+            out.flush()?;
+            if once {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_secs_f64(interval)).await;
+        },
+        Command::Cancel { id } => {
+            let path = format!("/v1/jobs/{id}");
+            let job = gm.call(reqwest::Method::DELETE, &path, None).await?;
+            print(out, &job, render::cancelled(&job))
+        }
+        Command::Logs {
+            job,
+            index,
+            stderr,
+            tail,
+            follow,
+        } => {
+            let stream = if stderr { "stderr" } else { "stdout" };
+            let mut path = format!("/v1/tasks/{job}/{index}/logs?stream={stream}&follow={follow}");
+            if let Some(n) = tail {
+                path.push_str(&format!("&tail={n}"));
+            }
+            let mut answer = gm.send(&reqwest::Method::GET, &path, None).await?;
+            if !answer.status().is_success() {
+                let url = answer.url().to_string();
+                let status = answer.status();
+                let text = answer.text().await.unwrap_or_default();
+                bail!("GET {url}: {status}: {}", render::reason(&text));
+            }
+            while let Some(chunk) = answer.chunk().await.context("reading the log")? {
+                out.write_all(&chunk)?;
+                out.flush()?;
+            }
+            Ok(())
+        }
+        Command::Nodes { summary } => {
+            let view = gm.get(&format!("/v1/nodes?summary={summary}")).await?;
+            print(out, &view, render::nodes(&view))
+        }
+    }
+}
+
+/// A job and its first 100 tasks, as `{"job": .., "tasks": [..]}`.
+async fn job_with_tasks(gm: &Gm, id: u64) -> Result<Value> {
+    let job = gm.get(&format!("/v1/jobs/{id}")).await?;
+    let n = job["tasks"].as_u64().unwrap_or(0).min(100);
+    let mut tasks = Vec::new();
+    for index in 0..n {
+        tasks.push(gm.get(&format!("/v1/tasks/{id}/{index}")).await?);
+    }
+    Ok(json!({"job": job, "tasks": tasks}))
+}
+
+/// Every job the GM holds (all pages of `GET /v1/jobs`) and its nodes, summarized.
+async fn top_summary(gm: &Gm, recent: usize, stale_ms: u64) -> Result<Value> {
+    let mut jobs = Vec::new();
+    let mut after: Option<u64> = None;
+    loop {
+        let mut path = "/v1/jobs?limit=1000".to_owned();
+        if let Some(a) = after {
+            path.push_str(&format!("&after={a}"));
+        }
+        let page = gm.get(&path).await?;
+        jobs.extend(page["jobs"].as_array().cloned().unwrap_or_default());
+        match page["next"].as_u64() {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let nodes = gm.get("/v1/nodes").await?;
+    Ok(top::summarize(&jobs, &nodes, recent, stale_ms))
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+/// A job file: JSON, or TOML of the same shape (`.toml`).
+fn read_job_file(path: &std::path::Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let value: toml::Value =
+            toml::from_str(&text).with_context(|| format!("{}: not TOML", path.display()))?;
+        return serde_json::to_value(value).context("TOML to JSON");
+    }
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

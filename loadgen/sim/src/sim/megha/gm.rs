@@ -1,0 +1,168 @@
+//! The GM side of the simulation: scheduling passes (charged per decision) and the
+//! handling of LM answers and snapshots.
+
+use super::Sim;
+use crate::sim::ledger::Decision;
+use crate::sim::{probe, CostModel};
+use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
+use common::protocol::{GmToLm, LmToGm};
+use common::reasons::PendingReason;
+use common::Micros;
+use gm_core::{DecisionOutcome, GmInput, GmOutput};
+
+impl Sim<'_> {
+    pub(super) fn charge_snapshot(&mut self, now: Micros, g: usize, snapshot: &LmSnapshot) {
+        let cost = CostModel::per_unit(snapshot.free.len() as u64, self.costs.gm_snapshot_node_ns);
+        self.gm_busy[g] = now.max(self.gm_busy[g]) + cost;
+    }
+
+    /// An input reaches a GM: a message from an LM (charged per node of the snapshot
+    /// it carries), or one of its timers.
+    pub(super) fn gm_input(&mut self, now: Micros, g: usize, input: GmInput) {
+        match input {
+            GmInput::Schedule => {
+                if now < self.gm_busy[g] {
+                    self.push_gm(self.gm_busy[g], g, GmInput::Schedule);
+                    return;
+                }
+                self.gm_pass_pending[g] = false;
+                let t0 = probe::start(self.probe.is_some());
+                let out = self.gms[g].step(now, GmInput::Schedule);
+                let ns = probe::stop(t0);
+                if let Some(p) = self.probe.as_mut() {
+                    let words = out.decisions.iter().map(|d| d.words).sum();
+                    p.gm_pass.add(out.decisions.len() as u64, words, ns);
+                }
+                self.apply_pass(now, g, out);
+            }
+            GmInput::LraPass => self.lra_pass(now),
+            GmInput::Lm(ref message) => {
+                // The input goes to the core as it came (unpacking and packing it
+                // again would move the message twice).
+                let nodes = message.snapshot().map(|s| s.free.len() as u64);
+                if let Some(snapshot) = message.snapshot() {
+                    self.charge_snapshot(now, g, snapshot);
+                }
+                self.observe_lm_message(now, message);
+                let answer = matches!(message, LmToGm::LaunchAnswer(_));
+                let t0 = probe::start(self.probe.is_some());
+                let out = self.gms[g].step(now, input);
+                let ns = probe::stop(t0);
+                if let (Some(p), Some(nodes), false) = (self.probe.as_mut(), nodes, answer) {
+                    p.gm_snapshot.add(nodes, 0, ns);
+                }
+                if out.wants_pass {
+                    self.request_pass(g, now);
+                }
+                if answer && g == self.designated && self.has_lras {
+                    self.lra_wake(now);
+                }
+            }
+            other => {
+                let out = self.gms[g].step(now, other);
+                if out.wants_pass {
+                    self.request_pass(g, now);
+                }
+            }
+        }
+    }
+
+    /// Books what an LM's message tells about tasks: launches, refusals, preemptions.
+    fn observe_lm_message(&mut self, now: Micros, message: &LmToGm) {
+        match message {
+            LmToGm::LaunchAnswer(response) => {
+                for (task, outcome) in &response.outcomes {
+                    match outcome {
+                        LaunchOutcome::Launched {
+                            placement: Placement::Repartition,
+                        } => self.counters.repartitions += 1,
+                        LaunchOutcome::Launched { .. } => {}
+                        LaunchOutcome::Rejected(_) => {
+                            let rec = self.record(*task);
+                            rec.in_flight_until(now);
+                            rec.rejections += 1;
+                            rec.decision = Decision::Pending;
+                            rec.lm = None;
+                            rec.node = None;
+                            self.counters.lm_rejections += 1;
+                        }
+                    }
+                }
+            }
+            LmToGm::PreemptAnswer(response) => {
+                let rec = self.record(response.task);
+                match &response.outcome {
+                    PreemptOutcome::Launched { .. } => rec.decision = Decision::Preemption,
+                    PreemptOutcome::Refused(_) => {
+                        rec.in_flight_until(now);
+                        self.counters.preempt_refused += 1;
+                    }
+                }
+            }
+            // Starts and ends are booked from the worker reports (zero cost here, no
+            // pass); the simulator cancels nothing.
+            LmToGm::State(_)
+            | LmToGm::Requeue(_)
+            | LmToGm::Ended(_)
+            | LmToGm::Started(_)
+            | LmToGm::CancelAnswer(_)
+            | LmToGm::ReconcileAnswer(_) => {}
+        }
+    }
+
+    /// Charges a GM pass's decisions, records them and sends its requests.
+    pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
+        if out.decisions.is_empty() {
+            self.gms[g].recycle_decisions(out.decisions);
+            return;
+        }
+        let mut t = now;
+        for d in &out.decisions {
+            let dispatched = matches!(d.outcome, DecisionOutcome::Dispatched { .. });
+            let cost = self.costs.gm_decision_of(d.words, dispatched);
+            let rec = self.record(d.task);
+            rec.queued_until(t);
+            t += cost;
+            rec.processed_until(t);
+            rec.attempts += 1;
+            match &d.outcome {
+                DecisionOutcome::Dispatched {
+                    lm,
+                    node,
+                    placement,
+                    ..
+                } => {
+                    rec.lm = Some(*lm);
+                    rec.node = Some(*node);
+                    rec.decision = Decision::from_placement(*placement);
+                }
+                DecisionOutcome::Requeued(reason) => {
+                    self.counters.requeues += 1;
+                    if matches!(reason, PendingReason::OverQueueableQuota { .. }) {
+                        self.counters.quota_held += 1;
+                    }
+                }
+                DecisionOutcome::Preempting { .. } => self.counters.preempt_attempts += 1,
+                DecisionOutcome::Unplaceable(_) => {
+                    rec.decision = Decision::Unplaceable;
+                    self.done += 1;
+                }
+            }
+        }
+        self.gm_busy[g] = t;
+        self.gms[g].recycle_decisions(out.decisions);
+        for message in &out.to_lms {
+            match message {
+                GmToLm::Launch(batch) => {
+                    for req in &batch.requests {
+                        self.record(req.task.id).queued_until(t);
+                    }
+                    self.counters.launch_batches += 1;
+                }
+                GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
+                GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
+            }
+        }
+        self.send_from_gm(t, out.to_lms);
+    }
+}
