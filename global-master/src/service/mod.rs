@@ -22,7 +22,8 @@
 //! - [`config`]: flags, environment, TOML file.
 //!
 //! This file wires them: [`serve`] opens the journal, starts the actor, the broker
-//! subscriptions and the HTTP server, and drains on SIGTERM.
+//! subscriptions and the HTTP server, and drains on SIGTERM; its phases are in
+//! `start.rs`.
 
 pub mod actor;
 pub mod admission;
@@ -30,15 +31,16 @@ pub mod config;
 pub mod durable;
 pub mod http;
 pub mod observe;
+mod start;
 
 // The paths `config` (owned with the configuration) names its types by.
 pub use admission::lra_api;
 pub use durable::idempotency;
 pub use observe::status;
 
-use actor::{deliver, lra_actor, mq};
+use actor::{lra_actor, mq};
 use admission::{api, route, users};
-use durable::{journal, shutdown, standby};
+use durable::{shutdown, standby};
 use http::logs;
 
 use crate::core::GmConfig;
@@ -46,10 +48,10 @@ use actix::Actor;
 use anyhow::{Context as _, Result};
 use common::GmId;
 use service_kit::amqp::Publisher;
-use service_kit::links::{http_client_with, HttpLink};
+use service_kit::links::http_client_with;
 use service_kit::sinks::amqp_event_sink;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Runs the GM until SIGTERM/SIGINT, then drains: stops accepting, keeps placing what
 /// is queued (up to the drain timeout), flushes events and returns.
@@ -70,107 +72,31 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     // Stops the service on SIGTERM/SIGINT, or when an LM says a newer life of this
     // GM took over (then without draining; see `standby::Fence`).
     let fence = Arc::new(standby::Fence::default());
-    let mut stop: Option<Stop> = Some({
-        let fence = fence.clone();
-        Box::pin(async move {
-            tokio::select! {
-                () = service_kit::shutdown::signal() => {}
-                () = fence.tripped() => {}
-            }
-        })
-    });
+    let mut stop = Some(start::stop_signal(&fence));
     // A standby answers on its port while it waits for the journal (see `standby`).
-    let mut serving = match (&s.standby, &s.data_dir) {
-        (Some(_), Some(dir)) => {
-            let front = standby::Front::new(s.id, &dir.join("journal.redb"));
-            let router = front.router();
-            let tls = s.tls.clone();
-            let local = listener.local_addr()?;
-            let stop = stop
-                .take()
-                .unwrap_or_else(|| Box::pin(std::future::pending()));
-            let server =
-                tokio::spawn(
-                    async move { service_kit::tls::serve(listener, router, &tls, stop).await },
-                );
-            tracing::info!(gm = s.id, listen = %local, journal = %dir.display(), "standby: listening (not ready) and waiting for the primary's journal");
-            println!("listening on {}://{local}", s.tls.scheme());
-            Serving::Standby { front, server }
-        }
-        _ => Serving::Direct(listener),
-    };
+    let mut serving = start::listen(&s, listener, &mut stop)?;
     // The journal first: it is what a standby waits for, and it fixes this life.
-    let opened = match (&s.data_dir, &mut serving) {
-        (Some(dir), Serving::Standby { server, .. }) => {
-            let poll = s.standby.unwrap_or(Duration::from_millis(500));
-            tokio::select! {
-                taken = standby::wait_for_journal(dir, &s.cluster_name, poll) => {
-                    let (journal, recovered, waited) = taken?;
-                    tracing::warn!(gm = s.id, waited_s = waited.as_secs_f64(), jobs = recovered.len(), "standby: the primary's journal is free (the primary died): taking over");
-                    Some((journal, recovered))
-                }
-                ended = server => {
-                    ended.context("the standby's HTTP server task failed")??;
-                    tracing::info!("standby stopped before taking over");
-                    return Ok(());
-                }
-            }
-        }
-        (Some(dir), Serving::Direct(_)) => match journal::Journal::open(dir, &s.cluster_name) {
-            Ok(opened) => Some(opened),
-            Err(e) if e.is_locked() => anyhow::bail!(
-                "{e}: another process holds this GM's journal (its primary, or a standby that took over); to wait for it and take over when it dies, start this one with --standby"
-            ),
-            Err(e) => return Err(e.into()),
-        },
-        (None, _) => None,
+    let mut opened = match start::open_journal(&s, &mut serving).await? {
+        start::Journaled::Opened(opened) => opened,
+        start::Journaled::StandbyStopped => return Ok(()),
     };
-    let mut opened = opened;
-    // This life: the start time, above the journal's last life whatever the clock.
-    // Without a journal the start time numbers the batches but fences nothing (it
-    // may go back with the clock): life 0.
-    let (first_batch_seq, life) = match &mut opened {
-        Some((journal, _)) => {
-            let life = journal.begin_life(service_kit::clock::now().0)?;
-            tracing::info!(
-                gm = s.id,
-                life,
-                "life started (LMs refuse the requests of older lives of this GM)"
-            );
-            (life, life)
-        }
-        None => (service_kit::clock::now().0, 0),
-    };
+    let (first_batch_seq, life) = start::begin_life(&s, &mut opened)?;
     let cluster = service_kit::cluster::Cluster::new(s.cluster_name.clone(), "gm");
     let name = Some(&s.cluster_name);
     let client = http_client_with(s.launch_timeout, s.cluster_secret.as_ref(), name);
     logs::init_client(s.cluster_secret.as_ref(), name);
-    let link = |path: &str, u: &String| HttpLink {
-        client: client.clone(),
-        url: format!("{}{path}", u.trim_end_matches('/')),
-        retries: 3,
-        cluster: cluster.clone(),
-        session: None,
-        signing: service_kit::auth::Signing::new(
-            s.cluster_secret.as_ref(),
-            service_kit::roles::Role::Lm,
-        ),
-    };
-    let links: Vec<deliver::LmLink> = s
-        .lm_urls
-        .iter()
-        .map(|u| Arc::new(link("/v1/messages", u)) as deliver::LmLink)
-        .collect();
+    let links = start::lm_links(&s, &client, &cluster);
     let publisher = Publisher::start(s.amqp.clone(), s.cluster_name.clone())
         .with_backlog_limit(s.max_broker_backlog_bytes);
     let lra_groups = s.lra.groups.clone();
     // Before `s.lra` moves into the core's configuration.
     let route = route_to_designated(&s);
     let limits = limits(&s, &publisher);
+    let idempotency = start::idempotency(&s).await?;
     let core = GmConfig {
         batch_size: s.batch_size,
         designated_gm: GmId(s.designated_gm),
-        lra: s.lra,
+        lra: s.lra.clone(),
         fairness: s.fairness.clone(),
         queueable_top_k: s.queueable_top_k,
         queueable_cap: s.queueable_cap,
@@ -183,7 +109,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         retry: s.retry,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
-    let mut gm = actor::GmActor::new(
+    let gm = actor::GmActor::new(
         core,
         links,
         amqp_event_sink(publisher.clone()),
@@ -194,38 +120,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     .with_retention(s.retention)
     .with_lm_urls(s.lm_urls.clone())
     .with_fence(fence.clone());
-    let idempotency = Arc::new(match &s.data_dir {
-        Some(dir) => {
-            let keys = open_idempotency(dir, &s.cluster_name, s.idempotency).await?;
-            tracing::info!(keys = keys.len(), "idempotency keys read back");
-            keys
-        }
-        None => idempotency::Idempotency::in_memory(s.idempotency),
-    });
-    match (&s.data_dir, opened) {
-        (Some(dir), Some((journal, recovered))) => {
-            tracing::info!(path = %dir.display(), jobs = recovered.len(), "journal opened");
-            let keys = recovered.iter().filter_map(|r| {
-                let k = r.accepted.idempotency.clone()?;
-                let remembered = idempotency::Remembered {
-                    body_sha256: k.body_sha256,
-                    job: r.job,
-                    tasks: r.tasks.len() as u32,
-                    accepted_at: r.accepted.accepted_at,
-                };
-                Some((k, remembered))
-            });
-            let missing = idempotency.restore(keys);
-            if missing > 0 {
-                tracing::warn!(keys = missing, "idempotency keys missing from their store (the GM died between the job's write and its key's) taken back from the journal");
-            }
-            gm = gm.with_journal(journal, recovered);
-        }
-        _ => tracing::warn!(
-            "no --data-dir: accepted jobs live in memory only and are lost if this GM dies"
-        ),
-    }
-    let gm = gm.start();
+    let gm = start::with_recovered(gm, &s, opened, &idempotency).start();
     if !s.lra_operator_constraints.is_empty() {
         let constraints = s.lra_operator_constraints.clone();
         let n = constraints.len();
@@ -238,11 +133,14 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let (broker, subscription) =
         mq::subscribe_state(s.amqp.clone(), cluster.clone(), senders.clone(), gm.clone());
     // The designated GM learns the ends of its LRA containers from the task events.
-    let ends = (s.designated_gm == s.id)
-        .then(|| mq::subscribe_ends(s.amqp.clone(), cluster.clone(), gm.clone()));
+    let ends = if s.designated_gm == s.id {
+        mq::subscribe_ends(s.amqp.clone(), cluster.clone(), gm.clone())
+    } else {
+        Vec::new()
+    };
     let standby_status = match &serving {
-        Serving::Standby { front, .. } => Some(front.status.clone()),
-        Serving::Direct(_) => None,
+        start::Serving::Standby { front, .. } => Some(front.status.clone()),
+        start::Serving::Direct(_) => None,
     };
     let app = http::router(http::ApiState {
         gm: gm.clone(),
@@ -269,42 +167,20 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         standby: standby_status,
         limits: Some(limits),
     });
-    let queues = s.fairness.as_ref().map_or(0, |f| f.queues.len());
-    match serving {
-        Serving::Direct(listener) => {
-            let local = listener.local_addr()?;
-            tracing::info!(gm = s.id, cluster = %s.cluster_name, listen = %local, lms = s.lm_urls.len(), queues, "global master listening");
-            println!("listening on {}://{local}", s.tls.scheme());
-            let stop = stop
-                .take()
-                .unwrap_or_else(|| Box::pin(std::future::pending()));
-            service_kit::tls::serve(listener, app, &s.tls, stop).await?;
-        }
-        Serving::Standby { front, server } => {
-            front.take_over(app);
-            tracing::info!(gm = s.id, cluster = %s.cluster_name, lms = s.lm_urls.len(), queues, "took over: global master serving the full API");
-            server.await.context("the HTTP server task failed")??;
-        }
-    }
+    start::serve_api(&s, serving, app, &mut stop).await?;
+    let mut subscriptions = vec![subscription];
+    subscriptions.extend(ends);
     if fence.is_tripped() {
         // Not drained: the queued work is the newer life's (in the journal), and
         // this life's requests are refused anyway.
-        subscription.close().await;
-        for sub in ends.into_iter().flatten() {
-            sub.close().await;
-        }
-        publisher.close(Duration::from_secs(5)).await;
+        start::close_broker(subscriptions, &publisher).await;
         anyhow::bail!(
             "GM {} stopped: fenced by a newer life of this GM (a standby took over, or another process runs this GM id)",
             s.id
         );
     }
     shutdown::drain(&gm, s.drain_timeout).await;
-    subscription.close().await;
-    for sub in ends.into_iter().flatten() {
-        sub.close().await;
-    }
-    if !publisher.close(Duration::from_secs(5)).await {
+    if !start::close_broker(subscriptions, &publisher).await {
         tracing::warn!("some events could not be confirmed by the broker before exit");
     }
     tracing::info!("global master stopped");
@@ -363,37 +239,6 @@ fn limits(s: &config::GmSettings, publisher: &Publisher) -> http::Limits {
 }
 
 /// What ends the HTTP server.
-type Stop = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
-
-/// How the listener is served: directly, or through a standby's [`standby::Front`]
-/// (already serving, in its own task).
-enum Serving {
-    Direct(tokio::net::TcpListener),
-    Standby {
-        front: standby::Front,
-        server: tokio::task::JoinHandle<Result<()>>,
-    },
-}
-
-/// Opens the idempotency keys' store. Right after a takeover the dead primary's
-/// lock on it may outlive its journal's by a moment (the kernel closes a dead
-/// process's files one by one): a locked store is tried again for a few seconds.
-async fn open_idempotency(
-    dir: &std::path::Path,
-    cluster: &common::ClusterName,
-    limits: idempotency::Limits,
-) -> Result<idempotency::Idempotency> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match idempotency::Idempotency::open(dir, cluster, limits, service_kit::clock::now()) {
-            Err(e) if e.to_string().contains("already open") && Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 /// The binary's entry point: parse settings, start the runtime, serve.
 pub fn main_with(args: config::GmArgs) -> std::process::ExitCode {
     service_kit::runtime::run_service("global master", args.resolve(), |s| s.log_format, serve)
