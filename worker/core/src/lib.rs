@@ -13,6 +13,9 @@
 //! duration is over. Any other executor runs outside the core: the core orders its
 //! launch and its stop ([`ExecOrder`], in [`WorkerOutput::exec`]) and learns of its end
 //! from [`WorkerInput::Exited`].
+//!
+//! Layout: `io.rs` what the core takes and gives ([`WorkerInput`], [`WorkerOutput`],
+//! [`ExecOrder`]); `step.rs` the one entry point; here the [`Worker`] and its state.
 
 mod io;
 mod step;
