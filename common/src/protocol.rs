@@ -208,21 +208,6 @@ impl LmToGm {
         }
     }
 
-    /// How many tasks a stream message hands over (requeued, started, ended); 0 for
-    /// answers and the state.
-    pub fn stream_tasks(&self) -> usize {
-        match self {
-            LmToGm::Requeue(p) => p.tasks.len(),
-            LmToGm::Ended(e) => e.ends.len(),
-            LmToGm::Started(s) => s.starts.len(),
-            LmToGm::LaunchAnswer(_)
-            | LmToGm::PreemptAnswer(_)
-            | LmToGm::State(_)
-            | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => 0,
-        }
-    }
-
     /// Whether `gm` should take this message.
     pub fn is_for(&self, gm: GmId) -> bool {
         match self.to() {

@@ -69,17 +69,20 @@ where
     let mut ambiguous = matches!(result, Err(LinkError::Failed(_)));
     let mut backoff = crate::retry::Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
     loop {
-        let delay = backoff.next_delay();
         let retry = match &result {
             Err(LinkError::Failed(_)) => true,
             Err(LinkError::Unreachable(_) | LinkError::Busy { .. }) => ambiguous,
             Err(LinkError::Refused(_) | LinkError::ForeignCluster { .. }) | Ok(_) => false,
         };
+        if !retry {
+            return result.map(Some);
+        }
+        let delay = backoff.next_delay();
         let wait = match &result {
             Err(LinkError::Busy { retry_after, .. }) => delay.max(*retry_after),
             _ => delay,
         };
-        if !retry || tokio::time::Instant::now() + wait > deadline {
+        if tokio::time::Instant::now() + wait > deadline {
             return result.map(Some);
         }
         // Once, when a retry is still needed after a second: no longer a blip.

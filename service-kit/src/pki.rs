@@ -165,6 +165,11 @@ impl ClusterPki {
     }
 }
 
+/// Makes ring the process's rustls provider (idempotent).
+pub fn install_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A serving certificate for `ip` (and 127.0.0.1) signed by the worker issuer
 /// (`issuer`: its certificate and key, PEM); `cert` holds the leaf then the issuer,
 /// the chain a server sends. Fails, saying why, when the result does not verify
@@ -185,9 +190,7 @@ pub fn issue_worker_cert(issuer: &Pem, ip: IpAddr) -> Result<Pem> {
     let key = KeyPair::generate()?;
     let leaf = server_params(&hosts)?.signed_by(&key, &issuer_cert, &issuer_key)?;
     // The check a client makes, with the issuer as the only trust anchor.
-    // ring as the process-wide provider (what `tls::install_provider` does; pki sits
-    // below tls).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_provider();
     let anchor = CertificateDer::from_pem_slice(issuer.cert.as_bytes())
         .map_err(|e| anyhow!("the issuer's certificate (PEM): {e}"))?;
     let mut roots = rustls::RootCertStore::empty();

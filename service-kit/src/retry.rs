@@ -6,11 +6,13 @@
 use backon::{BackoffBuilder as _, ExponentialBackoff, ExponentialBuilder};
 use std::time::Duration;
 
-/// The delays of one retry loop; [`Backoff::reset`] after a success.
+/// The delays of one retry loop; [`Backoff::reset`] after a success. Cheap to make:
+/// the delays (and their random source) are drawn up only at the first retry, so a
+/// call that succeeds at once costs nothing here.
 #[derive(Debug)]
 pub struct Backoff {
     builder: ExponentialBuilder,
-    delays: ExponentialBackoff,
+    delays: Option<ExponentialBackoff>,
     max: Duration,
     failures: u32,
 }
@@ -26,7 +28,7 @@ impl Backoff {
             .with_jitter()
             .without_max_times();
         Backoff {
-            delays: builder.build(),
+            delays: None,
             builder,
             max,
             failures: 0,
@@ -36,12 +38,13 @@ impl Backoff {
     /// How long to wait before the next attempt.
     pub fn next_delay(&mut self) -> Duration {
         self.failures = self.failures.saturating_add(1);
-        self.delays.next().unwrap_or(self.max)
+        let builder = self.builder;
+        (self.delays.get_or_insert_with(|| builder.build()).next()).unwrap_or(self.max)
     }
 
     /// Back to the shortest delay (after a success).
     pub fn reset(&mut self) {
-        self.delays = self.builder.build();
+        self.delays = None;
         self.failures = 0;
     }
 

@@ -12,7 +12,7 @@
 mod layer;
 mod shared;
 
-pub use layer::{effective, file_keys, layer, load_file, parse, print_config};
+pub use layer::{effective, layer, load_file, parse, print_config};
 pub use shared::CommonArgs;
 
 use anyhow::{Context, Result};

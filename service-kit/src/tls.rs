@@ -127,10 +127,9 @@ impl TlsSettings {
     }
 }
 
-/// Makes ring the process's rustls provider (idempotent).
-pub fn install_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+/// Makes ring the process's rustls provider (idempotent; defined with the PKI,
+/// which sits below this module).
+pub use crate::pki::install_provider;
 
 static EXTRA_CA: OnceLock<Vec<reqwest::Certificate>> = OnceLock::new();
 static EXTRA_CA_PEM: OnceLock<String> = OnceLock::new();

@@ -23,17 +23,32 @@ pub enum Refusal {
     LateCopy { gm: GmId, seq: u64 },
 }
 
-/// Whether an LM is ready: `(registered, down)` per worker slot. Returns
-/// `(missing, slots)`: ready when `missing` is 0.
-pub fn missing_workers(slots: impl IntoIterator<Item = (bool, bool)>) -> (usize, usize) {
-    let (mut missing, mut all) = (0, 0);
-    for (registered, down) in slots {
-        all += 1;
-        if !registered && !down {
-            missing += 1;
+/// How many worker slots an LM has, and how many of them are neither registered
+/// nor known down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness {
+    pub missing: usize,
+    pub slots: usize,
+}
+
+impl Readiness {
+    /// From `(registered, down)` per worker slot.
+    pub fn of(slots: impl IntoIterator<Item = (bool, bool)>) -> Self {
+        let mut r = Readiness {
+            missing: 0,
+            slots: 0,
+        };
+        for (registered, down) in slots {
+            r.slots += 1;
+            r.missing += usize::from(!registered && !down);
         }
+        r
     }
-    (missing, all)
+
+    /// Every slot registered or known down: the LM runs with the workers it has.
+    pub fn is_ready(self) -> bool {
+        self.missing == 0
+    }
 }
 
 /// The gate of one LM life (a restarted LM starts with a new one).
@@ -57,17 +72,16 @@ impl Gate {
         self.answered_busy.insert((gm, seq));
     }
 
-    /// Whether `message` may go to the core. `slots` as in [`missing_workers`];
+    /// Whether `message` may go to the core, given the LM's `readiness`;
     /// `applied(gm, seq)`: whether the core already applied that launch batch (a
     /// batch it applied is answered from its record, never refused here).
     pub fn admit(
         &mut self,
         message: &GmToLm,
-        slots: impl IntoIterator<Item = (bool, bool)>,
+        readiness: Readiness,
         applied: impl FnOnce(GmId, u64) -> bool,
     ) -> Result<(), Refusal> {
-        let (missing, slots) = missing_workers(slots);
-        let ready = missing == 0;
+        let ready = readiness.is_ready();
         if let GmToLm::Launch(b) = message {
             let key = (b.gm, b.seq);
             if !ready {
@@ -82,7 +96,10 @@ impl Gate {
         if ready {
             Ok(())
         } else {
-            Err(Refusal::NotReady { missing, slots })
+            Err(Refusal::NotReady {
+                missing: readiness.missing,
+                slots: readiness.slots,
+            })
         }
     }
 }
@@ -104,8 +121,16 @@ mod tests {
         })
     }
 
-    const READY: [(bool, bool); 2] = [(true, false), (false, true)];
-    const NOT_READY: [(bool, bool); 2] = [(true, false), (false, false)];
+    const READY_SLOTS: [(bool, bool); 2] = [(true, false), (false, true)];
+    const NOT_READY_SLOTS: [(bool, bool); 2] = [(true, false), (false, false)];
+    const READY: Readiness = Readiness {
+        missing: 0,
+        slots: 2,
+    };
+    const NOT_READY: Readiness = Readiness {
+        missing: 1,
+        slots: 2,
+    };
 
     #[test]
     fn a_batch_answered_busy_is_refused_as_a_late_copy_and_applied_as_a_resend() {
@@ -157,8 +182,15 @@ mod tests {
 
     #[test]
     fn readiness_counts_slots_neither_registered_nor_down() {
-        assert_eq!(missing_workers([]), (0, 0));
-        assert_eq!(missing_workers(NOT_READY), (1, 2));
-        assert_eq!(missing_workers(READY), (0, 2));
+        assert_eq!(
+            Readiness::of([]),
+            Readiness {
+                missing: 0,
+                slots: 0
+            }
+        );
+        assert_eq!(Readiness::of(NOT_READY_SLOTS), NOT_READY);
+        assert_eq!(Readiness::of(READY_SLOTS), READY);
+        assert!(READY.is_ready() && !NOT_READY.is_ready());
     }
 }

@@ -234,14 +234,14 @@ impl LmActor {
     /// within the worker timeout): the LM runs with the workers it has (lm-core's
     /// readiness rule, [`lm_core::gate`]).
     pub fn ready(&self) -> bool {
-        lm_core::gate::missing_workers(self.worker_slots()).0 == 0
+        self.readiness().is_ready()
     }
 
-    /// Per worker slot: (registered, down).
-    pub(super) fn worker_slots(&self) -> Vec<(bool, bool)> {
-        (self.workers.iter().zip(&self.slot_down))
-            .map(|(w, down)| (w.is_some(), *down))
-            .collect()
+    /// Its worker slots: how many are neither registered nor down.
+    pub(super) fn readiness(&self) -> lm_core::gate::Readiness {
+        lm_core::gate::Readiness::of(
+            (self.workers.iter().zip(&self.slot_down)).map(|(w, down)| (w.is_some(), *down)),
+        )
     }
 
     /// The ordered sender to the worker of `slot`, once it registered.
@@ -339,8 +339,10 @@ impl LmActor {
                     tracing::info!(task = %task.id, job = task.id.job.0, gm = %preempted.gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
                 }
             }
-            LmToGm::Ended(_) => self.counters.ends_reported += message.stream_tasks() as u64,
-            LmToGm::Started(_) => self.counters.starts_reported += message.stream_tasks() as u64,
+            LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
+            LmToGm::Started(started) => {
+                self.counters.starts_reported += started.starts.len() as u64
+            }
             // Answers and the state do not travel on a GM's stream.
             LmToGm::LaunchAnswer(_)
             | LmToGm::PreemptAnswer(_)

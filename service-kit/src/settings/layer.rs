@@ -22,7 +22,7 @@ use toml::{Table, Value};
 const FLAG_ONLY: &[&str] = &["config", "print_config", "help", "version"];
 
 /// The keys a TOML file may set for `T`: its flags' ids (the long flag names with `_`).
-pub fn file_keys<T: CommandFactory>() -> Vec<String> {
+fn file_keys<T: CommandFactory>() -> Vec<String> {
     T::command()
         .get_arguments()
         .map(|a| a.get_id().as_str().to_owned())
@@ -77,10 +77,30 @@ pub fn layer<T: Serialize + DeserializeOwned>(flags: &T, file: &T) -> Result<T> 
 
 /// Settings as a TOML table: unset (`None`) settings are absent.
 fn table<T: Serialize>(settings: &T) -> Result<Table> {
-    match toml::Value::try_from(settings).context("settings as data")? {
-        toml::Value::Table(t) => Ok(t),
-        other => Err(anyhow!("settings must be a struct, got {other}")),
+    match toml::Value::try_from(settings) {
+        Ok(toml::Value::Table(t)) => Ok(t),
+        Ok(other) => Err(anyhow!("settings must be a struct, got {other}")),
+        // TOML integers are i64: name the setting that does not fit.
+        Err(e) => Err(match above_i64(settings) {
+            Some((key, n)) => anyhow!(
+                "--{} {n}: too large, at most {} (from the flag or its environment variable)",
+                key.replace('_', "-"),
+                i64::MAX
+            ),
+            None => anyhow!("settings as data: {e}"),
+        }),
     }
+}
+
+/// The first setting whose value is an integer above `i64::MAX`, with its value.
+fn above_i64<T: Serialize>(settings: &T) -> Option<(String, u64)> {
+    let serde_json::Value::Object(map) = serde_json::to_value(settings).ok()? else {
+        return None;
+    };
+    map.into_iter().find_map(|(key, v)| match v.as_u64() {
+        Some(n) if i64::try_from(n).is_err() => Some((key, n)),
+        _ => None,
+    })
 }
 
 /// The parsed flags and environment of `T`, and the matches that say where each came
@@ -227,6 +247,9 @@ mod tests {
         /// The broker.
         #[arg(long)]
         amqp: Option<String>,
+        /// Bytes.
+        #[arg(long)]
+        max_bytes: Option<u64>,
         #[command(flatten)]
         #[serde(flatten)]
         shared: Shared,
@@ -240,32 +263,11 @@ mod tests {
         names: Option<Vec<String>>,
     }
 
-    fn file(text: &str) -> (tempfile_free::Dir, std::path::PathBuf) {
-        let dir = tempfile_free::Dir::new();
-        let path = dir.0.join("demo.toml");
+    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("demo.toml");
         std::fs::write(&path, text).expect("write");
         (dir, path)
-    }
-
-    /// A directory removed on drop (service-kit has no tempfile dependency).
-    mod tempfile_free {
-        pub struct Dir(pub std::path::PathBuf);
-        impl Dir {
-            pub fn new() -> Self {
-                let p = std::env::temp_dir().join(format!(
-                    "megha-layer-{}-{:?}",
-                    std::process::id(),
-                    std::thread::current().id()
-                ));
-                std::fs::create_dir_all(&p).expect("dir");
-                Dir(p)
-            }
-        }
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
     }
 
     #[test]
@@ -326,6 +328,26 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# count: default (100)"), "{text}");
+    }
+
+    #[test]
+    fn an_integer_too_large_for_a_setting_names_its_flag() {
+        let flags =
+            <Demo as clap::Parser>::try_parse_from(["demo", "--max-bytes", &u64::MAX.to_string()])
+                .expect("parse");
+        let err = format!(
+            "{:#}",
+            layer(&flags, &Demo::default()).expect_err("too large")
+        );
+        assert!(
+            err.contains("--max-bytes 18446744073709551615: too large"),
+            "{err}"
+        );
+        let flags =
+            <Demo as clap::Parser>::try_parse_from(["demo", "--max-bytes", &i64::MAX.to_string()])
+                .expect("parse");
+        let merged = layer(&flags, &Demo::default()).expect("the largest value fits");
+        assert_eq!(merged.max_bytes, Some(i64::MAX as u64));
     }
 
     #[test]

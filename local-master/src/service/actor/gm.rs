@@ -93,11 +93,11 @@ impl LmActor {
         message: GmToLm,
         ctx: &mut Context<Self>,
     ) -> Result<(LmToGm, Vec<Delivery>), GmRequestError> {
-        let slots = self.worker_slots();
+        let readiness = self.readiness();
         let core = &self.core;
         match self
             .gate
-            .admit(&message, slots, |gm, seq| core.has_batch(gm, seq))
+            .admit(&message, readiness, |gm, seq| core.has_batch(gm, seq))
         {
             Ok(()) => {}
             Err(Refusal::LateCopy { gm, seq }) => {

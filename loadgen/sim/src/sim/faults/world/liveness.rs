@@ -20,14 +20,15 @@ impl World<'_> {
     /// Every worker of LM `l` registered in its life, or is down (lm-core's
     /// readiness rule).
     pub(super) fn ready(&self, l: u16) -> bool {
-        lm_core::gate::missing_workers(self.worker_slots(l)).0 == 0
+        self.readiness(l).is_ready()
     }
 
-    /// Per worker of LM `l`: (registered in its life, down).
-    pub(super) fn worker_slots(&self, l: u16) -> Vec<(bool, bool)> {
-        self.workers_of(l)
-            .map(|w| (self.registered[w as usize], self.slot_down[w as usize]))
-            .collect()
+    /// LM `l`'s workers: how many are neither registered in its life nor down.
+    pub(super) fn readiness(&self, l: u16) -> lm_core::gate::Readiness {
+        lm_core::gate::Readiness::of(
+            self.workers_of(l)
+                .map(|w| (self.registered[w as usize], self.slot_down[w as usize])),
+        )
     }
 
     pub(super) fn workers_of(&self, l: u16) -> impl Iterator<Item = u32> + '_ {

@@ -254,9 +254,9 @@ impl World<'_> {
         // Not ready: "busy" (503 with Retry-After), nothing applied. A late first
         // copy of a batch answered so and never applied is answered busy again (its
         // GM took the batch back); a resend (its GM still in doubt) is applied.
-        let slots = self.worker_slots(l);
+        let readiness = self.readiness(l);
         let lm = self.lms[l as usize].as_ref();
-        let admitted = self.gates[l as usize].admit(&message, slots, |gm, seq| {
+        let admitted = self.gates[l as usize].admit(&message, readiness, |gm, seq| {
             lm.is_some_and(|lm| lm.has_batch(gm, seq))
         });
         match admitted {
