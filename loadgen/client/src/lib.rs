@@ -7,10 +7,14 @@
 //! Layout:
 //! - this file: the arguments ([`Cli`]) and the commands; `src/main.rs`: the binary;
 //! - [`render`]: the tables (pure, unit-tested);
-//! - [`top`]: the summary of `megha top` (pure, unit-tested).
+//! - [`top`]: the summary of `megha top` (pure, unit-tested);
+//! - [`outcome`]: a job's outcome as an exit status (pure, unit-tested);
+//! - [`wait`]: `megha wait` and `megha run --wait` (polling the GM).
 
+pub mod outcome;
 pub mod render;
 pub mod top;
+pub mod wait;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -31,6 +35,8 @@ A GM with a standby has two addresses, --gm 'URL|URL': the first that serves ans
   megha run -- sh -c 'echo hello'             one task running a command
   megha run --count 4 --max-attempts 3 -- ./train.sh
   megha run job.json                          a job file (the POST /v1/jobs body; .toml too)
+  megha run --wait -- make test               submit, wait, exit with the job's outcome
+  megha wait 281474976710657                  exit 0, the task's exit code, 130 cancelled...
   megha status --state active                 the GM's jobs
   megha status 281474976710657                one job and its tasks
   megha pending                               queued tasks and why each waits
@@ -86,12 +92,35 @@ pub enum Command {
         /// Runs of a failed task at most, the first included (1: no retry).
         #[arg(long)]
         max_attempts: Option<u32>,
-        /// A label for `megha jobs --user`.
-        #[arg(long, env = "USER")]
+        /// Submit as this user (an admin only). Left out, the GM records the
+        /// token's user (with no tokens file: no user).
+        #[arg(long)]
         user: Option<String>,
+        /// The tasks' working directory (at the worker); a relative path is taken
+        /// from the current directory. Left out: a fresh directory of the task's own.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// A variable of the tasks' environment (repeatable); see docs/cli.md for
+        /// the MEGHA_* variables every task gets.
+        #[arg(long = "env", value_name = "K=V", value_parser = key_value)]
+        env: Vec<(String, String)>,
+        /// Wait for the job to end and exit with its outcome (as `megha wait`).
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        wait_options: WaitArgs,
         /// The command and its arguments.
         #[arg(last = true)]
         command: Vec<String>,
+    },
+    /// Wait until every JOB ended; exit with their outcome (the first JOB, in the
+    /// order given, that did not finish decides).
+    #[command(after_help = EXIT_CODES)]
+    Wait {
+        #[arg(required = true)]
+        jobs: Vec<u64>,
+        #[command(flatten)]
+        wait_options: WaitArgs,
     },
     /// The GM's jobs, oldest first; with a JOB id, that job and its tasks (the
     /// first 100: state, run, where, why).
@@ -112,6 +141,10 @@ pub enum Command {
         /// The page after this job id (the `next` of the previous page).
         #[arg(long)]
         after: Option<u64>,
+        /// With a JOB: exit with its outcome, as `megha wait` would, without
+        /// waiting (124 while it has not ended).
+        #[arg(long, requires = "job")]
+        exit_code: bool,
     },
     /// One job, with its tasks (the same as `status JOB`).
     #[command(hide = true)]
@@ -161,6 +194,43 @@ pub enum Command {
     },
 }
 
+/// The exit statuses of `wait`, `run --wait` and `status --exit-code` (as
+/// docs/cli.md; the values are [`outcome`]'s).
+const EXIT_CODES: &str = "Exit status:
+  0        every task finished
+  1-255    the exit code of the job's first failed task (lowest index), when it exited
+  128+N    that task was killed by signal N (137: SIGKILL, out-of-memory kills too)
+  125      that task failed without an exit code: lost, could not start, unplaceable
+  130      the job was cancelled
+  124      not ended yet (status --exit-code), or --timeout ran out
+  127      unknown job: never submitted to this GM, another user's, or forgotten
+  1        megha's own error (GM unreachable past --give-up-after, refused call)
+A task's own exit code can equal one of these; --json tells them apart.";
+
+/// How `wait` and `run --wait` poll.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// The longest delay between two polls of a job, in seconds.
+    #[arg(long = "poll-interval", default_value_t = 2.0, value_parser = positive_seconds)]
+    poll_interval: f64,
+    /// Stop waiting after this many seconds (exit 124).
+    #[arg(long, value_parser = positive_seconds)]
+    timeout: Option<f64>,
+    /// Give up (exit 1) when the GM did not answer for this many seconds in a row.
+    #[arg(long, default_value_t = 60.0, value_parser = positive_seconds)]
+    give_up_after: f64,
+}
+
+impl WaitArgs {
+    fn options(&self) -> wait::WaitOptions {
+        wait::WaitOptions {
+            interval: std::time::Duration::from_secs_f64(self.poll_interval),
+            timeout: self.timeout.map(std::time::Duration::from_secs_f64),
+            give_up_after: std::time::Duration::from_secs_f64(self.give_up_after),
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -174,17 +244,17 @@ pub fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("megha: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(outcome::ERROR)
         }
     }
 }
 
 /// The GM's addresses (`--gm URL|URL...`: a GM and its standby): calls go to the
 /// first that serves.
-struct Gm {
+pub(crate) struct Gm {
     bases: Vec<String>,
     client: reqwest::Client,
 }
@@ -202,7 +272,7 @@ impl Gm {
     /// unreachable (nothing was delivered) or answers 503 (a standby not in charge, a
     /// GM going away: nothing was done) is left for the next; the last one's answer
     /// or error is returned.
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &reqwest::Method,
         path: &str,
@@ -251,7 +321,8 @@ impl Gm {
     }
 }
 
-async fn run(cli: Cli) -> Result<()> {
+/// Runs a command; its exit status (0 unless a command exits with an outcome).
+async fn run(cli: Cli) -> Result<u8> {
     if let Some(ca) = &cli.tls_ca_file {
         service_kit::tls::trust_ca(ca)?;
     }
@@ -270,6 +341,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Ok(())
     };
+    let done = |r: Result<()>| r.map(|()| 0u8);
     match cli.command {
         Command::Run {
             file,
@@ -279,17 +351,36 @@ async fn run(cli: Cli) -> Result<()> {
             queue,
             max_attempts,
             user,
+            cwd,
+            env,
+            wait,
+            wait_options,
             command,
         } => {
             let body = match (file, command.is_empty()) {
+                (Some(_), true) if cwd.is_some() || !env.is_empty() || user.is_some() => {
+                    bail!("--cwd, --env and --user go with a command after --; a job file says them itself")
+                }
                 (Some(path), true) => read_job_file(&path)?,
                 (None, false) => {
+                    let mut executor = json!({"type": "exec", "command": command});
+                    if !env.is_empty() {
+                        executor["env"] = json!(env
+                            .into_iter()
+                            .collect::<std::collections::BTreeMap<_, _>>());
+                    }
+                    if let Some(dir) = cwd {
+                        executor["cwd"] = json!(absolute(&dir)?);
+                    }
                     let task = json!({
                         "resources": {"cpu_millis": cpu_millis, "memory_mb": memory_mb},
                         "queue": queue,
-                        "executor": {"type": "exec", "command": command},
+                        "executor": executor,
                     });
-                    let mut body = json!({"tasks": vec![task; count.max(1)], "user": user});
+                    let mut body = json!({"tasks": vec![task; count.max(1)]});
+                    if let Some(user) = user {
+                        body["user"] = json!(user);
+                    }
                     if let Some(n) = max_attempts {
                         body["retry"] = json!({"max_attempts": n});
                     }
@@ -303,12 +394,50 @@ async fn run(cli: Cli) -> Result<()> {
             let answer = gm
                 .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
                 .await?;
-            print(out, &answer, render::submitted(&answer))
+            print(out, &answer, render::submitted(&answer))?;
+            if !wait {
+                return Ok(0);
+            }
+            out.flush()?;
+            let job = answer["job"]
+                .as_u64()
+                .with_context(|| format!("no job id in the GM's answer: {answer}"))?;
+            Ok(wait::wait(&gm, &[job], wait_options.options(), cli.json).await)
         }
-        Command::Status { job: Some(id), .. } | Command::Job { id } => {
+        Command::Wait { jobs, wait_options } => {
+            Ok(wait::wait(&gm, &jobs, wait_options.options(), cli.json).await)
+        }
+        Command::Status {
+            job: Some(id),
+            exit_code,
+            ..
+        } => {
+            if exit_code {
+                let path = format!("/v1/jobs/{id}");
+                let answer = gm.send(&reqwest::Method::GET, &path, None).await?;
+                if answer.status() == reqwest::StatusCode::NOT_FOUND {
+                    let text = answer.text().await.unwrap_or_default();
+                    eprintln!(
+                        "megha: job {id} is unknown (never submitted to this GM, another user's, or ended and forgotten): {}",
+                        render::reason(&text)
+                    );
+                    return Ok(outcome::UNKNOWN_JOB);
+                }
+            }
             let value = job_with_tasks(&gm, id).await?;
             let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
-            print(out, &value, render::job(&value["job"], &tasks))
+            print(out, &value, render::job(&value["job"], &tasks))?;
+            if !exit_code {
+                return Ok(0);
+            }
+            let o = outcome::Outcome::of(&value["job"])
+                .with_context(|| format!("job {id}: no known state in {}", value["job"]))?;
+            Ok(o.exit_code())
+        }
+        Command::Job { id } => {
+            let value = job_with_tasks(&gm, id).await?;
+            let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
+            done(print(out, &value, render::job(&value["job"], &tasks)))
         }
         Command::Status {
             job: None,
@@ -317,6 +446,7 @@ async fn run(cli: Cli) -> Result<()> {
             user,
             limit,
             after,
+            exit_code: _,
         } => {
             let mut query = vec![format!("limit={limit}")];
             for (k, v) in [("state", state), ("queue", queue), ("user", user)] {
@@ -328,11 +458,11 @@ async fn run(cli: Cli) -> Result<()> {
                 query.push(format!("after={after}"));
             }
             let page = gm.get(&format!("/v1/jobs?{}", query.join("&"))).await?;
-            print(out, &page, render::jobs(&page))
+            done(print(out, &page, render::jobs(&page)))
         }
         Command::Pending { limit } => {
             let list = gm.get(&format!("/v1/pending?limit={limit}")).await?;
-            print(out, &list, render::pending(&list))
+            done(print(out, &list, render::pending(&list)))
         }
         Command::Top {
             interval,
@@ -348,14 +478,14 @@ async fn run(cli: Cli) -> Result<()> {
             print(out, &summary, render::top(&summary))?;
             out.flush()?;
             if once {
-                return Ok(());
+                return Ok(0);
             }
             tokio::time::sleep(std::time::Duration::from_secs_f64(interval)).await;
         },
         Command::Cancel { id } => {
             let path = format!("/v1/jobs/{id}");
             let job = gm.call(reqwest::Method::DELETE, &path, None).await?;
-            print(out, &job, render::cancelled(&job))
+            done(print(out, &job, render::cancelled(&job)))
         }
         Command::Logs {
             job,
@@ -380,11 +510,11 @@ async fn run(cli: Cli) -> Result<()> {
                 out.write_all(&chunk)?;
                 out.flush()?;
             }
-            Ok(())
+            Ok(0)
         }
         Command::Nodes { summary } => {
             let view = gm.get(&format!("/v1/nodes?summary={summary}")).await?;
-            print(out, &view, render::nodes(&view))
+            done(print(out, &view, render::nodes(&view)))
         }
     }
 }
@@ -425,6 +555,28 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("{s:?} is not a positive number of seconds")),
     }
+}
+
+/// `K=V` of `--env`: a non-empty name without `=`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?} is not NAME=VALUE")),
+    }
+}
+
+/// `--cwd DIR` as an absolute path (a relative one from the current directory).
+fn absolute(dir: &std::path::Path) -> Result<String> {
+    let path = if dir.is_absolute() {
+        dir.to_owned()
+    } else {
+        std::env::current_dir()
+            .context("the current directory, for --cwd")?
+            .join(dir)
+    };
+    path.to_str()
+        .map(str::to_owned)
+        .with_context(|| format!("--cwd {}: not UTF-8", path.display()))
 }
 
 /// A job file: JSON, or TOML of the same shape (`.toml`).

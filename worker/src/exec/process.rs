@@ -19,12 +19,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// The variables every exec task gets besides its spec's (see [`environment`]).
-pub const TASK_VARIABLES: [&str; 6] = [
+/// The variables every exec task gets besides its spec's (see [`environment`];
+/// docs/cli.md lists them for users, with `MEGHA_TASK_COUNT`, which the GM puts in
+/// the spec's).
+pub const TASK_VARIABLES: [&str; 9] = [
     "PATH",
     "HOME",
     "LANG",
     "MEGHA_TASK",
+    "MEGHA_JOB",
+    "MEGHA_TASK_INDEX",
+    "MEGHA_ATTEMPT",
     "MEGHA_TASK_DIR",
     "TMPDIR",
 ];
@@ -74,7 +79,8 @@ fn start_failed(reason: String) -> TaskFailure {
 
 /// The task's environment: a minimal `PATH`, `HOME` and `LANG`, then the spec's
 /// variables (which may replace those three), then the task variables
-/// (`MEGHA_TASK`, `MEGHA_TASK_DIR`, `TMPDIR`), which nothing replaces.
+/// (`MEGHA_TASK` = `JOB.INDEX`, `MEGHA_JOB`, `MEGHA_TASK_INDEX`, `MEGHA_ATTEMPT`: the
+/// run, 1 for the first; `MEGHA_TASK_DIR`, `TMPDIR`), which nothing replaces.
 pub fn environment(task: &TaskSpec, cmd: &ExecCommand, work: &Path) -> Vec<(String, String)> {
     let work = work.display().to_string();
     let mut env: Vec<(String, String)> = vec![
@@ -88,6 +94,9 @@ pub fn environment(task: &TaskSpec, cmd: &ExecCommand, work: &Path) -> Vec<(Stri
     }
     for (k, v) in [
         ("MEGHA_TASK", task.id.to_string()),
+        ("MEGHA_JOB", task.id.job.0.to_string()),
+        ("MEGHA_TASK_INDEX", task.id.index.to_string()),
+        ("MEGHA_ATTEMPT", task.attempt.to_string()),
         ("MEGHA_TASK_DIR", work.clone()),
         ("TMPDIR", work),
     ] {
@@ -253,12 +262,14 @@ mod tests {
 
     #[test]
     fn a_task_gets_the_task_variables_and_its_own_nothing_else() {
-        let task = TaskSpec::short(TaskId::new(4, 2), Resources::cores(1, 64), Micros(1));
+        let mut task = TaskSpec::short(TaskId::new(4, 2), Resources::cores(1, 64), Micros(1));
+        task.attempt = 3;
         let cmd = ExecCommand {
             program: "true".into(),
             env: [
                 ("LANG".to_string(), "fr_FR.UTF-8".to_string()),
                 ("MEGHA_TASK".to_string(), "forged".to_string()),
+                ("MEGHA_ATTEMPT".to_string(), "forged".to_string()),
                 ("X".to_string(), "1".to_string()),
             ]
             .into(),
@@ -278,5 +289,8 @@ mod tests {
             "but not the task variables"
         );
         assert_eq!(value("TMPDIR"), Some("/w"));
+        assert_eq!(value("MEGHA_JOB"), Some("4"));
+        assert_eq!(value("MEGHA_TASK_INDEX"), Some("2"));
+        assert_eq!(value("MEGHA_ATTEMPT"), Some("3"), "nor the run");
     }
 }

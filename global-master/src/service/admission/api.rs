@@ -244,12 +244,16 @@ pub fn parse_job_request(
         request.tasks.iter_mut().map(|t| t.stage.take()).collect();
     let kinds: Vec<TaskKind> = request.tasks.iter().map(|t| t.kind).collect();
     let dag = check_stages(request.stages.as_deref(), &task_stages, &kinds)?;
-    let tasks = request
+    let mut tasks: Vec<NewTask> = request
         .tasks
         .into_iter()
         .enumerate()
         .map(|(i, t)| validate_task(i, t, queues, designated))
         .collect::<Result<_, _>>()?;
+    let count = tasks.len();
+    for t in &mut tasks {
+        super::executor_api::set_task_count(&mut t.executor, count);
+    }
     Ok(NewJob {
         tasks,
         retry,

@@ -84,6 +84,20 @@ pub(super) fn check_executor(field: &str, e: ExecutorRequest) -> Result<Executor
     })))
 }
 
+/// The variable an exec task finds its job's task count in (the worker sets the
+/// others: docs/cli.md).
+pub const TASK_COUNT_VARIABLE: &str = "MEGHA_TASK_COUNT";
+
+/// Sets [`TASK_COUNT_VARIABLE`] to `count` (the job's tasks) in an exec task's
+/// environment, replacing a value the submission gave.
+pub(super) fn set_task_count(executor: &mut Option<Executor>, count: usize) {
+    if let Some(Executor::Exec(cmd)) = executor {
+        Arc::make_mut(cmd)
+            .env
+            .insert(TASK_COUNT_VARIABLE.to_owned(), count.to_string());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::service::admission::api::{parse_job, QueueTable};
@@ -111,6 +125,11 @@ mod tests {
         };
         assert_eq!((c.program.as_str(), c.args.len()), ("sh", 2));
         assert_eq!(c.env.get("A").map(String::as_str), Some("1"));
+        assert_eq!(
+            c.env.get("MEGHA_TASK_COUNT").map(String::as_str),
+            Some("1"),
+            "the GM tells a task its job's task count"
+        );
         assert_eq!(c.cwd.as_deref(), Some("/tmp"));
         assert_eq!(parse(r#"{"type":"burn"}"#), Ok(Some(Executor::Burn)));
         assert_eq!(

@@ -21,7 +21,9 @@ use std::ops::Bound;
 use std::time::Duration;
 
 mod shapes;
-pub use shapes::{FailedAttempt, JobState, JobStatus, KilledRun, TaskState, TaskStatus};
+pub use shapes::{
+    FailedAttempt, FailedTask, JobState, JobStatus, KilledRun, TaskState, TaskStatus,
+};
 
 /// How long and how many ended jobs the GM keeps.
 #[derive(Clone, Copy, Debug)]
@@ -439,9 +441,19 @@ impl Tracker {
     pub fn job(&self, job: JobId) -> Option<JobStatus> {
         let entry = self.jobs.get(&job)?;
         let mut states = BTreeMap::new();
+        let mut first_failed = None;
         for index in 0..entry.tasks {
             if let Some(s) = self.tasks.get(&TaskId { job, index }) {
                 *states.entry(s.state).or_default() += 1;
+                if first_failed.is_none()
+                    && matches!(s.state, TaskState::Failed | TaskState::Unplaceable)
+                {
+                    first_failed = Some(FailedTask {
+                        index,
+                        state: s.state,
+                        failure: s.failure.clone(),
+                    });
+                }
             }
         }
         let count = |state| states.get(&state).copied().unwrap_or(0);
@@ -465,6 +477,7 @@ impl Tracker {
             submitted_at_us: entry.submitted_at,
             ended_at_us: entry.ended_at,
             cancel_requested_at_us: entry.cancel_requested_at,
+            first_failed,
         })
     }
 

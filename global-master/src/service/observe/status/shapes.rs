@@ -113,6 +113,19 @@ pub struct JobStatus {
     pub ended_at_us: Option<u64>,
     /// When a cancel was asked for.
     pub cancel_requested_at_us: Option<u64>,
+    /// The failed (or unplaceable) task of lowest index, if any: what `megha wait`
+    /// and `megha status --exit-code` exit with (see docs/cli.md).
+    pub first_failed: Option<FailedTask>,
+}
+
+/// A job's failed task of lowest index, and why it failed.
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
+pub struct FailedTask {
+    pub index: u32,
+    /// `failed` or `unplaceable`.
+    pub state: TaskState,
+    /// Its last run's failure (none for an unplaceable task).
+    pub failure: Option<TaskFailure>,
 }
 
 /// A job as a whole.

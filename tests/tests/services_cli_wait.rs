@@ -1,0 +1,237 @@
+//! Jobs a script can drive (issue 38 item 2), through the services: one GM with a
+//! journal, one LM, one worker of two 1-core nodes, on loopback with a real
+//! RabbitMQ, exec tasks, the `megha` client run as a process with a user's token.
+//!
+//! - a non-admin whose login (`$USER`) differs from their token's user runs
+//!   `megha run --wait` and gets 0; the job is recorded as the token's user; its
+//!   tasks see `--env`, `--cwd` and the `MEGHA_*` variables (job, index, count, run);
+//! - `wait` exits with the exit code of the first failed task by index (not the
+//!   first to fail in time), 128 + N for a task killed by signal N, 130 for a
+//!   cancelled job, 127 for an unknown job and for another user's job;
+//! - `status JOB --exit-code` answers 124 while the job runs, then its outcome;
+//! - `wait` outlives a GM restart (it asks again), and gives up with 1 on a GM that
+//!   never answers.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use std::time::Duration;
+use tests::broker::require_rabbitmq;
+use tests::procs::{bin_dir, credentials, get_json, wait_until, LoopbackCluster, RoleArgs};
+
+/// `megha ARGS` against `gm` with `token`, `$USER` set to a login that is nobody's
+/// token user.
+fn megha_as(gm: &str, token: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(bin_dir().join("megha"));
+    c.args(args)
+        .env("MEGHA_GM", gm)
+        .env("MEGHA_TOKEN", token)
+        .env_remove("MEGHA_TOKEN_FILE")
+        .env("USER", "login-not-a-token-user");
+    c
+}
+
+/// Runs it: (exit code, stdout, stderr).
+fn run(mut c: Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("megha runs");
+    (
+        status.code().expect("megha exits (no signal)"),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// The job id of `megha --json run ...`'s answer (the first JSON value printed).
+fn job_of(out: &str) -> u64 {
+    let first: Value = serde_json::Deserializer::from_str(out)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON in {out}"));
+    first["job"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no job: {out}"))
+}
+
+#[test]
+fn wait_and_exit_codes_through_the_services() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-cli-wait-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let extra = RoleArgs {
+        gm: vec!["--data-dir".into(), dir.join("gm").display().to_string()],
+        ..RoleArgs::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let c = credentials();
+    let alice = |args: &[&str]| megha_as(&gm, &c.alice, args);
+    let small = ["--cpu-millis", "500", "--memory-mb", "64"];
+    let submit = |command: &str| {
+        let mut args = vec!["--json", "run"];
+        args.extend_from_slice(&small);
+        args.extend(["--", "sh", "-c", command]);
+        let (code, out, err) = run(alice(&args));
+        assert_eq!(code, 0, "{err}");
+        job_of(&out)
+    };
+
+    // A non-admin whose login is not their token's user: 0, recorded as alice, the
+    // tasks see --env, --cwd and their MEGHA_* variables.
+    let mut args = vec!["--json", "run", "--wait", "--count", "2"];
+    args.extend_from_slice(&small);
+    args.extend([
+        "--env",
+        "GREETING=hi",
+        "--cwd",
+        "/tmp",
+        "--",
+        "sh",
+        "-c",
+        "echo $GREETING $MEGHA_JOB $MEGHA_TASK_INDEX $MEGHA_TASK_COUNT $MEGHA_ATTEMPT $(pwd)",
+    ]);
+    let (code, out, err) = run(alice(&args));
+    assert_eq!(code, 0, "{out}{err}");
+    let job = job_of(&out);
+    assert!(out.contains(r#""outcome":"finished""#), "{out}");
+    let status = get_json(&format!("{gm}/v1/jobs/{job}"));
+    assert_eq!(status["user"], "alice", "{status}");
+    assert_eq!(status["first_failed"], Value::Null, "{status}");
+    for index in 0..2 {
+        let (code, log, err) = run(alice(&["logs", &job.to_string(), &index.to_string()]));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(log, format!("hi {job} {index} 2 1 /tmp\n"));
+    }
+
+    // One task exits 3: wait (here through run --wait) exits 3 and says why.
+    let mut args = vec!["run", "--wait"];
+    args.extend_from_slice(&small);
+    args.extend(["--", "sh", "-c", "exit 3"]);
+    let (code, out, err) = run(alice(&args));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("failed: task 0 exited with code 3"), "{out}");
+    let failed_3: u64 = out
+        .split_whitespace()
+        .nth(2)
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("submitted job ID: {out}"));
+
+    // Two failed tasks: the lower index decides, although it failed later.
+    let body = dir.join("two.json");
+    let task = |command: &str| {
+        serde_json::json!({"resources": {"cpu_millis": 500, "memory_mb": 64},
+            "executor": {"type": "exec", "command": ["sh", "-c", command]}})
+    };
+    let two = serde_json::json!({"tasks": [task("sleep 1; exit 5"), task("exit 4")]});
+    std::fs::write(&body, two.to_string()).expect("job file");
+    let (code, out, err) = run(alice(&["--json", "run", body.to_str().expect("utf-8")]));
+    assert_eq!(code, 0, "{err}");
+    let two_failed = job_of(&out);
+    let (code, out, err) = run(alice(&["wait", &two_failed.to_string()]));
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(out.contains("task 0 exited with code 5"), "{out}");
+    let status = get_json(&format!("{gm}/v1/jobs/{two_failed}"));
+    assert_eq!(status["first_failed"]["index"], 0, "{status}");
+    assert_eq!(status["states"]["failed"], 2, "{status}");
+
+    // Killed by a signal: 128 + 9.
+    let killed = submit("kill -9 $$");
+    let (code, out, err) = run(alice(&["wait", &killed.to_string()]));
+    assert_eq!(code, 137, "{out}{err}");
+
+    // Cancelled: a waiter started before the cancel exits 130; status --exit-code
+    // says 124 while the job runs.
+    let sleeper = submit("sleep 60");
+    let id = sleeper.to_string();
+    wait_until("the sleeper to run", Duration::from_secs(30), || {
+        get_json(&format!("{gm}/v1/tasks/{sleeper}/0"))["state"] == "running"
+    });
+    let (code, _, err) = run(alice(&["status", &id, "--exit-code"]));
+    assert_eq!(code, 124, "{err}");
+    let mut waiter = alice(&["wait", &id])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("megha wait");
+    let (code, _, err) = run(alice(&["cancel", &id]));
+    assert_eq!(code, 0, "{err}");
+    let waited = waiter.wait_with_output().expect("megha wait ends");
+    assert_eq!(waited.status.code(), Some(130), "{waited:?}");
+    assert!(
+        String::from_utf8_lossy(&waited.stdout).contains("cancelled"),
+        "{waited:?}"
+    );
+
+    // status --exit-code without waiting: the same codes.
+    for (job, expected) in [(job, 0), (failed_3, 3), (sleeper, 130), (killed, 137)] {
+        let (code, _, err) = run(alice(&["status", &job.to_string(), "--exit-code"]));
+        assert_eq!(code, expected, "job {job}: {err}");
+    }
+    // Without --exit-code, a failed job's status is still a success.
+    let (code, _, err) = run(alice(&["status", &failed_3.to_string()]));
+    assert_eq!(code, 0, "{err}");
+
+    // Unknown, and another user's job (the same answer): 127 at once.
+    let (code, _, err) = run(alice(&["wait", "12345"]));
+    assert_eq!(code, 127, "{err}");
+    assert!(err.contains("job 12345 is unknown"), "{err}");
+    let (code, out, err) = run(megha_as(&gm, &c.bob, &["wait", &job.to_string()]));
+    assert_eq!(code, 127, "bob waits on alice's job: {out}{err}");
+    assert!(!out.contains("finished"), "{out}");
+    let (code, _, err) = run(megha_as(
+        &gm,
+        &c.bob,
+        &["status", &failed_3.to_string(), "--exit-code"],
+    ));
+    assert_eq!(code, 127, "bob reads alice's outcome: {err}");
+    // Several jobs: the first in the order given that did not finish decides.
+    let (code, _, err) = run(alice(&[
+        "wait",
+        &job.to_string(),
+        &two_failed.to_string(),
+        &failed_3.to_string(),
+    ]));
+    assert_eq!(code, 5, "{err}");
+
+    // A non-admin naming another user is refused (403), not silently submitted.
+    let mut args = vec!["run", "--user", "bob"];
+    args.extend_from_slice(&small);
+    args.extend(["--", "true"]);
+    let (code, _, err) = run(alice(&args));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("403"), "{err}");
+
+    // A GM restart while waiting: the waiter asks again and gets the outcome.
+    let job = submit("sleep 4; exit 6");
+    // Polling every 100 ms, it asks while the GM is down.
+    let mut waiter = alice(&["wait", "--poll-interval", "0.1", &job.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("megha wait");
+    wait_until("the task to run", Duration::from_secs(30), || {
+        get_json(&format!("{gm}/v1/tasks/{job}/0"))["state"] == "running"
+    });
+    cluster.stop_and_restart_gm(0, Duration::from_millis(500));
+    let waited = waiter.wait_with_output().expect("megha wait ends");
+    assert_eq!(waited.status.code(), Some(6), "{waited:?}");
+    assert!(
+        String::from_utf8_lossy(&waited.stderr).contains("asking again"),
+        "the waiter saw the GM go: {waited:?}"
+    );
+
+    // A GM that never answers: 1, after --give-up-after.
+    let (code, _, err) = run(megha_as(
+        "http://127.0.0.1:1",
+        &c.alice,
+        &["wait", "--give-up-after", "0.5", "7"],
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("giving up"), "{err}");
+
+    cluster.terminate_all_cleanly();
+}
