@@ -158,6 +158,7 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
         ("limit=0", "limit"),
         ("limit=5000", "limit"),
         ("limit=x", "query"),
+        ("order=sideways", "order"),
     ] {
         let (got, _, answer) =
             http("GET", &format!("{}/v1/jobs?{query}", gm.url), None).expect("get");

@@ -9,6 +9,8 @@
 //!   first to fail in time), 128 + N for a task killed by signal N, 130 for a
 //!   cancelled job, 127 for an unknown job and for another user's job;
 //! - `status JOB --exit-code` answers 124 while the job runs, then its outcome;
+//! - `GET /v1/jobs` (and `megha status`) lists newest first, `order=oldest`
+//!   (`--oldest`) in submission order, `next` paging on in either order;
 //! - `wait` outlives a GM restart (it asks again), and gives up with 1 on a GM that
 //!   never answers.
 
@@ -153,7 +155,7 @@ fn wait_and_exit_codes_through_the_services() {
     });
     let (code, _, err) = run(alice(&["status", &id, "--exit-code"]));
     assert_eq!(code, 124, "{err}");
-    let mut waiter = alice(&["wait", &id])
+    let waiter = alice(&["wait", &id])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("megha wait");
@@ -205,10 +207,37 @@ fn wait_and_exit_codes_through_the_services() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("403"), "{err}");
 
+    // Jobs list newest first; `next` pages on towards older ones; order=oldest
+    // (megha status --oldest) in submission order.
+    let ids = |page: &Value| -> Vec<u64> {
+        page["jobs"]
+            .as_array()
+            .map(|j| j.iter().filter_map(|j| j["job"].as_u64()).collect())
+            .unwrap_or_default()
+    };
+    let page = get_json(&format!("{gm}/v1/jobs?limit=2"));
+    assert_eq!(ids(&page), vec![sleeper, killed], "{page}");
+    let next = page["next"].as_u64().expect("a next page");
+    let page = get_json(&format!("{gm}/v1/jobs?limit=2&after={next}"));
+    assert_eq!(ids(&page), vec![two_failed, failed_3], "{page}");
+    let page = get_json(&format!("{gm}/v1/jobs?limit=2&order=oldest"));
+    assert_eq!(ids(&page), vec![job, failed_3], "{page}");
+    let next = page["next"].as_u64().expect("a next page");
+    let page = get_json(&format!("{gm}/v1/jobs?limit=2&order=oldest&after={next}"));
+    assert_eq!(ids(&page), vec![two_failed, killed], "{page}");
+    let (code, out, err) = run(alice(&["--json", "status", "--limit", "1"]));
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(ids(&page), vec![sleeper], "{page}");
+    let (code, out, err) = run(alice(&["--json", "status", "--limit", "1", "--oldest"]));
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(ids(&page), vec![job], "{page}");
+
     // A GM restart while waiting: the waiter asks again and gets the outcome.
     let job = submit("sleep 4; exit 6");
     // Polling every 100 ms, it asks while the GM is down.
-    let mut waiter = alice(&["wait", "--poll-interval", "0.1", &job.to_string()])
+    let waiter = alice(&["wait", "--poll-interval", "0.1", &job.to_string()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -73,7 +73,7 @@ pub struct Cli {
 pub enum Command {
     /// Submit a job: a job file (JSON or TOML, the body of POST /v1/jobs), or a
     /// command after `--` run by `--count` tasks.
-    #[command(visible_alias = "submit")]
+    #[command(visible_alias = "submit", after_help = EXIT_CODES)]
     Run {
         /// A job file (.json or .toml). Leave out to give a command after `--`.
         file: Option<PathBuf>,
@@ -122,9 +122,9 @@ pub enum Command {
         #[command(flatten)]
         wait_options: WaitArgs,
     },
-    /// The GM's jobs, oldest first; with a JOB id, that job and its tasks (the
-    /// first 100: state, run, where, why).
-    #[command(visible_alias = "jobs")]
+    /// The GM's jobs, newest first (--oldest: oldest first); with a JOB id, that
+    /// job and its tasks (the first 100: state, run, where, why).
+    #[command(visible_alias = "jobs", after_help = EXIT_CODES)]
     Status {
         /// One job's id (leave out to list jobs).
         job: Option<u64>,
@@ -141,6 +141,9 @@ pub enum Command {
         /// The page after this job id (the `next` of the previous page).
         #[arg(long)]
         after: Option<u64>,
+        /// Oldest jobs first.
+        #[arg(long)]
+        oldest: bool,
         /// With a JOB: exit with its outcome, as `megha wait` would, without
         /// waiting (124 while it has not ended).
         #[arg(long, requires = "job")]
@@ -196,7 +199,7 @@ pub enum Command {
 
 /// The exit statuses of `wait`, `run --wait` and `status --exit-code` (as
 /// docs/cli.md; the values are [`outcome`]'s).
-const EXIT_CODES: &str = "Exit status:
+const EXIT_CODES: &str = "Exit status (of wait, run --wait, status JOB --exit-code; docs/cli.md):
   0        every task finished
   1-255    the exit code of the job's first failed task (lowest index), when it exited
   128+N    that task was killed by signal N (137: SIGKILL, out-of-memory kills too)
@@ -205,6 +208,7 @@ const EXIT_CODES: &str = "Exit status:
   124      not ended yet (status --exit-code), or --timeout ran out
   127      unknown job: never submitted to this GM, another user's, or forgotten
   1        megha's own error (GM unreachable past --give-up-after, refused call)
+  2        bad arguments
 A task's own exit code can equal one of these; --json tells them apart.";
 
 /// How `wait` and `run --wait` poll.
@@ -446,9 +450,13 @@ async fn run(cli: Cli) -> Result<u8> {
             user,
             limit,
             after,
+            oldest,
             exit_code: _,
         } => {
             let mut query = vec![format!("limit={limit}")];
+            if oldest {
+                query.push("order=oldest".to_owned());
+            }
             for (k, v) in [("state", state), ("queue", queue), ("user", user)] {
                 if let Some(v) = v {
                     query.push(format!("{k}={}", encode(&v)));
@@ -535,7 +543,7 @@ async fn top_summary(gm: &Gm, recent: usize, stale_ms: u64) -> Result<Value> {
     let mut jobs = Vec::new();
     let mut after: Option<u64> = None;
     loop {
-        let mut path = "/v1/jobs?limit=1000".to_owned();
+        let mut path = "/v1/jobs?limit=1000&order=oldest".to_owned();
         if let Some(a) = after {
             path.push_str(&format!("&after={a}"));
         }

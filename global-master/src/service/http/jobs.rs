@@ -8,7 +8,9 @@ use crate::service::actor::queries::{CancelJob, GetJob, GetTask, ListJobs};
 use crate::service::admission::api::parse_id;
 use crate::service::admission::api::ApiError;
 use crate::service::admission::users::Caller;
-use crate::service::observe::status::{JobFilter, JobPage, JobState, JobStatus, TaskStatus};
+use crate::service::observe::status::{
+    JobFilter, JobOrder, JobPage, JobState, JobStatus, TaskStatus,
+};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -31,13 +33,18 @@ pub(crate) struct JobsQuery {
     queue: Option<String>,
     /// Only this user's jobs (an admin's filter; a user sees their own jobs only).
     user: Option<String>,
+    /// `newest` first (the default) or `oldest` first; `next` pages on in the
+    /// same order.
+    #[param(value_type = Option<JobOrder>)]
+    order: Option<String>,
 }
 
 /// The largest page of `GET /v1/jobs`.
 const MAX_JOBS_PAGE: usize = 1000;
 
-/// `GET /v1/jobs?state=finished|failed|active&limit=N&after=ID`: this GM's jobs in
-/// submission order, a page at a time (`next` is the `after` of the next page).
+/// `GET /v1/jobs?state=finished|failed|active&limit=N&after=ID&order=newest|oldest`:
+/// this GM's jobs, newest first unless `order=oldest`, a page at a time (`next` is
+/// the `after` of the next page, in the same order).
 #[utoipa::path(get, path = "/v1/jobs", tag = "jobs",
     params(JobsQuery),
     responses(
@@ -69,6 +76,20 @@ pub(crate) async fn list_jobs(
             ))
         }
     };
+    let order = match q
+        .order
+        .map(|v| serde_json::from_value::<JobOrder>(json!(v)))
+    {
+        None => JobOrder::default(),
+        Some(Ok(order)) => order,
+        Some(Err(_)) => {
+            return error(ApiError::new(
+                400,
+                "order",
+                "not an order: use newest or oldest",
+            ))
+        }
+    };
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > MAX_JOBS_PAGE {
         return error(ApiError::new(
@@ -91,6 +112,7 @@ pub(crate) async fn list_jobs(
                 } else {
                     Some(caller.user.to_string())
                 },
+                order,
             },
         })
         .await

@@ -3,7 +3,8 @@
 //! - `POST /v1/jobs`: submit a job (see [`crate::service::admission::api`]); 202 with the ids, 4xx naming
 //!   the field at fault, 429 with `Retry-After` when the GM is full. With an
 //!   `Idempotency-Key` header a retry gets the first answer ([`crate::service::durable::idempotency`]).
-//! - `GET /v1/jobs?state=&queue=&user=&limit=&after=`: this GM's jobs, paged, filtered.
+//! - `GET /v1/jobs?state=&queue=&user=&limit=&after=&order=`: this GM's jobs, newest
+//!   first (or oldest), paged, filtered.
 //! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
 //! - `GET /v1/tasks/{job}/{index}/logs?stream=stdout|stderr&tail=N&follow=true`:
 //!   the task's output, through its LM from its worker (see [`crate::service::http::logs`]).

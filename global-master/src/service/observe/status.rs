@@ -79,12 +79,23 @@ pub struct JobPage {
     pub next: Option<u64>,
 }
 
-/// Filters of [`Tracker::list`].
+/// Filters of [`Tracker::list`], and its order.
 #[derive(Clone, Debug, Default)]
 pub struct JobFilter {
     pub state: Option<JobState>,
     pub queue: Option<String>,
     pub user: Option<String>,
+    pub order: JobOrder,
+}
+
+/// The order of [`Tracker::list`]: by submission (job id), newest first unless
+/// asked otherwise; `next` pages on in the same order.
+#[derive(utoipa::ToSchema, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOrder {
+    #[default]
+    Newest,
+    Oldest,
 }
 
 impl Tracker {
@@ -408,13 +419,18 @@ impl Tracker {
         (self.jobs.len(), self.tasks.len())
     }
 
-    /// Jobs after `after` (by id, i.e. submission order), at most `limit`, that
-    /// pass `filter`.
+    /// Jobs after `after` in `filter.order` (by id, i.e. submission order: newest
+    /// first, older ids after; or oldest first, newer ids after), at most `limit`,
+    /// that pass `filter`.
     pub fn list(&self, after: Option<u64>, limit: usize, filter: &JobFilter) -> JobPage {
-        let start = after.map_or(Bound::Unbounded, |a| Bound::Excluded(JobId(a)));
+        let cursor = after.map_or(Bound::Unbounded, |a| Bound::Excluded(JobId(a)));
+        let in_order: Box<dyn Iterator<Item = (&JobId, &JobEntry)>> = match filter.order {
+            JobOrder::Oldest => Box::new(self.jobs.range((cursor, Bound::Unbounded))),
+            JobOrder::Newest => Box::new(self.jobs.range((Bound::Unbounded, cursor)).rev()),
+        };
         let mut jobs = Vec::new();
         let mut next = None;
-        for (job, entry) in self.jobs.range((start, Bound::Unbounded)) {
+        for (job, entry) in in_order {
             if filter
                 .queue
                 .as_ref()

@@ -150,24 +150,43 @@ fn jobs_list_in_pages_and_by_state_queue_and_user() {
     t.ended(&end(TaskId::new(2, 0), None), Micros(60));
     t.ended(&end(TaskId::new(4, 0), None), Micros(60));
     let ids = |p: &JobPage| p.jobs.iter().map(|j| j.job).collect::<Vec<_>>();
-    let all = JobFilter::default();
+    let all = JobFilter {
+        order: JobOrder::Oldest,
+        ..JobFilter::default()
+    };
     let first = t.list(None, 2, &all);
     assert_eq!((ids(&first), first.next), (vec![1, 2], Some(2)));
     let second = t.list(first.next, 2, &all);
     assert_eq!((ids(&second), second.next), (vec![3, 4], Some(4)));
     let last = t.list(second.next, 2, &all);
     assert_eq!((ids(&last), last.next), (vec![5], None));
+    // Newest first (the default): `next` pages on towards older jobs.
+    let newest = JobFilter::default();
+    let first = t.list(None, 2, &newest);
+    assert_eq!((ids(&first), first.next), (vec![5, 4], Some(4)));
+    let second = t.list(first.next, 2, &newest);
+    assert_eq!((ids(&second), second.next), (vec![3, 2], Some(2)));
+    let last = t.list(second.next, 2, &newest);
+    assert_eq!((ids(&last), last.next), (vec![1], None));
+    // A job submitted meanwhile is on the first page, not between pages.
+    t.job_accepted(JobId(6), Micros(6), vec!["odd".into()], None, 1);
+    t.accepted(TaskId::new(6, 0), Micros(6));
+    assert_eq!(ids(&t.list(Some(4), 10, &newest)), vec![3, 2, 1]);
+    assert_eq!(ids(&t.list(None, 1, &newest)), vec![6]);
+    let oldest_after_4 = t.list(Some(4), 10, &all);
+    assert_eq!(ids(&oldest_after_4), vec![5, 6]);
     let by = |state, queue: Option<&str>, user: Option<&str>| {
         let filter = JobFilter {
             state,
             queue: queue.map(str::to_owned),
             user: user.map(str::to_owned),
+            order: JobOrder::Oldest,
         };
         ids(&t.list(None, 10, &filter))
     };
     assert_eq!(by(Some(JobState::Finished), None, None), vec![2, 4]);
-    assert_eq!(by(Some(JobState::Active), None, None), vec![1, 3, 5]);
-    assert_eq!(by(None, Some("odd"), None), vec![1, 3, 5]);
+    assert_eq!(by(Some(JobState::Active), None, None), vec![1, 3, 5, 6]);
+    assert_eq!(by(None, Some("odd"), None), vec![1, 3, 5, 6]);
     assert_eq!(
         by(Some(JobState::Finished), Some("odd"), None),
         Vec::<u64>::new()
