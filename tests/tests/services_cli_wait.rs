@@ -9,6 +9,9 @@
 //!   first to fail in time), 128 + N for a task killed by signal N, 130 for a
 //!   cancelled job, 127 for an unknown job and for another user's job;
 //! - `status JOB --exit-code` answers 124 while the job runs, then its outcome;
+//! - jobs carry a name and labels (`megha run --name --label`), shown in their
+//!   status and found by `GET /v1/jobs?name=&label=K=V` (`megha status --name
+//!   --label`), another user's never; bad ones are 422 naming the field;
 //! - `GET /v1/jobs` (and `megha status`) lists newest first, `order=oldest`
 //!   (`--oldest`) in submission order, `next` paging on in either order;
 //! - `wait` outlives a GM restart (it asks again), and gives up with 1 on a GM that
@@ -233,6 +236,86 @@ fn wait_and_exit_codes_through_the_services() {
     assert_eq!(code, 0, "{err}");
     let page: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(ids(&page), vec![job], "{page}");
+
+    // Names and labels: shown in the job's status, found by name or label.
+    let named = |name: &str, label: &str| {
+        let mut args = vec![
+            "--json", "run", "--name", name, "--label", label, "--label", "site=x",
+        ];
+        args.extend_from_slice(&small);
+        args.extend(["--", "true"]);
+        let (code, out, err) = run(alice(&args));
+        assert_eq!(code, 0, "{err}");
+        job_of(&out)
+    };
+    let (train_a, eval, train_b) = (
+        named("train", "team=ml"),
+        named("eval", "team=ml"),
+        named("train", "team=db"),
+    );
+    let status = get_json(&format!("{gm}/v1/jobs/{train_a}"));
+    assert_eq!(status["name"], "train", "{status}");
+    assert_eq!(status["labels"]["team"], "ml", "{status}");
+    assert_eq!(status["labels"]["site"], "x", "{status}");
+    let found = |query: &str| ids(&get_json(&format!("{gm}/v1/jobs?{query}")));
+    assert_eq!(found("name=train"), vec![train_b, train_a]);
+    assert_eq!(found("label=team=ml"), vec![eval, train_a]);
+    assert_eq!(found("name=train&label=team=db"), vec![train_b]);
+    assert_eq!(found("name=nothing"), Vec::<u64>::new());
+    let (code, out, err) = run(alice(&["--json", "status", "--name", "eval"]));
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(ids(&page), vec![eval], "{page}");
+    let (code, out, err) = run(alice(&["--json", "status", "--label", "team=db"]));
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(ids(&page), vec![train_b], "{page}");
+    // Bob's list by the same name does not show alice's jobs.
+    let (code, out, err) = run(megha_as(
+        &gm,
+        &c.bob,
+        &["--json", "status", "--name", "train"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let page: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(ids(&page), Vec::<u64>::new(), "{page}");
+    // Refusals name the field.
+    for (extra, field) in [
+        (r#""name":"""#.to_owned(), "name".to_owned()),
+        (
+            format!(r#""name":"{}""#, "n".repeat(129)),
+            "name".to_owned(),
+        ),
+        (
+            r#""labels":{"a=b":"1"}"#.to_owned(),
+            "labels.a=b".to_owned(),
+        ),
+        (
+            format!(
+                r#""labels":{{{}}}"#,
+                (0..33)
+                    .map(|i| format!(r#""k{i}":"v""#))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            "labels".to_owned(),
+        ),
+    ] {
+        let body = format!(
+            r#"{{"tasks":[{{"resources":{{"cpu_millis":500,"memory_mb":64}},"executor":{{"type":"exec","command":["true"]}}}}],{extra}}}"#
+        );
+        let (status, _, answer) =
+            tests::procs::http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
+        let answer: Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field.as_str())),
+            "{answer}"
+        );
+    }
+    let (status, _, answer) =
+        tests::procs::http("GET", &format!("{gm}/v1/jobs?label=nokey"), None).expect("get");
+    assert!(status == 400 && answer.contains("label"), "{answer}");
 
     // A GM restart while waiting: the waiter asks again and gets the outcome.
     let job = submit("sleep 4; exit 6");

@@ -104,6 +104,12 @@ pub enum Command {
         /// the MEGHA_* variables every task gets.
         #[arg(long = "env", value_name = "K=V", value_parser = key_value)]
         env: Vec<(String, String)>,
+        /// The job's name (1 to 128 bytes; names need not be unique).
+        #[arg(long)]
+        name: Option<String>,
+        /// A label of the job (repeatable): `megha status --label K=V` finds it.
+        #[arg(long = "label", value_name = "K=V", value_parser = key_value)]
+        labels: Vec<(String, String)>,
         /// Wait for the job to end and exit with its outcome (as `megha wait`).
         #[arg(long)]
         wait: bool,
@@ -144,6 +150,12 @@ pub enum Command {
         /// Oldest jobs first.
         #[arg(long)]
         oldest: bool,
+        /// Only jobs of this name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Only jobs with this label.
+        #[arg(long, value_name = "K=V")]
+        label: Option<String>,
         /// With a JOB: exit with its outcome, as `megha wait` would, without
         /// waiting (124 while it has not ended).
         #[arg(long, requires = "job")]
@@ -357,6 +369,8 @@ async fn run(cli: Cli) -> Result<u8> {
             user,
             cwd,
             env,
+            name,
+            labels,
             wait,
             wait_options,
             command,
@@ -395,6 +409,17 @@ async fn run(cli: Cli) -> Result<u8> {
                     bail!("nothing to submit: give a job file, or a command after -- (megha submit -- echo hello)")
                 }
             };
+            let mut body = body;
+            if let Some(name) = name {
+                body["name"] = json!(name);
+            }
+            if !labels.is_empty() {
+                let mut all = body["labels"].as_object().cloned().unwrap_or_default();
+                for (k, v) in labels {
+                    all.insert(k, json!(v));
+                }
+                body["labels"] = Value::Object(all);
+            }
             let answer = gm
                 .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
                 .await?;
@@ -451,13 +476,21 @@ async fn run(cli: Cli) -> Result<u8> {
             limit,
             after,
             oldest,
+            name,
+            label,
             exit_code: _,
         } => {
             let mut query = vec![format!("limit={limit}")];
             if oldest {
                 query.push("order=oldest".to_owned());
             }
-            for (k, v) in [("state", state), ("queue", queue), ("user", user)] {
+            for (k, v) in [
+                ("state", state),
+                ("queue", queue),
+                ("user", user),
+                ("name", name),
+                ("label", label),
+            ] {
                 if let Some(v) = v {
                     query.push(format!("{k}={}", encode(&v)));
                 }

@@ -257,6 +257,8 @@ pub struct SubmitJob {
     pub dag: Option<Arc<common::dag::JobDag>>,
     /// Its `Idempotency-Key`, journalled with the job.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
+    /// Its name and labels.
+    pub names: crate::service::admission::api::JobNames,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,6 +281,7 @@ impl Handler<Submit> for GmActor {
             user: None,
             dag: None,
             idempotency: None,
+            names: Default::default(),
         };
         self.accept(job, ctx)
     }
@@ -350,7 +353,9 @@ impl GmActor {
                 retry: msg.retry,
                 idempotency: msg.idempotency.clone(),
             };
-            if let Err(e) = journal.accept_dag(job, &accepted, &specs, msg.dag.as_deref()) {
+            let names = (msg.names != Default::default()).then_some(&msg.names);
+            if let Err(e) = journal.accept_named(job, &accepted, &specs, msg.dag.as_deref(), names)
+            {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);
@@ -358,6 +363,7 @@ impl GmActor {
         }
         self.tracker
             .job_accepted(job, now, queues, msg.user, policy.max_attempts);
+        self.tracker.named(job, msg.names);
         for id in &ids {
             self.tracker.accepted(*id, now);
         }

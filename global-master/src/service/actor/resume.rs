@@ -37,6 +37,7 @@ impl GmActor {
                 .unwrap_or_else(|| self.core.lifecycle().default_policy());
             self.tracker
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
+            self.tracker.named(r.job, r.names);
             let mut again = Vec::new();
             for mut spec in r.tasks {
                 self.tracker.accepted(spec.id, at);

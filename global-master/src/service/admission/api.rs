@@ -9,6 +9,7 @@ use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
 use common::retry::{Backoff, RetryPolicy};
 use common::{ConstraintSet, Executor, GmId, Micros, QueueId, Resources, TaskKind};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// `POST /v1/jobs` body: a batch of tasks submitted together (one job).
@@ -32,6 +33,15 @@ pub struct JobRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 64, pattern = r"\S")]
     pub user: Option<String>,
+    /// A name for the job (1 to 128 bytes, not blank; names need not be unique):
+    /// `GET /v1/jobs?name=` finds the jobs of a name.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 128, pattern = r"\S")]
+    pub name: Option<String>,
+    /// Labels: at most 32, keys of 1 to 64 bytes without `=`, values of at most
+    /// 256 bytes; `GET /v1/jobs?label=KEY=VALUE` filters on one.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A validated job, before the GM gives it an id.
@@ -42,6 +52,66 @@ pub struct NewJob {
     pub user: Option<String>,
     /// The job's DAG, when it declares stages.
     pub dag: Option<Arc<JobDag>>,
+    /// Its name and labels ([`JobNames`]).
+    pub names: JobNames,
+}
+
+/// A job's name and labels, as submitted (checked by [`check_names`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JobNames {
+    pub name: Option<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Most labels of a job, and the longest key and value.
+pub const MAX_LABELS: usize = 32;
+pub const MAX_LABEL_KEY: usize = 64;
+pub const MAX_LABEL_VALUE: usize = 256;
+/// The longest job name.
+pub const MAX_NAME: usize = 128;
+
+/// A name of 1 to [`MAX_NAME`] bytes, not blank, no control characters; at most
+/// [`MAX_LABELS`] labels, keys of 1 to [`MAX_LABEL_KEY`] bytes without `=`, values
+/// of at most [`MAX_LABEL_VALUE`] bytes, neither with control characters. A
+/// refusal (422) names `name`, `labels` or `labels.KEY`.
+pub fn check_names(
+    name: Option<String>,
+    labels: BTreeMap<String, String>,
+) -> Result<JobNames, ApiError> {
+    let control = |s: &str| s.chars().any(char::is_control);
+    if let Some(n) = &name {
+        if n.trim().is_empty() || n.len() > MAX_NAME || control(n) {
+            return Err(ApiError::new(
+                422,
+                "name",
+                format!("1 to {MAX_NAME} bytes, not blank, no control characters"),
+            ));
+        }
+    }
+    if labels.len() > MAX_LABELS {
+        return Err(ApiError::new(
+            422,
+            "labels",
+            format!("{} labels; at most {MAX_LABELS}", labels.len()),
+        ));
+    }
+    for (key, value) in &labels {
+        if key.is_empty() || key.len() > MAX_LABEL_KEY || key.contains('=') || control(key) {
+            return Err(ApiError::new(
+                422,
+                format!("labels.{key}"),
+                format!("a key is 1 to {MAX_LABEL_KEY} bytes, without `=` or control characters"),
+            ));
+        }
+        if value.len() > MAX_LABEL_VALUE || control(value) {
+            return Err(ApiError::new(
+                422,
+                format!("labels.{key}"),
+                format!("a value is at most {MAX_LABEL_VALUE} bytes, without control characters"),
+            ));
+        }
+    }
+    Ok(JobNames { name, labels })
 }
 
 /// `retry` of a job: `{"max_attempts":3,"backoff":{"initial_ms":1000,"factor":2,"max_ms":60000}}`.
@@ -224,6 +294,7 @@ pub fn parse_job_request(
             return Err(ApiError::new(422, "user", "1 to 64 bytes, not blank"));
         }
     }
+    let names = check_names(request.name.take(), std::mem::take(&mut request.labels))?;
     if request.tasks.is_empty() {
         return Err(ApiError::new(422, "tasks", "a job needs at least one task"));
     }
@@ -259,6 +330,7 @@ pub fn parse_job_request(
         retry,
         user: request.user,
         dag,
+        names,
     })
 }
 

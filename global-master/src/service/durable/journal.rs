@@ -58,6 +58,10 @@ const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs
 /// Job id -> the job's DAG ([`common::dag::JobDag`], bincode), for DAG jobs only
 /// (a table of its own: journals written before DAG jobs read as they were).
 const DAGS: TableDefinition<u64, &[u8]> = TableDefinition::new("dags");
+/// Job id -> the job's name and labels
+/// ([`crate::service::admission::api::JobNames`], bincode), for jobs that have
+/// either (a table of its own: journals written before names read as they were).
+const NAMES: TableDefinition<u64, &[u8]> = TableDefinition::new("names");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
@@ -105,6 +109,8 @@ pub struct Recovered {
     pub runs: BTreeMap<u32, (u32, u32)>,
     /// Its DAG, for a DAG job.
     pub dag: Option<Arc<JobDag>>,
+    /// Its name and labels.
+    pub names: crate::service::admission::api::JobNames,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +203,7 @@ impl Journal {
         let ended = txn.open_table(ENDED).ok();
         let runs = txn.open_table(RUNS).ok();
         let dags = txn.open_table(DAGS).ok();
+        let names = txn.open_table(NAMES).ok();
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
@@ -229,9 +236,17 @@ impl Journal {
                 },
                 None => None,
             };
+            let names = match &names {
+                Some(names) => match names.get(job)? {
+                    Some(bytes) => common::codec::decode_stored(&self.cluster, bytes.value())?,
+                    None => Default::default(),
+                },
+                None => Default::default(),
+            };
             out.push(Recovered {
                 job: JobId(job),
                 dag,
+                names,
                 accepted: stored.accepted,
                 tasks: stored.tasks,
                 ended: done,
@@ -299,6 +314,23 @@ impl Journal {
         tasks: &[TaskSpec],
         dag: Option<&JobDag>,
     ) -> Result<(), JournalError> {
+        self.accept_named(job, accepted, tasks, dag, None)
+    }
+
+    /// [`Journal::accept_dag`], with the job's name and labels if it has any (in
+    /// the same transaction).
+    pub fn accept_named(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+        dag: Option<&JobDag>,
+        names: Option<&crate::service::admission::api::JobNames>,
+    ) -> Result<(), JournalError> {
+        let names = names
+            .map(|n| common::codec::encode(&self.cluster, n))
+            .transpose()
+            .map_err(|e| self.error("cannot encode", e))?;
         let stored = JournalJob {
             accepted: accepted.clone(),
             tasks: tasks.to_vec(),
@@ -314,6 +346,9 @@ impl Journal {
             txn.open_table(JOBS)?.insert(job.0, bytes.as_slice())?;
             if let Some(dag) = &dag {
                 txn.open_table(DAGS)?.insert(job.0, dag.as_slice())?;
+            }
+            if let Some(names) = &names {
+                txn.open_table(NAMES)?.insert(job.0, names.as_slice())?;
             }
             txn.commit()?;
             Ok(())
@@ -360,6 +395,7 @@ impl Journal {
                 let mut jobs = txn.open_table(JOBS)?;
                 let mut runs = txn.open_table(RUNS)?;
                 let mut dags = txn.open_table(DAGS)?;
+                let mut names = txn.open_table(NAMES)?;
                 for (task, run, failed) in &retries {
                     runs.insert((task.job.0, task.index), (*run, *failed))?;
                 }
@@ -377,6 +413,7 @@ impl Journal {
                     if n == 0 {
                         jobs.remove(job.0)?;
                         dags.remove(job.0)?;
+                        names.remove(job.0)?;
                         table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         runs.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         closed.push(job);

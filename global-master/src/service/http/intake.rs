@@ -100,6 +100,7 @@ pub(crate) async fn submit(
         user,
         dag: job.dag,
         idempotency: reservation.as_ref().map(|r| r.key_of()),
+        names: job.names,
     };
     // The submission and its key's settling run on their own task: a client that
     // gives up drops this handler, not the submission, so its key is settled with

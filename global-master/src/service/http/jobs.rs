@@ -37,6 +37,10 @@ pub(crate) struct JobsQuery {
     /// same order.
     #[param(value_type = Option<JobOrder>)]
     order: Option<String>,
+    /// Only jobs of this name.
+    name: Option<String>,
+    /// Only jobs with this label, `KEY=VALUE`.
+    label: Option<String>,
 }
 
 /// The largest page of `GET /v1/jobs`.
@@ -90,6 +94,13 @@ pub(crate) async fn list_jobs(
             ))
         }
     };
+    let label = match q.label.as_deref().map(|l| l.split_once('=')) {
+        None => None,
+        Some(Some((k, v))) if !k.is_empty() => Some((k.to_owned(), v.to_owned())),
+        Some(_) => {
+            return error(ApiError::new(400, "label", "a label filter is KEY=VALUE"));
+        }
+    };
     let limit = q.limit.unwrap_or(100);
     if limit == 0 || limit > MAX_JOBS_PAGE {
         return error(ApiError::new(
@@ -113,6 +124,8 @@ pub(crate) async fn list_jobs(
                     Some(caller.user.to_string())
                 },
                 order,
+                name: q.name,
+                label,
             },
         })
         .await

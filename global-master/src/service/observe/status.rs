@@ -55,6 +55,8 @@ struct JobEntry {
     submitted_at: u64,
     ended_at: Option<u64>,
     cancel_requested_at: Option<u64>,
+    name: Option<String>,
+    labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default)]
@@ -86,6 +88,10 @@ pub struct JobFilter {
     pub queue: Option<String>,
     pub user: Option<String>,
     pub order: JobOrder,
+    /// Only jobs of this name.
+    pub name: Option<String>,
+    /// Only jobs with this label (key, value).
+    pub label: Option<(String, String)>,
 }
 
 /// The order of [`Tracker::list`]: by submission (job id), newest first unless
@@ -154,6 +160,14 @@ impl Tracker {
         entry.user = user;
         entry.max_attempts = max_attempts;
         entry.submitted_at = now.0;
+    }
+
+    /// The job's name and labels (call after [`Tracker::job_accepted`]).
+    pub fn named(&mut self, job: JobId, names: crate::service::admission::api::JobNames) {
+        if let Some(entry) = self.jobs.get_mut(&job) {
+            entry.name = names.name;
+            entry.labels = names.labels;
+        }
     }
 
     /// The task, unless it already ended.
@@ -436,6 +450,11 @@ impl Tracker {
                 .as_ref()
                 .is_some_and(|q| !entry.queues.contains(q))
                 || filter.user.is_some() && filter.user != entry.user
+                || filter.name.is_some() && filter.name != entry.name
+                || filter
+                    .label
+                    .as_ref()
+                    .is_some_and(|(k, v)| entry.labels.get(k) != Some(v))
             {
                 continue;
             }
@@ -489,6 +508,8 @@ impl Tracker {
             state,
             queues: entry.queues.clone(),
             user: entry.user.clone(),
+            name: entry.name.clone(),
+            labels: entry.labels.clone(),
             max_attempts: entry.max_attempts,
             submitted_at_us: entry.submitted_at,
             ended_at_us: entry.ended_at,

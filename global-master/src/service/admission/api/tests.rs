@@ -248,3 +248,48 @@ fn accepts_a_well_formed_job() {
     );
     assert_eq!(tasks[0].queue, QueueId(1));
 }
+
+#[test]
+fn names_and_labels_are_checked_naming_the_field() {
+    let ok = r#""tasks":[{"resources":{"cpu_millis":1,"memory_mb":1},"duration_ms":1}]"#;
+    let job = |extra: &str| format!("{{{ok},{extra}}}");
+    let long = "x".repeat(129);
+    let many: Vec<String> = (0..33).map(|i| format!(r#""k{i}":"v""#)).collect();
+    let cases: Vec<(String, (u16, String))> = vec![
+        (job(r#""name":"""#), (422, "name".into())),
+        (job(r#""name":"  ""#), (422, "name".into())),
+        (job(&format!(r#""name":"{long}""#)), (422, "name".into())),
+        (job(r#""name":"a\nb""#), (422, "name".into())),
+        (job(r#""name":7"#), (400, "name".into())),
+        (
+            job(&format!(r#""labels":{{{}}}"#, many.join(","))),
+            (422, "labels".into()),
+        ),
+        (job(r#""labels":{"":"v"}"#), (422, "labels.".into())),
+        (job(r#""labels":{"a=b":"v"}"#), (422, "labels.a=b".into())),
+        (
+            job(&format!(r#""labels":{{"{}":"v"}}"#, "k".repeat(65))),
+            (422, format!("labels.{}", "k".repeat(65))),
+        ),
+        (
+            job(&format!(r#""labels":{{"k":"{}"}}"#, "v".repeat(257))),
+            (422, "labels.k".into()),
+        ),
+        (job(r#""labels":{"k":1}"#), (400, "labels.k".into())),
+        (job(r#""labels":["k"]"#), (400, "labels".into())),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(refusal(&body), expected, "{body}");
+    }
+    let body = job(&format!(
+        r#""name":"train","labels":{{"team":"ml","{}":"{}"}}"#,
+        "k".repeat(64),
+        "v".repeat(256)
+    ));
+    let parsed = parse_job_request(body.as_bytes(), 3, &no_queues()).expect("valid");
+    assert_eq!(parsed.names.name.as_deref(), Some("train"));
+    assert_eq!(parsed.names.labels.len(), 2);
+    assert_eq!(parsed.names.labels["team"], "ml");
+    let none = parse_job_request(job(r#""user":"u""#).as_bytes(), 3, &no_queues()).expect("valid");
+    assert_eq!(none.names, JobNames::default());
+}

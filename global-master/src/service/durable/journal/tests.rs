@@ -142,3 +142,41 @@ fn a_retried_task_is_read_back_with_the_run_it_goes_out_as_next() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_jobs_name_and_labels_survive_a_reopen_and_leave_with_it() {
+    use crate::service::admission::api::JobNames;
+    let dir = std::env::temp_dir().join(format!("megha-journal-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let names = JobNames {
+        name: Some("train".into()),
+        labels: [("team".to_owned(), "ml".to_owned())].into(),
+    };
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept_named(JobId(7), &accepted(5), &specs(7, 1), None, Some(&names))
+            .unwrap();
+        j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
+    }
+    let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 2, "{recovered:?}");
+    assert_eq!((recovered[0].job, &recovered[0].names), (JobId(7), &names));
+    assert_eq!(
+        recovered[1].names,
+        JobNames::default(),
+        "a job without names"
+    );
+    // The job ends: its names leave with it.
+    j.ended(&[(TaskId::new(7, 0), end(10))], &[]).unwrap();
+    drop(j);
+    let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0].job, JobId(8));
+    drop(recovered);
+    let db = redb::Database::open(dir.join("journal.redb")).expect("the journal, closed");
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(NAMES).unwrap();
+    assert!(table.get(7).unwrap().is_none(), "job 7's names left");
+    drop((table, txn, db));
+    let _ = std::fs::remove_dir_all(&dir);
+}

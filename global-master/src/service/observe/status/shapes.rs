@@ -107,6 +107,9 @@ pub struct JobStatus {
     /// The queues its tasks were submitted to, and the submitter's label.
     pub queues: Vec<String>,
     pub user: Option<String>,
+    /// Its name and labels, as submitted.
+    pub name: Option<String>,
+    pub labels: BTreeMap<String, String>,
     pub max_attempts: u32,
     pub submitted_at_us: u64,
     /// When its last task ended (GM clock).

@@ -181,6 +181,7 @@ fn jobs_list_in_pages_and_by_state_queue_and_user() {
             queue: queue.map(str::to_owned),
             user: user.map(str::to_owned),
             order: JobOrder::Oldest,
+            ..JobFilter::default()
         };
         ids(&t.list(None, 10, &filter))
     };
@@ -237,4 +238,48 @@ fn a_preempted_task_shows_killed_with_its_reason_until_dispatched_again() {
     // A kill reported after the end changes nothing.
     t.killed(a, LmId(0), &reason, Micros(1), Micros(95));
     assert_eq!(t.task(a).expect("a").killed_runs.len(), 1);
+}
+
+#[test]
+fn jobs_are_found_by_name_and_label() {
+    use crate::service::admission::api::JobNames;
+    let mut t = Tracker::default();
+    for job in 1..=3 {
+        t.job_accepted(JobId(job), Micros(job), vec!["q".into()], None, 1);
+        t.accepted(TaskId::new(job, 0), Micros(job));
+        let names = JobNames {
+            name: (job != 2).then(|| "train".to_owned()),
+            labels: [("team".to_owned(), format!("t{}", job % 2))].into(),
+        };
+        t.named(JobId(job), names);
+    }
+    let ids = |f: JobFilter| {
+        t.list(None, 10, &f)
+            .jobs
+            .iter()
+            .map(|j| j.job)
+            .collect::<Vec<_>>()
+    };
+    let name = |n: &str| JobFilter {
+        name: Some(n.to_owned()),
+        ..JobFilter::default()
+    };
+    let label = |k: &str, v: &str| JobFilter {
+        label: Some((k.to_owned(), v.to_owned())),
+        ..JobFilter::default()
+    };
+    assert_eq!(ids(name("train")), vec![3, 1], "names need not be unique");
+    assert_eq!(ids(name("other")), Vec::<u64>::new());
+    assert_eq!(ids(label("team", "t1")), vec![3, 1]);
+    assert_eq!(ids(label("team", "t0")), vec![2]);
+    assert_eq!(ids(label("team", "t")), Vec::<u64>::new());
+    assert_eq!(ids(label("nope", "t0")), Vec::<u64>::new());
+    let both = JobFilter {
+        label: Some(("team".into(), "t0".into())),
+        ..name("train")
+    };
+    assert_eq!(ids(both), Vec::<u64>::new());
+    let job = t.job(JobId(1)).expect("job");
+    assert_eq!(job.name.as_deref(), Some("train"));
+    assert_eq!(job.labels.get("team").map(String::as_str), Some("t1"));
 }
