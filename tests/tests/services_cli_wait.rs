@@ -8,7 +8,8 @@
 //! - `wait` exits with the exit code of the first failed task by index (not the
 //!   first to fail in time), 128 + N for a task killed by signal N, 130 for a
 //!   cancelled job, 127 for an unknown job and for another user's job;
-//! - `status JOB --exit-code` answers 124 while the job runs, then its outcome;
+//! - `status JOB --exit-code` answers 124 while the job runs (as `wait --timeout`
+//!   that runs out), then its outcome;
 //! - jobs carry a name and labels (`megha run --name --label`), shown in their
 //!   status and found by `GET /v1/jobs?name=&label=K=V` (`megha status --name
 //!   --label`), another user's never; bad ones are 422 naming the field;
@@ -158,6 +159,9 @@ fn wait_and_exit_codes_through_the_services() {
     });
     let (code, _, err) = run(alice(&["status", &id, "--exit-code"]));
     assert_eq!(code, 124, "{err}");
+    let (code, _, err) = run(alice(&["wait", "--timeout", "0.3", &id]));
+    assert_eq!(code, 124, "{err}");
+    assert!(err.contains("not ended yet"), "{err}");
     let waiter = alice(&["wait", &id])
         .stdout(std::process::Stdio::piped())
         .spawn()
