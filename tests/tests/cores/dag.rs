@@ -10,11 +10,12 @@ use common::dag::{JobDag, OnParentFailure, Stage};
 use common::messages::{EndsPublished, TaskEnd, TaskFailure, TasksEnded};
 use common::protocol::{ClientToGm, LmToGm};
 use common::retry::RetryPolicy;
-use common::{GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId, Micros, NodeId, TaskId};
 use global_master::core::{GlobalMaster, GmConfig, GmInput, GmOutput, Resumed, ResumedDag};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{run, SchedulerKind, SimConfig};
 use std::sync::Arc;
+use tests::dag::{diamond_jobs, out_of_order};
 use tests::ClusterBuilder;
 
 const FAIL: OnParentFailure = OnParentFailure::Fail;
@@ -213,73 +214,6 @@ fn a_restarted_gm_resumes_a_half_done_dag_where_it_was() {
     assert_eq!(queued, [t(3)]);
     assert_eq!(out.never_run.len(), 1);
     assert_eq!(out.never_run[0].task, t(4));
-}
-
-/// Jobs of a 3-stage diamond (2 map tasks, two middle stages of 3 tasks, 1 reduce)
-/// on a small cluster, some of them at once.
-fn diamond_jobs(n: u64) -> Vec<Job> {
-    let stage = |name: &str, after: &[u16]| Stage {
-        name: name.into(),
-        after: after.to_vec(),
-        on_parent_failure: FAIL,
-    };
-    let dag = Arc::new(JobDag {
-        stages: vec![
-            stage("map", &[]),
-            stage("left", &[0]),
-            stage("right", &[0]),
-            stage("reduce", &[1, 2]),
-        ],
-        task_stage: vec![0, 0, 1, 1, 1, 2, 2, 2, 3],
-    });
-    (0..n)
-        .map(|id| Job {
-            id,
-            arrival: Micros::from_millis(id * 700),
-            tasks: (0..9u32)
-                .map(|i| {
-                    TaskSpec::short(
-                        TaskId::new(id, i),
-                        Resources::cores(1, 256),
-                        Micros::from_millis(500 + u64::from((i * 7 + id as u32) % 5) * 400),
-                    )
-                })
-                .collect(),
-            dag: Some(dag.clone()),
-        })
-        .collect()
-}
-
-/// Tasks of `jobs` (whose DAG is given apart, the runs may not have it) that
-/// started before a task of one of their parent stages finished.
-fn out_of_order(outcome: &loadgen::sim::SimOutcome, jobs: &[Job], dag: &JobDag) -> Vec<String> {
-    let parents: [&[usize]; 4] = [&[], &[0], &[0], &[1, 2]];
-    let mut bad = Vec::new();
-    for job in jobs {
-        let of_stage = |s: usize| {
-            outcome
-                .records
-                .iter()
-                .filter(move |r| r.job == job.id && dag.task_stage[r.index as usize] == s as u16)
-        };
-        for (stage, parents) in parents.iter().enumerate() {
-            for child in of_stage(stage) {
-                let start = child.start.expect("every task started");
-                for &p in *parents {
-                    for parent in of_stage(p) {
-                        let finish = parent.finish.expect("every task finished");
-                        if start < finish {
-                            bad.push(format!(
-                                "job {} task {} (stage {stage}) started at {start:?}, before task {} of parent stage {p} finished at {finish:?}",
-                                job.id, child.index, parent.index
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    bad
 }
 
 #[test]
