@@ -24,6 +24,7 @@ pub fn diamond_jobs(n: u64) -> Vec<Job> {
             stage("reduce", &[1, 2]),
         ],
         task_stage: vec![0, 0, 1, 1, 1, 2, 2, 2, 3],
+        after_jobs: Vec::new(),
     });
     (0..n)
         .map(|id| Job {

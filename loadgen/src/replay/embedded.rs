@@ -296,12 +296,16 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 retry: None,
                 user: None,
                 dag: job.dag,
+                admin: true,
                 idempotency: None,
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),
                 Ok(Err(SubmitRefused::QueueFull { .. })) => {
                     Err(SubmitError::Busy(Duration::from_millis(50)))
+                }
+                Ok(Err(e @ (SubmitRefused::UnknownJob { .. } | SubmitRefused::OtherGm { .. }))) => {
+                    Err(SubmitError::Refused(format!("{e:?}")))
                 }
                 Ok(Err(SubmitRefused::ShuttingDown)) => {
                     Err(SubmitError::Refused("GM shutting down".into()))

@@ -36,6 +36,7 @@ fn diamond(on_d: OnParentFailure) -> Arc<JobDag> {
             stage("d", &[1, 2], on_d),
         ],
         task_stage: vec![0, 0, 1, 2, 3],
+        after_jobs: Vec::new(),
     })
 }
 
@@ -60,7 +61,7 @@ fn released(outs: &[GmOutput]) -> Vec<TaskId> {
 fn never_run(outs: &[GmOutput]) -> Vec<(TaskId, String)> {
     outs.iter()
         .flat_map(|o| o.never_run.iter())
-        .map(|n| (n.task, n.parent.to_string()))
+        .map(|n| (n.task, n.cause.to_string()))
         .collect()
 }
 
@@ -102,7 +103,7 @@ fn a_failed_parent_ends_its_descendants_or_lets_a_continue_stage_run() {
     h.pass(0, 5);
     // b fails for good: d never runs (at once, while c still runs).
     let outs = h.fail(6, t(2), TaskFailure::Exit { code: 2 });
-    assert_eq!(never_run(&outs), [(t(4), "b".to_owned())]);
+    assert_eq!(never_run(&outs), [(t(4), "parent stage `b` failed".to_owned())]);
     assert_eq!(h.gms[0].stats().tasks_failed, 2);
     assert!(released(&h.finish(7, t(3))).is_empty());
     assert!(h.gms[0].dags().is_empty());
@@ -268,4 +269,37 @@ fn a_repeated_submission_of_ends_through_the_lm_is_harmless() {
     let outs = h.gm_step(0, 2, GmInput::Lm(LmToGm::Ended(stray)));
     assert!(released(&outs).is_empty());
     assert_eq!(h.gms[0].dags().held(), 3);
+}
+
+#[test]
+fn a_job_after_another_waits_for_the_drivers_word_of_its_end() {
+    let mut h = Harness::new(1, 4);
+    let mut dag = (*diamond(FAIL)).clone();
+    dag.after_jobs = vec![common::dag::AfterJob {
+        job: JobId(7),
+        when: common::dag::AfterWhen::Ok,
+    }];
+    let submit = ClientToGm::SubmitJob {
+        tasks: (0..5).map(|i| task(1, i)).collect(),
+        retry: RetryPolicy::NONE,
+        dag: Some(Arc::new(dag)),
+    };
+    let outs = h.gm_step(0, 1, GmInput::Client(submit));
+    assert_eq!(outs[0].blocked.len(), 5);
+    assert!(
+        launches(&h.pass(0, 2)).is_empty(),
+        "nothing runs before job 7 ended"
+    );
+    assert!(h.gms[0].dags().awaits(JobId(7)));
+    let outs = h.gm_step(
+        0,
+        3,
+        GmInput::JobEnded {
+            job: JobId(7),
+            ok: true,
+        },
+    );
+    assert_eq!(released(&outs), [t(0), t(1)]);
+    assert!(outs[0].wants_pass);
+    assert_eq!(launches(&h.pass(0, 4)), [t(0), t(1)]);
 }

@@ -253,14 +253,22 @@ pub struct SubmitJob {
     pub tasks: Vec<NewTask>,
     pub retry: Option<RetryPolicy>,
     pub user: Option<String>,
-    /// Its DAG, when it declares stages.
+    /// Its DAG, when it declares stages or jobs it runs after.
     pub dag: Option<Arc<common::dag::JobDag>>,
+    /// The caller is an admin: `after_jobs` may name any user's job (others may
+    /// name only jobs of the job's user).
+    pub admin: bool,
     /// Its `Idempotency-Key`, journalled with the job.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitRefused {
+    /// `after_jobs[index]` names a job this GM does not know, or one the caller may
+    /// not read (the same answer).
+    UnknownJob { index: usize, job: u64 },
+    /// `after_jobs[index]` names a job of another GM (not supported yet).
+    OtherGm { index: usize, job: u64, gm: u16 },
     /// The GM holds too many tasks; retry later.
     QueueFull { held: usize, limit: usize },
     /// The GM is shutting down.
@@ -278,6 +286,7 @@ impl Handler<Submit> for GmActor {
             retry: None,
             user: None,
             dag: None,
+            admin: false,
             idempotency: None,
         };
         self.accept(job, ctx)
@@ -309,6 +318,10 @@ impl GmActor {
                 limit: self.max_queued,
             });
         }
+        let ended_before = match &msg.dag {
+            Some(dag) => self.check_after_jobs(dag, msg.user.as_deref(), msg.admin)?,
+            None => Vec::new(),
+        };
         let now = clock::now();
         let job = self.new_job_id(now);
         let gm = self.gm();
@@ -377,6 +390,10 @@ impl GmActor {
             },
         };
         self.deliver(GmInput::Client(submit), ctx);
+        // Jobs it runs after that ended already.
+        for (other, ok) in ended_before {
+            self.deliver(GmInput::JobEnded { job: other, ok }, ctx);
+        }
         Ok((job, ids))
     }
 

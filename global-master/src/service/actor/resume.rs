@@ -268,9 +268,15 @@ impl Handler<Resume> for GmActor {
             .flat_map(|r| r.tasks.iter().map(|(s, f)| (s.id, s.attempt, *f)))
             .collect();
         self.journal_runs(&runs);
+        let awaited: Vec<common::JobId> = resumed
+            .iter()
+            .flat_map(|r| r.dags.iter())
+            .flat_map(|d| d.dag.after_jobs.iter().map(|a| a.job))
+            .collect();
         for r in resumed {
             self.deliver(GmInput::Resume(r), ctx);
         }
+        self.settle_awaited(awaited, ctx);
         self.journal_ends(&ends, &[], &[]);
         self.metrics.recovered_tasks += again_n as u64;
         let silent: Vec<String> = msg.unanswered.iter().map(|l| l.to_string()).collect();

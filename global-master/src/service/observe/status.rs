@@ -67,6 +67,8 @@ pub struct Tracker {
     pub forgotten: u64,
     /// The time of the last [`Tracker::expire`] (the driver calls it every step).
     now: Micros,
+    /// Jobs that ended since the last [`Tracker::take_ended_jobs`].
+    just_ended: Vec<JobId>,
 }
 
 /// One page of [`Tracker::list`].
@@ -143,6 +145,12 @@ impl Tracker {
         entry.submitted_at = now.0;
     }
 
+    /// Jobs that ended (every task final) since the last call (the driver calls it
+    /// after every step).
+    pub fn take_ended_jobs(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.just_ended)
+    }
+
     /// The task, unless it already ended.
     fn live(&mut self, task: TaskId) -> Option<&mut TaskStatus> {
         self.tasks.get_mut(&task).filter(|s| !s.state.is_final())
@@ -157,6 +165,7 @@ impl Tracker {
         if entry.open == 0 && entry.ended_at.is_none() {
             entry.ended_at = Some(now.0);
             self.ended.insert((now.0, job));
+            self.just_ended.push(job);
         }
     }
 

@@ -202,6 +202,7 @@ fn a_dag_job_body_parses_back_to_its_dag() {
             stage("J3_1_2", &[0, 1], OnParentFailure::Fail),
         ],
         task_stage: vec![0, 0, 1, 2],
+        after_jobs: Vec::new(),
     };
     let mut tasks = one_task().tasks;
     tasks = vec![tasks[0].clone(); 4];
