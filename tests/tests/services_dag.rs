@@ -168,6 +168,11 @@ fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
         job_state(&gm, job) == "finished"
     });
     assert_in_order(&gm, job, &[]);
+    let status = get_json(&format!("{gm}/v1/jobs/{job}"));
+    assert_eq!(status["stages"][3]["name"], "reduce", "{status}");
+    assert_eq!(status["stages"][3]["after"][1], "right", "{status}");
+    assert_eq!(status["stages"][1]["states"]["finished"], 2, "{status}");
+    assert_eq!(task(&gm, job, 5)["stage"], "reduce");
     assert_eq!(
         cluster.metric(&cluster.gms, "megha_gm_dag_tasks_released_total"),
         4.0

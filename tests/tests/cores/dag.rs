@@ -103,7 +103,10 @@ fn a_failed_parent_ends_its_descendants_or_lets_a_continue_stage_run() {
     h.pass(0, 5);
     // b fails for good: d never runs (at once, while c still runs).
     let outs = h.fail(6, t(2), TaskFailure::Exit { code: 2 });
-    assert_eq!(never_run(&outs), [(t(4), "parent stage `b` failed".to_owned())]);
+    assert_eq!(
+        never_run(&outs),
+        [(t(4), "parent stage `b` failed".to_owned())]
+    );
     assert_eq!(h.gms[0].stats().tasks_failed, 2);
     assert!(released(&h.finish(7, t(3))).is_empty());
     assert!(h.gms[0].dags().is_empty());

@@ -374,6 +374,9 @@ impl GmActor {
         for id in &ids {
             self.tracker.accepted(*id, now);
         }
+        if let Some(dag) = &msg.dag {
+            self.tracker.job_dag(job, dag);
+        }
         tracing::debug!(
             job = job.0,
             tasks = ids.len(),

@@ -38,8 +38,13 @@ impl GmActor {
             self.tracker
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             let mut again = Vec::new();
-            for mut spec in r.tasks {
+            for spec in &r.tasks {
                 self.tracker.accepted(spec.id, at);
+            }
+            if let Some(dag) = &r.dag {
+                self.tracker.job_dag(r.job, dag);
+            }
+            for mut spec in r.tasks {
                 // The last run it went out as (or was to), and its failures.
                 let (run, failed) = r.runs.get(&spec.id.index).copied().unwrap_or((1, 0));
                 spec.attempt = run;

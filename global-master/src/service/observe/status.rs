@@ -21,7 +21,9 @@ use std::ops::Bound;
 use std::time::Duration;
 
 mod shapes;
-pub use shapes::{FailedAttempt, JobState, JobStatus, KilledRun, TaskState, TaskStatus};
+pub use shapes::{
+    FailedAttempt, JobState, JobStatus, KilledRun, StageStatus, TaskState, TaskStatus,
+};
 
 /// How long and how many ended jobs the GM keeps.
 #[derive(Clone, Copy, Debug)]
@@ -53,6 +55,9 @@ struct JobEntry {
     submitted_at: u64,
     ended_at: Option<u64>,
     cancel_requested_at: Option<u64>,
+    /// A DAG job's stages (name, parents' names) and the jobs it runs after.
+    stages: Vec<(String, Vec<String>)>,
+    after_jobs: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -124,6 +129,7 @@ impl Tracker {
                 started_at_us: None,
                 ended_at_us: None,
                 failure: None,
+                stage: None,
             },
         );
     }
@@ -149,6 +155,33 @@ impl Tracker {
     /// after every step).
     pub fn take_ended_jobs(&mut self) -> Vec<JobId> {
         std::mem::take(&mut self.just_ended)
+    }
+
+    /// A DAG job's stages and the jobs it runs after (call once its tasks are
+    /// accepted): each task shows its stage, the job its stages.
+    pub fn job_dag(&mut self, job: JobId, dag: &common::dag::JobDag) {
+        let name = |s: u16| dag.stages[usize::from(s)].name.to_string();
+        if let Some(entry) = self.jobs.get_mut(&job) {
+            entry.stages = dag
+                .stages
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.to_string(),
+                        s.after.iter().map(|&p| name(p)).collect(),
+                    )
+                })
+                .collect();
+            entry.after_jobs = dag.after_jobs.iter().map(|a| a.job.0).collect();
+        }
+        for (index, &stage) in dag.task_stage.iter().enumerate() {
+            if let Some(t) = self.tasks.get_mut(&TaskId {
+                job,
+                index: index as u32,
+            }) {
+                t.stage = Some(name(stage));
+            }
+        }
     }
 
     /// The task, unless it already ended.
@@ -463,7 +496,30 @@ impl Tracker {
         } else {
             JobState::Failed
         };
+        let stages = entry
+            .stages
+            .iter()
+            .map(|(name, after)| {
+                let mut states = BTreeMap::new();
+                for index in 0..entry.tasks {
+                    if let Some(s) = self
+                        .tasks
+                        .get(&TaskId { job, index })
+                        .filter(|s| s.stage.as_deref() == Some(name.as_str()))
+                    {
+                        *states.entry(s.state).or_default() += 1;
+                    }
+                }
+                StageStatus {
+                    name: name.clone(),
+                    after: after.clone(),
+                    states,
+                }
+            })
+            .collect();
         Some(JobStatus {
+            stages,
+            after_jobs: entry.after_jobs.clone(),
             job: job.0,
             tasks: entry.tasks,
             states,
