@@ -75,6 +75,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         );
     }
     let base_jobs = workload::build(&trace, &args.model.workload()?);
+    let dags = base_jobs.iter().filter(|j| j.dag.is_some()).count();
+    if dags > 0 && args.scheduler.contains(&SchedulerKind::Sparrow) {
+        eprintln!(
+            "note: {dags} jobs are DAGs; the sparrow baseline ignores their stages (megha and centralized keep them)"
+        );
+    }
     let policies = args.mercury.policies()?;
     let mut schedulers = args.scheduler.clone();
     schedulers.dedup();
