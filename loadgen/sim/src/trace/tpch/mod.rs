@@ -83,7 +83,8 @@ impl TpchSource {
         for s in &cfg.sizes {
             if !dags.iter().any(|d| &d.scale == s) {
                 let mut all: Vec<&str> = dags.iter().map(|d| d.scale.as_str()).collect();
-                all.sort_unstable();
+                // By size: 2g before 10g.
+                all.sort_unstable_by_key(|s| (leading_number(s), *s));
                 all.dedup();
                 return Err(selection(format!(
                     "--tpch-sizes: no DAG of size {s} (the file has {})",
@@ -165,6 +166,12 @@ impl TpchSource {
     pub fn report(&self) -> &ReadReport {
         &self.report
     }
+}
+
+/// The number a size starts with (`100` for `100g`), `u64::MAX` for none.
+fn leading_number(s: &str) -> u64 {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    s[..digits].parse().unwrap_or(u64::MAX)
 }
 
 impl Iterator for TpchSource {
