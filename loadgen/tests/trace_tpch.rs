@@ -213,6 +213,9 @@ fn arrivals_follow_the_mean_gap_or_the_load_factor() {
     assert!((mean - 20.0).abs() < 1.5, "{mean}");
 }
 
+/// A change to the fixture's JSON.
+type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+
 /// Writes the fixture with `edit` applied to its JSON, returns the file's error.
 fn error_after(edit: impl FnOnce(&mut serde_json::Value)) -> (String, TraceError) {
     let mut json: serde_json::Value =
@@ -228,7 +231,7 @@ fn error_after(edit: impl FnOnce(&mut serde_json::Value)) -> (String, TraceError
 #[test]
 fn invalid_dags_are_errors_naming_file_dag_and_field() {
     let diamond = |json: &mut serde_json::Value| -> serde_json::Value { json["queries"][1].take() };
-    let cases: Vec<(Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|j: &mut serde_json::Value| {
                 j["queries"][1]["edges"][0] = serde_json::json!([3, 0])

@@ -120,8 +120,10 @@ fn for_each_job(
 ) -> anyhow::Result<()> {
     let options = input.options.clone().into_options(clock_seed())?;
     eprintln!("trace options: {}", options.describe());
-    let mut cfg = SourceConfig::default();
-    cfg.tpch = tpch_config(input.format, &input.tpch, clock_seed())?;
+    let mut cfg = SourceConfig {
+        tpch: tpch_config(input.format, &input.tpch, clock_seed())?,
+        ..SourceConfig::default()
+    };
     if let Some(mb) = input.machine_memory_mb {
         cfg.alibaba.machine_memory_mb = mb;
         cfg.google.machine_memory_mb = mb;
