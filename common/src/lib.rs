@@ -9,6 +9,7 @@
 //! - [`resources`]: multi-dimensional [`Resources`] (CPU millicores, memory MiB).
 //! - [`constraints`]: machine/task placement constraints as a bit set.
 //! - [`task`]: task and job specifications, task kinds.
+//! - [`dag`]: a job's stages and the edges between them (DAG jobs).
 //! - [`cluster`]: cluster descriptions: Megha config files and generated clusters.
 //! - [`protocol`]: one message enum per direction (GM -> LM, LM -> GM, LM -> worker,
 //!   worker -> LM, client -> GM): what every core's `step` takes and sends.
@@ -25,6 +26,7 @@ pub mod cluster_name;
 pub mod codec;
 pub mod constraint_model;
 pub mod constraints;
+pub mod dag;
 pub mod events;
 pub mod fairness;
 pub mod ids;

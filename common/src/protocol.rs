@@ -14,6 +14,7 @@
 //! knowing their variants: a new message is a variant here and a handler in the
 //! receiving core. The payload structs live in [`crate::messages`].
 
+use crate::dag::JobDag;
 use crate::messages::{
     CancelRequest, CancelResponse, KillTask, LaunchBatch, LaunchResponse, LmSnapshot,
     PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, ReconcileRequest,
@@ -22,6 +23,7 @@ use crate::messages::{
 use crate::retry::RetryPolicy;
 use crate::{GmId, JobId, LmId, NodeId, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// GM -> LM requests. The LM validates each against its authoritative state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -282,10 +284,13 @@ pub enum ClientToGm {
     /// Queue tasks (of one job) for placement, in order, under the GM's default
     /// retry policy.
     Submit(Vec<TaskSpec>),
-    /// Queue tasks of one job with the job's retry policy.
+    /// Queue tasks of one job with the job's retry policy; with a DAG, only the
+    /// tasks of stages without parents are queued at once (see [`crate::dag`]).
     SubmitJob {
         tasks: Vec<TaskSpec>,
         retry: RetryPolicy,
+        #[serde(default)]
+        dag: Option<Arc<JobDag>>,
     },
     /// Cancel a job: its queued tasks leave the queues, the LMs stop the others.
     Cancel(JobId),

@@ -17,6 +17,7 @@ pub fn lra_job(
 ) -> Job {
     Job {
         id: job,
+        dag: None,
         arrival: Micros::from_secs(arrival_s),
         tasks: (0..containers)
             .map(|j| TaskSpec {

@@ -29,6 +29,7 @@ use tests::procs::workspace_root;
 fn job(id: u64, arrival_ms: u64, n: u32, duration: Micros, queue: u16) -> Job {
     Job {
         id,
+        dag: None,
         arrival: Micros::from_millis(arrival_ms),
         tasks: (0..n)
             .map(|i| TaskSpec {

@@ -26,6 +26,8 @@
 //! - [`quota`]: per-job quotas on QUEUEABLE containers.
 //! - [`dispatch`]: launch batches, in-flight deductions, tasks awaiting an answer, and
 //!   taking back a batch never delivered.
+//! - [`dag`]: DAG jobs: the tasks of a stage held until its parent stages ended,
+//!   then released to their queues (or never run when a parent failed).
 //! - [`lifecycle`]: retries of failed and lost tasks under their job's policy, and
 //!   cancelled jobs.
 //! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share), and the
@@ -38,6 +40,7 @@
 pub mod backlog;
 pub mod cluster_view;
 pub mod config;
+pub mod dag;
 pub mod dispatch;
 pub mod fairness;
 pub mod grown;
@@ -56,4 +59,4 @@ pub use config::WakePolicy;
 pub use master::step;
 
 pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};
-pub use step::{GmInput, GmOutput, Resumed, Undelivered};
+pub use step::{GmInput, GmOutput, Resumed, ResumedDag, Undelivered};

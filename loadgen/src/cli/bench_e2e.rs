@@ -89,6 +89,7 @@ fn synthetic_jobs(args: &BenchE2eArgs, rate: f64) -> Vec<Job> {
     (0..jobs)
         .map(|k| Job {
             id: k as u64,
+            dag: None,
             arrival: Micros::from_secs_f64(k as f64 * size as f64 / rate),
             tasks: (0..size)
                 .map(|i| {

@@ -341,6 +341,7 @@ mod tests {
     fn one_task_job(kind: TaskKind) -> Job {
         Job {
             id: 0,
+            dag: None,
             arrival: Micros(0),
             tasks: vec![
                 TaskSpec::short(TaskId::new(0, 0), Resources::cores(1, 1), Micros(100))

@@ -159,6 +159,20 @@ impl Harness {
             .expect("a start order for the task")
     }
 
+    pub(crate) fn finish(&mut self, now: u64, task: TaskId) -> Vec<GmOutput> {
+        let (node, attempt) = self.start_of(task);
+        self.report(
+            0,
+            now,
+            WorkerReport::Finished {
+                attempt,
+                node,
+                task,
+                at: Micros(now),
+            },
+        )
+    }
+
     pub(crate) fn fail(&mut self, now: u64, task: TaskId, failure: TaskFailure) -> Vec<GmOutput> {
         let (node, attempt) = self.start_of(task);
         self.report(
@@ -217,6 +231,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
     let submit = ClientToGm::SubmitJob {
         tasks: vec![task(1, 0)],
         retry: policy(3),
+        dag: None,
     };
     h.gm_step(0, 1, GmInput::Client(submit));
     assert_eq!(launches(&h.pass(0, 2)), vec![a]);
@@ -328,6 +343,7 @@ fn a_finished_task_is_not_retried_and_a_start_reaches_its_gm() {
     let submit = ClientToGm::SubmitJob {
         tasks: vec![task(1, 0)],
         retry: policy(3),
+        dag: None,
     };
     h.gm_step(0, 1, GmInput::Client(submit));
     h.pass(0, 2);

@@ -220,6 +220,7 @@ fn lra(job: u64, arrival_s: u64, containers: u32, tag: &str) -> Job {
 fn short(job: u64, arrival_s: u64, tasks: u32, kind: TaskKind) -> Job {
     Job {
         id: job,
+        dag: None,
         arrival: Micros::from_secs(arrival_s),
         tasks: (0..tasks)
             .map(|j| {

@@ -22,6 +22,7 @@ fn bursts() -> Vec<Job> {
             let arrival = Micros::from_secs(1_000_000 + burst * 100_000) + Micros(k * 300_000);
             jobs.push(Job {
                 id,
+                dag: None,
                 arrival,
                 tasks: (0..4)
                     .map(|j| {

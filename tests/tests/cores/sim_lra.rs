@@ -22,6 +22,7 @@ fn lras_run_through_the_designated_gm_and_keep_their_anti_affinity() {
     let mut jobs: Vec<Job> = (0..5).map(|k| lra(k, k, 4)).collect();
     jobs.push(Job {
         id: 5,
+        dag: None,
         arrival: Micros::from_secs(1),
         tasks: vec![TaskSpec::short(
             TaskId::new(5, 0),

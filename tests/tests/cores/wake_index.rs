@@ -21,6 +21,7 @@ fn overload() -> Vec<Job> {
     (0..60u64)
         .map(|id| Job {
             id,
+            dag: None,
             arrival: Micros::from_secs(1) + Micros(id * 200_000),
             tasks: (0..5u32)
                 .map(|j| {

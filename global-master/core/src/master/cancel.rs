@@ -20,6 +20,10 @@ impl GlobalMaster {
         }
         self.stats.jobs_cancelled += 1;
         self.drop_waiting(job, out);
+        // Tasks of its DAG's blocked stages end cancelled too.
+        let held = self.dags.cancelled(job);
+        self.stats.tasks_cancelled += held.len() as u64;
+        out.cancelled.extend(held);
         for lm in 0..self.config.lms {
             self.ask_to_cancel(LmId(lm), job, out);
         }
@@ -106,11 +110,17 @@ impl GlobalMaster {
     /// (`out.retries`), and listed in `out.ended`, except the ends of runs already
     /// replaced by a retry and repeats (`out.stale`, counted).
     pub(super) fn tasks_ended(&mut self, now: Micros, mut ends: Vec<TaskEnd>, out: &mut GmOutput) {
+        // Ends for good of DAG jobs' tasks, to move their DAGs on afterwards.
+        let mut for_good = Vec::new();
+        let dags = !self.dags.is_empty();
         // Kept in place: `ends` becomes `out.ended` (one message, no new vector).
         ends.retain_mut(|end| {
             let ran = end.attempt;
+            let mut final_end = false;
             if !self.lifecycle.is_cancelled(end.task.job) {
-                match self.lifecycle.ended(now, end) {
+                let seen = self.lifecycle.ended(now, end);
+                final_end = dags && !matches!(seen, EndSeen::Retry(_));
+                match seen {
                     EndSeen::Final => {}
                     // Its work was done by an earlier run that finished late: it
                     // ends finished, as that run.
@@ -150,8 +160,14 @@ impl GlobalMaster {
                 self.stats.ended_before_answer += 1;
                 self.stats.launched += 1;
             }
+            if final_end {
+                for_good.push((end.task, end.failure.is_some()));
+            }
             true
         });
+        for (task, failed) in for_good {
+            self.dag_task_ended(now, task, failed, out);
+        }
         if out.ended.is_empty() {
             out.ended = ends;
         } else {

@@ -19,11 +19,13 @@ mod busy;
 mod cancel;
 mod lra;
 mod pass;
+mod stages;
 pub mod step;
 
 use crate::backlog::Backlog;
 use crate::cluster_view::ClusterView;
 pub use crate::config::GmConfig;
+use crate::dag::Dags;
 use crate::dispatch::Dispatcher;
 use crate::fairness::Fairness;
 use crate::lifecycle::Lifecycle;
@@ -53,6 +55,8 @@ pub struct GlobalMaster {
     lra: LraPath,
     /// Retries of failed tasks and cancelled jobs: see [`crate::lifecycle`].
     lifecycle: Lifecycle,
+    /// DAG jobs' held stages: see [`crate::dag`].
+    dags: Dags,
     stats: GmStats,
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
@@ -89,6 +93,7 @@ impl GlobalMaster {
             fairness: Fairness::new(config.fairness.clone(), lms),
             lra: LraPath::new(config.lra.clone()),
             lifecycle: Lifecycle::new(config.retry),
+            dags: Dags::default(),
             stats: GmStats::default(),
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
@@ -197,6 +202,11 @@ impl GlobalMaster {
     /// Retries and cancelled jobs.
     pub fn lifecycle(&self) -> &Lifecycle {
         &self.lifecycle
+    }
+
+    /// DAG jobs with a stage still to run, and their held tasks.
+    pub fn dags(&self) -> &Dags {
+        &self.dags
     }
 
     /// Accepts a task into its user queue.

@@ -12,11 +12,13 @@ use super::GlobalMaster;
 use crate::lifecycle::Retry;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
 use crate::outputs::{Decision, DecisionOutcome, PassOutput, ResponseOutput};
+use common::dag::JobDag;
 use common::messages::{TaskEnd, TaskStart};
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::reasons::PendingReason;
 use common::retry::RetryPolicy;
 use common::{JobId, LmId, Micros, TaskId, TaskSpec};
+use std::sync::Arc;
 
 /// What a GM takes.
 #[derive(Clone, Debug)]
@@ -65,6 +67,18 @@ pub struct Resumed {
     /// under the job's policy, so that a failure of that run is retried.
     pub held: Vec<(TaskSpec, u32)>,
     pub retry: RetryPolicy,
+    /// The DAGs of the DAG jobs among them, each with the tasks of its job that
+    /// ended for good in an earlier life (index, failed): their stages resume
+    /// where they were (a task of a stage whose parents have not ended waits).
+    pub dags: Vec<ResumedDag>,
+}
+
+/// A DAG job a restarted GM resumes (see [`Resumed::dags`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResumedDag {
+    pub job: JobId,
+    pub dag: Arc<JobDag>,
+    pub ended: Vec<(u32, bool)>,
 }
 
 /// A request the transport could not deliver.
@@ -169,6 +183,13 @@ pub struct GmOutput {
     /// it believes run there (once its workers had time to register) and turns
     /// the answer into ends (see `common::messages::ReconcileRequest`).
     pub lm_new_lives: Vec<LmId>,
+    /// Tasks of DAG jobs held because a parent stage has not ended (at their
+    /// submission, and again when one parent ended and they wait for another).
+    pub blocked: Vec<crate::dag::Blocked>,
+    /// Tasks of DAG jobs released to their queues: their parent stages ended.
+    pub released: Vec<TaskId>,
+    /// Tasks of DAG jobs that end failed without running: a parent stage failed.
+    pub never_run: Vec<crate::dag::NeverRun>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -208,18 +229,21 @@ impl GlobalMaster {
                 }
                 out.wants_pass = true;
             }
-            GmInput::Client(ClientToGm::SubmitJob { tasks, retry }) => {
+            GmInput::Client(ClientToGm::SubmitJob { tasks, retry, dag }) => {
                 self.lifecycle.submitted(&tasks, retry);
-                for task in tasks {
-                    self.submit(now, task);
-                }
-                out.wants_pass = true;
+                self.submit_job(now, tasks, dag, &mut out);
             }
-            GmInput::Resume(Resumed { tasks, held, retry }) => {
+            GmInput::Resume(Resumed {
+                tasks,
+                held,
+                retry,
+                dags,
+            }) => {
                 self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
                 let ids: Vec<TaskId> = tasks.iter().map(|(t, _)| t.id).collect();
-                for (task, _) in tasks {
+                let tasks = tasks.into_iter().map(|(t, _)| t).collect();
+                for task in self.resume_dags(tasks, dags, &mut out) {
                     self.submit(now, task);
                 }
                 // A job cancelled while its tasks waited to be resumed (a restarted
@@ -259,10 +283,15 @@ impl GlobalMaster {
             }
             GmInput::Tick => {}
         }
+        let mut unplaceable = Vec::new();
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.lifecycle.gave_up(d.task);
+                unplaceable.push(d.task);
             }
+        }
+        for task in unplaceable {
+            self.dag_task_ended(now, task, true, &mut out);
         }
         // A retry without backoff is due at once.
         if !out.retries.is_empty() {

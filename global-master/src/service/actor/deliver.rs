@@ -292,6 +292,7 @@ impl GmActor {
         }
         self.record_lifecycle(now, out);
         self.journal_ends(&out.ended, &out.cancelled, &out.retries);
+        self.record_dag_progress(now, out);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }

@@ -20,6 +20,7 @@ mod outbox;
 pub mod preempt;
 pub mod queries;
 pub mod resume;
+mod stages;
 
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use crate::service::admission::api::NewTask;
@@ -252,6 +253,8 @@ pub struct SubmitJob {
     pub tasks: Vec<NewTask>,
     pub retry: Option<RetryPolicy>,
     pub user: Option<String>,
+    /// Its DAG, when it declares stages.
+    pub dag: Option<Arc<common::dag::JobDag>>,
     /// Its `Idempotency-Key`, journalled with the job.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
 }
@@ -274,6 +277,7 @@ impl Handler<Submit> for GmActor {
             tasks: msg.0,
             retry: None,
             user: None,
+            dag: None,
             idempotency: None,
         };
         self.accept(job, ctx)
@@ -346,7 +350,7 @@ impl GmActor {
                 retry: msg.retry,
                 idempotency: msg.idempotency.clone(),
             };
-            if let Err(e) = journal.accept(job, &accepted, &specs) {
+            if let Err(e) = journal.accept_dag(job, &accepted, &specs, msg.dag.as_deref()) {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);
@@ -364,11 +368,12 @@ impl GmActor {
             "job accepted"
         );
         (self.events)(events);
-        let submit = match msg.retry {
-            None => ClientToGm::Submit(specs),
-            Some(retry) => ClientToGm::SubmitJob {
+        let submit = match (msg.retry, msg.dag) {
+            (None, None) => ClientToGm::Submit(specs),
+            (retry, dag) => ClientToGm::SubmitJob {
                 tasks: specs,
-                retry,
+                retry: retry.unwrap_or(policy),
+                dag,
             },
         };
         self.deliver(GmInput::Client(submit), ctx);

@@ -3,7 +3,8 @@
 //! LMs are asked which of them they hold or finished ([`GmToLm::Reconcile`]), so that
 //! no task is placed again on another LM while it runs (or after it ended) elsewhere.
 
-use crate::core::{GmInput, Resumed};
+use crate::core::{GmInput, Resumed, ResumedDag};
+
 use crate::service::actor::GmActor;
 use actix::prelude::*;
 use common::messages::TaskEnd;
@@ -62,7 +63,19 @@ impl GmActor {
             }
             resubmitted += again.len();
             if !again.is_empty() {
-                resume.push((r.accepted.retry, again));
+                // A DAG job resumes its stages where they were: the tasks that
+                // ended for good in the earlier life count (see `gm_core::dag`).
+                let dag = r.dag.map(|dag| ResumedDag {
+                    job: r.job,
+                    dag,
+                    ended: r
+                        .ended
+                        .iter()
+                        .filter(|(_, e)| !e.cancelled)
+                        .map(|(&index, e)| (index, e.failure.is_some()))
+                        .collect(),
+                });
+                resume.push((r.accepted.retry, again, dag));
             }
         }
         if jobs == 0 {
@@ -91,7 +104,7 @@ impl GmActor {
         let life = self.core.life();
         let tasks: Vec<(TaskId, u32)> = resume
             .iter()
-            .flat_map(|(_, t)| t.iter().map(|(s, _)| (s.id, s.attempt)))
+            .flat_map(|(_, t, _)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
         let links: Vec<_> = lms
             .iter()
@@ -149,9 +162,13 @@ impl GmActor {
     }
 }
 
-/// A job's tasks to resume: its own retry policy (`None`: the GM's default) and each
-/// task with its runs failed so far.
-type JobToResume = (Option<RetryPolicy>, Vec<(TaskSpec, u32)>);
+/// A job's tasks to resume: its own retry policy (`None`: the GM's default), each
+/// task with its runs failed so far, and its DAG until the core has it.
+type JobToResume = (
+    Option<RetryPolicy>,
+    Vec<(TaskSpec, u32)>,
+    Option<ResumedDag>,
+);
 
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
@@ -191,7 +208,7 @@ impl Handler<Resume> for GmActor {
         let mut ends = Vec::new();
         let mut resumed = Vec::new();
         let mut in_doubt: Vec<JobToResume> = Vec::new();
-        for (retry, tasks) in msg.resume {
+        for (retry, tasks, mut dag) in msg.resume {
             let mut again = Vec::new();
             let mut keep = Vec::new();
             let mut doubt = Vec::new();
@@ -204,6 +221,9 @@ impl Handler<Resume> for GmActor {
                     spec.attempt = run;
                     keep.push((spec, failed));
                 } else if finished.contains(&spec.id) {
+                    if let Some(dag) = &mut dag {
+                        dag.ended.push((spec.id.index, false));
+                    }
                     let end = TaskEnd {
                         task: spec.id,
                         attempt: spec.attempt,
@@ -225,15 +245,19 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
+            let resumes = !again.is_empty() || !keep.is_empty();
             if !doubt.is_empty() {
-                in_doubt.push((retry, doubt));
+                // The DAG goes with the first of the job's tasks resumed.
+                let later = if resumes { None } else { dag.take() };
+                in_doubt.push((retry, doubt, later));
             }
-            if !again.is_empty() || !keep.is_empty() {
+            if resumes {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
                 resumed.push(Resumed {
                     tasks: again,
                     held: keep,
                     retry,
+                    dags: dag.into_iter().collect(),
                 });
             }
         }
@@ -255,7 +279,7 @@ impl Handler<Resume> for GmActor {
             tracing::error!(gm = %self.gm(), silent_lms = ?silent, tasks = again_n, doubt_timeout_s = self.doubt_timeout.as_secs(), "LMs never answered which tasks they hold; resuming the tasks they may run (a task still running there runs twice)");
         }
         tracing::info!(gm = %self.gm(), lms_answered = msg.answers.len(), running, finished = done, resubmitted = again_n, "resumed the jobs of the previous life from the journal");
-        let waiting: usize = in_doubt.iter().map(|(_, t)| t.len()).sum();
+        let waiting: usize = in_doubt.iter().map(|(_, t, _)| t.len()).sum();
         self.metrics.resume_in_doubt = waiting as u64;
         if waiting > 0 {
             let left_s = msg

@@ -3,6 +3,8 @@
 
 pub use super::error::{parse_id, ApiError};
 use super::executor_api::{check_executor, ExecutorRequest};
+use super::stages_api::{check_stages, StageRequest};
+use common::dag::JobDag;
 use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
 use common::retry::{Backoff, RetryPolicy};
 use common::{ConstraintSet, Executor, GmId, Micros, QueueId, Resources, TaskKind};
@@ -19,6 +21,11 @@ pub struct JobRequest {
     /// (`--max-attempts`, 1 unless configured: no retry).
     #[serde(default)]
     pub retry: Option<RetryRequest>,
+    /// The job's stages, when it is a DAG (see docs/dags.md): each task names its
+    /// stage, a stage's tasks are queued once its parent stages ended.
+    #[serde(default)]
+    #[schema(min_items = 1, max_items = 1024)]
+    pub stages: Option<Vec<StageRequest>>,
     /// Whose job this is (1 to 64 bytes; `GET /v1/jobs?user=` filters on it). With a
     /// tokens file the caller's user name is recorded; only an admin may name another
     /// user (403 naming `user` otherwise). In open mode, a free label.
@@ -33,6 +40,8 @@ pub struct NewJob {
     pub tasks: Vec<NewTask>,
     pub retry: Option<RetryPolicy>,
     pub user: Option<String>,
+    /// The job's DAG, when it declares stages.
+    pub dag: Option<Arc<JobDag>>,
 }
 
 /// `retry` of a job: `{"max_attempts":3,"backoff":{"initial_ms":1000,"factor":2,"max_ms":60000}}`.
@@ -86,6 +95,10 @@ pub struct TaskRequest {
     /// worker's default.
     #[serde(default)]
     pub executor: Option<ExecutorRequest>,
+    /// The task's stage (a name from the job's `stages`); required in a DAG job,
+    /// absent otherwise.
+    #[serde(default)]
+    pub stage: Option<String>,
 }
 
 #[derive(utoipa::ToSchema, Debug, Deserialize)]
@@ -204,7 +217,7 @@ pub fn parse_job_request(
     max_tasks: usize,
     queues: &QueueTable,
 ) -> Result<NewJob, ApiError> {
-    let request: JobRequest = parse_body(body)?;
+    let mut request: JobRequest = parse_body(body)?;
     let retry = request.retry.as_ref().map(check_retry).transpose()?;
     if let Some(user) = &request.user {
         if user.trim().is_empty() || user.len() > 64 {
@@ -227,6 +240,10 @@ pub fn parse_job_request(
     // A job with GUARANTEED or long-running work is forwarded whole to the designated
     // GM and placed there, so each of its tasks may name any queue.
     let designated = request.tasks.iter().any(|t| t.kind.needs_designated_gm());
+    let task_stages: Vec<Option<String>> =
+        request.tasks.iter_mut().map(|t| t.stage.take()).collect();
+    let kinds: Vec<TaskKind> = request.tasks.iter().map(|t| t.kind).collect();
+    let dag = check_stages(request.stages.as_deref(), &task_stages, &kinds)?;
     let tasks = request
         .tasks
         .into_iter()
@@ -237,6 +254,7 @@ pub fn parse_job_request(
         tasks,
         retry,
         user: request.user,
+        dag,
     })
 }
 

@@ -1,6 +1,7 @@
 //! What a request must be before the GM takes it: the submission format and its
 //! validation ([`api`]; [`executor_api`]: how the worker runs a task; [`lra_api`]:
-//! long-running applications and their constraints), who may call and on which
+//! long-running applications and their constraints; [`stages_api`]: the stages of a
+//! DAG job), who may call and on which
 //! queues ([`users`]), and which GM a request belongs to ([`route`]: work for the
 //! designated GM is forwarded there).
 
@@ -9,4 +10,5 @@ pub mod error;
 pub mod executor_api;
 pub mod lra_api;
 pub mod route;
+pub mod stages_api;
 pub mod users;

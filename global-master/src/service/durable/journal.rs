@@ -31,6 +31,7 @@
 //! clustered RabbitMQ would survive, at the price of a broker round trip per
 //! submission and a broker outage blocking submissions.
 
+use common::dag::JobDag;
 use common::messages::TaskFailure;
 use common::retry::RetryPolicy;
 use common::{ClusterName, JobId, Micros, TaskId, TaskSpec};
@@ -38,6 +39,7 @@ use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Job id -> the accepted job ([`JournalJob`], bincode).
 const JOBS: TableDefinition<u64, &[u8]> = TableDefinition::new("jobs");
@@ -53,6 +55,9 @@ const RUNS: TableDefinition<(u64, u32), (u32, u32)> = TableDefinition::new("runs
 /// "last_life" -> the life (first batch number) of the last GM process that opened
 /// this journal: a later process starts a higher one whatever the clocks say, so
 /// the LMs order its requests after its predecessor's (see [`Journal::begin_life`]).
+/// Job id -> the job's DAG ([`common::dag::JobDag`], bincode), for DAG jobs only
+/// (a table of its own: journals written before DAG jobs read as they were).
+const DAGS: TableDefinition<u64, &[u8]> = TableDefinition::new("dags");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
@@ -98,6 +103,8 @@ pub struct Recovered {
     /// Task index -> (the last run it went out as, its runs failed so far), for
     /// tasks retried or resumed before.
     pub runs: BTreeMap<u32, (u32, u32)>,
+    /// Its DAG, for a DAG job.
+    pub dag: Option<Arc<JobDag>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,6 +196,7 @@ impl Journal {
         };
         let ended = txn.open_table(ENDED).ok();
         let runs = txn.open_table(RUNS).ok();
+        let dags = txn.open_table(DAGS).ok();
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
@@ -211,8 +219,19 @@ impl Journal {
                     next.insert(key.value().1, run.value());
                 }
             }
+            let dag = match &dags {
+                Some(dags) => match dags.get(job)? {
+                    Some(bytes) => Some(Arc::new(common::codec::decode_stored::<JobDag>(
+                        &self.cluster,
+                        bytes.value(),
+                    )?)),
+                    None => None,
+                },
+                None => None,
+            };
             out.push(Recovered {
                 job: JobId(job),
+                dag,
                 accepted: stored.accepted,
                 tasks: stored.tasks,
                 ended: done,
@@ -268,15 +287,34 @@ impl Journal {
         accepted: &Accepted,
         tasks: &[TaskSpec],
     ) -> Result<(), JournalError> {
+        self.accept_dag(job, accepted, tasks, None)
+    }
+
+    /// [`Journal::accept`], with the job's DAG if it has one (in the same
+    /// transaction).
+    pub fn accept_dag(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+        dag: Option<&JobDag>,
+    ) -> Result<(), JournalError> {
         let stored = JournalJob {
             accepted: accepted.clone(),
             tasks: tasks.to_vec(),
         };
         let bytes = common::codec::encode(&self.cluster, &stored)
             .map_err(|e| self.error("cannot encode", e))?;
+        let dag = dag
+            .map(|d| common::codec::encode(&self.cluster, d))
+            .transpose()
+            .map_err(|e| self.error("cannot encode", e))?;
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let txn = self.db.begin_write()?;
             txn.open_table(JOBS)?.insert(job.0, bytes.as_slice())?;
+            if let Some(dag) = &dag {
+                txn.open_table(DAGS)?.insert(job.0, dag.as_slice())?;
+            }
             txn.commit()?;
             Ok(())
         };
@@ -321,6 +359,7 @@ impl Journal {
                 let mut table = txn.open_table(ENDED)?;
                 let mut jobs = txn.open_table(JOBS)?;
                 let mut runs = txn.open_table(RUNS)?;
+                let mut dags = txn.open_table(DAGS)?;
                 for (task, run, failed) in &retries {
                     runs.insert((task.job.0, task.index), (*run, *failed))?;
                 }
@@ -337,6 +376,7 @@ impl Journal {
                 for (job, n) in left {
                     if n == 0 {
                         jobs.remove(job.0)?;
+                        dags.remove(job.0)?;
                         table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         runs.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         closed.push(job);

@@ -98,6 +98,7 @@ pub(crate) async fn submit(
         tasks: job.tasks,
         retry: job.retry,
         user,
+        dag: job.dag,
         idempotency: reservation.as_ref().map(|r| r.key_of()),
     };
     // The submission and its key's settling run on their own task: a client that

@@ -323,6 +323,30 @@ pub const GM_METRICS: &[Metric] = &[
         read: One(|g| g.shell_metrics().launches_withheld as f64),
     },
     Metric {
+        name: "megha_gm_dag_jobs",
+        kind: "gauge",
+        help: "DAG jobs of this GM with a stage still to end.",
+        read: One(|g| g.core().dags().len() as f64),
+    },
+    Metric {
+        name: "megha_gm_dag_tasks_blocked",
+        kind: "gauge",
+        help: "Tasks of DAG jobs held until a parent stage of theirs ends.",
+        read: One(|g| g.core().dags().held() as f64),
+    },
+    Metric {
+        name: "megha_gm_dag_tasks_released_total",
+        kind: "counter",
+        help: "Tasks of DAG jobs queued once every parent stage of theirs ended.",
+        read: One(|g| g.core().dags().released as f64),
+    },
+    Metric {
+        name: "megha_gm_dag_tasks_never_run_total",
+        kind: "counter",
+        help: "Tasks of DAG jobs that ended failed without running because a parent stage failed.",
+        read: One(|g| g.core().dags().never_run as f64),
+    },
+    Metric {
         name: "megha_gm_recovered_tasks_total",
         kind: "counter",
         help: "Tasks of a previous life's jobs resubmitted from the journal at start.",

@@ -11,7 +11,7 @@
 //! Jobs that ended (every task final) are kept for the retention time and count
 //! ([`Retention`]), then forgotten, so the GM's memory stays bounded.
 
-use common::messages::{TaskEnd, TaskStart};
+use common::messages::{TaskEnd, TaskFailure, TaskStart};
 use common::reasons::PendingReason;
 use common::{JobId, LmId, Micros, NodeId, TaskId};
 use gm_core::lifecycle::Retry;
@@ -285,6 +285,39 @@ impl Tracker {
             });
         }
         self.closed(end.task.job, now);
+    }
+
+    /// A task of a DAG job waits for parent stage `waits_for` of its stage.
+    pub fn blocked(&mut self, task: TaskId, stage: &str, waits_for: &str) {
+        if let Some(s) = self.live(task) {
+            s.state = TaskState::Blocked;
+            s.reason = Some(format!(
+                "stage `{stage}` waits for its parent stage `{waits_for}` to end"
+            ));
+            s.reason_detail = None;
+        }
+    }
+
+    /// A blocked task's parent stages ended: it is queued.
+    pub fn released(&mut self, task: TaskId) {
+        if let Some(s) = self.live(task).filter(|s| s.state == TaskState::Blocked) {
+            s.state = TaskState::Queued;
+            s.reason = None;
+        }
+    }
+
+    /// A task of a DAG job that will never run (a parent stage failed): failed,
+    /// on no node.
+    pub fn never_run(&mut self, task: TaskId, failure: TaskFailure, now: Micros) {
+        let Some(s) = self.live(task) else {
+            return;
+        };
+        s.state = TaskState::Failed;
+        s.reason = None;
+        s.node = None;
+        s.ended_at_us = Some(now.0);
+        s.failure = Some(failure);
+        self.closed(task.job, now);
     }
 
     /// The task failed and its job's policy runs it again: queued (once its backoff

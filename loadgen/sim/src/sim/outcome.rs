@@ -38,6 +38,8 @@ pub struct SimCounters {
     pub retries: u64,
     /// Blocked tasks the GMs woke when their views gained resources.
     pub woken: u64,
+    /// Tasks of DAG jobs that never ran: a parent stage could not be placed.
+    pub dag_never_run: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).

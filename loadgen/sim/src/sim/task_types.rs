@@ -104,6 +104,7 @@ mod tests {
         (0..100)
             .map(|j| Job {
                 id: j,
+                dag: None,
                 arrival: Micros(j),
                 tasks: (0..10)
                     .map(|i| {

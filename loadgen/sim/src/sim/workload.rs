@@ -3,8 +3,10 @@
 
 use crate::trace::TraceJob;
 use common::constraint_model::synthesize_task_constraints;
+use common::dag::{JobDag, OnParentFailure, Stage};
 use common::rng::{seeded, streams};
 use common::{ConstraintSet, JobId, Micros, QueueId, Resources, TaskId, TaskSpec};
+use std::sync::Arc;
 
 /// Where task constraints come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,6 +33,8 @@ pub struct Job {
     pub id: u64,
     pub arrival: Micros,
     pub tasks: Vec<TaskSpec>,
+    /// Its DAG, when its tasks are in stages (see [`common::dag`]).
+    pub dag: Option<Arc<JobDag>>,
 }
 
 impl Job {
@@ -86,11 +90,46 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
                 id: j as u64,
                 arrival: tj.arrival,
                 tasks,
+                dag: job_dag(tj),
             }
         })
         .collect();
     jobs.sort_by_key(|j| j.arrival);
     jobs
+}
+
+/// The DAG of a trace job whose tasks are in stages (`None` when it has no stages,
+/// or when a task is in none of them, or the stages cannot run: a cycle, an edge to
+/// an unknown stage; the readers report those).
+pub fn job_dag(tj: &TraceJob) -> Option<Arc<JobDag>> {
+    if tj.stages.is_empty() {
+        return None;
+    }
+    let number = |id: u32| tj.stages.iter().position(|s| s.id == id);
+    let stages = tj
+        .stages
+        .iter()
+        .map(|s| {
+            let after = s
+                .depends_on
+                .iter()
+                .map(|&p| number(p).map(|n| n as u16))
+                .collect::<Option<Vec<u16>>>()?;
+            Some(Stage {
+                name: s.name.as_str().into(),
+                after,
+                on_parent_failure: OnParentFailure::Fail,
+            })
+        })
+        .collect::<Option<Vec<Stage>>>()?;
+    let task_stage = tj
+        .tasks
+        .iter()
+        .map(|t| number(t.stage?).map(|n| n as u16))
+        .collect::<Option<Vec<u16>>>()?;
+    let dag = JobDag { stages, task_stage };
+    dag.check(tj.tasks.len()).ok()?;
+    Some(Arc::new(dag))
 }
 
 /// True for a job made of `long_running` tasks only.

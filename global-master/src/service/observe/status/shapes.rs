@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 #[derive(utoipa::ToSchema, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
+    /// A task of a DAG job whose stage waits for a parent stage to end (`reason`
+    /// names it); queued once every parent stage ended.
+    Blocked,
     Queued,
     Dispatched,
     Launched,

@@ -29,6 +29,7 @@ impl Sim<'_> {
                 let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, GmInput::Schedule);
                 let ns = probe::stop(t0);
+                self.dag_progress(now, &out);
                 if let Some(p) = self.probe.as_mut() {
                     let words = out.decisions.iter().map(|d| d.words).sum();
                     p.gm_pass.add(out.decisions.len() as u64, words, ns);
@@ -48,6 +49,7 @@ impl Sim<'_> {
                 let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, input);
                 let ns = probe::stop(t0);
+                self.dag_progress(now, &out);
                 if let (Some(p), Some(nodes), false) = (self.probe.as_mut(), nodes, answer) {
                     p.gm_snapshot.add(nodes, 0, ns);
                 }
@@ -64,6 +66,23 @@ impl Sim<'_> {
                     self.request_pass(g, now);
                 }
             }
+        }
+    }
+
+    /// Books what a GM's DAG stage decided: a released task arrives now (its
+    /// allocation time counts from the end of its parent stages, its job's
+    /// completion time from the job's arrival); a task that will never run (a
+    /// parent stage was unplaceable) is done, as unplaceable.
+    pub(super) fn dag_progress(&mut self, now: Micros, out: &GmOutput) {
+        for task in &out.released {
+            let rec = self.record(*task);
+            rec.arrival = now;
+            rec.mark = now;
+        }
+        for never in &out.never_run {
+            self.record(never.task).decision = Decision::Unplaceable;
+            self.counters.dag_never_run += 1;
+            self.done += 1;
         }
     }
 

@@ -362,7 +362,18 @@ impl Sim<'_> {
         }
         let designated = !to_designated.is_empty();
         if !to_gm.is_empty() {
-            self.gms[g].step(now, GmInput::Client(ClientToGm::Submit(to_gm)));
+            let submit = match &jobs[k].dag {
+                // A DAG job: held stages wait in the GM (tasks of the designated GM
+                // are not in stages: only Short and Queueable work has a DAG here).
+                Some(dag) if !designated => ClientToGm::SubmitJob {
+                    tasks: to_gm,
+                    retry: common::retry::RetryPolicy::default(),
+                    dag: Some(dag.clone()),
+                },
+                _ => ClientToGm::Submit(to_gm),
+            };
+            let out = self.gms[g].step(now, GmInput::Client(submit));
+            self.dag_progress(now, &out);
         }
         if designated {
             let submit = ClientToGm::Submit(to_designated);

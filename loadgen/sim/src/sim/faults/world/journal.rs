@@ -103,6 +103,7 @@ impl World<'_> {
                 tasks: resubmit,
                 held: keep,
                 retry,
+                dags: Vec::new(),
             };
             self.gm_step(g, GmInput::Resume(resume));
         }

@@ -23,7 +23,14 @@ impl World<'_> {
             self.checker.accepted(t.id, g);
         }
         let retry = self.config.retry;
-        self.gm_step(g, GmInput::Client(ClientToGm::SubmitJob { tasks, retry }));
+        self.gm_step(
+            g,
+            GmInput::Client(ClientToGm::SubmitJob {
+                tasks,
+                retry,
+                dag: None,
+            }),
+        );
     }
 
     pub(super) fn gm_step(&mut self, g: u16, mut input: GmInput) {

@@ -1,0 +1,498 @@
+//! DAG jobs for the GM that owns them (see [`common::dag`]): the tasks of a stage
+//! wait here, out of every queue, until each parent stage ended; then they are
+//! released to their queues, or, when a parent failed and the stage does not
+//! continue, they end failed without running ("parent stage X failed").
+//!
+//! The part counts, per stage, the tasks not yet ended for good; the GM tells it of
+//! every end for good of a DAG job's task (finished, failed past its retries,
+//! unplaceable). Jobs without a DAG are not kept here and cost one lookup per end.
+//! A cancelled job leaves at once: its held tasks end cancelled.
+
+use common::dag::{JobDag, OnParentFailure};
+use common::{JobId, TaskId, TaskSpec};
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StageState {
+    /// Its tasks wait for a parent.
+    Blocked,
+    /// Its tasks are (or were) in the queues.
+    Released,
+    /// Every task ended for good; `failed`: one of them failed.
+    Ended { failed: bool },
+}
+
+#[derive(Debug)]
+struct DagJob {
+    dag: Arc<JobDag>,
+    children: Vec<Vec<usize>>,
+    state: Vec<StageState>,
+    /// Per stage: its tasks not yet ended for good.
+    open: Vec<u32>,
+    /// Per stage: one of its tasks failed for good so far.
+    failed: Vec<bool>,
+    /// Per blocked stage: its tasks, held until released.
+    held: Vec<Vec<TaskSpec>>,
+    /// Per task (by index): it ended for good (a repeated end counts once).
+    ended: Vec<bool>,
+    /// Stages not ended yet (the job leaves when none is left).
+    stages_open: usize,
+}
+
+/// A task that waits for a parent stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    pub task: TaskId,
+    /// The stage the task is in.
+    pub stage: Arc<str>,
+    /// The first parent stage (in the order the job names them) not ended yet.
+    pub waits_for: Arc<str>,
+}
+
+/// A task that will never run: a parent stage of its stage failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NeverRun {
+    pub task: TaskId,
+    pub stage: Arc<str>,
+    /// The parent stage that failed.
+    pub parent: Arc<str>,
+}
+
+/// What an end for good changed: tasks released to their queues, tasks that will
+/// never run, tasks still blocked that now wait for another parent.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct DagProgress {
+    pub released: Vec<TaskSpec>,
+    pub never_run: Vec<NeverRun>,
+    pub blocked: Vec<Blocked>,
+}
+
+impl DagProgress {
+    pub fn is_empty(&self) -> bool {
+        self.released.is_empty() && self.never_run.is_empty() && self.blocked.is_empty()
+    }
+
+    pub fn append(&mut self, mut other: DagProgress) {
+        self.released.append(&mut other.released);
+        self.never_run.append(&mut other.never_run);
+        self.blocked.append(&mut other.blocked);
+    }
+}
+
+/// The DAG jobs of one GM that still have a stage to run.
+#[derive(Debug, Default)]
+pub struct Dags {
+    jobs: HashMap<JobId, DagJob>,
+    /// Jobs accepted with a DAG, ever (a counter).
+    pub accepted: u64,
+    /// Tasks released from a stage whose parents ended.
+    pub released: u64,
+    /// Tasks ended without running: a parent stage failed.
+    pub never_run: u64,
+}
+
+impl Dags {
+    /// DAG jobs with a stage still to end.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Tasks held because a parent stage has not ended.
+    pub fn held(&self) -> usize {
+        self.jobs
+            .values()
+            .map(|j| j.held.iter().map(Vec::len).sum::<usize>())
+            .sum()
+    }
+
+    /// A job accepted with `dag` (checked: [`JobDag::check`]): returns the tasks to
+    /// queue now (those of stages without parents) in submission order; the others
+    /// are held, and listed in `blocked`.
+    pub fn submitted(
+        &mut self,
+        job: JobId,
+        dag: Arc<JobDag>,
+        tasks: Vec<TaskSpec>,
+        blocked: &mut Vec<Blocked>,
+    ) -> Vec<TaskSpec> {
+        let n = dag.stages.len();
+        let mut entry = DagJob {
+            children: dag.children(),
+            state: dag
+                .stages
+                .iter()
+                .map(|s| match s.after.is_empty() {
+                    true => StageState::Released,
+                    false => StageState::Blocked,
+                })
+                .collect(),
+            open: dag.task_stage.iter().fold(vec![0; n], |mut open, &s| {
+                open[usize::from(s)] += 1;
+                open
+            }),
+            failed: vec![false; n],
+            held: vec![Vec::new(); n],
+            ended: vec![false; dag.task_stage.len()],
+            stages_open: n,
+            dag,
+        };
+        let mut now = Vec::new();
+        for task in tasks {
+            let stage = entry.dag.stage_of(task.id.index).unwrap_or(0);
+            match entry.state[stage] {
+                StageState::Blocked => {
+                    blocked.push(entry.blocked(task.id, stage));
+                    entry.held[stage].push(task);
+                }
+                _ => now.push(task),
+            }
+        }
+        self.accepted += 1;
+        self.jobs.insert(job, entry);
+        now
+    }
+
+    /// A DAG job a restarted GM read back from its journal: `tasks` are those to
+    /// run (not ended, held by no LM), `ended` the tasks that ended for good in an
+    /// earlier life (index, failed). The earlier ends are replayed, parents first,
+    /// so the job resumes where it was: returns the tasks to queue now; the others
+    /// are held (listed in `blocked`), or never run (`progress.never_run`: a
+    /// parent failed, the earlier life had not said so yet).
+    pub fn resumed(
+        &mut self,
+        job: JobId,
+        dag: Arc<JobDag>,
+        tasks: Vec<TaskSpec>,
+        ended: &[(u32, bool)],
+        progress: &mut DagProgress,
+    ) -> Vec<TaskSpec> {
+        if self.jobs.contains_key(&job) {
+            // Resumed in parts (tasks in doubt came later): the DAG is here.
+            return tasks.into_iter().filter_map(|t| self.admit(t)).collect();
+        }
+        let order = dag.topological_order().unwrap_or_default();
+        let mut rank = vec![0; dag.stages.len()];
+        for (k, &stage) in order.iter().enumerate() {
+            rank[stage] = k;
+        }
+        let mut ended = ended.to_vec();
+        ended.sort_by_key(|&(index, _)| dag.stage_of(index).map(|s| rank[s]));
+        let mut now = self.submitted(job, dag, tasks, &mut Vec::new());
+        for (index, failed) in ended {
+            progress.append(self.ended(TaskId { job, index }, failed));
+        }
+        now.append(&mut progress.released);
+        progress.blocked.clear();
+        if let Some(entry) = self.jobs.get(&job) {
+            for (stage, held) in entry.held.iter().enumerate() {
+                for task in held {
+                    progress.blocked.push(entry.blocked(task.id, stage));
+                }
+            }
+        }
+        now
+    }
+
+    /// A task ended for good (`failed`: it failed, or can never be placed). Stages
+    /// whose parents all ended now are released or, when a parent failed and they
+    /// do not continue, end with every task never run (and so on down the DAG).
+    /// An end of a task of no DAG job, or a repeat, changes nothing.
+    pub fn ended(&mut self, task: TaskId, failed: bool) -> DagProgress {
+        let mut progress = DagProgress::default();
+        let Some(job) = self.jobs.get_mut(&task.job) else {
+            return progress;
+        };
+        let Some(stage) = job.dag.stage_of(task.index) else {
+            return progress;
+        };
+        let seen = &mut job.ended[task.index as usize];
+        if std::mem::replace(seen, true)
+            || matches!(job.state[stage], StageState::Ended { .. })
+            || job.open[stage] == 0
+        {
+            return progress;
+        }
+        job.open[stage] -= 1;
+        job.failed[stage] |= failed;
+        match job.state[stage] {
+            StageState::Released if job.open[stage] == 0 => job.stage_ended(stage, &mut progress),
+            // A run of a blocked stage ended (a restarted GM's LM held it, its
+            // parents' ends not yet heard again): it is no longer held; the
+            // stage ends once released if nothing else of it is open.
+            StageState::Blocked => job.held[stage].retain(|t| t.id != task),
+            _ => {}
+        }
+        self.released += progress.released.len() as u64;
+        self.never_run += progress.never_run.len() as u64;
+        if job.stages_open == 0 {
+            self.jobs.remove(&task.job);
+        }
+        progress
+    }
+
+    /// The job was cancelled: it leaves, and its held tasks are returned (they end
+    /// cancelled without running).
+    pub fn cancelled(&mut self, job: JobId) -> Vec<TaskId> {
+        let Some(entry) = self.jobs.remove(&job) else {
+            return Vec::new();
+        };
+        entry.held.into_iter().flatten().map(|t| t.id).collect()
+    }
+
+    /// A task of a DAG job this GM knows, to be queued (a restarted GM's task
+    /// resumed late, after its job's DAG): held if its stage waits for a parent
+    /// (`None`), else returned.
+    pub fn admit(&mut self, task: TaskSpec) -> Option<TaskSpec> {
+        let Some(job) = self.jobs.get_mut(&task.id.job) else {
+            return Some(task);
+        };
+        match job.dag.stage_of(task.id.index) {
+            Some(stage) if job.state[stage] == StageState::Blocked => {
+                if !job.held[stage].iter().any(|t| t.id == task.id) {
+                    job.held[stage].push(task);
+                }
+                None
+            }
+            _ => Some(task),
+        }
+    }
+
+    /// True if the task waits for a parent stage.
+    pub fn is_held(&self, task: TaskId) -> bool {
+        self.jobs.get(&task.job).is_some_and(|j| {
+            j.dag
+                .stage_of(task.index)
+                .is_some_and(|s| j.state[s] == StageState::Blocked)
+        })
+    }
+}
+
+impl DagJob {
+    fn name(&self, stage: usize) -> Arc<str> {
+        self.dag.stages[stage].name.clone()
+    }
+
+    /// `task` of blocked `stage`, and the first parent it waits for.
+    fn blocked(&self, task: TaskId, stage: usize) -> Blocked {
+        let waits_for = self.dag.stages[stage]
+            .after
+            .iter()
+            .map(|&p| usize::from(p))
+            .find(|&p| !matches!(self.state[p], StageState::Ended { .. }))
+            .unwrap_or(stage);
+        Blocked {
+            task,
+            stage: self.name(stage),
+            waits_for: self.name(waits_for),
+        }
+    }
+
+    /// `stage` ended: its children whose parents all ended go on.
+    fn stage_ended(&mut self, stage: usize, progress: &mut DagProgress) {
+        self.state[stage] = StageState::Ended {
+            failed: self.failed[stage],
+        };
+        self.stages_open -= 1;
+        for child in self.children[stage].clone() {
+            if self.state[child] != StageState::Blocked {
+                continue;
+            }
+            let parents = &self.dag.stages[child].after;
+            let mut failed_parent = None;
+            let mut all_ended = true;
+            for &p in parents {
+                match self.state[usize::from(p)] {
+                    StageState::Ended { failed: true } => {
+                        failed_parent = failed_parent.or(Some(usize::from(p)))
+                    }
+                    StageState::Ended { failed: false } => {}
+                    _ => all_ended = false,
+                }
+            }
+            let fail = self.dag.stages[child].on_parent_failure == OnParentFailure::Fail;
+            match (failed_parent, fail) {
+                // It fails now, whatever its other parents do.
+                (Some(parent), true) => self.never_runs(child, parent, progress),
+                _ if all_ended => {
+                    self.state[child] = StageState::Released;
+                    progress.released.append(&mut self.held[child]);
+                    if self.open[child] == 0 {
+                        self.stage_ended(child, progress);
+                    }
+                }
+                _ => {
+                    // Still blocked: it may now wait for another parent.
+                    for task in &self.held[child] {
+                        progress.blocked.push(self.blocked(task.id, child));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `stage` will never run: `parent` failed. Its tasks end failed, and the stage
+    /// ends failed (its children learn of it).
+    fn never_runs(&mut self, stage: usize, parent: usize, progress: &mut DagProgress) {
+        let (name, parent) = (self.name(stage), self.name(parent));
+        for task in std::mem::take(&mut self.held[stage]) {
+            progress.never_run.push(NeverRun {
+                task: task.id,
+                stage: name.clone(),
+                parent: parent.clone(),
+            });
+        }
+        self.open[stage] = 0;
+        self.failed[stage] = true;
+        self.state[stage] = StageState::Released;
+        self.stage_ended(stage, progress);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::dag::Stage;
+    use common::{Micros, Resources};
+
+    fn dag(stages: &[(&str, &[u16], OnParentFailure)], task_stage: &[u16]) -> Arc<JobDag> {
+        Arc::new(JobDag {
+            stages: stages
+                .iter()
+                .map(|(name, after, on)| Stage {
+                    name: (*name).into(),
+                    after: after.to_vec(),
+                    on_parent_failure: *on,
+                })
+                .collect(),
+            task_stage: task_stage.to_vec(),
+        })
+    }
+
+    fn tasks(n: u32) -> Vec<TaskSpec> {
+        (0..n)
+            .map(|i| TaskSpec::short(TaskId::new(1, i), Resources::cores(1, 1), Micros(1)))
+            .collect()
+    }
+
+    fn ids(tasks: &[TaskSpec]) -> Vec<u32> {
+        tasks.iter().map(|t| t.id.index).collect()
+    }
+
+    const FAIL: OnParentFailure = OnParentFailure::Fail;
+    const CONTINUE: OnParentFailure = OnParentFailure::Continue;
+
+    /// a (tasks 0, 1) -> b (2), c (3) -> d (4).
+    fn diamond(on_d: OnParentFailure) -> Arc<JobDag> {
+        dag(
+            &[
+                ("a", &[], FAIL),
+                ("b", &[0], FAIL),
+                ("c", &[0], FAIL),
+                ("d", &[1, 2], on_d),
+            ],
+            &[0, 0, 1, 2, 3],
+        )
+    }
+
+    #[test]
+    fn a_diamond_releases_each_stage_when_its_parents_ended() {
+        let mut dags = Dags::default();
+        let mut blocked = Vec::new();
+        let now = dags.submitted(JobId(1), diamond(FAIL), tasks(5), &mut blocked);
+        assert_eq!(ids(&now), [0, 1]);
+        assert_eq!(
+            blocked.iter().map(|b| b.task.index).collect::<Vec<_>>(),
+            [2, 3, 4]
+        );
+        assert_eq!(&*blocked[2].waits_for, "b");
+        assert!(dags.is_held(TaskId::new(1, 4)));
+
+        assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
+        // A repeated end changes nothing.
+        assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
+        let p = dags.ended(TaskId::new(1, 1), false);
+        assert_eq!(ids(&p.released), [2, 3]);
+        let p = dags.ended(TaskId::new(1, 2), false);
+        assert!(p.released.is_empty());
+        assert_eq!(&*p.blocked[0].waits_for, "c", "d now waits for c only");
+        let p = dags.ended(TaskId::new(1, 3), false);
+        assert_eq!(ids(&p.released), [4]);
+        assert_eq!(dags.len(), 1);
+        dags.ended(TaskId::new(1, 4), false);
+        assert!(dags.is_empty(), "the job leaves once every stage ended");
+        assert_eq!((dags.released, dags.never_run), (3, 0));
+    }
+
+    #[test]
+    fn a_failed_parent_fails_its_descendants_unless_they_continue() {
+        let mut dags = Dags::default();
+        dags.submitted(JobId(1), diamond(FAIL), tasks(5), &mut Vec::new());
+        dags.ended(TaskId::new(1, 0), false);
+        dags.ended(TaskId::new(1, 1), false);
+        // b fails: d never runs, at once (c still runs).
+        let p = dags.ended(TaskId::new(1, 2), true);
+        assert_eq!(
+            p.never_run,
+            [NeverRun {
+                task: TaskId::new(1, 4),
+                stage: "d".into(),
+                parent: "b".into()
+            }]
+        );
+        assert_eq!(dags.len(), 1, "c still runs");
+        dags.ended(TaskId::new(1, 3), false);
+        assert!(dags.is_empty());
+
+        let mut dags = Dags::default();
+        dags.submitted(JobId(1), diamond(CONTINUE), tasks(5), &mut Vec::new());
+        dags.ended(TaskId::new(1, 0), false);
+        dags.ended(TaskId::new(1, 1), false);
+        let p = dags.ended(TaskId::new(1, 2), true);
+        assert!(p.released.is_empty() && p.never_run.is_empty());
+        assert_eq!(&*p.blocked[0].waits_for, "c");
+        let p = dags.ended(TaskId::new(1, 3), false);
+        assert_eq!(ids(&p.released), [4], "d continues once b and c ended");
+    }
+
+    #[test]
+    fn a_failure_cascades_down_a_chain() {
+        let chain = dag(
+            &[
+                ("a", &[], FAIL),
+                ("b", &[0], FAIL),
+                ("c", &[1], CONTINUE),
+                ("d", &[2], FAIL),
+            ],
+            &[0, 1, 2, 3],
+        );
+        let mut dags = Dags::default();
+        dags.submitted(JobId(1), chain, tasks(4), &mut Vec::new());
+        let p = dags.ended(TaskId::new(1, 0), true);
+        // b never runs; c continues (its parent ended, failed); d waits for c.
+        assert_eq!(p.never_run.len(), 1);
+        assert_eq!(&*p.never_run[0].parent, "a");
+        assert_eq!(ids(&p.released), [2]);
+        let p = dags.ended(TaskId::new(1, 2), false);
+        assert_eq!(ids(&p.released), [3]);
+    }
+
+    #[test]
+    fn a_cancelled_job_returns_its_held_tasks_and_leaves() {
+        let mut dags = Dags::default();
+        dags.submitted(JobId(1), diamond(FAIL), tasks(5), &mut Vec::new());
+        dags.ended(TaskId::new(1, 0), false);
+        let mut held = dags.cancelled(JobId(1));
+        held.sort();
+        assert_eq!(
+            held,
+            [TaskId::new(1, 2), TaskId::new(1, 3), TaskId::new(1, 4)]
+        );
+        assert!(dags.is_empty());
+        assert!(dags.ended(TaskId::new(1, 1), false).is_empty());
+    }
+}

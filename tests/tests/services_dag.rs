@@ -1,0 +1,255 @@
+//! DAG jobs through the services (issue 35): one GM, one LM of four 1-core nodes, one
+//! worker, as separate processes on loopback with a real RabbitMQ.
+//!
+//! - a diamond (map -> left, right -> reduce) runs its stages in order: every task
+//!   of a stage starts after the last task of each parent stage ended (the worker's
+//!   own start and end times); while it waits, a task shows `blocked` and why;
+//! - a failed parent (`exit 3`) ends its `fail` child without running it ("parent
+//!   stage `a` failed") while its `continue` child runs;
+//! - cancel of a half-done DAG takes the blocked stages too;
+//! - bad DAGs are refused with 400 naming the field, and nothing is accepted;
+//! - the GM killed (SIGKILL) in the middle of a DAG and restarted on its journal
+//!   resumes it: the DAG finishes, in order, and no task runs twice.
+
+use serde_json::Value;
+use std::time::Duration;
+use tests::broker::require_rabbitmq;
+use tests::procs::{get_json, http, wait_until, LoopbackCluster, RoleArgs};
+
+fn synthetic(stage: &str, ms: u64) -> String {
+    format!(
+        r#"{{"stage":"{stage}","resources":{{"cpu_millis":1000,"memory_mb":64}},"duration_ms":{ms}}}"#
+    )
+}
+
+fn exec(stage: &str, command: &str) -> String {
+    format!(
+        r#"{{"stage":"{stage}","resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(command).expect("json string")
+    )
+}
+
+/// map (2 tasks) -> left (2), right (1) -> reduce (1): task indices 0-1, 2-3, 4, 5.
+fn diamond(map_ms: u64, ms: u64) -> String {
+    let tasks = [
+        synthetic("map", map_ms),
+        synthetic("map", map_ms),
+        synthetic("left", ms),
+        synthetic("left", ms),
+        synthetic("right", ms),
+        synthetic("reduce", ms),
+    ];
+    format!(
+        r#"{{"stages":[{{"name":"map"}},{{"name":"left","after":["map"]}},{{"name":"right","after":["map"]}},{{"name":"reduce","after":["left","right"]}}],"tasks":[{}]}}"#,
+        tasks.join(",")
+    )
+}
+
+/// Stage of each task of [`diamond`], and each stage's parents.
+const DIAMOND_STAGE: [usize; 6] = [0, 0, 1, 1, 2, 3];
+const DIAMOND_PARENTS: [&[usize]; 4] = [&[], &[0], &[0], &[1, 2]];
+
+fn submit(gm: &str, body: &str) -> u64 {
+    let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(body)).expect("post");
+    assert_eq!(status, 202, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("json");
+    answer["job"].as_u64().expect("a job id")
+}
+
+fn task(gm: &str, job: u64, index: usize) -> Value {
+    get_json(&format!("{gm}/v1/tasks/{job}/{index}"))
+}
+
+fn job_state(gm: &str, job: u64) -> Value {
+    get_json(&format!("{gm}/v1/jobs/{job}"))["state"].clone()
+}
+
+/// Every task of a stage started after the last task of each parent stage ended.
+/// A task that started in an earlier life of a restarted GM has no start time there
+/// (its journal keeps ends, not starts): `started_before` lists those, skipped.
+fn assert_in_order(gm: &str, job: u64, started_before: &[usize]) {
+    let tasks: Vec<Value> = (0..DIAMOND_STAGE.len()).map(|i| task(gm, job, i)).collect();
+    for (i, child) in tasks.iter().enumerate() {
+        if started_before.contains(&i) {
+            continue;
+        }
+        let start = child["started_at_us"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("task {i} has a start time: {child}"));
+        for &parent_stage in DIAMOND_PARENTS[DIAMOND_STAGE[i]] {
+            for (p, parent) in tasks.iter().enumerate() {
+                if DIAMOND_STAGE[p] != parent_stage {
+                    continue;
+                }
+                let end = parent["ended_at_us"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("task {p} has an end time: {parent}"));
+                assert!(
+                    start >= end,
+                    "task {i} started at {start}, before task {p} of its parent stage ended at {end}: {child} {parent}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-dag-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cluster = LoopbackCluster::start_with_args(
+        1,
+        1,
+        4,
+        1,
+        &broker.url,
+        &dir.join("logs"),
+        &[],
+        &RoleArgs::default(),
+    );
+    let gm = cluster.gms[0].url.clone();
+
+    // The diamond: reduce is blocked at once (map runs 2 s), and says for what.
+    let job = submit(&gm, &diamond(2000, 300));
+    let reduce = task(&gm, job, 5);
+    assert_eq!(reduce["state"], "blocked", "{reduce}");
+    let reason = reduce["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("`left`"), "{reduce}");
+    wait_until("the diamond to finish", Duration::from_secs(60), || {
+        job_state(&gm, job) == "finished"
+    });
+    assert_in_order(&gm, job, &[]);
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_dag_tasks_released_total"),
+        4.0
+    );
+
+    // A failed parent: `b` (fail) never runs, `c` (continue) runs.
+    let body = format!(
+        r#"{{"stages":[{{"name":"a"}},{{"name":"b","after":["a"]}},{{"name":"c","after":["a"],"on_parent_failure":"continue"}}],"tasks":[{},{},{}]}}"#,
+        exec("a", "exit 3"),
+        synthetic("b", 100),
+        synthetic("c", 100)
+    );
+    let job = submit(&gm, &body);
+    wait_until("the failing DAG to end", Duration::from_secs(60), || {
+        job_state(&gm, job) != "active"
+    });
+    assert_eq!(job_state(&gm, job), "failed");
+    let b = task(&gm, job, 1);
+    assert_eq!(b["state"], "failed", "{b}");
+    assert_eq!(
+        b["failure"]["start_failed"]["reason"], "parent stage `a` failed",
+        "{b}"
+    );
+    assert!(b["started_at_us"].is_null(), "b never ran: {b}");
+    assert_eq!(task(&gm, job, 2)["state"], "finished");
+
+    // Cancel a half-done DAG: the running map and the blocked rest end cancelled.
+    let body = format!(
+        r#"{{"stages":[{{"name":"m"}},{{"name":"r","after":["m"]}}],"tasks":[{},{},{}]}}"#,
+        exec("m", "sleep 60"),
+        synthetic("r", 100),
+        synthetic("r", 100)
+    );
+    let job = submit(&gm, &body);
+    wait_until("the map task to run", Duration::from_secs(30), || {
+        task(&gm, job, 0)["state"] == "running"
+    });
+    let (status, _, answer) = http("DELETE", &format!("{gm}/v1/jobs/{job}"), None).expect("delete");
+    assert_eq!(status, 202, "{answer}");
+    wait_until("the DAG to be cancelled", Duration::from_secs(30), || {
+        job_state(&gm, job) == "cancelled"
+    });
+    for i in 0..3 {
+        assert_eq!(task(&gm, job, i)["state"], "cancelled");
+    }
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_dag_tasks_blocked"),
+        0.0
+    );
+
+    // Bad DAGs: 400 naming the field, nothing accepted.
+    let before = get_json(&format!("{gm}/v1/jobs"))["jobs"]
+        .as_array()
+        .map(Vec::len);
+    let bad = [
+        (
+            format!(
+                r#"{{"stages":[{{"name":"a","after":["b"]}},{{"name":"b","after":["a"]}}],"tasks":[{},{}]}}"#,
+                synthetic("a", 1),
+                synthetic("b", 1)
+            ),
+            "stages[0].after",
+        ),
+        (
+            format!(
+                r#"{{"stages":[{{"name":"a","after":["a"]}}],"tasks":[{}]}}"#,
+                synthetic("a", 1)
+            ),
+            "stages[0].after[0]",
+        ),
+        (
+            format!(
+                r#"{{"stages":[{{"name":"a"}}],"tasks":[{}]}}"#,
+                synthetic("nope", 1)
+            ),
+            "tasks[0].stage",
+        ),
+        (
+            format!(r#"{{"tasks":[{}]}}"#, synthetic("a", 1)),
+            "tasks[0].stage",
+        ),
+    ];
+    for (body, field) in bad {
+        let (status, _, answer) =
+            http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
+        assert_eq!(status, 400, "{answer}");
+        let answer: Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(answer["field"], field, "{answer}");
+    }
+    let after = get_json(&format!("{gm}/v1/jobs"))["jobs"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(before, after, "a refused DAG was accepted");
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_gm_killed_in_the_middle_of_a_dag_resumes_it_from_its_journal() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-dag-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("gm0-data");
+    let extra = RoleArgs {
+        gm: vec!["--data-dir".into(), data.display().to_string()],
+        ..RoleArgs::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 4, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let job = submit(&gm, &diamond(1000, 1500));
+    // Killed while left and right run (map done), reduce blocked.
+    wait_until("the middle stages to run", Duration::from_secs(60), || {
+        task(&gm, job, 2)["state"] == "running"
+    });
+    cluster.crash_and_restart_gm(0, Duration::from_millis(300));
+    let gm = cluster.gms[0].url.clone();
+    wait_until(
+        "the DAG to finish at the restarted GM",
+        Duration::from_secs(90),
+        || job_state(&gm, job) == "finished",
+    );
+    // Map, left and right started before the kill; reduce after, once they ended.
+    assert_in_order(&gm, job, &[0, 1, 2, 3, 4]);
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        6.0,
+        "every task started exactly once; logs in {}",
+        dir.display()
+    );
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}
