@@ -398,3 +398,79 @@ fn the_real_file_reads_whole() {
     assert!(stats.dags.stages.max() <= 18);
     assert!((5..=10).contains(&stats.dags.stages.quantile(0.5)));
 }
+
+/// Draws from the fixture run in the simulator with their DAGs: every task of a
+/// stage starts after the last task of each parent stage finished (the reader's
+/// stages, as `workload::build` hands them to the GM core).
+#[test]
+fn drawn_dags_run_their_stages_in_order_in_the_simulator() {
+    use common::cluster::{ClusterSpec, LmSpec, NodeSpec};
+    use common::{ConstraintSet, LmId};
+    use loadgen::sim::workload::{self, ConstraintMode, WorkloadOptions};
+    use loadgen::sim::{run, SchedulerKind, SimConfig};
+
+    let cfg = TpchConfig {
+        arrivals: Arrivals::MeanGap(Micros::from_millis(300)),
+        ..config(24, 8)
+    };
+    let trace = draw(&fixture(), cfg);
+    let options = WorkloadOptions {
+        default_task: Resources::cores(1, 1024),
+        constraints: ConstraintMode::None,
+        seed: 8,
+    };
+    let jobs = workload::build(&trace, &options);
+    assert!(
+        jobs.iter().all(|j| j.dag.is_some()),
+        "every drawn job keeps its DAG"
+    );
+    let node = NodeSpec {
+        capacity: Resources::cores(8, 64 * 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let cluster = ClusterSpec {
+        gms: 2,
+        lms: (0..2)
+            .map(|l| LmSpec {
+                id: LmId(l),
+                partitions: vec![vec![node; 3]; 2],
+            })
+            .collect(),
+    };
+    for scheduler in [SchedulerKind::Megha, SchedulerKind::Centralized] {
+        let config = SimConfig {
+            scheduler,
+            ..SimConfig::default()
+        };
+        let outcome = run(&cluster, &jobs, &config, &mut |_, _| {});
+        let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
+        assert_eq!(outcome.records.len(), total, "{scheduler:?}");
+        let mut checked = 0;
+        for job in &trace {
+            let stage_of = |index: u32| job.tasks[index as usize].stage;
+            let records: Vec<_> = outcome.records.iter().filter(|r| r.job == job.id).collect();
+            for child in &records {
+                let start = child.start.expect("every task started");
+                let stage = job
+                    .stages
+                    .iter()
+                    .find(|s| Some(s.id) == stage_of(child.index));
+                for &parent in &stage.unwrap().depends_on {
+                    for p in records.iter().filter(|r| stage_of(r.index) == Some(parent)) {
+                        let finish = p.finish.expect("every task finished");
+                        assert!(
+                            start >= finish,
+                            "{scheduler:?}: job {} task {} started at {start:?}, before task {} of its parent stage {parent} finished at {finish:?}",
+                            job.id, child.index, p.index
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            checked > 100,
+            "{scheduler:?}: only {checked} parent-child pairs"
+        );
+    }
+}
