@@ -16,12 +16,12 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tpch_dags.json")
 }
 
-/// The real file: `MEGHA_TPCH_DAGS`, or `../shared/data/tpch-dags.json` beside the
-/// repository (it is 9.7 MB, too large to keep in the repository).
+/// The real file: `MEGHA_TPCH_DAGS`, or the bundled `data/tpch/tpch-dags.json.gz`
+/// (gzipped: 2.5 MB instead of 9.7).
 fn real_file() -> PathBuf {
     match std::env::var_os("MEGHA_TPCH_DAGS") {
         Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/tpch-dags.json"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/tpch/tpch-dags.json.gz"),
     }
 }
 

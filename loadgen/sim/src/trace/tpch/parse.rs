@@ -46,12 +46,20 @@ struct RawStage {
     fresh_ms: Vec<f64>,
 }
 
-/// Reads and validates every DAG of the file at `path`.
+/// Reads and validates every DAG of the file at `path` (gzipped when its name ends
+/// in `.gz`, as the bundled `data/tpch/tpch-dags.json.gz`).
 pub fn read_dags(path: &Path) -> Result<Vec<TpchDag>, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
+    let io = |source| TraceError::Io {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let mut bytes = std::fs::read(path).map_err(io)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut unpacked = Vec::with_capacity(bytes.len() * 4);
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut unpacked)
+            .map_err(io)?;
+        bytes = unpacked;
+    }
     parse_dags(&bytes, path)
 }
 
