@@ -96,6 +96,8 @@ pub struct Dags {
     pub released: u64,
     /// Tasks ended without running: a parent stage failed.
     pub never_run: u64,
+    /// Tasks held now (see [`Dags::held`]).
+    held_tasks: usize,
 }
 
 impl Dags {
@@ -108,12 +110,15 @@ impl Dags {
         self.jobs.is_empty()
     }
 
-    /// Tasks held because a parent stage has not ended.
+    /// Tasks held because a parent stage (or a job they run after) has not ended
+    /// (a count kept up to date: the GM's admission adds it to its queues').
     pub fn held(&self) -> usize {
-        self.jobs
-            .values()
-            .map(|j| j.held.iter().map(Vec::len).sum::<usize>())
-            .sum()
+        self.held_tasks
+    }
+
+    /// Adds `after - before` to the count of held tasks.
+    fn held_moved(&mut self, before: usize, after: usize) {
+        self.held_tasks = (self.held_tasks + after).saturating_sub(before);
     }
 
     /// A job accepted with `dag` (checked: [`JobDag::check`]): returns the tasks to
@@ -166,6 +171,7 @@ impl Dags {
             }
         }
         self.accepted += 1;
+        self.held_moved(0, entry.held_len());
         self.jobs.insert(job, entry);
         now
     }
@@ -230,6 +236,7 @@ impl Dags {
         {
             return progress;
         }
+        let before = job.held_len();
         job.open[stage] -= 1;
         job.failed[stage] |= failed;
         match job.state[stage] {
@@ -240,9 +247,11 @@ impl Dags {
             StageState::Blocked => job.held[stage].retain(|t| t.id != task),
             _ => {}
         }
+        let (after, done) = (job.held_len(), job.stages_open == 0);
+        self.held_moved(before, after);
         self.released += progress.released.len() as u64;
         self.never_run += progress.never_run.len() as u64;
-        if job.stages_open == 0 {
+        if done {
             self.jobs.remove(&task.job);
         }
         progress
@@ -269,8 +278,11 @@ impl Dags {
             let Some(entry) = self.jobs.get_mut(&job) else {
                 continue;
             };
+            let before = entry.held_len();
             entry.dependency_ended(other, ok, &mut progress);
-            if entry.stages_open == 0 {
+            let (after, done) = (entry.held_len(), entry.stages_open == 0);
+            self.held_moved(before, after);
+            if done {
                 self.jobs.remove(&job);
             }
         }
@@ -285,6 +297,7 @@ impl Dags {
         let Some(entry) = self.jobs.remove(&job) else {
             return Vec::new();
         };
+        self.held_moved(entry.held_len(), 0);
         entry.held.into_iter().flatten().map(|t| t.id).collect()
     }
 
@@ -299,6 +312,7 @@ impl Dags {
             Some(stage) if job.state[stage] == StageState::Blocked => {
                 if !job.held[stage].iter().any(|t| t.id == task.id) {
                     job.held[stage].push(task);
+                    self.held_tasks += 1;
                 }
                 None
             }
@@ -317,6 +331,11 @@ impl Dags {
 }
 
 impl DagJob {
+    /// Tasks it holds.
+    fn held_len(&self) -> usize {
+        self.held.iter().map(Vec::len).sum()
+    }
+
     fn name(&self, stage: usize) -> Arc<str> {
         self.dag.stages[stage].name.clone()
     }
@@ -521,8 +540,10 @@ mod tests {
         assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
         // A repeated end changes nothing.
         assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
+        assert_eq!(dags.held(), 3);
         let p = dags.ended(TaskId::new(1, 1), false);
         assert_eq!(ids(&p.released), [2, 3]);
+        assert_eq!(dags.held(), 1);
         let p = dags.ended(TaskId::new(1, 2), false);
         assert!(p.released.is_empty());
         assert_eq!(&*p.blocked[0].waits_for, "c", "d now waits for c only");
@@ -599,6 +620,7 @@ mod tests {
             [TaskId::new(1, 2), TaskId::new(1, 3), TaskId::new(1, 4)]
         );
         assert!(dags.is_empty());
+        assert_eq!(dags.held(), 0);
         assert!(dags.ended(TaskId::new(1, 1), false).is_empty());
     }
 

@@ -217,9 +217,9 @@ impl GmActor {
         self.journal.as_ref()
     }
 
-    /// Tasks held: queued plus awaiting an LM's answer.
+    /// Tasks held: queued, awaiting an LM's answer, or blocked in a DAG stage.
     pub fn held(&self) -> usize {
-        self.core.queues().len() + self.core.outstanding()
+        self.core.queues().len() + self.core.outstanding() + self.core.dags().held()
     }
 }
 
