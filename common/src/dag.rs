@@ -9,6 +9,10 @@
 //! "parent stage X failed", and so do its descendants that do not continue); with
 //! `continue` it runs once every parent ended, whatever their outcome.
 //!
+//! A job may also run after other jobs ([`AfterJob`]: once they finished, ended,
+//! or failed): its stages without parents wait for them, and when one ends in a way
+//! that does not let it run, the whole job ends failed without running.
+//!
 //! Stages are numbered by their position; the public API names them and turns the
 //! names into these numbers. [`JobDag::check`] refuses what cannot run: an edge to
 //! a stage that does not exist, a self edge, a cycle, a stage with no task.
@@ -31,6 +35,47 @@ pub enum OnParentFailure {
     Continue,
 }
 
+/// When a job that runs after another may start (Slurm's `afterok`, `afterany`,
+/// `afternotok`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterWhen {
+    /// Once the other job finished (every task finished).
+    #[default]
+    Ok,
+    /// Once the other job ended, whatever its outcome.
+    Any,
+    /// Once the other job ended failed or cancelled.
+    Failed,
+}
+
+impl AfterWhen {
+    /// Whether an end of the other job (`ok`: it finished) lets this job run.
+    pub fn allows(self, ok: bool) -> bool {
+        match self {
+            AfterWhen::Ok => ok,
+            AfterWhen::Any => true,
+            AfterWhen::Failed => !ok,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            AfterWhen::Ok => "ok",
+            AfterWhen::Any => "any",
+            AfterWhen::Failed => "failed",
+        }
+    }
+}
+
+/// Another job this job runs after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AfterJob {
+    pub job: crate::JobId,
+    pub when: AfterWhen,
+}
+
 /// One stage of a job's DAG.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stage {
@@ -48,6 +93,9 @@ pub struct JobDag {
     /// The stage of each task, by the task's index in its job
     /// ([`crate::TaskId::index`]).
     pub task_stage: Vec<u16>,
+    /// Jobs this job runs after: its stages without parents wait for them.
+    #[serde(default)]
+    pub after_jobs: Vec<AfterJob>,
 }
 
 /// Why a DAG cannot run. `stage` is a stage number (the API names the stage).
@@ -183,6 +231,7 @@ mod tests {
                 stage("d", &[1, 2]),
             ],
             task_stage: vec![0, 1, 2, 3],
+            after_jobs: Vec::new(),
         }
     }
 

@@ -171,3 +171,33 @@ fn a_csv_read_as_tr_suggests_format() {
         "{stderr}"
     );
 }
+
+#[test]
+fn stats_draws_tpch_jobs_and_refuses_tpch_flags_on_other_formats() {
+    let input = fixture("tpch_dags.json");
+    run_args(&[
+        "stats",
+        &input,
+        "--format",
+        "tpch",
+        "--tpch-jobs",
+        "5",
+        "--tpch-seed",
+        "1",
+        "--tpch-sizes",
+        "2g",
+    ])
+    .unwrap();
+    let err = run_args(&["stats", &input, "--format", "tpch", "--tpch-jobs", "0"]).unwrap_err();
+    assert_eq!(err.to_string(), "--tpch-jobs: must be at least 1");
+    let tr = fixture("../../../data/traces/YH_small.tr");
+    let err = run_args(&["stats", &tr, "--tpch-jobs", "5"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("only meaningful with --format tpch"),
+        "{err}"
+    );
+    // --tpch-load needs the cluster size it is measured against.
+    let err = run_args(&["stats", &input, "--format", "tpch", "--tpch-load", "2"]).unwrap_err();
+    assert!(err.to_string().contains("--tpch-cluster-cores"), "{err}");
+}

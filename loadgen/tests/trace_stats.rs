@@ -79,3 +79,30 @@ fn long_traces_merge_rows_in_the_table_and_tiny_buckets_are_refused() {
     let err = tiny.add(&job(100, vec![task(1, 1)])).unwrap_err();
     assert!(err.to_string().contains("--bucket-secs"), "{err}");
 }
+
+/// DAG facts of the Alibaba `batch_task` fixture: 9 of its 12 jobs have DAG task
+/// names; the longest chain is j_5's M1 (100 s) then R3_1_2 (90 s).
+#[test]
+fn dag_facts_of_the_alibaba_task_fixture() {
+    use loadgen::trace::{open_trace, SourceConfig, TraceFormat};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/alibaba_batch_task.csv");
+    let source = open_trace(&path, TraceFormat::AlibabaTask, &SourceConfig::default()).unwrap();
+    let mut stats = TraceStats::new(Micros::from_secs(60), None);
+    for job in source {
+        stats.add(&job.unwrap()).unwrap();
+    }
+    let d = &stats.dags;
+    assert_eq!((stats.jobs, d.dags, d.unordered), (12, 9, 0));
+    assert_eq!((d.stages.quantile(0.5), d.stages.max()), (1, 3));
+    assert_eq!(d.tasks.max(), 6);
+    assert_eq!(d.critical_path.max(), Micros::from_secs(190));
+    let mut out = Vec::new();
+    write_table(&stats, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("DAG jobs             9\n"), "{text}");
+    assert!(
+        text.contains("stages per DAG     median 1  max 3\n"),
+        "{text}"
+    );
+}

@@ -9,7 +9,8 @@
 //! - [`browser`]: headless Chromium for the dashboard test (DOM dump, screenshot).
 //! - [`tls_broker`]: a TLS-only RabbitMQ node of a test's own (`amqps://`).
 //! - [`pki`]: a private CA, a server certificate for localhost and the worker issuer.
-//! - [`checks`]: reading `tasks.csv` back and checking safety invariants.
+//! - [`checks`]: reading `tasks.csv` back and checking safety invariants; [`dag`]:
+//!   diamond DAG jobs and the check that stages ran in order.
 //! - [`compose`]: the docker-compose.yml cluster of the compose tests (a project of
 //!   their own, every port 0, removed on drop).
 //! - [`gm_http`]: an embedded cluster's GMs behind their HTTP APIs on loopback.
@@ -21,6 +22,7 @@ pub mod broker;
 pub mod browser;
 pub mod checks;
 pub mod compose;
+pub mod dag;
 pub mod gm_http;
 pub mod lone_lm;
 pub mod observer;

@@ -7,6 +7,8 @@
 //! - a failed parent (`exit 3`) ends its `fail` child without running it ("parent
 //!   stage `a` failed") while its `continue` child runs;
 //! - cancel of a half-done DAG takes the blocked stages too;
+//! - a job that runs after another (`after_jobs`) waits for it, runs after it when
+//!   its end allows, never runs when not; another user's job cannot be named;
 //! - bad DAGs are refused with 400 naming the field, and nothing is accepted;
 //! - the GM killed (SIGKILL) in the middle of a DAG and restarted on its journal
 //!   resumes it: the DAG finishes, in order, and no task runs twice.
@@ -49,6 +51,52 @@ fn diamond(map_ms: u64, ms: u64) -> String {
 const DIAMOND_STAGE: [usize; 6] = [0, 0, 1, 1, 2, 3];
 const DIAMOND_PARENTS: [&[usize]; 4] = [&[], &[0], &[0], &[1, 2]];
 
+fn plain(ms: u64) -> String {
+    format!(r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"duration_ms":{ms}}}"#)
+}
+
+fn exec_plain(command: &str) -> String {
+    format!(
+        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(command).expect("json string")
+    )
+}
+
+fn alice() -> String {
+    tests::procs::credentials().alice.clone()
+}
+
+fn bob() -> String {
+    tests::procs::credentials().bob.clone()
+}
+
+/// `method url` with `body` as the user of `token`: (status, head, body).
+fn http_as(method: &str, url: &str, token: &str, body: &str) -> (u16, String, String) {
+    let bearer = format!("Bearer {token}");
+    let (status, head, body) = tests::procs::http_raw(
+        method,
+        url,
+        "application/json",
+        body.as_bytes(),
+        &[
+            ("Authorization", bearer.as_str()),
+            (
+                "x-megha-cluster-token",
+                tests::procs::credentials().secret.as_str(),
+            ),
+        ],
+    )
+    .expect("http");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn submit_as(gm: &str, token: &str, body: &str) -> u64 {
+    let (status, _, answer) = http_as("POST", &format!("{gm}/v1/jobs"), token, body);
+    assert_eq!(status, 202, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("json");
+    answer["job"].as_u64().expect("a job id")
+}
+
 fn submit(gm: &str, body: &str) -> u64 {
     let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(body)).expect("post");
     assert_eq!(status, 202, "{answer}");
@@ -65,16 +113,25 @@ fn job_state(gm: &str, job: u64) -> Value {
 }
 
 /// Every task of a stage started after the last task of each parent stage ended.
-fn assert_in_order(gm: &str, job: u64) {
+/// A task that started in an earlier life of a restarted GM has no start time there
+/// (its journal keeps ends, not starts): `started_before` lists those, skipped.
+fn assert_in_order(gm: &str, job: u64, started_before: &[usize]) {
     let tasks: Vec<Value> = (0..DIAMOND_STAGE.len()).map(|i| task(gm, job, i)).collect();
     for (i, child) in tasks.iter().enumerate() {
-        let start = child["started_at_us"].as_u64().expect("started");
+        if started_before.contains(&i) {
+            continue;
+        }
+        let start = child["started_at_us"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("task {i} has a start time: {child}"));
         for &parent_stage in DIAMOND_PARENTS[DIAMOND_STAGE[i]] {
             for (p, parent) in tasks.iter().enumerate() {
                 if DIAMOND_STAGE[p] != parent_stage {
                     continue;
                 }
-                let end = parent["ended_at_us"].as_u64().expect("ended");
+                let end = parent["ended_at_us"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("task {p} has an end time: {parent}"));
                 assert!(
                     start >= end,
                     "task {i} started at {start}, before task {p} of its parent stage ended at {end}: {child} {parent}"
@@ -110,7 +167,12 @@ fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
     wait_until("the diamond to finish", Duration::from_secs(60), || {
         job_state(&gm, job) == "finished"
     });
-    assert_in_order(&gm, job);
+    assert_in_order(&gm, job, &[]);
+    let status = get_json(&format!("{gm}/v1/jobs/{job}"));
+    assert_eq!(status["stages"][3]["name"], "reduce", "{status}");
+    assert_eq!(status["stages"][3]["after"][1], "right", "{status}");
+    assert_eq!(status["stages"][1]["states"]["finished"], 2, "{status}");
+    assert_eq!(task(&gm, job, 5)["stage"], "reduce");
     assert_eq!(
         cluster.metric(&cluster.gms, "megha_gm_dag_tasks_released_total"),
         4.0
@@ -161,6 +223,84 @@ fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
         0.0
     );
 
+    // Jobs that run after others: b after a (ok) waits for a and starts after it
+    // ended; c after a (failed) never runs; bob may not run after alice's job
+    // (unknown to him, as for any of her jobs), an admin may.
+    let a = submit_as(
+        &gm,
+        &alice(),
+        &format!(r#"{{"tasks":[{}]}}"#, exec_plain("sleep 2")),
+    );
+    let b = submit(
+        &gm,
+        &format!(
+            r#"{{"after_jobs":[{{"job":{a}}}],"tasks":[{}]}}"#,
+            plain(100)
+        ),
+    );
+    let waiting = task(&gm, b, 0);
+    assert_eq!(waiting["state"], "blocked", "{waiting}");
+    assert!(
+        waiting["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("job {a}")),
+        "{waiting}"
+    );
+    let c = submit(
+        &gm,
+        &format!(
+            r#"{{"after_jobs":[{{"job":{a},"when":"failed"}}],"tasks":[{}]}}"#,
+            plain(100)
+        ),
+    );
+    let (status, _, answer) = http_as(
+        "POST",
+        &format!("{gm}/v1/jobs"),
+        &bob(),
+        &format!(
+            r#"{{"after_jobs":[{{"job":{a}}}],"tasks":[{}]}}"#,
+            plain(100)
+        ),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("after_jobs[0].job"), "{answer}");
+    wait_until("the jobs after a to end", Duration::from_secs(60), || {
+        job_state(&gm, b) != "active" && job_state(&gm, c) != "active"
+    });
+    assert_eq!(job_state(&gm, a), "finished");
+    assert_eq!(job_state(&gm, b), "finished");
+    let a_end = task(&gm, a, 0)["ended_at_us"].as_u64().expect("a ended");
+    let b_start = task(&gm, b, 0)["started_at_us"]
+        .as_u64()
+        .expect("b started");
+    assert!(
+        b_start >= a_end,
+        "b started at {b_start}, before a ended at {a_end}"
+    );
+    assert_eq!(job_state(&gm, c), "failed");
+    let never = task(&gm, c, 0);
+    assert!(
+        never["failure"]["start_failed"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("when failed"),
+        "{never}"
+    );
+    // After a job that ended already: it runs at once.
+    let d = submit(
+        &gm,
+        &format!(
+            r#"{{"after_jobs":[{{"job":{a},"when":"any"}}],"tasks":[{}]}}"#,
+            plain(100)
+        ),
+    );
+    wait_until(
+        "the job after an ended one to finish",
+        Duration::from_secs(30),
+        || job_state(&gm, d) == "finished",
+    );
+
     // Bad DAGs: 400 naming the field, nothing accepted.
     let before = get_json(&format!("{gm}/v1/jobs"))["jobs"]
         .as_array()
@@ -191,6 +331,21 @@ fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
         (
             format!(r#"{{"tasks":[{}]}}"#, synthetic("a", 1)),
             "tasks[0].stage",
+        ),
+        (
+            format!(
+                r#"{{"after_jobs":[{{"job":12345}}],"tasks":[{}]}}"#,
+                plain(1)
+            ),
+            "after_jobs[0].job",
+        ),
+        (
+            format!(
+                r#"{{"after_jobs":[{{"job":{}}}],"tasks":[{}]}}"#,
+                (1u64 << 48) | 5,
+                plain(1)
+            ),
+            "after_jobs[0].job",
         ),
     ];
     for (body, field) in bad {
@@ -233,7 +388,8 @@ fn a_gm_killed_in_the_middle_of_a_dag_resumes_it_from_its_journal() {
         Duration::from_secs(90),
         || job_state(&gm, job) == "finished",
     );
-    assert_in_order(&gm, job);
+    // Map, left and right started before the kill; reduce after, once they ended.
+    assert_in_order(&gm, job, &[0, 1, 2, 3, 4]);
     assert_eq!(
         cluster.metric(&cluster.workers, "megha_worker_started_total"),
         6.0,

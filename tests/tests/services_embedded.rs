@@ -66,3 +66,40 @@ fn embedded_cluster_runs_every_task_exactly_once() {
     assert_eq!(summary["finished"], total);
     assert_eq!(summary["never_finished"], 0);
 }
+
+/// DAG jobs in embedded mode (issue 35): diamonds of stages submitted with their
+/// DAGs; every task of a stage starts after the last task of its parent stages
+/// finished, every task runs once.
+#[test]
+fn embedded_cluster_runs_dag_stages_in_order() {
+    let jobs = tests::dag::diamond_jobs(6);
+    let dag = jobs[0].dag.clone().expect("a DAG");
+    let cfg = EmbeddedConfig {
+        heartbeat: Micros::from_millis(200),
+        ..embedded_config(ClusterSpec::generate(
+            2,
+            2,
+            3,
+            Resources::cores(2, 16384),
+            7,
+        ))
+    };
+    let opts = ReplayOptions {
+        speedup: 4.0,
+        rate_cap: None,
+        timeout: Duration::from_secs(60),
+        quiet: true,
+        gms: 2,
+        queues: None,
+    };
+    let result = in_actix_system(replay_embedded(&cfg, &jobs, &opts)).expect("embedded run");
+    assert!(result.unsubmitted.is_empty(), "{:?}", result.unsubmitted);
+    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
+    let bad = tests::dag::out_of_order(&result.outcome, &jobs, &dag);
+    assert!(bad.is_empty(), "{bad:#?}");
+}

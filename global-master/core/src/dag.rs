@@ -8,7 +8,7 @@
 //! unplaceable). Jobs without a DAG are not kept here and cost one lookup per end.
 //! A cancelled job leaves at once: its held tasks end cancelled.
 
-use common::dag::{JobDag, OnParentFailure};
+use common::dag::{AfterJob, JobDag, OnParentFailure};
 use common::{JobId, TaskId, TaskSpec};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
@@ -38,6 +38,8 @@ struct DagJob {
     ended: Vec<bool>,
     /// Stages not ended yet (the job leaves when none is left).
     stages_open: usize,
+    /// Jobs it runs after, and how each ended (`None`: not yet; `Some(ok)`).
+    deps: Vec<(AfterJob, Option<bool>)>,
 }
 
 /// A task that waits for a parent stage.
@@ -50,13 +52,15 @@ pub struct Blocked {
     pub waits_for: Arc<str>,
 }
 
-/// A task that will never run: a parent stage of its stage failed.
+/// A task that will never run: a parent stage of its stage failed, or a job it
+/// runs after ended in a way that does not let it run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeverRun {
     pub task: TaskId,
     pub stage: Arc<str>,
-    /// The parent stage that failed.
-    pub parent: Arc<str>,
+    /// Why, in words: "parent stage `b` failed", or "job 7 ended failed; this job
+    /// runs after it when ok".
+    pub cause: Arc<str>,
 }
 
 /// What an end for good changed: tasks released to their queues, tasks that will
@@ -84,12 +88,16 @@ impl DagProgress {
 #[derive(Debug, Default)]
 pub struct Dags {
     jobs: HashMap<JobId, DagJob>,
+    /// Per job others run after: the jobs waiting for its end.
+    dependents: HashMap<JobId, Vec<JobId>>,
     /// Jobs accepted with a DAG, ever (a counter).
     pub accepted: u64,
     /// Tasks released from a stage whose parents ended.
     pub released: u64,
     /// Tasks ended without running: a parent stage failed.
     pub never_run: u64,
+    /// Tasks held now (see [`Dags::held`]).
+    held_tasks: usize,
 }
 
 impl Dags {
@@ -102,12 +110,15 @@ impl Dags {
         self.jobs.is_empty()
     }
 
-    /// Tasks held because a parent stage has not ended.
+    /// Tasks held because a parent stage (or a job they run after) has not ended
+    /// (a count kept up to date: the GM's admission adds it to its queues').
     pub fn held(&self) -> usize {
-        self.jobs
-            .values()
-            .map(|j| j.held.iter().map(Vec::len).sum::<usize>())
-            .sum()
+        self.held_tasks
+    }
+
+    /// Adds `after - before` to the count of held tasks.
+    fn held_moved(&mut self, before: usize, after: usize) {
+        self.held_tasks = (self.held_tasks + after).saturating_sub(before);
     }
 
     /// A job accepted with `dag` (checked: [`JobDag::check`]): returns the tasks to
@@ -126,7 +137,7 @@ impl Dags {
             state: dag
                 .stages
                 .iter()
-                .map(|s| match s.after.is_empty() {
+                .map(|s| match s.after.is_empty() && dag.after_jobs.is_empty() {
                     true => StageState::Released,
                     false => StageState::Blocked,
                 })
@@ -139,8 +150,15 @@ impl Dags {
             held: vec![Vec::new(); n],
             ended: vec![false; dag.task_stage.len()],
             stages_open: n,
+            deps: dag.after_jobs.iter().map(|a| (*a, None)).collect(),
             dag,
         };
+        for after in &entry.dag.after_jobs {
+            let waiting = self.dependents.entry(after.job).or_default();
+            if !waiting.contains(&job) {
+                waiting.push(job);
+            }
+        }
         let mut now = Vec::new();
         for task in tasks {
             let stage = entry.dag.stage_of(task.id.index).unwrap_or(0);
@@ -153,6 +171,7 @@ impl Dags {
             }
         }
         self.accepted += 1;
+        self.held_moved(0, entry.held_len());
         self.jobs.insert(job, entry);
         now
     }
@@ -217,6 +236,7 @@ impl Dags {
         {
             return progress;
         }
+        let before = job.held_len();
         job.open[stage] -= 1;
         job.failed[stage] |= failed;
         match job.state[stage] {
@@ -227,11 +247,47 @@ impl Dags {
             StageState::Blocked => job.held[stage].retain(|t| t.id != task),
             _ => {}
         }
+        let (after, done) = (job.held_len(), job.stages_open == 0);
+        self.held_moved(before, after);
         self.released += progress.released.len() as u64;
         self.never_run += progress.never_run.len() as u64;
-        if job.stages_open == 0 {
+        if done {
             self.jobs.remove(&task.job);
         }
+        progress
+    }
+
+    /// Jobs waiting for other jobs to end (the driver reports those ends:
+    /// [`Dags::job_ended`]).
+    pub fn awaited_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.dependents.keys().copied()
+    }
+
+    /// True if a job runs after `job` and has not heard of its end.
+    pub fn awaits(&self, job: JobId) -> bool {
+        self.dependents.contains_key(&job)
+    }
+
+    /// Job `other` ended (`ok`: every task finished). The jobs that run after it
+    /// go on: once every job they run after ended as they asked, their stages
+    /// without parents are released; as soon as one ended otherwise, every task of
+    /// theirs ends without running. A repeat changes nothing.
+    pub fn job_ended(&mut self, other: JobId, ok: bool) -> DagProgress {
+        let mut progress = DagProgress::default();
+        for job in self.dependents.remove(&other).unwrap_or_default() {
+            let Some(entry) = self.jobs.get_mut(&job) else {
+                continue;
+            };
+            let before = entry.held_len();
+            entry.dependency_ended(other, ok, &mut progress);
+            let (after, done) = (entry.held_len(), entry.stages_open == 0);
+            self.held_moved(before, after);
+            if done {
+                self.jobs.remove(&job);
+            }
+        }
+        self.released += progress.released.len() as u64;
+        self.never_run += progress.never_run.len() as u64;
         progress
     }
 
@@ -241,6 +297,7 @@ impl Dags {
         let Some(entry) = self.jobs.remove(&job) else {
             return Vec::new();
         };
+        self.held_moved(entry.held_len(), 0);
         entry.held.into_iter().flatten().map(|t| t.id).collect()
     }
 
@@ -255,6 +312,7 @@ impl Dags {
             Some(stage) if job.state[stage] == StageState::Blocked => {
                 if !job.held[stage].iter().any(|t| t.id == task.id) {
                     job.held[stage].push(task);
+                    self.held_tasks += 1;
                 }
                 None
             }
@@ -273,22 +331,85 @@ impl Dags {
 }
 
 impl DagJob {
+    /// Tasks it holds.
+    fn held_len(&self) -> usize {
+        self.held.iter().map(Vec::len).sum()
+    }
+
     fn name(&self, stage: usize) -> Arc<str> {
         self.dag.stages[stage].name.clone()
     }
 
-    /// `task` of blocked `stage`, and the first parent it waits for.
+    /// `task` of blocked `stage`, and the first parent it waits for (a stage
+    /// without parents waits for the first job it runs after not ended yet).
     fn blocked(&self, task: TaskId, stage: usize) -> Blocked {
-        let waits_for = self.dag.stages[stage]
-            .after
-            .iter()
-            .map(|&p| usize::from(p))
-            .find(|&p| !matches!(self.state[p], StageState::Ended { .. }))
-            .unwrap_or(stage);
+        let parents = &self.dag.stages[stage].after;
+        let waits_for = match parents.is_empty() {
+            true => self
+                .deps
+                .iter()
+                .find(|(_, ended)| ended.is_none())
+                .map_or_else(
+                    || self.name(stage),
+                    |(a, _)| format!("job {}", a.job.0).into(),
+                ),
+            false => {
+                let parent = parents
+                    .iter()
+                    .map(|&p| usize::from(p))
+                    .find(|&p| !matches!(self.state[p], StageState::Ended { .. }))
+                    .unwrap_or(stage);
+                self.name(parent)
+            }
+        };
         Blocked {
             task,
             stage: self.name(stage),
-            waits_for: self.name(waits_for),
+            waits_for,
+        }
+    }
+
+    /// Job `other`, which this job runs after, ended (`ok`: it finished).
+    fn dependency_ended(&mut self, other: JobId, ok: bool, progress: &mut DagProgress) {
+        let mut refused = None;
+        for (after, ended) in &mut self.deps {
+            if after.job == other && ended.is_none() {
+                *ended = Some(ok);
+                if !after.when.allows(ok) {
+                    refused = Some(*after);
+                }
+            }
+        }
+        let roots: Vec<usize> = (0..self.dag.stages.len())
+            .filter(|&s| self.dag.stages[s].after.is_empty())
+            .filter(|&s| self.state[s] == StageState::Blocked)
+            .collect();
+        if let Some(after) = refused {
+            let cause: Arc<str> = format!(
+                "job {} ended {}; this job runs after it when {}",
+                other.0,
+                if ok {
+                    "finished"
+                } else {
+                    "failed or cancelled"
+                },
+                after.when.label()
+            )
+            .into();
+            for stage in roots {
+                self.never_runs(stage, cause.clone(), progress);
+            }
+        } else if self.deps.iter().all(|(_, ended)| ended.is_some()) {
+            for stage in roots {
+                self.state[stage] = StageState::Released;
+                progress.released.append(&mut self.held[stage]);
+            }
+        } else {
+            for &stage in &roots {
+                for task in &self.held[stage] {
+                    progress.blocked.push(self.blocked(task.id, stage));
+                }
+            }
         }
     }
 
@@ -317,7 +438,10 @@ impl DagJob {
             let fail = self.dag.stages[child].on_parent_failure == OnParentFailure::Fail;
             match (failed_parent, fail) {
                 // It fails now, whatever its other parents do.
-                (Some(parent), true) => self.never_runs(child, parent, progress),
+                (Some(parent), true) => {
+                    let cause = format!("parent stage `{}` failed", self.name(parent));
+                    self.never_runs(child, cause.into(), progress)
+                }
                 _ if all_ended => {
                     self.state[child] = StageState::Released;
                     progress.released.append(&mut self.held[child]);
@@ -335,15 +459,15 @@ impl DagJob {
         }
     }
 
-    /// `stage` will never run: `parent` failed. Its tasks end failed, and the stage
-    /// ends failed (its children learn of it).
-    fn never_runs(&mut self, stage: usize, parent: usize, progress: &mut DagProgress) {
-        let (name, parent) = (self.name(stage), self.name(parent));
+    /// `stage` will never run (`cause` says why). Its tasks end failed, and the
+    /// stage ends failed (its children learn of it).
+    fn never_runs(&mut self, stage: usize, cause: Arc<str>, progress: &mut DagProgress) {
+        let name = self.name(stage);
         for task in std::mem::take(&mut self.held[stage]) {
             progress.never_run.push(NeverRun {
                 task: task.id,
                 stage: name.clone(),
-                parent: parent.clone(),
+                cause: cause.clone(),
             });
         }
         self.open[stage] = 0;
@@ -356,7 +480,7 @@ impl DagJob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::dag::Stage;
+    use common::dag::{AfterWhen, Stage};
     use common::{Micros, Resources};
 
     fn dag(stages: &[(&str, &[u16], OnParentFailure)], task_stage: &[u16]) -> Arc<JobDag> {
@@ -370,6 +494,7 @@ mod tests {
                 })
                 .collect(),
             task_stage: task_stage.to_vec(),
+            after_jobs: Vec::new(),
         })
     }
 
@@ -415,8 +540,10 @@ mod tests {
         assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
         // A repeated end changes nothing.
         assert!(dags.ended(TaskId::new(1, 0), false).is_empty());
+        assert_eq!(dags.held(), 3);
         let p = dags.ended(TaskId::new(1, 1), false);
         assert_eq!(ids(&p.released), [2, 3]);
+        assert_eq!(dags.held(), 1);
         let p = dags.ended(TaskId::new(1, 2), false);
         assert!(p.released.is_empty());
         assert_eq!(&*p.blocked[0].waits_for, "c", "d now waits for c only");
@@ -441,7 +568,7 @@ mod tests {
             [NeverRun {
                 task: TaskId::new(1, 4),
                 stage: "d".into(),
-                parent: "b".into()
+                cause: "parent stage `b` failed".into()
             }]
         );
         assert_eq!(dags.len(), 1, "c still runs");
@@ -475,7 +602,7 @@ mod tests {
         let p = dags.ended(TaskId::new(1, 0), true);
         // b never runs; c continues (its parent ended, failed); d waits for c.
         assert_eq!(p.never_run.len(), 1);
-        assert_eq!(&*p.never_run[0].parent, "a");
+        assert_eq!(&*p.never_run[0].cause, "parent stage `a` failed");
         assert_eq!(ids(&p.released), [2]);
         let p = dags.ended(TaskId::new(1, 2), false);
         assert_eq!(ids(&p.released), [3]);
@@ -493,6 +620,62 @@ mod tests {
             [TaskId::new(1, 2), TaskId::new(1, 3), TaskId::new(1, 4)]
         );
         assert!(dags.is_empty());
+        assert_eq!(dags.held(), 0);
         assert!(dags.ended(TaskId::new(1, 1), false).is_empty());
+    }
+
+    /// Job 1 (the diamond) runs after jobs 7 (when ok) and 8 (when any).
+    fn after(whens: &[(u64, AfterWhen)]) -> Arc<JobDag> {
+        let mut dag = (*diamond(FAIL)).clone();
+        dag.after_jobs = whens
+            .iter()
+            .map(|&(job, when)| AfterJob {
+                job: JobId(job),
+                when,
+            })
+            .collect();
+        Arc::new(dag)
+    }
+
+    #[test]
+    fn a_job_runs_after_the_jobs_it_names_as_they_ended() {
+        let mut dags = Dags::default();
+        let mut blocked = Vec::new();
+        let deps = after(&[(7, AfterWhen::Ok), (8, AfterWhen::Any)]);
+        let now = dags.submitted(JobId(1), deps.clone(), tasks(5), &mut blocked);
+        assert!(now.is_empty(), "every stage waits");
+        assert_eq!(&*blocked[0].waits_for, "job 7");
+        let mut awaited: Vec<_> = dags.awaited_jobs().collect();
+        awaited.sort();
+        assert_eq!(awaited, [JobId(7), JobId(8)]);
+        let p = dags.job_ended(JobId(8), false);
+        assert!(p.released.is_empty() && p.never_run.is_empty());
+        assert_eq!(&*p.blocked[0].waits_for, "job 7");
+        assert!(dags.job_ended(JobId(8), true).is_empty(), "a repeat");
+        let p = dags.job_ended(JobId(7), true);
+        assert_eq!(ids(&p.released), [0, 1], "stage a goes, the rest waits");
+        assert_eq!(dags.awaited_jobs().count(), 0);
+
+        // Job 7 failed: job 1 runs after it only when ok: nothing of it runs.
+        let mut dags = Dags::default();
+        dags.submitted(JobId(1), deps, tasks(5), &mut Vec::new());
+        let p = dags.job_ended(JobId(7), false);
+        assert_eq!(p.never_run.len(), 5, "{p:?}");
+        assert_eq!(
+            &*p.never_run[0].cause,
+            "job 7 ended failed or cancelled; this job runs after it when ok"
+        );
+        assert!(dags.is_empty());
+        assert!(dags.job_ended(JobId(8), true).is_empty());
+
+        // `failed`: runs only when the other job did not finish.
+        let mut dags = Dags::default();
+        dags.submitted(
+            JobId(1),
+            after(&[(7, AfterWhen::Failed)]),
+            tasks(5),
+            &mut Vec::new(),
+        );
+        assert_eq!(ids(&dags.job_ended(JobId(7), false).released), [0, 1]);
     }
 }

@@ -8,8 +8,8 @@
 //! trace readers and reports.
 //!
 //! Layout:
-//! - [`trace`]: streaming trace readers (`.tr`, Alibaba 2018, Google 2019), options
-//!   (window, sampling, speed-up, scaling) and statistics.
+//! - [`trace`]: streaming trace readers (`.tr`, Alibaba 2018, Google 2019), the
+//!   TPC-H DAG workload, options (window, sampling, speed-up, scaling) and statistics.
 //! - [`sim`]: the discrete-event simulators: Megha (`sim/megha`), Sparrow
 //!   (`sim/sparrow.rs`), centralized, and the fault-injection simulator (`sim/faults`).
 //! - [`report`]: `tasks.csv` and `summary.json`.

@@ -13,7 +13,8 @@ use common::fairness::{FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
 use megha_sim::sim::task_types::{self, TaskTypes};
 use megha_sim::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
-use megha_sim::trace::{read_all, tr::TrReader};
+use megha_sim::trace::tpch::TpchArgs;
+use megha_sim::trace::{open_trace, read_all, SourceConfig, TraceFormat};
 use service_kit::links::Sink;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,9 +23,15 @@ use std::time::Duration;
 /// What to replay and how fast.
 #[derive(Args, Debug, Clone)]
 pub struct WorkloadArgs {
-    /// Trace in the Sparrow/Megha `.tr` format.
+    /// The trace (by default in the Sparrow/Megha `.tr` format).
     #[arg(long, value_name = "FILE", default_value = "data/traces/YH_small.tr")]
     pub trace: PathBuf,
+    /// The trace's format (`tpch`: DAG jobs drawn from the TPC-H DAGs with the
+    /// --tpch-* flags, seeded by --seed unless --tpch-seed).
+    #[arg(long, value_enum, default_value = "tr")]
+    pub format: TraceFormat,
+    #[command(flatten)]
+    pub tpch: TpchArgs,
     /// Divide arrival times and task durations by X (10 = ten times faster).
     #[arg(long, value_name = "X")]
     pub speedup: Option<f64>,
@@ -89,7 +96,16 @@ impl WorkloadArgs {
         if default_task.any_zero() {
             bail!("--task-cpu-millis and --task-memory-mb must be positive");
         }
-        let trace = read_all(TrReader::open(&self.trace).map_err(|e| e.given_by("--trace"))?)?;
+        let source = SourceConfig {
+            tpch: super::trace::tpch_config(self.format, &self.tpch, self.seed)?,
+            ..SourceConfig::default()
+        };
+        let mut reader =
+            open_trace(&self.trace, self.format, &source).map_err(|e| e.given_by("--trace"))?;
+        let trace = read_all(reader.by_ref())?;
+        if self.format != TraceFormat::Tr && !self.quiet {
+            eprint!("{}", reader.report());
+        }
         let mut jobs = workload::build(
             &trace,
             &WorkloadOptions {

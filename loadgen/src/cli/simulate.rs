@@ -25,6 +25,7 @@ use megha_sim::sim::task_types;
 use megha_sim::sim::workload;
 use megha_sim::sim::{self, SchedulerKind, SimConfig};
 use megha_sim::trace::options::TraceOptionsArgs;
+use megha_sim::trace::tpch::TpchArgs;
 use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -41,6 +42,9 @@ pub struct SimulateArgs {
     pub format: TraceFormat,
     #[command(flatten)]
     pub selection: TraceOptionsArgs,
+    /// With --format tpch: what to draw (seeded by --seed unless --tpch-seed).
+    #[command(flatten)]
+    pub tpch: TpchArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Scheduler(s) to run on the same inputs; several (comma-separated) are run one
@@ -63,7 +67,17 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let seed = args.model.seed;
     eprintln!("seed: {seed}");
     let cluster = args.cluster.load(seed)?;
-    let mut trace = read_trace(&args.trace, args.format, args.selection.clone(), seed)?;
+    let source = SourceConfig {
+        tpch: super::trace::tpch_config(args.format, &args.tpch, seed)?,
+        ..SourceConfig::default()
+    };
+    let mut trace = read_trace_from(
+        &args.trace,
+        args.format,
+        args.selection.clone(),
+        seed,
+        &source,
+    )?;
     args.model.adjust_trace(&mut trace);
     if let Some(preset) = args.model.preset {
         eprintln!(
@@ -75,6 +89,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         );
     }
     let base_jobs = workload::build(&trace, &args.model.workload()?);
+    let dags = base_jobs.iter().filter(|j| j.dag.is_some()).count();
+    if dags > 0 && args.scheduler.contains(&SchedulerKind::Sparrow) {
+        eprintln!(
+            "note: {dags} jobs are DAGs; the sparrow baseline ignores their stages (megha and centralized keep them)"
+        );
+    }
     let policies = args.mercury.policies()?;
     let mut schedulers = args.scheduler.clone();
     schedulers.dedup();
@@ -119,9 +139,19 @@ pub fn read_trace(
     selection: TraceOptionsArgs,
     seed: u64,
 ) -> Result<Vec<TraceJob>> {
+    read_trace_from(path, format, selection, seed, &SourceConfig::default())
+}
+
+/// [`read_trace`] with the readers' settings (e.g. the TPC-H draw).
+pub fn read_trace_from(
+    path: &Path,
+    format: TraceFormat,
+    selection: TraceOptionsArgs,
+    seed: u64,
+    source: &SourceConfig,
+) -> Result<Vec<TraceJob>> {
     let options = selection.into_options(seed)?;
-    let mut source =
-        open_trace(path, format, &SourceConfig::default()).map_err(|e| e.given_by("--trace"))?;
+    let mut source = open_trace(path, format, source).map_err(|e| e.given_by("--trace"))?;
     let jobs = options
         .apply(source.by_ref())?
         .collect::<Result<Vec<_>, _>>()

@@ -5,6 +5,7 @@ use common::Micros;
 use megha_sim::trace::bench::{self, BenchFormat};
 use megha_sim::trace::options::{clock_seed, TraceOptionsArgs};
 use megha_sim::trace::stats::{write_csv, write_table, TraceStats};
+use megha_sim::trace::tpch::TpchArgs;
 use megha_sim::trace::tr::write_tr;
 use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob, TraceSource};
 use std::fs::File;
@@ -31,6 +32,8 @@ pub struct InputArgs {
     pub max_open_jobs: usize,
     #[command(flatten)]
     pub options: TraceOptionsArgs,
+    #[command(flatten)]
+    pub tpch: TpchArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -117,7 +120,10 @@ fn for_each_job(
 ) -> anyhow::Result<()> {
     let options = input.options.clone().into_options(clock_seed())?;
     eprintln!("trace options: {}", options.describe());
-    let mut cfg = SourceConfig::default();
+    let mut cfg = SourceConfig {
+        tpch: tpch_config(input.format, &input.tpch, clock_seed())?,
+        ..SourceConfig::default()
+    };
     if let Some(mb) = input.machine_memory_mb {
         cfg.alibaba.machine_memory_mb = mb;
         cfg.google.machine_memory_mb = mb;
@@ -134,6 +140,24 @@ fn for_each_job(
         eprintln!("note: sort the file by job_name (sort -t, -k3,3 -s) to keep each job whole");
     }
     Ok(())
+}
+
+/// The TPC-H draw for `--format tpch` (its seed, `default_seed` without --tpch-seed,
+/// is printed with the reader's report); the `--tpch-*` flags are refused with
+/// another format.
+pub fn tpch_config(
+    format: TraceFormat,
+    tpch: &TpchArgs,
+    default_seed: u64,
+) -> anyhow::Result<megha_sim::trace::tpch::TpchConfig> {
+    if format != TraceFormat::Tpch {
+        anyhow::ensure!(
+            !tpch.any_given(),
+            "the --tpch-* flags are only meaningful with --format tpch"
+        );
+        return Ok(Default::default());
+    }
+    Ok(tpch.clone().into_config(default_seed)?)
 }
 
 fn bench_stream(rows: u64, format: BenchFormat) -> anyhow::Result<()> {

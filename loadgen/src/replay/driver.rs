@@ -5,6 +5,7 @@
 
 use super::facts::ClusterFacts;
 use super::recorder::Recorder;
+use common::dag::JobDag;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::{JobId, Micros};
@@ -26,9 +27,17 @@ pub enum SubmitError {
     Refused(String),
 }
 
-/// Submits one job's tasks to GM number `gm`; answers the job id.
+/// One job as the replay submits it: its tasks, and its DAG when its tasks are in
+/// stages (see `common::dag`).
+#[derive(Clone, Debug)]
+pub struct JobSubmission {
+    pub tasks: Vec<NewTask>,
+    pub dag: Option<Arc<JobDag>>,
+}
+
+/// Submits one job to GM number `gm`; answers the job id.
 pub type Submitter =
-    Arc<dyn Fn(usize, Vec<NewTask>) -> BoxFut<Result<JobId, SubmitError>> + Send + Sync>;
+    Arc<dyn Fn(usize, JobSubmission) -> BoxFut<Result<JobId, SubmitError>> + Send + Sync>;
 
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
@@ -87,13 +96,17 @@ fn spawn_submissions(
 ) {
     let speedup = opts.speedup;
     let gms = opts.gms.max(1);
-    let plan: Vec<(usize, Duration, Vec<NewTask>, usize)> = jobs
+    let plan: Vec<(usize, Duration, JobSubmission, usize)> = jobs
         .iter()
         .enumerate()
         .map(|(k, j)| {
             let at = Duration::from_secs_f64(j.arrival.as_secs_f64() / speedup);
             let gm = super::queues::gm_for(j, opts.queues.as_deref(), k % gms);
-            (k, at, job_tasks(j, speedup), gm)
+            let job = JobSubmission {
+                tasks: job_tasks(j, speedup),
+                dag: j.dag.clone(),
+            };
+            (k, at, job, gm)
         })
         .collect();
     let cap = opts.rate_cap;
@@ -106,7 +119,7 @@ fn spawn_submissions(
                 due = due.max(start + Duration::from_secs_f64(sent as f64 / cap));
             }
             tokio::time::sleep_until(due).await;
-            sent += tasks.len();
+            sent += tasks.tasks.len();
             let (submit, tx) = (submit.clone(), tx.clone());
             tokio::spawn(async move {
                 let arrival = clock::now();

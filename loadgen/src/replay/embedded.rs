@@ -6,7 +6,7 @@
 //! worker under `<data_dir>/lm<L>-w<S>/`, logs in its `tasks/<job>.<index>/`, see
 //! [`task_log`]); without, such tasks fail at their worker saying so.
 
-use super::driver::{SubmitError, Submitter};
+use super::driver::{JobSubmission, SubmitError, Submitter};
 use super::facts::ClusterFacts;
 use actix::{Actor, Addr};
 use anyhow::{anyhow, Context, Result};
@@ -20,8 +20,7 @@ use global_master::core::{GmConfig, GmInput};
 use global_master::service::actor::deliver::{Deliver, LmLink};
 use global_master::service::actor::lra_actor::{ended_tasks, TasksEnded};
 use global_master::service::actor::queries::GetLoad;
-use global_master::service::actor::{GmActor, Submit, SubmitRefused};
-use global_master::service::admission::api::NewTask;
+use global_master::service::actor::{GmActor, SubmitJob, SubmitRefused};
 use global_master::service::observe::report::RenderMetrics;
 use local_master::service::actor::gm::FromGm;
 use local_master::service::actor::workers::{FromWorker, Register};
@@ -284,18 +283,29 @@ pub fn submitter(gms: Vec<Addr<GmActor>>) -> Submitter {
 /// `designated` GM, as the other GMs' HTTP APIs forward them.
 pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> Submitter {
     let gms = Arc::new(gms);
-    Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
-        let central = tasks.iter().any(|t| t.kind.needs_designated_gm());
+    Arc::new(move |gm: usize, job: JobSubmission| {
+        let central = job.tasks.iter().any(|t| t.kind.needs_designated_gm());
         let gm = match designated {
             Some(d) if central => d,
             _ => gm,
         };
         let addr = gms[gm % gms.len()].clone();
         Box::pin(async move {
-            match addr.send(Submit(tasks)).await {
+            let submit = SubmitJob {
+                tasks: job.tasks,
+                retry: None,
+                user: None,
+                dag: job.dag,
+                admin: true,
+                idempotency: None,
+            };
+            match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),
                 Ok(Err(SubmitRefused::QueueFull { .. })) => {
                     Err(SubmitError::Busy(Duration::from_millis(50)))
+                }
+                Ok(Err(e @ (SubmitRefused::UnknownJob { .. } | SubmitRefused::OtherGm { .. }))) => {
+                    Err(SubmitError::Refused(format!("{e:?}")))
                 }
                 Ok(Err(SubmitRefused::ShuttingDown)) => {
                     Err(SubmitError::Refused("GM shutting down".into()))

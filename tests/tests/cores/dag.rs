@@ -10,11 +10,12 @@ use common::dag::{JobDag, OnParentFailure, Stage};
 use common::messages::{EndsPublished, TaskEnd, TaskFailure, TasksEnded};
 use common::protocol::{ClientToGm, LmToGm};
 use common::retry::RetryPolicy;
-use common::{GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId, Micros, NodeId, TaskId};
 use global_master::core::{GlobalMaster, GmConfig, GmInput, GmOutput, Resumed, ResumedDag};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{run, SchedulerKind, SimConfig};
 use std::sync::Arc;
+use tests::dag::{diamond_jobs, out_of_order};
 use tests::ClusterBuilder;
 
 const FAIL: OnParentFailure = OnParentFailure::Fail;
@@ -35,6 +36,7 @@ fn diamond(on_d: OnParentFailure) -> Arc<JobDag> {
             stage("d", &[1, 2], on_d),
         ],
         task_stage: vec![0, 0, 1, 2, 3],
+        after_jobs: Vec::new(),
     })
 }
 
@@ -59,7 +61,7 @@ fn released(outs: &[GmOutput]) -> Vec<TaskId> {
 fn never_run(outs: &[GmOutput]) -> Vec<(TaskId, String)> {
     outs.iter()
         .flat_map(|o| o.never_run.iter())
-        .map(|n| (n.task, n.parent.to_string()))
+        .map(|n| (n.task, n.cause.to_string()))
         .collect()
 }
 
@@ -101,7 +103,10 @@ fn a_failed_parent_ends_its_descendants_or_lets_a_continue_stage_run() {
     h.pass(0, 5);
     // b fails for good: d never runs (at once, while c still runs).
     let outs = h.fail(6, t(2), TaskFailure::Exit { code: 2 });
-    assert_eq!(never_run(&outs), [(t(4), "b".to_owned())]);
+    assert_eq!(
+        never_run(&outs),
+        [(t(4), "parent stage `b` failed".to_owned())]
+    );
     assert_eq!(h.gms[0].stats().tasks_failed, 2);
     assert!(released(&h.finish(7, t(3))).is_empty());
     assert!(h.gms[0].dags().is_empty());
@@ -215,73 +220,6 @@ fn a_restarted_gm_resumes_a_half_done_dag_where_it_was() {
     assert_eq!(out.never_run[0].task, t(4));
 }
 
-/// Jobs of a 3-stage diamond (2 map tasks, two middle stages of 3 tasks, 1 reduce)
-/// on a small cluster, some of them at once.
-fn diamond_jobs(n: u64) -> Vec<Job> {
-    let stage = |name: &str, after: &[u16]| Stage {
-        name: name.into(),
-        after: after.to_vec(),
-        on_parent_failure: FAIL,
-    };
-    let dag = Arc::new(JobDag {
-        stages: vec![
-            stage("map", &[]),
-            stage("left", &[0]),
-            stage("right", &[0]),
-            stage("reduce", &[1, 2]),
-        ],
-        task_stage: vec![0, 0, 1, 1, 1, 2, 2, 2, 3],
-    });
-    (0..n)
-        .map(|id| Job {
-            id,
-            arrival: Micros::from_millis(id * 700),
-            tasks: (0..9u32)
-                .map(|i| {
-                    TaskSpec::short(
-                        TaskId::new(id, i),
-                        Resources::cores(1, 256),
-                        Micros::from_millis(500 + u64::from((i * 7 + id as u32) % 5) * 400),
-                    )
-                })
-                .collect(),
-            dag: Some(dag.clone()),
-        })
-        .collect()
-}
-
-/// Tasks of `jobs` (whose DAG is given apart, the runs may not have it) that
-/// started before a task of one of their parent stages finished.
-fn out_of_order(outcome: &loadgen::sim::SimOutcome, jobs: &[Job], dag: &JobDag) -> Vec<String> {
-    let parents: [&[usize]; 4] = [&[], &[0], &[0], &[1, 2]];
-    let mut bad = Vec::new();
-    for job in jobs {
-        let of_stage = |s: usize| {
-            outcome
-                .records
-                .iter()
-                .filter(move |r| r.job == job.id && dag.task_stage[r.index as usize] == s as u16)
-        };
-        for (stage, parents) in parents.iter().enumerate() {
-            for child in of_stage(stage) {
-                let start = child.start.expect("every task started");
-                for &p in *parents {
-                    for parent in of_stage(p) {
-                        let finish = parent.finish.expect("every task finished");
-                        if start < finish {
-                            bad.push(format!(
-                                "job {} task {} (stage {stage}) started at {start:?}, before task {} of parent stage {p} finished at {finish:?}",
-                                job.id, child.index, parent.index
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    bad
-}
-
 #[test]
 fn in_the_simulator_no_stage_starts_before_its_parents_finished() {
     let cluster = ClusterBuilder::new(2, 2, 3).capacity(2, 2048).build();
@@ -334,4 +272,37 @@ fn a_repeated_submission_of_ends_through_the_lm_is_harmless() {
     let outs = h.gm_step(0, 2, GmInput::Lm(LmToGm::Ended(stray)));
     assert!(released(&outs).is_empty());
     assert_eq!(h.gms[0].dags().held(), 3);
+}
+
+#[test]
+fn a_job_after_another_waits_for_the_drivers_word_of_its_end() {
+    let mut h = Harness::new(1, 4);
+    let mut dag = (*diamond(FAIL)).clone();
+    dag.after_jobs = vec![common::dag::AfterJob {
+        job: JobId(7),
+        when: common::dag::AfterWhen::Ok,
+    }];
+    let submit = ClientToGm::SubmitJob {
+        tasks: (0..5).map(|i| task(1, i)).collect(),
+        retry: RetryPolicy::NONE,
+        dag: Some(Arc::new(dag)),
+    };
+    let outs = h.gm_step(0, 1, GmInput::Client(submit));
+    assert_eq!(outs[0].blocked.len(), 5);
+    assert!(
+        launches(&h.pass(0, 2)).is_empty(),
+        "nothing runs before job 7 ended"
+    );
+    assert!(h.gms[0].dags().awaits(JobId(7)));
+    let outs = h.gm_step(
+        0,
+        3,
+        GmInput::JobEnded {
+            job: JobId(7),
+            ok: true,
+        },
+    );
+    assert_eq!(released(&outs), [t(0), t(1)]);
+    assert!(outs[0].wants_pass);
+    assert_eq!(launches(&h.pass(0, 4)), [t(0), t(1)]);
 }

@@ -48,6 +48,12 @@ impl GlobalMaster {
             return;
         }
         let progress = self.dags.ended(task, failed);
+        self.dag_moved_on(now, progress, out);
+    }
+
+    /// Released tasks are queued (`out.released`), tasks that will never run end
+    /// here (`out.never_run`), blocked ones listed again (`out.blocked`).
+    fn dag_moved_on(&mut self, now: Micros, progress: DagProgress, out: &mut GmOutput) {
         if progress.is_empty() {
             return;
         }
@@ -62,6 +68,18 @@ impl GlobalMaster {
         }
         out.never_run.extend(progress.never_run);
         out.blocked.extend(progress.blocked);
+    }
+
+    /// Job `job` ended (`ok`: finished): the DAG jobs that run after it go on.
+    pub(super) fn dependency_ended(
+        &mut self,
+        now: Micros,
+        job: JobId,
+        ok: bool,
+        out: &mut GmOutput,
+    ) {
+        let progress = self.dags.job_ended(job, ok);
+        self.dag_moved_on(now, progress, out);
     }
 
     /// A restarted GM's tasks to run again: those of its DAG jobs resume their DAGs

@@ -51,6 +51,13 @@ pub enum GmInput {
     /// Tasks of a previous life of this GM, read back from its journal, that no LM
     /// holds or finished: queued again under their job's policy.
     Resume(Resumed),
+    /// A job ended (every task final; `ok`: every task finished), as the driver
+    /// saw it: the DAG jobs that run after it go on ([`crate::dag::Dags::job_ended`];
+    /// the driver reports the jobs of [`crate::dag::Dags::awaited_jobs`]).
+    JobEnded {
+        job: JobId,
+        ok: bool,
+    },
 }
 
 /// Tasks a restarted GM runs again ([`GmInput::Resume`]). Each goes out as a run
@@ -281,6 +288,7 @@ impl GlobalMaster {
                 self.lm_busy(lm, now + retry_after);
                 self.undelivered(now, request, PendingReason::LmBusy { lm }, &mut out);
             }
+            GmInput::JobEnded { job, ok } => self.dependency_ended(now, job, ok, &mut out),
             GmInput::Tick => {}
         }
         let mut unplaceable = Vec::new();

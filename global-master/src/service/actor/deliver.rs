@@ -233,6 +233,7 @@ impl GmActor {
             | GmInput::LraPass
             | GmInput::TaskEnded(_)
             | GmInput::Tick
+            | GmInput::JobEnded { .. }
             | GmInput::Resume(_) => {}
         }
     }
@@ -293,6 +294,7 @@ impl GmActor {
         self.record_lifecycle(now, out);
         self.journal_ends(&out.ended, &out.cancelled, &out.retries);
         self.record_dag_progress(now, out);
+        self.report_ended_jobs(ctx);
         if out.preempt_launched == Some(true) {
             self.preempt.preemptions += 1;
         }

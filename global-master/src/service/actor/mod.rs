@@ -217,9 +217,9 @@ impl GmActor {
         self.journal.as_ref()
     }
 
-    /// Tasks held: queued plus awaiting an LM's answer.
+    /// Tasks held: queued, awaiting an LM's answer, or blocked in a DAG stage.
     pub fn held(&self) -> usize {
-        self.core.queues().len() + self.core.outstanding()
+        self.core.queues().len() + self.core.outstanding() + self.core.dags().held()
     }
 }
 
@@ -253,8 +253,11 @@ pub struct SubmitJob {
     pub tasks: Vec<NewTask>,
     pub retry: Option<RetryPolicy>,
     pub user: Option<String>,
-    /// Its DAG, when it declares stages.
+    /// Its DAG, when it declares stages or jobs it runs after.
     pub dag: Option<Arc<common::dag::JobDag>>,
+    /// The caller is an admin: `after_jobs` may name any user's job (others may
+    /// name only jobs of the job's user).
+    pub admin: bool,
     /// Its `Idempotency-Key`, journalled with the job.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
     /// Its name and labels.
@@ -263,6 +266,11 @@ pub struct SubmitJob {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubmitRefused {
+    /// `after_jobs[index]` names a job this GM does not know, or one the caller may
+    /// not read (the same answer).
+    UnknownJob { index: usize, job: u64 },
+    /// `after_jobs[index]` names a job of another GM (not supported yet).
+    OtherGm { index: usize, job: u64, gm: u16 },
     /// The GM holds too many tasks; retry later.
     QueueFull { held: usize, limit: usize },
     /// The GM is shutting down.
@@ -280,6 +288,7 @@ impl Handler<Submit> for GmActor {
             retry: None,
             user: None,
             dag: None,
+            admin: false,
             idempotency: None,
             names: Default::default(),
         };
@@ -312,6 +321,10 @@ impl GmActor {
                 limit: self.max_queued,
             });
         }
+        let ended_before = match &msg.dag {
+            Some(dag) => self.check_after_jobs(dag, msg.user.as_deref(), msg.admin)?,
+            None => Vec::new(),
+        };
         let now = clock::now();
         let job = self.new_job_id(now);
         let gm = self.gm();
@@ -367,6 +380,9 @@ impl GmActor {
         for id in &ids {
             self.tracker.accepted(*id, now);
         }
+        if let Some(dag) = &msg.dag {
+            self.tracker.job_dag(job, dag);
+        }
         tracing::debug!(
             job = job.0,
             tasks = ids.len(),
@@ -383,6 +399,10 @@ impl GmActor {
             },
         };
         self.deliver(GmInput::Client(submit), ctx);
+        // Jobs it runs after that ended already.
+        for (other, ok) in ended_before {
+            self.deliver(GmInput::JobEnded { job: other, ok }, ctx);
+        }
         Ok((job, ids))
     }
 

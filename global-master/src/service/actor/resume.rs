@@ -39,8 +39,13 @@ impl GmActor {
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             self.tracker.named(r.job, r.names);
             let mut again = Vec::new();
-            for mut spec in r.tasks {
+            for spec in &r.tasks {
                 self.tracker.accepted(spec.id, at);
+            }
+            if let Some(dag) = &r.dag {
+                self.tracker.job_dag(r.job, dag);
+            }
+            for mut spec in r.tasks {
                 // The last run it went out as (or was to), and its failures.
                 let (run, failed) = r.runs.get(&spec.id.index).copied().unwrap_or((1, 0));
                 spec.attempt = run;
@@ -269,9 +274,15 @@ impl Handler<Resume> for GmActor {
             .flat_map(|r| r.tasks.iter().map(|(s, f)| (s.id, s.attempt, *f)))
             .collect();
         self.journal_runs(&runs);
+        let awaited: Vec<common::JobId> = resumed
+            .iter()
+            .flat_map(|r| r.dags.iter())
+            .flat_map(|d| d.dag.after_jobs.iter().map(|a| a.job))
+            .collect();
         for r in resumed {
             self.deliver(GmInput::Resume(r), ctx);
         }
+        self.settle_awaited(awaited, ctx);
         self.journal_ends(&ends, &[], &[]);
         self.metrics.recovered_tasks += again_n as u64;
         let silent: Vec<String> = msg.unanswered.iter().map(|l| l.to_string()).collect();

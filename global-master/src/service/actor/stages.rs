@@ -2,10 +2,14 @@
 //! for a parent stage show `blocked`, released ones `queued`; a task that will never
 //! run (a parent stage failed) ends failed, is journalled and published like any end.
 
-use super::GmActor;
-use crate::core::GmOutput;
+use super::{GmActor, SubmitRefused};
+use crate::core::{GmInput, GmOutput};
+use crate::service::observe::status::JobState;
+use actix::Context;
+use common::dag::JobDag;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::{TaskEnd, TaskFailure};
+use common::JobId;
 use common::{Micros, NodeId};
 
 impl GmActor {
@@ -24,9 +28,9 @@ impl GmActor {
         let mut ends = Vec::with_capacity(out.never_run.len());
         for never in &out.never_run {
             let failure = TaskFailure::StartFailed {
-                reason: format!("parent stage `{}` failed", never.parent),
+                reason: never.cause.to_string(),
             };
-            tracing::info!(task = %never.task, job = never.task.job.0, stage = %never.stage, parent = %never.parent, "task will not run: a parent stage failed");
+            tracing::info!(task = %never.task, job = never.task.job.0, stage = %never.stage, cause = %never.cause, "task will not run");
             events.push(TaskEvent {
                 task: never.task,
                 at: now,
@@ -47,5 +51,87 @@ impl GmActor {
         }
         self.journal_ends(&ends, &[], &[]);
         (self.events)(events);
+    }
+
+    /// The jobs a submitted job runs after: each of this GM, known, and the
+    /// submitter's (unless an admin submits). Returns those that ended already,
+    /// with their outcome (`true`: finished).
+    pub(super) fn check_after_jobs(
+        &self,
+        dag: &JobDag,
+        user: Option<&str>,
+        admin: bool,
+    ) -> Result<Vec<(JobId, bool)>, SubmitRefused> {
+        let me = self.gm().0;
+        let mut ended = Vec::new();
+        for (index, after) in dag.after_jobs.iter().enumerate() {
+            let job = after.job.0;
+            let gm = crate::service::admission::route::job_owner(job);
+            if gm != me {
+                return Err(SubmitRefused::OtherGm { index, job, gm });
+            }
+            let status = self.tracker.job(after.job);
+            match status {
+                Some(s) if admin || s.user.as_deref() == user => match s.state {
+                    JobState::Active => {}
+                    state => ended.push((after.job, state == JobState::Finished)),
+                },
+                // Forgotten by the tracker (retention), its outcome journalled.
+                None if admin => match self.journal_outcome(after.job) {
+                    Some(ok) => ended.push((after.job, ok)),
+                    None => return Err(SubmitRefused::UnknownJob { index, job }),
+                },
+                _ => return Err(SubmitRefused::UnknownJob { index, job }),
+            }
+        }
+        Ok(ended)
+    }
+
+    fn journal_outcome(&self, job: JobId) -> Option<bool> {
+        let journal = self.journal.as_ref()?;
+        journal.outcomes(&[job]).ok()?.first().map(|(_, ok)| *ok)
+    }
+
+    /// Jobs that ended in this step that DAG jobs run after: the core hears of it
+    /// (once per job: the core forgets who waited once told).
+    pub(super) fn report_ended_jobs(&mut self, ctx: &mut Context<Self>) {
+        let ended = self.tracker.take_ended_jobs();
+        if ended.is_empty() || self.core.dags().awaited_jobs().next().is_none() {
+            return;
+        }
+        for job in ended {
+            if !self.core.dags().awaits(job) {
+                continue;
+            }
+            let ok = self
+                .tracker
+                .job(job)
+                .is_some_and(|s| s.state == JobState::Finished);
+            tracing::info!(job = job.0, ok, "a job other jobs run after ended");
+            self.deliver(GmInput::JobEnded { job, ok }, ctx);
+        }
+    }
+
+    /// After a restarted GM resumed DAG jobs that run after `jobs`: those already
+    /// ended (read back from the journal, or ended while the GM was away and
+    /// remembered in its journal's outcomes) are reported to the core now.
+    pub(super) fn settle_awaited(&mut self, jobs: Vec<JobId>, ctx: &mut Context<Self>) {
+        for job in jobs {
+            if !self.core.dags().awaits(job) {
+                continue;
+            }
+            let ok = match self.tracker.job(job) {
+                Some(s) if s.state == JobState::Active => continue,
+                Some(s) => s.state == JobState::Finished,
+                None => match self.journal_outcome(job) {
+                    Some(ok) => ok,
+                    None => {
+                        tracing::warn!(job = job.0, "a resumed job runs after a job whose outcome is no longer known (not in the journal): taken as failed");
+                        false
+                    }
+                },
+            };
+            self.deliver(GmInput::JobEnded { job, ok }, ctx);
+        }
     }
 }

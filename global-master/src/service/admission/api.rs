@@ -3,7 +3,7 @@
 
 pub use super::error::{parse_id, ApiError};
 use super::executor_api::{check_executor, ExecutorRequest};
-use super::stages_api::{check_stages, StageRequest};
+use super::stages_api::{check_stages, AfterJobRequest, StageRequest};
 use common::dag::JobDag;
 use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
 use common::retry::{Backoff, RetryPolicy};
@@ -27,6 +27,11 @@ pub struct JobRequest {
     #[serde(default)]
     #[schema(min_items = 1, max_items = 1024)]
     pub stages: Option<Vec<StageRequest>>,
+    /// Jobs of this GM this job runs after (Slurm's `afterok`, `afterany`,
+    /// `afternotok`): its tasks (those of its stages without parents) wait for them.
+    #[serde(default)]
+    #[schema(max_items = 64)]
+    pub after_jobs: Option<Vec<AfterJobRequest>>,
     /// Whose job this is (1 to 64 bytes; `GET /v1/jobs?user=` filters on it). With a
     /// tokens file the caller's user name is recorded; only an admin may name another
     /// user (403 naming `user` otherwise). In open mode, a free label.
@@ -314,7 +319,12 @@ pub fn parse_job_request(
     let task_stages: Vec<Option<String>> =
         request.tasks.iter_mut().map(|t| t.stage.take()).collect();
     let kinds: Vec<TaskKind> = request.tasks.iter().map(|t| t.kind).collect();
-    let dag = check_stages(request.stages.as_deref(), &task_stages, &kinds)?;
+    let dag = check_stages(
+        request.stages.as_deref(),
+        request.after_jobs.as_deref(),
+        &task_stages,
+        &kinds,
+    )?;
     let mut tasks: Vec<NewTask> = request
         .tasks
         .into_iter()

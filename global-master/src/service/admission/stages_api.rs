@@ -5,8 +5,8 @@
 //! a 400 naming the field; nothing of the job is accepted.
 
 use super::error::ApiError;
-use common::dag::{DagError, JobDag, OnParentFailure, Stage, MAX_STAGES};
-use common::TaskKind;
+use common::dag::{AfterJob, AfterWhen, DagError, JobDag, OnParentFailure, Stage, MAX_STAGES};
+use common::{JobId, TaskKind};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +29,24 @@ pub struct StageRequest {
     pub on_parent_failure: OnParentFailure,
 }
 
+/// Another job this one runs after: `{"job": 281474976710657, "when": "ok"}`.
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AfterJobRequest {
+    /// A job of the same GM (its id names its GM) that the caller may read.
+    pub job: u64,
+    /// `ok` (the default: once it finished), `any` (once it ended), `failed` (once
+    /// it failed or was cancelled); otherwise this job ends failed without running.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub when: AfterWhen,
+}
+
+/// Jobs one job may run after, at most.
+pub const MAX_AFTER_JOBS: usize = 64;
+/// The stage of a job that names `after_jobs` and no `stages`: every task is in it.
+pub const WHOLE_JOB_STAGE: &str = "job";
+
 const MAX_NAME: usize = 64;
 
 fn valid_name(name: &str) -> bool {
@@ -38,13 +56,43 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// The job's DAG, from its `stages` and each task's `stage` (`task_stages`, and
-/// `kinds`, in task order). No `stages`: no DAG, and no task may name a stage.
+/// The jobs a job runs after: at most [`MAX_AFTER_JOBS`], each named once.
+fn check_after_jobs(after: &[AfterJobRequest]) -> Result<Vec<AfterJob>, ApiError> {
+    if after.len() > MAX_AFTER_JOBS {
+        return Err(ApiError::new(
+            400,
+            "after_jobs",
+            format!("at most {MAX_AFTER_JOBS} jobs"),
+        ));
+    }
+    let mut out: Vec<AfterJob> = Vec::with_capacity(after.len());
+    for (i, a) in after.iter().enumerate() {
+        if out.iter().any(|o| o.job.0 == a.job) {
+            return Err(ApiError::new(
+                400,
+                format!("after_jobs[{i}].job"),
+                format!("job {} is named twice", a.job),
+            ));
+        }
+        out.push(AfterJob {
+            job: JobId(a.job),
+            when: a.when,
+        });
+    }
+    Ok(out)
+}
+
+/// The job's DAG, from its `stages`, each task's `stage` (`task_stages`, and
+/// `kinds`, in task order) and the jobs it runs after. No `stages`: no task may
+/// name a stage; with `after_jobs`, every task is in one stage, `job`; without,
+/// no DAG.
 pub fn check_stages(
     stages: Option<&[StageRequest]>,
+    after_jobs: Option<&[AfterJobRequest]>,
     task_stages: &[Option<String>],
     kinds: &[TaskKind],
 ) -> Result<Option<Arc<JobDag>>, ApiError> {
+    let after_jobs = check_after_jobs(after_jobs.unwrap_or_default())?;
     let Some(stages) = stages else {
         if let Some(i) = task_stages.iter().position(Option::is_some) {
             return Err(ApiError::new(
@@ -53,7 +101,25 @@ pub fn check_stages(
                 "the job declares no `stages`: declare the stage in `stages`, or leave it out",
             ));
         }
-        return Ok(None);
+        if after_jobs.is_empty() {
+            return Ok(None);
+        }
+        if let Some(i) = kinds.iter().position(|k| *k == TaskKind::LongRunning) {
+            return Err(ApiError::new(
+                400,
+                format!("tasks[{i}].kind"),
+                "a long_running task cannot run after other jobs (it never ends)",
+            ));
+        }
+        return Ok(Some(Arc::new(JobDag {
+            stages: vec![Stage {
+                name: WHOLE_JOB_STAGE.into(),
+                after: Vec::new(),
+                on_parent_failure: OnParentFailure::Fail,
+            }],
+            task_stage: vec![0; task_stages.len()],
+            after_jobs,
+        })));
     };
     if stages.is_empty() || stages.len() > MAX_STAGES {
         return Err(ApiError::new(
@@ -138,6 +204,7 @@ pub fn check_stages(
     let dag = JobDag {
         stages: dag_stages,
         task_stage,
+        after_jobs,
     };
     dag.check(task_stages.len()).map_err(|e| match e {
         DagError::Cycle { stage } => ApiError::new(
@@ -176,7 +243,7 @@ mod tests {
 
     fn check(stages: &[StageRequest], tasks: &[&str]) -> Result<Option<Arc<JobDag>>, ApiError> {
         let kinds = vec![TaskKind::Short; tasks.len()];
-        check_stages(Some(stages), &names(tasks), &kinds)
+        check_stages(Some(stages), None, &names(tasks), &kinds)
     }
 
     fn refused(stages: &[StageRequest], tasks: &[&str]) -> (u16, String, String) {
@@ -264,20 +331,73 @@ mod tests {
         // A task without a stage in a DAG job; a stage named without `stages`.
         let e = check_stages(
             Some(&[stage("a", &[])]),
+            None,
             &[Some("a".into()), None],
             &[TaskKind::Short; 2],
         )
         .unwrap_err();
         assert_eq!(e.field, "tasks[1].stage");
-        let e = check_stages(None, &[None, Some("a".into())], &[TaskKind::Short; 2]).unwrap_err();
+        let e =
+            check_stages(None, None, &[None, Some("a".into())], &[TaskKind::Short; 2]).unwrap_err();
         assert_eq!(e.field, "tasks[1].stage");
-        assert_eq!(check_stages(None, &[None], &[TaskKind::Short]), Ok(None));
+        assert_eq!(
+            check_stages(None, None, &[None], &[TaskKind::Short]),
+            Ok(None)
+        );
         let e = check_stages(
             Some(&[stage("a", &[])]),
+            None,
             &names(&["a"]),
             &[TaskKind::LongRunning],
         )
         .unwrap_err();
         assert_eq!(e.field, "tasks[0].kind");
+    }
+
+    #[test]
+    fn after_jobs_put_a_job_without_stages_in_one_stage_and_are_checked() {
+        let after = |job, when| AfterJobRequest { job, when };
+        let dag = check_stages(
+            None,
+            Some(&[after(7, AfterWhen::Ok), after(8, AfterWhen::Failed)]),
+            &[None, None],
+            &[TaskKind::Short; 2],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(dag.task_stage, [0, 0]);
+        assert_eq!(&*dag.stages[0].name, WHOLE_JOB_STAGE);
+        assert_eq!(
+            dag.after_jobs,
+            [
+                AfterJob {
+                    job: JobId(7),
+                    when: AfterWhen::Ok
+                },
+                AfterJob {
+                    job: JobId(8),
+                    when: AfterWhen::Failed
+                }
+            ]
+        );
+        let e = check_stages(
+            None,
+            Some(&[after(7, AfterWhen::Ok), after(7, AfterWhen::Any)]),
+            &[None],
+            &[TaskKind::Short],
+        )
+        .unwrap_err();
+        assert_eq!((e.status, e.field.as_str()), (400, "after_jobs[1].job"));
+        // With stages, the stages without parents wait for the jobs.
+        let dag = check_stages(
+            Some(&[stage("a", &[]), stage("b", &["a"])]),
+            Some(&[after(7, AfterWhen::Any)]),
+            &names(&["a", "b"]),
+            &[TaskKind::Short; 2],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(dag.after_jobs.len(), 1);
+        assert_eq!(dag.stages.len(), 2);
     }
 }

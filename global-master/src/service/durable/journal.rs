@@ -35,7 +35,7 @@ use common::dag::JobDag;
 use common::messages::TaskFailure;
 use common::retry::RetryPolicy;
 use common::{ClusterName, JobId, Micros, TaskId, TaskSpec};
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +62,12 @@ const DAGS: TableDefinition<u64, &[u8]> = TableDefinition::new("dags");
 /// ([`crate::service::admission::api::JobNames`], bincode), for jobs that have
 /// either (a table of its own: journals written before names read as they were).
 const NAMES: TableDefinition<u64, &[u8]> = TableDefinition::new("names");
+/// Job id -> 1 if it finished, 0 if it failed or was cancelled: how the last
+/// [`OUTCOMES_KEPT`] jobs that left the journal ended, for the DAG jobs that run after
+/// them (written in the transaction that closes the job, so no restart loses it).
+const OUTCOMES: TableDefinition<u64, u8> = TableDefinition::new("outcomes");
+/// Job outcomes kept (the oldest jobs are forgotten first).
+pub const OUTCOMES_KEPT: u64 = 10_000;
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
@@ -387,6 +393,7 @@ impl Journal {
         }
         let open = &mut self.open;
         let db = &self.db;
+        let cluster = &self.cluster;
         let mut write = || -> Result<Vec<JobId>, Box<dyn std::error::Error>> {
             let txn = db.begin_write()?;
             let mut closed = Vec::new();
@@ -396,6 +403,7 @@ impl Journal {
                 let mut runs = txn.open_table(RUNS)?;
                 let mut dags = txn.open_table(DAGS)?;
                 let mut names = txn.open_table(NAMES)?;
+                let mut outcomes = txn.open_table(OUTCOMES)?;
                 for (task, run, failed) in &retries {
                     runs.insert((task.job.0, task.index), (*run, *failed))?;
                 }
@@ -414,12 +422,23 @@ impl Journal {
                         jobs.remove(job.0)?;
                         dags.remove(job.0)?;
                         names.remove(job.0)?;
+                        let mut ok = true;
+                        for row in table.range((job.0, 0)..=(job.0, u32::MAX))? {
+                            let (_, bytes) = row?;
+                            let ended: Ended =
+                                common::codec::decode_stored(cluster, bytes.value())?;
+                            ok &= ended.failure.is_none() && !ended.cancelled;
+                        }
+                        outcomes.insert(job.0, u8::from(ok))?;
                         table.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         runs.retain_in((job.0, 0)..=(job.0, u32::MAX), |_, _| false)?;
                         closed.push(job);
                     } else {
                         open.insert(job, n);
                     }
+                }
+                while outcomes.len()? > OUTCOMES_KEPT {
+                    outcomes.pop_first()?;
                 }
             }
             txn.commit()?;
@@ -435,6 +454,27 @@ impl Journal {
             self.open.remove(&job);
         }
         Ok(())
+    }
+
+    /// How each of `jobs` ended, for those that left the journal (see
+    /// [`OUTCOMES`]): (job, finished).
+    pub fn outcomes(&self, jobs: &[JobId]) -> Result<Vec<(JobId, bool)>, JournalError> {
+        let read = || -> Result<Vec<(JobId, bool)>, Box<dyn std::error::Error>> {
+            let txn = self.db.begin_read()?;
+            let table = match txn.open_table(OUTCOMES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = Vec::new();
+            for job in jobs {
+                if let Some(ok) = table.get(job.0)? {
+                    out.push((*job, ok.value() == 1));
+                }
+            }
+            Ok(out)
+        };
+        read().map_err(|e| self.error("cannot read job outcomes", e))
     }
 
     /// A graceful stop leaves `tasks` queued, their current run never sent (the GM

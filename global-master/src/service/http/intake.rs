@@ -99,6 +99,7 @@ pub(crate) async fn submit(
         retry: job.retry,
         user,
         dag: job.dag,
+        admin: caller.admin,
         idempotency: reservation.as_ref().map(|r| r.key_of()),
         names: job.names,
     };
@@ -135,6 +136,16 @@ pub(crate) async fn submit(
             })),
         )
             .into_response(),
+        Ok(Err(SubmitRefused::UnknownJob { index, job })) => error(ApiError::new(
+            400,
+            format!("after_jobs[{index}].job"),
+            format!("job {job} is unknown to this GM"),
+        )),
+        Ok(Err(SubmitRefused::OtherGm { index, job, gm })) => error(ApiError::new(
+            400,
+            format!("after_jobs[{index}].job"),
+            format!("job {job} belongs to gm {gm}: a job can run after jobs of its own GM only (submit it there)"),
+        )),
         Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
         Ok(Err(SubmitRefused::JournalFailed)) => {
             unavailable("cannot write the job to this GM's journal (see its log); not accepted")

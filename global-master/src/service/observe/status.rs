@@ -22,7 +22,7 @@ use std::time::Duration;
 
 mod shapes;
 pub use shapes::{
-    FailedAttempt, FailedTask, JobState, JobStatus, KilledRun, TaskState, TaskStatus,
+    FailedAttempt, FailedTask, JobState, JobStatus, KilledRun, StageStatus, TaskState, TaskStatus,
 };
 
 /// How long and how many ended jobs the GM keeps.
@@ -57,6 +57,9 @@ struct JobEntry {
     cancel_requested_at: Option<u64>,
     name: Option<String>,
     labels: BTreeMap<String, String>,
+    /// A DAG job's stages (name, parents' names) and the jobs it runs after.
+    stages: Vec<(String, Vec<String>)>,
+    after_jobs: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -71,6 +74,8 @@ pub struct Tracker {
     pub forgotten: u64,
     /// The time of the last [`Tracker::expire`] (the driver calls it every step).
     now: Micros,
+    /// Jobs that ended since the last [`Tracker::take_ended_jobs`].
+    just_ended: Vec<JobId>,
 }
 
 /// One page of [`Tracker::list`].
@@ -141,6 +146,7 @@ impl Tracker {
                 started_at_us: None,
                 ended_at_us: None,
                 failure: None,
+                stage: None,
             },
         );
     }
@@ -170,6 +176,39 @@ impl Tracker {
         }
     }
 
+    /// Jobs that ended (every task final) since the last call (the driver calls it
+    /// after every step).
+    pub fn take_ended_jobs(&mut self) -> Vec<JobId> {
+        std::mem::take(&mut self.just_ended)
+    }
+
+    /// A DAG job's stages and the jobs it runs after (call once its tasks are
+    /// accepted): each task shows its stage, the job its stages.
+    pub fn job_dag(&mut self, job: JobId, dag: &common::dag::JobDag) {
+        let name = |s: u16| dag.stages[usize::from(s)].name.to_string();
+        if let Some(entry) = self.jobs.get_mut(&job) {
+            entry.stages = dag
+                .stages
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.to_string(),
+                        s.after.iter().map(|&p| name(p)).collect(),
+                    )
+                })
+                .collect();
+            entry.after_jobs = dag.after_jobs.iter().map(|a| a.job.0).collect();
+        }
+        for (index, &stage) in dag.task_stage.iter().enumerate() {
+            if let Some(t) = self.tasks.get_mut(&TaskId {
+                job,
+                index: index as u32,
+            }) {
+                t.stage = Some(name(stage));
+            }
+        }
+    }
+
     /// The task, unless it already ended.
     fn live(&mut self, task: TaskId) -> Option<&mut TaskStatus> {
         self.tasks.get_mut(&task).filter(|s| !s.state.is_final())
@@ -184,6 +223,7 @@ impl Tracker {
         if entry.open == 0 && entry.ended_at.is_none() {
             entry.ended_at = Some(now.0);
             self.ended.insert((now.0, job));
+            self.just_ended.push(job);
         }
     }
 
@@ -501,7 +541,30 @@ impl Tracker {
         } else {
             JobState::Failed
         };
+        let stages = entry
+            .stages
+            .iter()
+            .map(|(name, after)| {
+                let mut states = BTreeMap::new();
+                for index in 0..entry.tasks {
+                    if let Some(s) = self
+                        .tasks
+                        .get(&TaskId { job, index })
+                        .filter(|s| s.stage.as_deref() == Some(name.as_str()))
+                    {
+                        *states.entry(s.state).or_default() += 1;
+                    }
+                }
+                StageStatus {
+                    name: name.clone(),
+                    after: after.clone(),
+                    states,
+                }
+            })
+            .collect();
         Some(JobStatus {
+            stages,
+            after_jobs: entry.after_jobs.clone(),
             job: job.0,
             tasks: entry.tasks,
             states,

@@ -127,7 +127,11 @@ pub fn job_dag(tj: &TraceJob) -> Option<Arc<JobDag>> {
         .iter()
         .map(|t| number(t.stage?).map(|n| n as u16))
         .collect::<Option<Vec<u16>>>()?;
-    let dag = JobDag { stages, task_stage };
+    let dag = JobDag {
+        stages,
+        task_stage,
+        after_jobs: Vec::new(),
+    };
     dag.check(tj.tasks.len()).ok()?;
     Some(Arc::new(dag))
 }

@@ -13,7 +13,8 @@ pub struct TraceJob {
     pub arrival: Micros,
     /// User queue name, when the trace says (fairness experiments); `None` = default.
     pub queue: Option<String>,
-    /// DAG structure of the job (Alibaba task names), empty when the trace has none.
+    /// DAG structure of the job (Alibaba task names, TPC-H DAGs), empty when the
+    /// trace has none.
     pub stages: Vec<DagStage>,
     pub tasks: Vec<TraceTask>,
 }
@@ -49,7 +50,8 @@ impl TraceTask {
     }
 }
 
-/// Why a trace could not be read. Always names the file, line and field.
+/// Why a trace could not be read. Always names the file, and the line (or DAG) and
+/// field where there is one.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The OS error is the source, not part of this message, so `{:#}` prints it once.
@@ -74,6 +76,20 @@ pub enum TraceError {
          (or convert it with `loadgen trace convert`)"
     )]
     LooksLikeCsv { path: PathBuf, line: u64 },
+    /// A DAG of a DAG file (TPC-H) that parsed but is not a valid DAG (a cycle, an
+    /// edge naming a missing stage, a stage without tasks, a bad number). `field` is
+    /// the JSON path inside the DAG, such as `edges[2]` or `stages[3].tasks`.
+    #[error("{path}: DAG `{dag}`: field `{field}`: {reason}")]
+    Dag {
+        path: PathBuf,
+        dag: String,
+        field: String,
+        reason: String,
+    },
+    /// A selection the file cannot satisfy (e.g. a size filter naming a size the file
+    /// does not have).
+    #[error("{path}: {reason}")]
+    Selection { path: PathBuf, reason: String },
 }
 
 impl TraceError {

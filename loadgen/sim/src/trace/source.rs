@@ -3,6 +3,7 @@
 
 use super::alibaba::{AlibabaConfig, AlibabaReader, AlibabaTable};
 use super::google::{GoogleConfig, GoogleFormat, GoogleReader};
+use super::tpch::{TpchConfig, TpchSource};
 use super::tr::TrReader;
 use super::{ReadReport, TraceError, TraceJob};
 use std::fs::File;
@@ -22,6 +23,8 @@ pub enum TraceFormat {
     GoogleCsv,
     /// Google 2019 instance events, JSON lines.
     GoogleJson,
+    /// TPC-H query DAGs (`tpch-dags.json`): DAG jobs drawn with the `--tpch-*` flags.
+    Tpch,
 }
 
 /// A streaming reader of any format.
@@ -33,6 +36,12 @@ pub trait TraceSource: Iterator<Item = Result<TraceJob, TraceError>> {
 impl<R: Read> TraceSource for AlibabaReader<R> {
     fn report(&self) -> &ReadReport {
         AlibabaReader::report(self)
+    }
+}
+
+impl TraceSource for TpchSource {
+    fn report(&self) -> &ReadReport {
+        TpchSource::report(self)
     }
 }
 
@@ -70,10 +79,11 @@ impl TraceSource for CountedTr {
 }
 
 /// Reader settings for every format (each uses its own).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceConfig {
     pub alibaba: AlibabaConfig,
     pub google: GoogleConfig,
+    pub tpch: TpchConfig,
 }
 
 /// Opens `path` as `format`.
@@ -103,5 +113,6 @@ pub fn open_trace(
             GoogleFormat::JsonLines,
             cfg.google,
         )?),
+        TraceFormat::Tpch => Box::new(TpchSource::open(path, cfg.tpch.clone())?),
     })
 }

@@ -4,11 +4,10 @@
 //! while answering) is sent again, to whichever address serves, without making a
 //! second job (the GM keeps its keys in its data dir, which a standby takes over).
 
-use super::super::driver::{SubmitError, Submitter};
+use super::super::driver::{JobSubmission, SubmitError, Submitter};
 use super::body::job_body;
 use common::fairness::FairnessConfig;
 use common::JobId;
-use global_master::service::admission::api::NewTask;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -125,10 +124,11 @@ pub fn http_submitter(
         service_kit::clock::now().0
     );
     let sequence = Arc::new(AtomicU64::new(0));
-    Arc::new(move |gm: usize, tasks: Vec<NewTask>| {
+    Arc::new(move |gm: usize, job: JobSubmission| {
         let (gms, client, cluster) = (gms.clone(), client.clone(), cluster.clone());
         let key = format!("{run}-{}", sequence.fetch_add(1, Ordering::Relaxed));
-        let body = serde_json::to_vec(&job_body(&tasks, queues.as_deref())).unwrap_or_default();
+        let body = job_body(&job.tasks, job.dag.as_deref(), queues.as_deref());
+        let body = serde_json::to_vec(&body).unwrap_or_default();
         Box::pin(async move {
             let addresses = &gms[gm % gms.len()];
             let n = addresses.jobs_urls.len().max(1);

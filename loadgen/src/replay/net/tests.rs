@@ -117,8 +117,8 @@ fn fake_gm(what: Fake) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>
     (url, keys)
 }
 
-fn one_task() -> Vec<global_master::service::admission::api::NewTask> {
-    vec![global_master::service::admission::api::NewTask {
+fn one_task() -> crate::replay::driver::JobSubmission {
+    let tasks = vec![global_master::service::admission::api::NewTask {
         queue: common::QueueId(0),
         kind: common::TaskKind::default(),
         resources: common::Resources::cores(1, 1),
@@ -126,7 +126,8 @@ fn one_task() -> Vec<global_master::service::admission::api::NewTask> {
         duration: common::Micros(1000),
         tags: Vec::new(),
         executor: None,
-    }]
+    }];
+    crate::replay::driver::JobSubmission { tasks, dag: None }
 }
 
 #[tokio::test]
@@ -181,4 +182,40 @@ async fn a_submission_left_unanswered_is_sent_again_with_the_same_key() {
     let keys = second.lock().expect("keys").clone();
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert_ne!(keys[0], keys[1]);
+}
+
+/// A job replayed with its DAG reaches the GM as the same DAG: the body's `stages`
+/// and each task's `stage` parse back (the GM's own parser) to the DAG it came from.
+#[test]
+fn a_dag_job_body_parses_back_to_its_dag() {
+    use common::dag::{JobDag, OnParentFailure, Stage};
+    use global_master::service::admission::api::{parse_job_request, QueueTable};
+    let stage = |name: &str, after: &[u16], on| Stage {
+        name: name.into(),
+        after: after.to_vec(),
+        on_parent_failure: on,
+    };
+    let dag = JobDag {
+        stages: vec![
+            stage("M1", &[], OnParentFailure::Fail),
+            stage("R2_1", &[0], OnParentFailure::Continue),
+            stage("J3_1_2", &[0, 1], OnParentFailure::Fail),
+        ],
+        task_stage: vec![0, 0, 1, 2],
+        after_jobs: Vec::new(),
+    };
+    let mut tasks = one_task().tasks;
+    tasks = vec![tasks[0].clone(); 4];
+    let body = serde_json::to_vec(&super::job_body(&tasks, Some(&dag), None)).expect("json");
+    let queues = QueueTable {
+        me: common::GmId(0),
+        fairness: None,
+    };
+    let job = parse_job_request(&body, 100, &queues).expect("the GM takes it");
+    assert_eq!(job.dag.as_deref(), Some(&dag));
+    let flat = serde_json::to_vec(&super::job_body(&tasks, None, None)).expect("json");
+    assert_eq!(
+        parse_job_request(&flat, 100, &queues).expect("flat").dag,
+        None
+    );
 }

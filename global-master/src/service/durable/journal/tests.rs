@@ -180,3 +180,53 @@ fn a_jobs_name_and_labels_survive_a_reopen_and_leave_with_it() {
     drop((table, txn, db));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_dag_and_the_outcomes_of_closed_jobs_survive_a_reopen() {
+    use common::dag::{AfterJob, AfterWhen, OnParentFailure, Stage};
+    let dir = std::env::temp_dir().join(format!("megha-journal-dag-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dag = JobDag {
+        stages: vec![Stage {
+            name: "job".into(),
+            after: Vec::new(),
+            on_parent_failure: OnParentFailure::Fail,
+        }],
+        task_stage: vec![0, 0],
+        after_jobs: vec![AfterJob {
+            job: JobId(8),
+            when: AfterWhen::Ok,
+        }],
+    };
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept(JobId(8), &accepted(1), &specs(8, 2)).unwrap();
+        j.accept(JobId(9), &accepted(1), &specs(9, 1)).unwrap();
+        j.accept_dag(JobId(10), &accepted(2), &specs(10, 2), Some(&dag))
+            .unwrap();
+        // Job 8 finishes, job 9 fails: both leave, their outcomes stay.
+        j.ended(
+            &[(TaskId::new(8, 0), end(3)), (TaskId::new(8, 1), end(4))],
+            &[],
+        )
+        .unwrap();
+        let failed = Ended {
+            failure: Some(TaskFailure::Exit { code: 1 }),
+            ..end(5)
+        };
+        j.ended(&[(TaskId::new(9, 0), failed)], &[]).unwrap();
+        assert_eq!(
+            j.outcomes(&[JobId(8), JobId(9), JobId(10)]).unwrap(),
+            [(JobId(8), true), (JobId(9), false)]
+        );
+    }
+    let (j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0].dag.as_deref(), Some(&dag));
+    assert_eq!(
+        j.outcomes(&[JobId(8), JobId(9)]).unwrap(),
+        [(JobId(8), true), (JobId(9), false)]
+    );
+    drop(j);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -96,6 +96,17 @@ pub struct TaskStatus {
     pub ended_at_us: Option<u64>,
     /// Why it failed (exit code, signal, start failure, lost), for `failed`.
     pub failure: Option<TaskFailure>,
+    /// Its stage, in a DAG job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+}
+
+/// One stage of a DAG job: its parents and its tasks' states.
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
+pub struct StageStatus {
+    pub name: String,
+    pub after: Vec<String>,
+    pub states: BTreeMap<TaskState, u32>,
 }
 
 #[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
@@ -116,6 +127,12 @@ pub struct JobStatus {
     pub ended_at_us: Option<u64>,
     /// When a cancel was asked for.
     pub cancel_requested_at_us: Option<u64>,
+    /// A DAG job's stages, in the order it named them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageStatus>,
+    /// The jobs it runs after.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_jobs: Vec<u64>,
     /// The failed (or unplaceable) task of lowest index, if any: what `megha wait`
     /// and `megha status --exit-code` exit with (see docs/cli.md).
     pub first_failed: Option<FailedTask>,

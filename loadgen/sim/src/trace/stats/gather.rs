@@ -1,6 +1,7 @@
 //! [`TraceStats`], gathered while streaming ([`Bucket`]s of arrivals and demand, the
 //! duration histogram). A leaf: `render.rs` draws it.
 
+use super::dag::DagStats;
 use super::histogram::LogHistogram;
 use crate::trace::TraceJob;
 use common::Micros;
@@ -30,6 +31,8 @@ pub struct TraceStats {
     pub first_arrival: Option<Micros>,
     pub last_arrival: Micros,
     pub durations: LogHistogram,
+    /// DAG facts of the jobs with stages.
+    pub dags: DagStats,
     buckets: Vec<Bucket>,
     /// Difference arrays for buckets fully covered by a task: (slots, cores, GiB).
     full: Vec<[f64; 3]>,
@@ -54,6 +57,7 @@ impl TraceStats {
             first_arrival: None,
             last_arrival: Micros::ZERO,
             durations: LogHistogram::default(),
+            dags: DagStats::default(),
             buckets: Vec::new(),
             full: Vec::new(),
         }
@@ -78,6 +82,7 @@ impl TraceStats {
         let first = (a / b) as usize;
         self.grow(first)?;
         self.jobs += 1;
+        self.dags.add(job);
         self.first_arrival = Some(
             self.first_arrival
                 .map_or(job.arrival, |f| f.min(job.arrival)),

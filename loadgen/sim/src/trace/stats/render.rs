@@ -1,6 +1,6 @@
 //! Rendering [`TraceStats`]: a text table for people, a CSV time series for plots.
 
-use super::{Bucket, TraceStats};
+use super::{Bucket, DagStats, TraceStats};
 use std::io::{self, Write};
 
 /// The most time rows in the text table; longer series are merged into wider rows.
@@ -81,6 +81,7 @@ pub fn write_table<W: Write>(stats: &TraceStats, out: &mut W) -> io::Result<()> 
     for (name, q) in QUANTILES {
         writeln!(out, "  {name:<6} {:>14.3}", h.quantile(q).as_secs_f64())?;
     }
+    write_dags(&stats.dags, out)?;
     let n = stats.buckets().len();
     let merge = n.div_ceil(TABLE_ROWS).max(1);
     writeln!(
@@ -107,6 +108,49 @@ pub fn write_table<W: Write>(stats: &TraceStats, out: &mut W) -> io::Result<()> 
             write!(out, " {:>8.1}%", 100.0 * r.slots / c.max(1) as f64)?;
         }
         writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The DAG facts, when some jobs have stages.
+fn write_dags<W: Write>(d: &DagStats, out: &mut W) -> io::Result<()> {
+    if d.dags == 0 {
+        return Ok(());
+    }
+    let secs = |m: common::Micros| m.as_secs_f64();
+    writeln!(out, "DAG jobs             {}", d.dags)?;
+    writeln!(
+        out,
+        "  stages per DAG     median {}  max {}",
+        d.stages.quantile(0.5),
+        d.stages.max()
+    )?;
+    writeln!(
+        out,
+        "  tasks per DAG      median {}  max {}",
+        d.tasks.quantile(0.5),
+        d.tasks.max()
+    )?;
+    writeln!(
+        out,
+        "  critical path (s)  median {:.3}  p95 {:.3}  max {:.3}  (each stage's longest task, along the longest chain)",
+        secs(d.critical_path.quantile(0.5)),
+        secs(d.critical_path.quantile(0.95)),
+        secs(d.critical_path.max())
+    )?;
+    writeln!(
+        out,
+        "  work (task-s)      median {:.1}  p95 {:.1}  max {:.1}",
+        secs(d.work.quantile(0.5)),
+        secs(d.work.quantile(0.95)),
+        secs(d.work.max())
+    )?;
+    if d.unordered > 0 {
+        writeln!(
+            out,
+            "  without an order   {} (a cycle or a parent that is not a stage: no critical path)",
+            d.unordered
+        )?;
     }
     Ok(())
 }
