@@ -298,6 +298,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 dag: job.dag,
                 admin: true,
                 idempotency: None,
+                names: Default::default(),
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),
