@@ -99,15 +99,19 @@ async fn scenario(gm: String, data_dir: PathBuf) {
     let (ok, table, _) = megha(&gm, &["status", &three.to_string()]).await;
     assert!(ok && table.contains("exited with code 3"), "{table}");
 
-    // status: both jobs, in submission order.
+    // status: both jobs, newest first; --oldest in submission order.
+    let ids_of = |page: &Value| -> Vec<u64> {
+        page["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .filter_map(|j| j["job"].as_u64())
+            .collect()
+    };
     let page = megha_json(&gm, &["status"]).await;
-    let ids: Vec<u64> = page["jobs"]
-        .as_array()
-        .expect("jobs")
-        .iter()
-        .filter_map(|j| j["job"].as_u64())
-        .collect();
-    assert_eq!(ids, [hello, three], "{page}");
+    assert_eq!(ids_of(&page), [three, hello], "{page}");
+    let page = megha_json(&gm, &["status", "--oldest"]).await;
+    assert_eq!(ids_of(&page), [hello, three], "{page}");
 
     // Three sleeps on two one-core nodes: two run, one waits.
     let sleeps = megha_json(
