@@ -110,6 +110,12 @@ pub enum Command {
         /// A label of the job (repeatable): `megha status --label K=V` finds it.
         #[arg(long = "label", value_name = "K=V", value_parser = key_value)]
         labels: Vec<(String, String)>,
+        /// Run after job JOB (repeatable): `JOB` or `JOB:ok` once it finished,
+        /// `JOB:any` once it ended, `JOB:failed` once it failed or was cancelled
+        /// (Slurm's afterok, afterany, afternotok); a job of the same GM. When JOB
+        /// ends otherwise, this job fails without running.
+        #[arg(long = "after", value_name = "JOB[:WHEN]", value_parser = after_job)]
+        after: Vec<(u64, String)>,
         /// Wait for the job to end and exit with its outcome (as `megha wait`).
         #[arg(long)]
         wait: bool,
@@ -371,6 +377,7 @@ async fn run(cli: Cli) -> Result<u8> {
             env,
             name,
             labels,
+            after,
             wait,
             wait_options,
             command,
@@ -412,6 +419,15 @@ async fn run(cli: Cli) -> Result<u8> {
             let mut body = body;
             if let Some(name) = name {
                 body["name"] = json!(name);
+            }
+            if !after.is_empty() {
+                let mut all = body["after_jobs"].as_array().cloned().unwrap_or_default();
+                all.extend(
+                    after
+                        .into_iter()
+                        .map(|(job, when)| json!({"job": job, "when": when})),
+                );
+                body["after_jobs"] = Value::Array(all);
             }
             if !labels.is_empty() {
                 let mut all = body["labels"].as_object().cloned().unwrap_or_default();
@@ -599,6 +615,18 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
 }
 
 /// `K=V` of `--env`: a non-empty name without `=`.
+/// `--after JOB[:WHEN]`: a job id and `ok` (the default), `any` or `failed`.
+fn after_job(s: &str) -> Result<(u64, String), String> {
+    let (job, when) = s.split_once(':').unwrap_or((s, "ok"));
+    let job = job
+        .parse()
+        .map_err(|_| format!("{job:?} is not a job id"))?;
+    match when {
+        "ok" | "any" | "failed" => Ok((job, when.to_owned())),
+        other => Err(format!("{other:?}: WHEN is ok, any or failed")),
+    }
+}
+
 fn key_value(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
@@ -643,4 +671,20 @@ fn encode(value: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod after_tests {
+    use super::after_job;
+
+    #[test]
+    fn after_names_a_job_and_when() {
+        assert_eq!(after_job("42"), Ok((42, "ok".to_owned())));
+        assert_eq!(after_job("42:any"), Ok((42, "any".to_owned())));
+        assert_eq!(after_job("42:failed"), Ok((42, "failed".to_owned())));
+        assert!(after_job("42:sometimes")
+            .unwrap_err()
+            .contains("ok, any or failed"));
+        assert!(after_job("x").unwrap_err().contains("not a job id"));
+    }
 }

@@ -117,6 +117,27 @@ pub fn job(job: &Value, tasks: &[Value]) -> String {
         cell(&job["tasks"]),
         states(&job["states"])
     );
+    if let Some(after) = job["after_jobs"].as_array().filter(|a| !a.is_empty()) {
+        let after: Vec<String> = after.iter().map(cell).collect();
+        out.push_str(&format!("runs after jobs {}\n", after.join(", ")));
+    }
+    for stage in job["stages"].as_array().into_iter().flatten() {
+        let after: Vec<String> = stage["after"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(cell)
+            .collect();
+        let after = match after.is_empty() {
+            true => String::new(),
+            false => format!(" after {}", after.join(", ")),
+        };
+        out.push_str(&format!(
+            "stage {}{after}: {}\n",
+            cell(&stage["name"]),
+            states(&stage["states"])
+        ));
+    }
     let rows: Vec<Vec<String>> = tasks
         .iter()
         .map(|t| {
@@ -387,6 +408,19 @@ mod tests {
             reason(r#"{"error":"job 5 is unknown"}"#),
             "job 5 is unknown"
         );
+    }
+
+    #[test]
+    fn a_dag_job_shows_its_stages_and_the_jobs_it_runs_after() {
+        let status = json!({"job":9,"state":"active","tasks":3,"states":{"blocked":1,"running":2},
+            "after_jobs":[7],
+            "stages":[{"name":"map","after":[],"states":{"running":2}},
+                      {"name":"reduce","after":["map"],"states":{"blocked":1}}]});
+        let text = job(&status, &[]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "runs after jobs 7");
+        assert_eq!(lines[2], "stage map: running=2");
+        assert_eq!(lines[3], "stage reduce after map: blocked=1");
     }
 
     #[test]
