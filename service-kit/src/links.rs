@@ -123,7 +123,18 @@ pub fn http_client_with(
     secret: Option<&crate::auth::ClusterSecret>,
     cluster: Option<&common::ClusterName>,
 ) -> reqwest::Client {
-    internal_builder(timeout, secret, cluster)
+    internal_builder(Some(timeout), secret, cluster)
+        .build()
+        .unwrap_or_default()
+}
+
+/// [`http_client_with`] without a total timeout (only the connect timeout): for
+/// answers streamed as long as something runs (a followed log).
+pub fn http_client_streaming(
+    secret: Option<&crate::auth::ClusterSecret>,
+    cluster: Option<&common::ClusterName>,
+) -> reqwest::Client {
+    internal_builder(None, secret, cluster)
         .build()
         .unwrap_or_default()
 }
@@ -142,7 +153,7 @@ pub fn http_client_with_headers(
         value.set_sensitive(true);
         headers.insert(*name, value);
     }
-    internal_builder(timeout, secret, cluster)
+    internal_builder(Some(timeout), secret, cluster)
         .default_headers(headers)
         .build()
         .unwrap_or_default()
@@ -158,14 +169,14 @@ pub fn http_client_pinned(
     cluster: Option<&common::ClusterName>,
     checked: &crate::auth::CheckedHost,
 ) -> reqwest::Client {
-    internal_builder(timeout, secret, cluster)
+    internal_builder(Some(timeout), secret, cluster)
         .resolve_to_addrs(&checked.host, &checked.addrs)
         .build()
         .unwrap_or_default()
 }
 
 fn internal_builder(
-    timeout: Duration,
+    timeout: Option<Duration>,
     secret: Option<&crate::auth::ClusterSecret>,
     cluster: Option<&common::ClusterName>,
 ) -> reqwest::ClientBuilder {
@@ -173,9 +184,12 @@ fn internal_builder(
     if let Some(v) = cluster.and_then(|c| reqwest::header::HeaderValue::from_str(c.as_str()).ok()) {
         headers.insert(crate::cluster::CLUSTER_NAME_HEADER, v);
     }
-    crate::tls::client_builder()
-        .default_headers(headers)
-        .timeout(timeout)
+    let builder = crate::tls::client_builder().default_headers(headers);
+    let builder = match timeout {
+        Some(t) => builder.timeout(t),
+        None => builder,
+    };
+    builder
         .connect_timeout(Duration::from_secs(2))
         .pool_idle_timeout(Duration::from_secs(90))
         .tcp_nodelay(true)

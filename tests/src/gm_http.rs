@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Serves every GM of `cluster` on a free loopback port (no queues, no broker);
-/// the non-designated GMs forward LRAs and GUARANTEED work to `designated`.
+/// the non-designated GMs forward LRAs and GUARANTEED work to `designated`, and
+/// every GM requests naming another GM's job to that GM.
 /// Returns the base URLs, by GM id. Call inside the cluster's actix System.
 pub async fn serve_gm_apis(cluster: &EmbeddedCluster, designated: GmId) -> Vec<String> {
     serve_gm_apis_with_queues(cluster, designated, None).await
@@ -49,13 +50,16 @@ pub async fn serve_gm_apis_with_queues(
                 me: GmId(g as u16),
                 designated,
                 designated_url: Some(urls[designated.index()].clone()),
+                gm_urls: urls.clone(),
                 client: client.clone(),
+                streaming: client.clone(),
                 signing: None,
+                counters: Default::default(),
             })),
-            auth: Arc::new(global_master::service::admission::users::GmAuth::open(
-                GmId(g as u16),
-                designated,
-            )),
+            auth: Arc::new(
+                global_master::service::admission::users::GmAuth::open(GmId(g as u16), designated)
+                    .forwarding_to_owners(true),
+            ),
             cluster: service_kit::cluster::Cluster::new(Default::default(), "gm"),
             idempotency: Arc::new(
                 global_master::service::durable::idempotency::Idempotency::in_memory(

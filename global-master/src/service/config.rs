@@ -157,8 +157,9 @@ pub struct GmArgs {
     #[arg(long, env = "MEGHA_DESIGNATED_GM")]
     pub designated_gm: Option<u16>,
     /// Base URL of every GM, in GM-id order (repeat the flag, or comma-separate):
-    /// where to forward LRAs and GUARANTEED work. Only the designated GM's is used;
-    /// `URL|URL` for a GM and its standby (the first that serves).
+    /// where to forward LRAs and GUARANTEED work (the designated GM's), and requests
+    /// naming another GM's job (any GM answers for any job); `URL|URL` for a GM and
+    /// its standby (the first that serves).
     /// TOML `gm_urls`, as on the LM.
     #[arg(
         long = "gm-url",
@@ -278,6 +279,9 @@ pub struct GmSettings {
     pub designated_gm: u16,
     /// Base URL of the designated GM, when this GM knows it.
     pub designated_url: Option<String>,
+    /// Base URL of every GM by id (`--gm-url`): where requests naming another GM's
+    /// job are forwarded. Empty: this GM answers for its own jobs only.
+    pub gm_urls: Vec<String>,
     pub lra: crate::core::lra_path::LraPathConfig,
     pub lra_operator_constraints: Vec<crate::lra::PlacementConstraint>,
     pub queueable_top_k: usize,
@@ -411,6 +415,7 @@ impl GmArgs {
             log_format: self.common.log_format(),
             designated_gm,
             designated_url,
+            gm_urls: self.gm_urls.clone().unwrap_or_default(),
             lra,
             lra_operator_constraints,
             queueable_top_k: self.queueable_top_k.unwrap_or(4),

@@ -160,7 +160,8 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
                 GmId(s.id),
                 GmId(s.designated_gm),
             )
-            .with_gm(gm.clone()),
+            .with_gm(gm.clone())
+            .forwarding_to_owners(!s.gm_urls.is_empty()),
         ),
         cluster: cluster.clone(),
         idempotency,
@@ -208,12 +209,25 @@ fn load_users(s: &config::GmSettings) -> Result<Option<Arc<users::UserTable>>> {
     }
 }
 
-/// How this GM forwards work for the designated GM.
+/// How this GM forwards work for the designated GM, and requests naming another
+/// GM's job.
 fn route_to_designated(s: &config::GmSettings) -> route::Route {
+    if !s.gm_urls.is_empty() && s.gm_urls.len() != usize::from(s.gms) {
+        tracing::warn!(
+            gm_urls = s.gm_urls.len(),
+            gms = s.gms,
+            "--gm-url lists a number of GMs other than --gms: jobs of the GMs it misses answer 404 here"
+        );
+    }
     route::Route {
         me: GmId(s.id),
         designated: GmId(s.designated_gm),
         designated_url: s.designated_url.clone(),
+        gm_urls: s.gm_urls.clone(),
+        streaming: service_kit::links::http_client_streaming(
+            s.cluster_secret.as_ref(),
+            Some(&s.cluster_name),
+        ),
         client: http_client_with(
             s.launch_timeout,
             s.cluster_secret.as_ref(),
@@ -223,6 +237,7 @@ fn route_to_designated(s: &config::GmSettings) -> route::Route {
             s.cluster_secret.as_ref(),
             service_kit::roles::Role::Gm,
         ),
+        counters: Default::default(),
     }
 }
 

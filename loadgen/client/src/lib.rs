@@ -170,6 +170,10 @@ pub enum Command {
         /// waiting (124 while it has not ended).
         #[arg(long, requires = "job")]
         exit_code: bool,
+        /// Every GM's jobs (the default: the GM asks the others and merges their
+        /// lists), or `--all-gms=false` for the jobs of the GM at --gm only.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        all_gms: bool,
     },
     /// One job, with its tasks (the same as `status JOB`).
     #[command(hide = true)]
@@ -499,10 +503,14 @@ async fn run(cli: Cli) -> Result<u8> {
             name,
             label,
             exit_code: _,
+            all_gms,
         } => {
             let mut query = vec![format!("limit={limit}")];
             if oldest {
                 query.push("order=oldest".to_owned());
+            }
+            if !all_gms {
+                query.push("all_gms=false".to_owned());
             }
             for (k, v) in [
                 ("state", state),

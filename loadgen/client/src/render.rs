@@ -106,6 +106,14 @@ pub fn jobs(page: &Value) -> String {
     if let Some(next) = page["next"].as_u64() {
         let _ = writeln!(out, "more: --after {next}");
     }
+    for gone in page["unreachable"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "missing: the jobs of GM {}, which did not answer ({})",
+            cell(&gone["gm"]),
+            cell(&gone["error"])
+        );
+    }
     out
 }
 

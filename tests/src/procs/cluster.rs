@@ -138,13 +138,15 @@ impl LoopbackCluster {
         } else {
             "http"
         };
+        let mut gm_url_args = Vec::new();
         for (g, addr) in gm_listen.iter().enumerate() {
             let mut url = format!("{gm_scheme}://{addr}");
             if let Some(standby) = extra.gm_standby_urls.get(g) {
                 url = format!("{url}|{standby}");
             }
-            lm_fairness.extend(["--gm-url".to_owned(), url]);
+            gm_url_args.extend(["--gm-url".to_owned(), url]);
         }
+        lm_fairness.extend(gm_url_args.iter().cloned());
         let mut lm_procs = Vec::new();
         let mut lm_args = Vec::new();
         for l in 0..lms {
@@ -232,9 +234,13 @@ impl LoopbackCluster {
             // `{id}` in a GM flag stands for the GM's id (e.g. its own --data-dir).
             args.extend(extra.gm.iter().map(|a| a.replace("{id}", &g.to_string())));
             // GM 0 is the designated GM; the others forward LRAs and GUARANTEED
-            // work to it.
+            // work to it. Every GM knows every GM (`--gm-url`): requests naming
+            // another GM's job go there, `GET /v1/jobs` lists every GM's.
             if let Some(designated) = gm_procs.first() {
                 args.extend(["--designated-url".to_owned(), designated.url.clone()]);
+            }
+            if gms > 1 {
+                args.extend(gm_url_args.iter().cloned());
             }
             gm_procs.push(Proc::spawn(
                 "global-master",

@@ -1,17 +1,32 @@
-//! Routing to the designated GM: LRA submissions and jobs with GUARANTEED (or
-//! long_running) tasks are placed by the designated GM; any other GM forwards the
-//! request there over HTTP and relays the answer as it came.
+//! Requests another GM answers, forwarded over HTTP with the caller's token and
+//! relayed as they came:
 //!
-//! No loops: a GM that believes itself designated never forwards, and a forwarded
-//! request (it carries [`FORWARDED_BY`]) is never forwarded again; a GM that gets one
-//! without being designated answers 421 naming the misconfiguration.
+//! - to the designated GM: LRA submissions and jobs with GUARANTEED (or
+//!   long_running) tasks, which it places ([`Route::route`]);
+//! - to a job's owner, the GM whose number the job id carries in its top 16 bits:
+//!   every request naming a job of another GM (its status, tasks, logs, cancel),
+//!   so that any GM answers for any job of the cluster ([`Route::to_owner`], in
+//!   [`owner`]).
+//!
+//! No loops: a GM never forwards a request it was forwarded (it carries
+//! [`FORWARDED_BY`]); it answers 421 naming the misconfiguration when such a request
+//! is not its own to answer. An owner that does not answer is a 503 naming it.
+//! Layout: the routing decisions (here), the owner's routing ([`owner`]), the relay
+//! of a request and its answer ([`relay`]).
+
+mod owner;
+mod relay;
+
+pub use owner::ForOwner;
 
 use axum::body::Bytes;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use common::GmId;
 use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Header a forwarding GM sets to its own id.
 pub const FORWARDED_BY: &str = "x-megha-forwarded-by";
@@ -23,9 +38,49 @@ pub struct Route {
     /// Base URL of the designated GM (from `--designated-url` or `--gm-url`);
     /// `URL|URL` for a GM and its standby.
     pub designated_url: Option<String>,
+    /// Base URL of every GM of the cluster by GM id (`--gm-url`; `URL|URL` for a GM
+    /// and its standby): where requests naming another GM's job go. Empty: this GM
+    /// answers for its own jobs (and the designated GM's) only.
+    pub gm_urls: Vec<String>,
+    /// Calls with a timeout (everything but followed logs).
     pub client: reqwest::Client,
+    /// Calls without a total timeout, only a connect timeout: followed logs, which
+    /// stay open as long as the task runs.
+    pub streaming: reqwest::Client,
     /// With a role credential: each forwarded request is signed for the GM role.
     pub signing: Option<service_kit::auth::Signing>,
+    /// Forwarded requests by outcome (`megha_gm_forwarded_total`).
+    pub counters: Arc<ForwardCounters>,
+}
+
+/// Requests this GM forwarded to another GM, by outcome.
+#[derive(Debug, Default)]
+pub struct ForwardCounters {
+    /// The other GM answered (whatever it answered).
+    pub answered: AtomicU64,
+    /// No address of the other GM could be reached (503 to the caller).
+    pub unreachable: AtomicU64,
+    /// Sent, but no answer came back (502 to the caller).
+    pub failed: AtomicU64,
+}
+
+impl ForwardCounters {
+    /// `megha_gm_forwarded_total{outcome}`.
+    pub fn render(&self, page: &mut service_kit::metrics::Page) {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
+        service_kit::metrics::family(
+            page,
+            "megha_gm_forwarded_total",
+            "counter",
+            "Requests forwarded to another GM (the designated GM, or a job's owner), by outcome: answered, unreachable (503 to the caller), failed (502).",
+            "outcome",
+            &[
+                ("answered".to_owned(), read(&self.answered)),
+                ("unreachable".to_owned(), read(&self.unreachable)),
+                ("failed".to_owned(), read(&self.failed)),
+            ],
+        );
+    }
 }
 
 /// What to do with a request for the designated GM.
@@ -43,10 +98,32 @@ pub fn job_owner(job: u64) -> u16 {
 }
 
 impl Route {
-    /// True when `job` was accepted by the designated GM and this GM is another one
-    /// (a forwarded GUARANTEED job): its status lives there.
+    /// The base URL of GM `gm` (`URL|URL` with a standby), when this GM knows it.
+    pub fn url_of(&self, gm: GmId) -> Option<&str> {
+        let listed = self.gm_urls.get(gm.index()).map(String::as_str);
+        if gm == self.designated {
+            self.designated_url.as_deref().or(listed)
+        } else {
+            listed
+        }
+    }
+
+    /// The GMs of the cluster, by id (one: this GM, when it knows no other).
+    pub fn gms(&self) -> Vec<GmId> {
+        match self.gm_urls.len() {
+            0 => vec![self.me],
+            n => (0..n as u16).map(GmId).collect(),
+        }
+    }
+
+    /// True when requests naming `job` are answered by another GM: its owner, when
+    /// this GM knows the cluster's GMs (`--gm-url`), or the designated GM for a job it
+    /// accepted on this GM's behalf (a forwarded GUARANTEED job).
     pub fn is_forwarded_job(route: Option<&Route>, job: u64) -> bool {
-        route.is_some_and(|r| r.me != r.designated && job_owner(job) == r.designated.0)
+        route.is_some_and(|r| {
+            let owner = job_owner(job);
+            owner != r.me.0 && (owner == r.designated.0 || !r.gm_urls.is_empty())
+        })
     }
 
     /// Handles the request here when this GM is the designated one; otherwise
@@ -96,68 +173,14 @@ impl Route {
                     .into_response(),
             );
         };
-        // A designated GM with a standby has two addresses (`URL|URL`): the request
-        // goes to the first that serves (unreachable: nothing delivered; 503: the
-        // standby not in charge, nothing done).
-        let bases = service_kit::links::alternatives(base);
-        let mut answered = None;
-        for (i, base) in bases.iter().enumerate() {
-            let url = format!("{base}{path}");
-            let mut request = r
-                .client
-                .request(method.clone(), &url)
-                .header(FORWARDED_BY, r.me.0.to_string());
-            // The user's token goes along: the designated GM authenticates the user
-            // and checks the job's owner itself; the client adds the cluster credential.
-            if let Some(user) = headers.get(header::AUTHORIZATION) {
-                request = request.header(header::AUTHORIZATION, user.clone());
-            }
-            if let Some(body) = &body {
-                request = request
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-            }
-            tracing::debug!(gm = %r.me, designated = %r.designated, %url, "forwarding to the designated GM");
-            let last = i + 1 == bases.len();
-            match service_kit::auth::send(&r.client, request, r.signing.as_ref()).await {
-                Ok(a) if a.status().as_u16() == 503 && !last => {}
-                Ok(a) => {
-                    answered = Some((url, a));
-                    break;
-                }
-                Err(e) if e.is_connect() && !last => {}
-                Err(e) => return Routed::Answered(bad_gateway(&url, &e.to_string())),
-            }
-        }
-        let Some((url, answer)) = answered else {
-            return Routed::Answered(bad_gateway(base, "no address"));
+        let request = relay::Request {
+            method,
+            path,
+            body,
+            stream: false,
         };
-        let status =
-            StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-        let retry_after = answer.headers().get(header::RETRY_AFTER).cloned();
-        match answer.bytes().await {
-            Ok(bytes) => {
-                let mut response =
-                    (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response();
-                if let Some(v) = retry_after {
-                    response.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-                Routed::Answered(response)
-            }
-            Err(e) => Routed::Answered(bad_gateway(&url, &e.to_string())),
-        }
+        Routed::Answered(relay::relay(r, r.designated, base, headers, request).await)
     }
-}
-
-fn bad_gateway(url: &str, error: &str) -> Response {
-    (
-        StatusCode::BAD_GATEWAY,
-        Json(json!({
-            "field": "designated_gm",
-            "error": format!("the designated GM at {url} did not answer: {error}"),
-        })),
-    )
-        .into_response()
 }
 
 #[cfg(test)]
@@ -170,8 +193,11 @@ mod tests {
             me: GmId(me),
             designated: GmId(0),
             designated_url: url.map(Into::into),
+            gm_urls: Vec::new(),
             client: reqwest::Client::new(),
+            streaming: reqwest::Client::new(),
             signing: None,
+            counters: Default::default(),
         }
     }
 

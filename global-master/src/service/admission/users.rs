@@ -43,6 +43,9 @@ pub struct GmAuth {
     pub guard: ClusterGuard,
     pub me: GmId,
     pub designated: GmId,
+    /// This GM forwards requests naming another GM's job to that GM (it knows the
+    /// cluster's GMs), which checks the caller there.
+    forwards_to_owners: bool,
     /// The user who submitted each job accepted in this life (a fast path).
     owners: Mutex<HashMap<u64, Arc<str>>>,
     /// The GM, whose job records (journaled) name each job's user: how a job of an
@@ -64,6 +67,7 @@ impl GmAuth {
             guard,
             me,
             designated,
+            forwards_to_owners: false,
             owners: Mutex::default(),
             gm: None,
             hidden_total: AtomicU64::new(0),
@@ -73,6 +77,13 @@ impl GmAuth {
     /// Also asks the GM's job records for a job's user (durable across restarts).
     pub fn with_gm(mut self, gm: actix::Addr<crate::service::actor::GmActor>) -> Self {
         self.gm = Some(gm);
+        self
+    }
+
+    /// Requests naming another GM's job are forwarded to it (see
+    /// [`crate::service::admission::route`]): the owner checks the caller, not this GM.
+    pub fn forwarding_to_owners(mut self, forwards: bool) -> Self {
+        self.forwards_to_owners = forwards;
         self
     }
 
@@ -167,10 +178,12 @@ impl GmAuth {
             return None;
         }
         let (job, body) = Self::hidden_target(route, params)?;
-        // Requests this GM forwards to the designated GM are checked there (with the
-        // user's token, which the forwarding carries).
+        // Requests this GM forwards to the designated GM, or to the job's owner, are
+        // checked there (with the user's token, which the forwarding carries).
+        let owner = job_owner(job);
         let forwarded = self.me != self.designated
-            && (route.starts_with("/v1/lras/") || job_owner(job) == self.designated.0);
+            && (route.starts_with("/v1/lras/") || owner == self.designated.0)
+            || owner != self.me.0 && self.forwards_to_owners;
         if forwarded || self.may_see(caller, job) || self.recorded_user_is(caller, job).await {
             return None;
         }

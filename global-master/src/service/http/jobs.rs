@@ -2,21 +2,21 @@
 //! `DELETE /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`.
 
 use super::answers::Refusal;
+use super::cluster_jobs::ClusterJobPage;
 use super::state::ApiState;
-use super::state::{caller_of, error, forwarded_status, not_found, query_of, unavailable};
+use super::state::{at_owner, caller_of, error, not_found, query_of, unavailable};
 use crate::service::actor::queries::{CancelJob, GetJob, GetTask, ListJobs};
 use crate::service::admission::api::parse_id;
 use crate::service::admission::api::ApiError;
+use crate::service::admission::route::FORWARDED_BY;
 use crate::service::admission::users::Caller;
-use crate::service::observe::status::{
-    JobFilter, JobOrder, JobPage, JobState, JobStatus, TaskStatus,
-};
+use crate::service::observe::status::{JobFilter, JobOrder, JobState, JobStatus, TaskStatus};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use common::{JobId, TaskId};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -41,23 +41,28 @@ pub(crate) struct JobsQuery {
     name: Option<String>,
     /// Only jobs with this label, `KEY=VALUE`.
     label: Option<String>,
+    /// Every GM's jobs (the default, when this GM knows the cluster's GMs: asked of
+    /// each, merged, paged in one order), or `false` for this GM's only.
+    all_gms: Option<bool>,
 }
 
 /// The largest page of `GET /v1/jobs`.
 const MAX_JOBS_PAGE: usize = 1000;
 
-/// `GET /v1/jobs?state=finished|failed|active&limit=N&after=ID&order=newest|oldest`:
-/// this GM's jobs, newest first unless `order=oldest`, a page at a time (`next` is
-/// the `after` of the next page, in the same order).
+/// `GET /v1/jobs?state=finished|failed|active&limit=N&after=ID&order=newest|oldest&all_gms=`:
+/// the cluster's jobs (or this GM's, `all_gms=false`), newest first unless
+/// `order=oldest`, a page at a time (`next` is the `after` of the next page, in the
+/// same order); see [`super::cluster_jobs`].
 #[utoipa::path(get, path = "/v1/jobs", tag = "jobs",
     params(JobsQuery),
     responses(
-        (status = 200, description = "A page of the caller's jobs (an admin's: everyone's)", body = JobPage),
+        (status = 200, description = "A page of the caller's jobs (an admin's: everyone's), of every GM of the cluster unless all_gms=false; `unreachable` names the GMs that did not answer", body = ClusterJobPage),
         (status = 400, description = "A bad query parameter, named in `field`", body = Refusal),
         (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
     ))]
 pub(crate) async fn list_jobs(
     State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
     caller: Option<Extension<Caller>>,
     query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
@@ -109,30 +114,65 @@ pub(crate) async fn list_jobs(
             format!("must be between 1 and {MAX_JOBS_PAGE}"),
         ));
     }
-    match s
-        .gm
-        .send(ListJobs {
-            after: q.after,
-            limit,
-            filter: JobFilter {
-                state,
-                queue: q.queue,
-                // A user lists their own jobs only (jobs are submitted as the caller).
-                user: if caller.admin {
-                    q.user
-                } else {
-                    Some(caller.user.to_string())
-                },
-                order,
-                name: q.name,
-                label,
-            },
-        })
-        .await
-    {
+    // A user lists their own jobs only (jobs are submitted as the caller).
+    let user = if caller.admin {
+        q.user
+    } else {
+        Some(caller.user.to_string())
+    };
+    let list = ListJobs {
+        after: q.after,
+        limit,
+        filter: JobFilter {
+            state,
+            queue: q.queue,
+            user,
+            order,
+            name: q.name,
+            label,
+        },
+    };
+    // A GM asked by another lists its own jobs only (no fan-out loops).
+    let fan_out = q.all_gms.unwrap_or(true) && !headers.contains_key(FORWARDED_BY);
+    if let Some(route) = s.route.as_deref().filter(|r| fan_out && r.gms().len() > 1) {
+        let query = peer_query(&list, limit);
+        let page = super::cluster_jobs::list(&s, route, &headers, list, &query).await;
+        return Json(page).into_response();
+    }
+    match s.gm.send(list).await {
         Ok(page) => Json(page).into_response(),
         Err(e) => unavailable(&e.to_string()),
     }
+}
+
+/// `list`'s filters as a query string for another GM (without `after`, which
+/// differs per GM). The user filter goes along too: the other GM applies the
+/// caller's own for a non-admin anyway.
+fn peer_query(list: &ListJobs, limit: usize) -> String {
+    let f = &list.filter;
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("limit", &limit.to_string());
+    q.append_pair(
+        "order",
+        match f.order {
+            JobOrder::Newest => "newest",
+            JobOrder::Oldest => "oldest",
+        },
+    );
+    if let Some(state) = f.state {
+        if let Ok(Value::String(state)) = serde_json::to_value(state) {
+            q.append_pair("state", &state);
+        }
+    }
+    for (k, v) in [("queue", &f.queue), ("user", &f.user), ("name", &f.name)] {
+        if let Some(v) = v {
+            q.append_pair(k, v);
+        }
+    }
+    if let Some((k, v)) = &f.label {
+        q.append_pair("label", &format!("{k}={v}"));
+    }
+    q.finish()
 }
 
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
@@ -152,7 +192,8 @@ pub(crate) async fn job(
         Ok(v) => v,
         Err(e) => return error(e),
     };
-    if let Some(r) = forwarded_status(&s, &headers, id, &format!("/v1/jobs/{id}")).await {
+    let path = format!("/v1/jobs/{id}");
+    if let Some(r) = at_owner(&s, &headers, id, reqwest::Method::GET, &path, false).await {
         return r;
     }
     match s.gm.send(GetJob(JobId(id))).await {
@@ -182,18 +223,9 @@ pub(crate) async fn cancel(
         Ok(v) => v,
         Err(e) => return error(e),
     };
-    if crate::service::admission::route::Route::is_forwarded_job(s.route.as_deref(), id) {
-        let path = format!("/v1/jobs/{id}");
-        let routed = crate::service::admission::route::Route::route(
-            s.route.as_deref(),
-            &headers,
-            reqwest::Method::DELETE,
-            &path,
-            None,
-        );
-        if let crate::service::admission::route::Routed::Answered(r) = routed.await {
-            return r;
-        }
+    let path = format!("/v1/jobs/{id}");
+    if let Some(r) = at_owner(&s, &headers, id, reqwest::Method::DELETE, &path, false).await {
+        return r;
     }
     match s.gm.send(CancelJob(JobId(id))).await {
         Ok(Some(status)) => (StatusCode::ACCEPTED, Json(status)).into_response(),
@@ -222,7 +254,7 @@ pub(crate) async fn task(
         (Err(e), _) | (_, Err(e)) => return error(e),
     };
     let path = format!("/v1/tasks/{job}/{index}");
-    if let Some(r) = forwarded_status(&s, &headers, job, &path).await {
+    if let Some(r) = at_owner(&s, &headers, job, reqwest::Method::GET, &path, false).await {
         return r;
     }
     let id = TaskId {

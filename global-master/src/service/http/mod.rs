@@ -3,9 +3,13 @@
 //! - `POST /v1/jobs`: submit a job (see [`crate::service::admission::api`]); 202 with the ids, 4xx naming
 //!   the field at fault, 429 with `Retry-After` when the GM is full. With an
 //!   `Idempotency-Key` header a retry gets the first answer ([`crate::service::durable::idempotency`]).
-//! - `GET /v1/jobs?state=&queue=&user=&limit=&after=&order=`: this GM's jobs, newest
-//!   first (or oldest), paged, filtered.
-//! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the GM knows.
+//! - `GET /v1/jobs?state=&queue=&user=&limit=&after=&order=&all_gms=`: the cluster's
+//!   jobs (every GM's, merged; see [`crate::service::http::cluster_jobs`]) or this
+//!   GM's (`all_gms=false`), newest first (or oldest), paged, filtered.
+//! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the job's GM knows.
+//!   Every route naming a job answers for a job of any GM: one of another GM is
+//!   forwarded there with the caller's token (see
+//!   [`crate::service::admission::route`]), 503 naming that GM when it is down.
 //! - `GET /v1/tasks/{job}/{index}/logs?stream=stdout|stderr&tail=N&follow=true`:
 //!   the task's output, through its LM from its worker (see [`crate::service::http::logs`]).
 //! - `DELETE /v1/jobs/{id}`: cancel a job (202 with its status, again on a repeat;
@@ -38,6 +42,7 @@
 
 pub mod answers;
 pub mod cluster;
+pub mod cluster_jobs;
 pub mod dashboard;
 pub(crate) mod intake;
 pub(crate) mod jobs;

@@ -47,6 +47,9 @@ pub(crate) async fn metrics(State(s): State<ApiState>) -> Response {
     match s.gm.send(RenderMetrics).await {
         Ok(mut page) => {
             crate::service::admission::users::render_metrics(&s.auth, &mut page);
+            if let Some(r) = &s.route {
+                r.counters.render(&mut page);
+            }
             s.cluster.render(&mut page);
             crate::service::durable::standby::StandbyStatus::render(
                 s.standby.as_deref(),

@@ -1,5 +1,5 @@
 //! The state every handler of the GM's API gets ([`ApiState`]), and the helpers the
-//! handlers share: the caller, error answers, query parsing, forwarded jobs.
+//! handlers share: the caller, error answers, query parsing, jobs of other GMs.
 
 use crate::service::actor::GmActor;
 use crate::service::admission::api::{ApiError, QueueTable};
@@ -74,30 +74,25 @@ pub(crate) fn query_of<T>(
         .map_err(|e| ApiError::new(400, "query", e.body_text()))
 }
 
-/// The designated GM's answer for a job it accepted on this GM's behalf (a forwarded
-/// GUARANTEED job), or `None` to answer here.
-pub(crate) async fn forwarded_status(
+/// The answer of the GM that owns `job` (the GM number in its top bits) when that
+/// is another GM, or `None` to answer here (see
+/// [`crate::service::admission::route::owner`]). `stream` for followed logs.
+pub(crate) async fn at_owner(
     s: &ApiState,
     headers: &axum::http::HeaderMap,
     job: u64,
+    method: reqwest::Method,
     path: &str,
+    stream: bool,
 ) -> Option<Response> {
-    let route = s.route.as_deref();
-    if !crate::service::admission::route::Route::is_forwarded_job(route, job) {
-        return None;
-    }
-    match crate::service::admission::route::Route::route(
-        route,
-        headers,
-        reqwest::Method::GET,
+    let request = crate::service::admission::route::ForOwner {
+        job,
+        method,
         path,
-        None,
-    )
-    .await
-    {
-        crate::service::admission::route::Routed::Answered(r) => Some(r),
-        crate::service::admission::route::Routed::Local => None,
-    }
+        body: None,
+        stream,
+    };
+    crate::service::admission::route::Route::to_owner(s.route.as_deref(), headers, request).await
 }
 
 pub(crate) fn not_found(what: String) -> Response {

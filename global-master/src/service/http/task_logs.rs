@@ -2,7 +2,7 @@
 //! worker (see [`super::logs`]).
 
 use super::answers::Refusal;
-use super::state::{error, forwarded_status, query_of, unavailable, ApiState};
+use super::state::{at_owner, error, query_of, unavailable, ApiState};
 use crate::service::admission::api::parse_id;
 use crate::service::admission::api::ApiError;
 use axum::extract::{Path, Query, State};
@@ -68,7 +68,8 @@ pub(crate) async fn task_logs(
         Some(query) => format!("/v1/tasks/{job}/{index}/logs?{query}"),
         None => format!("/v1/tasks/{job}/{index}/logs"),
     };
-    if let Some(r) = forwarded_status(&s, &headers, job, &path).await {
+    let follow = q.follow.unwrap_or(false);
+    if let Some(r) = at_owner(&s, &headers, job, reqwest::Method::GET, &path, follow).await {
         return r;
     }
     let id = TaskId {
@@ -77,7 +78,6 @@ pub(crate) async fn task_logs(
     };
     match s.gm.send(super::logs::FindLog(id)).await {
         Ok(Ok(source)) => {
-            let follow = q.follow.unwrap_or(false);
             super::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
         }
         Ok(Err((status, why))) => {

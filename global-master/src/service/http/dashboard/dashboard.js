@@ -189,14 +189,22 @@ function drawPending(p) {
     el("td", {}, t.attempts), el("td", { class: "reason", title: t.reason }, t.reason))));
 }
 
-function drawJobs(o) {
-  fillBody("jobs", o.jobs.map((j) => {
+// The cluster's newest jobs (GET /v1/jobs asks every GM), the GMs that did not
+// answer named below them.
+function drawJobs(o, page) {
+  const rows = page.jobs.map((j) => {
     const states = Object.entries(j.states).map(([s, n]) => n + " " + s).join(", ");
     return el("tr", { "data-job": j.job, "data-state": j.state },
-      el("td", {}, j.job), el("td", {}, el("span", { class: "state " + j.state }, j.state)),
+      el("td", {}, j.job), el("td", {}, Math.floor(j.job / 2 ** 48)),
+      el("td", {}, el("span", { class: "state " + j.state }, j.state)),
       el("td", { title: states }, j.tasks + " (" + states + ")"), el("td", {}, j.queues.join(", ")),
       el("td", {}, j.user || "–"), el("td", {}, ago(o.now_ms - j.submitted_at_us / 1000) + " ago"));
-  }));
+  });
+  for (const gone of page.unreachable || []) {
+    rows.push(el("tr", { "data-unreachable-gm": gone.gm },
+      el("td", { colspan: "7" }, "GM " + gone.gm + " did not answer: its jobs are missing (" + gone.error + ")")));
+  }
+  fillBody("jobs", rows);
 }
 
 function eventDetail(e) {
@@ -220,8 +228,9 @@ function showError(text) {
 
 async function refresh() {
   try {
-    const [o, view, cluster, pending, health] = await Promise.all([
+    const [o, view, cluster, pending, jobs, health] = await Promise.all([
       api("v1/overview"), api("v1/nodes"), api("v1/cluster"), api("v1/pending?limit=50"),
+      api("v1/jobs?limit=20"),
       fetch("healthz").then((r) => r.json()).catch(() => ({ status: "unreachable" })),
     ]);
     $("gm-name").textContent = "GM " + o.gm + (o.designated ? " (designated)" : "");
@@ -237,7 +246,7 @@ async function refresh() {
     drawAllocation(o.allocation);
     drawCounters(o.counters);
     drawPending(pending);
-    drawJobs(o);
+    drawJobs(o, jobs);
     drawEvents(o);
     $("updated").textContent = "updated " + new Date().toLocaleTimeString();
     $("token-form").hidden = true;
