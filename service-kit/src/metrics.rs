@@ -134,6 +134,27 @@ pub fn family(
     out.add(name, kind, help, label, samples);
 }
 
+/// Declares one counter family with one label, read from atomic counters:
+/// `counters` are `(label value, counter)`.
+pub fn counters(
+    out: &mut Page,
+    name: &str,
+    help: &str,
+    label: &str,
+    counters: &[(&str, &std::sync::atomic::AtomicU64)],
+) {
+    let samples: Vec<(String, f64)> = counters
+        .iter()
+        .map(|(v, c)| {
+            (
+                (*v).to_owned(),
+                c.load(std::sync::atomic::Ordering::Relaxed) as f64,
+            )
+        })
+        .collect();
+    out.add(name, "counter", help, label, &samples);
+}
+
 /// Declares one unlabelled family with its value. `kind` is `"counter"` or `"gauge"`.
 pub fn single(out: &mut Page, name: &str, kind: &str, help: &str, value: f64) {
     out.add(name, kind, help, "", &[(String::new(), value)]);

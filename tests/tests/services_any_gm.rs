@@ -9,8 +9,12 @@
 //!   pages of one job each list every job once; `all_gms=false` lists one GM's;
 //! - a request claiming to be forwarded without the cluster credential is refused;
 //!   one forwarded for a job of a third GM is a 421, never forwarded again;
-//! - GM 1 down: GM 0 answers 503 naming GM 1 for its job, and lists its own jobs
-//!   with GM 1 named in `unreachable`.
+//! - a job on GM 0 runs after jobs of GM 1 (`after_jobs`, issue 35): held
+//!   (`blocked`) while the other runs, released when GM 0 hears from GM 1 that it
+//!   ended, at once for one that ended already; bob naming alice's job gets the
+//!   400 of a missing job;
+//! - GM 1 down: GM 0 answers 503 naming GM 1 for its job, lists its own jobs with
+//!   GM 1 named in `unreachable`, and refuses (503) a job after one of GM 1's.
 
 use serde_json::Value;
 use std::time::Duration;
@@ -39,22 +43,44 @@ fn get(url: &str, token: &str) -> (u16, Value) {
     (status, value)
 }
 
-/// Submits one exec task running `command` to `gm` as `token`: its job id.
-fn submit(gm: &str, token: &str, command: &str) -> u64 {
-    let job = serde_json::json!({"tasks": [{
-        "resources": {"cpu_millis": 500, "memory_mb": 64},
-        "executor": {"type": "exec", "command": ["sh", "-c", command]}}]});
-    let (status, body) = call(
+/// `POST {gm}/v1/jobs` with `job` as `token`: (status, body).
+fn post(gm: &str, token: &str, job: &Value) -> (u16, String) {
+    call(
         "POST",
         &format!("{gm}/v1/jobs"),
         token,
         &job.to_string(),
         &[],
-    );
+    )
+}
+
+/// One exec task running `command`, after the jobs `after` (`(job, when)`).
+fn job_of(command: &str, after: &[(u64, &str)]) -> Value {
+    let after: Vec<Value> = after
+        .iter()
+        .map(|(job, when)| serde_json::json!({"job": job, "when": when}))
+        .collect();
+    let mut job = serde_json::json!({"tasks": [{
+        "resources": {"cpu_millis": 500, "memory_mb": 64},
+        "executor": {"type": "exec", "command": ["sh", "-c", command]}}]});
+    if !after.is_empty() {
+        job["after_jobs"] = Value::Array(after);
+    }
+    job
+}
+
+/// Submits `job` to `gm` as `token`: its job id (the answer must be 202).
+fn accepted(gm: &str, token: &str, job: &Value) -> u64 {
+    let (status, body) = post(gm, token, job);
     assert_eq!(status, 202, "{body}");
     serde_json::from_str::<Value>(&body).expect("json")["job"]
         .as_u64()
         .expect("job id")
+}
+
+/// Submits one exec task running `command` to `gm` as `token`: its job id.
+fn submit(gm: &str, token: &str, command: &str) -> u64 {
+    accepted(gm, token, &job_of(command, &[]))
 }
 
 fn state(gm: &str, token: &str, job: u64) -> String {
@@ -221,6 +247,32 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
         "bob sees none of alice's jobs: {page}"
     );
 
+    // A job on GM 0 that runs after a job of GM 1 (issue 35): held while that runs;
+    // bob naming alice's job gets the answer of a missing one.
+    let waiting = accepted(&gm0, &c.alice, &job_of("true", &[(long, "any")]));
+    let theirs = post(&gm0, &c.bob, &job_of("true", &[(long, "any")]));
+    let nobodys = post(&gm0, &c.bob, &job_of("true", &[(missing, "any")]));
+    assert_eq!(theirs.0, 400, "{theirs:?}");
+    assert_eq!(
+        (theirs.0, theirs.1.replace(&long.to_string(), "N")),
+        (nobodys.0, nobodys.1.replace(&missing.to_string(), "N")),
+        "bob naming alice's job answers unlike a missing job"
+    );
+    assert!(theirs.1.contains("after_jobs[0].job"), "{theirs:?}");
+    std::thread::sleep(Duration::from_secs(3));
+    let (_, task) = get(&format!("{gm0}/v1/tasks/{waiting}/0"), &c.alice);
+    assert_eq!(
+        task["state"], "blocked",
+        "held while GM 1's job runs: {task}"
+    );
+    // After a job of GM 1 that finished already: runs at once.
+    let after_done = accepted(&gm0, &c.alice, &job_of("true", &[(short, "ok")]));
+    wait_until(
+        "the job after a finished job of GM 1 runs",
+        Duration::from_secs(30),
+        || state(&gm0, &c.alice, after_done) == "finished",
+    );
+
     // Cancel through GM 0.
     let (status, body) = call(
         "DELETE",
@@ -233,6 +285,12 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
     wait_until("the long job is cancelled", Duration::from_secs(30), || {
         state(&gm1, &c.alice, long) == "cancelled"
     });
+    // GM 0 learns it from GM 1 and runs the job waiting for it.
+    wait_until(
+        "the job after GM 1's job runs",
+        Duration::from_secs(30),
+        || state(&gm0, &c.alice, waiting) == "finished",
+    );
 
     // GM 1 down: 503 naming it; GM 0's own jobs still listed, GM 1 named as missing.
     cluster.gms[1].kill();
@@ -245,8 +303,12 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
     );
     let (status, page) = get(&format!("{gm0}/v1/jobs"), &c.alice);
     assert_eq!(status, 200, "{page}");
-    assert_eq!(ids(&page), vec![first], "{page}");
+    assert_eq!(ids(&page), vec![after_done, waiting, first], "{page}");
     assert_eq!(page["unreachable"][0]["gm"], 1, "{page}");
+    // A job after a job of the GM that is down: not accepted, 503 naming the field.
+    let (status, body) = post(&gm0, &c.alice, &job_of("true", &[(short, "ok")]));
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("after_jobs[0].job"), "{body}");
 
     // GM 1 was killed: the rest are stopped as the cluster drops.
     drop(cluster);

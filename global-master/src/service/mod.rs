@@ -90,7 +90,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         .with_backlog_limit(s.max_broker_backlog_bytes);
     let lra_groups = s.lra.groups.clone();
     // Before `s.lra` moves into the core's configuration.
-    let route = route_to_designated(&s);
+    let route = Arc::new(route_to_designated(&s));
     let limits = limits(&s, &publisher);
     let idempotency = start::idempotency(&s).await?;
     let core = GmConfig {
@@ -129,6 +129,10 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
             .context("in --lra-operator-constraints")?;
         tracing::info!(constraints = n, "operator LRA constraints installed");
     }
+    // Jobs here that run after jobs of other GMs: their GMs are asked until they end.
+    if !s.gm_urls.is_empty() {
+        tokio::spawn(actor::remote_after::watch(gm.clone(), route.clone()));
+    }
     let senders = Arc::new(mq::SnapshotSenders::new(s.lm_broker_user.clone()));
     let (broker, subscription) =
         mq::subscribe_state(s.amqp.clone(), cluster.clone(), senders.clone(), gm.clone());
@@ -152,7 +156,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         broker: Some(broker),
         senders: Some(senders),
         lra_groups,
-        route: Some(Arc::new(route)),
+        route: Some(route.clone()),
         auth: Arc::new(
             users::GmAuth::new(
                 users,

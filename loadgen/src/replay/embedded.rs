@@ -299,6 +299,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 admin: true,
                 idempotency: None,
                 names: Default::default(),
+                after_elsewhere: Vec::new(),
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),

@@ -19,6 +19,7 @@ pub mod mq;
 mod outbox;
 pub mod preempt;
 pub mod queries;
+pub mod remote_after;
 pub mod resume;
 mod stages;
 
@@ -262,6 +263,10 @@ pub struct SubmitJob {
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
     /// Its name and labels.
     pub names: crate::service::admission::api::JobNames,
+    /// The `after_jobs` of other GMs, checked there with the submitter's token
+    /// (see [`crate::service::admission::remote_after`]): each with its outcome
+    /// then (`None`: not ended).
+    pub after_elsewhere: Vec<(JobId, Option<bool>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +274,8 @@ pub enum SubmitRefused {
     /// `after_jobs[index]` names a job this GM does not know, or one the caller may
     /// not read (the same answer).
     UnknownJob { index: usize, job: u64 },
-    /// `after_jobs[index]` names a job of another GM (not supported yet).
+    /// `after_jobs[index]` names a job of another GM that was not checked there
+    /// (this GM knows no URL for it).
     OtherGm { index: usize, job: u64, gm: u16 },
     /// The GM holds too many tasks; retry later.
     QueueFull { held: usize, limit: usize },
@@ -291,6 +297,7 @@ impl Handler<Submit> for GmActor {
             admin: false,
             idempotency: None,
             names: Default::default(),
+            after_elsewhere: Vec::new(),
         };
         self.accept(job, ctx)
     }
@@ -322,7 +329,9 @@ impl GmActor {
             });
         }
         let ended_before = match &msg.dag {
-            Some(dag) => self.check_after_jobs(dag, msg.user.as_deref(), msg.admin)?,
+            Some(dag) => {
+                self.check_after_jobs(dag, msg.user.as_deref(), msg.admin, &msg.after_elsewhere)?
+            }
             None => Vec::new(),
         };
         let now = clock::now();

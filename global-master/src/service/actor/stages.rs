@@ -54,13 +54,15 @@ impl GmActor {
     }
 
     /// The jobs a submitted job runs after: each of this GM, known, and the
-    /// submitter's (unless an admin submits). Returns those that ended already,
-    /// with their outcome (`true`: finished).
+    /// submitter's (unless an admin submits), or of another GM and checked there
+    /// (`elsewhere`: each with its outcome then, `None` while active). Returns
+    /// those that ended already, with their outcome (`true`: finished).
     pub(super) fn check_after_jobs(
         &self,
         dag: &JobDag,
         user: Option<&str>,
         admin: bool,
+        elsewhere: &[(JobId, Option<bool>)],
     ) -> Result<Vec<(JobId, bool)>, SubmitRefused> {
         let me = self.gm().0;
         let mut ended = Vec::new();
@@ -68,7 +70,12 @@ impl GmActor {
             let job = after.job.0;
             let gm = crate::service::admission::route::job_owner(job);
             if gm != me {
-                return Err(SubmitRefused::OtherGm { index, job, gm });
+                match elsewhere.iter().find(|(j, _)| *j == after.job) {
+                    Some((_, Some(ok))) => ended.push((after.job, *ok)),
+                    Some((_, None)) => {}
+                    None => return Err(SubmitRefused::OtherGm { index, job, gm }),
+                }
+                continue;
             }
             let status = self.tracker.job(after.job);
             match status {
@@ -87,7 +94,7 @@ impl GmActor {
         Ok(ended)
     }
 
-    fn journal_outcome(&self, job: JobId) -> Option<bool> {
+    pub(super) fn journal_outcome(&self, job: JobId) -> Option<bool> {
         let journal = self.journal.as_ref()?;
         journal.outcomes(&[job]).ok()?.first().map(|(_, ok)| *ok)
     }
@@ -115,9 +122,14 @@ impl GmActor {
     /// After a restarted GM resumed DAG jobs that run after `jobs`: those already
     /// ended (read back from the journal, or ended while the GM was away and
     /// remembered in its journal's outcomes) are reported to the core now.
+    /// Jobs of other GMs are left to [`super::remote_after::watch`], which asks
+    /// their GMs.
     pub(super) fn settle_awaited(&mut self, jobs: Vec<JobId>, ctx: &mut Context<Self>) {
+        let me = self.gm().0;
         for job in jobs {
-            if !self.core.dags().awaits(job) {
+            if !self.core.dags().awaits(job)
+                || crate::service::admission::route::job_owner(job.0) != me
+            {
                 continue;
             }
             let ok = match self.tracker.job(job) {

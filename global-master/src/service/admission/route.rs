@@ -18,6 +18,7 @@ mod owner;
 mod relay;
 
 pub use owner::ForOwner;
+pub use relay::NoAnswer;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
@@ -25,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use common::GmId;
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Header a forwarding GM sets to its own id.
@@ -62,24 +63,25 @@ pub struct ForwardCounters {
     pub unreachable: AtomicU64,
     /// Sent, but no answer came back (502 to the caller).
     pub failed: AtomicU64,
+    /// Questions about jobs of other GMs that jobs here run after.
+    pub after_polls: crate::service::actor::remote_after::PollCounters,
 }
 
 impl ForwardCounters {
     /// `megha_gm_forwarded_total{outcome}`.
     pub fn render(&self, page: &mut service_kit::metrics::Page) {
-        let read = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
-        service_kit::metrics::family(
+        service_kit::metrics::counters(
             page,
             "megha_gm_forwarded_total",
-            "counter",
             "Requests forwarded to another GM (the designated GM, or a job's owner), by outcome: answered, unreachable (503 to the caller), failed (502).",
             "outcome",
             &[
-                ("answered".to_owned(), read(&self.answered)),
-                ("unreachable".to_owned(), read(&self.unreachable)),
-                ("failed".to_owned(), read(&self.failed)),
+                ("answered", &self.answered),
+                ("unreachable", &self.unreachable),
+                ("failed", &self.failed),
             ],
         );
+        self.after_polls.render(page);
     }
 }
 

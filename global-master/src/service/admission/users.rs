@@ -230,12 +230,15 @@ async fn gm_layer(State(auth): State<Arc<GmAuth>>, mut req: Request, next: Next)
     }
     let peer_call = path.starts_with("/v1/internal/") || req.headers().contains_key(FORWARDED_BY);
     if peer_call {
-        // LMs report through `/v1/internal/*`; only a GM forwards.
-        let callers: &[Role] = if path.starts_with("/v1/internal/") {
-            &[Role::Lm]
-        } else {
-            &[Role::Gm]
-        };
+        // LMs report through `/v1/internal/*`; only a GM forwards (and asks
+        // whether a job ended).
+        // Another GM asks whether a job ended on `/v1/internal/jobs/`.
+        let callers: &[Role] =
+            if path.starts_with("/v1/internal/") && !path.starts_with("/v1/internal/jobs/") {
+                &[Role::Lm]
+            } else {
+                &[Role::Gm]
+            };
         let (method, from) = (req.method().clone(), service_kit::auth::peer(&req));
         req = match auth.guard.authenticate(req, callers).await {
             Ok(req) => req,

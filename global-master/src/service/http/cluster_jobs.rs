@@ -106,7 +106,10 @@ pub async fn list(
             } else {
                 let after = after.map(|a| format!("&after={a}")).unwrap_or_default();
                 let path = format!("/v1/jobs?all_gms=false&{query}{after}");
-                route.get_json(gm, headers, &path).await
+                route
+                    .get_json(gm, headers, &path)
+                    .await
+                    .map_err(|e| e.error)
             };
             (gm, answer)
         }

@@ -87,6 +87,17 @@ pub(crate) async fn submit(
             .into_response();
     }
     let now = service_kit::clock::now();
+    // Jobs of other GMs it runs after: checked there with the caller's token.
+    let after_elsewhere = match crate::service::admission::remote_after::check(
+        s.route.as_deref(),
+        &headers,
+        job.dag.as_deref(),
+    )
+    .await
+    {
+        Ok(elsewhere) => elsewhere,
+        Err(e) => return error(e),
+    };
     let reservation = match s
         .idempotency
         .before_submit(&headers, &caller.user, &body, now)
@@ -102,6 +113,7 @@ pub(crate) async fn submit(
         admin: caller.admin,
         idempotency: reservation.as_ref().map(|r| r.key_of()),
         names: job.names,
+        after_elsewhere,
     };
     // The submission and its key's settling run on their own task: a client that
     // gives up drops this handler, not the submission, so its key is settled with
@@ -144,7 +156,7 @@ pub(crate) async fn submit(
         Ok(Err(SubmitRefused::OtherGm { index, job, gm })) => error(ApiError::new(
             400,
             format!("after_jobs[{index}].job"),
-            format!("job {job} belongs to gm {gm}: a job can run after jobs of its own GM only (submit it there)"),
+            format!("job {job} belongs to GM {gm}, whose URL this GM does not know (--gm-url): it cannot check it"),
         )),
         Ok(Err(SubmitRefused::ShuttingDown)) => unavailable("shutting down"),
         Ok(Err(SubmitRefused::JournalFailed)) => {

@@ -267,3 +267,24 @@ pub(crate) async fn task(
         Err(e) => unavailable(&e.to_string()),
     }
 }
+
+/// `GET /v1/internal/jobs/{id}` (another GM, with the cluster credential): whether
+/// this GM's job ended, `{"job":ID,"state":"active|finished|failed"}` (`failed`:
+/// failed or cancelled; from the journal's outcomes once the tracker forgot it),
+/// 404 when it knows nothing of it. For jobs of other GMs that jobs there run after
+/// (see [`crate::service::actor::remote_after`]): states only, no user's data.
+pub(crate) async fn job_outcome(State(s): State<ApiState>, Path(id): Path<String>) -> Response {
+    let id: u64 = match parse_id("job", &id) {
+        Ok(v) => v,
+        Err(e) => return error(e),
+    };
+    let asked = crate::service::actor::remote_after::JobOutcome(JobId(id));
+    let state = match s.gm.send(asked).await {
+        Ok(Some(None)) => "active",
+        Ok(Some(Some(true))) => "finished",
+        Ok(Some(Some(false))) => "failed",
+        Ok(None) => return not_found(format!("job {id} is unknown to this GM")),
+        Err(e) => return unavailable(&e.to_string()),
+    };
+    Json(json!({"job": id, "state": state})).into_response()
+}

@@ -21,6 +21,8 @@
 //!   `Vec<common::protocol::LmToGm>` -> `()`, like the LM's internal API): preempted
 //!   tasks of this GM's queues, ends of tasks it launched; 422 (nothing applied) if
 //!   one is addressed to another GM.
+//! - `GET /v1/internal/jobs/{id}`: whether a job of this GM ended, for another GM
+//!   (its jobs run after it; see [`crate::service::actor::remote_after`]).
 //! - `GET /v1/overview`: what the dashboard needs beyond the rest (see
 //!   [`crate::service::observe::overview`]); `GET /v1/cluster`: the LMs' own node lists, with down
 //!   nodes and lent resources (see [`crate::service::http::cluster`]).
@@ -86,6 +88,7 @@ pub fn routes() -> Router<ApiState> {
         .route("/v1/overview", get(overview::serve))
         .route("/v1/cluster", get(cluster::serve))
         .route("/v1/internal/messages", post(intake::from_lm))
+        .route("/v1/internal/jobs/{id}", get(jobs::job_outcome))
         .route("/healthz", get(probes::healthz))
         .merge(lra_http::routes())
         .route("/metrics", get(probes::metrics))

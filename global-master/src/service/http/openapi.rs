@@ -21,6 +21,8 @@ pub use crate::service::admission::users::OPENAPI_PATH as PATH;
 pub const INTERNAL_PATHS: &[&str] = &[
     // LM -> GM reports, bincode, cluster credential only (see `service_kit::auth`).
     "/v1/internal/messages",
+    // GM -> GM: whether a job ended (jobs of another GM run after it), GM credential.
+    "/v1/internal/jobs/{id}",
     // The dashboard's static page, script and style sheet (HTML, not the JSON API;
     // see `crate::service::http::dashboard::PAGE_PATHS`).
     "/",

@@ -96,19 +96,29 @@ pub(super) async fn send(
     Err((StatusCode::SERVICE_UNAVAILABLE, last_error))
 }
 
+/// Why [`Route::get_json`] has no answer: the other GM's status when it answered
+/// (e.g. 404), `None` when it did not; and the words for a log line or a caller.
+#[derive(Debug)]
+pub struct NoAnswer {
+    pub status: Option<u16>,
+    pub error: String,
+}
+
 impl Route {
-    /// `GET path` at GM `to`, as the caller (their token goes along): its JSON
-    /// answer when it is a success, else why not (the GM's own words).
+    /// `GET path` at GM `to`, as the caller (their token in `headers` goes along;
+    /// none: as this GM, e.g. on `/v1/internal/*`): its JSON answer when it is a
+    /// success, else why not.
     pub async fn get_json(
         &self,
         to: GmId,
         headers: &HeaderMap,
         path: &str,
-    ) -> Result<serde_json::Value, String> {
+    ) -> Result<serde_json::Value, NoAnswer> {
         let n = to.0;
+        let fail = |status, error| NoAnswer { status, error };
         let base = self
             .url_of(to)
-            .ok_or_else(|| format!("no URL for GM {n} (--gm-url)"))?;
+            .ok_or_else(|| fail(None, format!("no URL for GM {n} (--gm-url)")))?;
         let req = Request {
             method: reqwest::Method::GET,
             path,
@@ -117,16 +127,24 @@ impl Route {
         };
         let (answer, url) = send(self, to, base, headers, req)
             .await
-            .map_err(|(_, e)| e)?;
+            .map_err(|(_, e)| fail(None, e))?;
         let status = answer.status();
         let text = answer
             .text()
             .await
-            .map_err(|e| format!("GM {n} at {url} broke off its answer: {e}"))?;
+            .map_err(|e| fail(None, format!("GM {n} at {url} broke off its answer: {e}")))?;
         if !status.is_success() {
-            return Err(format!("GM {n} at {url} answered {status}: {text}"));
+            return Err(fail(
+                Some(status.as_u16()),
+                format!("GM {n} at {url} answered {status}: {text}"),
+            ));
         }
-        serde_json::from_str(&text).map_err(|e| format!("GM {n} at {url}: not JSON: {e}"))
+        serde_json::from_str(&text).map_err(|e| {
+            fail(
+                Some(status.as_u16()),
+                format!("GM {n} at {url}: not JSON: {e}"),
+            )
+        })
     }
 }
 
