@@ -161,6 +161,14 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
     assert_eq!(status, 200, "{log}");
     assert_eq!(log, "hello-from-gm1\nbye\n");
 
+    // Its spec as submitted, through GM 0.
+    let (status, spec) = get(&format!("{gm0}/v1/jobs/{short}/spec"), &c.alice);
+    assert_eq!(status, 200, "{spec}");
+    assert_eq!(
+        spec["tasks"][0]["executor"]["command"][2], "echo hello-from-gm1; sleep 1; echo bye",
+        "{spec}"
+    );
+
     // Bob through GM 0: alice's GM 1 job answers like a missing one, and stays hers.
     wait_until("the long job's task runs", Duration::from_secs(30), || {
         get(&format!("{gm1}/v1/tasks/{long}/0"), &c.alice).1["state"] == "running"
@@ -170,6 +178,7 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
         ("GET", "/v1/jobs/{}"),
         ("GET", "/v1/tasks/{}/0"),
         ("GET", "/v1/tasks/{}/0/logs"),
+        ("GET", "/v1/jobs/{}/spec"),
         ("DELETE", "/v1/jobs/{}"),
     ] {
         let theirs = call(

@@ -16,7 +16,10 @@
 //! - `GET /v1/jobs` (and `megha status`) lists newest first, `order=oldest`
 //!   (`--oldest`) in submission order, `next` paging on in either order;
 //! - `wait` outlives a GM restart (it asks again), and gives up with 1 on a GM that
-//!   never answers.
+//!   never answers;
+//! - `megha describe` shows a job's spec, its tasks' timelines and failures;
+//!   `megha resubmit` runs a failed job again from its spec after a GM restart (the
+//!   journal keeps it), as its user only.
 
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -126,6 +129,18 @@ fn wait_and_exit_codes_through_the_services() {
         .nth(2)
         .and_then(|id| id.parse().ok())
         .unwrap_or_else(|| panic!("submitted job ID: {out}"));
+
+    // describe: the spec as submitted, the timeline, the failure.
+    let (code, out, err) = run(alice(&["describe", &failed_3.to_string()]));
+    assert_eq!(code, 0, "{err}");
+    for part in [
+        "\"exit 3\"",
+        "submitted",
+        "started (run 1)",
+        "failed: exited with code 3",
+    ] {
+        assert!(out.contains(part), "describe shows {part}: {out}");
+    }
 
     // Two failed tasks: the lower index decides, although it failed later.
     let body = dir.join("two.json");
@@ -339,6 +354,16 @@ fn wait_and_exit_codes_through_the_services() {
         String::from_utf8_lossy(&waited.stderr).contains("asking again"),
         "the waiter saw the GM go: {waited:?}"
     );
+
+    // The spec outlives its job and the GM restart (the journal keeps it):
+    // resubmit runs it again as a new job, which fails the same way; bob can
+    // neither read alice's spec nor resubmit her job.
+    let (code, out, err) = run(alice(&["resubmit", "--wait", &failed_3.to_string()]));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("submitted job"), "{out}");
+    let (code, _, err) = run(megha_as(&gm, &c.bob, &["resubmit", &failed_3.to_string()]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("404"), "{err}");
 
     // A GM that never answers: 1, after --give-up-after.
     let (code, _, err) = run(megha_as(

@@ -12,6 +12,7 @@
 //! - [`wait`]: `megha wait` and `megha run --wait` (polling the GM);
 //! - `flags`: the values of flags and job files (pure, unit-tested).
 
+mod describe;
 mod flags;
 pub mod outcome;
 pub mod render;
@@ -116,7 +117,7 @@ pub enum Command {
         labels: Vec<(String, String)>,
         /// Run after job JOB (repeatable): `JOB` or `JOB:ok` once it finished,
         /// `JOB:any` once it ended, `JOB:failed` once it failed or was cancelled
-        /// (Slurm's afterok, afterany, afternotok); a job of the same GM. When JOB
+        /// (Slurm's afterok, afterany, afternotok); a job of any GM. When JOB
         /// ends otherwise, this job fails without running.
         #[arg(long = "after", value_name = "JOB[:WHEN]", value_parser = after_job)]
         after: Vec<(u64, String)>,
@@ -129,6 +130,21 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Submit JOB again, as a new job: the spec it was submitted with
+    /// (GET /v1/jobs/{id}/spec), e.g. after it failed.
+    #[command(after_help = EXIT_CODES)]
+    Resubmit {
+        job: u64,
+        /// Wait for the new job to end and exit with its outcome (as `megha wait`).
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        wait_options: WaitArgs,
+    },
+    /// One job in full: its state, its spec as submitted, each task's timeline
+    /// (submitted, launched where, started, failed runs, ended how) and its
+    /// failures (the first 100 tasks).
+    Describe { job: u64 },
     /// Wait until every JOB ended; exit with their outcome (the first JOB, in the
     /// order given, that did not finish decides).
     #[command(after_help = EXIT_CODES)]
@@ -448,14 +464,37 @@ async fn run(cli: Cli) -> Result<u8> {
                 .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
                 .await?;
             print(out, &answer, render::submitted(&answer))?;
-            if !wait {
-                return Ok(0);
-            }
-            out.flush()?;
-            let job = answer["job"]
-                .as_u64()
-                .with_context(|| format!("no job id in the GM's answer: {answer}"))?;
-            Ok(wait::wait(&gm, &[job], wait_options.options(), cli.json).await)
+            let wait = wait.then(|| wait_options.options());
+            then_wait(&gm, out, &answer, wait, cli.json).await
+        }
+        Command::Resubmit {
+            job,
+            wait,
+            wait_options,
+        } => {
+            let spec = gm.get(&format!("/v1/jobs/{job}/spec")).await?;
+            let answer = gm
+                .call(reqwest::Method::POST, "/v1/jobs", Some(&spec))
+                .await?;
+            print(out, &answer, render::submitted(&answer))?;
+            let wait = wait.then(|| wait_options.options());
+            then_wait(&gm, out, &answer, wait, cli.json).await
+        }
+        Command::Describe { job } => {
+            let value = job_with_tasks(&gm, job).await?;
+            let path = format!("/v1/jobs/{job}/spec");
+            let answer = gm.send(&reqwest::Method::GET, &path, None).await?;
+            let status = answer.status();
+            let text = answer.text().await.unwrap_or_default();
+            let spec: Result<Value, String> = match serde_json::from_str::<Value>(&text) {
+                Ok(spec) if status.is_success() => Ok(spec),
+                _ => Err(render::reason(&text)),
+            };
+            let tasks = value["tasks"].as_array().cloned().unwrap_or_default();
+            let all = json!({"job": value["job"], "spec": spec.as_ref().ok(), "tasks": tasks});
+            let text =
+                describe::describe(&value["job"], spec.as_ref().map_err(String::as_str), &tasks);
+            done(print(out, &all, text))
         }
         Command::Wait { jobs, wait_options } => {
             Ok(wait::wait(&gm, &jobs, wait_options.options(), cli.json).await)
@@ -586,6 +625,25 @@ async fn run(cli: Cli) -> Result<u8> {
             done(print(out, &view, render::nodes(&view)))
         }
     }
+}
+
+/// After a submission's answer was printed: 0, or with `wait` the job's outcome
+/// (as `megha wait`).
+async fn then_wait(
+    gm: &Gm,
+    out: &mut dyn Write,
+    answer: &Value,
+    wait: Option<wait::WaitOptions>,
+    json: bool,
+) -> Result<u8> {
+    let Some(options) = wait else {
+        return Ok(0);
+    };
+    out.flush()?;
+    let job = answer["job"]
+        .as_u64()
+        .with_context(|| format!("no job id in the GM's answer: {answer}"))?;
+    Ok(wait::wait(gm, &[job], options, json).await)
 }
 
 /// A job and its first 100 tasks, as `{"job": .., "tasks": [..]}`.

@@ -173,7 +173,7 @@ pub fn job(job: &Value, tasks: &[Value]) -> String {
 }
 
 /// A task failure (`{"exit":{"code":3}}`...) in words.
-fn failure(f: &Value) -> String {
+pub(crate) fn failure(f: &Value) -> String {
     let Some((kind, detail)) = f.as_object().and_then(|m| m.iter().next()) else {
         return cell(f);
     };

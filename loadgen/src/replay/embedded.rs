@@ -300,6 +300,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 idempotency: None,
                 names: Default::default(),
                 after_elsewhere: Vec::new(),
+                spec: None,
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),

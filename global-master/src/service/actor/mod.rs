@@ -267,6 +267,9 @@ pub struct SubmitJob {
     /// (see [`crate::service::admission::remote_after`]): each with its outcome
     /// then (`None`: not ended).
     pub after_elsewhere: Vec<(JobId, Option<bool>)>,
+    /// Its spec as submitted, packed (see [`crate::service::durable::specs`]);
+    /// `None`: not given (embedded submissions).
+    pub spec: Option<crate::service::durable::specs::Packed>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,6 +301,7 @@ impl Handler<Submit> for GmActor {
             idempotency: None,
             names: Default::default(),
             after_elsewhere: Vec::new(),
+            spec: None,
         };
         self.accept(job, ctx)
     }
@@ -376,8 +380,12 @@ impl GmActor {
                 idempotency: msg.idempotency.clone(),
             };
             let names = (msg.names != Default::default()).then_some(&msg.names);
-            if let Err(e) = journal.accept_named(job, &accepted, &specs, msg.dag.as_deref(), names)
-            {
+            let spec = match &msg.spec {
+                Some(crate::service::durable::specs::Packed::Kept(p)) => Some(&p[..]),
+                _ => None,
+            };
+            let dag = msg.dag.as_deref();
+            if let Err(e) = journal.accept_with_spec(job, &accepted, &specs, dag, names, spec) {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);
@@ -386,6 +394,9 @@ impl GmActor {
         self.tracker
             .job_accepted(job, now, queues, msg.user, policy.max_attempts);
         self.tracker.named(job, msg.names);
+        if let Some(spec) = msg.spec {
+            self.tracker.set_spec(job, spec);
+        }
         for id in &ids {
             self.tracker.accepted(*id, now);
         }

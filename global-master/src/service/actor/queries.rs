@@ -129,3 +129,62 @@ impl Handler<StopAccepting> for GmActor {
         self.accepting = false;
     }
 }
+
+/// A job's spec as submitted: `Ok(body)`, or why there is none (`Err`: unknown
+/// job, or not kept).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Vec<u8>, SpecMissing>")]
+pub struct GetSpec(pub JobId);
+
+/// Why [`GetSpec`] has no spec.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SpecMissing {
+    /// Neither the tracker nor the journal knows the job's spec.
+    Unknown,
+    /// The packed spec was larger than the limit.
+    TooLarge { packed: usize },
+    /// The stored spec could not be read (logged).
+    Unreadable(String),
+}
+
+impl Handler<GetSpec> for GmActor {
+    type Result = Result<Vec<u8>, SpecMissing>;
+    fn handle(&mut self, msg: GetSpec, _: &mut Context<Self>) -> Self::Result {
+        use crate::service::durable::specs::{unpack, Packed};
+        let packed: Vec<u8> = match self.tracker.spec(msg.0) {
+            Some(Packed::Kept(p)) => p.to_vec(),
+            Some(Packed::TooLarge { packed }) => {
+                return Err(SpecMissing::TooLarge { packed: *packed })
+            }
+            None => match self.journal.as_ref().map(|j| j.spec(msg.0)) {
+                Some(Ok(Some(stored))) => stored.packed,
+                Some(Err(e)) => {
+                    tracing::warn!(job = msg.0 .0, error = %e, "cannot read a job's spec from the journal");
+                    return Err(SpecMissing::Unreadable(e.to_string()));
+                }
+                _ => return Err(SpecMissing::Unknown),
+            },
+        };
+        unpack(&packed).map_err(|e| {
+            tracing::warn!(job = msg.0 .0, error = %e, "a job's stored spec does not unpack");
+            SpecMissing::Unreadable(e.to_string())
+        })
+    }
+}
+
+/// The user of one of this GM's jobs: `Some(user)` when the GM knows the job (its
+/// tracker, or the spec its journal keeps after the job ended), `None` otherwise.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<Option<String>>")]
+pub struct JobUser(pub JobId);
+
+impl Handler<JobUser> for GmActor {
+    type Result = Option<Option<String>>;
+    fn handle(&mut self, msg: JobUser, _: &mut Context<Self>) -> Self::Result {
+        if let Some(status) = self.tracker.job(msg.0) {
+            return Some(status.user);
+        }
+        let stored = self.journal.as_ref()?.spec(msg.0).ok()??;
+        Some(stored.user)
+    }
+}

@@ -197,16 +197,17 @@ impl GmAuth {
         self.may_see(caller, job) || self.recorded_user_is(caller, job).await
     }
 
-    /// True when the GM's record of `job` names the caller as its user.
+    /// True when the GM's record of `job` names the caller as its user (its job
+    /// records, or the spec its journal keeps after the job ended).
     async fn recorded_user_is(&self, caller: &Caller, job: u64) -> bool {
         let Some(gm) = &self.gm else {
             return false;
         };
         match gm
-            .send(crate::service::actor::queries::GetJob(common::JobId(job)))
+            .send(crate::service::actor::queries::JobUser(common::JobId(job)))
             .await
         {
-            Ok(Some(status)) => status.user.as_deref() == Some(&*caller.user),
+            Ok(Some(user)) => user.as_deref() == Some(&*caller.user),
             _ => false,
         }
     }

@@ -68,6 +68,11 @@ const NAMES: TableDefinition<u64, &[u8]> = TableDefinition::new("names");
 const OUTCOMES: TableDefinition<u64, u8> = TableDefinition::new("outcomes");
 /// Job outcomes kept (the oldest jobs are forgotten first).
 pub const OUTCOMES_KEPT: u64 = 10_000;
+/// Job id -> the job's spec as submitted, packed
+/// ([`crate::service::durable::specs`]), for the last
+/// [`crate::service::durable::specs::SPECS_KEPT`] jobs: kept after the job ends (for
+/// `megha resubmit`), pruned oldest first.
+const SPECS: TableDefinition<u64, &[u8]> = TableDefinition::new("specs");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
@@ -83,6 +88,14 @@ pub struct Accepted {
     /// transaction) so that a GM killed before the key store took it still answers
     /// a retried submission with this job instead of making a second one.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
+}
+
+/// A job's spec in the journal: packed ([`crate::service::durable::specs`]), with
+/// the job's user (who may read it after the job left the journal).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredSpec {
+    pub user: Option<String>,
+    pub packed: Vec<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -333,8 +346,34 @@ impl Journal {
         dag: Option<&JobDag>,
         names: Option<&crate::service::admission::api::JobNames>,
     ) -> Result<(), JournalError> {
+        self.accept_with_spec(job, accepted, tasks, dag, names, None)
+    }
+
+    /// [`Journal::accept_named`], with the job's packed spec if it was kept (in the
+    /// same transaction; the oldest spec beyond
+    /// [`crate::service::durable::specs::SPECS_KEPT`] goes).
+    pub fn accept_with_spec(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+        dag: Option<&JobDag>,
+        names: Option<&crate::service::admission::api::JobNames>,
+        spec: Option<&[u8]>,
+    ) -> Result<(), JournalError> {
         let names = names
             .map(|n| common::codec::encode(&self.cluster, n))
+            .transpose()
+            .map_err(|e| self.error("cannot encode", e))?;
+        // The spec with its user: who may read it once the job left the journal.
+        let spec = spec
+            .map(|packed| {
+                let stored = StoredSpec {
+                    user: accepted.user.clone(),
+                    packed: packed.to_vec(),
+                };
+                common::codec::encode(&self.cluster, &stored)
+            })
             .transpose()
             .map_err(|e| self.error("cannot encode", e))?;
         let stored = JournalJob {
@@ -355,6 +394,13 @@ impl Journal {
             }
             if let Some(names) = &names {
                 txn.open_table(NAMES)?.insert(job.0, names.as_slice())?;
+            }
+            if let Some(spec) = &spec {
+                let mut specs = txn.open_table(SPECS)?;
+                specs.insert(job.0, spec.as_slice())?;
+                while specs.len()? > crate::service::durable::specs::SPECS_KEPT {
+                    specs.pop_first()?;
+                }
             }
             txn.commit()?;
             Ok(())
@@ -454,6 +500,26 @@ impl Journal {
             self.open.remove(&job);
         }
         Ok(())
+    }
+
+    /// The packed spec of `job` and its user, if the journal keeps it.
+    pub fn spec(&self, job: JobId) -> Result<Option<StoredSpec>, JournalError> {
+        let read = || -> Result<Option<StoredSpec>, Box<dyn std::error::Error>> {
+            let txn = self.db.begin_read()?;
+            let table = match txn.open_table(SPECS) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            let Some(value) = table.get(job.0)? else {
+                return Ok(None);
+            };
+            Ok(Some(common::codec::decode_stored(
+                &self.cluster,
+                value.value(),
+            )?))
+        };
+        read().map_err(|e| self.error("cannot read a spec", e))
     }
 
     /// How each of `jobs` ended, for those that left the journal (see

@@ -114,6 +114,7 @@ pub(crate) async fn submit(
         idempotency: reservation.as_ref().map(|r| r.key_of()),
         names: job.names,
         after_elsewhere,
+        spec: Some(pack_spec(body.clone()).await),
     };
     // The submission and its key's settling run on their own task: a client that
     // gives up drops this handler, not the submission, so its key is settled with
@@ -164,6 +165,18 @@ pub(crate) async fn submit(
         }
         Err(e) => unavailable(&e.to_string()),
     }
+}
+
+/// The submission's body packed as its spec (see
+/// [`crate::service::durable::specs`]); large bodies off the async threads.
+async fn pack_spec(body: Bytes) -> crate::service::durable::specs::Packed {
+    use crate::service::durable::specs::{pack, Packed};
+    if body.len() <= 1 << 20 {
+        return pack(&body);
+    }
+    tokio::task::spawn_blocking(move || pack(&body))
+        .await
+        .unwrap_or(Packed::TooLarge { packed: usize::MAX })
 }
 
 pub(super) async fn from_lm(

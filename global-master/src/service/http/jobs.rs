@@ -4,7 +4,7 @@
 use super::answers::Refusal;
 use super::cluster_jobs::ClusterJobPage;
 use super::state::ApiState;
-use super::state::{at_owner, caller_of, error, not_found, query_of, unavailable};
+use super::state::{at_owner, caller_of, error, job_here, not_found, query_of, unavailable};
 use crate::service::actor::queries::{CancelJob, GetJob, GetTask, ListJobs};
 use crate::service::admission::api::parse_id;
 use crate::service::admission::api::ApiError;
@@ -188,14 +188,11 @@ pub(crate) async fn job(
     headers: axum::http::HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let id: u64 = match parse_id("job", &id) {
-        Ok(v) => v,
-        Err(e) => return error(e),
+    let route = |id| format!("/v1/jobs/{id}");
+    let id = match job_here(&s, &headers, &id, reqwest::Method::GET, route).await {
+        Ok(id) => id,
+        Err(answer) => return answer,
     };
-    let path = format!("/v1/jobs/{id}");
-    if let Some(r) = at_owner(&s, &headers, id, reqwest::Method::GET, &path, false).await {
-        return r;
-    }
     match s.gm.send(GetJob(JobId(id))).await {
         Ok(Some(status)) => Json(status).into_response(),
         Ok(None) => not_found(format!("job {id} is unknown to this GM")),
@@ -219,14 +216,11 @@ pub(crate) async fn cancel(
     headers: axum::http::HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let id: u64 = match parse_id("job", &id) {
-        Ok(v) => v,
-        Err(e) => return error(e),
+    let route = |id| format!("/v1/jobs/{id}");
+    let id = match job_here(&s, &headers, &id, reqwest::Method::DELETE, route).await {
+        Ok(id) => id,
+        Err(answer) => return answer,
     };
-    let path = format!("/v1/jobs/{id}");
-    if let Some(r) = at_owner(&s, &headers, id, reqwest::Method::DELETE, &path, false).await {
-        return r;
-    }
     match s.gm.send(CancelJob(JobId(id))).await {
         Ok(Some(status)) => (StatusCode::ACCEPTED, Json(status)).into_response(),
         Ok(None) => not_found(format!(
@@ -264,6 +258,43 @@ pub(crate) async fn task(
     match s.gm.send(GetTask(id)).await {
         Ok(Some(status)) => Json(status).into_response(),
         Ok(None) => not_found(format!("task {id} is unknown to this GM")),
+        Err(e) => unavailable(&e.to_string()),
+    }
+}
+
+#[utoipa::path(get, path = "/v1/jobs/{id}/spec", tag = "jobs",
+    params(("id" = u64, Path, description = "The job id")),
+    responses(
+        (status = 200, description = "The job's spec: the body of its POST /v1/jobs as submitted (submit it again to run the job again)", body = Object),
+        (status = 400, description = "Not a job id", body = Refusal),
+        (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
+        (status = 404, description = "Unknown here, another user's job (the same answer), or its spec not kept (`error` says why)", body = Refusal),
+    ))]
+/// `GET /v1/jobs/{id}/spec`: the job's spec as submitted (see
+/// [`crate::service::durable::specs`]), from the job's GM.
+pub(crate) async fn spec(
+    State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    use crate::service::actor::queries::{GetSpec, SpecMissing};
+    let route = |id| format!("/v1/jobs/{id}/spec");
+    let id = match job_here(&s, &headers, &id, reqwest::Method::GET, route).await {
+        Ok(id) => id,
+        Err(answer) => return answer,
+    };
+    match s.gm.send(GetSpec(JobId(id))).await {
+        Ok(Ok(body)) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Ok(Err(SpecMissing::Unknown)) => not_found(format!("job {id} is unknown to this GM")),
+        Ok(Err(SpecMissing::TooLarge { packed })) => not_found(format!(
+            "the spec of job {id} was not kept: {packed} bytes compressed, over the {} kept",
+            crate::service::durable::specs::MAX_PACKED
+        )),
+        Ok(Err(SpecMissing::Unreadable(e))) => unavailable(&format!("the spec of job {id}: {e}")),
         Err(e) => unavailable(&e.to_string()),
     }
 }

@@ -6,7 +6,8 @@
 //! - `GET /v1/jobs?state=&queue=&user=&limit=&after=&order=&all_gms=`: the cluster's
 //!   jobs (every GM's, merged; see [`crate::service::http::cluster_jobs`]) or this
 //!   GM's (`all_gms=false`), newest first (or oldest), paged, filtered.
-//! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the job's GM knows.
+//! - `GET /v1/jobs/{id}`, `GET /v1/tasks/{job}/{index}`: what the job's GM knows;
+//!   `GET /v1/jobs/{id}/spec`: the job's spec as submitted.
 //!   Every route naming a job answers for a job of any GM: one of another GM is
 //!   forwarded there with the caller's token (see
 //!   [`crate::service::admission::route`]), 503 naming that GM when it is down.
@@ -81,6 +82,7 @@ pub fn routes() -> Router<ApiState> {
     Router::new()
         .route("/v1/jobs", post(intake::submit).get(jobs::list_jobs))
         .route("/v1/jobs/{id}", get(jobs::job).delete(jobs::cancel))
+        .route("/v1/jobs/{id}/spec", get(jobs::spec))
         .route("/v1/tasks/{job}/{index}", get(jobs::task))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs::task_logs))
         .route("/v1/pending", get(scheduler::pending))

@@ -40,6 +40,7 @@ pub const INTERNAL_PATHS: &[&str] = &[
     paths(
         super::intake::submit,
         super::jobs::list_jobs,
+        super::jobs::spec,
         super::jobs::job,
         super::jobs::cancel,
         super::jobs::task,

@@ -95,6 +95,23 @@ pub(crate) async fn at_owner(
     crate::service::admission::route::Route::to_owner(s.route.as_deref(), headers, request).await
 }
 
+/// The job a route names (`raw`, as axum decoded it) when this GM answers for it;
+/// otherwise the answer: a 400 for a bad id, or the answer of the job's GM for
+/// `method path(id)` (see [`at_owner`]).
+pub(crate) async fn job_here(
+    s: &ApiState,
+    headers: &axum::http::HeaderMap,
+    raw: &str,
+    method: reqwest::Method,
+    path: impl FnOnce(u64) -> String,
+) -> Result<u64, Response> {
+    let id: u64 = crate::service::admission::api::parse_id("job", raw).map_err(error)?;
+    match at_owner(s, headers, id, method, &path(id), false).await {
+        Some(answer) => Err(answer),
+        None => Ok(id),
+    }
+}
+
 pub(crate) fn not_found(what: String) -> Response {
     (StatusCode::NOT_FOUND, Json(json!({"error": what}))).into_response()
 }

@@ -61,6 +61,9 @@ struct JobEntry {
     /// A DAG job's stages (name, parents' names) and the jobs it runs after.
     stages: Vec<(String, Vec<String>)>,
     after_jobs: Vec<u64>,
+    /// Its spec as submitted, packed, or why it was not kept
+    /// ([`crate::service::durable::specs`]).
+    spec: Option<crate::service::durable::specs::Packed>,
 }
 
 #[derive(Debug, Default)]
@@ -452,6 +455,18 @@ impl Tracker {
             jobs.push(status);
         }
         JobPage { jobs, next }
+    }
+
+    /// Keeps `job`'s packed spec (or why it was not kept) while the job is held.
+    pub fn set_spec(&mut self, job: JobId, spec: crate::service::durable::specs::Packed) {
+        if let Some(entry) = self.jobs.get_mut(&job) {
+            entry.spec = Some(spec);
+        }
+    }
+
+    /// `job`'s packed spec, when the tracker holds the job and was given one.
+    pub fn spec(&self, job: JobId) -> Option<&crate::service::durable::specs::Packed> {
+        self.jobs.get(&job)?.spec.as_ref()
     }
 
     pub fn job(&self, job: JobId) -> Option<JobStatus> {

@@ -230,3 +230,31 @@ fn a_dag_and_the_outcomes_of_closed_jobs_survive_a_reopen() {
     drop(j);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_spec_outlives_its_job_and_a_reopen_with_its_user() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-spec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept_with_spec(
+            JobId(7),
+            &accepted(5),
+            &specs(7, 1),
+            None,
+            None,
+            Some(b"packed"),
+        )
+        .unwrap();
+        j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
+        // Job 7 ends and leaves the journal; its spec stays.
+        j.ended(&[(TaskId::new(7, 0), end(10))], &[]).unwrap();
+    }
+    let (j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    let stored = j.spec(JobId(7)).unwrap().expect("job 7's spec is kept");
+    assert_eq!(stored.packed, b"packed");
+    assert_eq!(stored.user.as_deref(), Some("ana"));
+    assert_eq!(j.spec(JobId(8)).unwrap(), None, "no spec given");
+    let _ = std::fs::remove_dir_all(&dir);
+}
