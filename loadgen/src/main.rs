@@ -42,6 +42,10 @@ enum Command {
     /// install), replay a trace (default data/traces/YH_small.tr, 50x faster) and write
     /// the same reports as `replay`.
     Embedded(cli::replay::EmbeddedArgs),
+    /// A whole cluster in this process that stays up (one GM, one LM, one worker,
+    /// exec tasks, no RabbitMQ): the real API and dashboard on one loopback port,
+    /// for trying `megha` in one command (`megha dev` runs this). Ctrl-C stops it.
+    Dev(cli::dev::DevArgs),
     /// Find the sustained rate of short tasks at which the p99 allocation overhead
     /// stays under 10 ms, embedded or against running services (prints figures).
     BenchE2e(cli::bench_e2e::BenchE2eArgs),
@@ -97,6 +101,7 @@ fn main() -> std::process::ExitCode {
         Command::Lra(cmd) => cli::lra::run(cmd),
         Command::Replay(args) => cli::replay::run_replay(args),
         Command::Embedded(args) => cli::replay::run_embedded(args),
+        Command::Dev(args) => cli::dev::run(args),
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchExec(args) => cli::bench_exec::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),

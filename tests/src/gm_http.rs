@@ -3,9 +3,8 @@
 
 use common::fairness::FairnessConfig;
 use common::GmId;
-use global_master::service::admission::api::QueueTable;
-use global_master::service::admission::route::Route;
-use global_master::service::http::{router, ApiState};
+use global_master::service::http::router;
+use loadgen::replay::embedded::http::{api_state_with_queues, Peers};
 use loadgen::replay::embedded::EmbeddedCluster;
 use serde_json::Value;
 use std::sync::Arc;
@@ -25,7 +24,6 @@ pub async fn serve_gm_apis_with_queues(
     designated: GmId,
     fairness: Option<Arc<FairnessConfig>>,
 ) -> Vec<String> {
-    let client = reqwest::Client::new();
     let mut urls = Vec::new();
     let mut listeners = Vec::new();
     for _ in &cluster.gms {
@@ -36,39 +34,11 @@ pub async fn serve_gm_apis_with_queues(
         listeners.push(l);
     }
     for (g, listener) in listeners.into_iter().enumerate() {
-        let state = ApiState {
-            gm: cluster.gms[g].clone(),
-            max_job_tasks: 1000,
-            queues: QueueTable {
-                me: GmId(g as u16),
-                fairness: fairness.clone(),
-            },
-            broker: None,
-            senders: None,
-            lra_groups: Default::default(),
-            route: Some(Arc::new(Route {
-                me: GmId(g as u16),
-                designated,
-                designated_url: Some(urls[designated.index()].clone()),
-                gm_urls: urls.clone(),
-                client: client.clone(),
-                streaming: client.clone(),
-                signing: None,
-                counters: Default::default(),
-            })),
-            auth: Arc::new(
-                global_master::service::admission::users::GmAuth::open(GmId(g as u16), designated)
-                    .forwarding_to_owners(true),
-            ),
-            cluster: service_kit::cluster::Cluster::new(Default::default(), "gm"),
-            idempotency: Arc::new(
-                global_master::service::durable::idempotency::Idempotency::in_memory(
-                    Default::default(),
-                ),
-            ),
-            standby: None,
-            limits: None,
+        let peers = Peers {
+            designated,
+            urls: urls.clone(),
         };
+        let state = api_state_with_queues(cluster, g, Some(peers), fairness.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, router(state)).await;
         });

@@ -136,6 +136,12 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
     assert_eq!(job["job"].as_u64(), Some(short), "{job}");
     let (status, task) = get(&format!("{gm0}/v1/tasks/{short}/0"), &c.alice);
     assert_eq!(status, 200, "{task}");
+    // A log exists once the task started (409 before).
+    wait_until(
+        "the short job's task starts",
+        Duration::from_secs(30),
+        || get(&format!("{gm0}/v1/tasks/{short}/0"), &c.alice).1["started_at_us"].is_u64(),
+    );
     let (status, followed) = call(
         "GET",
         &format!("{gm0}/v1/tasks/{short}/0/logs?follow=true"),

@@ -141,6 +141,14 @@ pub enum Command {
         #[command(flatten)]
         wait_options: WaitArgs,
     },
+    /// A whole cluster on this machine for trying things, until Ctrl-C: runs
+    /// `loadgen dev` (next to this program, or on PATH) with these arguments
+    /// (`megha dev -- --help` lists them); then `megha run --wait -- echo hello`.
+    Dev {
+        /// Arguments for `loadgen dev` (e.g. `-- --nodes 4`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// One job in full: its state, its spec as submitted, each task's timeline
     /// (submitted, launched where, started, failed runs, ended how) and its
     /// failures (the first 100 tasks).
@@ -480,6 +488,7 @@ async fn run(cli: Cli) -> Result<u8> {
             let wait = wait.then(|| wait_options.options());
             then_wait(&gm, out, &answer, wait, cli.json).await
         }
+        Command::Dev { args } => dev(&args),
         Command::Describe { job } => {
             let value = job_with_tasks(&gm, job).await?;
             let path = format!("/v1/jobs/{job}/spec");
@@ -625,6 +634,25 @@ async fn run(cli: Cli) -> Result<u8> {
             done(print(out, &view, render::nodes(&view)))
         }
     }
+}
+
+/// `megha dev`: becomes `loadgen dev ARGS` (the program next to this one, else the
+/// one on PATH).
+fn dev(args: &[String]) -> Result<u8> {
+    use std::os::unix::process::CommandExt as _;
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|me| Some(me.parent()?.join("loadgen")))
+        .filter(|p| p.is_file());
+    let program = beside.unwrap_or_else(|| PathBuf::from("loadgen"));
+    let error = std::process::Command::new(&program)
+        .arg("dev")
+        .args(args)
+        .exec();
+    bail!(
+        "megha dev runs `{} dev`, which could not start: {error} (build it: cargo build --release -p loadgen)",
+        program.display()
+    )
 }
 
 /// After a submission's answer was printed: 0, or with `wait` the job's outcome

@@ -8,6 +8,7 @@ pub mod bench_wake;
 pub mod calibrate;
 pub mod calibrate_embedded;
 pub mod certs;
+pub mod dev;
 pub mod faults;
 pub mod lra;
 pub mod replay;

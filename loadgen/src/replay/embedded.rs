@@ -6,6 +6,8 @@
 //! worker under `<data_dir>/lm<L>-w<S>/`, logs in its `tasks/<job>.<index>/`, see
 //! [`task_log`]); without, such tasks fail at their worker saying so.
 
+pub mod http;
+
 use super::driver::{JobSubmission, SubmitError, Submitter};
 use super::facts::ClusterFacts;
 use actix::{Actor, Addr};
