@@ -1,0 +1,108 @@
+//! A drained node (`LmInput::Drain`): nothing new lands there (its snapshots offer
+//! nothing, launches are refused with `NodeDrained`), the task running there runs to
+//! its end and returns its resources, and undraining offers the whole node again.
+
+use common::cluster::{LmSpec, NodeSpec};
+use common::messages::{LaunchBatch, LaunchOutcome, LaunchRequest, Placement, WorkerReport};
+use common::protocol::{GmToLm, WorkerToLm};
+use common::reasons::RejectReason;
+use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use lm_core::{LmConfig, LmError, LmInput, LocalMaster};
+
+/// One GM; two nodes of 2 cores each in its partition.
+fn lm() -> LocalMaster {
+    let node = NodeSpec {
+        capacity: Resources::cores(2, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node, node]],
+    };
+    LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0))
+}
+
+fn launch(lm: &mut LocalMaster, seq: u64, task: u64, node: u32) -> LaunchOutcome {
+    let spec = TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5));
+    let batch = GmToLm::Launch(LaunchBatch {
+        gm: GmId(0),
+        life: 0,
+        lm: LmId(0),
+        seq,
+        resend: false,
+        requests: vec![LaunchRequest {
+            task: spec,
+            node: NodeId(node),
+            placement: Placement::Internal,
+        }],
+    });
+    let out = lm.step(Micros(1), LmInput::Gm(batch)).expect("for this LM");
+    out.launch_answer().expect("answered").outcomes[0].1.clone()
+}
+
+fn drain(lm: &mut LocalMaster, node: u32, drained: bool) -> lm_core::LmOutput {
+    let input = LmInput::Drain {
+        node: NodeId(node),
+        drained,
+    };
+    lm.step(Micros(5), input).expect("a node of this LM")
+}
+
+#[test]
+fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
+    let mut lm = lm();
+    assert!(matches!(launch(&mut lm, 1, 1, 0), LaunchOutcome::Launched { .. }));
+    let whole = Resources::cores(2, 1024);
+
+    // Drained: the GMs hear at once that it offers nothing.
+    let out = drain(&mut lm, 0, true);
+    let heartbeat = out.heartbeat().expect("the new state goes out");
+    assert_eq!(heartbeat.free[0], Resources::ZERO);
+    assert_eq!(heartbeat.free[1], whole);
+    assert!(lm.is_drained(NodeId(0)) && !lm.is_drained(NodeId(1)));
+    assert_eq!(lm.drained_nodes(), vec![NodeId(0)]);
+    // A GM with an older view is refused, with the reason; node 1 still takes work.
+    assert_eq!(
+        launch(&mut lm, 2, 2, 0),
+        LaunchOutcome::Rejected(RejectReason::NodeDrained)
+    );
+    assert!(matches!(launch(&mut lm, 3, 3, 1), LaunchOutcome::Launched { .. }));
+    // The task that ran there keeps running, then ends as usual.
+    assert!(lm.running().contains_key(&TaskId::new(1, 0)));
+    let end = WorkerReport::Finished {
+        node: NodeId(0),
+        task: TaskId::new(1, 0),
+        attempt: 1,
+        at: Micros(9),
+    };
+    lm.step(Micros(10), LmInput::Worker(WorkerToLm::Report(end)))
+        .expect("its end is taken");
+    assert!(!lm.running().contains_key(&TaskId::new(1, 0)));
+    assert_eq!(lm.free()[0], whole, "its resources returned");
+    assert_eq!(lm.snapshot(Micros(11)).free[0], Resources::ZERO, "still drained");
+
+    // Draining again changes nothing (no new state to send).
+    let again = drain(&mut lm, 0, true);
+    assert!(again.heartbeat().is_none());
+
+    // Undrained: offered whole again, and launches land.
+    let out = drain(&mut lm, 0, false);
+    assert_eq!(out.heartbeat().expect("new state").free[0], whole);
+    assert!(matches!(launch(&mut lm, 4, 4, 0), LaunchOutcome::Launched { .. }));
+}
+
+#[test]
+fn draining_an_unknown_node_is_an_error_naming_it() {
+    let mut lm = lm();
+    let err = lm
+        .step(
+            Micros(5),
+            LmInput::Drain {
+                node: NodeId(7),
+                drained: true,
+            },
+        )
+        .expect_err("no node 7");
+    assert_eq!(err, LmError::UnknownNode { node: NodeId(7) });
+    assert!(err.to_string().contains("node 7") || err.to_string().contains('7'));
+}
