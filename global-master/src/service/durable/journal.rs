@@ -154,6 +154,11 @@ pub struct Journal {
     open: BTreeMap<JobId, u32>,
     /// Records are in this cluster's envelope: another cluster's journal is refused.
     cluster: ClusterName,
+    /// Accounting rows written with the next task ends (see [`usage`]).
+    pending_usage: Vec<(
+        crate::service::observe::usage::UsageKey,
+        crate::service::observe::usage::Totals,
+    )>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -189,6 +194,7 @@ impl Journal {
             path: path.clone(),
             open: BTreeMap::new(),
             cluster: cluster.clone(),
+            pending_usage: Vec::new(),
         };
         let recovered = journal.read_back().map_err(|e| err("cannot read")(&e))?;
         for r in &recovered {
@@ -364,9 +370,10 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes, durably and in one transaction, the final states of tasks and the
+    /// Writes, durably and in one transaction, the final states of tasks, the
     /// runs that retried or resumed tasks go out as next (`retries`: task, run, runs
-    /// failed so far); a job whose
+    /// failed so far) and the accounting rows added since ([`Journal::add_usage`]);
+    /// a job whose
     /// tasks all ended leaves the journal in the same transaction. Tasks of jobs not
     /// in the journal (or a repeated end) are skipped.
     pub fn ended(
@@ -382,9 +389,11 @@ impl Journal {
             .iter()
             .filter(|(t, _, _)| self.open.contains_key(&t.job))
             .collect();
-        if ends.is_empty() && retries.is_empty() {
+        if ends.is_empty() && retries.is_empty() && self.pending_usage.is_empty() {
             return Ok(());
         }
+        let usage_rows = std::mem::take(&mut self.pending_usage);
+        let now_s = service_kit::clock::now().0 / 1_000_000;
         let mut encoded = Vec::with_capacity(ends.len());
         for (task, end) in &ends {
             let bytes = common::codec::encode(&self.cluster, end)
@@ -441,6 +450,7 @@ impl Journal {
                     outcomes.pop_first()?;
                 }
             }
+            usage::write(&txn, &usage_rows, now_s)?;
             txn.commit()?;
             Ok(closed)
         };
@@ -522,6 +532,8 @@ impl Journal {
         self.open.contains_key(&job)
     }
 }
+
+mod usage;
 
 #[cfg(test)]
 mod tests;
