@@ -74,8 +74,8 @@ fn old_hours_expire_and_rows_are_bounded() {
     let t = TaskId::new(1, 0);
     l.book(t, None, "q", Resources::new(1000, 1));
     l.charge(Micros(HOUR_US), t, Micros(1_000_000));
-    l.charge(Micros(2000 * HOUR_US), t, Micros(1_000_000));
-    l.expire(Micros(2000 * HOUR_US));
+    l.charge(Micros(3000 * HOUR_US), t, Micros(1_000_000));
+    l.expire(Micros(3000 * HOUR_US));
     let left = l.query(&query(None, None, 0, u64::MAX));
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].runs, 1, "the hour older than the retention left");
