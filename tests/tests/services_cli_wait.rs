@@ -22,7 +22,9 @@ use serde_json::Value;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::run_megha as run;
-use tests::procs::{credentials, get_json, job_of, megha_as, wait_until, LoopbackCluster, RoleArgs};
+use tests::procs::{
+    credentials, get_json, job_of, megha_as, wait_until, LoopbackCluster, RoleArgs,
+};
 
 #[test]
 fn wait_and_exit_codes_through_the_services() {

@@ -100,8 +100,18 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     assert_eq!(code, 0, "{err}");
     let answer: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(
-        (&answer["drained"], &answer["changed"], &answer["running_tasks"], &answer["durable"]),
-        (&Value::Bool(true), &Value::Bool(true), &Value::from(1), &Value::Bool(true)),
+        (
+            &answer["drained"],
+            &answer["changed"],
+            &answer["running_tasks"],
+            &answer["durable"]
+        ),
+        (
+            &Value::Bool(true),
+            &Value::Bool(true),
+            &Value::from(1),
+            &Value::Bool(true)
+        ),
         "{answer}"
     );
     let (code, out, err) = as_user(&c.admin, &["node", "drain", &name]);
@@ -119,7 +129,10 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let during = submit(&c.alice, "2", "1");
     wait(&c.alice, during);
     let during_runs = runs_of(&gm, during, 2);
-    assert!(during_runs.iter().all(|(node, _, _)| *node != x), "{during_runs:?}");
+    assert!(
+        during_runs.iter().all(|(node, _, _)| *node != x),
+        "{during_runs:?}"
+    );
     wait(&c.alice, long);
     let long_runs = runs_of(&gm, long, 1);
     assert_eq!(long_runs[0].0, x, "the drained node's task finished there");
@@ -147,7 +160,9 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         // The accounting keeps whole milliseconds of each run.
         let tolerance = 0.001 * runs as f64 + 1e-9;
         let close = |key: &str, want: f64, scale: f64| {
-            let got = line[key].as_f64().unwrap_or_else(|| panic!("{key}: {line}"));
+            let got = line[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{key}: {line}"));
             assert!(
                 (got - want).abs() <= tolerance * scale,
                 "{key}: {got}, expected {want} ± {}: {line}",
@@ -170,7 +185,12 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     check(&line_of(&usage, "alice"), alice_n, alice_wall);
     check(&line_of(&usage, "bob"), bob_n, bob_wall);
     assert_eq!(line_of(&usage, "alice")["queue"], "default", "{usage}");
-    assert!(usage["used"].as_str().is_some_and(|u| u.starts_with("not reported")), "{usage}");
+    assert!(
+        usage["used"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("not reported")),
+        "{usage}"
+    );
     check(&usage["total"], alice_n + bob_n, alice_wall + bob_wall);
     // A time range after every run: nothing.
     let later = get_json(&format!("{gm}/v1/usage?since={}", u64::MAX / 2));
@@ -188,15 +208,18 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let (code, out, err) = as_user(&c.admin, &["usage", "--user", "bob"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("bob") && !out.contains("alice"), "{out}");
-    let (status, _, body) = http("GET", &format!("{gm}/v1/usage?since=yesterday"), None).expect("get");
+    let (status, _, body) =
+        http("GET", &format!("{gm}/v1/usage?since=yesterday"), None).expect("get");
     assert_eq!(status, 400, "{body}");
     assert!(body.contains(r#""field":"since""#), "{body}");
 
     // Kept in the journal: a GM killed with -9 and restarted answers the same.
     cluster.crash_and_restart_gm(0, Duration::from_millis(300));
-    wait_until("the restarted GM to answer", Duration::from_secs(30), || {
-        http("GET", &format!("{gm}/v1/usage"), None).is_ok_and(|(s, _, _)| s == 200)
-    });
+    wait_until(
+        "the restarted GM to answer",
+        Duration::from_secs(30),
+        || http("GET", &format!("{gm}/v1/usage"), None).is_ok_and(|(s, _, _)| s == 200),
+    );
     let again = get_json(&format!("{gm}/v1/usage"));
     assert_eq!(again["lines"], usage["lines"], "after the restart");
 
@@ -208,6 +231,10 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         let view = get_json(&format!("{gm}/v1/cluster"));
         view["lms"][0]["state"]["nodes"][x as usize]["drained"] == true
     };
-    wait_until("the restarted LM to answer, node still drained", Duration::from_secs(30), drained_at_lm);
+    wait_until(
+        "the restarted LM to answer, node still drained",
+        Duration::from_secs(30),
+        drained_at_lm,
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -65,7 +65,10 @@ impl std::fmt::Display for TaskFailure {
             TaskFailure::Signal {
                 signal,
                 out_of_memory: true,
-            } => write!(f, "out of memory: killed by signal {signal} at its memory limit"),
+            } => write!(
+                f,
+                "out of memory: killed by signal {signal} at its memory limit"
+            ),
             TaskFailure::Signal { signal, .. } => write!(f, "killed by signal {signal}"),
             TaskFailure::StartFailed { reason } => write!(f, "could not start: {reason}"),
             TaskFailure::Lost { reason } => write!(f, "lost: {reason}"),

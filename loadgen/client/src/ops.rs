@@ -114,13 +114,16 @@ mod tests {
 
     #[test]
     fn drains_and_usage_read_as_sentences_and_tables() {
-        let a = json!({"lm":0,"node":3,"drained":true,"changed":true,"running_tasks":2,"durable":true});
+        let a =
+            json!({"lm":0,"node":3,"drained":true,"changed":true,"running_tasks":2,"durable":true});
         assert_eq!(
             drained(&a),
             "lm0/node3 drained: no new work lands there; 2 running task(s) finish there\n"
         );
         let again = json!({"lm":0,"node":3,"drained":true,"changed":false,"running_tasks":0,"durable":false});
-        assert!(drained(&again).starts_with("lm0/node3 was already drained (the LM has no data dir"));
+        assert!(
+            drained(&again).starts_with("lm0/node3 was already drained (the LM has no data dir")
+        );
         let back = json!({"lm":0,"node":3,"drained":false,"changed":true,"running_tasks":0,"durable":true});
         assert_eq!(drained(&back), "lm0/node3 undrained: it takes work again\n");
 
@@ -133,6 +136,9 @@ mod tests {
         let text = usage(&report);
         assert!(text.contains("alice  batch  3     6.5     3.2"), "{text}");
         assert!(text.contains("TOTAL"), "{text}");
-        assert!(text.ends_with("used: not reported: workers report no resource usage\n"), "{text}");
+        assert!(
+            text.ends_with("used: not reported: workers report no resource usage\n"),
+            "{text}"
+        );
     }
 }

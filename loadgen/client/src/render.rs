@@ -460,7 +460,10 @@ mod tests {
         // An out-of-memory kill says so.
         let oom = json!({"index":0,"state":"failed","attempt":1,"max_attempts":1,"lm":0,"node":0,
             "failure":{"signal":{"signal":9,"out_of_memory":true}}});
-        let text = job(&json!({"job":8,"state":"failed","tasks":1,"states":{"failed":1}}), &[oom]);
+        let text = job(
+            &json!({"job":8,"state":"failed","tasks":1,"states":{"failed":1}}),
+            &[oom],
+        );
         assert!(
             text.contains("out of memory: killed by signal 9 at its memory limit"),
             "{text}"
@@ -515,7 +518,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("lm0  ok     3      1     1     1     0     0        1500/3000m  1536/3072MiB"),
+            text.contains(
+                "lm0  ok     3      1     1     1     0     0        1500/3000m  1536/3072MiB"
+            ),
             "{text}"
         );
         assert!(

@@ -51,7 +51,10 @@ fn drain(lm: &mut LocalMaster, node: u32, drained: bool) -> lm_core::LmOutput {
 #[test]
 fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
     let mut lm = lm();
-    assert!(matches!(launch(&mut lm, 1, 1, 0), LaunchOutcome::Launched { .. }));
+    assert!(matches!(
+        launch(&mut lm, 1, 1, 0),
+        LaunchOutcome::Launched { .. }
+    ));
     let whole = Resources::cores(2, 1024);
 
     // Drained: the GMs hear at once that it offers nothing.
@@ -66,7 +69,10 @@ fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
         launch(&mut lm, 2, 2, 0),
         LaunchOutcome::Rejected(RejectReason::NodeDrained)
     );
-    assert!(matches!(launch(&mut lm, 3, 3, 1), LaunchOutcome::Launched { .. }));
+    assert!(matches!(
+        launch(&mut lm, 3, 3, 1),
+        LaunchOutcome::Launched { .. }
+    ));
     // The task that ran there keeps running, then ends as usual.
     assert!(lm.running().contains_key(&TaskId::new(1, 0)));
     let end = WorkerReport::Finished {
@@ -79,7 +85,11 @@ fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
         .expect("its end is taken");
     assert!(!lm.running().contains_key(&TaskId::new(1, 0)));
     assert_eq!(lm.free()[0], whole, "its resources returned");
-    assert_eq!(lm.snapshot(Micros(11)).free[0], Resources::ZERO, "still drained");
+    assert_eq!(
+        lm.snapshot(Micros(11)).free[0],
+        Resources::ZERO,
+        "still drained"
+    );
 
     // Draining again changes nothing (no new state to send).
     let again = drain(&mut lm, 0, true);
@@ -88,7 +98,10 @@ fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
     // Undrained: offered whole again, and launches land.
     let out = drain(&mut lm, 0, false);
     assert_eq!(out.heartbeat().expect("new state").free[0], whole);
-    assert!(matches!(launch(&mut lm, 4, 4, 0), LaunchOutcome::Launched { .. }));
+    assert!(matches!(
+        launch(&mut lm, 4, 4, 0),
+        LaunchOutcome::Launched { .. }
+    ));
 }
 
 #[test]

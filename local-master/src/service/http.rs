@@ -82,7 +82,10 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/register", post(register))
         .route("/v1/worker/alive", post(alive))
         .route("/v1/nodes", get(nodes))
-        .route("/v1/nodes/{node}/drain", post(drain::drain).delete(drain::undrain))
+        .route(
+            "/v1/nodes/{node}/drain",
+            post(drain::drain).delete(drain::undrain),
+        )
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))

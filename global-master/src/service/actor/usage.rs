@@ -44,7 +44,9 @@ impl GmActor {
             let started = (out.started.iter())
                 .find(|s| s.task == end.task && s.attempt == end.attempt)
                 .map(|s| s.at.0)
-                .or(status.started_at_us.filter(|_| status.attempt == end.attempt));
+                .or(status
+                    .started_at_us
+                    .filter(|_| status.attempt == end.attempt));
             let ran = started.map_or(0, |s| end.at.0.saturating_sub(s));
             rows.extend(self.usage.charge(now, end.task, Micros(ran)));
             if !out.retries.iter().any(|r| r.task == end.task) {
@@ -59,7 +61,10 @@ impl GmActor {
                 continue;
             }
             if let Some(started) = status.started_at_us {
-                rows.extend(self.usage.charge(now, *task, Micros(now.0.saturating_sub(started))));
+                rows.extend(
+                    self.usage
+                        .charge(now, *task, Micros(now.0.saturating_sub(started))),
+                );
             }
             self.usage.close(*task);
         }
@@ -72,7 +77,11 @@ impl GmActor {
         self.record_usage(now, row.into_iter().collect());
     }
 
-    fn record_usage(&mut self, now: Micros, rows: Vec<(UsageKey, crate::service::observe::usage::Totals)>) {
+    fn record_usage(
+        &mut self,
+        now: Micros,
+        rows: Vec<(UsageKey, crate::service::observe::usage::Totals)>,
+    ) {
         self.usage.expire(now);
         let tracker = &self.tracker;
         self.usage

@@ -81,7 +81,10 @@ async fn forward(
         return error(ApiError::new(
             403,
             "lm",
-            format!("only an admin may drain or undrain a node ({} is not one)", caller.user),
+            format!(
+                "only an admin may drain or undrain a node ({} is not one)",
+                caller.user
+            ),
         ));
     }
     let lm: u16 = match crate::service::admission::api::parse_id("lm", lm) {
@@ -98,7 +101,8 @@ async fn forward(
     };
     let Some(base) = urls.get(lm as usize) else {
         let why = if urls.is_empty() {
-            "this GM does not know its LMs' URLs (embedded mode): nodes cannot be drained here".to_owned()
+            "this GM does not know its LMs' URLs (embedded mode): nodes cannot be drained here"
+                .to_owned()
         } else {
             format!("lm {lm} is not one of the {} LMs", urls.len())
         };
@@ -106,15 +110,19 @@ async fn forward(
     };
     let url = format!("{}/v1/nodes/{node}/drain", base.trim_end_matches('/'));
     let request = super::logs::client().request(method.clone(), &url);
-    let answer = match service_kit::auth::send(super::logs::client(), request, super::logs::signing())
-        .await
-    {
-        Ok(answer) => answer,
-        Err(e) => {
-            tracing::warn!(lm, node, %url, error = %e, "node drain not delivered to its LM");
-            return error(ApiError::new(502, "lm", format!("lm {lm} did not answer: {e}")));
-        }
-    };
+    let answer =
+        match service_kit::auth::send(super::logs::client(), request, super::logs::signing()).await
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(lm, node, %url, error = %e, "node drain not delivered to its LM");
+                return error(ApiError::new(
+                    502,
+                    "lm",
+                    format!("lm {lm} did not answer: {e}"),
+                ));
+            }
+        };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let body = answer.bytes().await.unwrap_or_default();
     tracing::info!(user = %caller.user, lm, node, %method, %status, "node drain forwarded to its LM");

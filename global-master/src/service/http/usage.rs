@@ -119,7 +119,11 @@ fn usage_query(p: UsageParams, caller: &Caller, now: u64) -> Result<UsageQuery, 
         None => u64::MAX,
     };
     if since > until {
-        return Err(ApiError::new(400, "since", format!("since ({since}) is after until ({until})")));
+        return Err(ApiError::new(
+            400,
+            "since",
+            format!("since ({since}) is after until ({until})"),
+        ));
     }
     Ok(UsageQuery {
         user,
@@ -135,7 +139,9 @@ pub fn time_of(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
         ApiError::new(
             400,
             field,
-            format!("{field}: {text:?} is neither Unix seconds nor a time ago like 90m, 12h, 7d or 2w"),
+            format!(
+                "{field}: {text:?} is neither Unix seconds nor a time ago like 90m, 12h, 7d or 2w"
+            ),
         )
     };
     if let Ok(t) = text.parse::<u64>() {

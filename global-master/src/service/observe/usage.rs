@@ -14,9 +14,9 @@
 //!   a restarted GM answers as before.
 
 use common::{Micros, Resources, TaskId};
-use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One hour: the resolution of the accounting.
@@ -109,7 +109,10 @@ impl Ledger {
         let totals = Totals::of_run(b.resources, ran);
         let hour = now.0 / 1_000_000 / BUCKET_SECONDS * BUCKET_SECONDS;
         let key = (hour, b.user.to_string(), b.queue.to_string());
-        self.per_queue.entry(b.queue.clone()).or_default().add(&totals);
+        self.per_queue
+            .entry(b.queue.clone())
+            .or_default()
+            .add(&totals);
         self.add(key.clone(), totals);
         Some((key, totals))
     }
@@ -141,7 +144,11 @@ impl Ledger {
     /// Drops the hours older than [`RETENTION`] before `now`.
     pub fn expire(&mut self, now: Micros) {
         let cutoff = (now.0 / 1_000_000).saturating_sub(RETENTION.as_secs());
-        while self.rows.first_key_value().is_some_and(|(k, _)| k.0 < cutoff) {
+        while self
+            .rows
+            .first_key_value()
+            .is_some_and(|(k, _)| k.0 < cutoff)
+        {
             self.rows.pop_first();
         }
     }
@@ -156,7 +163,8 @@ impl Ledger {
     pub fn query(&self, q: &UsageQuery) -> Vec<UsageLine> {
         let mut sums: BTreeMap<(&str, &str), Totals> = BTreeMap::new();
         let since = q.since / BUCKET_SECONDS * BUCKET_SECONDS;
-        for ((hour, user, queue), totals) in self.rows.range((since, String::new(), String::new())..)
+        for ((hour, user, queue), totals) in
+            self.rows.range((since, String::new(), String::new())..)
         {
             if *hour >= q.until {
                 break;

@@ -35,7 +35,10 @@ pub enum LmInput {
     },
     /// An operator drained `node` (`drained`: no new work lands there, running work
     /// finishes) or undrained it; see `core/drain.rs`.
-    Drain { node: NodeId, drained: bool },
+    Drain {
+        node: NodeId,
+        drained: bool,
+    },
 }
 
 /// What an LM sends after one step, in the order it must leave: worker orders first

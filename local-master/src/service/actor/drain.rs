@@ -47,9 +47,9 @@ impl LmActor {
     /// the file names that this LM does not have is an error naming it.
     pub fn with_drained_in(mut self, dir: &std::path::Path) -> anyhow::Result<Self> {
         for node in crate::service::drained::read(dir)? {
-            self.core.set_drained(node, true).map_err(|e| {
-                anyhow::anyhow!("{}: {e}", dir.join("drained").display())
-            })?;
+            self.core
+                .set_drained(node, true)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join("drained").display()))?;
             tracing::info!(lm = %self.core.id(), %node, "node drained (kept from the previous life)");
         }
         self.drain_dir = Some(dir.to_owned());

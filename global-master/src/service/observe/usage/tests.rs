@@ -53,12 +53,19 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
     );
     // By user, by queue, by time (the hour a run ended in).
     assert_eq!(l.query(&query(Some("bob"), None, 0, u64::MAX)).len(), 1);
-    assert_eq!(l.query(&query(None, Some("batch"), 0, u64::MAX))[0].user, "alice");
+    assert_eq!(
+        l.query(&query(None, Some("batch"), 0, u64::MAX))[0].user,
+        "alice"
+    );
     let early = l.query(&query(None, None, 0, 11 * BUCKET_SECONDS));
     assert_eq!(early.len(), 1);
     assert_eq!(early[0].user, "alice");
     let late = l.query(&query(None, None, 11 * BUCKET_SECONDS + 10, u64::MAX));
-    assert_eq!(late.len(), 1, "an hour counts when the range starts inside it");
+    assert_eq!(
+        late.len(),
+        1,
+        "an hour counts when the range starts inside it"
+    );
     assert_eq!(late[0].user, "bob");
     // A closed task is charged no more (a late repeat), and counted.
     assert!(l.charge(now, a, Micros(1)).is_none());
