@@ -51,14 +51,14 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let gm = cluster.gms[0].url.clone();
     let c = credentials();
     let as_user = |token: &str, args: &[&str]| run(megha_as(&gm, token, args));
-    let submit = |token: &str, count: &str, seconds: &str| {
+    let submit = |token: &str, count: &str, cpu_millis: &str, seconds: &str| {
         let args = [
             "--json",
             "run",
             "--count",
             count,
             "--cpu-millis",
-            "1000",
+            cpu_millis,
             "--memory-mb",
             "64",
             "--",
@@ -74,8 +74,8 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         assert_eq!(code, 0, "job {job}: {out}{err}");
     };
 
-    // A long task of alice's holds one node (1 core each: one task per node).
-    let long = submit(&c.alice, "1", "4");
+    // A long task of alice's holds half of one node (1 core each).
+    let long = submit(&c.alice, "1", "500", "8");
     wait_until("the long task to run", Duration::from_secs(30), || {
         get_json(&format!("{gm}/v1/tasks/{long}/0"))["state"] == "running"
     });
@@ -125,10 +125,12 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         "{out}"
     );
 
-    // New work lands on the other node only, while the drained one finishes its task.
-    let during = submit(&c.alice, "2", "1");
+    // New work lands on the other node only (three half-core tasks: two at a time
+    // there, the third waits although the drained node has half a core free),
+    // while the drained one finishes its task.
+    let during = submit(&c.alice, "3", "500", "1");
     wait(&c.alice, during);
-    let during_runs = runs_of(&gm, during, 2);
+    let during_runs = runs_of(&gm, during, 3);
     assert!(
         during_runs.iter().all(|(node, _, _)| *node != x),
         "{during_runs:?}"
@@ -136,18 +138,23 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     wait(&c.alice, long);
     let long_runs = runs_of(&gm, long, 1);
     assert_eq!(long_runs[0].0, x, "the drained node's task finished there");
+    assert!(
+        during_runs.iter().all(|(_, _, end)| *end < long_runs[0].2),
+        "the drained node had room all along: {during_runs:?} {long_runs:?}"
+    );
 
     // Undrained: both nodes take work (two tasks at once, one on each).
     let (code, out, err) = as_user(&c.admin, &["node", "undrain", &name]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("undrained"), "{out}");
-    let after = submit(&c.bob, "2", "2");
+    let after = submit(&c.bob, "2", "1000", "2");
     wait(&c.bob, after);
     let after_runs = runs_of(&gm, after, 2);
     let nodes: BTreeSet<u64> = after_runs.iter().map(|r| r.0).collect();
     assert!(nodes.contains(&x), "{after_runs:?}");
 
-    // Usage: the reserved resources (1 core, 64 MiB) x each run's own run time.
+    // Usage: the reserved resources (alice's half a core, bob's one; 64 MiB) x
+    // each run's own run time.
     let expect = |runs: &[(u64, u64, u64)]| -> (u64, f64) {
         let wall: u64 = runs.iter().map(|(_, s, e)| e - s).sum();
         (runs.len() as u64, wall as f64 / 1e6)
@@ -155,7 +162,7 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let alice_runs: Vec<_> = long_runs.iter().chain(&during_runs).copied().collect();
     let (alice_n, alice_wall) = expect(&alice_runs);
     let (bob_n, bob_wall) = expect(&after_runs);
-    let check = |line: &Value, runs: u64, wall: f64| {
+    let check = |line: &Value, runs: u64, wall: f64, cores: f64| {
         assert_eq!(line["runs"], runs, "{line}");
         // The accounting keeps whole milliseconds of each run.
         let tolerance = 0.001 * runs as f64 + 1e-9;
@@ -170,7 +177,7 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
             );
         };
         close("wall_seconds", wall, 1.0);
-        close("cpu_seconds_reserved", wall, 1.0);
+        close("cpu_seconds_reserved", wall * cores, cores);
         close("memory_mb_seconds_reserved", wall * 64.0, 64.0);
     };
     let usage = get_json(&format!("{gm}/v1/usage"));
@@ -182,8 +189,8 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
             .cloned()
             .unwrap_or_else(|| panic!("no line of {user}: {report}"))
     };
-    check(&line_of(&usage, "alice"), alice_n, alice_wall);
-    check(&line_of(&usage, "bob"), bob_n, bob_wall);
+    check(&line_of(&usage, "alice"), alice_n, alice_wall, 0.5);
+    check(&line_of(&usage, "bob"), bob_n, bob_wall, 1.0);
     assert_eq!(line_of(&usage, "alice")["queue"], "default", "{usage}");
     assert!(
         usage["used"]
@@ -191,7 +198,14 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
             .is_some_and(|u| u.starts_with("not reported")),
         "{usage}"
     );
-    check(&usage["total"], alice_n + bob_n, alice_wall + bob_wall);
+    let total = &usage["total"];
+    assert_eq!(total["runs"], alice_n + bob_n, "{usage}");
+    let want = alice_wall * 0.5 + bob_wall;
+    let got = total["cpu_seconds_reserved"].as_f64().expect("total cpu");
+    assert!(
+        (got - want).abs() <= 0.001 * (alice_n + bob_n) as f64,
+        "{got} vs {want}: {usage}"
+    );
     // A time range after every run: nothing.
     let later = get_json(&format!("{gm}/v1/usage?since={}", u64::MAX / 2));
     assert_eq!(later["lines"], Value::Array(vec![]), "{later}");
@@ -201,7 +215,7 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     assert_eq!(code, 0, "{err}");
     let own: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(own["lines"].as_array().map(Vec::len), Some(1), "{own}");
-    check(&line_of(&own, "alice"), alice_n, alice_wall);
+    check(&line_of(&own, "alice"), alice_n, alice_wall, 0.5);
     let (code, _, err) = as_user(&c.alice, &["usage", "--user", "bob"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("403") && err.contains("user"), "{err}");

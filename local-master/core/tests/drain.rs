@@ -119,3 +119,60 @@ fn draining_an_unknown_node_is_an_error_naming_it() {
     assert_eq!(err, LmError::UnknownNode { node: NodeId(7) });
     assert!(err.to_string().contains("node 7") || err.to_string().contains('7'));
 }
+
+#[test]
+fn a_preemption_never_makes_room_on_a_drained_node() {
+    use common::messages::{PreemptOutcome, PreemptRefusal, PreemptRequest};
+    use common::QueueId;
+    let node = NodeSpec {
+        capacity: Resources::cores(1, 1024),
+        constraints: ConstraintSet::EMPTY,
+    };
+    let spec = LmSpec {
+        id: LmId(0),
+        partitions: vec![vec![node], vec![]],
+    };
+    let fairness = common::fairness::FairnessConfig::parse(
+        "a:0.5:0,b:0.5:1",
+        common::fairness::SharePolicy::Drf,
+        2,
+    )
+    .expect("queues");
+    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0))
+        .with_fairness(std::sync::Arc::new(fairness));
+    assert!(matches!(
+        launch(&mut lm, 1, 1, 0),
+        LaunchOutcome::Launched { .. }
+    ));
+    drain(&mut lm, 0, true);
+    // Queue a holds the whole LM, over its share: b's task may preempt it, but not
+    // onto the drained node.
+    let request = |task: u64| PreemptRequest {
+        gm: GmId(1),
+        life: 0,
+        lm: LmId(0),
+        task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5))
+            .with_queue(QueueId(1)),
+        victim: QueueId(0),
+    };
+    let refused = lm
+        .handle_preempt(Micros(6), request(2))
+        .expect("for this LM");
+    let outcome = refused.preempt_response.expect("answered").outcome;
+    assert_eq!(
+        outcome,
+        PreemptOutcome::Refused(PreemptRefusal::NothingToFree)
+    );
+    assert!(
+        refused.kills.is_empty(),
+        "nothing killed for a drained node"
+    );
+    drain(&mut lm, 0, false);
+    let launched = lm
+        .handle_preempt(Micros(7), request(3))
+        .expect("for this LM");
+    assert!(matches!(
+        launched.preempt_response.expect("answered").outcome,
+        PreemptOutcome::Launched { .. }
+    ));
+}
