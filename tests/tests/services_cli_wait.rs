@@ -22,22 +22,12 @@ use serde_json::Value;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::run_megha as run;
-use tests::procs::{
-    credentials, get_json, job_of, megha_as, wait_until, LoopbackCluster, RoleArgs,
-};
+use tests::procs::{credentials, get_json, job_of, megha_as, wait_until, LoopbackCluster};
 
 #[test]
 fn wait_and_exit_codes_through_the_services() {
     let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-cli-wait-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let extra = RoleArgs {
-        gm: vec!["--data-dir".into(), dir.join("gm").display().to_string()],
-        ..RoleArgs::default()
-    };
-    let mut cluster =
-        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let (mut cluster, dir) = LoopbackCluster::start_small_journaled("megha-cli-wait", &broker.url);
     let gm = cluster.gms[0].url.clone();
     let c = credentials();
     let alice = |args: &[&str]| megha_as(&gm, &c.alice, args);

@@ -19,9 +19,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::run_megha as run;
-use tests::procs::{
-    credentials, get_json, http, job_of, megha_as, wait_until, LoopbackCluster, RoleArgs,
-};
+use tests::procs::{credentials, get_json, http, job_of, megha_as, wait_until, LoopbackCluster};
 
 /// (node, started_at_us, ended_at_us) of each task of `job` (`tasks` of them).
 fn runs_of(gm: &str, job: u64, tasks: u32) -> Vec<(u64, u64, u64)> {
@@ -39,15 +37,7 @@ fn runs_of(gm: &str, job: u64, tasks: u32) -> Vec<(u64, u64, u64)> {
 #[test]
 fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-ops-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let extra = RoleArgs {
-        gm: vec!["--data-dir".into(), dir.join("gm").display().to_string()],
-        ..RoleArgs::default()
-    };
-    let mut cluster =
-        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let (mut cluster, dir) = LoopbackCluster::start_small_journaled("megha-ops", &broker.url);
     let gm = cluster.gms[0].url.clone();
     let c = credentials();
     let as_user = |token: &str, args: &[&str]| run(megha_as(&gm, token, args));

@@ -2,42 +2,21 @@
 //! nothing, launches are refused with `NodeDrained`), the task running there runs to
 //! its end and returns its resources, and undraining offers the whole node again.
 
-use common::cluster::{LmSpec, NodeSpec};
-use common::messages::{LaunchBatch, LaunchOutcome, LaunchRequest, Placement, WorkerReport};
-use common::protocol::{GmToLm, WorkerToLm};
+use common::messages::{LaunchOutcome, WorkerReport};
+use common::protocol::WorkerToLm;
 use common::reasons::RejectReason;
-use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use lm_core::{LmConfig, LmError, LmInput, LocalMaster};
+use common::{GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use lm_core::{LmError, LmInput, LocalMaster};
+
+mod support;
 
 /// One GM; two nodes of 2 cores each in its partition.
 fn lm() -> LocalMaster {
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node, node]],
-    };
-    LocalMaster::new(&spec, 1, LmConfig::default(), Micros(0))
+    support::lm(&[2], 2)
 }
 
 fn launch(lm: &mut LocalMaster, seq: u64, task: u64, node: u32) -> LaunchOutcome {
-    let spec = TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5));
-    let batch = GmToLm::Launch(LaunchBatch {
-        gm: GmId(0),
-        life: 0,
-        lm: LmId(0),
-        seq,
-        resend: false,
-        requests: vec![LaunchRequest {
-            task: spec,
-            node: NodeId(node),
-            placement: Placement::Internal,
-        }],
-    });
-    let out = lm.step(Micros(1), LmInput::Gm(batch)).expect("for this LM");
-    out.launch_answer().expect("answered").outcomes[0].1.clone()
+    support::launch_run(lm, 0, seq, task, node, 1)
 }
 
 fn drain(lm: &mut LocalMaster, node: u32, drained: bool) -> lm_core::LmOutput {
@@ -124,22 +103,13 @@ fn draining_an_unknown_node_is_an_error_naming_it() {
 fn a_preemption_never_makes_room_on_a_drained_node() {
     use common::messages::{PreemptOutcome, PreemptRefusal, PreemptRequest};
     use common::QueueId;
-    let node = NodeSpec {
-        capacity: Resources::cores(1, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node], vec![]],
-    };
     let fairness = common::fairness::FairnessConfig::parse(
         "a:0.5:0,b:0.5:1",
         common::fairness::SharePolicy::Drf,
         2,
     )
     .expect("queues");
-    let mut lm = LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0))
-        .with_fairness(std::sync::Arc::new(fairness));
+    let mut lm = support::lm(&[1, 0], 1).with_fairness(std::sync::Arc::new(fairness));
     assert!(matches!(
         launch(&mut lm, 1, 1, 0),
         LaunchOutcome::Launched { .. }

@@ -19,24 +19,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-/// The LM's answer after a drain or undrain (relayed as it came).
-#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct NodeDrain {
-    pub lm: u16,
-    pub node: u32,
-    pub drained: bool,
-    /// False when the node already was so (a repeat changes nothing).
-    pub changed: bool,
-    /// Tasks still running there (they run to their end).
-    pub running_tasks: usize,
-    /// Kept in the LM's data dir (a restarted LM keeps it); false without one.
-    pub durable: bool,
-}
-
 #[utoipa::path(post, path = "/v1/lms/{lm}/nodes/{node}/drain", tag = "scheduler",
     params(("lm" = u16, Path, description = "The LM"), ("node" = u32, Path, description = "The node, numbered within its LM")),
     responses(
-        (status = 200, description = "Drained (or already was): no new work lands on the node; running work finishes", body = NodeDrain),
+        (status = 200, description = "Drained (or already was): no new work lands on the node; running work finishes", body = common::messages::NodeDrain),
         (status = 400, description = "`lm` or `node` is not a number", body = Refusal),
         (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
         (status = 403, description = "The caller is not an admin", body = Refusal),
@@ -54,7 +40,7 @@ pub(crate) async fn drain(
 #[utoipa::path(delete, path = "/v1/lms/{lm}/nodes/{node}/drain", tag = "scheduler",
     params(("lm" = u16, Path, description = "The LM"), ("node" = u32, Path, description = "The node, numbered within its LM")),
     responses(
-        (status = 200, description = "Undrained (or was not drained): the node takes work again", body = NodeDrain),
+        (status = 200, description = "Undrained (or was not drained): the node takes work again", body = common::messages::NodeDrain),
         (status = 400, description = "`lm` or `node` is not a number", body = Refusal),
         (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
         (status = 403, description = "The caller is not an admin", body = Refusal),

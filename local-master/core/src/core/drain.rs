@@ -50,14 +50,24 @@ impl LocalMaster {
 
     /// True when `node` is drained.
     pub fn is_drained(&self, node: NodeId) -> bool {
-        self.drained.get(node.index()).copied().unwrap_or(false)
+        flagged(&self.drained, node)
     }
 
     /// The drained nodes.
     pub fn drained_nodes(&self) -> Vec<NodeId> {
-        (0..self.drained.len())
-            .filter(|n| self.drained[*n])
-            .map(|n| NodeId(n as u32))
-            .collect()
+        nodes_flagged(&self.drained)
     }
+}
+
+/// Whether `node`'s flag is set in a per-node vector (an unknown node's is not).
+pub(super) fn flagged(flags: &[bool], node: NodeId) -> bool {
+    flags.get(node.index()).copied().unwrap_or(false)
+}
+
+/// The nodes whose flag is set in a per-node vector.
+pub(super) fn nodes_flagged(flags: &[bool]) -> Vec<NodeId> {
+    (0..flags.len())
+        .filter(|n| flags[*n])
+        .map(|n| NodeId(n as u32))
+        .collect()
 }

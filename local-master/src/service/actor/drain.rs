@@ -6,31 +6,17 @@
 
 use super::LmActor;
 use actix::prelude::*;
+use common::messages::NodeDrain;
 use common::NodeId;
 use lm_core::{LmError, LmInput};
-use serde::Serialize;
 use service_kit::clock;
 
 /// Drain `node` (`drained`), or undrain it.
 #[derive(Message, Debug)]
-#[rtype(result = "Result<Drained, DrainRefused>")]
+#[rtype(result = "Result<NodeDrain, DrainRefused>")]
 pub struct Drain {
     pub node: NodeId,
     pub drained: bool,
-}
-
-/// The node's state after the call.
-#[derive(Debug, Serialize)]
-pub struct Drained {
-    pub lm: u16,
-    pub node: u32,
-    pub drained: bool,
-    /// False when it already was so (a repeated drain changes nothing).
-    pub changed: bool,
-    /// Tasks still running there (they run to their end).
-    pub running_tasks: usize,
-    /// Kept in the LM's data dir (a restarted LM keeps it); false without one.
-    pub durable: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +44,7 @@ impl LmActor {
 }
 
 impl Handler<Drain> for LmActor {
-    type Result = Result<Drained, DrainRefused>;
+    type Result = Result<NodeDrain, DrainRefused>;
 
     fn handle(&mut self, msg: Drain, ctx: &mut Context<Self>) -> Self::Result {
         let input = LmInput::Drain {
@@ -90,7 +76,7 @@ impl Handler<Drain> for LmActor {
                 return Err(DrainRefused::NotWritten(format!("{e:#}")));
             }
         }
-        Ok(Drained {
+        Ok(NodeDrain {
             lm: self.core.id().0,
             node: msg.node.0,
             drained: msg.drained,

@@ -1,7 +1,7 @@
 //! `POST /v1/nodes/{node}/drain` (drain) and `DELETE /v1/nodes/{node}/drain`
 //! (undrain): from a GM, on an admin's behalf (the GM checks the admin; here the
 //! cluster credential of a GM). JSON: the node's state after the call
-//! ([`crate::service::actor::drain::Drained`]); 404 naming an unknown node, 400 a
+//! ([`common::messages::NodeDrain`]); 404 naming an unknown node, 400 a
 //! node that is not a number; a repeat answers 200 with `changed: false`.
 
 use super::{bad, LmApi};
