@@ -9,8 +9,12 @@ use super::{Journal, JournalError};
 use crate::service::observe::usage::{Totals, UsageKey, MAX_ROWS, RETENTION};
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction};
 
-const USAGE: TableDefinition<(u64, &str, &str), (u64, u64, u64, u64)> =
-    TableDefinition::new("usage");
+/// (hour start in Unix seconds, user, queue).
+type Key<'a> = (u64, &'a str, &'a str);
+/// (runs, wall ms, CPU milli-core ms, memory MiB ms).
+type Sums = (u64, u64, u64, u64);
+
+const USAGE: TableDefinition<Key, Sums> = TableDefinition::new("usage");
 
 impl Journal {
     /// Rows to write with the next task ends (or alone, by [`Journal::ended`]).
