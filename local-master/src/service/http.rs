@@ -70,6 +70,13 @@ pub struct LmApi {
     pub cluster: service_kit::cluster::Cluster,
 }
 
+/// The drain routes ([`drain`]) need the actor only.
+impl axum::extract::FromRef<LmApi> for Addr<LmActor> {
+    fn from_ref(api: &LmApi) -> Self {
+        api.lm.clone()
+    }
+}
+
 /// How long a report's answer waits for the broker to confirm its events.
 const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 

@@ -6,7 +6,7 @@
 
 use super::GmActor;
 use crate::core::GmOutput;
-use crate::service::observe::usage::{Ledger, UsageKey, UsageLine, UsageQuery};
+use crate::service::observe::usage::{Ledger, UsageLine, UsageQuery, UsageRow};
 use actix::prelude::*;
 use common::{Micros, TaskId, TaskSpec};
 
@@ -33,7 +33,7 @@ impl GmActor {
     /// this output or before) to its end; each task a cancel stopped while it ran,
     /// up to `now`. Called before the tracker takes the output.
     pub(super) fn charge_usage(&mut self, now: Micros, out: &GmOutput) {
-        let mut rows: Vec<(UsageKey, crate::service::observe::usage::Totals)> = Vec::new();
+        let mut rows: Vec<UsageRow> = Vec::new();
         for end in &out.ended {
             let Some(status) = self.tracker.task(end.task) else {
                 continue;
@@ -77,11 +77,7 @@ impl GmActor {
         self.record_usage(now, row.into_iter().collect());
     }
 
-    fn record_usage(
-        &mut self,
-        now: Micros,
-        rows: Vec<(UsageKey, crate::service::observe::usage::Totals)>,
-    ) {
+    fn record_usage(&mut self, now: Micros, rows: Vec<UsageRow>) {
         self.usage.expire(now);
         let tracker = &self.tracker;
         self.usage

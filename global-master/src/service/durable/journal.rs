@@ -31,6 +31,7 @@
 //! clustered RabbitMQ would survive, at the price of a broker round trip per
 //! submission and a broker outage blocking submissions.
 
+use crate::service::observe::usage::UsageRow;
 use common::dag::JobDag;
 use common::messages::TaskFailure;
 use common::retry::RetryPolicy;
@@ -155,10 +156,7 @@ pub struct Journal {
     /// Records are in this cluster's envelope: another cluster's journal is refused.
     cluster: ClusterName,
     /// Accounting rows written with the next task ends (see [`usage`]).
-    pending_usage: Vec<(
-        crate::service::observe::usage::UsageKey,
-        crate::service::observe::usage::Totals,
-    )>,
+    pending_usage: Vec<UsageRow>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -519,6 +517,17 @@ impl Journal {
             Ok(marked)
         };
         write().map_err(|e| self.error("cannot mark unsent runs", e))
+    }
+
+    /// Accounting rows to write with the next task ends (or alone, by
+    /// [`Journal::ended`]); see [`usage`].
+    pub fn add_usage(&mut self, rows: impl IntoIterator<Item = UsageRow>) {
+        self.pending_usage.extend(rows);
+    }
+
+    /// Every accounting row kept, oldest hour first.
+    pub fn usage_rows(&self) -> Result<Vec<UsageRow>, JournalError> {
+        usage::read(&self.db).map_err(|e| self.error("cannot read the usage", e))
     }
 
     /// Jobs in the journal (not every task ended).

@@ -66,6 +66,9 @@ impl Totals {
 /// A row of the accounting: (hour start in Unix seconds, user, queue).
 pub type UsageKey = (u64, String, String);
 
+/// A row and its sums.
+pub type UsageRow = (UsageKey, Totals);
+
 /// What a task's runs are charged to.
 #[derive(Clone, Debug)]
 struct Booking {
@@ -100,7 +103,7 @@ impl Ledger {
 
     /// Charges one run of `task` that ran for `ran` and ended at `now` (GM clock):
     /// the row to add to the journal, or `None` for a task never booked (counted).
-    pub fn charge(&mut self, now: Micros, task: TaskId, ran: Micros) -> Option<(UsageKey, Totals)> {
+    pub fn charge(&mut self, now: Micros, task: TaskId, ran: Micros) -> Option<UsageRow> {
         let Some(b) = self.bookings.get(&task) else {
             self.unbooked += 1;
             tracing::warn!(%task, "a run ended of a task this GM did not book: not charged");

@@ -4,23 +4,24 @@
 //! ([`common::messages::NodeDrain`]); 404 naming an unknown node, 400 a
 //! node that is not a number; a repeat answers 200 with `changed: false`.
 
-use super::{bad, LmApi};
 use crate::service::actor::drain::{Drain, DrainRefused};
+use crate::service::actor::LmActor;
+use actix::Addr;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use common::NodeId;
 
-pub(super) async fn drain(State(s): State<LmApi>, Path(node): Path<String>) -> Response {
-    set(&s, &node, true).await
+pub(super) async fn drain(State(lm): State<Addr<LmActor>>, Path(node): Path<String>) -> Response {
+    set(&lm, &node, true).await
 }
 
-pub(super) async fn undrain(State(s): State<LmApi>, Path(node): Path<String>) -> Response {
-    set(&s, &node, false).await
+pub(super) async fn undrain(State(lm): State<Addr<LmActor>>, Path(node): Path<String>) -> Response {
+    set(&lm, &node, false).await
 }
 
-async fn set(s: &LmApi, node: &str, drained: bool) -> Response {
+async fn set(lm: &Addr<LmActor>, node: &str, drained: bool) -> Response {
     let Ok(node) = node.parse::<u32>() else {
         return (
             StatusCode::BAD_REQUEST,
@@ -32,14 +33,19 @@ async fn set(s: &LmApi, node: &str, drained: bool) -> Response {
         node: NodeId(node),
         drained,
     };
-    match s.lm.send(msg).await {
-        Ok(Ok(answer)) => Json(answer).into_response(),
-        Ok(Err(e @ DrainRefused::UnknownNode(_))) => (
-            StatusCode::NOT_FOUND,
-            Json(serde_json::json!({"field": "node", "error": e.to_string()})),
+    let error = |status: StatusCode, field: Option<&str>, e: String| {
+        (
+            status,
+            Json(serde_json::json!({"field": field, "error": e})),
         )
-            .into_response(),
-        Ok(Err(e)) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            .into_response()
+    };
+    match lm.send(msg).await {
+        Ok(Ok(answer)) => Json(answer).into_response(),
+        Ok(Err(e @ DrainRefused::UnknownNode(_))) => {
+            error(StatusCode::NOT_FOUND, Some("node"), e.to_string())
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, None, e.to_string()),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, None, e.to_string()),
     }
 }
