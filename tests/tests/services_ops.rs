@@ -84,6 +84,15 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     let (code, _, err) = as_user(&c.admin, &["node", "drain", "lm7/node0"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("404") && err.contains("lm: lm 7"), "{err}");
+    for (path, field) in [("lms/x/nodes/0", "lm"), ("lms/0/nodes/-1", "node")] {
+        let url = format!("{gm}/v1/{path}/drain");
+        let (status, _, body) = http("POST", &url, None).expect("post");
+        assert_eq!(status, 400, "{url}: {body}");
+        assert!(
+            body.contains(&format!(r#""field":"{field}""#)),
+            "{url}: {body}"
+        );
+    }
 
     // Drained (a repeat changes nothing); its running task runs on.
     let (code, out, err) = as_user(&c.admin, &["--json", "node", "drain", &name]);

@@ -117,3 +117,25 @@ impl WorkerReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TaskFailure;
+
+    #[test]
+    fn an_out_of_memory_kill_says_so_before_its_signal() {
+        let oom = TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: true,
+        };
+        assert_eq!(
+            oom.to_string(),
+            "out of memory: killed by signal 9 at its memory limit"
+        );
+        let killed = TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: false,
+        };
+        assert_eq!(killed.to_string(), "killed by signal 9");
+    }
+}
