@@ -27,8 +27,10 @@ impl Handler<SubmitLra> for GmActor {
         let id = LraId(self.new_job_id(now).0);
         let lra = msg.0;
         let count = lra.containers.len();
-        let (queue, reserved): (_, Vec<_>) =
-            (lra.queue, lra.containers.iter().map(|c| c.resources).collect());
+        let (queue, reserved): (_, Vec<_>) = (
+            lra.queue,
+            lra.containers.iter().map(|c| c.resources).collect(),
+        );
         let submission = LraSubmission {
             request: LraRequest {
                 id,

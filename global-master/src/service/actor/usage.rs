@@ -90,7 +90,7 @@ impl GmActor {
 
 /// `GET /v1/usage`: the sums per (user, queue) the query asks for.
 #[derive(Message, Debug)]
-#[rtype(result = "Vec<UsageLine>")]
+#[rtype(result = "(Vec<UsageLine>, UsageLine)")]
 pub struct GetUsage(pub UsageQuery);
 
 impl Handler<GetUsage> for GmActor {

@@ -12,9 +12,7 @@ use super::state::{caller_of, error, query_of, unavailable, ApiState};
 use crate::service::actor::usage::GetUsage;
 use crate::service::admission::api::ApiError;
 use crate::service::admission::users::Caller;
-use crate::service::observe::usage::{
-    Totals, UsageLine, UsageQuery, BUCKET_SECONDS, USED_NOT_REPORTED,
-};
+use crate::service::observe::usage::{UsageLine, UsageQuery, BUCKET_SECONDS, USED_NOT_REPORTED};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -68,33 +66,19 @@ pub(crate) async fn serve(
         Err(e) => return error(e),
     };
     let (since, until) = (q.since, q.until);
-    let lines = match s.gm.send(GetUsage(q)).await {
-        Ok(lines) => lines,
+    let (lines, total) = match s.gm.send(GetUsage(q)).await {
+        Ok(answer) => answer,
         Err(e) => return unavailable(&e.to_string()),
     };
-    let mut sum = Totals::default();
-    for l in &lines {
-        sum.add(&totals_of(l));
-    }
     Json(UsageReport {
         since,
         until,
         resolution_seconds: BUCKET_SECONDS,
         used: USED_NOT_REPORTED.to_owned(),
-        total: UsageLine::new("*", "*", &sum),
+        total,
         lines,
     })
     .into_response()
-}
-
-/// A line's sums back in integer units (for the total).
-fn totals_of(l: &UsageLine) -> Totals {
-    Totals {
-        runs: l.runs,
-        wall_ms: (l.wall_seconds * 1e3).round() as u64,
-        cpu_milli_ms: (l.cpu_seconds_reserved * 1e6).round() as u64,
-        memory_mb_ms: (l.memory_mb_seconds_reserved * 1e3).round() as u64,
-    }
 }
 
 /// The query for `caller` at `now` (Unix seconds), or the 4xx naming the field.

@@ -162,8 +162,9 @@ impl Ledger {
     }
 
     /// Sums per (user, queue) over the hours in `[since, until)` (Unix seconds; an
-    /// hour counts when it starts in the range), of `user` and `queue` when given.
-    pub fn query(&self, q: &UsageQuery) -> Vec<UsageLine> {
+    /// hour counts when it starts in the range), of `user` and `queue` when given,
+    /// and their total.
+    pub fn query(&self, q: &UsageQuery) -> (Vec<UsageLine>, UsageLine) {
         let mut sums: BTreeMap<(&str, &str), Totals> = BTreeMap::new();
         let since = q.since / BUCKET_SECONDS * BUCKET_SECONDS;
         for ((hour, user, queue), totals) in
@@ -179,9 +180,14 @@ impl Ledger {
             }
             sums.entry((user, queue)).or_default().add(totals);
         }
-        sums.into_iter()
-            .map(|((user, queue), t)| UsageLine::new(user, queue, &t))
-            .collect()
+        let mut total = Totals::default();
+        let lines = (sums.into_iter())
+            .map(|((user, queue), t)| {
+                total.add(&t);
+                UsageLine::new(user, queue, &t)
+            })
+            .collect();
+        (lines, UsageLine::new("*", "*", &total))
     }
 }
 

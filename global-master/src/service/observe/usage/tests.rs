@@ -27,7 +27,9 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
     l.close(a);
     l.charge(now, b, Micros(1_500_000));
     l.charge(Micros(11 * HOUR_US), c, Micros(10_000_000));
-    let all = l.query(&query(None, None, 0, u64::MAX));
+    let (all, total) = l.query(&query(None, None, 0, u64::MAX));
+    assert_eq!((total.user.as_str(), total.runs), ("*", 4));
+    assert_eq!(total.cpu_seconds_reserved, 15.5);
     assert_eq!(
         all,
         vec![
@@ -52,15 +54,17 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
         ]
     );
     // By user, by queue, by time (the hour a run ended in).
-    assert_eq!(l.query(&query(Some("bob"), None, 0, u64::MAX)).len(), 1);
+    assert_eq!(l.query(&query(Some("bob"), None, 0, u64::MAX)).0.len(), 1);
     assert_eq!(
-        l.query(&query(None, Some("batch"), 0, u64::MAX))[0].user,
+        l.query(&query(None, Some("batch"), 0, u64::MAX)).0[0].user,
         "alice"
     );
-    let early = l.query(&query(None, None, 0, 11 * BUCKET_SECONDS));
+    let early = l.query(&query(None, None, 0, 11 * BUCKET_SECONDS)).0;
     assert_eq!(early.len(), 1);
     assert_eq!(early[0].user, "alice");
-    let late = l.query(&query(None, None, 11 * BUCKET_SECONDS + 10, u64::MAX));
+    let late = l
+        .query(&query(None, None, 11 * BUCKET_SECONDS + 10, u64::MAX))
+        .0;
     assert_eq!(
         late.len(),
         1,
@@ -83,7 +87,7 @@ fn old_hours_expire_and_rows_are_bounded() {
     l.charge(Micros(HOUR_US), t, Micros(1_000_000));
     l.charge(Micros(3000 * HOUR_US), t, Micros(1_000_000));
     l.expire(Micros(3000 * HOUR_US));
-    let left = l.query(&query(None, None, 0, u64::MAX));
+    let left = l.query(&query(None, None, 0, u64::MAX)).0;
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].runs, 1, "the hour older than the retention left");
     assert_eq!(left[0].user, NO_USER);
