@@ -5,8 +5,8 @@
 //!
 //! - `megha node drain`: a non-admin is refused (403), an unknown node or LM is 404
 //!   naming it, a repeat changes nothing; the drained node takes no new task while
-//!   the other does, and the task running there finishes there; `megha nodes` marks
-//!   it; undrained, it takes work again; an LM restarted on its data dir keeps it
+//!   the other does, and the task running there finishes there; `megha nodes` and
+//!   `megha top` mark it; undrained, it takes work again; an LM restarted on its data dir keeps it
 //!   drained;
 //! - `GET /v1/usage` (`megha usage`): per user, the runs and their reserved CPU and
 //!   memory x run time match the tasks' own start and end times (within 1 ms per
@@ -122,6 +122,15 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         (out.lines()).any(|l| l.split_whitespace().nth(2) == Some(&*x.to_string())
             && l.ends_with("drained")),
         "{out}"
+    );
+
+    let (code, out, err) = as_user(&c.admin, &["--json", "top", "--once"]);
+    assert_eq!(code, 0, "{err}");
+    let top: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        (&top["lms"][0]["drained"], &top["lms"][0]["down"]),
+        (&Value::from(1), &Value::from(0)),
+        "{top}"
     );
 
     // New work lands on the other node only (three half-core tasks: two at a time
