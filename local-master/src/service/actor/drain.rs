@@ -25,6 +25,8 @@ pub enum DrainRefused {
     UnknownNode(u32),
     #[error("the drain was applied but not written to the data dir: {0}")]
     NotWritten(String),
+    #[error("the LM refused the drain: {0}")]
+    Refused(String),
 }
 
 impl LmActor {
@@ -57,7 +59,7 @@ impl Handler<Drain> for LmActor {
                 self.apply(out, ctx);
             }
             Err(LmError::UnknownNode { node }) => return Err(DrainRefused::UnknownNode(node.0)),
-            Err(e) => return Err(DrainRefused::NotWritten(e.to_string())),
+            Err(e) => return Err(DrainRefused::Refused(e.to_string())),
         }
         let running_tasks = self
             .core
