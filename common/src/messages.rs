@@ -13,10 +13,12 @@ use crate::{
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+mod drain;
 mod ends;
 mod report;
 mod worker;
 
+pub use drain::*;
 pub use ends::*;
 pub use report::*;
 pub use worker::*;

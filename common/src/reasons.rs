@@ -34,6 +34,8 @@ pub enum RejectReason {
     Invalid { detail: String },
     /// The node's worker stopped answering: nothing runs there until it is back.
     NodeDown,
+    /// An operator drained the node: no new work lands there until it is undrained.
+    NodeDrained,
 }
 
 impl fmt::Display for RejectReason {
@@ -60,6 +62,9 @@ impl fmt::Display for RejectReason {
             }
             RejectReason::Invalid { detail } => write!(f, "invalid request: {detail}"),
             RejectReason::NodeDown => write!(f, "node is down (its worker stopped answering)"),
+            RejectReason::NodeDrained => {
+                write!(f, "node is drained (an operator took it out of service)")
+            }
         }
     }
 }

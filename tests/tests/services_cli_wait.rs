@@ -22,61 +22,15 @@
 //!   journal keeps it), as its user only.
 
 use serde_json::Value;
-use std::process::{Command, Output};
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::procs::{bin_dir, credentials, get_json, wait_until, LoopbackCluster, RoleArgs};
-
-/// `megha ARGS` against `gm` with `token`, `$USER` set to a login that is nobody's
-/// token user.
-fn megha_as(gm: &str, token: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(bin_dir().join("megha"));
-    c.args(args)
-        .env("MEGHA_GM", gm)
-        .env("MEGHA_TOKEN", token)
-        .env_remove("MEGHA_TOKEN_FILE")
-        .env("USER", "login-not-a-token-user");
-    c
-}
-
-/// Runs it: (exit code, stdout, stderr).
-fn run(mut c: Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("megha runs");
-    (
-        status.code().expect("megha exits (no signal)"),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
-
-/// The job id of `megha --json run ...`'s answer (the first JSON value printed).
-fn job_of(out: &str) -> u64 {
-    let first: Value = serde_json::Deserializer::from_str(out)
-        .into_iter()
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("no JSON in {out}"));
-    first["job"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no job: {out}"))
-}
+use tests::procs::run_megha as run;
+use tests::procs::{credentials, get_json, job_of, megha_as, wait_until, LoopbackCluster};
 
 #[test]
 fn wait_and_exit_codes_through_the_services() {
     let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-cli-wait-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let extra = RoleArgs {
-        gm: vec!["--data-dir".into(), dir.join("gm").display().to_string()],
-        ..RoleArgs::default()
-    };
-    let mut cluster =
-        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let (mut cluster, dir) = LoopbackCluster::start_small_journaled("megha-cli-wait", &broker.url);
     let gm = cluster.gms[0].url.clone();
     let c = credentials();
     let alice = |args: &[&str]| megha_as(&gm, &c.alice, args);

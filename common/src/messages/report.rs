@@ -65,7 +65,10 @@ impl std::fmt::Display for TaskFailure {
             TaskFailure::Signal {
                 signal,
                 out_of_memory: true,
-            } => write!(f, "killed by signal {signal}: over its memory limit"),
+            } => write!(
+                f,
+                "out of memory: killed by signal {signal} at its memory limit"
+            ),
             TaskFailure::Signal { signal, .. } => write!(f, "killed by signal {signal}"),
             TaskFailure::StartFailed { reason } => write!(f, "could not start: {reason}"),
             TaskFailure::Lost { reason } => write!(f, "lost: {reason}"),
@@ -112,5 +115,27 @@ impl WorkerReport {
             | WorkerReport::Killed { at, .. }
             | WorkerReport::Failed { at, .. } => *at,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskFailure;
+
+    #[test]
+    fn an_out_of_memory_kill_says_so_before_its_signal() {
+        let oom = TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: true,
+        };
+        assert_eq!(
+            oom.to_string(),
+            "out of memory: killed by signal 9 at its memory limit"
+        );
+        let killed = TaskFailure::Signal {
+            signal: 9,
+            out_of_memory: false,
+        };
+        assert_eq!(killed.to_string(), "killed by signal 9");
     }
 }

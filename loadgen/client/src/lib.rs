@@ -8,12 +8,16 @@
 //! - this file: the arguments ([`Cli`]) and the commands; `src/main.rs`: the binary;
 //! - [`render`]: the tables (pure, unit-tested);
 //! - [`top`]: the summary of `megha top` (pure, unit-tested);
+//! - [`health`]: down and drained nodes, LMs not ready, from the LMs' own lists;
+//! - [`ops`]: `megha node drain|undrain` and `megha usage` (pure parts);
 //! - [`outcome`]: a job's outcome as an exit status (pure, unit-tested);
 //! - [`wait`]: `megha wait` and `megha run --wait` (polling the GM);
 //! - `flags`: the values of flags and job files (pure, unit-tested).
 
 mod describe;
 mod flags;
+pub mod health;
+pub mod ops;
 pub mod outcome;
 pub mod render;
 pub mod top;
@@ -47,7 +51,9 @@ A GM with a standby has two addresses, --gm 'URL|URL': the first that serves ans
   megha pending                               queued tasks and why each waits
   megha logs 281474976710657 0 --follow       a task's output as it grows
   megha cancel 281474976710657
-  megha nodes
+  megha nodes                                 nodes; down, drained, LMs not ready marked
+  megha node drain lm0/node3                  no new work there (admin); undrain: back
+  megha usage --user alice --since 7d         runs, CPU and memory reserved per queue
   megha top                                   a live summary (Ctrl-C to quit); --once for scripts"
 )]
 pub struct Cli {
@@ -239,12 +245,43 @@ pub enum Command {
         #[arg(short, long)]
         follow: bool,
     },
-    /// The nodes as the GM sees them (per local master and partition).
+    /// The nodes as the GM sees them (per local master and partition), each marked
+    /// down, drained, or on an LM that is not ready, as the LMs' own lists say.
     Nodes {
         /// Totals per partition only.
         #[arg(long)]
         summary: bool,
     },
+    /// Take a node out of service and back (an admin only).
+    Node {
+        #[command(subcommand)]
+        action: NodeAction,
+    },
+    /// Runs, wall time and CPU and memory reserved (x run time), per user and queue
+    /// (yours only, unless you are an admin).
+    Usage {
+        /// One user's (an admin may name anyone; others only themselves).
+        #[arg(long)]
+        user: Option<String>,
+        #[arg(long)]
+        queue: Option<String>,
+        /// From: Unix seconds, or a time ago (90m, 12h, 7d, 2w). Left out: all kept.
+        #[arg(long)]
+        since: Option<String>,
+        /// Until (the same forms). Left out: now.
+        #[arg(long)]
+        until: Option<String>,
+    },
+}
+
+/// `megha node ...`.
+#[derive(Debug, Subcommand)]
+pub enum NodeAction {
+    /// No new work lands on NODE (LM/NODE, like lm0/node3); what runs there
+    /// finishes (like `scontrol update state=drain`, `nomad node drain`).
+    Drain { node: String },
+    /// NODE takes work again.
+    Undrain { node: String },
 }
 
 /// The exit statuses of `wait`, `run --wait` and `status --exit-code` (as
@@ -631,7 +668,35 @@ async fn run(cli: Cli) -> Result<u8> {
         }
         Command::Nodes { summary } => {
             let view = gm.get(&format!("/v1/nodes?summary={summary}")).await?;
-            done(print(out, &view, render::nodes(&view)))
+            let marks = health::Marks::of(cluster(&gm).await.as_ref());
+            done(print(out, &view, render::nodes(&view, &marks)))
+        }
+        Command::Node { action } => {
+            let (method, node) = match action {
+                NodeAction::Drain { node } => (reqwest::Method::POST, node),
+                NodeAction::Undrain { node } => (reqwest::Method::DELETE, node),
+            };
+            let (lm, node) = ops::parse_node(&node)?;
+            let answer = gm.call(method, &ops::drain_path(lm, node), None).await?;
+            done(print(out, &answer, ops::drained(&answer)))
+        }
+        Command::Usage {
+            user,
+            queue,
+            since,
+            until,
+        } => {
+            let query: Vec<String> = [
+                ("user", user),
+                ("queue", queue),
+                ("since", since),
+                ("until", until),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| Some(format!("{k}={}", encode(&v?))))
+            .collect();
+            let report = gm.get(&format!("/v1/usage?{}", query.join("&"))).await?;
+            done(print(out, &report, ops::usage(&report)))
         }
     }
 }
@@ -702,5 +767,18 @@ async fn top_summary(gm: &Gm, recent: usize, stale_ms: u64) -> Result<Value> {
         }
     }
     let nodes = gm.get("/v1/nodes").await?;
-    Ok(top::summarize(&jobs, &nodes, recent, stale_ms))
+    let marks = health::Marks::of(cluster(gm).await.as_ref());
+    Ok(top::summarize(&jobs, &nodes, &marks, recent, stale_ms))
+}
+
+/// The LMs' own node lists (`GET /v1/cluster`), or `None` (said on stderr) when the
+/// GM does not give them: the nodes are then shown without marks.
+async fn cluster(gm: &Gm) -> Option<Value> {
+    match gm.get("/v1/cluster").await {
+        Ok(v) => Some(v),
+        Err(e) => {
+            eprintln!("megha: down and drained nodes not marked: {e:#}");
+            None
+        }
+    }
 }

@@ -90,11 +90,11 @@ fn failure_code(first: &Value) -> (u8, String) {
         };
     }
     if let Some(signal) = failure["signal"]["signal"].as_i64() {
-        let oom = failure["signal"]["out_of_memory"] == true;
-        let why = if oom {
-            format!("was killed by signal {signal}: over its memory limit")
+        let words = super::render::signal_words(&failure["signal"]);
+        let why = if words.starts_with("out of memory") {
+            format!("ran {words}")
         } else {
-            format!("was killed by signal {signal}")
+            format!("was {words}")
         };
         return match u8::try_from(signal) {
             Ok(s) if (1..=127).contains(&s) => (SIGNAL_BASE + s, why),
@@ -199,7 +199,7 @@ mod tests {
         let o = Outcome::of(&job).expect("failed");
         assert_eq!(
             o.describe(),
-            "failed: task 4 was killed by signal 9: over its memory limit"
+            "failed: task 4 ran out of memory: killed by signal 9 at its memory limit"
         );
         let job = failed(json!({"index": 2, "state": "failed", "failure": {"exit": {"code": 3}}}));
         assert_eq!(

@@ -179,10 +179,21 @@ pub(crate) fn failure(f: &Value) -> String {
     };
     match kind.as_str() {
         "exit" => format!("exited with code {}", cell(&detail["code"])),
-        "signal" => format!("killed by signal {}", cell(&detail["signal"])),
+        "signal" => signal_words(detail),
         "start_failed" => format!("could not start: {}", cell(&detail["reason"])),
         "lost" => format!("lost: {}", cell(&detail["reason"])),
         other => format!("{other}: {detail}"),
+    }
+}
+
+/// A signal failure (`{"signal": 9, "out_of_memory": true}`) in words: an
+/// out-of-memory kill says so first (the signal alone reads like a kill by hand).
+pub fn signal_words(detail: &Value) -> String {
+    let signal = cell(&detail["signal"]);
+    if detail["out_of_memory"] == Value::Bool(true) {
+        format!("out of memory: killed by signal {signal} at its memory limit")
+    } else {
+        format!("killed by signal {signal}")
     }
 }
 
@@ -195,11 +206,14 @@ pub fn cancelled(job: &Value) -> String {
     )
 }
 
-pub fn nodes(view: &Value) -> String {
+/// `GET /v1/nodes` (the GM's view), each node marked down or drained and each LM
+/// not ready or unreachable as `marks` (the LMs' own lists) say.
+pub fn nodes(view: &Value, marks: &super::health::Marks) -> String {
     let res = |r: &Value| format!("{}m/{}MiB", cell(&r["cpu_millis"]), cell(&r["memory_mb"]));
     let mut rows = Vec::new();
     for lm in view["lms"].as_array().into_iter().flatten() {
         let name = format!("lm{}", cell(&lm["lm"]));
+        let lm_mark = marks.lm(&lm["lm"]);
         if lm["known"] != Value::Bool(true) {
             rows.push(vec![
                 name,
@@ -208,6 +222,7 @@ pub fn nodes(view: &Value) -> String {
                 "no state yet".into(),
                 "-".into(),
                 "-".into(),
+                lm_mark.unwrap_or("-").to_owned(),
             ]);
             continue;
         }
@@ -215,16 +230,30 @@ pub fn nodes(view: &Value) -> String {
         for p in lm["partitions"].as_array().into_iter().flatten() {
             let partition = format!("gm{}", cell(&p["gm"]));
             match p["nodes"].as_array() {
-                None => rows.push(vec![
-                    name.clone(),
-                    partition,
-                    "*".into(),
-                    age.clone(),
-                    res(&p["capacity"]),
-                    res(&p["free"]),
-                ]),
+                None => {
+                    let (down, drained) = marks.counts(&lm["lm"]);
+                    let state = match (lm_mark, down, drained) {
+                        (Some(m), _, _) => format!("lm {m}"),
+                        (None, 0, 0) => "ok".into(),
+                        (None, d, r) => format!("lm: {d} down, {r} drained"),
+                    };
+                    rows.push(vec![
+                        name.clone(),
+                        partition,
+                        "*".into(),
+                        age.clone(),
+                        res(&p["capacity"]),
+                        res(&p["free"]),
+                        state,
+                    ])
+                }
                 Some(nodes) => {
                     for n in nodes {
+                        let state = match (marks.node(&lm["lm"], &n["node"]), lm_mark) {
+                            (Some(m), _) => m.to_owned(),
+                            (None, Some(m)) => format!("lm {m}"),
+                            (None, None) => "ok".into(),
+                        };
                         rows.push(vec![
                             name.clone(),
                             partition.clone(),
@@ -232,6 +261,7 @@ pub fn nodes(view: &Value) -> String {
                             age.clone(),
                             res(&n["capacity"]),
                             res(&n["free"]),
+                            state,
                         ]);
                     }
                 }
@@ -239,7 +269,15 @@ pub fn nodes(view: &Value) -> String {
         }
     }
     table(
-        &["LM", "PARTITION", "NODE", "STATE AGE", "CAPACITY", "FREE"],
+        &[
+            "LM",
+            "PARTITION",
+            "NODE",
+            "STATE AGE",
+            "CAPACITY",
+            "FREE",
+            "STATE",
+        ],
         &rows,
     )
 }
@@ -311,7 +349,7 @@ pub fn top(summary: &Value) -> String {
         .map(|lm| {
             let mut row = vec![format!("lm{}", cell(&lm["lm"])), cell(&lm["status"])];
             row.extend(
-                ["nodes", "idle", "busy", "full"]
+                ["nodes", "idle", "busy", "full", "down", "drained"]
                     .iter()
                     .map(|k| cell(&lm[*k])),
             );
@@ -327,6 +365,8 @@ pub fn top(summary: &Value) -> String {
             "IDLE",
             "BUSY",
             "FULL",
+            "DOWN",
+            "DRAINED",
             "USED CPU / MEMORY",
         ],
         &rows,
@@ -399,13 +439,33 @@ mod tests {
             {"gm":0,"capacity":{"cpu_millis":2000,"memory_mb":2048},"free":{"cpu_millis":1000,"memory_mb":1024},
              "nodes":[{"node":0,"capacity":{"cpu_millis":1000,"memory_mb":1024},"free":{"cpu_millis":0,"memory_mb":0}}]}]},
             {"lm":1,"known":false}]});
-        let text = nodes(&view);
+        let text = nodes(&view, &super::super::health::Marks::default());
         assert!(
-            text.contains("lm0  gm0        0     120 ms        1000m/1024MiB  0m/0MiB"),
+            text.contains("lm0  gm0        0     120 ms        1000m/1024MiB  0m/0MiB  ok"),
             "{text}"
         );
         assert!(
             text.contains("lm1  -          -     no state yet"),
+            "{text}"
+        );
+        // The LMs' own lists mark a drained node, and an LM that is not ready.
+        let cluster = json!({"lms":[{"lm":0,"state":{"ready":true,"nodes":[{"node":0,"down":false,"drained":true}]}},
+            {"lm":1,"state":{"ready":false,"nodes":[]}}]});
+        let text = nodes(&view, &super::super::health::Marks::of(Some(&cluster)));
+        assert!(text.contains("0m/0MiB  drained"), "{text}");
+        assert!(
+            (text.lines()).any(|l| l.starts_with("lm1") && l.ends_with("  not ready")),
+            "{text}"
+        );
+        // An out-of-memory kill says so.
+        let oom = json!({"index":0,"state":"failed","attempt":1,"max_attempts":1,"lm":0,"node":0,
+            "failure":{"signal":{"signal":9,"out_of_memory":true}}});
+        let text = job(
+            &json!({"job":8,"state":"failed","tasks":1,"states":{"failed":1}}),
+            &[oom],
+        );
+        assert!(
+            text.contains("out of memory: killed by signal 9 at its memory limit"),
             "{text}"
         );
         assert_eq!(
@@ -444,7 +504,7 @@ mod tests {
         let summary = json!({"gm":0,"tasks":{"running":3,"starting":1,"pending":2},
             "jobs_by_state":{"active":2,"finished":1},
             "queues":[{"queue":"a","active_jobs":1,"running":1,"starting":1,"pending":2}],
-            "lms":[{"lm":0,"status":"ok","nodes":3,"idle":1,"busy":1,"full":1,
+            "lms":[{"lm":0,"status":"ok","nodes":3,"idle":1,"busy":1,"full":1,"down":0,"drained":0,
                 "used":{"cpu_millis":1500,"memory_mb":1536},"capacity":{"cpu_millis":3000,"memory_mb":3072}}],
             "recent_jobs":[{"job":9,"state":"active","tasks":2,"states":{"running":2},"user":null}]});
         let text = top(&summary);
@@ -458,7 +518,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("lm0  ok     3      1     1     1     1500/3000m  1536/3072MiB"),
+            text.contains(
+                "lm0  ok     3      1     1     1     0     0        1500/3000m  1536/3072MiB"
+            ),
             "{text}"
         );
         assert!(

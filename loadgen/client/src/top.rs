@@ -5,10 +5,12 @@
 //!
 //! [`summarize`] is pure (tested on sample answers); [`super::render::top`] draws it.
 //!
-//! What the GM's view cannot say: a node whose worker was declared lost has no free
-//! resources in its LM's state, so it counts as `full` here; the LM's own
-//! `GET /v1/nodes` tells the two apart. An LM whose state never arrived, or is older
-//! than `stale_ms`, is shown `no state` / `stale` (its nodes may all be down).
+//! What the GM's view cannot say comes from the LMs' own lists (`GET /v1/cluster`,
+//! [`super::health::Marks`]): a node whose worker was lost, or that an operator
+//! drained, has no free resources in its LM's state; it counts as `down` or
+//! `drained` (not `full`), and an LM that is not ready or does not answer says so.
+//! An LM whose state never arrived, or is older than `stale_ms`, is shown
+//! `no state` / `stale` (its nodes may all be down).
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -16,9 +18,16 @@ use std::collections::BTreeMap;
 /// The summary (the `--json` output of `megha top`).
 ///
 /// `jobs` is every job the GM holds, oldest first (the pages of `GET /v1/jobs`);
-/// `nodes` the answer of `GET /v1/nodes`; `recent` how many of the newest jobs to
-/// list; an LM state older than `stale_ms` is `stale`.
-pub fn summarize(jobs: &[Value], nodes: &Value, recent: usize, stale_ms: u64) -> Value {
+/// `nodes` the answer of `GET /v1/nodes`; `marks` what the LMs' own lists say;
+/// `recent` how many of the newest jobs to list; an LM state older than `stale_ms`
+/// is `stale`.
+pub fn summarize(
+    jobs: &[Value],
+    nodes: &Value,
+    marks: &super::health::Marks,
+    recent: usize,
+    stale_ms: u64,
+) -> Value {
     #[derive(Default)]
     struct Queue {
         jobs: u64,
@@ -67,7 +76,7 @@ pub fn summarize(jobs: &[Value], nodes: &Value, recent: usize, stale_ms: u64) ->
         .as_array()
         .into_iter()
         .flatten()
-        .map(|lm| lm_summary(lm, stale_ms))
+        .map(|lm| lm_summary(lm, marks, stale_ms))
         .collect();
     let recent: Vec<Value> = jobs
         .iter()
@@ -89,16 +98,20 @@ pub fn summarize(jobs: &[Value], nodes: &Value, recent: usize, stale_ms: u64) ->
     })
 }
 
-/// One LM: status, node counts by occupation, resources used of capacity.
-fn lm_summary(lm: &Value, stale_ms: u64) -> Value {
+/// One LM: status, node counts by occupation (down and drained nodes apart),
+/// resources used of capacity.
+fn lm_summary(lm: &Value, marks: &super::health::Marks, stale_ms: u64) -> Value {
     let known = lm["known"] == Value::Bool(true);
     let age = lm["state_age_ms"].as_u64();
-    let status = match (known, age) {
-        (false, _) => "no state".to_owned(),
-        (true, Some(a)) if a > stale_ms => format!("stale ({} s)", a / 1000),
-        (true, _) => "ok".to_owned(),
+    let status = match (known, age, marks.lm(&lm["lm"])) {
+        (false, _, None) => "no state".to_owned(),
+        (false, _, Some(m)) => format!("no state, {m}"),
+        (true, Some(a), _) if a > stale_ms => format!("stale ({} s)", a / 1000),
+        (true, _, Some(m)) => m.to_owned(),
+        (true, _, None) => "ok".to_owned(),
     };
     let (mut idle, mut busy, mut full) = (0u64, 0u64, 0u64);
+    let (mut down, mut drained) = (0u64, 0u64);
     let mut capacity = Map::new();
     let mut used = Map::new();
     for p in lm["partitions"].as_array().into_iter().flatten() {
@@ -114,10 +127,13 @@ fn lm_summary(lm: &Value, stale_ms: u64) -> Value {
                     }
                 })
             };
-            match (zeros(&n["used"], true), zeros(&n["free"], false)) {
-                (true, _) => idle += 1,
-                (false, false) => busy += 1,
-                (false, true) => full += 1,
+            let mark = marks.node(&lm["lm"], &n["node"]);
+            match (mark, zeros(&n["used"], true), zeros(&n["free"], false)) {
+                (Some(m), _, _) if m.contains("down") => down += 1,
+                (Some(_), _, _) => drained += 1,
+                (None, true, _) => idle += 1,
+                (None, false, false) => busy += 1,
+                (None, false, true) => full += 1,
             }
             for (key, sum) in [("capacity", &mut capacity), ("used", &mut used)] {
                 for (dim, v) in n[key].as_object().into_iter().flatten() {
@@ -129,6 +145,7 @@ fn lm_summary(lm: &Value, stale_ms: u64) -> Value {
     }
     json!({"lm": lm["lm"], "status": status, "state_age_ms": lm["state_age_ms"],
            "nodes": lm["nodes"], "idle": idle, "busy": busy, "full": full,
+           "down": down, "drained": drained,
            "capacity": capacity, "used": used})
 }
 
@@ -152,7 +169,7 @@ mod tests {
                 {"node":2,"capacity":res(1000,1024),"free":res(0,0),"used":res(1000,1024)}]}]},
             {"lm":1,"known":true,"state_age_ms":90000,"nodes":0,"partitions":[]},
             {"lm":2,"known":false}]});
-        let s = summarize(&jobs, &nodes, 2, 30_000);
+        let s = summarize(&jobs, &nodes, &Default::default(), 2, 30_000);
         assert_eq!(
             s["queues"],
             json!([
@@ -181,5 +198,23 @@ mod tests {
             .map(|j| &j["job"])
             .collect();
         assert_eq!(recent, [&json!(4), &json!(3)]);
+    }
+
+    #[test]
+    fn down_and_drained_nodes_count_apart_and_an_lm_not_ready_says_so() {
+        let res = |c: u64| json!({"cpu_millis": c, "memory_mb": c});
+        let node = |n: u64, free: u64| json!({"node": n, "capacity": res(1000), "free": res(free), "used": res(1000 - free)});
+        let nodes = json!({"gm":0,"lms":[{"lm":0,"known":true,"state_age_ms":10,"nodes":3,
+            "partitions":[{"gm":0,"nodes":[node(0, 0), node(1, 0), node(2, 0)]}]}]});
+        let cluster = json!({"lms":[{"lm":0,"state":{"ready":false,"nodes":[
+            {"node":0,"down":true,"drained":false},{"node":1,"down":false,"drained":true},
+            {"node":2,"down":false,"drained":false}]}}]});
+        let marks = super::super::health::Marks::of(Some(&cluster));
+        let s = summarize(&[], &nodes, &marks, 2, 30_000);
+        let lm = &s["lms"][0];
+        assert_eq!(
+            (&lm["status"], &lm["down"], &lm["drained"], &lm["full"]),
+            (&json!("not ready"), &json!(1), &json!(1), &json!(1))
+        );
     }
 }

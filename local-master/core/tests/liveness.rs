@@ -3,58 +3,23 @@
 //! the lost tasks change nothing, and when the worker is back its nodes are offered
 //! again and the lost tasks it still holds are killed.
 
-use common::cluster::{LmSpec, NodeSpec};
 use common::events::{TaskEvent, TaskEventKind};
-use common::messages::{
-    CancelRequest, LaunchBatch, LaunchOutcome, LaunchRequest, Placement, TaskFailure, WorkerReport,
-};
+use common::messages::{CancelRequest, LaunchOutcome, TaskFailure, WorkerReport};
 use common::protocol::{GmAddress, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::reasons::RejectReason;
-use common::{ConstraintSet, GmId, JobId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use lm_core::{LmConfig, LmInput, LocalMaster};
+use common::{GmId, JobId, LmId, Micros, NodeId, Resources, TaskId};
+use lm_core::{LmInput, LocalMaster};
+
+mod support;
+use support::launch_run;
 
 /// Two GMs; two nodes of 2 cores each, node 0 in GM 0's partition, node 1 in GM 1's.
 fn lm() -> LocalMaster {
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 1024),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let spec = LmSpec {
-        id: LmId(0),
-        partitions: vec![vec![node], vec![node]],
-    };
-    LocalMaster::new(&spec, 2, LmConfig::default(), Micros(0))
+    support::lm(&[1, 1], 2)
 }
 
 fn launch(lm: &mut LocalMaster, gm: u16, seq: u64, task: u64, node: u32) -> LaunchOutcome {
     launch_run(lm, gm, seq, task, node, 1)
-}
-
-/// Launches run `attempt` of the task (a retry when above 1).
-fn launch_run(
-    lm: &mut LocalMaster,
-    gm: u16,
-    seq: u64,
-    task: u64,
-    node: u32,
-    attempt: u32,
-) -> LaunchOutcome {
-    let mut spec = TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5));
-    spec.attempt = attempt;
-    let batch = GmToLm::Launch(LaunchBatch {
-        gm: GmId(gm),
-        life: 0,
-        lm: LmId(0),
-        seq,
-        resend: false,
-        requests: vec![LaunchRequest {
-            task: spec,
-            node: NodeId(node),
-            placement: Placement::Internal,
-        }],
-    });
-    let out = lm.step(Micros(1), LmInput::Gm(batch)).expect("for this LM");
-    out.launch_answer().expect("answered").outcomes[0].1.clone()
 }
 
 /// The worker of node 0 is declared lost (at 10 µs), for `reason`.

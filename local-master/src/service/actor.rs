@@ -10,6 +10,7 @@
 //! per GM; the state goes to every GM each heartbeat and, rate-limited, after every
 //! change. Nothing is published until every expected worker has registered.
 
+pub mod drain;
 pub mod gm;
 pub mod metrics;
 pub mod nodes;
@@ -84,6 +85,8 @@ pub struct LmCounters {
     pub starts_reported: u64,
     /// Late first copies of launch batches answered busy before (not applied).
     pub late_copies_refused: u64,
+    /// Nodes drained or undrained by an operator (calls that changed something).
+    pub drain_changes: u64,
 }
 
 pub struct LmActor {
@@ -129,6 +132,8 @@ pub struct LmActor {
     /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
     /// Readiness and late copies of batches answered busy (lm-core's rule).
     gate: lm_core::gate::Gate,
+    /// Where drained nodes are kept (the data dir); `None`: for this life only.
+    drain_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for LmActor {
@@ -184,6 +189,7 @@ impl LmActor {
             last_seen: vec![now; slots],
             slot_down: vec![false; slots],
             lost_forgotten_logged: 0,
+            drain_dir: None,
         }
     }
 

@@ -15,6 +15,8 @@
 //!   periodic check-in: keeps it from being declared lost, tells it to register again).
 //! - `GET /v1/nodes`: the LM's authoritative state per node (JSON; see
 //!   [`super::nodes`]).
+//! - `POST`/`DELETE /v1/nodes/{node}/drain`: drain or undrain a node (from a GM,
+//!   on an admin's behalf; see [`drain`]).
 //! - `GET /v1/tasks/{job}/{index}/logs?node=N&stream=&tail=&from=`: a task's log,
 //!   proxied to the worker that runs node `N` (without `node`: the node where the
 //!   task runs now). The GM's logs endpoint comes through here.
@@ -23,6 +25,8 @@
 //! Every route but `/healthz` and `/metrics` needs the cluster credential
 //! (`service_kit::auth`): 401 without it or with a wrong one, nothing applied; with
 //! per-role credentials, 403 for a role that may not call it ([`callers`]).
+
+mod drain;
 
 use super::actor::gm::{AnsweredBusy, FromGm, GmRequestError};
 use super::actor::metrics::RenderMetrics;
@@ -66,6 +70,13 @@ pub struct LmApi {
     pub cluster: service_kit::cluster::Cluster,
 }
 
+/// The drain routes ([`drain`]) need the actor only.
+impl axum::extract::FromRef<LmApi> for Addr<LmActor> {
+    fn from_ref(api: &LmApi) -> Self {
+        api.lm.clone()
+    }
+}
+
 /// How long a report's answer waits for the broker to confirm its events.
 const REPORT_CONFIRM_WAIT: Duration = Duration::from_secs(2);
 
@@ -78,6 +89,10 @@ pub fn router(state: LmApi) -> Router {
         .route("/v1/register", post(register))
         .route("/v1/worker/alive", post(alive))
         .route("/v1/nodes", get(nodes))
+        .route(
+            "/v1/nodes/{node}/drain",
+            post(drain::drain).delete(drain::undrain),
+        )
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -89,12 +104,13 @@ pub fn router(state: LmApi) -> Router {
 
 /// Who may call each path (with per-role credentials; the shared secret lets any
 /// holder call anything): workers report, register and check in; GMs send requests
-/// and read logs; any role may read `/v1/nodes`, and unknown paths (they answer 404).
+/// and read logs, and drain nodes; any role may read `/v1/nodes`, and unknown paths (they answer 404).
 pub fn callers(path: &str) -> &'static [Role] {
     match path {
         "/v1/messages" => &[Role::Gm],
         "/v1/worker/messages" | "/v1/register" | "/v1/worker/alive" => &[Role::Worker],
         p if p.starts_with("/v1/tasks/") => &[Role::Gm],
+        p if p.starts_with("/v1/nodes/") => &[Role::Gm],
         _ => Role::ALL,
     }
 }

@@ -34,7 +34,19 @@ pub fn next(dir: &Path, now_us: u64) -> Result<u64> {
         Some(p) => now_us.max(p.saturating_add(1)),
         None => now_us.max(1),
     };
-    let tmp = dir.join(format!("{FILE}.tmp"));
+    write_durably(dir, FILE, &format!("{life}\n"))?;
+    if previous.is_some_and(|p| p >= now_us) {
+        tracing::warn!(dir = %dir.display(), life, now_us, "this host's clock is behind this LM's previous life: the life goes on from the data dir");
+    }
+    Ok(life)
+}
+
+/// Replaces `dir/name` with `text`, durably: written to a fresh temporary file
+/// (a link planted at its name is replaced, not written through), `fsync`ed,
+/// renamed over the file, the directory `fsync`ed. `dir` must exist.
+pub(crate) fn write_durably(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.tmp"));
     let _ = std::fs::remove_file(&tmp);
     {
         let mut f = std::fs::OpenOptions::new()
@@ -42,21 +54,17 @@ pub fn next(dir: &Path, now_us: u64) -> Result<u64> {
             .create_new(true)
             .open(&tmp)
             .with_context(|| format!("cannot write {}", tmp.display()))?;
-        writeln!(f, "{life}").and_then(|()| f.sync_all())?;
+        f.write_all(text.as_bytes()).and_then(|()| f.sync_all())?;
     }
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot sync {}", dir.display()))?;
-    if previous.is_some_and(|p| p >= now_us) {
-        tracing::warn!(dir = %dir.display(), life, now_us, "this host's clock is behind this LM's previous life: the life goes on from the data dir");
-    }
-    Ok(life)
+        .with_context(|| format!("cannot sync {}", dir.display()))
 }
 
 /// `dir`, created 0700 if missing; a symlink is refused (the LM would write through
 /// it).
-fn create_private_dir(dir: &Path) -> Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_symlink() => {
             anyhow::bail!("{}: a symlink; give the LM a real directory", dir.display())

@@ -12,10 +12,13 @@
 //! - [`http`]: the routes (they ask the actor by message only).
 //! - [`orders`]: start/kill orders to workers, preempted tasks back to GMs.
 //! - [`backpressure`]: launches wait (503) while too many events wait for the broker.
+//! - [`life`], [`drained`]: what the LM keeps in its data dir (its life, the nodes
+//!   an operator drained).
 
 pub mod actor;
 pub mod backpressure;
 pub mod config;
+pub mod drained;
 pub mod http;
 pub mod life;
 pub mod orders;
@@ -63,6 +66,9 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
     );
     if let Some(life) = life {
         lm = lm.with_life(life);
+    }
+    if let Some(dir) = &s.data_dir {
+        lm = lm.with_drained_in(dir)?;
     }
     let client = http_client_with(
         Duration::from_secs(10),

@@ -263,6 +263,20 @@ impl LoopbackCluster {
         cluster
     }
 
+    /// In a fresh directory `<temp>/<name>-<pid>` (returned): one GM with a
+    /// journal (`gm/`), one LM, one worker of two 1-core nodes, logs in `logs/`.
+    pub fn start_small_journaled(name: &str, amqp: &str) -> (Self, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the test's directory");
+        let extra = RoleArgs {
+            gm: vec!["--data-dir".into(), dir.join("gm").display().to_string()],
+            ..RoleArgs::default()
+        };
+        let cluster = Self::start_with_args(1, 1, 2, 1, amqp, &dir.join("logs"), &[], &extra);
+        (cluster, dir)
+    }
+
     /// After a replay of the sample trace (183 one-core tasks) to `out`: every task
     /// started and finished, no node ran two at once, and the workers started each
     /// exactly once.

@@ -247,6 +247,7 @@ impl GmActor {
             tracing::info!(task = %spec.id, job = spec.id.job.0, lm = %preempted.lm, lost_ms = lost.0 / 1000, "preempted task queued again");
             self.preempt.requeued += 1;
             self.preempt.lost_work += *lost;
+            self.charge_preempted(now, spec.id, *lost);
             self.tracker
                 .killed(spec.id, preempted.lm, &reason, *lost, now);
             events.push(TaskEvent {
@@ -291,6 +292,7 @@ impl GmActor {
         for (task, reason) in &out.requeued {
             self.tracker.pending(*task, reason, false);
         }
+        self.charge_usage(now, out);
         self.record_lifecycle(now, out);
         self.journal_ends(&out.ended, &out.cancelled, &out.retries);
         self.record_dag_progress(now, out);

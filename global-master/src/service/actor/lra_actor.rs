@@ -27,6 +27,10 @@ impl Handler<SubmitLra> for GmActor {
         let id = LraId(self.new_job_id(now).0);
         let lra = msg.0;
         let count = lra.containers.len();
+        let (queue, reserved): (_, Vec<_>) = (
+            lra.queue,
+            lra.containers.iter().map(|c| c.resources).collect(),
+        );
         let submission = LraSubmission {
             request: LraRequest {
                 id,
@@ -44,8 +48,11 @@ impl Handler<SubmitLra> for GmActor {
         }
         let tasks: Vec<TaskId> = (0..count).map(|j| container_task(id, j)).collect();
         let gm = self.core.id();
-        for task in &tasks {
+        let queue = self.queue_name(queue);
+        for (task, resources) in tasks.iter().zip(reserved) {
             self.tracker.accepted(*task, now);
+            // LRAs carry no user: charged to `-` in their queue.
+            self.usage.book(*task, None, &queue, resources);
         }
         (self.events)(
             tasks

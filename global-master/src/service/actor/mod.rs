@@ -3,7 +3,7 @@
 //! fields private to this folder; the other parts read it through the methods
 //! below) and job submission (ids, status, `queued` events). Beside it: the queries
 //! of the HTTP API ([`queries`]), requests to the LMs (`outbox.rs`), the shell's
-//! counters ([`counters`]), and the inputs from the broker ([`mq`]), a previous life
+//! counters ([`counters`]), the accounting ([`usage`]), and the inputs from the broker ([`mq`]), a previous life
 //! ([`resume`]), restarted LMs ([`lm_restart`]) and LRAs ([`lra_actor`]).
 //!
 //! Passes are coalesced: one `RunPass` queued at a time, behind whatever is already
@@ -22,6 +22,7 @@ pub mod queries;
 pub mod remote_after;
 pub mod resume;
 mod stages;
+pub mod usage;
 
 use crate::core::{GlobalMaster, GmConfig, GmInput};
 use crate::service::admission::api::NewTask;
@@ -74,6 +75,8 @@ pub struct GmActor {
     recovered: Vec<Recovered>,
     /// Trips when an LM refuses this life as replaced (see [`crate::service::durable::standby::Fence`]).
     fence: Option<std::sync::Arc<crate::service::durable::standby::Fence>>,
+    /// Runs charged per user and queue (see [`usage`]).
+    usage: crate::service::observe::usage::Ledger,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -118,6 +121,7 @@ impl GmActor {
             journal: None,
             recovered: Vec::new(),
             fence: None,
+            usage: Default::default(),
         }
     }
 
@@ -133,6 +137,13 @@ impl GmActor {
     /// Writes accepted jobs and task ends to `journal`; the jobs `recovered` from it
     /// (a previous life's) are resubmitted when the actor starts.
     pub fn with_journal(mut self, journal: Journal, recovered: Vec<Recovered>) -> Self {
+        match journal.usage_rows() {
+            Ok(rows) => rows.into_iter().for_each(|(k, t)| self.usage.add(k, t)),
+            Err(e) => {
+                self.metrics.journal_errors += 1;
+                tracing::error!(error = %e, "the accounting could not be read back from the journal: usage before this start is not shown");
+            }
+        }
         self.journal = Some(journal);
         self.recovered = recovered;
         self
@@ -391,6 +402,7 @@ impl GmActor {
                 return Err(SubmitRefused::JournalFailed);
             }
         }
+        self.book_usage(&specs, msg.user.as_deref());
         self.tracker
             .job_accepted(job, now, queues, msg.user, policy.max_attempts);
         self.tracker.named(job, msg.names);

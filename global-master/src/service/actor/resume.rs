@@ -35,6 +35,9 @@ impl GmActor {
                 .accepted
                 .retry
                 .unwrap_or_else(|| self.core.lifecycle().default_policy());
+            // Charged when they end: the tasks that had not ended.
+            let open = (r.tasks.iter()).filter(|t| !r.ended.contains_key(&t.id.index));
+            self.book_usage(open, r.accepted.user.as_deref());
             self.tracker
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             self.tracker.named(r.job, r.names);

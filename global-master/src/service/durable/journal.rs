@@ -31,6 +31,7 @@
 //! clustered RabbitMQ would survive, at the price of a broker round trip per
 //! submission and a broker outage blocking submissions.
 
+use crate::service::observe::usage::UsageRow;
 use common::dag::JobDag;
 use common::messages::TaskFailure;
 use common::retry::RetryPolicy;
@@ -167,6 +168,8 @@ pub struct Journal {
     open: BTreeMap<JobId, u32>,
     /// Records are in this cluster's envelope: another cluster's journal is refused.
     cluster: ClusterName,
+    /// Accounting rows written with the next task ends (see [`usage`]).
+    pending_usage: Vec<UsageRow>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -202,6 +205,7 @@ impl Journal {
             path: path.clone(),
             open: BTreeMap::new(),
             cluster: cluster.clone(),
+            pending_usage: Vec::new(),
         };
         let recovered = journal.read_back().map_err(|e| err("cannot read")(&e))?;
         for r in &recovered {
@@ -410,9 +414,10 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes, durably and in one transaction, the final states of tasks and the
+    /// Writes, durably and in one transaction, the final states of tasks, the
     /// runs that retried or resumed tasks go out as next (`retries`: task, run, runs
-    /// failed so far); a job whose
+    /// failed so far) and the accounting rows added since ([`Journal::add_usage`]);
+    /// a job whose
     /// tasks all ended leaves the journal in the same transaction. Tasks of jobs not
     /// in the journal (or a repeated end) are skipped.
     pub fn ended(
@@ -428,9 +433,11 @@ impl Journal {
             .iter()
             .filter(|(t, _, _)| self.open.contains_key(&t.job))
             .collect();
-        if ends.is_empty() && retries.is_empty() {
+        if ends.is_empty() && retries.is_empty() && self.pending_usage.is_empty() {
             return Ok(());
         }
+        let usage_rows = std::mem::take(&mut self.pending_usage);
+        let now_s = service_kit::clock::now().0 / 1_000_000;
         let mut encoded = Vec::with_capacity(ends.len());
         for (task, end) in &ends {
             let bytes = common::codec::encode(&self.cluster, end)
@@ -487,6 +494,7 @@ impl Journal {
                     outcomes.pop_first()?;
                 }
             }
+            usage::write(&txn, &usage_rows, now_s)?;
             txn.commit()?;
             Ok(closed)
         };
@@ -577,6 +585,17 @@ impl Journal {
         write().map_err(|e| self.error("cannot mark unsent runs", e))
     }
 
+    /// Accounting rows to write with the next task ends (or alone, by
+    /// [`Journal::ended`]); see [`usage`].
+    pub fn add_usage(&mut self, rows: impl IntoIterator<Item = UsageRow>) {
+        self.pending_usage.extend(rows);
+    }
+
+    /// Every accounting row kept, oldest hour first.
+    pub fn usage_rows(&self) -> Result<Vec<UsageRow>, JournalError> {
+        usage::read(&self.db).map_err(|e| self.error("cannot read the usage", e))
+    }
+
     /// Jobs in the journal (not every task ended).
     pub fn jobs(&self) -> usize {
         self.open.len()
@@ -588,6 +607,8 @@ impl Journal {
         self.open.contains_key(&job)
     }
 }
+
+mod usage;
 
 #[cfg(test)]
 mod tests;

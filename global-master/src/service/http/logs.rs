@@ -92,6 +92,12 @@ pub(super) fn client() -> &'static reqwest::Client {
     CLIENT.get_or_init(|| service_kit::links::http_client(Duration::from_secs(30)))
 }
 
+/// How calls to LMs are signed (as from the GM), when the cluster has per-role
+/// credentials.
+pub(super) fn signing() -> Option<&'static service_kit::auth::Signing> {
+    SIGNING.get().and_then(Option::as_ref)
+}
+
 fn text_error(status: u16, error: String) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     (status, axum::Json(serde_json::json!({ "error": error }))).into_response()
@@ -122,8 +128,7 @@ async fn read(
     if let Some(from) = from {
         params.push(("from", from.to_string()));
     }
-    let signing = SIGNING.get().and_then(Option::as_ref);
-    let answer = service_kit::auth::send(client(), client().get(url).query(&params), signing)
+    let answer = service_kit::auth::send(client(), client().get(url).query(&params), signing())
         .await
         .map_err(|e| format!("LM: {e}"))?;
     let status = answer.status().as_u16();

@@ -27,6 +27,10 @@
 //! - `GET /v1/overview`: what the dashboard needs beyond the rest (see
 //!   [`crate::service::observe::overview`]); `GET /v1/cluster`: the LMs' own node lists, with down
 //!   nodes and lent resources (see [`crate::service::http::cluster`]).
+//! - `POST`/`DELETE /v1/lms/{lm}/nodes/{node}/drain`: an admin drains or undrains a
+//!   node, through its LM (see [`crate::service::http::drain`]).
+//! - `GET /v1/usage?user=&queue=&since=&until=`: runs, wall time and reserved CPU
+//!   and memory per user and queue (see [`crate::service::http::usage`]).
 //! - `GET /healthz`, `GET /metrics` (Prometheus text), `GET /openapi.json` (this API
 //!   as OpenAPI 3, see [`crate::service::http::openapi`]).
 //! - `GET /`: the web dashboard (see [`crate::service::http::dashboard`]): static files, open like
@@ -47,6 +51,7 @@ pub mod answers;
 pub mod cluster;
 pub mod cluster_jobs;
 pub mod dashboard;
+pub(crate) mod drain;
 pub(crate) mod intake;
 pub(crate) mod jobs;
 pub mod logs;
@@ -57,6 +62,7 @@ pub mod probes;
 pub(crate) mod scheduler;
 pub mod state;
 pub(crate) mod task_logs;
+pub(crate) mod usage;
 
 pub use state::{ApiState, Limits};
 
@@ -89,6 +95,11 @@ pub fn routes() -> Router<ApiState> {
         .route("/v1/nodes", get(scheduler::nodes))
         .route("/v1/overview", get(overview::serve))
         .route("/v1/cluster", get(cluster::serve))
+        .route(
+            "/v1/lms/{lm}/nodes/{node}/drain",
+            post(drain::drain).delete(drain::undrain),
+        )
+        .route("/v1/usage", get(usage::serve))
         .route("/v1/internal/messages", post(intake::from_lm))
         .route("/v1/internal/jobs/{id}", get(jobs::job_outcome))
         .route("/healthz", get(probes::healthz))

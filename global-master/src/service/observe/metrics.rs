@@ -74,6 +74,14 @@ fn heartbeat_ages(g: &GmActor, now: Micros) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// One figure of the accounting per queue (since this process started).
+fn usage_by_queue(g: &GmActor, read: fn(&super::usage::Totals) -> f64) -> Vec<(String, f64)> {
+    g.usage()
+        .per_queue()
+        .map(|(q, t)| (q.to_owned(), read(t)))
+        .collect()
+}
+
 /// The GM's own families, in the order `/metrics` shows them.
 pub const GM_METRICS: &[Metric] = &[
     Metric {
@@ -429,6 +437,40 @@ pub const GM_METRICS: &[Metric] = &[
         kind: "counter",
         help: "Submissions answered 429 (GM full).",
         read: One(|g| g.shell_metrics().submissions_refused_full as f64),
+    },
+    // Accounting, by queue only: users are not bounded (an admin may submit as
+    // any name), queues are (the GM's configuration); per user: GET /v1/usage.
+    Metric {
+        name: "megha_gm_usage_runs_total",
+        kind: "counter",
+        help: "Runs that ended (finished, failed, lost, preempted or cancelled while running), by queue.",
+        read: By("queue", |g, _| usage_by_queue(g, |t| t.runs as f64)),
+    },
+    Metric {
+        name: "megha_gm_usage_run_seconds_total",
+        kind: "counter",
+        help: "Run time of the runs that ended (start to end at the worker), by queue.",
+        read: By("queue", |g, _| usage_by_queue(g, |t| t.wall_ms as f64 / 1e3)),
+    },
+    Metric {
+        name: "megha_gm_usage_cpu_core_seconds_reserved_total",
+        kind: "counter",
+        help: "CPU the runs that ended reserved, times their run time (core-seconds), by queue.",
+        read: By("queue", |g, _| usage_by_queue(g, |t| t.cpu_milli_ms as f64 / 1e6)),
+    },
+    Metric {
+        name: "megha_gm_usage_memory_byte_seconds_reserved_total",
+        kind: "counter",
+        help: "Memory the runs that ended reserved, times their run time (byte-seconds), by queue.",
+        read: By("queue", |g, _| {
+            usage_by_queue(g, |t| t.memory_mb_ms as f64 / 1e3 * 1_048_576.0)
+        }),
+    },
+    Metric {
+        name: "megha_gm_usage_unbooked_runs_total",
+        kind: "counter",
+        help: "Run ends of tasks this GM had not booked (not charged; each one logged).",
+        read: One(|g| g.usage().unbooked as f64),
     },
     Metric {
         name: "megha_gm_heartbeat_age_seconds",

@@ -2,7 +2,8 @@
 //! ([`status`]), the pending list and the Prometheus page ([`report`]; its families declared once in
 //! [`metrics`]), the last
 //! task events ([`recent_events`]), the dashboard's overview ([`overview`]) and the
-//! view of the LMs' nodes ([`nodes`]).
+//! view of the LMs' nodes ([`nodes`]), and the accounting of runs per user and queue
+//! ([`usage`]).
 
 pub mod metrics;
 pub mod nodes;
@@ -10,3 +11,4 @@ pub mod overview;
 pub mod recent_events;
 pub mod report;
 pub mod status;
+pub mod usage;

@@ -79,6 +79,8 @@ impl LocalMaster {
             Err(common::reasons::RejectReason::Duplicate)
         } else if self.is_down(request.node) {
             Err(common::reasons::RejectReason::NodeDown)
+        } else if self.is_drained(request.node) {
+            Err(common::reasons::RejectReason::NodeDrained)
         } else if request.task.kind == TaskKind::Queueable {
             self.check_queueable(gm, &request)
         } else {

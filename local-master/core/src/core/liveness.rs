@@ -143,15 +143,12 @@ impl LocalMaster {
 
     /// True when `node`'s worker is down.
     pub fn is_down(&self, node: NodeId) -> bool {
-        self.down.get(node.index()).copied().unwrap_or(false)
+        super::drain::flagged(&self.down, node)
     }
 
     /// The nodes that are down.
     pub fn down_nodes(&self) -> Vec<NodeId> {
-        (0..self.down.len())
-            .filter(|n| self.down[*n])
-            .map(|n| NodeId(n as u32))
-            .collect()
+        super::drain::nodes_flagged(&self.down)
     }
 
     /// A report about a task already reported lost: its end is absorbed (the GM

@@ -9,6 +9,7 @@
 //! restarted LM remembers ([`Restarted`]) are parts of their own.
 
 mod cancel;
+mod drain;
 mod launch;
 mod liveness;
 pub mod preempt;
@@ -91,6 +92,9 @@ pub struct LocalMaster {
     /// Per node: its worker stopped answering ([`LocalMaster::nodes_lost`]); nothing
     /// is offered or launched there until it is back.
     down: Vec<bool>,
+    /// Per node: an operator drained it ([`LocalMaster::set_drained`]): nothing new
+    /// is offered or launched there; what runs there runs on.
+    drained: Vec<bool>,
     /// Runs (task, [`common::TaskSpec::attempt`]) reported lost whose worker may
     /// still report them (or come back holding them): their reports are absorbed,
     /// and a start is answered with a kill. The task's retry is another run, so its
@@ -153,6 +157,7 @@ impl LocalMaster {
             spares: Spares::default(),
             dirty: vec![0; topology_nodes.div_ceil(FREE_BLOCK).div_ceil(64)],
             down: vec![false; topology_nodes],
+            drained: vec![false; topology_nodes],
             lost: Bounded::new(LOST_MEMORY),
             lost_ended: Bounded::new(LOST_MEMORY),
             config,
@@ -274,7 +279,13 @@ impl LocalMaster {
     fn build_free(&mut self, previous: Option<BuiltFree>) -> (Arc<Vec<Resources>>, Arc<Vec<u64>>) {
         let nodes = self.free.len();
         let blocks = nodes.div_ceil(FREE_BLOCK);
-        let visible = |n: usize| self.free[n].add(&self.q_held[n]);
+        let visible = |n: usize| {
+            if self.drained[n] {
+                Resources::ZERO
+            } else {
+                self.free[n].add(&self.q_held[n])
+            }
+        };
         #[cfg(debug_assertions)]
         let expected = {
             let free: Vec<Resources> = (0..nodes).map(visible).collect();
@@ -314,11 +325,19 @@ impl LocalMaster {
                         for sub in (block * FREE_BLOCK..end).step_by(FREE_SUB_BLOCK) {
                             let mut differs = false;
                             let range = sub..(sub + FREE_SUB_BLOCK).min(end);
-                            let (own, held) =
-                                (&self.free[range.clone()], &self.q_held[range.clone()]);
+                            let (own, held, drained) = (
+                                &self.free[range.clone()],
+                                &self.q_held[range.clone()],
+                                &self.drained[range.clone()],
+                            );
                             // `visible` over zipped slices (indexed, it cost more).
-                            for ((old, own), held) in free[range].iter_mut().zip(own).zip(held) {
-                                let now = own.add(held);
+                            let nodes = free[range].iter_mut().zip(own).zip(held).zip(drained);
+                            for (((old, own), held), drained) in nodes {
+                                let now = if *drained {
+                                    Resources::ZERO
+                                } else {
+                                    own.add(held)
+                                };
                                 differs |= now != *old;
                                 *old = now;
                             }

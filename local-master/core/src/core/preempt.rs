@@ -108,7 +108,9 @@ impl LocalMaster {
     ) -> Option<VictimChoice> {
         let mut best: Option<(usize, u64, VictimChoice)> = None;
         for (n, on_node) in self.on_node.iter().enumerate() {
-            if !task.constraints.satisfied_by(self.topology.constraints[n])
+            // A drained node takes no new work, even by preemption.
+            if self.drained[n]
+                || !task.constraints.satisfied_by(self.topology.constraints[n])
                 || !self.topology.capacity[n].fits(&task.resources)
             {
                 continue;

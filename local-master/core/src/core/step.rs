@@ -33,6 +33,12 @@ pub enum LmInput {
         nodes: Vec<NodeId>,
         holding: Vec<(NodeId, TaskId, u32)>,
     },
+    /// An operator drained `node` (`drained`: no new work lands there, running work
+    /// finishes) or undrained it; see `core/drain.rs`.
+    Drain {
+        node: NodeId,
+        drained: bool,
+    },
 }
 
 /// What an LM sends after one step, in the order it must leave: worker orders first
@@ -92,6 +98,7 @@ impl LocalMaster {
             LmInput::Tick => self.tick(now),
             LmInput::WorkerLost { nodes, reason } => self.nodes_lost(now, &nodes, &reason)?,
             LmInput::WorkerBack { nodes, holding } => self.nodes_back(&nodes, &holding)?,
+            LmInput::Drain { node, drained } => self.drain_step(now, node, drained)?,
         };
         Ok(self.output(effects))
     }

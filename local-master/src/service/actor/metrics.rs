@@ -104,6 +104,20 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_nodes_drained",
+            "gauge",
+            "Nodes an operator drained (no new work lands there; running work finishes).",
+            self.core.drained_nodes().len() as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_node_drain_changes_total",
+            "counter",
+            "Drain and undrain calls that changed a node's state.",
+            c.drain_changes as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_late_batch_copies_refused_total",
             "counter",
             "Late first copies of launch batches this LM had answered busy (their GM took them back): answered busy again, not applied.",

@@ -1,7 +1,7 @@
 //! `GET /v1/nodes` on an LM: its authoritative state per node (home partition,
 //! worker slot and whether that worker is registered, capacity, free and used
 //! resources, machine constraints, the tasks running there, whether it is down and
-//! what it lends to other partitions as logical nodes), and which worker runs a node
+//! whether an operator drained it, what it lends to other partitions as logical nodes), and which worker runs a node
 //! (for task logs, proxied to it).
 
 use super::LmActor;
@@ -38,6 +38,9 @@ pub struct LmNode {
     pub tasks: Vec<String>,
     /// True once its worker was declared lost (no free resources are offered).
     pub down: bool,
+    /// True while an operator has it drained (no free resources are offered, no new
+    /// work lands there; what runs there runs on).
+    pub drained: bool,
     /// Resources lent to other GMs' partitions (the paper's logical nodes): one entry
     /// per repartitioned task running here.
     pub lent: Vec<Lent>,
@@ -90,6 +93,7 @@ impl Handler<GetNodes> for LmActor {
                     constraints: topology.constraints[n].iter().collect(),
                     tasks: on_node.iter().map(ToString::to_string).collect(),
                     down: self.core.is_down(node),
+                    drained: self.core.is_drained(node),
                     lent: lent.remove(&node).unwrap_or_default(),
                 }
             })

@@ -258,3 +258,36 @@ fn a_spec_outlives_its_job_and_a_reopen_with_its_user() {
     assert_eq!(j.spec(JobId(8)).unwrap(), None, "no spec given");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn usage_rows_are_summed_kept_across_a_reopen_and_old_hours_dropped() {
+    use crate::service::observe::usage::Totals;
+    let dir = std::env::temp_dir().join(format!("megha-journal-usage-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let now_hour = service_kit::clock::now().0 / 1_000_000 / 3600 * 3600;
+    let run = Totals {
+        runs: 1,
+        wall_ms: 1500,
+        cpu_milli_ms: 1_500_000,
+        memory_mb_ms: 96_000,
+    };
+    let key = |hour: u64, user: &str| (hour, user.to_owned(), "default".to_owned());
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.add_usage([(key(now_hour, "ana"), run), (key(now_hour, "ana"), run)]);
+        // Written with task ends, or alone.
+        j.ended(&[], &[]).unwrap();
+        j.add_usage([(key(now_hour, "bo"), run), (key(3600, "old"), run)]);
+        j.ended(&[], &[]).unwrap();
+    }
+    let (j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    let rows = j.usage_rows().unwrap();
+    let mut two = run;
+    two.add(&run);
+    assert_eq!(
+        rows,
+        vec![(key(now_hour, "ana"), two), (key(now_hour, "bo"), run)],
+        "summed per row; the hour past the retention dropped"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -476,8 +476,11 @@ impl Sim<'_> {
                     self.lm_state_changed(l, self.lm_busy[l]);
                 }
             }
-            // A worker declared lost or back (the fault-injection harness's inputs).
-            input @ (LmInput::WorkerLost { .. } | LmInput::WorkerBack { .. }) => {
+            // A worker declared lost or back (the fault-injection harness's inputs), a
+            // node drained or undrained.
+            input @ (LmInput::WorkerLost { .. }
+            | LmInput::WorkerBack { .. }
+            | LmInput::Drain { .. }) => {
                 if let Ok(out) = self.lms[l].step(now, input) {
                     self.observe_requeues(&out);
                     self.send_from_lm(l, now, out);

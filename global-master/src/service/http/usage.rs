@@ -1,0 +1,200 @@
+//! `GET /v1/usage?user=&queue=&since=&until=`: the accounting (see
+//! [`crate::service::observe::usage`]): per user and queue, the runs that ended in
+//! the range, their wall time and the CPU and memory they reserved.
+//!
+//! `since` and `until` are Unix seconds, or a time ago (`90m`, `12h`, `7d`, `2w`);
+//! left out: everything kept. A user sees their own usage only: without `user`,
+//! theirs; another user's is 403 naming `user`. An admin sees every user's, or
+//! one's.
+
+use super::answers::Refusal;
+use super::state::{caller_of, error, query_of, unavailable, ApiState};
+use crate::service::actor::usage::GetUsage;
+use crate::service::admission::api::ApiError;
+use crate::service::admission::users::Caller;
+use crate::service::observe::usage::{UsageLine, UsageQuery, BUCKET_SECONDS, USED_NOT_REPORTED};
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct UsageParams {
+    /// One user's usage (a non-admin: their own only; left out: theirs).
+    user: Option<String>,
+    /// One queue's usage.
+    queue: Option<String>,
+    /// From (Unix seconds, or a time ago: `90m`, `12h`, `7d`, `2w`).
+    since: Option<String>,
+    /// Until (the same forms); left out: now.
+    until: Option<String>,
+}
+
+/// The answer: per (user, queue) in the range, and their sum.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct UsageReport {
+    /// The range asked for, Unix seconds (`until` excluded).
+    pub since: u64,
+    pub until: u64,
+    /// Runs are booked in the hour they ended in: an hour counts when it starts
+    /// in the range.
+    pub resolution_seconds: u64,
+    /// Resources used (as opposed to reserved): not reported by the workers.
+    pub used: String,
+    pub lines: Vec<UsageLine>,
+    pub total: UsageLine,
+}
+
+#[utoipa::path(get, path = "/v1/usage", tag = "scheduler",
+    params(UsageParams),
+    responses(
+        (status = 200, description = "Per user and queue: runs ended, wall time, CPU and memory reserved x run time", body = UsageReport),
+        (status = 400, description = "A bad query parameter (named)", body = Refusal),
+        (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
+        (status = 403, description = "A non-admin asked for another user's usage (`user`)", body = Refusal),
+    ))]
+pub(crate) async fn serve(
+    State(s): State<ApiState>,
+    caller: Option<Extension<Caller>>,
+    query: Result<Query<UsageParams>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let caller = caller_of(caller);
+    let now = service_kit::clock::now().0 / 1_000_000;
+    let q = match query_of(query).and_then(|q| usage_query(q, &caller, now)) {
+        Ok(q) => q,
+        Err(e) => return error(e),
+    };
+    let (since, until) = (q.since, q.until);
+    let (lines, total) = match s.gm.send(GetUsage(q)).await {
+        Ok(answer) => answer,
+        Err(e) => return unavailable(&e.to_string()),
+    };
+    Json(UsageReport {
+        since,
+        until,
+        resolution_seconds: BUCKET_SECONDS,
+        used: USED_NOT_REPORTED.to_owned(),
+        total,
+        lines,
+    })
+    .into_response()
+}
+
+/// The query for `caller` at `now` (Unix seconds), or the 4xx naming the field.
+fn usage_query(p: UsageParams, caller: &Caller, now: u64) -> Result<UsageQuery, ApiError> {
+    let user = match (p.user, caller.admin) {
+        (Some(u), false) if u != *caller.user => {
+            return Err(ApiError::new(
+                403,
+                "user",
+                format!("{} may see their own usage only, not {u}'s", caller.user),
+            ))
+        }
+        (None, false) => Some(caller.user.to_string()),
+        (user, _) => user,
+    };
+    let since = match p.since {
+        Some(t) => time_of("since", &t, now)?,
+        None => 0,
+    };
+    let until = match p.until {
+        Some(t) => time_of("until", &t, now)?,
+        None => u64::MAX,
+    };
+    if since > until {
+        return Err(ApiError::new(
+            400,
+            "since",
+            format!("since ({since}) is after until ({until})"),
+        ));
+    }
+    Ok(UsageQuery {
+        user,
+        queue: p.queue,
+        since,
+        until,
+    })
+}
+
+/// Unix seconds, or a time ago before `now` (`90m`, `12h`, `7d`, `2w`).
+pub fn time_of(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
+    let bad = || {
+        ApiError::new(
+            400,
+            field,
+            format!(
+                "{field}: {text:?} is neither Unix seconds nor a time ago like 90m, 12h, 7d or 2w"
+            ),
+        )
+    };
+    if let Ok(t) = text.parse::<u64>() {
+        return Ok(t);
+    }
+    let (n, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    Ok(now.saturating_sub(n.saturating_mul(seconds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(user: &str, admin: bool) -> Caller {
+        let mut c = Caller::anonymous();
+        c.user = user.into();
+        c.admin = admin;
+        c
+    }
+
+    fn params(user: Option<&str>, since: Option<&str>, until: Option<&str>) -> UsageParams {
+        UsageParams {
+            user: user.map(str::to_owned),
+            queue: None,
+            since: since.map(str::to_owned),
+            until: until.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn users_see_their_own_usage_admins_anyones() {
+        let alice = caller("alice", false);
+        let q = usage_query(params(None, None, None), &alice, 1000).unwrap();
+        assert_eq!(q.user.as_deref(), Some("alice"));
+        assert_eq!((q.since, q.until), (0, u64::MAX));
+        let q = usage_query(params(Some("alice"), None, None), &alice, 1000).unwrap();
+        assert_eq!(q.user.as_deref(), Some("alice"));
+        let e = usage_query(params(Some("bob"), None, None), &alice, 1000).unwrap_err();
+        assert_eq!((e.status, e.field.as_str()), (403, "user"));
+        let admin = caller("root", true);
+        let q = usage_query(params(None, None, None), &admin, 1000).unwrap();
+        assert_eq!(q.user, None);
+        let q = usage_query(params(Some("bob"), None, None), &admin, 1000).unwrap();
+        assert_eq!(q.user.as_deref(), Some("bob"));
+    }
+
+    #[test]
+    fn times_are_unix_seconds_or_a_time_ago_and_bad_ones_name_their_field() {
+        let now = 10 * 86_400;
+        assert_eq!(time_of("since", "12345", now).unwrap(), 12345);
+        assert_eq!(time_of("since", "7d", now).unwrap(), 3 * 86_400);
+        assert_eq!(time_of("since", "2h", now).unwrap(), now - 7200);
+        assert_eq!(time_of("since", "1w", now).unwrap(), 3 * 86_400);
+        assert_eq!(time_of("since", "99w", now).unwrap(), 0);
+        for bad in ["", "d", "7y", "-3", "seven days"] {
+            let e = time_of("until", bad, now).unwrap_err();
+            assert_eq!((e.status, e.field.as_str()), (400, "until"), "{bad}");
+        }
+        let admin = caller("root", true);
+        let e = usage_query(params(None, Some("100"), Some("50")), &admin, 1000).unwrap_err();
+        assert_eq!((e.status, e.field.as_str()), (400, "since"));
+    }
+}
