@@ -307,6 +307,26 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
         || state(&gm0, &c.alice, waiting) == "finished",
     );
 
+    // Usage (issue 38 item 4) through either GM sums both GMs' runs of alice's.
+    let runs = |url: String| {
+        let (status, v) = get(&url, &c.alice);
+        assert_eq!(status, 200, "{v}");
+        v["total"]["runs"].as_u64().unwrap_or_else(|| panic!("{v}"))
+    };
+    wait_until(
+        "the cancelled run is charged",
+        Duration::from_secs(30),
+        || runs(format!("{gm1}/v1/usage?all_gms=false")) >= 2,
+    );
+    let own0 = runs(format!("{gm0}/v1/usage?all_gms=false"));
+    let own1 = runs(format!("{gm1}/v1/usage?all_gms=false"));
+    assert!(
+        own0 >= 3 && own1 >= 2,
+        "GM 0 ran 3 of alice's jobs, GM 1 2: {own0} {own1}"
+    );
+    assert_eq!(runs(format!("{gm0}/v1/usage")), own0 + own1);
+    assert_eq!(runs(format!("{gm1}/v1/usage")), own0 + own1);
+
     // GM 1 down: 503 naming it; GM 0's own jobs still listed, GM 1 named as missing.
     cluster.gms[1].kill();
     let (status, body) = get(&format!("{gm0}/v1/jobs/{short}"), &c.alice);
@@ -320,6 +340,10 @@ fn any_gm_answers_for_any_job_of_the_cluster() {
     assert_eq!(status, 200, "{page}");
     assert_eq!(ids(&page), vec![after_done, waiting, first], "{page}");
     assert_eq!(page["unreachable"][0]["gm"], 1, "{page}");
+    let (status, usage) = get(&format!("{gm0}/v1/usage"), &c.alice);
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["unreachable"][0]["gm"], 1, "{usage}");
+    assert_eq!(usage["total"]["runs"].as_u64(), Some(own0), "{usage}");
     // A job after a job of the GM that is down: not accepted, 503 naming the field.
     let (status, body) = post(&gm0, &c.alice, &job_of("true", &[(short, "ok")]));
     assert_eq!(status, 503, "{body}");

@@ -29,6 +29,9 @@ pub(crate) struct UsageParams {
     since: Option<String>,
     /// Until (the same forms); left out: now.
     until: Option<String>,
+    /// Every GM's usage summed (the default, when this GM knows the cluster's
+    /// GMs), or `false` for the jobs of this GM only.
+    all_gms: Option<bool>,
 }
 
 /// The answer: per (user, queue) in the range, and their sum.
@@ -44,6 +47,10 @@ pub struct UsageReport {
     pub used: String,
     pub lines: Vec<UsageLine>,
     pub total: UsageLine,
+    /// The GMs that did not answer (their jobs' usage is missing from the sums).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<super::cluster_jobs::Unreachable>)]
+    pub unreachable: Vec<super::cluster_jobs::Unreachable>,
 }
 
 #[utoipa::path(get, path = "/v1/usage", tag = "scheduler",
@@ -56,20 +63,63 @@ pub struct UsageReport {
     ))]
 pub(crate) async fn serve(
     State(s): State<ApiState>,
+    headers: axum::http::HeaderMap,
     caller: Option<Extension<Caller>>,
     query: Result<Query<UsageParams>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let caller = caller_of(caller);
     let now = service_kit::clock::now().0 / 1_000_000;
-    let q = match query_of(query).and_then(|q| usage_query(q, &caller, now)) {
+    let params = match query_of(query) {
+        Ok(p) => p,
+        Err(e) => return error(e),
+    };
+    // A GM asked by another answers for its own jobs only (no fan-out loops).
+    let fan_out = params.all_gms.unwrap_or(true)
+        && !headers.contains_key(crate::service::admission::route::FORWARDED_BY);
+    let q = match usage_query(params, &caller, now) {
         Ok(q) => q,
         Err(e) => return error(e),
     };
     let (since, until) = (q.since, q.until);
-    let (lines, total) = match s.gm.send(GetUsage(q)).await {
+    let others = match s.route.as_deref() {
+        Some(r) if fan_out && r.gms().len() > 1 => Some((r, peer_query(&q))),
+        _ => None,
+    };
+    let (mut lines, mut total) = match s.gm.send(GetUsage(q)).await {
         Ok(answer) => answer,
         Err(e) => return unavailable(&e.to_string()),
     };
+    let mut unreachable = Vec::new();
+    if let Some((route, query)) = others {
+        let path = format!("/v1/usage?all_gms=false&{query}");
+        let asks = route
+            .gms()
+            .into_iter()
+            .filter(|g| *g != route.me)
+            .map(|gm| {
+                let path = &path;
+                let headers = &headers;
+                async move { (gm, route.get_json(gm, headers, path).await) }
+            });
+        for (gm, answer) in futures_util::future::join_all(asks).await {
+            let report = answer.map_err(|e| e.error).and_then(|v| {
+                serde_json::from_value::<PeerReport>(v)
+                    .map_err(|e| format!("not a usage answer: {e}"))
+            });
+            match report {
+                Ok(report) => {
+                    for line in report.lines {
+                        add_line(&mut lines, line);
+                    }
+                    sum(&mut total, &report.total);
+                }
+                Err(error) => {
+                    tracing::warn!(other = %gm, %error, "usage: a GM did not answer");
+                    unreachable.push(super::cluster_jobs::Unreachable { gm: gm.0, error });
+                }
+            }
+        }
+    }
     Json(UsageReport {
         since,
         until,
@@ -77,8 +127,53 @@ pub(crate) async fn serve(
         used: USED_NOT_REPORTED.to_owned(),
         total,
         lines,
+        unreachable,
     })
     .into_response()
+}
+
+/// What this GM reads of another GM's answer.
+#[derive(serde::Deserialize)]
+struct PeerReport {
+    lines: Vec<UsageLine>,
+    total: UsageLine,
+}
+
+fn sum(into: &mut UsageLine, other: &UsageLine) {
+    into.runs += other.runs;
+    into.wall_seconds += other.wall_seconds;
+    into.cpu_seconds_reserved += other.cpu_seconds_reserved;
+    into.memory_mb_seconds_reserved += other.memory_mb_seconds_reserved;
+}
+
+/// Adds `line` to the line of its (user, queue), or as a new one (in order).
+fn add_line(lines: &mut Vec<UsageLine>, line: UsageLine) {
+    match lines
+        .iter_mut()
+        .find(|l| l.user == line.user && l.queue == line.queue)
+    {
+        Some(l) => sum(l, &line),
+        None => {
+            let at = lines.partition_point(|l| (&l.user, &l.queue) < (&line.user, &line.queue));
+            lines.insert(at, line);
+        }
+    }
+}
+
+/// `q` as another GM's query string (absolute times: every GM the same range).
+fn peer_query(q: &UsageQuery) -> String {
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    out.append_pair("since", &q.since.to_string());
+    if q.until != u64::MAX {
+        out.append_pair("until", &q.until.to_string());
+    }
+    if let Some(user) = &q.user {
+        out.append_pair("user", user);
+    }
+    if let Some(queue) = &q.queue {
+        out.append_pair("queue", queue);
+    }
+    out.finish()
 }
 
 /// The query for `caller` at `now` (Unix seconds), or the 4xx naming the field.
@@ -161,6 +256,7 @@ mod tests {
             queue: None,
             since: since.map(str::to_owned),
             until: until.map(str::to_owned),
+            all_gms: None,
         }
     }
 

@@ -201,7 +201,7 @@ pub struct UsageQuery {
 }
 
 /// One (user, queue) of the answer.
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UsageLine {
     pub user: String,
     pub queue: String,
