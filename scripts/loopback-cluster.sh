@@ -129,7 +129,7 @@ else
 fi
 for l in 0 1; do for s in 0 1; do
   MEGHA_CLUSTER_SECRET_FILE=$(secret_of worker) \
-  "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s "${task_identity[@]}" \
+  "$BIN/worker" --lm-url "http://127.0.0.1:$(lm_port $l)" --slot $s "${task_identity[@]}" --data-dir "$LOGS/w$l$s-data" \
     --listen "127.0.0.1:$((PORT_BASE + 20 + 2 * l + s))" >"$LOGS/w$l$s.out" 2>"$LOGS/w$l$s.log" & pids+=($!)
 done; done
 for g in 0 1; do

@@ -1,7 +1,8 @@
 //! A newcomer's first walk (issue 38): `megha dev` starts a whole cluster in one
 //! process (no RabbitMQ), then, with nothing but `megha` pointed at it: `run
 //! --wait`, `run` + `wait` (the task's exit code), `logs`, `describe`, `resubmit
-//! --wait`, `status`; the dashboard page is served on the same port; Ctrl-C
+//! --wait`, `logs -f` of a task not started yet (it waits), `cancel` of an ended job
+//! (it says so), `status`; the dashboard page is served on the same port; Ctrl-C
 //! (SIGINT) stops it and it removes its temporary directory.
 
 use std::process::{Child, Command, Output, Stdio};
@@ -108,9 +109,24 @@ fn a_newcomer_runs_waits_reads_describes_and_resubmits_on_megha_dev() {
         code, 3,
         "the resubmitted job fails the same way: {out}{err}"
     );
+    // logs -f on a task that has not started waits for it (here: held until the
+    // job it runs after ended); cancel of an ended job says so.
+    let (code, out, err) = megha(&url, &["run", "--", "sleep", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let first = submitted(&out);
+    let (code, out, err) = megha(&url, &["run", "--after", &first, "--", "echo", "late"]);
+    assert_eq!(code, 0, "{err}");
+    let later = submitted(&out);
+    let (code, log, err) = megha(&url, &["logs", "-f", &later, "0"]);
+    assert_eq!((code, log.as_str()), (0, "late\n"), "{err}");
+    assert!(err.contains("has not started; waiting"), "{err}");
+    let (code, out, err) = megha(&url, &["cancel", &first]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("had already ended (finished)"), "{out}");
+
     let (code, out, err) = megha(&url, &["status"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().count(), 4, "a header and three jobs: {out}");
+    assert_eq!(out.lines().count(), 6, "a header and five jobs: {out}");
     let (status, _, page) = http("GET", &format!("{url}/"), None).expect("the dashboard");
     assert!(status == 200 && page.contains("<html"), "{status}: {page}");
 

@@ -638,8 +638,11 @@ async fn run(cli: Cli) -> Result<u8> {
         },
         Command::Cancel { id } => {
             let path = format!("/v1/jobs/{id}");
+            // Ended before this cancel: said so (the answer is the same 202).
+            let before = gm.get(&path).await.ok();
             let job = gm.call(reqwest::Method::DELETE, &path, None).await?;
-            done(print(out, &job, render::cancelled(&job)))
+            let ended = before.is_some_and(|b| b["state"] != "active");
+            done(print(out, &job, render::cancelled(&job, ended)))
         }
         Command::Logs {
             job,
@@ -654,6 +657,16 @@ async fn run(cli: Cli) -> Result<u8> {
                 path.push_str(&format!("&tail={n}"));
             }
             let mut answer = gm.send(&reqwest::Method::GET, &path, None).await?;
+            // Following a task that has not started (409): wait for its start.
+            let mut said = false;
+            while follow && answer.status() == reqwest::StatusCode::CONFLICT {
+                if !said {
+                    eprintln!("megha: task {job}.{index} has not started; waiting for it");
+                    said = true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                answer = gm.send(&reqwest::Method::GET, &path, None).await?;
+            }
             if !answer.status().is_success() {
                 let url = answer.url().to_string();
                 let status = answer.status();

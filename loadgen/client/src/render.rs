@@ -197,7 +197,15 @@ pub fn signal_words(detail: &Value) -> String {
     }
 }
 
-pub fn cancelled(job: &Value) -> String {
+/// The answer to `megha cancel`; `ended`: the job had ended before it.
+pub fn cancelled(job: &Value, ended: bool) -> String {
+    if ended {
+        return format!(
+            "job {} had already ended ({}): nothing to cancel\n",
+            cell(&job["job"]),
+            cell(&job["state"])
+        );
+    }
     format!(
         "job {} cancelled: {} ({})\n",
         cell(&job["job"]),
