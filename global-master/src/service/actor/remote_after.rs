@@ -14,7 +14,7 @@ use crate::service::admission::route::{job_owner, Route};
 use crate::service::observe::status::JobState;
 use actix::{Addr, Context, Handler, Message};
 use common::JobId;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,32 +84,6 @@ impl Handler<EndedElsewhere> for GmActor {
     }
 }
 
-/// Polls of other GMs for awaited jobs, by outcome (`megha_gm_remote_after_polls_total`).
-#[derive(Debug, Default)]
-pub struct PollCounters {
-    pub ended: AtomicU64,
-    pub active: AtomicU64,
-    pub unknown: AtomicU64,
-    pub unanswered: AtomicU64,
-}
-
-impl PollCounters {
-    pub fn render(&self, page: &mut service_kit::metrics::Page) {
-        service_kit::metrics::counters(
-            page,
-            "megha_gm_remote_after_polls_total",
-            "Questions to other GMs about jobs that jobs here run after, by answer: ended, active, unknown (taken as failed), unanswered (asked again).",
-            "answer",
-            &[
-                ("ended", &self.ended),
-                ("active", &self.active),
-                ("unknown", &self.unknown),
-                ("unanswered", &self.unanswered),
-            ],
-        );
-    }
-}
-
 /// Asks, every [`POLL`], each awaited job's GM for its outcome and tells `gm` of
 /// those that ended. Runs until `gm` stops.
 pub async fn watch(gm: Addr<GmActor>, route: Arc<Route>) {
@@ -123,7 +97,11 @@ pub async fn watch(gm: Addr<GmActor>, route: Arc<Route>) {
         for job in jobs {
             let owner = common::GmId(job_owner(job.0));
             let path = format!("/v1/internal/jobs/{}", job.0);
-            let ok = match route.get_json(owner, &no_user, &path).await {
+            let ok = match crate::service::admission::route::get_json(
+                &route, owner, &no_user, &path,
+            )
+            .await
+            {
                 Ok(v) => match v["state"].as_str() {
                     Some("active") | None => {
                         counters.active.fetch_add(1, Ordering::Relaxed);

@@ -31,9 +31,8 @@ pub async fn check(
             continue;
         }
         let field = format!("after_jobs[{index}].job");
-        let answer = route
-            .get_json(owner, headers, &format!("/v1/jobs/{job}"))
-            .await;
+        let answer =
+            super::route::get_json(route, owner, headers, &format!("/v1/jobs/{job}")).await;
         let state = match answer {
             Ok(status) => status["state"].as_str().unwrap_or("active").to_owned(),
             // Unknown there, or another user's (the same answer): as on this GM.

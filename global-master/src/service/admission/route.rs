@@ -2,88 +2,30 @@
 //! relayed as they came:
 //!
 //! - to the designated GM: LRA submissions and jobs with GUARANTEED (or
-//!   long_running) tasks, which it places ([`Route::route`]);
+//!   long_running) tasks, which it places ([`to_designated`]);
 //! - to a job's owner, the GM whose number the job id carries in its top 16 bits:
 //!   every request naming a job of another GM (its status, tasks, logs, cancel),
-//!   so that any GM answers for any job of the cluster ([`Route::to_owner`], in
-//!   [`owner`]).
+//!   so that any GM answers for any job of the cluster ([`to_owner`]).
 //!
 //! No loops: a GM never forwards a request it was forwarded (it carries
 //! [`FORWARDED_BY`]); it answers 421 naming the misconfiguration when such a request
 //! is not its own to answer. An owner that does not answer is a 503 naming it.
-//! Layout: the routing decisions (here), the owner's routing ([`owner`]), the relay
-//! of a request and its answer ([`relay`]).
+//! Layout: the designated GM's routing (here), the owner's ([`owner`]), whom a GM
+//! forwards to ([`peers`]), the relay of a request and its answer ([`relay`]).
 
 mod owner;
+mod peers;
 mod relay;
 
-pub use owner::ForOwner;
-pub use relay::NoAnswer;
+pub use owner::{to_owner, ForOwner};
+pub use peers::{job_owner, ForwardCounters, PollCounters, Route, FORWARDED_BY};
+pub use relay::{get_json, NoAnswer};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use common::GmId;
 use serde_json::json;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-
-/// Header a forwarding GM sets to its own id.
-pub const FORWARDED_BY: &str = "x-megha-forwarded-by";
-
-#[derive(Clone, Debug)]
-pub struct Route {
-    pub me: GmId,
-    pub designated: GmId,
-    /// Base URL of the designated GM (from `--designated-url` or `--gm-url`);
-    /// `URL|URL` for a GM and its standby.
-    pub designated_url: Option<String>,
-    /// Base URL of every GM of the cluster by GM id (`--gm-url`; `URL|URL` for a GM
-    /// and its standby): where requests naming another GM's job go. Empty: this GM
-    /// answers for its own jobs (and the designated GM's) only.
-    pub gm_urls: Vec<String>,
-    /// Calls with a timeout (everything but followed logs).
-    pub client: reqwest::Client,
-    /// Calls without a total timeout, only a connect timeout: followed logs, which
-    /// stay open as long as the task runs.
-    pub streaming: reqwest::Client,
-    /// With a role credential: each forwarded request is signed for the GM role.
-    pub signing: Option<service_kit::auth::Signing>,
-    /// Forwarded requests by outcome (`megha_gm_forwarded_total`).
-    pub counters: Arc<ForwardCounters>,
-}
-
-/// Requests this GM forwarded to another GM, by outcome.
-#[derive(Debug, Default)]
-pub struct ForwardCounters {
-    /// The other GM answered (whatever it answered).
-    pub answered: AtomicU64,
-    /// No address of the other GM could be reached (503 to the caller).
-    pub unreachable: AtomicU64,
-    /// Sent, but no answer came back (502 to the caller).
-    pub failed: AtomicU64,
-    /// Questions about jobs of other GMs that jobs here run after.
-    pub after_polls: crate::service::actor::remote_after::PollCounters,
-}
-
-impl ForwardCounters {
-    /// `megha_gm_forwarded_total{outcome}`.
-    pub fn render(&self, page: &mut service_kit::metrics::Page) {
-        service_kit::metrics::counters(
-            page,
-            "megha_gm_forwarded_total",
-            "Requests forwarded to another GM (the designated GM, or a job's owner), by outcome: answered, unreachable (503 to the caller), failed (502).",
-            "outcome",
-            &[
-                ("answered", &self.answered),
-                ("unreachable", &self.unreachable),
-                ("failed", &self.failed),
-            ],
-        );
-        self.after_polls.render(page);
-    }
-}
 
 /// What to do with a request for the designated GM.
 #[derive(Debug)]
@@ -94,100 +36,66 @@ pub enum Routed {
     Answered(Response),
 }
 
-/// The GM number a job id carries in its top 16 bits.
-pub fn job_owner(job: u64) -> u16 {
-    (job >> 48) as u16
-}
-
-impl Route {
-    /// The base URL of GM `gm` (`URL|URL` with a standby), when this GM knows it.
-    pub fn url_of(&self, gm: GmId) -> Option<&str> {
-        let listed = self.gm_urls.get(gm.index()).map(String::as_str);
-        if gm == self.designated {
-            self.designated_url.as_deref().or(listed)
-        } else {
-            listed
-        }
+/// Handles the request here when this GM is the designated one; otherwise
+/// forwards `method path` with `body` to it and relays the answer.
+pub async fn to_designated(
+    route: Option<&Route>,
+    headers: &HeaderMap,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Bytes>,
+) -> Routed {
+    let Some(r) = route else {
+        return Routed::Local;
+    };
+    if r.me == r.designated {
+        return Routed::Local;
     }
-
-    /// The GMs of the cluster, by id (one: this GM, when it knows no other).
-    pub fn gms(&self) -> Vec<GmId> {
-        match self.gm_urls.len() {
-            0 => vec![self.me],
-            n => (0..n as u16).map(GmId).collect(),
-        }
+    if let Some(from) = headers.get(FORWARDED_BY) {
+        let from = from.to_str().unwrap_or("?");
+        tracing::warn!(gm = %r.me, designated = %r.designated, from, "forwarded request reached a GM that is not designated");
+        return Routed::Answered(
+            (
+                StatusCode::MISDIRECTED_REQUEST,
+                Json(json!({
+                    "field": "designated_gm",
+                    "error": format!(
+                        "forwarded here by GM {from}, but this GM ({}) is not the designated GM (it believes {} is); every GM needs the same --designated-gm",
+                        r.me, r.designated
+                    ),
+                })),
+            )
+                .into_response(),
+        );
     }
-
-    /// True when requests naming `job` are answered by another GM: its owner, when
-    /// this GM knows the cluster's GMs (`--gm-url`), or the designated GM for a job it
-    /// accepted on this GM's behalf (a forwarded GUARANTEED job).
-    pub fn is_forwarded_job(route: Option<&Route>, job: u64) -> bool {
-        route.is_some_and(|r| {
-            let owner = job_owner(job);
-            owner != r.me.0 && (owner == r.designated.0 || !r.gm_urls.is_empty())
-        })
-    }
-
-    /// Handles the request here when this GM is the designated one; otherwise
-    /// forwards `method path` with `body` and relays the answer.
-    pub async fn route(
-        route: Option<&Route>,
-        headers: &HeaderMap,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Bytes>,
-    ) -> Routed {
-        let Some(r) = route else {
-            return Routed::Local;
-        };
-        if r.me == r.designated {
-            return Routed::Local;
-        }
-        if let Some(from) = headers.get(FORWARDED_BY) {
-            let from = from.to_str().unwrap_or("?");
-            tracing::warn!(gm = %r.me, designated = %r.designated, from, "forwarded request reached a GM that is not designated");
-            return Routed::Answered(
-                (
-                    StatusCode::MISDIRECTED_REQUEST,
-                    Json(json!({
-                        "field": "designated_gm",
-                        "error": format!(
-                            "forwarded here by GM {from}, but this GM ({}) is not the designated GM (it believes {} is); every GM needs the same --designated-gm",
-                            r.me, r.designated
-                        ),
-                    })),
-                )
-                    .into_response(),
-            );
-        }
-        let Some(base) = &r.designated_url else {
-            return Routed::Answered(
-                (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Json(json!({
-                        "field": "designated_gm",
-                        "error": format!(
-                            "this GM ({}) is not the designated GM ({}) and knows no URL for it; set --gm-url or --designated-url",
-                            r.me, r.designated
-                        ),
-                    })),
-                )
-                    .into_response(),
-            );
-        };
-        let request = relay::Request {
-            method,
-            path,
-            body,
-            stream: false,
-        };
-        Routed::Answered(relay::relay(r, r.designated, base, headers, request).await)
-    }
+    let Some(base) = &r.designated_url else {
+        return Routed::Answered(
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({
+                    "field": "designated_gm",
+                    "error": format!(
+                        "this GM ({}) is not the designated GM ({}) and knows no URL for it; set --gm-url or --designated-url",
+                        r.me, r.designated
+                    ),
+                })),
+            )
+                .into_response(),
+        );
+    };
+    let request = relay::Request {
+        method,
+        path,
+        body,
+        stream: false,
+    };
+    Routed::Answered(relay::relay(r, r.designated, base, headers, request).await)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::GmId;
     use futures_util::FutureExt as _;
 
     fn route(me: u16, url: Option<&str>) -> Route {
@@ -205,7 +113,7 @@ mod tests {
 
     /// The status of the answer, for decisions taken without any I/O.
     fn decide(r: Option<&Route>, headers: &HeaderMap) -> Option<u16> {
-        let routed = Route::route(r, headers, reqwest::Method::GET, "/v1/lras/1", None)
+        let routed = to_designated(r, headers, reqwest::Method::GET, "/v1/lras/1", None)
             .now_or_never()
             .expect("decided without I/O");
         match routed {
@@ -265,7 +173,7 @@ mod tests {
         };
         let forward = |urls: String| async move {
             let r = route(1, Some(&urls));
-            match Route::route(
+            match to_designated(
                 Some(&r),
                 &HeaderMap::new(),
                 reqwest::Method::GET,

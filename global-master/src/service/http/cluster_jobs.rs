@@ -106,8 +106,7 @@ pub async fn list(
             } else {
                 let after = after.map(|a| format!("&after={a}")).unwrap_or_default();
                 let path = format!("/v1/jobs?all_gms=false&{query}{after}");
-                route
-                    .get_json(gm, headers, &path)
+                crate::service::admission::route::get_json(route, gm, headers, &path)
                     .await
                     .map_err(|e| e.error)
             };

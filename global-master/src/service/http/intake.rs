@@ -65,7 +65,7 @@ pub(crate) async fn submit(
     if job.tasks.iter().any(|t| t.kind.needs_designated_gm()) {
         let route = s.route.as_deref();
         let method = reqwest::Method::POST;
-        let routed = crate::service::admission::route::Route::route(
+        let routed = crate::service::admission::route::to_designated(
             route,
             &headers,
             method,

@@ -14,7 +14,7 @@ use crate::lra::LraId;
 use crate::service::actor::lra_actor::{GetLra, SubmitLra};
 use crate::service::admission::lra_api::parse_lra;
 use crate::service::admission::lra_api::LraBody;
-use crate::service::admission::route::{Route, Routed};
+use crate::service::admission::route::{to_designated, Routed};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -66,7 +66,7 @@ pub(crate) async fn submit_lra(
     ) {
         return refused;
     }
-    let routed = Route::route(
+    let routed = to_designated(
         s.route.as_deref(),
         &headers,
         reqwest::Method::POST,
@@ -130,7 +130,7 @@ pub(crate) async fn lra(
         );
     };
     let path = format!("/v1/lras/{id}");
-    if let Routed::Answered(r) = Route::route(
+    if let Routed::Answered(r) = to_designated(
         s.route.as_deref(),
         &headers,
         reqwest::Method::GET,

@@ -92,7 +92,7 @@ pub(crate) async fn at_owner(
         body: None,
         stream,
     };
-    crate::service::admission::route::Route::to_owner(s.route.as_deref(), headers, request).await
+    crate::service::admission::route::to_owner(s.route.as_deref(), headers, request).await
 }
 
 /// The job a route names (`raw`, as axum decoded it) when this GM answers for it;

@@ -99,7 +99,12 @@ pub(crate) async fn serve(
             .map(|gm| {
                 let path = &path;
                 let headers = &headers;
-                async move { (gm, route.get_json(gm, headers, path).await) }
+                async move {
+                    (
+                        gm,
+                        crate::service::admission::route::get_json(route, gm, headers, path).await,
+                    )
+                }
             });
         for (gm, answer) in futures_util::future::join_all(asks).await {
             let report = answer.map_err(|e| e.error).and_then(|v| {

@@ -3,7 +3,7 @@
 //! signature, and the answer relayed as it came (status, content type,
 //! `Retry-After`, body; streamed for followed logs).
 
-use super::{Route, FORWARDED_BY};
+use super::peers::{Route, FORWARDED_BY};
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -96,7 +96,7 @@ pub(super) async fn send(
     Err((StatusCode::SERVICE_UNAVAILABLE, last_error))
 }
 
-/// Why [`Route::get_json`] has no answer: the other GM's status when it answered
+/// Why [`get_json`] has no answer: the other GM's status when it answered
 /// (e.g. 404), `None` when it did not; and the words for a log line or a caller.
 #[derive(Debug)]
 pub struct NoAnswer {
@@ -104,48 +104,46 @@ pub struct NoAnswer {
     pub error: String,
 }
 
-impl Route {
-    /// `GET path` at GM `to`, as the caller (their token in `headers` goes along;
-    /// none: as this GM, e.g. on `/v1/internal/*`): its JSON answer when it is a
-    /// success, else why not.
-    pub async fn get_json(
-        &self,
-        to: GmId,
-        headers: &HeaderMap,
-        path: &str,
-    ) -> Result<serde_json::Value, NoAnswer> {
-        let n = to.0;
-        let fail = |status, error| NoAnswer { status, error };
-        let base = self
-            .url_of(to)
-            .ok_or_else(|| fail(None, format!("no URL for GM {n} (--gm-url)")))?;
-        let req = Request {
-            method: reqwest::Method::GET,
-            path,
-            body: None,
-            stream: false,
-        };
-        let (answer, url) = send(self, to, base, headers, req)
-            .await
-            .map_err(|(_, e)| fail(None, e))?;
-        let status = answer.status();
-        let text = answer
-            .text()
-            .await
-            .map_err(|e| fail(None, format!("GM {n} at {url} broke off its answer: {e}")))?;
-        if !status.is_success() {
-            return Err(fail(
-                Some(status.as_u16()),
-                format!("GM {n} at {url} answered {status}: {text}"),
-            ));
-        }
-        serde_json::from_str(&text).map_err(|e| {
-            fail(
-                Some(status.as_u16()),
-                format!("GM {n} at {url}: not JSON: {e}"),
-            )
-        })
+/// `GET path` at GM `to` through `route`, as the caller (their token in `headers`
+/// goes along; none: as this GM, e.g. on `/v1/internal/*`): its JSON answer when it
+/// is a success, else why not.
+pub async fn get_json(
+    route: &Route,
+    to: GmId,
+    headers: &HeaderMap,
+    path: &str,
+) -> Result<serde_json::Value, NoAnswer> {
+    let n = to.0;
+    let fail = |status, error| NoAnswer { status, error };
+    let base = route
+        .url_of(to)
+        .ok_or_else(|| fail(None, format!("no URL for GM {n} (--gm-url)")))?;
+    let req = Request {
+        method: reqwest::Method::GET,
+        path,
+        body: None,
+        stream: false,
+    };
+    let (answer, url) = send(route, to, base, headers, req)
+        .await
+        .map_err(|(_, e)| fail(None, e))?;
+    let status = answer.status();
+    let text = answer
+        .text()
+        .await
+        .map_err(|e| fail(None, format!("GM {n} at {url} broke off its answer: {e}")))?;
+    if !status.is_success() {
+        return Err(fail(
+            Some(status.as_u16()),
+            format!("GM {n} at {url} answered {status}: {text}"),
+        ));
     }
+    serde_json::from_str(&text).map_err(|e| {
+        fail(
+            Some(status.as_u16()),
+            format!("GM {n} at {url}: not JSON: {e}"),
+        )
+    })
 }
 
 async fn relayed(answer: reqwest::Response, stream: bool, to: GmId, url: &str) -> Response {
