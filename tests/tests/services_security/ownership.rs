@@ -38,6 +38,18 @@ pub fn every_route_naming_a_job_hides_other_users_jobs(cluster: &LoopbackCluster
         if !path.contains('{') {
             continue;
         }
+        // Routes naming an LM's node, not a job (admin only: the table checks who
+        // may call them).
+        let names_a_job = path.contains("{id}") || path.contains("{job}");
+        if !names_a_job
+            && path
+                .replace("{lm}", "")
+                .replace("{node}", "")
+                .find('{')
+                .is_none()
+        {
+            continue;
+        }
         for method in item.as_object().expect("a path item").keys() {
             let method = method.to_uppercase();
             // The id of alice's work this route names, and an id nobody has.
