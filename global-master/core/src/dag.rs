@@ -320,6 +320,14 @@ impl Dags {
         }
     }
 
+    /// A DAG job's stages as they stand: its DAG, per stage the tasks not ended
+    /// yet, and per stage the tasks held behind a parent (for the job ordering's
+    /// planner, [`crate::carbyne`]).
+    pub fn stages_of(&self, job: JobId) -> Option<(&JobDag, &[u32], &[Vec<TaskSpec>])> {
+        let j = self.jobs.get(&job)?;
+        Some((&j.dag, &j.open, &j.held))
+    }
+
     /// True if the task waits for a parent stage.
     pub fn is_held(&self, task: TaskId) -> bool {
         self.jobs.get(&task.job).is_some_and(|j| {
