@@ -26,8 +26,9 @@ pub struct CarbyneArgs {
     /// Output directory (created if missing): summary.json.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// TPC-H DAG jobs to draw.
-    #[arg(long, default_value_t = 250, value_name = "N")]
+    /// TPC-H DAG jobs to draw (the paper's setting is 250; 100 keeps a debug-build
+    /// run to a few minutes).
+    #[arg(long, default_value_t = 100, value_name = "N")]
     pub jobs: u64,
     /// Simulated nodes (one GM, one LM: the paper's single resource manager).
     #[arg(long, default_value_t = 100, value_name = "N")]
@@ -40,8 +41,9 @@ pub struct CarbyneArgs {
     #[arg(long, default_value_t = 131072, value_name = "MIB")]
     pub node_memory_mb: u64,
     /// Load multiples: x1 is the paper's mean gap of 20 s between arrivals, xN a
-    /// gap of 20/N s. The first is the main table; the others are written too.
-    #[arg(long, value_delimiter = ',', default_value = "1", value_name = "X,...")]
+    /// gap of 20/N s (on 100 nodes of 20 cores jobs contend from about x8). The
+    /// first is the main table; the others are written too.
+    #[arg(long, value_delimiter = ',', default_value = "8", value_name = "X,...")]
     pub loads: Vec<f64>,
     /// P(altruism) values of Carbyne's sweep.
     #[arg(
