@@ -113,9 +113,13 @@ fn dag_work(
         held.iter().for_each(|t| add(at[s], t));
     }
     for (stage, (r, d, n)) in stages.iter_mut().zip(sums) {
-        if n > 0 {
-            stage.demand = Resources::new(r.cpu_millis / n, r.memory_mb / n);
-            stage.duration = Micros(d / n);
+        if let (Some(cpu), Some(mem), Some(d)) = (
+            r.cpu_millis.checked_div(n),
+            r.memory_mb.checked_div(n),
+            d.checked_div(n),
+        ) {
+            stage.demand = Resources::new(cpu, mem);
+            stage.duration = Micros(d);
         }
         stage.remaining = stage.remaining.max(stage.runnable);
     }

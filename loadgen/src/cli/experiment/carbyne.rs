@@ -88,7 +88,7 @@ pub fn run(args: CarbyneArgs) -> Result<()> {
     if args.nodes == 0 || args.gms == 0 || args.jobs == 0 {
         bail!("--nodes, --gms and --jobs must be at least 1");
     }
-    if args.nodes % usize::from(args.gms) != 0 {
+    if !args.nodes.is_multiple_of(usize::from(args.gms)) {
         bail!("--nodes must be a multiple of --gms (one partition per GM)");
     }
     if let Some(x) = args.loads.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
