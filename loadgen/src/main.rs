@@ -56,6 +56,9 @@ enum Command {
     /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
     /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
     BenchTopk(cli::bench_topk::BenchTopKArgs),
+    /// Time per job-ordering decision (one plan over every pending task) at 10,000
+    /// and 50,000 pending tasks: Carbyne against DRF, Tetris and SJF (prints figures).
+    BenchCarbyne(cli::bench_carbyne::BenchCarbyneArgs),
     /// Cost of retrying blocked tasks under overload: the full retry (--wake all)
     /// against the wake index (--wake indexed), CPU seconds and retries (prints
     /// figures).
@@ -69,6 +72,10 @@ enum Command {
     /// invariants checked after every event; prints seeds/s and every violation with
     /// its seed (`--replay SEED` prints its trace).
     Faults(cli::faults::FaultsArgs),
+    /// Named experiments, one command each (writes DIR/summary.json, prints a
+    /// table): `carbyne` (DRF, Tetris, SJF and Carbyne on TPC-H DAG jobs).
+    #[command(subcommand)]
+    Experiment(cli::experiment::ExperimentCommand),
     /// Plots (SVG) and one HTML page from the output directories of simulate, replay
     /// or embedded: allocation-time CDFs overlaid, the delay breakdown, utilisation
     /// and demand over time, queue shares and Jain's index.
@@ -105,9 +112,11 @@ fn main() -> std::process::ExitCode {
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchExec(args) => cli::bench_exec::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
+        Command::BenchCarbyne(args) => cli::bench_carbyne::run(args),
         Command::BenchWake(args) => cli::bench_wake::run(args),
         Command::Calibrate(args) => cli::calibrate::run(args),
         Command::Faults(args) => cli::faults::run(args),
+        Command::Experiment(cmd) => cli::experiment::run(cmd),
         Command::Report(args) => cli::report::run(args),
         Command::Certs(args) => cli::certs::run_certs(args),
         Command::RoleCredentials(args) => cli::certs::run_role_credentials(args),

@@ -94,6 +94,11 @@ impl Backlog {
         self.queues.remove_job(job)
     }
 
+    /// Takes every waiting task out (to queue them again in another order).
+    pub fn take_all(&mut self) -> Vec<Box<Pending>> {
+        self.queues.remove_if(&|_| true)
+    }
+
     /// Takes `task` out if it waits (a resumed run no longer wanted).
     pub fn remove_task(&mut self, task: common::TaskId) -> Option<Box<Pending>> {
         self.queues.remove_if(&|t| *t == task).pop()

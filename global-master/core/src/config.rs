@@ -1,5 +1,6 @@
 //! What a GM core is configured with.
 
+use crate::carbyne::OrderConfig;
 use crate::lra_path::types::LraPathConfig;
 use common::fairness::FairnessConfig;
 use common::quota::QueueableQuota;
@@ -49,6 +50,9 @@ pub struct GmConfig {
     /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
     /// failed task stays failed).
     pub retry: RetryPolicy,
+    /// In which order waiting tasks are tried (FIFO per user queue by default;
+    /// DRF, Tetris, SJF or Carbyne: see [`crate::carbyne`]).
+    pub order: OrderConfig,
 }
 
 /// Which blocked tasks a gain of resources wakes.
@@ -99,6 +103,7 @@ impl GmConfig {
             life: 0,
             wake: WakePolicy::default(),
             retry: RetryPolicy::NONE,
+            order: OrderConfig::default(),
         }
     }
 }

@@ -42,6 +42,10 @@ struct DagJob {
     deps: Vec<(AfterJob, Option<bool>)>,
 }
 
+/// A DAG job's stages as they stand ([`Dags::stages_of`]): its DAG, per stage the
+/// tasks not ended yet, per stage the tasks held behind a parent.
+pub type StagesOf<'a> = (&'a JobDag, &'a [u32], &'a [Vec<TaskSpec>]);
+
 /// A task that waits for a parent stage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blocked {
@@ -318,6 +322,14 @@ impl Dags {
             }
             _ => Some(task),
         }
+    }
+
+    /// A DAG job's stages as they stand: its DAG, per stage the tasks not ended
+    /// yet, and per stage the tasks held behind a parent (for the job ordering's
+    /// planner, [`crate::carbyne`]).
+    pub fn stages_of(&self, job: JobId) -> Option<StagesOf<'_>> {
+        let j = self.jobs.get(&job)?;
+        Some((&j.dag, &j.open, &j.held))
     }
 
     /// True if the task waits for a parent stage.

@@ -28,6 +28,8 @@
 //!   taking back a batch never delivered.
 //! - [`dag`]: DAG jobs: the tasks of a stage held until its parent stages ended,
 //!   then released to their queues (or never run when a parent failed).
+//! - [`carbyne`]: job ordering policies (DRF, Tetris, SJF, Carbyne's altruistic
+//!   scheduling) that reorder the waiting tasks before a pass.
 //! - [`lifecycle`]: retries of failed and lost tasks under their job's policy, and
 //!   cancelled jobs.
 //! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share), and the
@@ -38,6 +40,7 @@
 //!   [`GlobalMaster::step`]`(now, GmInput) -> GmOutput`.
 
 pub mod backlog;
+pub mod carbyne;
 pub mod cluster_view;
 pub mod config;
 pub mod dag;

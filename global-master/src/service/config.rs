@@ -210,6 +210,13 @@ pub struct GmArgs {
     /// Default none.
     #[arg(long, env = "MEGHA_QUEUEABLE_QUOTA", value_name = "max:N|ratio:R|none")]
     pub queueable_quota: Option<String>,
+    /// In which order the GM tries its waiting tasks: fifo (user queues in turn, each
+    /// in arrival order), drf, tetris, sjf or carbyne (docs/carbyne.md). Default fifo.
+    #[arg(long, env = "MEGHA_GM_JOB_ORDER", value_name = "POLICY")]
+    pub job_order: Option<String>,
+    /// With --job-order carbyne: P(altruism), in [0, 1] (0 = DRF). Default 1.
+    #[arg(long, env = "MEGHA_GM_ALTRUISM", value_name = "P")]
+    pub altruism: Option<f64>,
     /// Users of the API: a TOML (or .json) file of [[users]] entries with `name`,
     /// `token`, `queues` (names, "*": any) and `admin`; read again on SIGHUP and when
     /// it changes. Without it the API is open (every caller an admin), allowed only
@@ -287,6 +294,8 @@ pub struct GmSettings {
     pub queueable_top_k: usize,
     pub queueable_cap: f64,
     pub queueable_quota: QueueableQuota,
+    /// See `--job-order`, `--altruism`.
+    pub order: crate::core::carbyne::OrderConfig,
     /// `None`: open mode for internal calls (loopback only; checked when serving).
     pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
     /// The users' tokens file; `None`: open API (loopback only).
@@ -421,6 +430,7 @@ impl GmArgs {
             queueable_top_k: self.queueable_top_k.unwrap_or(4),
             queueable_cap,
             queueable_quota,
+            order: order_config(self.job_order.as_deref(), self.altruism)?,
         };
         if s.standby.is_some() && s.data_dir.is_none() {
             bail!("--standby needs --data-dir: the primary's journal, which it waits to take over");
@@ -488,3 +498,27 @@ fn lra_config(
 
 #[cfg(test)]
 mod tests;
+
+/// `--job-order` and `--altruism`, checked (an error names the flag).
+fn order_config(
+    name: Option<&str>,
+    altruism: Option<f64>,
+) -> Result<crate::core::carbyne::OrderConfig> {
+    use crate::core::carbyne::{JobOrder, OrderConfig};
+    let order = match name {
+        None => JobOrder::default(),
+        Some(n) => JobOrder::parse(n).with_context(|| {
+            format!(
+                "--job-order: unknown policy {n:?}; expected one of: {}",
+                JobOrder::NAMES.join(", ")
+            )
+        })?,
+    };
+    let config = OrderConfig {
+        order,
+        altruism: altruism.unwrap_or(1.0),
+        ..OrderConfig::default()
+    };
+    config.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
+    Ok(config)
+}

@@ -100,6 +100,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         fairness: s.fairness.clone(),
         queueable_top_k: s.queueable_top_k,
         queueable_cap: s.queueable_cap,
+        order: s.order,
         queueable_quota: s.queueable_quota,
         // A restarted GM must not reuse its previous life's batch numbers (the LMs
         // would answer them from their record of that life); its life fences the

@@ -1,6 +1,7 @@
 //! Command-line front ends. Each subcommand lives in its own file.
 
 pub mod bench;
+pub mod bench_carbyne;
 pub mod bench_e2e;
 pub mod bench_exec;
 pub mod bench_topk;
@@ -9,6 +10,7 @@ pub mod calibrate;
 pub mod calibrate_embedded;
 pub mod certs;
 pub mod dev;
+pub mod experiment;
 pub mod faults;
 pub mod lra;
 pub mod replay;

@@ -154,6 +154,7 @@ impl GlobalMaster {
                 None => self.stats.tasks_finished += 1,
                 Some(_) => self.stats.tasks_failed += 1,
             }
+            self.ordering.run_ended(end.task);
             if self.dispatcher.run_ended(&end.task, ran) {
                 // Its end overtook the LM's answer (the end comes straight from the
                 // LM, the answer may be resent): the run was launched all the same.

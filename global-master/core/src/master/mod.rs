@@ -18,6 +18,7 @@ mod answers;
 mod busy;
 mod cancel;
 mod lra;
+mod ordering;
 mod pass;
 mod stages;
 pub mod step;
@@ -57,6 +58,8 @@ pub struct GlobalMaster {
     lifecycle: Lifecycle,
     /// DAG jobs' held stages: see [`crate::dag`].
     dags: Dags,
+    /// The job-ordering policy and what each job runs: see [`crate::carbyne`].
+    ordering: crate::carbyne::JobOrdering,
     stats: GmStats,
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
@@ -94,6 +97,7 @@ impl GlobalMaster {
             lra: LraPath::new(config.lra.clone()),
             lifecycle: Lifecycle::new(config.retry),
             dags: Dags::default(),
+            ordering: crate::carbyne::JobOrdering::new(config.order),
             stats: GmStats::default(),
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
@@ -215,6 +219,7 @@ impl GlobalMaster {
         if task.kind.needs_designated_gm() && !self.is_designated() {
             self.stats.guaranteed_elsewhere += 1;
         }
+        self.ordering.arrived();
         self.backlog.push_ready(new_pending(now, task));
     }
 }

@@ -19,11 +19,12 @@ use common::{LmId, Micros, TaskKind};
 
 impl GlobalMaster {
     /// One scheduling pass over every ready task.
-    pub fn schedule(&mut self, _now: Micros) -> PassOutput {
+    pub fn schedule(&mut self, now: Micros) -> PassOutput {
         let mut out = PassOutput::default();
         if !self.view.is_full() || self.view.is_empty() {
             return out;
         }
+        self.reorder(now);
         out.decisions = std::mem::take(&mut self.spare_decisions);
         self.wake_blocked();
         // Every task ready now is decided in this pass (the woken ones come on top).
@@ -145,6 +146,8 @@ impl GlobalMaster {
             node,
             placement,
         } = found;
+        self.ordering
+            .dispatched(pending.task.id, pending.task.resources);
         let batch =
             self.dispatcher
                 .dispatch(&mut self.view, lm, node, placement, pending, out, true);

@@ -31,13 +31,15 @@ fn flags_beat_env_beat_file_beat_defaults() {
     assert_eq!(s.lm_urls, vec!["http://a".to_owned()]);
 }
 
+/// Settings from these flags, with one LM.
+fn resolve(args: &[&str]) -> Result<GmSettings> {
+    let mut all = vec!["global-master", "--lm-urls", "http://lm"];
+    all.extend_from_slice(args);
+    GmArgs::try_parse_from(all).expect("parse").resolve()
+}
+
 #[test]
 fn queueable_settings_are_checked() {
-    let resolve = |args: &[&str]| {
-        let mut all = vec!["global-master", "--lm-urls", "http://lm"];
-        all.extend_from_slice(args);
-        GmArgs::try_parse_from(all).expect("parse").resolve()
-    };
     let s = resolve(&[]).expect("defaults");
     assert_eq!((s.queueable_top_k, s.queueable_cap), (4, 1.0));
     assert_eq!(s.queueable_quota, QueueableQuota::UNLIMITED);
@@ -163,11 +165,6 @@ fn unknown_file_keys_and_bad_values_are_refused() {
 
 #[test]
 fn standby_needs_a_data_dir_and_reads_from_flag_env_and_file() {
-    let resolve = |args: &[&str]| {
-        let mut all = vec!["global-master", "--lm-urls", "http://lm"];
-        all.extend_from_slice(args);
-        GmArgs::try_parse_from(all).expect("parse").resolve()
-    };
     assert_eq!(resolve(&[]).expect("defaults").standby, None);
     let err = resolve(&["--standby"]).unwrap_err().to_string();
     assert!(err.contains("--standby needs --data-dir"), "{err}");
@@ -203,4 +200,17 @@ fn standby_needs_a_data_dir_and_reads_from_flag_env_and_file() {
     let s = resolve(&["--config", file.to_str().expect("path")]).expect("file");
     let _ = std::fs::remove_file(&file);
     assert_eq!(s.standby, Some(Duration::from_millis(20)));
+}
+
+#[test]
+fn the_job_order_defaults_to_fifo_and_bad_values_name_the_flag() {
+    use crate::core::carbyne::JobOrder;
+    let s = resolve(&[]).expect("defaults");
+    assert_eq!((s.order.order, s.order.altruism), (JobOrder::Fifo, 1.0));
+    let s = resolve(&["--job-order", "carbyne", "--altruism", "0.5"]).expect("valid");
+    assert_eq!((s.order.order, s.order.altruism), (JobOrder::Carbyne, 0.5));
+    let err = resolve(&["--job-order", "lifo"]).expect_err("unknown");
+    assert!(err.to_string().contains("--job-order"), "{err}");
+    let err = resolve(&["--altruism", "2"]).expect_err("out of range");
+    assert!(err.to_string().contains("--altruism"), "{err}");
 }

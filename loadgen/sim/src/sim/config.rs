@@ -41,6 +41,8 @@ pub struct SimConfig {
     pub skip_idle: bool,
     /// Which blocked tasks a GM retries when its view gains resources.
     pub wake: gm_core::WakePolicy,
+    /// In which order a GM tries its waiting tasks (FIFO, DRF, Tetris, SJF, Carbyne).
+    pub order: gm_core::carbyne::OrderConfig,
     /// When an LM sends its state to every GM (Megha driver only).
     pub lm_publish: LmPublish,
     /// Largest launch batch per LM.
@@ -174,6 +176,7 @@ impl Default for SimConfig {
             heartbeat: Micros::from_secs(10),
             skip_idle: true,
             wake: gm_core::WakePolicy::default(),
+            order: gm_core::carbyne::OrderConfig::default(),
             lm_publish: LmPublish::Heartbeat,
             batch_size: 100,
             probe_ratio: 2,

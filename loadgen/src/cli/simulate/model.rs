@@ -63,6 +63,20 @@ pub struct ModelArgs {
     /// with the backlog) or all (every one, as the paper's simulator does).
     #[arg(long, default_value = "indexed", value_name = "POLICY", value_parser = parse_wake)]
     pub wake: global_master::core::WakePolicy,
+    /// In which order a GM tries its waiting tasks: fifo (user queues in turn, each
+    /// in arrival order: the default), drf (fairness between jobs), tetris (packing),
+    /// sjf (shortest remaining critical path), or carbyne (altruistic: DRF shares,
+    /// leftover to the jobs closest to completion, then packed; docs/carbyne.md).
+    #[arg(long, default_value = "fifo", value_name = "POLICY", value_parser = parse_order)]
+    pub order: global_master::core::carbyne::JobOrder,
+    /// With --order carbyne: P(altruism), the probability that a job gives away
+    /// what it need not run now (0 = DRF, 1 = every job).
+    #[arg(long, default_value_t = 1.0, value_name = "P")]
+    pub altruism: f64,
+    /// With --order other than fifo: least time between two replans triggered by
+    /// task ends, in ms (job arrivals and ends always replan).
+    #[arg(long, default_value_t = 500.0, value_name = "MS")]
+    pub replan_ms: f64,
     /// When an LM sends its state to every GM: heartbeat (at heartbeats only, as the
     /// Megha simulator does), or changes (also after every answer to a GM and every
     /// task end, at most once per --publish-min-interval-ms, as the services' LM
@@ -191,9 +205,26 @@ impl ModelArgs {
             preemption: self.preemption,
             skip_idle: !self.simulate_idle,
             wake: self.wake,
+            order: self.order_config()?,
             lm_publish,
             ..SimConfig::default()
         })
+    }
+
+    /// The job-ordering policy (`--order`, `--altruism`, `--replan-ms`).
+    pub fn order_config(&self) -> Result<global_master::core::carbyne::OrderConfig> {
+        let ms = self.replan_ms;
+        if !(ms.is_finite() && ms >= 0.0) {
+            bail!("--replan-ms must be a non-negative number of ms, not {ms}");
+        }
+        let config = global_master::core::carbyne::OrderConfig {
+            order: self.order,
+            altruism: self.altruism,
+            seed: self.seed,
+            replan_every: Micros::from_secs_f64(ms / 1000.0),
+        };
+        config.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
+        Ok(config)
     }
 
     /// The LM publication rule in effect (`--lm-publish`, `--publish-min-interval-ms`).
@@ -227,6 +258,15 @@ fn parse_wake(name: &str) -> Result<global_master::core::WakePolicy, String> {
         format!(
             "unknown wake policy {name:?}; expected one of: {}",
             global_master::core::WakePolicy::NAMES.join(", ")
+        )
+    })
+}
+
+fn parse_order(name: &str) -> Result<global_master::core::carbyne::JobOrder, String> {
+    global_master::core::carbyne::JobOrder::parse(name).ok_or_else(|| {
+        format!(
+            "unknown job order {name:?}; expected one of: {}",
+            global_master::core::carbyne::JobOrder::NAMES.join(", ")
         )
     })
 }

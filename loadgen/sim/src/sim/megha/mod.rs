@@ -134,6 +134,7 @@ pub fn simulate(
                 designated_gm: designated,
                 lra: config.lra.clone(),
                 wake: config.wake,
+                order: config.order,
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             }))
         })

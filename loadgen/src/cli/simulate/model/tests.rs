@@ -139,3 +139,22 @@ fn the_default_cost_model_charges_what_the_microsecond_model_did() {
     assert_eq!(c.lm_batch(0, 0), Micros(10));
     assert_eq!(c.lm_batch(7, 2001), Micros(10 + 21 + 11));
 }
+
+#[test]
+fn the_job_order_defaults_to_fifo_and_bad_values_name_the_flag() {
+    use global_master::core::carbyne::JobOrder;
+    let config = model(&[]).order_config().expect("defaults");
+    assert_eq!(config.order, JobOrder::Fifo);
+    let config = model(&["--order", "carbyne", "--altruism", "0.5"])
+        .order_config()
+        .expect("valid");
+    assert_eq!((config.order, config.altruism), (JobOrder::Carbyne, 0.5));
+    let err = model(&["--altruism", "1.5"]).order_config().unwrap_err();
+    assert!(err.to_string().contains("--altruism"), "{err}");
+    let err = model(&["--replan-ms=-1"]).order_config().unwrap_err();
+    assert!(err.to_string().contains("--replan-ms"), "{err}");
+    let bad = Cli::try_parse_from(["simulate", "--order", "lifo"])
+        .err()
+        .expect("refused");
+    assert!(bad.to_string().contains("unknown job order"), "{bad}");
+}
