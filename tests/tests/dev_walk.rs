@@ -2,7 +2,8 @@
 //! process (no RabbitMQ), then, with nothing but `megha` pointed at it: `run
 //! --wait`, `run` + `wait` (the task's exit code), `logs`, `describe`, `resubmit
 //! --wait`, `logs -f` of a task not started yet (it waits), `cancel` of an ended job
-//! (it says so), `status`; the dashboard page is served on the same port; Ctrl-C
+//! (it says so), a refused TOML job file (the error names its line), `status`; the
+//! dashboard page is served on the same port; Ctrl-C
 //! (SIGINT) stops it and it removes its temporary directory.
 
 use std::process::{Child, Command, Output, Stdio};
@@ -123,6 +124,21 @@ fn a_newcomer_runs_waits_reads_describes_and_resubmits_on_megha_dev() {
     let (code, out, err) = megha(&url, &["cancel", &first]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("had already ended (finished)"), "{out}");
+
+    // A TOML job file the GM refuses: the error names the file's line.
+    let file = std::env::temp_dir().join(format!("megha-dev-walk-{pid}.toml"));
+    std::fs::write(
+        &file,
+        "name = \"bad\"\n\n[[tasks]]\nresources = { cpu_millis = 0, memory_mb = 64 }\nexecutor = { type = \"exec\", command = [\"true\"] }\n",
+    )
+    .expect("job file");
+    let (code, _, err) = megha(&url, &["run", file.to_str().expect("utf-8")]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("tasks[0].resources.cpu_millis") && err.contains(".toml:4)"),
+        "the refusal points at line 4: {err}"
+    );
 
     let (code, out, err) = megha(&url, &["status"]);
     assert_eq!(code, 0, "{err}");

@@ -58,6 +58,44 @@ pub(crate) fn read_job_file(path: &std::path::Path) -> Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
 }
 
+/// The line of a TOML job file's `text` where the value at the GM's JSON path
+/// `field` (`tasks[1].resources.cpu_millis`) is written: the longest prefix of the
+/// path that the file has (a missing key: its table's line); `None` when not even
+/// the first part is there.
+pub(crate) fn toml_line(text: &str, field: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let mut span: Option<std::ops::Range<usize>> = None;
+    let mut table: &DeTable = doc.get_ref();
+    let mut value: Option<&DeValue> = None;
+    for part in field.split('.') {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if let Some(DeValue::Table(t)) = value {
+            table = t;
+        } else if value.is_some() {
+            break;
+        }
+        let Some((_, v)) = table.iter().find(|(k, _)| k.get_ref().as_ref() == key) else {
+            break;
+        };
+        span = Some(v.span());
+        value = Some(v.get_ref());
+        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
+            let (Some(DeValue::Array(items)), Ok(i)) = (value, index.parse::<usize>()) else {
+                break;
+            };
+            let Some(item) = items.get(i) else { break };
+            span = Some(item.span());
+            value = Some(item.get_ref());
+        }
+    }
+    let start = span?.start.min(text.len());
+    Some(text[..start].matches('\n').count() + 1)
+}
+
 /// Percent-encodes a query value.
 pub(crate) fn encode(value: &str) -> String {
     value
@@ -74,6 +112,23 @@ pub(crate) fn encode(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::after_job;
+
+    #[test]
+    fn a_field_path_points_at_its_toml_line() {
+        let text = "name = \"x\"\n\n[[tasks]]\nresources = { cpu_millis = 500, memory_mb = 64 }\n\n[[tasks]]\n[tasks.resources]\ncpu_millis = 0\nmemory_mb = 64\n";
+        assert_eq!(super::toml_line(text, "name"), Some(1));
+        assert_eq!(
+            super::toml_line(text, "tasks[1].resources.cpu_millis"),
+            Some(8)
+        );
+        assert_eq!(
+            super::toml_line(text, "tasks[0].resources.cpu_millis"),
+            Some(4)
+        );
+        // A key the file does not have: the closest part it has.
+        assert_eq!(super::toml_line(text, "tasks[1].executor"), Some(6));
+        assert_eq!(super::toml_line(text, "retry.max_attempts"), None);
+    }
 
     #[test]
     fn after_names_a_job_and_when() {

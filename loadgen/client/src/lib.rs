@@ -410,6 +410,30 @@ impl Gm {
     async fn get(&self, path: &str) -> Result<Value> {
         self.call(reqwest::Method::GET, path, None).await
     }
+
+    /// `POST /v1/jobs` with `body`, read from the job file `source` if any: a
+    /// refusal naming a field of a TOML file says the file's line of that field.
+    async fn submit(&self, body: &Value, source: Option<&std::path::Path>) -> Result<Value> {
+        let method = reqwest::Method::POST;
+        let answer = self.send(&method, "/v1/jobs", Some(body)).await?;
+        let url = answer.url().to_string();
+        let status = answer.status();
+        let text = answer.text().await.context("reading the answer")?;
+        if status.is_success() {
+            return serde_json::from_str(&text).with_context(|| format!("{url}: not JSON: {text}"));
+        }
+        let line = source
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .and_then(|p| {
+                let field = serde_json::from_str::<Value>(&text).ok()?["field"]
+                    .as_str()?
+                    .to_owned();
+                let line = flags::toml_line(&std::fs::read_to_string(p).ok()?, &field)?;
+                Some(format!(" (at {}:{line})", p.display()))
+            })
+            .unwrap_or_default();
+        bail!("{method} {url}: {status}: {}{line}", render::reason(&text))
+    }
 }
 
 /// Runs a command; its exit status (0 unless a command exits with an outcome).
@@ -451,6 +475,7 @@ async fn run(cli: Cli) -> Result<u8> {
             wait_options,
             command,
         } => {
+            let source = file.clone();
             let body = match (file, command.is_empty()) {
                 (Some(_), true) if cwd.is_some() || !env.is_empty() || user.is_some() => {
                     bail!("--cwd, --env and --user go with a command after --; a job file says them itself")
@@ -505,9 +530,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 }
                 body["labels"] = Value::Object(all);
             }
-            let answer = gm
-                .call(reqwest::Method::POST, "/v1/jobs", Some(&body))
-                .await?;
+            let answer = gm.submit(&body, source.as_deref()).await?;
             print(out, &answer, render::submitted(&answer))?;
             let wait = wait.then(|| wait_options.options());
             then_wait(&gm, out, &answer, wait, cli.json).await
