@@ -2,7 +2,7 @@
 //! run ends) and when to replan: at a job's arrival or end always, at a task end at
 //! most once per [`OrderConfig::replan_every`].
 
-use super::{JobOrder, OrderConfig};
+use super::config::{JobOrder, OrderConfig};
 use common::{JobId, Micros, Resources, TaskId};
 use rustc_hash::FxHashMap as HashMap;
 

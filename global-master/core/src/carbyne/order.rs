@@ -12,9 +12,9 @@
 //!   LEFTOVERSCHEDULER: jobs with the least remaining work first (SRTF) as long as
 //!   the free resources hold them, then the rest packed (Tetris).
 
+use super::config::{JobOrder, OrderConfig};
 use super::intra::reverse_pack;
 use super::model::JobWork;
-use super::{JobOrder, OrderConfig};
 use common::{Resources, TaskId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
