@@ -231,7 +231,9 @@ pub fn time_of(field: &str, text: &str, now: u64) -> Result<u64, ApiError> {
     if let Ok(t) = text.parse::<u64>() {
         return Ok(t);
     }
-    let (n, unit) = text.split_at(text.len().saturating_sub(1));
+    // The unit is the last character (not byte: the text may be any UTF-8).
+    let split = text.char_indices().last().map_or(0, |(i, _)| i);
+    let (n, unit) = text.split_at(split);
     let n: u64 = n.parse().map_err(|_| bad())?;
     let seconds = match unit {
         "s" => 1,
@@ -290,7 +292,7 @@ mod tests {
         assert_eq!(time_of("since", "2h", now).unwrap(), now - 7200);
         assert_eq!(time_of("since", "1w", now).unwrap(), 3 * 86_400);
         assert_eq!(time_of("since", "99w", now).unwrap(), 0);
-        for bad in ["", "d", "7y", "-3", "seven days"] {
+        for bad in ["", "d", "7y", "-3", "seven days", "ZÏ", "7Ï", "Ï"] {
             let e = time_of("until", bad, now).unwrap_err();
             assert_eq!((e.status, e.field.as_str()), (400, "until"), "{bad}");
         }
