@@ -69,11 +69,6 @@ const NAMES: TableDefinition<u64, &[u8]> = TableDefinition::new("names");
 const OUTCOMES: TableDefinition<u64, u8> = TableDefinition::new("outcomes");
 /// Job outcomes kept (the oldest jobs are forgotten first).
 pub const OUTCOMES_KEPT: u64 = 10_000;
-/// Job id -> the job's spec as submitted, packed
-/// ([`crate::service::durable::specs`]), for the last
-/// [`crate::service::durable::specs::SPECS_KEPT`] jobs: kept after the job ends (for
-/// `megha resubmit`), pruned oldest first.
-const SPECS: TableDefinition<u64, &[u8]> = TableDefinition::new("specs");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
@@ -89,14 +84,6 @@ pub struct Accepted {
     /// transaction) so that a GM killed before the key store took it still answers
     /// a retried submission with this job instead of making a second one.
     pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
-}
-
-/// A job's spec in the journal: packed ([`crate::service::durable::specs`]), with
-/// the job's user (who may read it after the job left the journal).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StoredSpec {
-    pub user: Option<String>,
-    pub packed: Vec<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -400,11 +387,7 @@ impl Journal {
                 txn.open_table(NAMES)?.insert(job.0, names.as_slice())?;
             }
             if let Some(spec) = &spec {
-                let mut specs = txn.open_table(SPECS)?;
-                specs.insert(job.0, spec.as_slice())?;
-                while specs.len()? > crate::service::durable::specs::SPECS_KEPT {
-                    specs.pop_first()?;
-                }
+                specs::write(&txn, job, spec)?;
             }
             txn.commit()?;
             Ok(())
@@ -512,22 +495,7 @@ impl Journal {
 
     /// The packed spec of `job` and its user, if the journal keeps it.
     pub fn spec(&self, job: JobId) -> Result<Option<StoredSpec>, JournalError> {
-        let read = || -> Result<Option<StoredSpec>, Box<dyn std::error::Error>> {
-            let txn = self.db.begin_read()?;
-            let table = match txn.open_table(SPECS) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            let Some(value) = table.get(job.0)? else {
-                return Ok(None);
-            };
-            Ok(Some(common::codec::decode_stored(
-                &self.cluster,
-                value.value(),
-            )?))
-        };
-        read().map_err(|e| self.error("cannot read a spec", e))
+        specs::read(&self.db, &self.cluster, job).map_err(|e| self.error("cannot read a spec", e))
     }
 
     /// How each of `jobs` ended, for those that left the journal (see
@@ -608,7 +576,10 @@ impl Journal {
     }
 }
 
+mod specs;
 mod usage;
+
+pub use specs::StoredSpec;
 
 #[cfg(test)]
 mod tests;
