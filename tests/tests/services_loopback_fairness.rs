@@ -80,8 +80,18 @@ fn preemption_over_http_between_processes() {
     wait_until("every task to finish", Duration::from_secs(30), || {
         cluster.metric(&cluster.workers, "megha_worker_finished_total") == 5.0
     });
-    // It ran again and finished; its history keeps the killed run.
-    let after = get_json(&format!("{gm0}/v1/tasks/{a}/{index}"));
+    // It ran again and finished; its history keeps the killed run. The worker
+    // counts the finish before its report has travelled through the LM to the
+    // GM, so the GM's answer is awaited, not read once.
+    let mut after = serde_json::Value::Null;
+    wait_until(
+        "the victim to show finished at its GM",
+        Duration::from_secs(10),
+        || {
+            after = get_json(&format!("{gm0}/v1/tasks/{a}/{index}"));
+            after["state"] == "finished"
+        },
+    );
     assert_eq!(after["state"], "finished", "{after}");
     assert_eq!(
         after["killed_runs"].as_array().map(Vec::len),
