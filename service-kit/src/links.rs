@@ -219,8 +219,9 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
     Some(Duration::from_secs(seconds))
 }
 
-/// The other cluster an answer names, if it names one that is not `ours`.
-fn foreign_answer(resp: &reqwest::Response, ours: &common::ClusterName) -> Option<String> {
+/// The other cluster an answer names in `x-megha-cluster`, if it names one that
+/// is not `ours` (an answer naming none, e.g. from a proxy, passes).
+pub fn foreign_answer(resp: &reqwest::Response, ours: &common::ClusterName) -> Option<String> {
     let theirs = resp.headers().get(crate::cluster::CLUSTER_NAME_HEADER)?;
     let theirs = String::from_utf8_lossy(theirs.as_bytes());
     (theirs != ours.as_str()).then(|| theirs.into_owned())

@@ -218,6 +218,17 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         .enable_all()
         .build()?;
     let result = runtime.block_on(async {
+        // The GMs first: a wrong URL or another cluster's GMs are named in the
+        // first line, before anything is subscribed.
+        let client =
+            service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
+        net::check_gms_reachable(
+            &client,
+            &args.gm,
+            &args.cluster_name,
+            Duration::from_secs(10),
+        )
+        .await?;
         let queue = format!(
             "replay.{}.{}",
             std::process::id(),
@@ -236,9 +247,6 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
             tokio::time::sleep(Duration::from_millis(100)).await;
             waited += 1;
         }
-        let client =
-            service_kit::auth::user_client(Some(Duration::from_secs(30)), token.as_deref());
-        net::check_gms_reachable(&client, &args.gm, Duration::from_secs(10)).await?;
         let before = net::gm_facts(&client, &args.gm).await;
         let submit = net::http_submitter(
             args.gm.clone(),

@@ -60,6 +60,7 @@ pub fn amqp_events(
 pub async fn check_gms_reachable(
     client: &reqwest::Client,
     gm_urls: &[String],
+    cluster: &common::ClusterName,
     wait: Duration,
 ) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
@@ -74,7 +75,17 @@ pub async fn check_gms_reachable(
                     .send()
                     .await;
                 match attempt {
-                    Ok(_) => break 'gm,
+                    Ok(resp) => {
+                        // Every answer of a GM names its cluster: a replay into
+                        // another cluster would have every job refused (421) and
+                        // read no event, so it stops here, saying why first.
+                        if let Some(theirs) = service_kit::links::foreign_answer(&resp, cluster) {
+                            anyhow::bail!(
+                                "cluster mismatch: --gm {url} belongs to cluster `{theirs}`, this replay to `{cluster}`: give loadgen the GMs' --cluster-name (MEGHA_CLUSTER_NAME), or point --gm at a GM of cluster `{cluster}`"
+                            );
+                        }
+                        break 'gm;
+                    }
                     Err(e) => last = Some(e),
                 }
             }

@@ -17,6 +17,7 @@ async fn a_gm_that_never_answers_is_named_once_the_wait_is_over() {
     let err = check_gms_reachable(
         &client,
         std::slice::from_ref(&url),
+        &megha(),
         Duration::from_millis(300),
     )
     .await
@@ -44,9 +45,60 @@ async fn any_http_answer_counts_even_an_error_status() {
         }
     });
     let client = reqwest::Client::new();
-    check_gms_reachable(&client, &[url], Duration::from_millis(300))
+    check_gms_reachable(&client, &[url], &megha(), Duration::from_millis(300))
         .await
         .expect("a 503 is an answer: the GM is there, only not ready");
+}
+
+fn megha() -> common::ClusterName {
+    "megha".parse().expect("name")
+}
+
+/// A fake GM answering /healthz as a GM of cluster `name` does (the header).
+fn gm_of_cluster(name: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = read_request(&mut stream);
+            let answer = format!("HTTP/1.1 200 OK\r\nx-megha-cluster: {name}\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}");
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_gm_of_another_cluster_is_named_in_the_first_line() {
+    let client = reqwest::Client::new();
+    let ours = gm_of_cluster("megha");
+    let blue = gm_of_cluster("blue");
+    check_gms_reachable(
+        &client,
+        std::slice::from_ref(&ours),
+        &megha(),
+        Duration::from_secs(2),
+    )
+    .await
+    .expect("a GM of our cluster");
+    let err = check_gms_reachable(
+        &client,
+        &[ours, blue.clone()],
+        &megha(),
+        Duration::from_secs(2),
+    )
+    .await
+    .expect_err("a GM of cluster blue");
+    let text = err.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!(
+            "cluster mismatch: --gm {blue} belongs to cluster `blue`, this replay to `megha`"
+        )),
+        "{text}"
+    );
+    assert!(first.contains("--cluster-name"), "{text}");
 }
 
 /// What a fake GM address does with each request it reads.
