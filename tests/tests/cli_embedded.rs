@@ -85,7 +85,7 @@ async fn scenario(gm: String, data_dir: PathBuf) {
     let status = ended(&gm, hello).await;
     assert_eq!(status["job"]["state"], "finished", "{status}");
     assert_eq!(status["tasks"][0]["state"], "finished", "{status}");
-    let log = embedded::task_log(&data_dir, TaskId::new(hello, 0), Stream::Stdout);
+    let log = embedded::task_log(&data_dir, TaskId::new(hello, 0), Stream::Stdout, None);
     assert_eq!(log.as_deref(), Some("hello\n"));
     // The GM cannot proxy logs in embedded mode, and megha says why.
     let (ok, _, err) = megha(&gm, &["logs", &hello.to_string(), "0"]).await;

@@ -3,7 +3,8 @@
 //! `exec` tasks.
 //!
 //! - a command that exits 3 runs `max_attempts` times (its job's retry policy) and
-//!   ends `failed` with every attempt's failure;
+//!   ends `failed` with every attempt's failure; each attempt's log stays readable
+//!   (`?attempt=N`, `megha logs --attempt N`);
 //! - a running task shows `running` with its start time; `DELETE /v1/jobs/{id}`
 //!   cancels the queued task at once and the running ones at their worker (their
 //!   processes are gone), twice answers the same, 404 for an unknown job;
@@ -68,7 +69,7 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
     // Retries: exit 3, three attempts 50 ms then 100 ms apart, then failed for good.
     let failing = format!(
         r#"{{"tasks":[{}],"user":"ana","retry":{{"max_attempts":3,"backoff":{{"initial_ms":50,"factor":2}}}}}}"#,
-        exec_task("exit 3")
+        exec_task("echo \"run $MEGHA_ATTEMPT\"; exit 3")
     );
     let job = submit(&gm, &failing);
     wait_until("the failing job to end", Duration::from_secs(30), || {
@@ -91,6 +92,27 @@ fn retries_cancel_running_state_and_retention_through_the_services() {
         cluster.metric(&cluster.gms, "megha_gm_tasks_retried_total"),
         2.0
     );
+    // Every attempt kept its log: each by its number, the current one by default.
+    let attempt_log = |query: &str| {
+        let url = format!("{gm}/v1/tasks/{job}/0/logs{query}");
+        let (status, _, body) = http("GET", &url, None).expect("get logs");
+        (status, body)
+    };
+    for n in 1..=3 {
+        assert_eq!(
+            attempt_log(&format!("?attempt={n}")),
+            (200, format!("run {n}\n"))
+        );
+    }
+    assert_eq!(attempt_log(""), (200, "run 3\n".to_owned()));
+    for absent in ["?attempt=4", "?attempt=0"] {
+        let (status, body) = attempt_log(absent);
+        assert_eq!(status, 404, "{absent}: {body}");
+        assert!(body.contains("has no attempt"), "{absent}: {body}");
+    }
+    let (ok, out, err) = megha(&gm, &["logs", &job.to_string(), "0", "--attempt", "1"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "run 1\n");
     let by_user = get_json(&format!("{gm}/v1/jobs?user=ana"));
     assert_eq!(
         by_user["jobs"].as_array().map(Vec::len),

@@ -247,6 +247,10 @@ pub enum Command {
         /// Keep printing as the task writes, until it ends.
         #[arg(short, long)]
         follow: bool,
+        /// An earlier attempt's output (1 for the first run; `megha describe`
+        /// lists a retried task's attempts). The current attempt's by default.
+        #[arg(long)]
+        attempt: Option<u32>,
     },
     /// The nodes as the GM sees them (per local master and partition), each marked
     /// down, drained, or on an LM that is not ready, as the LMs' own lists say.
@@ -583,11 +587,15 @@ async fn run(cli: Cli) -> Result<u8> {
             stderr,
             tail,
             follow,
+            attempt,
         } => {
             let stream = if stderr { "stderr" } else { "stdout" };
             let mut path = format!("/v1/tasks/{job}/{index}/logs?stream={stream}&follow={follow}");
             if let Some(n) = tail {
                 path.push_str(&format!("&tail={n}"));
+            }
+            if let Some(n) = attempt {
+                path.push_str(&format!("&attempt={n}"));
             }
             let mut answer = gm.send(&reqwest::Method::GET, &path, None).await?;
             // Following a task that has not started (409): wait for its start.

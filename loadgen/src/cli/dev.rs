@@ -171,6 +171,7 @@ struct LogsQuery {
     stream: Option<String>,
     tail: Option<usize>,
     follow: Option<bool>,
+    attempt: Option<u32>,
 }
 
 fn refuse(status: StatusCode, field: Option<&str>, error: String) -> Response {
@@ -223,7 +224,8 @@ async fn task_logs(
     };
     let read = {
         let dir = s.data_dir.clone();
-        move || embedded::task_log(&dir, task, stream)
+        let attempt = q.attempt;
+        move || embedded::task_log(&dir, task, stream, attempt)
     };
     let Some(text) = read() else {
         let (code, why) = if status.started_at_us.is_none() && !status.state.is_final() {

@@ -63,11 +63,28 @@ pub fn worker_dir(data_dir: &Path, lm: LmId, slot: u32) -> PathBuf {
 }
 
 /// A task's output (`stream`: stdout or stderr) as the worker that ran it last kept
-/// it, read from the exec data dir (the embedded GMs have no LM URLs to proxy logs
-/// through); `None` if no worker has it.
-pub fn task_log(data_dir: &Path, task: TaskId, stream: Stream) -> Option<String> {
+/// it (or, with `attempt`, as the worker that ran that attempt kept it), read from
+/// the exec data dir (the embedded GMs have no LM URLs to proxy logs through);
+/// `None` if no worker has it.
+pub fn task_log(
+    data_dir: &Path,
+    task: TaskId,
+    stream: Stream,
+    attempt: Option<u32>,
+) -> Option<String> {
+    let workers = std::fs::read_dir(data_dir).ok()?.flatten();
+    if attempt.is_some() {
+        let log = worker::exec::logs::Log {
+            task,
+            stream,
+            attempt,
+        };
+        return workers
+            .into_iter()
+            .find_map(|w| worker::exec::logs::tail(&w.path().join("tasks"), log, None).ok());
+    }
     let mut found: Option<(std::time::SystemTime, String)> = None;
-    for entry in std::fs::read_dir(data_dir).ok()?.flatten() {
+    for entry in workers {
         let path = worker::exec::logs::task_dir(&entry.path().join("tasks"), task)
             .join(stream.file_name());
         let Ok(meta) = std::fs::metadata(&path) else {

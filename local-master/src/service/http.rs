@@ -334,6 +334,7 @@ struct LogQuery {
     stream: Option<String>,
     tail: Option<usize>,
     from: Option<u64>,
+    attempt: Option<u32>,
 }
 
 /// A task's log from the worker that runs its node (see the module documentation).
@@ -365,6 +366,9 @@ async fn task_logs(
     }
     if let Some(from) = q.from {
         params.push(("from", from.to_string()));
+    }
+    if let Some(attempt) = q.attempt {
+        params.push(("attempt", attempt.to_string()));
     }
     let url = format!(
         "{}/v1/tasks/{job}/{index}/logs",

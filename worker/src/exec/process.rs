@@ -58,7 +58,7 @@ pub fn prepare(
     let identity = identity
         .map_err(|why| start_failed(format!("exec tasks are refused on this worker: {why}")))?;
     let owner = identity.uid.zip(identity.gid);
-    let (stdout, stderr) = logs.create(task.id, owner).map_err(|e| {
+    let (stdout, stderr) = logs.create(task.id, task.attempt, owner).map_err(|e| {
         start_failed(format!(
             "cannot create the task directory {}: {e}",
             logs.dir(task.id).display()

@@ -290,6 +290,8 @@ struct LogQuery {
     /// The log from this byte offset on (following a log); the answer's
     /// `x-megha-log-size` header is the log's size.
     from: Option<u64>,
+    /// An attempt's log (its current one by default).
+    attempt: Option<u32>,
 }
 
 async fn task_logs(
@@ -312,9 +314,13 @@ async fn task_logs(
         }
         Err(e) => return bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     };
+    let log = logs::Log {
+        task,
+        stream,
+        attempt: q.attempt,
+    };
     if let Some(from) = q.from {
-        let read =
-            tokio::task::spawn_blocking(move || logs::read_from(&root, task, stream, from)).await;
+        let read = tokio::task::spawn_blocking(move || logs::read_from(&root, log, from)).await;
         return match read {
             Ok(Ok((bytes, size))) => (
                 [
@@ -327,17 +333,21 @@ async fn task_logs(
                 bytes,
             )
                 .into_response(),
-            Ok(Err(e @ LogError::Unknown { .. })) => bad(StatusCode::NOT_FOUND, e.to_string()),
+            Ok(Err(e @ (LogError::Unknown { .. } | LogError::NoAttempt { .. }))) => {
+                bad(StatusCode::NOT_FOUND, e.to_string())
+            }
             Ok(Err(e)) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
             Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         };
     }
-    let read = tokio::task::spawn_blocking(move || logs::tail(&root, task, stream, q.tail)).await;
+    let read = tokio::task::spawn_blocking(move || logs::tail(&root, log, q.tail)).await;
     match read {
         Ok(Ok(text)) => {
             ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
         }
-        Ok(Err(e @ LogError::Unknown { .. })) => bad(StatusCode::NOT_FOUND, e.to_string()),
+        Ok(Err(e @ (LogError::Unknown { .. } | LogError::NoAttempt { .. }))) => {
+            bad(StatusCode::NOT_FOUND, e.to_string())
+        }
         Ok(Err(e)) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => bad(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }

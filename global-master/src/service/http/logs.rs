@@ -27,21 +27,65 @@ pub struct LogSource {
     pub lm_url: String,
     pub node: u32,
     pub ended: bool,
+    /// The attempt whose log to read (the worker's current one when `None`).
+    pub attempt: Option<u32>,
 }
 
 /// Why there is no log to read: (HTTP status, reason).
 #[derive(Message, Debug)]
 #[rtype(result = "Result<LogSource, (u16, String)>")]
-pub struct FindLog(pub TaskId);
+pub struct FindLog {
+    pub task: TaskId,
+    /// An earlier attempt's log, where that attempt ran (the current one when
+    /// `None` or the current attempt).
+    pub attempt: Option<u32>,
+}
 
 impl Handler<FindLog> for GmActor {
     type Result = Result<LogSource, (u16, String)>;
 
     fn handle(&mut self, msg: FindLog, _: &mut Context<Self>) -> Self::Result {
-        let task = msg.0;
+        let task = msg.task;
         let Some(status) = self.tracker().task(task) else {
             return Err((404, format!("task {task} is unknown to this GM")));
         };
+        let lm_url = |lm: u16| {
+            self.lm_urls().get(lm as usize).cloned().ok_or_else(|| {
+                (
+                    501,
+                    "this GM does not know its LMs' URLs (embedded mode): logs are served by the workers only".to_owned(),
+                )
+            })
+        };
+        if let Some(n) = msg.attempt.filter(|&n| n != status.attempt) {
+            if n == 0 || n > status.attempt {
+                return Err((
+                    404,
+                    format!(
+                        "task {task} has no attempt {n}: its attempts are 1 to {}",
+                        status.attempt
+                    ),
+                ));
+            }
+            let Some((lm, node)) = status
+                .failures
+                .iter()
+                .rev()
+                .find(|f| f.attempt == n)
+                .and_then(|f| Some((f.lm?, f.node)))
+            else {
+                return Err((
+                    404,
+                    format!("the GM does not know where attempt {n} of task {task} ran"),
+                ));
+            };
+            return Ok(LogSource {
+                lm_url: lm_url(lm)?,
+                node,
+                ended: true,
+                attempt: Some(n),
+            });
+        }
         let (Some(lm), Some(node)) = (status.lm, status.node) else {
             return Err((
                 409,
@@ -54,16 +98,11 @@ impl Handler<FindLog> for GmActor {
         if matches!(status.state, TaskState::Queued | TaskState::Dispatched) {
             return Err((409, format!("task {task} has not started yet: no log")));
         }
-        let Some(lm_url) = self.lm_urls().get(lm as usize) else {
-            return Err((
-                501,
-                "this GM does not know its LMs' URLs (embedded mode): logs are served by the workers only".into(),
-            ));
-        };
         Ok(LogSource {
-            lm_url: lm_url.clone(),
+            lm_url: lm_url(lm)?,
             node,
             ended: status.state.is_final(),
+            attempt: msg.attempt,
         })
     }
 }
@@ -127,6 +166,9 @@ async fn read(
     }
     if let Some(from) = from {
         params.push(("from", from.to_string()));
+    }
+    if let Some(attempt) = source.attempt {
+        params.push(("attempt", attempt.to_string()));
     }
     let answer = service_kit::auth::send(client(), client().get(url).query(&params), signing())
         .await
@@ -207,7 +249,11 @@ pub async fn serve(
                 return None;
             }
             // Whether the task had ended before this read: then this read is the last.
-            let ended = match f.gm.send(FindLog(f.task)).await {
+            let find = FindLog {
+                task: f.task,
+                attempt: f.source.attempt,
+            };
+            let ended = match f.gm.send(find).await {
                 Ok(Ok(s)) => s.ended,
                 _ => true,
             };

@@ -23,6 +23,9 @@ pub(crate) struct LogsQuery {
     tail: Option<usize>,
     /// Keep the answer open and send output as it comes, until the task ends.
     follow: Option<bool>,
+    /// An attempt's log (1 for the first run; the current attempt by default):
+    /// a retried task's earlier attempts keep theirs at the worker they ran on.
+    attempt: Option<u32>,
 }
 
 /// Which output of a task (for the OpenAPI document; the handler checks the text).
@@ -40,7 +43,7 @@ pub(crate) enum LogStream {
         (status = 200, description = "The task's output, from its worker (streamed with follow=true)", body = String, content_type = "text/plain"),
         (status = 400, description = "A bad parameter, named in `field`", body = Refusal),
         (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
-        (status = 404, description = "Unknown here, another user's task, or no log at the worker", body = Refusal),
+        (status = 404, description = "Unknown here, another user's task, no such attempt, or no log at the worker", body = Refusal),
         (status = 409, description = "The task has not started: no log yet", body = Refusal),
         (status = 501, description = "An embedded GM does not know its LMs' URLs", body = Refusal),
         (status = 502, description = "The task's LM did not answer", body = Refusal),
@@ -76,7 +79,11 @@ pub(crate) async fn task_logs(
         job: JobId(job),
         index,
     };
-    match s.gm.send(super::logs::FindLog(id)).await {
+    let find = super::logs::FindLog {
+        task: id,
+        attempt: q.attempt,
+    };
+    match s.gm.send(find).await {
         Ok(Ok(source)) => {
             super::logs::serve(s.gm.clone(), id, source, stream, q.tail, follow).await
         }

@@ -324,6 +324,7 @@ impl Tracker {
             s.failures.push(FailedAttempt {
                 attempt: s.attempt,
                 failure: failure.clone(),
+                lm: s.lm,
                 node: end.node.0,
                 ended_at_us: end.at.0,
             });
@@ -340,6 +341,7 @@ impl Tracker {
         s.failures.push(FailedAttempt {
             attempt: s.attempt,
             failure: retry.failure.clone(),
+            lm: s.lm,
             node: end.node.0,
             ended_at_us: end.at.0,
         });

@@ -46,6 +46,9 @@ pub struct FailedAttempt {
     /// The run (1 for the first).
     pub attempt: u32,
     pub failure: TaskFailure,
+    /// Where it ran: its LM (when the GM knew) and node; its log stays there
+    /// (`GET /v1/tasks/{job}/{index}/logs?attempt=N`).
+    pub lm: Option<u16>,
     pub node: u32,
     pub ended_at_us: u64,
 }
