@@ -162,3 +162,25 @@ fn a_newcomer_runs_waits_reads_describes_and_resubmits_on_megha_dev() {
     }
     assert!(!dir.exists(), "{} was removed", dir.display());
 }
+
+/// The dev cluster has no tokens: asked to listen where others can reach it, it
+/// refuses before starting anything, naming the flag, and nothing listens.
+#[test]
+fn megha_dev_refuses_a_non_loopback_address() {
+    let port = free_port();
+    let out = Command::new(bin_dir().join("megha"))
+        .args(["dev", "--", "--listen", &format!("0.0.0.0:{port}")])
+        .stdin(Stdio::null())
+        .output()
+        .expect("megha dev runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("--listen 0.0.0.0:{port} is not loopback")),
+        "{err}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "nothing listens on {port}"
+    );
+}

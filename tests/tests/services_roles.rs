@@ -99,6 +99,9 @@ fn each_role_calls_only_what_its_role_may() {
         if who == "shared" {
             return vec![("x-megha-cluster-token", c.secret.clone())];
         }
+        if who == "admin" {
+            return vec![("Authorization", format!("Bearer {}", c.admin))];
+        }
         vec![keys.sign(who, callee, method, url, body, None)]
     };
     type Row<'a> = (&'a str, String, Role, Vec<u8>, Vec<(&'a str, u16)>);
@@ -178,6 +181,21 @@ fn each_role_calls_only_what_its_role_may() {
             Role::Gm,
             empty_lm_msgs.clone(),
             vec![("gm", 403), ("lm", 200), ("worker", 403), ("shared", 401)],
+        ),
+        // GM -> GM, whether a job ended (after_jobs across GMs): a GM only; a
+        // user's token, even an admin's, is no GM credential.
+        (
+            "GET",
+            format!("{gm}/v1/internal/jobs/{job}"),
+            Role::Gm,
+            vec![],
+            vec![
+                ("gm", 200),
+                ("lm", 403),
+                ("worker", 403),
+                ("shared", 401),
+                ("admin", 401),
+            ],
         ),
     ];
     let mut failures = Vec::new();
