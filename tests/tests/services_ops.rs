@@ -12,14 +12,19 @@
 //!   memory x run time match the tasks' own start and end times (within 1 ms per
 //!   run: the accounting keeps milliseconds); a user sees their own usage only
 //!   (another's is 403); a GM killed with -9 and restarted on its journal answers
-//!   the same.
+//!   the same;
+//! - a pipeline's child outgrowing the task's memory limit ends the task failed,
+//!   out of memory, as `megha wait` (137) and `megha status` say; a worker killed
+//!   with -9 shows its nodes `down` in `megha nodes` and `megha top`.
 
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
 use tests::procs::run_megha as run;
-use tests::procs::{credentials, get_json, http, job_of, megha_as, wait_until, LoopbackCluster};
+use tests::procs::{
+    credentials, get_json, http, job_of, megha_as, wait_until, LoopbackCluster, RoleArgs,
+};
 
 /// (node, started_at_us, ended_at_us) of each task of `job` (`tasks` of them).
 fn runs_of(gm: &str, job: u64, tasks: u32) -> Vec<(u64, u64, u64)> {
@@ -258,5 +263,64 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
         Duration::from_secs(30),
         drained_at_lm,
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Failures as an operator and a user see them (issue 38 item 3): a task whose
+/// child (not the command itself: a pipeline) outgrows its memory limit ends
+/// `failed`, out of memory, and `megha wait` and `megha status` say so; a worker
+/// killed with -9 shows its nodes `down` in `megha nodes` and `megha top` once its
+/// LM declared it dead.
+#[test]
+fn an_oom_kill_and_a_dead_worker_show_as_such() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-ops-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // A worker silent for 1.5 s is dead (the default is 10 s).
+    let extra = RoleArgs {
+        lm: vec!["--worker-timeout-ms".into(), "1500".into()],
+        ..RoleArgs::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let c = credentials();
+    let as_user = |token: &str, args: &[&str]| run(megha_as(&gm, token, args));
+
+    let grow = "python3 -c 'b = bytearray(512 << 20); import time; time.sleep(5)' | cat";
+    let (code, out, err) = as_user(
+        &c.alice,
+        &["--json", "run", "--memory-mb", "64", "--", "sh", "-c", grow],
+    );
+    assert_eq!(code, 0, "{err}");
+    let job = job_of(&out);
+    let (code, out, err) = as_user(&c.alice, &["wait", &job.to_string()]);
+    // 128 + SIGKILL, with the reason.
+    assert_eq!(code, 137, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("ran out of memory"),
+        "{out}{err}"
+    );
+    let t = get_json(&format!("{gm}/v1/tasks/{job}/0"));
+    assert_eq!(t["state"], "failed", "{t}");
+    assert_eq!(t["failure"]["signal"]["out_of_memory"], true, "{t}");
+    let (_, out, err) = as_user(&c.alice, &["status", &job.to_string()]);
+    assert!(out.contains("out of memory"), "{out}{err}");
+
+    // The worker killed: its LM declares it dead, and both its nodes show down.
+    cluster.workers[0].kill();
+    let (mut nodes, mut top) = (String::new(), Value::Null);
+    wait_until(
+        "megha nodes and top to show the worker's nodes down",
+        Duration::from_secs(30),
+        || {
+            nodes = as_user(&c.admin, &["nodes"]).1;
+            top = serde_json::from_str(&as_user(&c.admin, &["--json", "top", "--once"]).1)
+                .unwrap_or_default();
+            let down_rows = nodes.lines().filter(|l| l.ends_with("down")).count();
+            down_rows == 2 && top["lms"][0]["down"] == 2
+        },
+    );
+    assert!(!nodes.contains("drained"), "{nodes}");
     let _ = std::fs::remove_dir_all(&dir);
 }
