@@ -14,8 +14,9 @@
 //!   (another's is 403); a GM killed with -9 and restarted on its journal answers
 //!   the same;
 //! - a pipeline's child outgrowing the task's memory limit ends the task failed,
-//!   out of memory, as `megha wait` (137) and `megha status` say; a worker killed
-//!   with -9 shows its nodes `down` in `megha nodes` and `megha top`.
+//!   out of memory, as `megha wait` (137) and `megha status` say; the accounting
+//!   has what the runs used as their worker measured it (CPU time, peak memory);
+//!   a worker killed with -9 shows its nodes `down` in `megha nodes` and `megha top`.
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -205,12 +206,13 @@ fn drained_nodes_take_no_new_work_and_usage_adds_up_across_a_restart() {
     check(&line_of(&usage, "alice"), alice_n, alice_wall, 0.5);
     check(&line_of(&usage, "bob"), bob_n, bob_wall, 1.0);
     assert_eq!(line_of(&usage, "alice")["queue"], "default", "{usage}");
-    assert!(
-        usage["used"]
-            .as_str()
-            .is_some_and(|u| u.starts_with("not reported")),
-        "{usage}"
-    );
+    // Sleeping runs, measured: next to no CPU.
+    for (user, runs) in [("alice", alice_n), ("bob", bob_n)] {
+        let line = line_of(&usage, user);
+        assert_eq!(line["runs_measured"], runs, "{line}");
+        let cpu = line["cpu_seconds_used"].as_f64().expect("cpu used");
+        assert!((0.0..0.2 * runs as f64).contains(&cpu), "{line}");
+    }
     let total = &usage["total"];
     assert_eq!(total["runs"], alice_n + bob_n, "{usage}");
     let want = alice_wall * 0.5 + bob_wall;
@@ -276,9 +278,10 @@ fn an_oom_kill_and_a_dead_worker_show_as_such() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-ops-fail-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    // A worker silent for 1.5 s is dead (the default is 10 s).
+    // A worker silent for 4 s is dead (the default is 10 s; a shorter lease
+    // fences a worker of a loaded machine).
     let extra = RoleArgs {
-        lm: vec!["--worker-timeout-ms".into(), "1500".into()],
+        lm: vec!["--worker-timeout-ms".into(), "4000".into()],
         ..RoleArgs::default()
     };
     let mut cluster =
@@ -306,6 +309,44 @@ fn an_oom_kill_and_a_dead_worker_show_as_such() {
     assert_eq!(t["failure"]["signal"]["out_of_memory"], true, "{t}");
     let (_, out, err) = as_user(&c.alice, &["status", &job.to_string()]);
     assert!(out.contains("out of memory"), "{out}{err}");
+
+    // What runs used, as their workers measured it: a task that spins on the CPU
+    // for half a second of its own CPU time, then the accounting of both runs.
+    let spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass";
+    let (code, out, err) = as_user(
+        &c.alice,
+        &[
+            "--json",
+            "run",
+            "--wait",
+            "--memory-mb",
+            "64",
+            "--",
+            "python3",
+            "-c",
+            spin,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let usage = get_json(&format!("{gm}/v1/usage?user=alice"));
+    let line = &usage["lines"][0];
+    assert_eq!(
+        (&line["runs"], &line["runs_measured"]),
+        (&Value::from(2), &Value::from(2)),
+        "{usage}"
+    );
+    let cpu = line["cpu_seconds_used"].as_f64().expect("cpu used");
+    let wall = line["wall_seconds"].as_f64().expect("wall");
+    assert!(cpu >= 0.5 && cpu <= wall + 0.5, "{usage}");
+    // The OOM-killed run reached its 64 MiB limit.
+    let peak = line["memory_peak_mb"].as_u64().expect("a peak");
+    assert!((60..=65).contains(&peak), "{usage}");
+    assert!(
+        usage["used"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("measured")),
+        "{usage}"
+    );
 
     // The worker killed: its LM declares it dead, and both its nodes show down.
     cluster.workers[0].kill();

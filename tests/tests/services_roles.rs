@@ -400,6 +400,7 @@ fn a_worker_key_cannot_end_a_task_it_does_not_run(cluster: &LoopbackCluster, key
         &common::ClusterName::default(),
         &vec![WorkerToLm::Report(
             common::messages::WorkerReport::Finished {
+                used: None,
                 node: common::NodeId(node),
                 task: common::TaskId::new(job, 0),
                 attempt,

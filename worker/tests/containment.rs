@@ -83,7 +83,7 @@ fn task(index: u32, memory_mb: u64) -> TaskSpec {
 async fn run(ex: &mut Executors, task: TaskSpec, executor: Executor) -> Option<TaskFailure> {
     let id = task.id;
     let (run, handle) = ex.launch(task, &executor);
-    let failure = handle.await.expect("executor task");
+    let failure = handle.await.expect("executor task").failure;
     ex.ended(id, run);
     failure
 }
@@ -365,8 +365,18 @@ async fn a_clean_runs_cgroup_serves_the_next_run_and_an_oom_ones_does_not() {
 async fn a_supervisor_killed_under_a_task_takes_the_task_and_is_replaced() {
     let (mut ex, _dir) = executors(64);
     let id = task(50, 64).id;
+    let before = ex.start_latency().count();
     let (run_no, handle) = ex.launch(task(50, 64), &sh("echo up; exec sleep 619"));
     stdout_when(&ex, id, "up").await;
+    // The command runs before its supervisor reports the start (it first moves its
+    // thread back out of the run's cgroups): killed in between, the run is one
+    // that never started for the worker. Killed once the start is reported.
+    for _ in 0..1000 {
+        if ex.start_latency().count() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let pid = *processes_with("sleep 619").first().expect("the task runs");
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let parent: i32 = stat
@@ -376,7 +386,7 @@ async fn a_supervisor_killed_under_a_task_takes_the_task_and_is_replaced() {
         .expect("ppid");
     let supervisor = rustix::process::Pid::from_raw(parent).expect("pid");
     rustix::process::kill_process(supervisor, rustix::process::Signal::KILL).expect("kill");
-    let failure = handle.await.expect("executor task");
+    let failure = handle.await.expect("executor task").failure;
     ex.ended(id, run_no);
     assert_eq!(
         failure,

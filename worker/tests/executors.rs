@@ -65,7 +65,7 @@ fn task(index: u32, memory_mb: u64) -> TaskSpec {
 async fn run(ex: &mut Executors, task: TaskSpec, executor: Executor) -> Option<TaskFailure> {
     let id = task.id;
     let (run, handle) = ex.launch(task, &executor);
-    let failure = handle.await.expect("executor task");
+    let failure = handle.await.expect("executor task").failure;
     assert!(ex.ended(id, run), "the run was current");
     failure
 }
@@ -149,7 +149,7 @@ async fn a_killed_task_leaves_no_process_of_its_group() {
     assert!(test_kill_process_group(pgid).is_ok(), "the group runs");
     let stopped_at = Instant::now();
     assert!(ex.stop(id), "a running task stops");
-    let failure = handle.await.expect("executor task");
+    let failure = handle.await.expect("executor task").failure;
     assert!(
         stopped_at.elapsed() >= grace,
         "SIGTERM was ignored, so the end waited for the grace period"
@@ -305,8 +305,8 @@ async fn two_burns_on_one_core_take_twice_the_time_of_one() {
     let (cpu0, started) = (process_cpu(), Instant::now());
     let (_, a) = ex.launch(burn(1), &Executor::Burn);
     let (_, b) = ex.launch(burn(2), &Executor::Burn);
-    assert_eq!(a.await.expect("executor task"), None);
-    assert_eq!(b.await.expect("executor task"), None);
+    assert_eq!(a.await.expect("executor task").failure, None);
+    assert_eq!(b.await.expect("executor task").failure, None);
     let (cpu, together) = (process_cpu() - cpu0, started.elapsed());
     println!("one burn of 0.4 s alone: {alone:?}; two on CPU {core}: {together:?} ({cpu:?} CPU)");
     assert!(alone >= Duration::from_millis(390), "alone: {alone:?}");

@@ -1,7 +1,7 @@
 //! How runs start and end, as an LM tells the GM that launched them: starts, ends
 //! (and who publishes them on the event exchange).
 
-use super::report::{TaskFailure, WorkerReport};
+use super::report::{RunUsage, TaskFailure, WorkerReport};
 use crate::{GmId, LmId, Micros, NodeId, TaskId};
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +9,7 @@ impl TaskEnd {
     /// Run `attempt` of `task` finished on `node` at `at`.
     pub fn finished(task: TaskId, attempt: u32, node: NodeId, at: Micros) -> Self {
         TaskEnd {
+            used: None,
             task,
             attempt,
             node,
@@ -19,9 +20,9 @@ impl TaskEnd {
 
     /// The run's end of a `Finished` or `Failed` report; `None` for the others.
     pub fn of_report(report: &WorkerReport) -> Option<TaskEnd> {
-        let failure = match report {
-            WorkerReport::Finished { .. } => None,
-            WorkerReport::Failed { failure, .. } => Some(failure.clone()),
+        let (failure, used) = match report {
+            WorkerReport::Finished { used, .. } => (None, *used),
+            WorkerReport::Failed { failure, used, .. } => (Some(failure.clone()), *used),
             WorkerReport::Started { .. } | WorkerReport::Killed { .. } => return None,
         };
         Some(TaskEnd {
@@ -30,6 +31,7 @@ impl TaskEnd {
             node: report.node(),
             at: report.at(),
             failure,
+            used,
         })
     }
 
@@ -42,6 +44,7 @@ impl TaskEnd {
                 task,
                 attempt,
                 at,
+                used: self.used,
             },
             Some(failure) => WorkerReport::Failed {
                 node,
@@ -49,6 +52,7 @@ impl TaskEnd {
                 attempt,
                 at,
                 failure: failure.clone(),
+                used: self.used,
             },
         }
     }
@@ -97,6 +101,8 @@ pub struct TaskEnd {
     pub at: Micros,
     /// `None`: finished (exit 0, or a synthetic task's time was up).
     pub failure: Option<TaskFailure>,
+    /// What the run used, when its worker measured it.
+    pub used: Option<RunUsage>,
 }
 
 /// LM -> GM: tasks this GM launched that started at their workers (sent to the GM

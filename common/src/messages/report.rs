@@ -21,6 +21,8 @@ pub enum WorkerReport {
         /// The run ([`TaskSpec::attempt`]).
         attempt: u32,
         at: Micros,
+        /// What the run used, when its worker measured it (an exec task's cgroup).
+        used: Option<RunUsage>,
     },
     /// The task was stopped on the LM's order (preempted) before it finished.
     Killed {
@@ -38,7 +40,21 @@ pub enum WorkerReport {
         attempt: u32,
         at: Micros,
         failure: TaskFailure,
+        /// What the run used, when its worker measured it.
+        used: Option<RunUsage>,
     },
+}
+
+/// What one run used, as its worker measured it from the run's cgroup: CPU time
+/// (user and system, every process of the run) and, where the kernel lets the
+/// worker measure one run's alone, its peak memory.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunUsage {
+    /// CPU time, microseconds.
+    pub cpu_us: u64,
+    /// Peak memory, MiB (rounded up).
+    pub memory_peak_mb: Option<u64>,
 }
 
 /// Why a task failed at its worker.
@@ -104,6 +120,14 @@ impl WorkerReport {
             | WorkerReport::Finished { attempt, .. }
             | WorkerReport::Killed { attempt, .. }
             | WorkerReport::Failed { attempt, .. } => *attempt,
+        }
+    }
+
+    /// What an ended run used, when its worker measured it.
+    pub fn used(&self) -> Option<RunUsage> {
+        match self {
+            WorkerReport::Finished { used, .. } | WorkerReport::Failed { used, .. } => *used,
+            WorkerReport::Started { .. } | WorkerReport::Killed { .. } => None,
         }
     }
 

@@ -449,6 +449,7 @@ mod tests {
 
     fn end(task: TaskId, attempt: u32, at: u64, failure: Option<TaskFailure>) -> TaskEnd {
         TaskEnd {
+            used: None,
             task,
             attempt,
             node: NodeId(0),

@@ -63,6 +63,14 @@ pub fn usage(report: &Value) -> String {
             num(&l["wall_seconds"], 1),
             num(&l["cpu_seconds_reserved"], 1),
             num(&l["memory_mb_seconds_reserved"], 0),
+            // Used, as measured: CPU over the measured runs, the highest peak.
+            match l["runs_measured"].as_u64() {
+                Some(n) if n > 0 => format!("{} ({n} runs)", num(&l["cpu_seconds_used"], 1)),
+                _ => "-".into(),
+            },
+            l["memory_peak_mb"]
+                .as_u64()
+                .map_or_else(|| "-".into(), |m| m.to_string()),
         ]
     };
     let mut rows: Vec<Vec<String>> = report["lines"]
@@ -84,13 +92,15 @@ pub fn usage(report: &Value) -> String {
             "WALL S",
             "CPU CORE-S RESERVED",
             "MEMORY MIB-S RESERVED",
+            "CPU S USED",
+            "PEAK MIB",
         ],
         &rows,
     );
     let _ = writeln!(
         out,
         "used: {}",
-        report["used"].as_str().unwrap_or("not reported")
+        report["used"].as_str().unwrap_or("not reported by this GM")
     );
     out
 }
@@ -129,16 +139,24 @@ mod tests {
 
         let line = |u: &str, q: &str, runs: u64, wall: f64| {
             json!({"user":u,"queue":q,"runs":runs,"wall_seconds":wall,
-                   "cpu_seconds_reserved":wall/2.0,"memory_mb_seconds_reserved":wall*64.0})
+                   "cpu_seconds_reserved":wall/2.0,"memory_mb_seconds_reserved":wall*64.0,
+                   "runs_measured":runs-1,"cpu_seconds_used":1.25,"memory_peak_mb":40})
         };
         let report = json!({"lines":[line("alice","batch",3,6.5)],"total":line("*","*",3,6.5),
-            "used":"not reported: workers report no resource usage"});
+            "used":"measured by the workers"});
         let text = usage(&report);
         assert!(text.contains("alice  batch  3     6.5     3.2"), "{text}");
+        assert!(text.contains("1.2 (2 runs)  40"), "{text}");
         assert!(text.contains("TOTAL"), "{text}");
-        assert!(
-            text.ends_with("used: not reported: workers report no resource usage\n"),
-            "{text}"
-        );
+        assert!(text.ends_with("used: measured by the workers\n"), "{text}");
+        let unmeasured = json!({"user":"bob","queue":"q","runs":1,"wall_seconds":1.0,
+            "cpu_seconds_reserved":1.0,"memory_mb_seconds_reserved":1.0,
+            "runs_measured":0,"cpu_seconds_used":0.0,"memory_peak_mb":null});
+        let text = usage(&json!({"lines":[unmeasured],"total":unmeasured}));
+        let bob: Vec<&str> = (text.lines().nth(1))
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default();
+        assert_eq!(bob.first(), Some(&"bob"), "{text}");
+        assert_eq!(bob[bob.len() - 2..], ["-", "-"], "{text}");
     }
 }

@@ -55,6 +55,7 @@ fn a_drained_node_takes_nothing_new_and_its_running_task_ends_there() {
     // The task that ran there keeps running, then ends as usual.
     assert!(lm.running().contains_key(&TaskId::new(1, 0)));
     let end = WorkerReport::Finished {
+        used: None,
         node: NodeId(0),
         task: TaskId::new(1, 0),
         attempt: 1,

@@ -114,6 +114,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
     let finished = report(
         &mut lm,
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
@@ -128,6 +129,7 @@ fn late_reports_of_a_lost_task_change_nothing_and_a_start_is_answered_with_a_kil
         .step(
             Micros(21),
             LmInput::Worker(WorkerToLm::Report(WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
@@ -187,6 +189,7 @@ fn a_lost_run_listed_finished_does_not_make_the_retry_a_duplicate() {
     report(
         &mut lm,
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(1, 0),
@@ -287,6 +290,7 @@ fn a_retry_on_the_node_of_its_lost_run_is_not_taken_for_that_run() {
                 at,
             },
             true => WorkerReport::Finished {
+                used: None,
                 node,
                 task,
                 attempt,

@@ -45,6 +45,7 @@ fn a_failed_task_is_reported_failed_with_its_reason_and_frees_its_node() {
         .handle_worker_report(
             Micros(9),
             WorkerReport::Failed {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
@@ -68,6 +69,7 @@ fn a_clean_end_is_still_finished() {
         .handle_worker_report(
             Micros(9),
             WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(2, 0),
@@ -91,6 +93,7 @@ fn an_end_is_reported_to_the_gm_that_launched_the_task() {
     use lm_core::LmInput;
     let mut lm = launched(3);
     let report = WorkerReport::Failed {
+        used: None,
         attempt: 1,
         node: NodeId(0),
         task: TaskId::new(3, 0),
@@ -152,6 +155,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(4, 0),
@@ -171,6 +175,7 @@ fn a_finished_task_launched_again_is_a_duplicate_and_a_failed_one_may_retry() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Failed {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(5, 0),
@@ -208,6 +213,7 @@ fn reconcile_names_held_and_finished_tasks() {
     lm.handle_worker_report(
         Micros(9),
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(2, 0),
@@ -364,6 +370,7 @@ fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
         vec![(task.id, NodeId(0), 1)]
     );
     let report = WorkerReport::Finished {
+        used: None,
         attempt: 1,
         node: NodeId(0),
         task: task.id,
@@ -405,6 +412,7 @@ fn an_adopted_task_is_its_job_ids_gms_from_the_start() {
     adopt_running(&mut lm, NodeId(1), &stray);
     let ended_to = |lm: &mut LocalMaster, node: NodeId, task: TaskId| -> Vec<GmAddress> {
         let report = WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node,
             task,

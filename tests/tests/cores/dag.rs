@@ -262,6 +262,7 @@ fn a_repeated_submission_of_ends_through_the_lm_is_harmless() {
         publish: EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![TaskEnd {
+            used: None,
             task: TaskId::new(9, 0),
             attempt: 1,
             node: NodeId(0),

@@ -148,6 +148,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
         lm.handle_worker_report(
             Micros(20),
             WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node,
                 task: TaskId::new(job, 0),

@@ -165,6 +165,7 @@ impl Harness {
             0,
             now,
             WorkerReport::Finished {
+                used: None,
                 attempt,
                 node,
                 task,
@@ -179,6 +180,7 @@ impl Harness {
             0,
             now,
             WorkerReport::Failed {
+                used: None,
                 attempt,
                 node,
                 task,
@@ -300,6 +302,7 @@ fn a_failed_task_runs_again_after_its_backoff_up_to_max_attempts() {
         publish: common::messages::EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![common::messages::TaskEnd {
+            used: None,
             task: a,
             attempt: 2,
             node,
@@ -366,6 +369,7 @@ fn a_finished_task_is_not_retried_and_a_start_reaches_its_gm() {
         0,
         4,
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node,
             task: a,

@@ -151,6 +151,7 @@ fn busy_cluster_requeues_until_resources_return() {
         .handle_worker_report(
             Micros(3),
             common::messages::WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: task(1, 1, &[]).id,

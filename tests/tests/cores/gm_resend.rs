@@ -59,6 +59,7 @@ fn lm_step(lm: &mut LocalMaster, now: u64, input: LmInput) -> (Vec<LmToGm>, Vec<
 
 fn finished(task: TaskId, at: u64) -> LmInput {
     LmInput::Worker(WorkerToLm::Report(WorkerReport::Finished {
+        used: None,
         node: NodeId(0),
         task,
         attempt: 1,

@@ -15,6 +15,7 @@ fn run_1_ended(task: TaskId, node: NodeId, at: u64, failure: Option<TaskFailure>
         publish: common::messages::EndsPublished::ByLm,
         gm: GmId(0),
         ends: vec![TaskEnd {
+            used: None,
             task,
             attempt: 1,
             node,
@@ -299,6 +300,7 @@ fn a_failure_the_previous_life_counted_is_not_counted_again() {
             lm: LmId(0),
             gm: GmId(0),
             ends: vec![TaskEnd {
+                used: None,
                 task: a,
                 attempt,
                 node: NodeId(0),

@@ -298,6 +298,7 @@ fn the_gm_holds_tasks_over_quota_with_a_reason_and_releases_them_as_tasks_end() 
             at: Micros(3),
         },
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node,
             task,

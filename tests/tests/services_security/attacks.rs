@@ -49,6 +49,7 @@ pub fn are_refused_with_nothing_applied(cluster: &LoopbackCluster) {
         task: one_task(8),
     })];
     let forged = vec![WorkerToLm::Report(WorkerReport::Finished {
+        used: None,
         attempt: 1,
         node: NodeId(0),
         task: common::TaskId::new(7, 0),

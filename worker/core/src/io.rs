@@ -18,6 +18,8 @@ pub enum WorkerInput {
         /// The run ([`TaskSpec::attempt`]) whose executor ended.
         attempt: u32,
         failure: Option<TaskFailure>,
+        /// What the run used, when its executor measured it.
+        used: Option<common::messages::RunUsage>,
     },
     /// The LM has not confirmed this worker for most of its lease: everything here
     /// stops and is reported lost with `reason` ([`Worker::fence`]).

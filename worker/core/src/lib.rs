@@ -42,6 +42,7 @@ pub fn refused_start(
     reason: &str,
 ) -> WorkerReport {
     WorkerReport::Failed {
+        used: None,
         node,
         task,
         attempt,
@@ -386,6 +387,7 @@ impl Worker {
             stopped
                 .into_iter()
                 .map(|(task, attempt)| WorkerReport::Failed {
+                    used: None,
                     node: self.node,
                     task,
                     attempt,
@@ -406,6 +408,7 @@ impl Worker {
                     let done = self.running.swap_remove(i);
                     self.free = self.free.add(&done.resources);
                     reports.push(WorkerReport::Finished {
+                        used: None,
                         node: self.node,
                         task: done.task,
                         attempt: done.attempt,
@@ -469,6 +472,7 @@ impl Worker {
         task: TaskId,
         attempt: u32,
         failure: Option<TaskFailure>,
+        used: Option<common::messages::RunUsage>,
     ) -> Result<Vec<WorkerReport>, WorkerError> {
         let i = self
             .running
@@ -480,12 +484,14 @@ impl Worker {
         let node = self.node;
         let mut reports = vec![match failure {
             None => WorkerReport::Finished {
+                used,
                 node,
                 task,
                 attempt,
                 at: now,
             },
             Some(failure) => WorkerReport::Failed {
+                used,
                 node,
                 task,
                 attempt,

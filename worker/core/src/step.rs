@@ -38,7 +38,8 @@ impl Worker {
                 task,
                 attempt,
                 failure,
-            } => self.exited(now, task, attempt, failure)?,
+                used,
+            } => self.exited(now, task, attempt, failure, used)?,
         };
         Ok(WorkerOutput {
             to_lm: reports.into_iter().map(WorkerToLm::Report).collect(),
@@ -154,6 +155,7 @@ mod tests {
             .step(
                 Micros(5),
                 WorkerInput::Exited {
+                    used: None,
                     attempt: 1,
                     task: TaskId::new(1, 0),
                     failure: Some(failure.clone()),
@@ -164,6 +166,7 @@ mod tests {
         assert_eq!(
             r[0],
             WorkerReport::Failed {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: TaskId::new(1, 0),
@@ -177,6 +180,7 @@ mod tests {
             .step(
                 Micros(6),
                 WorkerInput::Exited {
+                    used: None,
                     attempt: 1,
                     task: TaskId::new(2, 0),
                     failure: None,
@@ -211,6 +215,7 @@ mod tests {
         );
         assert_eq!(w.free(), w.capacity());
         let exited = WorkerInput::Exited {
+            used: None,
             attempt: 1,
             task: TaskId::new(1, 0),
             failure: Some(TaskFailure::Signal {
@@ -222,6 +227,7 @@ mod tests {
         // A synthetic task is ended by the timer, never by an executor.
         w.step(Micros(3), start(2, 1, 5, TaskKind::Short)).unwrap();
         let exited = WorkerInput::Exited {
+            used: None,
             attempt: 1,
             task: TaskId::new(2, 0),
             failure: None,

@@ -1,5 +1,7 @@
 //! Limits of exec tasks: a cgroup per run, in the memory, cpu and pids controllers
-//! only (cgroup v1: one directory per hierarchy, nested in the worker's own cgroup of
+//! only, and cpuacct where it is a v1 hierarchy of its own (it limits nothing: it
+//! counts a run's CPU time, see [`super::usage`]) (cgroup v1: one directory per
+//! hierarchy, nested in the worker's own cgroup of
 //! each; v2: nested in the worker's own cgroup of the unified hierarchy), written
 //! directly in cgroupfs. Without a usable memory controller: `RLIMIT_AS` and no CPU
 //! or pids limit (said at start, on `/healthz` and in `/metrics`).
@@ -69,6 +71,8 @@ pub struct RunLimits {
     /// The run cgroup's name, and where it goes back when it may be reused.
     name: String,
     pool: Option<Pool>,
+    /// Where what the run used is read.
+    usage: super::usage::UsageProbe,
 }
 
 impl Limits {
@@ -96,10 +100,17 @@ impl Limits {
     fn try_cgroups(own: &str, mounts: &str) -> Result<Limits, String> {
         let n = LIVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let life = format!("{LIFE_PREFIX}{}.{n}", std::process::id());
-        let v1: Vec<(&'static str, PathBuf)> = CONTROLLERS
+        let mut v1: Vec<(&'static str, PathBuf)> = CONTROLLERS
             .iter()
             .filter_map(|c| Some((*c, v1_own_dir(own, mounts, c)?)))
             .collect();
+        // CPU time is counted by cpuacct: in the cpu directory when the two share
+        // a hierarchy, else in a hierarchy of its own that runs join too.
+        if let Some(acct) = v1_own_dir(own, mounts, "cpuacct") {
+            if !v1.iter().any(|(_, dir)| *dir == acct) {
+                v1.push(("cpuacct", acct));
+            }
+        }
         if v1.iter().any(|(c, _)| *c == "memory") {
             let mut lives = Vec::new();
             for (controller, dir) in v1 {
@@ -173,12 +184,19 @@ impl Limits {
     pub fn describe(&self) -> String {
         match self {
             Limits::Cgroup { v2, lives, .. } => {
-                let controllers: Vec<&str> = lives.iter().map(|(c, _)| *c).collect();
+                let controllers: Vec<&str> = (lives.iter().map(|(c, _)| *c))
+                    .filter(|c| *c != "cpuacct")
+                    .collect();
+                let acct = if lives.iter().any(|(c, _)| *c == "cpuacct") {
+                    " (CPU time counted in cpuacct)"
+                } else {
+                    ""
+                };
                 let mut dirs: Vec<String> =
                     lives.iter().map(|(_, d)| d.display().to_string()).collect();
                 dirs.dedup();
                 format!(
-                    "cgroup {}: {} limits, every run in its cgroup from its first instruction (under {})",
+                    "cgroup {}: {} limits{acct}, every run in its cgroup from its first instruction (under {})",
                     if *v2 { "v2" } else { "v1" },
                     controllers.join(", "),
                     dirs.join(", ")
@@ -203,21 +221,24 @@ impl Limits {
     pub fn for_run(&self, run: u64, memory_mb: u64, cpu_millis: u64, pids_max: u64) -> RunLimits {
         let memory = memory_mb.saturating_mul(1 << 20);
         let quota = cpu_millis.max(1) * CPU_PERIOD_US / 1000;
-        let (name, pool) = match self {
+        let (name, pool, fresh) = match self {
             Limits::Cgroup { pool, .. } => {
                 let kept = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                let fresh = kept.is_none();
                 (
                     kept.unwrap_or_else(|| format!("run-{run}")),
                     Some(pool.clone()),
+                    fresh,
                 )
             }
-            Limits::Rlimit { .. } => (String::new(), None),
+            Limits::Rlimit { .. } => (String::new(), None, false),
         };
         match self {
             Limits::Cgroup {
                 v2: false, lives, ..
             } => {
                 let mut oom_file = None;
+                let (mut cpu_dir, mut acct_dir, mut memory_dir) = (None, None, None);
                 let cgroups = lives
                     .iter()
                     .map(|(controller, life)| {
@@ -225,11 +246,18 @@ impl Limits {
                         let settings = match *controller {
                             "memory" => {
                                 oom_file = Some(dir.join("memory.oom_control"));
-                                vec![("memory.limit_in_bytes".into(), memory.to_string())]
+                                memory_dir = Some(dir.clone());
+                                vec![
+                                    ("memory.limit_in_bytes".into(), memory.to_string()),
+                                    // The peak of this run only (a kept cgroup's
+                                    // counts on from the runs before).
+                                    ("memory.max_usage_in_bytes".into(), "0".into()),
+                                ]
                             }
                             // The quota only once the command is spawned: the
                             // supervisor's thread is inside for the spawn.
                             "cpu" => {
+                                cpu_dir = Some(dir.clone());
                                 let settings = vec![
                                     ("cpu.cfs_quota_us".into(), "-1".into()),
                                     ("cpu.cfs_period_us".into(), CPU_PERIOD_US.to_string()),
@@ -241,6 +269,10 @@ impl Limits {
                                     settings,
                                     after_spawn,
                                 };
+                            }
+                            "cpuacct" => {
+                                acct_dir = Some(dir.clone());
+                                Vec::new()
                             }
                             _ => vec![("pids.max".into(), pids_max.to_string())],
                         };
@@ -258,6 +290,10 @@ impl Limits {
                     oom_file,
                     name,
                     pool,
+                    usage: super::usage::UsageProbe::v1(
+                        acct_dir.or(cpu_dir).as_deref(),
+                        memory_dir.as_deref(),
+                    ),
                 }
             }
             Limits::Cgroup {
@@ -273,6 +309,7 @@ impl Limits {
                     })
                     .collect();
                 RunLimits {
+                    usage: super::usage::UsageProbe::v2(&dir, fresh),
                     oom_file: Some(dir.join("memory.events")),
                     cgroups: vec![CgroupSpec {
                         dir,
@@ -292,6 +329,7 @@ impl Limits {
                 oom_file: None,
                 name,
                 pool,
+                usage: super::usage::UsageProbe::default(),
             },
         }
     }
@@ -356,6 +394,11 @@ impl Limits {
 }
 
 impl RunLimits {
+    /// What the run used (read after it ended, before [`RunLimits::release`]).
+    pub fn used(&self) -> Option<common::messages::RunUsage> {
+        self.usage.read()
+    }
+
     /// True when the memory limit's OOM killer killed a process of the run.
     pub fn oom_killed(&self) -> bool {
         // v1 memory.oom_control and v2 memory.events both carry "oom_kill N".
@@ -557,10 +600,14 @@ mod tests {
         );
         assert_eq!(
             run.cgroups[0].settings,
-            vec![(
-                "memory.limit_in_bytes".to_string(),
-                (64u64 << 20).to_string()
-            )]
+            vec![
+                (
+                    "memory.limit_in_bytes".to_string(),
+                    (64u64 << 20).to_string()
+                ),
+                // Its own peak, not a kept cgroup's earlier runs'.
+                ("memory.max_usage_in_bytes".to_string(), "0".to_string())
+            ]
         );
         assert_eq!(run.cgroups[1].settings[0].1, "-1");
         assert_eq!(
@@ -568,6 +615,18 @@ mod tests {
             vec![("cpu.cfs_quota_us".to_string(), "50000".to_string())]
         );
         assert_eq!(run.cgroups[2].settings[0].1, "100");
+        // cpuacct in a hierarchy of its own: joined, nothing limited there.
+        let limits = Limits::Cgroup {
+            v2: false,
+            pool: Pool::default(),
+            lives: vec![
+                ("memory", PathBuf::from("/m/w")),
+                ("cpuacct", PathBuf::from("/a/w")),
+            ],
+        };
+        let run = limits.for_run(8, 64, 500, 100);
+        assert_eq!(run.cgroups[1].dir, PathBuf::from("/a/w/run-8"));
+        assert!(run.cgroups[1].settings.is_empty());
     }
 
     #[test]

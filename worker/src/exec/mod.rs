@@ -21,9 +21,9 @@ pub mod limits;
 pub mod logs;
 pub mod process;
 pub mod supervisor;
+pub mod usage;
 pub mod wire;
 
-use common::messages::TaskFailure;
 use common::{Executor, TaskId, TaskSpec};
 use data_dir::DataDir;
 use identity::{IdentityConfig, TaskIdentity};
@@ -186,7 +186,7 @@ impl Executors {
         &mut self,
         task: TaskSpec,
         executor: &Executor,
-    ) -> (u64, tokio::task::JoinHandle<Option<TaskFailure>>) {
+    ) -> (u64, tokio::task::JoinHandle<process::RunEnd>) {
         let (stop_tx, stop_rx) = oneshot::channel();
         self.runs += 1;
         let run = self.runs;
@@ -198,7 +198,7 @@ impl Executors {
         let handle = match executor {
             Executor::Burn => tokio::spawn(async move {
                 burn::run(&task, stop_rx).await;
-                None
+                process::RunEnd::default()
             }),
             Executor::Exec(cmd) => {
                 let cmd = cmd.clone();
@@ -223,13 +223,13 @@ impl Executors {
                             };
                             process::run(&task, &cmd, p, start, stop_rx).await
                         }
-                        Err(failure) => Some(failure),
+                        Err(failure) => process::RunEnd::failed(failure),
                     }
                 })
             }
             Executor::Synthetic => {
                 tracing::error!(task = %task.id, job = task.id.job.0, "a synthetic task sent to the executors; ending it at once");
-                tokio::spawn(async { None })
+                tokio::spawn(async { process::RunEnd::default() })
             }
         };
         (run, handle)

@@ -118,15 +118,43 @@ pub struct Start<'a> {
     pub latency: &'a Histogram,
 }
 
+/// How a run ended (`failure`: `None` for a clean exit) and what it used, when
+/// its cgroup said.
+#[derive(Debug, Default)]
+pub struct RunEnd {
+    pub failure: Option<TaskFailure>,
+    pub used: Option<common::messages::RunUsage>,
+}
+
+impl RunEnd {
+    pub fn failed(failure: TaskFailure) -> RunEnd {
+        RunEnd {
+            failure: Some(failure),
+            used: None,
+        }
+    }
+}
+
 /// Runs `cmd` for `task` through the task supervisor until it exits or `stop`
-/// fires (with the grace between SIGTERM and SIGKILL); `None` is a clean exit.
+/// fires (with the grace between SIGTERM and SIGKILL).
 pub async fn run(
     task: &TaskSpec,
     cmd: &ExecCommand,
     prepared: Prepared,
     start: Start<'_>,
     stop: oneshot::Receiver<Duration>,
-) -> Option<TaskFailure> {
+) -> RunEnd {
+    let (failure, used) = run_to_end(task, cmd, prepared, start, stop).await;
+    RunEnd { failure, used }
+}
+
+async fn run_to_end(
+    task: &TaskSpec,
+    cmd: &ExecCommand,
+    prepared: Prepared,
+    start: Start<'_>,
+    stop: oneshot::Receiver<Duration>,
+) -> (Option<TaskFailure>, Option<common::messages::RunUsage>) {
     let Prepared {
         stdout,
         stderr,
@@ -156,8 +184,9 @@ pub async fn run(
         outcome,
         Ended::Reported(Report::Exit { .. } | Report::Signal { .. })
     );
-    let (oom, leftovers) = tokio::task::spawn_blocking(move || {
+    let (oom, leftovers, used) = tokio::task::spawn_blocking(move || {
         let oom = limits.oom_killed();
+        let used = limits.used();
         let left = limits.release(ended_clean && !oom);
         if identity.uid.is_some() {
             if let Err(e) = std::fs::remove_dir_all(&work) {
@@ -165,14 +194,14 @@ pub async fn run(
             }
         }
         drop(identity);
-        (oom, left)
+        (oom, left, used)
     })
     .await
-    .unwrap_or((false, 0));
+    .unwrap_or((false, 0, None));
     if leftovers > 0 {
         tracing::warn!(task = %task.id, job = task.id.job.0, processes = leftovers, "processes of the task were left after its supervisor ended; killed");
     }
-    match outcome {
+    let failure = match outcome {
         Ended::Reported(Report::Exit { code: 0 }) if !oom => None,
         Ended::Reported(Report::Exit { .. } | Report::Signal { .. }) if oom => {
             Some(TaskFailure::Signal {
@@ -201,7 +230,8 @@ pub async fn run(
                 out_of_memory: false,
             })
         }
-    }
+    };
+    (failure, used)
 }
 
 /// How a run ended, as the worker learned it.

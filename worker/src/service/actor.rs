@@ -243,15 +243,15 @@ impl WorkerActor {
                 task: id,
                 attempt,
                 run: None,
-                failure: Some(failure),
+                end: crate::exec::process::RunEnd::failed(failure),
             });
             return;
         };
         let (run, handle) = exec.launch(task, executor);
         tracing::debug!(task = %id, job = id.job.0, %node, run, executor = executor.label(), "executor launched");
         ctx.spawn(handle.into_actor(self).map(move |joined, _act, ctx| {
-            let failure = joined.unwrap_or_else(|e| {
-                Some(TaskFailure::StartFailed {
+            let end = joined.unwrap_or_else(|e| {
+                crate::exec::process::RunEnd::failed(TaskFailure::StartFailed {
                     reason: format!("the executor crashed: {e}"),
                 })
             });
@@ -260,7 +260,7 @@ impl WorkerActor {
                 task: id,
                 attempt,
                 run: Some(run),
-                failure,
+                end,
             });
         }));
     }
@@ -434,7 +434,7 @@ struct Exited {
     task: TaskId,
     attempt: u32,
     run: Option<u64>,
-    failure: Option<TaskFailure>,
+    end: crate::exec::process::RunEnd,
 }
 
 impl Handler<Exited> for WorkerActor {
@@ -445,7 +445,7 @@ impl Handler<Exited> for WorkerActor {
             task,
             attempt,
             run,
-            failure,
+            end: crate::exec::process::RunEnd { failure, used },
         } = msg;
         if matches!(failure, Some(TaskFailure::StartFailed { .. })) {
             self.counters.start_failures += 1;
@@ -469,6 +469,7 @@ impl Handler<Exited> for WorkerActor {
                 task,
                 attempt,
                 failure,
+                used,
             },
         ) {
             Ok(out) => {

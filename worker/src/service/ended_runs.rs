@@ -243,6 +243,7 @@ fn old_line(line: &str) -> Option<TaskEnd> {
         return None;
     };
     Some(TaskEnd {
+        used: None,
         task: TaskId {
             job: JobId(job),
             index: u32::try_from(index).ok()?,
@@ -287,6 +288,7 @@ mod tests {
 
     fn end(job: u64, attempt: u32, at: u64, failure: Option<TaskFailure>) -> TaskEnd {
         TaskEnd {
+            used: None,
             task: TaskId {
                 job: JobId(job),
                 index: 1,

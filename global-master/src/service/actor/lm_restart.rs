@@ -142,6 +142,7 @@ impl Handler<LmReconciled> for GmActor {
                 let run = *runs.get(task)?;
                 let s = self.tracker.task(*task)?;
                 (!s.state.is_final() && s.attempt == run).then(|| TaskEnd {
+                    used: None,
                     task: *task,
                     attempt: run,
                     node: NodeId(s.node.unwrap_or(0)),

@@ -59,6 +59,7 @@ impl GmActor {
                     }
                     Some(e) => self.tracker.ended(
                         &TaskEnd {
+                            used: None,
                             task: spec.id,
                             attempt: e.attempt,
                             node: NodeId(e.node),
@@ -234,6 +235,7 @@ impl Handler<Resume> for GmActor {
                         dag.ended.push((spec.id.index, false));
                     }
                     let end = TaskEnd {
+                        used: None,
                         task: spec.id,
                         attempt: spec.attempt,
                         node: NodeId(0),

@@ -42,6 +42,7 @@ impl GmActor {
             let attempt = self.tracker.task(never.task).map_or(1, |s| s.attempt);
             self.tracker.never_run(never.task, failure.clone(), now);
             ends.push(TaskEnd {
+                used: None,
                 task: never.task,
                 attempt,
                 node: NodeId(0),

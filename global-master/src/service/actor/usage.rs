@@ -48,7 +48,7 @@ impl GmActor {
                     .started_at_us
                     .filter(|_| status.attempt == end.attempt));
             let ran = started.map_or(0, |s| end.at.0.saturating_sub(s));
-            rows.extend(self.usage.charge(now, end.task, Micros(ran)));
+            rows.extend(self.usage.charge(now, end.task, Micros(ran), end.used));
             if !out.retries.iter().any(|r| r.task == end.task) {
                 self.usage.close(end.task);
             }
@@ -61,10 +61,12 @@ impl GmActor {
                 continue;
             }
             if let Some(started) = status.started_at_us {
-                rows.extend(
-                    self.usage
-                        .charge(now, *task, Micros(now.0.saturating_sub(started))),
-                );
+                rows.extend(self.usage.charge(
+                    now,
+                    *task,
+                    Micros(now.0.saturating_sub(started)),
+                    None,
+                ));
             }
             self.usage.close(*task);
         }
@@ -73,7 +75,7 @@ impl GmActor {
 
     /// Charges a run its LM preempted (it ran for `ran`; the task is queued again).
     pub(super) fn charge_preempted(&mut self, now: Micros, task: TaskId, ran: Micros) {
-        let row = self.usage.charge(now, task, ran);
+        let row = self.usage.charge(now, task, ran, None);
         self.record_usage(now, row.into_iter().collect());
     }
 

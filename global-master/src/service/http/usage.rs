@@ -12,7 +12,7 @@ use super::state::{caller_of, error, query_of, unavailable, ApiState};
 use crate::service::actor::usage::GetUsage;
 use crate::service::admission::api::ApiError;
 use crate::service::admission::users::Caller;
-use crate::service::observe::usage::{UsageLine, UsageQuery, BUCKET_SECONDS, USED_NOT_REPORTED};
+use crate::service::observe::usage::{UsageLine, UsageQuery, BUCKET_SECONDS, USED_MEASURED};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -129,7 +129,7 @@ pub(crate) async fn serve(
         since,
         until,
         resolution_seconds: BUCKET_SECONDS,
-        used: USED_NOT_REPORTED.to_owned(),
+        used: USED_MEASURED.to_owned(),
         total,
         lines,
         unreachable,
@@ -149,6 +149,9 @@ fn sum(into: &mut UsageLine, other: &UsageLine) {
     into.wall_seconds += other.wall_seconds;
     into.cpu_seconds_reserved += other.cpu_seconds_reserved;
     into.memory_mb_seconds_reserved += other.memory_mb_seconds_reserved;
+    into.runs_measured += other.runs_measured;
+    into.cpu_seconds_used += other.cpu_seconds_used;
+    into.memory_peak_mb = into.memory_peak_mb.max(other.memory_peak_mb);
 }
 
 /// Adds `line` to the line of its (user, queue), or as a new one (in order).

@@ -6,13 +6,17 @@
 //!   each of its runs is *charged* when it ends (finished, failed, lost, preempted,
 //!   or stopped by a cancel): run time = end - start as its worker reported them
 //!   (0 for a run that never started), booked in the hour (GM clock) it ended in.
-//! - Resources *used* are not known: workers report no usage, so the answer says so
-//!   ([`USED_NOT_REPORTED`]) rather than repeat the reservations.
+//! - Resources *used*, as the workers measured each exec run from its cgroup (CPU
+//!   time; peak memory where the kernel gives one run's alone): summed over the
+//!   runs measured (`runs_measured`; synthetic and burn runs, runs on hosts without
+//!   cgroups and runs that never started are not), the peak the highest of them
+//!   ([`USED_MEASURED`]).
 //! - Bounded: hours older than [`RETENTION`] are dropped, and at most [`MAX_ROWS`]
 //!   (hour, user, queue) rows are kept, oldest hours dropped first; the journal
 //!   keeps the same rows ([`crate::service::durable::journal`], table `usage`), so
 //!   a restarted GM answers as before.
 
+use common::messages::RunUsage;
 use common::{Micros, Resources, TaskId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,8 +30,8 @@ pub const RETENTION: std::time::Duration = std::time::Duration::from_secs(92 * 2
 /// (hour, user, queue) rows kept at most (about 100 bytes each).
 pub const MAX_ROWS: usize = 100_000;
 /// What the answer says of the resources used.
-pub const USED_NOT_REPORTED: &str =
-    "not reported: workers report no resource usage; the reserved figures are what the runs held";
+pub const USED_MEASURED: &str =
+    "measured by the workers from each exec run's cgroup: cpu_seconds_used sums the runs_measured runs, memory_peak_mb is the highest peak among them; the reserved figures are what every run held";
 /// The user of jobs submitted without one (a GM without a tokens file).
 pub const NO_USER: &str = "-";
 
@@ -41,17 +45,26 @@ pub struct Totals {
     pub cpu_milli_ms: u64,
     /// Reserved memory x run time, MiB x milliseconds.
     pub memory_mb_ms: u64,
+    /// Runs whose worker measured what they used.
+    pub runs_measured: u64,
+    /// CPU time those runs used, microseconds.
+    pub cpu_used_us: u64,
+    /// The highest peak memory among them, MiB (0: none measured).
+    pub memory_peak_mb: u64,
 }
 
 impl Totals {
-    /// One run of `resources` for `ran`.
-    pub fn of_run(resources: Resources, ran: Micros) -> Totals {
+    /// One run of `resources` for `ran`, which used `used` (if measured).
+    pub fn of_run(resources: Resources, ran: Micros, used: Option<RunUsage>) -> Totals {
         let ms = ran.0 / 1000;
         Totals {
             runs: 1,
             wall_ms: ms,
             cpu_milli_ms: resources.cpu_millis.saturating_mul(ms),
             memory_mb_ms: resources.memory_mb.saturating_mul(ms),
+            runs_measured: u64::from(used.is_some()),
+            cpu_used_us: used.map_or(0, |u| u.cpu_us),
+            memory_peak_mb: used.and_then(|u| u.memory_peak_mb).unwrap_or(0),
         }
     }
 
@@ -60,6 +73,9 @@ impl Totals {
         self.wall_ms = self.wall_ms.saturating_add(other.wall_ms);
         self.cpu_milli_ms = self.cpu_milli_ms.saturating_add(other.cpu_milli_ms);
         self.memory_mb_ms = self.memory_mb_ms.saturating_add(other.memory_mb_ms);
+        self.runs_measured = self.runs_measured.saturating_add(other.runs_measured);
+        self.cpu_used_us = self.cpu_used_us.saturating_add(other.cpu_used_us);
+        self.memory_peak_mb = self.memory_peak_mb.max(other.memory_peak_mb);
     }
 }
 
@@ -101,15 +117,22 @@ impl Ledger {
         self.bookings.insert(task, booking);
     }
 
-    /// Charges one run of `task` that ran for `ran` and ended at `now` (GM clock):
-    /// the row to add to the journal, or `None` for a task never booked (counted).
-    pub fn charge(&mut self, now: Micros, task: TaskId, ran: Micros) -> Option<UsageRow> {
+    /// Charges one run of `task` that ran for `ran`, used `used` (when its worker
+    /// measured it) and ended at `now` (GM clock): the row to add to the journal,
+    /// or `None` for a task never booked (counted).
+    pub fn charge(
+        &mut self,
+        now: Micros,
+        task: TaskId,
+        ran: Micros,
+        used: Option<RunUsage>,
+    ) -> Option<UsageRow> {
         let Some(b) = self.bookings.get(&task) else {
             self.unbooked += 1;
             tracing::warn!(%task, "a run ended of a task this GM did not book: not charged");
             return None;
         };
-        let totals = Totals::of_run(b.resources, ran);
+        let totals = Totals::of_run(b.resources, ran, used);
         let hour = now.0 / 1_000_000 / BUCKET_SECONDS * BUCKET_SECONDS;
         let key = (hour, b.user.to_string(), b.queue.to_string());
         self.per_queue
@@ -213,6 +236,14 @@ pub struct UsageLine {
     pub cpu_seconds_reserved: f64,
     /// Reserved memory x run time, MiB-seconds.
     pub memory_mb_seconds_reserved: f64,
+    /// Runs whose worker measured what they used (exec runs on a worker with
+    /// cgroups).
+    pub runs_measured: u64,
+    /// CPU time those runs used (every process of each run), seconds.
+    pub cpu_seconds_used: f64,
+    /// The highest peak memory of one run among them, MiB; `null` when none was
+    /// measured.
+    pub memory_peak_mb: Option<u64>,
 }
 
 impl UsageLine {
@@ -224,6 +255,9 @@ impl UsageLine {
             wall_seconds: t.wall_ms as f64 / 1e3,
             cpu_seconds_reserved: t.cpu_milli_ms as f64 / 1e6,
             memory_mb_seconds_reserved: t.memory_mb_ms as f64 / 1e3,
+            runs_measured: t.runs_measured,
+            cpu_seconds_used: t.cpu_used_us as f64 / 1e6,
+            memory_peak_mb: (t.memory_peak_mb > 0).then_some(t.memory_peak_mb),
         }
     }
 }

@@ -109,6 +109,7 @@ impl LocalMaster {
                     // the run launched, and hears its end, which may never have
                     // reached it (the LM that saw it died first).
                     let end = common::messages::TaskEnd {
+                        used: None,
                         task: task_id,
                         attempt: request.task.attempt,
                         node: request.node,

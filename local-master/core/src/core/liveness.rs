@@ -85,6 +85,7 @@ impl LocalMaster {
                     lm,
                     gm,
                     TaskEnd {
+                        used: None,
                         task,
                         attempt,
                         node,

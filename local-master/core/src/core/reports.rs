@@ -27,6 +27,7 @@ impl LocalMaster {
             WorkerReport::Failed { failure, .. } => Some(failure.clone()),
             _ => None,
         };
+        let used = report.used();
         // Only the run this LM holds counts: a report of another run of the task (an
         // earlier one whose end was already absorbed) is refused like an unknown task.
         let (node, task, attempt) = (report.node(), report.task(), report.attempt());
@@ -122,6 +123,7 @@ impl LocalMaster {
                 });
                 if let Some(gm) = gm {
                     let end = TaskEnd {
+                        used,
                         task,
                         attempt,
                         node,
@@ -157,6 +159,7 @@ impl LocalMaster {
                     lm,
                     gm,
                     TaskEnd {
+                        used,
                         task,
                         attempt,
                         node,

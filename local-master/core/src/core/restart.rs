@@ -209,6 +209,7 @@ impl LocalMaster {
                         reason: format!("{lm} restarted and none of its workers holds the task"),
                     };
                     let end = TaskEnd {
+                        used: None,
                         task,
                         attempt: asked,
                         node: NodeId(0),

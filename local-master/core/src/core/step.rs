@@ -228,6 +228,7 @@ mod tests {
         let before = lm.free().to_vec();
         assert!(lm.step(Micros(1), LmInput::Gm(batch(5, 7))).is_err());
         let report = WorkerReport::Failed {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: TaskId::new(9, 0),
@@ -249,6 +250,7 @@ mod tests {
         let before = lm.free().to_vec();
         let task = TaskId::new(9, 0);
         let report = WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task,

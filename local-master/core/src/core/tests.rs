@@ -78,6 +78,7 @@ fn repartition_lends_exactly_the_request_and_returns_it() {
     lm.handle_worker_report(
         Micros(20),
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(1),
             task: TaskId::new(1, 0),
@@ -132,6 +133,7 @@ fn duplicates_and_unknown_reports_are_refused() {
         .handle_worker_report(
             Micros(1),
             WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(1),
                 task: TaskId::new(1, 0),
@@ -227,6 +229,7 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
         .handle_worker_report(
             Micros(3),
             WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: victim,
@@ -283,6 +286,7 @@ fn adopting_held_tasks_rebuilds_the_state_of_a_restarted_lm() {
         .handle_worker_report(
             Micros(6_000),
             WorkerReport::Finished {
+                used: None,
                 attempt: 1,
                 node: NodeId(0),
                 task: task.id,
@@ -530,6 +534,7 @@ fn an_adopted_task_that_fails_is_launched_again() {
     lm.handle_worker_report(
         Micros(6_000),
         WorkerReport::Failed {
+            used: None,
             attempt: 1,
             node: NodeId(0),
             task: task.id,

@@ -270,6 +270,9 @@ fn usage_rows_are_summed_kept_across_a_reopen_and_old_hours_dropped() {
         wall_ms: 1500,
         cpu_milli_ms: 1_500_000,
         memory_mb_ms: 96_000,
+        runs_measured: 1,
+        cpu_used_us: 700_000,
+        memory_peak_mb: 40,
     };
     let key = |hour: u64, user: &str| (hour, user.to_owned(), "default".to_owned());
     {
@@ -284,6 +287,11 @@ fn usage_rows_are_summed_kept_across_a_reopen_and_old_hours_dropped() {
     let rows = j.usage_rows().unwrap();
     let mut two = run;
     two.add(&run);
+    assert_eq!(
+        (two.runs_measured, two.cpu_used_us, two.memory_peak_mb),
+        (2, 1_400_000, 40),
+        "CPU used summed, the peak the highest"
+    );
     assert_eq!(
         rows,
         vec![(key(now_hour, "ana"), two), (key(now_hour, "bo"), run)],

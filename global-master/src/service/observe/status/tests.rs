@@ -5,6 +5,7 @@ use common::messages::{TaskEnd, TaskFailure};
 
 fn end(task: TaskId, failure: Option<TaskFailure>) -> TaskEnd {
     TaskEnd {
+        used: None,
         attempt: 1,
         task,
         node: NodeId(3),

@@ -20,13 +20,23 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
     l.book(c, Some("bob"), "prod", Resources::new(1000, 128));
     // a: 2 s then (retried) 3 s; b: 1.5 s; c: 10 s, in the next hour.
     let now = Micros(10 * HOUR_US + 5);
-    assert!(l.charge(now, a, Micros(2_000_000)).is_some());
-    let (key, totals) = l.charge(now, a, Micros(3_000_000)).expect("booked");
+    let measured = |cpu_us, peak| {
+        Some(RunUsage {
+            cpu_us,
+            memory_peak_mb: peak,
+        })
+    };
+    assert!(l
+        .charge(now, a, Micros(2_000_000), measured(1_200_000, Some(40)))
+        .is_some());
+    let (key, totals) = l
+        .charge(now, a, Micros(3_000_000), measured(300_000, None))
+        .expect("booked");
     assert_eq!(key, (10 * BUCKET_SECONDS, "alice".into(), "batch".into()));
     assert_eq!(totals.runs, 1);
     l.close(a);
-    l.charge(now, b, Micros(1_500_000));
-    l.charge(Micros(11 * HOUR_US), c, Micros(10_000_000));
+    l.charge(now, b, Micros(1_500_000), measured(2_500_000, Some(900)));
+    l.charge(Micros(11 * HOUR_US), c, Micros(10_000_000), None);
     let (all, total) = l.query(&query(None, None, 0, u64::MAX));
     assert_eq!((total.user.as_str(), total.runs), ("*", 4));
     assert_eq!(total.cpu_seconds_reserved, 15.5);
@@ -42,6 +52,10 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
                 cpu_seconds_reserved: 5.5,
                 // 64 MiB x 5 s + 1024 MiB x 1.5 s
                 memory_mb_seconds_reserved: 1856.0,
+                // 1.2 s + 0.3 s + 2.5 s; the highest peak.
+                runs_measured: 3,
+                cpu_seconds_used: 4.0,
+                memory_peak_mb: Some(900),
             },
             UsageLine {
                 user: "bob".into(),
@@ -50,6 +64,10 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
                 wall_seconds: 10.0,
                 cpu_seconds_reserved: 10.0,
                 memory_mb_seconds_reserved: 1280.0,
+                // Not measured (a synthetic task): nothing claimed.
+                runs_measured: 0,
+                cpu_seconds_used: 0.0,
+                memory_peak_mb: None,
             },
         ]
     );
@@ -72,7 +90,7 @@ fn runs_are_charged_reserved_resources_times_their_run_time() {
     );
     assert_eq!(late[0].user, "bob");
     // A closed task is charged no more (a late repeat), and counted.
-    assert!(l.charge(now, a, Micros(1)).is_none());
+    assert!(l.charge(now, a, Micros(1), None).is_none());
     assert_eq!(l.unbooked, 1);
     // Per queue since the start, for the metrics.
     let per_queue: Vec<_> = l.per_queue().map(|(q, t)| (q.to_owned(), t.runs)).collect();
@@ -84,8 +102,8 @@ fn old_hours_expire_and_rows_are_bounded() {
     let mut l = Ledger::default();
     let t = TaskId::new(1, 0);
     l.book(t, None, "q", Resources::new(1000, 1));
-    l.charge(Micros(HOUR_US), t, Micros(1_000_000));
-    l.charge(Micros(3000 * HOUR_US), t, Micros(1_000_000));
+    l.charge(Micros(HOUR_US), t, Micros(1_000_000), None);
+    l.charge(Micros(3000 * HOUR_US), t, Micros(1_000_000), None);
     l.expire(Micros(3000 * HOUR_US));
     let left = l.query(&query(None, None, 0, u64::MAX)).0;
     assert_eq!(left.len(), 1);

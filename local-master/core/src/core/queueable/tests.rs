@@ -193,6 +193,7 @@ fn finished(lm: &mut LocalMaster, id: u64, node: u32, at: u64) -> LmEffects {
     lm.handle_worker_report(
         Micros(at),
         WorkerReport::Finished {
+            used: None,
             attempt: 1,
             node: NodeId(node),
             task: TaskId::new(id, 0),

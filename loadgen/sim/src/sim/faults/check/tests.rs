@@ -33,6 +33,7 @@ fn a_gm_end_must_match_the_stream_and_liveness_names_the_known_reason() {
     c.accepted(a, 0);
     c.accepted(b, 0);
     let end = |task| TaskEnd {
+        used: None,
         attempt: 1,
         task,
         node: NodeId(0),

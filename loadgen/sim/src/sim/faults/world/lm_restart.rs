@@ -116,6 +116,7 @@ impl World<'_> {
             .filter_map(|task| {
                 let x = self.launched_at.get(task)?;
                 (x.gm == g && x.lm == l).then_some(TaskEnd {
+                    used: None,
                     task: *task,
                     attempt: x.run,
                     node: NodeId(0),
