@@ -2,7 +2,8 @@
 //! and what holds whatever the numbers: every job finishes under every policy, a
 //! makespan covers every JCT, Jain's index lies in (0, 1] with its min under its
 //! mean, and Carbyne at P(altruism) = 0 is DRF exactly (the same schedule); and,
-//! on this one seeded run, Carbyne's average JCT not over 1.1x DRF's.
+//! on this one seeded run, Carbyne's average JCT not over 1.1x DRF's; each policy's
+//! jobs.csv holds its jobs' completion times, and `loadgen report` draws their CDFs.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -67,4 +68,32 @@ fn a_tiny_carbyne_experiment_writes_a_sane_summary() {
         get("carbyne", "avg_jct_s") <= 1.1 * get("drf", "avg_jct_s"),
         "{text}"
     );
+    // jobs.csv per policy: one line per job, the mean its summary gives.
+    let load = out.path().join("x8");
+    for policy in ["drf", "carbyne"] {
+        let csv = std::fs::read_to_string(load.join(policy).join("jobs.csv")).unwrap();
+        let jct: Vec<f64> = (csv.lines().skip(1))
+            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(jct.len(), 6, "{csv}");
+        let mean = jct.iter().sum::<f64>() / 6.0;
+        assert!(
+            (mean - get(policy, "avg_jct_s")).abs() < 0.01,
+            "{policy}: {csv}"
+        );
+    }
+    let report = out.path().join("report");
+    let printed = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["report"])
+        .arg(&load)
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&printed.stdout);
+    assert!(printed.status.success(), "{text}");
+    let svg = std::fs::read_to_string(report.join("jct_cdf.svg")).unwrap();
+    for policy in ["drf", "tetris", "sjf", "carbyne", "carbyne_p0"] {
+        assert!(svg.contains(policy), "{policy} missing from the CDF legend");
+    }
 }

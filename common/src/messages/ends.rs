@@ -101,7 +101,9 @@ pub struct TaskEnd {
     pub at: Micros,
     /// `None`: finished (exit 0, or a synthetic task's time was up).
     pub failure: Option<TaskFailure>,
-    /// What the run used, when its worker measured it.
+    /// What the run used, when its worker measured it (absent from the records
+    /// of a worker of an earlier version: none).
+    #[serde(default)]
     pub used: Option<RunUsage>,
 }
 

@@ -385,4 +385,11 @@ mod tests {
         assert_eq!(runs.list().len(), KEPT);
         assert_eq!(runs.list()[0].task.job, JobId(KEPT as u64 + 1));
     }
+
+    #[test]
+    fn a_record_of_a_worker_before_usage_reads_with_none() {
+        let line = r#"{"task":{"job":5,"index":1},"attempt":2,"node":3,"at":77,"failure":null}"#;
+        let end: TaskEnd = serde_json::from_str(line).expect("an older record reads");
+        assert_eq!((end.attempt, end.used), (2, None));
+    }
 }

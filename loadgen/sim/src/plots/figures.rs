@@ -49,41 +49,102 @@ pub fn allocation_cdf(runs: &[Run], out: &Path) -> Result<Option<Figure>> {
         })
         .filter(|(_, p)| !p.is_empty())
         .collect();
+    let axis = Axis {
+        // Zero allocation times sit at the left edge of the log axis.
+        log_floor: Some(0.01),
+        x: "allocation time (ms, log scale)",
+        y: "fraction of tasks",
+    };
+    cdf_figure(
+        &curves,
+        &out.join("allocation_cdf.svg"),
+        "Allocation time CDF",
+        axis,
+    )
+}
+
+/// Job completion time CDFs of every run with a `jobs.csv` overlaid (Carbyne's
+/// Figure 5 style), linear seconds.
+pub fn jct_cdf(runs: &[Run], out: &Path) -> Result<Option<Figure>> {
+    let curves: Vec<(&str, Vec<(f64, f64)>)> = runs
+        .iter()
+        .map(|r| (r.label.as_str(), series::cdf(&r.jct_s)))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    let axis = Axis {
+        log_floor: None,
+        x: "job completion time (s)",
+        y: "fraction of jobs",
+    };
+    cdf_figure(
+        &curves,
+        &out.join("jct_cdf.svg"),
+        "Job completion time CDF",
+        axis,
+    )
+}
+
+/// A CDF figure's x axis (log from `log_floor`, else linear from 0) and labels.
+struct Axis<'a> {
+    log_floor: Option<f64>,
+    x: &'a str,
+    y: &'a str,
+}
+
+/// `curves` overlaid in `path`; `None` when there is none.
+fn cdf_figure(
+    curves: &[(&str, Vec<(f64, f64)>)],
+    path: &Path,
+    title: &str,
+    axis: Axis<'_>,
+) -> Result<Option<Figure>> {
     if curves.is_empty() {
         return Ok(None);
     }
-    // Zero allocation times sit at the left edge of the log axis.
-    let floor = 0.01;
+    let floor = axis.log_floor.unwrap_or(0.0);
     let hi = curves
         .iter()
         .flat_map(|(_, p)| p.iter().map(|x| x.0))
         .fold(floor * 10.0, f64::max)
+        .max(1e-9)
         * 1.2;
-    let path = out.join("allocation_cdf.svg");
-    let title = "Allocation time CDF".to_owned();
     {
-        let root = canvas(&path)?;
-        let mut chart = builder(&root, &title, 56)
-            .build_cartesian_2d((floor..hi).log_scale(), 0f64..1.0)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|x: &f64| number(*x))
-            .x_desc("allocation time (ms, log scale)")
-            .y_desc("fraction of tasks")
-            .draw()
-            .map_err(plot_err)?;
-        for (i, (name, pts)) in curves.iter().enumerate() {
-            let c = color(i);
-            let pts = pts.iter().map(|(x, y)| (x.max(floor), *y));
-            solid(&mut chart, pts, c, *name)?;
+        let root = canvas(path)?;
+        let b = builder(&root, title, 56);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .label_style((FONT, 14))
+                    .axis_desc_style((FONT, 15))
+                    .x_label_formatter(&|x: &f64| number(*x))
+                    .x_desc(axis.x)
+                    .y_desc(axis.y)
+                    .draw()
+                    .map_err(plot_err)?;
+                for (i, (name, pts)) in curves.iter().enumerate() {
+                    let pts = pts.iter().map(|(x, y)| (x.max(floor), *y));
+                    solid(&mut chart, pts, color(i), *name)?;
+                }
+                legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+            }};
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        let mut b = b;
+        match axis.log_floor {
+            Some(f) => draw!(b
+                .build_cartesian_2d((f..hi).log_scale(), 0f64..1.0)
+                .map_err(plot_err)?),
+            None => draw!(b
+                .build_cartesian_2d(0f64..hi, 0f64..1.0)
+                .map_err(plot_err)?),
+        }
         root.present().map_err(plot_err)?;
     }
-    Ok(Some(Figure { path, title }))
+    Ok(Some(Figure {
+        path: path.to_owned(),
+        title: title.to_owned(),
+    }))
 }
 
 /// A white canvas of [`SIZE`] writing to `path`.

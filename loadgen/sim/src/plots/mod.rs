@@ -42,6 +42,10 @@ pub fn report(dirs: &[PathBuf], out: &Path) -> Result<Written> {
         figures::allocation_cdf(&runs, out)?,
     );
     keep(
+        "job completion time CDF (no jobs.csv: give a load's directory of loadgen experiment carbyne)",
+        figures::jct_cdf(&runs, out)?,
+    );
+    keep(
         "delay breakdown (no task has its four components)",
         figures::delay_breakdown(&runs, out)?,
     );

@@ -1,5 +1,6 @@
 //! Reading runs back: the `tasks.csv`, `summary.json` and (with queues) `shares.csv`
-//! that `loadgen simulate --out`, `loadgen replay` and `loadgen embedded` write.
+//! that `loadgen simulate --out`, `loadgen replay` and `loadgen embedded` write, and
+//! the `jobs.csv` (job completion times) of `loadgen experiment carbyne`.
 //! Columns are found by name, so a file with extra or reordered columns still reads.
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -48,6 +49,9 @@ pub struct Run {
     pub shares: Vec<ShareRow>,
     /// `lra_quality.csv` rows (empty unless an LRA experiment wrote them).
     pub lra: Vec<LraRow>,
+    /// Job completion times, seconds, of the jobs that finished (`jobs.csv`,
+    /// column `jct_s`; empty without one).
+    pub jct_s: Vec<f64>,
 }
 
 impl Run {
@@ -77,7 +81,7 @@ pub fn find_runs(dirs: &[PathBuf]) -> Result<Vec<Run>> {
             .collect();
         if subs.is_empty() {
             bail!(
-                "{}: no tasks.csv in it or in its sub-directories (give the --out directory of loadgen simulate or replay)",
+                "{}: no tasks.csv (or jobs.csv) in it or in its sub-directories (give the --out directory of loadgen simulate or replay, or a load's directory of loadgen experiment carbyne)",
                 dir.display()
             );
         }
@@ -99,7 +103,9 @@ pub fn find_runs(dirs: &[PathBuf]) -> Result<Vec<Run>> {
 }
 
 fn is_run(dir: &Path) -> bool {
-    dir.join("tasks.csv").is_file() || dir.join("lra_quality.csv").is_file()
+    ["tasks.csv", "lra_quality.csv", "jobs.csv"]
+        .iter()
+        .any(|f| dir.join(f).is_file())
 }
 
 fn read_run(dir: &Path) -> Result<Run> {
@@ -132,6 +138,12 @@ fn read_run(dir: &Path) -> Result<Run> {
     } else {
         Vec::new()
     };
+    let jobs_path = dir.join("jobs.csv");
+    let jct_s = if jobs_path.is_file() {
+        read_jct(&jobs_path)?
+    } else {
+        Vec::new()
+    };
     Ok(Run {
         label,
         dir: dir.to_owned(),
@@ -139,6 +151,7 @@ fn read_run(dir: &Path) -> Result<Run> {
         summary,
         shares,
         lra,
+        jct_s,
     })
 }
 
@@ -240,6 +253,12 @@ pub fn read_tasks(path: &Path) -> Result<Vec<TaskRow>> {
             components_s,
         })
     })
+}
+
+/// The completion times of `jobs.csv` (an empty `jct_s`: a job that did not finish).
+pub fn read_jct(path: &Path) -> Result<Vec<f64>> {
+    let rows = read_rows(path, &["jct_s"], None, |_, v, _| Ok(v[0]))?;
+    Ok(rows.into_iter().flatten().collect())
 }
 
 pub fn read_shares(path: &Path) -> Result<Vec<ShareRow>> {

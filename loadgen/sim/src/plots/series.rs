@@ -157,6 +157,7 @@ mod tests {
             summary: None,
             shares: Vec::new(),
             lra: Vec::new(),
+            jct_s: Vec::new(),
         }
     }
 

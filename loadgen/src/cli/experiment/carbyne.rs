@@ -23,7 +23,9 @@ pub const POLICIES: [&str; 4] = ["drf", "tetris", "sjf", "carbyne"];
 
 #[derive(Args, Debug)]
 pub struct CarbyneArgs {
-    /// Output directory (created if missing): summary.json.
+    /// Output directory (created if missing): summary.json, and per load and
+    /// policy `x<load>/<policy>/jobs.csv` (each job's completion time; `loadgen
+    /// report DIR/x<load>` draws their CDFs).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// TPC-H DAG jobs to draw (the paper's setting is 250; 100 keeps a debug-build
@@ -139,6 +141,12 @@ pub fn run(args: CarbyneArgs) -> Result<()> {
     .with_context(|| format!("cannot write {}", path.display()))?;
     if !args.quiet {
         println!("written to {}", path.display());
+        if let Some(load) = args.loads.first() {
+            println!(
+                "job completion time CDFs: loadgen report {} --out REPORT",
+                args.out.join(format!("x{load}")).display()
+            );
+        }
     }
     Ok(())
 }
@@ -210,6 +218,7 @@ fn run_load(args: &CarbyneArgs, load: f64) -> Result<Vec<(String, JobMetrics)>> 
         let mut m = metrics(&jobs, &outcome, window, cores as f64);
         m.wall_s = wall;
         let jct = completion_times(&jobs, &outcome);
+        write_jobs(&args.out.join(format!("x{load}")).join(&name), &jct)?;
         if name == "drf" {
             base = Some(jct.clone());
         }
@@ -220,6 +229,24 @@ fn run_load(args: &CarbyneArgs, load: f64) -> Result<Vec<(String, JobMetrics)>> 
         out.push((name, m));
     }
     Ok(out)
+}
+
+/// `dir/jobs.csv`: each job's completion time (`jct_s` empty when it did not
+/// finish), which `loadgen report` draws as CDFs.
+fn write_jobs(
+    dir: &std::path::Path,
+    jct: &std::collections::BTreeMap<u64, Option<f64>>,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut text = String::from("job,jct_s\n");
+    for (job, t) in jct {
+        text.push_str(&format!(
+            "{job},{}\n",
+            t.map_or(String::new(), |t| format!("{t:.3}"))
+        ));
+    }
+    let path = dir.join("jobs.csv");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn print_table(load: f64, table: &[(String, JobMetrics)]) {
