@@ -56,6 +56,10 @@ pub struct TaskSpec {
     /// late report of a lost run is never taken for its retry's.
     #[serde(default = "first_attempt")]
     pub attempt: u32,
+    /// How many times the task was preempted so far (the LM's cool-down and
+    /// per-task cap, see [`crate::preemption::PreemptionRules`]).
+    #[serde(default)]
+    pub preemptions: u32,
 }
 
 fn first_attempt() -> u32 {
@@ -112,6 +116,7 @@ impl TaskSpec {
             tags: Vec::new(),
             executor: None,
             attempt: 1,
+            preemptions: 0,
         }
     }
 

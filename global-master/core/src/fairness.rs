@@ -15,7 +15,7 @@ use crate::queue::Pending;
 use crate::view::LmView;
 use common::fairness::FairnessConfig;
 use common::messages::PreemptRefusal;
-use common::{LmId, QueueId, Resources};
+use common::{LmId, Micros, QueueId, Resources};
 use rustc_hash::FxHashSet as HashSet;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -99,7 +99,7 @@ impl Fairness {
                 || refusals.contains(&(lm, victim, None))
                 || refusals.contains(&(lm, victim, Some(shape)))
         };
-        contention(f, lms, usage, queue, &refused, &self.in_flight)
+        contention(f, lms, usage, (queue, shape.1), &refused, &self.in_flight)
     }
 
     /// True when Algorithm 2 might preempt for a task of `queue` in this view: shares
@@ -117,6 +117,11 @@ impl Fairness {
         usage
             .iter()
             .any(|(q, u)| *q != queue && f.violation(*q, u, total) > 0.0)
+    }
+
+    /// How long a task that could preempt first waits for room to free by itself.
+    pub fn grace(&self) -> Micros {
+        self.config.as_ref().map_or(Micros::ZERO, |f| f.rules.grace)
     }
 
     /// A preemption request to `lm` leaves: its slot is taken until the answer.
@@ -183,19 +188,25 @@ impl Fairness {
     }
 }
 
-/// Algorithm 2's choice for a task of `queue` that found no room. `usage` and `total`
-/// come from [`usage_view`].
+/// Algorithm 2's choice for a task of `queue` asking for `request` that found no
+/// room. `usage` and `total` come from [`usage_view`]. Under the rule
+/// `within_share_after`, a task whose queue would be over its share once it runs
+/// waits too (it would be the next victim).
 pub fn contention(
     fairness: &FairnessConfig,
     lms: &[Option<LmView>],
     (usage, total): &(BTreeMap<QueueId, Resources>, Resources),
-    queue: QueueId,
+    (queue, request): (QueueId, Resources),
     refused: &dyn Fn(LmId, QueueId) -> bool,
     busy: &[bool],
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    if fairness.policy.share(&used(queue), &total) >= fairness.share_of(queue) {
+    let share = fairness.share_of(queue);
+    if fairness.policy.share(&used(queue), &total) >= share
+        || (fairness.rules.within_share_after
+            && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
+    {
         return Contention::OverShare;
     }
     let mut victims: Vec<(f64, QueueId)> = usage

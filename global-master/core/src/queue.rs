@@ -38,6 +38,9 @@ pub struct Pending {
     pub reason: Option<PendingReason>,
     /// The preemption request in flight for this task, if any.
     pub preempting: Option<(LmId, QueueId)>,
+    /// When the task first found no room while a victim existed (the preemption
+    /// grace runs from there; see [`common::preemption::PreemptionRules::grace`]).
+    pub contended_since: Option<Micros>,
 }
 
 impl Pending {

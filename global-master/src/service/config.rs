@@ -250,6 +250,10 @@ pub struct GmArgs {
     /// any LM's state (open mode, warned at start).
     #[arg(long, env = "MEGHA_LM_BROKER_USER", value_name = "PATTERN")]
     pub lm_broker_user: Option<String>,
+    /// The rules that bound preemption (`--preempt-*`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub preempt: service_kit::settings::PreemptArgs,
     /// Logging, the cluster's name and credential, TLS, --print-config.
     #[command(flatten)]
     #[serde(flatten)]
@@ -371,8 +375,12 @@ impl GmArgs {
             )?
         };
         let gms = self.gms.unwrap_or(1);
-        let fairness =
-            service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
+        let fairness = service_kit::settings::queues_with_rules(
+            self.queues.as_deref(),
+            self.share_policy,
+            gms,
+            &self.preempt,
+        )?;
         let s = GmSettings {
             tls: self.common.tls()?,
             cluster_secret: self.common.cluster_secret()?,

@@ -232,5 +232,6 @@ fn new_pending(now: Micros, task: TaskSpec) -> Box<Pending> {
         attempts: 0,
         reason: None,
         preempting: None,
+        contended_since: None,
     })
 }

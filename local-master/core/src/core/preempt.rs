@@ -4,8 +4,12 @@
 //! The LM, the only one with authoritative usage, first checks that the victim is over
 //! its share here; then picks the node where the fewest victim tasks (then the least
 //! lost work) free enough room for the task, preempts a minimal set of them, and
-//! launches the waiting task in their place. Preempted tasks go back to the GMs that
-//! own their queues.
+//! launches the waiting task in their place (in the same step: no victim is killed
+//! for a task that would then wait). Preempted tasks go back to the GMs that own
+//! their queues. The rules of [`common::preemption`] bound it: tasks in their
+//! cool-down or at the per-task cap are never victims, a choice that would take the
+//! victim queue below its protected share is not made, and at most `rate_limit`
+//! tasks of a queue go per window (else `rate_limited`).
 
 use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
@@ -35,7 +39,7 @@ impl LocalMaster {
         let outcome = match self.verify(now, &request) {
             Err(refusal) => PreemptOutcome::Refused(refusal),
             Ok(choice) => {
-                let preempted = self.preempt(now, &choice, &mut effects);
+                let preempted = self.preempt(now, request.victim, &choice, &mut effects);
                 let placement = if self.topology.home[choice.node.index()] == request.gm {
                     Placement::Internal
                 } else {
@@ -93,19 +97,46 @@ impl LocalMaster {
         if usage_share <= share {
             return Err(PreemptRefusal::VictimNotOverShare { usage_share, share });
         }
+        if self.preempt_room(now, request.victim) == 0 {
+            return Err(PreemptRefusal::RateLimited);
+        }
         self.choose_victims(now, request.victim, task)
             .ok_or(PreemptRefusal::NothingToFree)
     }
 
+    /// How many more tasks of `victim` the rate limit lets this LM preempt now.
+    fn preempt_room(&self, now: Micros, victim: common::QueueId) -> usize {
+        let Some(f) = &self.fairness else {
+            return 0;
+        };
+        self.preempt_log.room(victim, now, &f.rules)
+    }
+
     /// The node where preempting the fewest victim tasks (then losing the least work)
     /// makes room for `task`, with a minimal set of victims: none of them could be
-    /// spared.
+    /// spared. Within the rules: no task in its cool-down or at the per-task cap, no
+    /// more tasks than the rate limit leaves, and the victim queue keeps its
+    /// protected share of this LM.
     pub fn choose_victims(
         &self,
         now: Micros,
         victim: common::QueueId,
         task: &common::TaskSpec,
     ) -> Option<VictimChoice> {
+        let rules = self
+            .fairness
+            .as_ref()
+            .map_or(common::preemption::PreemptionRules::UNBOUNDED, |f| f.rules);
+        let max_victims = self.preempt_room(now, victim);
+        let usage = self.usage(victim);
+        // The least the victim queue may keep here, in its share policy's terms.
+        let keeps = |freed: &Resources| match &self.fairness {
+            Some(f) => {
+                let protected = rules.protected_fraction * f.share_of(victim);
+                f.policy.share(&usage.saturating_sub(freed), &self.total) + 1e-12 >= protected
+            }
+            None => true,
+        };
         let mut best: Option<(usize, u64, VictimChoice)> = None;
         for (n, on_node) in self.on_node.iter().enumerate() {
             // A drained node takes no new work, even by preemption.
@@ -120,6 +151,7 @@ impl LocalMaster {
                 .iter()
                 .filter_map(|t| self.running.get(t).map(|a| (t, a)))
                 .filter(|(_, a)| a.queue == victim)
+                .filter(|(_, a)| rules.may_preempt_task(a.task.preemptions, a.started_at, now))
                 .map(|(t, a)| (t, a.resources, a.started_at))
                 .collect();
             candidates.sort_by_key(|(t, _, started)| {
@@ -148,6 +180,10 @@ impl LocalMaster {
                     i += 1;
                 }
             }
+            let freed = chosen.iter().map(|(_, r, _)| *r).sum::<Resources>();
+            if chosen.len() > max_victims || !keeps(&freed) {
+                continue;
+            }
             let lost: u64 = chosen
                 .iter()
                 .map(|(_, _, s)| s.map_or(0, |s| now.since(s).0))
@@ -170,6 +206,7 @@ impl LocalMaster {
     fn preempt(
         &mut self,
         now: Micros,
+        victim: common::QueueId,
         choice: &VictimChoice,
         effects: &mut LmEffects,
     ) -> Vec<TaskId> {
@@ -178,8 +215,15 @@ impl LocalMaster {
             // Requeued once the worker confirms the kill; if the task finishes first,
             // its finish stands and nothing is requeued (it runs exactly once).
             if self.kill_running(now, task, effects) {
+                if let Some(kill) = self.pending_kills.get_mut(&task) {
+                    kill.task.preemptions += 1;
+                }
                 preempted.push(task);
             }
+        }
+        if let Some(f) = &self.fairness {
+            self.preempt_log
+                .record(victim, now, preempted.len(), &f.rules);
         }
         preempted
     }
