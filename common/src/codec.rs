@@ -9,8 +9,9 @@ use serde::{de::DeserializeOwned, Serialize};
 
 /// Bumped whenever an internal message changes shape (5: attempts; 6: the cluster
 /// name in the envelope; 7: the GM's life in launch batches and preemptions; 8: a
-/// launch batch's resend flag, the worker's lease in its assignment).
-pub const WIRE_VERSION: u8 = 8;
+/// launch batch's resend flag, the worker's lease in its assignment; 9: a task's
+/// preemption count and priority, the `rate_limited` preemption refusal).
+pub const WIRE_VERSION: u8 = 9;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";

@@ -60,6 +60,9 @@ pub struct TaskSpec {
     /// per-task cap, see [`crate::preemption::PreemptionRules`]).
     #[serde(default)]
     pub preemptions: u32,
+    /// Its job's priority class value ([`crate::priority`]); 0 without classes.
+    #[serde(default)]
+    pub priority: u16,
 }
 
 fn first_attempt() -> u32 {
@@ -117,6 +120,7 @@ impl TaskSpec {
             executor: None,
             attempt: 1,
             preemptions: 0,
+            priority: 0,
         }
     }
 

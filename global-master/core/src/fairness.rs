@@ -102,6 +102,31 @@ impl Fairness {
         contention(f, lms, usage, (queue, shape.1), &refused, &self.in_flight)
     }
 
+    /// For a task of a preempting priority class that found no room: the LM where
+    /// its own queue uses the most (lower classes of the queue may make room there;
+    /// the LM checks), skipping refusals, busy LMs and LMs with a request in flight.
+    /// Such a preemption trades tasks within the queue, so shares do not move.
+    pub fn priority_victim(
+        &self,
+        lms: &[Option<LmView>],
+        queue: QueueId,
+        shape: Shape,
+    ) -> Option<LmId> {
+        lms.iter()
+            .flatten()
+            .filter(|v| !v.is_busy())
+            .filter_map(|v| {
+                let lm = v.topology.lm;
+                let used = v.usage.iter().find(|(q, _)| *q == queue)?.1;
+                let refused = self.refusals.contains(&(lm, queue, None))
+                    || self.refusals.contains(&(lm, queue, Some(shape)));
+                let in_flight = self.in_flight.get(lm.index()).copied().unwrap_or(true);
+                (!used.is_zero() && !refused && !in_flight).then_some((used.cpu_millis, lm))
+            })
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, lm)| lm)
+    }
+
     /// True when Algorithm 2 might preempt for a task of `queue` in this view: shares
     /// are configured, `queue` is within its share and some other queue is over
     /// its own. Otherwise every task of `queue` that finds no room just waits.

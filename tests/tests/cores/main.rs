@@ -19,6 +19,7 @@ mod mercury;
 mod mercury_quota;
 mod oracle;
 mod preemption_rules;
+mod priorities;
 mod sim_idle;
 mod sim_lra;
 mod sim_properties;

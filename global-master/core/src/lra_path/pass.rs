@@ -178,6 +178,7 @@ impl LraPath {
                 executor: None,
                 attempt: 1,
                 preemptions: 0,
+                priority: 0,
             };
             let pending = Pending {
                 task,

@@ -182,6 +182,19 @@ impl GlobalMaster {
         let decided = self
             .fairness
             .decide(self.view.lms(), pending.task.queue, shape);
+        // A preempting priority class may take the room of lower classes of its
+        // own queue (the LM verifies the classes) when fairness takes none.
+        let decided = match decided {
+            Contention::Preempt { .. } => decided,
+            other if self.config.priorities.preempting(pending.task.priority) => {
+                let queue = pending.task.queue;
+                match self.fairness.priority_victim(self.view.lms(), queue, shape) {
+                    Some(lm) => Contention::Preempt { lm, victim: queue },
+                    None => other,
+                }
+            }
+            other => other,
+        };
         match decided {
             Contention::Preempt { .. }
                 if now.since(*pending.contended_since.get_or_insert(now))

@@ -375,6 +375,7 @@ impl GmActor {
                 executor: t.executor,
                 attempt: 1,
                 preemptions: 0,
+                priority: t.priority,
             };
             specs.push(spec);
             events.push(TaskEvent {

@@ -84,6 +84,7 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
                         executor: None,
                         attempt: 1,
                         preemptions: 0,
+                        priority: 0,
                     }
                 })
                 .collect();

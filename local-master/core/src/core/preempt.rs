@@ -74,6 +74,9 @@ impl LocalMaster {
         now: Micros,
         request: &PreemptRequest,
     ) -> Result<VictimChoice, PreemptRefusal> {
+        if request.victim == request.task.queue {
+            return self.verify_priority(now, request);
+        }
         let Some(fairness) = &self.fairness else {
             return Err(PreemptRefusal::NoFairness);
         };
@@ -104,12 +107,41 @@ impl LocalMaster {
             .ok_or(PreemptRefusal::NothingToFree)
     }
 
+    /// A priority preemption (the victim queue is the task's own): only tasks of a
+    /// lower class of the queue go, and they free all the task needs, so the
+    /// queue's usage does not grow and no other queue's share moves. The rules
+    /// (cap, cool-down, rate limit) hold as for fairness.
+    fn verify_priority(
+        &self,
+        now: Micros,
+        request: &PreemptRequest,
+    ) -> Result<VictimChoice, PreemptRefusal> {
+        let task = &request.task;
+        if task.resources.any_zero() || request.gm.0 >= self.topology.gms {
+            return Err(PreemptRefusal::Invalid {
+                detail: "a positive request from one of the global masters".into(),
+            });
+        }
+        if self.running.contains_key(&task.id) {
+            return Err(PreemptRefusal::Duplicate);
+        }
+        if self.preempt_room(now, request.victim) == 0 {
+            return Err(PreemptRefusal::RateLimited);
+        }
+        self.choose_lower_classes(now, task)
+            .ok_or(PreemptRefusal::NothingToFree)
+    }
+
     /// How many more tasks of `victim` the rate limit lets this LM preempt now.
     fn preempt_room(&self, now: Micros, victim: common::QueueId) -> usize {
-        let Some(f) = &self.fairness else {
-            return 0;
-        };
-        self.preempt_log.room(victim, now, &f.rules)
+        self.preempt_log.room(victim, now, &self.rules())
+    }
+
+    /// The preemption rules: the configured ones, or the defaults without queues.
+    fn rules(&self) -> common::preemption::PreemptionRules {
+        self.fairness
+            .as_ref()
+            .map_or_else(Default::default, |f| f.rules)
     }
 
     /// The node where preempting the fewest victim tasks (then losing the least work)
@@ -123,10 +155,7 @@ impl LocalMaster {
         victim: common::QueueId,
         task: &common::TaskSpec,
     ) -> Option<VictimChoice> {
-        let rules = self
-            .fairness
-            .as_ref()
-            .map_or(common::preemption::PreemptionRules::UNBOUNDED, |f| f.rules);
+        let rules = self.rules();
         let max_victims = self.preempt_room(now, victim);
         let usage = self.usage(victim);
         // The least the victim queue may keep here, in its share policy's terms.
@@ -137,6 +166,49 @@ impl LocalMaster {
             }
             None => true,
         };
+        self.choose(
+            now,
+            task,
+            true,
+            &|a| a.queue == victim && rules.may_preempt_task(a.task.preemptions, a.started_at, now),
+            &|freed, count| count <= max_victims && keeps(freed),
+        )
+    }
+
+    /// [`LocalMaster::choose_victims`] for a priority preemption: tasks of lower
+    /// classes of the task's own queue, freeing all it needs by themselves.
+    pub fn choose_lower_classes(
+        &self,
+        now: Micros,
+        task: &common::TaskSpec,
+    ) -> Option<VictimChoice> {
+        let rules = self.rules();
+        let max_victims = self.preempt_room(now, task.queue);
+        self.choose(
+            now,
+            task,
+            false,
+            &|a| {
+                a.queue == task.queue
+                    && a.task.priority < task.priority
+                    && rules.may_preempt_task(a.task.preemptions, a.started_at, now)
+            },
+            &|_, count| count <= max_victims,
+        )
+    }
+
+    /// The node and minimal victim set, among the `eligible` tasks, that make room
+    /// for `task` (with the node's free resources if `with_free`, else by the
+    /// victims alone) and that `accept` takes (freed, count): fewest victims, then
+    /// least work lost.
+    fn choose(
+        &self,
+        now: Micros,
+        task: &common::TaskSpec,
+        with_free: bool,
+        eligible: &dyn Fn(&crate::allocation::Allocation) -> bool,
+        accept: &dyn Fn(&Resources, usize) -> bool,
+    ) -> Option<VictimChoice> {
         let mut best: Option<(usize, u64, VictimChoice)> = None;
         for (n, on_node) in self.on_node.iter().enumerate() {
             // A drained node takes no new work, even by preemption.
@@ -150,14 +222,17 @@ impl LocalMaster {
             let mut candidates: Vec<(&TaskId, Resources, Option<Micros>)> = on_node
                 .iter()
                 .filter_map(|t| self.running.get(t).map(|a| (t, a)))
-                .filter(|(_, a)| a.queue == victim)
-                .filter(|(_, a)| rules.may_preempt_task(a.task.preemptions, a.started_at, now))
+                .filter(|(_, a)| eligible(a))
                 .map(|(t, a)| (t, a.resources, a.started_at))
                 .collect();
             candidates.sort_by_key(|(t, _, started)| {
                 (std::cmp::Reverse(started.unwrap_or(Micros::MAX)), **t)
             });
-            let mut room = self.free[n];
+            let mut room = if with_free {
+                self.free[n]
+            } else {
+                Resources::ZERO
+            };
             let mut chosen = Vec::new();
             for (t, res, started) in &candidates {
                 if room.fits(&task.resources) {
@@ -181,7 +256,7 @@ impl LocalMaster {
                 }
             }
             let freed = chosen.iter().map(|(_, r, _)| *r).sum::<Resources>();
-            if chosen.len() > max_victims || !keeps(&freed) {
+            if !accept(&freed, chosen.len()) {
                 continue;
             }
             let lost: u64 = chosen
@@ -221,10 +296,9 @@ impl LocalMaster {
                 preempted.push(task);
             }
         }
-        if let Some(f) = &self.fairness {
-            self.preempt_log
-                .record(victim, now, preempted.len(), &f.rules);
-        }
+        let rules = self.rules();
+        self.preempt_log
+            .record(victim, now, preempted.len(), &rules);
         preempted
     }
 }
