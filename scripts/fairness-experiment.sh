@@ -4,22 +4,13 @@
 # third queues) and GM 2; clusters of about 200, 500 and 1,500 one-core nodes
 # (3 GMs x 2 LMs); the first 300 jobs (12,200 tasks) of the Yahoo trace sample, which
 # keeps every size under contention. Each size runs with and without preemption.
+# Now `loadgen experiment fairness` (this script calls it): OUT_DIR/summary.json and
+# one directory of simulate reports per run.
 #
-#   scripts/fairness-experiment.sh [OUT_DIR] [extra simulate flags...]
+#   scripts/fairness-experiment.sh [OUT_DIR] [extra experiment flags, e.g. --preempt-*]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/fairness}
 shift || true
 cargo build --release -q -p loadgen
-for nodes in 200 500 1500; do
-  per=$(( (nodes + 5) / 6 ))
-  for preemption in true false; do
-    echo "== ~${nodes} nodes ($((per * 6))), preemption ${preemption}"
-    ./target/release/loadgen simulate \
-      --trace data/traces/YH1_sub.tr --first-jobs 300 \
-      --gms 3 --lms 2 --partition-size "$per" \
-      --queues a:0.10:0,b:0.25:1,c:0.15:1,d:0.50:2 \
-      --preemption "$preemption" --constraints none --seed 42 \
-      --out "$out/${nodes}-preemption-${preemption}" "$@" 2>/dev/null
-  done
-done
+exec ./target/release/loadgen experiment fairness --out "$out" "$@"

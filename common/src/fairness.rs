@@ -60,6 +60,9 @@ pub struct QueueSpec {
 pub struct FairnessConfig {
     pub policy: SharePolicy,
     pub queues: Vec<QueueSpec>,
+    /// What bounds preemption (protected share, cool-down, rate limit).
+    #[serde(default)]
+    pub rules: crate::preemption::PreemptionRules,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -74,6 +77,8 @@ pub enum FairnessError {
     UnknownGm { name: String, gm: GmId, gms: u16 },
     #[error("queue spec `{spec}`: expected NAME:SHARE:GM, e.g. analytics:0.25:1")]
     Syntax { spec: String },
+    #[error("{0}")]
+    Rules(String),
 }
 
 impl FairnessConfig {
@@ -95,12 +100,17 @@ impl FairnessConfig {
                 gm: GmId(gm.parse().map_err(|_| syntax())?),
             });
         }
-        let config = FairnessConfig { policy, queues };
+        let config = FairnessConfig {
+            policy,
+            queues,
+            rules: Default::default(),
+        };
         config.validate(gms)?;
         Ok(config)
     }
 
     pub fn validate(&self, gms: u16) -> Result<(), FairnessError> {
+        self.rules.validate().map_err(FairnessError::Rules)?;
         let mut total = 0.0;
         for (i, q) in self.queues.iter().enumerate() {
             if !(q.share > 0.0 && q.share <= 1.0) {
@@ -138,6 +148,12 @@ impl FairnessConfig {
         gms: u16,
     ) -> Result<Self, FairnessError> {
         Self::parse(&specs.join(","), policy, gms)
+    }
+
+    /// The same queues under other preemption rules.
+    pub fn with_rules(mut self, rules: crate::preemption::PreemptionRules) -> Self {
+        self.rules = rules;
+        self
     }
 
     /// The queue with this name.

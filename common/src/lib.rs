@@ -14,6 +14,8 @@
 //! - [`protocol`]: one message enum per direction (GM -> LM, LM -> GM, LM -> worker,
 //!   worker -> LM, client -> GM): what every core's `step` takes and sends.
 //! - [`messages`]: the payloads those enums carry.
+//! - [`preemption`]: the rules that keep preemption from churning.
+//! - [`priority`]: priority classes and the order they give a queue.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers (Mercury 4.1).
 //! - [`events`]: task lifecycle events, the input of every allocation-time report.
 //! - [`cluster_name`]: the name that keeps clusters sharing a broker apart.
@@ -31,6 +33,8 @@ pub mod events;
 pub mod fairness;
 pub mod ids;
 pub mod messages;
+pub mod preemption;
+pub mod priority;
 pub mod protocol;
 pub mod quota;
 pub mod reasons;

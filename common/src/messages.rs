@@ -212,6 +212,9 @@ pub enum PreemptRefusal {
     Invalid {
         detail: String,
     },
+    /// This LM preempted as many tasks of the victim queue as its rate limit allows
+    /// within the window ([`crate::preemption::PreemptionRules::rate_limit`]).
+    RateLimited,
 }
 
 impl PreemptRefusal {
@@ -223,6 +226,7 @@ impl PreemptRefusal {
             PreemptRefusal::NothingToFree => "nothing_to_free",
             PreemptRefusal::Duplicate => "duplicate",
             PreemptRefusal::Invalid { .. } => "invalid",
+            PreemptRefusal::RateLimited => "rate_limited",
         }
     }
 }

@@ -56,6 +56,13 @@ pub struct TaskSpec {
     /// late report of a lost run is never taken for its retry's.
     #[serde(default = "first_attempt")]
     pub attempt: u32,
+    /// How many times the task was preempted so far (the LM's cool-down and
+    /// per-task cap, see [`crate::preemption::PreemptionRules`]).
+    #[serde(default)]
+    pub preemptions: u32,
+    /// Its job's priority class value ([`crate::priority`]); 0 without classes.
+    #[serde(default)]
+    pub priority: u16,
 }
 
 fn first_attempt() -> u32 {
@@ -112,6 +119,8 @@ impl TaskSpec {
             tags: Vec::new(),
             executor: None,
             attempt: 1,
+            preemptions: 0,
+            priority: 0,
         }
     }
 

@@ -10,9 +10,11 @@
 //! settings two roles parse alike (queues, Mercury's cap and quota) here.
 
 mod layer;
+mod preemption;
 mod shared;
 
 pub use layer::{effective, layer, load_file, parse, print_config};
+pub use preemption::PreemptArgs;
 pub use shared::CommonArgs;
 
 use anyhow::{Context, Result};
@@ -37,12 +39,23 @@ pub fn queues(
     policy: Option<SharePolicy>,
     gms: u16,
 ) -> Result<Option<Arc<FairnessConfig>>> {
+    queues_with_rules(specs, policy, gms, &PreemptArgs::default())
+}
+
+/// [`queues`] with the rules that bound preemption (`--preempt-*`).
+pub fn queues_with_rules(
+    specs: Option<&[String]>,
+    policy: Option<SharePolicy>,
+    gms: u16,
+    preempt: &PreemptArgs,
+) -> Result<Option<Arc<FairnessConfig>>> {
     let specs = specs.unwrap_or_default();
     if specs.iter().all(|s| s.trim().is_empty()) {
         return Ok(None);
     }
-    let config =
-        FairnessConfig::from_specs(specs, policy.unwrap_or_default(), gms).context("in --queue")?;
+    let config = FairnessConfig::from_specs(specs, policy.unwrap_or_default(), gms)
+        .context("in --queue")?
+        .with_rules(preempt.rules()?);
     Ok(Some(Arc::new(config)))
 }
 

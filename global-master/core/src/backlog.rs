@@ -70,6 +70,12 @@ impl Backlog {
         }
     }
 
+    /// Orders each queue by priority class with `aging` ([`common::priority`]).
+    pub fn with_aging(mut self, aging: u64) -> Self {
+        self.queues.set_aging(aging);
+        self
+    }
+
     pub fn queues(&self) -> &Queues {
         &self.queues
     }

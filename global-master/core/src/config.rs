@@ -53,6 +53,9 @@ pub struct GmConfig {
     /// In which order waiting tasks are tried (FIFO per user queue by default;
     /// DRF, Tetris, SJF or Carbyne: see [`crate::carbyne`]).
     pub order: OrderConfig,
+    /// Priority classes: the order within a queue (with aging) and which classes
+    /// preempt lower ones of their queue ([`common::priority`]).
+    pub priorities: Arc<common::priority::PriorityClasses>,
 }
 
 /// Which blocked tasks a gain of resources wakes.
@@ -104,6 +107,7 @@ impl GmConfig {
             wake: WakePolicy::default(),
             retry: RetryPolicy::NONE,
             order: OrderConfig::default(),
+            priorities: Arc::default(),
         }
     }
 }

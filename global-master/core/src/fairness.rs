@@ -15,7 +15,7 @@ use crate::queue::Pending;
 use crate::view::LmView;
 use common::fairness::FairnessConfig;
 use common::messages::PreemptRefusal;
-use common::{LmId, QueueId, Resources};
+use common::{LmId, Micros, QueueId, Resources};
 use rustc_hash::FxHashSet as HashSet;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -99,7 +99,32 @@ impl Fairness {
                 || refusals.contains(&(lm, victim, None))
                 || refusals.contains(&(lm, victim, Some(shape)))
         };
-        contention(f, lms, usage, queue, &refused, &self.in_flight)
+        contention(f, lms, usage, (queue, shape.1), &refused, &self.in_flight)
+    }
+
+    /// For a task of a preempting priority class that found no room: the LM where
+    /// its own queue uses the most (lower classes of the queue may make room there;
+    /// the LM checks), skipping refusals, busy LMs and LMs with a request in flight.
+    /// Such a preemption trades tasks within the queue, so shares do not move.
+    pub fn priority_victim(
+        &self,
+        lms: &[Option<LmView>],
+        queue: QueueId,
+        shape: Shape,
+    ) -> Option<LmId> {
+        lms.iter()
+            .flatten()
+            .filter(|v| !v.is_busy())
+            .filter_map(|v| {
+                let lm = v.topology.lm;
+                let used = v.usage.iter().find(|(q, _)| *q == queue)?.1;
+                let refused = self.refusals.contains(&(lm, queue, None))
+                    || self.refusals.contains(&(lm, queue, Some(shape)));
+                let in_flight = self.in_flight.get(lm.index()).copied().unwrap_or(true);
+                (!used.is_zero() && !refused && !in_flight).then_some((used.cpu_millis, lm))
+            })
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, lm)| lm)
     }
 
     /// True when Algorithm 2 might preempt for a task of `queue` in this view: shares
@@ -117,6 +142,11 @@ impl Fairness {
         usage
             .iter()
             .any(|(q, u)| *q != queue && f.violation(*q, u, total) > 0.0)
+    }
+
+    /// How long a task that could preempt first waits for room to free by itself.
+    pub fn grace(&self) -> Micros {
+        self.config.as_ref().map_or(Micros::ZERO, |f| f.rules.grace)
     }
 
     /// A preemption request to `lm` leaves: its slot is taken until the answer.
@@ -183,19 +213,25 @@ impl Fairness {
     }
 }
 
-/// Algorithm 2's choice for a task of `queue` that found no room. `usage` and `total`
-/// come from [`usage_view`].
+/// Algorithm 2's choice for a task of `queue` asking for `request` that found no
+/// room. `usage` and `total` come from [`usage_view`]. Under the rule
+/// `within_share_after`, a task whose queue would be over its share once it runs
+/// waits too (it would be the next victim).
 pub fn contention(
     fairness: &FairnessConfig,
     lms: &[Option<LmView>],
     (usage, total): &(BTreeMap<QueueId, Resources>, Resources),
-    queue: QueueId,
+    (queue, request): (QueueId, Resources),
     refused: &dyn Fn(LmId, QueueId) -> bool,
     busy: &[bool],
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    if fairness.policy.share(&used(queue), &total) >= fairness.share_of(queue) {
+    let share = fairness.share_of(queue);
+    if fairness.policy.share(&used(queue), &total) >= share
+        || (fairness.rules.within_share_after
+            && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
+    {
         return Contention::OverShare;
     }
     let mut victims: Vec<(f64, QueueId)> = usage

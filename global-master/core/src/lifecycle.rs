@@ -355,6 +355,7 @@ impl Lifecycle {
                     failure,
                 }),
                 preempting: None,
+                contended_since: None,
             }));
         }
         out

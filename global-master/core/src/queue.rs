@@ -38,6 +38,9 @@ pub struct Pending {
     pub reason: Option<PendingReason>,
     /// The preemption request in flight for this task, if any.
     pub preempting: Option<(LmId, QueueId)>,
+    /// When the task first found no room while a victim existed (the preemption
+    /// grace runs from there; see [`common::preemption::PreemptionRules::grace`]).
+    pub contended_since: Option<Micros>,
 }
 
 impl Pending {
@@ -241,6 +244,9 @@ pub struct Queues {
     next: usize,
     /// The next key.
     seq: u64,
+    /// Submissions one point of priority class is worth (see
+    /// [`common::priority::queue_key`]; 0: strict priority).
+    aging: u64,
     /// Tasks a pass would try now: ready ones and those in awake classes' lines.
     ready: usize,
     /// Tasks in the classes.
@@ -269,13 +275,24 @@ impl Queues {
         }
     }
 
-    /// A new or retried task, at the back of its queue.
+    pub fn set_aging(&mut self, aging: u64) {
+        self.aging = aging;
+    }
+
+    /// A new or retried task, at the back of its queue's tasks of its priority
+    /// class (aged: see [`common::priority::queue_key`]; with one class, the back).
     pub fn push_ready(&mut self, pending: Box<Pending>) {
-        let key = self.seq;
+        let key = common::priority::queue_key(self.seq, pending.task.priority, self.aging);
         self.seq += 1;
         self.ready += 1;
         let i = self.queue_index(pending.task.queue);
-        self.queues[i].ready.push_back((key, pending));
+        let ready = &mut self.queues[i].ready;
+        if ready.back().is_none_or(|(k, _)| *k < key) {
+            ready.push_back((key, pending));
+        } else {
+            let at = ready.partition_point(|(k, _)| *k < key);
+            ready.insert(at, (key, pending));
+        }
     }
 
     /// A task that failed against the current view: it waits in its class, at its

@@ -175,6 +175,7 @@ mod tests {
             attempts: 0,
             reason: None,
             preempting: None,
+            contended_since: None,
         })
     }
 

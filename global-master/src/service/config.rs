@@ -153,6 +153,24 @@ pub struct GmArgs {
     /// Default drf.
     #[arg(long, env = "MEGHA_SHARE_POLICY", value_name = "drf|cpu")]
     pub share_policy: Option<SharePolicy>,
+    /// A priority class NAME:VALUE[:preempting] (repeatable, or comma-separated; TOML
+    /// `priority_classes`): jobs name one in `priority_class`; within a queue higher
+    /// values go first, and a `preempting` class may preempt lower classes of its
+    /// queue. The same list on every GM. Default: one class, `normal` (0).
+    #[arg(
+        long = "priority-class",
+        env = "MEGHA_PRIORITY_CLASSES",
+        value_delimiter = ',',
+        value_name = "NAME:VALUE[:preempting]"
+    )]
+    pub priority_classes: Option<Vec<String>>,
+    /// The class of a job that names none. Default: the lowest class.
+    #[arg(long, env = "MEGHA_DEFAULT_PRIORITY_CLASS", value_name = "NAME")]
+    pub default_priority_class: Option<String>,
+    /// Aging, the starvation guard of lower classes: submissions to a queue one
+    /// point of class value is worth in its order (0: strict priority). Default 1000.
+    #[arg(long, env = "MEGHA_PRIORITY_AGING", value_name = "N")]
+    pub priority_aging: Option<u64>,
     /// The GM that places LRAs and GUARANTEED tasks; the others forward them. Default 0.
     #[arg(long, env = "MEGHA_DESIGNATED_GM")]
     pub designated_gm: Option<u16>,
@@ -250,6 +268,10 @@ pub struct GmArgs {
     /// any LM's state (open mode, warned at start).
     #[arg(long, env = "MEGHA_LM_BROKER_USER", value_name = "PATTERN")]
     pub lm_broker_user: Option<String>,
+    /// The rules that bound preemption (`--preempt-*`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub preempt: service_kit::settings::PreemptArgs,
     /// Logging, the cluster's name and credential, TLS, --print-config.
     #[command(flatten)]
     #[serde(flatten)]
@@ -282,6 +304,8 @@ pub struct GmSettings {
     pub retry: common::retry::RetryPolicy,
     /// User queues; `None`: the implicit `default` queue, no preemption.
     pub fairness: Option<Arc<FairnessConfig>>,
+    /// Priority classes (`--priority-class`).
+    pub priorities: Arc<common::priority::PriorityClasses>,
     pub log_format: LogFormat,
     pub designated_gm: u16,
     /// Base URL of the designated GM, when this GM knows it.
@@ -371,8 +395,12 @@ impl GmArgs {
             )?
         };
         let gms = self.gms.unwrap_or(1);
-        let fairness =
-            service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
+        let fairness = service_kit::settings::queues_with_rules(
+            self.queues.as_deref(),
+            self.share_policy,
+            gms,
+            &self.preempt,
+        )?;
         let s = GmSettings {
             tls: self.common.tls()?,
             cluster_secret: self.common.cluster_secret()?,
@@ -421,6 +449,15 @@ impl GmArgs {
                 ..common::retry::RetryPolicy::NONE
             },
             fairness,
+            priorities: Arc::new(
+                common::priority::PriorityClasses::parse(
+                    self.priority_classes.as_deref().unwrap_or_default(),
+                    self.default_priority_class.as_deref(),
+                    self.priority_aging
+                        .unwrap_or(common::priority::DEFAULT_AGING),
+                )
+                .map_err(|e| anyhow::anyhow!("--priority-class: {e}"))?,
+            ),
             log_format: self.common.log_format(),
             designated_gm,
             designated_url,

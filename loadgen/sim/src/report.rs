@@ -204,6 +204,8 @@ pub struct Summary {
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     pub preemptions: u64,
+    /// The most times one task was preempted.
+    pub max_task_preemptions: u32,
     pub wasted_task_seconds: f64,
     /// The task-type policy (Mercury hybrid-GQ); "short" when every task is Short.
     pub task_types: String,
@@ -290,6 +292,7 @@ impl Summary {
             preempt_attempts: c.preempt_attempts,
             preempt_refused: c.preempt_refused,
             preemptions: c.preemptions,
+            max_task_preemptions: records.iter().map(|r| r.preemptions).max().unwrap_or(0),
             wasted_task_seconds: c.wasted.as_secs_f64(),
             task_types: "short".to_owned(),
             task_throughput_per_s: throughput(records),

@@ -7,6 +7,7 @@
 mod cluster;
 mod mercury;
 mod model;
+mod preempt;
 mod tables;
 
 pub use cluster::ClusterArgs;
@@ -14,6 +15,7 @@ pub use mercury::MercuryArgs;
 pub use model::{
     separate_identical_arrivals, whole_second_durations, LmPublishMode, ModelArgs, Preset,
 };
+pub use preempt::PreemptArgs;
 pub use tables::{print_table, print_task_types};
 
 use anyhow::{bail, Context, Result};

@@ -82,6 +82,7 @@ pub fn job_tasks(job: &Job, speedup: f64) -> Vec<NewTask> {
             duration: Micros((t.duration.0 as f64 / speedup).round() as u64),
             tags: t.tags.iter().map(|s| s.to_string()).collect(),
             executor: t.executor.clone(),
+            priority: 0,
         })
         .collect()
 }

@@ -109,7 +109,9 @@ fn a_preemption_never_makes_room_on_a_drained_node() {
         common::fairness::SharePolicy::Drf,
         2,
     )
-    .expect("queues");
+    .expect("queues")
+    // One node: taking a's only task takes it below its protected share.
+    .with_rules(common::preemption::PreemptionRules::UNBOUNDED);
     let mut lm = support::lm(&[1, 0], 1).with_fairness(std::sync::Arc::new(fairness));
     assert!(matches!(
         launch(&mut lm, 1, 1, 0),

@@ -200,6 +200,10 @@ pub struct LmArgs {
         value_name = "CIDR"
     )]
     pub worker_networks: Option<Vec<String>>,
+    /// The rules that bound preemption (`--preempt-*`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub preempt: service_kit::settings::PreemptArgs,
     /// Logging, the cluster's name and credential, TLS, --print-config.
     #[command(flatten)]
     #[serde(flatten)]
@@ -290,8 +294,12 @@ impl LmArgs {
         if worker_timeout_ms < 100 {
             bail!("--worker-timeout-ms must be at least 100 (workers check in every --lm-check-ms, default 1000); got {worker_timeout_ms}");
         }
-        let fairness =
-            service_kit::settings::queues(self.queues.as_deref(), self.share_policy, gms)?;
+        let fairness = service_kit::settings::queues_with_rules(
+            self.queues.as_deref(),
+            self.share_policy,
+            gms,
+            &self.preempt,
+        )?;
         let queueable = self.queueable_config()?;
         let gm_urls = self.gm_urls.unwrap_or_default();
         if (fairness.is_some() || queueable.is_some()) && gm_urls.len() != gms as usize {

@@ -18,6 +18,8 @@ mod gm_resume;
 mod mercury;
 mod mercury_quota;
 mod oracle;
+mod preemption_rules;
+mod priorities;
 mod sim_idle;
 mod sim_lra;
 mod sim_properties;

@@ -177,6 +177,8 @@ impl LraPath {
                 tags: container.tags.clone(),
                 executor: None,
                 attempt: 1,
+                preemptions: 0,
+                priority: 0,
             };
             let pending = Pending {
                 task,
@@ -184,6 +186,7 @@ impl LraPath {
                 attempts: r.placements,
                 reason: None,
                 preempting: None,
+                contended_since: None,
             };
             let placement = view.placement_of(l, node, me);
             let task = pending.task.id;

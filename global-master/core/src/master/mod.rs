@@ -82,7 +82,7 @@ impl GlobalMaster {
         let lms = config.lms as usize;
         GlobalMaster {
             view: ClusterView::new(lms),
-            backlog: Backlog::new(config.wake),
+            backlog: Backlog::new(config.wake).with_aging(config.priorities.aging),
             placement: Pipeline::default(),
             // GMs start at different candidates so that they do not herd.
             opportunistic: Opportunistic::new(
@@ -232,5 +232,6 @@ fn new_pending(now: Micros, task: TaskSpec) -> Box<Pending> {
         attempts: 0,
         reason: None,
         preempting: None,
+        contended_since: None,
     })
 }

@@ -47,7 +47,7 @@ impl GlobalMaster {
             let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
                 break;
             };
-            let decision = self.place(queued, &mut out);
+            let decision = self.place(now, queued, &mut out);
             out.decisions.push(decision);
         }
         self.backlog.end_pass();
@@ -83,7 +83,7 @@ impl GlobalMaster {
     /// Places one task: the pipeline; on a match, dispatch; on a miss, the task
     /// leaves (unplaceable) or, lacking free resources now, goes to the fairness step
     /// and waits.
-    fn place(&mut self, queued: Queued, out: &mut PassOutput) -> Decision {
+    fn place(&mut self, now: Micros, queued: Queued, out: &mut PassOutput) -> Decision {
         let Queued {
             key,
             pending,
@@ -124,7 +124,7 @@ impl GlobalMaster {
                     pending,
                     was_blocked,
                 };
-                self.no_room(queued, miss.reason(), out)
+                self.no_room(now, queued, miss.reason(), out)
             }
         };
         Decision {
@@ -163,10 +163,12 @@ impl GlobalMaster {
         }
     }
 
-    /// No node has room now: the fairness step (preempt a queue over its share), or
-    /// the task waits until the view gains resources (or a preemption slot frees).
+    /// No node has room now: the fairness step (preempt a queue over its share, once
+    /// the task has waited the preemption grace), or the task waits until the view
+    /// gains resources (or a preemption slot frees).
     fn no_room(
         &mut self,
+        now: Micros,
         queued: Queued,
         mut reason: PendingReason,
         out: &mut PassOutput,
@@ -180,7 +182,27 @@ impl GlobalMaster {
         let decided = self
             .fairness
             .decide(self.view.lms(), pending.task.queue, shape);
+        // A preempting priority class may take the room of lower classes of its
+        // own queue (the LM verifies the classes) when fairness takes none.
+        let decided = match decided {
+            Contention::Preempt { .. } => decided,
+            other if self.config.priorities.preempting(pending.task.priority) => {
+                let queue = pending.task.queue;
+                match self.fairness.priority_victim(self.view.lms(), queue, shape) {
+                    Some(lm) => Contention::Preempt { lm, victim: queue },
+                    None => other,
+                }
+            }
+            other => other,
+        };
         match decided {
+            Contention::Preempt { .. }
+                if now.since(*pending.contended_since.get_or_insert(now))
+                    < self.fairness.grace() =>
+            {
+                // Room may free by itself within the grace: wait for it first (as
+                // a task that found no room).
+            }
             Contention::Preempt { lm, victim } => {
                 self.stats.preempt_attempts += 1;
                 self.fairness.asked(lm);

@@ -15,6 +15,7 @@ fn pending_of(job: u64, queue: u16, cores: u64) -> Box<Pending> {
         attempts: 0,
         reason: None,
         preempting: None,
+        contended_since: None,
     })
 }
 

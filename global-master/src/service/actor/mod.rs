@@ -374,6 +374,8 @@ impl GmActor {
                 tags: t.tags.into_iter().map(Arc::from).collect(),
                 executor: t.executor,
                 attempt: 1,
+                preemptions: 0,
+                priority: t.priority,
             };
             specs.push(spec);
             events.push(TaskEvent {

@@ -47,6 +47,10 @@ pub struct JobRequest {
     /// 256 bytes; `GET /v1/jobs?label=KEY=VALUE` filters on one.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The job's priority class, by name (`--priority-class`); absent: the default
+    /// class. An unknown class is a 400 naming `priority_class`.
+    #[serde(default)]
+    pub priority_class: Option<String>,
 }
 
 /// A validated job, before the GM gives it an id.
@@ -59,6 +63,36 @@ pub struct NewJob {
     pub dag: Option<Arc<JobDag>>,
     /// Its name and labels ([`JobNames`]).
     pub names: JobNames,
+    /// The priority class it names, resolved by [`resolve_priority`].
+    pub priority_class: Option<String>,
+}
+
+/// The class value of a job naming `class` (the default class when `None`), set
+/// on every task of `job`; an unknown class is a 400 naming `priority_class`.
+pub fn resolve_priority(
+    job: &mut NewJob,
+    classes: &common::priority::PriorityClasses,
+) -> Result<(), ApiError> {
+    let value = match job.priority_class.as_deref() {
+        None => classes.default_value(),
+        Some(name) => match classes.by_name(name) {
+            Some(c) => c.value,
+            None => {
+                return Err(ApiError::new(
+                    400,
+                    "priority_class",
+                    format!(
+                        "unknown priority class `{name}`; the classes are {}",
+                        classes.names()
+                    ),
+                ))
+            }
+        },
+    };
+    for t in &mut job.tasks {
+        t.priority = value;
+    }
+    Ok(())
 }
 
 /// A job's name and labels, as submitted (checked by [`check_names`]).
@@ -195,6 +229,8 @@ pub struct NewTask {
     pub duration: Micros,
     pub tags: Vec<String>,
     pub executor: Option<Executor>,
+    /// Its job's priority class value (set by [`resolve_priority`]).
+    pub priority: u16,
 }
 
 /// The queues a GM knows and which of them it serves.
@@ -341,6 +377,7 @@ pub fn parse_job_request(
         user: request.user,
         dag,
         names,
+        priority_class: request.priority_class,
     })
 }
 
@@ -455,6 +492,7 @@ fn validate_task(
         duration,
         tags: t.tags,
         executor,
+        priority: 0,
     })
 }
 

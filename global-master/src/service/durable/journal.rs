@@ -217,7 +217,7 @@ impl Journal {
         let mut out = Vec::new();
         for row in jobs.iter()? {
             let (job, bytes) = row?;
-            let stored: JournalJob = common::codec::decode_stored(&self.cluster, bytes.value())?;
+            let stored = decode_job(&self.cluster, bytes.value())?;
             let job = job.value();
             let mut done = BTreeMap::new();
             if let Some(ended) = &ended {
@@ -576,8 +576,28 @@ impl Journal {
     }
 }
 
+mod legacy;
 mod specs;
 mod usage;
+
+/// A journaled job, of this version or of one whose tasks had another shape
+/// ([`legacy`]).
+fn decode_job(
+    cluster: &ClusterName,
+    bytes: &[u8],
+) -> Result<JournalJob, common::codec::CodecError> {
+    if bytes
+        .first()
+        .is_some_and(|v| legacy::TASKS_WITHOUT_PRIORITY.contains(v))
+    {
+        let old: legacy::OldJob<Accepted> = common::codec::decode_stored(cluster, bytes)?;
+        return Ok(JournalJob {
+            accepted: old.accepted,
+            tasks: old.tasks.into_iter().map(TaskSpec::from).collect(),
+        });
+    }
+    common::codec::decode_stored(cluster, bytes)
+}
 
 pub use specs::StoredSpec;
 

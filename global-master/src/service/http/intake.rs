@@ -4,7 +4,7 @@
 use super::state::{caller_of, error, unavailable, ApiState};
 use crate::service::actor::deliver::Deliver;
 use crate::service::actor::{SubmitJob, SubmitRefused};
-use crate::service::admission::api::{parse_job_request, ApiError, JobRequest};
+use crate::service::admission::api::{parse_job_request, resolve_priority, ApiError, JobRequest};
 use crate::service::admission::users::{check_queue, Caller};
 use crate::service::http::answers::{JobAccepted, Refusal};
 use axum::body::Bytes;
@@ -44,10 +44,13 @@ pub(crate) async fn submit(
     body: Bytes,
 ) -> Response {
     let caller = caller_of(caller);
-    let job = match parse_job_request(&body, s.max_job_tasks, &s.queues) {
+    let mut job = match parse_job_request(&body, s.max_job_tasks, &s.queues) {
         Ok(j) => j,
         Err(e) => return error(e),
     };
+    if let Err(e) = resolve_priority(&mut job, &s.priorities) {
+        return error(e);
+    }
     for (i, t) in job.tasks.iter().enumerate() {
         let field = format!("tasks[{i}].queue");
         if let Some(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {

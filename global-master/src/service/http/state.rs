@@ -18,6 +18,8 @@ pub struct ApiState {
     pub gm: Addr<GmActor>,
     pub max_job_tasks: usize,
     pub queues: QueueTable,
+    /// Priority classes: a job's `priority_class` is resolved here.
+    pub priorities: Arc<common::priority::PriorityClasses>,
     pub broker: Option<Arc<LinkStatus>>,
     /// Which broker user may publish which LM's state, and the refusals.
     pub senders: Option<Arc<crate::service::actor::mq::SnapshotSenders>>,

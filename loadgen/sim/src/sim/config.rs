@@ -70,6 +70,8 @@ pub struct SimConfig {
     /// Operator placement constraints for LRAs (MEDEA section 3): the way a
     /// simulated workload constrains its LRAs.
     pub lra_operator_constraints: Vec<lra_placer::PlacementConstraint>,
+    /// Priority classes of the GMs (tasks carry their value; default: one class).
+    pub priorities: Arc<common::priority::PriorityClasses>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -189,6 +191,7 @@ impl Default for SimConfig {
             mercury: MercuryOptions::default(),
             lra: Default::default(),
             lra_operator_constraints: Vec::new(),
+            priorities: Arc::default(),
         }
     }
 }

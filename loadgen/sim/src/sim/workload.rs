@@ -83,6 +83,8 @@ pub fn build(trace: &[TraceJob], options: &WorkloadOptions) -> Vec<Job> {
                         tags: Vec::new(),
                         executor: None,
                         attempt: 1,
+                        preemptions: 0,
+                        priority: 0,
                     }
                 })
                 .collect();

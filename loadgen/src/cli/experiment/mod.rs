@@ -3,9 +3,14 @@
 //!
 //! - `carbyne` ([`carbyne`]): DRF, Tetris, SJF and Carbyne on TPC-H DAG jobs
 //!   (issue 35), with its job metrics in [`jobs`].
+//! - `fairness` ([`fairness`]): the Megha paper's fairness setup with and without
+//!   preemption under the preemption rules (issue 37).
+//! - `priorities` ([`priorities`]): two priority classes under overload (issue 37).
 
 pub mod carbyne;
+pub mod fairness;
 pub mod jobs;
+pub mod priorities;
 
 use clap::Subcommand;
 
@@ -15,10 +20,19 @@ pub enum ExperimentCommand {
     /// scaled to this machine): average and p95 JCT, makespan, Jain's index over
     /// windows, jobs slowed against DRF; a P(altruism) sweep; load multiples.
     Carbyne(carbyne::CarbyneArgs),
+    /// The Megha paper's fairness setup (4 queues, YH1_sub's first 300 jobs, about
+    /// 200, 500 and 1,500 nodes) with and without preemption: Jain's index,
+    /// preemptions per task, the most of one task, wasted task-seconds.
+    Fairness(fairness::FairnessArgs),
+    /// Two priority classes under overload: the high class's allocation time,
+    /// unloaded and under load without classes, ordered first, and preempting.
+    Priorities(priorities::PrioritiesArgs),
 }
 
 pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
     match command {
         ExperimentCommand::Carbyne(args) => carbyne::run(args),
+        ExperimentCommand::Fairness(args) => fairness::run(args),
+        ExperimentCommand::Priorities(args) => priorities::run(args),
     }
 }

@@ -108,6 +108,9 @@ pub struct ModelArgs {
     /// Window for the fairness index and shares.csv, in seconds.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub fairness_window_s: f64,
+    /// The rules that bound preemption (docs/fairness.md).
+    #[command(flatten)]
+    pub preempt: super::preempt::PreemptArgs,
 }
 
 /// `--lm-publish`: when a simulated LM sends its state (see [`sim::LmPublish`]).
@@ -198,7 +201,9 @@ impl ModelArgs {
             seed: self.seed,
             fairness: match &self.queues {
                 Some(spec) => Some(std::sync::Arc::new(
-                    FairnessConfig::parse(spec, self.share_policy, gms).context("in --queues")?,
+                    FairnessConfig::parse(spec, self.share_policy, gms)
+                        .context("in --queues")?
+                        .with_rules(self.preempt.rules()?),
                 )),
                 None => None,
             },

@@ -52,6 +52,7 @@ pub fn api_state_with_queues(
         gm: cluster.gms[g].clone(),
         max_job_tasks: 1000,
         queues: QueueTable { me, fairness },
+        priorities: Default::default(),
         broker: None,
         senders: None,
         lra_groups: Default::default(),

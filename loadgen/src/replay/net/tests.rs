@@ -178,6 +178,7 @@ fn one_task() -> crate::replay::driver::JobSubmission {
         duration: common::Micros(1000),
         tags: Vec::new(),
         executor: None,
+        priority: 0,
     }];
     crate::replay::driver::JobSubmission { tasks, dag: None }
 }

@@ -54,6 +54,8 @@ pub struct LocalMaster {
     usage: BTreeMap<QueueId, Resources>,
     total: Resources,
     fairness: Option<Arc<FairnessConfig>>,
+    /// Preemptions made per victim queue in the rate window.
+    preempt_log: crate::preempt_log::PreemptionLog,
     /// Preempted tasks waiting for the worker to confirm the kill.
     pending_kills: HashMap<TaskId, PendingKill>,
     /// Tasks of cancelled jobs whose kill is on its way to the worker (their
@@ -143,6 +145,7 @@ impl LocalMaster {
             usage: BTreeMap::new(),
             total,
             fairness: None,
+            preempt_log: Default::default(),
             pending_kills: HashMap::default(),
             cancelling: HashMap::default(),
             answers: BatchAnswers::new(gms as usize),

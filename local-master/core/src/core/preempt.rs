@@ -4,8 +4,12 @@
 //! The LM, the only one with authoritative usage, first checks that the victim is over
 //! its share here; then picks the node where the fewest victim tasks (then the least
 //! lost work) free enough room for the task, preempts a minimal set of them, and
-//! launches the waiting task in their place. Preempted tasks go back to the GMs that
-//! own their queues.
+//! launches the waiting task in their place (in the same step: no victim is killed
+//! for a task that would then wait). Preempted tasks go back to the GMs that own
+//! their queues. The rules of [`common::preemption`] bound it: tasks in their
+//! cool-down or at the per-task cap are never victims, a choice that would take the
+//! victim queue below its protected share is not made, and at most `rate_limit`
+//! tasks of a queue go per window (else `rate_limited`).
 
 use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
@@ -35,7 +39,7 @@ impl LocalMaster {
         let outcome = match self.verify(now, &request) {
             Err(refusal) => PreemptOutcome::Refused(refusal),
             Ok(choice) => {
-                let preempted = self.preempt(now, &choice, &mut effects);
+                let preempted = self.preempt(now, request.victim, &choice, &mut effects);
                 let placement = if self.topology.home[choice.node.index()] == request.gm {
                     Placement::Internal
                 } else {
@@ -70,6 +74,9 @@ impl LocalMaster {
         now: Micros,
         request: &PreemptRequest,
     ) -> Result<VictimChoice, PreemptRefusal> {
+        if request.victim == request.task.queue {
+            return self.verify_priority(now, request);
+        }
         let Some(fairness) = &self.fairness else {
             return Err(PreemptRefusal::NoFairness);
         };
@@ -93,18 +100,114 @@ impl LocalMaster {
         if usage_share <= share {
             return Err(PreemptRefusal::VictimNotOverShare { usage_share, share });
         }
+        if self.preempt_room(now, request.victim) == 0 {
+            return Err(PreemptRefusal::RateLimited);
+        }
         self.choose_victims(now, request.victim, task)
             .ok_or(PreemptRefusal::NothingToFree)
     }
 
+    /// A priority preemption (the victim queue is the task's own): only tasks of a
+    /// lower class of the queue go, and they free all the task needs, so the
+    /// queue's usage does not grow and no other queue's share moves. The rules
+    /// (cap, cool-down, rate limit) hold as for fairness.
+    fn verify_priority(
+        &self,
+        now: Micros,
+        request: &PreemptRequest,
+    ) -> Result<VictimChoice, PreemptRefusal> {
+        let task = &request.task;
+        if task.resources.any_zero() || request.gm.0 >= self.topology.gms {
+            return Err(PreemptRefusal::Invalid {
+                detail: "a positive request from one of the global masters".into(),
+            });
+        }
+        if self.running.contains_key(&task.id) {
+            return Err(PreemptRefusal::Duplicate);
+        }
+        if self.preempt_room(now, request.victim) == 0 {
+            return Err(PreemptRefusal::RateLimited);
+        }
+        self.choose_lower_classes(now, task)
+            .ok_or(PreemptRefusal::NothingToFree)
+    }
+
+    /// How many more tasks of `victim` the rate limit lets this LM preempt now.
+    fn preempt_room(&self, now: Micros, victim: common::QueueId) -> usize {
+        self.preempt_log.room(victim, now, &self.rules())
+    }
+
+    /// The preemption rules: the configured ones, or the defaults without queues.
+    fn rules(&self) -> common::preemption::PreemptionRules {
+        self.fairness
+            .as_ref()
+            .map_or_else(Default::default, |f| f.rules)
+    }
+
     /// The node where preempting the fewest victim tasks (then losing the least work)
     /// makes room for `task`, with a minimal set of victims: none of them could be
-    /// spared.
+    /// spared. Within the rules: no task in its cool-down or at the per-task cap, no
+    /// more tasks than the rate limit leaves, and the victim queue keeps its
+    /// protected share of this LM.
     pub fn choose_victims(
         &self,
         now: Micros,
         victim: common::QueueId,
         task: &common::TaskSpec,
+    ) -> Option<VictimChoice> {
+        let rules = self.rules();
+        let max_victims = self.preempt_room(now, victim);
+        let usage = self.usage(victim);
+        // The least the victim queue may keep here, in its share policy's terms.
+        let keeps = |freed: &Resources| match &self.fairness {
+            Some(f) => {
+                let protected = rules.protected_fraction * f.share_of(victim);
+                f.policy.share(&usage.saturating_sub(freed), &self.total) + 1e-12 >= protected
+            }
+            None => true,
+        };
+        self.choose(
+            now,
+            task,
+            true,
+            &|a| a.queue == victim && rules.may_preempt_task(a.task.preemptions, a.started_at, now),
+            &|freed, count| count <= max_victims && keeps(freed),
+        )
+    }
+
+    /// [`LocalMaster::choose_victims`] for a priority preemption: tasks of lower
+    /// classes of the task's own queue, freeing all it needs by themselves.
+    pub fn choose_lower_classes(
+        &self,
+        now: Micros,
+        task: &common::TaskSpec,
+    ) -> Option<VictimChoice> {
+        let rules = self.rules();
+        let max_victims = self.preempt_room(now, task.queue);
+        self.choose(
+            now,
+            task,
+            false,
+            &|a| {
+                a.queue == task.queue
+                    && a.task.priority < task.priority
+                    && rules.may_preempt_task(a.task.preemptions, a.started_at, now)
+            },
+            &|_, count| count <= max_victims,
+        )
+    }
+
+    /// The node and minimal victim set, among the `eligible` tasks, that make room
+    /// for `task` (with the node's free resources if `with_free`, else by the
+    /// victims alone) and that `accept` takes (freed, count): fewest victims, then
+    /// least work lost.
+    fn choose(
+        &self,
+        now: Micros,
+        task: &common::TaskSpec,
+        with_free: bool,
+        eligible: &dyn Fn(&crate::allocation::Allocation) -> bool,
+        accept: &dyn Fn(&Resources, usize) -> bool,
     ) -> Option<VictimChoice> {
         let mut best: Option<(usize, u64, VictimChoice)> = None;
         for (n, on_node) in self.on_node.iter().enumerate() {
@@ -119,13 +222,17 @@ impl LocalMaster {
             let mut candidates: Vec<(&TaskId, Resources, Option<Micros>)> = on_node
                 .iter()
                 .filter_map(|t| self.running.get(t).map(|a| (t, a)))
-                .filter(|(_, a)| a.queue == victim)
+                .filter(|(_, a)| eligible(a))
                 .map(|(t, a)| (t, a.resources, a.started_at))
                 .collect();
             candidates.sort_by_key(|(t, _, started)| {
                 (std::cmp::Reverse(started.unwrap_or(Micros::MAX)), **t)
             });
-            let mut room = self.free[n];
+            let mut room = if with_free {
+                self.free[n]
+            } else {
+                Resources::ZERO
+            };
             let mut chosen = Vec::new();
             for (t, res, started) in &candidates {
                 if room.fits(&task.resources) {
@@ -147,6 +254,10 @@ impl LocalMaster {
                 } else {
                     i += 1;
                 }
+            }
+            let freed = chosen.iter().map(|(_, r, _)| *r).sum::<Resources>();
+            if !accept(&freed, chosen.len()) {
+                continue;
             }
             let lost: u64 = chosen
                 .iter()
@@ -170,6 +281,7 @@ impl LocalMaster {
     fn preempt(
         &mut self,
         now: Micros,
+        victim: common::QueueId,
         choice: &VictimChoice,
         effects: &mut LmEffects,
     ) -> Vec<TaskId> {
@@ -178,9 +290,15 @@ impl LocalMaster {
             // Requeued once the worker confirms the kill; if the task finishes first,
             // its finish stands and nothing is requeued (it runs exactly once).
             if self.kill_running(now, task, effects) {
+                if let Some(kill) = self.pending_kills.get_mut(&task) {
+                    kill.task.preemptions += 1;
+                }
                 preempted.push(task);
             }
         }
+        let rules = self.rules();
+        self.preempt_log
+            .record(victim, now, preempted.len(), &rules);
         preempted
     }
 }

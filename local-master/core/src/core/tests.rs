@@ -189,7 +189,9 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
         common::fairness::SharePolicy::Drf,
         2,
     )
-    .unwrap();
+    .unwrap()
+    // One node: taking a's only task takes it below its protected share.
+    .with_rules(common::preemption::PreemptionRules::UNBOUNDED);
     let mut lm = lm_with(&[1, 0], 1).with_fairness(std::sync::Arc::new(fairness));
     let fx = lm
         .handle_launch_batch(Micros(0), launch(0, 1, &[(1, 0, Placement::Internal, 1)]))

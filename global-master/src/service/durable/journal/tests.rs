@@ -299,3 +299,56 @@ fn usage_rows_are_summed_kept_across_a_reopen_and_old_hours_dropped() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_job_journaled_before_priority_classes_is_taken_up_with_its_tasks_at_class_zero() {
+    let cluster = ClusterName::default();
+    let task = TaskSpec::short(TaskId::new(7, 0), Resources::cores(1, 10), Micros(1_000));
+    // A version-8 record: the same envelope, tasks without the two new fields
+    // (bincode writes a struct as the tuple of its fields).
+    let old_task = (
+        task.id,
+        task.queue,
+        task.kind,
+        task.resources,
+        task.constraints,
+        task.duration,
+        task.tags.clone(),
+        task.executor.clone(),
+        task.attempt,
+    );
+    let mut bytes = common::codec::encode(&cluster, &(accepted(5), vec![old_task])).unwrap();
+    bytes[0] = 8;
+    let job = decode_job(&cluster, &bytes).expect("a version-8 job reads");
+    assert_eq!(job.accepted, accepted(5));
+    assert_eq!(job.tasks, vec![task.clone()]);
+    // This version's records read as they are, class and count kept.
+    let now = JournalJob {
+        accepted: accepted(6),
+        tasks: vec![TaskSpec {
+            priority: 100,
+            preemptions: 2,
+            ..task
+        }],
+    };
+    let bytes = common::codec::encode(&cluster, &now).unwrap();
+    assert_eq!(decode_job(&cluster, &bytes).unwrap(), now);
+}
+
+#[test]
+fn a_jobs_priority_class_survives_a_reopen() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-prio-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let urgent: Vec<TaskSpec> = specs(7, 2)
+        .into_iter()
+        .map(|t| TaskSpec { priority: 100, ..t })
+        .collect();
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept(JobId(7), &accepted(5), &urgent).unwrap();
+    }
+    let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(recovered[0].tasks, urgent);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,6 +56,7 @@ fn task() -> NewTask {
         duration: Micros(1_000_000),
         tags: Vec::new(),
         executor: None,
+        priority: 0,
     }
 }
 

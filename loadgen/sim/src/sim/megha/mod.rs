@@ -135,6 +135,7 @@ pub fn simulate(
                 lra: config.lra.clone(),
                 wake: config.wake,
                 order: config.order,
+                priorities: config.priorities.clone(),
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             }))
         })
