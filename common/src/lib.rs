@@ -21,6 +21,8 @@
 //! - [`cluster_name`]: the name that keeps clusters sharing a broker apart.
 //! - [`codec`]: the one place that knows how internal messages are encoded.
 //! - [`rng`]: seeded, portable randomness.
+//! - [`utility`]: alsched's utility trees (soft constraints), their JSON form,
+//!   validation and evaluation.
 
 pub mod attributes;
 pub mod bounded;
@@ -43,6 +45,7 @@ pub mod retry;
 pub mod rng;
 pub mod task;
 pub mod time;
+pub mod utility;
 
 pub use cluster_name::ClusterName;
 pub use constraints::ConstraintSet;
