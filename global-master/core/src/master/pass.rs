@@ -109,9 +109,38 @@ impl GlobalMaster {
                     .grown
                     .as_mut()
                     .is_some_and(|g| !g.fits_one(&self.view, shape.0, &shape.1)));
-        let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
+        // A job with a utility tree: its best branch with room first (alsched); the
+        // pipeline below is its fallback. Other jobs go straight to the pipeline.
+        let soft = !known_miss && self.soft.has(pending.task.id.job);
+        let mut soft_effort = crate::placement::Effort::default();
+        let soft_found = match soft {
+            true => self.soft.place(&views, &pending.task, &mut soft_effort),
+            false => None,
+        };
+        let Attempt { mut effort, result } = match soft_found {
+            Some(found) => Attempt {
+                effort: soft_effort,
+                result: Ok(found),
+            },
+            None => self.placement.run(&views, shape.0, shape.1, known_miss),
+        };
+        if soft && soft_found.is_none() {
+            effort.partitions += soft_effort.partitions;
+            effort.words += soft_effort.words;
+        }
         let task = pending.task.id;
         let outcome = match result {
+            Ok(found) if soft => {
+                let node = self
+                    .view
+                    .get(found.lm)
+                    .and_then(|v| v.topology.constraints.get(found.node.index()))
+                    .copied()
+                    .unwrap_or_default();
+                let outcome = self.dispatch_found(found, pending, out);
+                self.soft.landed(task, node);
+                outcome
+            }
             Ok(found) => self.dispatch_found(found, pending, out),
             Err(Miss::Unplaceable(reason)) => {
                 self.stats.unplaceable += 1;
