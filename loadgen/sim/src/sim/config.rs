@@ -70,6 +70,10 @@ pub struct SimConfig {
     /// Operator placement constraints for LRAs (MEDEA section 3): the way a
     /// simulated workload constrains its LRAs.
     pub lra_operator_constraints: Vec<lra_placer::PlacementConstraint>,
+    /// Soft constraints (alsched, issue 36): per job, its utility tree (given to
+    /// its GM) and its placement-dependent run time (Megha driver only). `None`: no
+    /// job has either.
+    pub soft_jobs: Option<Arc<super::soft::SoftJobs>>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -189,6 +193,7 @@ impl Default for SimConfig {
             mercury: MercuryOptions::default(),
             lra: Default::default(),
             lra_operator_constraints: Vec::new(),
+            soft_jobs: None,
         }
     }
 }
