@@ -37,12 +37,14 @@ pub fn compile(
         names,
         tasks: tasks.max(1),
         leaves: Vec::new(),
+        relax_after_us: None,
     };
     let (root, branches) = c.node(tree, path)?;
     Ok(Utility {
         root,
         leaves: c.leaves,
         branches,
+        relax_after_us: c.relax_after_us,
     })
 }
 
@@ -50,6 +52,7 @@ struct Compiler<'a> {
     names: &'a Attributes,
     tasks: u32,
     leaves: Vec<CompiledLeaf>,
+    relax_after_us: Option<u64>,
 }
 
 impl Compiler<'_> {
@@ -133,12 +136,18 @@ impl Compiler<'_> {
                 let (node, branches) = self.node(child, &format!("{at}.child"))?;
                 Ok((Node::Barrier(*b, Box::new(node)), branches))
             }
-            UtilityTree::Prefer { set, otherwise } => {
+            UtilityTree::Prefer {
+                set,
+                otherwise,
+                relax_after_s,
+            } => {
                 let at = format!("{path}.prefer");
+                self.relax(*relax_after_s, &at)?;
                 let first = Leaf {
                     set: set.clone(),
                     k: self.tasks,
                     u: 1.0,
+                    relax_after_s: None,
                 };
                 let Some(otherwise) = otherwise else {
                     return self.leaf_at(&first, true, &at, &format!("{at}.set"));
@@ -150,6 +159,7 @@ impl Compiler<'_> {
                     ])),
                     k: self.tasks,
                     u: 0.5,
+                    relax_after_s: None,
                 };
                 let (a, mut branches) = self.leaf_at(&first, true, &at, &format!("{at}.set"))?;
                 // The else set's own path (its NOT of `set` was checked just above).
@@ -257,7 +267,24 @@ impl Compiler<'_> {
                 format!("{} is not a finite number >= 0", leaf.u),
             ));
         }
+        self.relax(leaf.relax_after_s, at)?;
         self.leaf_at(leaf, linear, at, &format!("{at}.set"))
+    }
+
+    /// A `relax_after_s` at `at`: checked, and the tree's least kept.
+    fn relax(&mut self, secs: Option<f64>, at: &str) -> Result<(), UtilityError> {
+        let Some(secs) = secs else {
+            return Ok(());
+        };
+        if !(secs.is_finite() && (0.0..=1e9).contains(&secs)) {
+            return Err(refuse(
+                &format!("{at}.relax_after_s"),
+                format!("{secs} is not a number of seconds in 0..=1e9"),
+            ));
+        }
+        let us = (secs * 1e6).round() as u64;
+        self.relax_after_us = Some(self.relax_after_us.map_or(us, |r| r.min(us)));
+        Ok(())
     }
 
     fn leaf_at(

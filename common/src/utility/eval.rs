@@ -48,6 +48,9 @@ pub struct Utility {
     pub root: Node,
     pub leaves: Vec<CompiledLeaf>,
     pub branches: Vec<Branch>,
+    /// Delay scheduling: the least `relax_after_s` of its leaves, in microseconds
+    /// (`None`: no leaf waits; a task takes a lower branch at once).
+    pub relax_after_us: Option<u64>,
 }
 
 impl Utility {

@@ -108,6 +108,25 @@ fn every_operator_against_hand_computed_utilities() {
 }
 
 #[test]
+fn the_least_relax_after_of_the_tree_is_kept() {
+    let table: &[(&str, Option<u64>)] = &[
+        (r#"{"prefer": {"set": "gpu"}}"#, None),
+        (
+            r#"{"prefer": {"set": "gpu", "relax_after_s": 2.5}}"#,
+            Some(2_500_000),
+        ),
+        (
+            r#"{"max": [{"nCk": {"set": "gpu", "k": 1, "u": 1, "relax_after_s": 4}},
+                        {"prefer": {"set": "ssd", "relax_after_s": 3}}]}"#,
+            Some(3_000_000),
+        ),
+    ];
+    for (json, want) in table {
+        assert_eq!(tree(json, 2).relax_after_us, *want, "{json}");
+    }
+}
+
+#[test]
 fn a_task_counts_in_every_leaf_whose_set_holds_its_node() {
     let u = tree(r#"{"prefer": {"set": "gpu", "else": "ssd"}}"#, 4);
     let table: &[(&[u64], [u32; 2])] = &[
@@ -223,6 +242,11 @@ fn a_bad_tree_names_the_path_of_its_bad_node() {
             r#"{"prefer": {"set": "gpu", "else": "ssdx"}}"#,
             2,
             r#"utility.prefer.else: unknown attribute "ssdx""#,
+        ),
+        (
+            r#"{"prefer": {"set": "gpu", "relax_after_s": -1}}"#,
+            2,
+            "utility.prefer.relax_after_s: -1 is not a number of seconds in 0..=1e9",
         ),
         (
             &too_many,

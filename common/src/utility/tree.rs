@@ -42,6 +42,9 @@ pub enum UtilityTree {
         set: SetExpr,
         #[serde(rename = "else", default, skip_serializing_if = "Option::is_none")]
         otherwise: Option<SetExpr>,
+        /// Delay scheduling: wait this long for `set` before taking a lower branch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        relax_after_s: Option<f64>,
     },
     /// Template: every task in one value of `attr` (one rack) if possible.
     Same {
@@ -61,6 +64,11 @@ pub struct Leaf {
     pub set: SetExpr,
     pub k: u32,
     pub u: f64,
+    /// Delay scheduling (Zaharia et al.): while the job has waited less than this
+    /// (seconds, since a task of it was first held back), a task waits for a branch
+    /// that gains rather than take one that does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relax_after_s: Option<f64>,
 }
 
 #[cfg(test)]
@@ -77,6 +85,8 @@ mod tests {
             r#"{"barrier":{"b":3.0,"child":{"same":{"attr":"rack"}}}}"#,
             r#"{"prefer":{"set":"gpu"}}"#,
             r#"{"prefer":{"set":"gpu","else":"ssd"}}"#,
+            r#"{"prefer":{"set":"gpu","relax_after_s":5.0}}"#,
+            r#"{"nCk":{"set":"gpu","k":1,"u":1.0,"relax_after_s":0.5}}"#,
             r#"{"spread":{"attr":"zone","k":3}}"#,
         ];
         for text in texts {

@@ -11,13 +11,23 @@
 //! branch, recorded with why each better one was not taken. Jobs without a tree never
 //! reach this part. A preference never reaches an LM: the task's constraints are sent
 //! unchanged, so the LM verifies exactly what it verified before.
+//!
+//! Delay scheduling (Zaharia et al.; YARN's locality delay): a tree with
+//! `relax_after_s` holds a task back instead of falling back, until the job has
+//! waited that long since a task of it was first held back; then its tasks fall back
+//! as above. The wait starts at the first hold and is not reset when a task of the
+//! job launches (the SPARK-18886 trap: a job with short tasks would keep one node
+//! forever); only a preferred launch while no task of the job is held ends it. Held
+//! tasks go back to the ready queues at the next pass ([`SoftPlacement::begin_pass`]),
+//! and the GM asks for a pass when the earliest wait is over.
 
 use crate::placement::select::RoundRobin;
 use crate::placement::soft::{count_set, scan_set};
 use crate::placement::{Effort, Found, Views};
+use crate::queue::Pending;
 use common::utility::Utility;
-use common::{ConstraintSet, JobId, TaskId, TaskSpec};
-use rustc_hash::FxHashMap;
+use common::{ConstraintSet, JobId, Micros, TaskId, TaskSpec};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 /// What was chosen for one task of a job with a utility tree.
@@ -68,6 +78,21 @@ struct JobUtility {
     utility: Arc<Utility>,
     /// Tasks of the job placed in each leaf's set.
     counts: Vec<u32>,
+    /// Delay scheduling: since when the job waits (its first task held back).
+    held_since: Option<Micros>,
+    /// Its tasks held back now.
+    held: FxHashSet<TaskId>,
+}
+
+/// What the soft step made of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftTry {
+    /// A node of a branch that gains.
+    Found(Found),
+    /// No such branch has room: place by the hard constraints alone.
+    Fallback,
+    /// No such branch has room and the job waits for one until `relax_at`.
+    Hold { relax_at: Micros },
 }
 
 /// The soft-constraint part of a GM.
@@ -78,13 +103,23 @@ pub struct SoftPlacement {
     rr: RoundRobin,
     /// The choice made for the task tried last, until it lands.
     open: Option<(TaskId, SoftChoice)>,
+    /// The time of the pass under way.
+    now: Micros,
+    /// Tasks held back (delay scheduling), each with the time its wait ends.
+    held: Vec<(Micros, Box<Pending>)>,
 }
 
 impl SoftPlacement {
     /// The job's tasks are placed by `utility` from now on.
     pub fn set(&mut self, job: JobId, utility: Arc<Utility>) {
         let counts = vec![0; utility.leaves.len()];
-        self.jobs.insert(job, JobUtility { utility, counts });
+        let job_utility = JobUtility {
+            utility,
+            counts,
+            held_since: None,
+            held: FxHashSet::default(),
+        };
+        self.jobs.insert(job, job_utility);
     }
 
     /// True when the job carries a utility tree.
@@ -109,12 +144,46 @@ impl SoftPlacement {
         self.choices.get(&task)
     }
 
+    /// A pass begins at `now`: the held tasks go back to the ready queues (each is
+    /// tried once per pass).
+    pub fn begin_pass(&mut self, now: Micros) -> Vec<Box<Pending>> {
+        self.now = now;
+        if self.held.is_empty() {
+            return Vec::new();
+        }
+        self.held.drain(..).map(|(_, p)| p).collect()
+    }
+
+    /// Holds a task back (after [`SoftTry::Hold`]) until the next pass.
+    pub fn hold(&mut self, relax_at: Micros, pending: Box<Pending>) {
+        self.held.push((relax_at, pending));
+    }
+
+    /// The tasks held back now.
+    pub fn held(&self) -> impl Iterator<Item = &Pending> {
+        self.held.iter().map(|(_, p)| p.as_ref())
+    }
+
+    /// When the earliest wait of a held task is over (a pass is due then).
+    pub fn next_relax(&self) -> Option<Micros> {
+        self.held.iter().map(|(t, _)| *t).min()
+    }
+
+    /// True when the wait of some held task is over at `now`.
+    pub fn relax_due(&self, now: Micros) -> bool {
+        self.next_relax().is_some_and(|t| t <= now)
+    }
+
     /// The greedy step for one task of a job with a tree: the node of the best
-    /// branch that has one, or `None` (the caller then places the task by its hard
-    /// constraints alone and calls [`SoftPlacement::landed`] all the same).
-    pub fn place(&mut self, views: &Views, task: &TaskSpec, effort: &mut Effort) -> Option<Found> {
+    /// branch that has one; or hold the task back (delay scheduling); or fall back
+    /// (the caller then places the task by its hard constraints alone and calls
+    /// [`SoftPlacement::landed`] all the same).
+    pub fn place(&mut self, views: &Views, task: &TaskSpec, effort: &mut Effort) -> SoftTry {
+        let now = self.now;
         let SoftPlacement { jobs, rr, open, .. } = self;
-        let job = jobs.get(&task.id.job)?;
+        let Some(job) = jobs.get_mut(&task.id.job) else {
+            return SoftTry::Fallback;
+        };
         let mut passed_over = Vec::new();
         let lms = views.lms.len();
         for (b, gain) in job.utility.ranked(&job.counts) {
@@ -141,7 +210,7 @@ impl SoftPlacement {
                     passed_over,
                 };
                 *open = Some((task.id, choice));
-                return Some(found);
+                return SoftTry::Found(found);
             }
             let why = match count_set(views, task.constraints, &branch.set) {
                 (0, _) => NotTaken::NoNodeInSet,
@@ -153,6 +222,15 @@ impl SoftPlacement {
                 why,
             });
         }
+        if let (Some(wait), false) = (job.utility.relax_after_us, passed_over.is_empty()) {
+            let since = *job.held_since.get_or_insert(now);
+            let relax_at = since + Micros(wait);
+            if now < relax_at {
+                job.held.insert(task.id);
+                *open = None;
+                return SoftTry::Hold { relax_at };
+            }
+        }
         let choice = SoftChoice {
             branch: None,
             gain: 0.0,
@@ -160,7 +238,7 @@ impl SoftPlacement {
             passed_over,
         };
         *open = Some((task.id, choice));
-        None
+        SoftTry::Fallback
     }
 
     /// The task just tried was dispatched to a node with attributes `node`: the
@@ -175,6 +253,12 @@ impl SoftPlacement {
         if let Some(job) = self.jobs.get_mut(&task.job) {
             job.utility.count(node, &mut job.counts);
             choice.utility = job.utility.value(&job.counts);
+            job.held.remove(&task);
+            // The wait ends only with a preferred launch while no task of the job
+            // is held back, never with any launch (SPARK-18886).
+            if choice.branch.is_some() && job.held.is_empty() {
+                job.held_since = None;
+            }
         }
         self.choices.insert(task, choice);
     }

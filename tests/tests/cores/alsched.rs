@@ -204,3 +204,78 @@ fn jobs_without_a_tree_take_the_usual_path() {
     };
     assert_eq!(run(true), run(false));
 }
+
+/// Delay scheduling: a job preferring the one GPU node with `relax_after_s` 10
+/// waits for it rather than fall back, and falls back once it has waited 10 s since
+/// its first task was held back. The SPARK-18886 trap: a task of the job launching
+/// on the GPU at 5 s does not restart the wait (it would have run to 15 s).
+#[test]
+fn relax_after_widens_on_time_and_a_launch_does_not_restart_the_wait() {
+    use common::messages::WorkerReport;
+    use common::reasons::PendingReason;
+    let cluster = ClusterBuilder::new(1, 1, 3)
+        .node_constraints(0, 0, 2, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    let tree = r#"{"prefer": {"set": "gpu", "relax_after_s": 10}}"#;
+    h.gms[0].set_utility(common::JobId(1), utility(tree, 3));
+    for t in tasks(1, 3) {
+        h.gms[0].submit(Micros(0), t);
+    }
+    let waiting = |relax_s: u64| {
+        Some(DecisionOutcome::Requeued(
+            PendingReason::WaitingForPreferred {
+                relax_at_us: relax_s * 1_000_000,
+            },
+        ))
+    };
+    let outcomes = |out: &global_master::core::PassOutput| -> Vec<Option<DecisionOutcome>> {
+        out.decisions
+            .iter()
+            .map(|d| Some(d.outcome.clone()))
+            .collect()
+    };
+    let out = h.gms[0].schedule(Micros(0));
+    assert_eq!(nodes(&out), vec![Some(2), None, None]);
+    assert_eq!(outcomes(&out)[1..], [waiting(10), waiting(10)]);
+    assert_eq!(h.gms[0].pending().count(), 2, "held tasks are pending");
+    h.deliver(Micros(0), out.batches.into_iter().next().expect("a batch"));
+
+    // 5 s: the GPU frees; one held task takes it, the other waits on, to 10 s.
+    let five = Micros::from_secs(5);
+    let report = WorkerReport::Finished {
+        node: common::NodeId(2),
+        task: TaskId::new(1, 0),
+        attempt: 1,
+        at: five,
+    };
+    h.lms[0]
+        .handle_worker_report(five, report)
+        .expect("a known task");
+    h.heartbeat(five);
+    let out = h.gms[0].schedule(five);
+    assert_eq!(nodes(&out), vec![Some(2), None]);
+    assert_eq!(
+        outcomes(&out)[1..],
+        [waiting(10)],
+        "the wait did not restart"
+    );
+    h.deliver(five, out.batches.into_iter().next().expect("a batch"));
+
+    // 9 s: still waiting; 10 s: the wait is over, the last task runs elsewhere.
+    let out = h.gms[0].schedule(Micros::from_secs(9));
+    assert_eq!(outcomes(&out), [waiting(10)]);
+    let out = h.gms[0].schedule(Micros::from_secs(10));
+    assert_eq!(nodes(&out), vec![Some(0)]);
+    let last = h.gms[0]
+        .soft()
+        .choice(TaskId::new(1, 2))
+        .cloned()
+        .expect("a choice");
+    assert_eq!(last.branch, None);
+    assert_eq!(
+        last.passed_over[0].why,
+        NotTaken::NoRoomInSet { nodes: 1, free: 0 }
+    );
+}

@@ -205,6 +205,7 @@ impl GlobalMaster {
             .iter()
             .chain(self.fairness.waiting())
             .chain(self.quota.waiting())
+            .chain(self.soft.held())
     }
 
     /// True once the state of every LM has arrived.

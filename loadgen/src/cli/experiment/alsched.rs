@@ -8,7 +8,9 @@
 //! - `none`: preferences ignored (the run time still depends on where tasks land);
 //! - `hard`: preferences as hard constraints (a task waits for its set);
 //! - `soft`: a `prefer(set)` utility tree per job (the GM tries the set first and
-//!   falls back to any node instead of waiting).
+//!   falls back to any node instead of waiting);
+//! - `soft_delay`: the same tree with `relax_after_s` (delay scheduling): a task
+//!   waits up to `--relax-after-s` for its set, then falls back.
 //!
 //! Writes DIR/summary.json (per load, per policy: mean and p95 completion, utilisation,
 //! preferred share) and prints a table and the seed.
@@ -31,7 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The policies compared, in table order.
-pub const POLICIES: [&str; 3] = ["none", "hard", "soft"];
+pub const POLICIES: [&str; 4] = ["none", "hard", "soft", "soft_delay"];
 
 #[derive(Args, Debug)]
 pub struct AlschedArgs {
@@ -71,6 +73,9 @@ pub struct AlschedArgs {
     /// A task's run time on its preferred placement, seconds.
     #[arg(long, default_value_t = 10.0)]
     pub task_s: f64,
+    /// `soft_delay`: how long a job waits for its preferred set, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub relax_after_s: f64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// No table on stdout.
@@ -201,10 +206,11 @@ fn shape(
         if !name.is_empty() {
             let set = SetExpr::attr(&name);
             let utility = match policy {
-                "soft" => {
+                "soft" | "soft_delay" => {
                     let tree = UtilityTree::Prefer {
                         set: set.clone(),
                         otherwise: None,
+                        relax_after_s: (policy == "soft_delay").then_some(args.relax_after_s),
                     };
                     Some(Arc::new(compile(&tree, names, d.tasks, "utility")?))
                 }
