@@ -62,6 +62,14 @@ impl Attributes {
         Self::default()
     }
 
+    /// Megha's numbered constraints by number: `c0` .. `c63` (what a GM that knows
+    /// no names of its cluster accepts in utility trees).
+    pub fn numbered() -> Self {
+        Attributes {
+            bits: (0..MAX_CONSTRAINTS).map(|b| (format!("c{b}"), b)).collect(),
+        }
+    }
+
     /// Names `bit` `name` (for a cluster whose numbered constraints get names).
     pub fn name_bit(&mut self, name: &str, bit: usize) -> Result<(), AttributeError> {
         if !valid_name(name) {
@@ -195,6 +203,15 @@ mod tests {
         assert_eq!(
             a.describe(ConstraintSet::from_ids([3, 21]).unwrap()),
             vec!["3".to_string(), "gpu".to_string()]
+        );
+    }
+
+    #[test]
+    fn numbered_names_are_the_bits() {
+        let a = Attributes::numbered();
+        assert_eq!(
+            (a.bit("c0"), a.bit("c63"), a.bit("c64")),
+            (Some(0), Some(63), None)
         );
     }
 

@@ -47,6 +47,12 @@ pub struct JobRequest {
     /// 256 bytes; `GET /v1/jobs?label=KEY=VALUE` filters on one.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Soft constraints (docs/alsched.md): the job's utility tree, e.g.
+    /// `{"prefer": {"set": "c17"}}`; its tasks go where it gains most, else anywhere
+    /// their hard constraints allow. A bad tree is a 400 naming its node's path.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub utility: Option<serde_json::Value>,
 }
 
 /// A validated job, before the GM gives it an id.
@@ -59,6 +65,8 @@ pub struct NewJob {
     pub dag: Option<Arc<JobDag>>,
     /// Its name and labels ([`JobNames`]).
     pub names: JobNames,
+    /// Its compiled utility tree (soft constraints), if it has one.
+    pub utility: Option<Arc<common::utility::Utility>>,
 }
 
 /// A job's name and labels, as submitted (checked by [`check_names`]).
@@ -335,12 +343,14 @@ pub fn parse_job_request(
     for t in &mut tasks {
         super::executor_api::set_task_count(&mut t.executor, count);
     }
+    let utility = super::utility_api::check_utility(request.utility.take(), count)?;
     Ok(NewJob {
         tasks,
         retry,
         user: request.user,
         dag,
         names,
+        utility,
     })
 }
 
