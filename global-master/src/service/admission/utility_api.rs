@@ -34,6 +34,16 @@ pub fn check_utility(
     Ok(Some(Arc::new(utility)))
 }
 
+/// The tree of a job from its spec as submitted (the `POST /v1/jobs` body the
+/// journal keeps): how a restarted GM gives a resumed job its tree back. `None` for a
+/// spec without one, or one that no longer parses (it was valid when accepted).
+pub fn utility_of_spec(body: &[u8]) -> Option<Arc<Utility>> {
+    let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let tasks = value.get("tasks")?.as_array()?.len();
+    let utility = value.as_object_mut()?.remove("utility")?;
+    check_utility(Some(utility), tasks).ok().flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +75,19 @@ mod tests {
             }
         }
         assert_eq!(check_utility(None, 2), Ok(None));
+    }
+
+    #[test]
+    fn a_stored_spec_gives_its_tree_back() {
+        let with = br#"{"tasks": [{}, {}, {}], "utility": {"nCk": {"set": "c2", "k": 3, "u": 1}}}"#;
+        let tree = utility_of_spec(with).expect("a tree");
+        assert_eq!(tree.leaves[0].k, 3, "compiled for the job's 3 tasks");
+        for without in [
+            &br#"{"tasks": [{}]}"#[..],
+            b"{",
+            br#"{"tasks": 1, "utility": {}}"#,
+        ] {
+            assert!(utility_of_spec(without).is_none());
+        }
     }
 }
