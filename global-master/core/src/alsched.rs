@@ -99,7 +99,8 @@ pub enum SoftTry {
 #[derive(Debug, Default)]
 pub struct SoftPlacement {
     jobs: FxHashMap<JobId, JobUtility>,
-    choices: FxHashMap<TaskId, SoftChoice>,
+    /// Per job, per task index: what was chosen (kept until the job is forgotten).
+    choices: FxHashMap<JobId, FxHashMap<u32, SoftChoice>>,
     rr: RoundRobin,
     /// The choice made for the task tried last, until it lands.
     open: Option<(TaskId, SoftChoice)>,
@@ -133,15 +134,27 @@ impl SoftPlacement {
         self.jobs.get(&job).map(|j| j.utility.value(&j.counts))
     }
 
-    /// The job ended: its tree and its tasks' choices go.
+    /// The job is forgotten: its tree and its tasks' choices go.
     pub fn forget_job(&mut self, job: JobId) {
         self.jobs.remove(&job);
-        self.choices.retain(|t, _| t.job != job);
+        self.choices.remove(&job);
+    }
+
+    /// Keeps the trees and choices of the jobs `keep` names only (a driver that
+    /// forgets ended jobs calls it; a cost per job with a tree, not per task).
+    pub fn retain_jobs(&mut self, keep: impl Fn(JobId) -> bool) {
+        self.jobs.retain(|job, _| keep(*job));
+        self.choices.retain(|job, _| keep(*job));
+    }
+
+    /// Jobs with a tree or a recorded choice.
+    pub fn jobs_held(&self) -> usize {
+        self.jobs.len().max(self.choices.len())
     }
 
     /// What was chosen for a task (its last placement).
     pub fn choice(&self, task: TaskId) -> Option<&SoftChoice> {
-        self.choices.get(&task)
+        self.choices.get(&task.job)?.get(&task.index)
     }
 
     /// A pass begins at `now`: the held tasks go back to the ready queues (each is
@@ -260,6 +273,9 @@ impl SoftPlacement {
                 job.held_since = None;
             }
         }
-        self.choices.insert(task, choice);
+        self.choices
+            .entry(task.job)
+            .or_default()
+            .insert(task.index, choice);
     }
 }

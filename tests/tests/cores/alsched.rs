@@ -88,6 +88,10 @@ fn a_job_preferring_gpus_gets_them_when_free_and_runs_elsewhere_when_not() {
         NotTaken::NoRoomInSet { nodes: 2, free: 0 }
     );
     assert!((fell_back.utility - 2.0 / 3.0).abs() < 1e-9);
+    // A driver that forgets the job forgets its choices too.
+    h.gms[0].retain_soft_jobs(|job| job != common::JobId(1));
+    assert!(h.gms[0].soft().choice(TaskId::new(1, 0)).is_none());
+    assert_eq!(h.gms[0].soft().jobs_held(), 0);
 
     // The LM sees the tasks' own (empty) constraints and launches every one.
     let batch = out.batches.into_iter().next().expect("test fixture");

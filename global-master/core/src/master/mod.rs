@@ -145,6 +145,12 @@ impl GlobalMaster {
         &self.soft
     }
 
+    /// Soft constraints: keeps the trees and choices of the jobs `keep` names only
+    /// (a driver that forgets ended jobs calls it).
+    pub fn retain_soft_jobs(&mut self, keep: impl Fn(common::JobId) -> bool) {
+        self.soft.retain_jobs(keep);
+    }
+
     pub fn id(&self) -> GmId {
         self.config.id
     }
