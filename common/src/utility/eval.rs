@@ -112,6 +112,18 @@ impl Utility {
         }
     }
 
+    /// A task counted on a node with attributes `node` did not land after all (its
+    /// LM refused it): one less in every leaf whose set holds it.
+    pub fn uncount(&self, node: ConstraintSet, counts: &mut [u32]) {
+        for (i, leaf) in self.leaves.iter().enumerate() {
+            if leaf.set.holds(node) {
+                if let Some(c) = counts.get_mut(i) {
+                    *c = c.saturating_sub(1);
+                }
+            }
+        }
+    }
+
     /// The branches worth taking for the next task, best first: each with its gain
     /// of relaxed utility (one more task in each of its leaves), only those that
     /// gain; ties keep the tree's order.

@@ -139,6 +139,10 @@ fn a_task_counts_in_every_leaf_whose_set_holds_its_node() {
         let mut counts = Vec::new();
         u.count(node(attrs), &mut counts);
         assert_eq!(counts, want, "node {attrs:?}");
+        u.uncount(node(attrs), &mut counts);
+        assert_eq!(counts, [0, 0], "node {attrs:?} taken back");
+        u.uncount(node(attrs), &mut counts);
+        assert_eq!(counts, [0, 0], "never below zero");
     }
 }
 

@@ -82,6 +82,9 @@ struct JobUtility {
     held_since: Option<Micros>,
     /// Its tasks held back now.
     held: FxHashSet<TaskId>,
+    /// Its tasks counted in `counts`, by index, with the attributes of their node
+    /// (taken back if the LM refuses the launch).
+    counted: FxHashMap<u32, ConstraintSet>,
 }
 
 /// What the soft step made of a task.
@@ -119,6 +122,7 @@ impl SoftPlacement {
             counts,
             held_since: None,
             held: FxHashSet::default(),
+            counted: FxHashMap::default(),
         };
         self.jobs.insert(job, job_utility);
     }
@@ -138,6 +142,19 @@ impl SoftPlacement {
     pub fn forget_job(&mut self, job: JobId) {
         self.jobs.remove(&job);
         self.choices.remove(&job);
+    }
+
+    /// The LM refused the launch of `task`: it no longer counts in its job's
+    /// utility, and its choice goes (it is placed again).
+    pub fn refused(&mut self, task: TaskId) {
+        if let Some(job) = self.jobs.get_mut(&task.job) {
+            if let Some(node) = job.counted.remove(&task.index) {
+                job.utility.uncount(node, &mut job.counts);
+            }
+        }
+        if let Some(choices) = self.choices.get_mut(&task.job) {
+            choices.remove(&task.index);
+        }
     }
 
     /// Keeps the trees and choices of the jobs `keep` names only (a driver that
@@ -264,6 +281,10 @@ impl SoftPlacement {
             return;
         }
         if let Some(job) = self.jobs.get_mut(&task.job) {
+            if let Some(before) = job.counted.insert(task.index, node) {
+                // Placed again (a retry): its earlier run no longer counts.
+                job.utility.uncount(before, &mut job.counts);
+            }
             job.utility.count(node, &mut job.counts);
             choice.utility = job.utility.value(&job.counts);
             job.held.remove(&task);

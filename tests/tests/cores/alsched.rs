@@ -283,3 +283,38 @@ fn relax_after_widens_on_time_and_a_launch_does_not_restart_the_wait() {
         NotTaken::NoRoomInSet { nodes: 1, free: 0 }
     );
 }
+
+/// A soft placement the LM refuses (for room: another GM took the node first) no
+/// longer counts in its job's utility, and its choice goes until it is placed again.
+#[test]
+fn a_refused_launch_no_longer_counts() {
+    // 2 GMs, 1 LM, 2 nodes each; node 3 (GM 1's) is the only GPU node.
+    let cluster = ClusterBuilder::new(2, 1, 2)
+        .node_constraints(0, 1, 1, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    h.gms[0].set_utility(
+        common::JobId(1),
+        utility(r#"{"prefer": {"set": "gpu"}}"#, 1),
+    );
+    h.gms[0].submit(Micros(0), tasks(1, 1).remove(0));
+    let soft_batch = h.gms[0].schedule(Micros(0)).batches.remove(0);
+    assert_eq!(
+        soft_batch.requests[0].node,
+        common::NodeId(3),
+        "a repartition onto the GPU"
+    );
+    assert_eq!(h.gms[0].soft().job_utility(common::JobId(1)), Some(1.0));
+    // GM 1 takes its own GPU node first (a hard constraint).
+    let mut hard = tasks(2, 1).remove(0);
+    hard.constraints = ConstraintSet::from_ids([GPU]).expect("test fixture");
+    h.gms[1].submit(Micros(0), hard);
+    let first = h.gms[1].schedule(Micros(0)).batches.remove(0);
+    assert_eq!(h.deliver(Micros(1), first).starts.len(), 1);
+    let refused = h.deliver(Micros(2), soft_batch);
+    assert!(refused.starts.is_empty(), "no room left on node 3");
+    let soft = h.gms[0].soft();
+    assert_eq!(soft.job_utility(common::JobId(1)), Some(0.0));
+    assert!(soft.choice(TaskId::new(1, 0)).is_none());
+}
