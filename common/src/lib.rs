@@ -7,10 +7,12 @@
 //! - [`ids`]: newtype identifiers (GM, LM, node, job, task, queue).
 //! - [`time`]: [`Micros`], the one unit of time used by the cores (virtual or wall).
 //! - [`resources`]: multi-dimensional [`Resources`] (CPU millicores, memory MiB).
-//! - [`constraints`]: machine/task placement constraints as a bit set.
+//! - [`constraints`]: machine/task placement constraints as a bit set;
+//!   [`attributes`]: names for those bits (`gpu`, `rack=r3`).
 //! - [`task`]: task and job specifications, task kinds.
 //! - [`dag`]: a job's stages and the edges between them (DAG jobs).
-//! - [`cluster`]: cluster descriptions: Megha config files and generated clusters.
+//! - [`cluster`]: cluster descriptions: Megha config files and generated clusters;
+//!   [`cluster_described`]: node groups with named attributes.
 //! - [`protocol`]: one message enum per direction (GM -> LM, LM -> GM, LM -> worker,
 //!   worker -> LM, client -> GM): what every core's `step` takes and sends.
 //! - [`messages`]: the payloads those enums carry.
@@ -21,9 +23,13 @@
 //! - [`cluster_name`]: the name that keeps clusters sharing a broker apart.
 //! - [`codec`]: the one place that knows how internal messages are encoded.
 //! - [`rng`]: seeded, portable randomness.
+//! - [`utility`]: alsched's utility trees (soft constraints), their JSON form,
+//!   validation and evaluation.
 
+pub mod attributes;
 pub mod bounded;
 pub mod cluster;
+pub mod cluster_described;
 pub mod cluster_name;
 pub mod codec;
 pub mod constraint_model;
@@ -43,6 +49,7 @@ pub mod retry;
 pub mod rng;
 pub mod task;
 pub mod time;
+pub mod utility;
 
 pub use cluster_name::ClusterName;
 pub use constraints::ConstraintSet;

@@ -103,6 +103,11 @@ pub enum PendingReason {
     /// The last run failed (or was lost); the job's retry policy runs it again:
     /// `attempt` is the run to come (2 for the first retry).
     Retrying { attempt: u32, failure: String },
+    /// Delay scheduling (alsched soft constraints, issue 36): no preferred branch of
+    /// the job's utility tree has room; the task waits for one until the job has
+    /// waited `relax_after`, at `relax_at_us` (GM time, microseconds), then takes
+    /// a lower branch.
+    WaitingForPreferred { relax_at_us: u64 },
 }
 
 impl PendingReason {
@@ -151,6 +156,11 @@ impl fmt::Display for PendingReason {
             PendingReason::Retrying { attempt, failure } => {
                 write!(f, "attempt {attempt} after the last one failed: {failure}")
             }
+            PendingReason::WaitingForPreferred { relax_at_us } => write!(
+                f,
+                "waiting for a preferred placement until {:.3} s (delay scheduling)",
+                *relax_at_us as f64 / 1e6
+            ),
         }
     }
 }

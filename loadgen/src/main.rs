@@ -56,6 +56,9 @@ enum Command {
     /// Per-task cost of QUEUEABLE top-k placement: the GM's sorted index against a
     /// scan of every node, at 10,000 and 50,000 nodes (prints figures).
     BenchTopk(cli::bench_topk::BenchTopKArgs),
+    /// What utility trees (alsched soft constraints) cost a GM's pass: 10,000
+    /// pending tasks on 10,000 nodes, with and without trees, empty and full.
+    BenchAlsched(cli::bench_alsched::BenchAlschedArgs),
     /// Time per job-ordering decision (one plan over every pending task) at 10,000
     /// and 50,000 pending tasks: Carbyne against DRF, Tetris and SJF (prints figures).
     BenchCarbyne(cli::bench_carbyne::BenchCarbyneArgs),
@@ -112,6 +115,7 @@ fn main() -> std::process::ExitCode {
         Command::BenchE2e(args) => cli::bench_e2e::run(args),
         Command::BenchExec(args) => cli::bench_exec::run(args),
         Command::BenchTopk(args) => cli::bench_topk::run(args),
+        Command::BenchAlsched(args) => cli::bench_alsched::run(args),
         Command::BenchCarbyne(args) => cli::bench_carbyne::run(args),
         Command::BenchWake(args) => cli::bench_wake::run(args),
         Command::Calibrate(args) => cli::calibrate::run(args),

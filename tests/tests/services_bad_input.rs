@@ -108,6 +108,19 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
             413,
             "tasks",
         ),
+        // Soft constraints (docs/alsched.md): a bad utility tree names its node.
+        (
+            format!(
+                r#"{{"tasks":[{{{ok}}}],"utility":{{"max":[{{"prefer":{{"set":"c1"}}}},{{"nCk":{{"set":"gpux","k":1,"u":1}}}}]}}}}"#
+            ),
+            400,
+            "utility.max[1].nCk.set",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}}],"utility":{{"nCk":{{"set":"c1","k":2,"u":1}}}}}}"#),
+            400,
+            "utility.nCk.k",
+        ),
     ];
     for (body, status, field) in &cases {
         let (got, _, answer) = http("POST", &jobs, Some(body)).expect("post");
@@ -125,7 +138,9 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
     let (got, _, answer) = http(
         "POST",
         &jobs,
-        Some(&format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}]}}"#)),
+        Some(&format!(
+            r#"{{"tasks":[{{{ok}}},{{{ok}}}],"utility":{{"prefer":{{"set":"c3"}}}}}}"#
+        )),
     )
     .expect("post");
     assert_eq!(got, 202, "{answer}");

@@ -21,6 +21,9 @@
 //! - [`placement`]: the placement pipeline (select -> filter -> fit -> explain) and its
 //!   policies (one file and one registry line each; Megha is the default);
 //!   [`matcher`]: re-exports of Algorithm 1 under its historical name.
+//! - [`alsched`]: soft constraints: the jobs with a utility tree, the greedy step
+//!   over their branches (before the pipeline, which stays the fallback), and the
+//!   branch chosen for each task and why better ones were not taken.
 //! - [`opportunistic`]: Mercury's placement of QUEUEABLE work on one of the top-k nodes
 //!   by estimated queuing delay.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers.
@@ -39,6 +42,7 @@
 //!   answers, the LRA path, and [`step`], the one entry point,
 //!   [`GlobalMaster::step`]`(now, GmInput) -> GmOutput`.
 
+pub mod alsched;
 pub mod backlog;
 pub mod carbyne;
 pub mod cluster_view;

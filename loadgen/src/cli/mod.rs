@@ -1,6 +1,7 @@
 //! Command-line front ends. Each subcommand lives in its own file.
 
 pub mod bench;
+pub mod bench_alsched;
 pub mod bench_carbyne;
 pub mod bench_e2e;
 pub mod bench_exec;

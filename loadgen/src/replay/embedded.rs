@@ -320,6 +320,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 names: Default::default(),
                 after_elsewhere: Vec::new(),
                 spec: None,
+                utility: None,
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),

@@ -4,6 +4,7 @@
 //! `cargo test -p tests --test cores` runs them all; add a module name to run one
 //! group, e.g. `cargo test -p tests --test cores sim_lra`.
 
+mod alsched;
 mod api_fuzz;
 mod dag;
 mod determinism;

@@ -162,6 +162,10 @@ impl GlobalMaster {
                 }
                 LaunchOutcome::Rejected(reason) => {
                     self.stats.lm_rejections += 1;
+                    // Soft constraints: the refused run no longer counts.
+                    if self.soft.has(task.job) {
+                        self.soft.refused(*task);
+                    }
                     pending.reason = Some(PendingReason::RejectedByLm {
                         rejection: reason.clone(),
                     });

@@ -60,6 +60,8 @@ pub struct GlobalMaster {
     dags: Dags,
     /// The job-ordering policy and what each job runs: see [`crate::carbyne`].
     ordering: crate::carbyne::JobOrdering,
+    /// Jobs with a utility tree (soft constraints): see [`crate::alsched`].
+    soft: crate::alsched::SoftPlacement,
     stats: GmStats,
     /// During a pass after a selective wake: the (LM, node) pairs that grew since
     /// the wake before (see [`crate::backlog`]).
@@ -98,6 +100,7 @@ impl GlobalMaster {
             lifecycle: Lifecycle::new(config.retry),
             dags: Dags::default(),
             ordering: crate::carbyne::JobOrdering::new(config.order),
+            soft: crate::alsched::SoftPlacement::default(),
             stats: GmStats::default(),
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
@@ -124,6 +127,28 @@ impl GlobalMaster {
     /// [`crate::placement::DEFAULT_POLICY`]; see [`crate::placement::policy`]).
     pub fn set_placement_policy(&mut self, policy: Box<dyn PlacementPolicy>) {
         self.placement = Pipeline::new(policy);
+    }
+
+    /// The tasks of `job` are placed by its utility tree from now on (alsched soft
+    /// constraints; see [`crate::alsched`]). Set it before the job's tasks are
+    /// submitted.
+    pub fn set_utility(
+        &mut self,
+        job: common::JobId,
+        utility: std::sync::Arc<common::utility::Utility>,
+    ) {
+        self.soft.set(job, utility);
+    }
+
+    /// Soft constraints: the jobs' trees and what was chosen for each task.
+    pub fn soft(&self) -> &crate::alsched::SoftPlacement {
+        &self.soft
+    }
+
+    /// Soft constraints: keeps the trees and choices of the jobs `keep` names only
+    /// (a driver that forgets ended jobs calls it).
+    pub fn retain_soft_jobs(&mut self, keep: impl Fn(common::JobId) -> bool) {
+        self.soft.retain_jobs(keep);
     }
 
     pub fn id(&self) -> GmId {
@@ -186,6 +211,7 @@ impl GlobalMaster {
             .iter()
             .chain(self.fairness.waiting())
             .chain(self.quota.waiting())
+            .chain(self.soft.held())
     }
 
     /// True once the state of every LM has arrived.

@@ -6,12 +6,13 @@
 //! under fairness); a task that no node could ever host leaves with a reason.
 
 use super::GlobalMaster;
+use crate::alsched::SoftTry;
 use crate::backlog::{Probe, Shape};
 use crate::fairness::Contention;
 use crate::grown::GrownNodes;
 use crate::opportunistic::QueueableChoice;
 use crate::outputs::{Decision, DecisionOutcome, PassOutput};
-use crate::placement::{Attempt, Found, Miss, Views};
+use crate::placement::{Attempt, Effort, Found, Miss, Views};
 use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
 use common::reasons::PendingReason;
@@ -27,6 +28,9 @@ impl GlobalMaster {
         self.reorder(now);
         out.decisions = std::mem::take(&mut self.spare_decisions);
         self.wake_blocked();
+        // Tasks held back for a preferred placement (delay scheduling) try again.
+        let held = self.soft.begin_pass(now);
+        self.backlog.push_all_ready(held);
         // Every task ready now is decided in this pass (the woken ones come on top).
         out.decisions.reserve(self.backlog.queues().ready_len());
         loop {
@@ -109,9 +113,41 @@ impl GlobalMaster {
                     .grown
                     .as_mut()
                     .is_some_and(|g| !g.fits_one(&self.view, shape.0, &shape.1)));
-        let Attempt { effort, result } = self.placement.run(&views, shape.0, shape.1, known_miss);
+        // A job with a utility tree: its best branch with room first (alsched); the
+        // pipeline below is its fallback. Other jobs go straight to the pipeline.
+        let soft = !known_miss && self.soft.has(pending.task.id.job);
+        let mut soft_effort = crate::placement::Effort::default();
+        let soft_try = match soft {
+            true => self.soft.place(&views, &pending.task, &mut soft_effort),
+            false => SoftTry::Fallback,
+        };
+        let Attempt { mut effort, result } = match soft_try {
+            SoftTry::Found(found) => Attempt {
+                effort: soft_effort,
+                result: Ok(found),
+            },
+            SoftTry::Hold { relax_at } => {
+                return self.hold(relax_at, pending, soft_effort);
+            }
+            SoftTry::Fallback => self.placement.run(&views, shape.0, shape.1, known_miss),
+        };
+        if soft && !matches!(soft_try, SoftTry::Found(_)) {
+            effort.partitions += soft_effort.partitions;
+            effort.words += soft_effort.words;
+        }
         let task = pending.task.id;
         let outcome = match result {
+            Ok(found) if soft => {
+                let node = self
+                    .view
+                    .get(found.lm)
+                    .and_then(|v| v.topology.constraints.get(found.node.index()))
+                    .copied()
+                    .unwrap_or_default();
+                let outcome = self.dispatch_found(found, pending, out);
+                self.soft.landed(task, node);
+                outcome
+            }
             Ok(found) => self.dispatch_found(found, pending, out),
             Err(Miss::Unplaceable(reason)) => {
                 self.stats.unplaceable += 1;
@@ -132,6 +168,25 @@ impl GlobalMaster {
             partitions: effort.partitions,
             words: effort.words,
             outcome,
+        }
+    }
+
+    /// Delay scheduling: no preferred branch has room and the job still waits for
+    /// one; the task is held back until the next pass.
+    fn hold(&mut self, relax_at: Micros, mut pending: Box<Pending>, effort: Effort) -> Decision {
+        let reason = PendingReason::WaitingForPreferred {
+            relax_at_us: relax_at.0,
+        };
+        self.stats.requeues += 1;
+        pending.reason = Some(reason.clone());
+        pending.attempts += 1;
+        let task = pending.task.id;
+        self.soft.hold(relax_at, pending);
+        Decision {
+            task,
+            partitions: effort.partitions,
+            words: effort.words,
+            outcome: DecisionOutcome::Requeued(reason),
         }
     }
 

@@ -227,6 +227,8 @@ impl GlobalMaster {
         // input places them at once), and so do LMs whose busy time is over.
         out.wants_pass |= self.lifecycle_due(now, &mut out);
         out.wants_pass |= self.lms_back(now);
+        // Delay scheduling: a held task's wait is over.
+        out.wants_pass |= self.soft.relax_due(now);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -309,6 +311,9 @@ impl GlobalMaster {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if let Some(relax) = self.soft.next_relax() {
+            out.next_wakeup = Some(out.next_wakeup.map_or(relax, |t| t.min(relax)));
+        }
         out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out
     }

@@ -14,6 +14,9 @@
 //! - [`filter`]: Megha's Algorithm 1, the AND of the partition's constraint and
 //!   availability bit-vectors, word by word.
 //! - [`fit`]: the first surviving node with enough free resources.
+//! - [`soft`]: the same filter and fit narrowed to a branch of a job's utility tree
+//!   (alsched; [`crate::alsched`] ranks the branches), and the popcounts that say
+//!   why a branch was not taken.
 //! - [`explain`]: when nothing fits, why: no node with the constraints, none large
 //!   enough (the task is unplaceable), or no free resources now.
 //!
@@ -28,6 +31,7 @@ pub mod filter;
 pub mod fit;
 pub mod megha;
 pub mod select;
+pub mod soft;
 
 #[cfg(test)]
 mod fixtures;

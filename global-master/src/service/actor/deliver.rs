@@ -99,6 +99,12 @@ impl GmActor {
     pub(super) fn deliver(&mut self, mut input: GmInput, ctx: &mut Context<Self>) -> GmOutput {
         let now = clock::now();
         let forgotten = self.tracker.expire(now);
+        if forgotten > 0 && self.core.soft().jobs_held() > 0 {
+            // Soft constraints: the trees and choices of forgotten jobs go too.
+            let tracker = &self.tracker;
+            self.core
+                .retain_soft_jobs(|job| tracker.task(common::TaskId { job, index: 0 }).is_some());
+        }
         if forgotten > 0 {
             tracing::debug!(
                 jobs = forgotten,

@@ -281,6 +281,8 @@ pub struct SubmitJob {
     /// Its spec as submitted, packed (see [`crate::service::durable::specs`]);
     /// `None`: not given (embedded submissions).
     pub spec: Option<crate::service::durable::specs::Packed>,
+    /// Its utility tree (soft constraints, docs/alsched.md), compiled.
+    pub utility: Option<Arc<common::utility::Utility>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +315,7 @@ impl Handler<Submit> for GmActor {
             names: Default::default(),
             after_elsewhere: Vec::new(),
             spec: None,
+            utility: None,
         };
         self.accept(job, ctx)
     }
@@ -432,6 +435,9 @@ impl GmActor {
                 dag,
             },
         };
+        if let Some(utility) = msg.utility {
+            self.core.set_utility(job, utility);
+        }
         self.deliver(GmInput::Client(submit), ctx);
         // Jobs it runs after that ended already.
         for (other, ok) in ended_before {

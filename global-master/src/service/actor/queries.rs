@@ -43,7 +43,24 @@ pub struct GetTask(pub TaskId);
 impl Handler<GetTask> for GmActor {
     type Result = Option<TaskStatus>;
     fn handle(&mut self, msg: GetTask, _: &mut Context<Self>) -> Self::Result {
-        self.tracker.task(msg.0).cloned()
+        let mut status = self.tracker.task(msg.0).cloned()?;
+        // Soft constraints: the branch the core chose for it, if its job has a tree.
+        if let Some(choice) = self.core.soft().choice(msg.0) {
+            use crate::service::observe::status::{PassedOverStatus, SoftChoiceStatus};
+            status.soft = Some(SoftChoiceStatus {
+                branch: choice.branch.clone(),
+                utility: choice.utility,
+                passed_over: choice
+                    .passed_over
+                    .iter()
+                    .map(|p| PassedOverStatus {
+                        branch: p.branch.clone(),
+                        why: p.why.describe(),
+                    })
+                    .collect(),
+            });
+        }
+        Some(status)
     }
 }
 

@@ -218,6 +218,16 @@ impl Handler<Resume> for GmActor {
         let mut ends = Vec::new();
         let mut resumed = Vec::new();
         let mut in_doubt: Vec<JobToResume> = Vec::new();
+        // Soft constraints: each resumed job gets its utility tree back from its
+        // spec (the body it was submitted with, kept by the journal).
+        let soft_jobs: Vec<common::JobId> = msg
+            .resume
+            .iter()
+            .filter_map(|(_, tasks, _)| tasks.first().map(|t| t.0.id.job))
+            .collect();
+        for job in soft_jobs {
+            self.resume_utility(job);
+        }
         for (retry, tasks, mut dag) in msg.resume {
             let mut again = Vec::new();
             let mut keep = Vec::new();
@@ -308,6 +318,21 @@ impl Handler<Resume> for GmActor {
             ctx.run_later(ASK_AGAIN, move |act, ctx| {
                 act.reconcile(in_doubt, lms, deadline, ctx)
             });
+        }
+    }
+}
+
+impl GmActor {
+    /// Gives a resumed job its utility tree back, if its kept spec has one.
+    fn resume_utility(&mut self, job: common::JobId) {
+        let Some(Ok(Some(stored))) = self.journal.as_ref().map(|j| j.spec(job)) else {
+            return;
+        };
+        let Ok(body) = crate::service::durable::specs::unpack(&stored.packed) else {
+            return;
+        };
+        if let Some(utility) = crate::service::admission::utility_api::utility_of_spec(&body) {
+            self.core.set_utility(job, utility);
         }
     }
 }

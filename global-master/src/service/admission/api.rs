@@ -51,6 +51,12 @@ pub struct JobRequest {
     /// class. An unknown class is a 400 naming `priority_class`.
     #[serde(default)]
     pub priority_class: Option<String>,
+    /// Soft constraints (docs/alsched.md): the job's utility tree, e.g.
+    /// `{"prefer": {"set": "c17"}}`; its tasks go where it gains most, else anywhere
+    /// their hard constraints allow. A bad tree is a 400 naming its node's path.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub utility: Option<serde_json::Value>,
 }
 
 /// A validated job, before the GM gives it an id.
@@ -65,6 +71,8 @@ pub struct NewJob {
     pub names: JobNames,
     /// The priority class it names, resolved by [`resolve_priority`].
     pub priority_class: Option<String>,
+    /// Its compiled utility tree (soft constraints), if it has one.
+    pub utility: Option<Arc<common::utility::Utility>>,
 }
 
 /// The class value of a job naming `class` (the default class when `None`), set
@@ -371,6 +379,7 @@ pub fn parse_job_request(
     for t in &mut tasks {
         super::executor_api::set_task_count(&mut t.executor, count);
     }
+    let utility = super::utility_api::check_utility(request.utility.take(), count)?;
     Ok(NewJob {
         tasks,
         retry,
@@ -378,6 +387,7 @@ pub fn parse_job_request(
         dag,
         names,
         priority_class: request.priority_class,
+        utility,
     })
 }
 

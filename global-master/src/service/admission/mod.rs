@@ -1,7 +1,8 @@
 //! What a request must be before the GM takes it: the submission format and its
 //! validation ([`api`]; [`executor_api`]: how the worker runs a task; [`lra_api`]:
 //! long-running applications and their constraints; [`stages_api`]: the stages of a
-//! DAG job), who may call and on which
+//! DAG job; [`utility_api`]: a job's utility tree, soft constraints), who may call
+//! and on which
 //! queues ([`users`]), and which GM a request belongs to ([`route`]: work for the
 //! designated GM is forwarded there).
 
@@ -13,3 +14,4 @@ pub mod remote_after;
 pub mod route;
 pub mod stages_api;
 pub mod users;
+pub mod utility_api;

@@ -23,7 +23,8 @@ use std::time::Duration;
 mod shapes;
 mod stages;
 pub use shapes::{
-    FailedAttempt, FailedTask, JobState, JobStatus, KilledRun, StageStatus, TaskState, TaskStatus,
+    FailedAttempt, FailedTask, JobState, JobStatus, KilledRun, PassedOverStatus, SoftChoiceStatus,
+    StageStatus, TaskState, TaskStatus,
 };
 
 /// How long and how many ended jobs the GM keeps.
@@ -151,6 +152,7 @@ impl Tracker {
                 ended_at_us: None,
                 failure: None,
                 stage: None,
+                soft: None,
             },
         );
     }

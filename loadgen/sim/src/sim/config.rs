@@ -72,6 +72,10 @@ pub struct SimConfig {
     pub lra_operator_constraints: Vec<lra_placer::PlacementConstraint>,
     /// Priority classes of the GMs (tasks carry their value; default: one class).
     pub priorities: Arc<common::priority::PriorityClasses>,
+    /// Soft constraints (alsched, issue 36): per job, its utility tree (given to
+    /// its GM) and its placement-dependent run time (Megha driver only). `None`: no
+    /// job has either.
+    pub soft_jobs: Option<Arc<super::soft::SoftJobs>>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -192,6 +196,7 @@ impl Default for SimConfig {
             lra: Default::default(),
             lra_operator_constraints: Vec::new(),
             priorities: Arc::default(),
+            soft_jobs: None,
         }
     }
 }

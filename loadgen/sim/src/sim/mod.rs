@@ -14,6 +14,8 @@
 //! - [`probe`]: wall-clock timing of the cores' steps (`loadgen calibrate`).
 //! - [`megha`]: the Megha driver (also the centralized baseline).
 //! - [`sparrow`]: the Sparrow baseline.
+//! - [`soft`]: soft constraints (alsched): per job, its utility tree and its
+//!   placement-dependent run time.
 //! - [`task_types`]: Mercury's hybrid-GQ policy (GUARANTEED vs QUEUEABLE tasks).
 //! - [`faults`]: seeded fault injection over small clusters, invariants checked after
 //!   every event (`loadgen faults`); separate from the costed drivers above.
@@ -26,6 +28,7 @@ pub mod ledger;
 pub mod megha;
 mod outcome;
 pub mod probe;
+pub mod soft;
 pub mod sparrow;
 pub mod task_types;
 pub mod workload;

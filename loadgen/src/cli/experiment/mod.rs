@@ -1,12 +1,15 @@
 //! `loadgen experiment NAME`: the project's named experiments, each one command that
 //! writes DIR/summary.json and prints a table.
 //!
+//! - `alsched` ([`alsched`]): soft constraints (utility trees) against ignoring
+//!   preferences and making them hard, with placement-dependent run times (issue 36).
 //! - `carbyne` ([`carbyne`]): DRF, Tetris, SJF and Carbyne on TPC-H DAG jobs
 //!   (issue 35), with its job metrics in [`jobs`].
 //! - `fairness` ([`fairness`]): the Megha paper's fairness setup with and without
 //!   preemption under the preemption rules (issue 37).
 //! - `priorities` ([`priorities`]): two priority classes under overload (issue 37).
 
+pub mod alsched;
 pub mod carbyne;
 pub mod fairness;
 pub mod jobs;
@@ -27,6 +30,10 @@ pub enum ExperimentCommand {
     /// Two priority classes under overload: the high class's allocation time,
     /// unloaded and under load without classes, ordered first, and preempting.
     Priorities(priorities::PrioritiesArgs),
+    /// Soft constraints (alsched utility trees) against none and hard on a cluster
+    /// with racks and GPU nodes, jobs slower off their preferred nodes, at several
+    /// loads: mean and p95 completion, utilisation, preferred share.
+    Alsched(alsched::AlschedArgs),
 }
 
 pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
@@ -34,5 +41,6 @@ pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
         ExperimentCommand::Carbyne(args) => carbyne::run(args),
         ExperimentCommand::Fairness(args) => fairness::run(args),
         ExperimentCommand::Priorities(args) => priorities::run(args),
+        ExperimentCommand::Alsched(args) => alsched::run(args),
     }
 }

@@ -102,6 +102,30 @@ pub struct TaskStatus {
     /// Its stage, in a DAG job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// Soft constraints (docs/alsched.md): the branch of its job's utility tree it
+    /// got and why better ones were not taken; only for a job with a tree, once
+    /// the task was placed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft: Option<SoftChoiceStatus>,
+}
+
+/// The branch of its job's utility tree a task got ([`TaskStatus::soft`]).
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
+pub struct SoftChoiceStatus {
+    /// The branch taken (its path in the tree); `null`: none had room (or none
+    /// would gain), the task went where its hard constraints allowed.
+    pub branch: Option<String>,
+    /// The job's utility once this task was placed.
+    pub utility: f64,
+    /// The better branches not taken, best first, and why.
+    pub passed_over: Vec<PassedOverStatus>,
+}
+
+#[derive(utoipa::ToSchema, Clone, Debug, Serialize)]
+pub struct PassedOverStatus {
+    pub branch: String,
+    /// Why (human readable: no node in the set, or no room).
+    pub why: String,
 }
 
 /// One stage of a DAG job: its parents and its tasks' states.

@@ -76,6 +76,9 @@ struct Sim<'a> {
     lm_quiet: Vec<bool>,
     /// Wall-clock timings of the core steps (`SimConfig::probe`).
     probe: Option<Box<Probe>>,
+    /// Per worker: its node's attributes, when some job's run time depends on its
+    /// placement ([`SimConfig::soft_jobs`]); empty otherwise.
+    node_attrs: Vec<common::ConstraintSet>,
 }
 
 /// Whether an event counts as in flight: everything but trace arrivals and LM ticks.
@@ -188,6 +191,14 @@ pub fn simulate(
         },
         lm_quiet: vec![false; lm_count],
         probe: config.probe.then(Box::default),
+        node_attrs: match config.soft_jobs {
+            Some(_) => cluster
+                .lms
+                .iter()
+                .flat_map(|spec| spec.nodes().map(|(_, _, n)| n.constraints))
+                .collect(),
+            None => Vec::new(),
+        },
     };
     sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
@@ -341,6 +352,15 @@ impl Sim<'_> {
         if is_lra(&jobs[k]) {
             self.lra_arrival(now, &jobs[k], queue);
             return;
+        }
+        // A job with a utility tree: its GM places it by the tree (alsched).
+        let soft = self
+            .config
+            .soft_jobs
+            .as_ref()
+            .and_then(|m| m.get(&jobs[k].id));
+        if let Some(utility) = soft.and_then(|s| s.utility.clone()) {
+            self.gms[g].set_utility(common::JobId(jobs[k].id), utility);
         }
         // One submission per GM, each in the job's task order: what the GM makes of
         // it is what it made of the same tasks submitted one by one at `now`.

@@ -41,8 +41,15 @@ impl Sim<'_> {
             // The simulator runs synthetic tasks only: their ends come from Wake;
             // nothing cuts a worker off from its LM here (see `loadgen faults`).
             WorkerInput::Exited { .. } | WorkerInput::Fence { .. } => {}
-            WorkerInput::Lm(LmToWorker::Start(order)) => {
+            WorkerInput::Lm(LmToWorker::Start(mut order)) => {
                 self.record(order.task.id).in_flight_until(now);
+                // Placement-dependent run time (alsched): slower off the preferred set.
+                if let Some(soft) = self.config.soft_jobs.as_ref() {
+                    if let Some(job) = soft.get(&order.task.id.job.0) {
+                        let node = self.node_attrs.get(w).copied().unwrap_or_default();
+                        order.task.duration = job.run_time(&order.task, node);
+                    }
+                }
                 // The worker's own cost of starting (zero by default; calibrated: a
                 // draw from the measured distribution) counts as worker queuing.
                 let cost =

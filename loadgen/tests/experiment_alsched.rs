@@ -1,0 +1,47 @@
+//! `loadgen experiment alsched` on a tiny seeded run: the shape of summary.json and
+//! what holds whatever the numbers: every job finishes under every policy, `hard`
+//! puts every task of a preferring job in its set, utilisation lies in (0, 1], p95
+//! is at least the mean's half, and the seed is printed.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use serde_json::Value;
+use std::process::Command;
+
+#[test]
+fn a_tiny_alsched_experiment_writes_a_sane_summary() {
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["experiment", "alsched", "--quiet", "--jobs", "40"])
+        .args(["--racks", "2", "--rack-nodes", "5", "--loads", "0.5,0.9"])
+        .args(["--seed", "7", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("seed: 7"));
+    let text = std::fs::read_to_string(out.path().join("summary.json")).unwrap();
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary["seed"], 7);
+    for load in ["0.5", "0.9"] {
+        for policy in ["none", "hard", "soft_plain", "soft", "soft_delay"] {
+            let m = &summary["loads"][load][policy];
+            let get = |field: &str| {
+                m[field]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{load}.{policy}.{field} missing in {text}"))
+            };
+            assert_eq!(get("jobs_finished"), 40.0, "{load} {policy}");
+            let (mean, p95) = (get("mean_completion_s"), get("p95_completion_s"));
+            assert!(mean > 0.0 && p95 >= mean * 0.5, "{load} {policy}: {text}");
+            let u = get("utilisation");
+            assert!(0.0 < u && u <= 1.0, "{load} {policy}: {text}");
+            let share = get("preferred_share");
+            assert!((0.0..=1.0).contains(&share), "{load} {policy}: {text}");
+            if policy == "hard" {
+                assert_eq!(share, 1.0, "hard constraints always hold");
+            }
+        }
+    }
+    assert!(summary["goal"]["hard_over_soft_at_highest_load"].is_number());
+}
