@@ -6,6 +6,8 @@
 //!   own start and end times); while it waits, a task shows `blocked` and why;
 //! - a failed parent (`exit 3`) ends its `fail` child without running it ("parent
 //!   stage `a` failed") while its `continue` child runs;
+//! - real exec stages share files: three map tasks write parts into a shared
+//!   directory, the reduce task reads all three;
 //! - cancel of a half-done DAG takes the blocked stages too;
 //! - a job that runs after another (`after_jobs`) waits for it, runs after it when
 //!   its end allows, never runs when not; another user's job cannot be named;
@@ -198,6 +200,38 @@ fn stages_run_in_order_fail_or_continue_cancel_and_bad_dags_are_refused() {
     );
     assert!(b["started_at_us"].is_null(), "b never ran: {b}");
     assert_eq!(task(&gm, job, 2)["state"], "finished");
+
+    // Real exec stages sharing files (issue 35 item 5): three map tasks, each its
+    // own uid, write a part each into a shared directory; the reduce task, released
+    // only when every map task ended, reads every part. Were it run early, a part
+    // would be missing and its sum wrong.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    std::fs::set_permissions(
+        &shared,
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .expect("chmod");
+    let shared = shared.display().to_string();
+    let map = format!(
+        "umask 022; sleep 0.3; echo $((MEGHA_TASK_INDEX * 10 + 1)) > {shared}/part-$MEGHA_TASK_INDEX"
+    );
+    let reduce =
+        format!("ls {shared} | wc -l; cat {shared}/part-* | awk '{{s += $1}} END {{print s}}'");
+    let body = format!(
+        r#"{{"stages":[{{"name":"map"}},{{"name":"reduce","after":["map"]}}],"tasks":[{},{},{},{}]}}"#,
+        exec("map", &map),
+        exec("map", &map),
+        exec("map", &map),
+        exec("reduce", &reduce)
+    );
+    let job = submit(&gm, &body);
+    wait_until("the map-reduce DAG to end", Duration::from_secs(60), || {
+        job_state(&gm, job) != "active"
+    });
+    assert_eq!(job_state(&gm, job), "finished");
+    let (status, _, out) = http("GET", &format!("{gm}/v1/tasks/{job}/3/logs"), None).expect("logs");
+    assert_eq!((status, out.as_str()), (200, "3\n33\n"), "1 + 11 + 21");
 
     // Cancel a half-done DAG: the running map and the blocked rest end cancelled.
     let body = format!(
