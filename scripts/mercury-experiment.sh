@@ -17,14 +17,5 @@ shift || true
 [ -f data/traces/mercury_mixed.tr ] || awk 'BEGIN{for(j=0;j<300;j++){printf "%.3f 10 11.6", j*1.0; for(i=0;i<10;i++) printf " %s", (i%5==4)?"50.0":"2.0"; printf "\n"}}' > data/traces/mercury_mixed.tr
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p loadgen
-for trace in short mixed; do
-  for hb in 3 10; do
-    echo "== ${trace} tasks, heartbeat ${hb} s"
-    "$target/release/loadgen" simulate \
-      --trace "data/traces/mercury_${trace}.tr" \
-      --gms 2 --lms 2 --partition-size 25 --constraints none --seed 42 \
-      --heartbeat-s "$hb" \
-      --task-types only-g,only-q,hybrid:inf:0.5,hybrid:10:0.7 \
-      --out "$out/${trace}-hb${hb}" "$@" 2>/dev/null | sed -n '/task types/,/^written/p' | grep -v '^written'
-  done
-done
+# The experiment itself is `loadgen experiment mercury` (summary.json and a table).
+exec "$target/release/loadgen" experiment mercury --out "$out" -- "$@"

@@ -413,11 +413,7 @@ pub fn run(args: AlschedArgs) -> Result<()> {
         },
         "wall_s": started.elapsed().as_secs_f64(),
     });
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join("summary.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = super::output::write_summary(&args.out, &summary)?;
     if !args.quiet {
         println!("written to {}", path.display());
     }

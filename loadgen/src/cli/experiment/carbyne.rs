@@ -131,14 +131,7 @@ pub fn run(args: CarbyneArgs) -> Result<()> {
     }
     summary.insert("loads".into(), Value::Object(by_load));
     summary.insert("wall_s".into(), json!(started.elapsed().as_secs_f64()));
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join("summary.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&Value::Object(summary))? + "\n",
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = super::output::write_summary(&args.out, &Value::Object(summary))?;
     if !args.quiet {
         println!("written to {}", path.display());
         if let Some(load) = args.loads.first() {

@@ -149,11 +149,7 @@ pub fn run(args: FairnessArgs) -> Result<()> {
         "rules": rules,
         "runs": runs,
     });
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join("summary.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = super::output::write_summary(&args.out, &summary)?;
     if !args.quiet {
         print_table(&runs);
         println!("written to {}", path.display());

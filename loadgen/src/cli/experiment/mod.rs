@@ -7,12 +7,16 @@
 //!   (issue 35), with its job metrics in [`jobs`].
 //! - `fairness` ([`fairness`]): the Megha paper's fairness setup with and without
 //!   preemption under the preemption rules (issue 37).
+//! - `mercury` ([`mercury`]): GUARANTEED against QUEUEABLE work, Mercury's
+//!   policies at two heartbeats (what `scripts/mercury-experiment.sh` ran).
 //! - `priorities` ([`priorities`]): two priority classes under overload (issue 37).
 
 pub mod alsched;
 pub mod carbyne;
 pub mod fairness;
 pub mod jobs;
+pub mod mercury;
+pub mod output;
 pub mod priorities;
 
 use clap::Subcommand;
@@ -30,6 +34,10 @@ pub enum ExperimentCommand {
     /// Two priority classes under overload: the high class's allocation time,
     /// unloaded and under load without classes, ordered first, and preempting.
     Priorities(priorities::PrioritiesArgs),
+    /// Mercury's GUARANTEED and QUEUEABLE policies (only-G, only-Q, 50%-Q,
+    /// <10s-70%-Q) on a short-task and a mixed workload at two heartbeats: task
+    /// throughput and its gain over only-G, job latency, QUEUEABLE kills.
+    Mercury(mercury::MercuryArgs),
     /// Soft constraints (alsched utility trees) against none and hard on a cluster
     /// with racks and GPU nodes, jobs slower off their preferred nodes, at several
     /// loads: mean and p95 completion, utilisation, preferred share.
@@ -41,6 +49,7 @@ pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
         ExperimentCommand::Carbyne(args) => carbyne::run(args),
         ExperimentCommand::Fairness(args) => fairness::run(args),
         ExperimentCommand::Priorities(args) => priorities::run(args),
+        ExperimentCommand::Mercury(args) => mercury::run(args),
         ExperimentCommand::Alsched(args) => alsched::run(args),
     }
 }

@@ -160,11 +160,7 @@ pub fn run(args: PrioritiesArgs) -> Result<()> {
         "aging": args.aging,
         "runs": out,
     });
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join("summary.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let path = super::output::write_summary(&args.out, &summary)?;
     if !args.quiet {
         println!("| run | high mean s | high p99 s | low mean s | low p99 s | preemptions |");
         println!("| --- | ---: | ---: | ---: | ---: | ---: |");
