@@ -12,11 +12,13 @@
 //! - [`ops`]: `megha node drain|undrain` and `megha usage` (pure parts);
 //! - [`outcome`]: a job's outcome as an exit status (pure, unit-tested);
 //! - [`wait`]: `megha wait` and `megha run --wait` (polling the GM);
+//! - [`logs`]: `megha logs` (waiting for a task that has not started, following);
 //! - `flags`: the values of flags and job files (pure, unit-tested).
 
 mod describe;
 mod flags;
 mod gm;
+pub mod logs;
 
 pub(crate) use gm::Gm;
 pub mod health;
@@ -236,22 +238,7 @@ pub enum Command {
     /// Cancel a job: its queued tasks leave the queues, its running ones are killed.
     Cancel { id: u64 },
     /// A task's output (stdout unless --stderr).
-    Logs {
-        job: u64,
-        index: u32,
-        #[arg(long)]
-        stderr: bool,
-        /// The last N lines only.
-        #[arg(long)]
-        tail: Option<usize>,
-        /// Keep printing as the task writes, until it ends.
-        #[arg(short, long)]
-        follow: bool,
-        /// An earlier attempt's output (1 for the first run; `megha describe`
-        /// lists a retried task's attempts). The current attempt's by default.
-        #[arg(long)]
-        attempt: Option<u32>,
-    },
+    Logs(logs::Which),
     /// The nodes as the GM sees them (per local master and partition), each marked
     /// down, drained, or on an LM that is not ready, as the LMs' own lists say.
     Nodes {
@@ -581,43 +568,8 @@ async fn run(cli: Cli) -> Result<u8> {
             let ended = before.is_some_and(|b| b["state"] != "active");
             done(print(out, &job, render::cancelled(&job, ended)))
         }
-        Command::Logs {
-            job,
-            index,
-            stderr,
-            tail,
-            follow,
-            attempt,
-        } => {
-            let stream = if stderr { "stderr" } else { "stdout" };
-            let mut path = format!("/v1/tasks/{job}/{index}/logs?stream={stream}&follow={follow}");
-            if let Some(n) = tail {
-                path.push_str(&format!("&tail={n}"));
-            }
-            if let Some(n) = attempt {
-                path.push_str(&format!("&attempt={n}"));
-            }
-            let mut answer = gm.send(&reqwest::Method::GET, &path, None).await?;
-            // Following a task that has not started (409): wait for its start.
-            let mut said = false;
-            while follow && answer.status() == reqwest::StatusCode::CONFLICT {
-                if !said {
-                    eprintln!("megha: task {job}.{index} has not started; waiting for it");
-                    said = true;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                answer = gm.send(&reqwest::Method::GET, &path, None).await?;
-            }
-            if !answer.status().is_success() {
-                let url = answer.url().to_string();
-                let status = answer.status();
-                let text = answer.text().await.unwrap_or_default();
-                bail!("GET {url}: {status}: {}", render::reason(&text));
-            }
-            while let Some(chunk) = answer.chunk().await.context("reading the log")? {
-                out.write_all(&chunk)?;
-                out.flush()?;
-            }
+        Command::Logs(which) => {
+            logs::print(&gm, &which, out).await?;
             Ok(0)
         }
         Command::Nodes { summary } => {

@@ -204,11 +204,10 @@ impl Log {
     /// Opens it under `root` (the `tasks` directory), never through a symlink.
     fn open(&self, root: &Path) -> Result<File, LogError> {
         let dir = task_dir(root, self.task);
+        // Without a mark (a directory of an earlier version), the logs are the
+        // current attempt's.
         let path = match self.attempt {
-            Some(n)
-                if std::fs::symlink_metadata(dir.join(ATTEMPT)).is_ok()
-                    && current_attempt(&dir) != Some(n) =>
-            {
+            Some(n) if current_attempt(&dir).is_some_and(|current| current != n) => {
                 dir.join(attempt_file(self.stream, n))
             }
             _ => dir.join(self.stream.file_name()),

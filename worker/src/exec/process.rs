@@ -144,17 +144,6 @@ pub async fn run(
     start: Start<'_>,
     stop: oneshot::Receiver<Duration>,
 ) -> RunEnd {
-    let (failure, used) = run_to_end(task, cmd, prepared, start, stop).await;
-    RunEnd { failure, used }
-}
-
-async fn run_to_end(
-    task: &TaskSpec,
-    cmd: &ExecCommand,
-    prepared: Prepared,
-    start: Start<'_>,
-    stop: oneshot::Receiver<Duration>,
-) -> (Option<TaskFailure>, Option<common::messages::RunUsage>) {
     let Prepared {
         stdout,
         stderr,
@@ -231,7 +220,7 @@ async fn run_to_end(
             })
         }
     };
-    (failure, used)
+    RunEnd { failure, used }
 }
 
 /// How a run ended, as the worker learned it.
