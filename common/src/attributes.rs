@@ -70,6 +70,26 @@ impl Attributes {
         }
     }
 
+    /// The names a job may use: these, or Megha's numbered ones (`c0` .. `c63`) when
+    /// the cluster names none.
+    pub fn or_numbered(self) -> Self {
+        if self.is_empty() {
+            Self::numbered()
+        } else {
+            self
+        }
+    }
+
+    /// True for [`Attributes::numbered`]'s names.
+    pub fn is_numbered(&self) -> bool {
+        *self == Self::numbered()
+    }
+
+    /// Every name and its bit, in name order.
+    pub fn names(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.bits.iter().map(|(n, b)| (n.as_str(), *b))
+    }
+
     /// Names `bit` `name` (for a cluster whose numbered constraints get names).
     pub fn name_bit(&mut self, name: &str, bit: usize) -> Result<(), AttributeError> {
         if !valid_name(name) {

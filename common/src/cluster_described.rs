@@ -119,6 +119,24 @@ impl DescribedCluster {
     }
 }
 
+/// Reads a cluster file of either kind: a description with named attributes (it has
+/// a top-level `"gms"`) or a Megha config, whose nodes get `capacity` and whose bits
+/// have no names. What `loadgen simulate --cluster`, the LM's and the GM's
+/// `--cluster-file` take.
+pub fn read_cluster_file(
+    text: &str,
+    capacity: Resources,
+) -> Result<(ClusterSpec, Attributes), ClusterError> {
+    let described = serde_json::from_str::<serde_json::Value>(text)?
+        .get("gms")
+        .is_some();
+    if described {
+        DescribedCluster::from_json(text)
+    } else {
+        ClusterSpec::from_megha_json(text, capacity).map(|c| (c, Attributes::new()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +163,18 @@ mod tests {
             cluster.lms[0].partitions[0][0].capacity,
             Resources::cores(8, 1024)
         );
+    }
+
+    #[test]
+    fn a_cluster_file_of_either_kind_reads() {
+        let (described, names) = read_cluster_file(TWO_RACKS, Resources::cores(1, 1)).unwrap();
+        assert_eq!((described.node_count(), names.bit("gpu")), (6, Some(0)));
+        let megha = r#"{"LMs": {"1": {"partitions": {"1": ["0b101"], "2": ["0b11"]}}}}"#;
+        let (cluster, names) = read_cluster_file(megha, Resources::cores(2, 64)).unwrap();
+        assert!(names.is_empty(), "a Megha config names no bits");
+        let direct = ClusterSpec::from_megha_json(megha, Resources::cores(2, 64)).unwrap();
+        assert_eq!(cluster, direct, "read as the Megha config it is");
+        assert!(read_cluster_file("{", Resources::cores(1, 1)).is_err());
     }
 
     #[test]

@@ -215,6 +215,12 @@ pub struct GmArgs {
     /// name them as `node_group`. Default none (only `node` and `rack`).
     #[arg(long, env = "MEGHA_LRA_NODE_GROUPS", value_name = "FILE")]
     pub lra_node_groups: Option<PathBuf>,
+    /// The cluster file the LMs take (their --cluster-file): a description with named
+    /// node attributes (`gpu`, `rack=r3`; docs/alsched.md) lets jobs name them in
+    /// `constraints` and utility trees. Without one, or with a Megha config, jobs name
+    /// constraints by number and trees name them `c0` .. `c63`. Default none.
+    #[arg(long, env = "MEGHA_CLUSTER_FILE", value_name = "FILE")]
+    pub cluster_file: Option<PathBuf>,
     /// QUEUEABLE work goes to one of the K nodes with the least estimated queuing
     /// delay (Mercury's top-k), round-robin. Default 4.
     #[arg(long, env = "MEGHA_GM_QUEUEABLE_TOP_K", value_name = "K")]
@@ -337,6 +343,8 @@ pub struct GmSettings {
     pub max_broker_backlog_bytes: u64,
     /// See `--lm-broker-user` (validated: contains `{lm}`).
     pub lm_broker_user: Option<String>,
+    /// The attribute names jobs may use (`--cluster-file`; else `c0` .. `c63`).
+    pub attributes: Arc<common::attributes::Attributes>,
 }
 
 impl GmArgs {
@@ -395,6 +403,7 @@ impl GmArgs {
             )?
         };
         let gms = self.gms.unwrap_or(1);
+        let attributes = Arc::new(attribute_names(self.cluster_file.as_deref(), gms)?);
         let fairness = service_kit::settings::queues_with_rules(
             self.queues.as_deref(),
             self.share_policy,
@@ -468,6 +477,7 @@ impl GmArgs {
             queueable_cap,
             queueable_quota,
             order: order_config(self.job_order.as_deref(), self.altruism)?,
+            attributes,
         };
         if s.standby.is_some() && s.data_dir.is_none() {
             bail!("--standby needs --data-dir: the primary's journal, which it waits to take over");
@@ -558,4 +568,30 @@ fn order_config(
     };
     config.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     Ok(config)
+}
+
+/// The attribute names of `--cluster-file` (a described cluster), or the numbered
+/// ones (`c0` .. `c63`) without a file or for a Megha config. The file must be the
+/// cluster of `gms` GMs the LMs run.
+fn attribute_names(
+    file: Option<&std::path::Path>,
+    gms: u16,
+) -> Result<common::attributes::Attributes> {
+    let Some(path) = file else {
+        return Ok(common::attributes::Attributes::numbered());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --cluster-file {}", path.display()))?;
+    // Capacities do not matter here: only the names are kept.
+    let (cluster, names) =
+        common::cluster_described::read_cluster_file(&text, common::Resources::cores(1, 1))
+            .with_context(|| format!("in --cluster-file {}", path.display()))?;
+    if cluster.gms != gms {
+        bail!(
+            "--cluster-file {} has {} partitions per LM but --gms is {gms}",
+            path.display(),
+            cluster.gms
+        );
+    }
+    Ok(names.or_numbered())
 }

@@ -121,6 +121,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     .with_lm_reconcile_delay(s.lm_reconcile_delay)
     .with_retention(s.retention)
     .with_lm_urls(s.lm_urls.clone())
+    .with_attributes(s.attributes.clone())
     .with_fence(fence.clone());
     let gm = start::with_recovered(gm, &s, opened, &idempotency).start();
     if !s.lra_operator_constraints.is_empty() {
@@ -151,10 +152,8 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
     let app = http::router(http::ApiState {
         gm: gm.clone(),
         max_job_tasks: s.max_job_tasks,
-        queues: api::QueueTable {
-            me: GmId(s.id),
-            fairness: s.fairness.clone(),
-        },
+        queues: api::QueueTable::new(GmId(s.id), s.fairness.clone())
+            .with_attributes(s.attributes.clone()),
         priorities: s.priorities.clone(),
         broker: Some(broker),
         senders: Some(senders),

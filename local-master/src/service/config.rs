@@ -62,7 +62,9 @@ pub struct LmArgs {
     /// Number of GMs (= partitions per LM). Default 1.
     #[arg(long, env = "MEGHA_GMS")]
     pub gms: Option<u16>,
-    /// Megha simulator cluster config (JSON). Overrides the generated-cluster settings.
+    /// Cluster file (JSON): a Megha simulator config, or a description with named node
+    /// attributes (docs/alsched.md; give the GMs the same file). Overrides the
+    /// generated-cluster settings.
     #[arg(long, env = "MEGHA_CLUSTER_FILE", value_name = "FILE")]
     pub cluster_file: Option<PathBuf>,
     /// Generated cluster: number of LMs. Default 1.
@@ -263,8 +265,9 @@ impl LmArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read {}", path.display()))?;
-                ClusterSpec::from_megha_json(&text, capacity)
-                    .with_context(|| format!("in cluster config {}", path.display()))?
+                common::cluster_described::read_cluster_file(&text, capacity)
+                    .map(|(cluster, _names)| cluster)
+                    .with_context(|| format!("in cluster file {}", path.display()))?
             }
             None => {
                 let (lms, p) = (self.lms.unwrap_or(1), self.partition_size.unwrap_or(4));

@@ -15,10 +15,7 @@ use std::sync::Arc;
 fn queues() -> QueueTable {
     let specs = vec!["a:0.5:0".to_owned(), "b:0.5:1".to_owned()];
     let fairness = FairnessConfig::from_specs(&specs, SharePolicy::Drf, 2).expect("queues");
-    QueueTable {
-        me: GmId(0),
-        fairness: Some(Arc::new(fairness)),
-    }
+    QueueTable::new(GmId(0), Some(Arc::new(fairness)))
 }
 
 fn job() -> Value {

@@ -77,6 +77,9 @@ pub struct GmActor {
     fence: Option<std::sync::Arc<crate::service::durable::standby::Fence>>,
     /// Runs charged per user and queue (see [`usage`]).
     usage: crate::service::observe::usage::Ledger,
+    /// The attribute names utility trees use: a resumed job's tree is compiled again
+    /// with them (see `--cluster-file`).
+    attributes: std::sync::Arc<common::attributes::Attributes>,
 }
 
 impl std::fmt::Debug for GmActor {
@@ -122,6 +125,7 @@ impl GmActor {
             recovered: Vec::new(),
             fence: None,
             usage: Default::default(),
+            attributes: std::sync::Arc::new(common::attributes::Attributes::numbered()),
         }
     }
 

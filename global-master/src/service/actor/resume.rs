@@ -170,6 +170,16 @@ impl GmActor {
         self.lm_urls = urls;
         self
     }
+
+    /// The cluster's attribute names (`--cluster-file`), with which a resumed job's
+    /// utility tree is compiled again; default Megha's numbered `c0` .. `c63`.
+    pub fn with_attributes(
+        mut self,
+        attributes: std::sync::Arc<common::attributes::Attributes>,
+    ) -> Self {
+        self.attributes = attributes;
+        self
+    }
 }
 
 /// A job's tasks to resume: its own retry policy (`None`: the GM's default), each
@@ -331,7 +341,9 @@ impl GmActor {
         let Ok(body) = crate::service::durable::specs::unpack(&stored.packed) else {
             return;
         };
-        if let Some(utility) = crate::service::admission::utility_api::utility_of_spec(&body) {
+        if let Some(utility) =
+            crate::service::admission::utility_api::utility_of_spec(&body, &self.attributes)
+        {
             self.core.set_utility(job, utility);
         }
     }

@@ -4,6 +4,7 @@
 pub use super::error::{parse_id, ApiError};
 use super::executor_api::{check_executor, ExecutorRequest};
 use super::stages_api::{check_stages, AfterJobRequest, StageRequest};
+use common::attributes::Attributes;
 use common::dag::JobDag;
 use common::fairness::{FairnessConfig, DEFAULT_QUEUE};
 use common::retry::{Backoff, RetryPolicy};
@@ -195,9 +196,11 @@ pub struct TaskRequest {
     #[serde(default)]
     pub queue: Option<String>,
     pub resources: ResourceRequest,
-    /// Machine constraint ids the node must have (0..64).
+    /// What the node must have: constraint ids (0..64) or attribute names of the
+    /// cluster's description (`"gpu"`, `"rack=r3"`; `GET /v1/cluster` lists them).
     #[serde(default)]
-    pub constraints: Vec<u64>,
+    #[schema(max_items = 64)]
+    pub constraints: Vec<ConstraintRef>,
     /// How long the task runs once started. Required unless the executor is `exec`
     /// (a command ends on its own; then it is only an estimate and may be absent).
     #[serde(default)]
@@ -216,6 +219,14 @@ pub struct TaskRequest {
     /// absent otherwise.
     #[serde(default)]
     pub stage: Option<String>,
+}
+
+/// A constraint a task names: a bit by number, or an attribute by name.
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ConstraintRef {
+    Id(u64),
+    Name(String),
 }
 
 #[derive(utoipa::ToSchema, Debug, Deserialize)]
@@ -247,9 +258,27 @@ pub struct QueueTable {
     pub me: GmId,
     /// `None`: the single implicit queue [`DEFAULT_QUEUE`] (fairness off).
     pub fairness: Option<Arc<FairnessConfig>>,
+    /// The node attribute names jobs may use in `constraints` and utility trees
+    /// (`--cluster-file`; else Megha's numbered `c0` .. `c63`).
+    pub attributes: Arc<Attributes>,
 }
 
 impl QueueTable {
+    /// GM `me`'s queues; jobs name constraints by number (`c0` .. `c63` in trees).
+    pub fn new(me: GmId, fairness: Option<Arc<FairnessConfig>>) -> Self {
+        QueueTable {
+            me,
+            fairness,
+            attributes: Arc::new(Attributes::numbered()),
+        }
+    }
+
+    /// The cluster's attribute names, for `constraints` and utility trees.
+    pub fn with_attributes(mut self, attributes: Arc<Attributes>) -> Self {
+        self.attributes = attributes;
+        self
+    }
+
     /// The queue a task names, if this GM serves it: 422 for a missing or unknown
     /// queue, 421 (Misdirected Request) naming the GM for a queue served elsewhere.
     /// `anywhere`: the task is placed by the designated GM whatever its queue
@@ -379,7 +408,8 @@ pub fn parse_job_request(
     for t in &mut tasks {
         super::executor_api::set_task_count(&mut t.executor, count);
     }
-    let utility = super::utility_api::check_utility(request.utility.take(), count)?;
+    let utility =
+        super::utility_api::check_utility(request.utility.take(), count, &queues.attributes)?;
     Ok(NewJob {
         tasks,
         retry,
@@ -472,8 +502,7 @@ fn validate_task(
 ) -> Result<NewTask, ApiError> {
     let field = |name: &str| format!("tasks[{i}].{name}");
     let resources = check_resources(&field("resources"), &t.resources)?;
-    let constraints = ConstraintSet::from_ids(t.constraints.iter().copied())
-        .map_err(|e| ApiError::new(422, field("constraints"), e.to_string()))?;
+    let constraints = check_constraints(&field("constraints"), &t.constraints, &queues.attributes)?;
     let is_exec = matches!(t.executor, Some(ExecutorRequest::Exec { .. }));
     let duration =
         match t.duration_ms {
@@ -504,6 +533,44 @@ fn validate_task(
         executor,
         priority: 0,
     })
+}
+
+/// The set a task's `constraints` name (numbers and attribute names); a 422 names
+/// the element at fault.
+fn check_constraints(
+    field: &str,
+    refs: &[ConstraintRef],
+    names: &Attributes,
+) -> Result<ConstraintSet, ApiError> {
+    let mut set = ConstraintSet::EMPTY;
+    for (j, r) in refs.iter().enumerate() {
+        let bit = match r {
+            ConstraintRef::Id(id) => usize::try_from(*id)
+                .ok()
+                .filter(|b| *b < common::constraints::MAX_CONSTRAINTS)
+                .ok_or_else(|| {
+                    format!(
+                        "constraint id {id} is out of range (ids are 0..{})",
+                        common::constraints::MAX_CONSTRAINTS
+                    )
+                }),
+            ConstraintRef::Name(name) => names.bit(name).ok_or_else(|| {
+                let known: Vec<&str> = names.names().map(|(n, _)| n).take(16).collect();
+                let more = if names.names().count() > known.len() {
+                    ", ..."
+                } else {
+                    ""
+                };
+                format!(
+                    "unknown attribute {name:?}; this cluster names {}{more}",
+                    known.join(", ")
+                )
+            }),
+        }
+        .map_err(|reason| ApiError::new(422, format!("{field}[{j}]"), reason))?;
+        set.insert(bit);
+    }
+    Ok(set)
 }
 
 /// Positive CPU and memory; `field` is the path of the resources object.

@@ -107,10 +107,7 @@ mod tests {
         let body = format!(
             r#"{{"tasks":[{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"duration_ms":10,"executor":{executor}}}]}}"#
         );
-        let queues = QueueTable {
-            me: GmId(0),
-            fairness: None,
-        };
+        let queues = QueueTable::new(GmId(0), None);
         parse_job(body.as_bytes(), 1, &queues)
             .map(|mut t| t.remove(0).executor)
             .map_err(|e| (e.status, e.field, e.error))

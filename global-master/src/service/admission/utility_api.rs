@@ -2,8 +2,8 @@
 //! utility tree, parsed and compiled for the job's task count. A refusal is a 400
 //! whose `field` is the JSON path of the bad node (`utility.max[1].nCk.set`).
 //!
-//! Attribute names: this GM takes no cluster description of names yet, so a tree
-//! names Megha's numbered constraints as `c0` .. `c63`
+//! Attribute names: those of the GM's `--cluster-file` (a described cluster), else
+//! Megha's numbered constraints as `c0` .. `c63`
 //! ([`common::attributes::Attributes::numbered`]).
 
 use super::error::ApiError;
@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub fn check_utility(
     utility: Option<serde_json::Value>,
     tasks: usize,
+    names: &Attributes,
 ) -> Result<Option<Arc<Utility>>, ApiError> {
     let Some(value) = utility else {
         return Ok(None);
@@ -28,8 +29,7 @@ pub fn check_utility(
         ApiError::new(400, field, e.inner().to_string())
     })?;
     let tasks = u32::try_from(tasks).unwrap_or(u32::MAX);
-    let names = Attributes::numbered();
-    let utility = compile(&tree, &names, tasks, "utility")
+    let utility = compile(&tree, names, tasks, "utility")
         .map_err(|e| ApiError::new(400, e.path, e.reason))?;
     Ok(Some(Arc::new(utility)))
 }
@@ -37,11 +37,11 @@ pub fn check_utility(
 /// The tree of a job from its spec as submitted (the `POST /v1/jobs` body the
 /// journal keeps): how a restarted GM gives a resumed job its tree back. `None` for a
 /// spec without one, or one that no longer parses (it was valid when accepted).
-pub fn utility_of_spec(body: &[u8]) -> Option<Arc<Utility>> {
+pub fn utility_of_spec(body: &[u8], names: &Attributes) -> Option<Arc<Utility>> {
     let mut value: serde_json::Value = serde_json::from_slice(body).ok()?;
     let tasks = value.get("tasks")?.as_array()?.len();
     let utility = value.as_object_mut()?.remove("utility")?;
-    check_utility(Some(utility), tasks).ok().flatten()
+    check_utility(Some(utility), tasks, names).ok().flatten()
 }
 
 #[cfg(test)]
@@ -64,7 +64,7 @@ mod tests {
         ];
         for (json, want) in table {
             let value: serde_json::Value = serde_json::from_str(json).expect("test json");
-            match (check_utility(Some(value), 2), want) {
+            match (check_utility(Some(value), 2, &Attributes::numbered()), want) {
                 (Ok(Some(_)), None) => {}
                 (Err(e), Some((field, error))) => {
                     assert_eq!(e.status, 400, "{json}");
@@ -74,20 +74,20 @@ mod tests {
                 (got, _) => panic!("{json}: {got:?}"),
             }
         }
-        assert_eq!(check_utility(None, 2), Ok(None));
+        assert_eq!(check_utility(None, 2, &Attributes::numbered()), Ok(None));
     }
 
     #[test]
     fn a_stored_spec_gives_its_tree_back() {
         let with = br#"{"tasks": [{}, {}, {}], "utility": {"nCk": {"set": "c2", "k": 3, "u": 1}}}"#;
-        let tree = utility_of_spec(with).expect("a tree");
+        let tree = utility_of_spec(with, &Attributes::numbered()).expect("a tree");
         assert_eq!(tree.leaves[0].k, 3, "compiled for the job's 3 tasks");
         for without in [
             &br#"{"tasks": [{}]}"#[..],
             b"{",
             br#"{"tasks": 1, "utility": {}}"#,
         ] {
-            assert!(utility_of_spec(without).is_none());
+            assert!(utility_of_spec(without, &Attributes::numbered()).is_none());
         }
     }
 }

@@ -214,3 +214,44 @@ fn the_job_order_defaults_to_fifo_and_bad_values_name_the_flag() {
     let err = resolve(&["--altruism", "2"]).expect_err("out of range");
     assert!(err.to_string().contains("--altruism"), "{err}");
 }
+
+/// `--cluster-file`: a described cluster gives jobs its attribute names; a Megha
+/// config or none leaves the numbered ones; a file for another GM count, or one that
+/// is not a cluster, is refused naming the flag.
+#[test]
+fn the_cluster_file_names_the_attributes() {
+    let dir = std::env::temp_dir().join(format!("gm-cluster-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let described = dir.join("described.json");
+    std::fs::write(
+        &described,
+        r#"{"gms": 2, "lms": [{"nodes": [{"count": 2, "cpus": 1, "memory_mb": 64, "attributes": ["ssd"]}]}]}"#,
+    )
+    .expect("write");
+    let megha = dir.join("megha.json");
+    std::fs::write(
+        &megha,
+        r#"{"LMs": {"1": {"partitions": {"1": ["0b1"], "2": ["0b1"]}}}}"#,
+    )
+    .expect("write");
+    let path = |p: &std::path::Path| p.display().to_string();
+    let s = resolve(&["--gms", "2", "--cluster-file", &path(&described)]).expect("described");
+    assert_eq!(s.attributes.bit("ssd"), Some(0));
+    assert!(!s.attributes.is_numbered());
+    let s = resolve(&["--gms", "2", "--cluster-file", &path(&megha)]).expect("megha");
+    assert!(s.attributes.is_numbered());
+    assert!(resolve(&[]).expect("none").attributes.is_numbered());
+    let e = resolve(&["--gms", "3", "--cluster-file", &path(&described)])
+        .expect_err("3 GMs")
+        .to_string();
+    assert!(
+        e.contains("--cluster-file") && e.contains("--gms is 3"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        resolve(&["--cluster-file", &path(&dir.join("missing.json"))]).expect_err("missing")
+    );
+    assert!(e.contains("cannot read --cluster-file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,6 +22,10 @@ pub const LM_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug, Serialize)]
 pub struct ClusterView {
     pub lms: Vec<LmAnswer>,
+    /// The node attribute names jobs may use in `constraints` and utility trees, with
+    /// their constraint bits (the GM's `--cluster-file`); empty when the cluster names
+    /// none (then constraints are numbers, and trees name them `c0` .. `c63`).
+    pub attributes: std::collections::BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,7 +87,13 @@ pub async fn serve(
     if !caller.admin {
         hide_others_tasks(&s.auth, &caller, &mut lms).await;
     }
-    Json(ClusterView { lms }).into_response()
+    let names = &s.queues.attributes;
+    let attributes = if names.is_numbered() {
+        Default::default()
+    } else {
+        names.names().map(|(n, b)| (n.to_owned(), b)).collect()
+    };
+    Json(ClusterView { lms, attributes }).into_response()
 }
 
 async fn fetch(base: &str) -> Result<serde_json::Value, String> {

@@ -39,16 +39,9 @@ impl ClusterArgs {
         if let Some(path) = &self.cluster {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read cluster config {}", path.display()))?;
-            // A described cluster (named attributes, issue 36) has a top-level "gms".
-            let described = serde_json::from_str::<serde_json::Value>(&text)
-                .is_ok_and(|v| v.get("gms").is_some());
-            if described {
-                return common::cluster_described::DescribedCluster::from_json(&text)
-                    .map(|(cluster, _names)| cluster)
-                    .with_context(|| format!("in cluster description {}", path.display()));
-            }
-            return ClusterSpec::from_megha_json(&text, capacity)
-                .with_context(|| format!("in cluster config {}", path.display()));
+            return common::cluster_described::read_cluster_file(&text, capacity)
+                .map(|(cluster, _names)| cluster)
+                .with_context(|| format!("in cluster file {}", path.display()));
         }
         match (self.gms, self.lms, self.partition_size) {
             (Some(g), Some(l), Some(p)) if g > 0 && l > 0 && p > 0 => {

@@ -51,7 +51,7 @@ pub fn api_state_with_queues(
     ApiState {
         gm: cluster.gms[g].clone(),
         max_job_tasks: 1000,
-        queues: QueueTable { me, fairness },
+        queues: QueueTable::new(me, fairness),
         priorities: Default::default(),
         broker: None,
         senders: None,

@@ -260,10 +260,7 @@ fn a_dag_job_body_parses_back_to_its_dag() {
     let mut tasks = one_task().tasks;
     tasks = vec![tasks[0].clone(); 4];
     let body = serde_json::to_vec(&super::job_body(&tasks, Some(&dag), None)).expect("json");
-    let queues = QueueTable {
-        me: common::GmId(0),
-        fairness: None,
-    };
+    let queues = QueueTable::new(common::GmId(0), None);
     let job = parse_job_request(&body, 100, &queues).expect("the GM takes it");
     assert_eq!(job.dag.as_deref(), Some(&dag));
     let flat = serde_json::to_vec(&super::job_body(&tasks, None, None)).expect("json");

@@ -3,19 +3,13 @@
 use super::*;
 
 fn no_queues() -> QueueTable {
-    QueueTable {
-        me: GmId(0),
-        fairness: None,
-    }
+    QueueTable::new(GmId(0), None)
 }
 
 /// GM 1 of 2, serving `b`; `a` is GM 0's.
 fn two_queues() -> QueueTable {
     let f = FairnessConfig::parse("a:0.5:0,b:0.5:1", Default::default(), 2).expect("valid");
-    QueueTable {
-        me: GmId(1),
-        fairness: Some(Arc::new(f)),
-    }
+    QueueTable::new(GmId(1), Some(Arc::new(f)))
 }
 
 fn refusal(body: &str) -> (u16, String) {
@@ -126,7 +120,7 @@ fn table_of_refusals_names_the_field() {
         (
             format!(r#"{{"tasks":[{{{ok}}},{{{ok},"constraints":[3,64]}}]}}"#),
             422,
-            "tasks[1].constraints",
+            "tasks[1].constraints[1]",
         ),
         (
             format!(r#"{{"tasks":[{{{ok_res},"duration_ms":-1}}]}}"#),
@@ -319,4 +313,58 @@ fn a_job_names_a_known_priority_class_or_gets_the_default() {
     assert!(e.error.contains("batch, urgent"), "{}", e.error);
     let e = resolve(job(r#","priority_class":7"#)).expect_err("not a string");
     assert_eq!((e.status, e.field.as_str()), (400, "priority_class"));
+}
+
+/// Constraints by attribute name (issue 36 item 1) as well as by number; a name the
+/// cluster does not have is a 422 naming the element and listing the names.
+#[test]
+fn constraints_name_attributes_of_the_cluster() {
+    let (_, names) = common::cluster_described::DescribedCluster::from_json(
+        r#"{"gms": 1, "lms": [{"nodes": [
+            {"count": 1, "cpus": 1, "memory_mb": 64, "attributes": ["gpu", "rack=r0"]}]}]}"#,
+    )
+    .expect("described");
+    let queues = no_queues().with_attributes(Arc::new(names));
+    let job = |constraints: &str| {
+        format!(
+            r#"{{"tasks":[{{"resources":{{"cpu_millis":1,"memory_mb":1}},"duration_ms":1,"constraints":{constraints}}}]}}"#
+        )
+    };
+    let tasks = parse_job(job(r#"["rack=r0", 5, "gpu"]"#).as_bytes(), 1, &queues).expect("valid");
+    assert_eq!(
+        tasks[0].constraints,
+        ConstraintSet::from_ids([0, 1, 5]).expect("ids")
+    );
+    for (constraints, field, why) in [
+        (
+            r#"[0, "tpu"]"#,
+            "tasks[0].constraints[1]",
+            r#"unknown attribute "tpu"; this cluster names gpu, rack=r0"#,
+        ),
+        (
+            r#"["c0"]"#,
+            "tasks[0].constraints[0]",
+            r#"unknown attribute "c0""#,
+        ),
+        (
+            r#"[64]"#,
+            "tasks[0].constraints[0]",
+            "constraint id 64 is out of range (ids are 0..64)",
+        ),
+        (
+            r#"[true]"#,
+            "tasks[0].constraints[0]",
+            "did not match any variant",
+        ),
+    ] {
+        let e = parse_job(job(constraints).as_bytes(), 1, &queues).expect_err(constraints);
+        assert_eq!(e.field, field, "{constraints}: {e:?}");
+        assert!(e.error.contains(why), "{constraints}: {e:?}");
+    }
+    // Without a description the numbered names work as in trees: `c7` is bit 7.
+    let tasks = parse_job(job(r#"["c7", 2]"#).as_bytes(), 1, &no_queues()).expect("c7");
+    assert_eq!(
+        tasks[0].constraints,
+        ConstraintSet::from_ids([2, 7]).expect("ids")
+    );
 }

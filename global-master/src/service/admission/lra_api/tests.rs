@@ -1,10 +1,7 @@
 use super::*;
 
 fn no_queues() -> QueueTable {
-    QueueTable {
-        me: common::GmId(0),
-        fairness: None,
-    }
+    QueueTable::new(common::GmId(0), None)
 }
 
 fn refusal(body: &str) -> (u16, String) {
@@ -138,10 +135,7 @@ fn accepts_counts_defaults_and_dnf() {
         2,
     )
     .expect("queues");
-    let queues = QueueTable {
-        me: common::GmId(0),
-        fairness: Some(std::sync::Arc::new(fairness)),
-    };
+    let queues = QueueTable::new(common::GmId(0), Some(std::sync::Arc::new(fairness)));
     let lra = parse_lra(body.as_bytes(), 8, &queues, &[]).expect("valid");
     assert_eq!(lra.queue, QueueId(1));
     let unknown = body.replace(r#""queue":"b""#, r#""queue":"zz""#);
