@@ -24,7 +24,14 @@ fn a_tiny_alsched_experiment_writes_a_sane_summary() {
     let summary: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(summary["seed"], 7);
     for load in ["0.5", "0.9"] {
-        for policy in ["none", "hard", "soft_plain", "soft", "soft_delay"] {
+        for policy in [
+            "none",
+            "hard",
+            "soft_plain",
+            "soft_task",
+            "soft",
+            "soft_delay",
+        ] {
             let m = &summary["loads"][load][policy];
             let get = |field: &str| {
                 m[field]

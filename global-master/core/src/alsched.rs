@@ -22,7 +22,7 @@
 //! and the GM asks for a pass when the earliest wait is over.
 
 use crate::placement::select::RoundRobin;
-use crate::placement::soft::{count_set, scan_set};
+use crate::placement::soft::{count_set, room_in_set, scan_set};
 use crate::placement::{Effort, Found, Views};
 use crate::queue::Pending;
 use common::utility::Utility;
@@ -59,6 +59,10 @@ pub enum NotTaken {
     NoNodeInSet,
     /// `nodes` are, `free` of them with something free, none with room for the task.
     NoRoomInSet { nodes: u64, free: u64 },
+    /// An `nCk` of the branch pays only once `need` more of the job's tasks are in
+    /// its set, and the set has room for `room` of them: taking it would spend the
+    /// set's room on a placement worth nothing (a job ends with its last task).
+    CannotComplete { room: u64, need: u64 },
 }
 
 impl NotTaken {
@@ -69,6 +73,9 @@ impl NotTaken {
             NotTaken::NoRoomInSet { nodes, free } => {
                 format!("no room: {nodes} nodes in the set, {free} with something free, none large enough")
             }
+            NotTaken::CannotComplete { room, need } => format!(
+                "cannot complete: its nCk needs {need} more tasks in the set, which has room for {room}"
+            ),
         }
     }
 }
@@ -218,6 +225,29 @@ impl SoftPlacement {
         let lms = views.lms.len();
         for (b, gain) in job.utility.ranked(&job.counts) {
             let branch = &job.utility.branches[b];
+            // An nCk pays nothing until its k-th task: the branch is taken only when
+            // the set has room for every task it still needs.
+            let need = branch
+                .leaves
+                .iter()
+                .filter_map(|&i| {
+                    let leaf = &job.utility.leaves[i];
+                    let have = job.counts.get(i).copied().unwrap_or(0);
+                    (!leaf.linear && have < leaf.k).then(|| u64::from(leaf.k - have))
+                })
+                .max()
+                .unwrap_or(0);
+            if need > 1 {
+                let room = room_in_set(views, task.constraints, &branch.set, &task.resources, need);
+                if room < need {
+                    passed_over.push(PassedOver {
+                        branch: branch.label.clone(),
+                        gain,
+                        why: NotTaken::CannotComplete { room, need },
+                    });
+                    continue;
+                }
+            }
             let mut try_one = |c| {
                 scan_set(
                     views,

@@ -319,3 +319,50 @@ fn a_refused_launch_no_longer_counts() {
     assert_eq!(soft.job_utility(common::JobId(1)), Some(0.0));
     assert!(soft.choice(TaskId::new(1, 0)).is_none());
 }
+
+/// An `nCk` pays nothing until its `k`-th task (a job ends with its last task): a
+/// job of 3 whose tree is `nCk(gpu, 3)` does not spend the 2 GPU nodes (4 and 5) on
+/// a partial placement; it runs elsewhere with the reason, and a job of 2 that the
+/// GPUs can hold whole gets them.
+#[test]
+fn an_nck_branch_is_taken_only_when_the_set_has_room_for_all_it_needs() {
+    let cluster = ClusterBuilder::new(1, 1, 6)
+        .node_constraints(0, 0, 4, &[GPU])
+        .node_constraints(0, 0, 5, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    let gm = &mut h.gms[0];
+    gm.set_utility(
+        common::JobId(1),
+        utility(r#"{"nCk": {"set": "gpu", "k": 3, "u": 1}}"#, 3),
+    );
+    gm.set_utility(
+        common::JobId(2),
+        utility(r#"{"nCk": {"set": "gpu", "k": 2, "u": 1}}"#, 2),
+    );
+    for t in tasks(1, 3).into_iter().chain(tasks(2, 2)) {
+        gm.submit(Micros(0), t);
+    }
+    let out = gm.schedule(Micros(0));
+    assert_eq!(
+        nodes(&out),
+        vec![Some(0), Some(1), Some(2), Some(4), Some(5)],
+        "job 1 off the GPUs (first fit), job 2 on both"
+    );
+    let soft = gm.soft();
+    let first = soft.choice(TaskId::new(1, 0)).cloned().expect("a choice");
+    assert_eq!(first.branch, None);
+    assert_eq!(
+        first.passed_over[0].why,
+        NotTaken::CannotComplete { room: 2, need: 3 },
+        "{first:?}"
+    );
+    assert!(first.passed_over[0]
+        .why
+        .describe()
+        .contains("needs 3 more tasks in the set, which has room for 2"));
+    let whole = soft.choice(TaskId::new(2, 1)).cloned().expect("a choice");
+    assert_eq!(whole.branch.as_deref(), Some("utility.nCk"));
+    assert!((whole.utility - 1.0).abs() < 1e-9, "{whole:?}");
+}

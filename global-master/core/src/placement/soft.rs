@@ -102,6 +102,45 @@ fn found(view: &crate::view::LmView, candidate: Candidate, slot: usize) -> Found
     }
 }
 
+/// How many tasks of `request` the view has room for, counting up to `need`, on
+/// the nodes with the hard constraints in `set` (every partition of every LM that
+/// reported and is not busy, as [`scan_set`] searches them). What an `nCk` branch
+/// must find before its first task is placed: room for the `k` it needs.
+pub fn room_in_set(
+    views: &Views,
+    hard: ConstraintSet,
+    set: &BitExpr,
+    request: &Resources,
+    need: u64,
+) -> u64 {
+    let mut room = 0;
+    for view in views.lms.iter().flatten().filter(|v| !v.is_busy()) {
+        for part in &view.partitions {
+            if hard.width() > part.constraint_bits.len() {
+                continue;
+            }
+            for w in 0..part.len().div_ceil(64) {
+                let mut acc = word(part, hard, set, w, true);
+                while acc != 0 {
+                    let free = part.free[w * 64 + acc.trailing_zeros() as usize];
+                    room += tasks_in(&free, request);
+                    if room >= need {
+                        return room;
+                    }
+                    acc &= acc - 1;
+                }
+            }
+        }
+    }
+    room
+}
+
+/// How many `request`s fit in `free`.
+fn tasks_in(free: &Resources, request: &Resources) -> u64 {
+    let per = |have: u64, want: u64| have.checked_div(want).unwrap_or(u64::MAX);
+    per(free.cpu_millis, request.cpu_millis).min(per(free.memory_mb, request.memory_mb))
+}
+
 /// Over every partition of every LM that reported: the nodes with the hard
 /// constraints in `set`, and those of them with something free (popcounts).
 pub fn count_set(views: &Views, hard: ConstraintSet, set: &BitExpr) -> (u64, u64) {
