@@ -20,6 +20,12 @@ pub enum TaskEventKind {
         lm: LmId,
         node: NodeId,
         placement: Placement,
+        /// Soft constraints (docs/alsched.md): the branch of its job's utility tree
+        /// the node is in (the tree path, `utility.max[1].prefer`); absent for a
+        /// job without a tree or a task that took no branch (why: `GET
+        /// /v1/tasks/{job}/{index}`, `soft.passed_over`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch: Option<String>,
     },
     /// The GM found no node this time; the task went back to its queue.
     Requeued {

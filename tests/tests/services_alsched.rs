@@ -185,4 +185,20 @@ fn jobs_name_the_attributes_of_a_described_cluster() {
     let got = soft_of(&gm, soft, 0);
     assert_eq!(got["branch"], "utility.prefer", "{got}");
     assert_eq!(node_of(soft, 0), Some(1), "{got}");
+    // The event stream names the branch too (the dashboard's recent events, which
+    // the GM also publishes on the events exchange); a task without a tree has none.
+    let events = get_json(&format!("{gm}/v1/overview"))["events"].clone();
+    let dispatched = |job: u64| {
+        events
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| {
+                e["event"] == "dispatched" && e["task"]["job"] == job && e["task"]["index"] == 0
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no dispatched event of job {job}: {events}"))
+    };
+    assert_eq!(dispatched(soft)["branch"], "utility.prefer");
+    assert!(dispatched(hard).get("branch").is_none(), "{events}");
 }

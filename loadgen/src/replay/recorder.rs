@@ -361,6 +361,7 @@ mod tests {
             lm,
             node: n0,
             placement: Placement::Internal,
+            branch: None,
         };
         // First run on n0, preempted; second run launched by a preemption on n1,
         // whose events overtake the (late) dispatch of a rejected attempt.

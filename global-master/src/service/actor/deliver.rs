@@ -458,11 +458,17 @@ impl GmActor {
                     ..
                 } => {
                     self.tracker.dispatched(d.task, *lm, *node);
+                    let branch = self
+                        .core
+                        .soft()
+                        .choice(d.task)
+                        .and_then(|c| c.branch.clone());
                     TaskEventKind::Dispatched {
                         gm,
                         lm: *lm,
                         node: *node,
                         placement: *placement,
+                        branch,
                     }
                 }
                 DecisionOutcome::Requeued(reason) => {
