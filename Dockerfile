@@ -51,6 +51,9 @@ FROM ${RUNTIME_IMAGE}
 RUN set -eu; for t in sh bash env echo cat sleep true false ls mkdir rm; do \
       command -v "$t" >/dev/null || { echo "runtime image lacks $t: exec tasks need sh and coreutils" >&2; exit 1; }; \
     done
+# /shared: the mount point of the workers' shared scratch volume (compose), where a
+# job's stages pass files; a fresh named volume takes this mode (1777, like /tmp).
+RUN mkdir -p /shared && chmod 1777 /shared
 COPY --from=build /out/ /usr/local/bin/
 COPY docker/healthcheck.sh /usr/local/bin/megha-healthcheck
 # The compose `secrets` service (docker/make-secrets.sh) makes the per-role cluster

@@ -1,7 +1,8 @@
 //! docker-compose.yml end to end: the offline images (scripts/docker-local-images.sh,
 //! binaries built on the host), RabbitMQ + 3 GMs + 3 LMs + 2 workers per LM (scaled
 //! replicas taking `--slot auto`), the `loadgen` profile service replaying
-//! data/traces/YH_small.tr, and every task run exactly once; then exec tasks; then,
+//! data/traces/YH_small.tr, and every task run exactly once; then exec tasks and a
+//! map-reduce DAG whose stages pass files through the workers' `/shared`; then,
 //! on the same cluster (it saves the image build and the start, ~80 s), the chaos
 //! phase of [`chaos`]: a worker killed, a GM killed and restarted, an LM cut off the
 //! network during a second replay (issue 14); then the phase of [`standby`]: GM 0's
@@ -346,12 +347,19 @@ fn compose_cluster_runs_every_task_exactly_once() {
 /// comes back through GM, LM and worker, and a failing one ends `failed` with its
 /// exit code.
 fn exec_tasks_run_in_the_cluster(project: &Project) {
+    // A DAG job file (issue 35 item 5), bind-mounted into the `megha` container.
+    let job_dir = std::env::temp_dir().join(format!("megha-compose-dag-{}", std::process::id()));
+    std::fs::create_dir_all(&job_dir).expect("job dir");
+    std::fs::write(job_dir.join("dag.json"), map_reduce_job()).expect("job file");
+    let mount = format!("{}:/job:ro", job_dir.display());
     // `megha ARGS` in a container of the loadgen service, which must succeed.
     let megha_out = |args: &[&str]| -> String {
         let mut all = vec![
             "run",
             "--rm",
             "--no-deps",
+            "-v",
+            &mount,
             "-e",
             "MEGHA_GM=http://global-master-0:8080",
             "loadgen",
@@ -381,6 +389,9 @@ fn exec_tasks_run_in_the_cluster(project: &Project) {
     let targets = ["/secrets/worker.toml", "/proc/1/environ", "/proc/1/cwd/"].map(String::from);
     let script = tests::procs::reach::probe_script(&targets);
     let probe = submit(&["sh", "-c", &script]);
+    let dag = megha(&["run", "/job/dag.json"])["job"]
+        .as_u64()
+        .expect("the DAG job's id");
     let ended = |job: u64| -> serde_json::Value {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
@@ -417,5 +428,37 @@ fn exec_tasks_run_in_the_cluster(project: &Project) {
         (20_000..=20_999).contains(&uid),
         "the task ran as uid {uid}, not a task uid"
     );
-    say!("[docker_compose] exec tasks: output and exit code 3 came back through the cluster");
+    // The map-reduce DAG: three map tasks (each a uid of its own, on any of the six
+    // workers) left a part each in the shared scratch volume; the reduce task, run
+    // only once every map task ended, read all three.
+    let status = ended(dag);
+    assert_eq!(status["job"]["state"], "finished", "{status}");
+    assert_eq!(
+        megha_out(&["logs", &dag.to_string(), "3"]),
+        "3\n33\n",
+        "3 parts, 1 + 11 + 21"
+    );
+    let _ = std::fs::remove_dir_all(&job_dir);
+    say!("[docker_compose] exec tasks: output and exit code 3 came back through the cluster; a map-reduce DAG passed its parts through /shared");
+}
+
+/// A map stage of three exec tasks, each writing a part into the workers' shared
+/// scratch volume (`/shared`, docker-compose.yml), and a reduce stage that counts
+/// and sums the parts: the body of `POST /v1/jobs`, as `megha run FILE` takes it.
+fn map_reduce_job() -> String {
+    let exec = |stage: &str, command: &str| {
+        serde_json::json!({
+            "stage": stage,
+            "resources": {"cpu_millis": 100, "memory_mb": 64},
+            "executor": {"type": "exec", "command": ["sh", "-c", command]},
+        })
+    };
+    let map = "umask 022; sleep 1; echo $((MEGHA_TASK_INDEX * 10 + 1)) > /shared/$MEGHA_JOB.part-$MEGHA_TASK_INDEX";
+    let reduce = "ls /shared/$MEGHA_JOB.part-* | wc -l; cat /shared/$MEGHA_JOB.part-* | awk '{s += $1} END {print s}'";
+    serde_json::json!({
+        "name": "compose-map-reduce",
+        "stages": [{"name": "map"}, {"name": "reduce", "after": ["map"]}],
+        "tasks": [exec("map", map), exec("map", map), exec("map", map), exec("reduce", reduce)],
+    })
+    .to_string()
 }
