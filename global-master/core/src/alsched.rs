@@ -301,6 +301,47 @@ impl SoftPlacement {
         SoftTry::Fallback
     }
 
+    /// The soft step for a QUEUEABLE task (Mercury's top-k placement, where a task
+    /// queues at its node instead of needing room): the first branch that gains and
+    /// whose set `in_set` finds a node in; `None` (the choice records every branch
+    /// passed over) sends the task to the top-k over every node. A QUEUEABLE task
+    /// never waits for its preference (`relax_after` does not apply).
+    pub fn choose_queueable<T>(
+        &mut self,
+        task: &TaskSpec,
+        mut in_set: impl FnMut(&common::utility::BitExpr) -> Option<T>,
+    ) -> Option<T> {
+        let SoftPlacement { jobs, open, .. } = self;
+        let job = jobs.get(&task.id.job)?;
+        let mut passed_over = Vec::new();
+        for (b, gain) in job.utility.ranked(&job.counts) {
+            let branch = &job.utility.branches[b];
+            if let Some(found) = in_set(&branch.set) {
+                let choice = SoftChoice {
+                    branch: Some(branch.label.clone()),
+                    gain,
+                    utility: 0.0,
+                    passed_over,
+                };
+                *open = Some((task.id, choice));
+                return Some(found);
+            }
+            passed_over.push(PassedOver {
+                branch: branch.label.clone(),
+                gain,
+                why: NotTaken::NoNodeInSet,
+            });
+        }
+        let choice = SoftChoice {
+            branch: None,
+            gain: 0.0,
+            utility: 0.0,
+            passed_over,
+        };
+        *open = Some((task.id, choice));
+        None
+    }
+
     /// The task just tried was dispatched to a node with attributes `node`: the
     /// job's counts and the task's choice are booked.
     pub fn landed(&mut self, task: TaskId, node: ConstraintSet) {

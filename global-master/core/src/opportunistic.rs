@@ -30,6 +30,17 @@ fn eligible(task: &TaskSpec, constraints: ConstraintSet, capacity: &Resources, c
 /// The `k` nodes with the least estimate able to host `task`, best first (ties by LM,
 /// then node id), over every LM's view: each LM's index walked in order.
 pub fn top_k(lms: &[Option<LmView>], task: &TaskSpec, cap: f64, k: usize) -> Vec<Candidate> {
+    top_k_where(lms, task, cap, k, |_| true)
+}
+
+/// [`top_k`] over the nodes whose attributes `also` accepts (a soft branch's set).
+pub fn top_k_where(
+    lms: &[Option<LmView>],
+    task: &TaskSpec,
+    cap: f64,
+    k: usize,
+    also: impl Fn(ConstraintSet) -> bool,
+) -> Vec<Candidate> {
     let k = k.max(1);
     let mut best: Vec<Candidate> = Vec::with_capacity(k * 2);
     for (l, view) in lms.iter().enumerate() {
@@ -45,7 +56,9 @@ pub fn top_k(lms: &[Option<LmView>], task: &TaskSpec, cap: f64, k: usize) -> Vec
                 break;
             }
             let n = node.index();
-            if eligible(task, topo.constraints[n], &topo.capacity[n], cap) {
+            if eligible(task, topo.constraints[n], &topo.capacity[n], cap)
+                && also(topo.constraints[n])
+            {
                 best.push(c);
                 taken += 1;
             }
@@ -119,7 +132,19 @@ impl Opportunistic {
     /// Chooses a node for `task` among the top-k over `view` and adds the task's work
     /// to that node's estimate, so that the next choice of a pass spreads.
     pub fn choose(&mut self, view: &mut ClusterView, task: &TaskSpec, me: GmId) -> QueueableChoice {
-        let candidates = top_k(view.lms(), task, self.cap, self.top_k);
+        self.choose_where(view, task, me, |_| true)
+    }
+
+    /// [`Opportunistic::choose`] among the nodes whose attributes `also` accepts (a
+    /// soft branch's set; alsched); `Nowhere` when none of them can host the task.
+    pub fn choose_where(
+        &mut self,
+        view: &mut ClusterView,
+        task: &TaskSpec,
+        me: GmId,
+        also: impl Fn(ConstraintSet) -> bool,
+    ) -> QueueableChoice {
+        let candidates = top_k_where(view.lms(), task, self.cap, self.top_k, also);
         if candidates.is_empty() {
             return QueueableChoice::Nowhere;
         }

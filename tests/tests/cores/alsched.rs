@@ -366,3 +366,58 @@ fn an_nck_branch_is_taken_only_when_the_set_has_room_for_all_it_needs() {
     assert_eq!(whole.branch.as_deref(), Some("utility.nCk"));
     assert!((whole.utility - 1.0).abs() < 1e-9, "{whole:?}");
 }
+
+/// QUEUEABLE work (Mercury's top-k placement) follows a tree too: the job's tasks
+/// go to the top-k of its preferred set, although other nodes have shorter queues;
+/// a job without a tree takes the top-k of every node as before.
+#[test]
+fn queueable_tasks_take_the_top_k_of_their_preferred_set() {
+    use common::{GmId, TaskKind};
+    use global_master::core::{GlobalMaster, GmConfig};
+    use local_master::{LmConfig, LocalMaster, QueueableConfig};
+    let cluster = ClusterBuilder::new(1, 1, 4)
+        .node_constraints(0, 0, 2, &[GPU])
+        .node_constraints(0, 0, 3, &[GPU])
+        .build();
+    let mut lm = LocalMaster::new(&cluster.lms[0], 1, LmConfig::default(), Micros(0))
+        .with_queueable(QueueableConfig::default());
+    let mut gm = GlobalMaster::new(GmConfig {
+        queueable_top_k: 4,
+        ..GmConfig::new(GmId(0), 1, 1)
+    });
+    gm.apply_snapshot(Micros(0), &lm.snapshot(Micros(0)));
+    gm.set_utility(
+        common::JobId(1),
+        utility(r#"{"prefer": {"set": "gpu"}}"#, 4),
+    );
+    let queueable = |job| {
+        tasks(job, 4)
+            .into_iter()
+            .map(|t| t.with_kind(TaskKind::Queueable))
+    };
+    for t in queueable(1).chain(queueable(2)) {
+        gm.submit(Micros(0), t);
+    }
+    let out = gm.schedule(Micros(0));
+    let placed = nodes(&out);
+    assert_eq!(placed.len(), 8, "{placed:?}");
+    assert!(
+        placed[..4].iter().all(|n| matches!(n, Some(2 | 3))),
+        "the tree's tasks on GPU nodes only: {placed:?}"
+    );
+    assert!(
+        placed[4..].iter().any(|n| matches!(n, Some(0 | 1))),
+        "no tree: the top-k of every node, GPU or not: {placed:?}"
+    );
+    let choice = gm
+        .soft()
+        .choice(TaskId::new(1, 3))
+        .cloned()
+        .expect("a choice");
+    assert_eq!(
+        choice.branch.as_deref(),
+        Some("utility.prefer"),
+        "{choice:?}"
+    );
+    assert!((choice.utility - 1.0).abs() < 1e-9, "{choice:?}");
+}

@@ -311,9 +311,22 @@ impl GlobalMaster {
             self.stats.quota_held += 1;
             return decided(0, 0, DecisionOutcome::Requeued(reason));
         }
-        let choice = self
-            .opportunistic
-            .choose(&mut self.view, &pending.task, self.config.id);
+        // A job with a utility tree: the top-k of its best branch's set first.
+        let soft = self.soft.has(task.job);
+        let me = self.config.id;
+        let (opportunistic, view) = (&mut self.opportunistic, &mut self.view);
+        let choice = match soft {
+            true => self
+                .soft
+                .choose_queueable(&pending.task, |set| {
+                    match opportunistic.choose_where(view, &pending.task, me, |c| set.holds(c)) {
+                        QueueableChoice::Nowhere => None,
+                        chosen => Some(chosen),
+                    }
+                })
+                .unwrap_or_else(|| opportunistic.choose(view, &pending.task, me)),
+            false => opportunistic.choose(view, &pending.task, me),
+        };
         let (l, node, placement, candidates) = match choice {
             QueueableChoice::Node {
                 lm,
@@ -336,9 +349,18 @@ impl GlobalMaster {
                 return decided(0, 0, DecisionOutcome::Unplaceable(reason));
             }
         };
+        let attributes = self
+            .view
+            .get(l)
+            .and_then(|v| v.topology.constraints.get(node.index()))
+            .copied()
+            .unwrap_or_default();
         let batch =
             self.dispatcher
                 .dispatch(&mut self.view, l, node, placement, pending, out, false);
+        if soft {
+            self.soft.landed(task, attributes);
+        }
         self.quota.sent(task.job);
         self.stats.dispatched_queueable += 1;
         let outcome = DecisionOutcome::Dispatched {
