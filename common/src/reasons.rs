@@ -106,7 +106,8 @@ pub enum PendingReason {
     /// Delay scheduling (alsched soft constraints, issue 36): no preferred branch of
     /// the job's utility tree has room; the task waits for one until the job has
     /// waited `relax_after`, at `relax_at_us` (GM time, microseconds), then takes
-    /// a lower branch.
+    /// a lower branch; `u64::MAX` when the wait is counted in passes only
+    /// (`relax_after_passes`).
     WaitingForPreferred { relax_at_us: u64 },
 }
 
@@ -156,6 +157,12 @@ impl fmt::Display for PendingReason {
             PendingReason::Retrying { attempt, failure } => {
                 write!(f, "attempt {attempt} after the last one failed: {failure}")
             }
+            PendingReason::WaitingForPreferred {
+                relax_at_us: u64::MAX,
+            } => write!(
+                f,
+                "waiting for a preferred placement for some more passes (delay scheduling)"
+            ),
             PendingReason::WaitingForPreferred { relax_at_us } => write!(
                 f,
                 "waiting for a preferred placement until {:.3} s (delay scheduling)",

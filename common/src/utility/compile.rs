@@ -38,6 +38,7 @@ pub fn compile(
         tasks: tasks.max(1),
         leaves: Vec::new(),
         relax_after_us: None,
+        relax_after_passes: None,
     };
     let (root, branches) = c.node(tree, path)?;
     Ok(Utility {
@@ -45,14 +46,19 @@ pub fn compile(
         leaves: c.leaves,
         branches,
         relax_after_us: c.relax_after_us,
+        relax_after_passes: c.relax_after_passes,
     })
 }
+
+/// The longest wait in passes a leaf may ask for.
+pub const MAX_RELAX_PASSES: u32 = 1_000_000;
 
 struct Compiler<'a> {
     names: &'a Attributes,
     tasks: u32,
     leaves: Vec<CompiledLeaf>,
     relax_after_us: Option<u64>,
+    relax_after_passes: Option<u32>,
 }
 
 impl Compiler<'_> {
@@ -140,14 +146,16 @@ impl Compiler<'_> {
                 set,
                 otherwise,
                 relax_after_s,
+                relax_after_passes,
             } => {
                 let at = format!("{path}.prefer");
-                self.relax(*relax_after_s, &at)?;
+                self.relax(*relax_after_s, *relax_after_passes, &at)?;
                 let first = Leaf {
                     set: set.clone(),
                     k: self.tasks,
                     u: 1.0,
                     relax_after_s: None,
+                    relax_after_passes: None,
                 };
                 let Some(otherwise) = otherwise else {
                     return self.leaf_at(&first, true, &at, &format!("{at}.set"));
@@ -160,6 +168,7 @@ impl Compiler<'_> {
                     k: self.tasks,
                     u: 0.5,
                     relax_after_s: None,
+                    relax_after_passes: None,
                 };
                 let (a, mut branches) = self.leaf_at(&first, true, &at, &format!("{at}.set"))?;
                 // The else set's own path (its NOT of `set` was checked just above).
@@ -267,12 +276,28 @@ impl Compiler<'_> {
                 format!("{} is not a finite number >= 0", leaf.u),
             ));
         }
-        self.relax(leaf.relax_after_s, at)?;
+        self.relax(leaf.relax_after_s, leaf.relax_after_passes, at)?;
         self.leaf_at(leaf, linear, at, &format!("{at}.set"))
     }
 
-    /// A `relax_after_s` at `at`: checked, and the tree's least kept.
-    fn relax(&mut self, secs: Option<f64>, at: &str) -> Result<(), UtilityError> {
+    /// A `relax_after_s` and a `relax_after_passes` at `at`: checked, and the tree's
+    /// least of each kept.
+    fn relax(
+        &mut self,
+        secs: Option<f64>,
+        passes: Option<u32>,
+        at: &str,
+    ) -> Result<(), UtilityError> {
+        if let Some(passes) = passes {
+            if !(1..=MAX_RELAX_PASSES).contains(&passes) {
+                return Err(refuse(
+                    &format!("{at}.relax_after_passes"),
+                    format!("{passes} is not a number of passes in 1..={MAX_RELAX_PASSES}"),
+                ));
+            }
+            self.relax_after_passes =
+                Some(self.relax_after_passes.map_or(passes, |p| p.min(passes)));
+        }
         let Some(secs) = secs else {
             return Ok(());
         };

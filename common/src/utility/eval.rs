@@ -51,6 +51,8 @@ pub struct Utility {
     /// Delay scheduling: the least `relax_after_s` of its leaves, in microseconds
     /// (`None`: no leaf waits; a task takes a lower branch at once).
     pub relax_after_us: Option<u64>,
+    /// The least `relax_after_passes` of its leaves.
+    pub relax_after_passes: Option<u32>,
 }
 
 impl Utility {

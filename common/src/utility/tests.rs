@@ -124,6 +124,15 @@ fn the_least_relax_after_of_the_tree_is_kept() {
     for (json, want) in table {
         assert_eq!(tree(json, 2).relax_after_us, *want, "{json}");
     }
+    let passes = tree(
+        r#"{"max": [{"prefer": {"set": "gpu", "relax_after_passes": 7}},
+                    {"LnCk": {"set": "ssd", "k": 1, "u": 1, "relax_after_passes": 4, "relax_after_s": 9}}]}"#,
+        2,
+    );
+    assert_eq!(
+        (passes.relax_after_passes, passes.relax_after_us),
+        (Some(4), Some(9_000_000))
+    );
 }
 
 #[test]
@@ -251,6 +260,11 @@ fn a_bad_tree_names_the_path_of_its_bad_node() {
             r#"{"prefer": {"set": "gpu", "relax_after_s": -1}}"#,
             2,
             "utility.prefer.relax_after_s: -1 is not a number of seconds in 0..=1e9",
+        ),
+        (
+            r#"{"prefer": {"set": "gpu", "relax_after_passes": 0}}"#,
+            2,
+            "utility.prefer.relax_after_passes: 0 is not a number of passes in 1..=1000000",
         ),
         (
             &too_many,

@@ -45,6 +45,10 @@ pub enum UtilityTree {
         /// Delay scheduling: wait this long for `set` before taking a lower branch.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         relax_after_s: Option<f64>,
+        /// Delay scheduling counted in scheduling passes (YARN's node-locality
+        /// delay): wait at most this many passes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        relax_after_passes: Option<u32>,
     },
     /// Template: every task in one value of `attr` (one rack) if possible.
     Same {
@@ -69,6 +73,11 @@ pub struct Leaf {
     /// that gains rather than take one that does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relax_after_s: Option<f64>,
+    /// The same wait counted in the GM's scheduling passes in which a task of the
+    /// job was held back (YARN's node-locality delay); the wait ends at whichever
+    /// of the two limits comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relax_after_passes: Option<u32>,
 }
 
 #[cfg(test)]
@@ -87,6 +96,7 @@ mod tests {
             r#"{"prefer":{"set":"gpu","else":"ssd"}}"#,
             r#"{"prefer":{"set":"gpu","relax_after_s":5.0}}"#,
             r#"{"nCk":{"set":"gpu","k":1,"u":1.0,"relax_after_s":0.5}}"#,
+            r#"{"LnCk":{"set":"gpu","k":1,"u":1.0,"relax_after_passes":3}}"#,
             r#"{"spread":{"attr":"zone","k":3}}"#,
         ];
         for text in texts {

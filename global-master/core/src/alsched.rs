@@ -19,7 +19,9 @@
 //! job launches (the SPARK-18886 trap: a job with short tasks would keep one node
 //! forever); only a preferred launch while no task of the job is held ends it. Held
 //! tasks go back to the ready queues at the next pass ([`SoftPlacement::begin_pass`]),
-//! and the GM asks for a pass when the earliest wait is over.
+//! and the GM asks for a pass when the earliest wait is over. `relax_after_passes`
+//! counts the wait in passes in which a task of the job was held (YARN's
+//! node-locality delay); with both limits, the first reached ends the wait.
 
 use crate::placement::select::RoundRobin;
 use crate::placement::soft::{count_set, room_in_set, scan_set};
@@ -80,6 +82,9 @@ impl NotTaken {
     }
 }
 
+/// The `relax_at` of a wait counted in passes only.
+pub const NO_RELAX_TIME: Micros = Micros(u64::MAX);
+
 #[derive(Debug)]
 struct JobUtility {
     utility: Arc<Utility>,
@@ -87,6 +92,9 @@ struct JobUtility {
     counts: Vec<u32>,
     /// Delay scheduling: since when the job waits (its first task held back).
     held_since: Option<Micros>,
+    /// Passes in which a task of the job was held back since its wait began (the
+    /// `relax_after_passes` count).
+    held_passes: u32,
     /// Its tasks held back now.
     held: FxHashSet<TaskId>,
     /// Its tasks counted in `counts`, by index, with the attributes of their node
@@ -128,6 +136,7 @@ impl SoftPlacement {
             utility,
             counts,
             held_since: None,
+            held_passes: 0,
             held: FxHashSet::default(),
             counted: FxHashMap::default(),
         };
@@ -188,6 +197,15 @@ impl SoftPlacement {
         if self.held.is_empty() {
             return Vec::new();
         }
+        // One more pass of waiting for each job with a task held in the last one.
+        let mut waited: Vec<JobId> = self.held.iter().map(|(_, p)| p.task.id.job).collect();
+        waited.sort_unstable();
+        waited.dedup();
+        for job in waited {
+            if let Some(j) = self.jobs.get_mut(&job) {
+                j.held_passes = j.held_passes.saturating_add(1);
+            }
+        }
         self.held.drain(..).map(|(_, p)| p).collect()
     }
 
@@ -201,9 +219,14 @@ impl SoftPlacement {
         self.held.iter().map(|(_, p)| p.as_ref())
     }
 
-    /// When the earliest wait of a held task is over (a pass is due then).
+    /// When the earliest wait of a held task is over (a pass is due then); a wait
+    /// counted in passes only has no time ([`NO_RELAX_TIME`]).
     pub fn next_relax(&self) -> Option<Micros> {
-        self.held.iter().map(|(t, _)| *t).min()
+        self.held
+            .iter()
+            .map(|(t, _)| *t)
+            .filter(|t| *t != NO_RELAX_TIME)
+            .min()
     }
 
     /// True when the wait of some held task is over at `now`.
@@ -282,10 +305,13 @@ impl SoftPlacement {
                 why,
             });
         }
-        if let (Some(wait), false) = (job.utility.relax_after_us, passed_over.is_empty()) {
+        let (time, passes) = (job.utility.relax_after_us, job.utility.relax_after_passes);
+        if (time.is_some() || passes.is_some()) && !passed_over.is_empty() {
             let since = *job.held_since.get_or_insert(now);
-            let relax_at = since + Micros(wait);
-            if now < relax_at {
+            let relax_at = time.map_or(NO_RELAX_TIME, |wait| since + Micros(wait));
+            // The wait ends at whichever limit comes first.
+            let waiting = now < relax_at && passes.is_none_or(|p| job.held_passes < p);
+            if waiting {
                 job.held.insert(task.id);
                 *open = None;
                 return SoftTry::Hold { relax_at };
@@ -363,6 +389,7 @@ impl SoftPlacement {
             // is held back, never with any launch (SPARK-18886).
             if choice.branch.is_some() && job.held.is_empty() {
                 job.held_since = None;
+                job.held_passes = 0;
             }
         }
         self.choices

@@ -421,3 +421,59 @@ fn queueable_tasks_take_the_top_k_of_their_preferred_set() {
     );
     assert!((choice.utility - 1.0).abs() < 1e-9, "{choice:?}");
 }
+
+/// Delay scheduling counted in passes (YARN's node-locality delay): with
+/// `relax_after_passes` 2 a job preferring the busy GPU node waits through the
+/// pass that held its task first and one more, then falls back at the third; the
+/// held task's reason says it waits for passes, not for a time.
+#[test]
+fn relax_after_passes_widens_after_that_many_passes() {
+    use common::reasons::PendingReason;
+    let cluster = ClusterBuilder::new(1, 1, 3)
+        .node_constraints(0, 0, 2, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    // Job 1 takes the GPU node; job 2 prefers it too, waiting 2 passes at most.
+    h.gms[0].set_utility(
+        common::JobId(1),
+        utility(r#"{"prefer": {"set": "gpu"}}"#, 1),
+    );
+    let tree = r#"{"prefer": {"set": "gpu", "relax_after_passes": 2}}"#;
+    h.gms[0].set_utility(common::JobId(2), utility(tree, 1));
+    h.gms[0].submit(Micros(0), tasks(1, 1).remove(0));
+    let out = h.gms[0].schedule(Micros(0));
+    assert_eq!(nodes(&out), vec![Some(2)]);
+    h.deliver(Micros(0), out.batches.into_iter().next().expect("a batch"));
+    h.heartbeat(Micros(1));
+    h.gms[0].submit(Micros(1), tasks(2, 1).remove(0));
+    let held = Some(DecisionOutcome::Requeued(
+        PendingReason::WaitingForPreferred {
+            relax_at_us: u64::MAX,
+        },
+    ));
+    for (pass, at) in [(1, 1), (2, 2)] {
+        let out = h.gms[0].schedule(Micros::from_secs(at));
+        let got: Vec<_> = out
+            .decisions
+            .iter()
+            .map(|d| Some(d.outcome.clone()))
+            .collect();
+        assert_eq!(got, vec![held.clone()], "pass {pass} holds the task");
+    }
+    assert!(held
+        .as_ref()
+        .and_then(|d| match d {
+            DecisionOutcome::Requeued(r) => Some(r.to_string()),
+            _ => None,
+        })
+        .is_some_and(|r| r.contains("some more passes")));
+    let out = h.gms[0].schedule(Micros::from_secs(3));
+    assert_eq!(nodes(&out), vec![Some(0)], "the third pass falls back");
+    let choice = h.gms[0]
+        .soft()
+        .choice(TaskId::new(2, 0))
+        .cloned()
+        .expect("a choice");
+    assert_eq!(choice.branch, None);
+}

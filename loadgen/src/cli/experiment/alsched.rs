@@ -267,6 +267,7 @@ fn shape(
 fn soft_tree(preference: &Preference, avoid: bool, relax: Option<f64>) -> Option<UtilityTree> {
     let not_gpu = || SetExpr::Op(SetOp::Not(Box::new(SetExpr::attr("gpu"))));
     let prefer = |set, otherwise, relax_after_s| UtilityTree::Prefer {
+        relax_after_passes: None,
         set,
         otherwise,
         relax_after_s,
@@ -299,6 +300,7 @@ fn whole_job_tree(preference: &Preference, n: u32, relax: Option<f64>) -> Option
             k: n,
             u,
             relax_after_s: relax,
+            relax_after_passes: None,
         })
     };
     match preference {
