@@ -163,9 +163,10 @@ fn jobs_name_the_attributes_of_a_described_cluster() {
     wait_until("the hard job to finish", Duration::from_secs(60), || {
         get_json(&format!("{gm}/v1/jobs/{hard}"))["state"] == "finished"
     });
+    // An exec task, told its branch (`MEGHA_BRANCH`), which it prints.
+    let exec = r#"{"resources":{"cpu_millis":1000,"memory_mb":128},"executor":{"type":"exec","command":["sh","-c","echo $MEGHA_BRANCH"]}}"#;
     let soft_body = format!(
-        r#"{{"tasks":[{}],"utility":{{"prefer":{{"set":{{"and":["rack=r1",{{"not":"gpu"}}]}}}}}}}}"#,
-        task("[]")
+        r#"{{"tasks":[{exec}],"utility":{{"prefer":{{"set":{{"and":["rack=r1",{{"not":"gpu"}}]}}}}}}}}"#
     );
     let (status, _, answer) =
         http("POST", &format!("{gm}/v1/jobs"), Some(&soft_body)).expect("post");
@@ -185,6 +186,9 @@ fn jobs_name_the_attributes_of_a_described_cluster() {
     let got = soft_of(&gm, soft, 0);
     assert_eq!(got["branch"], "utility.prefer", "{got}");
     assert_eq!(node_of(soft, 0), Some(1), "{got}");
+    let (status, _, printed) =
+        http("GET", &format!("{gm}/v1/tasks/{soft}/0/logs"), None).expect("logs");
+    assert_eq!((status, printed.as_str()), (200, "utility.prefer\n"));
     // The event stream names the branch too (the dashboard's recent events, which
     // the GM also publishes on the events exchange); a task without a tree has none.
     let events = get_json(&format!("{gm}/v1/overview"))["events"].clone();

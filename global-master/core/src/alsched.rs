@@ -82,6 +82,10 @@ impl NotTaken {
     }
 }
 
+/// The variable an `exec` task of a job with a utility tree finds its branch in
+/// ([`SoftPlacement::tell_branch`]).
+pub const BRANCH_VARIABLE: &str = "MEGHA_BRANCH";
+
 /// The `relax_at` of a wait counted in passes only.
 pub const NO_RELAX_TIME: Micros = Micros(u64::MAX);
 
@@ -366,6 +370,25 @@ impl SoftPlacement {
         };
         *open = Some((task.id, choice));
         None
+    }
+
+    /// An `exec` task of a job with a tree, about to be dispatched after the soft
+    /// step, is told the branch it got: [`BRANCH_VARIABLE`] in its environment (the
+    /// branch's tree path, or `none`), replacing any value its spec gave. Other
+    /// executors run nothing that could read it.
+    pub fn tell_branch(&self, task: &mut TaskSpec) {
+        let Some((id, choice)) = &self.open else {
+            return;
+        };
+        if *id != task.id {
+            return;
+        }
+        if let Some(common::Executor::Exec(cmd)) = &mut task.executor {
+            let branch = choice.branch.clone().unwrap_or_else(|| "none".to_owned());
+            Arc::make_mut(cmd)
+                .env
+                .insert(BRANCH_VARIABLE.to_owned(), branch);
+        }
     }
 
     /// The task just tried was dispatched to a node with attributes `node`: the

@@ -477,3 +477,51 @@ fn relax_after_passes_widens_after_that_many_passes() {
         .expect("a choice");
     assert_eq!(choice.branch, None);
 }
+
+/// An `exec` task is told the branch it got (issue 36 item 5): `MEGHA_BRANCH` in its
+/// environment is the branch's tree path, or `none` for a task that took none,
+/// whatever its spec said.
+#[test]
+fn exec_tasks_are_told_their_branch() {
+    use common::{ExecCommand, Executor};
+    let cluster = ClusterBuilder::new(1, 1, 2)
+        .node_constraints(0, 0, 1, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    h.gms[0].set_utility(
+        common::JobId(1),
+        utility(r#"{"prefer": {"set": "gpu"}}"#, 2),
+    );
+    let mut command = ExecCommand {
+        program: "sh".into(),
+        ..ExecCommand::default()
+    };
+    command.env.insert("MEGHA_BRANCH".into(), "spoofed".into());
+    let exec = Executor::Exec(Arc::new(command));
+    for mut t in tasks(1, 2) {
+        t.executor = Some(exec.clone());
+        h.gms[0].submit(Micros(0), t);
+    }
+    let out = h.gms[0].schedule(Micros(0));
+    assert_eq!(nodes(&out), vec![Some(1), Some(0)]);
+    let told: Vec<(u32, Option<String>)> = out
+        .batches
+        .iter()
+        .flat_map(|b| &b.requests)
+        .map(|r| {
+            let branch = match &r.task.executor {
+                Some(Executor::Exec(c)) => c.env.get("MEGHA_BRANCH").cloned(),
+                _ => None,
+            };
+            (r.task.id.index, branch)
+        })
+        .collect();
+    assert_eq!(
+        told,
+        vec![
+            (0, Some("utility.prefer".to_owned())),
+            (1, Some("none".to_owned()))
+        ]
+    );
+}

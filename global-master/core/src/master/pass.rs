@@ -90,7 +90,7 @@ impl GlobalMaster {
     fn place(&mut self, now: Micros, queued: Queued, out: &mut PassOutput) -> Decision {
         let Queued {
             key,
-            pending,
+            mut pending,
             was_blocked,
         } = queued;
         if pending.attempts > 0 {
@@ -144,6 +144,7 @@ impl GlobalMaster {
                     .and_then(|v| v.topology.constraints.get(found.node.index()))
                     .copied()
                     .unwrap_or_default();
+                self.soft.tell_branch(&mut pending.task);
                 let outcome = self.dispatch_found(found, pending, out);
                 self.soft.landed(task, node);
                 outcome
@@ -355,6 +356,9 @@ impl GlobalMaster {
             .and_then(|v| v.topology.constraints.get(node.index()))
             .copied()
             .unwrap_or_default();
+        if soft {
+            self.soft.tell_branch(&mut pending.task);
+        }
         let batch =
             self.dispatcher
                 .dispatch(&mut self.view, l, node, placement, pending, out, false);
