@@ -15,11 +15,13 @@ use std::sync::Arc;
 
 mod drain;
 mod ends;
+mod gang;
 mod report;
 mod worker;
 
 pub use drain::*;
 pub use ends::*;
+pub use gang::*;
 pub use report::*;
 pub use worker::*;
 
