@@ -364,7 +364,10 @@ fn a_gang_that_never_fits_times_out_without_a_reserve() {
     let out = w.gm.step(Micros(2), GmInput::Schedule);
     assert!(gang_ops(&out, "reserve").is_empty());
     let why = w.gm.gangs().waiting(common::JobId(1)).unwrap().2.to_owned();
-    assert!(why.contains("room for 8 of the 9"), "{why}");
+    assert!(
+        why.contains("the 9 members that must start together"),
+        "{why}"
+    );
     let out = w.gm.step(Micros(1_000_001), GmInput::Tick);
     assert_eq!(out.gangs_failed.len(), 1);
     assert_eq!(out.gangs_failed[0].1.len(), 9);

@@ -197,6 +197,7 @@ impl Gangs {
     ) -> GangEffects {
         let mut fx = GangEffects::default();
         let lms = view.lms().len().max(1);
+        let mut candidates: Option<plan::Candidates> = None;
         for (&job, gang) in self.gangs.iter_mut() {
             let Phase::Waiting { not_before } = gang.phase else {
                 continue;
@@ -204,7 +205,23 @@ impl Gangs {
             if not_before > now {
                 continue;
             }
-            let picks = plan::plan(view, gm, &gang.tasks, self.start);
+            let candidates =
+                candidates.get_or_insert_with(|| plan::Candidates::read(view, gm, self.start));
+            // The first `min_members` members' demand against everything free: a
+            // gang that cannot fit is not planned (an overloaded cluster costs one
+            // read of the view per pass, not one plan per waiting gang).
+            let least = (gang.tasks.iter())
+                .take(gang.spec.min_members as usize)
+                .map(|t| t.resources)
+                .sum::<common::Resources>();
+            if !candidates.total.fits(&least) {
+                gang.why = format!(
+                    "{} free in the view; the {} members that must start together need {}",
+                    candidates.total, gang.spec.min_members, least
+                );
+                continue;
+            }
+            let picks = plan::plan(candidates, &gang.tasks);
             if picks.len() < gang.spec.min_members as usize {
                 gang.why = format!(
                     "room for {} of the {} members that must start together",
@@ -213,6 +230,7 @@ impl Gangs {
                 );
                 continue;
             }
+            candidates.take(&picks, &gang.tasks);
             self.start = (self.start + 1) % lms;
             gang.generation += 1;
             self.stats.attempts += 1;

@@ -6,7 +6,7 @@
 
 use crate::cluster_view::ClusterView;
 use common::messages::Placement;
-use common::{GmId, LmId, NodeId, Resources, TaskSpec};
+use common::{ConstraintSet, GmId, LmId, NodeId, Resources, TaskSpec};
 use std::collections::HashMap;
 
 /// One member's place.
@@ -19,51 +19,85 @@ pub struct Pick {
     pub placement: Placement,
 }
 
-/// Places as many of `tasks` as fit (in order; a member that fits nowhere is
-/// skipped), starting with LM `start`. First fit, resuming after the last pick, so
-/// that a gang of equal members costs one scan of the nodes.
-pub fn plan(view: &ClusterView, gm: GmId, tasks: &[TaskSpec], start: usize) -> Vec<Pick> {
-    let lms = view.lms().len();
-    let mut taken: HashMap<(usize, u32), Resources> = HashMap::new();
-    let mut picks = Vec::with_capacity(tasks.len());
-    // Every (LM, node), internal partitions first.
-    let mut order: Vec<(usize, u32, Placement)> = Vec::new();
-    for internal in [true, false] {
-        for k in 0..lms {
-            let l = (start + k) % lms;
-            let Some(v) = view.get(l) else { continue };
-            if v.is_busy() {
-                continue;
-            }
-            for (n, home) in v.topology.home.iter().enumerate() {
-                if (*home == gm) == internal {
-                    let placement = if internal {
-                        Placement::Internal
-                    } else {
-                        Placement::Repartition
+/// The nodes with anything free, in the order members try them, read from the view
+/// once per pass (every waiting gang plans over the same list).
+#[derive(Debug, Default)]
+pub struct Candidates {
+    nodes: Vec<(LmId, NodeId, Placement, ConstraintSet, Resources)>,
+    /// The sum of their free resources: a gang asking more cannot fit.
+    pub total: Resources,
+}
+
+impl Candidates {
+    /// Every node of every LM not passed by (busy), with something free in every
+    /// dimension: `gm`'s own partitions first, then the others', each from LM `start`.
+    pub fn read(view: &ClusterView, gm: GmId, start: usize) -> Self {
+        let lms = view.lms().len();
+        let mut c = Candidates::default();
+        for internal in [true, false] {
+            let placement = if internal {
+                Placement::Internal
+            } else {
+                Placement::Repartition
+            };
+            for k in 0..lms {
+                let l = (start + k) % lms;
+                let Some(v) = view.get(l) else { continue };
+                if v.is_busy() {
+                    continue;
+                }
+                for (n, home) in v.topology.home.iter().enumerate() {
+                    if (*home == gm) != internal {
+                        continue;
+                    }
+                    let Some((has, free)) = v.node_now(n as u32) else {
+                        continue;
                     };
-                    order.push((l, n as u32, placement));
+                    if free.any_zero() {
+                        continue;
+                    }
+                    c.total = c.total.add(&free);
+                    c.nodes
+                        .push((LmId(l as u16), NodeId(n as u32), placement, has, free));
                 }
             }
         }
+        c
     }
+
+    /// Takes a pick's room out (the next gang of the pass plans without it).
+    pub fn take(&mut self, picks: &[Pick], tasks: &[TaskSpec]) {
+        for p in picks {
+            let need = tasks[p.member].resources;
+            if let Some(slot) = (self.nodes.iter_mut()).find(|c| c.0 == p.lm && c.1 == p.node) {
+                slot.4 = slot.4.saturating_sub(&need);
+            }
+            self.total = self.total.saturating_sub(&need);
+        }
+    }
+}
+
+/// Places as many of `tasks` as fit (in order; a member that fits nowhere is
+/// skipped). First fit, resuming after the last pick, so that a gang of equal
+/// members costs one scan of the nodes.
+pub fn plan(candidates: &Candidates, tasks: &[TaskSpec]) -> Vec<Pick> {
+    let order = &candidates.nodes;
+    let mut taken: HashMap<usize, Resources> = HashMap::new();
+    let mut picks = Vec::with_capacity(tasks.len());
     let mut cursor = 0;
     for (member, task) in tasks.iter().enumerate() {
         for k in 0..order.len() {
             let i = (cursor + k) % order.len();
-            let (l, n, placement) = order[i];
-            let Some((has, free)) = view.get(l).and_then(|v| v.node_now(n)) else {
-                continue;
-            };
-            let used = taken.get(&(l, n)).copied().unwrap_or(Resources::ZERO);
+            let (lm, node, placement, has, free) = order[i];
+            let used = taken.get(&i).copied().unwrap_or(Resources::ZERO);
             if task.constraints.satisfied_by(has)
                 && free.saturating_sub(&used).fits(&task.resources)
             {
-                *taken.entry((l, n)).or_insert(Resources::ZERO) = used.add(&task.resources);
+                taken.insert(i, used.add(&task.resources));
                 picks.push(Pick {
                     member,
-                    lm: LmId(l as u16),
-                    node: NodeId(n),
+                    lm,
+                    node,
                     placement,
                 });
                 cursor = i;

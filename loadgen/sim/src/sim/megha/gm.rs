@@ -56,6 +56,10 @@ impl Sim<'_> {
                 if out.wants_pass {
                     self.request_pass(g, now);
                 }
+                // Requests an answer makes (a gang's commits or releases).
+                if !out.to_lms.is_empty() {
+                    self.send_from_gm(self.gm_busy[g].max(now), out.to_lms);
+                }
                 if answer && g == self.designated && self.has_lras {
                     self.lra_wake(now);
                 }
@@ -125,7 +129,8 @@ impl Sim<'_> {
             | LmToGm::Ended(_)
             | LmToGm::Started(_)
             | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => {}
+            | LmToGm::ReconcileAnswer(_)
+            | LmToGm::GangAnswer(_) => {}
         }
     }
 
@@ -133,6 +138,10 @@ impl Sim<'_> {
     pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
         if out.decisions.is_empty() {
             self.gms[g].recycle_decisions(out.decisions);
+            // A pass may send gang reserves without a single-task decision.
+            if !out.to_lms.is_empty() {
+                self.send_from_gm(self.gm_busy[g].max(now), out.to_lms);
+            }
             return;
         }
         let mut t = now;
@@ -179,7 +188,7 @@ impl Sim<'_> {
                     self.counters.launch_batches += 1;
                 }
                 GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
-                GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
+                GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
             }
         }
         self.send_from_gm(t, out.to_lms);

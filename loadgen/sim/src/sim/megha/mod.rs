@@ -384,7 +384,14 @@ impl Sim<'_> {
         }
         let designated = !to_designated.is_empty();
         if !to_gm.is_empty() {
+            let gang = (self.config.gangs.as_ref()).and_then(|g| g.get(&jobs[k].id).copied());
             let submit = match &jobs[k].dag {
+                // A gang: its members start together or not at all.
+                _ if gang.is_some() && !designated => ClientToGm::SubmitGang {
+                    tasks: to_gm,
+                    retry: common::retry::RetryPolicy::default(),
+                    gang: gang.expect("checked"),
+                },
                 // A DAG job: held stages wait in the GM (tasks of the designated GM
                 // are not in stages: only Short and Queueable work has a DAG here).
                 Some(dag) if !designated => ClientToGm::SubmitJob {
@@ -457,7 +464,9 @@ impl Sim<'_> {
                 let tasks: Vec<TaskId> = match &request {
                     GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
                     GmToLm::Preempt(p) => vec![p.task.id],
-                    GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
+                    GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {
+                        request.placed_tasks()
+                    }
                 };
                 let (start, done) = self.lm_serve(now, l, &tasks);
                 let launch = matches!(request, GmToLm::Launch(_));
@@ -471,6 +480,16 @@ impl Sim<'_> {
                 let Ok(out) = result else {
                     return;
                 };
+                // A gang part held: its members' room is secured from now on.
+                let held = (out.to_gms.iter()).any(|(_, m)| {
+                    matches!(m, LmToGm::GangAnswer(a)
+                        if a.outcome == common::gang::GangOutcome::Held && a.op == "reserve")
+                });
+                if held {
+                    for task in &tasks {
+                        self.record(*task).secured = Some(done);
+                    }
+                }
                 self.observe_lm_orders(l, done, &out, false);
                 self.send_from_lm(l, done, out);
                 // Every request is answered: the services' LM publishes after it.
