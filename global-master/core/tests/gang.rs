@@ -37,7 +37,7 @@ fn world() -> World {
         .map(|l| {
             let spec = LmSpec {
                 id: LmId(l),
-                partitions: vec![vec![node.clone()]],
+                partitions: vec![vec![node]],
             };
             LocalMaster::new(&spec, 1, lm_core::LmConfig::default(), Micros(0))
         })
@@ -77,7 +77,7 @@ fn gang_of(job: u64, n: u32) -> ClientToGm {
 
 impl World {
     /// One GM -> LM message delivered: the LM's messages for the GM come back.
-    fn to_lm(&mut self, now: Micros, message: GmToLm) -> Vec<LmToGm> {
+    fn deliver(&mut self, now: Micros, message: GmToLm) -> Vec<LmToGm> {
         let l = message.lm().index();
         let out = self.lms[l]
             .step(now, LmInput::Gm(message))
@@ -98,7 +98,7 @@ impl World {
         while !to_lms.is_empty() {
             let mut answers = Vec::new();
             for m in std::mem::take(&mut to_lms) {
-                answers.extend(self.to_lm(now, m));
+                answers.extend(self.deliver(now, m));
             }
             for a in answers {
                 to_lms.extend(self.gm.step(now, GmInput::Lm(a)).to_lms);
@@ -158,14 +158,14 @@ fn an_lm_that_refuses_one_part_makes_the_gm_release_every_other_part() {
             placement: Placement::Internal,
         }],
     });
-    w.to_lm(Micros(1), batch);
+    w.deliver(Micros(1), batch);
     w.launched.clear();
     w.start_orders = 0;
     w.gm.step(Micros(1), GmInput::Client(gang_of(1, 8)));
     let out = w.gm.step(Micros(2), GmInput::Schedule);
     let mut answers = Vec::new();
     for m in out.to_lms {
-        answers.extend(w.to_lm(Micros(3), m));
+        answers.extend(w.deliver(Micros(3), m));
     }
     let refused = answers.iter().filter(
         |a| matches!(a, LmToGm::GangAnswer(g) if matches!(g.outcome, GangOutcome::Refused(_))),
@@ -230,7 +230,7 @@ fn a_gm_that_dies_between_reserve_and_commit_leaves_nothing_after_the_expiry() {
         .collect();
     for m in out.to_lms {
         // The answers go nowhere: the GM is dead.
-        w.to_lm(Micros(3), m);
+        w.deliver(Micros(3), m);
     }
     assert!(
         w.lms.iter().all(|lm| lm.gang_holds() == 1),
@@ -250,7 +250,7 @@ fn a_gm_that_dies_between_reserve_and_commit_leaves_nothing_after_the_expiry() {
     assert!(w.lms.iter().all(|lm| lm.gang_counters().expired == 1));
     let mut late = Vec::new();
     for m in commits {
-        late.extend(w.to_lm(Micros(3) + HOLD + Micros(1), m));
+        late.extend(w.deliver(Micros(3) + HOLD + Micros(1), m));
     }
     assert_eq!(late.len(), 4);
     assert!(late
@@ -275,7 +275,7 @@ fn a_late_held_answer_of_an_old_generation_starts_nothing() {
     let mut answers = Vec::new();
     for m in out.to_lms {
         let lm = m.lm();
-        let a = w.to_lm(Micros(3), m);
+        let a = w.deliver(Micros(3), m);
         if lm == LmId(3) {
             late = Some(a);
         } else {
@@ -301,7 +301,7 @@ fn a_late_held_answer_of_an_old_generation_starts_nothing() {
     assert!(reserves.len() == 4 && reserves.iter().all(|(_, g)| *g == 2));
     let mut answers2 = Vec::new();
     for m in out.to_lms {
-        answers2.extend(w.to_lm(retry, m));
+        answers2.extend(w.deliver(retry, m));
     }
     for a in late.expect("LM 3 answered") {
         let out = w.gm.step(retry, GmInput::Lm(a));
@@ -341,8 +341,8 @@ fn a_reserve_older_than_one_seen_is_stale_at_the_lm() {
     let mut release = reserve.clone();
     release.generation = 5;
     release.op = GangOp::Release;
-    w.to_lm(Micros(3), GmToLm::Gang(release));
-    let answers = w.to_lm(Micros(4), GmToLm::Gang(reserve));
+    w.deliver(Micros(3), GmToLm::Gang(release));
+    let answers = w.deliver(Micros(4), GmToLm::Gang(reserve));
     assert!(matches!(
         &answers[..],
         [LmToGm::GangAnswer(a)] if a.outcome == GangOutcome::Stale { newest: 5 }
