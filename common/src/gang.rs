@@ -3,14 +3,19 @@
 //!
 //! A gang's placement is a transaction the LMs verify. The GM that owns the job picks
 //! a node for each member from its view, across one or several LMs, and sends each
-//! LM its part as a reserve ([`crate::messages::GangRequest`], [`GangOp::Reserve`])
+//! LM its part as a reserve ([`crate::messages::GangRequest`], a reserve)
 //! numbered with the gang's *generation*. The LM checks the part against its
 //! authoritative state and holds it (the held room is given to no one else) until a
 //! commit or a release of that generation, or until the hold expires; it answers
-//! [`GangOutcome::Held`] or [`GangOutcome::Refused`]. The GM commits when every part
+//! held or refused. The GM commits when every part
 //! is held and releases every part otherwise, retrying later with the next
 //! generation. An LM launches a part only on a commit of the generation it holds, so
 //! a late answer of an abandoned generation can never start half a gang.
+//!
+//! This file holds what a job asks ([`GangSpec`]); the transaction's messages are
+//! in [`crate::messages`] ([`crate::messages::GangRequest`],
+//! [`crate::messages::GangOp`], [`crate::messages::GangAnswer`],
+//! [`crate::messages::GangOutcome`]).
 
 use crate::Micros;
 use serde::{Deserialize, Serialize};
@@ -88,66 +93,6 @@ impl GangSpec {
             timeout: Micros((timeout_s * 1e6) as u64),
             on_timeout,
         })
-    }
-}
-
-/// One step of a gang transaction, for one LM's part.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GangOp {
-    /// Verify these launches and hold their room for `hold_for` from the arrival
-    /// (a duration, not a deadline: the GM's and the LM's clocks need not agree).
-    /// All or nothing: a part with one request that does not fit is refused whole.
-    Reserve {
-        requests: Vec<crate::messages::LaunchRequest>,
-        hold_for: Micros,
-    },
-    /// Launch the part held for this generation.
-    Commit,
-    /// Give back the part held for this generation (or any older one); a release of
-    /// a part not held changes nothing.
-    Release,
-}
-
-impl GangOp {
-    pub fn label(&self) -> &'static str {
-        match self {
-            GangOp::Reserve { .. } => "reserve",
-            GangOp::Commit => "commit",
-            GangOp::Release => "release",
-        }
-    }
-}
-
-/// The LM's answer to one [`GangOp`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GangOutcome {
-    /// The part is held for this generation until a commit, a release or expiry.
-    Held,
-    /// The part was not held: the reason of each request that failed.
-    Refused(Vec<(crate::TaskId, crate::reasons::RejectReason)>),
-    /// A newer generation of this gang was seen here: this one is abandoned.
-    Stale { newest: u32 },
-    /// The part was launched (a repeated commit is answered so again).
-    Committed,
-    /// A commit of a generation not held here (it expired, was released, or never
-    /// arrived): nothing was launched.
-    NotHeld,
-    /// The part is given back (or was not held).
-    Released,
-}
-
-impl GangOutcome {
-    pub fn label(&self) -> &'static str {
-        match self {
-            GangOutcome::Held => "held",
-            GangOutcome::Refused(_) => "refused",
-            GangOutcome::Stale { .. } => "stale",
-            GangOutcome::Committed => "committed",
-            GangOutcome::NotHeld => "not_held",
-            GangOutcome::Released => "released",
-        }
     }
 }
 

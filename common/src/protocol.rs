@@ -82,7 +82,7 @@ impl GmToLm {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
             GmToLm::Preempt(p) => vec![p.task.id],
             GmToLm::Gang(g) => match &g.op {
-                crate::gang::GangOp::Reserve { requests, .. } => {
+                crate::messages::GangOp::Reserve { requests, .. } => {
                     requests.iter().map(|r| r.task.id).collect()
                 }
                 _ => Vec::new(),
@@ -96,7 +96,7 @@ impl GmToLm {
     pub fn places_work(&self) -> bool {
         match self {
             GmToLm::Launch(_) | GmToLm::Preempt(_) => true,
-            GmToLm::Gang(g) => !matches!(g.op, crate::gang::GangOp::Release),
+            GmToLm::Gang(g) => !matches!(g.op, crate::messages::GangOp::Release),
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => false,
         }
     }

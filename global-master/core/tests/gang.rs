@@ -5,8 +5,8 @@
 
 use common::cluster::{LmSpec, NodeSpec};
 use common::events::TaskEventKind;
-use common::gang::{GangOp, GangOutcome, GangSpec};
-use common::messages::{LaunchBatch, LaunchRequest, Placement, WorkerReport};
+use common::gang::GangSpec;
+use common::messages::{GangOp, GangOutcome, LaunchBatch, LaunchRequest, Placement, WorkerReport};
 use common::protocol::{ClientToGm, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::retry::RetryPolicy;
 use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};

@@ -71,7 +71,7 @@ impl BrokerBackpressure {
             GmToLm::Preempt(_) => &self.refused_preemptions,
             // A reserve places work as a launch does; a gang's commit or release
             // must never be refused (a refused commit would break its gang).
-            GmToLm::Gang(g) if matches!(g.op, common::gang::GangOp::Reserve { .. }) => {
+            GmToLm::Gang(g) if matches!(g.op, common::messages::GangOp::Reserve { .. }) => {
                 &self.refused_launches
             }
             GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,

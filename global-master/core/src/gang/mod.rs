@@ -20,8 +20,8 @@
 pub mod plan;
 
 use crate::cluster_view::ClusterView;
-use common::gang::{GangOp, GangOutcome, GangSpec, OnTimeout, DEFAULT_HOLD};
-use common::messages::{GangAnswer, GangRequest, LaunchRequest};
+use common::gang::{GangSpec, OnTimeout, DEFAULT_HOLD};
+use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest};
 use common::protocol::GmToLm;
 use common::retry::RetryPolicy;
 use common::{GmId, JobId, LmId, Micros, TaskId, TaskSpec};

@@ -9,8 +9,9 @@ use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
 use crate::gang_holds::Hold;
 use crate::validate::validate_placement;
-use common::gang::{GangOp, GangOutcome};
-use common::messages::{GangAnswer, GangRequest, LaunchRequest, TaskEnd, TaskFailure};
+use common::messages::{
+    GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest, TaskEnd, TaskFailure,
+};
 use common::reasons::RejectReason;
 use common::{GmId, JobId, Micros, TaskId, TaskKind};
 

@@ -198,10 +198,10 @@ impl LmActor {
             LmToGm::GangAnswer(r) => match &r.outcome {
                 // A request of an abandoned generation, or a commit of a part not
                 // held (expired): nothing was done for it (the core counts them).
-                common::gang::GangOutcome::Stale { newest } => {
+                common::messages::GangOutcome::Stale { newest } => {
                     tracing::info!(job = r.job.0, gm = %r.gm, generation = r.generation, newest, op = %r.op, "gang request of an abandoned generation ignored")
                 }
-                common::gang::GangOutcome::NotHeld => {
+                common::messages::GangOutcome::NotHeld => {
                     tracing::warn!(job = r.job.0, gm = %r.gm, generation = r.generation, "gang commit of a part not held (expired or released): nothing launched")
                 }
                 outcome => {

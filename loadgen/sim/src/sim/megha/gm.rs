@@ -7,7 +7,7 @@ use crate::sim::{probe, CostModel};
 use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
-use common::Micros;
+use common::{Micros, TaskId};
 use gm_core::{DecisionOutcome, GmInput, GmOutput};
 
 impl Sim<'_> {
@@ -87,6 +87,25 @@ impl Sim<'_> {
             self.record(never.task).decision = Decision::Unplaceable;
             self.counters.dag_never_run += 1;
             self.done += 1;
+        }
+    }
+
+    /// A gang part held (an LM's answer to a reserve of `tasks`): its members' room
+    /// is secured from `done` on.
+    pub(super) fn book_gang_holds(
+        &mut self,
+        out: &lm_core::LmOutput,
+        tasks: &[TaskId],
+        done: Micros,
+    ) {
+        let held = (out.to_gms.iter()).any(|(_, m)| {
+            matches!(m, LmToGm::GangAnswer(a)
+                if a.outcome == common::messages::GangOutcome::Held && a.op == "reserve")
+        });
+        if held {
+            for task in tasks {
+                self.record(*task).secured = Some(done);
+            }
         }
     }
 

@@ -461,13 +461,8 @@ impl Sim<'_> {
     fn lm_input(&mut self, now: Micros, l: usize, input: LmInput) {
         match input {
             LmInput::Gm(request) => {
-                let tasks: Vec<TaskId> = match &request {
-                    GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
-                    GmToLm::Preempt(p) => vec![p.task.id],
-                    GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {
-                        request.placed_tasks()
-                    }
-                };
+                // A batch's, a preemption's or a gang reserve's tasks.
+                let tasks: Vec<TaskId> = request.placed_tasks();
                 let (start, done) = self.lm_serve(now, l, &tasks);
                 let launch = matches!(request, GmToLm::Launch(_));
                 let t0 = probe::start(self.probe.is_some());
@@ -480,16 +475,7 @@ impl Sim<'_> {
                 let Ok(out) = result else {
                     return;
                 };
-                // A gang part held: its members' room is secured from now on.
-                let held = (out.to_gms.iter()).any(|(_, m)| {
-                    matches!(m, LmToGm::GangAnswer(a)
-                        if a.outcome == common::gang::GangOutcome::Held && a.op == "reserve")
-                });
-                if held {
-                    for task in &tasks {
-                        self.record(*task).secured = Some(done);
-                    }
-                }
+                self.book_gang_holds(&out, &tasks, done);
                 self.observe_lm_orders(l, done, &out, false);
                 self.send_from_lm(l, done, out);
                 // Every request is answered: the services' LM publishes after it.
