@@ -373,3 +373,48 @@ fn a_gang_that_never_fits_times_out_without_a_reserve() {
     assert_eq!(out.gangs_failed[0].1.len(), 9);
     assert!(w.launched.is_empty() && w.free_everywhere());
 }
+
+/// A commit the transport gave up on is sent again while the part is surely held:
+/// the gang still starts whole. Past the part's earliest expiry it is broken and
+/// its job cancelled (what launched is stopped).
+#[test]
+fn an_undelivered_commit_is_sent_again_until_the_part_may_have_expired() {
+    for late in [false, true] {
+        let mut w = world();
+        w.gm.step(Micros(1), GmInput::Client(gang_of(1, 8)));
+        let out = w.gm.step(Micros(2), GmInput::Schedule);
+        let mut answers = Vec::new();
+        for m in out.to_lms {
+            answers.extend(w.deliver(Micros(3), m));
+        }
+        let mut commits = Vec::new();
+        for a in answers {
+            commits.extend(w.gm.step(Micros(4), GmInput::Lm(a)).to_lms);
+        }
+        assert_eq!(commits.len(), 4);
+        // LM 3's commit is lost; the transport says so.
+        let lost = commits.pop().unwrap();
+        assert_eq!(lost.lm(), LmId(3));
+        w.run(Micros(5), commits);
+        assert_eq!(w.launched.len(), 6, "three parts launched");
+        let when = if late { Micros(2) + HOLD } else { Micros(6) };
+        let undelivered = gm_core::Undelivered::of(&lost);
+        let out = w.gm.step(when, GmInput::Undelivered(undelivered));
+        if late {
+            assert_eq!(out.gangs_broken, vec![common::JobId(1)]);
+            assert!(gang_ops(&out, "commit").is_empty());
+            let cancels = (out.to_lms.iter()).filter(|m| matches!(m, GmToLm::Cancel(_)));
+            assert_eq!(
+                cancels.count(),
+                LMS as usize,
+                "the job is stopped everywhere"
+            );
+        } else {
+            assert_eq!(gang_ops(&out, "commit"), vec![(LmId(3), 1)]);
+            w.run(when, out.to_lms);
+            let launched: BTreeSet<TaskId> = w.launched.iter().copied().collect();
+            assert_eq!((launched.len(), w.launched.len()), (8, 8));
+            assert_eq!(w.gm.gangs().stats.commits_resent, 1);
+        }
+    }
+}

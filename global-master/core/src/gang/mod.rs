@@ -60,6 +60,9 @@ pub struct GangStats {
     pub released_attempts: u64,
     pub started: u64,
     pub timed_out: u64,
+    /// Commits sent again (the transport gave up on one before the part's
+    /// earliest expiry).
+    pub commits_resent: u64,
     /// Gangs a late commit broke (one part expired while others launched).
     pub broken: u64,
 }
@@ -82,6 +85,9 @@ enum Phase {
     },
     Committing {
         parts: BTreeMap<LmId, Part>,
+        /// The earliest an LM's hold of this generation may expire (the reserve's
+        /// departure + the hold): an undelivered commit is sent again until then.
+        resend_until: Micros,
     },
 }
 
@@ -337,8 +343,12 @@ impl Gangs {
                             }));
                         }
                         let parts = std::mem::take(parts);
+                        let resend_until = *commit_by + Micros(self.config.hold_for.0 / 2);
                         gang.why = format!("generation {generation} committing");
-                        gang.phase = Phase::Committing { parts };
+                        gang.phase = Phase::Committing {
+                            parts,
+                            resend_until,
+                        };
                     } else {
                         self.abandon(
                             now,
@@ -369,7 +379,7 @@ impl Gangs {
             }
             (GangOutcome::Committed, Stage::Committing) => {
                 let gang = self.gangs.get_mut(&job).expect("current");
-                let Phase::Committing { parts } = &mut gang.phase else {
+                let Phase::Committing { parts, .. } = &mut gang.phase else {
                     unreachable!()
                 };
                 if let Some(p) = parts.get_mut(&answer.lm) {
@@ -377,7 +387,7 @@ impl Gangs {
                 }
                 if parts.values().all(|p| p.committed) {
                     let gang = self.gangs.remove(&job).expect("current");
-                    let Phase::Committing { parts } = gang.phase else {
+                    let Phase::Committing { parts, .. } = gang.phase else {
                         unreachable!()
                     };
                     let launched: Vec<TaskId> = (parts.values())
@@ -402,8 +412,9 @@ impl Gangs {
     }
 
     /// A request the transport gave up on. A reserve's attempt is abandoned (its
-    /// other parts released); a commit's leaves a part that will expire while
-    /// others may run: the gang is broken.
+    /// other parts released); a commit is sent again until the part's earliest
+    /// expiry, after which it may have expired while others run: the gang is
+    /// broken.
     pub fn undelivered(
         &mut self,
         now: Micros,
@@ -422,6 +433,23 @@ impl Gangs {
                 let why = format!("reserve to {lm} not delivered");
                 // The part may have been held after all: released too.
                 self.abandon_except(now, job, None, &why, &mut fx, gm, life);
+            }
+            // Sent again while the part is surely still held (or launched: a
+            // commit answered before is answered `Committed` again); after that
+            // the part may have expired while others launched: broken.
+            Phase::Committing {
+                ref parts,
+                resend_until,
+            } if now < resend_until && parts.get(&lm).is_some_and(|p| !p.committed) => {
+                self.stats.commits_resent += 1;
+                fx.to_lms.push(GmToLm::Gang(GangRequest {
+                    gm,
+                    life,
+                    lm,
+                    job,
+                    generation,
+                    op: GangOp::Commit,
+                }));
             }
             Phase::Committing { .. } => {
                 self.stats.broken += 1;
@@ -499,7 +527,7 @@ impl Gangs {
     ) -> Option<(Vec<TaskId>, GangEffects)> {
         let gang = self.gangs.remove(&job)?;
         let mut fx = GangEffects::default();
-        if let Phase::Reserving { parts, .. } | Phase::Committing { parts } = &gang.phase {
+        if let Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } = &gang.phase {
             for &lm in parts.keys() {
                 fx.to_lms.push(GmToLm::Gang(GangRequest {
                     gm,
@@ -542,7 +570,9 @@ impl Gangs {
             return;
         };
         let parts = match &mut gang.phase {
-            Phase::Reserving { parts, .. } | Phase::Committing { parts } => std::mem::take(parts),
+            Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } => {
+                std::mem::take(parts)
+            }
             Phase::Waiting { .. } => return,
         };
         self.stats.released_attempts += 1;
