@@ -71,6 +71,8 @@ pub struct GangStats {
 struct Part {
     requests: Vec<LaunchRequest>,
     held: bool,
+    /// The LM life that answered `Held` (its holds die with it).
+    life: u64,
     committed: bool,
 }
 
@@ -101,6 +103,9 @@ struct Gang {
     phase: Phase,
     /// Why the last attempt did not start (for "why is my job pending").
     why: String,
+    /// Waiting after an abandoned attempt: a pass is wanted once `not_before` came
+    /// (a timer of its own; a gang that did not fit waits for the next pass).
+    retry_pending: bool,
 }
 
 /// What the gangs want done after a step.
@@ -116,6 +121,11 @@ pub struct GangEffects {
     pub failed: Vec<(JobId, Vec<TaskId>)>,
     /// Gangs a late commit broke: the job must be stopped.
     pub broken: Vec<JobId>,
+    /// Room the view gives back: the parts of an abandoned attempt (a reserve that
+    /// never reached its LM changes nothing there, so no snapshot would ever undo
+    /// its deduction; a part released changes the LM's state twice, and its next
+    /// snapshot sets the view right).
+    pub credits: Vec<(LmId, common::NodeId, common::Resources)>,
 }
 
 impl GangEffects {
@@ -125,6 +135,7 @@ impl GangEffects {
             && self.to_queue.is_empty()
             && self.failed.is_empty()
             && self.broken.is_empty()
+            && self.credits.is_empty()
     }
 }
 
@@ -167,6 +178,7 @@ impl Gangs {
                 generation: 0,
                 phase: Phase::Waiting { not_before: now },
                 why: "waiting for a pass".into(),
+                retry_pending: false,
             },
         );
     }
@@ -211,6 +223,7 @@ impl Gangs {
             if not_before > now {
                 continue;
             }
+            gang.retry_pending = false;
             let candidates =
                 candidates.get_or_insert_with(|| plan::Candidates::read(view, gm, self.start));
             // The first `min_members` members' demand against everything free: a
@@ -251,6 +264,7 @@ impl Gangs {
                     .or_insert_with(|| Part {
                         requests: Vec::new(),
                         held: false,
+                        life: 0,
                         committed: false,
                     })
                     .requests
@@ -286,8 +300,15 @@ impl Gangs {
         fx
     }
 
-    /// An LM's answer. The caller applied its snapshot to the view first.
-    pub fn answer(&mut self, now: Micros, answer: &GangAnswer, gm: GmId, life: u64) -> GangEffects {
+    /// An LM's answer. The caller applied its snapshot to `view` first.
+    pub fn answer(
+        &mut self,
+        now: Micros,
+        answer: &GangAnswer,
+        view: &ClusterView,
+        gm: GmId,
+        life: u64,
+    ) -> GangEffects {
         let mut fx = GangEffects::default();
         let release = |lm: LmId, job: JobId, generation: u32| {
             GmToLm::Gang(GangRequest {
@@ -329,8 +350,20 @@ impl Gangs {
                 };
                 if let Some(p) = parts.get_mut(&answer.lm) {
                     p.held = true;
+                    p.life = answer.snapshot.incarnation;
                 }
-                if parts.values().all(|p| p.held) {
+                // A part held by an LM life the view has seen replaced died with
+                // it: committing the others would start half the gang.
+                let restarted = (parts.iter())
+                    .find(|(lm, p)| {
+                        view.lm(**lm)
+                            .is_some_and(|v| v.incarnation != p.life && p.held)
+                    })
+                    .map(|(lm, _)| *lm);
+                if let Some(lm) = restarted {
+                    let why = format!("{lm} restarted since it held its part");
+                    self.abandon(now, job, &why, &mut fx, gm, life);
+                } else if parts.values().all(|p| p.held) {
                     if now <= *commit_by {
                         for &lm in parts.keys() {
                             fx.to_lms.push(GmToLm::Gang(GangRequest {
@@ -481,6 +514,12 @@ impl Gangs {
                 life,
             );
         }
+        for g in self.gangs.values_mut() {
+            if matches!(g.phase, Phase::Waiting { not_before } if not_before <= now) {
+                // Its retry time came: the caller wants a pass.
+                g.retry_pending = false;
+            }
+        }
         let timed_out: Vec<JobId> = (self.gangs.iter())
             .filter(|(_, g)| matches!(g.phase, Phase::Waiting { .. }) && g.deadline <= now)
             .map(|(j, _)| *j)
@@ -503,7 +542,10 @@ impl Gangs {
         (self.gangs.values())
             .filter_map(|g| match g.phase {
                 Phase::Reserving { commit_by, .. } => Some(commit_by + Micros(1)),
-                Phase::Waiting { not_before } => Some(not_before.max(Micros(0)).min(g.deadline)),
+                Phase::Waiting { not_before } if g.retry_pending => {
+                    Some(not_before.min(g.deadline))
+                }
+                Phase::Waiting { .. } => Some(g.deadline),
                 Phase::Committing { .. } => None,
             })
             .min()
@@ -513,7 +555,9 @@ impl Gangs {
     pub fn anything_due(&self, now: Micros) -> bool {
         self.gangs.values().any(|g| match g.phase {
             Phase::Reserving { commit_by, .. } => commit_by < now,
-            Phase::Waiting { .. } => g.deadline <= now,
+            Phase::Waiting { not_before } => {
+                g.deadline <= now || (g.retry_pending && not_before <= now)
+            }
             Phase::Committing { .. } => false,
         })
     }
@@ -576,6 +620,11 @@ impl Gangs {
             Phase::Waiting { .. } => return,
         };
         self.stats.released_attempts += 1;
+        for (&lm, part) in &parts {
+            for r in &part.requests {
+                fx.credits.push((lm, r.node, r.task.resources));
+            }
+        }
         for &lm in parts.keys().filter(|lm| Some(**lm) != except) {
             fx.to_lms.push(GmToLm::Gang(GangRequest {
                 gm,
@@ -587,6 +636,7 @@ impl Gangs {
             }));
         }
         gang.why = format!("generation {}: {why}", gang.generation);
+        gang.retry_pending = true;
         gang.phase = Phase::Waiting {
             not_before: now + self.config.retry_after,
         };

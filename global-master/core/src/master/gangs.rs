@@ -46,7 +46,7 @@ impl GlobalMaster {
     pub(super) fn gang_answered(&mut self, now: Micros, answer: &GangAnswer, out: &mut GmOutput) {
         self.apply_snapshot(now, &answer.snapshot);
         let (gm, life) = (self.config.id, self.config.life);
-        let fx = self.gangs.answer(now, answer, gm, life);
+        let fx = self.gangs.answer(now, answer, &self.view, gm, life);
         self.apply_gang_effects(now, fx, out);
     }
 
@@ -95,7 +95,13 @@ impl GlobalMaster {
             to_queue,
             failed,
             broken,
+            credits,
         } = fx;
+        for (lm, node, resources) in credits {
+            if let Some(view) = self.view.get_mut(lm.index()) {
+                view.credit(node, &resources);
+            }
+        }
         out.to_lms.extend(to_lms);
         for (job, tasks) in started {
             self.stats.launched += tasks.len() as u64;

@@ -264,6 +264,15 @@ impl LocalMaster {
         self.gangs.counters
     }
 
+    /// The part held for gang (`gm`, `job`): its generation and tasks.
+    pub fn gang_hold(&self, gm: GmId, job: JobId) -> Option<(u32, Vec<TaskId>)> {
+        let hold = self.gangs.get(gm, job)?;
+        Some((
+            hold.generation,
+            hold.requests.iter().map(|r| r.task.id).collect(),
+        ))
+    }
+
     /// Gang parts held now.
     pub fn gang_holds(&self) -> usize {
         self.gangs.len()
