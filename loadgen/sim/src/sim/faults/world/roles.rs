@@ -23,7 +23,7 @@ impl World<'_> {
             self.checker.accepted(t.id, g);
         }
         let retry = self.config.retry;
-        let submit = if self.config.gangs && k % 3 == 0 && tasks.len() >= 2 {
+        let submit = if self.config.gangs && k.is_multiple_of(3) && tasks.len() >= 2 {
             // Past the horizon it gives up starting together (run_partial), so
             // that liveness holds on a cluster the faults left too small.
             let gang = common::gang::GangSpec {
