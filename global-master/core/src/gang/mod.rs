@@ -126,6 +126,9 @@ pub struct GangEffects {
     /// its deduction; a part released changes the LM's state twice, and its next
     /// snapshot sets the view right).
     pub credits: Vec<(LmId, common::NodeId, common::Resources)>,
+    /// The members the answering LM launched (its `Committed`), as a launch
+    /// answer's: the drivers track where tasks run from them.
+    pub launched: Vec<TaskId>,
 }
 
 impl GangEffects {
@@ -136,6 +139,7 @@ impl GangEffects {
             && self.failed.is_empty()
             && self.broken.is_empty()
             && self.credits.is_empty()
+            && self.launched.is_empty()
     }
 }
 
@@ -415,8 +419,9 @@ impl Gangs {
                 let Phase::Committing { parts, .. } = &mut gang.phase else {
                     unreachable!()
                 };
-                if let Some(p) = parts.get_mut(&answer.lm) {
+                if let Some(p) = parts.get_mut(&answer.lm).filter(|p| !p.committed) {
                     p.committed = true;
+                    fx.launched = p.requests.iter().map(|r| r.task.id).collect();
                 }
                 if parts.values().all(|p| p.committed) {
                     let gang = self.gangs.remove(&job).expect("current");

@@ -96,7 +96,9 @@ impl GlobalMaster {
             failed,
             broken,
             credits,
+            launched,
         } = fx;
+        out.answered.launched.extend(launched);
         for (lm, node, resources) in credits {
             if let Some(view) = self.view.get_mut(lm.index()) {
                 view.credit(node, &resources);

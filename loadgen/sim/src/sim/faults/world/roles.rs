@@ -66,6 +66,7 @@ impl World<'_> {
             // Read by the GM service that asked (a restarted LM's answer).
             GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
             GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
+            GmInput::Lm(LmToGm::GangAnswer(ref r)) => Some(r.lm.0),
             _ => None,
         };
         let Some(gm) = self.gms[g as usize].as_mut() else {
