@@ -121,6 +121,22 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
             400,
             "utility.nCk.k",
         ),
+        // Gangs (docs/gangs.md): each bad value names its field.
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"min_members":0}}}}"#),
+            400,
+            "gang.min_members",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"min_members":3}}}}"#),
+            400,
+            "gang.min_members",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"timeout_s":-1}}}}"#),
+            400,
+            "gang.timeout_s",
+        ),
     ];
     for (body, status, field) in &cases {
         let (got, _, answer) = http("POST", &jobs, Some(body)).expect("post");
