@@ -121,10 +121,10 @@ pub struct GangEffects {
     pub failed: Vec<(JobId, Vec<TaskId>)>,
     /// Gangs a late commit broke: the job must be stopped.
     pub broken: Vec<JobId>,
-    /// Room the view gives back: the parts of an abandoned attempt (a reserve that
-    /// never reached its LM changes nothing there, so no snapshot would ever undo
-    /// its deduction; a part released changes the LM's state twice, and its next
-    /// snapshot sets the view right).
+    /// Room the view gives back: the parts of an abandoned attempt not held (a
+    /// reserve refused or that never reached its LM changes nothing there, so no
+    /// snapshot would ever undo its deduction; a held part released changes the
+    /// LM's state twice, and its next snapshot sets the view right).
     pub credits: Vec<(LmId, common::NodeId, common::Resources)>,
     /// The members the answering LM launched (its `Committed`), as a launch
     /// answer's: the drivers track where tasks run from them.
@@ -625,7 +625,11 @@ impl Gangs {
             Phase::Waiting { .. } => return,
         };
         self.stats.released_attempts += 1;
-        for (&lm, part) in &parts {
+        // A part not held changed nothing at its LM (refused, or its reserve never
+        // arrived): no snapshot will undo the view's deduction. A held part's LM
+        // changed (its answer's snapshot shows the hold) and will change again
+        // when the release lands: its snapshots set the view right.
+        for (&lm, part) in parts.iter().filter(|(_, p)| !p.held) {
             for r in &part.requests {
                 fx.credits.push((lm, r.node, r.task.resources));
             }
