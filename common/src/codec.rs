@@ -10,8 +10,9 @@ use serde::{de::DeserializeOwned, Serialize};
 /// Bumped whenever an internal message changes shape (5: attempts; 6: the cluster
 /// name in the envelope; 7: the GM's life in launch batches and preemptions; 8: a
 /// launch batch's resend flag, the worker's lease in its assignment; 9: a task's
-/// preemption count and priority, the `rate_limited` preemption refusal).
-pub const WIRE_VERSION: u8 = 9;
+/// preemption count and priority, the `rate_limited` preemption refusal; 10: the
+/// gang transaction's messages and gang submissions).
+pub const WIRE_VERSION: u8 = 10;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -59,7 +60,9 @@ pub fn encode<T: Serialize>(cluster: &ClusterName, msg: &T) -> Result<Vec<u8>, C
 /// up after an upgrade. Version 9 changed `TaskSpec`, which the journal's jobs
 /// hold: the GM reads those of versions 6 to 8 in their old shape
 /// (`global-master`'s `journal/legacy.rs`); every other stored record is unchanged.
-pub const STORED_COMPATIBLE: &[u8] = &[6, 7, 8];
+/// Version 10 added enum variants only (gang messages), so version-9 records read
+/// as they are.
+pub const STORED_COMPATIBLE: &[u8] = &[6, 7, 8, 9];
 
 /// The message in `bytes`, if its envelope is of this build's version and of `cluster`.
 pub fn decode<T: DeserializeOwned>(cluster: &ClusterName, bytes: &[u8]) -> Result<T, CodecError> {

@@ -16,6 +16,8 @@
 //! - [`protocol`]: one message enum per direction (GM -> LM, LM -> GM, LM -> worker,
 //!   worker -> LM, client -> GM): what every core's `step` takes and sends.
 //! - [`messages`]: the payloads those enums carry.
+//! - [`gang`]: gangs (tasks that start together or not at all) and their
+//!   reserve / commit / release transaction.
 //! - [`preemption`]: the rules that keep preemption from churning.
 //! - [`priority`]: priority classes and the order they give a queue.
 //! - [`quota`]: per-job quotas on QUEUEABLE containers (Mercury 4.1).
@@ -37,6 +39,7 @@ pub mod constraints;
 pub mod dag;
 pub mod events;
 pub mod fairness;
+pub mod gang;
 pub mod ids;
 pub mod messages;
 pub mod preemption;

@@ -325,3 +325,94 @@ pub struct CancelResponse {
     pub not_yours: Vec<TaskId>,
     pub snapshot: LmSnapshot,
 }
+
+// The gang transaction (see `crate::gang` and docs/gangs.md).
+
+/// One step of a gang transaction, for one LM's part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GangOp {
+    /// Verify these launches and hold their room for `hold_for` from the arrival
+    /// (a duration, not a deadline: the GM's and the LM's clocks need not agree).
+    /// All or nothing: a part with one request that does not fit is refused whole.
+    Reserve {
+        requests: Vec<LaunchRequest>,
+        hold_for: Micros,
+    },
+    /// Launch the part held for this generation.
+    Commit,
+    /// Give back the part held for this generation (or any older one); a release of
+    /// a part not held changes nothing.
+    Release,
+}
+
+impl GangOp {
+    pub fn label(&self) -> &'static str {
+        match self {
+            GangOp::Reserve { .. } => "reserve",
+            GangOp::Commit => "commit",
+            GangOp::Release => "release",
+        }
+    }
+}
+
+/// The LM's answer to one [`GangOp`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GangOutcome {
+    /// The part is held for this generation until a commit, a release or expiry.
+    Held,
+    /// The part was not held: the reason of each request that failed.
+    Refused(Vec<(TaskId, RejectReason)>),
+    /// A newer generation of this gang was seen here: this one is abandoned.
+    Stale { newest: u32 },
+    /// The part was launched (a repeated commit is answered so again).
+    Committed,
+    /// A commit of a generation not held here (it expired, was released, or never
+    /// arrived): nothing was launched.
+    NotHeld,
+    /// The part is given back (or was not held).
+    Released,
+}
+
+impl GangOutcome {
+    pub fn label(&self) -> &'static str {
+        match self {
+            GangOutcome::Held => "held",
+            GangOutcome::Refused(_) => "refused",
+            GangOutcome::Stale { .. } => "stale",
+            GangOutcome::Committed => "committed",
+            GangOutcome::NotHeld => "not_held",
+            GangOutcome::Released => "released",
+        }
+    }
+}
+
+/// One step of a gang's transaction for one LM's part. A gang is its job: one GM
+/// owns it, so (`gm`, `job`) names it at every LM.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GangRequest {
+    pub gm: GmId,
+    /// The sending GM's life ([`super::LaunchBatch::life`]): refused by an LM that
+    /// has seen a newer one.
+    pub life: u64,
+    pub lm: LmId,
+    pub job: JobId,
+    /// The attempt: increases with every reserve round of the gang. An LM holds at
+    /// most one generation of a gang and refuses one older than the newest it saw.
+    pub generation: u32,
+    pub op: GangOp,
+}
+
+/// The LM's answer to a [`GangRequest`], with its state piggybacked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GangAnswer {
+    pub lm: LmId,
+    pub gm: GmId,
+    pub job: JobId,
+    pub generation: u32,
+    /// What the request was ([`GangOp::label`]).
+    pub op: String,
+    pub outcome: GangOutcome,
+    pub snapshot: LmSnapshot,
+}

@@ -16,8 +16,8 @@
 
 use crate::dag::JobDag;
 use crate::messages::{
-    CancelRequest, CancelResponse, KillTask, LaunchBatch, LaunchResponse, LmSnapshot,
-    PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, ReconcileRequest,
+    CancelRequest, CancelResponse, GangAnswer, GangRequest, KillTask, LaunchBatch, LaunchResponse,
+    LmSnapshot, PreemptRequest, PreemptResponse, PreemptedTasks, PromoteTask, ReconcileRequest,
     ReconcileResponse, StartTask, TasksEnded, TasksStarted, WorkerReport,
 };
 use crate::retry::RetryPolicy;
@@ -37,6 +37,8 @@ pub enum GmToLm {
     Cancel(CancelRequest),
     /// A restarted GM asks which of its tasks this LM holds or finished.
     Reconcile(ReconcileRequest),
+    /// A step of a gang's transaction: reserve, commit or release one LM's part.
+    Gang(GangRequest),
 }
 
 impl GmToLm {
@@ -47,6 +49,7 @@ impl GmToLm {
             GmToLm::Preempt(p) => p.lm,
             GmToLm::Cancel(c) => c.lm,
             GmToLm::Reconcile(r) => r.lm,
+            GmToLm::Gang(g) => g.lm,
         }
     }
 
@@ -57,6 +60,7 @@ impl GmToLm {
             GmToLm::Preempt(p) => p.gm,
             GmToLm::Cancel(c) => c.gm,
             GmToLm::Reconcile(r) => r.gm,
+            GmToLm::Gang(g) => g.gm,
         }
     }
 
@@ -67,6 +71,7 @@ impl GmToLm {
             GmToLm::Preempt(_) => "preempt",
             GmToLm::Cancel(_) => "cancel",
             GmToLm::Reconcile(_) => "reconcile",
+            GmToLm::Gang(_) => "gang",
         }
     }
 
@@ -76,6 +81,12 @@ impl GmToLm {
         match self {
             GmToLm::Launch(b) => b.requests.iter().map(|r| r.task.id).collect(),
             GmToLm::Preempt(p) => vec![p.task.id],
+            GmToLm::Gang(g) => match &g.op {
+                crate::messages::GangOp::Reserve { requests, .. } => {
+                    requests.iter().map(|r| r.task.id).collect()
+                }
+                _ => Vec::new(),
+            },
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         }
     }
@@ -85,6 +96,7 @@ impl GmToLm {
     pub fn places_work(&self) -> bool {
         match self {
             GmToLm::Launch(_) | GmToLm::Preempt(_) => true,
+            GmToLm::Gang(g) => !matches!(g.op, crate::messages::GangOp::Release),
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => false,
         }
     }
@@ -104,6 +116,13 @@ impl GmToLm {
             GmToLm::Reconcile(r) => {
                 format!("reconcile of {} tasks with {}", r.tasks.len(), r.lm)
             }
+            GmToLm::Gang(g) => format!(
+                "gang {} of {} generation {} to {}",
+                g.op.label(),
+                g.job,
+                g.generation,
+                g.lm
+            ),
         }
     }
 }
@@ -138,6 +157,8 @@ pub enum LmToGm {
     Started(TasksStarted),
     CancelAnswer(CancelResponse),
     ReconcileAnswer(ReconcileResponse),
+    /// The answer to a step of a gang's transaction.
+    GangAnswer(GangAnswer),
 }
 
 impl LmToGm {
@@ -148,6 +169,7 @@ impl LmToGm {
             LmToGm::PreemptAnswer(r) => Some(&r.snapshot),
             LmToGm::State(s) => Some(s),
             LmToGm::CancelAnswer(r) => Some(&r.snapshot),
+            LmToGm::GangAnswer(r) => Some(&r.snapshot),
             LmToGm::Requeue(_)
             | LmToGm::Ended(_)
             | LmToGm::Started(_)
@@ -166,6 +188,7 @@ impl LmToGm {
             LmToGm::Started(s) => GmAddress::One(s.gm),
             LmToGm::CancelAnswer(r) => GmAddress::One(r.gm),
             LmToGm::ReconcileAnswer(r) => GmAddress::One(r.gm),
+            LmToGm::GangAnswer(r) => GmAddress::One(r.gm),
         }
     }
 
@@ -180,6 +203,7 @@ impl LmToGm {
             LmToGm::Started(s) => s.lm,
             LmToGm::CancelAnswer(r) => r.lm,
             LmToGm::ReconcileAnswer(r) => r.lm,
+            LmToGm::GangAnswer(r) => r.lm,
         }
     }
 
@@ -189,7 +213,8 @@ impl LmToGm {
             LmToGm::LaunchAnswer(_)
             | LmToGm::PreemptAnswer(_)
             | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => LmRoute::Answer,
+            | LmToGm::ReconcileAnswer(_)
+            | LmToGm::GangAnswer(_) => LmRoute::Answer,
             LmToGm::State(_) => LmRoute::State,
             LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => LmRoute::Stream,
         }
@@ -206,7 +231,8 @@ impl LmToGm {
             | LmToGm::Ended(_)
             | LmToGm::Started(_)
             | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => Vec::new(),
+            | LmToGm::ReconcileAnswer(_)
+            | LmToGm::GangAnswer(_) => Vec::new(),
         }
     }
 
@@ -228,6 +254,7 @@ impl LmToGm {
             LmToGm::Started(_) => "started",
             LmToGm::CancelAnswer(_) => "cancel_answer",
             LmToGm::ReconcileAnswer(_) => "reconcile_answer",
+            LmToGm::GangAnswer(_) => "gang_answer",
         }
     }
 }
@@ -294,6 +321,13 @@ pub enum ClientToGm {
     },
     /// Cancel a job: its queued tasks leave the queues, the LMs stop the others.
     Cancel(JobId),
+    /// Queue the tasks of one job as a gang ([`crate::gang`]): they start together
+    /// (at least `gang.min_members` of them) or not at all.
+    SubmitGang {
+        tasks: Vec<TaskSpec>,
+        retry: RetryPolicy,
+        gang: crate::gang::GangSpec,
+    },
 }
 // LRA submissions are typed by the `lra-placer` crate (tags, placement constraints)
 // and enter the designated GM's core as its own input, `GmInput::SubmitLra`.

@@ -20,4 +20,6 @@ pub mod streams {
     pub const SPARROW: u64 = 3;
     pub const SAMPLING: u64 = 4;
     pub const TASK_TYPES: u64 = 5;
+    /// Which jobs of a workload become gangs, and their sizes.
+    pub const GANGS: u64 = 6;
 }

@@ -34,6 +34,31 @@ fn a_thousand_random_histories_break_no_invariant_beyond_the_known_causes() {
     assert!(report.finished > report.accepted * 8 / 10, "{report:?}");
 }
 
+/// Gangs under the same faults: no commit ever launches a member while another
+/// member of its gang is neither held nor launched (`Invariant::PartialGang`),
+/// beyond the two known gaps (docs/gangs.md), which do happen.
+#[test]
+fn a_thousand_histories_with_gangs_start_no_gang_partially() {
+    let config = FaultConfig {
+        gangs: true,
+        ..FaultConfig::default()
+    };
+    let report = faults::search(1, 1000, 2, &config, None);
+    for v in &report.violations {
+        println!("{v}");
+    }
+    assert!(
+        report.violations.is_empty(),
+        "{} violations",
+        report.violations.len()
+    );
+    assert!(
+        report.known.contains_key(&Known::GangPartDiedWithLm),
+        "an LM dies holding a part in some of 1000 histories: {:?}",
+        report.known
+    );
+}
+
 #[test]
 fn the_journal_and_worker_liveness_of_issue_14_end_what_crashes_left_stuck() {
     let before = FaultConfig {

@@ -80,7 +80,7 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
         (
             format!(r#"{{"tasks":[{{{ok},"constraints":[1,99]}}]}}"#),
             422,
-            "tasks[0].constraints",
+            "tasks[0].constraints[1]",
         ),
         (
             format!(r#"{{"tasks":[{{{res},"duration_ms":"long"}}]}}"#),
@@ -120,6 +120,22 @@ fn malformed_submissions_get_a_4xx_and_change_nothing() {
             format!(r#"{{"tasks":[{{{ok}}}],"utility":{{"nCk":{{"set":"c1","k":2,"u":1}}}}}}"#),
             400,
             "utility.nCk.k",
+        ),
+        // Gangs (docs/gangs.md): each bad value names its field.
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"min_members":0}}}}"#),
+            400,
+            "gang.min_members",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"min_members":3}}}}"#),
+            400,
+            "gang.min_members",
+        ),
+        (
+            format!(r#"{{"tasks":[{{{ok}}},{{{ok}}}],"gang":{{"timeout_s":-1}}}}"#),
+            400,
+            "gang.timeout_s",
         ),
     ];
     for (body, status, field) in &cases {

@@ -33,6 +33,8 @@
 //!   then released to their queues (or never run when a parent failed).
 //! - [`carbyne`]: job ordering policies (DRF, Tetris, SJF, Carbyne's altruistic
 //!   scheduling) that reorder the waiting tasks before a pass.
+//! - [`gang`]: gangs: the reserve / commit / release transaction with the LMs, its
+//!   generations and timers, and where the members go ([`gang::plan`]).
 //! - [`lifecycle`]: retries of failed and lost tasks under their job's policy, and
 //!   cancelled jobs.
 //! - [`fairness`]: Megha's Algorithm 2 over the view (who is over its share), and the
@@ -50,6 +52,7 @@ pub mod config;
 pub mod dag;
 pub mod dispatch;
 pub mod fairness;
+pub mod gang;
 pub mod grown;
 pub mod lifecycle;
 pub mod lra_path;

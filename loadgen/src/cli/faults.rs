@@ -56,6 +56,10 @@ pub struct FaultsArgs {
     /// Model the GM before its batch-sequence fix (every life numbers batches from 1).
     #[arg(long)]
     pub batch_seq_from_zero: bool,
+    /// Every third job of two tasks or more is a gang (docs/gangs.md): its tasks
+    /// start together or not at all, checked at every gang commit.
+    #[arg(long)]
+    pub gangs: bool,
     #[arg(long, default_value_t = 2)]
     pub gms: u16,
     #[arg(long, default_value_t = 2)]
@@ -120,6 +124,7 @@ impl FaultsArgs {
             lm_reconcile: (!self.no_lm_reconcile).then(|| Micros::from_secs(5)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,
+            gangs: self.gangs,
             ..FaultConfig::default()
         };
         if self.gms == 0 || self.lms == 0 || self.nodes == 0 {
@@ -211,6 +216,9 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         }
         if args.batch_seq_from_zero {
             options.push("--batch-seq-from-zero");
+        }
+        if args.gangs {
+            options.push("--gangs");
         }
         println!("# options: {}", options.join(" "));
         println!(

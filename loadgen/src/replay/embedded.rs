@@ -321,6 +321,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 after_elsewhere: Vec::new(),
                 spec: None,
                 utility: None,
+                gang: None,
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),

@@ -38,6 +38,8 @@ pub struct LmEffects {
     /// `LocalMaster::handle_worker_report`): remembered for their GM's reconcile
     /// request; the driver logs and counts them.
     pub unowned_finished: Vec<TaskId>,
+    /// The answer to a step of a gang transaction (send to that GM).
+    pub gang_response: Option<common::messages::GangAnswer>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,6 +13,7 @@
 //!   the LM wants done) and [`LmError`]; [`allocation`]: what the LM holds per task.
 //! - [`gate`]: what the LM takes into its core at all (readiness, late copies of
 //!   batches answered busy), asked by the services and the fault simulator alike.
+//! - [`gang_holds`]: gang parts held until commit, release or expiry.
 //! - [`preempt_log`]: preemptions made per victim queue, for the rate limit.
 //! - [`validate`]: the pure check of one request against the authoritative state.
 //! - [`answers`]: launch batches already answered (a resent batch gets the same
@@ -31,6 +32,7 @@ pub mod answers;
 pub mod config;
 pub mod core;
 pub mod effects;
+pub mod gang_holds;
 pub mod gate;
 pub mod preempt_log;
 pub mod restarted;

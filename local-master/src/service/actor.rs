@@ -354,7 +354,8 @@ impl LmActor {
             | LmToGm::PreemptAnswer(_)
             | LmToGm::State(_)
             | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => {}
+            | LmToGm::ReconcileAnswer(_)
+            | LmToGm::GangAnswer(_) => {}
         }
         let gms: Vec<usize> = match to {
             GmAddress::One(gm) => vec![gm.index()],

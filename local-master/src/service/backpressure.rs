@@ -69,7 +69,12 @@ impl BrokerBackpressure {
         let counter = match message {
             GmToLm::Launch(_) => &self.refused_launches,
             GmToLm::Preempt(_) => &self.refused_preemptions,
-            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,
+            // A reserve places work as a launch does; a gang's commit or release
+            // must never be refused (a refused commit would break its gang).
+            GmToLm::Gang(g) if matches!(g.op, common::messages::GangOp::Reserve { .. }) => {
+                &self.refused_launches
+            }
+            GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,
         };
         let pending = self.publisher.pending_bytes();
         let limit = self.publisher.backlog_limit();
@@ -98,6 +103,9 @@ impl BrokerBackpressure {
             }
             GmToLm::Preempt(p) => {
                 tracing::debug!(gm = %p.gm, task = %p.task.id, pending_bytes = pending, "preemption refused: broker backlog")
+            }
+            GmToLm::Gang(g) => {
+                tracing::debug!(gm = %g.gm, job = g.job.0, pending_bytes = pending, "gang reserve refused: broker backlog")
             }
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
         }

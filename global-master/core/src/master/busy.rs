@@ -45,6 +45,14 @@ impl GlobalMaster {
             }
             Undelivered::Cancel { lm, job } => self.cancel_undelivered(now, lm, job),
             Undelivered::Reconcile { .. } => {}
+            Undelivered::Gang {
+                lm,
+                job,
+                generation,
+            } => {
+                self.gang_undelivered(now, lm, job, generation, out);
+                out.wants_pass = true;
+            }
         }
     }
 

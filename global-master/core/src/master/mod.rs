@@ -17,6 +17,7 @@
 mod answers;
 mod busy;
 mod cancel;
+mod gangs;
 mod lra;
 mod ordering;
 mod pass;
@@ -60,6 +61,8 @@ pub struct GlobalMaster {
     dags: Dags,
     /// The job-ordering policy and what each job runs: see [`crate::carbyne`].
     ordering: crate::carbyne::JobOrdering,
+    /// Gangs waiting to start together: see [`crate::gang`].
+    gangs: crate::gang::Gangs,
     /// Jobs with a utility tree (soft constraints): see [`crate::alsched`].
     soft: crate::alsched::SoftPlacement,
     stats: GmStats,
@@ -101,6 +104,7 @@ impl GlobalMaster {
             dags: Dags::default(),
             ordering: crate::carbyne::JobOrdering::new(config.order),
             soft: crate::alsched::SoftPlacement::default(),
+            gangs: crate::gang::Gangs::default(),
             stats: GmStats::default(),
             new_lives: Vec::new(),
             heard_lives: vec![None; lms],
@@ -138,6 +142,16 @@ impl GlobalMaster {
         utility: std::sync::Arc<common::utility::Utility>,
     ) {
         self.soft.set(job, utility);
+    }
+
+    /// How this GM runs gang transactions (hold and retry times).
+    pub fn set_gang_config(&mut self, config: crate::gang::GangConfig) {
+        self.gangs = crate::gang::Gangs::new(config);
+    }
+
+    /// The gangs waiting to start, and their counters.
+    pub fn gangs(&self) -> &crate::gang::Gangs {
+        &self.gangs
     }
 
     /// Soft constraints: the jobs' trees and what was chosen for each task.
@@ -251,7 +265,7 @@ impl GlobalMaster {
 }
 
 /// A task not yet tried.
-fn new_pending(now: Micros, task: TaskSpec) -> Box<Pending> {
+pub(crate) fn new_pending(now: Micros, task: TaskSpec) -> Box<Pending> {
     Box::new(Pending {
         task,
         submitted_at: now,

@@ -109,6 +109,12 @@ pub enum Undelivered {
     Reconcile {
         lm: LmId,
     },
+    /// A step of a gang's transaction (see [`crate::gang::Gangs::undelivered`]).
+    Gang {
+        lm: LmId,
+        job: JobId,
+        generation: u32,
+    },
 }
 
 impl Undelivered {
@@ -118,7 +124,8 @@ impl Undelivered {
             Undelivered::Batch { lm, .. }
             | Undelivered::Preempt { lm, .. }
             | Undelivered::Cancel { lm, .. }
-            | Undelivered::Reconcile { lm } => *lm,
+            | Undelivered::Reconcile { lm }
+            | Undelivered::Gang { lm, .. } => *lm,
         }
     }
 
@@ -139,6 +146,11 @@ impl Undelivered {
                 job: c.job,
             },
             GmToLm::Reconcile(r) => Undelivered::Reconcile { lm: r.lm },
+            GmToLm::Gang(g) => Undelivered::Gang {
+                lm: g.lm,
+                job: g.job,
+                generation: g.generation,
+            },
         }
     }
 }
@@ -197,6 +209,13 @@ pub struct GmOutput {
     pub released: Vec<TaskId>,
     /// Tasks of DAG jobs that end failed without running: a parent stage failed.
     pub never_run: Vec<crate::dag::NeverRun>,
+    /// Gangs whose every part was committed this step: the members launched.
+    pub gangs_started: Vec<(JobId, Vec<TaskId>)>,
+    /// Gangs timed out with `on_timeout = fail`: their tasks end failed, unrun.
+    pub gangs_failed: Vec<(JobId, Vec<TaskId>)>,
+    /// Gangs a late commit broke (a part expired while others launched): their
+    /// jobs are cancelled whole.
+    pub gangs_broken: Vec<JobId>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -229,6 +248,9 @@ impl GlobalMaster {
         out.wants_pass |= self.lms_back(now);
         // Delay scheduling: a held task's wait is over.
         out.wants_pass |= self.soft.relax_due(now);
+        // Gangs: an attempt not answered in time is released, a gang past its
+        // timeout fails or runs partially.
+        out.wants_pass |= self.gangs_due(now, &mut out);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -237,6 +259,9 @@ impl GlobalMaster {
                     self.submit(now, task);
                 }
                 out.wants_pass = true;
+            }
+            GmInput::Client(ClientToGm::SubmitGang { tasks, retry, gang }) => {
+                self.submit_gang(now, tasks, retry, gang, &mut out);
             }
             GmInput::Client(ClientToGm::SubmitJob { tasks, retry, dag }) => {
                 self.lifecycle.submitted(&tasks, retry);
@@ -261,6 +286,7 @@ impl GlobalMaster {
                 out.wants_pass = true;
             }
             GmInput::Client(ClientToGm::Cancel(job)) => {
+                self.cancel_gang(job, &mut out);
                 self.cancel_job(job, &mut out);
                 out.wants_pass |= !out.cancelled.is_empty();
             }
@@ -268,7 +294,11 @@ impl GlobalMaster {
             GmInput::SubmitLra(submission) => {
                 out.lra_refused = self.submit_lra(now, submission).err();
             }
-            GmInput::Schedule => out.pass(self.schedule(now)),
+            GmInput::Schedule => {
+                // Gangs first: their reserves take room before single tasks do.
+                self.place_gangs(now, &mut out);
+                out.pass(self.schedule(now));
+            }
             GmInput::LraPass => {
                 if let Some(mut lra) = self.lra_pass(now) {
                     out.pass(std::mem::take(&mut lra.pass));
@@ -311,6 +341,9 @@ impl GlobalMaster {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if let Some(gang) = self.gangs.next_wakeup() {
+            out.next_wakeup = Some(out.next_wakeup.map_or(gang, |t| t.min(gang)));
+        }
         if let Some(relax) = self.soft.next_relax() {
             out.next_wakeup = Some(out.next_wakeup.map_or(relax, |t| t.min(relax)));
         }
@@ -361,6 +394,7 @@ impl GlobalMaster {
             }
             // Read by the service that asked (a restarted GM resuming its journal).
             LmToGm::ReconcileAnswer(_) => return,
+            LmToGm::GangAnswer(answer) => self.gang_answered(now, &answer, out),
         }
         out.wants_pass = true;
     }

@@ -216,6 +216,9 @@ impl GmActor {
                         tracing::warn!(job = r.job.0, lm = %r.lm, tasks = r.not_yours.len(), "the LM holds tasks of this job that another GM launched; it left them running");
                     }
                 }
+                LmToGm::GangAnswer(r) => {
+                    tracing::debug!(job = r.job.0, lm = %r.lm, generation = r.generation, op = %r.op, outcome = r.outcome.label(), "gang answer");
+                }
                 LmToGm::LaunchAnswer(_)
                 | LmToGm::State(_)
                 | LmToGm::Ended(_)
@@ -232,6 +235,13 @@ impl GmActor {
                 tracing::warn!(job = job.0, %lm, "cancel request not delivered; it will be sent again");
             }
             GmInput::Undelivered(Undelivered::Reconcile { .. }) => {}
+            GmInput::Undelivered(Undelivered::Gang {
+                lm,
+                job,
+                generation,
+            }) => {
+                tracing::warn!(job = job.0, %lm, generation, "gang request not delivered: the attempt is released (a commit's: the gang is stopped)");
+            }
             GmInput::Busy { .. } => {}
             GmInput::Client(_)
             | GmInput::SubmitLra(_)

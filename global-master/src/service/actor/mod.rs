@@ -287,6 +287,8 @@ pub struct SubmitJob {
     pub spec: Option<crate::service::durable::specs::Packed>,
     /// Its utility tree (soft constraints, docs/alsched.md), compiled.
     pub utility: Option<Arc<common::utility::Utility>>,
+    /// Its gang (docs/gangs.md), checked.
+    pub gang: Option<common::gang::GangSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,6 +322,7 @@ impl Handler<Submit> for GmActor {
             after_elsewhere: Vec::new(),
             spec: None,
             utility: None,
+            gang: None,
         };
         self.accept(job, ctx)
     }
@@ -432,6 +435,11 @@ impl GmActor {
         );
         (self.events)(events);
         let submit = match (msg.retry, msg.dag) {
+            (retry, None) if msg.gang.is_some() => ClientToGm::SubmitGang {
+                tasks: specs,
+                retry: retry.unwrap_or(policy),
+                gang: msg.gang.expect("checked"),
+            },
             (None, None) => ClientToGm::Submit(specs),
             (retry, dag) => ClientToGm::SubmitJob {
                 tasks: specs,

@@ -34,6 +34,9 @@ impl GmActor {
                 tracing::debug!(job = c.job.0, %lm, "asking the LM to stop a cancelled job's tasks");
             }
             GmToLm::Reconcile(_) => {}
+            GmToLm::Gang(g) => {
+                tracing::debug!(job = g.job.0, %lm, generation = g.generation, op = g.op.label(), "gang request");
+            }
         }
         let me = ctx.address();
         let doubt_timeout = self.doubt_timeout;

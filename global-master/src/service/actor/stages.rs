@@ -1,6 +1,7 @@
 //! What the core's DAG stage decided, carried out (see `gm_core::dag`): tasks held
 //! for a parent stage show `blocked`, released ones `queued`; a task that will never
-//! run (a parent stage failed) ends failed, is journalled and published like any end.
+//! run (a parent stage failed, or its gang timed out) ends failed, is journalled and
+//! published like any end.
 
 use super::{GmActor, SubmitRefused};
 use crate::core::{GmInput, GmOutput};
@@ -21,29 +22,46 @@ impl GmActor {
         for task in &out.released {
             self.tracker.released(*task);
         }
-        if out.never_run.is_empty() {
+        // Tasks that will never run: of a stage whose parent failed, or of a gang
+        // that did not start within its timeout (`on_timeout = fail`).
+        let mut unrun: Vec<(common::TaskId, String)> = (out.never_run.iter())
+            .map(|never| {
+                tracing::info!(task = %never.task, job = never.task.job.0, stage = %never.stage, cause = %never.cause, "task will not run");
+                (never.task, never.cause.to_string())
+            })
+            .collect();
+        for (job, tasks) in &out.gangs_failed {
+            tracing::info!(
+                job = job.0,
+                tasks = tasks.len(),
+                "gang did not start within its timeout: its tasks fail unrun"
+            );
+            unrun.extend(
+                tasks
+                    .iter()
+                    .map(|t| (*t, "its gang did not start within its timeout".to_owned())),
+            );
+        }
+        if unrun.is_empty() {
             return;
         }
-        let mut events = Vec::with_capacity(out.never_run.len());
-        let mut ends = Vec::with_capacity(out.never_run.len());
-        for never in &out.never_run {
-            let failure = TaskFailure::StartFailed {
-                reason: never.cause.to_string(),
-            };
-            tracing::info!(task = %never.task, job = never.task.job.0, stage = %never.stage, cause = %never.cause, "task will not run");
+        let mut events = Vec::with_capacity(unrun.len());
+        let mut ends = Vec::with_capacity(unrun.len());
+        for (task, reason) in unrun {
+            let failure = TaskFailure::StartFailed { reason };
             events.push(TaskEvent {
-                task: never.task,
+                task,
                 at: now,
                 kind: TaskEventKind::Failed {
                     detail: failure.to_string(),
                     reannounced: false,
                 },
             });
-            let attempt = self.tracker.task(never.task).map_or(1, |s| s.attempt);
-            self.tracker.never_run(never.task, failure.clone(), now);
+            let attempt = self.tracker.task(task).map_or(1, |s| s.attempt);
+            self.tracker.never_run(task, failure.clone(), now);
             ends.push(TaskEnd {
                 used: None,
-                task: never.task,
+                task,
                 attempt,
                 node: NodeId(0),
                 at: now,

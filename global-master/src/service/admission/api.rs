@@ -58,6 +58,11 @@ pub struct JobRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub utility: Option<serde_json::Value>,
+    /// A gang (docs/gangs.md): its tasks (or `min_members` of them) start together
+    /// or not at all. A bad value is a 400 naming its field (`gang.min_members`,
+    /// `gang.timeout_s`).
+    #[serde(default)]
+    pub gang: Option<super::gang_api::GangRequest>,
 }
 
 /// A validated job, before the GM gives it an id.
@@ -74,6 +79,8 @@ pub struct NewJob {
     pub priority_class: Option<String>,
     /// Its compiled utility tree (soft constraints), if it has one.
     pub utility: Option<Arc<common::utility::Utility>>,
+    /// Its gang, if it is one.
+    pub gang: Option<common::gang::GangSpec>,
 }
 
 /// The class value of a job naming `class` (the default class when `None`), set
@@ -410,6 +417,7 @@ pub fn parse_job_request(
     }
     let utility =
         super::utility_api::check_utility(request.utility.take(), count, &queues.attributes)?;
+    let gang = super::gang_api::check_gang(request.gang.take(), &kinds, dag.is_some())?;
     Ok(NewJob {
         tasks,
         retry,
@@ -418,6 +426,7 @@ pub fn parse_job_request(
         names,
         priority_class: request.priority_class,
         utility,
+        gang,
     })
 }
 

@@ -9,6 +9,7 @@
 pub mod api;
 pub mod error;
 pub mod executor_api;
+pub mod gang_api;
 pub mod lra_api;
 pub mod remote_after;
 pub mod route;

@@ -119,6 +119,7 @@ pub(crate) async fn submit(
         after_elsewhere,
         spec: Some(pack_spec(body.clone()).await),
         utility: job.utility,
+        gang: job.gang,
     };
     // The submission and its key's settling run on their own task: a client that
     // gives up drops this handler, not the submission, so its key is settled with

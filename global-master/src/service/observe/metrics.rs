@@ -433,6 +433,42 @@ pub const GM_METRICS: &[Metric] = &[
         read: One(|g| g.core().stats().lm_busy as f64),
     },
     Metric {
+        name: "megha_gm_gangs_started_total",
+        kind: "counter",
+        help: "Gangs whose every part was committed (all their members launched together).",
+        read: One(|g| g.core().gangs().stats.started as f64),
+    },
+    Metric {
+        name: "megha_gm_gang_attempts_released_total",
+        kind: "counter",
+        help: "Gang reserve rounds given up (a part refused, unanswered in time or undelivered): every part released, retried with the next generation.",
+        read: One(|g| g.core().gangs().stats.released_attempts as f64),
+    },
+    Metric {
+        name: "megha_gm_gang_stale_answers_total",
+        kind: "counter",
+        help: "LM answers of an abandoned gang generation: never committed (a held part is released).",
+        read: One(|g| g.core().gangs().stats.stale_answers as f64),
+    },
+    Metric {
+        name: "megha_gm_gangs_broken_total",
+        kind: "counter",
+        help: "Gangs a commit could not reach a held part (it may have expired while others launched): their jobs were cancelled whole.",
+        read: One(|g| g.core().gangs().stats.broken as f64),
+    },
+    Metric {
+        name: "megha_gm_gangs_timed_out_total",
+        kind: "counter",
+        help: "Gangs that did not start within their timeout (failed, or queued one by one with run_partial).",
+        read: One(|g| g.core().gangs().stats.timed_out as f64),
+    },
+    Metric {
+        name: "megha_gm_gangs_waiting",
+        kind: "gauge",
+        help: "Gangs waiting to start together.",
+        read: One(|g| g.core().gangs().len() as f64),
+    },
+    Metric {
         name: "megha_gm_submissions_refused_total",
         kind: "counter",
         help: "Submissions answered 429 (GM full).",

@@ -76,6 +76,9 @@ pub struct SimConfig {
     /// its GM) and its placement-dependent run time (Megha driver only). `None`: no
     /// job has either.
     pub soft_jobs: Option<Arc<super::soft::SoftJobs>>,
+    /// Gangs (issue 37): per job id (the trace job's dense number), its gang; such
+    /// a job is submitted as one gang to its GM. `None`: no job is a gang.
+    pub gangs: Option<Arc<rustc_hash::FxHashMap<u64, common::gang::GangSpec>>>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -197,6 +200,7 @@ impl Default for SimConfig {
             lra_operator_constraints: Vec::new(),
             priorities: Arc::default(),
             soft_jobs: None,
+            gangs: None,
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct TaskRecord {
     pub preemptions: u32,
     pub lost_work: Micros,
     pub launch: Option<Micros>,
+    /// When its room was last secured before it launched: a gang member's part
+    /// held at its LM (`None` for other tasks: their launch secures their room).
+    pub secured: Option<Micros>,
     pub start: Option<Micros>,
     pub finish: Option<Micros>,
     pub framework_queuing: Micros,
@@ -85,6 +88,7 @@ impl TaskRecord {
             preemptions: 0,
             lost_work: Micros::ZERO,
             launch: None,
+            secured: None,
             start: None,
             finish: None,
             framework_queuing: Micros::ZERO,

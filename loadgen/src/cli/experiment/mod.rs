@@ -7,6 +7,8 @@
 //!   (issue 35), with its job metrics in [`jobs`].
 //! - `fairness` ([`fairness`]): the Megha paper's fairness setup with and without
 //!   preemption under the preemption rules (issue 37).
+//! - `gangs` ([`gangs`]): gang-aware placement against placing a gang's tasks one
+//!   by one (issue 37).
 //! - `mercury` ([`mercury`]): GUARANTEED against QUEUEABLE work, Mercury's
 //!   policies at two heartbeats (what `scripts/mercury-experiment.sh` ran).
 //! - `priorities` ([`priorities`]): two priority classes under overload (issue 37).
@@ -14,6 +16,7 @@
 pub mod alsched;
 pub mod carbyne;
 pub mod fairness;
+pub mod gangs;
 pub mod jobs;
 pub mod mercury;
 pub mod output;
@@ -42,6 +45,9 @@ pub enum ExperimentCommand {
     /// with racks and GPU nodes, jobs slower off their preferred nodes, at several
     /// loads: mean and p95 completion, utilisation, preferred share.
     Alsched(alsched::AlschedArgs),
+    /// Gangs (20% of jobs, 8 to 64 tasks) placed gang-aware against one by one:
+    /// job completion time, idle reserved node-seconds, partial starts.
+    Gangs(gangs::GangsArgs),
 }
 
 pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
@@ -51,5 +57,6 @@ pub fn run(command: ExperimentCommand) -> anyhow::Result<()> {
         ExperimentCommand::Priorities(args) => priorities::run(args),
         ExperimentCommand::Mercury(args) => mercury::run(args),
         ExperimentCommand::Alsched(args) => alsched::run(args),
+        ExperimentCommand::Gangs(args) => gangs::run(args),
     }
 }

@@ -119,7 +119,8 @@ impl LocalMaster {
             let n = node.index();
             if self.down[n] {
                 self.down[n] = false;
-                self.free[n] = self.topology.capacity[n];
+                self.free[n] =
+                    (self.topology.capacity[n]).saturating_sub(&self.gangs.held_on(node));
                 self.touch(n);
                 self.version += 1;
             }

@@ -10,6 +10,7 @@
 
 mod cancel;
 mod drain;
+mod gang;
 mod launch;
 mod liveness;
 pub mod preempt;
@@ -107,6 +108,8 @@ pub struct LocalMaster {
     /// Lost runs whose end was absorbed: a worker listing one finished later must
     /// not make the GM's retry a `Duplicate`. Bounded likewise.
     lost_ended: Bounded<(TaskId, u32)>,
+    /// Gang parts held until their commit, release or expiry (`core/gang.rs`).
+    gangs: crate::gang_holds::GangHolds,
     config: LmConfig,
     next_heartbeat: Micros,
 }
@@ -163,6 +166,7 @@ impl LocalMaster {
             drained: vec![false; topology_nodes],
             lost: Bounded::new(LOST_MEMORY),
             lost_ended: Bounded::new(LOST_MEMORY),
+            gangs: Default::default(),
             config,
             next_heartbeat: now,
         }
@@ -224,7 +228,10 @@ impl LocalMaster {
 
     /// When [`LocalMaster::tick`] next has something to do.
     pub fn next_wakeup(&self) -> Micros {
-        self.next_heartbeat
+        match self.gangs.next_expiry() {
+            Some(expiry) => self.next_heartbeat.min(expiry),
+            None => self.next_heartbeat,
+        }
     }
 
     /// Marks node `n`'s block for the next snapshot: its `free` or `q_held` was
@@ -377,6 +384,7 @@ impl LocalMaster {
     /// Sends the periodic heartbeat when it is due.
     pub fn tick(&mut self, now: Micros) -> LmEffects {
         let mut effects = LmEffects::default();
+        self.expire_holds(now);
         if now >= self.next_heartbeat {
             self.promote_due(now, &mut effects);
             self.shed(now, &mut effects);

@@ -92,6 +92,7 @@ impl LocalMaster {
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
             LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
             LmInput::Gm(GmToLm::Reconcile(request)) => self.handle_reconcile(now, request)?,
+            LmInput::Gm(GmToLm::Gang(request)) => self.handle_gang(now, request)?,
             LmInput::Worker(WorkerToLm::Report(report)) => {
                 self.handle_worker_report(now, report)?
             }
@@ -118,6 +119,7 @@ impl LocalMaster {
             cancel_response,
             reconcile_response,
             unowned_finished,
+            gang_response,
         } = effects;
         let mut to_workers = Vec::with_capacity(promoted.len() + kills.len() + starts.len());
         to_workers.extend(promoted.into_iter().map(LmToWorker::Promote));
@@ -128,6 +130,7 @@ impl LocalMaster {
             preempt_response.is_some(),
             reconcile_response.is_some(),
             cancel_response.is_some(),
+            gang_response.is_some(),
             heartbeat.is_some(),
         ];
         let answers = answers.into_iter().filter(|a| *a).count();
@@ -146,6 +149,9 @@ impl LocalMaster {
         }
         if let Some(r) = cancel_response {
             to_gms.push((GmAddress::One(r.gm), LmToGm::CancelAnswer(r)));
+        }
+        if let Some(r) = gang_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::GangAnswer(r)));
         }
         for s in started {
             to_gms.push((GmAddress::One(s.gm), LmToGm::Started(s)));

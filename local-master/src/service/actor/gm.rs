@@ -146,6 +146,9 @@ impl LmActor {
             GmToLm::Reconcile(r) => {
                 tracing::info!(gm = %r.gm, tasks = r.tasks.len(), "a restarted GM asks which of its tasks this LM holds")
             }
+            GmToLm::Gang(g) => {
+                tracing::debug!(gm = %g.gm, job = g.job.0, generation = g.generation, op = g.op.label(), "gang request")
+            }
         }
     }
 
@@ -192,6 +195,19 @@ impl LmActor {
             LmToGm::ReconcileAnswer(r) => {
                 tracing::info!(gm = %r.gm, held = r.held.len(), finished = r.finished.len(), "told a restarted GM which of its tasks this LM holds");
             }
+            LmToGm::GangAnswer(r) => match &r.outcome {
+                // A request of an abandoned generation, or a commit of a part not
+                // held (expired): nothing was done for it (the core counts them).
+                common::messages::GangOutcome::Stale { newest } => {
+                    tracing::info!(job = r.job.0, gm = %r.gm, generation = r.generation, newest, op = %r.op, "gang request of an abandoned generation ignored")
+                }
+                common::messages::GangOutcome::NotHeld => {
+                    tracing::warn!(job = r.job.0, gm = %r.gm, generation = r.generation, "gang commit of a part not held (expired or released): nothing launched")
+                }
+                outcome => {
+                    tracing::debug!(job = r.job.0, gm = %r.gm, generation = r.generation, op = %r.op, outcome = outcome.label(), "gang answer")
+                }
+            },
             LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => {}
         }
     }

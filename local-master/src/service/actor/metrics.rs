@@ -36,6 +36,49 @@ impl Handler<RenderMetrics> for LmActor {
             "Launch batches and preemptions refused because their GM's life was older than one seen (a replaced GM, fenced).",
             self.core.older_gm_life_refused() as f64,
         );
+        let gangs = self.core.gang_counters();
+        single(
+            &mut out,
+            "megha_lm_gang_parts_held_total",
+            "counter",
+            "Gang parts verified and held (their room given to no one else until commit, release or expiry).",
+            gangs.held as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gang_parts_refused_total",
+            "counter",
+            "Gang parts refused: a request did not fit or was invalid against this LM's state (nothing held).",
+            gangs.refused as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gang_stale_requests_total",
+            "counter",
+            "Gang reserves of a generation older than one seen here (or of a gang already launched): ignored.",
+            gangs.stale as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gang_parts_committed_total",
+            "counter",
+            "Gang parts launched on the commit of the generation held.",
+            gangs.committed as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gang_commits_not_held_total",
+            "counter",
+            "Gang commits of a generation not held here (expired or released first): nothing launched.",
+            gangs.not_held as f64,
+        );
+        single(
+            &mut out,
+            "megha_lm_gang_parts_expired_total",
+            "counter",
+            "Gang parts given back at their expiry (no commit nor release came).",
+            gangs.expired as f64,
+        );
         single(
             &mut out,
             "megha_lm_lost_runs_forgotten_total",

@@ -29,6 +29,9 @@ pub enum Invariant {
     Liveness,
     /// After the quiet period a GM's view of an LM differs from the LM's state.
     ViewDiverged,
+    /// A gang commit launched a member while another member of its gang was
+    /// neither held at an LM nor launched.
+    PartialGang,
 }
 
 impl fmt::Display for Invariant {
@@ -40,6 +43,7 @@ impl fmt::Display for Invariant {
             Invariant::TerminalDisagrees => "terminal states disagree",
             Invariant::Liveness => "accepted task never ended",
             Invariant::ViewDiverged => "GM view differs from LM state",
+            Invariant::PartialGang => "gang started partially",
         })
     }
 }

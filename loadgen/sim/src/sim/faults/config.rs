@@ -62,6 +62,10 @@ pub struct FaultConfig {
     /// Model the GM before its batch-sequence fix: every life numbers its batches
     /// from 1 (the harness should find answers from another life's record).
     pub batch_seq_from_zero: bool,
+    /// Every third job of two tasks or more is a gang ([`super::world`] checks at
+    /// every gang commit that no member launches while another is neither held
+    /// nor launched).
+    pub gangs: bool,
     /// Events kept for a violation's history.
     pub history: usize,
     /// Print every event (replay).
@@ -98,6 +102,7 @@ impl Default for FaultConfig {
                 backoff: common::retry::Backoff::default(),
             },
             batch_seq_from_zero: false,
+            gangs: false,
             history: 30,
             trace: false,
             rates: FaultRates::default(),

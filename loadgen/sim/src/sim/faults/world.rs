@@ -115,6 +115,11 @@ pub(super) struct World<'a> {
     gm_wake_at: Vec<Option<Micros>>,
     lms: Vec<Option<LocalMaster>>,
     lm_life: Vec<u32>,
+    /// Gang jobs: every LM's life when the gang arrived (an LM that died since
+    /// took its held part with it: [`check::Known::GangPartDiedWithLm`]).
+    gang_lm_lives: std::collections::HashMap<common::JobId, Vec<u32>>,
+    /// Gang members a commit reported lost (their node went down while held).
+    gang_lost: std::collections::HashSet<TaskId>,
     /// Per GM: its latest start clock (its first batch number), and whether a life
     /// started with a clock behind an earlier one's.
     gm_started: Vec<Micros>,
@@ -231,6 +236,8 @@ impl<'a> World<'a> {
             gm_wake_at: vec![None; config.gms as usize],
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
+            gang_lm_lives: Default::default(),
+            gang_lost: Default::default(),
             registered: vec![true; n],
             keyed: vec![0; n],
             slot_down: vec![false; n],

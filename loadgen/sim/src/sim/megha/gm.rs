@@ -7,7 +7,7 @@ use crate::sim::{probe, CostModel};
 use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
 use common::protocol::{GmToLm, LmToGm};
 use common::reasons::PendingReason;
-use common::Micros;
+use common::{Micros, TaskId};
 use gm_core::{DecisionOutcome, GmInput, GmOutput};
 
 impl Sim<'_> {
@@ -56,6 +56,10 @@ impl Sim<'_> {
                 if out.wants_pass {
                     self.request_pass(g, now);
                 }
+                // Requests an answer makes (a gang's commits or releases).
+                if !out.to_lms.is_empty() {
+                    self.send_from_gm(self.gm_busy[g].max(now), out.to_lms);
+                }
                 if answer && g == self.designated && self.has_lras {
                     self.lra_wake(now);
                 }
@@ -83,6 +87,25 @@ impl Sim<'_> {
             self.record(never.task).decision = Decision::Unplaceable;
             self.counters.dag_never_run += 1;
             self.done += 1;
+        }
+    }
+
+    /// A gang part held (an LM's answer to a reserve of `tasks`): its members' room
+    /// is secured from `done` on.
+    pub(super) fn book_gang_holds(
+        &mut self,
+        out: &lm_core::LmOutput,
+        tasks: &[TaskId],
+        done: Micros,
+    ) {
+        let held = (out.to_gms.iter()).any(|(_, m)| {
+            matches!(m, LmToGm::GangAnswer(a)
+                if a.outcome == common::messages::GangOutcome::Held && a.op == "reserve")
+        });
+        if held {
+            for task in tasks {
+                self.record(*task).secured = Some(done);
+            }
         }
     }
 
@@ -125,7 +148,8 @@ impl Sim<'_> {
             | LmToGm::Ended(_)
             | LmToGm::Started(_)
             | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_) => {}
+            | LmToGm::ReconcileAnswer(_)
+            | LmToGm::GangAnswer(_) => {}
         }
     }
 
@@ -133,6 +157,10 @@ impl Sim<'_> {
     pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
         if out.decisions.is_empty() {
             self.gms[g].recycle_decisions(out.decisions);
+            // A pass may send gang reserves without a single-task decision.
+            if !out.to_lms.is_empty() {
+                self.send_from_gm(self.gm_busy[g].max(now), out.to_lms);
+            }
             return;
         }
         let mut t = now;
@@ -179,7 +207,7 @@ impl Sim<'_> {
                     self.counters.launch_batches += 1;
                 }
                 GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
-                GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
+                GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
             }
         }
         self.send_from_gm(t, out.to_lms);

@@ -384,7 +384,14 @@ impl Sim<'_> {
         }
         let designated = !to_designated.is_empty();
         if !to_gm.is_empty() {
+            let gang = (self.config.gangs.as_ref()).and_then(|g| g.get(&jobs[k].id).copied());
             let submit = match &jobs[k].dag {
+                // A gang: its members start together or not at all.
+                _ if gang.is_some() && !designated => ClientToGm::SubmitGang {
+                    tasks: to_gm,
+                    retry: common::retry::RetryPolicy::default(),
+                    gang: gang.expect("checked"),
+                },
                 // A DAG job: held stages wait in the GM (tasks of the designated GM
                 // are not in stages: only Short and Queueable work has a DAG here).
                 Some(dag) if !designated => ClientToGm::SubmitJob {
@@ -454,11 +461,8 @@ impl Sim<'_> {
     fn lm_input(&mut self, now: Micros, l: usize, input: LmInput) {
         match input {
             LmInput::Gm(request) => {
-                let tasks: Vec<TaskId> = match &request {
-                    GmToLm::Launch(batch) => batch.requests.iter().map(|r| r.task.id).collect(),
-                    GmToLm::Preempt(p) => vec![p.task.id],
-                    GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
-                };
+                // A batch's, a preemption's or a gang reserve's tasks.
+                let tasks: Vec<TaskId> = request.placed_tasks();
                 let (start, done) = self.lm_serve(now, l, &tasks);
                 let launch = matches!(request, GmToLm::Launch(_));
                 let t0 = probe::start(self.probe.is_some());
@@ -471,6 +475,7 @@ impl Sim<'_> {
                 let Ok(out) = result else {
                     return;
                 };
+                self.book_gang_holds(&out, &tasks, done);
                 self.observe_lm_orders(l, done, &out, false);
                 self.send_from_lm(l, done, out);
                 // Every request is answered: the services' LM publishes after it.

@@ -271,7 +271,11 @@ impl World<'_> {
                 return;
             }
         }
-        let asked: Vec<TaskId> = message.placed_tasks();
+        // A gang's answer names no task (it answers for the part as a whole).
+        let asked: Vec<TaskId> = match &message {
+            GmToLm::Gang(_) => Vec::new(),
+            _ => message.placed_tasks(),
+        };
         let lm_life = self.lm_life[l as usize];
         let attempt = match self.calls.get_mut(&id) {
             Some(c) => {

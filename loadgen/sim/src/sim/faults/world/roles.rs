@@ -23,14 +23,26 @@ impl World<'_> {
             self.checker.accepted(t.id, g);
         }
         let retry = self.config.retry;
-        self.gm_step(
-            g,
-            GmInput::Client(ClientToGm::SubmitJob {
+        let submit = if self.config.gangs && k.is_multiple_of(3) && tasks.len() >= 2 {
+            // Past the horizon it gives up starting together (run_partial), so
+            // that liveness holds on a cluster the faults left too small.
+            let gang = common::gang::GangSpec {
+                min_members: tasks.len() as u32,
+                timeout: self.config.horizon,
+                on_timeout: common::gang::OnTimeout::RunPartial,
+            };
+            if let Some(t) = tasks.first() {
+                self.gang_lm_lives.insert(t.id.job, self.lm_life.clone());
+            }
+            ClientToGm::SubmitGang { tasks, retry, gang }
+        } else {
+            ClientToGm::SubmitJob {
                 tasks,
                 retry,
                 dag: None,
-            }),
-        );
+            }
+        };
+        self.gm_step(g, GmInput::Client(submit));
     }
 
     pub(super) fn gm_step(&mut self, g: u16, mut input: GmInput) {
@@ -54,12 +66,24 @@ impl World<'_> {
             // Read by the GM service that asked (a restarted LM's answer).
             GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
             GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
+            GmInput::Lm(LmToGm::GangAnswer(ref r)) => Some(r.lm.0),
             _ => None,
         };
         let Some(gm) = self.gms[g as usize].as_mut() else {
             return;
         };
         let mut out = gm.step(now, input);
+        // A broken gang's job is cancelled: its tasks end cancelled, which this
+        // harness does not model; an LM died holding a part (see `gang_checked`).
+        for job in &out.gangs_broken {
+            let members: Vec<TaskId> = (self.jobs.iter())
+                .filter(|(_, t)| t.first().is_some_and(|t| t.id.job == *job))
+                .flat_map(|(_, t)| t.iter().map(|t| t.id))
+                .collect();
+            for task in members {
+                self.checker.mark_known(task, Known::GangPartDiedWithLm);
+            }
+        }
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.checker.unplaceable(d.task);
@@ -116,6 +140,64 @@ impl World<'_> {
     }
 
     /// One LM step; `call` is the GM call being served (its id, attempt and tasks).
+    /// After a gang commit launched members of `job`: every member is launched (now
+    /// or before) or held at some LM, so none can be left out of the gang.
+    fn gang_whole(
+        &self,
+        gm: GmId,
+        job: common::JobId,
+        launched_now: bool,
+        lost: &[TaskId],
+    ) -> Result<(), check::Broken> {
+        if !launched_now {
+            return Ok(());
+        }
+        let Some((_, tasks)) = self
+            .jobs
+            .iter()
+            .find(|(_, t)| t.first().is_some_and(|t| t.id.job == job))
+        else {
+            return Ok(());
+        };
+        let held: Vec<TaskId> = (self.lms.iter().flatten())
+            .filter_map(|lm| lm.gang_hold(gm, job))
+            .flat_map(|(_, tasks)| tasks)
+            .collect();
+        match tasks.iter().find(|t| !self.checker.launched(&t.id) && !held.contains(&t.id)) {
+            None => Ok(()),
+            Some(t) if lost.contains(&t.id) => Err((
+                check::Invariant::PartialGang,
+                format!("lost: a commit of {job}'s gang launched members while {} was reported lost (its node went down while held)", t.id),
+            )),
+            Some(t) => Err((
+                check::Invariant::PartialGang,
+                format!("a commit of {job}'s gang launched members while {} was neither held nor launched", t.id),
+            )),
+        }
+    }
+
+    /// [`World::gang_whole`], excusing (as known gaps) a part that died with its
+    /// LM (an LM is down, or restarted since the gang arrived) and a member whose
+    /// node went down while held (reported lost by the commit).
+    fn gang_checked(
+        &mut self,
+        gm: GmId,
+        job: common::JobId,
+        launched_now: bool,
+        lost: &[TaskId],
+    ) -> Result<(), check::Broken> {
+        let result = self.gang_whole(gm, job, launched_now, lost);
+        let lm_died = self.lms.iter().any(Option::is_none)
+            || self.gang_lm_lives.get(&job) != Some(&self.lm_life);
+        match result {
+            Err(broken) if broken.1.starts_with("lost:") => {
+                self.checker.excuse(Known::GangMemberLostWithWorker, broken)
+            }
+            Err(broken) if lm_died => self.checker.excuse(Known::GangPartDiedWithLm, broken),
+            other => other,
+        }
+    }
+
     pub(super) fn lm_step(
         &mut self,
         l: u16,
@@ -125,6 +207,15 @@ impl World<'_> {
         let now = self.clock(Role::Lm(l));
         let Some(lm) = self.lms[l as usize].as_mut() else {
             return;
+        };
+        // A gang commit: checked once its launches are booked.
+        let commit = match &input {
+            LmInput::Gm(common::protocol::GmToLm::Gang(g))
+                if g.op == common::messages::GangOp::Commit =>
+            {
+                Some((g.gm, g.job))
+            }
+            _ => None,
         };
         let end = match &input {
             LmInput::Worker(WorkerToLm::Report(
@@ -150,6 +241,23 @@ impl World<'_> {
         }
         for event in &out.events {
             let broken = self.checker.event(event);
+            self.broke(broken);
+        }
+        if let Some((gm, job)) = commit {
+            let launched_now = (out.events.iter()).any(|e| {
+                e.task.job == job
+                    && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
+            });
+            // Members the commit reported lost (their node went down while held).
+            let lost = (out.to_gms.iter())
+                .filter_map(|(_, m)| match m {
+                    LmToGm::Ended(e) => Some(e.ends.iter().map(|end| end.task)),
+                    _ => None,
+                })
+                .flatten();
+            self.gang_lost.extend(lost);
+            let lost: Vec<TaskId> = self.gang_lost.iter().copied().collect();
+            let broken = self.gang_checked(gm, job, launched_now, &lost);
             self.broke(broken);
         }
         // The end of a retried run absorbed without a word: taken for a late report

@@ -50,6 +50,15 @@ pub(super) fn describe_request(m: &GmToLm) -> String {
             r.lm.0,
             tasks(r.tasks.iter().map(|t| t.0))
         ),
+        GmToLm::Gang(g) => format!(
+            "gang {} gm{}->lm{} job {} gen {} [{}]",
+            g.op.label(),
+            g.gm.0,
+            g.lm.0,
+            g.job.0,
+            g.generation,
+            tasks(m.placed_tasks().into_iter())
+        ),
     }
 }
 

@@ -1,0 +1,130 @@
+//! Gangs in the GM's step (see [`crate::gang`]): submission, the reserve rounds a
+//! pass starts, the LMs' answers, the timers, and what a gang's end means to the
+//! rest of the GM (ordinary queues, lifecycle, cancel).
+
+use super::step::GmOutput;
+use super::GlobalMaster;
+use crate::gang::GangEffects;
+use common::gang::GangSpec;
+use common::messages::GangAnswer;
+use common::retry::RetryPolicy;
+use common::{JobId, LmId, Micros, TaskSpec};
+
+impl GlobalMaster {
+    /// Takes the tasks of one job as a gang. An empty job is nothing to wait for.
+    pub(super) fn submit_gang(
+        &mut self,
+        now: Micros,
+        tasks: Vec<TaskSpec>,
+        retry: RetryPolicy,
+        gang: GangSpec,
+        out: &mut GmOutput,
+    ) {
+        let Some(job) = tasks.first().map(|t| t.id.job) else {
+            return;
+        };
+        self.lifecycle.submitted(&tasks, retry);
+        self.stats.submitted += tasks.len() as u64;
+        for _ in &tasks {
+            self.ordering.arrived();
+        }
+        self.gangs.submit(now, job, tasks, gang, retry);
+        out.wants_pass = true;
+    }
+
+    /// A pass's gang stage (before the ordinary pass, so that a gang is not starved
+    /// by single tasks taking its room one by one).
+    pub(super) fn place_gangs(&mut self, now: Micros, out: &mut GmOutput) {
+        if self.gangs.is_empty() {
+            return;
+        }
+        let (gm, life) = (self.config.id, self.config.life);
+        let fx = self.gangs.place(now, &mut self.view, gm, life);
+        self.apply_gang_effects(now, fx, out);
+    }
+
+    pub(super) fn gang_answered(&mut self, now: Micros, answer: &GangAnswer, out: &mut GmOutput) {
+        self.apply_snapshot(now, &answer.snapshot);
+        let (gm, life) = (self.config.id, self.config.life);
+        let fx = self.gangs.answer(now, answer, &self.view, gm, life);
+        self.apply_gang_effects(now, fx, out);
+    }
+
+    pub(super) fn gang_undelivered(
+        &mut self,
+        now: Micros,
+        lm: LmId,
+        job: JobId,
+        generation: u32,
+        out: &mut GmOutput,
+    ) {
+        let (gm, life) = (self.config.id, self.config.life);
+        let fx = self.gangs.undelivered(now, lm, job, generation, gm, life);
+        self.apply_gang_effects(now, fx, out);
+    }
+
+    /// The gangs' timers (checked at every step: time is an input). True when a
+    /// pass may now do something for them.
+    pub(super) fn gangs_due(&mut self, now: Micros, out: &mut GmOutput) -> bool {
+        if !self.gangs.anything_due(now) {
+            return false;
+        }
+        let (gm, life) = (self.config.id, self.config.life);
+        let fx = self.gangs.due(now, gm, life);
+        self.apply_gang_effects(now, fx, out);
+        true
+    }
+
+    /// A cancelled job's gang leaves, its held parts released.
+    pub(super) fn cancel_gang(&mut self, job: JobId, out: &mut GmOutput) {
+        let (gm, life) = (self.config.id, self.config.life);
+        if let Some((tasks, fx)) = self.gangs.cancel(job, gm, life) {
+            self.stats.tasks_cancelled += tasks.len() as u64;
+            out.cancelled.extend(tasks);
+            out.to_lms.extend(fx.to_lms);
+        }
+    }
+
+    fn apply_gang_effects(&mut self, now: Micros, fx: GangEffects, out: &mut GmOutput) {
+        if fx.is_empty() {
+            return;
+        }
+        let GangEffects {
+            to_lms,
+            started,
+            to_queue,
+            failed,
+            broken,
+            credits,
+            launched,
+        } = fx;
+        out.answered.launched.extend(launched);
+        for (lm, node, resources) in credits {
+            if let Some(view) = self.view.get_mut(lm.index()) {
+                view.credit(node, &resources);
+            }
+        }
+        out.to_lms.extend(to_lms);
+        for (job, tasks) in started {
+            self.stats.launched += tasks.len() as u64;
+            out.gangs_started.push((job, tasks));
+        }
+        if !to_queue.is_empty() {
+            for task in to_queue {
+                self.backlog.push_ready(super::new_pending(now, task));
+            }
+            out.wants_pass = true;
+        }
+        for (job, tasks) in failed {
+            for &task in &tasks {
+                self.lifecycle.gave_up(task);
+            }
+            out.gangs_failed.push((job, tasks));
+        }
+        for job in broken {
+            // Part of it may run: stopped whole rather than left half running.
+            self.cancel_job(job, out);
+            out.gangs_broken.push(job);
+        }
+    }
+}

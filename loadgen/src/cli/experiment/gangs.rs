@@ -1,0 +1,272 @@
+//! `loadgen experiment gangs`: gang-aware placement against placing a gang's tasks
+//! one by one (issue 37 item 4b; docs/gangs.md). The trace's first jobs (YH1_sub by
+//! default); a seeded share of them (20%) become gangs of 8 to 64 tasks of the job's
+//! mean duration. Both runs place the same jobs on the same cluster:
+//!
+//! - `gang_aware`: each gang is submitted as one (`ClientToGm::SubmitGang`): its
+//!   members are reserved on their LMs and launched on one commit.
+//! - `one_by_one`: its tasks are ordinary tasks. A gang's work begins when its last
+//!   member starts, so its completion is that start plus the members' duration, and
+//!   every member started earlier holds its node idle meanwhile.
+//!
+//! Per run: job completion time (all jobs, gangs, the rest), idle reserved
+//! node-seconds (per gang, the sum over members of last start - own start; one
+//! task per one-core node), `partial_starts` (gangs of which a member started before
+//! every member's room was secured: held at its LM for a gang, launched otherwise),
+//! the widest spread of a gang's member starts. The simulator runs a one-by-one
+//! member for its duration from its own start (it frees its node earlier than a
+//! real gang member would): the one-by-one run is favoured, not penalised.
+
+use crate::cli::simulate::{read_trace, ClusterArgs, ModelArgs};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser};
+use common::gang::GangSpec;
+use common::rng::{seeded, streams, Rng};
+use common::{Micros, TaskId};
+use megha_sim::sim::{self, workload, SchedulerKind, SimOutcome};
+use megha_sim::trace::options::TraceOptionsArgs;
+use megha_sim::trace::TraceFormat;
+use rustc_hash::FxHashMap;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Args, Debug)]
+pub struct GangsArgs {
+    /// Output directory (created if missing): summary.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[arg(long, default_value = "data/traces/YH1_sub.tr", value_name = "FILE")]
+    pub trace: PathBuf,
+    /// The trace's first N jobs.
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub first_jobs: u64,
+    /// The share of jobs that are gangs.
+    #[arg(long, default_value_t = 0.2, value_name = "SHARE")]
+    pub gang_share: f64,
+    /// Smallest and largest gang (uniform between).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub min_gang: u32,
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_gang: u32,
+    #[arg(long, default_value_t = 2)]
+    pub gms: u16,
+    #[arg(long, default_value_t = 4)]
+    pub lms: u16,
+    /// One-core nodes per partition (nodes = gms x lms x this).
+    #[arg(long, default_value_t = 40, value_name = "N")]
+    pub partition_size: usize,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// No table on stdout.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Parser, Debug)]
+struct Flags {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    selection: TraceOptionsArgs,
+}
+
+/// Mean, p50 and p95, seconds.
+fn stats(mut xs: Vec<f64>) -> Value {
+    if xs.is_empty() {
+        return json!({"jobs": 0});
+    }
+    xs.sort_by(f64::total_cmp);
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let p = |q: f64| xs[((xs.len() - 1) as f64 * q).round() as usize];
+    json!({"jobs": xs.len(), "mean_s": mean, "p50_s": p(0.5), "p95_s": p(0.95)})
+}
+
+/// Turns a seeded share of `jobs` into gangs; returns each gang's size by job id.
+fn make_gangs(jobs: &mut [workload::Job], args: &GangsArgs) -> FxHashMap<u64, u32> {
+    let mut rng = seeded(args.seed, streams::GANGS);
+    let mut gangs = FxHashMap::default();
+    for job in jobs.iter_mut() {
+        if job.tasks.is_empty() || job.dag.is_some() || !rng.random_bool(args.gang_share) {
+            continue;
+        }
+        let size = rng.random_range(args.min_gang..=args.max_gang);
+        let total: u64 = job.tasks.iter().map(|t| t.duration.0).sum();
+        let mean = Micros(total / job.tasks.len() as u64);
+        let template = job.tasks[0].clone();
+        job.tasks = (0..size)
+            .map(|i| {
+                let mut t = template.clone();
+                t.id = TaskId::new(job.id, i);
+                t.duration = mean;
+                t
+            })
+            .collect();
+        gangs.insert(job.id, size);
+    }
+    gangs
+}
+
+/// The figures of one run.
+fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOutcome) -> Value {
+    let mut by_job: FxHashMap<u64, Vec<&sim::ledger::TaskRecord>> = FxHashMap::default();
+    for r in &outcome.records {
+        by_job.entry(r.job).or_default().push(r);
+    }
+    let (mut all, mut gang_jct, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut idle, mut partial, mut spread_max, mut unfinished) = (0.0f64, 0u64, 0.0f64, 0u64);
+    for job in jobs {
+        let recs = by_job.get(&job.id).map(Vec::as_slice).unwrap_or(&[]);
+        let starts: Vec<Micros> = recs.iter().filter_map(|r| r.start).collect();
+        if gangs.contains_key(&job.id) {
+            if !starts.is_empty() {
+                let first = *starts.iter().min().expect("some");
+                let secured = recs.iter().filter_map(|r| r.secured.or(r.launch)).max();
+                if starts.len() < recs.len() || secured.is_some_and(|s| s > first) {
+                    partial += 1;
+                }
+            }
+            if starts.len() < recs.len() || recs.is_empty() {
+                unfinished += 1;
+                continue;
+            }
+            let last = *starts.iter().max().expect("some");
+            let first = *starts.iter().min().expect("some");
+            spread_max = spread_max.max((last - first).as_secs_f64());
+            idle += starts
+                .iter()
+                .map(|s| (last - *s).as_secs_f64())
+                .sum::<f64>();
+            let end = last + job.tasks[0].duration;
+            let jct = (end - job.arrival).as_secs_f64();
+            gang_jct.push(jct);
+            all.push(jct);
+        } else {
+            let finishes: Vec<Micros> = recs.iter().filter_map(|r| r.finish).collect();
+            if finishes.len() < recs.len() || recs.is_empty() {
+                unfinished += 1;
+                continue;
+            }
+            let end = *finishes.iter().max().expect("some");
+            let jct = (end - job.arrival).as_secs_f64();
+            rest.push(jct);
+            all.push(jct);
+        }
+    }
+    json!({
+        "jct_all": stats(all),
+        "jct_gangs": stats(gang_jct),
+        "jct_other": stats(rest),
+        "idle_reserved_node_s": idle,
+        "partial_starts": partial,
+        "max_gang_start_spread_s": spread_max,
+        "unfinished_jobs": unfinished,
+        "drained": outcome.drained,
+        "lm_rejections": outcome.counters.lm_rejections,
+    })
+}
+
+pub fn run(args: GangsArgs) -> Result<()> {
+    if args.first_jobs == 0 || args.gms == 0 || args.lms == 0 || args.partition_size == 0 {
+        bail!("--first-jobs, --gms, --lms and --partition-size must be at least 1");
+    }
+    if !(0.0..=1.0).contains(&args.gang_share) {
+        bail!(
+            "--gang-share must be between 0 and 1, not {}",
+            args.gang_share
+        );
+    }
+    if args.min_gang == 0 || args.min_gang > args.max_gang {
+        bail!("--min-gang must be at least 1 and at most --max-gang");
+    }
+    println!("seed: {}", args.seed);
+    let argv: Vec<String> = [
+        "experiment",
+        "--gms",
+        &args.gms.to_string(),
+        "--lms",
+        &args.lms.to_string(),
+        "--partition-size",
+        &args.partition_size.to_string(),
+        "--constraints",
+        "none",
+        "--seed",
+        &args.seed.to_string(),
+        "--first-jobs",
+        &args.first_jobs.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let flags = Flags::try_parse_from(argv).context("experiment flags")?;
+    let cluster = flags.cluster.load(args.seed)?;
+    let nodes = args.gms as usize * args.lms as usize * args.partition_size;
+    if (args.max_gang as usize) > nodes {
+        bail!(
+            "--max-gang {} is larger than the cluster's {nodes} one-core nodes",
+            args.max_gang
+        );
+    }
+    let mut trace = read_trace(
+        &args.trace,
+        TraceFormat::Tr,
+        flags.selection.clone(),
+        args.seed,
+    )?;
+    flags.model.adjust_trace(&mut trace);
+    let mut jobs = workload::build(&trace, &flags.model.workload()?);
+    let gangs = make_gangs(&mut jobs, &args);
+    let tasks: usize = jobs.iter().map(|j| j.tasks.len()).sum();
+    let gang_tasks: u64 = gangs.values().map(|s| u64::from(*s)).sum();
+    let specs: FxHashMap<u64, GangSpec> = (gangs.iter())
+        .map(|(job, size)| (*job, GangSpec::all(*size, Micros::from_secs_f64(86_400.0))))
+        .collect();
+    let mut runs = serde_json::Map::new();
+    for name in ["gang_aware", "one_by_one"] {
+        let mut config = flags.model.sim_config(SchedulerKind::Megha, cluster.gms)?;
+        if name == "gang_aware" {
+            config.gangs = Some(Arc::new(specs.clone()));
+        }
+        let started = std::time::Instant::now();
+        let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
+        eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+        runs.insert(name.into(), measure(&jobs, &gangs, &outcome));
+    }
+    let summary = json!({
+        "seed": args.seed,
+        "trace": args.trace.display().to_string(),
+        "first_jobs": args.first_jobs,
+        "nodes": nodes,
+        "gms": args.gms,
+        "lms": args.lms,
+        "jobs": jobs.len(),
+        "tasks": tasks,
+        "gangs": gangs.len(),
+        "gang_tasks": gang_tasks,
+        "gang_share": args.gang_share,
+        "gang_sizes": [args.min_gang, args.max_gang],
+        "runs": runs,
+    });
+    let path = super::output::write_summary(&args.out, &summary)?;
+    if !args.quiet {
+        println!("| run | JCT mean s (all) | gangs mean s | gangs p95 s | others mean s | idle reserved node-s | partial starts |");
+        println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        for name in ["gang_aware", "one_by_one"] {
+            let r = &summary["runs"][name];
+            let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.1}"));
+            println!(
+                "| {name} | {} | {} | {} | {} | {} | {} |",
+                f(&r["jct_all"]["mean_s"]),
+                f(&r["jct_gangs"]["mean_s"]),
+                f(&r["jct_gangs"]["p95_s"]),
+                f(&r["jct_other"]["mean_s"]),
+                f(&r["idle_reserved_node_s"]),
+                r["partial_starts"]
+            );
+        }
+        println!("written to {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! `loadgen experiment gangs` on a tiny trace: the shape of summary.json, no partial
+//! start when gang-aware, partial starts and idle reserved node-seconds when one by
+//! one on a cluster too small for a gang and the rest at once, and bad flags refused
+//! before anything runs.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use serde_json::Value;
+use std::process::Command;
+
+/// Twenty jobs of four 5 s tasks, one every 0.2 s: the cluster (32 nodes) is busy
+/// when the gangs (8 to 16 tasks) arrive.
+fn trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut text = String::new();
+    for j in 0..20 {
+        text.push_str(&format!("{:.1} 4 5.0 5.0 5.0 5.0 5.0\n", j as f64 * 0.2));
+    }
+    let path = dir.join("tiny.tr");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(args: &[&str], trace: &std::path::Path, out: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["experiment", "gangs", "--quiet", "--trace"])
+        .arg(trace)
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_tiny_gang_experiment_starts_no_gang_partially() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let out = dir.path().join("out");
+    let args = [
+        "--first-jobs",
+        "20",
+        "--gang-share",
+        "0.5",
+        "--min-gang",
+        "8",
+        "--max-gang",
+        "16",
+        "--gms",
+        "2",
+        "--lms",
+        "2",
+        "--partition-size",
+        "8",
+    ];
+    let done = run(&args, &trace, &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let s: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (s["seed"].as_u64(), s["nodes"].as_u64()),
+        (Some(42), Some(32))
+    );
+    assert!(s["gangs"].as_u64().unwrap() >= 3, "{text}");
+    let aware = &s["runs"]["gang_aware"];
+    let single = &s["runs"]["one_by_one"];
+    for r in [aware, single] {
+        assert_eq!(r["unfinished_jobs"], 0, "{text}");
+        assert_eq!(r["jct_all"]["jobs"], 20, "{text}");
+        assert_eq!(r["drained"], true, "{text}");
+    }
+    assert_eq!(aware["partial_starts"], 0, "{text}");
+    assert!(
+        aware["max_gang_start_spread_s"].as_f64().unwrap() < 0.1,
+        "{text}"
+    );
+    assert!(single["partial_starts"].as_u64().unwrap() > 0, "{text}");
+    assert!(
+        single["idle_reserved_node_s"].as_f64().unwrap() > 0.0,
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_gang_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let out = dir.path().join("out");
+    for args in [
+        &["--min-gang", "9", "--max-gang", "8"][..],
+        &["--gang-share", "1.5"][..],
+        &[
+            "--max-gang",
+            "64",
+            "--gms",
+            "1",
+            "--lms",
+            "1",
+            "--partition-size",
+            "8",
+        ][..],
+    ] {
+        let done = run(args, &trace, &out);
+        assert!(!done.status.success(), "{args:?} accepted");
+        assert!(!out.join("summary.json").exists());
+    }
+}

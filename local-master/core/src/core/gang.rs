@@ -1,0 +1,280 @@
+//! Gang transactions at the LM (see `common::gang` and `docs/gangs.md`): a reserve
+//! is verified against the true state and its room held (taken out of `free`, so
+//! that no launch, preemption or other gang gets it and every snapshot shows it
+//! used) until the commit of that generation launches it, a release gives it back,
+//! or it expires (a [`crate::LmInput::Tick`] at or after its expiry: time is an
+//! input).
+
+use super::LocalMaster;
+use crate::effects::{LmEffects, LmError};
+use crate::gang_holds::Hold;
+use crate::validate::validate_placement;
+use common::messages::{
+    GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest, TaskEnd, TaskFailure,
+};
+use common::reasons::RejectReason;
+use common::{GmId, JobId, Micros, TaskId, TaskKind};
+
+impl LocalMaster {
+    /// One step of a gang's transaction; answered with the LM's state.
+    pub fn handle_gang(&mut self, now: Micros, request: GangRequest) -> Result<LmEffects, LmError> {
+        self.check_addressed(request.lm)?;
+        self.check_life(request.gm, request.life)?;
+        let GangRequest {
+            gm,
+            job,
+            generation,
+            op,
+            ..
+        } = request;
+        let label = op.label();
+        let mut effects = LmEffects::default();
+        let outcome = match op {
+            GangOp::Reserve { requests, hold_for } => {
+                self.gang_reserve(now, gm, job, generation, requests, hold_for)
+            }
+            GangOp::Commit => self.gang_commit(now, gm, job, generation, &mut effects),
+            GangOp::Release => self.gang_release(gm, job, generation),
+        };
+        effects.gang_response = Some(GangAnswer {
+            lm: self.topology.lm,
+            gm,
+            job,
+            generation,
+            op: label.to_owned(),
+            outcome,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    fn gang_reserve(
+        &mut self,
+        now: Micros,
+        gm: GmId,
+        job: JobId,
+        generation: u32,
+        requests: Vec<LaunchRequest>,
+        hold_for: Micros,
+    ) -> GangOutcome {
+        let seen = self.gangs.seen(gm, job);
+        if generation < seen.newest || seen.committed.is_some() {
+            // An abandoned attempt (the GM moved on), or a gang already launched
+            // here: nothing is held for it.
+            self.gangs.counters.stale += 1;
+            return GangOutcome::Stale {
+                newest: seen.newest.max(seen.committed.unwrap_or(0)),
+            };
+        }
+        self.gangs.saw(gm, job, generation);
+        match self.gangs.get(gm, job) {
+            // The same reserve again (its answer was lost): the same answer.
+            Some(hold) if hold.generation == generation => return GangOutcome::Held,
+            // An older generation is abandoned: its room comes back first.
+            Some(_) => self.give_back_hold(gm, job),
+            None => {}
+        }
+        match self.check_part(gm, &requests) {
+            Ok(()) => {
+                for r in &requests {
+                    let n = r.node.index();
+                    self.free[n] = self.free[n].saturating_sub(&r.task.resources);
+                    self.touch(n);
+                }
+                self.version += 1;
+                self.gangs.counters.held += 1;
+                let expires = now + hold_for;
+                self.gangs.insert(
+                    gm,
+                    job,
+                    Hold {
+                        generation,
+                        requests,
+                        expires,
+                    },
+                );
+                GangOutcome::Held
+            }
+            Err(reasons) => {
+                self.gangs.counters.refused += 1;
+                GangOutcome::Refused(reasons)
+            }
+        }
+    }
+
+    /// Every request of a part checked as a launch would be, and the part's total
+    /// per node against the free room: all or nothing. Gangs do not reclaim room
+    /// from QUEUEABLE work and cannot be QUEUEABLE.
+    fn check_part(
+        &self,
+        gm: GmId,
+        requests: &[LaunchRequest],
+    ) -> Result<(), Vec<(TaskId, RejectReason)>> {
+        let mut taken: Vec<(usize, common::Resources)> = Vec::new();
+        let mut refused = Vec::new();
+        for r in requests {
+            let id = r.task.id;
+            let n = r.node.index();
+            let checked = if self.running.contains_key(&id)
+                || self.queued.contains_key(&id)
+                || self.restarted.has_finished(&id)
+                || self.gangs.holds_task(id)
+                || requests.iter().filter(|o| o.task.id == id).count() > 1
+            {
+                Err(RejectReason::Duplicate)
+            } else if r.task.kind == TaskKind::Queueable {
+                Err(RejectReason::Invalid {
+                    detail: format!("task {id} of a gang is QUEUEABLE"),
+                })
+            } else {
+                validate_placement(&self.topology, gm, r)
+            };
+            let checked = checked.and_then(|()| {
+                if self.is_down(r.node) {
+                    return Err(RejectReason::NodeDown);
+                }
+                if self.is_drained(r.node) {
+                    return Err(RejectReason::NodeDrained);
+                }
+                let before = (taken.iter())
+                    .filter(|(m, _)| *m == n)
+                    .map(|(_, res)| *res)
+                    .sum::<common::Resources>();
+                let free = self.free[n].saturating_sub(&before);
+                if free.fits(&r.task.resources) {
+                    taken.push((n, r.task.resources));
+                    Ok(())
+                } else {
+                    Err(RejectReason::InsufficientResources { free })
+                }
+            });
+            if let Err(reason) = checked {
+                refused.push((id, reason));
+            }
+        }
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(refused)
+        }
+    }
+
+    fn gang_commit(
+        &mut self,
+        now: Micros,
+        gm: GmId,
+        job: JobId,
+        generation: u32,
+        effects: &mut LmEffects,
+    ) -> GangOutcome {
+        let seen = self.gangs.seen(gm, job);
+        if seen.committed == Some(generation) {
+            return GangOutcome::Committed;
+        }
+        match self.gangs.get(gm, job) {
+            Some(hold) if hold.generation == generation => {}
+            _ => {
+                self.gangs.counters.not_held += 1;
+                return GangOutcome::NotHeld;
+            }
+        }
+        let Some(hold) = self.gangs.take(gm, job) else {
+            return GangOutcome::NotHeld;
+        };
+        self.gangs.mark_committed(gm, job, generation);
+        self.gangs.counters.committed += 1;
+        let lm = self.topology.lm;
+        for r in hold.requests {
+            let n = r.node.index();
+            if !self.is_down(r.node) {
+                self.free[n] = self.free[n].add(&r.task.resources);
+                self.touch(n);
+            } else {
+                // Its worker died while the part was held: the member is lost as if
+                // it had died just after its start; the GM decides for the gang.
+                let failure = TaskFailure::Lost {
+                    reason: format!("{} went down while its gang part was held", r.node),
+                };
+                let end = TaskEnd {
+                    used: None,
+                    task: r.task.id,
+                    attempt: r.task.attempt,
+                    node: r.node,
+                    at: now,
+                    failure: Some(failure),
+                };
+                effects.lost(lm, gm, end);
+                continue;
+            }
+            self.allocate(now, gm, r.node, r.placement, r.task, effects);
+        }
+        self.version += 1;
+        GangOutcome::Committed
+    }
+
+    fn gang_release(&mut self, gm: GmId, job: JobId, generation: u32) -> GangOutcome {
+        self.gangs.saw(gm, job, generation);
+        if self
+            .gangs
+            .get(gm, job)
+            .is_some_and(|h| h.generation <= generation)
+        {
+            self.give_back_hold(gm, job);
+            self.gangs.counters.released += 1;
+        }
+        GangOutcome::Released
+    }
+
+    /// Gives a held part's room back to its nodes.
+    fn give_back_hold(&mut self, gm: GmId, job: JobId) {
+        if let Some(hold) = self.gangs.take(gm, job) {
+            for r in &hold.requests {
+                let n = r.node.index();
+                if self.is_down(r.node) {
+                    // A down node has nothing free; it comes back whole, less
+                    // what is still held there.
+                    continue;
+                }
+                let back = self.free[n].add(&r.task.resources);
+                let cap = self.topology.capacity[n];
+                self.free[n] = common::Resources::new(
+                    back.cpu_millis.min(cap.cpu_millis),
+                    back.memory_mb.min(cap.memory_mb),
+                );
+                self.touch(n);
+            }
+            self.version += 1;
+        }
+    }
+
+    /// Gives back every hold expired at `now` (its GM never committed nor released:
+    /// it died, or its commit was lost).
+    pub(crate) fn expire_holds(&mut self, now: Micros) -> usize {
+        let expired = self.gangs.take_expired(now);
+        for ((gm, job), hold) in &expired {
+            self.gangs.insert(*gm, *job, hold.clone());
+            self.give_back_hold(*gm, *job);
+        }
+        self.gangs.counters.expired += expired.len() as u64;
+        expired.len()
+    }
+
+    /// Gang transaction counters at this LM.
+    pub fn gang_counters(&self) -> crate::gang_holds::GangCounters {
+        self.gangs.counters
+    }
+
+    /// The part held for gang (`gm`, `job`): its generation and tasks.
+    pub fn gang_hold(&self, gm: GmId, job: JobId) -> Option<(u32, Vec<TaskId>)> {
+        let hold = self.gangs.get(gm, job)?;
+        Some((
+            hold.generation,
+            hold.requests.iter().map(|r| r.task.id).collect(),
+        ))
+    }
+
+    /// Gang parts held now.
+    pub fn gang_holds(&self) -> usize {
+        self.gangs.len()
+    }
+}

@@ -1,0 +1,69 @@
+//! Gangs over real processes (docs/gangs.md): 1 GM, 2 LMs of two one-core nodes, 4
+//! workers, a real RabbitMQ. A gang of four one-core tasks needs both LMs: each
+//! holds its part and launches it on the commit, and all four run and finish. A gang
+//! of five cannot fit: past its timeout (`fail`) its tasks end failed, unrun, and
+//! nothing is left held. Fails (never skips) when RabbitMQ is not running.
+
+use std::time::Duration;
+use tests::broker::require_rabbitmq;
+use tests::procs::{get_json, http, wait_until, LoopbackCluster};
+
+fn gang_job(gm: &str, tasks: usize, gang: &str) -> u64 {
+    let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":2000}"#;
+    let body = format!(
+        r#"{{"tasks":[{}],"gang":{gang}}}"#,
+        vec![task; tasks].join(",")
+    );
+    let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
+    assert_eq!(status, 202, "{answer}");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("json");
+    answer["job"].as_u64().expect("job id")
+}
+
+#[test]
+fn a_gang_spanning_two_lms_starts_whole_and_one_that_cannot_fit_fails_unrun() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-gang-{}", std::process::id()));
+    let mut cluster = LoopbackCluster::start(1, 2, 2, 2, &broker.url, &dir.join("logs"));
+    let gm = cluster.gms[0].url.clone();
+
+    let job = gang_job(&gm, 4, r#"{"timeout_s":60}"#);
+    wait_until("the gang started", Duration::from_secs(30), || {
+        cluster.metric(&cluster.gms, "megha_gm_gangs_started_total") == 1.0
+    });
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_gang_parts_committed_total"),
+        2.0,
+        "one part on each LM"
+    );
+    wait_until("its four tasks finished", Duration::from_secs(30), || {
+        cluster.metric(&cluster.gms, "megha_gm_tasks_finished_total") == 4.0
+    });
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        4.0
+    );
+    let status = get_json(&format!("{gm}/v1/jobs/{job}"));
+    assert_eq!(status["tasks"], 4, "{status}");
+
+    let too_big = gang_job(&gm, 5, r#"{"timeout_s":2,"on_timeout":"fail"}"#);
+    wait_until("the gang timed out", Duration::from_secs(30), || {
+        cluster.metric(&cluster.gms, "megha_gm_gangs_timed_out_total") == 1.0
+    });
+    wait_until("its tasks ended failed", Duration::from_secs(10), || {
+        get_json(&format!("{gm}/v1/tasks/{too_big}/4"))["state"] == "failed"
+    });
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        4.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_gang_parts_expired_total"),
+        0.0
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_gangs_broken_total"),
+        0.0
+    );
+    cluster.terminate_all_cleanly();
+}
