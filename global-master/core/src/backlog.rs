@@ -39,8 +39,22 @@
 //!
 //! With one GM, one LM, one queue and no charge for decisions the two give the same
 //! schedules but for `attempts` (`tests/tests/cores/wake_index.rs`).
+//!
+//! The full retry made cheap (for a driver that books per task what the GM reports
+//! in bulk: the simulator, [`crate::GmConfig::bulk_known_misses`]): once a shape
+//! found no node in a pass, every later task of it in that pass fails the same way
+//! (the view only shrinks during a pass). With one queue and no fairness step or
+//! preempting class, such tasks are not taken out one by one: the queue hands out
+//! the run of the class's tasks before the next task of any other class or the
+//! ready line ([`Popped::Missed`]), the GM moves its cursors and counts the retries
+//! at once ([`crate::outputs::KnownMisses`], placed among the decisions so that a
+//! driver charges them where they fell), and each task owes the attempt until it
+//! leaves its line ([`crate::GmOutput::misses_settled`]). The tasks tried, their
+//! order, every decision and counter stay those of the one-by-one full retry
+//! (`loadgen/sim/src/sim/megha/bulk_tests.rs` compares the two).
 
 pub use crate::config::WakePolicy;
+pub use crate::queue::Popped;
 pub use crate::queue::Probe;
 pub use crate::queue::Shape;
 use crate::queue::{Pending, Queued, Queues};
@@ -60,6 +74,8 @@ pub struct Backlog {
     /// Queues whose classes stay awake for the whole pass (the fairness step may
     /// preempt for them).
     kept_awake: Vec<QueueId>,
+    /// Known misses of a full retry are counted in bulk ([`Backlog::pop_ready_bulk`]).
+    bulk: bool,
 }
 
 impl Backlog {
@@ -68,6 +84,13 @@ impl Backlog {
             policy,
             ..Backlog::default()
         }
+    }
+
+    /// Counts the known misses of a full retry in bulk ([`Backlog::pop_ready_bulk`];
+    /// only under [`WakePolicy::All`]).
+    pub fn with_bulk_misses(mut self, on: bool) -> Self {
+        self.bulk = on && self.policy == WakePolicy::All;
+        self
     }
 
     /// Orders each queue by priority class with `aging` ([`common::priority`]).
@@ -193,6 +216,38 @@ impl Backlog {
     /// wake when their turn comes.
     pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
         self.queues.pop_ready_with(probe)
+    }
+
+    /// The next ready task, as [`Backlog::pop_ready_with`]; when bulk misses are on
+    /// and it is in a class of a known miss, the run of that class's tasks before
+    /// any other ([`Popped::Missed`]): each would fail again (the view only shrank
+    /// since the shape missed).
+    pub fn pop_ready_bulk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Popped> {
+        let failed = &self.failed_shapes;
+        let known = |shape: &Shape| failed.contains(shape);
+        let never = |_: &Shape| false;
+        let doomed: &dyn Fn(&Shape) -> bool = if self.bulk { &known } else { &never };
+        self.queues.pop_ready_bulk(probe, doomed)
+    }
+
+    /// Why the last run of `queue`'s class of `shape` missed.
+    pub fn missed_because(
+        &mut self,
+        queue: QueueId,
+        shape: Shape,
+        reason: common::reasons::PendingReason,
+    ) {
+        self.queues.missed_because(queue, shape, reason);
+    }
+
+    /// Tasks whose bulk misses were paid into them since the last call.
+    pub fn take_settled(&mut self) -> Vec<(common::TaskId, u32)> {
+        self.queues.take_settled()
+    }
+
+    /// Pays every bulk miss still owed (the end of a run).
+    pub fn settle_all(&mut self) -> Vec<(common::TaskId, u32)> {
+        self.queues.settle_all()
     }
 
     /// Tasks in the classes woken so far.

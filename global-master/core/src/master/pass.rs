@@ -7,16 +7,16 @@
 
 use super::GlobalMaster;
 use crate::alsched::SoftTry;
-use crate::backlog::{Probe, Shape};
+use crate::backlog::{Popped, Probe, Shape};
 use crate::fairness::Contention;
 use crate::grown::GrownNodes;
 use crate::opportunistic::QueueableChoice;
-use crate::outputs::{Decision, DecisionOutcome, PassOutput};
+use crate::outputs::{Decision, DecisionOutcome, KnownMisses, PassOutput};
 use crate::placement::{Attempt, Effort, Found, Miss, Views};
 use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
 use common::reasons::PendingReason;
-use common::{LmId, Micros, TaskKind};
+use common::{LmId, Micros, QueueId, TaskKind};
 
 impl GlobalMaster {
     /// One scheduling pass over every ready task.
@@ -48,11 +48,18 @@ impl GlobalMaster {
                     false => Probe::No,
                 }
             };
-            let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
-                break;
-            };
-            let decision = self.place(now, queued, &mut out);
-            out.decisions.push(decision);
+            match self.backlog.pop_ready_bulk(&mut probe) {
+                Some(Popped::Task(queued)) => {
+                    let decision = self.place(now, queued, &mut out);
+                    out.decisions.push(decision);
+                }
+                Some(Popped::Missed {
+                    queue,
+                    shape,
+                    count,
+                }) => self.missed(queue, shape, count, &mut out),
+                None => break,
+            }
         }
         self.backlog.end_pass();
         self.stats.woken = self.backlog.woken();
@@ -168,6 +175,36 @@ impl GlobalMaster {
             partitions: effort.partitions,
             words: effort.words,
             outcome,
+        }
+    }
+
+    /// `count` blocked tasks of a known miss (bulk misses, see
+    /// [`crate::queue::Popped::Missed`]): what [`GlobalMaster::place`] does to each
+    /// of them, at once. Each is a retry that skips the scan (the cursors move) and
+    /// requeues its task with the shape's reason; no fairness step is configured.
+    fn missed(&mut self, queue: QueueId, shape: Shape, count: usize, out: &mut PassOutput) {
+        let views = Views {
+            lms: self.view.lms(),
+            me: self.config.id.index(),
+            gms: self.config.gms as usize,
+        };
+        let miss = self
+            .placement
+            .skip_known_misses(&views, shape.0, shape.1, count);
+        debug_assert!(
+            matches!(miss, Miss::NoFreeResources { .. }),
+            "a known miss explained as unplaceable"
+        );
+        self.stats.retries += count as u64;
+        self.stats.requeues += count as u64;
+        self.backlog.missed_because(queue, shape, miss.reason());
+        let after = out.decisions.len();
+        match out.known_misses.last_mut() {
+            Some(last) if last.after == after => last.count += count as u64,
+            _ => out.known_misses.push(KnownMisses {
+                after,
+                count: count as u64,
+            }),
         }
     }
 

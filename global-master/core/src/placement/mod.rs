@@ -120,6 +120,19 @@ impl Pipeline {
         Attempt { effort, result }
     }
 
+    /// `count` tasks of a shape known to fail: the policy's cursors move as for
+    /// `count` runs with `known_miss`, and the miss is explained once.
+    pub fn skip_known_misses(
+        &mut self,
+        views: &Views,
+        constraints: ConstraintSet,
+        request: Resources,
+        count: usize,
+    ) -> Miss {
+        self.policy.skip_many(views, count);
+        explain::explain(self.host_count(views.lms, constraints, request))
+    }
+
     /// The (cached) host counts of a shape over `lms`.
     pub fn host_count(
         &mut self,
