@@ -57,15 +57,17 @@ pub use crate::config::WakePolicy;
 pub use crate::queue::Popped;
 pub use crate::queue::Probe;
 pub use crate::queue::Shape;
-use crate::queue::{Pending, Queued, Queues};
+use crate::queue::{self, Pending, Queued, Queues};
+use common::reasons::PendingReason;
 use common::QueueId;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The user queues and the known-miss cache.
 #[derive(Debug, Default)]
 pub struct Backlog {
     queues: Queues,
-    failed_shapes: HashSet<Shape>,
+    /// The known misses, with why they missed.
+    failed_shapes: HashMap<Shape, PendingReason>,
     policy: WakePolicy,
     /// The view gained resources since the last pass.
     gained: bool,
@@ -149,13 +151,13 @@ impl Backlog {
 
     /// The shape found no node since the view last gained resources.
     pub fn is_known_miss(&self, shape: &Shape) -> bool {
-        self.failed_shapes.contains(shape)
+        self.failed_shapes.contains_key(shape)
     }
 
     /// The shape found no node in the current view: known from now on, and (indexed)
     /// its class sleeps, except in the queues kept awake for the fairness step.
-    pub fn remember_miss(&mut self, shape: Shape) {
-        self.failed_shapes.insert(shape);
+    pub fn remember_miss(&mut self, shape: Shape, reason: PendingReason) {
+        self.failed_shapes.insert(shape, reason);
         if self.policy == WakePolicy::Indexed {
             let kept = &self.kept_awake;
             self.queues.sleep(shape, &|q| kept.contains(&q));
@@ -224,20 +226,19 @@ impl Backlog {
     /// since the shape missed).
     pub fn pop_ready_bulk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Popped> {
         let failed = &self.failed_shapes;
-        let known = |shape: &Shape| failed.contains(shape);
-        let never = |_: &Shape| false;
-        let doomed: &dyn Fn(&Shape) -> bool = if self.bulk { &known } else { &never };
+        // A known miss: its reason goes to the class (for its owing tasks).
+        let known = |shape: &Shape, reason: &mut Option<PendingReason>| match failed.get(shape) {
+            Some(why) => {
+                if reason.as_ref() != Some(why) {
+                    *reason = Some(why.clone());
+                }
+                true
+            }
+            None => false,
+        };
+        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
+        let doomed: &queue::Doomed<'_> = if self.bulk { &known } else { &never };
         self.queues.pop_ready_bulk(probe, doomed)
-    }
-
-    /// Why the last run of `queue`'s class of `shape` missed.
-    pub fn missed_because(
-        &mut self,
-        queue: QueueId,
-        shape: Shape,
-        reason: common::reasons::PendingReason,
-    ) {
-        self.queues.missed_because(queue, shape, reason);
     }
 
     /// Tasks whose bulk misses were paid into them since the last call.

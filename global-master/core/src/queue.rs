@@ -26,7 +26,7 @@ mod pending;
 mod user;
 
 use pending::Next;
-pub use pending::{Pending, Popped, Probe, Queued, Shape};
+pub use pending::{Doomed, Pending, Popped, Probe, Queued, Shape};
 use user::UserQueue;
 
 /// The user queues, with the blocked tasks of each indexed by shape.
@@ -235,30 +235,30 @@ impl Queues {
     /// ([`Queues::start_walk`]) the sleeping classes `probe` says fit wake first if
     /// their turn has come.
     pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
-        match self.pop_ready_bulk(probe, &|_| false)? {
+        match self.pop_ready_bulk(probe, &|_, _| false)? {
             Popped::Task(queued) => Some(queued),
             Popped::Missed { .. } => None,
         }
     }
 
-    /// As [`Queues::pop_ready_with`]; with a single queue, when the next task is in
-    /// a class of a shape `doomed` names (a known miss in this pass: every task of
-    /// it would fail), the run of that class's tasks before any other task of the
-    /// queue misses at once, counted in bulk ([`Popped::Missed`]): the tasks stay in
-    /// their line and owe the attempt, paid when they leave it
+    /// As [`Queues::pop_ready_with`]; with a single queue, when the next tasks are
+    /// in classes of shapes `doomed` names (known misses in this pass: every task
+    /// of them would fail), they miss at once up to the next task of another
+    /// class or the ready line, counted in bulk ([`Popped::Missed`]): the tasks
+    /// stay in their line and owe the attempt, paid when they leave it
     /// ([`Queues::take_settled`]). Every other task comes out as before, in the
     /// same order.
     pub fn pop_ready_bulk(
         &mut self,
         probe: &mut dyn FnMut(&Shape) -> Probe,
-        doomed: &dyn Fn(&Shape) -> bool,
+        doomed: &Doomed<'_>,
     ) -> Option<Popped> {
         if self.ready == 0 && !self.walking {
             return None;
         }
         // Across queues, each turn takes one task: a run would change the order.
-        let never = |_: &Shape| false;
-        let doomed = if self.queues.len() == 1 {
+        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
+        let doomed: &Doomed<'_> = if self.queues.len() == 1 {
             doomed
         } else {
             &never
@@ -282,15 +282,10 @@ impl Queues {
                     }
                     return Some(Popped::Task(queued));
                 }
-                Some(Next::Missed(shape, count)) => {
+                Some(Next::Missed(count)) => {
                     self.next = (i + 1) % n;
                     self.ready -= count;
-                    let queue = self.ids[i];
-                    return Some(Popped::Missed {
-                        queue,
-                        shape,
-                        count,
-                    });
+                    return Some(Popped::Missed { count });
                 }
                 None => {}
             }
@@ -309,17 +304,6 @@ impl Queues {
     /// Tasks in the classes woken so far.
     pub fn woken(&self) -> u64 {
         self.woken
-    }
-
-    /// Why the tasks of the last [`Popped::Missed`] run of `queue`'s class of
-    /// `shape` missed: the reason each gets when its debt is paid.
-    pub fn missed_because(&mut self, queue: QueueId, shape: Shape, reason: PendingReason) {
-        let Some(&i) = self.index.get(&queue) else {
-            return;
-        };
-        if let Some(class) = self.queues[i].classes.get_mut(&shape) {
-            class.reason = Some(reason);
-        }
     }
 
     /// The tasks whose bulk misses were paid into them since the last call (they

@@ -16,7 +16,7 @@ use crate::placement::{Attempt, Effort, Found, Miss, Views};
 use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
 use common::reasons::PendingReason;
-use common::{LmId, Micros, QueueId, TaskKind};
+use common::{LmId, Micros, TaskKind};
 
 impl GlobalMaster {
     /// One scheduling pass over every ready task.
@@ -53,11 +53,7 @@ impl GlobalMaster {
                     let decision = self.place(now, queued, &mut out);
                     out.decisions.push(decision);
                 }
-                Some(Popped::Missed {
-                    queue,
-                    shape,
-                    count,
-                }) => self.missed(queue, shape, count, &mut out),
+                Some(Popped::Missed { count }) => self.missed(count, &mut out),
                 None => break,
             }
         }
@@ -161,7 +157,7 @@ impl GlobalMaster {
                 DecisionOutcome::Unplaceable(reason)
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
-                self.backlog.remember_miss(shape);
+                self.backlog.remember_miss(shape, miss.reason());
                 let queued = Queued {
                     key,
                     pending,
@@ -178,26 +174,20 @@ impl GlobalMaster {
         }
     }
 
-    /// `count` blocked tasks of a known miss (bulk misses, see
+    /// `count` blocked tasks of known misses (bulk misses, see
     /// [`crate::queue::Popped::Missed`]): what [`GlobalMaster::place`] does to each
     /// of them, at once. Each is a retry that skips the scan (the cursors move) and
-    /// requeues its task with the shape's reason; no fairness step is configured.
-    fn missed(&mut self, queue: QueueId, shape: Shape, count: usize, out: &mut PassOutput) {
+    /// requeues its task with its shape's reason (the queue gives it to the tasks);
+    /// no fairness step is configured.
+    fn missed(&mut self, count: usize, out: &mut PassOutput) {
         let views = Views {
             lms: self.view.lms(),
             me: self.config.id.index(),
             gms: self.config.gms as usize,
         };
-        let miss = self
-            .placement
-            .skip_known_misses(&views, shape.0, shape.1, count);
-        debug_assert!(
-            matches!(miss, Miss::NoFreeResources { .. }),
-            "a known miss explained as unplaceable"
-        );
+        self.placement.skip_known_misses(&views, count);
         self.stats.retries += count as u64;
         self.stats.requeues += count as u64;
-        self.backlog.missed_because(queue, shape, miss.reason());
         let after = out.decisions.len();
         match out.known_misses.last_mut() {
             Some(last) if last.after == after => last.count += count as u64,

@@ -120,17 +120,10 @@ impl Pipeline {
         Attempt { effort, result }
     }
 
-    /// `count` tasks of a shape known to fail: the policy's cursors move as for
-    /// `count` runs with `known_miss`, and the miss is explained once.
-    pub fn skip_known_misses(
-        &mut self,
-        views: &Views,
-        constraints: ConstraintSet,
-        request: Resources,
-        count: usize,
-    ) -> Miss {
+    /// `count` tasks of shapes known to fail: the policy's cursors move as for
+    /// `count` runs with `known_miss` (whose explanation the caller has).
+    pub fn skip_known_misses(&mut self, views: &Views, count: usize) {
         self.policy.skip_many(views, count);
-        explain::explain(self.host_count(views.lms, constraints, request))
     }
 
     /// The (cached) host counts of a shape over `lms`.

@@ -192,21 +192,17 @@ fn a_cancelled_job_leaves_the_lines_the_classes_and_the_counts() {
 /// every task popped is blocked again. Returns (job, or 0 for a run, run length).
 fn bulk_pass(q: &mut Queues, doomed: Shape) -> Vec<(u64, usize)> {
     let mut seen = Vec::new();
-    while let Some(popped) = q.pop_ready_bulk(&mut |_| Probe::Never, &|s| *s == doomed) {
+    let is_doomed = |s: &Shape, reason: &mut Option<PendingReason>| {
+        *reason = Some(PendingReason::NoNodeLargeEnough);
+        *s == doomed
+    };
+    while let Some(popped) = q.pop_ready_bulk(&mut |_| Probe::Never, &is_doomed) {
         match popped {
             Popped::Task(queued) => {
                 seen.push((queued.pending.task.id.job.0, 1));
                 q.push_blocked(queued);
             }
-            Popped::Missed {
-                queue,
-                shape,
-                count,
-            } => {
-                assert_eq!(shape, doomed);
-                q.missed_because(queue, shape, PendingReason::NoNodeLargeEnough);
-                seen.push((0, count));
-            }
+            Popped::Missed { count } => seen.push((0, count)),
         }
     }
     q.sleep_all();

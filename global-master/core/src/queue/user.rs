@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use crate::queue::class::Class;
 use crate::queue::keyed::Keyed;
-use crate::queue::pending::{Next, Pending, Probe, Queued, Shape};
+use crate::queue::pending::{Doomed, Next, Pending, Probe, Queued, Shape};
 
 #[derive(Debug, Default)]
 pub(crate) struct UserQueue {
@@ -63,27 +63,40 @@ impl UserQueue {
     /// other task of the queue instead (each misses once more, counted in bulk).
     pub fn pop_next(
         &mut self,
-        doomed: &dyn Fn(&Shape) -> bool,
+        doomed: &Doomed<'_>,
         settled: &mut Vec<(TaskId, u32)>,
     ) -> Option<Next> {
         let ready_key = self.ready.front().map(|(k, _)| *k);
+        // Runs of doomed classes, one after the other, up to the next task that
+        // is not doomed.
+        let mut missed = 0;
+        while let Some((key, shape)) = self.heads.first() {
+            if ready_key.is_some_and(|r| r < key) {
+                break;
+            }
+            let class = self.classes.get_mut(&shape)?;
+            if !doomed(&shape, &mut class.reason) {
+                break;
+            }
+            self.heads.remove(&key);
+            let bound = match (ready_key, self.heads.first()) {
+                (Some(r), Some((h, _))) => Some(r.min(h)),
+                (r, h) => r.or(h.map(|(h, _)| h)),
+            };
+            missed += class.miss_until(bound);
+            if let Some(next) = class.head() {
+                self.heads.insert(next, shape);
+            }
+        }
+        if missed > 0 {
+            return Some(Next::Missed(missed));
+        }
         let class_head = self.heads.first();
         match (ready_key, class_head) {
             (Some(r), Some((c, _))) if r < c => self.pop_ready(),
             (_, Some((key, shape))) => {
                 self.heads.remove(&key);
                 let class = self.classes.get_mut(&shape)?;
-                if doomed(&shape) {
-                    let bound = match (ready_key, self.heads.first()) {
-                        (Some(r), Some((h, _))) => Some(r.min(h)),
-                        (r, h) => r.or(h.map(|(h, _)| h)),
-                    };
-                    let count = class.miss_until(bound);
-                    if let Some(next) = class.head() {
-                        self.heads.insert(next, shape);
-                    }
-                    return Some(Next::Missed(shape, count));
-                }
                 let (key, pending) = class.pop_head(settled)?;
                 if let Some(next) = class.head() {
                     self.heads.insert(next, shape);
