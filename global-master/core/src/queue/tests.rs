@@ -274,3 +274,34 @@ fn runs_are_counted_with_one_queue_only_and_debts_are_paid_at_the_end() {
     assert!(q.iter().all(|p| p.attempts == 3));
     assert!(q.settle_all().is_empty(), "paid once");
 }
+
+#[test]
+fn a_cancelled_task_pays_its_debt_and_the_others_keep_theirs() {
+    let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
+    let mut q = Queues::default();
+    for job in 1..=5 {
+        q.push_ready(pending_of(job, 0, 2));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3, 4, 5]).len(), 5);
+    // Two bulk passes: every task owes 2.
+    for _ in 0..2 {
+        q.wake_all();
+        assert_eq!(bulk_pass(&mut q, two), vec![(0, 5)]);
+    }
+    // Job 3 leaves (cancelled): its debt paid, the others' unchanged.
+    let gone = q.remove_job(common::JobId(3));
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].attempts, 2);
+    assert_eq!(q.take_settled(), vec![(TaskId::new(3, 0), 2)]);
+    // One more bulk pass, then a new task that owes nothing joins at the back.
+    q.wake_all();
+    assert_eq!(bulk_pass(&mut q, two), vec![(0, 4)]);
+    q.push_ready(pending_of(6, 0, 2));
+    assert_eq!(pass(&mut q, &[6]), vec![6]);
+    let settled = q.settle_all();
+    let want: Vec<(TaskId, u32)> = [1, 2, 4, 5]
+        .iter()
+        .map(|&j| (TaskId::new(j, 0), 3))
+        .collect();
+    assert_eq!(settled, want);
+}
