@@ -39,19 +39,35 @@
 //!
 //! With one GM, one LM, one queue and no charge for decisions the two give the same
 //! schedules but for `attempts` (`tests/tests/cores/wake_index.rs`).
+//!
+//! The full retry made cheap (for a driver that books per task what the GM reports
+//! in bulk: the simulator, [`crate::GmConfig::bulk_known_misses`]): once a shape
+//! found no node in a pass, every later task of it in that pass fails the same way
+//! (the view only shrinks during a pass). With one queue and no fairness step or
+//! preempting class, such tasks are not taken out one by one: the queue hands out
+//! the run of the class's tasks before the next task of any other class or the
+//! ready line ([`Popped::Missed`]), the GM moves its cursors and counts the retries
+//! at once ([`crate::outputs::KnownMisses`], placed among the decisions so that a
+//! driver charges them where they fell), and each task owes the attempt until it
+//! leaves its line ([`crate::GmOutput::misses_settled`]). The tasks tried, their
+//! order, every decision and counter stay those of the one-by-one full retry
+//! (`loadgen/sim/src/sim/megha/bulk_tests.rs` compares the two).
 
 pub use crate::config::WakePolicy;
+pub use crate::queue::Popped;
 pub use crate::queue::Probe;
 pub use crate::queue::Shape;
-use crate::queue::{Pending, Queued, Queues};
+use crate::queue::{self, Pending, Queued, Queues};
+use common::reasons::PendingReason;
 use common::QueueId;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The user queues and the known-miss cache.
 #[derive(Debug, Default)]
 pub struct Backlog {
     queues: Queues,
-    failed_shapes: HashSet<Shape>,
+    /// The known misses, with why they missed.
+    failed_shapes: HashMap<Shape, PendingReason>,
     policy: WakePolicy,
     /// The view gained resources since the last pass.
     gained: bool,
@@ -60,6 +76,8 @@ pub struct Backlog {
     /// Queues whose classes stay awake for the whole pass (the fairness step may
     /// preempt for them).
     kept_awake: Vec<QueueId>,
+    /// Known misses of a full retry are counted in bulk ([`Backlog::pop_ready_bulk`]).
+    bulk: bool,
 }
 
 impl Backlog {
@@ -68,6 +86,13 @@ impl Backlog {
             policy,
             ..Backlog::default()
         }
+    }
+
+    /// Counts the known misses of a full retry in bulk ([`Backlog::pop_ready_bulk`];
+    /// only under [`WakePolicy::All`]).
+    pub fn with_bulk_misses(mut self, on: bool) -> Self {
+        self.bulk = on && self.policy == WakePolicy::All;
+        self
     }
 
     /// Orders each queue by priority class with `aging` ([`common::priority`]).
@@ -126,13 +151,13 @@ impl Backlog {
 
     /// The shape found no node since the view last gained resources.
     pub fn is_known_miss(&self, shape: &Shape) -> bool {
-        self.failed_shapes.contains(shape)
+        self.failed_shapes.contains_key(shape)
     }
 
     /// The shape found no node in the current view: known from now on, and (indexed)
     /// its class sleeps, except in the queues kept awake for the fairness step.
-    pub fn remember_miss(&mut self, shape: Shape) {
-        self.failed_shapes.insert(shape);
+    pub fn remember_miss(&mut self, shape: Shape, reason: PendingReason) {
+        self.failed_shapes.insert(shape, reason);
         if self.policy == WakePolicy::Indexed {
             let kept = &self.kept_awake;
             self.queues.sleep(shape, &|q| kept.contains(&q));
@@ -193,6 +218,37 @@ impl Backlog {
     /// wake when their turn comes.
     pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
         self.queues.pop_ready_with(probe)
+    }
+
+    /// The next ready task, as [`Backlog::pop_ready_with`]; when bulk misses are on
+    /// and it is in a class of a known miss, the run of that class's tasks before
+    /// any other ([`Popped::Missed`]): each would fail again (the view only shrank
+    /// since the shape missed).
+    pub fn pop_ready_bulk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Popped> {
+        let failed = &self.failed_shapes;
+        // A known miss: its reason goes to the class (for its owing tasks).
+        let known = |shape: &Shape, reason: &mut Option<PendingReason>| match failed.get(shape) {
+            Some(why) => {
+                if reason.as_ref() != Some(why) {
+                    *reason = Some(why.clone());
+                }
+                true
+            }
+            None => false,
+        };
+        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
+        let doomed: &queue::Doomed<'_> = if self.bulk { &known } else { &never };
+        self.queues.pop_ready_bulk(probe, doomed)
+    }
+
+    /// Tasks whose bulk misses were paid into them since the last call.
+    pub fn take_settled(&mut self) -> Vec<(common::TaskId, u32)> {
+        self.queues.take_settled()
+    }
+
+    /// Pays every bulk miss still owed (the end of a run).
+    pub fn settle_all(&mut self) -> Vec<(common::TaskId, u32)> {
+        self.queues.settle_all()
     }
 
     /// Tasks in the classes woken so far.

@@ -47,6 +47,12 @@ pub struct GmConfig {
     pub life: u64,
     /// Which blocked tasks a gain of resources wakes (see [`crate::backlog`]).
     pub wake: WakePolicy,
+    /// Under [`WakePolicy::All`], without fairness or preempting classes: the
+    /// blocked tasks of a shape that already missed in a pass miss again without
+    /// being taken out one by one, counted in bulk ([`crate::outputs::KnownMisses`],
+    /// [`crate::GmOutput::misses_settled`]). The same schedules for a driver that
+    /// books those; for the simulator (false: one decision per task).
+    pub bulk_known_misses: bool,
     /// The retry policy of jobs submitted without one ([`RetryPolicy::NONE`]: a
     /// failed task stays failed).
     pub retry: RetryPolicy,
@@ -105,6 +111,7 @@ impl GmConfig {
             first_batch_seq: 0,
             life: 0,
             wake: WakePolicy::default(),
+            bulk_known_misses: false,
             retry: RetryPolicy::NONE,
             order: OrderConfig::default(),
             priorities: Arc::default(),

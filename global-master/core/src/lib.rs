@@ -68,5 +68,7 @@ pub mod view;
 pub use config::WakePolicy;
 pub use master::step;
 
-pub use master::{Decision, DecisionOutcome, GlobalMaster, GmConfig, PassOutput, ResponseOutput};
+pub use master::{
+    Decision, DecisionOutcome, GlobalMaster, GmConfig, KnownMisses, PassOutput, ResponseOutput,
+};
 pub use step::{GmInput, GmOutput, Resumed, ResumedDag, Undelivered};

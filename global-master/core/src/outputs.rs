@@ -35,10 +35,23 @@ pub struct Decision {
     pub outcome: DecisionOutcome,
 }
 
+/// Tasks of one class that missed once more, counted in bulk (known misses of a
+/// full retry, see [`crate::queue::Popped::Missed`]): each is a decision that
+/// examined nothing and requeued its task, as its own [`Decision`] would have been.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownMisses {
+    /// The decisions of the pass before these.
+    pub after: usize,
+    pub count: u64,
+}
+
 /// The result of one scheduling pass, in decision order.
 #[derive(Debug, Default)]
 pub struct PassOutput {
     pub decisions: Vec<Decision>,
+    /// Known misses counted in bulk, by place among `decisions` (only when the GM
+    /// counts them so: [`crate::GmConfig::bulk_known_misses`]).
+    pub known_misses: Vec<KnownMisses>,
     pub batches: Vec<LaunchBatch>,
     pub preempts: Vec<PreemptRequest>,
 }

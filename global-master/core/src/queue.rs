@@ -16,224 +16,18 @@
 //! reaches its first task and a [`Probe`] says it may fit.
 
 use common::reasons::PendingReason;
-use common::{ConstraintSet, JobId, LmId, Micros, QueueId, Resources, TaskId, TaskSpec};
-use keyed::Keyed;
+use common::{JobId, QueueId, TaskId};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+mod class;
 mod keyed;
+mod pending;
+mod user;
 
-/// A task's shape: its constraints and its request.
-pub type Shape = (ConstraintSet, Resources);
-
-/// A task waiting in a GM.
-#[derive(Debug, Clone)]
-pub struct Pending {
-    pub task: TaskSpec,
-    /// When the GM accepted it.
-    pub submitted_at: Micros,
-    /// Placement attempts so far.
-    pub attempts: u32,
-    /// Why the last attempt failed.
-    pub reason: Option<PendingReason>,
-    /// The preemption request in flight for this task, if any.
-    pub preempting: Option<(LmId, QueueId)>,
-    /// When the task first found no room while a victim existed (the preemption
-    /// grace runs from there; see [`common::preemption::PreemptionRules::grace`]).
-    pub contended_since: Option<Micros>,
-}
-
-impl Pending {
-    pub fn shape(&self) -> Shape {
-        (self.task.constraints, self.task.resources)
-    }
-}
-
-/// A task taken from its queue for a try, with its place in the line (given back
-/// with it if it must wait: [`Queues::push_blocked`]).
-#[derive(Debug)]
-pub struct Queued {
-    pub key: u64,
-    pub pending: Box<Pending>,
-    /// It waited in a class (it failed against an earlier view), as opposed to a
-    /// new or refused task.
-    pub was_blocked: bool,
-}
-
-/// Whether a sleeping class could find room now (asked during a selective pass).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Probe {
-    Fits,
-    No,
-    /// No class can find room any more in this pass: stop asking.
-    Never,
-}
-
-/// The blocked tasks of one shape in one queue.
-#[derive(Debug, Default)]
-struct Class {
-    /// By key.
-    line: VecDeque<(u64, Box<Pending>)>,
-    /// Tried and failed while awake, by key; every key below those left in `line`.
-    parked: VecDeque<(u64, Box<Pending>)>,
-    awake: bool,
-}
-
-impl Class {
-    fn len(&self) -> usize {
-        self.line.len() + self.parked.len()
-    }
-
-    /// Back to sleep: the parked tasks go back in front of the line.
-    fn sleep(&mut self) {
-        self.awake = false;
-        // Costs the parked tasks, not the line.
-        while let Some(task) = self.parked.pop_back() {
-            self.line.push_front(task);
-        }
-    }
-
-    /// A blocked task, at its place by key.
-    fn insert(&mut self, key: u64, pending: Box<Pending>) {
-        match (self.line.front(), self.line.back()) {
-            (None, _) => self.line.push_back((key, pending)),
-            (_, Some((last, _))) if *last < key => self.line.push_back((key, pending)),
-            (Some((first, _)), _) if key < *first => self.line.push_front((key, pending)),
-            _ => {
-                let at = self.line.partition_point(|(k, _)| *k < key);
-                self.line.insert(at, (key, pending));
-            }
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct UserQueue {
-    /// Not yet tried against the current view, by key.
-    ready: VecDeque<(u64, Box<Pending>)>,
-    classes: FxHashMap<Shape, Class>,
-    /// The awake classes with a task in their line, by the key of that first task.
-    heads: Keyed<Shape>,
-    /// The sleeping classes with a task in their line, by the key of that task.
-    sleeping: Keyed<Shape>,
-    /// In a selective pass: sleeping classes with a first key below this were asked.
-    cursor: u64,
-    /// Tasks in the classes (lines and parked).
-    blocked: usize,
-}
-
-impl UserQueue {
-    /// In a selective pass, before taking a task: asks the sleeping classes whose
-    /// first task comes before the next candidate, in key order, and wakes those
-    /// `probe` says fit. Returns the tasks woken (their shapes in `woke`).
-    fn walk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe, woke: &mut Vec<Shape>) -> usize {
-        let mut count = 0;
-        loop {
-            let bound = match (self.ready.front(), self.heads.first()) {
-                (Some((r, _)), Some((h, _))) => Some((*r).min(h)),
-                (Some((r, _)), None) => Some(*r),
-                (None, Some((h, _))) => Some(h),
-                (None, None) => None,
-            };
-            let Some((key, shape)) = self.sleeping.first_from(self.cursor) else {
-                return count;
-            };
-            if bound.is_some_and(|b| key > b) {
-                return count;
-            }
-            match probe(&shape) {
-                Probe::Never => {
-                    self.cursor = u64::MAX;
-                    return count;
-                }
-                Probe::No => self.cursor = key + 1,
-                Probe::Fits => {
-                    self.cursor = key + 1;
-                    count += self.wake(shape);
-                    woke.push(shape);
-                }
-            }
-        }
-    }
-
-    /// The task with the smallest key among the ready ones and the awake classes.
-    fn pop_next(&mut self) -> Option<(Queued, bool)> {
-        let ready_key = self.ready.front().map(|(k, _)| *k);
-        let class_head = self.heads.first();
-        match (ready_key, class_head) {
-            (Some(r), Some((c, _))) if r < c => self.pop_ready(),
-            (_, Some((key, shape))) => {
-                self.heads.remove(&key);
-                let class = self.classes.get_mut(&shape)?;
-                let (key, pending) = class.line.pop_front()?;
-                if let Some((next, _)) = class.line.front() {
-                    self.heads.insert(*next, shape);
-                }
-                // An emptied class stays until it sleeps: its failures park there.
-                self.blocked -= 1;
-                let queued = Queued {
-                    key,
-                    pending,
-                    was_blocked: true,
-                };
-                Some((queued, true))
-            }
-            (Some(_), None) => self.pop_ready(),
-            (None, None) => None,
-        }
-    }
-
-    fn pop_ready(&mut self) -> Option<(Queued, bool)> {
-        let (key, pending) = self.ready.pop_front()?;
-        let queued = Queued {
-            key,
-            pending,
-            was_blocked: false,
-        };
-        Some((queued, false))
-    }
-
-    /// Wakes one class; returns how many tasks became ready.
-    fn wake(&mut self, shape: Shape) -> usize {
-        let Some(class) = self.classes.get_mut(&shape) else {
-            return 0;
-        };
-        if class.awake {
-            return 0;
-        }
-        class.awake = true;
-        if let Some((key, _)) = class.line.front() {
-            self.sleeping.remove(key);
-            self.heads.insert(*key, shape);
-        }
-        class.line.len()
-    }
-
-    /// Puts one class back to sleep; returns how many of its tasks were still ready.
-    /// Forgets the class if it holds no task.
-    fn sleep(&mut self, shape: Shape) -> usize {
-        let Some(class) = self.classes.get_mut(&shape) else {
-            return 0;
-        };
-        if !class.awake {
-            return 0;
-        }
-        let left = class.line.len();
-        if let Some((key, _)) = class.line.front() {
-            self.heads.remove(key);
-        }
-        class.sleep();
-        match class.line.front() {
-            Some((key, _)) => {
-                self.sleeping.insert(*key, shape);
-            }
-            None => {
-                self.classes.remove(&shape);
-            }
-        }
-        left
-    }
-}
+use pending::Next;
+pub use pending::{Doomed, Pending, Popped, Probe, Queued, Shape};
+use user::UserQueue;
 
 /// The user queues, with the blocked tasks of each indexed by shape.
 #[derive(Debug, Default)]
@@ -260,6 +54,9 @@ pub struct Queues {
     walking: bool,
     /// Tasks in the classes woken so far.
     woken: u64,
+    /// Tasks whose bulk misses were paid since [`Queues::take_settled`], and how
+    /// many each.
+    settled: Vec<(TaskId, u32)>,
 }
 
 impl Queues {
@@ -310,7 +107,7 @@ impl Queues {
         if class.awake {
             class.parked.push_back((key, pending));
         } else {
-            let old_head = class.line.front().map(|(k, _)| *k);
+            let old_head = class.head();
             class.insert(key, pending);
             if old_head.is_none_or(|h| key < h) {
                 if let Some(h) = old_head {
@@ -438,9 +235,34 @@ impl Queues {
     /// ([`Queues::start_walk`]) the sleeping classes `probe` says fit wake first if
     /// their turn has come.
     pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
+        match self.pop_ready_bulk(probe, &|_, _| false)? {
+            Popped::Task(queued) => Some(queued),
+            Popped::Missed { .. } => None,
+        }
+    }
+
+    /// As [`Queues::pop_ready_with`]; with a single queue, when the next tasks are
+    /// in classes of shapes `doomed` names (known misses in this pass: every task
+    /// of them would fail), they miss at once up to the next task of another
+    /// class or the ready line, counted in bulk ([`Popped::Missed`]): the tasks
+    /// stay in their line and owe the attempt, paid when they leave it
+    /// ([`Queues::take_settled`]). Every other task comes out as before, in the
+    /// same order.
+    pub fn pop_ready_bulk(
+        &mut self,
+        probe: &mut dyn FnMut(&Shape) -> Probe,
+        doomed: &Doomed<'_>,
+    ) -> Option<Popped> {
         if self.ready == 0 && !self.walking {
             return None;
         }
+        // Across queues, each turn takes one task: a run would change the order.
+        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
+        let doomed: &Doomed<'_> = if self.queues.len() == 1 {
+            doomed
+        } else {
+            &never
+        };
         let n = self.queues.len();
         let mut woke = Vec::new();
         for k in 0..n {
@@ -451,13 +273,21 @@ impl Queues {
                 self.woken += count as u64;
                 self.awake.extend(woke.drain(..).map(|shape| (i, shape)));
             }
-            if let Some((queued, from_class)) = self.queues[i].pop_next() {
-                self.next = (i + 1) % n;
-                self.ready -= 1;
-                if from_class {
-                    self.blocked -= 1;
+            match self.queues[i].pop_next(doomed, &mut self.settled) {
+                Some(Next::Task(queued, from_class)) => {
+                    self.next = (i + 1) % n;
+                    self.ready -= 1;
+                    if from_class {
+                        self.blocked -= 1;
+                    }
+                    return Some(Popped::Task(queued));
                 }
-                return Some(queued);
+                Some(Next::Missed(count)) => {
+                    self.next = (i + 1) % n;
+                    self.ready -= count;
+                    return Some(Popped::Missed { count });
+                }
+                None => {}
             }
         }
         None
@@ -474,6 +304,22 @@ impl Queues {
     /// Tasks in the classes woken so far.
     pub fn woken(&self) -> u64 {
         self.woken
+    }
+
+    /// The tasks whose bulk misses were paid into them since the last call (they
+    /// left their line), and how many each.
+    pub fn take_settled(&mut self) -> Vec<(TaskId, u32)> {
+        std::mem::take(&mut self.settled)
+    }
+
+    /// Pays every bulk miss still owed (the end of a run), as [`Queues::take_settled`].
+    pub fn settle_all(&mut self) -> Vec<(TaskId, u32)> {
+        for q in &mut self.queues {
+            for class in q.classes.values_mut() {
+                class.settle_all(&mut self.settled);
+            }
+        }
+        self.take_settled()
     }
 
     /// Takes every waiting task of `job` out of the queues (a cancelled job). Costs
@@ -495,32 +341,50 @@ impl Queues {
                 q.ready = kept;
                 removed.extend(gone.into_iter().map(|(_, p)| p));
             }
+            let of_line = |w: &class::Waiting| gone(&w.pending.task.id);
             let shapes: Vec<Shape> = q
                 .classes
                 .iter()
-                .filter(|(_, c)| c.line.iter().chain(c.parked.iter()).any(of_job))
+                .filter(|(_, c)| c.line.iter().any(of_line) || c.parked.iter().any(of_job))
                 .map(|(s, _)| *s)
                 .collect();
             for shape in shapes {
                 let Some(class) = q.classes.get_mut(&shape) else {
                     continue;
                 };
-                let old_head = class.line.front().map(|(k, _)| *k);
-                let in_line = class.line.iter().filter(|p| of_job(p)).count();
-                let mut gone = Vec::new();
-                for list in [&mut class.line, &mut class.parked] {
-                    let (out, kept): (VecDeque<_>, VecDeque<_>) =
-                        std::mem::take(list).into_iter().partition(of_job);
-                    *list = kept;
-                    gone.extend(out);
+                let old_head = class.head();
+                let (mut tried, mut in_line) = (0, 0);
+                let mut kept = VecDeque::with_capacity(class.line.len());
+                let mut gone_line = Vec::new();
+                for (at, w) in std::mem::take(&mut class.line).into_iter().enumerate() {
+                    match (of_line(&w), at < class.tried) {
+                        (true, was_tried) => {
+                            in_line += usize::from(!was_tried);
+                            gone_line.push(w);
+                        }
+                        (false, before) => {
+                            tried += usize::from(before);
+                            kept.push_back(w);
+                        }
+                    }
                 }
-                q.blocked -= gone.len();
-                self.blocked -= gone.len();
+                class.line = kept;
+                class.tried = tried;
+                let (out, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut class.parked)
+                    .into_iter()
+                    .partition(of_job);
+                class.parked = kept;
+                let count = gone_line.len() + out.len();
+                q.blocked -= count;
+                self.blocked -= count;
                 if class.awake {
                     self.ready -= in_line;
                 }
-                removed.extend(gone.into_iter().map(|(_, p)| p));
-                let new_head = class.line.front().map(|(k, _)| *k);
+                for w in gone_line {
+                    removed.push(class.settle(w, &mut self.settled).1);
+                }
+                removed.extend(out.into_iter().map(|(_, p)| p));
+                let new_head = class.head();
                 let map = if class.awake {
                     &mut q.heads
                 } else {
@@ -584,9 +448,11 @@ impl Queues {
         self.queues.iter().flat_map(|q| {
             q.classes
                 .values()
-                .flat_map(|c| c.parked.iter().chain(c.line.iter()))
-                .chain(q.ready.iter())
-                .map(|(_, p)| &**p)
+                .flat_map(|c| {
+                    let parked = c.parked.iter().map(|(_, p)| &**p);
+                    parked.chain(c.line.iter().map(|w| &*w.pending))
+                })
+                .chain(q.ready.iter().map(|(_, p)| &**p))
         })
     }
 }

@@ -12,6 +12,13 @@
 //! - `schedulers`: YH1_sub under Megha, Sparrow and the centralized baseline on
 //!   10,000 and 50,000 nodes.
 //!
+//! The `yh1` and `overload` series run under each wake rule of `--wake` (default
+//! both: `indexed`, ours, and `all`, the peer's: every blocked task retried at every
+//! gain), side by side; the overload growth is given per rule. The last lines say
+//! which targets of docs/simulator-performance.md hold (with `--baseline`, also
+//! whether the peer's rule costs at most a fifth of the baseline's CPU on the
+//! overloaded runs).
+//!
 //! `--baseline EXE` also runs every simulation with another `loadgen` build (an
 //! earlier commit, say) right before this one's, prints the ratios of wall time (and
 //! instructions) and says whether the two `tasks.csv` are byte-identical: the check
@@ -23,6 +30,7 @@
 //! `valgrind --tool=callgrind` and prints its instruction count, a figure that does
 //! not depend on the machine's load (perf counters are not available in VMs).
 
+use super::bench_targets::{self, MeasuredRun};
 use super::bench_wake::write_overload_trace_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -74,24 +82,31 @@ pub struct BenchArgs {
     /// kept.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Wake rules the yh1 and overload series run under: indexed (ours, the
+    /// default) and all (the peer's).
+    #[arg(long, value_delimiter = ',', default_value = "indexed,all", value_parser = ["indexed", "all"])]
+    pub wake: Vec<String>,
 }
 
 /// One simulation to measure.
 struct Run {
-    name: String,
-    scheduler: String,
-    args: Vec<String>,
+    pub name: String,
+    pub scheduler: String,
+    pub args: Vec<String>,
+    /// The wake rule (`--wake`), if the run sets one.
+    pub wake: Option<String>,
 }
 
 /// What a run measured.
+#[derive(Clone, Debug)]
 struct Figures {
-    tasks: f64,
-    wall: f64,
-    cpu: f64,
-    peak_mib: f64,
-    p50: f64,
-    p99: f64,
-    instructions: Option<u64>,
+    pub tasks: f64,
+    pub wall: f64,
+    pub cpu: f64,
+    pub peak_mib: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub instructions: Option<u64>,
 }
 
 fn generated(gms: usize, lms: usize, partition: usize) -> Vec<String> {
@@ -111,6 +126,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     println!("seed: {}", args.seed);
+    let mut measured = Vec::new();
     for series in &args.series {
         let runs = match series.as_str() {
             "yh1" => yh1_series(&args)?,
@@ -120,11 +136,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 bail!("--series: unknown series {other:?}; expected yh1, overload or schedulers")
             }
         };
+        let runs = match series.as_str() {
+            "yh1" | "overload" => with_rules(runs, &args.wake),
+            _ => runs,
+        };
         println!("\n== {series}");
         println!(
-            "{:<22} {:<12} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>15}",
+            "{:<22} {:<12} {:<8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>15}",
             "run",
             "scheduler",
+            "wake",
             "tasks",
             "wall s",
             "cpu s",
@@ -133,10 +154,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             "p99 s",
             "instructions"
         );
-        let mut first: Option<Figures> = None;
+        // The first run of each rule (the overload growth is per rule).
+        let mut firsts: Vec<(Option<String>, Figures)> = Vec::new();
         for run in &runs {
             let (f, base) = measure_pair(&exe, run, &args)?;
-            let ratio = match (&first, series.as_str()) {
+            let first = firsts.iter().find(|(w, _)| *w == run.wake).map(|(_, f)| f);
+            let ratio = match (first, series.as_str()) {
                 (Some(b), "overload") => format!(
                     "  x{:.0} tasks: x{:.1} wall, x{:.1} cpu, x{:.1} memory{}",
                     f.tasks / b.tasks,
@@ -151,9 +174,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 _ => String::new(),
             };
             println!(
-                "{:<22} {:<12} {:>8} {:>8.2} {:>8.2} {:>9.0} {:>9.3} {:>9.3} {:>15}{}",
+                "{:<22} {:<12} {:<8} {:>8} {:>8.2} {:>8.2} {:>9.0} {:>9.3} {:>9.3} {:>15}{}",
                 run.name,
                 run.scheduler,
+                run.wake.as_deref().unwrap_or("-"),
                 f.tasks,
                 f.wall,
                 f.cpu,
@@ -163,15 +187,48 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 f.instructions.map_or("-".to_owned(), |i| i.to_string()),
                 ratio
             );
-            if let Some(b) = base {
-                println!("{}", versus_baseline(run, &f, &b, &args.out)?);
+            if let Some(b) = &base {
+                println!("{}", versus_baseline(run, &f, b, &args.out)?);
             }
+            measured.push(MeasuredRun {
+                series: series.clone(),
+                name: run.name.clone(),
+                wake: run.wake.clone(),
+                tasks: f.tasks,
+                wall: f.wall,
+                cpu: f.cpu,
+                peak_mib: f.peak_mib,
+                baseline_cpu: base.as_ref().map(|b| b.cpu),
+            });
             if first.is_none() {
-                first = Some(f);
+                firsts.push((run.wake.clone(), f));
             }
         }
     }
+    println!("\n== targets");
+    for line in bench_targets::report(&measured) {
+        println!("{line}");
+    }
     Ok(())
+}
+
+/// Each run once per wake rule (its output in a directory of its own).
+fn with_rules(runs: Vec<Run>, rules: &[String]) -> Vec<Run> {
+    runs.into_iter()
+        .flat_map(|run| {
+            rules.iter().map(move |rule| Run {
+                name: format!("{}/{rule}", run.name),
+                scheduler: run.scheduler.clone(),
+                args: run
+                    .args
+                    .iter()
+                    .cloned()
+                    .chain(["--wake".to_owned(), rule.clone()])
+                    .collect(),
+                wake: Some(rule.clone()),
+            })
+        })
+        .collect()
 }
 
 /// Runs `run` `--repeat` times with this build (after the baseline's run each time,
@@ -270,21 +327,25 @@ fn yh1_series(args: &BenchArgs) -> Result<Vec<Run>> {
             name: "yh1-10k".into(),
             scheduler: "megha".into(),
             args: with(megha_config(args)?),
+            wake: None,
         },
         Run {
             name: "yh1-50k".into(),
             scheduler: "megha".into(),
             args: with(generated(10, 10, 500)),
+            wake: None,
         },
         Run {
             name: "yh1-1k-overloaded".into(),
             scheduler: "megha".into(),
             args: with(generated(5, 5, 40)),
+            wake: None,
         },
         Run {
             name: "yh1-2k-overloaded".into(),
             scheduler: "megha".into(),
             args: with(generated(5, 5, 80)),
+            wake: None,
         },
     ])
 }
@@ -307,6 +368,7 @@ fn overload_series(args: &BenchArgs) -> Result<Vec<Run>> {
             name: format!("overload-{tasks}-{}k", n / 1000),
             scheduler: "megha".into(),
             args: a,
+            wake: None,
         });
     }
     Ok(runs)
@@ -328,6 +390,7 @@ fn scheduler_series(args: &BenchArgs) -> Result<Vec<Run>> {
                     .cloned()
                     .chain(cluster.iter().cloned())
                     .collect(),
+                wake: None,
             });
         }
     }
@@ -435,6 +498,7 @@ mod tests {
             name: "r".into(),
             scheduler: "megha".into(),
             args: Vec::new(),
+            wake: None,
         };
         let write = |dir: &str, text: &str| {
             let d = out.path().join("r").join(dir);

@@ -5,6 +5,7 @@ pub mod bench_alsched;
 pub mod bench_carbyne;
 pub mod bench_e2e;
 pub mod bench_exec;
+pub mod bench_targets;
 pub mod bench_topk;
 pub mod bench_wake;
 pub mod calibrate;

@@ -33,7 +33,9 @@ use crate::fairness::Fairness;
 use crate::lifecycle::Lifecycle;
 use crate::lra_path::LraPath;
 use crate::opportunistic::Opportunistic;
-pub use crate::outputs::{Decision, DecisionOutcome, GmStats, PassOutput, ResponseOutput};
+pub use crate::outputs::{
+    Decision, DecisionOutcome, GmStats, KnownMisses, PassOutput, ResponseOutput,
+};
 use crate::placement::{Pipeline, PlacementPolicy};
 use crate::queue::{Pending, Queues};
 use crate::quota::QuotaBook;
@@ -87,7 +89,13 @@ impl GlobalMaster {
         let lms = config.lms as usize;
         GlobalMaster {
             view: ClusterView::new(lms),
-            backlog: Backlog::new(config.wake).with_aging(config.priorities.aging),
+            backlog: Backlog::new(config.wake)
+                .with_aging(config.priorities.aging)
+                .with_bulk_misses(
+                    config.bulk_known_misses
+                        && config.fairness.is_none()
+                        && !config.priorities.classes.iter().any(|c| c.preempting),
+                ),
             placement: Pipeline::default(),
             // GMs start at different candidates so that they do not herd.
             opportunistic: Opportunistic::new(

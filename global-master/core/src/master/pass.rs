@@ -7,11 +7,11 @@
 
 use super::GlobalMaster;
 use crate::alsched::SoftTry;
-use crate::backlog::{Probe, Shape};
+use crate::backlog::{Popped, Probe, Shape};
 use crate::fairness::Contention;
 use crate::grown::GrownNodes;
 use crate::opportunistic::QueueableChoice;
-use crate::outputs::{Decision, DecisionOutcome, PassOutput};
+use crate::outputs::{Decision, DecisionOutcome, KnownMisses, PassOutput};
 use crate::placement::{Attempt, Effort, Found, Miss, Views};
 use crate::queue::{Pending, Queued};
 use common::messages::{Placement, PreemptRequest};
@@ -48,11 +48,14 @@ impl GlobalMaster {
                     false => Probe::No,
                 }
             };
-            let Some(queued) = self.backlog.pop_ready_with(&mut probe) else {
-                break;
-            };
-            let decision = self.place(now, queued, &mut out);
-            out.decisions.push(decision);
+            match self.backlog.pop_ready_bulk(&mut probe) {
+                Some(Popped::Task(queued)) => {
+                    let decision = self.place(now, queued, &mut out);
+                    out.decisions.push(decision);
+                }
+                Some(Popped::Missed { count }) => self.missed(count, &mut out),
+                None => break,
+            }
         }
         self.backlog.end_pass();
         self.stats.woken = self.backlog.woken();
@@ -155,7 +158,7 @@ impl GlobalMaster {
                 DecisionOutcome::Unplaceable(reason)
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
-                self.backlog.remember_miss(shape);
+                self.backlog.remember_miss(shape, miss.reason());
                 let queued = Queued {
                     key,
                     pending,
@@ -169,6 +172,30 @@ impl GlobalMaster {
             partitions: effort.partitions,
             words: effort.words,
             outcome,
+        }
+    }
+
+    /// `count` blocked tasks of known misses (bulk misses, see
+    /// [`crate::queue::Popped::Missed`]): what [`GlobalMaster::place`] does to each
+    /// of them, at once. Each is a retry that skips the scan (the cursors move) and
+    /// requeues its task with its shape's reason (the queue gives it to the tasks);
+    /// no fairness step is configured.
+    fn missed(&mut self, count: usize, out: &mut PassOutput) {
+        let views = Views {
+            lms: self.view.lms(),
+            me: self.config.id.index(),
+            gms: self.config.gms as usize,
+        };
+        self.placement.skip_known_misses(&views, count);
+        self.stats.retries += count as u64;
+        self.stats.requeues += count as u64;
+        let after = out.decisions.len();
+        match out.known_misses.last_mut() {
+            Some(last) if last.after == after => last.count += count as u64,
+            _ => out.known_misses.push(KnownMisses {
+                after,
+                count: count as u64,
+            }),
         }
     }
 

@@ -11,7 +11,7 @@
 use super::GlobalMaster;
 use crate::lifecycle::Retry;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
-use crate::outputs::{Decision, DecisionOutcome, PassOutput, ResponseOutput};
+use crate::outputs::{Decision, DecisionOutcome, KnownMisses, PassOutput, ResponseOutput};
 use common::dag::JobDag;
 use common::messages::{TaskEnd, TaskStart};
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
@@ -163,6 +163,12 @@ pub struct GmOutput {
     pub to_lms: Vec<GmToLm>,
     /// The placement decisions of a pass, in order.
     pub decisions: Vec<Decision>,
+    /// Known misses of the pass counted in bulk, placed among `decisions`.
+    pub known_misses: Vec<KnownMisses>,
+    /// Tasks that left their line owing known misses counted in bulk, and how many
+    /// each (now in their `attempts`): a driver that books attempts per task adds
+    /// them, as one decision each that examined nothing.
+    pub misses_settled: Vec<(TaskId, u32)>,
     /// For a launch answer: which tasks launched, which were refused; for a
     /// preemption answer, the task if it launched.
     pub answered: ResponseOutput,
@@ -225,10 +231,12 @@ impl GmOutput {
     fn pass(&mut self, pass: PassOutput) {
         let PassOutput {
             decisions,
+            known_misses,
             batches,
             preempts,
         } = pass;
         self.decisions = decisions;
+        self.known_misses = known_misses;
         let earlier = std::mem::take(&mut self.to_lms);
         let mut to_lms = Vec::with_capacity(batches.len() + preempts.len() + earlier.len());
         to_lms.extend(batches.into_iter().map(GmToLm::Launch));
@@ -348,7 +356,14 @@ impl GlobalMaster {
             out.next_wakeup = Some(out.next_wakeup.map_or(relax, |t| t.min(relax)));
         }
         out.lm_new_lives = std::mem::take(&mut self.new_lives);
+        out.misses_settled = self.backlog.take_settled();
         out
+    }
+
+    /// Pays every known miss still owed by a waiting task (the end of a run): the
+    /// tasks and how many each, as [`GmOutput::misses_settled`].
+    pub fn settle_known_misses(&mut self) -> Vec<(TaskId, u32)> {
+        self.backlog.settle_all()
     }
 
     /// A message from an LM.

@@ -55,6 +55,13 @@ pub trait PlacementPolicy: std::fmt::Debug + Send {
     /// them as if it had tried.
     fn skip(&mut self, _views: &Views) {}
 
+    /// [`PlacementPolicy::skip`] `count` times.
+    fn skip_many(&mut self, views: &Views, count: usize) {
+        for _ in 0..count {
+            self.skip(views);
+        }
+    }
+
     /// A topology changed (views were rebuilt): forget what was learned of them.
     fn topology_changed(&mut self) {}
 }

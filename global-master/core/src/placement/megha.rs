@@ -124,6 +124,10 @@ impl PlacementPolicy for Megha {
         // moves only for tasks that reach the external partitions).
         let _ = self.rr.internal(views.lms.len(), views.me);
     }
+
+    fn skip_many(&mut self, views: &Views, count: usize) {
+        self.rr.advance_internal(views.lms.len(), count);
+    }
 }
 
 #[cfg(test)]

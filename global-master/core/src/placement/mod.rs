@@ -120,6 +120,12 @@ impl Pipeline {
         Attempt { effort, result }
     }
 
+    /// `count` tasks of shapes known to fail: the policy's cursors move as for
+    /// `count` runs with `known_miss` (whose explanation the caller has).
+    pub fn skip_known_misses(&mut self, views: &Views, count: usize) {
+        self.policy.skip_many(views, count);
+    }
+
     /// The (cached) host counts of a shape over `lms`.
     pub fn host_count(
         &mut self,

@@ -35,6 +35,13 @@ impl RoundRobin {
         })
     }
 
+    /// Moves the internal cursor as `count` calls of [`RoundRobin::internal`] would.
+    pub fn advance_internal(&mut self, lms: usize, count: usize) {
+        if lms > 0 && count > 0 {
+            self.internal = (self.internal + count % lms) % lms;
+        }
+    }
+
     /// Every partition of the other `gms - 1` GMs of each of `lms` LMs, starting at
     /// the cursor, which moves by one (untouched when there is no external partition).
     pub fn external(
@@ -70,6 +77,24 @@ mod tests {
 
     fn pairs(it: impl Iterator<Item = Candidate>) -> Vec<(usize, usize)> {
         it.map(|c| (c.lm, c.partition)).collect()
+    }
+
+    #[test]
+    fn advancing_the_internal_cursor_equals_that_many_tries() {
+        for (lms, count) in [(1, 0), (1, 5), (3, 0), (3, 1), (3, 7), (5, 12), (7, 100)] {
+            let (mut tried, mut advanced) = (RoundRobin::default(), RoundRobin::default());
+            let _ = tried.internal(lms, 0);
+            let _ = advanced.internal(lms, 0);
+            for _ in 0..count {
+                let _ = tried.internal(lms, 0);
+            }
+            advanced.advance_internal(lms, count);
+            assert_eq!(
+                pairs(advanced.internal(lms, 0)),
+                pairs(tried.internal(lms, 0)),
+                "{lms} LMs, {count} skips"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Unit tests of `queue.rs`.
 
 use super::*;
-use common::{Resources, TaskId};
+use common::reasons::PendingReason;
+use common::{ConstraintSet, Micros, Resources, TaskId, TaskSpec};
 
 fn pending(job: u64, queue: u16) -> Box<Pending> {
     pending_of(job, queue, 1)
@@ -185,4 +186,122 @@ fn a_cancelled_job_leaves_the_lines_the_classes_and_the_counts() {
     q.wake_all();
     assert_eq!(drain(&mut q), vec![2, 3]);
     assert!(q.remove_job(JobId(1)).is_empty());
+}
+
+/// Pops every ready task of a pass, counting runs of `doomed` shapes in bulk;
+/// every task popped is blocked again. Returns (job, or 0 for a run, run length).
+fn bulk_pass(q: &mut Queues, doomed: Shape) -> Vec<(u64, usize)> {
+    let mut seen = Vec::new();
+    let is_doomed = |s: &Shape, reason: &mut Option<PendingReason>| {
+        *reason = Some(PendingReason::NoNodeLargeEnough);
+        *s == doomed
+    };
+    while let Some(popped) = q.pop_ready_bulk(&mut |_| Probe::Never, &is_doomed) {
+        match popped {
+            Popped::Task(queued) => {
+                seen.push((queued.pending.task.id.job.0, 1));
+                q.push_blocked(queued);
+            }
+            Popped::Missed { count } => seen.push((0, count)),
+        }
+    }
+    q.sleep_all();
+    seen
+}
+
+#[test]
+fn a_known_miss_class_misses_in_runs_and_its_tasks_owe_the_attempts() {
+    let mut q = Queues::default();
+    // Jobs 1, 2 and 6 of one core, 3, 4, 5 and 7 of two: all blocked.
+    for (job, cores) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 2), (6, 1), (7, 2)] {
+        q.push_ready(pending_of(job, 0, cores));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3, 4, 5, 6, 7]).len(), 7);
+    let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
+    q.wake_all();
+    // The two-core class misses in runs up to the next task of another class.
+    let seen = bulk_pass(&mut q, two);
+    assert_eq!(seen, vec![(1, 1), (2, 1), (0, 3), (6, 1), (0, 1)]);
+    assert_eq!((q.len(), q.ready_len()), (7, 0));
+    assert!(q.take_settled().is_empty(), "nothing left its line yet");
+    // The next pass takes them one by one, in line order; each run's tasks pay.
+    q.wake_all();
+    let mut order = Vec::new();
+    while let Some(queued) = q.pop_ready() {
+        let p = &queued.pending;
+        let owed = u32::from(p.task.resources == two.1);
+        assert_eq!(p.attempts, owed, "job {}", p.task.id.job.0);
+        if owed == 1 {
+            assert_eq!(p.reason, Some(PendingReason::NoNodeLargeEnough));
+        }
+        order.push(p.task.id.job.0);
+    }
+    assert_eq!(order, vec![1, 2, 3, 4, 5, 6, 7]);
+    let settled: Vec<u64> = q
+        .take_settled()
+        .iter()
+        .map(|(t, n)| t.job.0 * 10 + u64::from(*n))
+        .collect();
+    assert_eq!(settled, vec![31, 41, 51, 71]);
+}
+
+#[test]
+fn runs_are_counted_with_one_queue_only_and_debts_are_paid_at_the_end() {
+    let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
+    // Two queues: each turn takes one task, so no run.
+    let mut q = Queues::default();
+    for (job, queue) in [(1, 0), (2, 0), (3, 1)] {
+        q.push_ready(pending_of(job, queue, 2));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3]).len(), 3);
+    q.wake_all();
+    assert_eq!(bulk_pass(&mut q, two), vec![(3, 1), (1, 1), (2, 1)]);
+    // One queue: a run, and the debts paid by settle_all.
+    let mut q = Queues::default();
+    for job in [1, 2] {
+        q.push_ready(pending_of(job, 0, 2));
+    }
+    assert_eq!(pass(&mut q, &[1, 2]).len(), 2);
+    for _ in 0..3 {
+        q.wake_all();
+        assert_eq!(bulk_pass(&mut q, two), vec![(0, 2)]);
+    }
+    let settled = q.settle_all();
+    assert_eq!(
+        settled,
+        vec![(TaskId::new(1, 0), 3), (TaskId::new(2, 0), 3)]
+    );
+    assert!(q.iter().all(|p| p.attempts == 3));
+    assert!(q.settle_all().is_empty(), "paid once");
+}
+
+#[test]
+fn a_cancelled_task_pays_its_debt_and_the_others_keep_theirs() {
+    let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
+    let mut q = Queues::default();
+    for job in 1..=5 {
+        q.push_ready(pending_of(job, 0, 2));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3, 4, 5]).len(), 5);
+    // Two bulk passes: every task owes 2.
+    for _ in 0..2 {
+        q.wake_all();
+        assert_eq!(bulk_pass(&mut q, two), vec![(0, 5)]);
+    }
+    // Job 3 leaves (cancelled): its debt paid, the others' unchanged.
+    let gone = q.remove_job(common::JobId(3));
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].attempts, 2);
+    assert_eq!(q.take_settled(), vec![(TaskId::new(3, 0), 2)]);
+    // One more bulk pass, then a new task that owes nothing joins at the back.
+    q.wake_all();
+    assert_eq!(bulk_pass(&mut q, two), vec![(0, 4)]);
+    q.push_ready(pending_of(6, 0, 2));
+    assert_eq!(pass(&mut q, &[6]), vec![6]);
+    let settled = q.settle_all();
+    let want: Vec<(TaskId, u32)> = [1, 2, 4, 5]
+        .iter()
+        .map(|&j| (TaskId::new(j, 0), 3))
+        .collect();
+    assert_eq!(settled, want);
 }

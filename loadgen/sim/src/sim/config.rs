@@ -41,6 +41,11 @@ pub struct SimConfig {
     pub skip_idle: bool,
     /// Which blocked tasks a GM retries when its view gains resources.
     pub wake: gm_core::WakePolicy,
+    /// Under `WakePolicy::All`: the GMs count the retries of a shape that already
+    /// missed in a pass in bulk (`gm_core::GmConfig::bulk_known_misses`) and the
+    /// ledger books them per task; the same schedules and reports as one decision
+    /// per task (false, kept as the oracle), for a cost that follows the classes.
+    pub bulk_known_misses: bool,
     /// In which order a GM tries its waiting tasks (FIFO, DRF, Tetris, SJF, Carbyne).
     pub order: gm_core::carbyne::OrderConfig,
     /// When an LM sends its state to every GM (Megha driver only).
@@ -185,6 +190,7 @@ impl Default for SimConfig {
             heartbeat: Micros::from_secs(10),
             skip_idle: true,
             wake: gm_core::WakePolicy::default(),
+            bulk_known_misses: true,
             order: gm_core::carbyne::OrderConfig::default(),
             lm_publish: LmPublish::Heartbeat,
             batch_size: 100,

@@ -69,6 +69,10 @@ pub struct TaskRecord {
     pub communication: Micros,
     /// End of the last attributed interval.
     pub mark: Micros,
+    /// Processing of decisions counted in bulk since the mark (known misses, see
+    /// `gm_core::KnownMisses`), in the next interval: the interval is split as the
+    /// decisions one by one would have split it.
+    pub owed_processing: Micros,
 }
 
 impl TaskRecord {
@@ -96,7 +100,16 @@ impl TaskRecord {
             worker_queuing: Micros::ZERO,
             communication: Micros::ZERO,
             mark: arrival,
+            owed_processing: Micros::ZERO,
         }
+    }
+
+    /// The time since the mark, less the owed processing (booked now).
+    fn span(&mut self, t: Micros) -> Micros {
+        let span = t.since(self.mark);
+        let owed = std::mem::take(&mut self.owed_processing).min(span);
+        self.processing += owed;
+        span.since(owed)
     }
 
     /// Time since the mark was spent waiting in a scheduler queue.
@@ -104,7 +117,8 @@ impl TaskRecord {
         if self.start.is_some() {
             return; // allocation time is measured up to the first start
         }
-        self.framework_queuing += t.since(self.mark);
+        let span = self.span(t);
+        self.framework_queuing += span;
         self.mark = self.mark.max(t);
     }
 
@@ -113,7 +127,8 @@ impl TaskRecord {
         if self.start.is_some() {
             return; // allocation time is measured up to the first start
         }
-        self.processing += t.since(self.mark);
+        let span = self.span(t);
+        self.processing += span;
         self.mark = self.mark.max(t);
     }
 
@@ -122,7 +137,8 @@ impl TaskRecord {
         if self.start.is_some() {
             return; // allocation time is measured up to the first start
         }
-        self.communication += t.since(self.mark);
+        let span = self.span(t);
+        self.communication += span;
         self.mark = self.mark.max(t);
     }
 
@@ -131,7 +147,8 @@ impl TaskRecord {
         if self.start.is_some() {
             return; // allocation time is measured up to the first start
         }
-        self.worker_queuing += t.since(self.mark);
+        let span = self.span(t);
+        self.worker_queuing += span;
         self.mark = self.mark.max(t);
     }
 

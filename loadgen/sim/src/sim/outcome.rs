@@ -40,6 +40,10 @@ pub struct SimCounters {
     pub woken: u64,
     /// Tasks of DAG jobs that never ran: a parent stage could not be placed.
     pub dag_never_run: u64,
+    /// Of the GM decisions, the known misses of the full retry counted in bulk
+    /// (`SimConfig::bulk_known_misses`): a measure of the work saved, not of the
+    /// schedule (not in `summary.json`).
+    pub bulk_misses: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).

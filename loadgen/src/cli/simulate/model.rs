@@ -25,8 +25,8 @@ pub struct ModelArgs {
     pub task_memory_mb: u64,
     /// Settings of a peer simulator, for side-by-side runs: megha3 = the Megha 3.0
     /// Python simulator (per-task constraints, 5 s heartbeat, whole-second task
-    /// durations, identical arrivals separated by 0.01 s). A flag given explicitly
-    /// wins over the preset.
+    /// durations, identical arrivals separated by 0.01 s, every blocked task retried
+    /// at every gain: `--wake all`). A flag given explicitly wins over the preset.
     #[arg(long, value_enum, value_name = "PEER")]
     pub preset: Option<Preset>,
     /// How task placement constraints are synthesised (Megha / Sharma et al. model)
@@ -60,9 +60,10 @@ pub struct ModelArgs {
     pub simulate_idle: bool,
     /// Which blocked tasks a GM tries again when its view gains resources: indexed
     /// (only those the grown nodes could host; the cost of an event does not grow
-    /// with the backlog) or all (every one, as the paper's simulator does).
-    #[arg(long, default_value = "indexed", value_name = "POLICY", value_parser = parse_wake)]
-    pub wake: global_master::core::WakePolicy,
+    /// with the backlog) or all (every one, as the paper's simulator does)
+    /// [default: indexed; megha3: all].
+    #[arg(long, value_name = "POLICY", value_parser = parse_wake)]
+    pub wake: Option<global_master::core::WakePolicy>,
     /// In which order a GM tries its waiting tasks: fifo (user queues in turn, each
     /// in arrival order: the default), drf (fairness between jobs), tetris (packing),
     /// sjf (shortest remaining critical path), or carbyne (altruistic: DRF shares,
@@ -142,6 +143,15 @@ impl ModelArgs {
         })
     }
 
+    /// The wake rule in effect (flag, else preset, else indexed).
+    pub fn wake_policy(&self) -> global_master::core::WakePolicy {
+        use global_master::core::WakePolicy;
+        self.wake.unwrap_or(match self.megha3() {
+            true => WakePolicy::All,
+            false => WakePolicy::Indexed,
+        })
+    }
+
     /// The heartbeat period in effect, in seconds.
     pub fn heartbeat_secs(&self) -> f64 {
         self.heartbeat_s
@@ -209,7 +219,7 @@ impl ModelArgs {
             },
             preemption: self.preemption,
             skip_idle: !self.simulate_idle,
-            wake: self.wake,
+            wake: self.wake_policy(),
             order: self.order_config()?,
             lm_publish,
             ..SimConfig::default()

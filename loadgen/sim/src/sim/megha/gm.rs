@@ -29,10 +29,12 @@ impl Sim<'_> {
                 let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, GmInput::Schedule);
                 let ns = probe::stop(t0);
+                self.settle_misses(&out.misses_settled);
                 self.dag_progress(now, &out);
                 if let Some(p) = self.probe.as_mut() {
                     let words = out.decisions.iter().map(|d| d.words).sum();
-                    p.gm_pass.add(out.decisions.len() as u64, words, ns);
+                    let bulk: u64 = out.known_misses.iter().map(|m| m.count).sum();
+                    p.gm_pass.add(out.decisions.len() as u64 + bulk, words, ns);
                 }
                 self.apply_pass(now, g, out);
             }
@@ -49,6 +51,7 @@ impl Sim<'_> {
                 let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, input);
                 let ns = probe::stop(t0);
+                self.settle_misses(&out.misses_settled);
                 self.dag_progress(now, &out);
                 if let (Some(p), Some(nodes), false) = (self.probe.as_mut(), nodes, answer) {
                     p.gm_snapshot.add(nodes, 0, ns);
@@ -66,10 +69,24 @@ impl Sim<'_> {
             }
             other => {
                 let out = self.gms[g].step(now, other);
+                self.settle_misses(&out.misses_settled);
                 if out.wants_pass {
                     self.request_pass(g, now);
                 }
             }
+        }
+    }
+
+    /// Books the known misses a GM counted in bulk and paid into tasks now (they
+    /// left their line): one decision each that examined nothing, as the GM would
+    /// have reported them one by one. Their processing goes into the task's next
+    /// interval (see `TaskRecord::owed_processing`), which holds them.
+    pub(super) fn settle_misses(&mut self, settled: &[(TaskId, u32)]) {
+        let cost = self.costs.gm_decision_of(0, false);
+        for &(task, owed) in settled {
+            let rec = self.record(task);
+            rec.attempts += owed;
+            rec.owed_processing += Micros(cost.0 * u64::from(owed));
         }
     }
 
@@ -155,7 +172,7 @@ impl Sim<'_> {
 
     /// Charges a GM pass's decisions, records them and sends its requests.
     pub(super) fn apply_pass(&mut self, now: Micros, g: usize, out: GmOutput) {
-        if out.decisions.is_empty() {
+        if out.decisions.is_empty() && out.known_misses.is_empty() {
             self.gms[g].recycle_decisions(out.decisions);
             // A pass may send gang reserves without a single-task decision.
             if !out.to_lms.is_empty() {
@@ -164,7 +181,16 @@ impl Sim<'_> {
             return;
         }
         let mut t = now;
-        for d in &out.decisions {
+        // Known misses counted in bulk, each a decision that examined nothing; the
+        // tasks book theirs when they leave their line (`settle_misses`).
+        let miss_cost = self.costs.gm_decision_of(0, false);
+        let mut misses = out.known_misses.iter().peekable();
+        for (i, d) in out.decisions.iter().enumerate() {
+            while let Some(m) = misses.next_if(|m| m.after == i) {
+                t += Micros(miss_cost.0 * m.count);
+                self.counters.requeues += m.count;
+                self.counters.bulk_misses += m.count;
+            }
             let dispatched = matches!(d.outcome, DecisionOutcome::Dispatched { .. });
             let cost = self.costs.gm_decision_of(d.words, dispatched);
             let rec = self.record(d.task);
@@ -195,6 +221,11 @@ impl Sim<'_> {
                     self.done += 1;
                 }
             }
+        }
+        for m in misses {
+            t += Micros(miss_cost.0 * m.count);
+            self.counters.requeues += m.count;
+            self.counters.bulk_misses += m.count;
         }
         self.gm_busy[g] = t;
         self.gms[g].recycle_decisions(out.decisions);

@@ -24,6 +24,8 @@ use rustc_hash::FxHashMap as HashMap;
 use worker_core::Worker;
 use worker_core::{WorkerInput, WorkerOutput};
 
+#[cfg(test)]
+mod bulk_tests;
 mod gm;
 mod lra;
 mod mail;
@@ -137,6 +139,8 @@ pub fn simulate(
                 designated_gm: designated,
                 lra: config.lra.clone(),
                 wake: config.wake,
+                // The ledger books them per task (see `gm.rs`): same schedules.
+                bulk_known_misses: config.bulk_known_misses,
                 order: config.order,
                 priorities: config.priorities.clone(),
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
@@ -240,6 +244,11 @@ pub fn simulate(
     }
     let drained = sim.lms.iter().all(LocalMaster::is_idle)
         && sim.workers.iter().all(|w| w.free() == w.capacity());
+    // Attempts still owed by tasks that never left their queue.
+    for g in 0..sim.gms.len() {
+        let owed = sim.gms[g].settle_known_misses();
+        sim.settle_misses(&owed);
+    }
     for gm in &sim.gms {
         sim.counters.retries += gm.stats().retries;
         sim.counters.woken += gm.stats().woken;

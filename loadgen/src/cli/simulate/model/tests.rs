@@ -30,10 +30,19 @@ fn job(arrival_us: u64, durations_us: &[u64]) -> TraceJob {
 
 #[test]
 fn the_megha3_preset_changes_only_the_defaults_not_given() {
-    // (arguments, constraints, heartbeat s, whole seconds, separated arrivals)
-    let table: &[(&[&str], ConstraintMode, f64, bool)] = &[
-        (&[], ConstraintMode::PerJob, 10.0, false),
-        (&["--preset", "megha3"], ConstraintMode::PerTask, 5.0, true),
+    use global_master::core::WakePolicy::{self, All, Indexed};
+    // (arguments, constraints, heartbeat s, whole seconds and separated arrivals,
+    // wake rule)
+    type Row<'a> = (&'a [&'a str], ConstraintMode, f64, bool, WakePolicy);
+    let table: &[Row] = &[
+        (&[], ConstraintMode::PerJob, 10.0, false, Indexed),
+        (
+            &["--preset", "megha3"],
+            ConstraintMode::PerTask,
+            5.0,
+            true,
+            All,
+        ),
         (
             &[
                 "--preset",
@@ -42,22 +51,32 @@ fn the_megha3_preset_changes_only_the_defaults_not_given() {
                 "10",
                 "--constraints",
                 "none",
+                "--wake",
+                "indexed",
             ],
             ConstraintMode::None,
             10.0,
             true,
+            Indexed,
         ),
         (
             &["--whole-second-durations", "--separate-identical-arrivals"],
             ConstraintMode::PerJob,
             10.0,
             true,
+            Indexed,
         ),
+        (&["--wake", "all"], ConstraintMode::PerJob, 10.0, false, All),
     ];
-    for (args, constraints, heartbeat, adjusts) in table {
+    for (args, constraints, heartbeat, adjusts, wake) in table {
         let m = model(args);
         assert_eq!(m.constraint_mode(), *constraints, "{args:?}");
         assert_eq!(m.heartbeat_secs(), *heartbeat, "{args:?}");
+        assert_eq!(m.wake_policy(), *wake, "{args:?}");
+        let config = m
+            .sim_config(megha_sim::sim::SchedulerKind::Megha, 1)
+            .expect("a valid model");
+        assert_eq!(config.wake, *wake, "{args:?}: the simulator's rule");
         let mut jobs = vec![job(1_000_000, &[2_700_000]), job(1_000_000, &[500_000])];
         m.adjust_trace(&mut jobs);
         let got: Vec<(u64, u64)> = jobs
