@@ -18,130 +18,18 @@
 //! Time is an input: the attempt's timers are checked at every step.
 
 pub mod plan;
+mod types;
+
+use types::{Gang, Part, Phase};
+pub use types::{GangConfig, GangEffects, GangStats};
 
 use crate::cluster_view::ClusterView;
-use common::gang::{GangSpec, OnTimeout, DEFAULT_HOLD};
+use common::gang::{GangSpec, OnTimeout};
 use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest};
 use common::protocol::GmToLm;
 use common::retry::RetryPolicy;
 use common::{GmId, JobId, LmId, Micros, TaskId, TaskSpec};
 use std::collections::BTreeMap;
-
-/// How a GM runs gang transactions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GangConfig {
-    /// How long an LM holds a part (from the reserve's arrival).
-    pub hold_for: Micros,
-    /// How long a gang waits after a refused or abandoned attempt before the next.
-    pub retry_after: Micros,
-}
-
-impl Default for GangConfig {
-    fn default() -> Self {
-        GangConfig {
-            hold_for: DEFAULT_HOLD,
-            retry_after: Micros(100_000),
-        }
-    }
-}
-
-/// Counters of the gang transactions of one GM.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GangStats {
-    pub submitted: u64,
-    /// Reserve rounds (generations) sent.
-    pub attempts: u64,
-    pub parts_held: u64,
-    pub parts_refused: u64,
-    /// Answers of an abandoned generation (released if held, else ignored).
-    pub stale_answers: u64,
-    /// Attempts given up (a refusal, an unanswered part past `commit_by`, an
-    /// undelivered reserve): every part released.
-    pub released_attempts: u64,
-    pub started: u64,
-    pub timed_out: u64,
-    /// Commits sent again (the transport gave up on one before the part's
-    /// earliest expiry).
-    pub commits_resent: u64,
-    /// Gangs a late commit broke (one part expired while others launched).
-    pub broken: u64,
-}
-
-#[derive(Clone, Debug)]
-struct Part {
-    requests: Vec<LaunchRequest>,
-    held: bool,
-    /// The LM life that answered `Held` (its holds die with it).
-    life: u64,
-    committed: bool,
-}
-
-#[derive(Clone, Debug)]
-enum Phase {
-    Waiting {
-        not_before: Micros,
-    },
-    Reserving {
-        parts: BTreeMap<LmId, Part>,
-        commit_by: Micros,
-    },
-    Committing {
-        parts: BTreeMap<LmId, Part>,
-        /// The earliest an LM's hold of this generation may expire (the reserve's
-        /// departure + the hold): an undelivered commit is sent again until then.
-        resend_until: Micros,
-    },
-}
-
-#[derive(Clone, Debug)]
-struct Gang {
-    tasks: Vec<TaskSpec>,
-    spec: GangSpec,
-    retry: RetryPolicy,
-    deadline: Micros,
-    generation: u32,
-    phase: Phase,
-    /// Why the last attempt did not start (for "why is my job pending").
-    why: String,
-    /// Waiting after an abandoned attempt: a pass is wanted once `not_before` came
-    /// (a timer of its own; a gang that did not fit waits for the next pass).
-    retry_pending: bool,
-}
-
-/// What the gangs want done after a step.
-#[derive(Debug, Default)]
-pub struct GangEffects {
-    pub to_lms: Vec<GmToLm>,
-    /// Gangs whose every part was committed: the members that launched.
-    pub started: Vec<(JobId, Vec<TaskId>)>,
-    /// Tasks to queue as ordinary tasks: the members beyond a started gang's plan,
-    /// or every member of a gang timed out with `run_partial`.
-    pub to_queue: Vec<TaskSpec>,
-    /// Gangs timed out with `fail`: their tasks end failed without running.
-    pub failed: Vec<(JobId, Vec<TaskId>)>,
-    /// Gangs a late commit broke: the job must be stopped.
-    pub broken: Vec<JobId>,
-    /// Room the view gives back: the parts of an abandoned attempt not held (a
-    /// reserve refused or that never reached its LM changes nothing there, so no
-    /// snapshot would ever undo its deduction; a held part released changes the
-    /// LM's state twice, and its next snapshot sets the view right).
-    pub credits: Vec<(LmId, common::NodeId, common::Resources)>,
-    /// The members the answering LM launched (its `Committed`), as a launch
-    /// answer's: the drivers track where tasks run from them.
-    pub launched: Vec<TaskId>,
-}
-
-impl GangEffects {
-    pub fn is_empty(&self) -> bool {
-        self.to_lms.is_empty()
-            && self.started.is_empty()
-            && self.to_queue.is_empty()
-            && self.failed.is_empty()
-            && self.broken.is_empty()
-            && self.credits.is_empty()
-            && self.launched.is_empty()
-    }
-}
 
 /// The gangs of one GM.
 #[derive(Debug, Default)]

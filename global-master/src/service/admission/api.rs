@@ -1,6 +1,8 @@
 //! The public submission format (JSON) and its validation, kept pure so that every
 //! refusal can be table-tested: each names the offending field and the reason.
 
+use super::constraints_api::check_constraints;
+pub use super::constraints_api::ConstraintRef;
 pub use super::error::{parse_id, ApiError};
 use super::executor_api::{check_executor, ExecutorRequest};
 use super::stages_api::{check_stages, AfterJobRequest, StageRequest};
@@ -226,14 +228,6 @@ pub struct TaskRequest {
     /// absent otherwise.
     #[serde(default)]
     pub stage: Option<String>,
-}
-
-/// A constraint a task names: a bit by number, or an attribute by name.
-#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum ConstraintRef {
-    Id(u64),
-    Name(String),
 }
 
 #[derive(utoipa::ToSchema, Debug, Deserialize)]
@@ -542,44 +536,6 @@ fn validate_task(
         executor,
         priority: 0,
     })
-}
-
-/// The set a task's `constraints` name (numbers and attribute names); a 422 names
-/// the element at fault.
-fn check_constraints(
-    field: &str,
-    refs: &[ConstraintRef],
-    names: &Attributes,
-) -> Result<ConstraintSet, ApiError> {
-    let mut set = ConstraintSet::EMPTY;
-    for (j, r) in refs.iter().enumerate() {
-        let bit = match r {
-            ConstraintRef::Id(id) => usize::try_from(*id)
-                .ok()
-                .filter(|b| *b < common::constraints::MAX_CONSTRAINTS)
-                .ok_or_else(|| {
-                    format!(
-                        "constraint id {id} is out of range (ids are 0..{})",
-                        common::constraints::MAX_CONSTRAINTS
-                    )
-                }),
-            ConstraintRef::Name(name) => names.bit(name).ok_or_else(|| {
-                let known: Vec<&str> = names.names().map(|(n, _)| n).take(16).collect();
-                let more = if names.names().count() > known.len() {
-                    ", ..."
-                } else {
-                    ""
-                };
-                format!(
-                    "unknown attribute {name:?}; this cluster names {}{more}",
-                    known.join(", ")
-                )
-            }),
-        }
-        .map_err(|reason| ApiError::new(422, format!("{field}[{j}]"), reason))?;
-        set.insert(bit);
-    }
-    Ok(set)
 }
 
 /// Positive CPU and memory; `field` is the path of the resources object.

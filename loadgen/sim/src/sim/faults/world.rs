@@ -19,6 +19,7 @@ use worker_core::Worker;
 
 mod event;
 mod fence;
+mod gangs;
 mod in_doubt;
 mod journal;
 mod liveness;
