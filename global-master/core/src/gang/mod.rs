@@ -203,14 +203,7 @@ impl Gangs {
     ) -> GangEffects {
         let mut fx = GangEffects::default();
         let release = |lm: LmId, job: JobId, generation: u32| {
-            GmToLm::Gang(GangRequest {
-                gm,
-                life,
-                lm,
-                job,
-                generation,
-                op: GangOp::Release,
-            })
+            gang_request(gm, life, lm, job, generation, GangOp::Release)
         };
         let current = self
             .gangs
@@ -258,14 +251,14 @@ impl Gangs {
                 } else if parts.values().all(|p| p.held) {
                     if now <= *commit_by {
                         for &lm in parts.keys() {
-                            fx.to_lms.push(GmToLm::Gang(GangRequest {
+                            fx.to_lms.push(gang_request(
                                 gm,
                                 life,
                                 lm,
                                 job,
                                 generation,
-                                op: GangOp::Commit,
-                            }));
+                                GangOp::Commit,
+                            ));
                         }
                         let parts = std::mem::take(parts);
                         let resend_until = *commit_by + Micros(self.config.hold_for.0 / 2);
@@ -368,14 +361,8 @@ impl Gangs {
                 resend_until,
             } if now < resend_until && parts.get(&lm).is_some_and(|p| !p.committed) => {
                 self.stats.commits_resent += 1;
-                fx.to_lms.push(GmToLm::Gang(GangRequest {
-                    gm,
-                    life,
-                    lm,
-                    job,
-                    generation,
-                    op: GangOp::Commit,
-                }));
+                fx.to_lms
+                    .push(gang_request(gm, life, lm, job, generation, GangOp::Commit));
             }
             Phase::Committing { .. } => {
                 self.stats.broken += 1;
@@ -466,14 +453,14 @@ impl Gangs {
         let mut fx = GangEffects::default();
         if let Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } = &gang.phase {
             for &lm in parts.keys() {
-                fx.to_lms.push(GmToLm::Gang(GangRequest {
+                fx.to_lms.push(gang_request(
                     gm,
                     life,
                     lm,
                     job,
-                    generation: gang.generation,
-                    op: GangOp::Release,
-                }));
+                    gang.generation,
+                    GangOp::Release,
+                ));
             }
         }
         Some((gang.tasks.iter().map(|t| t.id).collect(), fx))
@@ -523,14 +510,14 @@ impl Gangs {
             }
         }
         for &lm in parts.keys().filter(|lm| Some(**lm) != except) {
-            fx.to_lms.push(GmToLm::Gang(GangRequest {
+            fx.to_lms.push(gang_request(
                 gm,
                 life,
                 lm,
                 job,
-                generation: gang.generation,
-                op: GangOp::Release,
-            }));
+                gang.generation,
+                GangOp::Release,
+            ));
         }
         gang.why = format!("generation {}: {why}", gang.generation);
         gang.retry_pending = true;
@@ -555,4 +542,16 @@ fn describe(outcome: &GangOutcome) -> String {
         },
         other => other.label().into(),
     }
+}
+
+/// A step of gang `job`'s transaction for one LM's part.
+fn gang_request(gm: GmId, life: u64, lm: LmId, job: JobId, generation: u32, op: GangOp) -> GmToLm {
+    GmToLm::Gang(GangRequest {
+        gm,
+        life,
+        lm,
+        job,
+        generation,
+        op,
+    })
 }

@@ -6,13 +6,13 @@
 //! preemption. Writes DIR/summary.json (one entry per run) and each run's simulate
 //! reports in DIR/<nodes>-preemption-<bool>/; prints a table.
 
-use crate::cli::simulate::{read_trace, run_one, ClusterArgs, ModelArgs, PreemptArgs};
+use super::flags::TraceFlags;
+use crate::cli::simulate::{read_trace, run_one, PreemptArgs};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::Micros;
 use megha_sim::report::Summary;
 use megha_sim::sim::{workload, SchedulerKind};
-use megha_sim::trace::options::TraceOptionsArgs;
 use megha_sim::trace::TraceFormat;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -50,16 +50,6 @@ pub struct FairnessArgs {
 }
 
 /// The simulate flags this experiment sets, parsed as `simulate` parses them.
-#[derive(Parser, Debug)]
-struct Flags {
-    #[command(flatten)]
-    cluster: ClusterArgs,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    selection: TraceOptionsArgs,
-}
-
 /// One run's line of summary.json.
 fn entry(nodes: usize, preemption: bool, s: &Summary) -> Value {
     let (jain_mean, jain_min) = s
@@ -116,7 +106,7 @@ pub fn run(args: FairnessArgs) -> Result<()> {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            let mut flags = Flags::try_parse_from(argv).context("experiment flags")?;
+            let mut flags = TraceFlags::try_parse_from(argv).context("experiment flags")?;
             flags.model.preempt = args.preempt.clone();
             let cluster = flags.cluster.load(args.seed)?;
             let mut trace = read_trace(

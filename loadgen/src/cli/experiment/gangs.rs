@@ -17,14 +17,14 @@
 //! member for its duration from its own start (it frees its node earlier than a
 //! real gang member would): the one-by-one run is favoured, not penalised.
 
-use crate::cli::simulate::{read_trace, ClusterArgs, ModelArgs};
+use super::flags::TraceFlags;
+use crate::cli::simulate::read_trace;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::gang::GangSpec;
 use common::rng::{seeded, streams, Rng};
 use common::{Micros, TaskId};
 use megha_sim::sim::{self, workload, SchedulerKind, SimOutcome};
-use megha_sim::trace::options::TraceOptionsArgs;
 use megha_sim::trace::TraceFormat;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
@@ -61,16 +61,6 @@ pub struct GangsArgs {
     /// No table on stdout.
     #[arg(long)]
     pub quiet: bool,
-}
-
-#[derive(Parser, Debug)]
-struct Flags {
-    #[command(flatten)]
-    cluster: ClusterArgs,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    selection: TraceOptionsArgs,
 }
 
 /// Mean, p50 and p95, seconds.
@@ -200,7 +190,7 @@ pub fn run(args: GangsArgs) -> Result<()> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let flags = Flags::try_parse_from(argv).context("experiment flags")?;
+    let flags = TraceFlags::try_parse_from(argv).context("experiment flags")?;
     let cluster = flags.cluster.load(args.seed)?;
     let nodes = args.gms as usize * args.lms as usize * args.partition_size;
     if (args.max_gang as usize) > nodes {

@@ -16,6 +16,7 @@
 pub mod alsched;
 pub mod carbyne;
 pub mod fairness;
+pub mod flags;
 pub mod gangs;
 pub mod jobs;
 pub mod mercury;

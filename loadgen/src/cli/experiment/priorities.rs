@@ -5,12 +5,12 @@
 //! preempting. The high class's allocation time should stay near its unloaded value
 //! under overload. Writes DIR/summary.json and prints a table.
 
-use crate::cli::simulate::{read_trace, ClusterArgs, ModelArgs};
+use super::flags::TraceFlags;
+use crate::cli::simulate::read_trace;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::priority::PriorityClasses;
 use megha_sim::sim::{self, workload, SchedulerKind};
-use megha_sim::trace::options::TraceOptionsArgs;
 use megha_sim::trace::TraceFormat;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -43,16 +43,6 @@ pub struct PrioritiesArgs {
     /// No table on stdout.
     #[arg(long)]
     pub quiet: bool,
-}
-
-#[derive(Parser, Debug)]
-struct Flags {
-    #[command(flatten)]
-    cluster: ClusterArgs,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    selection: TraceOptionsArgs,
 }
 
 /// Mean and p99 of allocation times, seconds.
@@ -89,7 +79,7 @@ pub fn run(args: PrioritiesArgs) -> Result<()> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let flags = Flags::try_parse_from(argv).context("experiment flags")?;
+    let flags = TraceFlags::try_parse_from(argv).context("experiment flags")?;
     let cluster = flags.cluster.load(args.seed)?;
     let mut trace = read_trace(
         &args.trace,
