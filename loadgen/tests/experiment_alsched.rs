@@ -1,7 +1,8 @@
 //! `loadgen experiment alsched` on a tiny seeded run: the shape of summary.json and
 //! what holds whatever the numbers: every job finishes under every policy, `hard`
 //! puts every task of a preferring job in its set, utilisation lies in (0, 1], p95
-//! is at least the mean's half, and the seed is printed.
+//! is at least the mean's half, and the seed is printed; each run's tasks.csv has a
+//! row per task, and a `branch` column exactly under the tree policies.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -51,4 +52,36 @@ fn a_tiny_alsched_experiment_writes_a_sane_summary() {
         }
     }
     assert!(summary["goal"]["hard_over_soft_at_highest_load"].is_number());
+    for load in ["0.5", "0.9"] {
+        let mut rows = None;
+        for policy in ["none", "hard", "soft", "soft_delay"] {
+            let path = out.path().join(format!("x{load}/{policy}/tasks.csv"));
+            let csv = std::fs::read_to_string(&path).unwrap();
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            let trees = policy.starts_with("soft");
+            assert_eq!(
+                header.last() == Some(&"branch"),
+                trees,
+                "{path:?}: {header:?}"
+            );
+            let body: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+            assert!(body.iter().all(|r| r.len() == header.len()), "{path:?}");
+            // The same workload under every policy.
+            assert_eq!(*rows.get_or_insert(body.len()), body.len(), "{path:?}");
+            if trees {
+                let branches: Vec<&str> = body.iter().map(|r| r[r.len() - 1]).collect();
+                assert!(
+                    branches
+                        .iter()
+                        .all(|b| b.is_empty() || *b == "none" || b.starts_with("utility")),
+                    "{path:?}: {branches:?}"
+                );
+                assert!(
+                    branches.iter().any(|b| b.starts_with("utility")),
+                    "{path:?}: no task took a branch"
+                );
+            }
+        }
+    }
 }

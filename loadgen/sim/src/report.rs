@@ -1,8 +1,8 @@
 //! Reports of a run: `tasks.csv` (one row per task) and `summary.json`.
 
 use crate::sim::ledger::{Decision, TaskRecord};
-use crate::sim::{SimCounters, SimOutcome};
-use common::Micros;
+use crate::sim::{Branches, SimCounters, SimOutcome};
+use common::{JobId, Micros, TaskId};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -117,17 +117,56 @@ impl RowWriter {
         self.row.push(b'\n');
         &self.row
     }
+
+    /// The row of `r` with one more field, `last` (quoted if it holds a comma or a
+    /// quote; a tree path does not).
+    fn write_with(&mut self, r: &TaskRecord, last: &str) -> &[u8] {
+        self.write(r);
+        self.row.pop();
+        self.row.push(b',');
+        if last.contains([',', '"']) {
+            self.row.push(b'"');
+            self.row
+                .extend_from_slice(last.replace('"', "\"\"").as_bytes());
+            self.row.push(b'"');
+        } else {
+            self.row.extend_from_slice(last.as_bytes());
+        }
+        self.row.push(b'\n');
+        &self.row
+    }
 }
 
 /// Writes one row per task, sorted by (job, task), times in seconds with microsecond
 /// precision: byte-identical for identical runs.
-pub fn write_tasks_csv<W: Write>(out: &mut W, records: &[TaskRecord]) -> std::io::Result<()> {
-    writeln!(out, "{TASKS_CSV_HEADER}")?;
+///
+/// With `branches` (soft constraints: a run where some job has a utility tree), a
+/// last column `branch`: the branch of its job's tree the task got, `none` when no
+/// branch had room, empty for a task of a job without a tree or never placed.
+pub fn write_tasks_csv<W: Write>(
+    out: &mut W,
+    records: &[TaskRecord],
+    branches: &Branches,
+) -> std::io::Result<()> {
+    if branches.is_empty() {
+        writeln!(out, "{TASKS_CSV_HEADER}")?;
+    } else {
+        writeln!(out, "{TASKS_CSV_HEADER},branch")?;
+    }
     let mut order: Vec<&TaskRecord> = records.iter().collect();
     order.sort_by_key(|r| (r.job, r.index));
     let mut row = RowWriter::default();
     for r in order {
-        out.write_all(row.write(r))?;
+        if branches.is_empty() {
+            out.write_all(row.write(r))?;
+        } else {
+            let id = TaskId {
+                job: JobId(r.job),
+                index: r.index,
+            };
+            let branch = branches.get(&id).map_or("", |b| b);
+            out.write_all(row.write_with(r, branch))?;
+        }
     }
     Ok(())
 }
@@ -372,16 +411,16 @@ pub fn peak_rss_mb() -> Option<f64> {
 }
 
 /// Writes `tasks.csv` and `summary.json` into `dir`.
-pub fn write_run(dir: &Path, records: &[TaskRecord], summary: &Summary) -> std::io::Result<()> {
+pub fn write_run(dir: &Path, outcome: &SimOutcome, summary: &Summary) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    write_tasks_file(dir, records)?;
+    write_tasks_file(dir, outcome)?;
     write_summary(dir, summary)
 }
 
-/// Writes `tasks.csv` into `dir` (which exists).
-pub fn write_tasks_file(dir: &Path, records: &[TaskRecord]) -> std::io::Result<()> {
+/// Writes the `tasks.csv` of `outcome` into `dir` (which exists).
+pub fn write_tasks_file(dir: &Path, outcome: &SimOutcome) -> std::io::Result<()> {
     let mut csv = std::io::BufWriter::new(std::fs::File::create(dir.join("tasks.csv"))?);
-    write_tasks_csv(&mut csv, records)?;
+    write_tasks_csv(&mut csv, &outcome.records, &outcome.branches)?;
     csv.flush()
 }
 

@@ -212,7 +212,7 @@ pub fn run_one(
     // tasks.csv is written on a second thread while the summary is worked out (its
     // rows were 8% of a YH1_sub run's instructions).
     let summary = std::thread::scope(|s| -> Result<Summary> {
-        let write_csv = || write_tasks_file(dir, &outcome.records);
+        let write_csv = || write_tasks_file(dir, &outcome);
         let csv = std::thread::Builder::new()
             .name("tasks.csv".into())
             .spawn_scoped(s, write_csv);

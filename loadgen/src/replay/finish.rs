@@ -72,7 +72,7 @@ pub fn finish_with(result: &ReplayResult, o: &ReportOptions) -> Result<bool> {
             summary.fairness = Some(fair);
         }
     }
-    write_run(o.out, &result.outcome.records, &summary)
+    write_run(o.out, &result.outcome, &summary)
         .with_context(|| format!("cannot write reports to {}", o.out.display()))?;
     if !o.quiet {
         print_table(std::slice::from_ref(&summary));

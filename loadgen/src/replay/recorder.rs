@@ -314,6 +314,7 @@ impl Recorder {
             .all(|r| r.start.is_none() || r.finish.is_some());
         SimOutcome {
             probe: None,
+            branches: Default::default(),
             records: self.records,
             counters: self.counters,
             span,

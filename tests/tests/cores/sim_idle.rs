@@ -41,7 +41,7 @@ fn bursts() -> Vec<Job> {
 
 fn csv(outcome: &SimOutcome) -> Vec<u8> {
     let mut out = Vec::new();
-    write_tasks_csv(&mut out, &outcome.records).expect("write tasks.csv");
+    write_tasks_csv(&mut out, &outcome.records, &outcome.branches).expect("write tasks.csv");
     out
 }
 

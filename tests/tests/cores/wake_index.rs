@@ -49,7 +49,7 @@ fn overload() -> Vec<Job> {
 /// tasks.csv without its `attempts` column (the 9th).
 fn csv_without_attempts(outcome: &SimOutcome) -> String {
     let mut out = Vec::new();
-    write_tasks_csv(&mut out, &outcome.records).expect("write tasks.csv");
+    write_tasks_csv(&mut out, &outcome.records, &outcome.branches).expect("write tasks.csv");
     String::from_utf8(out)
         .expect("utf-8")
         .lines()

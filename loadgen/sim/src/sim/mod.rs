@@ -37,7 +37,7 @@ use common::cluster::{ClusterSpec, LmSpec};
 use common::LmId;
 pub use config::{LmPublish, MercuryOptions, SchedulerKind, SimConfig};
 pub use costs::CostModel;
-pub use outcome::{Progress, Run, SimCounters, SimOutcome};
+pub use outcome::{Branches, Progress, Run, SimCounters, SimOutcome};
 
 /// Runs one scheduler over the jobs on the cluster.
 pub fn run(

@@ -72,7 +72,14 @@ pub struct SimOutcome {
     pub runs: Vec<Run>,
     /// The timed core steps, when [`SimConfig::probe`] was on (Megha driver only).
     pub probe: Option<Box<super::probe::Probe>>,
+    /// Soft constraints (alsched): per task of a job with a utility tree, the branch
+    /// its last placement took (its path in the tree, or `none`); empty when no job
+    /// has a tree (Megha driver only). `tasks.csv` then gets a `branch` column.
+    pub branches: Branches,
 }
+
+/// Per task, the branch of its job's utility tree it got ([`SimOutcome::branches`]).
+pub type Branches = rustc_hash::FxHashMap<TaskId, std::sync::Arc<str>>;
 
 /// Reports progress as tasks finish (for a progress bar); called with (done, total).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);

@@ -4,8 +4,11 @@
 //! anywhere else (GPU jobs, rack-local jobs), whatever placed it, so that the value
 //! of a preference can be measured against ignoring it or making it hard.
 
+use super::ledger::TaskRecord;
+use super::outcome::Branches;
 use common::utility::{BitExpr, Utility};
-use common::{ConstraintSet, Micros, TaskSpec};
+use common::{ConstraintSet, JobId, Micros, TaskId, TaskSpec};
+use gm_core::GlobalMaster;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -23,6 +26,31 @@ pub struct SoftJob {
 
 /// Per job id (the trace job's dense number, [`super::workload::Job::id`]).
 pub type SoftJobs = FxHashMap<u64, SoftJob>;
+
+/// The branch each task of a job with a tree got at its last placement, from the GM
+/// that placed it (`none`: no branch had room, it ran by its hard constraints);
+/// empty when no GM holds a tree.
+pub fn branches_taken(gms: &[GlobalMaster], records: &[TaskRecord]) -> Branches {
+    let mut taken = Branches::default();
+    if gms.iter().all(|gm| gm.soft().jobs_held() == 0) {
+        return taken;
+    }
+    let none: Arc<str> = Arc::from("none");
+    for r in records {
+        let id = TaskId {
+            job: JobId(r.job),
+            index: r.index,
+        };
+        let Some(gm) = r.gm.and_then(|g| gms.get(g.index())) else {
+            continue;
+        };
+        if let Some(choice) = gm.soft().choice(id) {
+            let branch = choice.branch.as_deref().map_or(none.clone(), Arc::from);
+            taken.insert(id, branch);
+        }
+    }
+    taken
+}
 
 impl SoftJob {
     /// True when a node with attributes `node` is in the preferred set.

@@ -226,6 +226,7 @@ pub fn simulate(
         .all(|w| w.free == w.capacity && w.reservations.is_empty());
     SimOutcome {
         probe: None,
+        branches: Default::default(),
         drained,
         runs: Vec::new(),
         span,

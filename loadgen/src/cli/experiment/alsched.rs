@@ -19,7 +19,9 @@
 //!   waits up to `--relax-after-s` for its set, then falls back.
 //!
 //! Writes DIR/summary.json (per load, per policy: mean and p95 completion, utilisation,
-//! preferred share) and prints a table and the seed.
+//! preferred share), per load and policy `DIR/x<load>/<policy>/tasks.csv` (with the
+//! branch of its job's tree each task got, for the tree policies; `loadgen report
+//! DIR/x<load>` overlays the policies), and prints a table and the seed.
 
 use super::jobs::completion_times;
 use anyhow::{bail, Context, Result};
@@ -30,6 +32,7 @@ use common::cluster_described::{DescribedCluster, DescribedLm, NodeGroup};
 use common::rng::{seeded, Rng};
 use common::utility::{compile, SetExpr, SetOp, UtilityTree};
 use common::{ConstraintSet, Micros, Resources, TaskId, TaskSpec};
+use megha_sim::report::write_tasks_file;
 use megha_sim::sim::soft::{SoftJob, SoftJobs};
 use megha_sim::sim::workload::Job;
 use megha_sim::sim::{self, SimConfig, SimOutcome};
@@ -50,7 +53,7 @@ pub const POLICIES: [&str; 6] = [
 
 #[derive(Args, Debug)]
 pub struct AlschedArgs {
-    /// Output directory (created if missing): summary.json.
+    /// Output directory (created if missing): summary.json, and x<load>/<policy>/tasks.csv.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Jobs per run.
@@ -413,6 +416,10 @@ pub fn run(args: AlschedArgs) -> Result<()> {
             };
             let t = Instant::now();
             let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
+            let dir = args.out.join(format!("x{load}")).join(policy);
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| write_tasks_file(&dir, &outcome))
+                .with_context(|| format!("writing {}", dir.join("tasks.csv").display()))?;
             let mut m = measure(&cluster, &jobs, &soft, &outcome, cores);
             m.wall_s = t.elapsed().as_secs_f64();
             eprintln!("load {load} {policy}: {:.1} s", m.wall_s);

@@ -48,7 +48,7 @@ fn overload(jobs: u64, width: u32, per_job_shapes: bool) -> Vec<Job> {
 
 fn tasks_csv(outcome: &SimOutcome) -> String {
     let mut out = Vec::new();
-    write_tasks_csv(&mut out, &outcome.records).expect("write tasks.csv");
+    write_tasks_csv(&mut out, &outcome.records, &outcome.branches).expect("write tasks.csv");
     String::from_utf8(out).expect("utf-8")
 }
 

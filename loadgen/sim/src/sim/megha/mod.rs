@@ -253,6 +253,7 @@ pub fn simulate(
         sim.counters.retries += gm.stats().retries;
         sim.counters.woken += gm.stats().woken;
     }
+    let branches = super::soft::branches_taken(&sim.gms, &sim.records);
     SimOutcome {
         drained,
         span,
@@ -260,6 +261,7 @@ pub fn simulate(
         records: sim.records,
         counters: sim.counters,
         probe: sim.probe,
+        branches,
     }
 }
 
