@@ -67,6 +67,9 @@ AMQP=${AMQP:-}
 LM_AMQP=() LM_PW=() GM_PW=
 if [ -z "$AMQP" ]; then
   BROKER_DIR="${SECRETS:-out/cluster-secrets}/broker"
+  # The secrets' parent (out/) with the usual mode: made under umask 077 it would
+  # be 0700, and the task uids could not reach the workers' data dirs below it.
+  mkdir -p "$(dirname "$(dirname "$BROKER_DIR")")"
   (umask 077; mkdir -p "$BROKER_DIR")
   rabbitmqctl -q add_vhost "$CLUSTER" 2>/dev/null || true
   broker_user() { # broker_user USER KIND: makes USER (first run) with KIND's permissions
@@ -97,6 +100,7 @@ LOGS=${LOGS:-out/cluster-logs}
 SECRETS=${SECRETS:-out/cluster-secrets}
 mkdir -p "$LOGS"
 if [ ! -s "$SECRETS/admin-token" ]; then
+  mkdir -p "$(dirname "$SECRETS")"
   (umask 077; mkdir -p "$SECRETS"
    head -c 32 /dev/urandom | base64 | tr -d '\n=/+' >"$SECRETS/admin-token"
    printf '[[users]]\nname = "admin"\ntoken = "%s"\nadmin = true\n' "$(cat "$SECRETS/admin-token")" >"$SECRETS/tokens.toml")
