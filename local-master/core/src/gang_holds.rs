@@ -42,6 +42,8 @@ pub struct GangCounters {
     pub not_held: u64,
     pub released: u64,
     pub expired: u64,
+    /// Members stopped because their gang was restarted whole.
+    pub stopped: u64,
 }
 
 #[derive(Debug, Default)]
@@ -87,9 +89,11 @@ impl GangHolds {
         }
     }
 
-    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: u32) {
+    /// Records the generation launched here (`None`: the gang was stopped to be
+    /// restarted whole, so a newer generation may be reserved).
+    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: Option<u32>) {
         if let Some(s) = self.seen.get_mut(&(gm, job)) {
-            s.committed = Some(generation);
+            s.committed = generation;
         }
     }
 

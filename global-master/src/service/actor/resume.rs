@@ -289,6 +289,7 @@ impl Handler<Resume> for GmActor {
                     held: keep,
                     retry,
                     dags: dag.into_iter().collect(),
+                    gangs: Vec::new(),
                 });
             }
         }

@@ -30,7 +30,8 @@ pub enum Invariant {
     /// After the quiet period a GM's view of an LM differs from the LM's state.
     ViewDiverged,
     /// A gang commit launched a member while another member of its gang was
-    /// neither held at an LM nor launched.
+    /// neither held at an LM nor launched, and the GM never restarted the gang
+    /// whole.
     PartialGang,
 }
 
@@ -234,6 +235,19 @@ impl Checker {
             t.gm_ended = None;
             t.started_on = None;
             t.retries += 1;
+        }
+    }
+
+    /// The task's gang was restarted whole by its GM: its run so far is void
+    /// (stopped, or ended without its gang: the driver drops the void run's
+    /// reports), and it runs again with its gang.
+    pub fn gang_restarted(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.ended = None;
+            t.gm_ended = None;
+            t.started_on = None;
+            t.launched = false;
+            t.last_gm_end = None;
         }
     }
 
