@@ -118,6 +118,19 @@ pub struct Recovered {
     pub dag: Option<Arc<JobDag>>,
     /// Its name and labels.
     pub names: crate::service::admission::api::JobNames,
+    /// Its gang spec, for a gang job.
+    pub gang: Option<common::gang::GangSpec>,
+}
+
+/// The optional parts of an accepted job, each kept in a table of its own (so
+/// that journals written before each part read as they were).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JobParts<'a> {
+    pub dag: Option<&'a JobDag>,
+    pub names: Option<&'a crate::service::admission::api::JobNames>,
+    /// The packed spec, if it was kept.
+    pub spec: Option<&'a [u8]>,
+    pub gang: Option<&'a common::gang::GangSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +266,9 @@ impl Journal {
                 },
                 None => Default::default(),
             };
+            let gang = gangs::read(&txn, &self.cluster, job)?;
             out.push(Recovered {
+                gang,
                 job: JobId(job),
                 dag,
                 names,
@@ -352,6 +367,34 @@ impl Journal {
         names: Option<&crate::service::admission::api::JobNames>,
         spec: Option<&[u8]>,
     ) -> Result<(), JournalError> {
+        let parts = JobParts {
+            dag,
+            names,
+            spec,
+            gang: None,
+        };
+        self.accept_job(job, accepted, tasks, parts)
+    }
+
+    /// Writes an accepted job and its optional parts in one transaction (fsynced
+    /// before the client hears `202`).
+    pub fn accept_job(
+        &mut self,
+        job: JobId,
+        accepted: &Accepted,
+        tasks: &[TaskSpec],
+        parts: JobParts<'_>,
+    ) -> Result<(), JournalError> {
+        let JobParts {
+            dag,
+            names,
+            spec,
+            gang,
+        } = parts;
+        let gang = gang
+            .map(|g| common::codec::encode(&self.cluster, g))
+            .transpose()
+            .map_err(|e| self.error("cannot encode", e))?;
         let names = names
             .map(|n| common::codec::encode(&self.cluster, n))
             .transpose()
@@ -388,6 +431,9 @@ impl Journal {
             }
             if let Some(spec) = &spec {
                 specs::write(&txn, job, spec)?;
+            }
+            if let Some(gang) = &gang {
+                gangs::write(&txn, job, gang)?;
             }
             txn.commit()?;
             Ok(())
@@ -458,6 +504,7 @@ impl Journal {
                         jobs.remove(job.0)?;
                         dags.remove(job.0)?;
                         names.remove(job.0)?;
+                        gangs::remove(&txn, job)?;
                         let mut ok = true;
                         for row in table.range((job.0, 0)..=(job.0, u32::MAX))? {
                             let (_, bytes) = row?;
@@ -576,6 +623,7 @@ impl Journal {
     }
 }
 
+mod gangs;
 mod legacy;
 mod specs;
 mod usage;
