@@ -286,13 +286,13 @@ fn an_undelivered_commit_is_sent_again_until_the_part_may_have_expired() {
         let undelivered = gm_core::Undelivered::of(&lost);
         let out = w.gm.step(when, GmInput::Undelivered(undelivered));
         if late {
-            assert_eq!(out.gangs_broken, vec![common::JobId(1)]);
+            let restarted: Vec<_> = out.gangs_restarted.iter().map(|r| r.0).collect();
+            assert_eq!(restarted, vec![common::JobId(1)]);
             assert!(gang_ops(&out, "commit").is_empty());
-            let cancels = (out.to_lms.iter()).filter(|m| matches!(m, GmToLm::Cancel(_)));
             assert_eq!(
-                cancels.count(),
+                gang_ops(&out, "stop").len(),
                 LMS as usize,
-                "the job is stopped everywhere"
+                "the gang is stopped everywhere, to restart whole"
             );
         } else {
             assert_eq!(gang_ops(&out, "commit"), vec![(LmId(3), 1)]);

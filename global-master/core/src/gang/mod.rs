@@ -334,9 +334,9 @@ impl Gangs {
                 let gang = self.gangs.get_mut(&job).expect("current");
                 restart::stop_answered(now, gang, answer.lm);
             }
-            // A reserve of the stopped generation that arrived after its stop:
-            // given back at once.
-            (GangOutcome::Held, Stage::Stopping) => {
+            // A reserve of an attempt given up, or of a stopped generation, that
+            // arrived after its release or stop: given back at once.
+            (GangOutcome::Held, Stage::Waiting | Stage::Stopping) => {
                 fx.to_lms
                     .push(release(answer.lm, answer.job, answer.generation));
             }
@@ -538,7 +538,7 @@ impl Gangs {
             Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } => {
                 std::mem::take(parts)
             }
-            Phase::Waiting { .. } => return,
+            Phase::Waiting { .. } | Phase::Stopping { .. } => return,
         };
         self.stats.released_attempts += 1;
         // A part not held changed nothing at its LM (refused, or its reserve never

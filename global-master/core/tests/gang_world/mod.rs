@@ -1,6 +1,6 @@
 //! The world of the gang tests (`gang.rs`, `gang_restart.rs`): one GM, four LMs
 //! over the pure cores, every message moved by hand.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub use common::cluster::{LmSpec, NodeSpec};
 pub use common::events::TaskEventKind;

@@ -218,6 +218,27 @@ impl LocalMaster {
         GangOutcome::Released
     }
 
+    /// The gang is restarted whole (see [`GangOp::Stop`]): its members this GM
+    /// launched here are stopped unless a newer generation was committed here, a
+    /// part held for this generation or an older one is given back, and a commit of
+    /// this generation is forgotten (the next generation may be reserved here).
+    fn gang_stop(
+        &mut self,
+        gm: GmId,
+        job: JobId,
+        generation: u32,
+        effects: &mut LmEffects,
+    ) -> GangOutcome {
+        self.gang_release(gm, job, generation);
+        let seen = self.gangs.seen(gm, job);
+        if seen.committed.is_none_or(|c| c <= generation) {
+            let (stopped, _) = self.stop_job(gm, job, effects);
+            self.gangs.counters.stopped += stopped.len() as u64;
+            self.gangs.mark_committed(gm, job, None);
+        }
+        GangOutcome::Released
+    }
+
     /// Gives a held part's room back to its nodes.
     fn give_back_hold(&mut self, gm: GmId, job: JobId) {
         if let Some(hold) = self.gangs.take(gm, job) {
