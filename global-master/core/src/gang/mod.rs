@@ -462,12 +462,12 @@ impl Gangs {
         })
     }
 
-    /// A member's end, if the gangs let it through: held while its gang commits
-    /// (taken once every part is committed: [`GangEffects::ended`]), dropped if it
-    /// is the end of a run of a generation restarted whole.
-    pub fn take_end(&mut self, end: TaskEnd) -> Option<TaskEnd> {
+    /// A member's end, if the gangs let it through: with `hold`, held while its
+    /// gang commits (taken once every part is committed: [`GangEffects::ended`]);
+    /// dropped if it is the end of a run of a generation restarted whole.
+    pub fn take_end(&mut self, end: TaskEnd, hold: bool) -> Option<TaskEnd> {
         let gang = self.gangs.get_mut(&end.task.job);
-        restart::take_end(gang, &self.void, end, &mut self.stats.void_ends)
+        restart::take_end(gang, &self.void, end, hold, &mut self.stats.void_ends)
     }
 
     /// Restarts a gang broken after its commit whole (see [`restart`]).

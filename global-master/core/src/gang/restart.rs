@@ -110,27 +110,32 @@ pub(super) fn wakeup(gang: &Gang) -> Option<Micros> {
     }
 }
 
-/// What a member's end means while its gang is here: held while the gang commits
-/// (`None`: taken), dropped if its run is void or not the current generation's
-/// (`None`), else given back (a gang that started: the caller takes it).
+/// What a member's end means while its gang is here: with `hold`, held while the
+/// gang commits (`None`: taken); dropped if its run is void or not the current
+/// generation's (`None`); else given back (the caller takes it: a gang that
+/// started, or an end the caller must take now).
 pub(super) fn take_end(
     gang: Option<&mut Gang>,
     void: &VoidRuns,
     end: TaskEnd,
+    hold: bool,
     void_ends: &mut u64,
 ) -> Option<TaskEnd> {
     if void.contains(end.task, end.attempt) {
         *void_ends += 1;
         return None;
     }
-    let gang = gang?;
+    let Some(gang) = gang else {
+        return Some(end);
+    };
     if !(gang.tasks.iter()).any(|t| t.id == end.task && t.attempt == end.attempt) {
         // Not a run of this gang's current members (a member beyond a started
         // gang's plan is queued as an ordinary task, not here).
         return Some(end);
     }
     match gang.phase {
-        Phase::Committing { .. } => gang.ends.push(end),
+        Phase::Committing { .. } if hold => gang.ends.push(end),
+        Phase::Committing { .. } => return Some(end),
         // The current attempt has not launched: nothing of it can end.
         _ => *void_ends += 1,
     }

@@ -109,8 +109,7 @@ impl GlobalMaster {
     /// Task ends from an LM: counted, failures retried under their job's policy
     /// (`out.retries`), and listed in `out.ended`, except the ends of runs already
     /// replaced by a retry and repeats (`out.stale`, counted).
-    pub(super) fn tasks_ended(&mut self, now: Micros, ends: Vec<TaskEnd>, out: &mut GmOutput) {
-        let mut ends = self.gang_ends(ends);
+    pub(super) fn tasks_ended(&mut self, now: Micros, mut ends: Vec<TaskEnd>, out: &mut GmOutput) {
         // Ends for good of DAG jobs' tasks, to move their DAGs on afterwards.
         let mut for_good = Vec::new();
         let dags = !self.dags.is_empty();

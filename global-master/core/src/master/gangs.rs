@@ -167,13 +167,14 @@ impl GlobalMaster {
         }
     }
 
-    /// The ends the gangs let through (see [`crate::gang::Gangs::take_end`]).
-    pub(super) fn gang_ends(&mut self, ends: Vec<TaskEnd>) -> Vec<TaskEnd> {
+    /// The ends the gangs let through (see [`crate::gang::Gangs::take_end`]); with
+    /// `hold`, those of members whose gang is committing wait for its start.
+    pub(super) fn gang_ends(&mut self, ends: Vec<TaskEnd>, hold: bool) -> Vec<TaskEnd> {
         if self.gangs.is_empty() && self.gangs.stats.broken == 0 {
             return ends;
         }
         (ends.into_iter())
-            .filter_map(|end| self.gangs.take_end(end))
+            .filter_map(|end| self.gangs.take_end(end, hold))
             .collect()
     }
 }

@@ -404,7 +404,12 @@ impl GlobalMaster {
             // The end of a task changes nothing the GM places with (the LM's state
             // does, in its next heartbeat): reported, and failures retried.
             LmToGm::Ended(ended) => {
-                self.tasks_ended(now, ended.ends, out);
+                // Ends the LM published may wait for their gang's commit; those
+                // the GM publishes go through now (a driver publishes what this
+                // step takes).
+                let by_lm = ended.publish == common::messages::EndsPublished::ByLm;
+                let ends = self.gang_ends(ended.ends, by_lm);
+                self.tasks_ended(now, ends, out);
                 return;
             }
             LmToGm::Started(started) => {
