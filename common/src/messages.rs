@@ -348,8 +348,10 @@ pub enum GangOp {
     /// task of the job this GM launched here unless a newer generation was
     /// committed here (its members are killed, as by a cancel), give back a part
     /// held for this generation or an older one, and forget that this generation
-    /// was committed, so that the next one may be reserved. Answered `Released`.
-    Stop,
+    /// was committed, so that the next one may be reserved; and forget that the
+    /// gang's `members` finished here (their runs are void: they run again).
+    /// Answered `Released`.
+    Stop { members: Vec<TaskId> },
 }
 
 impl GangOp {
@@ -358,7 +360,7 @@ impl GangOp {
             GangOp::Reserve { .. } => "reserve",
             GangOp::Commit => "commit",
             GangOp::Release => "release",
-            GangOp::Stop => "stop",
+            GangOp::Stop { .. } => "stop",
         }
     }
 }

@@ -98,7 +98,7 @@ impl GmToLm {
             GmToLm::Launch(_) | GmToLm::Preempt(_) => true,
             GmToLm::Gang(g) => !matches!(
                 g.op,
-                crate::messages::GangOp::Release | crate::messages::GangOp::Stop
+                crate::messages::GangOp::Release | crate::messages::GangOp::Stop { .. }
             ),
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => false,
         }

@@ -58,6 +58,12 @@ impl Restarted {
     }
 
     /// True for a task remembered as finished.
+    /// Forgets that `task` finished (its gang was restarted whole: the run was
+    /// void, its GM runs it again).
+    pub fn forget_finished(&mut self, task: TaskId) {
+        self.finished_before.remove(&task);
+    }
+
     pub fn has_finished(&self, task: &TaskId) -> bool {
         self.finished_before.contains(task)
     }

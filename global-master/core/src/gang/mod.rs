@@ -383,8 +383,15 @@ impl Gangs {
             Phase::Committing { .. } => self.restart(now, job, &mut fx, gm, life),
             // A stop is sent until its LM answers it.
             Phase::Stopping { ref awaiting, .. } if awaiting.contains(&lm) => {
-                fx.to_lms
-                    .push(gang_request(gm, life, lm, job, generation, GangOp::Stop));
+                let members = gang.tasks.iter().map(|t| t.id).collect();
+                fx.to_lms.push(gang_request(
+                    gm,
+                    life,
+                    lm,
+                    job,
+                    generation,
+                    GangOp::Stop { members },
+                ));
             }
             Phase::Stopping { .. } | Phase::Waiting { .. } => {}
         }
@@ -478,8 +485,15 @@ impl Gangs {
         self.stats.broken += 1;
         let generation = gang.generation;
         for lm in restart::stop(now, job, gang, &self.config, &mut self.void, fx) {
-            fx.to_lms
-                .push(gang_request(gm, life, lm, job, generation, GangOp::Stop));
+            let members = gang.tasks.iter().map(|t| t.id).collect();
+            fx.to_lms.push(gang_request(
+                gm,
+                life,
+                lm,
+                job,
+                generation,
+                GangOp::Stop { members },
+            ));
         }
     }
 

@@ -33,7 +33,7 @@ impl LocalMaster {
             }
             GangOp::Commit => self.gang_commit(now, gm, job, generation, &mut effects),
             GangOp::Release => self.gang_release(gm, job, generation),
-            GangOp::Stop => self.gang_stop(gm, job, generation, &mut effects),
+            GangOp::Stop { members } => self.gang_stop(gm, job, generation, &members, &mut effects),
         };
         effects.gang_response = Some(GangAnswer {
             lm: self.topology.lm,
@@ -227,9 +227,13 @@ impl LocalMaster {
         gm: GmId,
         job: JobId,
         generation: u32,
+        members: &[TaskId],
         effects: &mut LmEffects,
     ) -> GangOutcome {
         self.gang_release(gm, job, generation);
+        for &task in members {
+            self.restarted.forget_finished(task);
+        }
         let seen = self.gangs.seen(gm, job);
         if seen.committed.is_none_or(|c| c <= generation) {
             let (stopped, _) = self.stop_job(gm, job, effects);
