@@ -57,6 +57,16 @@ impl World<'_> {
         }
     }
 
+    /// An end of a gang member restarted whole, before its next run launched: the
+    /// end of a void run (e.g. a finish a restarted LM learns from its worker's
+    /// registration, which names no run).
+    pub(super) fn void_gang_end(&self, event: &common::events::TaskEvent) -> bool {
+        use common::events::TaskEventKind::{Failed, Finished};
+        matches!(event.kind, Finished { .. } | Failed { .. })
+            && self.gang_next_run.contains_key(&event.task)
+            && !self.checker.launched(&event.task)
+    }
+
     /// At the end of the run: every partial gang commit was repaired.
     pub(super) fn gangs_repaired(&self) -> Result<(), check::Broken> {
         match self.gang_partial.iter().next() {

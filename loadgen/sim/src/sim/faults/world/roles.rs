@@ -181,7 +181,7 @@ impl World<'_> {
             self.checker.may_repeat_end(*task);
         }
         for event in &out.events {
-            if void.is_some_and(|task| task == event.task) {
+            if void.is_some_and(|task| task == event.task) || self.void_gang_end(event) {
                 continue;
             }
             let broken = self.checker.event(event);
