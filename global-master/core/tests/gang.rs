@@ -303,3 +303,30 @@ fn an_undelivered_commit_is_sent_again_until_the_part_may_have_expired() {
         }
     }
 }
+
+/// A restarted GM resumes a gang that had not started from its journal as a gang
+/// (`Resumed::gangs`): it waits for room for all its members, not in the queues,
+/// and starts all eight together.
+#[test]
+fn a_resumed_gang_stays_a_gang() {
+    let mut w = world();
+    let ClientToGm::SubmitGang { tasks, gang, .. } = gang_of(1, 8) else {
+        unreachable!()
+    };
+    let resume = gm_core::Resumed {
+        tasks: tasks.into_iter().map(|t| (t, 0)).collect(),
+        held: Vec::new(),
+        retry: RetryPolicy::default(),
+        dags: Vec::new(),
+        gangs: vec![(common::JobId(1), gang)],
+    };
+    w.gm.step(Micros(1), GmInput::Resume(resume));
+    assert_eq!(w.gm.gangs().len(), 1, "waiting as a gang");
+    assert!(w.gm.queues().is_empty(), "not in the queues");
+    let out = w.gm.step(Micros(2), GmInput::Schedule);
+    assert_eq!(gang_ops(&out, "reserve").len(), LMS as usize);
+    w.run(Micros(3), out.to_lms);
+    let launched: BTreeSet<TaskId> = w.launched.iter().copied().collect();
+    assert_eq!((launched.len(), w.launched.len()), (8, 8));
+    assert_eq!(w.gm.gangs().stats.started, 1);
+}

@@ -36,9 +36,12 @@ fn reserved(w: &mut World, n: u32) -> Vec<GmToLm> {
 fn workers_confirm_kills(w: &mut World, now: Micros) {
     for (task, attempt) in std::mem::take(&mut w.kills) {
         for lm in &mut w.lms {
-            let Some(node) = lm.running().get(&task).map(|a| a.node).or_else(|| {
-                lm.is_cancelling(task).then_some(NodeId(0))
-            }) else {
+            let Some(node) = lm
+                .running()
+                .get(&task)
+                .map(|a| a.node)
+                .or_else(|| lm.is_cancelling(task).then_some(NodeId(0)))
+            else {
                 continue;
             };
             let report = WorkerReport::Killed {
@@ -58,7 +61,8 @@ fn workers_confirm_kills(w: &mut World, now: Micros) {
 fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
     workers_confirm_kills(w, stopped_at);
     let before = w.launched.len();
-    let early = w.gm.step(stopped_at + RESTART - Micros(1), GmInput::Schedule);
+    let early =
+        w.gm.step(stopped_at + RESTART - Micros(1), GmInput::Schedule);
     assert!(
         gang_ops(&early, "reserve").is_empty(),
         "no generation before restart_after"
@@ -73,7 +77,9 @@ fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
     assert!(
         !reserves.is_empty() && reserves.iter().all(|(_, g)| *g == 2),
         "generation 2 reserves: {reserves:?}; {:?}",
-        w.gm.gangs().waiting(common::JobId(1)).map(|w| w.2.to_owned())
+        w.gm.gangs()
+            .waiting(common::JobId(1))
+            .map(|w| w.2.to_owned())
     );
     w.run(at, to_lms);
     let again: BTreeSet<TaskId> = w.launched[before..].iter().copied().collect();
@@ -90,6 +96,24 @@ fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
     }
     assert!(w.gm.gangs().is_empty(), "started");
     assert_eq!(w.gm.gangs().stats.broken, 1);
+    // The end of a member's run of generation 2 is the member's.
+    let task = w.launched[before];
+    let end = common::messages::TaskEnd {
+        used: None,
+        task,
+        attempt: 2,
+        node: NodeId(0),
+        at: at + Micros(1),
+        failure: None,
+    };
+    let ended = common::messages::TasksEnded {
+        lm: LmId(0),
+        gm: GmId(0),
+        ends: vec![end],
+        publish: common::messages::EndsPublished::ByLm,
+    };
+    let out = w.gm.step(at + Micros(2), GmInput::Lm(LmToGm::Ended(ended)));
+    assert_eq!(out.ended.len(), 1, "taken");
 }
 
 fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
@@ -129,7 +153,11 @@ fn a_part_lost_with_its_lm_after_the_commit_restarts_the_gang_whole() {
     let stops: Vec<GmToLm> = outs.into_iter().flat_map(|o| o.to_lms).collect();
     let mut lms: Vec<LmId> = gang_ops_of(&stops, "stop").iter().map(|s| s.0).collect();
     lms.sort();
-    assert_eq!(lms, (0..LMS).map(LmId).collect::<Vec<_>>(), "a stop to every LM");
+    assert_eq!(
+        lms,
+        (0..LMS).map(LmId).collect::<Vec<_>>(),
+        "a stop to every LM"
+    );
     assert!(gang_ops_of(&stops, "commit").is_empty());
     w.run(Micros(5), stops);
     let mut killed: Vec<TaskId> = w.kills.iter().map(|k| k.0).collect();
@@ -178,15 +206,30 @@ fn a_member_whose_node_went_down_while_held_restarts_the_gang_whole() {
     w.lms[down].step(Micros(3), lost).unwrap();
     let parts = commits.len();
     let outs = round(&mut w, Micros(4), commits);
-    assert!(w.lms[down].running().is_empty(), "nothing of its part launched");
-    assert_eq!(w.launched.len(), 2 * (parts - 1), "the other parts launched");
+    assert!(
+        w.lms[down].running().is_empty(),
+        "nothing of its part launched"
+    );
+    assert_eq!(
+        w.launched.len(),
+        2 * (parts - 1),
+        "the other parts launched"
+    );
     assert_eq!(w.lms[down].gang_holds(), 0, "its hold is given back");
     let restarted: usize = outs.iter().map(|o| o.gangs_restarted.len()).sum();
     assert_eq!(restarted, 1);
     let stops: Vec<GmToLm> = outs.into_iter().flat_map(|o| o.to_lms).collect();
-    assert_eq!(gang_ops_of(&stops, "stop").len(), parts, "a stop to every part");
+    assert_eq!(
+        gang_ops_of(&stops, "stop").len(),
+        parts,
+        "a stop to every part"
+    );
     w.run(Micros(5), stops);
-    assert_eq!(w.kills.len(), w.launched.len(), "every launched member stopped");
+    assert_eq!(
+        w.kills.len(),
+        w.launched.len(),
+        "every launched member stopped"
+    );
     assert!(w.lms.iter().all(|lm| lm.running().is_empty()));
     // Its node stays down: the next generation fits on the three other LMs.
     restarts_whole(&mut w, Micros(4), 6);
@@ -213,7 +256,10 @@ fn a_commit_arriving_after_its_stop_launches_nothing() {
             .iter()
             .all(|a| matches!(a, LmToGm::GangAnswer(g) if g.outcome == GangOutcome::NotHeld)));
     }
-    assert!(w.launched.is_empty() && w.start_orders == 0, "nothing started");
+    assert!(
+        w.launched.is_empty() && w.start_orders == 0,
+        "nothing started"
+    );
     assert!(w.free_everywhere());
     restarts_whole(&mut w, Micros(4), 8);
 }

@@ -54,7 +54,10 @@ fn preempt(lm: &mut LocalMaster) -> (PreemptOutcome, usize) {
         victim: QueueId(0),
     };
     let out = lm.handle_preempt(Micros(6), request).expect("for this LM");
-    (out.preempt_response.expect("answered").outcome, out.kills.len())
+    (
+        out.preempt_response.expect("answered").outcome,
+        out.kills.len(),
+    )
 }
 
 #[test]
@@ -92,6 +95,9 @@ fn the_same_task_launched_alone_is_a_victim() {
         LaunchOutcome::Launched { .. }
     ));
     let (outcome, kills) = preempt(&mut lm);
-    assert!(matches!(outcome, PreemptOutcome::Launched { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, PreemptOutcome::Launched { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(kills, 1);
 }

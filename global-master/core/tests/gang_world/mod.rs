@@ -5,7 +5,9 @@
 pub use common::cluster::{LmSpec, NodeSpec};
 pub use common::events::TaskEventKind;
 pub use common::gang::GangSpec;
-pub use common::messages::{GangOp, GangOutcome, LaunchBatch, LaunchRequest, Placement, WorkerReport};
+pub use common::messages::{
+    GangOp, GangOutcome, LaunchBatch, LaunchRequest, Placement, WorkerReport,
+};
 pub use common::protocol::{ClientToGm, GmToLm, LmToGm, LmToWorker, WorkerToLm};
 pub use common::retry::RetryPolicy;
 pub use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
@@ -94,10 +96,11 @@ impl World {
         self.start_orders += (out.to_workers.iter())
             .filter(|o| matches!(o, LmToWorker::Start(_)))
             .count();
-        self.kills.extend(out.to_workers.iter().filter_map(|o| match o {
-            LmToWorker::Kill(k) => Some((k.task, k.attempt)),
-            _ => None,
-        }));
+        self.kills
+            .extend(out.to_workers.iter().filter_map(|o| match o {
+                LmToWorker::Kill(k) => Some((k.task, k.attempt)),
+                _ => None,
+            }));
         out.to_gms.into_iter().map(|(_, m)| m).collect()
     }
 
@@ -129,4 +132,3 @@ pub fn gang_ops(out: &GmOutput, op: &str) -> Vec<(LmId, u32)> {
         })
         .collect()
 }
-

@@ -173,7 +173,10 @@ impl LocalMaster {
         if seen.committed == Some(generation) {
             return GangOutcome::Committed;
         }
-        let held = self.gangs.get(gm, job).filter(|h| h.generation == generation);
+        let held = self
+            .gangs
+            .get(gm, job)
+            .filter(|h| h.generation == generation);
         let Some(hold) = held else {
             self.gangs.counters.not_held += 1;
             return GangOutcome::NotHeld;

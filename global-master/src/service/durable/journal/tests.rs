@@ -352,3 +352,30 @@ fn a_jobs_priority_class_survives_a_reopen() {
     assert_eq!(recovered[0].tasks, urgent);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_gang_spec_is_read_back_with_its_job_and_leaves_with_it() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-gang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let gang = common::gang::GangSpec::all(2, Micros(60_000_000));
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        let parts = JobParts {
+            gang: Some(&gang),
+            ..JobParts::default()
+        };
+        j.accept_job(JobId(1), &accepted(1), &specs(1, 2), parts)
+            .unwrap();
+        // A job without a gang, as every job was written before gangs.
+        j.accept(JobId(2), &accepted(1), &specs(2, 1)).unwrap();
+        j.accept_job(JobId(3), &accepted(1), &specs(3, 1), parts)
+            .unwrap();
+        j.ended(&[(TaskId::new(3, 0), end(2))], &[]).unwrap();
+    }
+    let (j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    let gangs: Vec<(JobId, Option<common::gang::GangSpec>)> =
+        recovered.iter().map(|r| (r.job, r.gang)).collect();
+    assert_eq!(gangs, [(JobId(1), Some(gang)), (JobId(2), None)]);
+    drop(j);
+    let _ = std::fs::remove_dir_all(&dir);
+}

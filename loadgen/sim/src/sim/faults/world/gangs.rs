@@ -25,7 +25,10 @@ impl World<'_> {
             .filter_map(|lm| lm.gang_hold(gm, job))
             .flat_map(|(_, tasks)| tasks)
             .collect();
-        match tasks.iter().find(|t| !self.checker.launched(&t.id) && !held.contains(&t.id)) {
+        match tasks
+            .iter()
+            .find(|t| !self.checker.launched(&t.id) && !held.contains(&t.id))
+        {
             None => Ok(()),
             Some(t) => Err(format!(
                 "a commit of {job}'s gang launched members while {} was neither held nor launched",
