@@ -348,10 +348,11 @@ pub enum GangOp {
     /// task of the job this GM launched here unless a newer generation was
     /// committed here (its members are killed, as by a cancel), give back a part
     /// held for this generation or an older one, and forget that this generation
-    /// was committed, so that the next one may be reserved; and forget that the
-    /// gang's `members` finished here (their runs are void: they run again).
+    /// was committed, so that the next one may be reserved; and take the runs of
+    /// the gang's `members` (task, its next run) before the next for void: a
+    /// finish of one of them is forgotten, not remembered (they run again).
     /// Answered `Released`.
-    Stop { members: Vec<TaskId> },
+    Stop { members: Vec<(TaskId, u32)> },
 }
 
 impl GangOp {

@@ -383,7 +383,7 @@ impl Gangs {
             Phase::Committing { .. } => self.restart(now, job, &mut fx, gm, life),
             // A stop is sent until its LM answers it.
             Phase::Stopping { ref awaiting, .. } if awaiting.contains(&lm) => {
-                let members = gang.tasks.iter().map(|t| t.id).collect();
+                let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
                 fx.to_lms.push(gang_request(
                     gm,
                     life,
@@ -485,7 +485,7 @@ impl Gangs {
         self.stats.broken += 1;
         let generation = gang.generation;
         for lm in restart::stop(now, job, gang, &self.config, &mut self.void, fx) {
-            let members = gang.tasks.iter().map(|t| t.id).collect();
+            let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
             fx.to_lms.push(gang_request(
                 gm,
                 life,

@@ -230,12 +230,13 @@ impl LocalMaster {
         gm: GmId,
         job: JobId,
         generation: u32,
-        members: &[TaskId],
+        members: &[(TaskId, u32)],
         effects: &mut LmEffects,
     ) -> GangOutcome {
         self.gang_release(gm, job, generation);
-        for &task in members {
+        for &(task, next) in members {
             self.restarted.forget_finished(task);
+            self.gangs.void_before(task, next);
         }
         let seen = self.gangs.seen(gm, job);
         if seen.committed.is_none_or(|c| c <= generation) {
