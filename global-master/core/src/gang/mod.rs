@@ -383,15 +383,7 @@ impl Gangs {
             Phase::Committing { .. } => self.restart(now, job, &mut fx, gm, life),
             // A stop is sent until its LM answers it.
             Phase::Stopping { ref awaiting, .. } if awaiting.contains(&lm) => {
-                let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
-                fx.to_lms.push(gang_request(
-                    gm,
-                    life,
-                    lm,
-                    job,
-                    generation,
-                    GangOp::Stop { members },
-                ));
+                fx.to_lms.push(stop_request(gm, life, lm, job, gang));
             }
             Phase::Stopping { .. } | Phase::Waiting { .. } => {}
         }
@@ -483,17 +475,8 @@ impl Gangs {
             return;
         };
         self.stats.broken += 1;
-        let generation = gang.generation;
         for lm in restart::stop(now, job, gang, &self.config, &mut self.void, fx) {
-            let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
-            fx.to_lms.push(gang_request(
-                gm,
-                life,
-                lm,
-                job,
-                generation,
-                GangOp::Stop { members },
-            ));
+            fx.to_lms.push(stop_request(gm, life, lm, job, gang));
         }
     }
 
@@ -598,6 +581,14 @@ fn describe(outcome: &GangOutcome) -> String {
         },
         other => other.label().into(),
     }
+}
+
+/// The stop of gang `job`'s current generation for one LM (see [`restart`]): it
+/// names each member's next run.
+fn stop_request(gm: GmId, life: u64, lm: LmId, job: JobId, gang: &types::Gang) -> GmToLm {
+    let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
+    let stop = GangOp::Stop { members };
+    gang_request(gm, life, lm, job, gang.generation, stop)
 }
 
 /// A step of gang `job`'s transaction for one LM's part.

@@ -122,17 +122,6 @@ pub struct Recovered {
     pub gang: Option<common::gang::GangSpec>,
 }
 
-/// The optional parts of an accepted job, each kept in a table of its own (so
-/// that journals written before each part read as they were).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct JobParts<'a> {
-    pub dag: Option<&'a JobDag>,
-    pub names: Option<&'a crate::service::admission::api::JobNames>,
-    /// The packed spec, if it was kept.
-    pub spec: Option<&'a [u8]>,
-    pub gang: Option<&'a common::gang::GangSpec>,
-}
-
 #[derive(Debug, thiserror::Error)]
 #[error("GM journal {path}: {what}: {detail}")]
 pub struct JournalError {
@@ -327,53 +316,7 @@ impl Journal {
         accepted: &Accepted,
         tasks: &[TaskSpec],
     ) -> Result<(), JournalError> {
-        self.accept_dag(job, accepted, tasks, None)
-    }
-
-    /// [`Journal::accept`], with the job's DAG if it has one (in the same
-    /// transaction).
-    pub fn accept_dag(
-        &mut self,
-        job: JobId,
-        accepted: &Accepted,
-        tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
-    ) -> Result<(), JournalError> {
-        self.accept_named(job, accepted, tasks, dag, None)
-    }
-
-    /// [`Journal::accept_dag`], with the job's name and labels if it has any (in
-    /// the same transaction).
-    pub fn accept_named(
-        &mut self,
-        job: JobId,
-        accepted: &Accepted,
-        tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
-        names: Option<&crate::service::admission::api::JobNames>,
-    ) -> Result<(), JournalError> {
-        self.accept_with_spec(job, accepted, tasks, dag, names, None)
-    }
-
-    /// [`Journal::accept_named`], with the job's packed spec if it was kept (in the
-    /// same transaction; the oldest spec beyond
-    /// [`crate::service::durable::specs::SPECS_KEPT`] goes).
-    pub fn accept_with_spec(
-        &mut self,
-        job: JobId,
-        accepted: &Accepted,
-        tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
-        names: Option<&crate::service::admission::api::JobNames>,
-        spec: Option<&[u8]>,
-    ) -> Result<(), JournalError> {
-        let parts = JobParts {
-            dag,
-            names,
-            spec,
-            gang: None,
-        };
-        self.accept_job(job, accepted, tasks, parts)
+        self.accept_job(job, accepted, tasks, JobParts::default())
     }
 
     /// Writes an accepted job and its optional parts in one transaction (fsynced
@@ -625,6 +568,7 @@ impl Journal {
 
 mod gangs;
 mod legacy;
+mod parts;
 mod specs;
 mod usage;
 
@@ -647,6 +591,7 @@ fn decode_job(
     common::codec::decode_stored(cluster, bytes)
 }
 
+pub use parts::JobParts;
 pub use specs::StoredSpec;
 
 #[cfg(test)]

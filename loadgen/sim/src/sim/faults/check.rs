@@ -29,9 +29,8 @@ pub enum Invariant {
     Liveness,
     /// After the quiet period a GM's view of an LM differs from the LM's state.
     ViewDiverged,
-    /// A gang commit launched a member while another member of its gang was
-    /// neither held at an LM nor launched, and the GM never restarted the gang
-    /// whole.
+    /// A gang commit launched a member while another was neither held nor
+    /// launched, and the GM never restarted the gang whole.
     PartialGang,
 }
 
@@ -238,9 +237,8 @@ impl Checker {
         }
     }
 
-    /// The task's gang was restarted whole by its GM: its run so far is void
-    /// (stopped, or ended without its gang: the driver drops the void run's
-    /// reports), and it runs again with its gang.
+    /// Its gang was restarted whole: its run so far is void (the driver drops
+    /// that run's reports), it runs again with its gang.
     pub fn gang_restarted(&mut self, task: TaskId) {
         if let Some(t) = self.tasks.get_mut(&task) {
             t.ended = None;
