@@ -51,7 +51,7 @@ fn workers_confirm_kills(w: &mut World, now: Micros) {
                 at: now,
             };
             lm.step(now, LmInput::Worker(WorkerToLm::Report(report)))
-                .unwrap();
+                .expect("a report for this LM");
         }
     }
 }
