@@ -97,23 +97,27 @@ fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
     assert!(w.gm.gangs().is_empty(), "started");
     assert_eq!(w.gm.gangs().stats.broken, 1);
     // The end of a member's run of generation 2 is the member's.
-    let task = w.launched[before];
+    let ended = finished(w.launched[before], 2, at + Micros(1));
+    let out = w.gm.step(at + Micros(2), GmInput::Lm(ended));
+    assert_eq!(out.ended.len(), 1, "taken");
+}
+
+/// LM 0's word that run `attempt` of `task` finished (published by the LM).
+fn finished(task: TaskId, attempt: u32, at: Micros) -> LmToGm {
     let end = common::messages::TaskEnd {
         used: None,
         task,
-        attempt: 2,
+        attempt,
         node: NodeId(0),
-        at: at + Micros(1),
+        at,
         failure: None,
     };
-    let ended = common::messages::TasksEnded {
+    LmToGm::Ended(common::messages::TasksEnded {
         lm: LmId(0),
         gm: GmId(0),
         ends: vec![end],
         publish: common::messages::EndsPublished::ByLm,
-    };
-    let out = w.gm.step(at + Micros(2), GmInput::Lm(LmToGm::Ended(ended)));
-    assert_eq!(out.ended.len(), 1, "taken");
+    })
 }
 
 fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
@@ -168,21 +172,8 @@ fn a_part_lost_with_its_lm_after_the_commit_restarts_the_gang_whole() {
     assert!(w.kills.iter().all(|k| k.1 == 1), "the first runs");
     assert!(w.lms.iter().all(|lm| lm.running().is_empty()));
     // A stopped run that finished before its kill: its end is void.
-    let end = common::messages::TaskEnd {
-        used: None,
-        task: w.launched[0],
-        attempt: 1,
-        node: NodeId(0),
-        at: Micros(5),
-        failure: None,
-    };
-    let ended = common::messages::TasksEnded {
-        lm: LmId(0),
-        gm: GmId(0),
-        ends: vec![end],
-        publish: common::messages::EndsPublished::ByLm,
-    };
-    let out = w.gm.step(Micros(6), GmInput::Lm(LmToGm::Ended(ended)));
+    let ended = finished(w.launched[0], 1, Micros(5));
+    let out = w.gm.step(Micros(6), GmInput::Lm(ended));
     assert!(out.ended.is_empty(), "a void run's end is dropped");
     assert_eq!(w.gm.gangs().stats.void_ends, 1);
     // LM 3's new life's heartbeat: the view takes it up.
