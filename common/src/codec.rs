@@ -11,8 +11,8 @@ use serde::{de::DeserializeOwned, Serialize};
 /// name in the envelope; 7: the GM's life in launch batches and preemptions; 8: a
 /// launch batch's resend flag, the worker's lease in its assignment; 9: a task's
 /// preemption count and priority, the `rate_limited` preemption refusal; 10: the
-/// gang transaction's messages and gang submissions).
-pub const WIRE_VERSION: u8 = 10;
+/// gang transaction's messages and gang submissions; 11: the gang's `Stop`).
+pub const WIRE_VERSION: u8 = 11;
 
 /// The content type internal HTTP bodies carry.
 pub const CONTENT_TYPE: &str = "application/x-megha-bincode";
@@ -61,8 +61,10 @@ pub fn encode<T: Serialize>(cluster: &ClusterName, msg: &T) -> Result<Vec<u8>, C
 /// hold: the GM reads those of versions 6 to 8 in their old shape
 /// (`global-master`'s `journal/legacy.rs`); every other stored record is unchanged.
 /// Version 10 added enum variants only (gang messages), so version-9 records read
-/// as they are.
-pub const STORED_COMPATIBLE: &[u8] = &[6, 7, 8, 9];
+/// as they are. Version 11 added an enum variant only (the gang's `Stop`; the
+/// journal's gang specs are a table of their own), so version-10 records read as
+/// they are.
+pub const STORED_COMPATIBLE: &[u8] = &[6, 7, 8, 9, 10];
 
 /// The message in `bytes`, if its envelope is of this build's version and of `cluster`.
 pub fn decode<T: DeserializeOwned>(cluster: &ClusterName, bytes: &[u8]) -> Result<T, CodecError> {

@@ -344,6 +344,15 @@ pub enum GangOp {
     /// Give back the part held for this generation (or any older one); a release of
     /// a part not held changes nothing.
     Release,
+    /// The gang is restarted whole (docs/gangs.md, "Restart whole"): stop every
+    /// task of the job this GM launched here unless a newer generation was
+    /// committed here (its members are killed, as by a cancel), give back a part
+    /// held for this generation or an older one, and forget that this generation
+    /// was committed, so that the next one may be reserved; and take the runs of
+    /// the gang's `members` (task, its next run) before the next for void: a
+    /// finish of one of them is forgotten, not remembered (they run again).
+    /// Answered `Released`.
+    Stop { members: Vec<(TaskId, u32)> },
 }
 
 impl GangOp {
@@ -352,6 +361,7 @@ impl GangOp {
             GangOp::Reserve { .. } => "reserve",
             GangOp::Commit => "commit",
             GangOp::Release => "release",
+            GangOp::Stop { .. } => "stop",
         }
     }
 }

@@ -96,7 +96,10 @@ impl GmToLm {
     pub fn places_work(&self) -> bool {
         match self {
             GmToLm::Launch(_) | GmToLm::Preempt(_) => true,
-            GmToLm::Gang(g) => !matches!(g.op, crate::messages::GangOp::Release),
+            GmToLm::Gang(g) => !matches!(
+                g.op,
+                crate::messages::GangOp::Release | crate::messages::GangOp::Stop { .. }
+            ),
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => false,
         }
     }

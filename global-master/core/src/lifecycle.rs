@@ -185,6 +185,15 @@ impl Lifecycle {
         );
     }
 
+    /// A gang member's next run is `attempt` (its gang was restarted whole, its
+    /// earlier run stopped and void): reports of earlier runs are stale. Counts
+    /// no failure.
+    pub fn relaunched(&mut self, task: TaskId, attempt: u32) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.spec.attempt = t.spec.attempt.max(attempt);
+        }
+    }
+
     /// A task ended at its worker. A failure the policy allows to retry is
     /// scheduled (and returned); the end of a run that is not the task's current one
     /// is stale; anything else ends the task for good.

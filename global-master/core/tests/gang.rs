@@ -3,124 +3,9 @@
 //! (`docs/gangs.md`) is played exactly. Starts are read from the LMs' event stream
 //! (`Launched` events) and start orders, never from the GM's belief.
 
-use common::cluster::{LmSpec, NodeSpec};
-use common::events::TaskEventKind;
-use common::gang::GangSpec;
-use common::messages::{GangOp, GangOutcome, LaunchBatch, LaunchRequest, Placement, WorkerReport};
-use common::protocol::{ClientToGm, GmToLm, LmToGm, LmToWorker, WorkerToLm};
-use common::retry::RetryPolicy;
-use common::{ConstraintSet, GmId, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
-use gm_core::gang::GangConfig;
-use gm_core::{GlobalMaster, GmConfig, GmInput, GmOutput};
-use lm_core::{LmInput, LocalMaster};
-use std::collections::BTreeSet;
+mod gang_world;
 
-const LMS: u16 = 4;
-const HOLD: Micros = Micros(10_000_000);
-
-struct World {
-    gm: GlobalMaster,
-    lms: Vec<LocalMaster>,
-    /// Tasks the LMs launched (their `Launched` events), in order.
-    launched: Vec<TaskId>,
-    /// Start orders the LMs sent their workers.
-    start_orders: usize,
-}
-
-/// Each LM: one node of 2 cores (one GM: every node is the GM's own).
-fn world() -> World {
-    let node = NodeSpec {
-        capacity: Resources::cores(2, 2048),
-        constraints: ConstraintSet::EMPTY,
-    };
-    let mut lms: Vec<LocalMaster> = (0..LMS)
-        .map(|l| {
-            let spec = LmSpec {
-                id: LmId(l),
-                partitions: vec![vec![node]],
-            };
-            LocalMaster::new(&spec, 1, lm_core::LmConfig::default(), Micros(0))
-        })
-        .collect();
-    let mut gm = GlobalMaster::new(GmConfig::new(GmId(0), 1, LMS));
-    gm.set_gang_config(GangConfig {
-        hold_for: HOLD,
-        retry_after: Micros(1_000),
-    });
-    for lm in &mut lms {
-        let snapshot = lm.snapshot(Micros(0));
-        gm.step(Micros(0), GmInput::Lm(LmToGm::State(snapshot)));
-    }
-    World {
-        gm,
-        lms,
-        launched: Vec::new(),
-        start_orders: 0,
-    }
-}
-
-fn gang_of(job: u64, n: u32) -> ClientToGm {
-    ClientToGm::SubmitGang {
-        tasks: (0..n)
-            .map(|i| {
-                TaskSpec::short(
-                    TaskId::new(job, i),
-                    Resources::cores(1, 100),
-                    Micros(1_000_000),
-                )
-            })
-            .collect(),
-        retry: RetryPolicy::default(),
-        gang: GangSpec::all(n, Micros(600_000_000)),
-    }
-}
-
-impl World {
-    /// One GM -> LM message delivered: the LM's messages for the GM come back.
-    fn deliver(&mut self, now: Micros, message: GmToLm) -> Vec<LmToGm> {
-        let l = message.lm().index();
-        let out = self.lms[l]
-            .step(now, LmInput::Gm(message))
-            .expect("for this LM");
-        for e in &out.events {
-            if let TaskEventKind::Launched { .. } = e.kind {
-                self.launched.push(e.task);
-            }
-        }
-        self.start_orders += (out.to_workers.iter())
-            .filter(|o| matches!(o, LmToWorker::Start(_)))
-            .count();
-        out.to_gms.into_iter().map(|(_, m)| m).collect()
-    }
-
-    /// Moves messages until none is left (every one delivered, in order).
-    fn run(&mut self, now: Micros, mut to_lms: Vec<GmToLm>) {
-        while !to_lms.is_empty() {
-            let mut answers = Vec::new();
-            for m in std::mem::take(&mut to_lms) {
-                answers.extend(self.deliver(now, m));
-            }
-            for a in answers {
-                to_lms.extend(self.gm.step(now, GmInput::Lm(a)).to_lms);
-            }
-        }
-    }
-
-    fn free_everywhere(&self) -> bool {
-        (self.lms.iter()).all(|lm| lm.free() == &lm.topology().capacity[..])
-    }
-}
-
-/// The gang requests of one kind ("reserve", "commit", "release") among a GM's
-/// output: (LM, generation).
-fn gang_ops(out: &GmOutput, op: &str) -> Vec<(LmId, u32)> {
-    (out.to_lms.iter())
-        .filter_map(|m| match m {
-            GmToLm::Gang(g) if g.op.label() == op => Some((g.lm, g.generation)),
-            _ => None,
-        })
-        .collect()
-}
+use gang_world::*;
 
 #[test]
 fn a_gang_of_eight_on_four_lms_starts_all_eight() {
@@ -401,13 +286,13 @@ fn an_undelivered_commit_is_sent_again_until_the_part_may_have_expired() {
         let undelivered = gm_core::Undelivered::of(&lost);
         let out = w.gm.step(when, GmInput::Undelivered(undelivered));
         if late {
-            assert_eq!(out.gangs_broken, vec![common::JobId(1)]);
+            let restarted: Vec<_> = out.gangs_restarted.iter().map(|r| r.0).collect();
+            assert_eq!(restarted, vec![common::JobId(1)]);
             assert!(gang_ops(&out, "commit").is_empty());
-            let cancels = (out.to_lms.iter()).filter(|m| matches!(m, GmToLm::Cancel(_)));
             assert_eq!(
-                cancels.count(),
+                gang_ops(&out, "stop").len(),
                 LMS as usize,
-                "the job is stopped everywhere"
+                "the gang is stopped everywhere, to restart whole"
             );
         } else {
             assert_eq!(gang_ops(&out, "commit"), vec![(LmId(3), 1)]);
@@ -417,4 +302,31 @@ fn an_undelivered_commit_is_sent_again_until_the_part_may_have_expired() {
             assert_eq!(w.gm.gangs().stats.commits_resent, 1);
         }
     }
+}
+
+/// A restarted GM resumes a gang that had not started from its journal as a gang
+/// (`Resumed::gangs`): it waits for room for all its members, not in the queues,
+/// and starts all eight together.
+#[test]
+fn a_resumed_gang_stays_a_gang() {
+    let mut w = world();
+    let ClientToGm::SubmitGang { tasks, gang, .. } = gang_of(1, 8) else {
+        unreachable!()
+    };
+    let resume = gm_core::Resumed {
+        tasks: tasks.into_iter().map(|t| (t, 0)).collect(),
+        held: Vec::new(),
+        retry: RetryPolicy::default(),
+        dags: Vec::new(),
+        gangs: vec![(common::JobId(1), gang)],
+    };
+    w.gm.step(Micros(1), GmInput::Resume(resume));
+    assert_eq!(w.gm.gangs().len(), 1, "waiting as a gang");
+    assert!(w.gm.queues().is_empty(), "not in the queues");
+    let out = w.gm.step(Micros(2), GmInput::Schedule);
+    assert_eq!(gang_ops(&out, "reserve").len(), LMS as usize);
+    w.run(Micros(3), out.to_lms);
+    let launched: BTreeSet<TaskId> = w.launched.iter().copied().collect();
+    assert_eq!((launched.len(), w.launched.len()), (8, 8));
+    assert_eq!(w.gm.gangs().stats.started, 1);
 }

@@ -239,6 +239,9 @@ pub fn run(args: FaultsArgs) -> Result<()> {
             "events {}, tasks accepted {}, finished {}, failed {}",
             report.events, report.accepted, report.finished, report.failed
         );
+        if config.gangs {
+            println!("gangs restarted whole: {}", report.gang_restarts);
+        }
         for (k, n) in &report.known {
             println!("known: {n} task(s): {k}");
         }
@@ -294,6 +297,12 @@ pub fn run(args: FaultsArgs) -> Result<()> {
         report.finished,
         report.failed
     );
+    if config.gangs {
+        println!(
+            "gangs restarted whole (broken after their commit): {} in {} seed(s)",
+            report.gang_restarts, report.seeds_with_gang_restarts
+        );
+    }
     for (k, (tasks, seeds, first)) in &report.known {
         println!("known: {tasks} task(s) in {seeds} seed(s), first seed {first}: {k}");
     }

@@ -21,6 +21,9 @@ pub struct Allocation {
     /// When a QUEUEABLE task was promoted to GUARANTEED (its kind is GUARANTEED
     /// from then on).
     pub promoted_at: Option<Micros>,
+    /// Launched by a gang's commit: never a preemption victim (a gang is preempted
+    /// whole or not at all, and this LM holds only its part: not at all).
+    pub gang: bool,
 }
 
 /// A task the LM ordered killed (preempted, reclaimed or shed), waiting for its

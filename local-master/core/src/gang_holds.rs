@@ -42,6 +42,8 @@ pub struct GangCounters {
     pub not_held: u64,
     pub released: u64,
     pub expired: u64,
+    /// Members stopped because their gang was restarted whole.
+    pub stopped: u64,
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +52,11 @@ pub struct GangHolds {
     seen: BTreeMap<(GmId, JobId), Seen>,
     /// `seen`'s keys in the order they came, to forget the oldest.
     order: VecDeque<(GmId, JobId)>,
+    /// Members of gangs restarted whole: their runs before this one are void (a
+    /// finish a worker lists is not remembered). At most [`GANG_MEMORY`], the
+    /// oldest forgotten first.
+    void: BTreeMap<common::TaskId, u32>,
+    void_order: VecDeque<common::TaskId>,
     pub counters: GangCounters,
 }
 
@@ -87,9 +94,28 @@ impl GangHolds {
         }
     }
 
-    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: u32) {
+    /// Records the generation launched here (`None`: the gang was stopped to be
+    /// restarted whole, so a newer generation may be reserved).
+    /// Runs of `task` before `next` are void (its gang was restarted whole).
+    pub fn void_before(&mut self, task: common::TaskId, next: u32) {
+        if self.void.insert(task, next).is_none() {
+            self.void_order.push_back(task);
+            while self.void_order.len() > GANG_MEMORY {
+                if let Some(old) = self.void_order.pop_front() {
+                    self.void.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Whether run `attempt` of `task` is void (see [`GangHolds::void_before`]).
+    pub fn is_void(&self, task: common::TaskId, attempt: u32) -> bool {
+        self.void.get(&task).is_some_and(|next| attempt < *next)
+    }
+
+    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: Option<u32>) {
         if let Some(s) = self.seen.get_mut(&(gm, job)) {
-            s.committed = Some(generation);
+            s.committed = generation;
         }
     }
 

@@ -57,6 +57,12 @@ impl Restarted {
         self.adopted.contains(task)
     }
 
+    /// Forgets that `task` finished (its gang was restarted whole: the run was
+    /// void, its GM runs it again).
+    pub fn forget_finished(&mut self, task: TaskId) {
+        self.finished_before.remove(&task);
+    }
+
     /// True for a task remembered as finished.
     pub fn has_finished(&self, task: &TaskId) -> bool {
         self.finished_before.contains(task)

@@ -190,6 +190,7 @@ fn a_restarted_gm_resumes_a_half_done_dag_where_it_was() {
                     dag: diamond(on_d),
                     ended,
                 }],
+                gangs: Vec::new(),
             }),
         );
         let queued: Vec<TaskId> = gm.queues().iter().map(|p| p.task.id).collect();

@@ -46,6 +46,7 @@ fn a_resumed_task_goes_out_as_a_new_run_and_keeps_its_retry_budget() {
         held: Vec::new(),
         retry: policy(3),
         dags: Vec::new(),
+        gangs: Vec::new(),
     };
     h.gm_step(0, 1, GmInput::Resume(resume));
     assert_eq!(launches(&h.pass(0, 2)), vec![a]);
@@ -90,6 +91,7 @@ fn resumed_as_run_2(h: &mut Harness, retry: common::retry::RetryPolicy) -> TaskI
             held: Vec::new(),
             retry,
             dags: Vec::new(),
+            gangs: Vec::new(),
         }),
     );
     TaskId::new(1, 0)
@@ -235,6 +237,7 @@ fn a_task_held_at_a_gm_restart_is_retried_when_its_run_fails() {
         held: vec![(task(1, 0), 0)],
         retry: policy(2),
         dags: Vec::new(),
+        gangs: Vec::new(),
     };
     let outs = h.gm_step(0, 1, GmInput::Resume(resume));
     assert!(launches(&h.pass(0, 2)).is_empty(), "not placed again");
@@ -262,6 +265,7 @@ fn tasks_resumed_after_their_job_was_cancelled_end_cancelled_unlaunched() {
         held: Vec::new(),
         retry: policy(2),
         dags: Vec::new(),
+        gangs: Vec::new(),
     };
     let outs = h.gm_step(0, 2, GmInput::Resume(resume));
     let mut cancelled: Vec<TaskId> = outs.iter().flat_map(|o| o.cancelled.clone()).collect();
@@ -293,6 +297,7 @@ fn a_failure_the_previous_life_counted_is_not_counted_again() {
             held: Vec::new(),
             retry: policy(4),
             dags: Vec::new(),
+            gangs: Vec::new(),
         }),
     );
     let run_ended = |attempt: u32, at: u64| {

@@ -11,13 +11,15 @@
 //!   hold): an LM's hold lasts `hold_for` from the reserve's arrival, so a commit
 //!   sent in time reaches a part still held unless it travels longer than half
 //!   the hold. Past `commit_by` with a part unanswered the attempt is released.
-//! - A commit an LM answers `NotHeld` while other parts were committed (the commit
-//!   came after the expiry) breaks the gang: the GM stops the job
-//!   ([`GangEffects::broken`]) rather than let half of it run.
+//! - A commit an LM answers `NotHeld` (its hold is gone: the LM restarted, the
+//!   hold expired, or a member's node went down), or one that cannot be delivered
+//!   while the part is surely held, breaks the gang: other parts may have launched,
+//!   so the gang is restarted whole ([`restart`]; [`GangEffects::restarted`]).
 //!
 //! Time is an input: the attempt's timers are checked at every step.
 
 pub mod plan;
+mod restart;
 mod types;
 
 use types::{Gang, Part, Phase};
@@ -25,7 +27,7 @@ pub use types::{GangConfig, GangEffects, GangStats};
 
 use crate::cluster_view::ClusterView;
 use common::gang::{GangSpec, OnTimeout};
-use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest};
+use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest, TaskEnd};
 use common::protocol::GmToLm;
 use common::retry::RetryPolicy;
 use common::{GmId, JobId, LmId, Micros, TaskId, TaskSpec};
@@ -38,6 +40,8 @@ pub struct Gangs {
     gangs: BTreeMap<JobId, Gang>,
     /// Where the next plan starts (rotates).
     start: usize,
+    /// Members' runs of generations restarted whole.
+    void: restart::VoidRuns,
     pub stats: GangStats,
 }
 
@@ -71,6 +75,7 @@ impl Gangs {
                 phase: Phase::Waiting { not_before: now },
                 why: "waiting for a pass".into(),
                 retry_pending: false,
+                ends: Vec::new(),
             },
         );
     }
@@ -225,6 +230,7 @@ impl Gangs {
             Phase::Waiting { .. } => Stage::Waiting,
             Phase::Reserving { .. } => Stage::Reserving,
             Phase::Committing { .. } => Stage::Committing,
+            Phase::Stopping { .. } => Stage::Stopping,
         };
         match (&answer.outcome, stage) {
             (GangOutcome::Held, Stage::Reserving) => {
@@ -314,15 +320,25 @@ impl Gangs {
                         .collect();
                     fx.to_queue
                         .extend((gang.tasks.into_iter()).filter(|t| !launched.contains(&t.id)));
+                    fx.ended.extend(gang.ends);
                     self.stats.started += 1;
                     fx.started.push((job, launched));
                 }
             }
             (GangOutcome::NotHeld, Stage::Committing) => {
-                // Some part may already run: the gang is broken, stopped whole.
-                self.stats.broken += 1;
-                self.gangs.remove(&job);
-                fx.broken.push(job);
+                // Some part may already run: the gang is broken, restarted whole.
+                self.restart(now, job, &mut fx, gm, life);
+            }
+            (GangOutcome::Released, Stage::Stopping) => {
+                // (Every LM answer is followed by a pass.)
+                let gang = self.gangs.get_mut(&job).expect("current");
+                restart::stop_answered(now, gang, answer.lm);
+            }
+            // A reserve of an attempt given up, or of a stopped generation, that
+            // arrived after its release or stop: given back at once.
+            (GangOutcome::Held, Stage::Waiting | Stage::Stopping) => {
+                fx.to_lms
+                    .push(release(answer.lm, answer.job, answer.generation));
             }
             // Answers to releases, repeats: nothing to do.
             _ => {}
@@ -364,12 +380,12 @@ impl Gangs {
                 fx.to_lms
                     .push(gang_request(gm, life, lm, job, generation, GangOp::Commit));
             }
-            Phase::Committing { .. } => {
-                self.stats.broken += 1;
-                self.gangs.remove(&job);
-                fx.broken.push(job);
+            Phase::Committing { .. } => self.restart(now, job, &mut fx, gm, life),
+            // A stop is sent until its LM answers it.
+            Phase::Stopping { ref awaiting, .. } if awaiting.contains(&lm) => {
+                fx.to_lms.push(stop_request(gm, life, lm, job, gang));
             }
-            Phase::Waiting { .. } => {}
+            Phase::Stopping { .. } | Phase::Waiting { .. } => {}
         }
         fx
     }
@@ -395,6 +411,7 @@ impl Gangs {
             );
         }
         for g in self.gangs.values_mut() {
+            restart::ready(now, g);
             if matches!(g.phase, Phase::Waiting { not_before } if not_before <= now) {
                 // Its retry time came: the caller wants a pass.
                 g.retry_pending = false;
@@ -426,6 +443,7 @@ impl Gangs {
                     Some(not_before.min(g.deadline))
                 }
                 Phase::Waiting { .. } => Some(g.deadline),
+                Phase::Stopping { .. } => restart::wakeup(g),
                 Phase::Committing { .. } => None,
             })
             .min()
@@ -438,8 +456,28 @@ impl Gangs {
             Phase::Waiting { not_before } => {
                 g.deadline <= now || (g.retry_pending && not_before <= now)
             }
+            Phase::Stopping { .. } => restart::wakeup(g).is_some_and(|at| at <= now),
             Phase::Committing { .. } => false,
         })
+    }
+
+    /// A member's end, if the gangs let it through: with `hold`, held while its
+    /// gang commits (taken once every part is committed: [`GangEffects::ended`]);
+    /// dropped if it is the end of a run of a generation restarted whole.
+    pub fn take_end(&mut self, end: TaskEnd, hold: bool) -> Option<TaskEnd> {
+        let gang = self.gangs.get_mut(&end.task.job);
+        restart::take_end(gang, &self.void, end, hold, &mut self.stats.void_ends)
+    }
+
+    /// Restarts a gang broken after its commit whole (see [`restart`]).
+    fn restart(&mut self, now: Micros, job: JobId, fx: &mut GangEffects, gm: GmId, life: u64) {
+        let Some(gang) = self.gangs.get_mut(&job) else {
+            return;
+        };
+        self.stats.broken += 1;
+        for lm in restart::stop(now, job, gang, &self.config, &mut self.void, fx) {
+            fx.to_lms.push(stop_request(gm, life, lm, job, gang));
+        }
     }
 
     /// Drops a gang (its job was cancelled): every part it holds is released.
@@ -497,7 +535,7 @@ impl Gangs {
             Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } => {
                 std::mem::take(parts)
             }
-            Phase::Waiting { .. } => return,
+            Phase::Waiting { .. } | Phase::Stopping { .. } => return,
         };
         self.stats.released_attempts += 1;
         // A part not held changed nothing at its LM (refused, or its reserve never
@@ -532,6 +570,7 @@ enum Stage {
     Waiting,
     Reserving,
     Committing,
+    Stopping,
 }
 
 fn describe(outcome: &GangOutcome) -> String {
@@ -542,6 +581,14 @@ fn describe(outcome: &GangOutcome) -> String {
         },
         other => other.label().into(),
     }
+}
+
+/// The stop of gang `job`'s current generation for one LM (see [`restart`]): it
+/// names each member's next run.
+fn stop_request(gm: GmId, life: u64, lm: LmId, job: JobId, gang: &types::Gang) -> GmToLm {
+    let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
+    let stop = GangOp::Stop { members };
+    gang_request(gm, life, lm, job, gang.generation, stop)
 }
 
 /// A step of gang `job`'s transaction for one LM's part.

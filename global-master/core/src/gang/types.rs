@@ -15,6 +15,11 @@ pub struct GangConfig {
     pub hold_for: Micros,
     /// How long a gang waits after a refused or abandoned attempt before the next.
     pub retry_after: Micros,
+    /// A gang restarted whole waits at least this long (and for every stop to be
+    /// answered) before its next generation: longer than a worker's fence (3/5 of
+    /// the LM's worker timeout, 6 s by default), so that a member whose kill could
+    /// not reach its worker has stopped itself before it runs again elsewhere.
+    pub restart_after: Micros,
 }
 
 impl Default for GangConfig {
@@ -22,6 +27,7 @@ impl Default for GangConfig {
         GangConfig {
             hold_for: DEFAULT_HOLD,
             retry_after: Micros(100_000),
+            restart_after: Micros(15_000_000),
         }
     }
 }
@@ -44,8 +50,13 @@ pub struct GangStats {
     /// Commits sent again (the transport gave up on one before the part's
     /// earliest expiry).
     pub commits_resent: u64,
-    /// Gangs a late commit broke (one part expired while others launched).
+    /// Gangs broken after their commit (a part could not launch while others
+    /// may have: its LM lost the hold, or a member's node went down): each is
+    /// restarted whole (docs/gangs.md, "Restart whole").
     pub broken: u64,
+    /// Ends of members' runs of a generation restarted whole: dropped (the run's
+    /// work does not count; the member runs again with the gang).
+    pub void_ends: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +83,12 @@ pub(super) enum Phase {
         /// departure + the hold): an undelivered commit is sent again until then.
         resend_until: Micros,
     },
+    /// Broken after its commit: every LM of the generation was sent a `Stop`;
+    /// the next generation waits for each to be answered and for `not_before`.
+    Stopping {
+        awaiting: std::collections::BTreeSet<LmId>,
+        not_before: Micros,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -87,6 +104,9 @@ pub(super) struct Gang {
     /// Waiting after an abandoned attempt: a pass is wanted once `not_before` came
     /// (a timer of its own; a gang that did not fit waits for the next pass).
     pub(super) retry_pending: bool,
+    /// Ends of members' runs heard while the generation commits: taken when every
+    /// part is committed, dropped if the gang is restarted whole.
+    pub(super) ends: Vec<common::messages::TaskEnd>,
 }
 
 /// What the gangs want done after a step.
@@ -100,8 +120,12 @@ pub struct GangEffects {
     pub to_queue: Vec<TaskSpec>,
     /// Gangs timed out with `fail`: their tasks end failed without running.
     pub failed: Vec<(JobId, Vec<TaskId>)>,
-    /// Gangs a late commit broke: the job must be stopped.
-    pub broken: Vec<JobId>,
+    /// Gangs restarted whole: their members' runs of the broken generation are
+    /// void; each member runs next as this attempt.
+    pub restarted: Vec<(JobId, Vec<(TaskId, u32)>)>,
+    /// Ends of members' runs held while their gang committed, now that every part
+    /// is committed: the caller takes them as it takes any end.
+    pub ended: Vec<common::messages::TaskEnd>,
     /// Room the view gives back: the parts of an abandoned attempt not held (a
     /// reserve refused or that never reached its LM changes nothing there, so no
     /// snapshot would ever undo its deduction; a held part released changes the
@@ -118,7 +142,8 @@ impl GangEffects {
             && self.started.is_empty()
             && self.to_queue.is_empty()
             && self.failed.is_empty()
-            && self.broken.is_empty()
+            && self.restarted.is_empty()
+            && self.ended.is_empty()
             && self.credits.is_empty()
             && self.launched.is_empty()
     }

@@ -6,7 +6,7 @@ use super::step::GmOutput;
 use super::GlobalMaster;
 use crate::gang::GangEffects;
 use common::gang::GangSpec;
-use common::messages::GangAnswer;
+use common::messages::{GangAnswer, TaskEnd};
 use common::retry::RetryPolicy;
 use common::{JobId, LmId, Micros, TaskSpec};
 
@@ -30,6 +30,38 @@ impl GlobalMaster {
         }
         self.gangs.submit(now, job, tasks, gang, retry);
         out.wants_pass = true;
+    }
+
+    /// Tasks a restarted GM resumes: those of the gangs that had not started go
+    /// back to waiting as gangs (a gang with none of its tasks here is left
+    /// alone); the others are returned.
+    pub(super) fn resume_gangs(
+        &mut self,
+        now: Micros,
+        mut tasks: Vec<TaskSpec>,
+        gangs: Vec<(JobId, GangSpec)>,
+        retry: RetryPolicy,
+        out: &mut GmOutput,
+    ) -> Vec<TaskSpec> {
+        for (job, spec) in gangs {
+            let (members, rest): (Vec<TaskSpec>, Vec<TaskSpec>) =
+                tasks.into_iter().partition(|t| t.id.job == job);
+            tasks = rest;
+            if members.is_empty() {
+                continue;
+            }
+            let spec = GangSpec {
+                min_members: spec.min_members.min(members.len() as u32),
+                ..spec
+            };
+            self.stats.submitted += members.len() as u64;
+            for _ in &members {
+                self.ordering.arrived();
+            }
+            self.gangs.submit(now, job, members, spec, retry);
+            out.wants_pass = true;
+        }
+        tasks
     }
 
     /// A pass's gang stage (before the ordinary pass, so that a gang is not starved
@@ -94,7 +126,8 @@ impl GlobalMaster {
             started,
             to_queue,
             failed,
-            broken,
+            restarted,
+            ended,
             credits,
             launched,
         } = fx;
@@ -121,10 +154,27 @@ impl GlobalMaster {
             }
             out.gangs_failed.push((job, tasks));
         }
-        for job in broken {
-            // Part of it may run: stopped whole rather than left half running.
-            self.cancel_job(job, out);
-            out.gangs_broken.push(job);
+        for (job, members) in restarted {
+            // Part of it may have run: stopped, and placed again whole. Reports of
+            // the stopped runs are stale from now on.
+            for &(task, attempt) in &members {
+                self.lifecycle.relaunched(task, attempt);
+            }
+            out.gangs_restarted.push((job, members));
         }
+        if !ended.is_empty() {
+            self.tasks_ended(now, ended, out);
+        }
+    }
+
+    /// The ends the gangs let through (see [`crate::gang::Gangs::take_end`]); with
+    /// `hold`, those of members whose gang is committing wait for its start.
+    pub(super) fn gang_ends(&mut self, ends: Vec<TaskEnd>, hold: bool) -> Vec<TaskEnd> {
+        if self.gangs.is_empty() && self.gangs.stats.broken == 0 {
+            return ends;
+        }
+        (ends.into_iter())
+            .filter_map(|end| self.gangs.take_end(end, hold))
+            .collect()
     }
 }

@@ -13,6 +13,7 @@ use crate::lifecycle::Retry;
 use crate::lra_path::{LraPassOutput, LraRefused, LraSubmission};
 use crate::outputs::{Decision, DecisionOutcome, KnownMisses, PassOutput, ResponseOutput};
 use common::dag::JobDag;
+use common::gang::GangSpec;
 use common::messages::{TaskEnd, TaskStart};
 use common::protocol::{ClientToGm, GmToLm, LmToGm};
 use common::reasons::PendingReason;
@@ -78,6 +79,10 @@ pub struct Resumed {
     /// ended for good in an earlier life (index, failed): their stages resume
     /// where they were (a task of a stage whose parents have not ended waits).
     pub dags: Vec<ResumedDag>,
+    /// The gangs among them that had not started (no member ended, none held by
+    /// an LM): each resumes as a gang of its tasks in `tasks` (docs/gangs.md), its
+    /// timeout counted again from the resume.
+    pub gangs: Vec<(JobId, GangSpec)>,
 }
 
 /// A DAG job a restarted GM resumes (see [`Resumed::dags`]).
@@ -219,9 +224,10 @@ pub struct GmOutput {
     pub gangs_started: Vec<(JobId, Vec<TaskId>)>,
     /// Gangs timed out with `on_timeout = fail`: their tasks end failed, unrun.
     pub gangs_failed: Vec<(JobId, Vec<TaskId>)>,
-    /// Gangs a late commit broke (a part expired while others launched): their
-    /// jobs are cancelled whole.
-    pub gangs_broken: Vec<JobId>,
+    /// Gangs broken after their commit (a part could not launch while others may
+    /// have): restarted whole, each member's next run the attempt given (their
+    /// runs of the broken generation are stopped and void).
+    pub gangs_restarted: Vec<(JobId, Vec<(TaskId, u32)>)>,
     /// When the core next needs a step ([`GmInput::Tick`]) whatever else happens:
     /// a retry's backoff ends, a cancel request is due to be sent again.
     pub next_wakeup: Option<Micros>,
@@ -280,11 +286,13 @@ impl GlobalMaster {
                 held,
                 retry,
                 dags,
+                gangs,
             }) => {
                 self.lifecycle.resumed(&held, retry);
                 self.lifecycle.resumed(&tasks, retry);
                 let ids: Vec<TaskId> = tasks.iter().map(|(t, _)| t.id).collect();
                 let tasks = tasks.into_iter().map(|(t, _)| t).collect();
+                let tasks = self.resume_gangs(now, tasks, gangs, retry, &mut out);
                 for task in self.resume_dags(tasks, dags, &mut out) {
                     self.submit(now, task);
                 }
@@ -396,7 +404,12 @@ impl GlobalMaster {
             // The end of a task changes nothing the GM places with (the LM's state
             // does, in its next heartbeat): reported, and failures retried.
             LmToGm::Ended(ended) => {
-                self.tasks_ended(now, ended.ends, out);
+                // Ends the LM published may wait for their gang's commit; those
+                // the GM publishes go through now (a driver publishes what this
+                // step takes).
+                let by_lm = ended.publish == common::messages::EndsPublished::ByLm;
+                let ends = self.gang_ends(ended.ends, by_lm);
+                self.tasks_ended(now, ends, out);
                 return;
             }
             LmToGm::Started(started) => {

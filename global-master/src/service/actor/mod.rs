@@ -408,7 +408,13 @@ impl GmActor {
                 _ => None,
             };
             let dag = msg.dag.as_deref();
-            if let Err(e) = journal.accept_with_spec(job, &accepted, &specs, dag, names, spec) {
+            let parts = crate::service::durable::journal::JobParts {
+                dag,
+                names,
+                spec,
+                gang: msg.gang.as_ref(),
+            };
+            if let Err(e) = journal.accept_job(job, &accepted, &specs, parts) {
                 self.metrics.journal_errors += 1;
                 tracing::error!(job = job.0, error = %e, "job refused: cannot write it to the journal");
                 return Err(SubmitRefused::JournalFailed);

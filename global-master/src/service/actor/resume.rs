@@ -85,7 +85,10 @@ impl GmActor {
                         .map(|(&index, e)| (index, e.failure.is_some()))
                         .collect(),
                 });
-                resume.push((r.accepted.retry, again, dag));
+                // A gang none of whose tasks ended resumes as a gang (held ones
+                // are found by the LMs' answers).
+                let gang = r.gang.filter(|_| r.ended.is_empty()).map(|g| (r.job, g));
+                resume.push((r.accepted.retry, again, dag, gang));
             }
         }
         if jobs == 0 {
@@ -114,7 +117,7 @@ impl GmActor {
         let life = self.core.life();
         let tasks: Vec<(TaskId, u32)> = resume
             .iter()
-            .flat_map(|(_, t, _)| t.iter().map(|(s, _)| (s.id, s.attempt)))
+            .flat_map(|(_, t, _, _)| t.iter().map(|(s, _)| (s.id, s.attempt)))
             .collect();
         let links: Vec<_> = lms
             .iter()
@@ -188,7 +191,12 @@ type JobToResume = (
     Option<RetryPolicy>,
     Vec<(TaskSpec, u32)>,
     Option<ResumedDag>,
+    ResumedGang,
 );
+
+/// A gang job's spec, while none of its tasks ended, is held or is resumed (it
+/// resumes as a gang: docs/gangs.md).
+type ResumedGang = Option<(common::JobId, common::gang::GangSpec)>;
 
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
@@ -233,15 +241,16 @@ impl Handler<Resume> for GmActor {
         let soft_jobs: Vec<common::JobId> = msg
             .resume
             .iter()
-            .filter_map(|(_, tasks, _)| tasks.first().map(|t| t.0.id.job))
+            .filter_map(|(_, tasks, _, _)| tasks.first().map(|t| t.0.id.job))
             .collect();
         for job in soft_jobs {
             self.resume_utility(job);
         }
-        for (retry, tasks, mut dag) in msg.resume {
+        for (retry, tasks, mut dag, mut gang) in msg.resume {
             let mut again = Vec::new();
             let mut keep = Vec::new();
             let mut doubt = Vec::new();
+            let tasks_n = tasks.len();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
@@ -277,10 +286,19 @@ impl Handler<Resume> for GmActor {
             }
             again_n += again.len();
             let resumes = !again.is_empty() || !keep.is_empty();
+            // A gang resumes whole or as ordinary tasks: one of its tasks held or
+            // finished means it had started; one in doubt while others resume now
+            // splits it.
+            let started = !keep.is_empty() || again.len() + doubt.len() < tasks_n;
+            if started || (!again.is_empty() && !doubt.is_empty()) {
+                gang = None;
+            }
             if !doubt.is_empty() {
-                // The DAG goes with the first of the job's tasks resumed.
+                // The DAG (and the gang) go with the first of the job's tasks
+                // resumed.
                 let later = if resumes { None } else { dag.take() };
-                in_doubt.push((retry, doubt, later));
+                let gang_later = if resumes { None } else { gang.take() };
+                in_doubt.push((retry, doubt, later, gang_later));
             }
             if resumes {
                 let retry = retry.unwrap_or_else(|| self.core.lifecycle().default_policy());
@@ -289,6 +307,7 @@ impl Handler<Resume> for GmActor {
                     held: keep,
                     retry,
                     dags: dag.into_iter().collect(),
+                    gangs: gang.into_iter().collect(),
                 });
             }
         }
@@ -316,7 +335,7 @@ impl Handler<Resume> for GmActor {
             tracing::error!(gm = %self.gm(), silent_lms = ?silent, tasks = again_n, doubt_timeout_s = self.doubt_timeout.as_secs(), "LMs never answered which tasks they hold; resuming the tasks they may run (a task still running there runs twice)");
         }
         tracing::info!(gm = %self.gm(), lms_answered = msg.answers.len(), running, finished = done, resubmitted = again_n, "resumed the jobs of the previous life from the journal");
-        let waiting: usize = in_doubt.iter().map(|(_, t, _)| t.len()).sum();
+        let waiting: usize = in_doubt.iter().map(|(_, t, _, _)| t.len()).sum();
         self.metrics.resume_in_doubt = waiting as u64;
         if waiting > 0 {
             let left_s = msg

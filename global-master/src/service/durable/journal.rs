@@ -118,6 +118,8 @@ pub struct Recovered {
     pub dag: Option<Arc<JobDag>>,
     /// Its name and labels.
     pub names: crate::service::admission::api::JobNames,
+    /// Its gang spec, for a gang job.
+    pub gang: Option<common::gang::GangSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +255,9 @@ impl Journal {
                 },
                 None => Default::default(),
             };
+            let gang = gangs::read(&txn, &self.cluster, job)?;
             out.push(Recovered {
+                gang,
                 job: JobId(job),
                 dag,
                 names,
@@ -312,46 +316,28 @@ impl Journal {
         accepted: &Accepted,
         tasks: &[TaskSpec],
     ) -> Result<(), JournalError> {
-        self.accept_dag(job, accepted, tasks, None)
+        self.accept_job(job, accepted, tasks, JobParts::default())
     }
 
-    /// [`Journal::accept`], with the job's DAG if it has one (in the same
-    /// transaction).
-    pub fn accept_dag(
+    /// Writes an accepted job and its optional parts in one transaction (fsynced
+    /// before the client hears `202`).
+    pub fn accept_job(
         &mut self,
         job: JobId,
         accepted: &Accepted,
         tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
+        parts: JobParts<'_>,
     ) -> Result<(), JournalError> {
-        self.accept_named(job, accepted, tasks, dag, None)
-    }
-
-    /// [`Journal::accept_dag`], with the job's name and labels if it has any (in
-    /// the same transaction).
-    pub fn accept_named(
-        &mut self,
-        job: JobId,
-        accepted: &Accepted,
-        tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
-        names: Option<&crate::service::admission::api::JobNames>,
-    ) -> Result<(), JournalError> {
-        self.accept_with_spec(job, accepted, tasks, dag, names, None)
-    }
-
-    /// [`Journal::accept_named`], with the job's packed spec if it was kept (in the
-    /// same transaction; the oldest spec beyond
-    /// [`crate::service::durable::specs::SPECS_KEPT`] goes).
-    pub fn accept_with_spec(
-        &mut self,
-        job: JobId,
-        accepted: &Accepted,
-        tasks: &[TaskSpec],
-        dag: Option<&JobDag>,
-        names: Option<&crate::service::admission::api::JobNames>,
-        spec: Option<&[u8]>,
-    ) -> Result<(), JournalError> {
+        let JobParts {
+            dag,
+            names,
+            spec,
+            gang,
+        } = parts;
+        let gang = gang
+            .map(|g| common::codec::encode(&self.cluster, g))
+            .transpose()
+            .map_err(|e| self.error("cannot encode", e))?;
         let names = names
             .map(|n| common::codec::encode(&self.cluster, n))
             .transpose()
@@ -388,6 +374,9 @@ impl Journal {
             }
             if let Some(spec) = &spec {
                 specs::write(&txn, job, spec)?;
+            }
+            if let Some(gang) = &gang {
+                gangs::write(&txn, job, gang)?;
             }
             txn.commit()?;
             Ok(())
@@ -458,6 +447,7 @@ impl Journal {
                         jobs.remove(job.0)?;
                         dags.remove(job.0)?;
                         names.remove(job.0)?;
+                        gangs::remove(&txn, job)?;
                         let mut ok = true;
                         for row in table.range((job.0, 0)..=(job.0, u32::MAX))? {
                             let (_, bytes) = row?;
@@ -576,7 +566,9 @@ impl Journal {
     }
 }
 
+mod gangs;
 mod legacy;
+mod parts;
 mod specs;
 mod usage;
 
@@ -599,6 +591,7 @@ fn decode_job(
     common::codec::decode_stored(cluster, bytes)
 }
 
+pub use parts::JobParts;
 pub use specs::StoredSpec;
 
 #[cfg(test)]

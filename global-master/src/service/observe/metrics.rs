@@ -453,7 +453,7 @@ pub const GM_METRICS: &[Metric] = &[
     Metric {
         name: "megha_gm_gangs_broken_total",
         kind: "counter",
-        help: "Gangs a commit could not reach a held part (it may have expired while others launched): their jobs were cancelled whole.",
+        help: "Gangs broken after their commit (a part could not launch while others may have: its LM lost the hold, or a member's node went down): every member stopped, the gang restarted whole with the next generation.",
         read: One(|g| g.core().gangs().stats.broken as f64),
     },
     Metric {

@@ -21,6 +21,28 @@ impl LocalMaster {
         self.check_addressed(request.lm)?;
         let mut effects = LmEffects::default();
         let job = request.job;
+        let (cancelled, not_yours) = self.stop_job(request.gm, job, &mut effects);
+        effects.cancel_response = Some(CancelResponse {
+            lm: self.topology.lm,
+            gm: request.gm,
+            job,
+            cancelled,
+            not_yours,
+            snapshot: self.snapshot(now),
+        });
+        Ok(effects)
+    }
+
+    /// Stops every task of `job` that `gm` launched here (running or queued at its
+    /// worker): its room is free at once, its worker gets a kill order, and the
+    /// worker's report closes it without handing anything back to a GM. Returns
+    /// the tasks stopped and those of the job another GM launched (left alone).
+    pub(super) fn stop_job(
+        &mut self,
+        gm: GmId,
+        job: common::JobId,
+        effects: &mut LmEffects,
+    ) -> (Vec<TaskId>, Vec<TaskId>) {
         let mut running: Vec<TaskId> = self
             .running
             .keys()
@@ -29,15 +51,15 @@ impl LocalMaster {
             .copied()
             .collect();
         running.sort_unstable();
-        let mut cancelled = Vec::new();
+        let mut stopped = Vec::new();
         let mut not_yours = Vec::new();
         for task in running {
-            let (gm, node, attempt) = match (self.running.get(&task), self.queued.get(&task)) {
+            let (owner, node, attempt) = match (self.running.get(&task), self.queued.get(&task)) {
                 (Some(a), _) => (a.gm, a.node, a.task.attempt),
                 (None, Some(q)) => (q.gm, q.node, q.task.attempt),
                 (None, None) => continue,
             };
-            if gm != request.gm {
+            if owner != gm {
                 not_yours.push(task);
                 continue;
             }
@@ -53,17 +75,9 @@ impl LocalMaster {
                 attempt,
             });
             self.cancelling.insert(task, (gm, node, attempt));
-            cancelled.push(task);
+            stopped.push(task);
         }
-        effects.cancel_response = Some(CancelResponse {
-            lm: self.topology.lm,
-            gm: request.gm,
-            job,
-            cancelled,
-            not_yours,
-            snapshot: self.snapshot(now),
-        });
-        Ok(effects)
+        (stopped, not_yours)
     }
 
     /// True while the kill of a cancelled task is on its way to its worker.

@@ -9,9 +9,7 @@ use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
 use crate::gang_holds::Hold;
 use crate::validate::validate_placement;
-use common::messages::{
-    GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest, TaskEnd, TaskFailure,
-};
+use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest};
 use common::reasons::RejectReason;
 use common::{GmId, JobId, Micros, TaskId, TaskKind};
 
@@ -35,6 +33,7 @@ impl LocalMaster {
             }
             GangOp::Commit => self.gang_commit(now, gm, job, generation, &mut effects),
             GangOp::Release => self.gang_release(gm, job, generation),
+            GangOp::Stop { members } => self.gang_stop(gm, job, generation, &members, &mut effects),
         };
         effects.gang_response = Some(GangAnswer {
             lm: self.topology.lm,
@@ -115,8 +114,11 @@ impl LocalMaster {
         for r in requests {
             let id = r.task.id;
             let n = r.node.index();
+            // (A member of a gang restarted whole whose earlier run's kill is not
+            // confirmed yet counts as running.)
             let checked = if self.running.contains_key(&id)
                 || self.queued.contains_key(&id)
+                || self.is_cancelling(id)
                 || self.restarted.has_finished(&id)
                 || self.gangs.holds_task(id)
                 || requests.iter().filter(|o| o.task.id == id).count() > 1
@@ -171,42 +173,36 @@ impl LocalMaster {
         if seen.committed == Some(generation) {
             return GangOutcome::Committed;
         }
-        match self.gangs.get(gm, job) {
-            Some(hold) if hold.generation == generation => {}
-            _ => {
-                self.gangs.counters.not_held += 1;
-                return GangOutcome::NotHeld;
-            }
+        let held = self
+            .gangs
+            .get(gm, job)
+            .filter(|h| h.generation == generation);
+        let Some(hold) = held else {
+            self.gangs.counters.not_held += 1;
+            return GangOutcome::NotHeld;
+        };
+        if hold.requests.iter().any(|r| self.is_down(r.node)) {
+            // Its worker died while the part was held: nothing of the part
+            // launches (a member never starts alone); the GM restarts the gang
+            // whole (docs/gangs.md, "Restart whole").
+            self.give_back_hold(gm, job);
+            self.gangs.counters.not_held += 1;
+            return GangOutcome::NotHeld;
         }
         let Some(hold) = self.gangs.take(gm, job) else {
             return GangOutcome::NotHeld;
         };
-        self.gangs.mark_committed(gm, job, generation);
+        self.gangs.mark_committed(gm, job, Some(generation));
         self.gangs.counters.committed += 1;
-        let lm = self.topology.lm;
         for r in hold.requests {
             let n = r.node.index();
-            if !self.is_down(r.node) {
-                self.free[n] = self.free[n].add(&r.task.resources);
-                self.touch(n);
-            } else {
-                // Its worker died while the part was held: the member is lost as if
-                // it had died just after its start; the GM decides for the gang.
-                let failure = TaskFailure::Lost {
-                    reason: format!("{} went down while its gang part was held", r.node),
-                };
-                let end = TaskEnd {
-                    used: None,
-                    task: r.task.id,
-                    attempt: r.task.attempt,
-                    node: r.node,
-                    at: now,
-                    failure: Some(failure),
-                };
-                effects.lost(lm, gm, end);
-                continue;
-            }
+            self.free[n] = self.free[n].add(&r.task.resources);
+            self.touch(n);
+            let id = r.task.id;
             self.allocate(now, gm, r.node, r.placement, r.task, effects);
+            if let Some(a) = self.running.get_mut(&id) {
+                a.gang = true;
+            }
         }
         self.version += 1;
         GangOutcome::Committed
@@ -221,6 +217,32 @@ impl LocalMaster {
         {
             self.give_back_hold(gm, job);
             self.gangs.counters.released += 1;
+        }
+        GangOutcome::Released
+    }
+
+    /// The gang is restarted whole (see [`GangOp::Stop`]): its members this GM
+    /// launched here are stopped unless a newer generation was committed here, a
+    /// part held for this generation or an older one is given back, and a commit of
+    /// this generation is forgotten (the next generation may be reserved here).
+    fn gang_stop(
+        &mut self,
+        gm: GmId,
+        job: JobId,
+        generation: u32,
+        members: &[(TaskId, u32)],
+        effects: &mut LmEffects,
+    ) -> GangOutcome {
+        self.gang_release(gm, job, generation);
+        for &(task, next) in members {
+            self.restarted.forget_finished(task);
+            self.gangs.void_before(task, next);
+        }
+        let seen = self.gangs.seen(gm, job);
+        if seen.committed.is_none_or(|c| c <= generation) {
+            let (stopped, _) = self.stop_job(gm, job, effects);
+            self.gangs.counters.stopped += stopped.len() as u64;
+            self.gangs.mark_committed(gm, job, None);
         }
         GangOutcome::Released
     }

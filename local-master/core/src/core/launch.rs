@@ -166,6 +166,7 @@ impl LocalMaster {
                 started_at: None,
                 task: task.clone(),
                 promoted_at: None,
+                gang: false,
             },
         );
         self.version += 1;

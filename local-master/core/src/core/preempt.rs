@@ -222,7 +222,7 @@ impl LocalMaster {
             let mut candidates: Vec<(&TaskId, Resources, Option<Micros>)> = on_node
                 .iter()
                 .filter_map(|t| self.running.get(t).map(|a| (t, a)))
-                .filter(|(_, a)| eligible(a))
+                .filter(|(_, a)| eligible(a) && !a.gang)
                 .map(|(t, a)| (t, a.resources, a.started_at))
                 .collect();
             candidates.sort_by_key(|(t, _, started)| {

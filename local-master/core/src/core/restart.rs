@@ -126,7 +126,7 @@ impl LocalMaster {
     /// whether the run is still the task's ([`common::messages::TasksEnded::reannounced`]).
     pub fn ended_before_restart(&mut self, end: &TaskEnd) -> bool {
         let (task, attempt) = (end.task, end.attempt);
-        if self.is_lost_run(task, attempt) {
+        if self.is_lost_run(task, attempt) || self.gangs.is_void(task, attempt) {
             return false;
         }
         match &end.failure {

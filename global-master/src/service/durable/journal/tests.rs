@@ -154,8 +154,16 @@ fn a_jobs_name_and_labels_survive_a_reopen_and_leave_with_it() {
     };
     {
         let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
-        j.accept_named(JobId(7), &accepted(5), &specs(7, 1), None, Some(&names))
-            .unwrap();
+        j.accept_job(
+            JobId(7),
+            &accepted(5),
+            &specs(7, 1),
+            JobParts {
+                names: Some(&names),
+                ..JobParts::default()
+            },
+        )
+        .unwrap();
         j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
     }
     let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
@@ -202,8 +210,16 @@ fn a_dag_and_the_outcomes_of_closed_jobs_survive_a_reopen() {
         let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
         j.accept(JobId(8), &accepted(1), &specs(8, 2)).unwrap();
         j.accept(JobId(9), &accepted(1), &specs(9, 1)).unwrap();
-        j.accept_dag(JobId(10), &accepted(2), &specs(10, 2), Some(&dag))
-            .unwrap();
+        j.accept_job(
+            JobId(10),
+            &accepted(2),
+            &specs(10, 2),
+            JobParts {
+                dag: Some(&dag),
+                ..JobParts::default()
+            },
+        )
+        .unwrap();
         // Job 8 finishes, job 9 fails: both leave, their outcomes stay.
         j.ended(
             &[(TaskId::new(8, 0), end(3)), (TaskId::new(8, 1), end(4))],
@@ -237,15 +253,12 @@ fn a_spec_outlives_its_job_and_a_reopen_with_its_user() {
     let _ = std::fs::remove_dir_all(&dir);
     {
         let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
-        j.accept_with_spec(
-            JobId(7),
-            &accepted(5),
-            &specs(7, 1),
-            None,
-            None,
-            Some(b"packed"),
-        )
-        .unwrap();
+        let parts = JobParts {
+            spec: Some(b"packed"),
+            ..JobParts::default()
+        };
+        j.accept_job(JobId(7), &accepted(5), &specs(7, 1), parts)
+            .unwrap();
         j.accept(JobId(8), &accepted(6), &specs(8, 1)).unwrap();
         // Job 7 ends and leaves the journal; its spec stays.
         j.ended(&[(TaskId::new(7, 0), end(10))], &[]).unwrap();
@@ -350,5 +363,32 @@ fn a_jobs_priority_class_survives_a_reopen() {
     let (_, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
     assert_eq!(recovered.len(), 1, "{recovered:?}");
     assert_eq!(recovered[0].tasks, urgent);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_gang_spec_is_read_back_with_its_job_and_leaves_with_it() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-gang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let gang = common::gang::GangSpec::all(2, Micros(60_000_000));
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        let parts = JobParts {
+            gang: Some(&gang),
+            ..JobParts::default()
+        };
+        j.accept_job(JobId(1), &accepted(1), &specs(1, 2), parts)
+            .unwrap();
+        // A job without a gang, as every job was written before gangs.
+        j.accept(JobId(2), &accepted(1), &specs(2, 1)).unwrap();
+        j.accept_job(JobId(3), &accepted(1), &specs(3, 1), parts)
+            .unwrap();
+        j.ended(&[(TaskId::new(3, 0), end(2))], &[]).unwrap();
+    }
+    let (j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    let gangs: Vec<(JobId, Option<common::gang::GangSpec>)> =
+        recovered.iter().map(|r| (r.job, r.gang)).collect();
+    assert_eq!(gangs, [(JobId(1), Some(gang)), (JobId(2), None)]);
+    drop(j);
     let _ = std::fs::remove_dir_all(&dir);
 }

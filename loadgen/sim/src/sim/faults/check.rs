@@ -29,8 +29,8 @@ pub enum Invariant {
     Liveness,
     /// After the quiet period a GM's view of an LM differs from the LM's state.
     ViewDiverged,
-    /// A gang commit launched a member while another member of its gang was
-    /// neither held at an LM nor launched.
+    /// A gang commit launched a member while another was neither held nor
+    /// launched, and the GM never restarted the gang whole.
     PartialGang,
 }
 
@@ -234,6 +234,18 @@ impl Checker {
             t.gm_ended = None;
             t.started_on = None;
             t.retries += 1;
+        }
+    }
+
+    /// Its gang was restarted whole: its run so far is void (the driver drops
+    /// that run's reports), it runs again with its gang.
+    pub fn gang_restarted(&mut self, task: TaskId) {
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.ended = None;
+            t.gm_ended = None;
+            t.started_on = None;
+            t.launched = false;
+            t.last_gm_end = None;
         }
     }
 

@@ -120,6 +120,8 @@ pub struct RunReport {
     pub failed: u64,
     /// Tasks stuck for a known reason (issue 14), per reason.
     pub known: BTreeMap<Known, u32>,
+    /// Gangs the GMs restarted whole (broken after their commit).
+    pub gang_restarts: u64,
     pub violation: Option<Violation>,
     /// The faults the run injected (the random schedule, or the script).
     pub schedule: Schedule,

@@ -20,6 +20,10 @@ pub struct SearchReport {
     pub violations: Vec<Violation>,
     /// Known issues: per reason, (tasks stuck, seeds where it happened, first seed).
     pub known: BTreeMap<Known, (u64, u64, u64)>,
+    /// Gangs restarted whole (broken after their commit), and the seeds where one
+    /// was.
+    pub gang_restarts: u64,
+    pub seeds_with_gang_restarts: u64,
     pub elapsed: Duration,
 }
 
@@ -34,6 +38,8 @@ impl SearchReport {
         self.accepted += r.accepted as u64;
         self.finished += r.finished;
         self.failed += r.failed;
+        self.gang_restarts += r.gang_restarts;
+        self.seeds_with_gang_restarts += u64::from(r.gang_restarts > 0);
         for (k, n) in r.known {
             let e = self.known.entry(k).or_insert((0, 0, r.seed));
             e.0 += u64::from(n);

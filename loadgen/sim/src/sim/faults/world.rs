@@ -116,11 +116,15 @@ pub(super) struct World<'a> {
     gm_wake_at: Vec<Option<Micros>>,
     lms: Vec<Option<LocalMaster>>,
     lm_life: Vec<u32>,
-    /// Gang jobs: every LM's life when the gang arrived (an LM that died since
-    /// took its held part with it: [`check::Known::GangPartDiedWithLm`]).
-    gang_lm_lives: std::collections::HashMap<common::JobId, Vec<u32>>,
-    /// Gang members a commit reported lost (their node went down while held).
-    gang_lost: std::collections::HashSet<TaskId>,
+    /// Gangs a commit launched partially (a part died with its LM, or a member's
+    /// node went down, after the GM heard every part held): each must be
+    /// restarted whole by its GM (see `world/gangs.rs`).
+    gang_partial: std::collections::BTreeMap<common::JobId, String>,
+    /// Members of gangs restarted whole: their next run (a report of an earlier
+    /// run is that of a void run, stopped or finished without its gang).
+    gang_next_run: HashMap<TaskId, u32>,
+    /// Gangs restarted whole so far.
+    gang_restarts: u64,
     /// Per GM: its latest start clock (its first batch number), and whether a life
     /// started with a clock behind an earlier one's.
     gm_started: Vec<Micros>,
@@ -237,8 +241,9 @@ impl<'a> World<'a> {
             gm_wake_at: vec![None; config.gms as usize],
             lms: (0..config.lms).map(|_| None).collect(),
             lm_life: vec![0; config.lms as usize],
-            gang_lm_lives: Default::default(),
-            gang_lost: Default::default(),
+            gang_partial: Default::default(),
+            gang_next_run: Default::default(),
+            gang_restarts: 0,
             registered: vec![true; n],
             keyed: vec![0; n],
             slot_down: vec![false; n],
@@ -334,6 +339,8 @@ impl<'a> World<'a> {
             self.now = end;
             let views = self.views_converged();
             self.broke(views);
+            let gangs = self.gangs_repaired();
+            self.broke(gangs);
             if self.violation.is_none() {
                 let (broken, known) = self.checker.liveness(self.config.strict);
                 self.broke(broken.map_or(Ok(()), Err));
@@ -370,6 +377,7 @@ impl<'a> World<'a> {
             finished,
             failed,
             known,
+            gang_restarts: self.gang_restarts,
             violation: self.violation,
             schedule: self.schedule,
         }

@@ -77,15 +77,6 @@ pub enum Known {
     /// GM retried on another worker: the two runs overlapped. Workers without a
     /// fence (`--no-worker-fence`, the LM's `--worker-fence false`) only.
     RunsOverlap,
-    /// Gangs (docs/gangs.md): an LM died holding a part the GM had heard held;
-    /// the GM, not yet aware, commits every part, and the other parts launch. The
-    /// GM breaks the gang when its commit to the dead LM cannot be delivered (the
-    /// job is cancelled whole): holds are in memory only.
-    GangPartDiedWithLm,
-    /// Gangs: a member's node went down while its part was held; the commit
-    /// launches the others and reports it lost (as if it died just after its
-    /// start); it is retried alone (docs/gangs.md, left to do: restart the gang).
-    GangMemberLostWithWorker,
 }
 
 impl Known {
@@ -105,12 +96,6 @@ impl Known {
 impl fmt::Display for Known {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Known::GangMemberLostWithWorker => {
-                "gang member's node went down while held: the others launch, it is reported lost and retried alone"
-            }
-            Known::GangPartDiedWithLm => {
-                "gang part lost with its LM after the GM heard it held: the other parts launch, the GM then stops the job"
-            }
             Known::WorkerCrash => {
                 "worker crash leaves its tasks running at the LM (a role without worker liveness: --no-liveness)"
             }

@@ -1,23 +1,19 @@
-//! The fault run's gang invariant (issue 37): after a gang commit launched members,
-//! every member is launched or held somewhere, and the known gaps it excuses.
+//! The fault run's gang invariant (issue 37, docs/gangs.md): a gang never runs
+//! partially for good. After a gang commit launched members, every member must be
+//! launched or held somewhere; when one is not (its part died with its LM, or its
+//! node went down, after the GM heard every part held: no commit protocol can
+//! prevent that, holds live in LM memory), the GM must restart the gang whole
+//! (stop every member, run them all again as a new generation). A partial commit
+//! the GM never repaired by the end of the run is a violation.
 
 use super::World;
-use crate::sim::faults::check::{self, Known};
-use common::{GmId, TaskId};
+use crate::sim::faults::check::{self, Invariant};
+use common::{GmId, JobId, TaskId};
 
 impl World<'_> {
     /// After a gang commit launched members of `job`: every member is launched (now
     /// or before) or held at some LM, so none can be left out of the gang.
-    pub(super) fn gang_whole(
-        &self,
-        gm: GmId,
-        job: common::JobId,
-        launched_now: bool,
-        lost: &[TaskId],
-    ) -> Result<(), check::Broken> {
-        if !launched_now {
-            return Ok(());
-        }
+    fn gang_whole(&self, gm: GmId, job: JobId) -> Result<(), String> {
         let Some((_, tasks)) = self
             .jobs
             .iter()
@@ -29,38 +25,59 @@ impl World<'_> {
             .filter_map(|lm| lm.gang_hold(gm, job))
             .flat_map(|(_, tasks)| tasks)
             .collect();
-        match tasks.iter().find(|t| !self.checker.launched(&t.id) && !held.contains(&t.id)) {
+        match tasks
+            .iter()
+            .find(|t| !self.checker.launched(&t.id) && !held.contains(&t.id))
+        {
             None => Ok(()),
-            Some(t) if lost.contains(&t.id) => Err((
-                check::Invariant::PartialGang,
-                format!("lost: a commit of {job}'s gang launched members while {} was reported lost (its node went down while held)", t.id),
-            )),
-            Some(t) => Err((
-                check::Invariant::PartialGang,
-                format!("a commit of {job}'s gang launched members while {} was neither held nor launched", t.id),
+            Some(t) => Err(format!(
+                "a commit of {job}'s gang launched members while {} was neither held nor launched",
+                t.id
             )),
         }
     }
 
-    /// [`World::gang_whole`], excusing (as known gaps) a part that died with its
-    /// LM (an LM is down, or restarted since the gang arrived) and a member whose
-    /// node went down while held (reported lost by the commit).
-    pub(super) fn gang_checked(
-        &mut self,
-        gm: GmId,
-        job: common::JobId,
-        launched_now: bool,
-        lost: &[TaskId],
-    ) -> Result<(), check::Broken> {
-        let result = self.gang_whole(gm, job, launched_now, lost);
-        let lm_died = self.lms.iter().any(Option::is_none)
-            || self.gang_lm_lives.get(&job) != Some(&self.lm_life);
-        match result {
-            Err(broken) if broken.1.starts_with("lost:") => {
-                self.checker.excuse(Known::GangMemberLostWithWorker, broken)
-            }
-            Err(broken) if lm_died => self.checker.excuse(Known::GangPartDiedWithLm, broken),
-            other => other,
+    /// [`World::gang_whole`] after a commit that launched members: a partial one is
+    /// remembered until its GM restarts the gang whole.
+    pub(super) fn gang_checked(&mut self, gm: GmId, job: JobId, launched_now: bool) {
+        if !launched_now {
+            return;
+        }
+        if let Err(detail) = self.gang_whole(gm, job) {
+            self.note(|| format!("  partial gang commit (to be restarted whole): {detail}"));
+            self.gang_partial.entry(job).or_insert(detail);
+        }
+    }
+
+    /// A GM restarted the gang of `job` whole: its partial commit (if any) is
+    /// repaired, and each member's runs before `next` are void.
+    pub(super) fn gang_restarted(&mut self, job: JobId, members: &[(TaskId, u32)]) {
+        self.gang_partial.remove(&job);
+        self.gang_restarts += 1;
+        for &(task, next) in members {
+            self.gang_next_run.insert(task, next);
+            self.checker.gang_restarted(task);
+        }
+    }
+
+    /// An end of a gang member restarted whole, before its next run launched: the
+    /// end of a void run (e.g. a finish a restarted LM learns from its worker's
+    /// registration, which names no run).
+    pub(super) fn void_gang_end(&self, event: &common::events::TaskEvent) -> bool {
+        use common::events::TaskEventKind::{Failed, Finished};
+        matches!(event.kind, Finished { .. } | Failed { .. })
+            && self.gang_next_run.contains_key(&event.task)
+            && !self.checker.launched(&event.task)
+    }
+
+    /// At the end of the run: every partial gang commit was repaired.
+    pub(super) fn gangs_repaired(&self) -> Result<(), check::Broken> {
+        match self.gang_partial.iter().next() {
+            None => Ok(()),
+            Some((_, detail)) => Err((
+                Invariant::PartialGang,
+                format!("{detail}, and its GM never restarted the gang whole"),
+            )),
         }
     }
 }

@@ -104,6 +104,7 @@ impl World<'_> {
                 held: keep,
                 retry,
                 dags: Vec::new(),
+                gangs: Vec::new(),
             };
             self.gm_step(g, GmInput::Resume(resume));
         }

@@ -135,7 +135,10 @@ impl World<'_> {
                 if lm.ended_before_restart(&end) {
                     // A finish is published again by the LM; a failure by its
                     // GM, if it takes it (as the services do).
-                    if end.failure.is_none() {
+                    // (Not that of a void run of a gang restarted whole.)
+                    let void =
+                        (self.gang_next_run.get(&end.task)).is_some_and(|next| end.attempt < *next);
+                    if end.failure.is_none() && !void {
                         republished.push(common::events::TaskEvent::reannounced(
                             common::LmId(l),
                             &end,

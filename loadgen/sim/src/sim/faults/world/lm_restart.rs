@@ -115,7 +115,9 @@ impl World<'_> {
             .iter()
             .filter_map(|task| {
                 let x = self.launched_at.get(task)?;
-                (x.gm == g && x.lm == l).then_some(TaskEnd {
+                // (A void run of a gang restarted whole: its GM drops the end.)
+                let void = (self.gang_next_run.get(task)).is_some_and(|next| x.run < *next);
+                (x.gm == g && x.lm == l && !void).then_some(TaskEnd {
                     used: None,
                     task: *task,
                     attempt: x.run,

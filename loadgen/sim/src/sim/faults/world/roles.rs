@@ -31,9 +31,6 @@ impl World<'_> {
                 timeout: self.config.horizon,
                 on_timeout: common::gang::OnTimeout::RunPartial,
             };
-            if let Some(t) = tasks.first() {
-                self.gang_lm_lives.insert(t.id.job, self.lm_life.clone());
-            }
             ClientToGm::SubmitGang { tasks, retry, gang }
         } else {
             ClientToGm::SubmitJob {
@@ -73,16 +70,10 @@ impl World<'_> {
             return;
         };
         let mut out = gm.step(now, input);
-        // A broken gang's job is cancelled: its tasks end cancelled, which this
-        // harness does not model; an LM died holding a part (see `gang_checked`).
-        for job in &out.gangs_broken {
-            let members: Vec<TaskId> = (self.jobs.iter())
-                .filter(|(_, t)| t.first().is_some_and(|t| t.id.job == *job))
-                .flat_map(|(_, t)| t.iter().map(|t| t.id))
-                .collect();
-            for task in members {
-                self.checker.mark_known(task, Known::GangPartDiedWithLm);
-            }
+        // A gang broken after its commit is restarted whole: its members' runs so
+        // far are void.
+        for (job, members) in &out.gangs_restarted {
+            self.gang_restarted(*job, members);
         }
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
@@ -165,6 +156,14 @@ impl World<'_> {
             )) => Some(r.task()),
             _ => None,
         };
+        // A worker's report of a void run of a gang member (its gang restarted
+        // whole since): what the LM makes of it is not the member's story.
+        let void = match &input {
+            LmInput::Worker(WorkerToLm::Report(r)) => Some((r.task(), r.attempt()))
+                .filter(|(t, a)| self.gang_next_run.get(t).is_some_and(|next| a < next))
+                .map(|(t, _)| t),
+            _ => None,
+        };
         let out = match lm.step(now, input) {
             Ok(out) => out,
             Err(e) => {
@@ -182,6 +181,9 @@ impl World<'_> {
             self.checker.may_repeat_end(*task);
         }
         for event in &out.events {
+            if void.is_some_and(|task| task == event.task) || self.void_gang_end(event) {
+                continue;
+            }
             let broken = self.checker.event(event);
             self.broke(broken);
         }
@@ -190,21 +192,11 @@ impl World<'_> {
                 e.task.job == job
                     && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
             });
-            // Members the commit reported lost (their node went down while held).
-            let lost = (out.to_gms.iter())
-                .filter_map(|(_, m)| match m {
-                    LmToGm::Ended(e) => Some(e.ends.iter().map(|end| end.task)),
-                    _ => None,
-                })
-                .flatten();
-            self.gang_lost.extend(lost);
-            let lost: Vec<TaskId> = self.gang_lost.iter().copied().collect();
-            let broken = self.gang_checked(gm, job, launched_now, &lost);
-            self.broke(broken);
+            self.gang_checked(gm, job, launched_now);
         }
         // The end of a retried run absorbed without a word: taken for a late report
         // of the run reported lost on that node.
-        if let Some(task) = end {
+        if let Some(task) = end.filter(|t| void != Some(*t)) {
             let told = out.events.iter().any(|e| e.task == task);
             if !told && self.checker.is_retry(&task) && !self.checker.ended(&task) {
                 self.checker.mark_known(task, Known::RetryKilledAsLost);
