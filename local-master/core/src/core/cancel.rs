@@ -55,6 +55,7 @@ impl LocalMaster {
             self.cancelling.insert(task, (gm, node, attempt));
             cancelled.push(task);
         }
+        self.cancel_held_preempts(now, request.gm, job, &mut effects);
         effects.cancel_response = Some(CancelResponse {
             lm: self.topology.lm,
             gm: request.gm,
