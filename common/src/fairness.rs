@@ -176,18 +176,26 @@ impl FairnessConfig {
         self.policy.share(usage, total) - self.share_of(id)
     }
 
-    /// The share `id` is entitled to now, given every queue's `usage`: its share;
-    /// under the rule `lend_idle_shares`, scaled up by the shares of the queues
-    /// that use nothing (other than `id`), which are lent to the others in
-    /// proportion to their shares (weighted max-min: a queue alone with work may
-    /// grow into an idle queue's share, and one with more work than its share
-    /// takes from it). With every queue in use, its share.
-    pub fn entitled(&self, id: QueueId, usage: &BTreeMap<QueueId, Resources>) -> f64 {
+    /// The share `id` is entitled to now, given every queue's `usage` and the
+    /// queue `waiting` for room: its share; under the rule `lend_idle_shares`,
+    /// scaled up by the shares of the queues that use nothing (other than `id`
+    /// and `waiting`), which are lent to the others in proportion to their shares
+    /// (weighted max-min: a queue alone with work may grow into an idle queue's
+    /// share, and one with more work than its share takes from it). With every
+    /// queue in use, its share.
+    pub fn entitled(
+        &self,
+        id: QueueId,
+        usage: &BTreeMap<QueueId, Resources>,
+        waiting: QueueId,
+    ) -> f64 {
         let share = self.share_of(id);
         if !self.rules.lend_idle_shares {
             return share;
         }
-        let in_use = |q: &QueueSpec| q.id == id || usage.get(&q.id).is_some_and(|u| !u.is_zero());
+        let in_use = |q: &QueueSpec| {
+            q.id == id || q.id == waiting || usage.get(&q.id).is_some_and(|u| !u.is_zero())
+        };
         let all: f64 = self.queues.iter().map(|q| q.share).sum();
         let active: f64 = self
             .queues
@@ -202,16 +210,18 @@ impl FairnessConfig {
         }
     }
 
-    /// How far a queue's usage exceeds the share it is entitled to now
-    /// ([`FairnessConfig::entitled`]; negative when under).
+    /// How far a queue's usage exceeds the share it is entitled to now, with
+    /// `waiting` in want of room ([`FairnessConfig::entitled`]; negative when
+    /// under).
     pub fn entitled_violation(
         &self,
         id: QueueId,
         usage: &BTreeMap<QueueId, Resources>,
         total: &Resources,
+        waiting: QueueId,
     ) -> f64 {
         let used = usage.get(&id).copied().unwrap_or_default();
-        self.policy.share(&used, total) - self.entitled(id, usage)
+        self.policy.share(&used, total) - self.entitled(id, usage, waiting)
     }
 }
 

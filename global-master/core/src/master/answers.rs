@@ -188,15 +188,22 @@ impl GlobalMaster {
         self.apply_snapshot(now, &response.snapshot);
         // Held: the task waits at the LM for room, and the LM's slot stays taken
         // until the final answer.
+        // Held: the task waits at the LM for room (its resources count as its
+        // queue's usage meanwhile), and the LM may take this GM's next request.
         if let PreemptOutcome::Held { .. } = response.outcome {
-            if self.dispatcher.awaits(&response.task) {
-                self.fairness.held(response.lm, response.task);
+            if let Some(p) = self.dispatcher.awaiting(&response.task) {
+                let claim = (p.task.queue, p.task.resources);
+                self.fairness.held(response.lm, response.task, claim);
             }
+            self.fairness.slot_freed(response.lm, &mut self.backlog);
             return false;
         }
         self.fairness.answered(response.lm, response.task);
-        // The LM can take another preemption: the oldest task waiting for one may ask.
-        self.fairness.slot_freed(response.lm, &mut self.backlog);
+        // The LM can take another preemption: the oldest task waiting for one may
+        // ask (a held request's final answer frees no slot: it freed at `held`).
+        if !response.held {
+            self.fairness.slot_freed(response.lm, &mut self.backlog);
+        }
         let Some(mut pending) = self.dispatcher.answered(&response.task) else {
             return false;
         };

@@ -22,13 +22,17 @@ impl LocalMaster {
         if self.preempt_holds.is_empty() {
             return;
         }
+        // The nodes with any room (few, when requests are held): one scan a step.
+        let open: Vec<usize> = (0..self.free.len())
+            .filter(|&n| !self.down[n] && !self.drained[n] && !self.free[n].is_zero())
+            .collect();
         for held in self.preempt_holds.take_all() {
             let request = &held.request;
             if self.answers.superseded(request.gm, request.life) {
                 continue;
             }
             let (gm, task) = (request.gm, request.task.id);
-            let outcome = match self.room_for(request) {
+            let outcome = match self.room_for(request, &open) {
                 Some(node) => {
                     let choice = VictimChoice {
                         node,
@@ -50,15 +54,13 @@ impl LocalMaster {
         }
     }
 
-    /// A node (of the requesting GM's partition first) with free room for the
-    /// request's task now, as a launch would find it.
-    fn room_for(&self, request: &PreemptRequest) -> Option<NodeId> {
+    /// A node among `open` (of the requesting GM's partition first) with free
+    /// room for the request's task now, as a launch would find it.
+    fn room_for(&self, request: &PreemptRequest, open: &[usize]) -> Option<NodeId> {
         let task = &request.task;
         let mut elsewhere = None;
-        for n in 0..self.free.len() {
-            if self.down[n]
-                || self.drained[n]
-                || !task.constraints.satisfied_by(self.topology.constraints[n])
+        for &n in open {
+            if !task.constraints.satisfied_by(self.topology.constraints[n])
                 || !self.free[n].fits(&task.resources)
             {
                 continue;
