@@ -11,7 +11,9 @@ use serde::{de::DeserializeOwned, Serialize};
 /// name in the envelope; 7: the GM's life in launch batches and preemptions; 8: a
 /// launch batch's resend flag, the worker's lease in its assignment; 9: a task's
 /// preemption count and priority, the `rate_limited` preemption refusal; 10: the
-/// gang transaction's messages and gang submissions; 11: the gang's `Stop`).
+/// gang transaction's messages and gang submissions; 11: the gang's `Stop`, the
+/// preemption hold, a held preemption's outcome and the `held` flag of its final
+/// answer).
 pub const WIRE_VERSION: u8 = 11;
 
 /// The content type internal HTTP bodies carry.

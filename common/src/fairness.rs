@@ -8,6 +8,7 @@
 
 use crate::{GmId, QueueId, Resources};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The one implicit queue of a deployment that configures none (fairness off).
 pub const DEFAULT_QUEUE: &str = "default";
@@ -173,6 +174,54 @@ impl FairnessConfig {
     /// How far a queue's usage exceeds its share (negative when under).
     pub fn violation(&self, id: QueueId, usage: &Resources, total: &Resources) -> f64 {
         self.policy.share(usage, total) - self.share_of(id)
+    }
+
+    /// The share `id` is entitled to now, given every queue's `usage` and the
+    /// queue `waiting` for room: its share; under the rule `lend_idle_shares`,
+    /// scaled up by the shares of the queues that use nothing (other than `id`
+    /// and `waiting`), which are lent to the others in proportion to their shares
+    /// (weighted max-min: a queue alone with work may grow into an idle queue's
+    /// share, and one with more work than its share takes from it). With every
+    /// queue in use, its share.
+    pub fn entitled(
+        &self,
+        id: QueueId,
+        usage: &BTreeMap<QueueId, Resources>,
+        waiting: QueueId,
+    ) -> f64 {
+        let share = self.share_of(id);
+        if !self.rules.lend_idle_shares {
+            return share;
+        }
+        let in_use = |q: &QueueSpec| {
+            q.id == id || q.id == waiting || usage.get(&q.id).is_some_and(|u| !u.is_zero())
+        };
+        let all: f64 = self.queues.iter().map(|q| q.share).sum();
+        let active: f64 = self
+            .queues
+            .iter()
+            .filter(|q| in_use(q))
+            .map(|q| q.share)
+            .sum();
+        if active > 0.0 {
+            share * all / active
+        } else {
+            share
+        }
+    }
+
+    /// How far a queue's usage exceeds the share it is entitled to now, with
+    /// `waiting` in want of room ([`FairnessConfig::entitled`]; negative when
+    /// under).
+    pub fn entitled_violation(
+        &self,
+        id: QueueId,
+        usage: &BTreeMap<QueueId, Resources>,
+        total: &Resources,
+        waiting: QueueId,
+    ) -> f64 {
+        let used = usage.get(&id).copied().unwrap_or_default();
+        self.policy.share(&used, total) - self.entitled(id, usage, waiting)
     }
 }
 

@@ -215,6 +215,8 @@ pub enum PreemptRefusal {
     /// This LM preempted as many tasks of the victim queue as its rate limit allows
     /// within the window ([`crate::preemption::PreemptionRules::rate_limit`]).
     RateLimited,
+    /// The task's job was cancelled while the LM held the request.
+    Cancelled,
 }
 
 impl PreemptRefusal {
@@ -227,6 +229,7 @@ impl PreemptRefusal {
             PreemptRefusal::Duplicate => "duplicate",
             PreemptRefusal::Invalid { .. } => "invalid",
             PreemptRefusal::RateLimited => "rate_limited",
+            PreemptRefusal::Cancelled => "cancelled",
         }
     }
 }
@@ -239,6 +242,14 @@ pub enum PreemptOutcome {
         preempted: Vec<TaskId>,
     },
     Refused(PreemptRefusal),
+    /// The LM holds the request (the preemption hold,
+    /// [`crate::preemption::PreemptionRules::hold`]): the first room that frees on a
+    /// node fitting the task launches it there, with no kill; at `until` (µs) the
+    /// LM preempts or refuses as for a request it did not hold. The final answer
+    /// follows on the GM's stream ([`PreemptResponse::held`]).
+    Held {
+        until: Micros,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,6 +259,9 @@ pub struct PreemptResponse {
     pub task: TaskId,
     pub outcome: PreemptOutcome,
     pub snapshot: LmSnapshot,
+    /// The final answer to a request the LM held: it comes after the request's
+    /// reply ([`PreemptOutcome::Held`]), so it travels on the GM's ordered stream.
+    pub held: bool,
 }
 
 /// LM -> GM: tasks of the GM's queues that were preempted, to be queued again.

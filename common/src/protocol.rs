@@ -213,6 +213,8 @@ impl LmToGm {
     /// How a driver carries the message.
     pub fn route(&self) -> LmRoute {
         match self {
+            // The final answer to a held request: the request's reply has gone.
+            LmToGm::PreemptAnswer(r) if r.held => LmRoute::Stream,
             LmToGm::LaunchAnswer(_)
             | LmToGm::PreemptAnswer(_)
             | LmToGm::CancelAnswer(_)

@@ -72,6 +72,11 @@ impl Dispatcher {
         self.outstanding.contains_key(task)
     }
 
+    /// The task awaiting an answer, if any.
+    pub fn awaiting(&self, task: &TaskId) -> Option<&Pending> {
+        self.outstanding.get(task).map(|(pending, _)| &**pending)
+    }
+
     /// A task asked to be preempted for awaits its answer.
     pub fn await_answer(&mut self, pending: Box<Pending>) {
         self.outstanding.insert(pending.task.id, (pending, None));

@@ -15,7 +15,7 @@ use crate::queue::Pending;
 use crate::view::LmView;
 use common::fairness::FairnessConfig;
 use common::messages::PreemptRefusal;
-use common::{LmId, Micros, QueueId, Resources};
+use common::{LmId, Micros, QueueId, Resources, TaskId};
 use rustc_hash::FxHashSet as HashSet;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -70,6 +70,10 @@ pub struct Fairness {
     /// Tasks waiting for a preemption slot (oldest first); one is retried each time
     /// an LM answers a preemption.
     slot_waiters: VecDeque<Box<Pending>>,
+    /// Requests an LM holds for room (answered `held`), awaiting their final
+    /// answer, with their task's queue and resources (counted as that queue's
+    /// usage meanwhile: a claim is room the queue will get).
+    held: Vec<(LmId, TaskId, QueueId, Resources)>,
 }
 
 impl Fairness {
@@ -80,6 +84,7 @@ impl Fairness {
             refusals: HashSet::default(),
             in_flight: vec![false; lms],
             slot_waiters: VecDeque::new(),
+            held: Vec::new(),
         }
     }
 
@@ -89,7 +94,8 @@ impl Fairness {
         let Some(f) = &self.config else {
             return Contention::NoVictim;
         };
-        let usage = self.usage_cache.get_or_insert_with(|| usage_view(lms));
+        let held = &self.held;
+        let usage = (self.usage_cache).get_or_insert_with(|| Fairness::usage(lms, held));
         let refusals = &self.refusals;
         // A busy LM (it takes no new work for now) is not asked either.
         let refused = |lm: LmId, victim| {
@@ -134,14 +140,14 @@ impl Fairness {
         let Some(f) = &self.config else {
             return false;
         };
-        let (usage, total) = self.usage_cache.get_or_insert_with(|| usage_view(lms));
-        let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-        if f.policy.share(&used(queue), total) >= f.share_of(queue) {
+        let held = &self.held;
+        let (usage, total) = (self.usage_cache).get_or_insert_with(|| Fairness::usage(lms, held));
+        if f.entitled_violation(queue, usage, total, queue) >= 0.0 {
             return false;
         }
         usage
-            .iter()
-            .any(|(q, u)| *q != queue && f.violation(*q, u, total) > 0.0)
+            .keys()
+            .any(|q| *q != queue && f.entitled_violation(*q, usage, total, queue) > 0.0)
     }
 
     /// How long a task that could preempt first waits for room to free by itself.
@@ -157,6 +163,43 @@ impl Fairness {
     /// The victim's LMs are all busy: the task waits for a slot.
     pub fn wait_for_slot(&mut self, pending: Box<Pending>) {
         self.slot_waiters.push_back(pending);
+    }
+
+    /// `lm` holds this GM's request for `task`, a claim of `queue` on these
+    /// resources.
+    pub fn held(&mut self, lm: LmId, task: TaskId, (queue, resources): (QueueId, Resources)) {
+        if !self.held.iter().any(|h| (h.0, h.1) == (lm, task)) {
+            self.held.push((lm, task, queue, resources));
+            self.usage_cache = None;
+        }
+    }
+
+    /// `lm` gave its final answer to the request for `task` (or never will).
+    pub fn answered(&mut self, lm: LmId, task: TaskId) {
+        let before = self.held.len();
+        self.held.retain(|h| (h.0, h.1) != (lm, task));
+        if self.held.len() != before {
+            self.usage_cache = None;
+        }
+    }
+
+    /// The tasks whose requests `lm` holds.
+    pub fn held_at(&self, lm: LmId) -> Vec<TaskId> {
+        (self.held.iter())
+            .filter(|h| h.0 == lm)
+            .map(|h| h.1)
+            .collect()
+    }
+
+    /// Usage per queue over the view, with the claims of held requests, and the
+    /// total capacity.
+    fn usage(lms: &[Option<LmView>], held: &[(LmId, TaskId, QueueId, Resources)]) -> Usage {
+        let (mut usage, total) = usage_view(lms);
+        for (_, _, queue, resources) in held {
+            let u = usage.entry(*queue).or_default();
+            *u = u.add(resources);
+        }
+        (usage, total)
     }
 
     /// `lm` answered (or will never answer) a preemption request: its slot is free,
@@ -214,9 +257,10 @@ impl Fairness {
 }
 
 /// Algorithm 2's choice for a task of `queue` asking for `request` that found no
-/// room. `usage` and `total` come from [`usage_view`]. Under the rule
-/// `within_share_after`, a task whose queue would be over its share once it runs
-/// waits too (it would be the next victim).
+/// room. `usage` and `total` come from [`usage_view`]. Shares are the ones the
+/// queues are entitled to now ([`FairnessConfig::entitled`]: with idle shares
+/// lent). Under the rule `within_share_after`, a task whose queue would be over
+/// its share once it runs waits too (it would be the next victim).
 pub fn contention(
     fairness: &FairnessConfig,
     lms: &[Option<LmView>],
@@ -227,7 +271,7 @@ pub fn contention(
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    let share = fairness.share_of(queue);
+    let share = fairness.entitled(queue, usage, queue);
     if fairness.policy.share(&used(queue), &total) >= share
         || (fairness.rules.within_share_after
             && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
@@ -235,9 +279,9 @@ pub fn contention(
         return Contention::OverShare;
     }
     let mut victims: Vec<(f64, QueueId)> = usage
-        .iter()
-        .filter(|(q, _)| **q != queue)
-        .map(|(q, u)| (fairness.violation(*q, u, &total), *q))
+        .keys()
+        .filter(|q| **q != queue)
+        .map(|q| (fairness.entitled_violation(*q, usage, &total, queue), *q))
         .filter(|(v, _)| *v > 0.0)
         .collect();
     // Largest violation first; ties by queue id for determinism.

@@ -64,6 +64,12 @@ impl BatchAnswers {
         Ok(())
     }
 
+    /// Whether `life` of `gm` is older than one seen (replaced and fenced); life 0
+    /// never is.
+    pub fn superseded(&self, gm: GmId, life: u64) -> bool {
+        life != 0 && self.lives.get(gm.index()).is_some_and(|n| life < *n)
+    }
+
     /// Requests refused because their GM's life was older than one seen.
     pub fn refused_older_life(&self) -> u64 {
         self.refused_older_life

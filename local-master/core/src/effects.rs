@@ -20,6 +20,9 @@ pub struct LmEffects {
     pub events: Vec<TaskEvent>,
     /// The answer to a preemption request (send to that GM).
     pub preempt_response: Option<PreemptResponse>,
+    /// Final answers to preemption requests held before (each to its GM, on the
+    /// GM's stream).
+    pub held_preempt_answers: Vec<PreemptResponse>,
     /// Tasks to stop on workers (preempted).
     pub kills: Vec<KillTask>,
     /// Preempted tasks to hand back to the GMs that own their queues.

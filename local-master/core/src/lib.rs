@@ -34,6 +34,7 @@ pub mod core;
 pub mod effects;
 pub mod gang_holds;
 pub mod gate;
+pub mod preempt_holds;
 pub mod preempt_log;
 pub mod restarted;
 pub mod validate;

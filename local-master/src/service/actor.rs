@@ -349,6 +349,8 @@ impl LmActor {
             LmToGm::Started(started) => {
                 self.counters.starts_reported += started.starts.len() as u64
             }
+            // The final answer to a held preemption request does (its reply went).
+            LmToGm::PreemptAnswer(r) if r.held => self.count_answer(&message),
             // Answers and the state do not travel on a GM's stream.
             LmToGm::LaunchAnswer(_)
             | LmToGm::PreemptAnswer(_)

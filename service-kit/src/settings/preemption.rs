@@ -38,6 +38,14 @@ pub struct PreemptArgs {
     /// seconds. Default 0.
     #[arg(long, env = "MEGHA_PREEMPT_GRACE_S", value_name = "SECS")]
     pub preempt_grace_s: Option<f64>,
+    /// An LM holds a fairness preemption this long for room that frees by itself
+    /// before it kills, seconds (0: kill at once). Default 0 (off until tuned).
+    #[arg(long, env = "MEGHA_PREEMPT_HOLD_S", value_name = "SECS")]
+    pub preempt_hold_s: Option<f64>,
+    /// The shares of queues that use nothing are lent to the queues in use, in
+    /// proportion to their shares, for preemption. Default false (off until tuned).
+    #[arg(long, env = "MEGHA_PREEMPT_LEND_IDLE_SHARES", value_name = "BOOL")]
+    pub preempt_lend_idle_shares: Option<bool>,
 }
 
 impl PreemptArgs {
@@ -65,6 +73,8 @@ impl PreemptArgs {
                 .preempt_within_share_after
                 .unwrap_or(d.within_share_after),
             grace: secs("preempt-grace-s", self.preempt_grace_s, d.grace)?,
+            hold: secs("preempt-hold-s", self.preempt_hold_s, d.hold)?,
+            lend_idle_shares: self.preempt_lend_idle_shares.unwrap_or(d.lend_idle_shares),
         };
         rules.validate().map_err(anyhow::Error::msg)?;
         Ok(rules)

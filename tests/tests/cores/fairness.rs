@@ -13,8 +13,18 @@ use proptest::prelude::*;
 use std::sync::Arc;
 use tests::{trace, ClusterBuilder};
 
+/// Shares under the default rules, but without the preemption hold: these tests
+/// follow Algorithm 2's immediate round trip (the hold has `preemption_hold.rs`).
 fn shares(spec: &str, gms: u16) -> Arc<FairnessConfig> {
-    Arc::new(FairnessConfig::parse(spec, SharePolicy::Drf, gms).expect("valid queue spec"))
+    let rules = common::preemption::PreemptionRules {
+        hold: Micros::ZERO,
+        ..Default::default()
+    };
+    Arc::new(
+        FairnessConfig::parse(spec, SharePolicy::Drf, gms)
+            .expect("valid queue spec")
+            .with_rules(rules),
+    )
 }
 
 fn queued_task(job: u64, queue: u16, secs: u64) -> TaskSpec {

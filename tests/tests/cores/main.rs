@@ -19,6 +19,7 @@ mod gm_resume;
 mod mercury;
 mod mercury_quota;
 mod oracle;
+mod preemption_hold;
 mod preemption_rules;
 mod priorities;
 mod sim_idle;

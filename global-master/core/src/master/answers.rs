@@ -34,7 +34,7 @@ impl GlobalMaster {
         }
     }
 
-    pub fn apply_snapshot(&mut self, _now: Micros, snapshot: &LmSnapshot) {
+    pub fn apply_snapshot(&mut self, now: Micros, snapshot: &LmSnapshot) {
         // One partition per GM: a state cut for another number of GMs is of another
         // cluster (or a misconfigured LM); placing with it would index partitions
         // that do not exist.
@@ -82,6 +82,11 @@ impl GlobalMaster {
             self.new_lives.push(snapshot.lm);
             for job in self.dispatcher.forget_settled(snapshot.lm.index()) {
                 self.quota.landed(job);
+            }
+            // Requests its previous life held will never be answered.
+            for task in self.fairness.held_at(snapshot.lm) {
+                let reason = PendingReason::LmUnreachable { lm: snapshot.lm };
+                self.abandon_preempt_for(now, snapshot.lm, task, reason);
             }
         }
         self.fairness.view_changed();
@@ -181,8 +186,24 @@ impl GlobalMaster {
     /// room its victims left) or goes back to its queue to try the next candidate.
     pub fn handle_preempt_response(&mut self, now: Micros, response: &PreemptResponse) -> bool {
         self.apply_snapshot(now, &response.snapshot);
-        // The LM can take another preemption: the oldest task waiting for one may ask.
-        self.fairness.slot_freed(response.lm, &mut self.backlog);
+        // Held: the task waits at the LM for room, and the LM's slot stays taken
+        // until the final answer.
+        // Held: the task waits at the LM for room (its resources count as its
+        // queue's usage meanwhile), and the LM may take this GM's next request.
+        if let PreemptOutcome::Held { .. } = response.outcome {
+            if let Some(p) = self.dispatcher.awaiting(&response.task) {
+                let claim = (p.task.queue, p.task.resources);
+                self.fairness.held(response.lm, response.task, claim);
+            }
+            self.fairness.slot_freed(response.lm, &mut self.backlog);
+            return false;
+        }
+        self.fairness.answered(response.lm, response.task);
+        // The LM can take another preemption: the oldest task waiting for one may
+        // ask (a held request's final answer frees no slot: it freed at `held`).
+        if !response.held {
+            self.fairness.slot_freed(response.lm, &mut self.backlog);
+        }
         let Some(mut pending) = self.dispatcher.answered(&response.task) else {
             return false;
         };
@@ -194,6 +215,8 @@ impl GlobalMaster {
                 self.stats.launched += 1;
                 true
             }
+            // Answered above.
+            PreemptOutcome::Held { .. } => false,
             PreemptOutcome::Refused(why) => {
                 self.stats.preempt_refused += 1;
                 if let Some((lm, victim)) = pending.preempting.take() {
@@ -230,6 +253,7 @@ impl GlobalMaster {
         task: TaskId,
         reason: PendingReason,
     ) -> bool {
+        self.fairness.answered(lm, task);
         self.fairness.slot_freed(lm, &mut self.backlog);
         let Some(mut pending) = self.dispatcher.answered(&task) else {
             return false;

@@ -33,6 +33,14 @@ pub struct PreemptArgs {
     /// seconds (0: preempt at once, as Megha's Algorithm 2).
     #[arg(long, default_value_t = PreemptionRules::default().grace.as_secs_f64(), value_name = "SECS")]
     pub preempt_grace_s: f64,
+    /// An LM holds a fairness preemption this long for room that frees by itself
+    /// before it kills, seconds (0: kill at once).
+    #[arg(long, default_value_t = PreemptionRules::default().hold.as_secs_f64(), value_name = "SECS")]
+    pub preempt_hold_s: f64,
+    /// The shares of queues that use nothing are lent to the queues in use, in
+    /// proportion to their shares, for preemption.
+    #[arg(long, default_value_t = PreemptionRules::default().lend_idle_shares, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub preempt_lend_idle_shares: bool,
 }
 
 impl PreemptArgs {
@@ -51,6 +59,8 @@ impl PreemptArgs {
             rate_window: secs("preempt-rate-window-s", self.preempt_rate_window_s)?,
             within_share_after: self.preempt_within_share_after,
             grace: secs("preempt-grace-s", self.preempt_grace_s)?,
+            hold: secs("preempt-hold-s", self.preempt_hold_s)?,
+            lend_idle_shares: self.preempt_lend_idle_shares,
         };
         rules.validate().map_err(anyhow::Error::msg)?;
         Ok(rules)

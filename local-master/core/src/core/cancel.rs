@@ -22,6 +22,7 @@ impl LocalMaster {
         let mut effects = LmEffects::default();
         let job = request.job;
         let (cancelled, not_yours) = self.stop_job(request.gm, job, &mut effects);
+        self.cancel_held_preempts(now, request.gm, job, &mut effects);
         effects.cancel_response = Some(CancelResponse {
             lm: self.topology.lm,
             gm: request.gm,

@@ -14,6 +14,7 @@ mod gang;
 mod launch;
 mod liveness;
 pub mod preempt;
+mod preempt_hold;
 pub mod queueable;
 mod reports;
 pub mod restart;
@@ -57,6 +58,8 @@ pub struct LocalMaster {
     fairness: Option<Arc<FairnessConfig>>,
     /// Preemptions made per victim queue in the rate window.
     preempt_log: crate::preempt_log::PreemptionLog,
+    /// Fairness preemption requests held for room that frees by itself.
+    preempt_holds: crate::preempt_holds::PreemptHolds,
     /// Preempted tasks waiting for the worker to confirm the kill.
     pending_kills: HashMap<TaskId, PendingKill>,
     /// Tasks of cancelled jobs whose kill is on its way to the worker (their
@@ -149,6 +152,7 @@ impl LocalMaster {
             total,
             fairness: None,
             preempt_log: Default::default(),
+            preempt_holds: Default::default(),
             pending_kills: HashMap::default(),
             cancelling: HashMap::default(),
             answers: BatchAnswers::new(gms as usize),
@@ -228,10 +232,10 @@ impl LocalMaster {
 
     /// When [`LocalMaster::tick`] next has something to do.
     pub fn next_wakeup(&self) -> Micros {
-        match self.gangs.next_expiry() {
-            Some(expiry) => self.next_heartbeat.min(expiry),
-            None => self.next_heartbeat,
-        }
+        [self.gangs.next_expiry(), self.preempt_holds.next_expiry()]
+            .into_iter()
+            .flatten()
+            .fold(self.next_heartbeat, Micros::min)
     }
 
     /// Marks node `n`'s block for the next snapshot: its `free` or `q_held` was
@@ -385,6 +389,7 @@ impl LocalMaster {
     pub fn tick(&mut self, now: Micros) -> LmEffects {
         let mut effects = LmEffects::default();
         self.expire_holds(now);
+        self.serve_held_preempts(now, &mut effects);
         if now >= self.next_heartbeat {
             self.promote_due(now, &mut effects);
             self.shed(now, &mut effects);

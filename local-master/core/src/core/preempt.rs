@@ -26,7 +26,9 @@ pub struct VictimChoice {
 }
 
 impl LocalMaster {
-    /// Handles a preemption request; the response carries the LM's new state.
+    /// Handles a preemption request; the response carries the LM's new state. A
+    /// fairness preemption that would kill is held first, under the rule `hold`
+    /// (`core/preempt_hold.rs`).
     pub fn handle_preempt(
         &mut self,
         now: Micros,
@@ -35,41 +37,102 @@ impl LocalMaster {
         self.check_addressed(request.lm)?;
         self.check_life(request.gm, request.life)?;
         let mut effects = LmEffects::default();
-        let task_id = request.task.id;
-        let outcome = match self.verify(now, &request) {
-            Err(refusal) => PreemptOutcome::Refused(refusal),
-            Ok(choice) => {
-                let preempted = self.preempt(now, request.victim, &choice, &mut effects);
-                let placement = if self.topology.home[choice.node.index()] == request.gm {
-                    Placement::Internal
-                } else {
-                    Placement::Repartition
-                };
-                self.allocate(
-                    now,
-                    request.gm,
-                    choice.node,
-                    placement,
-                    request.task,
-                    &mut effects,
-                );
-                PreemptOutcome::Launched {
-                    node: choice.node,
-                    preempted,
+        let (gm, task) = (request.gm, request.task.id);
+        let outcome = match self.preempt_holds.until_of(gm, task) {
+            // Sent again while held: the same answer, held once.
+            Some(until) => PreemptOutcome::Held { until },
+            None => match self.verify(now, &request) {
+                Ok(choice) if choice.victims.is_empty() || !self.holds(&request) => {
+                    self.carry_out(now, request, &choice, &mut effects)
                 }
-            }
+                Err(refusal) if !(self.holds(&request) && self.may_pass(&refusal, &request)) => {
+                    PreemptOutcome::Refused(refusal)
+                }
+                _ => {
+                    let until = now + self.rules().hold;
+                    self.preempt_holds.hold(request, until);
+                    PreemptOutcome::Held { until }
+                }
+            },
         };
-        effects.preempt_response = Some(PreemptResponse {
-            lm: self.topology.lm,
-            gm: request.gm,
-            task: task_id,
-            outcome,
-            snapshot: self.snapshot(now),
-        });
+        effects.preempt_response = Some(self.preempt_answer(now, gm, task, outcome, false));
         Ok(effects)
     }
 
-    fn verify(
+    /// Preempts `choice`'s victims and launches the request's task on its node.
+    pub(super) fn carry_out(
+        &mut self,
+        now: Micros,
+        request: PreemptRequest,
+        choice: &VictimChoice,
+        effects: &mut LmEffects,
+    ) -> PreemptOutcome {
+        let preempted = self.preempt(now, request.victim, choice, effects);
+        let placement = if self.topology.home[choice.node.index()] == request.gm {
+            Placement::Internal
+        } else {
+            Placement::Repartition
+        };
+        self.allocate(
+            now,
+            request.gm,
+            choice.node,
+            placement,
+            request.task,
+            effects,
+        );
+        PreemptOutcome::Launched {
+            node: choice.node,
+            preempted,
+        }
+    }
+
+    /// The answer to `gm`'s request for `task`, with this LM's state.
+    pub(super) fn preempt_answer(
+        &mut self,
+        now: Micros,
+        gm: common::GmId,
+        task: TaskId,
+        outcome: PreemptOutcome,
+        held: bool,
+    ) -> PreemptResponse {
+        PreemptResponse {
+            lm: self.topology.lm,
+            gm,
+            task,
+            outcome,
+            snapshot: self.snapshot(now),
+            held,
+        }
+    }
+
+    /// Whether room freeing by itself may make `refusal` moot, so that a held
+    /// request waits for it rather than being refused: the rate limit, or victims
+    /// that cannot free enough, when some node could host the task at all.
+    fn may_pass(&self, refusal: &PreemptRefusal, request: &PreemptRequest) -> bool {
+        let task = &request.task;
+        match refusal {
+            PreemptRefusal::RateLimited => true,
+            PreemptRefusal::NothingToFree => (0..self.free.len()).any(|n| {
+                !self.down[n]
+                    && !self.drained[n]
+                    && task.constraints.satisfied_by(self.topology.constraints[n])
+                    && self.topology.capacity[n].fits(&task.resources)
+            }),
+            _ => false,
+        }
+    }
+
+    /// Whether a request that would kill (or cannot kill yet) is held first: a
+    /// fairness preemption, with a hold configured. A priority preemption is not
+    /// held (the higher class should not wait).
+    fn holds(&self, request: &PreemptRequest) -> bool {
+        self.fairness.is_some()
+            && request.victim != request.task.queue
+            && self.rules().hold > Micros::ZERO
+    }
+
+    pub(super) fn verify(
         &self,
         now: Micros,
         request: &PreemptRequest,

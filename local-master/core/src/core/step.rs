@@ -87,7 +87,8 @@ impl LocalMaster {
     /// Handles one input. An error changes nothing: the input was not for this LM
     /// (another LM's batch) or is about a task that does not run where it says.
     pub fn step(&mut self, now: Micros, input: LmInput) -> Result<LmOutput, LmError> {
-        let effects = match input {
+        let ticked = matches!(input, LmInput::Tick);
+        let mut effects = match input {
             LmInput::Gm(GmToLm::Launch(batch)) => self.handle_launch_batch(now, batch)?,
             LmInput::Gm(GmToLm::Preempt(request)) => self.handle_preempt(now, request)?,
             LmInput::Gm(GmToLm::Cancel(request)) => self.handle_cancel(now, request)?,
@@ -101,6 +102,11 @@ impl LocalMaster {
             LmInput::WorkerBack { nodes, holding } => self.nodes_back(&nodes, &holding)?,
             LmInput::Drain { node, drained } => self.drain_step(now, node, drained)?,
         };
+        // Room this step freed goes to the held preemption requests first (a tick
+        // serves them before its heartbeat).
+        if !ticked {
+            self.serve_held_preempts(now, &mut effects);
+        }
         Ok(self.output(effects))
     }
 
@@ -111,6 +117,7 @@ impl LocalMaster {
             starts,
             events,
             preempt_response,
+            held_preempt_answers,
             kills,
             requeues,
             promoted,
@@ -134,11 +141,16 @@ impl LocalMaster {
             heartbeat.is_some(),
         ];
         let answers = answers.into_iter().filter(|a| *a).count();
-        let mut to_gms = Vec::with_capacity(answers + requeues.len() + started.len() + ended.len());
+        let mut to_gms = Vec::with_capacity(
+            answers + held_preempt_answers.len() + requeues.len() + started.len() + ended.len(),
+        );
         if let Some(r) = response {
             to_gms.push((GmAddress::One(r.gm), LmToGm::LaunchAnswer(r)));
         }
         if let Some(r) = preempt_response {
+            to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(r)));
+        }
+        for r in held_preempt_answers {
             to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(r)));
         }
         for r in requeues {

@@ -153,7 +153,7 @@ impl LmActor {
     }
 
     /// Counters and log lines of an answer.
-    fn count_answer(&mut self, answer: &LmToGm) {
+    pub(super) fn count_answer(&mut self, answer: &LmToGm) {
         let c = &mut self.counters;
         match answer {
             LmToGm::LaunchAnswer(r) => {
@@ -180,6 +180,9 @@ impl LmActor {
                 PreemptOutcome::Refused(why) => {
                     *c.preempt_refused.entry(why.label()).or_default() += 1;
                     tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, reason = why.label(), "preemption refused");
+                }
+                PreemptOutcome::Held { until } => {
+                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, until_us = until.0, "preemption held for room that frees by itself");
                 }
             },
             LmToGm::CancelAnswer(r) => {

@@ -156,6 +156,8 @@ impl Sim<'_> {
                         rec.in_flight_until(now);
                         self.counters.preempt_refused += 1;
                     }
+                    // The task waits at the LM for room; the final answer follows.
+                    PreemptOutcome::Held { .. } => {}
                 }
             }
             // Starts and ends are booked from the worker reports (zero cost here, no
