@@ -44,12 +44,15 @@
 //! in bulk: the simulator, [`crate::GmConfig::bulk_known_misses`]): once a shape
 //! found no node in a pass, every later task of it in that pass fails the same way
 //! (the view only shrinks during a pass). With one queue and no fairness step or
-//! preempting class, such tasks are not taken out one by one: the queue hands out
-//! the run of the class's tasks before the next task of any other class or the
-//! ready line ([`Popped::Missed`]), the GM moves its cursors and counts the retries
-//! at once ([`crate::outputs::KnownMisses`], placed among the decisions so that a
-//! driver charges them where they fell), and each task owes the attempt until it
-//! leaves its line ([`crate::GmOutput::misses_settled`]). The tasks tried, their
+//! preempting class, such tasks are not taken out one by one: the shape's class
+//! leaves the pass when the shape fails, and before each task the pass still
+//! tries, the queue hands out how many tasks of such classes are in line before
+//! it, counted from one sorted set of the lines' keys, whatever the classes
+//! ([`Popped::Missed`]); the GM moves its cursors and counts the retries at once
+//! ([`crate::outputs::KnownMisses`], placed among the decisions so that a driver
+//! charges them where they fell), and each task owes the attempt until it leaves
+//! its line ([`crate::GmOutput::misses_settled`]). A pass costs the tasks it tries
+//! and one count per class, not one step per task or per run. The tasks tried, their
 //! order, every decision and counter stay those of the one-by-one full retry
 //! (`loadgen/sim/src/sim/megha/bulk_tests.rs` compares the two).
 
@@ -57,7 +60,7 @@ pub use crate::config::WakePolicy;
 pub use crate::queue::Popped;
 pub use crate::queue::Probe;
 pub use crate::queue::Shape;
-use crate::queue::{self, Pending, Queued, Queues};
+use crate::queue::{Pending, Queued, Queues};
 use common::reasons::PendingReason;
 use common::QueueId;
 use rustc_hash::FxHashMap as HashMap;
@@ -92,6 +95,7 @@ impl Backlog {
     /// only under [`WakePolicy::All`]).
     pub fn with_bulk_misses(mut self, on: bool) -> Self {
         self.bulk = on && self.policy == WakePolicy::All;
+        self.queues.set_bulk(self.bulk);
         self
     }
 
@@ -157,6 +161,9 @@ impl Backlog {
     /// The shape found no node in the current view: known from now on, and (indexed)
     /// its class sleeps, except in the queues kept awake for the fairness step.
     pub fn remember_miss(&mut self, shape: Shape, reason: PendingReason) {
+        if self.bulk {
+            self.queues.doom(&shape, &reason);
+        }
         self.failed_shapes.insert(shape, reason);
         if self.policy == WakePolicy::Indexed {
             let kept = &self.kept_awake;
@@ -220,25 +227,12 @@ impl Backlog {
         self.queues.pop_ready_with(probe)
     }
 
-    /// The next ready task, as [`Backlog::pop_ready_with`]; when bulk misses are on
-    /// and it is in a class of a known miss, the run of that class's tasks before
-    /// any other ([`Popped::Missed`]): each would fail again (the view only shrank
-    /// since the shape missed).
+    /// The next ready task, as [`Backlog::pop_ready_with`]; when bulk misses are on,
+    /// the tasks of classes whose shape failed in this pass that come before it
+    /// ([`Popped::Missed`]): each would fail again (the view only shrank since the
+    /// shape missed).
     pub fn pop_ready_bulk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Popped> {
-        let failed = &self.failed_shapes;
-        // A known miss: its reason goes to the class (for its owing tasks).
-        let known = |shape: &Shape, reason: &mut Option<PendingReason>| match failed.get(shape) {
-            Some(why) => {
-                if reason.as_ref() != Some(why) {
-                    *reason = Some(why.clone());
-                }
-                true
-            }
-            None => false,
-        };
-        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
-        let doomed: &queue::Doomed<'_> = if self.bulk { &known } else { &never };
-        self.queues.pop_ready_bulk(probe, doomed)
+        self.queues.pop_ready_bulk(probe)
     }
 
     /// Tasks whose bulk misses were paid into them since the last call.

@@ -23,10 +23,11 @@ use std::collections::VecDeque;
 mod class;
 mod keyed;
 mod pending;
+mod ranks;
 mod user;
 
 use pending::Next;
-pub use pending::{Doomed, Pending, Popped, Probe, Queued, Shape};
+pub use pending::{Pending, Popped, Probe, Queued, Shape};
 use user::UserQueue;
 
 /// The user queues, with the blocked tasks of each indexed by shape.
@@ -57,6 +58,8 @@ pub struct Queues {
     /// Tasks whose bulk misses were paid since [`Queues::take_settled`], and how
     /// many each.
     settled: Vec<(TaskId, u32)>,
+    /// Known misses are counted in bulk ([`Queues::doom`]).
+    bulk: bool,
 }
 
 impl Queues {
@@ -64,7 +67,10 @@ impl Queues {
         match self.index.get(&id) {
             Some(&i) => i,
             None => {
-                self.queues.push(UserQueue::default());
+                self.queues.push(UserQueue {
+                    ranks: self.bulk.then(ranks::KeyRanks::default),
+                    ..UserQueue::default()
+                });
                 self.ids.push(id);
                 self.index.insert(id, self.queues.len() - 1);
                 self.queues.len() - 1
@@ -74,6 +80,11 @@ impl Queues {
 
     pub fn set_aging(&mut self, aging: u64) {
         self.aging = aging;
+    }
+
+    /// Counts known misses in bulk ([`Queues::doom`]); set before the first task.
+    pub fn set_bulk(&mut self, on: bool) {
+        self.bulk = on;
     }
 
     /// A new or retried task, at the back of its queue's tasks of its priority
@@ -107,14 +118,7 @@ impl Queues {
         if class.awake {
             class.parked.push_back((key, pending));
         } else {
-            let old_head = class.head();
-            class.insert(key, pending);
-            if old_head.is_none_or(|h| key < h) {
-                if let Some(h) = old_head {
-                    q.sleeping.remove(&h);
-                }
-                q.sleeping.insert(key, shape);
-            }
+            q.insert_blocked(shape, key, pending);
         }
         q.blocked += 1;
         self.blocked += 1;
@@ -174,9 +178,12 @@ impl Queues {
 
     /// Wakes every class of every queue (the full retry).
     pub fn wake_all(&mut self) {
-        let shapes: Vec<Shape> = self.shapes.keys().copied().collect();
-        for shape in shapes {
-            self.wake(shape);
+        let mut woke = Vec::new();
+        for (i, q) in self.queues.iter_mut().enumerate() {
+            let count = q.wake_every_class(&mut woke);
+            self.ready += count;
+            self.woken += count as u64;
+            self.awake.extend(woke.drain(..).map(|shape| (i, shape)));
         }
     }
 
@@ -206,11 +213,38 @@ impl Queues {
     /// The end of a pass: every class sleeps until the view gains resources.
     pub fn sleep_all(&mut self) {
         self.walking = false;
-        for (i, shape) in std::mem::take(&mut self.awake) {
+        let awake = std::mem::take(&mut self.awake);
+        // A queue whose classes are mostly awake (a full retry) sleeps them all at
+        // once; the others class by class.
+        let mut at_once = vec![0usize; self.queues.len()];
+        awake.iter().for_each(|(i, _)| at_once[*i] += 1);
+        let at_once: Vec<bool> = (at_once.iter().zip(&self.queues))
+            .map(|(n, q)| *n > 0 && 2 * n >= q.classes.len())
+            .collect();
+        let mut emptied = Vec::new();
+        for i in (0..self.queues.len()).filter(|i| at_once[*i]) {
+            self.ready -= self.queues[i].sleep_every_class(&mut emptied);
+            for shape in emptied.drain(..) {
+                self.forget_holders(shape, &[i]);
+            }
+        }
+        for (i, shape) in awake.into_iter().filter(|(i, _)| !at_once[*i]) {
             self.ready -= self.queues[i].sleep(shape);
             if !self.queues[i].classes.contains_key(&shape) {
                 self.forget_holders(shape, &[i]);
             }
+        }
+        self.queues.iter_mut().for_each(UserQueue::end_pass);
+    }
+
+    /// The shape found no node in this pass, for `reason`: with bulk misses and a
+    /// single queue, its class (if awake) leaves the pass, and each task of it the
+    /// pass would have tried misses in bulk as the pass reaches it
+    /// ([`Popped::Missed`], the line order kept). Across queues each turn takes
+    /// one task, so a run would change the order: nothing changes there.
+    pub fn doom(&mut self, shape: &Shape, reason: &PendingReason) {
+        if let [queue] = &mut self.queues[..] {
+            queue.doom(shape, reason);
         }
     }
 
@@ -235,34 +269,24 @@ impl Queues {
     /// ([`Queues::start_walk`]) the sleeping classes `probe` says fit wake first if
     /// their turn has come.
     pub fn pop_ready_with(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Queued> {
-        match self.pop_ready_bulk(probe, &|_, _| false)? {
-            Popped::Task(queued) => Some(queued),
-            Popped::Missed { .. } => None,
+        loop {
+            match self.pop_ready_bulk(probe)? {
+                Popped::Task(queued) => return Some(queued),
+                Popped::Missed { .. } => {}
+            }
         }
     }
 
-    /// As [`Queues::pop_ready_with`]; with a single queue, when the next tasks are
-    /// in classes of shapes `doomed` names (known misses in this pass: every task
-    /// of them would fail), they miss at once up to the next task of another
-    /// class or the ready line, counted in bulk ([`Popped::Missed`]): the tasks
-    /// stay in their line and owe the attempt, paid when they leave it
+    /// As [`Queues::pop_ready_with`]; once a class was doomed in this pass
+    /// ([`Queues::doom`]), the tasks of doomed classes in line before the next
+    /// task to try come first, counted in bulk ([`Popped::Missed`]): they stay in
+    /// their line and owe the attempt, paid when they leave it
     /// ([`Queues::take_settled`]). Every other task comes out as before, in the
     /// same order.
-    pub fn pop_ready_bulk(
-        &mut self,
-        probe: &mut dyn FnMut(&Shape) -> Probe,
-        doomed: &Doomed<'_>,
-    ) -> Option<Popped> {
+    pub fn pop_ready_bulk(&mut self, probe: &mut dyn FnMut(&Shape) -> Probe) -> Option<Popped> {
         if self.ready == 0 && !self.walking {
             return None;
         }
-        // Across queues, each turn takes one task: a run would change the order.
-        let never = |_: &Shape, _: &mut Option<PendingReason>| false;
-        let doomed: &Doomed<'_> = if self.queues.len() == 1 {
-            doomed
-        } else {
-            &never
-        };
         let n = self.queues.len();
         let mut woke = Vec::new();
         for k in 0..n {
@@ -273,7 +297,7 @@ impl Queues {
                 self.woken += count as u64;
                 self.awake.extend(woke.drain(..).map(|shape| (i, shape)));
             }
-            match self.queues[i].pop_next(doomed, &mut self.settled) {
+            match self.queues[i].pop_next(&mut self.settled) {
                 Some(Next::Task(queued, from_class)) => {
                     self.next = (i + 1) % n;
                     self.ready -= 1;
@@ -353,23 +377,19 @@ impl Queues {
                     continue;
                 };
                 let old_head = class.head();
-                let (mut tried, mut in_line) = (0, 0);
-                let mut kept = VecDeque::with_capacity(class.line.len());
-                let mut gone_line = Vec::new();
-                for (at, w) in std::mem::take(&mut class.line).into_iter().enumerate() {
-                    match (of_line(&w), at < class.tried) {
-                        (true, was_tried) => {
-                            in_line += usize::from(!was_tried);
-                            gone_line.push(w);
-                        }
-                        (false, before) => {
-                            tried += usize::from(before);
-                            kept.push_back(w);
-                        }
+                let (gone_line, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut class.line)
+                    .into_iter()
+                    .partition(of_line);
+                class.line = kept;
+                if let Some(ranks) = &mut q.ranks {
+                    for w in &gone_line {
+                        ranks.remove(w.key);
                     }
                 }
-                class.line = kept;
-                class.tried = tried;
+                let in_line = match class.awake && !class.doomed {
+                    true => gone_line.len(),
+                    false => 0,
+                };
                 let (out, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut class.parked)
                     .into_iter()
                     .partition(of_job);
@@ -377,9 +397,7 @@ impl Queues {
                 let count = gone_line.len() + out.len();
                 q.blocked -= count;
                 self.blocked -= count;
-                if class.awake {
-                    self.ready -= in_line;
-                }
+                self.ready -= in_line;
                 for w in gone_line {
                     removed.push(class.settle(w, &mut self.settled).1);
                 }

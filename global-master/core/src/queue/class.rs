@@ -6,9 +6,12 @@
 //! later task of that shape in the same pass fails the same way (the view only
 //! shrinks during a pass). A driver that asks for it ([`crate::GmConfig`]'s
 //! `count_known_misses_in_bulk`) gets those failures counted per run of the class's
-//! line instead of one task at a time: the tasks stay where they are, each owes one
-//! more attempt (`owed`), and the debt is paid into the task (`attempts`, `reason`)
-//! when it leaves the line, and reported so that the driver books it too.
+//! line instead of one task at a time: once its shape failed in a pass, a class
+//! leaves the pass (it is *doomed*) and its tasks stay where they are; each owes
+//! one more attempt, and the debt is paid into the task (`attempts`, `reason`) when
+//! it leaves the line, and reported so that the driver books it too. A doom costs
+//! one count, not one write per task: the class counts its dooms (`misses`) and a
+//! task in its line owes those since it entered the line (`base`).
 
 use common::reasons::PendingReason;
 use common::TaskId;
@@ -20,8 +23,9 @@ use crate::queue::pending::Pending;
 #[derive(Debug)]
 pub(crate) struct Waiting {
     pub key: u64,
-    /// Known misses counted in bulk, not yet in `pending.attempts`.
-    pub owed: u32,
+    /// The class's `misses` when the task entered the line: it owes the misses
+    /// counted in bulk since, not yet in `pending.attempts`.
+    pub base: u32,
     pub pending: Box<Pending>,
 }
 
@@ -33,10 +37,12 @@ pub(crate) struct Class {
     /// Tried and failed while awake (one at a time), by key.
     pub parked: VecDeque<(u64, Box<Pending>)>,
     pub awake: bool,
-    /// Tasks at the front of `line` that missed in bulk in this pass: the next task
-    /// to try is `line[tried]`.
-    pub tried: usize,
-    /// Why the last bulk miss failed (the reason each owing task gets).
+    /// Its shape failed in this pass: every task in `line` misses (counted in
+    /// bulk), none is taken out.
+    pub doomed: bool,
+    /// Dooms so far: each task in `line` owes `misses - base` attempts.
+    pub misses: u32,
+    /// Why the last doom failed (the reason each owing task gets).
     pub reason: Option<PendingReason>,
 }
 
@@ -47,26 +53,45 @@ impl Class {
 
     /// The key of the next task to try.
     pub fn head(&self) -> Option<u64> {
-        self.line.get(self.tried).map(|w| w.key)
+        self.line.front().map(|w| w.key)
     }
 
-    /// Tasks of the line not tried yet in this pass.
+    /// Tasks of the line a pass would still take out (none once doomed).
     pub fn untried(&self) -> usize {
-        self.line.len() - self.tried
+        match self.doomed {
+            true => 0,
+            false => self.line.len(),
+        }
     }
 
-    /// Back to sleep: the parked tasks go back into the line, by key.
+    /// Its shape failed in this pass: every task left in its line owes one more
+    /// attempt (one count for all). False if it was not awake or already doomed.
+    pub fn doom(&mut self, reason: &PendingReason) -> bool {
+        if !self.awake || self.doomed {
+            return false;
+        }
+        self.doomed = true;
+        self.misses += 1;
+        if self.reason.as_ref() != Some(reason) {
+            self.reason = Some(reason.clone());
+        }
+        true
+    }
+
+    /// Back to sleep: the parked tasks go back into the line, by key, owing nothing.
     pub fn sleep(&mut self) {
         self.awake = false;
-        if std::mem::take(&mut self.tried) == 0 {
+        self.doomed = false;
+        let below = match (self.parked.back(), self.line.front()) {
+            (Some((last, _)), Some(first)) => *last < first.key,
+            _ => true,
+        };
+        if below {
             // Every parked key is below the line's (taken from its front, or tried
             // before its head): costs the parked tasks, not the line.
             while let Some((key, pending)) = self.parked.pop_back() {
-                self.line.push_front(Waiting {
-                    key,
-                    owed: 0,
-                    pending,
-                });
+                let base = self.misses;
+                self.line.push_front(Waiting { key, base, pending });
             }
             return;
         }
@@ -79,7 +104,7 @@ impl Class {
     pub fn insert(&mut self, key: u64, pending: Box<Pending>) {
         let waiting = Waiting {
             key,
-            owed: 0,
+            base: self.misses,
             pending,
         };
         match (self.line.front(), self.line.back()) {
@@ -96,10 +121,7 @@ impl Class {
     /// Takes the next task to try out of the line, its debt paid (and noted in
     /// `settled`).
     pub fn pop_head(&mut self, settled: &mut Vec<(TaskId, u32)>) -> Option<(u64, Box<Pending>)> {
-        let waiting = match self.tried {
-            0 => self.line.pop_front()?,
-            at => self.line.remove(at)?,
-        };
+        let waiting = self.line.pop_front()?;
         Some(self.settle(waiting, settled))
     }
 
@@ -111,9 +133,10 @@ impl Class {
     ) -> (u64, Box<Pending>) {
         let Waiting {
             key,
-            owed,
+            base,
             mut pending,
         } = waiting;
+        let owed = self.misses - base;
         if owed > 0 {
             pending.attempts += owed;
             if self.reason.is_some() {
@@ -127,30 +150,15 @@ impl Class {
     /// Pays every debt in the line (the end of a run).
     pub fn settle_all(&mut self, settled: &mut Vec<(TaskId, u32)>) {
         for w in self.line.iter_mut() {
-            if w.owed > 0 {
-                w.pending.attempts += w.owed;
+            let owed = self.misses - w.base;
+            if owed > 0 {
+                w.pending.attempts += owed;
                 if self.reason.is_some() {
                     w.pending.reason.clone_from(&self.reason);
                 }
-                settled.push((w.pending.task.id, w.owed));
-                w.owed = 0;
+                settled.push((w.pending.task.id, owed));
+                w.base = self.misses;
             }
         }
-    }
-
-    /// The untried tasks with a key below `bound` (all of them without one) miss
-    /// once more, counted in bulk; returns how many.
-    pub fn miss_until(&mut self, bound: Option<u64>) -> usize {
-        let end = match bound {
-            Some(b) => self.line.partition_point(|w| w.key < b),
-            None => self.line.len(),
-        }
-        .max(self.tried);
-        for w in self.line.range_mut(self.tried..end) {
-            w.owed += 1;
-        }
-        let count = end - self.tried;
-        self.tried = end;
-        count
     }
 }

@@ -13,6 +13,20 @@ impl<V> Default for Keyed<V> {
 }
 
 impl<V: Copy> Keyed<V> {
+    /// The entries given, in any order (keys distinct).
+    pub(super) fn from_unsorted(mut entries: Vec<(u64, V)>) -> Self {
+        entries.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        Keyed(entries)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
     /// The entry with the smallest key.
     pub(super) fn first(&self) -> Option<(u64, V)> {
         self.0.last().copied()

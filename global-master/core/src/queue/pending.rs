@@ -45,8 +45,8 @@ pub struct Queued {
 pub enum Popped {
     /// A task to try.
     Task(Queued),
-    /// `count` tasks of classes whose shapes are known misses, in line before any
-    /// other task of their queue: each missed once more, counted in bulk (see
+    /// `count` tasks of classes whose shapes are known misses, in line before the
+    /// next task to try: each missed once more, counted in bulk (see
     /// [`crate::queue::Queues::pop_ready_bulk`]).
     Missed { count: usize },
 }
@@ -56,10 +56,6 @@ pub(crate) enum Next {
     Task(Queued, bool),
     Missed(usize),
 }
-
-/// Whether a shape is a known miss in this pass; if so, also sets its reason in
-/// the slot given (the class's, for its owing tasks).
-pub type Doomed<'a> = dyn Fn(&Shape, &mut Option<PendingReason>) -> bool + 'a;
 
 /// Whether a sleeping class could find room now (asked during a selective pass).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -188,18 +188,18 @@ fn a_cancelled_job_leaves_the_lines_the_classes_and_the_counts() {
     assert!(q.remove_job(JobId(1)).is_empty());
 }
 
-/// Pops every ready task of a pass, counting runs of `doomed` shapes in bulk;
-/// every task popped is blocked again. Returns (job, or 0 for a run, run length).
+/// Pops every ready task of a pass (bulk misses on) as the GM does: the first
+/// task of shape `doomed` tried fails and dooms its class; every task tried is
+/// blocked again. Returns (job, or 0 for a count of misses, how many).
 fn bulk_pass(q: &mut Queues, doomed: Shape) -> Vec<(u64, usize)> {
     let mut seen = Vec::new();
-    let is_doomed = |s: &Shape, reason: &mut Option<PendingReason>| {
-        *reason = Some(PendingReason::NoNodeLargeEnough);
-        *s == doomed
-    };
-    while let Some(popped) = q.pop_ready_bulk(&mut |_| Probe::Never, &is_doomed) {
+    while let Some(popped) = q.pop_ready_bulk(&mut |_| Probe::Never) {
         match popped {
             Popped::Task(queued) => {
                 seen.push((queued.pending.task.id.job.0, 1));
+                if queued.pending.shape() == doomed {
+                    q.doom(&doomed, &PendingReason::NoNodeLargeEnough);
+                }
                 q.push_blocked(queued);
             }
             Popped::Missed { count } => seen.push((0, count)),
@@ -209,9 +209,15 @@ fn bulk_pass(q: &mut Queues, doomed: Shape) -> Vec<(u64, usize)> {
     seen
 }
 
-#[test]
-fn a_known_miss_class_misses_in_runs_and_its_tasks_owe_the_attempts() {
+fn bulk_queues() -> Queues {
     let mut q = Queues::default();
+    q.set_bulk(true);
+    q
+}
+
+#[test]
+fn a_doomed_class_misses_in_bulk_and_its_tasks_owe_the_attempts() {
+    let mut q = bulk_queues();
     // Jobs 1, 2 and 6 of one core, 3, 4, 5 and 7 of two: all blocked.
     for (job, cores) in [(1, 1), (2, 1), (3, 2), (4, 2), (5, 2), (6, 1), (7, 2)] {
         q.push_ready(pending_of(job, 0, cores));
@@ -219,17 +225,17 @@ fn a_known_miss_class_misses_in_runs_and_its_tasks_owe_the_attempts() {
     assert_eq!(pass(&mut q, &[1, 2, 3, 4, 5, 6, 7]).len(), 7);
     let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
     q.wake_all();
-    // The two-core class misses in runs up to the next task of another class.
+    // 3 fails: 4 and 5 miss before 6 is tried, 7 after it.
     let seen = bulk_pass(&mut q, two);
-    assert_eq!(seen, vec![(1, 1), (2, 1), (0, 3), (6, 1), (0, 1)]);
+    assert_eq!(seen, vec![(1, 1), (2, 1), (3, 1), (0, 2), (6, 1), (0, 1)]);
     assert_eq!((q.len(), q.ready_len()), (7, 0));
     assert!(q.take_settled().is_empty(), "nothing left its line yet");
-    // The next pass takes them one by one, in line order; each run's tasks pay.
+    // The next pass takes them one by one, in line order; each missed task pays.
     q.wake_all();
     let mut order = Vec::new();
     while let Some(queued) = q.pop_ready() {
         let p = &queued.pending;
-        let owed = u32::from(p.task.resources == two.1);
+        let owed = u32::from([4, 5, 7].contains(&p.task.id.job.0));
         assert_eq!(p.attempts, owed, "job {}", p.task.id.job.0);
         if owed == 1 {
             assert_eq!(p.reason, Some(PendingReason::NoNodeLargeEnough));
@@ -242,51 +248,78 @@ fn a_known_miss_class_misses_in_runs_and_its_tasks_owe_the_attempts() {
         .iter()
         .map(|(t, n)| t.job.0 * 10 + u64::from(*n))
         .collect();
-    assert_eq!(settled, vec![31, 41, 51, 71]);
+    assert_eq!(settled, vec![41, 51, 71]);
 }
 
 #[test]
-fn runs_are_counted_with_one_queue_only_and_debts_are_paid_at_the_end() {
+fn a_task_blocked_in_the_pass_is_no_miss_and_new_ones_pass_one_by_one() {
+    let mut q = bulk_queues();
     let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
-    // Two queues: each turn takes one task, so no run.
-    let mut q = Queues::default();
+    for job in [1, 2, 3] {
+        q.push_ready(pending_of(job, 0, 2));
+    }
+    assert_eq!(pass(&mut q, &[1, 2, 3]).len(), 3);
+    // New tasks: a one-core one (4) and two-core ones (5, 6) behind the blocked.
+    for (job, cores) in [(4, 1), (5, 2), (6, 2)] {
+        q.push_ready(pending_of(job, 0, cores));
+    }
+    q.wake_all();
+    // 1 fails; 2 and 3 miss before 4, which blocks in a new (sleeping) class;
+    // 5 and 6 are ready tasks, tried one by one; nothing is counted twice.
+    let seen = bulk_pass(&mut q, two);
+    assert_eq!(seen, vec![(1, 1), (0, 2), (4, 1), (5, 1), (6, 1)]);
+    assert_eq!((q.len(), q.ready_len()), (6, 0));
+    q.wake_all();
+    assert_eq!(
+        bulk_pass(&mut q, two),
+        vec![(1, 1), (0, 2), (4, 1), (0, 2)],
+        "the one-core class is no miss: it was not doomed"
+    );
+}
+
+#[test]
+fn misses_are_counted_with_one_queue_only_and_debts_are_paid_at_the_end() {
+    let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
+    // Two queues: each turn takes one task, so nothing in bulk.
+    let mut q = bulk_queues();
     for (job, queue) in [(1, 0), (2, 0), (3, 1)] {
         q.push_ready(pending_of(job, queue, 2));
     }
     assert_eq!(pass(&mut q, &[1, 2, 3]).len(), 3);
     q.wake_all();
     assert_eq!(bulk_pass(&mut q, two), vec![(3, 1), (1, 1), (2, 1)]);
-    // One queue: a run, and the debts paid by settle_all.
-    let mut q = Queues::default();
-    for job in [1, 2] {
+    // One queue: the first task tried, the others in bulk, the debts paid by
+    // settle_all.
+    let mut q = bulk_queues();
+    for job in [1, 2, 3] {
         q.push_ready(pending_of(job, 0, 2));
     }
-    assert_eq!(pass(&mut q, &[1, 2]).len(), 2);
+    assert_eq!(pass(&mut q, &[1, 2, 3]).len(), 3);
     for _ in 0..3 {
         q.wake_all();
-        assert_eq!(bulk_pass(&mut q, two), vec![(0, 2)]);
+        assert_eq!(bulk_pass(&mut q, two), vec![(1, 1), (0, 2)]);
     }
     let settled = q.settle_all();
     assert_eq!(
         settled,
-        vec![(TaskId::new(1, 0), 3), (TaskId::new(2, 0), 3)]
+        vec![(TaskId::new(2, 0), 3), (TaskId::new(3, 0), 3)]
     );
-    assert!(q.iter().all(|p| p.attempts == 3));
+    assert!(q.iter().all(|p| p.attempts == 3 || p.task.id.job.0 == 1));
     assert!(q.settle_all().is_empty(), "paid once");
 }
 
 #[test]
 fn a_cancelled_task_pays_its_debt_and_the_others_keep_theirs() {
     let two = (ConstraintSet::EMPTY, Resources::cores(2, 1));
-    let mut q = Queues::default();
+    let mut q = bulk_queues();
     for job in 1..=5 {
         q.push_ready(pending_of(job, 0, 2));
     }
     assert_eq!(pass(&mut q, &[1, 2, 3, 4, 5]).len(), 5);
-    // Two bulk passes: every task owes 2.
+    // Two bulk passes: 1 is tried each time, the others owe 2.
     for _ in 0..2 {
         q.wake_all();
-        assert_eq!(bulk_pass(&mut q, two), vec![(0, 5)]);
+        assert_eq!(bulk_pass(&mut q, two), vec![(1, 1), (0, 4)]);
     }
     // Job 3 leaves (cancelled): its debt paid, the others' unchanged.
     let gone = q.remove_job(common::JobId(3));
@@ -295,13 +328,10 @@ fn a_cancelled_task_pays_its_debt_and_the_others_keep_theirs() {
     assert_eq!(q.take_settled(), vec![(TaskId::new(3, 0), 2)]);
     // One more bulk pass, then a new task that owes nothing joins at the back.
     q.wake_all();
-    assert_eq!(bulk_pass(&mut q, two), vec![(0, 4)]);
+    assert_eq!(bulk_pass(&mut q, two), vec![(1, 1), (0, 3)]);
     q.push_ready(pending_of(6, 0, 2));
     assert_eq!(pass(&mut q, &[6]), vec![6]);
     let settled = q.settle_all();
-    let want: Vec<(TaskId, u32)> = [1, 2, 4, 5]
-        .iter()
-        .map(|&j| (TaskId::new(j, 0), 3))
-        .collect();
+    let want: Vec<(TaskId, u32)> = [2, 4, 5].iter().map(|&j| (TaskId::new(j, 0), 3)).collect();
     assert_eq!(settled, want);
 }
