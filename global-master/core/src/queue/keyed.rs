@@ -15,7 +15,7 @@ impl<V> Default for Keyed<V> {
 impl<V: Copy> Keyed<V> {
     /// The entries given, in any order (keys distinct).
     pub(super) fn from_unsorted(mut entries: Vec<(u64, V)>) -> Self {
-        entries.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         Keyed(entries)
     }
 

@@ -108,11 +108,7 @@ mod tests {
             let mut set = BTreeSet::new();
             for (op, key) in ops {
                 match op {
-                    0 => {
-                        if set.insert(key) {
-                            ranks.insert(key);
-                        }
-                    }
+                    0 if set.insert(key) => ranks.insert(key),
                     1 => proptest::prop_assert_eq!(ranks.remove(key), set.remove(&key)),
                     _ => {}
                 }
