@@ -207,9 +207,8 @@ impl Gangs {
         life: u64,
     ) -> GangEffects {
         let mut fx = GangEffects::default();
-        let release = |lm: LmId, job: JobId, generation: u32| {
-            gang_request(gm, life, lm, job, generation, GangOp::Release)
-        };
+        let release =
+            |lm: LmId, job: JobId, generation: u32| release_request(gm, life, lm, job, generation);
         let current = self
             .gangs
             .get(&answer.job)
@@ -491,14 +490,8 @@ impl Gangs {
         let mut fx = GangEffects::default();
         if let Phase::Reserving { parts, .. } | Phase::Committing { parts, .. } = &gang.phase {
             for &lm in parts.keys() {
-                fx.to_lms.push(gang_request(
-                    gm,
-                    life,
-                    lm,
-                    job,
-                    gang.generation,
-                    GangOp::Release,
-                ));
+                fx.to_lms
+                    .push(release_request(gm, life, lm, job, gang.generation));
             }
         }
         Some((gang.tasks.iter().map(|t| t.id).collect(), fx))
@@ -548,14 +541,8 @@ impl Gangs {
             }
         }
         for &lm in parts.keys().filter(|lm| Some(**lm) != except) {
-            fx.to_lms.push(gang_request(
-                gm,
-                life,
-                lm,
-                job,
-                gang.generation,
-                GangOp::Release,
-            ));
+            fx.to_lms
+                .push(release_request(gm, life, lm, job, gang.generation));
         }
         gang.why = format!("generation {}: {why}", gang.generation);
         gang.retry_pending = true;
@@ -601,4 +588,9 @@ fn gang_request(gm: GmId, life: u64, lm: LmId, job: JobId, generation: u32, op: 
         generation,
         op,
     })
+}
+
+/// The release of `generation`'s part at `lm`.
+fn release_request(gm: GmId, life: u64, lm: LmId, job: JobId, generation: u32) -> GmToLm {
+    gang_request(gm, life, lm, job, generation, GangOp::Release)
 }
