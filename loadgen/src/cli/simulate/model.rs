@@ -81,9 +81,11 @@ pub struct ModelArgs {
     /// When an LM sends its state to every GM: heartbeat (at heartbeats only, as the
     /// Megha simulator does), or changes (also after every answer to a GM and every
     /// task end, at most once per --publish-min-interval-ms, as the services' LM
-    /// does). Both piggyback the state on answers.
-    #[arg(long, value_enum, default_value_t = LmPublishMode::Heartbeat, value_name = "WHEN")]
-    pub lm_publish: LmPublishMode,
+    /// does). Both piggyback the state on answers [default: heartbeat; with
+    /// --cost-model: changes, since a calibrated model stands for the services;
+    /// megha3: heartbeat].
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub lm_publish: Option<LmPublishMode>,
     /// With --lm-publish changes: least time between two change-triggered
     /// publications, ms (the services' default: 5).
     #[arg(long, default_value_t = 5.0, value_name = "MS")]
@@ -242,13 +244,25 @@ impl ModelArgs {
         Ok(config)
     }
 
+    /// When LMs publish their state: the flag, else heartbeats under the megha3
+    /// preset (the peer's rule), else on change with a cost model (the services'
+    /// rule: a calibrated model predicts the services only with it; measured in
+    /// docs/simulator-performance.md), else heartbeats.
+    pub fn lm_publish_mode(&self) -> LmPublishMode {
+        self.lm_publish
+            .unwrap_or(match (self.megha3(), self.cost_model.is_some()) {
+                (false, true) => LmPublishMode::Changes,
+                _ => LmPublishMode::Heartbeat,
+            })
+    }
+
     /// The LM publication rule in effect (`--lm-publish`, `--publish-min-interval-ms`).
     pub fn lm_publish(&self) -> Result<sim::LmPublish> {
         let ms = self.publish_min_interval_ms;
         if !(ms.is_finite() && ms >= 0.0) {
             bail!("--publish-min-interval-ms must be a non-negative number of ms, not {ms}");
         }
-        Ok(match self.lm_publish {
+        Ok(match self.lm_publish_mode() {
             LmPublishMode::Heartbeat => sim::LmPublish::Heartbeat,
             LmPublishMode::Changes => sim::LmPublish::Changes {
                 min_interval: Micros::from_secs_f64(ms / 1000.0),

@@ -150,6 +150,24 @@ fn a_cost_model_file_sets_the_costs_and_the_network_delay_unless_the_flag_is_giv
 }
 
 #[test]
+fn a_cost_model_publishes_lm_state_on_change_unless_a_flag_or_the_preset_says_otherwise() {
+    let path = "costs.toml"; // never read: only the mode is asked for
+    let mode = |args: &[&str]| model(args).lm_publish_mode();
+    assert_eq!(mode(&[]), LmPublishMode::Heartbeat);
+    assert_eq!(mode(&["--cost-model", path]), LmPublishMode::Changes);
+    assert_eq!(
+        mode(&["--cost-model", path, "--lm-publish", "heartbeat"]),
+        LmPublishMode::Heartbeat
+    );
+    assert_eq!(
+        mode(&["--cost-model", path, "--preset", "megha3"]),
+        LmPublishMode::Heartbeat,
+        "the peer's simulator publishes at heartbeats only"
+    );
+    assert_eq!(mode(&["--lm-publish", "changes"]), LmPublishMode::Changes);
+}
+
+#[test]
 fn the_default_cost_model_charges_what_the_microsecond_model_did() {
     let c = sim::CostModel::default();
     // 2 us + ceil(words * 5 ns), and 10 us + 3 us per request + ceil(nodes * 5 ns).
