@@ -35,6 +35,14 @@ const JOBS: u32 = 400;
 /// Task sizes of the calibration jobs, in turn: passes of one to 48 decisions.
 const JOB_SIZES: [u32; 4] = [1, 4, 16, 48];
 
+/// Trace seconds between two calibration jobs. The run measures each job alone: the
+/// previous one has ended (0.1 s tasks) and the roles are idle when it arrives. At
+/// 0.1 s (a job every 2 ms at the speed-up of 50, 8,500 tasks/s) the roles of a busy
+/// 2-core machine fell behind and arrival to dispatch measured their backlog: 5.4 ms
+/// as `submit_ns` against 0.2-0.3 ms of arrival to launch in the validation runs
+/// with room, which the model then predicted 20x too slow (KS 0.70 on 80 nodes).
+const JOB_GAP_S: f64 = 1.0;
+
 /// Runs the embedded calibration (reports under DIR/embedded-calibration) and sets
 /// the costs it measures in `model`; `mailbox_ns` is the tight-loop actix hop.
 pub fn calibrate(dir: &Path, seed: u64, mailbox_ns: u64, model: &mut CostModel) -> Result<()> {
@@ -150,9 +158,8 @@ fn median(xs: &mut [f64]) -> f64 {
 }
 
 /// The embedded run: 400 jobs of 1, 4, 16, 48 tasks in turn (17 on average) of 0.1 s,
-/// one every 100 ms, on 2 GMs x 2 LMs x 20 one-core nodes (about 17 tasks running at
-/// a time: no task waits for room), at the embedded mode's default speed-up (50: a
-/// job every 2 ms, under a second).
+/// one every [`JOB_GAP_S`], on 2 GMs x 2 LMs x 20 one-core nodes (80: every job fits
+/// at once), at the embedded mode's default speed-up (50: a job every 20 ms, 8 s).
 fn run(dir: &Path, seed: u64) -> Result<std::path::PathBuf> {
     let dir = dir.join("embedded-calibration");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -161,7 +168,7 @@ fn run(dir: &Path, seed: u64) -> Result<std::path::PathBuf> {
         .map(|k| {
             let n = JOB_SIZES[k as usize % JOB_SIZES.len()];
             let durations = vec!["0.1"; n as usize].join(" ");
-            format!("{:.3} {n} 0.1 {durations}\n", f64::from(k) * 0.1)
+            format!("{:.3} {n} 0.1 {durations}\n", f64::from(k) * JOB_GAP_S)
         })
         .collect();
     std::fs::write(&trace, text).with_context(|| format!("cannot write {}", trace.display()))?;
