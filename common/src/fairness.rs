@@ -176,35 +176,40 @@ impl FairnessConfig {
         self.policy.share(usage, total) - self.share_of(id)
     }
 
-    /// The share `id` is entitled to now, given every queue's `usage` and the
-    /// queue `waiting` for room: its share; under the rule `lend_idle_shares`,
-    /// scaled up by the shares of the queues that use nothing (other than `id`
-    /// and `waiting`), which are lent to the others in proportion to their shares
-    /// (weighted max-min: a queue alone with work may grow into an idle queue's
-    /// share, and one with more work than its share takes from it). With every
-    /// queue in use, its share.
+    /// The share `id` is entitled to now, given every queue's `usage` of `total`
+    /// and the queue `waiting` for room: its share; under the rule
+    /// `lend_idle_shares`, plus its part of what the other queues leave unused.
+    /// A queue under its share (other than `id` and `waiting`) lends the part it
+    /// does not use (all of it when it uses nothing); the queues at or over their
+    /// share, `id` and `waiting` borrow it in proportion to their shares
+    /// (weighted max-min, one round: a queue alone with work may grow into the
+    /// room the others leave, and one with more work than its share takes from
+    /// it). With every queue at or over its share, its share.
     pub fn entitled(
         &self,
         id: QueueId,
         usage: &BTreeMap<QueueId, Resources>,
+        total: &Resources,
         waiting: QueueId,
     ) -> f64 {
         let share = self.share_of(id);
         if !self.rules.lend_idle_shares {
             return share;
         }
-        let in_use = |q: &QueueSpec| {
-            q.id == id || q.id == waiting || usage.get(&q.id).is_some_and(|u| !u.is_zero())
-        };
-        let all: f64 = self.queues.iter().map(|q| q.share).sum();
-        let active: f64 = self
-            .queues
-            .iter()
-            .filter(|q| in_use(q))
-            .map(|q| q.share)
-            .sum();
-        if active > 0.0 {
-            share * all / active
+        let mut lent = 0.0;
+        let mut borrowers = 0.0;
+        for q in &self.queues {
+            let used = usage
+                .get(&q.id)
+                .map_or(0.0, |u| self.policy.share(u, total));
+            if q.id != id && q.id != waiting && used < q.share {
+                lent += q.share - used;
+            } else {
+                borrowers += q.share;
+            }
+        }
+        if borrowers > 0.0 {
+            share + lent * share / borrowers
         } else {
             share
         }
@@ -221,7 +226,7 @@ impl FairnessConfig {
         waiting: QueueId,
     ) -> f64 {
         let used = usage.get(&id).copied().unwrap_or_default();
-        self.policy.share(&used, total) - self.entitled(id, usage, waiting)
+        self.policy.share(&used, total) - self.entitled(id, usage, total, waiting)
     }
 }
 

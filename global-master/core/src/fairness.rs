@@ -73,7 +73,25 @@ pub struct Fairness {
     /// Requests an LM holds for room (answered `held`), awaiting their final
     /// answer, with their task's queue and resources (counted as that queue's
     /// usage meanwhile: a claim is room the queue will get).
-    held: Vec<(LmId, TaskId, QueueId, Resources)>,
+    held: Vec<HeldClaim>,
+}
+
+/// How long after a held request's hold should have ended (by this GM's clock:
+/// the hold counted from the `held` answer) the GM still waits for its final
+/// answer before it forgets the claim and may ask again: the LM answers at the
+/// hold's end, so only an LM that died or restarted, or a link down this long,
+/// leaves a claim unanswered so late.
+pub const HELD_ANSWER_MARGIN: Micros = Micros(30_000_000);
+
+/// A request an LM holds for this GM: the LM, the task, the claim (its queue and
+/// resources) and when this GM stops waiting for the final answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldClaim {
+    pub lm: LmId,
+    pub task: TaskId,
+    pub queue: QueueId,
+    pub resources: Resources,
+    pub expires: Micros,
 }
 
 impl Fairness {
@@ -165,39 +183,70 @@ impl Fairness {
         self.slot_waiters.push_back(pending);
     }
 
-    /// `lm` holds this GM's request for `task`, a claim of `queue` on these
-    /// resources.
-    pub fn held(&mut self, lm: LmId, task: TaskId, (queue, resources): (QueueId, Resources)) {
-        if !self.held.iter().any(|h| (h.0, h.1) == (lm, task)) {
-            self.held.push((lm, task, queue, resources));
-            self.usage_cache = None;
+    /// `lm` holds, since `now`, this GM's request for `task`, a claim of `queue`
+    /// on these resources. The GM waits for the final answer until the hold (the
+    /// rules' `hold`, from `now`) plus [`HELD_ANSWER_MARGIN`] is over.
+    pub fn held(
+        &mut self,
+        now: Micros,
+        lm: LmId,
+        task: TaskId,
+        (queue, resources): (QueueId, Resources),
+    ) {
+        if self.held.iter().any(|h| (h.lm, h.task) == (lm, task)) {
+            return;
         }
+        let hold = self.config.as_ref().map_or(Micros::ZERO, |f| f.rules.hold);
+        self.held.push(HeldClaim {
+            lm,
+            task,
+            queue,
+            resources,
+            expires: now + hold + HELD_ANSWER_MARGIN,
+        });
+        self.usage_cache = None;
     }
 
     /// `lm` gave its final answer to the request for `task` (or never will).
-    pub fn answered(&mut self, lm: LmId, task: TaskId) {
+    /// False if no such claim was held.
+    pub fn answered(&mut self, lm: LmId, task: TaskId) -> bool {
         let before = self.held.len();
-        self.held.retain(|h| (h.0, h.1) != (lm, task));
-        if self.held.len() != before {
+        self.held.retain(|h| (h.lm, h.task) != (lm, task));
+        let found = self.held.len() != before;
+        if found {
             self.usage_cache = None;
         }
+        found
     }
 
     /// The tasks whose requests `lm` holds.
     pub fn held_at(&self, lm: LmId) -> Vec<TaskId> {
         (self.held.iter())
-            .filter(|h| h.0 == lm)
-            .map(|h| h.1)
+            .filter(|h| h.lm == lm)
+            .map(|h| h.task)
             .collect()
+    }
+
+    /// The held requests whose final answer is overdue at `now` (LM, task).
+    pub fn held_expired(&self, now: Micros) -> Vec<(LmId, TaskId)> {
+        (self.held.iter())
+            .filter(|h| h.expires <= now)
+            .map(|h| (h.lm, h.task))
+            .collect()
+    }
+
+    /// When the first held request's final answer becomes overdue.
+    pub fn next_held_expiry(&self) -> Option<Micros> {
+        self.held.iter().map(|h| h.expires).min()
     }
 
     /// Usage per queue over the view, with the claims of held requests, and the
     /// total capacity.
-    fn usage(lms: &[Option<LmView>], held: &[(LmId, TaskId, QueueId, Resources)]) -> Usage {
+    fn usage(lms: &[Option<LmView>], held: &[HeldClaim]) -> Usage {
         let (mut usage, total) = usage_view(lms);
-        for (_, _, queue, resources) in held {
-            let u = usage.entry(*queue).or_default();
-            *u = u.add(resources);
+        for h in held {
+            let u = usage.entry(h.queue).or_default();
+            *u = u.add(&h.resources);
         }
         (usage, total)
     }
@@ -271,7 +320,7 @@ pub fn contention(
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    let share = fairness.entitled(queue, usage, queue);
+    let share = fairness.entitled(queue, usage, &total, queue);
     if fairness.policy.share(&used(queue), &total) >= share
         || (fairness.rules.within_share_after
             && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
