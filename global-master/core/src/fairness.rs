@@ -74,6 +74,9 @@ pub struct Fairness {
     /// answer, with their task's queue and resources (counted as that queue's
     /// usage meanwhile: a claim is room the queue will get).
     held: Vec<HeldClaim>,
+    /// This GM's queues with tasks waiting (as of the pass): they want room, so
+    /// they lend none of their share ([`FairnessConfig::entitled`]).
+    wanting: Vec<QueueId>,
 }
 
 /// How long after a held request's hold should have ended (by this GM's clock:
@@ -103,6 +106,7 @@ impl Fairness {
             in_flight: vec![false; lms],
             slot_waiters: VecDeque::new(),
             held: Vec::new(),
+            wanting: Vec::new(),
         }
     }
 
@@ -123,7 +127,15 @@ impl Fairness {
                 || refusals.contains(&(lm, victim, None))
                 || refusals.contains(&(lm, victim, Some(shape)))
         };
-        contention(f, lms, usage, (queue, shape.1), &refused, &self.in_flight)
+        let wanting = &self.wanting;
+        let want = |q: QueueId| q == queue || wanting.contains(&q);
+        contention(f, lms, usage, (queue, shape.1), &want, &refused, &self.in_flight)
+    }
+
+    /// This GM's queues with tasks waiting now (at the start of a pass).
+    pub fn set_wanting(&mut self, queues: impl Iterator<Item = QueueId>) {
+        self.wanting.clear();
+        self.wanting.extend(queues);
     }
 
     /// For a task of a preempting priority class that found no room: the LM where
@@ -160,12 +172,14 @@ impl Fairness {
         };
         let held = &self.held;
         let (usage, total) = (self.usage_cache).get_or_insert_with(|| Fairness::usage(lms, held));
-        if f.entitled_violation(queue, usage, total, queue) >= 0.0 {
+        let wanting = &self.wanting;
+        let want = |q: QueueId| q == queue || wanting.contains(&q);
+        if f.entitled_violation(queue, usage, total, &want) >= 0.0 {
             return false;
         }
         usage
             .keys()
-            .any(|q| *q != queue && f.entitled_violation(*q, usage, total, queue) > 0.0)
+            .any(|q| *q != queue && f.entitled_violation(*q, usage, total, &want) > 0.0)
     }
 
     /// How long a task that could preempt first waits for room to free by itself.
@@ -307,20 +321,21 @@ impl Fairness {
 
 /// Algorithm 2's choice for a task of `queue` asking for `request` that found no
 /// room. `usage` and `total` come from [`usage_view`]. Shares are the ones the
-/// queues are entitled to now ([`FairnessConfig::entitled`]: with idle shares
-/// lent). Under the rule `within_share_after`, a task whose queue would be over
+/// queues are entitled to now ([`FairnessConfig::entitled`]: with the unused
+/// part of shares lent, by the queues that do not `want` room). Under the rule `within_share_after`, a task whose queue would be over
 /// its share once it runs waits too (it would be the next victim).
 pub fn contention(
     fairness: &FairnessConfig,
     lms: &[Option<LmView>],
     (usage, total): &(BTreeMap<QueueId, Resources>, Resources),
     (queue, request): (QueueId, Resources),
+    want: &dyn Fn(QueueId) -> bool,
     refused: &dyn Fn(LmId, QueueId) -> bool,
     busy: &[bool],
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    let share = fairness.entitled(queue, usage, &total, queue);
+    let share = fairness.entitled(queue, usage, &total, want);
     if fairness.policy.share(&used(queue), &total) >= share
         || (fairness.rules.within_share_after
             && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
@@ -330,7 +345,7 @@ pub fn contention(
     let mut victims: Vec<(f64, QueueId)> = usage
         .keys()
         .filter(|q| **q != queue)
-        .map(|q| (fairness.entitled_violation(*q, usage, &total, queue), *q))
+        .map(|q| (fairness.entitled_violation(*q, usage, &total, want), *q))
         .filter(|(v, _)| *v > 0.0)
         .collect();
     // Largest violation first; ties by queue id for determinism.
