@@ -9,6 +9,7 @@
 use common::cluster::ClusterSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::fairness::{FairnessConfig, SharePolicy};
+use common::preemption::PreemptionRules;
 use common::reasons::PendingReason;
 use common::{JobId, Micros, QueueId, Resources, TaskId, TaskSpec};
 use loadgen::cli::replay::in_actix_system;
@@ -80,10 +81,21 @@ fn count(events: &[TaskEvent], task: TaskId, kind: fn(&TaskEventKind) -> bool) -
         .count()
 }
 
+/// Queue shares without the preemption hold: an immediate kill (Algorithm 2).
+fn no_hold(spec: &str) -> FairnessConfig {
+    let rules = PreemptionRules {
+        hold: Micros::ZERO,
+        ..PreemptionRules::default()
+    };
+    FairnessConfig::parse(spec, SharePolicy::Drf, 2)
+        .expect("queues")
+        .with_rules(rules)
+}
+
 #[test]
 fn a_queue_under_its_share_preempts_the_queue_over_it() {
     // 2 GMs, 1 LM, 2 nodes per partition: 4 one-core nodes.
-    let fairness = FairnessConfig::parse("a:0.5:0,b:0.5:1", SharePolicy::Drf, 2).expect("queues");
+    let fairness = no_hold("a:0.5:0,b:0.5:1");
     let cfg = EmbeddedConfig {
         fairness: Some(Arc::new(fairness)),
         ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
@@ -172,7 +184,7 @@ fn a_queue_under_its_share_preempts_the_queue_over_it() {
 /// ends before the next starts, and the report counts one preemption per kill.
 #[test]
 fn the_sample_trace_with_queues_runs_every_task_to_the_end() {
-    let fairness = FairnessConfig::parse("a:0.3:0,b:0.7:1", SharePolicy::Drf, 2).expect("queues");
+    let fairness = no_hold("a:0.3:0,b:0.7:1");
     let trace =
         read_all(TrReader::open(&workspace_root().join("data/traces/YH_small.tr")).expect("trace"))
             .expect("trace parses");
