@@ -129,7 +129,15 @@ impl Fairness {
         };
         let wanting = &self.wanting;
         let want = |q: QueueId| q == queue || wanting.contains(&q);
-        contention(f, lms, usage, (queue, shape.1), &want, &refused, &self.in_flight)
+        contention(
+            f,
+            lms,
+            usage,
+            (queue, shape.1),
+            &want,
+            &refused,
+            &self.in_flight,
+        )
     }
 
     /// This GM's queues with tasks waiting now (at the start of a pass).

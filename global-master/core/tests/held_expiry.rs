@@ -108,7 +108,11 @@ fn a_held_request_never_answered_expires_and_the_task_asks_again() {
     let at = Micros::from_secs(10);
     let out = held_request(&mut lm, &mut gm1, at);
     let expires = at + HOLD + HELD_ANSWER_MARGIN;
-    assert_eq!(out.next_wakeup, Some(expires), "a tick when the claim expires");
+    assert_eq!(
+        out.next_wakeup,
+        Some(expires),
+        "a tick when the claim expires"
+    );
     assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0));
     // The LM dies: no final answer. Until the expiry, the GM keeps waiting.
     let out = gm1.step(expires - Micros(1), GmInput::Tick);
@@ -146,7 +150,10 @@ fn a_final_answer_after_the_expiry_takes_a_launched_task_out_of_the_queue() {
     let expires = at + HOLD + HELD_ANSWER_MARGIN;
     gm1.step(expires, GmInput::Tick);
     assert_eq!(gm1.ready_len(), 1);
-    gm1.step(expires + Micros(1), GmInput::Lm(LmToGm::PreemptAnswer(answer)));
+    gm1.step(
+        expires + Micros(1),
+        GmInput::Lm(LmToGm::PreemptAnswer(answer)),
+    );
     assert_eq!(gm1.stats().held_answers_late, 1);
     assert_eq!(
         (gm1.outstanding(), gm1.ready_len()),
