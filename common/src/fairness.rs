@@ -308,7 +308,10 @@ mod tests {
             [(a, Resources::cores(60, 1)), (b, Resources::cores(25, 1))].into();
         assert!((c.entitled(b, &idle, &total, &|w| w == b) - 0.25 / 0.35).abs() < 1e-9);
         // Off: the static share.
-        let off = c.clone().with_rules(Default::default());
+        let off = c.clone().with_rules(crate::preemption::PreemptionRules {
+            lend_idle_shares: false,
+            ..Default::default()
+        });
         assert_eq!(off.entitled(b, &usage, &total, &|w| w == b), 0.25);
         // A queue known to want room (waiting at the deciding GM) lends nothing.
         let both = |w| w == b || w == d;
