@@ -176,52 +176,58 @@ impl FairnessConfig {
         self.policy.share(usage, total) - self.share_of(id)
     }
 
-    /// The share `id` is entitled to now, given every queue's `usage` and the
-    /// queue `waiting` for room: its share; under the rule `lend_idle_shares`,
-    /// scaled up by the shares of the queues that use nothing (other than `id`
-    /// and `waiting`), which are lent to the others in proportion to their shares
-    /// (weighted max-min: a queue alone with work may grow into an idle queue's
-    /// share, and one with more work than its share takes from it). With every
-    /// queue in use, its share.
+    /// The share `id` is entitled to now, given every queue's `usage` of `total`
+    /// and the queues known to `want` room (the one a task waits in, and the
+    /// deciding GM's queues with tasks waiting): its share; under the rule
+    /// `lend_idle_shares`, plus its part of what the other queues leave unused.
+    /// A queue under its share (other than `id` and those that want room) lends
+    /// the part it does not use (all of it when it uses nothing); the others
+    /// borrow it in proportion to their shares
+    /// (weighted max-min, one round: a queue alone with work may grow into the
+    /// room the others leave, and one with more work than its share takes from
+    /// it). With every queue at or over its share, its share.
     pub fn entitled(
         &self,
         id: QueueId,
         usage: &BTreeMap<QueueId, Resources>,
-        waiting: QueueId,
+        total: &Resources,
+        want: &dyn Fn(QueueId) -> bool,
     ) -> f64 {
         let share = self.share_of(id);
         if !self.rules.lend_idle_shares {
             return share;
         }
-        let in_use = |q: &QueueSpec| {
-            q.id == id || q.id == waiting || usage.get(&q.id).is_some_and(|u| !u.is_zero())
-        };
-        let all: f64 = self.queues.iter().map(|q| q.share).sum();
-        let active: f64 = self
-            .queues
-            .iter()
-            .filter(|q| in_use(q))
-            .map(|q| q.share)
-            .sum();
-        if active > 0.0 {
-            share * all / active
+        let mut lent = 0.0;
+        let mut borrowers = 0.0;
+        for q in &self.queues {
+            let used = usage
+                .get(&q.id)
+                .map_or(0.0, |u| self.policy.share(u, total));
+            if q.id != id && !want(q.id) && used < q.share {
+                lent += q.share - used;
+            } else {
+                borrowers += q.share;
+            }
+        }
+        if borrowers > 0.0 {
+            share + lent * share / borrowers
         } else {
             share
         }
     }
 
-    /// How far a queue's usage exceeds the share it is entitled to now, with
-    /// `waiting` in want of room ([`FairnessConfig::entitled`]; negative when
+    /// How far a queue's usage exceeds the share it is entitled to now, with the
+    /// queues that `want` room ([`FairnessConfig::entitled`]; negative when
     /// under).
     pub fn entitled_violation(
         &self,
         id: QueueId,
         usage: &BTreeMap<QueueId, Resources>,
         total: &Resources,
-        waiting: QueueId,
+        want: &dyn Fn(QueueId) -> bool,
     ) -> f64 {
         let used = usage.get(&id).copied().unwrap_or_default();
-        self.policy.share(&used, total) - self.entitled(id, usage, waiting)
+        self.policy.share(&used, total) - self.entitled(id, usage, total, want)
     }
 }
 
@@ -268,6 +274,48 @@ mod tests {
             ..c
         };
         assert!((cpu.violation(QueueId(0), &usage, &total) + 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_unused_part_of_shares_is_lent_in_proportion_to_the_borrowers_shares() {
+        let rules = crate::preemption::PreemptionRules {
+            lend_idle_shares: true,
+            ..Default::default()
+        };
+        let c = FairnessConfig::parse("a:0.1:0,b:0.25:0,c:0.15:0,d:0.5:0", SharePolicy::Cpu, 1)
+            .unwrap()
+            .with_rules(rules);
+        let total = Resources::cores(100, 100);
+        let usage: BTreeMap<QueueId, Resources> = [
+            (QueueId(0), Resources::cores(40, 1)),
+            (QueueId(1), Resources::cores(25, 1)),
+            (QueueId(2), Resources::cores(15, 1)),
+            (QueueId(3), Resources::cores(20, 1)),
+        ]
+        .into();
+        let (a, b, c_, d) = (QueueId(0), QueueId(1), QueueId(2), QueueId(3));
+        // d uses 0.2 of its 0.5: its 0.3 goes to a, b and c (0.5 of shares).
+        let entitled = |q, waiting: QueueId| c.entitled(q, &usage, &total, &|w| w == waiting);
+        assert!((entitled(b, b) - (0.25 + 0.3 * 0.25 / 0.5)).abs() < 1e-9);
+        assert!((entitled(a, b) - (0.1 + 0.3 * 0.1 / 0.5)).abs() < 1e-9);
+        // a at 0.4 is over 0.16: b may preempt it.
+        assert!(c.entitled_violation(a, &usage, &total, &|w| w == b) > 0.2);
+        // With d waiting, nothing is lent: every queue is at its share or in want.
+        assert!((entitled(b, d) - 0.25).abs() < 1e-9);
+        assert!((entitled(c_, d) - 0.15).abs() < 1e-9);
+        // A queue that uses nothing lends all of its share.
+        let idle: BTreeMap<QueueId, Resources> =
+            [(a, Resources::cores(60, 1)), (b, Resources::cores(25, 1))].into();
+        assert!((c.entitled(b, &idle, &total, &|w| w == b) - 0.25 / 0.35).abs() < 1e-9);
+        // Off: the static share.
+        let off = c.clone().with_rules(crate::preemption::PreemptionRules {
+            lend_idle_shares: false,
+            ..Default::default()
+        });
+        assert_eq!(off.entitled(b, &usage, &total, &|w| w == b), 0.25);
+        // A queue known to want room (waiting at the deciding GM) lends nothing.
+        let both = |w| w == b || w == d;
+        assert!((c.entitled(b, &usage, &total, &both) - 0.25).abs() < 1e-9);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use common::cluster::ClusterSpec;
 use common::events::{TaskEvent, TaskEventKind};
 use common::fairness::{FairnessConfig, SharePolicy};
+use common::preemption::PreemptionRules;
 use common::reasons::PendingReason;
 use common::{JobId, Micros, QueueId, Resources, TaskId, TaskSpec};
 use loadgen::cli::replay::in_actix_system;
@@ -80,10 +81,21 @@ fn count(events: &[TaskEvent], task: TaskId, kind: fn(&TaskEventKind) -> bool) -
         .count()
 }
 
+/// Queue shares without the preemption hold: an immediate kill (Algorithm 2).
+fn no_hold(spec: &str) -> FairnessConfig {
+    let rules = PreemptionRules {
+        hold: Micros::ZERO,
+        ..PreemptionRules::default()
+    };
+    FairnessConfig::parse(spec, SharePolicy::Drf, 2)
+        .expect("queues")
+        .with_rules(rules)
+}
+
 #[test]
 fn a_queue_under_its_share_preempts_the_queue_over_it() {
     // 2 GMs, 1 LM, 2 nodes per partition: 4 one-core nodes.
-    let fairness = FairnessConfig::parse("a:0.5:0,b:0.5:1", SharePolicy::Drf, 2).expect("queues");
+    let fairness = no_hold("a:0.5:0,b:0.5:1");
     let cfg = EmbeddedConfig {
         fairness: Some(Arc::new(fairness)),
         ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
@@ -167,12 +179,126 @@ fn a_queue_under_its_share_preempts_the_queue_over_it() {
     assert_no_overlapping_runs(&events);
 }
 
+/// Queue shares with a preemption hold of `hold`.
+fn held(spec: &str, hold: Micros) -> FairnessConfig {
+    no_hold(spec).with_rules(PreemptionRules {
+        hold,
+        ..PreemptionRules::default()
+    })
+}
+
+/// The first start (or finish) of `task` among `events`.
+fn first_at(events: &[TaskEvent], task: TaskId, kind: fn(&TaskEventKind) -> bool) -> Micros {
+    (events.iter())
+        .find(|e| e.task == task && kind(&e.kind))
+        .map(|e| e.at)
+        .unwrap_or_else(|| panic!("{task}: no such event in {events:#?}"))
+}
+
+/// With the hold (the default rules), a held request over the services: `a`
+/// fills the 4 nodes and has 4 more tasks waiting at its GM; `b`'s task asks to
+/// preempt and the LM holds it. The first `a` task that ends frees a node: it goes
+/// to `b`'s task, with no kill, before any of `a`'s waiting tasks.
+#[test]
+fn a_held_request_gets_the_first_room_that_frees_with_no_kill() {
+    let fairness = held("a:0.5:0,b:0.5:1", Micros::from_secs(60));
+    let cfg = EmbeddedConfig {
+        fairness: Some(Arc::new(fairness)),
+        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
+    };
+    let jobs = vec![
+        job(0, 0, 8, Micros::from_millis(1000), 0),
+        job(1, 300, 1, Micros::from_millis(300), 1),
+    ];
+    let (result, events) = run(&cfg, &jobs, 1.0);
+    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
+    let preempted = |k: &TaskEventKind| matches!(k, TaskEventKind::Preempted { .. });
+    assert!(!events.iter().any(|e| preempted(&e.kind)), "{events:#?}");
+    assert_eq!(result.outcome.counters.preemptions, 0);
+    let started = |k: &TaskEventKind| matches!(k, TaskEventKind::Started { .. });
+    let finished = |k: &TaskEventKind| matches!(k, TaskEventKind::Finished { .. });
+    let (a, b) = (first_job(&events, 0), first_job(&events, 1));
+    let b_task = TaskId { job: b, index: 0 };
+    let b_start = first_at(&events, b_task, started);
+    let a_tasks = (0..8).map(|index| TaskId { job: a, index });
+    let a_starts: Vec<Micros> = a_tasks
+        .clone()
+        .map(|t| first_at(&events, t, started))
+        .collect();
+    let first_end = (a_tasks
+        .clone()
+        .map(|t| first_at(&events, t, finished))
+        .min())
+    .expect("a");
+    assert!(b_start >= first_end, "b took room that freed: {events:#?}");
+    let mut later: Vec<Micros> = a_starts.into_iter().filter(|s| *s > first_end).collect();
+    later.sort();
+    assert_eq!(later.len(), 4, "a's last 4 tasks waited: {events:#?}");
+    assert!(b_start <= later[0], "b's held task went first: {events:#?}");
+    assert_eq!(count(&events, b_task, started), 1);
+    assert_no_overlapping_runs(&events);
+}
+
+/// A hold that nothing serves ends in a kill: `a`'s tasks run long, `b`'s held
+/// request preempts one of them once its (short) hold is over, well before any
+/// of `a`'s tasks ends.
+#[test]
+fn a_held_request_that_no_room_serves_kills_after_the_hold() {
+    let fairness = held("a:0.5:0,b:0.5:1", Micros::from_millis(500));
+    let cfg = EmbeddedConfig {
+        fairness: Some(Arc::new(fairness)),
+        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
+    };
+    let jobs = vec![
+        job(0, 0, 4, Micros::from_millis(4000), 0),
+        job(1, 300, 1, Micros::from_millis(300), 1),
+    ];
+    let (result, events) = run(&cfg, &jobs, 1.0);
+    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
+    assert!(
+        result.started_twice.is_empty(),
+        "{:?}",
+        result.started_twice
+    );
+    let preempted: Vec<&TaskEvent> = (events.iter())
+        .filter(|e| matches!(e.kind, TaskEventKind::Preempted { .. }))
+        .collect();
+    assert_eq!(preempted.len(), 1, "{events:#?}");
+    let started = |k: &TaskEventKind| matches!(k, TaskEventKind::Started { .. });
+    let finished = |k: &TaskEventKind| matches!(k, TaskEventKind::Finished { .. });
+    let (a, b) = (first_job(&events, 0), first_job(&events, 1));
+    let b_task = TaskId { job: b, index: 0 };
+    let b_queued = (events.iter())
+        .find(|e| e.task == b_task && matches!(e.kind, TaskEventKind::Queued { .. }))
+        .expect("b queued")
+        .at;
+    let b_start = first_at(&events, b_task, started);
+    assert!(
+        b_start >= b_queued + Micros::from_millis(500),
+        "b's task waited out the hold before the kill: {events:#?}"
+    );
+    let first_a_end = ((0..4).map(|index| first_at(&events, TaskId { job: a, index }, finished)))
+        .min()
+        .expect("a");
+    assert!(
+        b_start < first_a_end,
+        "b killed for, not waiting: {events:#?}"
+    );
+    assert_eq!(preempted[0].task.job, a);
+    assert_no_overlapping_runs(&events);
+}
+
 /// The sample trace with two queues on two GMs (embedded): contention makes queues
 /// preempt each other; every task still finishes exactly once, each run of a node
 /// ends before the next starts, and the report counts one preemption per kill.
 #[test]
 fn the_sample_trace_with_queues_runs_every_task_to_the_end() {
-    let fairness = FairnessConfig::parse("a:0.3:0,b:0.7:1", SharePolicy::Drf, 2).expect("queues");
+    let fairness = no_hold("a:0.3:0,b:0.7:1");
     let trace =
         read_all(TrReader::open(&workspace_root().join("data/traces/YH_small.tr")).expect("trace"))
             .expect("trace parses");

@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::procs::{get_json, replay_sample_trace, submit_tasks, wait_until, LoopbackCluster};
+use tests::procs::{
+    get_json, replay_sample_trace, submit_tasks, wait_until, LoopbackCluster, RoleArgs,
+};
 
 /// Submits one job; returns its id.
 fn submit(gm: &str, queue: &str, tasks: usize, duration_ms: u64) -> u64 {
@@ -30,7 +32,15 @@ fn tasks_of(gm: &str, job: u64, n: u32) -> Vec<serde_json::Value> {
 fn preemption_over_http_between_processes() {
     let broker = require_rabbitmq();
     let dir = std::env::temp_dir().join(format!("megha-loopback-fair-{}", std::process::id()));
-    let mut cluster = LoopbackCluster::start_with_queues(
+    // No preemption hold (GMs and LMs alike): this follows Algorithm 2's
+    // immediate kill; `services_fairness.rs` serves a held request.
+    let no_hold = || vec!["--preempt-hold-s".to_owned(), "0".to_owned()];
+    let extra = RoleArgs {
+        gm: no_hold(),
+        lm: no_hold(),
+        ..RoleArgs::default()
+    };
+    let mut cluster = LoopbackCluster::start_with_args(
         2,
         1,
         2,
@@ -38,6 +48,7 @@ fn preemption_over_http_between_processes() {
         &broker.url,
         &dir.join("logs"),
         &["a:0.5:0", "b:0.5:1"],
+        &extra,
     );
     let (gm0, gm1) = (cluster.gms[0].url.clone(), cluster.gms[1].url.clone());
     // Each GM reports the cluster it sees (what `loadgen replay` reads for its

@@ -73,7 +73,28 @@ pub struct Fairness {
     /// Requests an LM holds for room (answered `held`), awaiting their final
     /// answer, with their task's queue and resources (counted as that queue's
     /// usage meanwhile: a claim is room the queue will get).
-    held: Vec<(LmId, TaskId, QueueId, Resources)>,
+    held: Vec<HeldClaim>,
+    /// This GM's queues with tasks waiting (as of the pass): they want room, so
+    /// they lend none of their share ([`FairnessConfig::entitled`]).
+    wanting: Vec<QueueId>,
+}
+
+/// How long after a held request's hold should have ended (by this GM's clock:
+/// the hold counted from the `held` answer) the GM still waits for its final
+/// answer before it forgets the claim and may ask again: the LM answers at the
+/// hold's end, so only an LM that died or restarted, or a link down this long,
+/// leaves a claim unanswered so late.
+pub const HELD_ANSWER_MARGIN: Micros = Micros(300_000_000);
+
+/// A request an LM holds for this GM: the LM, the task, the claim (its queue and
+/// resources) and when this GM stops waiting for the final answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeldClaim {
+    pub lm: LmId,
+    pub task: TaskId,
+    pub queue: QueueId,
+    pub resources: Resources,
+    pub expires: Micros,
 }
 
 impl Fairness {
@@ -85,6 +106,7 @@ impl Fairness {
             in_flight: vec![false; lms],
             slot_waiters: VecDeque::new(),
             held: Vec::new(),
+            wanting: Vec::new(),
         }
     }
 
@@ -105,7 +127,23 @@ impl Fairness {
                 || refusals.contains(&(lm, victim, None))
                 || refusals.contains(&(lm, victim, Some(shape)))
         };
-        contention(f, lms, usage, (queue, shape.1), &refused, &self.in_flight)
+        let wanting = &self.wanting;
+        let want = |q: QueueId| q == queue || wanting.contains(&q);
+        contention(
+            f,
+            lms,
+            usage,
+            (queue, shape.1),
+            &want,
+            &refused,
+            &self.in_flight,
+        )
+    }
+
+    /// This GM's queues with tasks waiting now (at the start of a pass).
+    pub fn set_wanting(&mut self, queues: impl Iterator<Item = QueueId>) {
+        self.wanting.clear();
+        self.wanting.extend(queues);
     }
 
     /// For a task of a preempting priority class that found no room: the LM where
@@ -142,12 +180,14 @@ impl Fairness {
         };
         let held = &self.held;
         let (usage, total) = (self.usage_cache).get_or_insert_with(|| Fairness::usage(lms, held));
-        if f.entitled_violation(queue, usage, total, queue) >= 0.0 {
+        let wanting = &self.wanting;
+        let want = |q: QueueId| q == queue || wanting.contains(&q);
+        if f.entitled_violation(queue, usage, total, &want) >= 0.0 {
             return false;
         }
         usage
             .keys()
-            .any(|q| *q != queue && f.entitled_violation(*q, usage, total, queue) > 0.0)
+            .any(|q| *q != queue && f.entitled_violation(*q, usage, total, &want) > 0.0)
     }
 
     /// How long a task that could preempt first waits for room to free by itself.
@@ -165,39 +205,70 @@ impl Fairness {
         self.slot_waiters.push_back(pending);
     }
 
-    /// `lm` holds this GM's request for `task`, a claim of `queue` on these
-    /// resources.
-    pub fn held(&mut self, lm: LmId, task: TaskId, (queue, resources): (QueueId, Resources)) {
-        if !self.held.iter().any(|h| (h.0, h.1) == (lm, task)) {
-            self.held.push((lm, task, queue, resources));
-            self.usage_cache = None;
+    /// `lm` holds, since `now`, this GM's request for `task`, a claim of `queue`
+    /// on these resources. The GM waits for the final answer until the hold (the
+    /// rules' `hold`, from `now`) plus [`HELD_ANSWER_MARGIN`] is over.
+    pub fn held(
+        &mut self,
+        now: Micros,
+        lm: LmId,
+        task: TaskId,
+        (queue, resources): (QueueId, Resources),
+    ) {
+        if self.held.iter().any(|h| (h.lm, h.task) == (lm, task)) {
+            return;
         }
+        let hold = self.config.as_ref().map_or(Micros::ZERO, |f| f.rules.hold);
+        self.held.push(HeldClaim {
+            lm,
+            task,
+            queue,
+            resources,
+            expires: now + hold + HELD_ANSWER_MARGIN,
+        });
+        self.usage_cache = None;
     }
 
     /// `lm` gave its final answer to the request for `task` (or never will).
-    pub fn answered(&mut self, lm: LmId, task: TaskId) {
+    /// False if no such claim was held.
+    pub fn answered(&mut self, lm: LmId, task: TaskId) -> bool {
         let before = self.held.len();
-        self.held.retain(|h| (h.0, h.1) != (lm, task));
-        if self.held.len() != before {
+        self.held.retain(|h| (h.lm, h.task) != (lm, task));
+        let found = self.held.len() != before;
+        if found {
             self.usage_cache = None;
         }
+        found
     }
 
     /// The tasks whose requests `lm` holds.
     pub fn held_at(&self, lm: LmId) -> Vec<TaskId> {
         (self.held.iter())
-            .filter(|h| h.0 == lm)
-            .map(|h| h.1)
+            .filter(|h| h.lm == lm)
+            .map(|h| h.task)
             .collect()
+    }
+
+    /// The held requests whose final answer is overdue at `now` (LM, task).
+    pub fn held_expired(&self, now: Micros) -> Vec<(LmId, TaskId)> {
+        (self.held.iter())
+            .filter(|h| h.expires <= now)
+            .map(|h| (h.lm, h.task))
+            .collect()
+    }
+
+    /// When the first held request's final answer becomes overdue.
+    pub fn next_held_expiry(&self) -> Option<Micros> {
+        self.held.iter().map(|h| h.expires).min()
     }
 
     /// Usage per queue over the view, with the claims of held requests, and the
     /// total capacity.
-    fn usage(lms: &[Option<LmView>], held: &[(LmId, TaskId, QueueId, Resources)]) -> Usage {
+    fn usage(lms: &[Option<LmView>], held: &[HeldClaim]) -> Usage {
         let (mut usage, total) = usage_view(lms);
-        for (_, _, queue, resources) in held {
-            let u = usage.entry(*queue).or_default();
-            *u = u.add(resources);
+        for h in held {
+            let u = usage.entry(h.queue).or_default();
+            *u = u.add(&h.resources);
         }
         (usage, total)
     }
@@ -258,20 +329,21 @@ impl Fairness {
 
 /// Algorithm 2's choice for a task of `queue` asking for `request` that found no
 /// room. `usage` and `total` come from [`usage_view`]. Shares are the ones the
-/// queues are entitled to now ([`FairnessConfig::entitled`]: with idle shares
-/// lent). Under the rule `within_share_after`, a task whose queue would be over
+/// queues are entitled to now ([`FairnessConfig::entitled`]: with the unused
+/// part of shares lent, by the queues that do not `want` room). Under the rule `within_share_after`, a task whose queue would be over
 /// its share once it runs waits too (it would be the next victim).
 pub fn contention(
     fairness: &FairnessConfig,
     lms: &[Option<LmView>],
     (usage, total): &(BTreeMap<QueueId, Resources>, Resources),
     (queue, request): (QueueId, Resources),
+    want: &dyn Fn(QueueId) -> bool,
     refused: &dyn Fn(LmId, QueueId) -> bool,
     busy: &[bool],
 ) -> Contention {
     let total = *total;
     let used = |q: QueueId| usage.get(&q).copied().unwrap_or_default();
-    let share = fairness.entitled(queue, usage, queue);
+    let share = fairness.entitled(queue, usage, &total, want);
     if fairness.policy.share(&used(queue), &total) >= share
         || (fairness.rules.within_share_after
             && fairness.policy.share(&used(queue).add(&request), &total) > share + 1e-12)
@@ -281,7 +353,7 @@ pub fn contention(
     let mut victims: Vec<(f64, QueueId)> = usage
         .keys()
         .filter(|q| **q != queue)
-        .map(|q| (fairness.entitled_violation(*q, usage, &total, queue), *q))
+        .map(|q| (fairness.entitled_violation(*q, usage, &total, want), *q))
         .filter(|(v, _)| *v > 0.0)
         .collect();
     // Largest violation first; ties by queue id for determinism.

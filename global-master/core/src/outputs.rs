@@ -133,6 +133,11 @@ pub struct GmStats {
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.
     pub preempted_requeued: u64,
+    /// Held preemption requests whose final answer never came in time (the LM
+    /// died or restarted): forgotten, their tasks queued again.
+    pub held_preempts_expired: u64,
+    /// Final answers of held requests that came after the GM forgot them.
+    pub held_answers_late: u64,
     /// QUEUEABLE tasks sent to a node by queuing-delay estimate.
     pub dispatched_queueable: u64,
     /// GUARANTEED tasks submitted to a GM that is not the designated one (scheduled

@@ -39,11 +39,11 @@ pub struct PreemptArgs {
     #[arg(long, env = "MEGHA_PREEMPT_GRACE_S", value_name = "SECS")]
     pub preempt_grace_s: Option<f64>,
     /// An LM holds a fairness preemption this long for room that frees by itself
-    /// before it kills, seconds (0: kill at once). Default 0 (off until tuned).
+    /// before it kills, seconds (0: kill at once). Default 120.
     #[arg(long, env = "MEGHA_PREEMPT_HOLD_S", value_name = "SECS")]
     pub preempt_hold_s: Option<f64>,
-    /// The shares of queues that use nothing are lent to the queues in use, in
-    /// proportion to their shares, for preemption. Default false (off until tuned).
+    /// The unused part of each queue's share is lent to the other queues, in
+    /// proportion to their shares, for preemption. Default true.
     #[arg(long, env = "MEGHA_PREEMPT_LEND_IDLE_SHARES", value_name = "BOOL")]
     pub preempt_lend_idle_shares: Option<bool>,
 }

@@ -193,12 +193,14 @@ impl GlobalMaster {
         if let PreemptOutcome::Held { .. } = response.outcome {
             if let Some(p) = self.dispatcher.awaiting(&response.task) {
                 let claim = (p.task.queue, p.task.resources);
-                self.fairness.held(response.lm, response.task, claim);
+                self.fairness.held(now, response.lm, response.task, claim);
             }
             self.fairness.slot_freed(response.lm, &mut self.backlog);
             return false;
         }
-        self.fairness.answered(response.lm, response.task);
+        if !self.fairness.answered(response.lm, response.task) && response.held {
+            return self.late_held_answer(response);
+        }
         // The LM can take another preemption: the oldest task waiting for one may
         // ask (a held request's final answer frees no slot: it freed at `held`).
         if !response.held {
@@ -227,6 +229,44 @@ impl GlobalMaster {
                 false
             }
         }
+    }
+
+    /// The final answer of a held request this GM no longer waits for (it
+    /// expired, or the LM's life that held it was replaced): the task was queued
+    /// again, and may have been asked for elsewhere. If it launched here after
+    /// all, it leaves the queues (it runs); a refusal changes nothing.
+    fn late_held_answer(&mut self, response: &PreemptResponse) -> bool {
+        self.stats.held_answers_late += 1;
+        let PreemptOutcome::Launched { .. } = response.outcome else {
+            return false;
+        };
+        let task = response.task;
+        let withdrawn = self.backlog.remove_task(task).is_some()
+            || !self.fairness.remove_if(&|t| *t == task).is_empty();
+        if withdrawn {
+            self.stats.launched += 1;
+        }
+        withdrawn
+    }
+
+    /// Held requests whose final answer is overdue (their LM died, or restarted
+    /// in a way this GM has not seen yet): forgotten, their tasks back in their
+    /// queues, so that they may ask again (any LM). True if any went back.
+    pub(super) fn held_preempts_due(&mut self, now: Micros) -> bool {
+        let mut any = false;
+        for (lm, task) in self.fairness.held_expired(now) {
+            self.fairness.answered(lm, task);
+            self.stats.held_preempts_expired += 1;
+            let Some(mut pending) = self.dispatcher.answered(&task) else {
+                continue;
+            };
+            self.stats.preempt_refused += 1;
+            pending.preempting = None;
+            pending.reason = Some(PendingReason::LmUnreachable { lm });
+            self.backlog.push_ready(pending);
+            any = true;
+        }
+        any
     }
 
     /// Tasks of this GM's queues preempted by an LM: back to their queue, to be

@@ -27,6 +27,9 @@ impl GlobalMaster {
         }
         self.reorder(now);
         out.decisions = std::mem::take(&mut self.spare_decisions);
+        // Queues with tasks waiting want room: they lend none of their share.
+        let wanting = self.backlog.queues().lengths().filter(|(_, n)| *n > 0);
+        self.fairness.set_wanting(wanting.map(|(q, _)| q));
         self.wake_blocked();
         // Tasks held back for a preferred placement (delay scheduling) try again.
         let held = self.soft.begin_pass(now);

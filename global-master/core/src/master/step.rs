@@ -265,6 +265,8 @@ impl GlobalMaster {
         // Gangs: an attempt not answered in time is released, a gang past its
         // timeout fails or runs partially.
         out.wants_pass |= self.gangs_due(now, &mut out);
+        // Held preemption requests never answered in time go back to their queues.
+        out.wants_pass |= self.held_preempts_due(now);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -362,6 +364,9 @@ impl GlobalMaster {
         }
         if let Some(relax) = self.soft.next_relax() {
             out.next_wakeup = Some(out.next_wakeup.map_or(relax, |t| t.min(relax)));
+        }
+        if let Some(expiry) = self.fairness.next_held_expiry() {
+            out.next_wakeup = Some(out.next_wakeup.map_or(expiry, |t| t.min(expiry)));
         }
         out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out.misses_settled = self.backlog.take_settled();

@@ -44,6 +44,10 @@ pub struct FairnessArgs {
     /// The preemption rules of the runs with preemption.
     #[command(flatten)]
     pub preempt: PreemptArgs,
+    /// Also run each size without preemption (false: only with it, to try rules
+    /// faster; the runs without preemption do not depend on the rules).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub without_preemption: bool,
     /// No table on stdout.
     #[arg(long)]
     pub quiet: bool,
@@ -83,7 +87,12 @@ pub fn run(args: FairnessArgs) -> Result<()> {
     let mut runs = Vec::new();
     for &about in &args.nodes {
         let per = about.div_ceil(6);
-        for preemption in [true, false] {
+        let modes: &[bool] = if args.without_preemption {
+            &[true, false]
+        } else {
+            &[true]
+        };
+        for &preemption in modes {
             let argv: Vec<String> = [
                 "experiment",
                 "--gms",

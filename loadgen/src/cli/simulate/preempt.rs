@@ -37,7 +37,7 @@ pub struct PreemptArgs {
     /// before it kills, seconds (0: kill at once).
     #[arg(long, default_value_t = PreemptionRules::default().hold.as_secs_f64(), value_name = "SECS")]
     pub preempt_hold_s: f64,
-    /// The shares of queues that use nothing are lent to the queues in use, in
+    /// The unused part of each queue's share is lent to the other queues, in
     /// proportion to their shares, for preemption.
     #[arg(long, default_value_t = PreemptionRules::default().lend_idle_shares, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub preempt_lend_idle_shares: bool,
