@@ -292,7 +292,7 @@ impl GlobalMaster {
                 self.lifecycle.resumed(&tasks, retry);
                 let ids: Vec<TaskId> = tasks.iter().map(|(t, _)| t.id).collect();
                 let tasks = tasks.into_iter().map(|(t, _)| t).collect();
-                let tasks = self.resume_gangs(now, tasks, gangs, retry, &mut out);
+                let tasks = self.resume_gangs(now, tasks, &held, (gangs, retry), &mut out);
                 for task in self.resume_dags(tasks, dags, &mut out) {
                     self.submit(now, task);
                 }
@@ -408,7 +408,7 @@ impl GlobalMaster {
                 // the GM publishes go through now (a driver publishes what this
                 // step takes).
                 let by_lm = ended.publish == common::messages::EndsPublished::ByLm;
-                let ends = self.gang_ends(ended.ends, by_lm);
+                let ends = self.gang_ends(now, ended.ends, by_lm, out);
                 self.tasks_ended(now, ends, out);
                 return;
             }

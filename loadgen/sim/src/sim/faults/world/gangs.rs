@@ -8,9 +8,38 @@
 
 use super::World;
 use crate::sim::faults::check::{self, Invariant};
+use common::gang::GangSpec;
 use common::{GmId, JobId, TaskId};
+use std::collections::HashSet;
 
 impl World<'_> {
+    /// Job `k`'s gang, if it is one (as its GM journals it): with `--gangs`, every
+    /// third job of two tasks or more. Past the horizon it gives up starting
+    /// together (run_partial), so that liveness holds on a cluster the faults left
+    /// too small.
+    pub(super) fn gang_spec(&self, k: usize) -> Option<GangSpec> {
+        let tasks = self.jobs.get(k)?.1.len();
+        (self.config.gangs && k.is_multiple_of(3) && tasks >= 2).then(|| GangSpec {
+            min_members: tasks as u32,
+            timeout: self.config.horizon,
+            on_timeout: common::gang::OnTimeout::RunPartial,
+        })
+    }
+
+    /// The gangs among the jobs of `resumed` a restarted GM resumes as gangs, as
+    /// the GM service does: those all of whose tasks are resumed or held (none
+    /// ended, none waits on a silent LM); the core restarts whole one it finds
+    /// running in part.
+    pub(super) fn resumed_gangs(&self, resumed: &HashSet<TaskId>) -> Vec<(JobId, GangSpec)> {
+        (self.jobs.iter().enumerate())
+            .filter_map(|(k, (_, tasks))| {
+                let job = tasks.first()?.id.job;
+                let whole = tasks.iter().all(|t| resumed.contains(&t.id));
+                whole.then(|| self.gang_spec(k).map(|spec| (job, spec)))?
+            })
+            .collect()
+    }
+
     /// After a gang commit launched members of `job`: every member is launched (now
     /// or before) or held at some LM, so none can be left out of the gang.
     fn gang_whole(&self, gm: GmId, job: JobId) -> Result<(), String> {

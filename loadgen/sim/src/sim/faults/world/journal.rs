@@ -99,12 +99,18 @@ impl World<'_> {
                 )
             });
             let retry = self.config.retry;
+            let whole: HashSet<TaskId> =
+                (resubmit.iter().chain(&keep)).map(|(t, _)| t.id).collect();
+            let gangs = self.resumed_gangs(&whole);
+            if !gangs.is_empty() {
+                self.note(|| format!("  gm{g} resumes gangs {:?}", gangs.iter().map(|g| g.0 .0)));
+            }
             let resume = Resumed {
                 tasks: resubmit,
                 held: keep,
                 retry,
                 dags: Vec::new(),
-                gangs: Vec::new(),
+                gangs,
             };
             self.gm_step(g, GmInput::Resume(resume));
         }

@@ -23,21 +23,13 @@ impl World<'_> {
             self.checker.accepted(t.id, g);
         }
         let retry = self.config.retry;
-        let submit = if self.config.gangs && k.is_multiple_of(3) && tasks.len() >= 2 {
-            // Past the horizon it gives up starting together (run_partial), so
-            // that liveness holds on a cluster the faults left too small.
-            let gang = common::gang::GangSpec {
-                min_members: tasks.len() as u32,
-                timeout: self.config.horizon,
-                on_timeout: common::gang::OnTimeout::RunPartial,
-            };
-            ClientToGm::SubmitGang { tasks, retry, gang }
-        } else {
-            ClientToGm::SubmitJob {
+        let submit = match self.gang_spec(k) {
+            Some(gang) => ClientToGm::SubmitGang { tasks, retry, gang },
+            None => ClientToGm::SubmitJob {
                 tasks,
                 retry,
                 dag: None,
-            }
+            },
         };
         self.gm_step(g, GmInput::Client(submit));
     }
