@@ -254,3 +254,41 @@ fn a_commit_arriving_after_its_stop_launches_nothing() {
     assert!(w.free_everywhere());
     restarts_whole(&mut w, Micros(4), 8);
 }
+
+/// A member that LM 0 launched is declared lost (its worker went silent) while
+/// the other commits are still on their way: the GM publishes that end, so it
+/// cannot wait for the gang's start. The gang is broken: restarted whole, the run
+/// void, no retry of the member alone (fault seed 7972: the retry and the
+/// restart both ran the member as run 2).
+#[test]
+fn a_member_lost_while_its_gang_commits_restarts_the_gang_whole() {
+    let mut w = world();
+    let commits = reserved(&mut w, 8);
+    let (first, _rest): (Vec<_>, Vec<_>) = commits.into_iter().partition(|m| m.lm() == LmId(0));
+    let outs = round(&mut w, Micros(4), first);
+    assert!(outs.iter().all(|o| o.gangs_restarted.is_empty()));
+    assert_eq!(w.launched.len(), 2, "LM 0 launched its part");
+    let end = common::messages::TaskEnd {
+        used: None,
+        task: w.launched[0],
+        attempt: 1,
+        node: NodeId(0),
+        at: Micros(5),
+        failure: Some(common::messages::TaskFailure::Lost {
+            reason: "no word from its worker".into(),
+        }),
+    };
+    let lost = LmToGm::Ended(common::messages::TasksEnded {
+        lm: LmId(0),
+        gm: GmId(0),
+        ends: vec![end],
+        publish: common::messages::EndsPublished::ByGm,
+    });
+    let out = w.gm.step(Micros(5), GmInput::Lm(lost));
+    assert!(out.ended.is_empty(), "the void run's end is not taken");
+    assert!(out.retries.is_empty(), "no retry of the member alone");
+    assert_eq!(out.gangs_restarted.len(), 1, "the gang is restarted whole");
+    assert!(out.gangs_restarted[0].1.iter().all(|(_, run)| *run == 2));
+    assert_eq!(gang_ops_of(&out.to_lms, "stop").len(), LMS as usize);
+    assert_eq!(w.gm.gangs().stats.broken, 1);
+}

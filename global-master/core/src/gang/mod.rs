@@ -455,7 +455,10 @@ impl Gangs {
                 OnTimeout::Fail => fx
                     .failed
                     .push((job, gang.tasks.iter().map(|t| t.id).collect())),
-                OnTimeout::RunPartial => fx.to_queue.extend(gang.tasks),
+                OnTimeout::RunPartial => {
+                    fx.partial.push(job);
+                    fx.to_queue.extend(gang.tasks);
+                }
             }
         }
         fx

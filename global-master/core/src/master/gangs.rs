@@ -148,6 +148,7 @@ impl GlobalMaster {
             started,
             to_queue,
             failed,
+            partial,
             restarted,
             ended,
             credits,
@@ -176,6 +177,7 @@ impl GlobalMaster {
             }
             out.gangs_failed.push((job, tasks));
         }
+        out.gangs_partial.extend(partial);
         for (job, members) in restarted {
             // Part of it may have run: stopped, and placed again whole. Reports of
             // the stopped runs are stale from now on.

@@ -224,6 +224,12 @@ pub struct GmOutput {
     pub gangs_started: Vec<(JobId, Vec<TaskId>)>,
     /// Gangs timed out with `on_timeout = fail`: their tasks end failed, unrun.
     pub gangs_failed: Vec<(JobId, Vec<TaskId>)>,
+    /// Gangs timed out with `on_timeout = run_partial`: their tasks are queued
+    /// as ordinary tasks. With `gangs_started` and `gangs_failed`, the gangs that
+    /// left the gang coordinator: a driver journals it, so that a restarted GM
+    /// resumes as a gang only one that had not (docs/gangs.md, "A GM restarted
+    /// mid-commit").
+    pub gangs_partial: Vec<JobId>,
     /// Gangs broken after their commit (a part could not launch while others may
     /// have): restarted whole, each member's next run the attempt given (their
     /// runs of the broken generation are stopped and void).

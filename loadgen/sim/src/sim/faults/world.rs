@@ -123,6 +123,9 @@ pub(super) struct World<'a> {
     /// Members of gangs restarted whole: their next run (a report of an earlier
     /// run is that of a void run, stopped or finished without its gang).
     gang_next_run: HashMap<TaskId, u32>,
+    /// Gangs that left their GM's gang coordinator (started whole, failed or
+    /// given up to `run_partial`), as the GM's journal records it.
+    gangs_left: std::collections::HashSet<common::JobId>,
     /// Gangs restarted whole so far.
     gang_restarts: u64,
     /// Per GM: its latest start clock (its first batch number), and whether a life
@@ -243,6 +246,7 @@ impl<'a> World<'a> {
             lm_life: vec![0; config.lms as usize],
             gang_partial: Default::default(),
             gang_next_run: Default::default(),
+            gangs_left: Default::default(),
             gang_restarts: 0,
             registered: vec![true; n],
             keyed: vec![0; n],

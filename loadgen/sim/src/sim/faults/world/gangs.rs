@@ -9,7 +9,7 @@
 use super::World;
 use crate::sim::faults::check::{self, Invariant};
 use common::gang::GangSpec;
-use common::{GmId, JobId, TaskId};
+use common::{GmId, JobId, TaskId, TaskSpec};
 use std::collections::HashSet;
 
 impl World<'_> {
@@ -26,18 +26,61 @@ impl World<'_> {
         })
     }
 
-    /// The gangs among the jobs of `resumed` a restarted GM resumes as gangs, as
-    /// the GM service does: those all of whose tasks are resumed or held (none
-    /// ended, none waits on a silent LM); the core restarts whole one it finds
-    /// running in part.
-    pub(super) fn resumed_gangs(&self, resumed: &HashSet<TaskId>) -> Vec<(JobId, GangSpec)> {
-        (self.jobs.iter().enumerate())
-            .filter_map(|(k, (_, tasks))| {
-                let job = tasks.first()?.id.job;
-                let whole = tasks.iter().all(|t| resumed.contains(&t.id));
-                whole.then(|| self.gang_spec(k).map(|spec| (job, spec)))?
-            })
-            .collect()
+    /// The GM journals the gangs that left its gang coordinator (started whole,
+    /// failed, or given up to run one by one).
+    pub(super) fn gangs_left(&mut self, out: &gm_core::GmOutput) {
+        let started = out.gangs_started.iter().map(|g| g.0);
+        let failed = out.gangs_failed.iter().map(|g| g.0);
+        let partial = out.gangs_partial.iter().copied();
+        self.gangs_left.extend(started.chain(failed).chain(partial));
+    }
+
+    /// The gangs a restarted GM resumes as gangs (docs/gangs.md, "A GM restarted
+    /// mid-commit"): those its journal does not record as gone from its gang
+    /// coordinator, with a member to run again (`resubmit`) and none waiting on a
+    /// silent LM nor resumed earlier apart. Their members that ran (an LM holds
+    /// them, in `keep`; or they ended, as their journaled run) are added to
+    /// `keep`: the core restarts such a gang whole.
+    pub(super) fn resumed_gangs(
+        &self,
+        resubmit: &[(TaskSpec, u32)],
+        keep: &mut Vec<(TaskSpec, u32)>,
+        ended: &HashSet<TaskId>,
+    ) -> Vec<(JobId, GangSpec)> {
+        let again: HashSet<TaskId> = resubmit.iter().map(|(t, _)| t.id).collect();
+        let mut gangs = Vec::new();
+        for (k, (_, tasks)) in self.jobs.iter().enumerate() {
+            let Some(job) = tasks.first().map(|t| t.id.job) else {
+                continue;
+            };
+            let Some(spec) = self
+                .gang_spec(k)
+                .filter(|_| !self.gangs_left.contains(&job))
+            else {
+                continue;
+            };
+            if !tasks.iter().any(|t| again.contains(&t.id)) {
+                continue;
+            }
+            let held: HashSet<TaskId> = keep.iter().map(|(t, _)| t.id).collect();
+            let ran: Vec<TaskId> = (tasks.iter())
+                .map(|t| t.id)
+                .filter(|t| !again.contains(t) && !held.contains(t))
+                .collect();
+            let gone = |t: &TaskId| ended.contains(t) || self.checker.gm_has_ended(*t);
+            if !ran.iter().all(gone) {
+                continue;
+            }
+            for t in ran {
+                let (run, failed) = self.journal_runs.get(&t).copied().unwrap_or((1, 0));
+                if let Some(mut spec) = self.specs.get(&t).cloned() {
+                    spec.attempt = run;
+                    keep.push((spec, failed));
+                }
+            }
+            gangs.push((job, spec));
+        }
+        gangs
     }
 
     /// After a gang commit launched members of `job`: every member is launched (now

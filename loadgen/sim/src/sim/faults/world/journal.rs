@@ -80,6 +80,7 @@ impl World<'_> {
             self.checker.resubmitted(t);
             resubmit.push((spec, failed));
         }
+        let ended_now: HashSet<TaskId> = ended.iter().copied().collect();
         if !ended.is_empty() {
             self.note(|| {
                 format!(
@@ -99,11 +100,10 @@ impl World<'_> {
                 )
             });
             let retry = self.config.retry;
-            let whole: HashSet<TaskId> =
-                (resubmit.iter().chain(&keep)).map(|(t, _)| t.id).collect();
-            let gangs = self.resumed_gangs(&whole);
+            let gangs = self.resumed_gangs(&resubmit, &mut keep, &ended_now);
             if !gangs.is_empty() {
-                self.note(|| format!("  gm{g} resumes gangs {:?}", gangs.iter().map(|g| g.0 .0)));
+                let jobs: Vec<u64> = gangs.iter().map(|g| g.0 .0).collect();
+                self.note(|| format!("  gm{g} resumes gangs {jobs:?}"));
             }
             let resume = Resumed {
                 tasks: resubmit,

@@ -67,6 +67,7 @@ impl World<'_> {
         for (job, members) in &out.gangs_restarted {
             self.gang_restarted(*job, members);
         }
+        self.gangs_left(&out);
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.checker.unplaceable(d.task);
