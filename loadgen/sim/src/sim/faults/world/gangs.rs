@@ -109,10 +109,28 @@ impl World<'_> {
         }
     }
 
-    /// [`World::gang_whole`] after a commit that launched members: a partial one is
-    /// remembered until its GM restarts the gang whole.
-    pub(super) fn gang_checked(&mut self, gm: GmId, job: JobId, launched_now: bool) {
+    /// [`World::gang_whole`] after a commit that launched members (`runs`, each
+    /// with its run): a partial one is remembered until its GM restarts the gang
+    /// whole. A commit that launched only void runs (it reached its LM after the
+    /// GM had restarted the gang whole: its stop, still on its way, kills them
+    /// and the GM drops their ends) is repaired already (seed 3201).
+    pub(super) fn gang_checked(
+        &mut self,
+        gm: GmId,
+        job: JobId,
+        launched_now: bool,
+        runs: &[(TaskId, u32)],
+    ) {
         if !launched_now {
+            return;
+        }
+        let void = |(task, run): &(TaskId, u32)| {
+            (self.gang_next_run.get(task)).is_some_and(|next| run < next)
+        };
+        if !runs.is_empty() && runs.iter().all(void) {
+            self.note(|| {
+                format!("  a commit of {job}'s restarted gang launched void runs {runs:?}")
+            });
             return;
         }
         if let Err(detail) = self.gang_whole(gm, job) {

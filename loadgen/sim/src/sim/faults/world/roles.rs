@@ -185,7 +185,15 @@ impl World<'_> {
                 e.task.job == job
                     && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
             });
-            self.gang_checked(gm, job, launched_now);
+            let runs: Vec<(TaskId, u32)> = (out.to_workers.iter())
+                .filter_map(|o| match o {
+                    LmToWorker::Start(s) if s.task.id.job == job => {
+                        Some((s.task.id, s.task.attempt))
+                    }
+                    _ => None,
+                })
+                .collect();
+            self.gang_checked(gm, job, launched_now, &runs);
         }
         // The end of a retried run absorbed without a word: taken for a late report
         // of the run reported lost on that node.
