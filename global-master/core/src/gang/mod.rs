@@ -82,21 +82,16 @@ impl Gangs {
         );
     }
 
-    /// A gang a restarted GM finds running in part (some members held by LMs,
-    /// others not: an earlier life died between a partial commit and its stops;
-    /// docs/gangs.md, "A GM restarted mid-commit"): restarted whole at once. Every
-    /// LM of the cluster (`lms`) is sent a stop of [`ANY_GENERATION`], each
-    /// member's run `tasks` names is void, and the gang waits as a broken one does.
-    #[allow(clippy::too_many_arguments)]
+    /// A gang a restarted GM finds run in part (docs/gangs.md, "A GM restarted
+    /// mid-commit"): restarted whole at once, a stop of [`ANY_GENERATION`] to each
+    /// of the `lms` LMs, each member's run in `tasks` void.
     pub fn resume_broken(
         &mut self,
         now: Micros,
-        job: JobId,
-        tasks: Vec<TaskSpec>,
+        (job, tasks): (JobId, Vec<TaskSpec>),
         (spec, retry): (GangSpec, RetryPolicy),
         lms: usize,
-        gm: GmId,
-        life: u64,
+        (gm, life): (GmId, u64),
     ) -> GangEffects {
         self.submit(now, job, tasks, spec, retry);
         let mut fx = GangEffects::default();
@@ -494,10 +489,7 @@ impl Gangs {
     /// A member's end, if the gangs let it through: with `hold`, held while its
     /// gang commits (taken once every part is committed: [`GangEffects::ended`]);
     /// dropped if it is the end of a run of a generation restarted whole. A
-    /// failure that cannot wait (the GM publishes it: a run its LM declared
-    /// lost) while its gang commits breaks the gang: restarted whole, the run
-    /// void (else the member's retry and the gang's next run would share a run
-    /// number; fault seed 7972).
+    /// failure that cannot be held breaks a committing gang ([`restart::breaks`]).
     pub fn take_end(
         &mut self,
         now: Micros,

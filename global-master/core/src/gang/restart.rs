@@ -132,7 +132,9 @@ pub(super) fn wakeup(gang: &Gang) -> Option<Micros> {
 }
 
 /// Whether a member's end breaks its committing gang: a failure of its current
-/// run that is not held (see [`take_end`]).
+/// run that cannot be held (the GM publishes it: a run its LM declared lost), so
+/// that the gang is restarted whole, the run void (retried alone, the member
+/// would share its next run number with the gang's; fault seed 7972).
 pub(super) fn breaks(gang: Option<&Gang>, void: &VoidRuns, end: &TaskEnd, hold: bool) -> bool {
     let Some(gang) = gang else {
         return false;

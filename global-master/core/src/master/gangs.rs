@@ -79,8 +79,8 @@ impl GlobalMaster {
                 self.gangs.submit(now, job, members, spec, retry);
                 continue;
             }
-            let (gm, life, lms) = (self.config.id, self.config.life, self.view.lms().len());
-            let fx = (self.gangs).resume_broken(now, job, members, (spec, retry), lms, gm, life);
+            let (me, lms) = ((self.config.id, self.config.life), self.view.lms().len());
+            let fx = (self.gangs).resume_broken(now, (job, members), (spec, retry), lms, me);
             self.apply_gang_effects(now, fx, out);
         }
         tasks

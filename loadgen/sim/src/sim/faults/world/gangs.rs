@@ -9,6 +9,7 @@
 use super::World;
 use crate::sim::faults::check::{self, Invariant};
 use common::gang::GangSpec;
+use common::protocol::LmToWorker;
 use common::{GmId, JobId, TaskId, TaskSpec};
 use std::collections::HashSet;
 
@@ -19,7 +20,7 @@ impl World<'_> {
     /// too small.
     pub(super) fn gang_spec(&self, k: usize) -> Option<GangSpec> {
         let tasks = self.jobs.get(k)?.1.len();
-        (self.config.gangs && k.is_multiple_of(3) && tasks >= 2).then(|| GangSpec {
+        (self.config.gangs && k.is_multiple_of(3) && tasks >= 2).then_some(GangSpec {
             min_members: tasks as u32,
             timeout: self.config.horizon,
             on_timeout: common::gang::OnTimeout::RunPartial,
@@ -109,21 +110,24 @@ impl World<'_> {
         }
     }
 
-    /// [`World::gang_whole`] after a commit that launched members (`runs`, each
-    /// with its run): a partial one is remembered until its GM restarts the gang
-    /// whole. A commit that launched only void runs (it reached its LM after the
-    /// GM had restarted the gang whole: its stop, still on its way, kills them
-    /// and the GM drops their ends) is repaired already (seed 3201).
-    pub(super) fn gang_checked(
-        &mut self,
-        gm: GmId,
-        job: JobId,
-        launched_now: bool,
-        runs: &[(TaskId, u32)],
-    ) {
+    /// [`World::gang_whole`] after a commit (its LM's output `out`) that launched
+    /// members: a partial one is remembered until its GM restarts the gang whole.
+    /// A commit that launched only void runs (it reached its LM after the GM had
+    /// restarted the gang whole: its stop, still on its way, kills them and the GM
+    /// drops their ends) is repaired already (seed 3201).
+    pub(super) fn gang_checked(&mut self, gm: GmId, job: JobId, out: &lm_core::LmOutput) {
+        let launched_now = (out.events.iter()).any(|e| {
+            e.task.job == job && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
+        });
         if !launched_now {
             return;
         }
+        let runs: Vec<(TaskId, u32)> = (out.to_workers.iter())
+            .filter_map(|o| match o {
+                LmToWorker::Start(s) if s.task.id.job == job => Some((s.task.id, s.task.attempt)),
+                _ => None,
+            })
+            .collect();
         let void = |(task, run): &(TaskId, u32)| {
             (self.gang_next_run.get(task)).is_some_and(|next| run < next)
         };

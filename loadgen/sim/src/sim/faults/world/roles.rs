@@ -181,19 +181,7 @@ impl World<'_> {
             self.broke(broken);
         }
         if let Some((gm, job)) = commit {
-            let launched_now = (out.events.iter()).any(|e| {
-                e.task.job == job
-                    && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
-            });
-            let runs: Vec<(TaskId, u32)> = (out.to_workers.iter())
-                .filter_map(|o| match o {
-                    LmToWorker::Start(s) if s.task.id.job == job => {
-                        Some((s.task.id, s.task.attempt))
-                    }
-                    _ => None,
-                })
-                .collect();
-            self.gang_checked(gm, job, launched_now, &runs);
+            self.gang_checked(gm, job, &out);
         }
         // The end of a retried run absorbed without a word: taken for a late report
         // of the run reported lost on that node.
