@@ -32,30 +32,6 @@ fn reserved(w: &mut World, n: u32) -> Vec<GmToLm> {
     commits
 }
 
-/// The kills confirmed by the workers (as their reports would), at every LM.
-fn workers_confirm_kills(w: &mut World, now: Micros) {
-    for (task, attempt) in std::mem::take(&mut w.kills) {
-        for lm in &mut w.lms {
-            let Some(node) = lm
-                .running()
-                .get(&task)
-                .map(|a| a.node)
-                .or_else(|| lm.is_cancelling(task).then_some(NodeId(0)))
-            else {
-                continue;
-            };
-            let report = WorkerReport::Killed {
-                node,
-                task,
-                attempt,
-                at: now,
-            };
-            lm.step(now, LmInput::Worker(WorkerToLm::Report(report)))
-                .expect("a report for this LM");
-        }
-    }
-}
-
 /// After the stops: the gang waits for `restart_after`, then its next generation
 /// starts every member together, each once, as its next run.
 fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
@@ -118,15 +94,6 @@ fn finished(task: TaskId, attempt: u32, at: Micros) -> LmToGm {
         ends: vec![end],
         publish: common::messages::EndsPublished::ByLm,
     })
-}
-
-fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
-    (to_lms.iter())
-        .filter_map(|m| match m {
-            GmToLm::Gang(g) if g.op.label() == op => Some((g.lm, g.generation)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// LM 3 dies after answering `Held`, before its commit; it comes back (a new life,

@@ -25,15 +25,6 @@ fn committing(w: &mut World) -> Vec<GmToLm> {
     commits
 }
 
-fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
-    (to_lms.iter())
-        .filter_map(|m| match m {
-            GmToLm::Gang(g) if g.op.label() == op => Some((g.lm, g.generation)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// GM 0's second life, its view taken from the LMs.
 fn restarted_gm(w: &mut World) -> GlobalMaster {
     let mut config = GmConfig::new(GmId(0), 1, LMS);
@@ -125,26 +116,7 @@ fn a_gm_restarted_after_a_partial_commit_restarts_the_gang_whole() {
     assert!(w.gm.step(Micros(13), GmInput::Lm(ended)).ended.is_empty());
     // The kills confirmed, and `restart_after` later: every member starts
     // together, each once, as run 2.
-    for (task, attempt) in std::mem::take(&mut w.kills) {
-        for lm in &mut w.lms {
-            let Some(node) = lm
-                .running()
-                .get(&task)
-                .map(|a| a.node)
-                .or_else(|| lm.is_cancelling(task).then_some(NodeId(0)))
-            else {
-                continue;
-            };
-            let report = WorkerReport::Killed {
-                node,
-                task,
-                attempt,
-                at: Micros(13),
-            };
-            lm.step(Micros(13), LmInput::Worker(WorkerToLm::Report(report)))
-                .expect("for this LM");
-        }
-    }
+    workers_confirm_kills(&mut w, Micros(13));
     let before = w.launched.len();
     let at = Micros(12) + RESTART;
     let mut to_lms = w.gm.step(at, GmInput::Tick).to_lms;

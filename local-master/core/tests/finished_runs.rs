@@ -16,6 +16,13 @@ use lm_core::{LmInput, LocalMaster};
 
 mod support;
 
+/// The answer `pick` finds among an LM's messages to its GMs.
+fn answered<T>(out: &lm_core::LmOutput, pick: impl Fn(&LmToGm) -> Option<T>) -> T {
+    (out.to_gms.iter())
+        .find_map(|(_, m)| pick(m))
+        .expect("answered")
+}
+
 /// The tasks GM 0 asks about (with the run it asks about) that the LM answers
 /// finished.
 fn reconciled_finished(lm: &mut LocalMaster, tasks: Vec<(TaskId, u32)>) -> Vec<TaskId> {
@@ -29,12 +36,10 @@ fn reconciled_finished(lm: &mut LocalMaster, tasks: Vec<(TaskId, u32)>) -> Vec<T
     let out = lm
         .step(Micros(5), LmInput::Gm(request))
         .expect("for this LM");
-    (out.to_gms.into_iter())
-        .find_map(|(_, m)| match m {
-            LmToGm::ReconcileAnswer(a) => Some(a.finished),
-            _ => None,
-        })
-        .expect("answered")
+    answered(&out, |m| match m {
+        LmToGm::ReconcileAnswer(a) => Some(a.finished.clone()),
+        _ => None,
+    })
 }
 
 #[test]
@@ -96,9 +101,14 @@ fn an_unowned_finish_is_remembered_with_its_run() {
     assert!(reconciled_finished(&mut lm, vec![(task, 2)]).is_empty());
 }
 
-/// One gang request of GM 0's life `life`: the runs it killed (each kill then
-/// confirmed by its worker).
-fn gang(lm: &mut LocalMaster, now: Micros, life: u64, generation: u32, op: GangOp) -> Vec<u32> {
+/// One gang request of GM 0's life `life`: its outcome and the runs it killed
+/// (each kill then confirmed by its worker).
+fn gang_step(
+    lm: &mut LocalMaster,
+    now: Micros,
+    (life, generation): (u64, u32),
+    op: GangOp,
+) -> (GangOutcome, Vec<u32>) {
     let request = GmToLm::Gang(GangRequest {
         gm: GmId(0),
         life,
@@ -108,8 +118,10 @@ fn gang(lm: &mut LocalMaster, now: Micros, life: u64, generation: u32, op: GangO
         op,
     });
     let out = lm.step(now, LmInput::Gm(request)).expect("for this LM");
-    let answered = (out.to_gms.iter()).any(|(_, m)| matches!(m, LmToGm::GangAnswer(_)));
-    assert!(answered);
+    let outcome = answered(&out, |m| match m {
+        LmToGm::GangAnswer(a) => Some(a.outcome.clone()),
+        _ => None,
+    });
     let kills: Vec<_> = (out.to_workers.iter())
         .filter_map(|o| match o {
             LmToWorker::Kill(k) => Some((k.task, k.attempt)),
@@ -126,27 +138,17 @@ fn gang(lm: &mut LocalMaster, now: Micros, life: u64, generation: u32, op: GangO
         let report = LmInput::Worker(common::protocol::WorkerToLm::Report(report));
         lm.step(now, report).expect("for this LM");
     }
-    kills.into_iter().map(|k| k.1).collect()
+    (outcome, kills.into_iter().map(|k| k.1).collect())
 }
 
+/// The runs a gang request killed.
+fn gang(lm: &mut LocalMaster, now: Micros, life: u64, generation: u32, op: GangOp) -> Vec<u32> {
+    gang_step(lm, now, (life, generation), op).1
+}
+
+/// A gang request's outcome.
 fn outcome(lm: &mut LocalMaster, life: u64, generation: u32, op: GangOp) -> GangOutcome {
-    let request = GmToLm::Gang(GangRequest {
-        gm: GmId(0),
-        life,
-        lm: LmId(0),
-        job: JobId(1),
-        generation,
-        op,
-    });
-    let out = lm
-        .step(Micros(3), LmInput::Gm(request))
-        .expect("for this LM");
-    (out.to_gms.into_iter())
-        .find_map(|(_, m)| match m {
-            LmToGm::GangAnswer(a) => Some(a.outcome),
-            _ => None,
-        })
-        .expect("answered")
+    gang_step(lm, Micros(3), (life, generation), op).0
 }
 
 fn part(attempt: u32) -> Vec<LaunchRequest> {
