@@ -55,6 +55,13 @@ pub struct GangSpecError {
 /// How long an LM holds a part by default, from the reserve's arrival.
 pub const DEFAULT_HOLD: Micros = Micros(30_000_000);
 
+/// The generation of a restarted GM's `Stop` of a gang an earlier life of it left
+/// running in part (its journal keeps no generation; docs/gangs.md, "A GM restarted
+/// mid-commit"): it stops whatever an earlier life of that GM committed at the LM,
+/// never what this life committed, gives back a part held, and is not remembered
+/// as seen.
+pub const ANY_GENERATION: u32 = u32::MAX;
+
 impl GangSpec {
     /// A gang of every one of `tasks` tasks, failing after `timeout`.
     pub fn all(tasks: u32, timeout: Micros) -> Self {

@@ -365,7 +365,7 @@ pub enum GangOp {
     /// was committed, so that the next one may be reserved; and take the runs of
     /// the gang's `members` (task, its next run) before the next for void: a
     /// finish of one of them is forgotten, not remembered (they run again).
-    /// Answered `Released`.
+    /// Of [`crate::gang::ANY_GENERATION`]: see there. Answered `Released`.
     Stop { members: Vec<(TaskId, u32)> },
 }
 

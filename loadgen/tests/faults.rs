@@ -201,7 +201,7 @@ fn a_seed_replays_exactly() {
 
 /// A fixture: its seed and expectation (first line: `# seed N: clean (...)` or
 /// `# seed N: <invariant> [known: <cause>]`), the model's options (second line,
-/// `# options: --no-journal --no-liveness --batch-seq-from-zero`), its faults.
+/// `# options: --no-journal --no-liveness --batch-seq-from-zero --gangs`), its faults.
 struct Regression {
     name: String,
     seed: u64,
@@ -222,6 +222,7 @@ impl Regression {
                 "--no-liveness" => config.worker_timeout = None,
                 "--no-worker-fence" => config.worker_fence = false,
                 "--batch-seq-from-zero" => config.batch_seq_from_zero = true,
+                "--gangs" => config.gangs = true,
                 other => panic!("{}: unknown option {other}", self.name),
             }
         }

@@ -32,30 +32,6 @@ fn reserved(w: &mut World, n: u32) -> Vec<GmToLm> {
     commits
 }
 
-/// The kills confirmed by the workers (as their reports would), at every LM.
-fn workers_confirm_kills(w: &mut World, now: Micros) {
-    for (task, attempt) in std::mem::take(&mut w.kills) {
-        for lm in &mut w.lms {
-            let Some(node) = lm
-                .running()
-                .get(&task)
-                .map(|a| a.node)
-                .or_else(|| lm.is_cancelling(task).then_some(NodeId(0)))
-            else {
-                continue;
-            };
-            let report = WorkerReport::Killed {
-                node,
-                task,
-                attempt,
-                at: now,
-            };
-            lm.step(now, LmInput::Worker(WorkerToLm::Report(report)))
-                .expect("a report for this LM");
-        }
-    }
-}
-
 /// After the stops: the gang waits for `restart_after`, then its next generation
 /// starts every member together, each once, as its next run.
 fn restarts_whole(w: &mut World, stopped_at: Micros, n: u32) {
@@ -118,15 +94,6 @@ fn finished(task: TaskId, attempt: u32, at: Micros) -> LmToGm {
         ends: vec![end],
         publish: common::messages::EndsPublished::ByLm,
     })
-}
-
-fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
-    (to_lms.iter())
-        .filter_map(|m| match m {
-            GmToLm::Gang(g) if g.op.label() == op => Some((g.lm, g.generation)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// LM 3 dies after answering `Held`, before its commit; it comes back (a new life,
@@ -253,4 +220,42 @@ fn a_commit_arriving_after_its_stop_launches_nothing() {
     );
     assert!(w.free_everywhere());
     restarts_whole(&mut w, Micros(4), 8);
+}
+
+/// A member that LM 0 launched is declared lost (its worker went silent) while
+/// the other commits are still on their way: the GM publishes that end, so it
+/// cannot wait for the gang's start. The gang is broken: restarted whole, the run
+/// void, no retry of the member alone (fault seed 7972: the retry and the
+/// restart both ran the member as run 2).
+#[test]
+fn a_member_lost_while_its_gang_commits_restarts_the_gang_whole() {
+    let mut w = world();
+    let commits = reserved(&mut w, 8);
+    let (first, _rest): (Vec<_>, Vec<_>) = commits.into_iter().partition(|m| m.lm() == LmId(0));
+    let outs = round(&mut w, Micros(4), first);
+    assert!(outs.iter().all(|o| o.gangs_restarted.is_empty()));
+    assert_eq!(w.launched.len(), 2, "LM 0 launched its part");
+    let end = common::messages::TaskEnd {
+        used: None,
+        task: w.launched[0],
+        attempt: 1,
+        node: NodeId(0),
+        at: Micros(5),
+        failure: Some(common::messages::TaskFailure::Lost {
+            reason: "no word from its worker".into(),
+        }),
+    };
+    let lost = LmToGm::Ended(common::messages::TasksEnded {
+        lm: LmId(0),
+        gm: GmId(0),
+        ends: vec![end],
+        publish: common::messages::EndsPublished::ByGm,
+    });
+    let out = w.gm.step(Micros(5), GmInput::Lm(lost));
+    assert!(out.ended.is_empty(), "the void run's end is not taken");
+    assert!(out.retries.is_empty(), "no retry of the member alone");
+    assert_eq!(out.gangs_restarted.len(), 1, "the gang is restarted whole");
+    assert!(out.gangs_restarted[0].1.iter().all(|(_, run)| *run == 2));
+    assert_eq!(gang_ops_of(&out.to_lms, "stop").len(), LMS as usize);
+    assert_eq!(w.gm.gangs().stats.broken, 1);
 }

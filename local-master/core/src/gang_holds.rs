@@ -28,6 +28,8 @@ pub struct Seen {
     pub newest: u32,
     /// The generation this LM launched, if any.
     pub committed: Option<u32>,
+    /// The GM life that committed it.
+    pub committed_life: Option<u64>,
 }
 
 /// Counters of the gang transaction at one LM.
@@ -76,7 +78,7 @@ impl GangHolds {
                     key,
                     Seen {
                         newest: generation,
-                        committed: None,
+                        ..Seen::default()
                     },
                 );
                 self.order.push_back(key);
@@ -94,8 +96,6 @@ impl GangHolds {
         }
     }
 
-    /// Records the generation launched here (`None`: the gang was stopped to be
-    /// restarted whole, so a newer generation may be reserved).
     /// Runs of `task` before `next` are void (its gang was restarted whole).
     pub fn void_before(&mut self, task: common::TaskId, next: u32) {
         if self.void.insert(task, next).is_none() {
@@ -113,9 +113,13 @@ impl GangHolds {
         self.void.get(&task).is_some_and(|next| attempt < *next)
     }
 
-    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: Option<u32>) {
+    /// Records the generation launched here, with the GM life that committed it
+    /// (`None`: the gang was stopped to be restarted whole, so a newer generation
+    /// may be reserved).
+    pub fn mark_committed(&mut self, gm: GmId, job: JobId, generation: Option<(u32, u64)>) {
         if let Some(s) = self.seen.get_mut(&(gm, job)) {
-            s.committed = generation;
+            s.committed = generation.map(|g| g.0);
+            s.committed_life = generation.map(|g| g.1);
         }
     }
 

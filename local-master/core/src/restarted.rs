@@ -3,20 +3,28 @@
 //! workers registered again, adopted and finished since, or finished cleanly in this
 //! life). A GM's launch of one of the latter (a batch resent because the old LM
 //! never answered, or a restarted GM resubmitting its journal) is a duplicate.
+//! Finished tasks are remembered with their run ([`common::TaskSpec::attempt`]):
+//! a finish stands for that run and earlier ones only, never for a later run (the
+//! run of a gang restarted whole after a void run finished, issue 37).
 //! Failed runs are remembered by run (task and attempt), only so that one is
 //! announced once per life and never reported lost: their GM may retry the task.
 //! Both memories are bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
 use common::bounded::Bounded;
 use common::TaskId;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 /// How many finished tasks an LM remembers (about 40 bytes each).
 pub const FINISHED_MEMORY: usize = 1 << 18;
 
 #[derive(Debug)]
 pub struct Restarted {
-    finished_before: Bounded<TaskId>,
+    /// Per finished task, the latest run that finished.
+    finished_before: HashMap<TaskId, u32>,
+    /// `finished_before`'s keys in the order they came, to forget the oldest (may
+    /// still name forgotten ones: skipped).
+    finished_order: VecDeque<TaskId>,
     failed: Bounded<(TaskId, u32)>,
     adopted: HashSet<TaskId>,
 }
@@ -24,7 +32,8 @@ pub struct Restarted {
 impl Default for Restarted {
     fn default() -> Self {
         Restarted {
-            finished_before: Bounded::new(FINISHED_MEMORY),
+            finished_before: HashMap::default(),
+            finished_order: VecDeque::new(),
             failed: Bounded::new(FINISHED_MEMORY),
             adopted: HashSet::default(),
         }
@@ -37,9 +46,25 @@ impl Restarted {
         self.adopted.insert(task);
     }
 
-    /// A task finished (before this LM started, or since).
-    pub fn finished(&mut self, task: TaskId) {
-        self.finished_before.insert(task);
+    /// Run `attempt` of a task finished (before this LM started, or since).
+    pub fn finished(&mut self, task: TaskId, attempt: u32) {
+        match self.finished_before.get_mut(&task) {
+            Some(run) => *run = (*run).max(attempt),
+            None => {
+                self.finished_before.insert(task, attempt);
+                self.finished_order.push_back(task);
+            }
+        }
+        while self.finished_before.len() > FINISHED_MEMORY {
+            let Some(old) = self.finished_order.pop_front() else {
+                break;
+            };
+            self.finished_before.remove(&old);
+        }
+        if self.finished_order.len() > 2 * FINISHED_MEMORY {
+            let kept = &self.finished_before;
+            self.finished_order.retain(|t| kept.contains_key(t));
+        }
     }
 
     /// Run `attempt` of a task failed (before this LM started, or since).
@@ -57,22 +82,25 @@ impl Restarted {
         self.adopted.contains(task)
     }
 
-    /// Forgets that `task` finished (its gang was restarted whole: the run was
-    /// void, its GM runs it again).
-    pub fn forget_finished(&mut self, task: TaskId) {
-        self.finished_before.remove(&task);
-    }
-
-    /// True for a task remembered as finished.
-    pub fn has_finished(&self, task: &TaskId) -> bool {
-        self.finished_before.contains(task)
-    }
-
-    /// An adopted task ended: one that finished is remembered as finished; one that
-    /// was killed is forgotten (its GM may launch it again).
-    pub fn ended(&mut self, task: TaskId, finished: bool) {
-        if self.adopted.remove(&task) && finished {
-            self.finished(task);
+    /// Forgets a finish of `task` by a run before `next` (its gang was restarted
+    /// whole: that run was void, its GM runs the task again as run `next`).
+    pub fn forget_finished(&mut self, task: TaskId, next: u32) {
+        if self.finished_before.get(&task).is_some_and(|f| *f < next) {
+            self.finished_before.remove(&task);
         }
+    }
+
+    /// True when run `attempt` of a task, or a later one, is remembered finished:
+    /// the task ended for that run. A finish of an earlier run is not (that run
+    /// was void or lost for its GM, which launched the later one).
+    pub fn has_finished(&self, task: &TaskId, attempt: u32) -> bool {
+        self.finished_before
+            .get(task)
+            .is_some_and(|f| *f >= attempt)
+    }
+
+    /// An adopted task ended (a finish is remembered by the caller with its run).
+    pub fn ended(&mut self, task: TaskId) {
+        self.adopted.remove(&task);
     }
 }

@@ -19,14 +19,16 @@
 //! Time is an input: the attempt's timers are checked at every step.
 
 pub mod plan;
+mod requests;
 mod restart;
 mod types;
 
+use requests::{describe, gang_request, release_request, stop_request};
 use types::{Gang, Part, Phase};
 pub use types::{GangConfig, GangEffects, GangStats};
 
 use crate::cluster_view::ClusterView;
-use common::gang::{GangSpec, OnTimeout};
+use common::gang::{GangSpec, OnTimeout, ANY_GENERATION};
 use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest, TaskEnd};
 use common::protocol::GmToLm;
 use common::retry::RetryPolicy;
@@ -78,6 +80,27 @@ impl Gangs {
                 ends: Vec::new(),
             },
         );
+    }
+
+    /// A gang a restarted GM finds run in part (docs/gangs.md, "A GM restarted
+    /// mid-commit"): restarted whole at once, a stop of [`ANY_GENERATION`] to each
+    /// of the `lms` LMs, each member's run in `tasks` void.
+    pub fn resume_broken(
+        &mut self,
+        now: Micros,
+        (job, tasks): (JobId, Vec<TaskSpec>),
+        (spec, retry): (GangSpec, RetryPolicy),
+        lms: usize,
+        (gm, life): (GmId, u64),
+    ) -> GangEffects {
+        self.submit(now, job, tasks, spec, retry);
+        let mut fx = GangEffects::default();
+        if let Some(gang) = self.gangs.get_mut(&job) {
+            gang.generation = ANY_GENERATION;
+            gang.phase = restart::committed_on((0..lms).map(|l| LmId(l as u16)), now);
+        }
+        self.restart(now, job, &mut fx, gm, life);
+        fx
     }
 
     /// Gangs not started yet.
@@ -427,7 +450,10 @@ impl Gangs {
                 OnTimeout::Fail => fx
                     .failed
                     .push((job, gang.tasks.iter().map(|t| t.id).collect())),
-                OnTimeout::RunPartial => fx.to_queue.extend(gang.tasks),
+                OnTimeout::RunPartial => {
+                    fx.partial.push(job);
+                    fx.to_queue.extend(gang.tasks);
+                }
             }
         }
         fx
@@ -462,9 +488,22 @@ impl Gangs {
 
     /// A member's end, if the gangs let it through: with `hold`, held while its
     /// gang commits (taken once every part is committed: [`GangEffects::ended`]);
-    /// dropped if it is the end of a run of a generation restarted whole.
-    pub fn take_end(&mut self, end: TaskEnd, hold: bool) -> Option<TaskEnd> {
+    /// dropped if it is the end of a run of a generation restarted whole. A
+    /// failure that cannot be held breaks a committing gang ([`restart::breaks`]).
+    pub fn take_end(
+        &mut self,
+        now: Micros,
+        end: TaskEnd,
+        hold: bool,
+        (gm, life): (GmId, u64),
+        fx: &mut GangEffects,
+    ) -> Option<TaskEnd> {
         let gang = self.gangs.get_mut(&end.task.job);
+        if restart::breaks(gang.as_deref(), &self.void, &end, hold) {
+            self.stats.void_ends += 1;
+            self.restart(now, end.task.job, fx, gm, life);
+            return None;
+        }
         restart::take_end(gang, &self.void, end, hold, &mut self.stats.void_ends)
     }
 
@@ -558,39 +597,4 @@ enum Stage {
     Reserving,
     Committing,
     Stopping,
-}
-
-fn describe(outcome: &GangOutcome) -> String {
-    match outcome {
-        GangOutcome::Refused(reasons) => match reasons.first() {
-            Some((task, reason)) => format!("{task}: {reason}"),
-            None => "refused".into(),
-        },
-        other => other.label().into(),
-    }
-}
-
-/// The stop of gang `job`'s current generation for one LM (see [`restart`]): it
-/// names each member's next run.
-fn stop_request(gm: GmId, life: u64, lm: LmId, job: JobId, gang: &types::Gang) -> GmToLm {
-    let members = gang.tasks.iter().map(|t| (t.id, t.attempt)).collect();
-    let stop = GangOp::Stop { members };
-    gang_request(gm, life, lm, job, gang.generation, stop)
-}
-
-/// A step of gang `job`'s transaction for one LM's part.
-fn gang_request(gm: GmId, life: u64, lm: LmId, job: JobId, generation: u32, op: GangOp) -> GmToLm {
-    GmToLm::Gang(GangRequest {
-        gm,
-        life,
-        lm,
-        job,
-        generation,
-        op,
-    })
-}
-
-/// The release of `generation`'s part at `lm`.
-fn release_request(gm: GmId, life: u64, lm: LmId, job: JobId, generation: u32) -> GmToLm {
-    gang_request(gm, life, lm, job, generation, GangOp::Release)
 }

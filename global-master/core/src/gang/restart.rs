@@ -11,8 +11,9 @@
 //! stop to be answered and for `restart_after` before its next generation, which
 //! starts all its members together again.
 
-use super::types::{Gang, GangConfig, GangEffects, Phase};
+use super::types::{Gang, GangConfig, GangEffects, Part, Phase};
 use common::bounded::Bounded;
+use common::gang::ANY_GENERATION;
 use common::messages::TaskEnd;
 use common::{JobId, LmId, Micros, TaskId};
 use std::collections::BTreeSet;
@@ -74,6 +75,21 @@ pub(super) fn stop(
     lms
 }
 
+/// The phase of a gang a restarted GM found running in part: as if committed on
+/// every LM of `lms` (where its members may run), to be stopped there.
+pub(super) fn committed_on(lms: impl Iterator<Item = LmId>, now: Micros) -> Phase {
+    let part = Part {
+        requests: Vec::new(),
+        held: true,
+        life: 0,
+        committed: true,
+    };
+    Phase::Committing {
+        parts: lms.map(|lm| (lm, part.clone())).collect(),
+        resend_until: now,
+    }
+}
+
 /// `lm` answered the stop: once every LM did and `not_before` came, the gang waits
 /// for a pass (true when it does now).
 pub(super) fn stop_answered(now: Micros, gang: &mut Gang, lm: LmId) -> bool {
@@ -92,6 +108,11 @@ pub(super) fn ready(now: Micros, gang: &mut Gang) -> bool {
             not_before,
         } if awaiting.is_empty() && *not_before <= now => {
             gang.phase = Phase::Waiting { not_before: now };
+            if gang.generation == ANY_GENERATION {
+                // Stopped by a restarted GM: its generations start over (an LM
+                // that saw newer ones answers `Stale` with the newest).
+                gang.generation = 0;
+            }
             gang.retry_pending = true;
             true
         }
@@ -108,6 +129,21 @@ pub(super) fn wakeup(gang: &Gang) -> Option<Micros> {
         } if awaiting.is_empty() => Some(*not_before),
         _ => None,
     }
+}
+
+/// Whether a member's end breaks its committing gang: a failure of its current
+/// run that cannot be held (the GM publishes it: a run its LM declared lost), so
+/// that the gang is restarted whole, the run void (retried alone, the member
+/// would share its next run number with the gang's; fault seed 7972).
+pub(super) fn breaks(gang: Option<&Gang>, void: &VoidRuns, end: &TaskEnd, hold: bool) -> bool {
+    let Some(gang) = gang else {
+        return false;
+    };
+    !hold
+        && end.failure.is_some()
+        && matches!(gang.phase, Phase::Committing { .. })
+        && !void.contains(end.task, end.attempt)
+        && (gang.tasks.iter()).any(|t| t.id == end.task && t.attempt == end.attempt)
 }
 
 /// What a member's end means while its gang is here: with `hold`, held while the

@@ -120,6 +120,8 @@ pub struct GangEffects {
     pub to_queue: Vec<TaskSpec>,
     /// Gangs timed out with `fail`: their tasks end failed without running.
     pub failed: Vec<(JobId, Vec<TaskId>)>,
+    /// Gangs timed out with `run_partial`: their tasks are in `to_queue`.
+    pub partial: Vec<JobId>,
     /// Gangs restarted whole: their members' runs of the broken generation are
     /// void; each member runs next as this attempt.
     pub restarted: Vec<(JobId, Vec<(TaskId, u32)>)>,
@@ -142,6 +144,7 @@ impl GangEffects {
             && self.started.is_empty()
             && self.to_queue.is_empty()
             && self.failed.is_empty()
+            && self.partial.is_empty()
             && self.restarted.is_empty()
             && self.ended.is_empty()
             && self.credits.is_empty()

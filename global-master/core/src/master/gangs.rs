@@ -34,21 +34,37 @@ impl GlobalMaster {
 
     /// Tasks a restarted GM resumes: those of the gangs that had not started go
     /// back to waiting as gangs (a gang with none of its tasks here is left
-    /// alone); the others are returned.
+    /// alone); the others are returned. A gang some of whose members an LM holds
+    /// (`held`, each as its run) while others resume here was left running in
+    /// part (the earlier life died between a partial commit and its stops): it is
+    /// restarted whole (docs/gangs.md, "A GM restarted mid-commit").
     pub(super) fn resume_gangs(
         &mut self,
         now: Micros,
         mut tasks: Vec<TaskSpec>,
-        gangs: Vec<(JobId, GangSpec)>,
-        retry: RetryPolicy,
+        held: &[(TaskSpec, u32)],
+        (gangs, retry): (Vec<(JobId, GangSpec)>, RetryPolicy),
         out: &mut GmOutput,
     ) -> Vec<TaskSpec> {
         for (job, spec) in gangs {
-            let (members, rest): (Vec<TaskSpec>, Vec<TaskSpec>) =
+            let (mut members, rest): (Vec<TaskSpec>, Vec<TaskSpec>) =
                 tasks.into_iter().partition(|t| t.id.job == job);
             tasks = rest;
             if members.is_empty() {
                 continue;
+            }
+            let running: Vec<TaskSpec> = (held.iter())
+                .filter(|(t, _)| t.id.job == job)
+                .map(|(t, _)| t.clone())
+                .collect();
+            let broken = !running.is_empty();
+            if broken {
+                // Each member's last run is void, the one held and the one that
+                // may have gone out alike: the restart runs each as the next.
+                for t in &mut members {
+                    t.attempt = t.attempt.saturating_sub(1);
+                }
+                members.extend(running);
             }
             let spec = GangSpec {
                 min_members: spec.min_members.min(members.len() as u32),
@@ -58,8 +74,14 @@ impl GlobalMaster {
             for _ in &members {
                 self.ordering.arrived();
             }
-            self.gangs.submit(now, job, members, spec, retry);
             out.wants_pass = true;
+            if !broken {
+                self.gangs.submit(now, job, members, spec, retry);
+                continue;
+            }
+            let (me, lms) = ((self.config.id, self.config.life), self.view.lms().len());
+            let fx = (self.gangs).resume_broken(now, (job, members), (spec, retry), lms, me);
+            self.apply_gang_effects(now, fx, out);
         }
         tasks
     }
@@ -126,6 +148,7 @@ impl GlobalMaster {
             started,
             to_queue,
             failed,
+            partial,
             restarted,
             ended,
             credits,
@@ -154,6 +177,7 @@ impl GlobalMaster {
             }
             out.gangs_failed.push((job, tasks));
         }
+        out.gangs_partial.extend(partial);
         for (job, members) in restarted {
             // Part of it may have run: stopped, and placed again whole. Reports of
             // the stopped runs are stale from now on.
@@ -169,12 +193,22 @@ impl GlobalMaster {
 
     /// The ends the gangs let through (see [`crate::gang::Gangs::take_end`]); with
     /// `hold`, those of members whose gang is committing wait for its start.
-    pub(super) fn gang_ends(&mut self, ends: Vec<TaskEnd>, hold: bool) -> Vec<TaskEnd> {
+    pub(super) fn gang_ends(
+        &mut self,
+        now: Micros,
+        ends: Vec<TaskEnd>,
+        hold: bool,
+        out: &mut GmOutput,
+    ) -> Vec<TaskEnd> {
         if self.gangs.is_empty() && self.gangs.stats.broken == 0 {
             return ends;
         }
-        (ends.into_iter())
-            .filter_map(|end| self.gangs.take_end(end, hold))
-            .collect()
+        let me = (self.config.id, self.config.life);
+        let mut fx = GangEffects::default();
+        let ends = (ends.into_iter())
+            .filter_map(|end| self.gangs.take_end(now, end, hold, me, &mut fx))
+            .collect();
+        self.apply_gang_effects(now, fx, out);
+        ends
     }
 }

@@ -224,6 +224,12 @@ pub struct GmOutput {
     pub gangs_started: Vec<(JobId, Vec<TaskId>)>,
     /// Gangs timed out with `on_timeout = fail`: their tasks end failed, unrun.
     pub gangs_failed: Vec<(JobId, Vec<TaskId>)>,
+    /// Gangs timed out with `on_timeout = run_partial`: their tasks are queued
+    /// as ordinary tasks. With `gangs_started` and `gangs_failed`, the gangs that
+    /// left the gang coordinator: a driver journals it, so that a restarted GM
+    /// resumes as a gang only one that had not (docs/gangs.md, "A GM restarted
+    /// mid-commit").
+    pub gangs_partial: Vec<JobId>,
     /// Gangs broken after their commit (a part could not launch while others may
     /// have): restarted whole, each member's next run the attempt given (their
     /// runs of the broken generation are stopped and void).
@@ -294,7 +300,7 @@ impl GlobalMaster {
                 self.lifecycle.resumed(&tasks, retry);
                 let ids: Vec<TaskId> = tasks.iter().map(|(t, _)| t.id).collect();
                 let tasks = tasks.into_iter().map(|(t, _)| t).collect();
-                let tasks = self.resume_gangs(now, tasks, gangs, retry, &mut out);
+                let tasks = self.resume_gangs(now, tasks, &held, (gangs, retry), &mut out);
                 for task in self.resume_dags(tasks, dags, &mut out) {
                     self.submit(now, task);
                 }
@@ -413,7 +419,7 @@ impl GlobalMaster {
                 // the GM publishes go through now (a driver publishes what this
                 // step takes).
                 let by_lm = ended.publish == common::messages::EndsPublished::ByLm;
-                let ends = self.gang_ends(ended.ends, by_lm);
+                let ends = self.gang_ends(now, ended.ends, by_lm, out);
                 self.tasks_ended(now, ends, out);
                 return;
             }

@@ -132,3 +132,37 @@ pub fn gang_ops(out: &GmOutput, op: &str) -> Vec<(LmId, u32)> {
         })
         .collect()
 }
+
+/// The kills confirmed by the workers (as their reports would), at every LM.
+pub fn workers_confirm_kills(w: &mut World, now: Micros) {
+    for (task, attempt) in std::mem::take(&mut w.kills) {
+        for lm in &mut w.lms {
+            let Some(node) = lm
+                .running()
+                .get(&task)
+                .map(|a| a.node)
+                .or_else(|| lm.is_cancelling(task).then_some(NodeId(0)))
+            else {
+                continue;
+            };
+            let report = WorkerReport::Killed {
+                node,
+                task,
+                attempt,
+                at: now,
+            };
+            lm.step(now, LmInput::Worker(WorkerToLm::Report(report)))
+                .expect("a report for this LM");
+        }
+    }
+}
+
+/// The gang requests of one kind among messages to LMs: (LM, generation).
+pub fn gang_ops_of(to_lms: &[GmToLm], op: &str) -> Vec<(LmId, u32)> {
+    (to_lms.iter())
+        .filter_map(|m| match m {
+            GmToLm::Gang(g) if g.op.label() == op => Some((g.lm, g.generation)),
+            _ => None,
+        })
+        .collect()
+}

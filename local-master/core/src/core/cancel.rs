@@ -69,7 +69,7 @@ impl LocalMaster {
             } else {
                 self.unqueue(task);
             }
-            self.ended_adopted(task, false);
+            self.ended_adopted(task);
             effects.kills.push(KillTask {
                 node,
                 task,

@@ -9,6 +9,7 @@ use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
 use crate::gang_holds::Hold;
 use crate::validate::validate_placement;
+use common::gang::ANY_GENERATION;
 use common::messages::{GangAnswer, GangOp, GangOutcome, GangRequest, LaunchRequest};
 use common::reasons::RejectReason;
 use common::{GmId, JobId, Micros, TaskId, TaskKind};
@@ -20,6 +21,7 @@ impl LocalMaster {
         self.check_life(request.gm, request.life)?;
         let GangRequest {
             gm,
+            life,
             job,
             generation,
             op,
@@ -31,8 +33,11 @@ impl LocalMaster {
             GangOp::Reserve { requests, hold_for } => {
                 self.gang_reserve(now, gm, job, generation, requests, hold_for)
             }
-            GangOp::Commit => self.gang_commit(now, gm, job, generation, &mut effects),
+            GangOp::Commit => self.gang_commit(now, (gm, life), job, generation, &mut effects),
             GangOp::Release => self.gang_release(gm, job, generation),
+            GangOp::Stop { members } if generation == ANY_GENERATION => {
+                self.gang_stop_any((gm, life), job, &members, &mut effects)
+            }
             GangOp::Stop { members } => self.gang_stop(gm, job, generation, &members, &mut effects),
         };
         effects.gang_response = Some(GangAnswer {
@@ -68,8 +73,12 @@ impl LocalMaster {
         self.gangs.saw(gm, job, generation);
         match self.gangs.get(gm, job) {
             // The same reserve again (its answer was lost): the same answer.
-            Some(hold) if hold.generation == generation => return GangOutcome::Held,
-            // An older generation is abandoned: its room comes back first.
+            Some(hold) if hold.generation == generation && hold.requests == requests => {
+                return GangOutcome::Held
+            }
+            // An older generation is abandoned (or the same one of an earlier
+            // life of the GM, which numbers its generations anew): its room
+            // comes back first.
             Some(_) => self.give_back_hold(gm, job),
             None => {}
         }
@@ -119,7 +128,7 @@ impl LocalMaster {
             let checked = if self.running.contains_key(&id)
                 || self.queued.contains_key(&id)
                 || self.is_cancelling(id)
-                || self.restarted.has_finished(&id)
+                || self.restarted.has_finished(&id, r.task.attempt)
                 || self.gangs.holds_task(id)
                 || requests.iter().filter(|o| o.task.id == id).count() > 1
             {
@@ -164,7 +173,7 @@ impl LocalMaster {
     fn gang_commit(
         &mut self,
         now: Micros,
-        gm: GmId,
+        (gm, life): (GmId, u64),
         job: JobId,
         generation: u32,
         effects: &mut LmEffects,
@@ -192,7 +201,7 @@ impl LocalMaster {
         let Some(hold) = self.gangs.take(gm, job) else {
             return GangOutcome::NotHeld;
         };
-        self.gangs.mark_committed(gm, job, Some(generation));
+        self.gangs.mark_committed(gm, job, Some((generation, life)));
         self.gangs.counters.committed += 1;
         for r in hold.requests {
             let n = r.node.index();
@@ -234,17 +243,48 @@ impl LocalMaster {
         effects: &mut LmEffects,
     ) -> GangOutcome {
         self.gang_release(gm, job, generation);
-        for &(task, next) in members {
-            self.restarted.forget_finished(task);
-            self.gangs.void_before(task, next);
-        }
+        self.void_members(members);
         let seen = self.gangs.seen(gm, job);
         if seen.committed.is_none_or(|c| c <= generation) {
-            let (stopped, _) = self.stop_job(gm, job, effects);
-            self.gangs.counters.stopped += stopped.len() as u64;
-            self.gangs.mark_committed(gm, job, None);
+            self.stop_members(gm, job, effects);
         }
         GangOutcome::Released
+    }
+
+    /// A restarted GM's stop of a gang an earlier life of it left running in part
+    /// (see [`ANY_GENERATION`]): the members here are stopped unless this GM life
+    /// (or a newer one) committed a generation here since, a part held is given
+    /// back (the restarted GM reserves nothing before every stop is answered: a
+    /// hold is an earlier life's), and no generation is recorded as seen.
+    fn gang_stop_any(
+        &mut self,
+        (gm, life): (GmId, u64),
+        job: JobId,
+        members: &[(TaskId, u32)],
+        effects: &mut LmEffects,
+    ) -> GangOutcome {
+        self.give_back_hold(gm, job);
+        self.void_members(members);
+        let seen = self.gangs.seen(gm, job);
+        if seen.committed_life.is_none_or(|by| by < life) {
+            self.stop_members(gm, job, effects);
+        }
+        GangOutcome::Released
+    }
+
+    /// The runs of a gang restarted whole before each member's next one are void.
+    fn void_members(&mut self, members: &[(TaskId, u32)]) {
+        for &(task, next) in members {
+            self.restarted.forget_finished(task, next);
+            self.gangs.void_before(task, next);
+        }
+    }
+
+    /// Kills the members of gang (`gm`, `job`) launched here and forgets its commit.
+    fn stop_members(&mut self, gm: GmId, job: JobId, effects: &mut LmEffects) {
+        let (stopped, _) = self.stop_job(gm, job, effects);
+        self.gangs.counters.stopped += stopped.len() as u64;
+        self.gangs.mark_committed(gm, job, None);
     }
 
     /// Gives a held part's room back to its nodes.

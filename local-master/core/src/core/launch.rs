@@ -74,7 +74,7 @@ impl LocalMaster {
         let task_id = request.task.id;
         let checked = if self.running.contains_key(&task_id)
             || self.queued.contains_key(&task_id)
-            || self.restarted.has_finished(&task_id)
+            || (self.restarted).has_finished(&task_id, request.task.attempt)
         {
             Err(common::reasons::RejectReason::Duplicate)
         } else if self.is_down(request.node) {

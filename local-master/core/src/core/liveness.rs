@@ -61,7 +61,7 @@ impl LocalMaster {
                 .collect();
             for task in killed {
                 if let Some(k) = self.pending_kills.remove(&task) {
-                    self.ended_adopted(task, false);
+                    self.ended_adopted(task);
                     effects.events.push(TaskEvent {
                         task,
                         at: now,
@@ -77,7 +77,7 @@ impl LocalMaster {
             }
             self.cancels_lost(now, node, &mut effects);
             for (gm, task, attempt) in ends {
-                self.ended_adopted(task, false);
+                self.ended_adopted(task);
                 self.lost.insert((task, attempt));
                 // Published by the GM when it takes it (`EndsPublished::ByGm`): a
                 // verdict that dies with this LM is never seen as the task's end.

@@ -443,6 +443,12 @@ impl LocalMaster {
         self.answers.cached(gm, seq).is_some()
     }
 
+    /// The version of the LM's state ([`LmSnapshot::version`]): it goes up with
+    /// every change a snapshot shows.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// True when no node has anything allocated (every resource returned).
     pub fn is_idle(&self) -> bool {
         self.running.is_empty()

@@ -89,7 +89,7 @@ impl LocalMaster {
             WorkerReport::Killed { at, .. } => {
                 if !held(self.pending_kills.get(&task).map(|k| &k.task)) {
                     // The worker made room for other work on its own.
-                    self.ended_adopted(task, false);
+                    self.ended_adopted(task);
                     return self.queueable_killed_by_worker(node, task, attempt, at);
                 }
                 let Some(PendingKill {
@@ -101,7 +101,7 @@ impl LocalMaster {
                 else {
                     return Err(unknown);
                 };
-                self.ended_adopted(task, false);
+                self.ended_adopted(task);
                 effects.events.push(TaskEvent {
                     task,
                     at,
@@ -114,7 +114,7 @@ impl LocalMaster {
             {
                 // Finished before the kill reached the worker: the finish stands.
                 let gm = self.pending_kills.remove(&task).map(|k| k.gm);
-                self.ended_adopted(task, failure.is_none());
+                self.ended_adopted(task);
                 self.remember_end(task, attempt, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
@@ -138,7 +138,7 @@ impl LocalMaster {
                     && !self.queued.contains_key(&task)
                     && !self.is_lost_run(task, attempt) =>
             {
-                self.unowned_finish(task, node, at, &mut effects);
+                self.unowned_finish(task, attempt, node, at, &mut effects);
             }
             WorkerReport::Finished { at, .. } | WorkerReport::Failed { at, .. } => {
                 let gm = match self.running.get(&task) {
@@ -148,7 +148,7 @@ impl LocalMaster {
                 if self.release(task).is_none() {
                     return Err(unknown);
                 }
-                self.ended_adopted(task, failure.is_none());
+                self.ended_adopted(task);
                 self.remember_end(task, attempt, failure.as_ref());
                 effects.events.push(TaskEvent {
                     task,
@@ -178,18 +178,20 @@ impl LocalMaster {
     /// the end is remembered finished (answered to that GM's reconcile request,
     /// and a resent launch of it is a `Duplicate`) and published once; a repeat
     /// changes nothing. Failed runs are not kept: the GM retries the run it hears
-    /// is lost.
+    /// is lost. A run this LM knows void (its gang was restarted whole) is not
+    /// kept either: its task runs again.
     fn unowned_finish(
         &mut self,
         task: common::TaskId,
+        attempt: u32,
         node: common::NodeId,
         at: Micros,
         effects: &mut LmEffects,
     ) {
-        if self.restarted.has_finished(&task) {
+        if self.restarted.has_finished(&task, attempt) || self.gangs.is_void(task, attempt) {
             return;
         }
-        self.restarted.finished(task);
+        self.restarted.finished(task, attempt);
         effects.unowned_finished.push(task);
         effects.events.push(TaskEvent {
             task,
@@ -204,7 +206,7 @@ impl LocalMaster {
     /// lists it on registering again does not make this life announce it twice.
     fn remember_end(&mut self, task: common::TaskId, attempt: u32, failure: Option<&TaskFailure>) {
         match failure {
-            None => self.restarted.finished(task),
+            None => self.restarted.finished(task, attempt),
             Some(_) => self.restarted.failed(task, attempt),
         }
     }

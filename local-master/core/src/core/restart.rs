@@ -87,8 +87,8 @@ impl LocalMaster {
     /// An adopted task ended: one that finished is remembered like the tasks finished
     /// before the restart (a late resend of the old LM's batch must not run it again);
     /// one that was killed goes back to its GM and may be launched again.
-    pub(crate) fn ended_adopted(&mut self, task: TaskId, finished: bool) {
-        self.restarted.ended(task, finished);
+    pub(crate) fn ended_adopted(&mut self, task: TaskId) {
+        self.restarted.ended(task);
     }
 
     /// The runs a worker registering again lists as ended that this LM still
@@ -130,9 +130,9 @@ impl LocalMaster {
             return false;
         }
         match &end.failure {
-            None if self.restarted.has_finished(&task) => false,
+            None if self.restarted.has_finished(&task, attempt) => false,
             None => {
-                self.restarted.finished(task);
+                self.restarted.finished(task, attempt);
                 true
             }
             Some(_) if self.restarted.has_failed(task, attempt) => false,
@@ -201,7 +201,7 @@ impl LocalMaster {
             }
             match run {
                 Some((node, attempt)) => held.push((task, node, attempt)),
-                None if self.restarted.has_finished(&task) => finished.push(task),
+                None if self.restarted.has_finished(&task, asked) => finished.push(task),
                 // Its failure went to the GM when the worker listed it.
                 None if self.restarted.has_failed(task, asked) => {}
                 None if request.forget && self.lost.insert((task, asked)) => {

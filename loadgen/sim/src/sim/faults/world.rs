@@ -123,6 +123,11 @@ pub(super) struct World<'a> {
     /// Members of gangs restarted whole: their next run (a report of an earlier
     /// run is that of a void run, stopped or finished without its gang).
     gang_next_run: HashMap<TaskId, u32>,
+    /// Gangs that left their GM's gang coordinator (started whole, failed or
+    /// given up to `run_partial`), as the GM's journal records it.
+    gangs_left: std::collections::HashSet<common::JobId>,
+    /// Per (GM, LM): the version of the last heartbeat of the LM the GM got.
+    heartbeat_version: HashMap<(u16, u16), u64>,
     /// Gangs restarted whole so far.
     gang_restarts: u64,
     /// Per GM: its latest start clock (its first batch number), and whether a life
@@ -243,6 +248,8 @@ impl<'a> World<'a> {
             lm_life: vec![0; config.lms as usize],
             gang_partial: Default::default(),
             gang_next_run: Default::default(),
+            gangs_left: Default::default(),
+            heartbeat_version: HashMap::new(),
             gang_restarts: 0,
             registered: vec![true; n],
             keyed: vec![0; n],
@@ -431,11 +438,18 @@ impl<'a> World<'a> {
     }
 
     /// After the quiet period every GM's view of every LM matches the LM's free
-    /// resources node by node.
+    /// resources node by node; an LM whose state changed since the last heartbeat
+    /// of it a GM got (a gang hold orphaned by a fault expiring near the end:
+    /// holds last 30 s, as long as the quiet period; seed 7467) is left out for
+    /// that GM: it cannot know it yet.
     fn views_converged(&mut self) -> Result<(), Broken> {
         let mut excused = Vec::new();
         for gm in self.gms.iter().flatten() {
             for lm in self.lms.iter().flatten() {
+                let got = self.heartbeat_version.get(&(gm.id().0, lm.id().0));
+                if got.is_some_and(|v| *v != lm.version()) {
+                    continue;
+                }
                 let Some(view) = gm.view(lm.id()) else {
                     return Err((
                         check::Invariant::ViewDiverged,
@@ -497,6 +511,9 @@ impl<'a> World<'a> {
             Ev::Pump(from, to) => self.pump(from, to),
             Ev::State(g, message) => {
                 if self.gms[g as usize].is_some() {
+                    if let LmToGm::State(s) = &message {
+                        self.heartbeat_version.insert((g, s.lm.0), s.version);
+                    }
                     self.gm_step(g, GmInput::Lm(message));
                 }
             }

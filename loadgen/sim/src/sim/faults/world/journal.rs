@@ -80,6 +80,7 @@ impl World<'_> {
             self.checker.resubmitted(t);
             resubmit.push((spec, failed));
         }
+        let ended_now: HashSet<TaskId> = ended.iter().copied().collect();
         if !ended.is_empty() {
             self.note(|| {
                 format!(
@@ -99,12 +100,17 @@ impl World<'_> {
                 )
             });
             let retry = self.config.retry;
+            let gangs = self.resumed_gangs(&resubmit, &mut keep, &ended_now);
+            if !gangs.is_empty() {
+                let jobs: Vec<u64> = gangs.iter().map(|g| g.0 .0).collect();
+                self.note(|| format!("  gm{g} resumes gangs {jobs:?}"));
+            }
             let resume = Resumed {
                 tasks: resubmit,
                 held: keep,
                 retry,
                 dags: Vec::new(),
-                gangs: Vec::new(),
+                gangs,
             };
             self.gm_step(g, GmInput::Resume(resume));
         }

@@ -23,21 +23,13 @@ impl World<'_> {
             self.checker.accepted(t.id, g);
         }
         let retry = self.config.retry;
-        let submit = if self.config.gangs && k.is_multiple_of(3) && tasks.len() >= 2 {
-            // Past the horizon it gives up starting together (run_partial), so
-            // that liveness holds on a cluster the faults left too small.
-            let gang = common::gang::GangSpec {
-                min_members: tasks.len() as u32,
-                timeout: self.config.horizon,
-                on_timeout: common::gang::OnTimeout::RunPartial,
-            };
-            ClientToGm::SubmitGang { tasks, retry, gang }
-        } else {
-            ClientToGm::SubmitJob {
+        let submit = match self.gang_spec(k) {
+            Some(gang) => ClientToGm::SubmitGang { tasks, retry, gang },
+            None => ClientToGm::SubmitJob {
                 tasks,
                 retry,
                 dag: None,
-            }
+            },
         };
         self.gm_step(g, GmInput::Client(submit));
     }
@@ -75,6 +67,7 @@ impl World<'_> {
         for (job, members) in &out.gangs_restarted {
             self.gang_restarted(*job, members);
         }
+        self.gangs_left(&out);
         for d in &out.decisions {
             if let DecisionOutcome::Unplaceable(_) = d.outcome {
                 self.checker.unplaceable(d.task);
@@ -188,11 +181,7 @@ impl World<'_> {
             self.broke(broken);
         }
         if let Some((gm, job)) = commit {
-            let launched_now = (out.events.iter()).any(|e| {
-                e.task.job == job
-                    && matches!(e.kind, common::events::TaskEventKind::Launched { .. })
-            });
-            self.gang_checked(gm, job, launched_now);
+            self.gang_checked(gm, job, &out);
         }
         // The end of a retried run absorbed without a word: taken for a late report
         // of the run reported lost on that node.
