@@ -488,4 +488,6 @@ fn free_changed(
 }
 
 #[cfg(test)]
+mod restart_tests;
+#[cfg(test)]
 mod tests;
