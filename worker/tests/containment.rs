@@ -242,7 +242,12 @@ async fn a_fork_bomb_stays_within_its_pids_limit_and_goes_with_its_task() {
     let id = bomb.id;
     let (run_no, handle) = ex.launch(
         bomb,
-        &sh("echo started; b() { b | b & }; b; exec sleep 1000 # megha-fork-bomb"),
+        // The bomb in a subshell: the task's own shell forks once, before the bomb
+        // fills the pids limit, and then only execs. (With `b` in the task's shell,
+        // that shell forked each element of the first pipeline itself; under load
+        // the bomb could fill the limit between the two forks and the shell exited
+        // on "Cannot fork", taking the task down: 0 processes left to count.)
+        &sh("echo started; (b() { b | b & }; b); exec sleep 1000 # megha-fork-bomb"),
     );
     stdout_when(&ex, id, "started").await;
     let uid = std::fs::metadata(ex.logs().dir(id).join("work"))
