@@ -195,28 +195,36 @@ fn first_at(events: &[TaskEvent], task: TaskId, kind: fn(&TaskEventKind) -> bool
         .unwrap_or_else(|| panic!("{task}: no such event in {events:#?}"))
 }
 
-/// With the hold (the default rules), a held request over the services: `a`
-/// fills the 4 nodes and has 4 more tasks waiting at its GM; `b`'s task asks to
-/// preempt and the LM holds it. The first `a` task that ends frees a node: it goes
-/// to `b`'s task, with no kill, before any of `a`'s waiting tasks.
-#[test]
-fn a_held_request_gets_the_first_room_that_frees_with_no_kill() {
-    let fairness = held("a:0.5:0,b:0.5:1", Micros::from_secs(60));
+/// Queues `a` and `b` (half each, GMs 0 and 1) on 2 GMs x 1 LM x 2 one-core nodes
+/// with preemption held for `hold`: runs `jobs`, checks every task ended and none
+/// started twice, and gives the result and the event stream.
+fn run_held(hold: Micros, jobs: &[Job]) -> (ReplayResult, Vec<TaskEvent>) {
+    let fairness = held("a:0.5:0,b:0.5:1", hold);
     let cfg = EmbeddedConfig {
         fairness: Some(Arc::new(fairness)),
         ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
     };
-    let jobs = vec![
-        job(0, 0, 8, Micros::from_millis(1000), 0),
-        job(1, 300, 1, Micros::from_millis(300), 1),
-    ];
-    let (result, events) = run(&cfg, &jobs, 1.0);
+    let (result, events) = run(&cfg, jobs, 1.0);
     assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
     assert!(
         result.started_twice.is_empty(),
         "{:?}",
         result.started_twice
     );
+    (result, events)
+}
+
+/// With the hold (the default rules), a held request over the services: `a`
+/// fills the 4 nodes and has 4 more tasks waiting at its GM; `b`'s task asks to
+/// preempt and the LM holds it. The first `a` task that ends frees a node: it goes
+/// to `b`'s task, with no kill, before any of `a`'s waiting tasks.
+#[test]
+fn a_held_request_gets_the_first_room_that_frees_with_no_kill() {
+    let jobs = vec![
+        job(0, 0, 8, Micros::from_millis(1000), 0),
+        job(1, 300, 1, Micros::from_millis(300), 1),
+    ];
+    let (result, events) = run_held(Micros::from_secs(60), &jobs);
     let preempted = |k: &TaskEventKind| matches!(k, TaskEventKind::Preempted { .. });
     assert!(!events.iter().any(|e| preempted(&e.kind)), "{events:#?}");
     assert_eq!(result.outcome.counters.preemptions, 0);
@@ -249,22 +257,11 @@ fn a_held_request_gets_the_first_room_that_frees_with_no_kill() {
 /// of `a`'s tasks ends.
 #[test]
 fn a_held_request_that_no_room_serves_kills_after_the_hold() {
-    let fairness = held("a:0.5:0,b:0.5:1", Micros::from_millis(500));
-    let cfg = EmbeddedConfig {
-        fairness: Some(Arc::new(fairness)),
-        ..embedded_config(ClusterSpec::generate(2, 1, 2, Resources::cores(1, 4096), 3))
-    };
     let jobs = vec![
         job(0, 0, 4, Micros::from_millis(4000), 0),
         job(1, 300, 1, Micros::from_millis(300), 1),
     ];
-    let (result, events) = run(&cfg, &jobs, 1.0);
-    assert!(result.unfinished.is_empty(), "{:?}", result.unfinished);
-    assert!(
-        result.started_twice.is_empty(),
-        "{:?}",
-        result.started_twice
-    );
+    let (_, events) = run_held(Micros::from_millis(500), &jobs);
     let preempted: Vec<&TaskEvent> = (events.iter())
         .filter(|e| matches!(e.kind, TaskEventKind::Preempted { .. }))
         .collect();
