@@ -29,6 +29,16 @@
 //!   the room it frees in the same step (or kills nothing), and with
 //!   `within_share_after` the GM asks only when the task's queue stays within its
 //!   share once the task runs (else the task itself would be the next victim).
+//!
+//! *Priority* preemption within a queue (a preempting class displacing a lower
+//! class of its own queue, [`crate::priority`]) has a budget of its own
+//! ([`PreemptionRules::for_priority`]): the cap, the rate limit, the protected
+//! share, the hold and the grace exist against flip-flop between queues, which
+//! cannot happen there (a victim is always of a lower class of the same queue,
+//! so it never takes the room back, and no share moves). By default it has no
+//! rate limit and no per-task cap (`priority_rate_limit`,
+//! `priority_max_per_task`); the cool-down, "no kill for a task that would wait"
+//! and "gangs whole or not at all" hold for it as for fairness.
 
 use crate::Micros;
 use serde::{Deserialize, Serialize};
@@ -65,6 +75,13 @@ pub struct PreemptionRules {
     /// may preempt up to its share plus its part of what is lent, and a queue
     /// over that is a victim.
     pub lend_idle_shares: bool,
+    /// Tasks of one queue an LM may preempt per `rate_window` for priority
+    /// preemptions within that queue (0: no limit), counted apart from
+    /// `rate_limit`.
+    pub priority_rate_limit: u32,
+    /// A task preempted this many times is never a priority preemption's victim
+    /// again (0: no cap).
+    pub priority_max_per_task: u32,
 }
 
 impl Default for PreemptionRules {
@@ -82,6 +99,11 @@ impl Default for PreemptionRules {
             // 504 and 1,500 nodes; a 60-second hold killed too often at 204.
             hold: Micros::from_secs(120),
             lend_idle_shares: true,
+            // Priority preemption is acyclic (a victim never takes the room
+            // back), so its churn is bounded by the higher class's arrivals:
+            // no budget beyond that (docs/priorities.md).
+            priority_rate_limit: 0,
+            priority_max_per_task: 0,
         }
     }
 }
@@ -98,7 +120,25 @@ impl PreemptionRules {
         grace: Micros::ZERO,
         hold: Micros::ZERO,
         lend_idle_shares: false,
+        priority_rate_limit: 0,
+        priority_max_per_task: 0,
     };
+
+    /// The rules for a priority preemption within one queue: its own rate limit
+    /// and per-task cap, the same cool-down; no protected share, hold or grace
+    /// (the queue keeps its usage, and the higher class should not wait).
+    pub fn for_priority(&self) -> PreemptionRules {
+        PreemptionRules {
+            protected_fraction: 0.0,
+            max_per_task: self.priority_max_per_task,
+            rate_limit: self.priority_rate_limit,
+            within_share_after: false,
+            grace: Micros::ZERO,
+            hold: Micros::ZERO,
+            lend_idle_shares: false,
+            ..*self
+        }
+    }
 
     /// Checks the ranges; the message names the setting.
     pub fn validate(&self) -> Result<(), String> {
@@ -108,7 +148,8 @@ impl PreemptionRules {
                 self.protected_fraction
             ));
         }
-        if self.rate_limit > 0 && self.rate_window == Micros::ZERO {
+        if (self.rate_limit > 0 || self.priority_rate_limit > 0) && self.rate_window == Micros::ZERO
+        {
             return Err("a preempt rate limit needs a positive rate window".into());
         }
         Ok(())

@@ -67,3 +67,51 @@ fn a_gang_spanning_two_lms_starts_whole_and_one_that_cannot_fit_fails_unrun() {
     );
     cluster.terminate_all_cleanly();
 }
+
+/// A gang that started whole and still runs when its GM is killed: the restarted
+/// GM resumes its members as ordinary tasks held by their LMs (no restart whole:
+/// no member stopped, each started once). A regression guard of the service's
+/// resume path for gangs: every member is held, so none runs again and it holds
+/// with or without the journal's `gangs_left` record.
+#[test]
+fn a_gang_that_started_whole_is_not_restarted_by_its_gm_restarted() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-gang-gm-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let extra = tests::procs::RoleArgs {
+        gm: vec![
+            "--data-dir".into(),
+            dir.join("gm0-data").display().to_string(),
+        ],
+        ..Default::default()
+    };
+    let mut cluster =
+        LoopbackCluster::start_with_args(1, 2, 2, 2, &broker.url, &dir.join("logs"), &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":8000}"#;
+    let body = format!(
+        r#"{{"tasks":[{}],"gang":{{"timeout_s":60}}}}"#,
+        vec![task; 4].join(",")
+    );
+    let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
+    assert_eq!(status, 202, "{answer}");
+    wait_until("the gang started", Duration::from_secs(30), || {
+        cluster.metric(&cluster.gms, "megha_gm_gangs_started_total") == 1.0
+    });
+    cluster.crash_and_restart_gm(0, Duration::from_millis(500));
+    wait_until("its four tasks finished", Duration::from_secs(60), || {
+        cluster.metric(&cluster.workers, "megha_worker_finished_total") == 4.0
+    });
+    assert_eq!(
+        cluster.metric(&cluster.lms, "megha_lm_gang_members_stopped_total"),
+        0.0,
+        "logs in {}",
+        dir.display()
+    );
+    assert_eq!(
+        cluster.metric(&cluster.workers, "megha_worker_started_total"),
+        4.0
+    );
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -148,15 +148,19 @@ impl Fairness {
 
     /// For a task of a preempting priority class that found no room: the LM where
     /// its own queue uses the most (lower classes of the queue may make room there;
-    /// the LM checks), skipping refusals, busy LMs and LMs with a request in flight.
+    /// the LM checks), skipping refusals, busy LMs and LMs with a request in flight
+    /// ([`Contention::Busy`] when only those are left: the task waits for the
+    /// slot, not for room to free by itself; else [`Contention::NoVictim`]).
     /// Such a preemption trades tasks within the queue, so shares do not move.
     pub fn priority_victim(
         &self,
         lms: &[Option<LmView>],
         queue: QueueId,
         shape: Shape,
-    ) -> Option<LmId> {
-        lms.iter()
+    ) -> Contention {
+        let mut in_flight_only = false;
+        let best = lms
+            .iter()
             .flatten()
             .filter(|v| !v.is_busy())
             .filter_map(|v| {
@@ -165,10 +169,15 @@ impl Fairness {
                 let refused = self.refusals.contains(&(lm, queue, None))
                     || self.refusals.contains(&(lm, queue, Some(shape)));
                 let in_flight = self.in_flight.get(lm.index()).copied().unwrap_or(true);
+                in_flight_only |= in_flight && !used.is_zero() && !refused;
                 (!used.is_zero() && !refused && !in_flight).then_some((used.cpu_millis, lm))
             })
-            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
-            .map(|(_, lm)| lm)
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        match best {
+            Some((_, lm)) => Contention::Preempt { lm, victim: queue },
+            None if in_flight_only => Contention::Busy,
+            None => Contention::NoVictim,
+        }
     }
 
     /// True when Algorithm 2 might preempt for a task of `queue` in this view: shares

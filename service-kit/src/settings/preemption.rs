@@ -46,6 +46,14 @@ pub struct PreemptArgs {
     /// proportion to their shares, for preemption. Default true.
     #[arg(long, env = "MEGHA_PREEMPT_LEND_IDLE_SHARES", value_name = "BOOL")]
     pub preempt_lend_idle_shares: Option<bool>,
+    /// Tasks of one queue an LM may preempt per --preempt-rate-window-s for a
+    /// higher priority class of the same queue (0: no limit). Default 0.
+    #[arg(long, env = "MEGHA_PREEMPT_PRIORITY_RATE_LIMIT", value_name = "N")]
+    pub preempt_priority_rate_limit: Option<u32>,
+    /// A task preempted this many times is never preempted again for a higher
+    /// class of its queue (0: no cap). Default 0.
+    #[arg(long, env = "MEGHA_PREEMPT_PRIORITY_MAX_PER_TASK", value_name = "N")]
+    pub preempt_priority_max_per_task: Option<u32>,
 }
 
 impl PreemptArgs {
@@ -75,6 +83,12 @@ impl PreemptArgs {
             grace: secs("preempt-grace-s", self.preempt_grace_s, d.grace)?,
             hold: secs("preempt-hold-s", self.preempt_hold_s, d.hold)?,
             lend_idle_shares: self.preempt_lend_idle_shares.unwrap_or(d.lend_idle_shares),
+            priority_rate_limit: self
+                .preempt_priority_rate_limit
+                .unwrap_or(d.priority_rate_limit),
+            priority_max_per_task: self
+                .preempt_priority_max_per_task
+                .unwrap_or(d.priority_max_per_task),
         };
         rules.validate().map_err(anyhow::Error::msg)?;
         Ok(rules)

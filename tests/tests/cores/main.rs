@@ -22,6 +22,7 @@ mod oracle;
 mod preemption_hold;
 mod preemption_rules;
 mod priorities;
+mod priority_preemption;
 mod sim_idle;
 mod sim_lra;
 mod sim_properties;

@@ -275,19 +275,21 @@ impl GlobalMaster {
             other if self.config.priorities.preempting(pending.task.priority) => {
                 let queue = pending.task.queue;
                 match self.fairness.priority_victim(self.view.lms(), queue, shape) {
-                    Some(lm) => Contention::Preempt { lm, victim: queue },
-                    None => other,
+                    Contention::NoVictim => other,
+                    priority => priority,
                 }
             }
             other => other,
         };
         match decided {
-            Contention::Preempt { .. }
-                if now.since(*pending.contended_since.get_or_insert(now))
-                    < self.fairness.grace() =>
+            Contention::Preempt { victim, .. }
+                if victim != pending.task.queue
+                    && now.since(*pending.contended_since.get_or_insert(now))
+                        < self.fairness.grace() =>
             {
                 // Room may free by itself within the grace: wait for it first (as
-                // a task that found no room).
+                // a task that found no room). A priority preemption within the
+                // queue does not wait: the higher class should not.
             }
             Contention::Preempt { lm, victim } => {
                 self.stats.preempt_attempts += 1;

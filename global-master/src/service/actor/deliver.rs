@@ -310,6 +310,7 @@ impl GmActor {
         }
         self.charge_usage(now, out);
         self.record_lifecycle(now, out);
+        self.journal_gangs(out);
         self.journal_ends(&out.ended, &out.cancelled, &out.retries);
         self.record_dag_progress(now, out);
         self.report_ended_jobs(ctx);

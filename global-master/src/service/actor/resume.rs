@@ -42,6 +42,9 @@ impl GmActor {
                 .job_accepted(r.job, at, queues, r.accepted.user, policy.max_attempts);
             self.tracker.named(r.job, r.names);
             let mut again = Vec::new();
+            // A gang's members that ended, as their last journaled run: if the gang
+            // had not left its coordinator, it ran in part and restarts whole.
+            let mut ran = Vec::new();
             for spec in &r.tasks {
                 self.tracker.accepted(spec.id, at);
             }
@@ -57,17 +60,20 @@ impl GmActor {
                     Some(e) if e.cancelled => {
                         self.tracker.cancelled(spec.id, e.at);
                     }
-                    Some(e) => self.tracker.ended(
-                        &TaskEnd {
-                            used: None,
-                            task: spec.id,
-                            attempt: e.attempt,
-                            node: NodeId(e.node),
-                            at: e.at,
-                            failure: e.failure.clone(),
-                        },
-                        e.at,
-                    ),
+                    Some(e) => {
+                        ran.push((spec.clone(), failed));
+                        self.tracker.ended(
+                            &TaskEnd {
+                                used: None,
+                                task: spec.id,
+                                attempt: e.attempt,
+                                node: NodeId(e.node),
+                                at: e.at,
+                                failure: e.failure.clone(),
+                            },
+                            e.at,
+                        )
+                    }
                     None => again.push((spec, failed)),
                 }
             }
@@ -85,9 +91,12 @@ impl GmActor {
                         .map(|(&index, e)| (index, e.failure.is_some()))
                         .collect(),
                 });
-                // A gang none of whose tasks ended resumes as a gang (held ones
-                // are found by the LMs' answers).
-                let gang = r.gang.filter(|_| r.ended.is_empty()).map(|g| (r.job, g));
+                // A gang the journal does not record as gone from its
+                // coordinator resumes as a gang (restarted whole if some of it
+                // ran: held ones are found by the LMs' answers); a cancelled one
+                // does not.
+                let cancelled = r.ended.values().any(|e| e.cancelled);
+                let gang = (r.gang.filter(|_| !cancelled)).map(|g| (r.job, g, ran));
                 resume.push((r.accepted.retry, again, dag, gang));
             }
         }
@@ -194,9 +203,11 @@ type JobToResume = (
     ResumedGang,
 );
 
-/// A gang job's spec, while none of its tasks ended, is held or is resumed (it
-/// resumes as a gang: docs/gangs.md).
-type ResumedGang = Option<(common::JobId, common::gang::GangSpec)>;
+/// A gang job's spec, while the journal does not record that it left its
+/// coordinator, with its members that ended (each as its last journaled run, and
+/// its runs failed): it resumes as a gang, restarted whole if some of it ran
+/// (docs/gangs.md).
+type ResumedGang = Option<(common::JobId, common::gang::GangSpec, Vec<(TaskSpec, u32)>)>;
 
 /// The LMs' answers to a restarted GM's reconcile requests, and the journal's tasks
 /// to resume (with their runs failed so far): a task an LM holds counts as launched
@@ -250,7 +261,9 @@ impl Handler<Resume> for GmActor {
             let mut again = Vec::new();
             let mut keep = Vec::new();
             let mut doubt = Vec::new();
-            let tasks_n = tasks.len();
+            // Members of a gang still at its coordinator that an LM remembers
+            // finished: they ran, so the gang restarts whole (not ended here).
+            let mut ran_gang = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
                     self.tracker.resumed_as(spec.id, run);
@@ -259,20 +272,13 @@ impl Handler<Resume> for GmActor {
                     running += 1;
                     spec.attempt = run;
                     keep.push((spec, failed));
+                } else if finished.contains(&spec.id) && gang.is_some() {
+                    ran_gang.push((spec, failed));
                 } else if finished.contains(&spec.id) {
                     if let Some(dag) = &mut dag {
                         dag.ended.push((spec.id.index, false));
                     }
-                    let end = TaskEnd {
-                        used: None,
-                        task: spec.id,
-                        attempt: spec.attempt,
-                        node: NodeId(0),
-                        at: now,
-                        failure: None,
-                    };
-                    self.tracker.ended(&end, now);
-                    ends.push(end);
+                    ends.push(self.finished_at_lm(&spec, now));
                     done += 1;
                 } else if wait {
                     doubt.push((spec, failed));
@@ -285,14 +291,26 @@ impl Handler<Resume> for GmActor {
                 }
             }
             again_n += again.len();
-            let resumes = !again.is_empty() || !keep.is_empty();
-            // A gang resumes whole or as ordinary tasks: one of its tasks held or
-            // finished means it had started; one in doubt while others resume now
-            // splits it.
-            let started = !keep.is_empty() || again.len() + doubt.len() < tasks_n;
-            if started || (!again.is_empty() && !doubt.is_empty()) {
+            // A gang still at its coordinator (the journal does not say it left)
+            // with members to run again and none in doubt resumes as a gang: whole
+            // if none ran, restarted whole otherwise (its members that ran, held or
+            // ended, go to the core as held: docs/gangs.md). Else it resumes as
+            // ordinary tasks (one in doubt while others resume now splits it).
+            let whole = gang.is_some() && !again.is_empty() && doubt.is_empty();
+            // All of it in doubt: decided once the silent LMs answer.
+            let later = again.is_empty() && keep.is_empty() && ran_gang.is_empty();
+            if whole {
+                let ended_before = gang.as_mut().map(|g| std::mem::take(&mut g.2));
+                keep.append(&mut ran_gang);
+                keep.extend(ended_before.into_iter().flatten());
+            } else if !later || doubt.is_empty() {
                 gang = None;
+                for (spec, _) in ran_gang.drain(..) {
+                    ends.push(self.finished_at_lm(&spec, now));
+                    done += 1;
+                }
             }
+            let resumes = !again.is_empty() || !keep.is_empty();
             if !doubt.is_empty() {
                 // The DAG (and the gang) go with the first of the job's tasks
                 // resumed.
@@ -307,7 +325,7 @@ impl Handler<Resume> for GmActor {
                     held: keep,
                     retry,
                     dags: dag.into_iter().collect(),
-                    gangs: gang.into_iter().collect(),
+                    gangs: gang.into_iter().map(|(job, spec, _)| (job, spec)).collect(),
                 });
             }
         }
@@ -352,6 +370,21 @@ impl Handler<Resume> for GmActor {
 }
 
 impl GmActor {
+    /// A task to resume that an LM remembers finished: it ends finished (in the
+    /// tracker; the end returned is for the journal).
+    fn finished_at_lm(&mut self, spec: &TaskSpec, now: common::Micros) -> TaskEnd {
+        let end = TaskEnd {
+            used: None,
+            task: spec.id,
+            attempt: spec.attempt,
+            node: NodeId(0),
+            at: now,
+            failure: None,
+        };
+        self.tracker.ended(&end, now);
+        end
+    }
+
     /// Gives a resumed job its utility tree back, if its kept spec has one.
     fn resume_utility(&mut self, job: common::JobId) {
         let Some(Ok(Some(stored))) = self.journal.as_ref().map(|j| j.spec(job)) else {

@@ -14,6 +14,30 @@ use common::JobId;
 use common::{Micros, NodeId};
 
 impl GmActor {
+    /// Journals the gangs that left their coordinator (started whole, failed, or
+    /// given up to run one by one: a next life resumes them as ordinary tasks) and
+    /// the new runs of gangs restarted whole, before those runs go out
+    /// (docs/gangs.md, "A GM restarted mid-commit").
+    pub(super) fn journal_gangs(&mut self, out: &GmOutput) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let left: Vec<JobId> = (out.gangs_started.iter().map(|g| g.0))
+            .chain(out.gangs_failed.iter().map(|g| g.0))
+            .chain(out.gangs_partial.iter().copied())
+            .collect();
+        if let Err(e) = journal.gangs_left(&left) {
+            self.metrics.journal_errors += 1;
+            tracing::error!(gangs = left.len(), error = %e, "cannot journal that gangs left their coordinator: a restart would restart them whole");
+        }
+        for (job, members) in &out.gangs_restarted {
+            if let Err(e) = journal.gang_restarted(members) {
+                self.metrics.journal_errors += 1;
+                tracing::error!(job = job.0, error = %e, "cannot journal a gang's restart: a second restart may reuse its run numbers");
+            }
+        }
+    }
+
     /// Blocked and released tasks into the tracker; tasks that never run end failed.
     pub(super) fn record_dag_progress(&mut self, now: Micros, out: &GmOutput) {
         for b in &out.blocked {

@@ -33,9 +33,7 @@
 
 use crate::service::observe::usage::UsageRow;
 use common::dag::JobDag;
-use common::messages::TaskFailure;
-use common::retry::RetryPolicy;
-use common::{ClusterName, JobId, Micros, TaskId, TaskSpec};
+use common::{ClusterName, JobId, TaskId, TaskSpec};
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,54 +70,10 @@ pub const OUTCOMES_KEPT: u64 = 10_000;
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const LAST_LIFE: &str = "last_life";
 
-/// What a submission said of its job as a whole.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Accepted {
-    pub accepted_at: Micros,
-    /// The submitting user, when the GM knows users.
-    pub user: Option<String>,
-    /// The job's own retry policy (`None`: the GM's default).
-    pub retry: Option<RetryPolicy>,
-    /// The submission's `Idempotency-Key`, written with the job (in the same
-    /// transaction) so that a GM killed before the key store took it still answers
-    /// a retried submission with this job instead of making a second one.
-    pub idempotency: Option<crate::service::durable::idempotency::KeyOf>,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct JournalJob {
     accepted: Accepted,
     tasks: Vec<TaskSpec>,
-}
-
-/// How a task ended, as its status shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Ended {
-    /// The run that ended (1 for the first).
-    pub attempt: u32,
-    pub at: Micros,
-    pub node: u32,
-    pub failure: Option<TaskFailure>,
-    /// Cancelled with its job (then `failure` is `None` and `node` meaningless).
-    pub cancelled: bool,
-}
-
-/// A job read back from the journal: its tasks, and those that already ended.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Recovered {
-    pub job: JobId,
-    pub accepted: Accepted,
-    pub tasks: Vec<TaskSpec>,
-    pub ended: BTreeMap<u32, Ended>,
-    /// Task index -> (the last run it went out as, its runs failed so far), for
-    /// tasks retried or resumed before.
-    pub runs: BTreeMap<u32, (u32, u32)>,
-    /// Its DAG, for a DAG job.
-    pub dag: Option<Arc<JobDag>>,
-    /// Its name and labels.
-    pub names: crate::service::admission::api::JobNames,
-    /// Its gang spec, for a gang job.
-    pub gang: Option<common::gang::GangSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -483,6 +437,39 @@ impl Journal {
         Ok(())
     }
 
+    /// Writes, durably, that the gangs of `jobs` left their coordinator
+    /// ([`gangs::mark_left`]); jobs not in the journal are skipped.
+    pub fn gangs_left(&mut self, jobs: &[JobId]) -> Result<(), JournalError> {
+        let jobs: Vec<JobId> = (jobs.iter().copied())
+            .filter(|j| self.open.contains_key(j))
+            .collect();
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            gangs::mark_left(&txn, &jobs)?;
+            Ok(txn.commit()?)
+        };
+        write().map_err(|e| self.error("cannot write that gangs left", e))
+    }
+
+    /// A gang restarted whole: its members' next runs, their ends void
+    /// ([`gangs::restarted`]). Durable, before the new runs go out.
+    pub fn gang_restarted(&mut self, members: &[(TaskId, u32)]) -> Result<(), JournalError> {
+        let members: Vec<_> = (members.iter().copied())
+            .filter(|(t, _)| self.open.contains_key(&t.job))
+            .collect();
+        let write = || -> Result<Vec<TaskId>, Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            let reopened = gangs::restarted(&txn, &members, (RUNS, ENDED))?;
+            txn.commit()?;
+            Ok(reopened)
+        };
+        let reopened = write().map_err(|e| self.error("cannot write a gang's restart", e))?;
+        for task in reopened {
+            *self.open.entry(task.job).or_insert(0) += 1;
+        }
+        Ok(())
+    }
+
     /// The packed spec of `job` and its user, if the journal keeps it.
     pub fn spec(&self, job: JobId) -> Result<Option<StoredSpec>, JournalError> {
         specs::read(&self.db, &self.cluster, job).map_err(|e| self.error("cannot read a spec", e))
@@ -567,6 +554,8 @@ impl Journal {
 }
 
 mod gangs;
+mod records;
+pub use records::{Accepted, Ended, Recovered};
 mod legacy;
 mod parts;
 mod specs;

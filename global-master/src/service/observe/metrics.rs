@@ -457,6 +457,12 @@ pub const GM_METRICS: &[Metric] = &[
         read: One(|g| g.core().gangs().stats.broken as f64),
     },
     Metric {
+        name: "megha_gm_gang_void_ends_total",
+        kind: "counter",
+        help: "Ends of gang members' runs of a generation restarted whole: dropped (the run's work does not count; the member runs again with its gang).",
+        read: One(|g| g.core().gangs().stats.void_ends as f64),
+    },
+    Metric {
         name: "megha_gm_gangs_timed_out_total",
         kind: "counter",
         help: "Gangs that did not start within their timeout (failed, or queued one by one with run_partial).",

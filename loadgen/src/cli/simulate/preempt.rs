@@ -41,6 +41,14 @@ pub struct PreemptArgs {
     /// proportion to their shares, for preemption.
     #[arg(long, default_value_t = PreemptionRules::default().lend_idle_shares, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub preempt_lend_idle_shares: bool,
+    /// Tasks of one queue an LM may preempt per --preempt-rate-window-s for a
+    /// higher priority class of the same queue (0: no limit).
+    #[arg(long, default_value_t = PreemptionRules::default().priority_rate_limit, value_name = "N")]
+    pub preempt_priority_rate_limit: u32,
+    /// A task preempted this many times is never preempted again for a higher
+    /// class of its queue (0: no cap).
+    #[arg(long, default_value_t = PreemptionRules::default().priority_max_per_task, value_name = "N")]
+    pub preempt_priority_max_per_task: u32,
 }
 
 impl PreemptArgs {
@@ -61,6 +69,8 @@ impl PreemptArgs {
             grace: secs("preempt-grace-s", self.preempt_grace_s)?,
             hold: secs("preempt-hold-s", self.preempt_hold_s)?,
             lend_idle_shares: self.preempt_lend_idle_shares,
+            priority_rate_limit: self.preempt_priority_rate_limit,
+            priority_max_per_task: self.preempt_priority_max_per_task,
         };
         rules.validate().map_err(anyhow::Error::msg)?;
         Ok(rules)

@@ -58,6 +58,8 @@ pub struct LocalMaster {
     fairness: Option<Arc<FairnessConfig>>,
     /// Preemptions made per victim queue in the rate window.
     preempt_log: crate::preempt_log::PreemptionLog,
+    /// The same for priority preemptions within a queue (their own rate limit).
+    priority_log: crate::preempt_log::PreemptionLog,
     /// Fairness preemption requests held for room that frees by itself.
     preempt_holds: crate::preempt_holds::PreemptHolds,
     /// Preempted tasks waiting for the worker to confirm the kill.
@@ -152,6 +154,7 @@ impl LocalMaster {
             total,
             fairness: None,
             preempt_log: Default::default(),
+            priority_log: Default::default(),
             preempt_holds: Default::default(),
             pending_kills: HashMap::default(),
             cancelling: HashMap::default(),

@@ -9,7 +9,9 @@
 //! their queues. The rules of [`common::preemption`] bound it: tasks in their
 //! cool-down or at the per-task cap are never victims, a choice that would take the
 //! victim queue below its protected share is not made, and at most `rate_limit`
-//! tasks of a queue go per window (else `rate_limited`).
+//! tasks of a queue go per window (else `rate_limited`). A priority preemption
+//! within a queue has its own cap and rate limit
+//! ([`common::preemption::PreemptionRules::for_priority`]; none by default).
 
 use super::LocalMaster;
 use crate::effects::{LmEffects, LmError};
@@ -67,7 +69,8 @@ impl LocalMaster {
         choice: &VictimChoice,
         effects: &mut LmEffects,
     ) -> PreemptOutcome {
-        let preempted = self.preempt(now, request.victim, choice, effects);
+        let priority = request.victim == request.task.queue;
+        let preempted = self.preempt(now, (request.victim, priority), choice, effects);
         let placement = if self.topology.home[choice.node.index()] == request.gm {
             Placement::Internal
         } else {
@@ -173,7 +176,8 @@ impl LocalMaster {
     /// A priority preemption (the victim queue is the task's own): only tasks of a
     /// lower class of the queue go, and they free all the task needs, so the
     /// queue's usage does not grow and no other queue's share moves. The rules
-    /// (cap, cool-down, rate limit) hold as for fairness.
+    /// for priority hold (cool-down; their own cap and rate limit, none by
+    /// default), not fairness's budget.
     fn verify_priority(
         &self,
         now: Micros,
@@ -188,7 +192,7 @@ impl LocalMaster {
         if self.running.contains_key(&task.id) {
             return Err(PreemptRefusal::Duplicate);
         }
-        if self.preempt_room(now, request.victim) == 0 {
+        if self.priority_room(now, request.victim) == 0 {
             return Err(PreemptRefusal::RateLimited);
         }
         self.choose_lower_classes(now, task)
@@ -198,6 +202,13 @@ impl LocalMaster {
     /// How many more tasks of `victim` the rate limit lets this LM preempt now.
     fn preempt_room(&self, now: Micros, victim: common::QueueId) -> usize {
         self.preempt_log.room(victim, now, &self.rules())
+    }
+
+    /// How many more tasks of `queue` this LM may preempt now for priority
+    /// preemptions within it (their own rate limit).
+    fn priority_room(&self, now: Micros, queue: common::QueueId) -> usize {
+        self.priority_log
+            .room(queue, now, &self.rules().for_priority())
     }
 
     /// The preemption rules: the configured ones, or the defaults without queues.
@@ -245,8 +256,8 @@ impl LocalMaster {
         now: Micros,
         task: &common::TaskSpec,
     ) -> Option<VictimChoice> {
-        let rules = self.rules();
-        let max_victims = self.preempt_room(now, task.queue);
+        let rules = self.rules().for_priority();
+        let max_victims = self.priority_room(now, task.queue);
         self.choose(
             now,
             task,
@@ -344,7 +355,7 @@ impl LocalMaster {
     fn preempt(
         &mut self,
         now: Micros,
-        victim: common::QueueId,
+        (victim, priority): (common::QueueId, bool),
         choice: &VictimChoice,
         effects: &mut LmEffects,
     ) -> Vec<TaskId> {
@@ -360,8 +371,11 @@ impl LocalMaster {
             }
         }
         let rules = self.rules();
-        self.preempt_log
-            .record(victim, now, preempted.len(), &rules);
+        if priority {
+            (self.priority_log).record(victim, now, preempted.len(), &rules.for_priority());
+        } else {
+            (self.preempt_log).record(victim, now, preempted.len(), &rules);
+        }
         preempted
     }
 }

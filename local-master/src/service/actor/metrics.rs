@@ -81,6 +81,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_gang_members_stopped_total",
+            "counter",
+            "Gang members stopped here because their gang was restarted whole.",
+            gangs.stopped as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_lost_runs_forgotten_total",
             "counter",
             "Runs reported lost that the LM forgot because its bounded memory of them was full (oldest first).",

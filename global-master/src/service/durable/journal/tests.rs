@@ -1,5 +1,6 @@
 use super::*;
-use common::Resources;
+use common::messages::TaskFailure;
+use common::{Micros, Resources};
 
 fn specs(job: u64, n: u32) -> Vec<TaskSpec> {
     (0..n)
@@ -389,6 +390,51 @@ fn a_gang_spec_is_read_back_with_its_job_and_leaves_with_it() {
     let gangs: Vec<(JobId, Option<common::gang::GangSpec>)> =
         recovered.iter().map(|r| (r.job, r.gang)).collect();
     assert_eq!(gangs, [(JobId(1), Some(gang)), (JobId(2), None)]);
+    drop(j);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_gang_that_left_its_coordinator_reads_back_without_its_spec_and_a_restart_whole_reopens_it() {
+    let dir = std::env::temp_dir().join(format!("megha-journal-gang-left-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let gang = common::gang::GangSpec::all(2, Micros(60_000_000));
+    let parts = JobParts {
+        gang: Some(&gang),
+        ..JobParts::default()
+    };
+    {
+        let (mut j, _) = Journal::open(&dir, &ClusterName::default()).unwrap();
+        j.accept_job(JobId(1), &accepted(1), &specs(1, 2), parts)
+            .unwrap();
+        j.accept_job(JobId(4), &accepted(1), &specs(4, 2), parts)
+            .unwrap();
+        // Gang 1 started whole (it resumes as ordinary tasks); gang 4 ran in
+        // part: one member ended, then the gang was restarted whole as run 2.
+        j.gangs_left(&[JobId(1)]).unwrap();
+        j.ended(&[(TaskId::new(4, 0), end(2))], &[]).unwrap();
+        j.gang_restarted(&[(TaskId::new(4, 0), 2), (TaskId::new(4, 1), 2)])
+            .unwrap();
+    }
+    let (mut j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    let read: Vec<_> = (recovered.iter())
+        .map(|r| (r.job, r.gang, r.ended.len(), r.runs.clone()))
+        .collect();
+    let runs = BTreeMap::from([(0, (2, 0)), (1, (2, 0))]);
+    assert_eq!(
+        read,
+        [
+            (JobId(1), None, 0, BTreeMap::new()),
+            (JobId(4), Some(gang), 0, runs)
+        ]
+    );
+    // The restarted members' ends close the job (its void end no longer counts).
+    j.ended(&[(TaskId::new(4, 0), end(3))], &[]).unwrap();
+    j.ended(&[(TaskId::new(4, 1), end(3))], &[]).unwrap();
+    drop(j);
+    let (j, recovered) = Journal::open(&dir, &ClusterName::default()).unwrap();
+    let jobs: Vec<JobId> = recovered.iter().map(|r| r.job).collect();
+    assert_eq!(jobs, [JobId(1)]);
     drop(j);
     let _ = std::fs::remove_dir_all(&dir);
 }
