@@ -372,9 +372,11 @@ impl SoftPlacement {
         None
     }
 
-    /// An `exec` task of a job with a tree, about to be dispatched after the soft
-    /// step, is told the branch it got: [`BRANCH_VARIABLE`] in its environment (the
-    /// branch's tree path, or `none`), replacing any value its spec gave. Other
+    /// A task of a job with a tree, about to be dispatched after the soft step, is
+    /// told the branch it got: an `exec` task in [`BRANCH_VARIABLE`] in its
+    /// environment (the branch's tree path, or `none`), replacing any value its spec
+    /// gave; a burn by placement in its `preferred` flag (a branch: it burns its
+    /// `duration`; none: its `slow_duration`), set again at each placement. Other
     /// executors run nothing that could read it.
     pub fn tell_branch(&self, task: &mut TaskSpec) {
         let Some((id, choice)) = &self.open else {
@@ -383,11 +385,17 @@ impl SoftPlacement {
         if *id != task.id {
             return;
         }
-        if let Some(common::Executor::Exec(cmd)) = &mut task.executor {
-            let branch = choice.branch.clone().unwrap_or_else(|| "none".to_owned());
-            Arc::make_mut(cmd)
-                .env
-                .insert(BRANCH_VARIABLE.to_owned(), branch);
+        match &mut task.executor {
+            Some(common::Executor::Exec(cmd)) => {
+                let branch = choice.branch.clone().unwrap_or_else(|| "none".to_owned());
+                Arc::make_mut(cmd)
+                    .env
+                    .insert(BRANCH_VARIABLE.to_owned(), branch);
+            }
+            Some(common::Executor::BurnByPlacement(burn)) => {
+                burn.preferred = choice.branch.is_some();
+            }
+            _ => {}
         }
     }
 
