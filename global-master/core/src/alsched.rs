@@ -32,6 +32,10 @@ use common::{ConstraintSet, JobId, Micros, TaskId, TaskSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
+#[path = "alsched_batch.rs"]
+mod batch;
+pub use batch::MAX_BATCH_NODES;
+
 /// What was chosen for one task of a job with a utility tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SoftChoice {
@@ -130,6 +134,8 @@ pub struct SoftPlacement {
     now: Micros,
     /// Tasks held back (delay scheduling), each with the time its wait ends.
     held: Vec<(Micros, Box<Pending>)>,
+    /// The node the last batch solve gave each task ([`SoftPlacement::plan_batch`]).
+    planned: FxHashMap<TaskId, Found>,
 }
 
 impl SoftPlacement {
@@ -243,6 +249,11 @@ impl SoftPlacement {
     /// (the caller then places the task by its hard constraints alone and calls
     /// [`SoftPlacement::landed`] all the same).
     pub fn place(&mut self, views: &Views, task: &TaskSpec, effort: &mut Effort) -> SoftTry {
+        if !self.planned.is_empty() {
+            if let Some(found) = self.take_planned(views, task) {
+                return SoftTry::Found(found);
+            }
+        }
         let now = self.now;
         let SoftPlacement { jobs, rr, open, .. } = self;
         let Some(job) = jobs.get_mut(&task.id.job) else {
