@@ -6,7 +6,6 @@
 //! `slow_duration_ms` elsewhere; docs/alsched.md), or
 //! `{"type":"exec","command":["sh","-c","exit 3"],"env":{"K":"V"},"cwd":"/tmp"}`.
 
-use super::api::{check_duration, NewTask};
 use super::error::ApiError;
 use common::{BurnByPlacement, ExecCommand, Executor};
 use serde::Deserialize;
@@ -50,8 +49,16 @@ pub(super) fn check_executor(field: &str, e: ExecutorRequest) -> Result<Executor
         ExecutorRequest::Burn {
             slow_duration_ms: Some(ms),
         } => {
-            let slow_duration = check_duration(&format!("{field}.slow_duration_ms"), ms)
-                .map_err(|e| ApiError { status: 400, ..e })?;
+            // Between 0 and a week, as `duration_ms`.
+            const WEEK_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+            if !(ms.is_finite() && (0.0..=WEEK_MS).contains(&ms)) {
+                return Err(ApiError::new(
+                    400,
+                    format!("{field}.slow_duration_ms"),
+                    format!("must be a number of milliseconds between 0 and {WEEK_MS}"),
+                ));
+            }
+            let slow_duration = common::Micros((ms * 1000.0).round() as u64);
             return Ok(Executor::BurnByPlacement(BurnByPlacement {
                 slow_duration,
                 preferred: false,
@@ -108,13 +115,16 @@ pub(super) fn check_executor(field: &str, e: ExecutorRequest) -> Result<Executor
 /// A burn by placement runs slow off its job's preferred placement, which only a
 /// job with a utility tree has: without one, such a task is a 400 naming its
 /// `slow_duration_ms`.
-pub(super) fn check_burn_needs_tree(tasks: &[NewTask], has_tree: bool) -> Result<(), ApiError> {
+pub(super) fn check_burn_needs_tree<'a>(
+    executors: impl IntoIterator<Item = Option<&'a Executor>>,
+    has_tree: bool,
+) -> Result<(), ApiError> {
     if has_tree {
         return Ok(());
     }
-    match tasks
-        .iter()
-        .position(|t| matches!(t.executor, Some(Executor::BurnByPlacement(_))))
+    match executors
+        .into_iter()
+        .position(|e| matches!(e, Some(Executor::BurnByPlacement(_))))
     {
         Some(i) => Err(ApiError::new(
             400,
