@@ -58,5 +58,5 @@ pub use cluster_name::ClusterName;
 pub use constraints::ConstraintSet;
 pub use ids::{GmId, JobId, LmId, NodeId, QueueId, TaskId};
 pub use resources::Resources;
-pub use task::{ExecCommand, Executor, TaskKind, TaskSpec};
+pub use task::{BurnByPlacement, ExecCommand, Executor, TaskKind, TaskSpec};
 pub use time::Micros;

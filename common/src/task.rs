@@ -81,6 +81,21 @@ pub enum Executor {
     Burn,
     /// Runs a command under the task's CPU and memory limits; ends when it exits.
     Exec(Arc<ExecCommand>),
+    /// A `burn` whose run time depends on its placement (soft constraints,
+    /// docs/alsched.md): the task's `duration` when the GM placed it on a branch of
+    /// its job's utility tree, `slow_duration` elsewhere. Last, so that the wire
+    /// codes of the others are unchanged.
+    BurnByPlacement(BurnByPlacement),
+}
+
+/// What a [`Executor::BurnByPlacement`] task runs for, besides its `duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BurnByPlacement {
+    /// How long it runs off its preferred placement.
+    pub slow_duration: Micros,
+    /// Set by the GM at each placement: true when the placement took a branch of
+    /// the job's utility tree. False until then (a task placed otherwise runs slow).
+    pub preferred: bool,
 }
 
 impl Executor {
@@ -88,8 +103,19 @@ impl Executor {
     pub fn label(&self) -> &'static str {
         match self {
             Executor::Synthetic => "synthetic",
-            Executor::Burn => "burn",
+            Executor::Burn | Executor::BurnByPlacement(_) => "burn",
             Executor::Exec(_) => "exec",
+        }
+    }
+
+    /// How long a burn task with this executor and the spec's `duration` burns;
+    /// `None` for the others.
+    pub fn burn_duration(&self, duration: Micros) -> Option<Micros> {
+        match self {
+            Executor::Burn => Some(duration),
+            Executor::BurnByPlacement(b) if b.preferred => Some(duration),
+            Executor::BurnByPlacement(b) => Some(b.slow_duration),
+            Executor::Synthetic | Executor::Exec(_) => None,
         }
     }
 }
@@ -162,6 +188,23 @@ mod tests {
     }
 
     #[test]
+    fn a_burn_by_placement_runs_slow_off_its_preferred_placement() {
+        let mut b = BurnByPlacement {
+            slow_duration: Micros(30),
+            preferred: false,
+        };
+        let fast = Micros(10);
+        assert_eq!(
+            Executor::BurnByPlacement(b).burn_duration(fast),
+            Some(Micros(30))
+        );
+        b.preferred = true;
+        assert_eq!(Executor::BurnByPlacement(b).burn_duration(fast), Some(fast));
+        assert_eq!(Executor::Burn.burn_duration(fast), Some(fast));
+        assert_eq!(Executor::Synthetic.burn_duration(fast), None);
+    }
+
+    #[test]
     fn executors_round_trip_through_the_wire_codec() {
         let exec = Executor::Exec(Arc::new(ExecCommand {
             program: "sh".into(),
@@ -174,6 +217,10 @@ mod tests {
             Some(Executor::Synthetic),
             Some(Executor::Burn),
             Some(exec),
+            Some(Executor::BurnByPlacement(BurnByPlacement {
+                slow_duration: Micros(7),
+                preferred: true,
+            })),
         ] {
             let mut task = TaskSpec::short(TaskId::new(1, 0), Resources::cores(1, 1), Micros(1));
             task.executor = executor;

@@ -278,6 +278,28 @@ async fn burn_holds_a_cpu_for_its_duration() {
         .expect("executor task");
 }
 
+/// A burn by placement (issue 36 item 5) placed off its preferred branch burns its
+/// slow duration (a lower bound: it holds however loaded the machine).
+#[tokio::test]
+async fn a_burn_off_its_preferred_placement_burns_its_slow_duration() {
+    let (mut ex, _dir) = executors(false, Duration::from_secs(5));
+    let t = TaskSpec::short(
+        TaskId::new(4, 0),
+        Resources::cores(1, 1),
+        Micros::from_millis(10),
+    );
+    let slow = Executor::BurnByPlacement(common::BurnByPlacement {
+        slow_duration: Micros::from_millis(600),
+        preferred: false,
+    });
+    let (cpu0, wall0) = (process_cpu(), Instant::now());
+    assert_eq!(run(&mut ex, t, slow).await, None);
+    let (cpu, wall) = (process_cpu() - cpu0, wall0.elapsed());
+    println!("burn of 10 ms, 600 ms off its branch: {cpu:?} CPU in {wall:?}");
+    assert!(cpu >= Duration::from_millis(580), "CPU used: {cpu:?}");
+    assert!(wall >= Duration::from_millis(580), "took {wall:?}");
+}
+
 /// Two one-core burn tasks on one CPU take about twice as long as one alone (the
 /// executor burns CPU-seconds, so co-located work slows it down, as in the Megha
 /// prototype). Only lower bounds are asserted: they hold however loaded the machine.

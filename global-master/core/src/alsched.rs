@@ -32,6 +32,10 @@ use common::{ConstraintSet, JobId, Micros, TaskId, TaskSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
+#[path = "alsched_batch.rs"]
+mod batch;
+pub use batch::MAX_BATCH_NODES;
+
 /// What was chosen for one task of a job with a utility tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SoftChoice {
@@ -130,6 +134,8 @@ pub struct SoftPlacement {
     now: Micros,
     /// Tasks held back (delay scheduling), each with the time its wait ends.
     held: Vec<(Micros, Box<Pending>)>,
+    /// The node the last batch solve gave each task ([`SoftPlacement::plan_batch`]).
+    planned: FxHashMap<TaskId, Found>,
 }
 
 impl SoftPlacement {
@@ -243,6 +249,11 @@ impl SoftPlacement {
     /// (the caller then places the task by its hard constraints alone and calls
     /// [`SoftPlacement::landed`] all the same).
     pub fn place(&mut self, views: &Views, task: &TaskSpec, effort: &mut Effort) -> SoftTry {
+        if !self.planned.is_empty() {
+            if let Some(found) = self.take_planned(views, task) {
+                return SoftTry::Found(found);
+            }
+        }
         let now = self.now;
         let SoftPlacement { jobs, rr, open, .. } = self;
         let Some(job) = jobs.get_mut(&task.id.job) else {
@@ -372,9 +383,11 @@ impl SoftPlacement {
         None
     }
 
-    /// An `exec` task of a job with a tree, about to be dispatched after the soft
-    /// step, is told the branch it got: [`BRANCH_VARIABLE`] in its environment (the
-    /// branch's tree path, or `none`), replacing any value its spec gave. Other
+    /// A task of a job with a tree, about to be dispatched after the soft step, is
+    /// told the branch it got: an `exec` task in [`BRANCH_VARIABLE`] in its
+    /// environment (the branch's tree path, or `none`), replacing any value its spec
+    /// gave; a burn by placement in its `preferred` flag (a branch: it burns its
+    /// `duration`; none: its `slow_duration`), set again at each placement. Other
     /// executors run nothing that could read it.
     pub fn tell_branch(&self, task: &mut TaskSpec) {
         let Some((id, choice)) = &self.open else {
@@ -383,11 +396,17 @@ impl SoftPlacement {
         if *id != task.id {
             return;
         }
-        if let Some(common::Executor::Exec(cmd)) = &mut task.executor {
-            let branch = choice.branch.clone().unwrap_or_else(|| "none".to_owned());
-            Arc::make_mut(cmd)
-                .env
-                .insert(BRANCH_VARIABLE.to_owned(), branch);
+        match &mut task.executor {
+            Some(common::Executor::Exec(cmd)) => {
+                let branch = choice.branch.clone().unwrap_or_else(|| "none".to_owned());
+                Arc::make_mut(cmd)
+                    .env
+                    .insert(BRANCH_VARIABLE.to_owned(), branch);
+            }
+            Some(common::Executor::BurnByPlacement(burn)) => {
+                burn.preferred = choice.branch.is_some();
+            }
+            _ => {}
         }
     }
 

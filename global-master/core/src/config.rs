@@ -62,6 +62,11 @@ pub struct GmConfig {
     /// Priority classes: the order within a queue (with aging) and which classes
     /// preempt lower ones of their queue ([`common::priority`]).
     pub priorities: Arc<common::priority::PriorityClasses>,
+    /// Soft constraints (docs/alsched.md): `Some(ms)` solves the ready tasks of
+    /// the jobs with utility trees exactly at each pass, an ILP under a cap of `ms`
+    /// ([`crate::alsched::SoftPlacement::plan_batch`]), before the greedy step;
+    /// `None` (the default): the greedy step alone. Meant for the designated GM.
+    pub soft_ilp_ms: Option<u64>,
 }
 
 /// Which blocked tasks a gain of resources wakes.
@@ -115,6 +120,7 @@ impl GmConfig {
             retry: RetryPolicy::NONE,
             order: OrderConfig::default(),
             priorities: Arc::default(),
+            soft_ilp_ms: None,
         }
     }
 }

@@ -129,6 +129,11 @@ pub struct GmStats {
     /// Requests an LM answered busy (it applied nothing and takes no new work for
     /// a while): placement passed it by until then.
     pub lm_busy: u64,
+    /// Batch solves of soft constraints (`GmConfig::soft_ilp_ms`) that planned,
+    /// and those that failed (timeout, solver fault: the greedy step placed the
+    /// batch instead).
+    pub soft_ilp_solves: u64,
+    pub soft_ilp_fallbacks: u64,
     pub preempt_attempts: u64,
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.

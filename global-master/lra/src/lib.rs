@@ -10,6 +10,8 @@
 //! - [`problem`]: what a placer takes ([`Problem`]) and returns ([`Solution`]).
 //! - [`ilp`]: MEDEA-ILP; [`heuristics`]: MEDEA-NC and MEDEA-TP; [`kube`]: J-KUBE.
 //! - [`metrics`]: violations, fragmentation, load imbalance (MEDEA 7.4).
+//! - [`soft_ilp`]: not an LRA placer: the exact placement of a batch of jobs with
+//!   utility trees (soft constraints, docs/alsched.md) on the same HiGHS backend.
 //!
 //! Typical use on the designated GM, once per scheduling interval:
 //! ```text
@@ -31,6 +33,7 @@ pub mod metrics;
 pub mod model;
 pub mod problem;
 pub mod request;
+pub mod soft_ilp;
 
 pub use constraints::{ConstraintError, PlacementConstraint, TagConstraint, HARD_WEIGHT};
 pub use heuristics::{NodeCandidatesPlacer, TagPopularityPlacer};

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-pub const TASKS_CSV_HEADER: &str = "job,task,queue,arrival_s,decision,gm,lm,node,attempts,rejections,preemptions,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s";
+pub const TASKS_CSV_HEADER: &str = "job,task,queue,arrival_s,decision,gm,lm,node,attempts,rejections,preemptions,launch_s,start_s,finish_s,allocation_s,framework_queuing_s,processing_s,worker_queuing_s,communication_s,branch";
 
 /// One `tasks.csv` row at a time, into a reused buffer: integers and times as
 /// `seconds.micros` (six digits) written two digits at a time into a stack buffer and
@@ -84,8 +84,9 @@ impl RowWriter {
         self.row.push(b',');
     }
 
-    /// The row of `r`, ending in a newline.
-    fn write(&mut self, r: &TaskRecord) -> &[u8] {
+    /// The row of `r`, its last field `branch` (quoted if it holds a comma or a
+    /// quote; a tree path does not), ending in a newline.
+    fn write(&mut self, r: &TaskRecord, branch: &str) -> &[u8] {
         self.row.clear();
         self.opt_int(Some(r.job));
         self.opt_int(Some(r.index.into()));
@@ -112,25 +113,13 @@ impl RowWriter {
         ] {
             self.opt_secs(started.then_some(component));
         }
-        // The last field has no comma after it.
-        self.row.pop();
-        self.row.push(b'\n');
-        &self.row
-    }
-
-    /// The row of `r` with one more field, `last` (quoted if it holds a comma or a
-    /// quote; a tree path does not).
-    fn write_with(&mut self, r: &TaskRecord, last: &str) -> &[u8] {
-        self.write(r);
-        self.row.pop();
-        self.row.push(b',');
-        if last.contains([',', '"']) {
+        if branch.contains([',', '"']) {
             self.row.push(b'"');
             self.row
-                .extend_from_slice(last.replace('"', "\"\"").as_bytes());
+                .extend_from_slice(branch.replace('"', "\"\"").as_bytes());
             self.row.push(b'"');
         } else {
-            self.row.extend_from_slice(last.as_bytes());
+            self.row.extend_from_slice(branch.as_bytes());
         }
         self.row.push(b'\n');
         &self.row
@@ -140,33 +129,30 @@ impl RowWriter {
 /// Writes one row per task, sorted by (job, task), times in seconds with microsecond
 /// precision: byte-identical for identical runs.
 ///
-/// With `branches` (soft constraints: a run where some job has a utility tree), a
-/// last column `branch`: the branch of its job's tree the task got, `none` when no
-/// branch had room, empty for a task of a job without a tree or never placed.
+/// The last column, `branch` (soft constraints, docs/alsched.md): the branch of its
+/// job's utility tree the task's last placement took (its tree path), `none` when
+/// no branch had room, empty for a task of a job without a tree or never placed.
 pub fn write_tasks_csv<W: Write>(
     out: &mut W,
     records: &[TaskRecord],
     branches: &Branches,
 ) -> std::io::Result<()> {
-    if branches.is_empty() {
-        writeln!(out, "{TASKS_CSV_HEADER}")?;
-    } else {
-        writeln!(out, "{TASKS_CSV_HEADER},branch")?;
-    }
+    writeln!(out, "{TASKS_CSV_HEADER}")?;
     let mut order: Vec<&TaskRecord> = records.iter().collect();
     order.sort_by_key(|r| (r.job, r.index));
     let mut row = RowWriter::default();
     for r in order {
-        if branches.is_empty() {
-            out.write_all(row.write(r))?;
+        // A run without trees skips the lookups (the YH1_sub run's speed).
+        let branch = if branches.is_empty() {
+            ""
         } else {
             let id = TaskId {
                 job: JobId(r.job),
                 index: r.index,
             };
-            let branch = branches.get(&id).map_or("", |b| b);
-            out.write_all(row.write_with(r, branch))?;
-        }
+            branches.get(&id).map_or("", |b| b)
+        };
+        out.write_all(row.write(r, branch))?;
     }
     Ok(())
 }
@@ -444,6 +430,31 @@ mod tests {
         assert_eq!(Distribution::of(vec![]).count, 0);
     }
 
+    /// A run without trees has an empty `branch` column; a task of a job with one
+    /// names its branch (quoted when it would break the row).
+    #[test]
+    fn the_branch_column_is_empty_without_a_tree() {
+        let records = [
+            TaskRecord::new(1, 0, Micros(0)),
+            TaskRecord::new(2, 0, Micros(0)),
+        ];
+        let mut out = Vec::new();
+        write_tasks_csv(&mut out, &records, &Branches::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with(",communication_s,branch"), "{text}");
+        assert!(lines[1..].iter().all(|l| l.ends_with(",")), "{text}");
+        let branches: Branches = [(TaskId::new(2, 0), "utility.max[0],x".into())]
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        write_tasks_csv(&mut out, &records, &branches).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].ends_with(","), "{text}");
+        assert!(lines[2].ends_with(",\"utility.max[0],x\""), "{text}");
+    }
+
     /// The row as `format!` writes it (the writer before [`RowWriter`]).
     fn formatted(r: &TaskRecord) -> String {
         let secs = |t: Micros| format!("{}.{:06}", t.0 / 1_000_000, t.0 % 1_000_000);
@@ -459,7 +470,7 @@ mod tests {
             }
         };
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\n",
             r.job,
             r.index,
             r.queue.0,
@@ -525,10 +536,10 @@ mod tests {
             r.worker_queuing = t(6);
             r.communication = t(7);
             let mut writer = RowWriter::default();
-            let row = String::from_utf8(writer.write(&r).to_vec()).unwrap();
+            let row = String::from_utf8(writer.write(&r, "").to_vec()).unwrap();
             proptest::prop_assert_eq!(row, formatted(&r));
             // The buffer is reused: a second row is not appended to the first.
-            let again = String::from_utf8(writer.write(&r).to_vec()).unwrap();
+            let again = String::from_utf8(writer.write(&r, "").to_vec()).unwrap();
             proptest::prop_assert_eq!(again, formatted(&r));
         }
     }

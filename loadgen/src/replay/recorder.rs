@@ -13,7 +13,7 @@ use common::events::{TaskEvent, TaskEventKind};
 use common::{JobId, Micros, QueueId, Resources, TaskId, TaskKind};
 use megha_sim::sim::ledger::{Decision, TaskRecord};
 use megha_sim::sim::workload::Job;
-use megha_sim::sim::{Run, SimCounters, SimOutcome};
+use megha_sim::sim::{Branches, Run, SimCounters, SimOutcome};
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug)]
@@ -41,6 +41,9 @@ pub struct Recorder {
     open: Vec<Option<usize>>,
     runs: Vec<Run>,
     done: usize,
+    /// Per task whose dispatch named a branch of its job's utility tree: the branch
+    /// (its last placement's), for `tasks.csv`.
+    branches: Branches,
     pub counters: SimCounters,
 }
 
@@ -80,6 +83,7 @@ impl Recorder {
             open: vec![None; n],
             runs: Vec::new(),
             done: 0,
+            branches: Branches::default(),
             counters: SimCounters::default(),
         }
     }
@@ -135,6 +139,7 @@ impl Recorder {
                 lm,
                 node,
                 placement,
+                branch,
                 ..
             } => {
                 r.attempts += 1;
@@ -144,6 +149,11 @@ impl Recorder {
                     r.lm = Some(lm);
                     r.node = Some(node);
                     r.decision = Decision::from_placement(placement);
+                    let id = TaskId::new(r.job, r.index);
+                    match branch {
+                        Some(b) => self.branches.insert(id, b.into()),
+                        None => self.branches.remove(&id),
+                    };
                 }
                 r.queued_until(at);
             }
@@ -314,7 +324,7 @@ impl Recorder {
             .all(|r| r.start.is_none() || r.finish.is_some());
         SimOutcome {
             probe: None,
-            branches: Default::default(),
+            branches: self.branches,
             records: self.records,
             counters: self.counters,
             span,
@@ -362,7 +372,23 @@ mod tests {
             lm,
             node: n0,
             placement: Placement::Internal,
-            branch: None,
+            branch: Some("utility.prefer".into()),
+        };
+        let late = match dispatched.clone() {
+            TaskEventKind::Dispatched {
+                gm,
+                lm,
+                node,
+                placement,
+                ..
+            } => TaskEventKind::Dispatched {
+                gm,
+                lm,
+                node,
+                placement,
+                branch: None,
+            },
+            _ => unreachable!(),
         };
         // First run on n0, preempted; second run launched by a preemption on n1,
         // whose events overtake the (late) dispatch of a rejected attempt.
@@ -381,7 +407,7 @@ mod tests {
             ),
             ev(id, 20, TaskEventKind::Launched { lm, node: n1 }),
             ev(id, 21, TaskEventKind::Started { lm, node: n1 }),
-            ev(id, 15, dispatched),
+            ev(id, 15, late),
             ev(id, 90, TaskEventKind::finished(lm, n1)),
         ] {
             rec.apply(ev(e.task, e.at.0, e.kind));
@@ -415,6 +441,9 @@ mod tests {
             (r.node, r.start, r.preemptions),
             (Some(n1), Some(Micros(21)), 1)
         );
+        // The branch of its dispatch, for tasks.csv; the late one does not move it.
+        let branch = out.branches.get(&TaskId::new(0, 0)).map(|b| &**b);
+        assert_eq!(branch, Some("utility.prefer"));
     }
 
     #[test]

@@ -525,3 +525,49 @@ fn exec_tasks_are_told_their_branch() {
         ]
     );
 }
+
+/// A burn by placement (issue 36 item 5) learns at each placement whether it took a
+/// branch of its job's tree (it then burns its `duration`) or none (its
+/// `slow_duration`), whatever its spec said.
+#[test]
+fn burn_tasks_run_slow_off_their_branch() {
+    use common::{BurnByPlacement, Executor};
+    let cluster = ClusterBuilder::new(1, 1, 2)
+        .node_constraints(0, 0, 1, &[GPU])
+        .build();
+    let mut h = Harness::new(&cluster);
+    h.heartbeat(Micros(0));
+    h.gms[0].set_utility(
+        common::JobId(1),
+        utility(r#"{"prefer": {"set": "gpu"}}"#, 2),
+    );
+    let spoofed = Executor::BurnByPlacement(BurnByPlacement {
+        slow_duration: Micros::from_secs(30),
+        preferred: true,
+    });
+    for mut t in tasks(1, 2) {
+        t.executor = Some(spoofed.clone());
+        h.gms[0].submit(Micros(0), t);
+    }
+    let out = h.gms[0].schedule(Micros(0));
+    assert_eq!(nodes(&out), vec![Some(1), Some(0)]);
+    let burns: Vec<(u32, Option<Micros>)> = out
+        .batches
+        .iter()
+        .flat_map(|b| &b.requests)
+        .map(|r| {
+            let burn = r
+                .task
+                .executor
+                .as_ref()
+                .and_then(|e| e.burn_duration(r.task.duration));
+            (r.task.id.index, burn)
+        })
+        .collect();
+    let fast = tasks(1, 1)[0].duration;
+    assert_eq!(
+        burns,
+        vec![(0, Some(fast)), (1, Some(Micros::from_secs(30)))],
+        "the GPU task burns its duration, the other its slow duration"
+    );
+}

@@ -5,6 +5,7 @@
 //! group, e.g. `cargo test -p tests --test cores sim_lra`.
 
 mod alsched;
+mod alsched_ilp;
 mod api_fuzz;
 mod dag;
 mod determinism;

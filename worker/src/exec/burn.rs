@@ -3,19 +3,21 @@
 //! consumed, measured on each thread's own CPU clock. Co-located work slows it down
 //! (it ends later than its duration) and is slowed down by it.
 
-use common::TaskSpec;
+use common::{Micros, TaskSpec};
 use rustix::time::{clock_gettime, ClockId};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// (threads, CPU time each thread burns) for a task.
-pub fn plan(task: &TaskSpec) -> (u64, Duration) {
+/// (threads, CPU time each thread burns) for a task that burns for `duration`
+/// ([`common::Executor::burn_duration`]: its spec's, or its slow one off its
+/// preferred placement).
+pub fn plan(task: &TaskSpec, duration: Micros) -> (u64, Duration) {
     let millis = task.resources.cpu_millis.max(1);
     let threads = millis.div_ceil(1000);
     // cores x duration, spread evenly over the threads.
-    let total_us = u128::from(task.duration.0) * u128::from(millis) / 1000;
+    let total_us = u128::from(duration.0) * u128::from(millis) / 1000;
     let each = total_us / u128::from(threads);
     (
         threads,
@@ -23,9 +25,9 @@ pub fn plan(task: &TaskSpec) -> (u64, Duration) {
     )
 }
 
-/// Burns the task's CPU; returns when done or stopped.
-pub async fn run(task: &TaskSpec, stop: oneshot::Receiver<Duration>) {
-    let (threads, each) = plan(task);
+/// Burns the task's CPU for `duration`; returns when done or stopped.
+pub async fn run(task: &TaskSpec, duration: Micros, stop: oneshot::Receiver<Duration>) {
+    let (threads, each) = plan(task, duration);
     let stopped = Arc::new(AtomicBool::new(false));
     let mut done = Vec::new();
     for i in 0..threads {
@@ -73,7 +75,7 @@ fn thread_cpu() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::{Micros, Resources, TaskId};
+    use common::{Resources, TaskId};
 
     #[test]
     fn cores_times_duration_spread_over_whole_threads() {
@@ -84,9 +86,10 @@ mod tests {
                 Micros::from_secs(secs),
             )
         };
-        assert_eq!(plan(&task(1000, 2)), (1, Duration::from_secs(2)));
-        assert_eq!(plan(&task(2000, 2)), (2, Duration::from_secs(2)));
-        assert_eq!(plan(&task(500, 2)), (1, Duration::from_secs(1)));
-        assert_eq!(plan(&task(1500, 2)), (2, Duration::from_millis(1500)));
+        let plan = |t: TaskSpec| plan(&t, t.duration);
+        assert_eq!(plan(task(1000, 2)), (1, Duration::from_secs(2)));
+        assert_eq!(plan(task(2000, 2)), (2, Duration::from_secs(2)));
+        assert_eq!(plan(task(500, 2)), (1, Duration::from_secs(1)));
+        assert_eq!(plan(task(1500, 2)), (2, Duration::from_millis(1500)));
     }
 }

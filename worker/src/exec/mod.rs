@@ -196,10 +196,15 @@ impl Executors {
             let _ = old.send(self.settings.grace);
         }
         let handle = match executor {
-            Executor::Burn => tokio::spawn(async move {
-                burn::run(&task, stop_rx).await;
-                process::RunEnd::default()
-            }),
+            Executor::Burn | Executor::BurnByPlacement(_) => {
+                let duration = executor
+                    .burn_duration(task.duration)
+                    .unwrap_or(task.duration);
+                tokio::spawn(async move {
+                    burn::run(&task, duration, stop_rx).await;
+                    process::RunEnd::default()
+                })
+            }
             Executor::Exec(cmd) => {
                 let cmd = cmd.clone();
                 let received = Instant::now();

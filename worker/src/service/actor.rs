@@ -44,7 +44,7 @@ pub struct WorkerCounters {
 fn executor_index(e: &Executor) -> usize {
     match e {
         Executor::Synthetic => 0,
-        Executor::Burn => 1,
+        Executor::Burn | Executor::BurnByPlacement(_) => 1,
         Executor::Exec(_) => 2,
     }
 }

@@ -34,6 +34,9 @@ impl GlobalMaster {
         // Tasks held back for a preferred placement (delay scheduling) try again.
         let held = self.soft.begin_pass(now);
         self.backlog.push_all_ready(held);
+        if let Some(ms) = self.config.soft_ilp_ms {
+            self.plan_soft_batch(ms);
+        }
         // Every task ready now is decided in this pass (the woken ones come on top).
         out.decisions.reserve(self.backlog.queues().ready_len());
         loop {
@@ -64,6 +67,34 @@ impl GlobalMaster {
         self.stats.woken = self.backlog.woken();
         self.dispatcher.close_open_batches();
         out
+    }
+
+    /// The exact solve of the waiting tasks of jobs with trees (an option): what it
+    /// plans, each task takes in this pass if its node still has room. A failure
+    /// is logged and counted, and the greedy step places the batch.
+    fn plan_soft_batch(&mut self, time_limit_ms: u64) {
+        let tasks: Vec<&common::TaskSpec> = self
+            .backlog
+            .queues()
+            .iter()
+            .map(|p| &p.task)
+            .filter(|t| t.kind != TaskKind::Queueable && self.soft.has(t.id.job))
+            .collect();
+        if tasks.is_empty() {
+            return;
+        }
+        let views = Views {
+            lms: self.view.lms(),
+            me: self.config.id.index(),
+            gms: self.config.gms as usize,
+        };
+        match self.soft.plan_batch(&views, &tasks, time_limit_ms) {
+            Ok(_) => self.stats.soft_ilp_solves += 1,
+            Err(why) => {
+                self.stats.soft_ilp_fallbacks += 1;
+                tracing::warn!(tasks = tasks.len(), %why, "soft constraints: the batch solve failed; placing greedily");
+            }
+        }
     }
 
     /// After a gain: wakes the blocked tasks whose shape fits a node that grew since

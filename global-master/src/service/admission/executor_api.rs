@@ -1,11 +1,13 @@
 //! The optional `executor` of a submitted task (JSON) and its validation: how the
 //! worker runs it. Absent: the worker's default executor.
 //!
-//! `{"type":"synthetic"}`, `{"type":"burn"}`, or
+//! `{"type":"synthetic"}`, `{"type":"burn"}`, `{"type":"burn","slow_duration_ms":30000}`
+//! (placement-dependent: its `duration_ms` on a branch of its job's utility tree,
+//! `slow_duration_ms` elsewhere; docs/alsched.md), or
 //! `{"type":"exec","command":["sh","-c","exit 3"],"env":{"K":"V"},"cwd":"/tmp"}`.
 
 use super::error::ApiError;
-use common::{ExecCommand, Executor};
+use common::{BurnByPlacement, ExecCommand, Executor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +21,13 @@ pub(super) const MAX_COMMAND_BYTES: usize = 128 * 1024;
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ExecutorRequest {
     Synthetic,
-    Burn,
+    Burn {
+        /// How long the task burns when its placement took no branch of its job's
+        /// utility tree (which the job must have); absent: always `duration_ms`.
+        #[serde(default)]
+        #[schema(minimum = 0, maximum = 604_800_000)]
+        slow_duration_ms: Option<f64>,
+    },
     Exec {
         /// The program and its arguments.
         command: Vec<String>,
@@ -35,7 +43,27 @@ pub enum ExecutorRequest {
 pub(super) fn check_executor(field: &str, e: ExecutorRequest) -> Result<Executor, ApiError> {
     let (command, env, cwd) = match e {
         ExecutorRequest::Synthetic => return Ok(Executor::Synthetic),
-        ExecutorRequest::Burn => return Ok(Executor::Burn),
+        ExecutorRequest::Burn {
+            slow_duration_ms: None,
+        } => return Ok(Executor::Burn),
+        ExecutorRequest::Burn {
+            slow_duration_ms: Some(ms),
+        } => {
+            // Between 0 and a week, as `duration_ms`.
+            const WEEK_MS: f64 = 7.0 * 24.0 * 3600.0 * 1000.0;
+            if !(ms.is_finite() && (0.0..=WEEK_MS).contains(&ms)) {
+                return Err(ApiError::new(
+                    400,
+                    format!("{field}.slow_duration_ms"),
+                    format!("must be a number of milliseconds between 0 and {WEEK_MS}"),
+                ));
+            }
+            let slow_duration = common::Micros((ms * 1000.0).round() as u64);
+            return Ok(Executor::BurnByPlacement(BurnByPlacement {
+                slow_duration,
+                preferred: false,
+            }));
+        }
         ExecutorRequest::Exec { command, env, cwd } => (command, env, cwd),
     };
     let bad = |sub: &str, why: &str| Err(ApiError::new(422, format!("{field}.{sub}"), why));
@@ -82,6 +110,29 @@ pub(super) fn check_executor(field: &str, e: ExecutorRequest) -> Result<Executor
         env,
         cwd,
     })))
+}
+
+/// A burn by placement runs slow off its job's preferred placement, which only a
+/// job with a utility tree has: without one, such a task is a 400 naming its
+/// `slow_duration_ms`.
+pub(super) fn check_burn_needs_tree<'a>(
+    executors: impl IntoIterator<Item = Option<&'a Executor>>,
+    has_tree: bool,
+) -> Result<(), ApiError> {
+    if has_tree {
+        return Ok(());
+    }
+    match executors
+        .into_iter()
+        .position(|e| matches!(e, Some(Executor::BurnByPlacement(_))))
+    {
+        Some(i) => Err(ApiError::new(
+            400,
+            format!("tasks[{i}].executor.slow_duration_ms"),
+            "a burn runs slow off its job's preferred placement, and the job has no `utility` tree to prefer one",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The variable an exec task finds its job's task count in (the worker sets the
@@ -134,6 +185,34 @@ mod tests {
             Ok(Some(Executor::Synthetic))
         );
         assert_eq!(parse("null"), Ok(None));
+    }
+
+    /// A burn with `slow_duration_ms` (issue 36 item 5) needs its job's utility
+    /// tree; a bad value is a 400 naming the field.
+    #[test]
+    fn a_burn_by_placement_needs_a_tree_and_a_good_slow_duration() {
+        let queues = QueueTable::new(GmId(0), None);
+        let job = |slow: &str, tree: &str| {
+            let body = format!(
+                r#"{{"tasks":[{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"duration_ms":10,"executor":{{"type":"burn","slow_duration_ms":{slow}}}}}]{tree}}}"#
+            );
+            parse_job(body.as_bytes(), 1, &queues)
+                .map(|mut t| t.remove(0).executor)
+                .map_err(|e| (e.status, e.field))
+        };
+        let tree = r#","utility":{"prefer":{"set":"c3"}}"#;
+        assert_eq!(
+            job("30", tree),
+            Ok(Some(Executor::BurnByPlacement(common::BurnByPlacement {
+                slow_duration: common::Micros::from_millis(30),
+                preferred: false,
+            })))
+        );
+        let field = "tasks[0].executor.slow_duration_ms".to_owned();
+        for bad in ["-1", "1e300"] {
+            assert_eq!(job(bad, tree), Err((400, field.clone())), "{bad}");
+        }
+        assert_eq!(job("30", ""), Err((400, field)), "no tree to prefer by");
     }
 
     #[test]
