@@ -91,7 +91,7 @@ fn a_gang_that_started_whole_is_not_restarted_by_its_gm_restarted() {
     let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":8000}"#;
     let body = format!(
         r#"{{"tasks":[{}],"gang":{{"timeout_s":60}}}}"#,
-        vec![task; 4].join(",")
+        [task; 4].join(",")
     );
     let (status, _, answer) = http("POST", &format!("{gm}/v1/jobs"), Some(&body)).expect("post");
     assert_eq!(status, 202, "{answer}");
