@@ -11,7 +11,8 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the binaries (once) and returns the directory holding them.
+/// Builds the workspace's binaries (once per test binary; a no-op after
+/// scripts/test.sh's build) and returns the directory holding them.
 pub fn bin_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -23,20 +24,11 @@ pub fn bin_dir() -> PathBuf {
             .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace_root()).args([
-            "build",
-            "--bins",
-            "-p",
-            "global-master",
-            "-p",
-            "local-master",
-            "-p",
-            "worker",
-            "-p",
-            "loadgen",
-            "-p",
-            "megha-client",
-        ]);
+        // The same selection as scripts/test.sh's `cargo build --workspace --bins`: a
+        // narrower one (`-p ...`) unifies other features, so cargo rebuilds TLS, HTTP
+        // and every service (six minutes on CI) for the first test binary that asks.
+        cmd.current_dir(workspace_root())
+            .args(["build", "--workspace", "--bins"]);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
