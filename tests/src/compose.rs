@@ -195,7 +195,8 @@ impl Project {
             .first()
             .and_then(|id| docker_try(&["port", id, &port.to_string()]))
             .and_then(|text| {
-                let first = text.lines().find(|l| l.starts_with("0.0.0.0:"))?;
+                // "127.0.0.1:32786" or "0.0.0.0:32786", then maybe "[::]:32786".
+                let first = text.lines().find(|l| !l.starts_with('['))?;
                 Some(first.trim().to_owned())
             });
         let text = fast.unwrap_or_else(|| {
