@@ -73,6 +73,14 @@ if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
       echo "warning: debootstrap is missing; the docker compose test will fail and say so" >&2
     fi
   fi
+  # The base images (a debootstrap of bookworm, RabbitMQ on it: ~4 minutes of download
+  # and unpacking) need no binary of ours, so they are made now, beside the build that
+  # follows (CPU-bound), instead of inside the docker compose test. The test reuses them;
+  # if this fails, the test makes them again and fails loudly if it cannot.
+  images_log="${TMPDIR:-/tmp}/megha-test-images.$$.log"
+  say "making the docker compose base images in the background (log: $images_log)"
+  scripts/docker-local-images.sh >"$images_log" 2>&1 &
+  images_pid=$!
 else
   say "no Docker engine reachable: the docker compose end-to-end test will report itself skipped"
   export MEGHA_DOCKER=0
@@ -97,6 +105,14 @@ fi
 say "cargo test --workspace"
 cargo build --workspace --bins
 say "binaries built"
+if [ -n "${images_pid:-}" ]; then
+  if wait "$images_pid"; then
+    say "docker compose base images ready"
+  else
+    echo "warning: making the base images failed (the docker compose test will try again):" >&2
+    tail -20 "$images_log" >&2 || true
+  fi
+fi
 cargo test --workspace
 say "fuzzing the GM's HTTP API against its OpenAPI document (schemathesis)"
 BIN="$target_dir/debug" scripts/api-fuzz.sh

@@ -11,7 +11,8 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the binaries (once) and returns the directory holding them.
+/// Builds the workspace's binaries (once per test binary; a no-op after
+/// scripts/test.sh's build) and returns the directory holding them.
 pub fn bin_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -23,20 +24,20 @@ pub fn bin_dir() -> PathBuf {
             .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace_root()).args([
-            "build",
-            "--bins",
-            "-p",
-            "global-master",
-            "-p",
-            "local-master",
-            "-p",
-            "worker",
-            "-p",
-            "loadgen",
-            "-p",
-            "megha-client",
-        ]);
+        // The same build as scripts/test.sh's `cargo build --workspace --bins`, so that
+        // it is a no-op there. Two things made it a rebuild of TLS, HTTP, AMQP and every
+        // service (381 s for the first test binary that asked, here): a narrower
+        // selection (`-p ...`) unifies other features, and the variables cargo sets for
+        // a running test (CARGO_PKG_NAME=tests, CARGO_MANIFEST_DIR...) differ from the
+        // outer build's, and ring's build script reruns when they change
+        // (`rerun-if-env-changed`), and with it everything above ring.
+        cmd.current_dir(workspace_root())
+            .args(["build", "--workspace", "--bins"]);
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(set_for_a_running_crate) {
+                cmd.env_remove(name);
+            }
+        }
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
@@ -51,4 +52,46 @@ pub fn bin_dir() -> PathBuf {
         dir
     })
     .clone()
+}
+
+/// Whether cargo sets the variable `name` for the crate it runs (a test, a build
+/// script), as opposed to configuring cargo itself (CARGO_HOME, CARGO_TARGET_DIR,
+/// CARGO_PROFILE_*, CARGO_BUILD_*...), which the inner build must keep.
+fn set_for_a_running_crate(name: &str) -> bool {
+    const PREFIXES: [&str; 4] = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_", "CARGO_CFG_"];
+    const NAMES: [&str; 6] = [
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+        "CARGO_MAKEFLAGS",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) || NAMES.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_for_a_running_crate;
+
+    #[test]
+    fn only_what_cargo_sets_for_a_running_crate_is_removed() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_CRATE_NAME",
+            "OUT_DIR",
+        ] {
+            assert!(set_for_a_running_crate(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "PATH",
+        ] {
+            assert!(!set_for_a_running_crate(name), "{name}");
+        }
+    }
 }

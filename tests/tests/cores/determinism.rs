@@ -4,19 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn loadgen() -> PathBuf {
-    // The binary of the loadgen package, built by cargo alongside these tests.
-    let mut dir = std::env::current_exe().expect("test executable path");
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    // Always ask cargo: a binary left over from an older build would test old code.
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "loadgen", "--bin", "loadgen"])
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "cannot build the loadgen binary");
-    dir.join("loadgen")
+    // Always ask cargo (through bin_dir): a binary left over from an older build would
+    // test old code.
+    tests::procs::bin_dir().join("loadgen")
 }
 
 fn repo_root() -> PathBuf {
