@@ -63,14 +63,15 @@ pub use crate::queue::Shape;
 use crate::queue::{Pending, Queued, Queues};
 use common::reasons::PendingReason;
 use common::QueueId;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 
 /// The user queues and the known-miss cache.
 #[derive(Debug, Default)]
 pub struct Backlog {
     queues: Queues,
-    /// The known misses, with why they missed.
-    failed_shapes: HashMap<Shape, PendingReason>,
+    /// The known misses (a set: nothing reads why they missed, and a set is what
+    /// each miss costs least to insert into).
+    failed_shapes: HashSet<Shape>,
     policy: WakePolicy,
     /// The view gained resources since the last pass.
     gained: bool,
@@ -155,16 +156,16 @@ impl Backlog {
 
     /// The shape found no node since the view last gained resources.
     pub fn is_known_miss(&self, shape: &Shape) -> bool {
-        self.failed_shapes.contains_key(shape)
+        self.failed_shapes.contains(shape)
     }
 
     /// The shape found no node in the current view: known from now on, and (indexed)
     /// its class sleeps, except in the queues kept awake for the fairness step.
-    pub fn remember_miss(&mut self, shape: Shape, reason: PendingReason) {
+    pub fn remember_miss(&mut self, shape: Shape, reason: &PendingReason) {
         if self.bulk {
-            self.queues.doom(&shape, &reason);
+            self.queues.doom(&shape, reason);
         }
-        self.failed_shapes.insert(shape, reason);
+        self.failed_shapes.insert(shape);
         if self.policy == WakePolicy::Indexed {
             let kept = &self.kept_awake;
             self.queues.sleep(shape, &|q| kept.contains(&q));

@@ -192,13 +192,15 @@ impl GlobalMaster {
                 DecisionOutcome::Unplaceable(reason)
             }
             Err(miss @ Miss::NoFreeResources { .. }) => {
-                self.backlog.remember_miss(shape, miss.reason());
+                // One reason per miss: the doomed class and the task both take it.
+                let reason = miss.reason();
+                self.backlog.remember_miss(shape, &reason);
                 let queued = Queued {
                     key,
                     pending,
                     was_blocked,
                 };
-                self.no_room(now, queued, miss.reason(), out)
+                self.no_room(now, queued, reason, out)
             }
         };
         Decision {
