@@ -32,9 +32,7 @@ use common::{ConstraintSet, JobId, Micros, TaskId, TaskSpec};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
-#[path = "alsched_batch.rs"]
 mod batch;
-pub use batch::MAX_BATCH_NODES;
 
 /// What was chosen for one task of a job with a utility tree.
 #[derive(Clone, Debug, PartialEq)]
