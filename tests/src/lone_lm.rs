@@ -54,9 +54,15 @@ impl LoneLm {
         Proc::spawn("local-master", &args, dir, "lm")
     }
 
-    /// Its worker, reaching it at `lm_url`, with `extra` flags.
+    /// Its worker, reaching it at `lm_url`, with `extra` flags. Its data directory
+    /// is `dir/worker-data`: the default one is named after the LM's host:port, and
+    /// a free port used again by a later test made that test's worker list the
+    /// earlier test's ended runs (job 1's tasks among them) as its own, so the new
+    /// job 1 never ran (seen once in scripts/test.sh, services_worker_fence).
     pub fn spawn_worker(dir: &Path, lm_url: &str, extra: &[&str]) -> Proc {
+        let data = dir.join("worker-data").display().to_string();
         let mut args = strings(&["--lm-url", lm_url, "--slot", "0", "--listen", "127.0.0.1:0"]);
+        args.extend(strings(&["--data-dir", &data]));
         args.extend(crate::procs::task_identity_args());
         args.extend(strings(extra));
         Proc::spawn("worker", &args, dir, "worker")
