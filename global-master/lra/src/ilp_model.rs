@@ -358,22 +358,13 @@ pub(crate) fn solve_model(
     if s.iter().all(Option::is_none) {
         return Err("no application can be placed: nothing for the solver to decide".into());
     }
-    let mut model = highs(vars.maximise(objective))
+    let model = highs(vars.maximise(objective))
         .set_time_limit(config.time_limit_ms as f64 / 1000.0)
         .set_threads(1)
         .set_option("random_seed", 0)
         .set_option("mip_rel_gap", f64::from(config.mip_rel_gap))
         .with_initial_solution(init);
-    for row in rows {
-        model.add_constraint(row);
-    }
-    // The HiGHS bindings panic on some solver error codes; keep that from escaping.
-    let solved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.solve()))
-        .map_err(|_| "solver raised an internal error".to_string())?;
-    let solution = solved.map_err(|e| match e {
-        ResolutionError::Other(what) => format!("solver gave no answer in time ({what})"),
-        other => format!("solver failed: {other}"),
-    })?;
+    let solution = solve_with(model, rows)?;
     Ok(x.iter()
         .zip(&s)
         .map(|(xi, si)| match si {
@@ -424,4 +415,22 @@ fn set_start(
     for (q, h) in relax.q.iter().zip(&holds) {
         init.push((*q, f64::from(u8::from(*h))));
     }
+}
+
+/// Adds `rows` to `model` and solves it: the LRA placer's and the soft-constraint
+/// batch's one way to call HiGHS, whose panics and failures become messages.
+pub(crate) fn solve_with(
+    mut model: good_lp::solvers::highs::HighsProblem,
+    rows: Vec<good_lp::Constraint>,
+) -> Result<good_lp::solvers::highs::HighsSolution, String> {
+    for row in rows {
+        model.add_constraint(row);
+    }
+    // The HiGHS bindings panic on some solver error codes; keep that from escaping.
+    let solved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.solve()))
+        .map_err(|_| "solver raised an internal error".to_string())?;
+    solved.map_err(|e| match e {
+        ResolutionError::Other(what) => format!("solver gave no answer in time ({what})"),
+        other => format!("solver failed: {other}"),
+    })
 }

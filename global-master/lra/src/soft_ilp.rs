@@ -23,9 +23,7 @@ use common::utility::eval::Node;
 use common::utility::Utility;
 use common::{ConstraintSet, Resources};
 use good_lp::solvers::highs::highs;
-use good_lp::{
-    variable, Expression, ProblemVariables, ResolutionError, Solution as _, SolverModel, Variable,
-};
+use good_lp::{variable, Expression, ProblemVariables, Solution as _, Variable};
 
 /// The objective's weight of one placed task (utility units).
 pub const PLACED_WEIGHT: f64 = 1e-4;
@@ -118,20 +116,11 @@ pub fn solve(
         let root = tree.value(&job.utility.root);
         objective += root;
     }
-    let mut model = highs(vars.maximise(objective))
+    let model = highs(vars.maximise(objective))
         .set_time_limit(time_limit_ms as f64 / 1000.0)
         .set_threads(1)
         .set_option("random_seed", 0);
-    for row in rows {
-        model.add_constraint(row);
-    }
-    // The HiGHS bindings panic on some solver error codes; keep that from escaping.
-    let solved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.solve()))
-        .map_err(|_| "solver raised an internal error".to_string())?;
-    let solution = solved.map_err(|e| match e {
-        ResolutionError::Other(what) => format!("solver gave no answer in time ({what})"),
-        other => format!("solver failed: {other}"),
-    })?;
+    let solution = crate::ilp_model::solve_with(model, rows)?;
     let mut utility = 0.0;
     let placed: Vec<Vec<Option<usize>>> = x
         .iter()
