@@ -51,6 +51,7 @@ fn run(cfg: &EmbeddedConfig, jobs: &[Job], speedup: f64) -> (ReplayResult, Vec<T
         quiet: true,
         gms: cfg.cluster.gms as usize,
         queues: cfg.fairness.clone(),
+        gangs: None,
     };
     let log = seen.clone();
     let result = in_actix_system(async move {

@@ -187,6 +187,7 @@ pub fn run(args: BenchE2eArgs) -> Result<()> {
         quiet: true,
         gms,
         queues: None,
+        gangs: None,
     };
     let mut rows = Vec::new();
     if args.gm.is_empty() {

@@ -2,7 +2,7 @@
 //! `loadgen embedded` (every role in this process), sharing the workload options.
 
 use super::simulate::MercuryArgs;
-use crate::replay::driver::{replay, ReplayOptions, ReplayResult};
+use crate::replay::driver::{replay, Gangs, ReplayOptions, ReplayResult};
 use crate::replay::finish::{finish_with, ReportOptions};
 use crate::replay::{embedded, net, queues};
 use anyhow::{bail, Context, Result};
@@ -10,6 +10,7 @@ use clap::Args;
 use common::cluster::ClusterSpec;
 use common::events::TaskEvent;
 use common::fairness::{FairnessConfig, SharePolicy};
+use common::gang::GangSpec;
 use common::{Micros, Resources};
 use megha_sim::sim::task_types::{self, TaskTypes};
 use megha_sim::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
@@ -53,6 +54,20 @@ pub struct WorkloadArgs {
     /// Seed for constraint synthesis (and the embedded cluster).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Every third job (trace order) of two tasks or more, without stages and of
+    /// short tasks only, is submitted as a gang (docs/gangs.md): --gang-size of its
+    /// tasks (all of them when fewer) start together or none does; the rest start
+    /// as ordinary tasks once it started. The run fails if a gang ran apart.
+    #[arg(long)]
+    pub gangs: bool,
+    /// With --gangs: how many tasks of a gang must start together (at most the
+    /// job's tasks; keep it within the cluster's nodes, or the gang cannot start).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub gang_size: u32,
+    /// With --gangs: how long a gang may wait for room, in trace seconds (divided
+    /// by the speed-up like every trace time); then its tasks fail unrun.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    pub gang_timeout_s: f64,
     /// Output directory for tasks.csv and summary.json.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -143,7 +158,37 @@ impl WorkloadArgs {
             quiet: self.quiet,
             gms,
             queues,
+            gangs: None,
         })
+    }
+
+    /// With `--gangs`: the jobs of `jobs` submitted as gangs (see the flag).
+    pub fn gangs(&self, jobs: &[Job]) -> Result<Option<Arc<Gangs>>> {
+        if !self.gangs {
+            return Ok(None);
+        }
+        if !(self.gang_timeout_s.is_finite() && self.gang_timeout_s > 0.0) {
+            bail!("--gang-timeout-s must be a positive number");
+        }
+        if self.gang_size < 2 {
+            bail!("--gang-size must be 2 or more");
+        }
+        let timeout = Micros((self.gang_timeout_s * 1e6).round() as u64);
+        let gangs = jobs
+            .iter()
+            .enumerate()
+            .filter(|(k, j)| {
+                k % 3 == 0
+                    && j.tasks.len() >= 2
+                    && j.dag.is_none()
+                    && j.tasks.iter().all(|t| t.kind == common::TaskKind::Short)
+            })
+            .map(|(_, j)| {
+                let members = (j.tasks.len() as u32).min(self.gang_size);
+                (j.id, GangSpec::all(members, timeout))
+            })
+            .collect();
+        Ok(Some(Arc::new(gangs)))
     }
 }
 
@@ -211,9 +256,10 @@ pub fn run_replay(args: ReplayArgs) -> Result<()> {
         .parse()
         .map_err(|e| anyhow::anyhow!("--task-types: {e}"))?;
     task_types::assign(&mut jobs, policy, args.workload.seed);
-    let opts = args
+    let mut opts = args
         .workload
         .options(args.gm.len(), 1.0, fairness.clone())?;
+    opts.gangs = args.workload.gangs(&jobs)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -292,7 +338,19 @@ fn judge(
         quiet: w.quiet,
         queues: opts.queues.as_deref().map(|q| (q, window)),
     };
-    if finish_with(result, &report)? {
+    let mut ok = finish_with(result, &report)?;
+    if let Some(gangs) = &opts.gangs {
+        let figures = crate::replay::gangs::figures(&result.outcome.records, gangs);
+        println!("{figures}");
+        if !figures.apart.is_empty() {
+            eprintln!(
+                "gangs whose members did not run together (trace job ids): {:?}",
+                figures.apart
+            );
+            ok = false;
+        }
+    }
+    if ok {
         Ok(())
     } else {
         bail!(
@@ -446,9 +504,10 @@ pub fn run_embedded(args: EmbeddedArgs) -> Result<()> {
     let mut jobs = args.workload.jobs(cfg.fairness.as_deref())?;
     let policy = args.task_types()?;
     task_types::assign(&mut jobs, policy, args.workload.seed);
-    let opts = args
+    let mut opts = args
         .workload
         .options(args.gms as usize, 50.0, cfg.fairness.clone())?;
+    opts.gangs = args.workload.gangs(&jobs)?;
     if !args.workload.quiet {
         eprintln!(
             "embedded: {} GMs, {} LMs, {} workers, {} nodes; {} jobs ({policy} tasks) at speedup {}",

@@ -8,6 +8,7 @@ use super::recorder::Recorder;
 use common::dag::JobDag;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
+use common::gang::GangSpec;
 use common::{JobId, Micros};
 use global_master::service::admission::api::NewTask;
 use megha_sim::sim::workload::Job;
@@ -33,6 +34,8 @@ pub enum SubmitError {
 pub struct JobSubmission {
     pub tasks: Vec<NewTask>,
     pub dag: Option<Arc<JobDag>>,
+    /// Its gang (docs/gangs.md), its timeout divided by the speed-up.
+    pub gang: Option<GangSpec>,
 }
 
 /// Submits one job to GM number `gm`; answers the job id.
@@ -53,7 +56,13 @@ pub struct ReplayOptions {
     pub gms: usize,
     /// User queues: each job goes to the GM serving its queue.
     pub queues: Option<Arc<FairnessConfig>>,
+    /// Gangs (issue 37): per trace job id, its gang in trace time; such a job is
+    /// submitted as one gang. `None`: no job is a gang.
+    pub gangs: Option<Arc<Gangs>>,
 }
+
+/// The replayed jobs that are gangs, by trace job id (see [`ReplayOptions::gangs`]).
+pub type Gangs = rustc_hash::FxHashMap<u64, GangSpec>;
 
 #[derive(Debug)]
 pub struct ReplayResult {
@@ -103,9 +112,18 @@ fn spawn_submissions(
         .map(|(k, j)| {
             let at = Duration::from_secs_f64(j.arrival.as_secs_f64() / speedup);
             let gm = super::queues::gm_for(j, opts.queues.as_deref(), k % gms);
+            let gang = opts
+                .gangs
+                .as_ref()
+                .and_then(|g| g.get(&j.id))
+                .map(|g| GangSpec {
+                    timeout: Micros((g.timeout.0 as f64 / speedup).round() as u64),
+                    ..*g
+                });
             let job = JobSubmission {
                 tasks: job_tasks(j, speedup),
                 dag: j.dag.clone(),
+                gang,
             };
             (k, at, job, gm)
         })

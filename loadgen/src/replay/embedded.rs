@@ -321,7 +321,7 @@ pub fn submitter_routed(gms: Vec<Addr<GmActor>>, designated: Option<usize>) -> S
                 after_elsewhere: Vec::new(),
                 spec: None,
                 utility: None,
-                gang: None,
+                gang: job.gang,
             };
             match addr.send(submit).await {
                 Ok(Ok((job, _))) => Ok(job),

@@ -6,6 +6,7 @@
 //! - [`net`]: the HTTP submitter and the RabbitMQ event source.
 //! - [`embedded`]: every role in one process with in-memory links.
 //! - [`finish`]: writing the reports and judging the run.
+//! - [`gangs`]: what became of the replayed gangs.
 //! - [`facts`]: what the reports need besides the events, read from the GMs.
 //! - [`queues`]: which user queue (and so which GM) each job goes to.
 
@@ -13,6 +14,7 @@ pub mod driver;
 pub mod embedded;
 pub mod facts;
 pub mod finish;
+pub mod gangs;
 pub mod net;
 pub mod queues;
 pub mod recorder;

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 mod body;
 mod submit;
-pub use body::job_body;
+pub use body::{gang_body, job_body};
 pub use submit::http_submitter;
 
 /// Consumes every task event of `cluster` into a channel, from its durable queue

@@ -3,6 +3,7 @@
 
 use common::dag::JobDag;
 use common::fairness::FairnessConfig;
+use common::gang::GangSpec;
 use global_master::service::admission::api::NewTask;
 use serde_json::{json, Value};
 
@@ -46,4 +47,13 @@ pub fn job_body(tasks: &[NewTask], dag: Option<&JobDag>, queues: Option<&Fairnes
         })
         .collect();
     json!({ "stages": stages, "tasks": tasks })
+}
+
+/// The job API's `gang` object for `gang` (docs/gangs.md).
+pub fn gang_body(gang: &GangSpec) -> Value {
+    json!({
+        "min_members": gang.min_members,
+        "timeout_s": gang.timeout.0 as f64 / 1e6,
+        "on_timeout": gang.on_timeout,
+    })
 }

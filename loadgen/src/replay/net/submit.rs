@@ -5,7 +5,7 @@
 //! second job (the GM keeps its keys in its data dir, which a standby takes over).
 
 use super::super::driver::{JobSubmission, SubmitError, Submitter};
-use super::body::job_body;
+use super::body::{gang_body, job_body};
 use common::fairness::FairnessConfig;
 use common::JobId;
 use serde_json::Value;
@@ -127,7 +127,10 @@ pub fn http_submitter(
     Arc::new(move |gm: usize, job: JobSubmission| {
         let (gms, client, cluster) = (gms.clone(), client.clone(), cluster.clone());
         let key = format!("{run}-{}", sequence.fetch_add(1, Ordering::Relaxed));
-        let body = job_body(&job.tasks, job.dag.as_deref(), queues.as_deref());
+        let mut body = job_body(&job.tasks, job.dag.as_deref(), queues.as_deref());
+        if let Some(gang) = &job.gang {
+            body["gang"] = gang_body(gang);
+        }
         let body = serde_json::to_vec(&body).unwrap_or_default();
         Box::pin(async move {
             let addresses = &gms[gm % gms.len()];

@@ -180,7 +180,11 @@ fn one_task() -> crate::replay::driver::JobSubmission {
         executor: None,
         priority: 0,
     }];
-    crate::replay::driver::JobSubmission { tasks, dag: None }
+    crate::replay::driver::JobSubmission {
+        tasks,
+        dag: None,
+        gang: None,
+    }
 }
 
 #[tokio::test]
@@ -268,4 +272,28 @@ fn a_dag_job_body_parses_back_to_its_dag() {
         parse_job_request(&flat, 100, &queues).expect("flat").dag,
         None
     );
+}
+
+/// A gang replayed over HTTP reaches the GM as the same gang: the body's `gang`
+/// parses back (the GM's own parser) to the spec it came from.
+#[test]
+fn a_gang_job_body_parses_back_to_its_gang() {
+    use common::gang::{GangSpec, OnTimeout};
+    use global_master::service::admission::api::{parse_job_request, QueueTable};
+    let tasks = vec![one_task().tasks[0].clone(); 3];
+    let queues = QueueTable::new(common::GmId(0), None);
+    for gang in [
+        GangSpec::all(3, common::Micros::from_millis(2_500)),
+        GangSpec {
+            min_members: 2,
+            timeout: common::Micros::from_secs(90),
+            on_timeout: OnTimeout::RunPartial,
+        },
+    ] {
+        let mut body = super::job_body(&tasks, None, None);
+        body["gang"] = super::gang_body(&gang);
+        let body = serde_json::to_vec(&body).expect("json");
+        let job = parse_job_request(&body, 100, &queues).expect("the GM takes it");
+        assert_eq!(job.gang, Some(gang));
+    }
 }
