@@ -2,7 +2,9 @@
 //! workers, a real RabbitMQ. A gang of four one-core tasks needs both LMs: each
 //! holds its part and launches it on the commit, and all four run and finish. A gang
 //! of five cannot fit: past its timeout (`fail`) its tasks end failed, unrun, and
-//! nothing is left held. Fails (never skips) when RabbitMQ is not running.
+//! nothing is left held. Then `loadgen replay --gangs` submits a small trace with
+//! two gangs over HTTP; each starts together. Fails (never skips) when RabbitMQ is
+//! not running.
 
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
@@ -64,6 +66,30 @@ fn a_gang_spanning_two_lms_starts_whole_and_one_that_cannot_fit_fails_unrun() {
     assert_eq!(
         cluster.metric(&cluster.gms, "megha_gm_gangs_broken_total"),
         0.0
+    );
+
+    // `loadgen replay --gangs` submits gangs over HTTP (the `gang` object): jobs 0
+    // and 3 of this trace are gangs of all four nodes; each starts together.
+    let trace = dir.join("gangs.tr");
+    std::fs::write(
+        &trace,
+        "0.5 4 1 1 1 1 1\n1 3 2 2 2 2\n1.5 2 1 1 1\n2 4 1 1 1 1 1\n2.5 2 1 1 1\n",
+    )
+    .expect("trace");
+    let mut args = cluster.replay_args(&broker.url, &dir.join("out"), 2, 60);
+    args[2] = trace.display().to_string();
+    args.extend(["--gangs", "--gang-size", "4", "--gang-timeout-s", "120"].map(String::from));
+    let log = dir.join("replay.log");
+    let status = tests::procs::loadgen(&args, &log);
+    let printed = std::fs::read_to_string(&log).expect("replay log");
+    assert!(status.success(), "{printed}");
+    assert!(
+        printed.contains("gangs: 2 submitted, 2 started together, 0 ran apart"),
+        "{printed}"
+    );
+    assert_eq!(
+        cluster.metric(&cluster.gms, "megha_gm_gangs_started_total"),
+        3.0
     );
     cluster.terminate_all_cleanly();
 }
