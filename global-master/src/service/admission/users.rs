@@ -1,8 +1,9 @@
 //! Who may call the GM: users by bearer token, peers by the cluster credential.
 //!
 //! - The tokens file (`--tokens-file`, TOML, or JSON when it ends in `.json`) maps
-//!   each token to a user, the queues that user may submit to (`"*"`: any) and an
-//!   admin flag. It is read again on SIGHUP and when its modification time or size
+//!   each token to a user, the queues that user may submit to (`"*"`: any), the
+//!   preempting priority classes that user may name (`priority_classes`, `"*"`:
+//!   any; [`check_class`]) and an admin flag. It is read again on SIGHUP and when its modification time or size
 //!   changes (checked every 2 s); a file that no longer parses keeps the previous
 //!   table (logged, counted).
 //! - [`GmAuth::layer`] guards the whole router, so routes added later are guarded by
@@ -324,6 +325,23 @@ pub fn check_queue(
     ))
 }
 
+/// The 403 naming `priority_class` when `caller` may not use the job's resolved
+/// `class` (a preempting one; see [`super::priority_api::authorize_class`]);
+/// `None` when allowed.
+pub fn check_class(
+    auth: &GmAuth,
+    caller: &Caller,
+    class: &super::priority_api::JobClass,
+) -> Option<Response> {
+    let refused = super::priority_api::authorize_class(class, caller).err()?;
+    auth.guard
+        .counters
+        .forbidden
+        .fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, class = class.name.as_str(), "submission refused: preempting priority class not allowed for this user");
+    Some(service_kit::auth::forbidden(&refused.field, &refused.error))
+}
+
 /// The 403 for a job whose body names another user than the (non-admin) caller.
 pub fn forbidden_user(auth: &GmAuth, caller: &Caller, named: &str) -> Response {
     auth.guard
@@ -379,6 +397,7 @@ pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::priority::PriorityClasses;
 
     const FILE: &str = r#"
 [[users]]
@@ -394,7 +413,7 @@ admin = true
 
     #[test]
     fn tokens_map_to_users_and_queues() {
-        let users = Users::parse(FILE, false).expect("valid");
+        let users = Users::parse(FILE, false, &PriorityClasses::default()).expect("valid");
         let alice = users.find(b"alice-token-0123456789").expect("alice");
         assert_eq!(&*alice.user, "alice");
         assert!(alice.may_use("a") && !alice.may_use("b") && !alice.admin);
@@ -404,7 +423,7 @@ admin = true
         assert!(users.find(b"").is_none());
         assert!(!format!("{users:?}").contains("token-0"));
         let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["*"]}]}"#;
-        let bob = Users::parse(json, true).expect("json");
+        let bob = Users::parse(json, true, &PriorityClasses::default()).expect("json");
         assert!(bob.find(b"bob-token-0123456789").expect("bob").may_use("z"));
     }
 
@@ -414,7 +433,7 @@ admin = true
         let digest = service_kit::roles::hex(&service_kit::roles::digest(b"dora-token-0123456789"));
         let text =
             format!("[[users]]\nname = \"dora\"\ntoken_sha256 = \"{digest}\"\nqueues = [\"a\"]\n");
-        let users = Users::parse(&text, false).expect("valid");
+        let users = Users::parse(&text, false, &PriorityClasses::default()).expect("valid");
         assert_eq!(
             &*users.find(b"dora-token-0123456789").expect("dora").user,
             "dora"
@@ -438,7 +457,10 @@ admin = true
                 "users[0].token",
             ),
         ] {
-            let err = format!("{:#}", Users::parse(&bad, false).expect_err(field));
+            let err = format!(
+                "{:#}",
+                Users::parse(&bad, false, &PriorityClasses::default()).expect_err(field)
+            );
             assert!(err.contains(field), "{field}: {err}");
         }
     }
@@ -452,10 +474,69 @@ admin = true
             ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\n[[users]]\nname = \"b\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]", "users[1].token"),
             ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\ncolour=1", "colour"),
         ] {
-            let err = format!("{:#}", Users::parse(text, false).expect_err(field));
+            let err = format!("{:#}", Users::parse(text, false, &PriorityClasses::default()).expect_err(field));
             assert!(err.contains(field), "{field}: {err}");
             assert!(!err.contains("0123456789abcdefg"), "{err}");
         }
+    }
+
+    /// Issue 37: `priority_classes` lists the preempting classes a user may name
+    /// (`"*"`: any); a name the GM does not know fails the file, naming the entry.
+    #[test]
+    fn priority_classes_name_the_gms_classes() {
+        let classes = PriorityClasses::parse(
+            &["batch:0,urgent:100:preempting,top:200:preempting".into()],
+            None,
+            1000,
+        )
+        .expect("classes");
+        let file = |list: &str| {
+            format!("{FILE}\n[[users]]\nname = \"bob\"\ntoken = \"bob-token-0123456789\"\nqueues = [\"a\"]\npriority_classes = {list}\n")
+        };
+        let bob = |list: &str| {
+            let users = Users::parse(&file(list), false, &classes).expect(list);
+            let bob = users.find(b"bob-token-0123456789").expect("bob").clone();
+            let alice = users.find(b"alice-token-0123456789").expect("alice");
+            assert!(!alice.may_preempt_as("urgent"), "alice lists none");
+            let root = users.find(b"root-token-0123456789").expect("root");
+            assert!(root.may_preempt_as("urgent") && root.may_preempt_as("top"));
+            bob
+        };
+        let listed = bob(r#"["urgent"]"#);
+        assert!(listed.may_preempt_as("urgent") && !listed.may_preempt_as("top"));
+        assert!(!listed.may_preempt_as("URGENT"), "exact names");
+        let any = bob(r#"["*"]"#);
+        assert!(any.may_preempt_as("urgent") && any.may_preempt_as("top"));
+        // A class that does not preempt is accepted (every user may name it).
+        assert!(!bob(r#"["batch"]"#).may_preempt_as("urgent"));
+        assert!(!bob("[]").may_preempt_as("urgent"));
+        for unknown in [
+            r#"["vip"]"#,
+            r#"["urgent", "URGENT"]"#,
+            r#"["urgent "]"#,
+            r#"[""]"#,
+        ] {
+            let err = format!(
+                "{:#}",
+                Users::parse(&file(unknown), false, &classes).expect_err(unknown)
+            );
+            assert!(
+                err.contains("users[2].priority_classes") && err.contains("bob"),
+                "{unknown}: {err}"
+            );
+        }
+        let err = format!(
+            "{:#}",
+            Users::parse(&file("\"urgent\""), false, &classes).expect_err("a string")
+        );
+        assert!(err.contains("priority_classes"), "{err}");
+        // The same in JSON.
+        let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["a"],"priority_classes":["top"]}]}"#;
+        let users = Users::parse(json, true, &classes).expect("json");
+        assert!(users
+            .find(b"bob-token-0123456789")
+            .expect("bob")
+            .may_preempt_as("top"));
     }
 
     #[test]
@@ -464,7 +545,7 @@ admin = true
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("tokens.toml");
         std::fs::write(&path, FILE).expect("write");
-        let table = UserTable::load(&path).expect("load");
+        let table = UserTable::load(&path, Arc::default()).expect("load");
         assert_eq!(table.users().len(), 2);
         std::fs::write(&path, "[[users]]\nname = \"carol\"\ntoken = \"carol-token-0123456789\"\nqueues = [\"c\"]\nadmin = false\n# longer\n").expect("write");
         table.reload_if_changed();

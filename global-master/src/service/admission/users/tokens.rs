@@ -1,7 +1,9 @@
-//! The tokens file: each user's token (or its SHA-256), queues and admin flag,
-//! read again when the file changes ([`UserTable`]), and the [`Caller`] a token names.
+//! The tokens file: each user's token (or its SHA-256), queues, preempting
+//! priority classes and admin flag, read again when the file changes
+//! ([`UserTable`]), and the [`Caller`] a token names.
 
 use anyhow::{bail, Context as _, Result};
+use common::priority::PriorityClasses;
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,9 @@ pub struct Caller {
     pub admin: bool,
     /// Queue names this user may submit to; `None`: any.
     queues: Option<Arc<HashSet<String>>>,
+    /// The preempting priority classes this user may name (exact names); `None`:
+    /// any. Classes that do not preempt are open to every user.
+    classes: Option<Arc<HashSet<String>>>,
 }
 
 impl Caller {
@@ -26,11 +31,18 @@ impl Caller {
             user: "anonymous".into(),
             admin: true,
             queues: None,
+            classes: None,
         }
     }
 
     pub fn may_use(&self, queue: &str) -> bool {
         self.admin || self.queues.as_ref().is_none_or(|q| q.contains(queue))
+    }
+
+    /// Whether this user may name the priority class `class` (exact name) when it
+    /// preempts: an admin may, and a user whose `priority_classes` lists it or `"*"`.
+    pub fn may_preempt_as(&self, class: &str) -> bool {
+        self.admin || self.classes.as_ref().is_none_or(|c| c.contains(class))
     }
 }
 
@@ -55,6 +67,10 @@ struct UserEntry {
     queues: Vec<String>,
     #[serde(default)]
     admin: bool,
+    /// The preempting priority classes this user may name (`"*"`: any); absent:
+    /// none (the classes that do not preempt are open to all).
+    #[serde(default)]
+    priority_classes: Vec<String>,
 }
 
 /// The users of one reading of the tokens file.
@@ -74,9 +90,9 @@ impl std::fmt::Debug for Users {
 pub const MIN_TOKEN_LEN: usize = 16;
 
 impl Users {
-    /// Parses a tokens file's text (`json`: JSON, else TOML); errors name the entry
-    /// and field, never a token.
-    pub fn parse(text: &str, json: bool) -> Result<Self> {
+    /// Parses a tokens file's text (`json`: JSON, else TOML) for a GM of priority
+    /// classes `classes`; errors name the entry and field, never a token.
+    pub fn parse(text: &str, json: bool, classes: &PriorityClasses) -> Result<Self> {
         let file: UsersFile = if json {
             serde_json::from_str(text).context("not a JSON tokens file")?
         } else {
@@ -120,6 +136,7 @@ impl Users {
                     user: name.into(),
                     admin: u.admin,
                     queues,
+                    classes: check_classes(i, name, &u.priority_classes, classes)?,
                 },
             ));
         }
@@ -127,11 +144,12 @@ impl Users {
     }
 
     /// Reads and parses a tokens file.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub fn load(path: &Path, classes: &PriorityClasses) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--tokens-file {}", path.display()))?;
         let json = path.extension().is_some_and(|e| e == "json");
-        Self::parse(&text, json).with_context(|| format!("--tokens-file {}", path.display()))
+        Self::parse(&text, json, classes)
+            .with_context(|| format!("--tokens-file {}", path.display()))
     }
 
     /// The user of `token`: its SHA-256 against every entry's (constant time
@@ -156,10 +174,41 @@ impl Users {
     }
 }
 
+/// User `i`'s (`name`'s) `priority_classes`: `None` for `"*"`, else the names,
+/// each a class of `classes` (exact spelling, as jobs name them). A listed class
+/// that does not preempt is accepted (every user may name it anyway), with a warning.
+fn check_classes(
+    i: usize,
+    name: &str,
+    listed: &[String],
+    classes: &PriorityClasses,
+) -> Result<Option<Arc<HashSet<String>>>> {
+    if listed.iter().any(|c| c == "*") {
+        return Ok(None);
+    }
+    for class in listed {
+        match classes.by_name(class) {
+            None => bail!(
+                "users[{i}].priority_classes (user {name}): unknown priority class `{class}`; the classes are {} (--priority-class), or \"*\"",
+                classes.names()
+            ),
+            Some(c) if !c.preempting => tracing::warn!(
+                user = name,
+                class = class.as_str(),
+                "tokens file: users[{i}].priority_classes lists a class that does not preempt; every user may name it anyway"
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(Some(Arc::new(listed.iter().cloned().collect())))
+}
+
 /// The users of a tokens file, read again when it changes.
 #[derive(Debug)]
 pub struct UserTable {
     path: PathBuf,
+    /// The GM's priority classes, which the file's `priority_classes` must name.
+    classes: Arc<PriorityClasses>,
     current: RwLock<Arc<Users>>,
     stamp: Mutex<Option<(std::time::SystemTime, u64)>>,
     pub reloads: AtomicU64,
@@ -172,10 +221,11 @@ fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
 }
 
 impl UserTable {
-    pub fn load(path: &Path) -> Result<Self> {
-        let users = Users::load(path)?;
+    pub fn load(path: &Path, classes: Arc<PriorityClasses>) -> Result<Self> {
+        let users = Users::load(path, &classes)?;
         Ok(UserTable {
             path: path.to_owned(),
+            classes,
             current: RwLock::new(Arc::new(users)),
             stamp: Mutex::new(stamp(path)),
             reloads: AtomicU64::new(0),
@@ -193,7 +243,7 @@ impl UserTable {
     /// Reads the file again; on error keeps the current table.
     pub fn reload(&self, why: &str) {
         *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = stamp(&self.path);
-        match Users::load(&self.path) {
+        match Users::load(&self.path, &self.classes) {
             Ok(users) => {
                 let n = users.len();
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(users);
