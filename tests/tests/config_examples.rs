@@ -61,7 +61,8 @@ fn tokens_example_loads() {
     // Its commented `priority_classes`, taken up, holds with the GM example's classes.
     let text = std::fs::read_to_string(&path)
         .expect("tokens example")
-        .replace("# priority_classes", "priority_classes");
+        .replace("# priority_classes", "priority_classes")
+        .replace("# preempting_jobs_per_minute", "preempting_jobs_per_minute");
     let classes = common::priority::PriorityClasses::parse(
         &["batch:0".into(), "urgent:100:preempting".into()],
         Some("batch"),
@@ -74,6 +75,7 @@ fn tokens_example_loads() {
         .find(b"EXAMPLE-batch-Zp4LmW8sT1yA6e")
         .expect("batch-bot's token");
     assert!(bot.may_preempt_as("urgent"));
+    assert_eq!(bot.preempting_per_minute(), Some(10));
     assert!(!alice.may_preempt_as("urgent"));
 }
 

@@ -3,7 +3,8 @@
 //! none: her `urgent` job is refused (403 naming `priority_class`, the class and
 //! her) on every way in, with nothing spent (no job id, no idempotency key) and
 //! nothing in the job list; bob, who has `urgent`, gets his job; another spelling
-//! of the class is no class for anyone.
+//! of the class is no class for anyone. Bob's `preempting_jobs_per_minute` caps
+//! his urgent jobs per GM: one more is a 429 with `Retry-After`.
 
 use crate::calls::{call, json, Cred};
 use tests::procs::{credentials, http_raw, LoopbackCluster};
@@ -11,13 +12,17 @@ use tests::procs::{credentials, http_raw, LoopbackCluster};
 /// The GMs' classes for this phase: `batch` (the default) and `urgent`, preempting.
 pub const CLASSES: &str = "batch:0,urgent:100:preempting";
 
-/// The test credentials' tokens file with bob allowed `urgent`, written to `dir`.
+/// The test credentials' tokens file with bob allowed `urgent`, at most 2 jobs of
+/// it a minute, written to `dir`.
 pub fn tokens_file(dir: &std::path::Path) -> std::path::PathBuf {
     let c = credentials();
     let text = std::fs::read_to_string(&c.tokens_file).expect("tokens");
     let bob = format!("token = \"{}\"\n", c.bob);
     assert!(text.contains(&bob), "bob's entry");
-    let text = text.replace(&bob, &format!("{bob}priority_classes = [\"urgent\"]\n"));
+    let text = text.replace(
+        &bob,
+        &format!("{bob}priority_classes = [\"urgent\"]\npreempting_jobs_per_minute = 2\n"),
+    );
     std::fs::create_dir_all(dir).expect("dir");
     let path = dir.join("tokens.toml");
     std::fs::write(&path, text).expect("tokens file");
@@ -95,6 +100,25 @@ pub fn only_allowed_users_name_a_preempting_class(cluster: &LoopbackCluster) {
     assert_eq!(status, 202, "bob may: {answer}");
     let (status, answer) = post(gm1, &forwarded, &c.bob, &[]);
     assert_eq!(status, 202, "bob's forwarded job: {answer}");
+    // Bob's cap: GM 0 took his urgent job and the one GM 1 forwarded to it; a
+    // third within the minute is refused (and creates nothing), a batch job not.
+    let (status, head, answer) = http_raw(
+        "POST",
+        &format!("{gm0}/v1/jobs"),
+        "application/json",
+        urgent.as_bytes(),
+        &[("Authorization", &format!("Bearer {}", c.bob))],
+    )
+    .expect("POST /v1/jobs");
+    let answer = String::from_utf8_lossy(&answer);
+    assert_eq!(status, 429, "over bob's cap: {answer}");
+    assert!(head.to_lowercase().contains("retry-after"), "{head}");
+    assert_eq!(json(&answer)["field"], "priority_class", "{answer}");
+    assert!(answer.contains("at most 2"), "{answer}");
+    assert!(
+        cluster.metric(&cluster.gms, "megha_gm_preempting_capped_total") >= 1.0,
+        "counted"
+    );
     // A job naming no class gets `batch`, which does not preempt: open to alice.
     let (status, answer) = post(gm0, &job("null", "short"), &c.alice, &[]);
     assert_eq!(status, 202, "{answer}");

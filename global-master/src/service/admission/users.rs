@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub mod preempting;
 mod tokens;
 pub use tokens::{Caller, UserTable, Users, MIN_TOKEN_LEN};
 
@@ -54,6 +55,10 @@ pub struct GmAuth {
     gm: Option<actix::Addr<crate::service::actor::GmActor>>,
     /// Requests naming another user's job, answered 404 like a missing one.
     pub hidden_total: AtomicU64,
+    /// Each user's recent jobs of a preempting class, and the jobs refused over the
+    /// cap ([`preempting`]).
+    preempting: Mutex<preempting::PreemptingCap>,
+    pub preempting_capped_total: AtomicU64,
 }
 
 impl GmAuth {
@@ -72,6 +77,8 @@ impl GmAuth {
             owners: Mutex::default(),
             gm: None,
             hidden_total: AtomicU64::new(0),
+            preempting: Mutex::default(),
+            preempting_capped_total: AtomicU64::new(0),
         }
     }
 
@@ -326,20 +333,43 @@ pub fn check_queue(
 }
 
 /// The 403 naming `priority_class` when `caller` may not use the job's resolved
-/// `class` (a preempting one; see [`super::priority_api::authorize_class`]);
-/// `None` when allowed.
+/// `class` (a preempting one; see [`super::priority_api::authorize_class`]), or
+/// the 429 when the caller's jobs of a preempting class at `now` would pass its
+/// `preempting_jobs_per_minute` ([`preempting`]); `None` when allowed (the job
+/// then counts against the cap).
 pub fn check_class(
     auth: &GmAuth,
     caller: &Caller,
     class: &super::priority_api::JobClass,
+    now: common::Micros,
 ) -> Option<Response> {
-    let refused = super::priority_api::authorize_class(class, caller).err()?;
-    auth.guard
-        .counters
-        .forbidden
-        .fetch_add(1, Ordering::Relaxed);
-    tracing::warn!(user = %caller.user, class = class.name.as_str(), "submission refused: preempting priority class not allowed for this user");
-    Some(service_kit::auth::forbidden(&refused.field, &refused.error))
+    if let Err(refused) = super::priority_api::authorize_class(class, caller) {
+        auth.guard
+            .counters
+            .forbidden
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(user = %caller.user, class = class.name.as_str(), "submission refused: preempting priority class not allowed for this user");
+        return Some(service_kit::auth::forbidden(&refused.field, &refused.error));
+    }
+    let cap = caller
+        .preempting_per_minute()
+        .filter(|_| class.preempting)?;
+    let mut taken = auth.preempting.lock().unwrap_or_else(|e| e.into_inner());
+    let wait = taken.take(&caller.user, cap, now).err()?;
+    auth.preempting_capped_total.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, class = class.name.as_str(), cap, "submission refused: over the user's preempting_jobs_per_minute");
+    let error = format!(
+        "user {} may submit at most {cap} jobs of a preempting priority class per minute (class `{}`); retry in {wait} s",
+        caller.user, class.name
+    );
+    Some(
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(axum::http::header::RETRY_AFTER, wait.to_string())],
+            Json(serde_json::json!({"field": "priority_class", "error": error})),
+        )
+            .into_response(),
+    )
 }
 
 /// The 403 for a job whose body names another user than the (non-admin) caller.
@@ -362,13 +392,21 @@ pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
         auth.users.is_none() || auth.guard.secret.is_none(),
         text,
     );
-    service_kit::metrics::single(
-        text,
-        "megha_gm_hidden_jobs_total",
-        "counter",
-        "Requests naming another user's job or LRA, answered 404 like a missing one.",
-        auth.hidden_total.load(Ordering::Relaxed) as f64,
-    );
+    for (name, help, v) in [
+        (
+            "megha_gm_hidden_jobs_total",
+            "Requests naming another user's job or LRA, answered 404 like a missing one.",
+            &auth.hidden_total,
+        ),
+        (
+            "megha_gm_preempting_capped_total",
+            "Jobs of a preempting priority class refused (429) over their user's preempting_jobs_per_minute.",
+            &auth.preempting_capped_total,
+        ),
+    ] {
+        let v = v.load(Ordering::Relaxed) as f64;
+        service_kit::metrics::single(text, name, "counter", help, v);
+    }
     if let Some(t) = &auth.users {
         for (name, help, v) in [
             (
@@ -399,7 +437,7 @@ mod tests {
     use super::*;
     use common::priority::PriorityClasses;
 
-    const FILE: &str = r#"
+    pub(super) const FILE: &str = r#"
 [[users]]
 name = "alice"
 token = "alice-token-0123456789"
@@ -478,65 +516,6 @@ admin = true
             assert!(err.contains(field), "{field}: {err}");
             assert!(!err.contains("0123456789abcdefg"), "{err}");
         }
-    }
-
-    /// Issue 37: `priority_classes` lists the preempting classes a user may name
-    /// (`"*"`: any); a name the GM does not know fails the file, naming the entry.
-    #[test]
-    fn priority_classes_name_the_gms_classes() {
-        let classes = PriorityClasses::parse(
-            &["batch:0,urgent:100:preempting,top:200:preempting".into()],
-            None,
-            1000,
-        )
-        .expect("classes");
-        let file = |list: &str| {
-            format!("{FILE}\n[[users]]\nname = \"bob\"\ntoken = \"bob-token-0123456789\"\nqueues = [\"a\"]\npriority_classes = {list}\n")
-        };
-        let bob = |list: &str| {
-            let users = Users::parse(&file(list), false, &classes).expect(list);
-            let bob = users.find(b"bob-token-0123456789").expect("bob").clone();
-            let alice = users.find(b"alice-token-0123456789").expect("alice");
-            assert!(!alice.may_preempt_as("urgent"), "alice lists none");
-            let root = users.find(b"root-token-0123456789").expect("root");
-            assert!(root.may_preempt_as("urgent") && root.may_preempt_as("top"));
-            bob
-        };
-        let listed = bob(r#"["urgent"]"#);
-        assert!(listed.may_preempt_as("urgent") && !listed.may_preempt_as("top"));
-        assert!(!listed.may_preempt_as("URGENT"), "exact names");
-        let any = bob(r#"["*"]"#);
-        assert!(any.may_preempt_as("urgent") && any.may_preempt_as("top"));
-        // A class that does not preempt is accepted (every user may name it).
-        assert!(!bob(r#"["batch"]"#).may_preempt_as("urgent"));
-        assert!(!bob("[]").may_preempt_as("urgent"));
-        for unknown in [
-            r#"["vip"]"#,
-            r#"["urgent", "URGENT"]"#,
-            r#"["urgent "]"#,
-            r#"[""]"#,
-        ] {
-            let err = format!(
-                "{:#}",
-                Users::parse(&file(unknown), false, &classes).expect_err(unknown)
-            );
-            assert!(
-                err.contains("users[2].priority_classes") && err.contains("bob"),
-                "{unknown}: {err}"
-            );
-        }
-        let err = format!(
-            "{:#}",
-            Users::parse(&file("\"urgent\""), false, &classes).expect_err("a string")
-        );
-        assert!(err.contains("priority_classes"), "{err}");
-        // The same in JSON.
-        let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["a"],"priority_classes":["top"]}]}"#;
-        let users = Users::parse(json, true, &classes).expect("json");
-        assert!(users
-            .find(b"bob-token-0123456789")
-            .expect("bob")
-            .may_preempt_as("top"));
     }
 
     #[test]

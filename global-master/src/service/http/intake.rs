@@ -33,7 +33,7 @@ use serde_json::json;
         (status = 413, description = "More tasks than --max-job-tasks", body = Refusal),
         (status = 421, description = "A queue served by another GM (named in `error`)", body = Refusal),
         (status = 422, description = "A value out of range; `field` is the JSON path", body = Refusal),
-        (status = 429, description = "The GM is full (--max-queued); retry after `Retry-After` seconds",
+        (status = 429, description = "The GM is full (--max-queued), or the user is over its preempting_jobs_per_minute; retry after `Retry-After` seconds",
             body = Refusal, headers(("Retry-After" = u32, description = "Seconds to wait"))),
         (status = 502, description = "GUARANTEED work: the designated GM did not answer", body = Refusal),
         (status = 503, description = "Shutting down, or the journal failed: not accepted", body = Refusal),
@@ -61,7 +61,7 @@ pub(crate) async fn submit(
     }
     // A preempting class is the caller's to use only if the tokens file says so;
     // judged on the class resolved above, before anything is forwarded or reserved.
-    if let Some(refused) = check_class(&s.auth, &caller, &class) {
+    if let Some(refused) = check_class(&s.auth, &caller, &class, service_kit::clock::now()) {
         return refused;
     }
     // The job's user is who is calling; only an admin (or open mode) may name another.

@@ -22,6 +22,9 @@ pub struct Caller {
     /// The preempting priority classes this user may name (exact names); `None`:
     /// any. Classes that do not preempt are open to every user.
     classes: Option<Arc<HashSet<String>>>,
+    /// At most this many jobs of a preempting class in any minute, per GM
+    /// ([`super::preempting`]); `None`: no cap.
+    preempting_per_minute: Option<u32>,
 }
 
 impl Caller {
@@ -32,6 +35,7 @@ impl Caller {
             admin: true,
             queues: None,
             classes: None,
+            preempting_per_minute: None,
         }
     }
 
@@ -43,6 +47,12 @@ impl Caller {
     /// preempts: an admin may, and a user whose `priority_classes` lists it or `"*"`.
     pub fn may_preempt_as(&self, class: &str) -> bool {
         self.admin || self.classes.as_ref().is_none_or(|c| c.contains(class))
+    }
+
+    /// The cap on this user's jobs of a preempting class per minute (none for an
+    /// admin).
+    pub fn preempting_per_minute(&self) -> Option<u32> {
+        self.preempting_per_minute.filter(|_| !self.admin)
     }
 }
 
@@ -71,6 +81,10 @@ struct UserEntry {
     /// none (the classes that do not preempt are open to all).
     #[serde(default)]
     priority_classes: Vec<String>,
+    /// At most this many jobs of a preempting class in any minute (per GM);
+    /// absent: no cap.
+    #[serde(default)]
+    preempting_jobs_per_minute: Option<i64>,
 }
 
 /// The users of one reading of the tokens file.
@@ -137,6 +151,7 @@ impl Users {
                     admin: u.admin,
                     queues,
                     classes: check_classes(i, name, &u.priority_classes, classes)?,
+                    preempting_per_minute: check_cap(i, name, u.preempting_jobs_per_minute)?,
                 },
             ));
         }
@@ -201,6 +216,19 @@ fn check_classes(
         }
     }
     Ok(Some(Arc::new(listed.iter().cloned().collect())))
+}
+
+/// User `i`'s (`name`'s) `preempting_jobs_per_minute`: 1 to
+/// [`super::preempting::MAX_PER_MINUTE`] when given.
+fn check_cap(i: usize, name: &str, cap: Option<i64>) -> Result<Option<u32>> {
+    let max = super::preempting::MAX_PER_MINUTE;
+    match cap {
+        None => Ok(None),
+        Some(n) if (1..=i64::from(max)).contains(&n) => Ok(Some(n as u32)),
+        Some(n) => bail!(
+            "users[{i}].preempting_jobs_per_minute (user {name}): {n}; 1 to {max} (leave it out for no cap)"
+        ),
+    }
 }
 
 /// The users of a tokens file, read again when it changes.
@@ -297,5 +325,71 @@ impl UserTable {
                 table.reload_if_changed();
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::super::tests::FILE;
+
+    /// Issue 37: `priority_classes` lists the preempting classes a user may name
+    /// (`"*"`: any); a name the GM does not know fails the file, naming the entry.
+    #[test]
+    fn priority_classes_name_the_gms_classes() {
+        let classes = PriorityClasses::parse(
+            &["batch:0,urgent:100:preempting,top:200:preempting".into()],
+            None,
+            1000,
+        )
+        .expect("classes");
+        let file = |list: &str| {
+            format!("{FILE}\n[[users]]\nname = \"bob\"\ntoken = \"bob-token-0123456789\"\nqueues = [\"a\"]\npriority_classes = {list}\n")
+        };
+        let bob = |list: &str| {
+            let users = Users::parse(&file(list), false, &classes).expect(list);
+            let bob = users.find(b"bob-token-0123456789").expect("bob").clone();
+            let alice = users.find(b"alice-token-0123456789").expect("alice");
+            assert!(!alice.may_preempt_as("urgent"), "alice lists none");
+            let root = users.find(b"root-token-0123456789").expect("root");
+            assert!(root.may_preempt_as("urgent") && root.may_preempt_as("top"));
+            bob
+        };
+        let listed = bob(r#"["urgent"]"#);
+        assert!(listed.may_preempt_as("urgent") && !listed.may_preempt_as("top"));
+        assert!(!listed.may_preempt_as("URGENT"), "exact names");
+        let any = bob(r#"["*"]"#);
+        assert!(any.may_preempt_as("urgent") && any.may_preempt_as("top"));
+        // A class that does not preempt is accepted (every user may name it).
+        assert!(!bob(r#"["batch"]"#).may_preempt_as("urgent"));
+        assert!(!bob("[]").may_preempt_as("urgent"));
+        for unknown in [
+            r#"["vip"]"#,
+            r#"["urgent", "URGENT"]"#,
+            r#"["urgent "]"#,
+            r#"[""]"#,
+        ] {
+            let err = format!(
+                "{:#}",
+                Users::parse(&file(unknown), false, &classes).expect_err(unknown)
+            );
+            assert!(
+                err.contains("users[2].priority_classes") && err.contains("bob"),
+                "{unknown}: {err}"
+            );
+        }
+        let err = format!(
+            "{:#}",
+            Users::parse(&file("\"urgent\""), false, &classes).expect_err("a string")
+        );
+        assert!(err.contains("priority_classes"), "{err}");
+        // The same in JSON.
+        let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["a"],"priority_classes":["top"]}]}"#;
+        let users = Users::parse(json, true, &classes).expect("json");
+        assert!(users
+            .find(b"bob-token-0123456789")
+            .expect("bob")
+            .may_preempt_as("top"));
     }
 }
