@@ -51,13 +51,32 @@ fn worker_example_resolves() {
 #[test]
 fn tokens_example_loads() {
     let path = workspace_root().join("config/tokens.example.toml");
-    let users =
-        global_master::service::admission::users::Users::load(&path).expect("tokens example");
+    let users = global_master::service::admission::users::Users::load(&path, &Default::default())
+        .expect("tokens example");
     assert_eq!(users.len(), 3);
     let alice = users
         .find(b"EXAMPLE-alice-3q2+Xk9vQ0bR7u")
         .expect("alice's token");
     assert!(alice.may_use("analytics") && !alice.may_use("batch"));
+    // Its commented `priority_classes`, taken up, holds with the GM example's classes.
+    let text = std::fs::read_to_string(&path)
+        .expect("tokens example")
+        .replace("# priority_classes", "priority_classes")
+        .replace("# preempting_jobs_per_minute", "preempting_jobs_per_minute");
+    let classes = common::priority::PriorityClasses::parse(
+        &["batch:0".into(), "urgent:100:preempting".into()],
+        Some("batch"),
+        1000,
+    )
+    .expect("the GM example's classes");
+    let users = global_master::service::admission::users::Users::parse(&text, false, &classes)
+        .expect("tokens example with priority_classes");
+    let bot = users
+        .find(b"EXAMPLE-batch-Zp4LmW8sT1yA6e")
+        .expect("batch-bot's token");
+    assert!(bot.may_preempt_as("urgent"));
+    assert_eq!(bot.preempting_per_minute(), Some(10));
+    assert!(!alice.may_preempt_as("urgent"));
 }
 
 /// The long flags of a command, as `--name`.

@@ -321,6 +321,32 @@ fn each_role_calls_only_what_its_role_may() {
         assert!(answer.contains(field), "{answer}");
     }
 
+    // A gang stop of any generation (`ANY_GENERATION`, a restarted GM's: it kills
+    // what an earlier life of that GM committed at the LM) is a GM request like any
+    // other: GM 1's key may not send GM 0's (403 naming `gm`, nothing applied), and
+    // GM 0's own, sent again verbatim, is a replay (401).
+    let any_stop = codec::encode(
+        &common::ClusterName::default(),
+        &common::protocol::GmToLm::Gang(common::messages::GangRequest {
+            gm: common::GmId(0),
+            life: 0,
+            lm: common::LmId(0),
+            job: common::JobId(job),
+            generation: common::gang::ANY_GENERATION,
+            op: common::messages::GangOp::Stop { members: vec![] },
+        }),
+    )
+    .expect("encode");
+    let sig = keys.sign("gm-1", Role::Lm, "POST", &orders, &any_stop, None);
+    let (code, answer) = send(&orders, &any_stop, &sig);
+    assert_eq!(code, 403, "GM 1 stopping GM 0's gang: {answer}");
+    assert!(answer.contains("\"field\":\"gm\""), "{answer}");
+    let sig = keys.sign("gm-0", Role::Lm, "POST", &orders, &any_stop, None);
+    assert_eq!(send(&orders, &any_stop, &sig).0, 200, "GM 0's own stop");
+    let (code, answer) = send(&orders, &any_stop, &sig);
+    assert_eq!(code, 401, "GM 0's stop replayed: {answer}");
+    assert!(answer.contains("replayed"), "{answer}");
+
     a_worker_key_cannot_end_a_task_it_does_not_run(&cluster, &keys);
 
     // Forwarding: only a GM's key may claim it (a worker's, an LM's: 403).

@@ -242,9 +242,10 @@ pub struct GmArgs {
     #[arg(long, env = "MEGHA_GM_ALTRUISM", value_name = "P")]
     pub altruism: Option<f64>,
     /// Users of the API: a TOML (or .json) file of [[users]] entries with `name`,
-    /// `token`, `queues` (names, "*": any) and `admin`; read again on SIGHUP and when
-    /// it changes. Without it the API is open (every caller an admin), allowed only
-    /// on a loopback --listen.
+    /// `token`, `queues` ("*": any), `priority_classes` (preempting classes the user
+    /// may name, "*": any), `preempting_jobs_per_minute` and `admin`; read again on
+    /// SIGHUP and when it changes. Without it the API is open (every caller an
+    /// admin), allowed only on a loopback --listen.
     #[arg(long, env = "MEGHA_TOKENS_FILE", value_name = "FILE")]
     pub tokens_file: Option<PathBuf>,
     /// How long a submission's Idempotency-Key is remembered (a retry with the same

@@ -199,7 +199,7 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
 fn load_users(s: &config::GmSettings) -> Result<Option<Arc<users::UserTable>>> {
     match &s.tokens_file {
         Some(path) => {
-            let table = Arc::new(users::UserTable::load(path)?);
+            let table = Arc::new(users::UserTable::load(path, s.priorities.clone())?);
             tracing::info!(file = %path.display(), users = table.users().len(), "API users loaded");
             table.watch(Duration::from_secs(2));
             Ok(Some(table))

@@ -6,7 +6,7 @@ use common::messages::{
     CancelResponse, EndsPublished, KillTask, LaunchResponse, LmSnapshot, PreemptResponse,
     PreemptedTasks, PromoteTask, StartTask, TaskEnd, TaskStart, TasksEnded, TasksStarted,
 };
-use common::{GmId, LmId, Micros, NodeId, TaskId, TaskSpec};
+use common::{GmId, JobId, LmId, Micros, NodeId, TaskId, TaskSpec};
 
 /// What the LM wants done after handling an input.
 #[derive(Debug, Default)]
@@ -57,6 +57,11 @@ pub enum LmError {
     /// seen: that process was replaced (a standby took over) and is fenced.
     #[error("request of {gm} life {life} refused: this LM has seen its newer life {newest} (the sender was replaced and is fenced)")]
     OlderGmLife { gm: GmId, life: u64, newest: u64 },
+    /// A gang's stop naming, among its members, a task of another job: a GM
+    /// names only its gang's own tasks, so this one would void another job's runs
+    /// (perhaps another GM's). Refused whole, nothing applied.
+    #[error("gang stop of job {job} names task {task} of another job as a member; refused")]
+    ForeignGangMember { job: JobId, task: TaskId },
 }
 
 impl LmEffects {

@@ -210,6 +210,58 @@ fn a_restarted_gms_stop_ends_an_earlier_lifes_commit_never_its_own() {
     assert_eq!(lm.running().len(), 2);
 }
 
+/// A gang's stop names its own job's tasks as members: one naming a task of
+/// another job (which would void that job's runs, perhaps another GM's) is
+/// refused whole, before its life is admitted, and nothing is applied.
+#[test]
+fn a_gang_stop_naming_another_jobs_task_is_refused_with_nothing_applied() {
+    let mut lm = support::lm(&[2], 1);
+    let reserve = GangOp::Reserve {
+        requests: part(1),
+        hold_for: Micros(30_000_000),
+    };
+    assert_eq!(outcome(&mut lm, 1, 3, reserve), GangOutcome::Held);
+    assert_eq!(
+        outcome(&mut lm, 1, 3, GangOp::Commit),
+        GangOutcome::Committed
+    );
+    let foreign = TaskId::new(2, 0);
+    for generation in [3, ANY_GENERATION] {
+        let stop = GmToLm::Gang(GangRequest {
+            gm: GmId(0),
+            life: 9,
+            lm: LmId(0),
+            job: JobId(1),
+            generation,
+            op: GangOp::Stop {
+                members: vec![(TaskId::new(1, 0), 2), (foreign, 5)],
+            },
+        });
+        let refused = lm.step(Micros(4), LmInput::Gm(stop)).unwrap_err();
+        assert_eq!(
+            refused,
+            lm_core::LmError::ForeignGangMember {
+                job: JobId(1),
+                task: foreign
+            }
+        );
+        assert_eq!(lm.running().len(), 2, "nothing killed");
+    }
+    // Life 9 was not admitted: life 1's requests still are.
+    assert_eq!(
+        outcome(&mut lm, 1, 3, GangOp::Release),
+        GangOutcome::Released
+    );
+    // The gang's own stop still works.
+    let stop = GangOp::Stop {
+        members: vec![(TaskId::new(1, 0), 2), (TaskId::new(1, 1), 2)],
+    };
+    assert_eq!(
+        gang(&mut lm, Micros(5), 2, ANY_GENERATION, stop),
+        vec![1, 1]
+    );
+}
+
 /// The same generation reserved again by a later GM life (which numbers its
 /// generations anew) with other requests is a new hold, not the earlier life's.
 #[test]

@@ -124,8 +124,8 @@ proptest! {
             check_refusal(e.status, &e.field);
         }
         let text = String::from_utf8_lossy(&body);
-        let _ = Users::parse(&text, false);
-        let _ = Users::parse(&text, true);
+        let _ = Users::parse(&text, false, &Default::default());
+        let _ = Users::parse(&text, true, &Default::default());
     }
 
     #[test]

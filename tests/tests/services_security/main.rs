@@ -7,8 +7,11 @@
 //! into a GM through its internal endpoint. Also: `/healthz` and `/metrics` stay open
 //! and no log line or page shows a credential.
 //!
-//! Layout: [`calls`] (credentials and calls), the phases [`attacks`], [`users`] and
-//! [`table`]; the two tests (here) run them on one loopback cluster each.
+//! Also: only the users the tokens file lets may name a preempting priority class
+//! ([`classes`]).
+//!
+//! Layout: [`calls`] (credentials and calls), the phases [`attacks`], [`users`],
+//! [`table`] and [`classes`]; the tests (here) run them on one loopback cluster each.
 
 /// A message as bincode on the wire, for the default cluster name.
 macro_rules! enc {
@@ -19,6 +22,7 @@ macro_rules! enc {
 
 mod attacks;
 mod calls;
+mod classes;
 mod ownership;
 mod table;
 mod users;
@@ -117,5 +121,29 @@ fn a_users_job_stays_theirs_across_a_gm_restart() {
         Cred::User(&c.bob),
     );
     assert!(!list.contains(&job.to_string()), "bob does not: {list}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 37: a preempting priority class is for the users the tokens file lets
+/// name it (and admins); see [`classes`].
+#[test]
+fn only_users_allowed_a_preempting_class_may_name_it() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-security-classes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tokens = classes::tokens_file(&dir);
+    let extra = tests::procs::RoleArgs {
+        gm: vec![
+            "--priority-class".into(),
+            classes::CLASSES.into(),
+            "--tokens-file".into(),
+            tokens.display().to_string(),
+        ],
+        ..Default::default()
+    };
+    let cluster =
+        LoopbackCluster::start_with_args(2, 1, 2, 1, &broker.url, &dir.join("logs"), &[], &extra);
+    classes::only_allowed_users_name_a_preempting_class(&cluster);
+    drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -77,40 +77,13 @@ pub struct NewJob {
     pub dag: Option<Arc<JobDag>>,
     /// Its name and labels ([`JobNames`]).
     pub names: JobNames,
-    /// The priority class it names, resolved by [`resolve_priority`].
+    /// The priority class it names, resolved by
+    /// [`super::priority_api::resolve_priority`].
     pub priority_class: Option<String>,
     /// Its compiled utility tree (soft constraints), if it has one.
     pub utility: Option<Arc<common::utility::Utility>>,
     /// Its gang, if it is one.
     pub gang: Option<common::gang::GangSpec>,
-}
-
-/// The class value of a job naming `class` (the default class when `None`), set
-/// on every task of `job`; an unknown class is a 400 naming `priority_class`.
-pub fn resolve_priority(
-    job: &mut NewJob,
-    classes: &common::priority::PriorityClasses,
-) -> Result<(), ApiError> {
-    let value = match job.priority_class.as_deref() {
-        None => classes.default_value(),
-        Some(name) => match classes.by_name(name) {
-            Some(c) => c.value,
-            None => {
-                return Err(ApiError::new(
-                    400,
-                    "priority_class",
-                    format!(
-                        "unknown priority class `{name}`; the classes are {}",
-                        classes.names()
-                    ),
-                ))
-            }
-        },
-    };
-    for t in &mut job.tasks {
-        t.priority = value;
-    }
-    Ok(())
 }
 
 /// A job's name and labels, as submitted (checked by [`check_names`]).
@@ -249,7 +222,8 @@ pub struct NewTask {
     pub duration: Micros,
     pub tags: Vec<String>,
     pub executor: Option<Executor>,
-    /// Its job's priority class value (set by [`resolve_priority`]).
+    /// Its job's priority class value (set by
+    /// [`super::priority_api::resolve_priority`]).
     pub priority: u16,
 }
 

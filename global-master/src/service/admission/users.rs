@@ -1,8 +1,9 @@
 //! Who may call the GM: users by bearer token, peers by the cluster credential.
 //!
 //! - The tokens file (`--tokens-file`, TOML, or JSON when it ends in `.json`) maps
-//!   each token to a user, the queues that user may submit to (`"*"`: any) and an
-//!   admin flag. It is read again on SIGHUP and when its modification time or size
+//!   each token to a user, the queues that user may submit to (`"*"`: any), the
+//!   preempting priority classes that user may name (`priority_classes`, `"*"`:
+//!   any; [`check_class`]) and an admin flag. It is read again on SIGHUP and when its modification time or size
 //!   changes (checked every 2 s); a file that no longer parses keeps the previous
 //!   table (logged, counted).
 //! - [`GmAuth::layer`] guards the whole router, so routes added later are guarded by
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub mod preempting;
 mod tokens;
 pub use tokens::{Caller, UserTable, Users, MIN_TOKEN_LEN};
 
@@ -53,6 +55,10 @@ pub struct GmAuth {
     gm: Option<actix::Addr<crate::service::actor::GmActor>>,
     /// Requests naming another user's job, answered 404 like a missing one.
     pub hidden_total: AtomicU64,
+    /// Each user's recent jobs of a preempting class, and the jobs refused over the
+    /// cap ([`preempting`]).
+    preempting: Mutex<preempting::PreemptingCap>,
+    pub preempting_capped_total: AtomicU64,
 }
 
 impl GmAuth {
@@ -71,6 +77,8 @@ impl GmAuth {
             owners: Mutex::default(),
             gm: None,
             hidden_total: AtomicU64::new(0),
+            preempting: Mutex::default(),
+            preempting_capped_total: AtomicU64::new(0),
         }
     }
 
@@ -324,6 +332,46 @@ pub fn check_queue(
     ))
 }
 
+/// The 403 naming `priority_class` when `caller` may not use the job's resolved
+/// `class` (a preempting one; see [`super::priority_api::authorize_class`]), or
+/// the 429 when the caller's jobs of a preempting class at `now` would pass its
+/// `preempting_jobs_per_minute` ([`preempting`]); `None` when allowed (the job
+/// then counts against the cap).
+pub fn check_class(
+    auth: &GmAuth,
+    caller: &Caller,
+    class: &super::priority_api::JobClass,
+    now: common::Micros,
+) -> Option<Response> {
+    if let Err(refused) = super::priority_api::authorize_class(class, caller) {
+        auth.guard
+            .counters
+            .forbidden
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(user = %caller.user, class = class.name.as_str(), "submission refused: preempting priority class not allowed for this user");
+        return Some(service_kit::auth::forbidden(&refused.field, &refused.error));
+    }
+    let cap = caller
+        .preempting_per_minute()
+        .filter(|_| class.preempting)?;
+    let mut taken = auth.preempting.lock().unwrap_or_else(|e| e.into_inner());
+    let wait = taken.take(&caller.user, cap, now).err()?;
+    auth.preempting_capped_total.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(user = %caller.user, class = class.name.as_str(), cap, "submission refused: over the user's preempting_jobs_per_minute");
+    let error = format!(
+        "user {} may submit at most {cap} jobs of a preempting priority class per minute (class `{}`); retry in {wait} s",
+        caller.user, class.name
+    );
+    Some(
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(axum::http::header::RETRY_AFTER, wait.to_string())],
+            Json(serde_json::json!({"field": "priority_class", "error": error})),
+        )
+            .into_response(),
+    )
+}
+
 /// The 403 for a job whose body names another user than the (non-admin) caller.
 pub fn forbidden_user(auth: &GmAuth, caller: &Caller, named: &str) -> Response {
     auth.guard
@@ -344,13 +392,21 @@ pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
         auth.users.is_none() || auth.guard.secret.is_none(),
         text,
     );
-    service_kit::metrics::single(
-        text,
-        "megha_gm_hidden_jobs_total",
-        "counter",
-        "Requests naming another user's job or LRA, answered 404 like a missing one.",
-        auth.hidden_total.load(Ordering::Relaxed) as f64,
-    );
+    for (name, help, v) in [
+        (
+            "megha_gm_hidden_jobs_total",
+            "Requests naming another user's job or LRA, answered 404 like a missing one.",
+            &auth.hidden_total,
+        ),
+        (
+            "megha_gm_preempting_capped_total",
+            "Jobs of a preempting priority class refused (429) over their user's preempting_jobs_per_minute.",
+            &auth.preempting_capped_total,
+        ),
+    ] {
+        let v = v.load(Ordering::Relaxed) as f64;
+        service_kit::metrics::single(text, name, "counter", help, v);
+    }
     if let Some(t) = &auth.users {
         for (name, help, v) in [
             (
@@ -379,8 +435,9 @@ pub fn render_metrics(auth: &GmAuth, text: &mut service_kit::metrics::Page) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::priority::PriorityClasses;
 
-    const FILE: &str = r#"
+    pub(super) const FILE: &str = r#"
 [[users]]
 name = "alice"
 token = "alice-token-0123456789"
@@ -394,7 +451,7 @@ admin = true
 
     #[test]
     fn tokens_map_to_users_and_queues() {
-        let users = Users::parse(FILE, false).expect("valid");
+        let users = Users::parse(FILE, false, &PriorityClasses::default()).expect("valid");
         let alice = users.find(b"alice-token-0123456789").expect("alice");
         assert_eq!(&*alice.user, "alice");
         assert!(alice.may_use("a") && !alice.may_use("b") && !alice.admin);
@@ -404,7 +461,7 @@ admin = true
         assert!(users.find(b"").is_none());
         assert!(!format!("{users:?}").contains("token-0"));
         let json = r#"{"users":[{"name":"bob","token":"bob-token-0123456789","queues":["*"]}]}"#;
-        let bob = Users::parse(json, true).expect("json");
+        let bob = Users::parse(json, true, &PriorityClasses::default()).expect("json");
         assert!(bob.find(b"bob-token-0123456789").expect("bob").may_use("z"));
     }
 
@@ -414,7 +471,7 @@ admin = true
         let digest = service_kit::roles::hex(&service_kit::roles::digest(b"dora-token-0123456789"));
         let text =
             format!("[[users]]\nname = \"dora\"\ntoken_sha256 = \"{digest}\"\nqueues = [\"a\"]\n");
-        let users = Users::parse(&text, false).expect("valid");
+        let users = Users::parse(&text, false, &PriorityClasses::default()).expect("valid");
         assert_eq!(
             &*users.find(b"dora-token-0123456789").expect("dora").user,
             "dora"
@@ -438,7 +495,10 @@ admin = true
                 "users[0].token",
             ),
         ] {
-            let err = format!("{:#}", Users::parse(&bad, false).expect_err(field));
+            let err = format!(
+                "{:#}",
+                Users::parse(&bad, false, &PriorityClasses::default()).expect_err(field)
+            );
             assert!(err.contains(field), "{field}: {err}");
         }
     }
@@ -452,7 +512,7 @@ admin = true
             ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\n[[users]]\nname = \"b\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]", "users[1].token"),
             ("[[users]]\nname = \"a\"\ntoken = \"0123456789abcdefg\"\nqueues=[\"a\"]\ncolour=1", "colour"),
         ] {
-            let err = format!("{:#}", Users::parse(text, false).expect_err(field));
+            let err = format!("{:#}", Users::parse(text, false, &PriorityClasses::default()).expect_err(field));
             assert!(err.contains(field), "{field}: {err}");
             assert!(!err.contains("0123456789abcdefg"), "{err}");
         }
@@ -464,7 +524,7 @@ admin = true
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("tokens.toml");
         std::fs::write(&path, FILE).expect("write");
-        let table = UserTable::load(&path).expect("load");
+        let table = UserTable::load(&path, Arc::default()).expect("load");
         assert_eq!(table.users().len(), 2);
         std::fs::write(&path, "[[users]]\nname = \"carol\"\ntoken = \"carol-token-0123456789\"\nqueues = [\"c\"]\nadmin = false\n# longer\n").expect("write");
         table.reload_if_changed();

@@ -4,8 +4,9 @@
 use super::state::{caller_of, error, unavailable, ApiState};
 use crate::service::actor::deliver::Deliver;
 use crate::service::actor::{SubmitJob, SubmitRefused};
-use crate::service::admission::api::{parse_job_request, resolve_priority, ApiError, JobRequest};
-use crate::service::admission::users::{check_queue, Caller};
+use crate::service::admission::api::{parse_job_request, ApiError, JobRequest};
+use crate::service::admission::priority_api::resolve_priority;
+use crate::service::admission::users::{check_class, check_queue, Caller};
 use crate::service::http::answers::{JobAccepted, Refusal};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -28,11 +29,11 @@ use serde_json::json;
             )),
         (status = 400, description = "Not JSON of this shape; `field` is the JSON path", body = Refusal),
         (status = 401, description = "No, or an unknown, bearer token", body = Refusal),
-        (status = 403, description = "A queue the user may not use, or another user named", body = Refusal),
+        (status = 403, description = "A queue the user may not use, another user named, or a preempting priority class the user may not use", body = Refusal),
         (status = 413, description = "More tasks than --max-job-tasks", body = Refusal),
         (status = 421, description = "A queue served by another GM (named in `error`)", body = Refusal),
         (status = 422, description = "A value out of range; `field` is the JSON path", body = Refusal),
-        (status = 429, description = "The GM is full (--max-queued); retry after `Retry-After` seconds",
+        (status = 429, description = "The GM is full (--max-queued), or the user is over its preempting_jobs_per_minute; retry after `Retry-After` seconds",
             body = Refusal, headers(("Retry-After" = u32, description = "Seconds to wait"))),
         (status = 502, description = "GUARANTEED work: the designated GM did not answer", body = Refusal),
         (status = 503, description = "Shutting down, or the journal failed: not accepted", body = Refusal),
@@ -48,14 +49,20 @@ pub(crate) async fn submit(
         Ok(j) => j,
         Err(e) => return error(e),
     };
-    if let Err(e) = resolve_priority(&mut job, &s.priorities) {
-        return error(e);
-    }
+    let class = match resolve_priority(&mut job, &s.priorities) {
+        Ok(class) => class,
+        Err(e) => return error(e),
+    };
     for (i, t) in job.tasks.iter().enumerate() {
         let field = format!("tasks[{i}].queue");
         if let Some(refused) = check_queue(&s.auth, &caller, &s.queues, t.queue, &field) {
             return refused;
         }
+    }
+    // A preempting class is the caller's to use only if the tokens file says so;
+    // judged on the class resolved above, before anything is forwarded or reserved.
+    if let Some(refused) = check_class(&s.auth, &caller, &class, service_kit::clock::now()) {
+        return refused;
     }
     // The job's user is who is calling; only an admin (or open mode) may name another.
     let user = match (&job.user, caller.admin) {

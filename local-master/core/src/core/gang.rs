@@ -18,6 +18,16 @@ impl LocalMaster {
     /// One step of a gang's transaction; answered with the LM's state.
     pub fn handle_gang(&mut self, now: Micros, request: GangRequest) -> Result<LmEffects, LmError> {
         self.check_addressed(request.lm)?;
+        // Before the life is admitted (which may record a newer one): a refused
+        // request changes nothing.
+        if let GangOp::Stop { members } = &request.op {
+            if let Some(&(task, _)) = members.iter().find(|(t, _)| t.job != request.job) {
+                return Err(LmError::ForeignGangMember {
+                    job: request.job,
+                    task,
+                });
+            }
+        }
         self.check_life(request.gm, request.life)?;
         let GangRequest {
             gm,

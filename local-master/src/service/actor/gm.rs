@@ -118,6 +118,10 @@ impl LmActor {
                     tracing::warn!(%gm, life, newest, refused = self.core.older_gm_life_refused(), "request of a replaced GM life refused (fenced: a newer life of that GM took over)");
                     GmRequestError::Superseded(e.to_string())
                 }
+                e @ crate::core::LmError::ForeignGangMember { .. } => {
+                    tracing::warn!(error = %e, "gang stop refused: it names a task of another job");
+                    GmRequestError::Invalid(e.to_string())
+                }
                 e => GmRequestError::Invalid(e.to_string()),
             })?;
         let mut slots: Vec<usize> = out

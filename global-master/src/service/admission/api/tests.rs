@@ -288,33 +288,6 @@ fn names_and_labels_are_checked_naming_the_field() {
     assert_eq!(none.names, JobNames::default());
 }
 
-#[test]
-fn a_job_names_a_known_priority_class_or_gets_the_default() {
-    let classes = common::priority::PriorityClasses::parse(
-        &["batch:0".into(), "urgent:100:preempting".into()],
-        None,
-        1000,
-    )
-    .expect("classes");
-    let task = r#"{"resources":{"cpu_millis":1000,"memory_mb":64},"duration_ms":10}"#;
-    let job = |class: &str| format!(r#"{{"tasks":[{task},{task}]{class}}}"#);
-    let resolve = |body: String| {
-        let mut j = parse_job_request(body.as_bytes(), 3, &no_queues())?;
-        resolve_priority(&mut j, &classes)?;
-        Ok::<_, ApiError>(j.tasks.iter().map(|t| t.priority).collect::<Vec<_>>())
-    };
-    assert_eq!(resolve(job("")).expect("default"), vec![0, 0]);
-    assert_eq!(
-        resolve(job(r#","priority_class":"urgent""#)).expect("urgent"),
-        vec![100, 100]
-    );
-    let e = resolve(job(r#","priority_class":"vip""#)).expect_err("unknown");
-    assert_eq!((e.status, e.field.as_str()), (400, "priority_class"));
-    assert!(e.error.contains("batch, urgent"), "{}", e.error);
-    let e = resolve(job(r#","priority_class":7"#)).expect_err("not a string");
-    assert_eq!((e.status, e.field.as_str()), (400, "priority_class"));
-}
-
 /// Constraints by attribute name (issue 36 item 1) as well as by number; a name the
 /// cluster does not have is a 422 naming the element and listing the names.
 #[test]
