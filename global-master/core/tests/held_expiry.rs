@@ -308,6 +308,11 @@ fn not_held_queues_the_task_again_and_a_late_copy_of_its_request_is_void() {
     let reply = GmInput::Lm(LmToGm::ReconcileAnswer(answer.clone()));
     let out = gm1.step(expires + Micros(1), reply);
     assert!(out.wants_pass);
+    assert_eq!(
+        out.requeued.len(),
+        1,
+        "the tracker hears why it waits again"
+    );
     assert_eq!((gm1.outstanding(), gm1.ready_len()), (0, 1), "queued again");
     assert_eq!(gm1.stats().held_asks_not_held, 1);
     // A late copy of the request reaches the LM: refused, and nothing awaits it.

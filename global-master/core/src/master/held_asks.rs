@@ -47,8 +47,10 @@ impl GlobalMaster {
                     if let Some(mut pending) = self.dispatcher.answered(&task) {
                         self.stats.preempt_refused += 1;
                         pending.preempting = None;
-                        pending.reason = Some(PendingReason::LmUnreachable { lm });
+                        let reason = PendingReason::LmUnreachable { lm };
+                        pending.reason = Some(reason.clone());
                         self.backlog.push_ready(pending);
+                        out.requeued.push((task, reason));
                         self.drop_cancelled(&[task], out);
                     }
                 }

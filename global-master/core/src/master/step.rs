@@ -189,7 +189,8 @@ pub struct GmOutput {
     /// undelivered request: how many tasks went back to their queues.
     pub affected: usize,
     /// For an undelivered request: the tasks that went back to their queue (or to
-    /// the LRA path), and why.
+    /// the LRA path), and why; for an LM's answer about held preemption requests,
+    /// the tasks of those it does not hold.
     pub requeued: Vec<(TaskId, PendingReason)>,
     /// For an LM's `Ended` message: the tasks of this GM that finished or failed.
     pub ended: Vec<TaskEnd>,
