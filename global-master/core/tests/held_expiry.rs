@@ -286,6 +286,7 @@ fn not_held_queues_the_task_again_and_a_late_copy_of_its_request_is_void() {
     let (mut lm, mut gm1) = full_lm(&f);
     let at = Micros::from_secs(10);
     let (_, request) = held_for(&mut lm, &mut gm1, at, HOLD);
+    let request_seq = request.seq;
     // Both nodes drained meanwhile: the hold ends refused; the final answer is lost.
     for node in 0..2 {
         let drain = LmInput::Drain {
@@ -324,15 +325,21 @@ fn not_held_queues_the_task_again_and_a_late_copy_of_its_request_is_void() {
         .clone();
     assert_eq!(late.outcome, PreemptOutcome::Refused(PreemptRefusal::Void));
     assert!(!lm.running().contains_key(&held_task()));
+    // Meanwhile the task asked anew (a newer request): the late copy's refusal
+    // does not pass for its answer.
+    let out = gm1.step(expires + Micros(3), GmInput::Schedule);
+    let anew = preempt_of(&out).expect("asked anew");
+    assert!(anew.seq > request_seq);
+    assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0));
     gm1.step(
         expires + Micros(3),
         GmInput::Lm(LmToGm::PreemptAnswer(late)),
     );
-    assert_eq!((gm1.outstanding(), gm1.ready_len()), (0, 1));
+    assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0), "still awaits");
     // The ask's answer repeated: late, the task is not queued twice.
     let reply = GmInput::Lm(LmToGm::ReconcileAnswer(answer));
     gm1.step(expires + Micros(4), reply);
-    assert_eq!((gm1.outstanding(), gm1.ready_len()), (0, 1));
+    assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0));
     assert_eq!(gm1.stats().held_asks_late, 1);
 }
 

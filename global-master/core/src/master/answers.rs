@@ -188,9 +188,9 @@ impl GlobalMaster {
     pub fn handle_preempt_response(&mut self, now: Micros, response: &PreemptResponse) -> bool {
         self.apply_snapshot(now, &response.snapshot);
         // The refusal of a late copy of a request already settled (the LM told
-        // this GM it did not hold it): nothing awaits it.
+        // this GM it did not hold it): nothing awaits it (the service counts it,
+        // `megha_gm_preempt_refused_total{reason="void"}`).
         if let PreemptOutcome::Refused(PreemptRefusal::Void) = response.outcome {
-            self.stats.stale_answers += 1;
             return false;
         }
         // Held: the task waits at the LM for room (its resources count as its
@@ -268,14 +268,14 @@ impl GlobalMaster {
     pub(super) fn held_preempts_due(&mut self, now: Micros, out: &mut super::step::GmOutput) {
         let mut asks: Vec<ReconcileRequest> = Vec::new();
         for (lm, task) in self.fairness.held_expired(now) {
-            if self.fairness.asking(now, lm, task) {
-                self.stats.held_asks_unanswered += 1;
-            }
             let Some(run) = self.dispatcher.awaiting(&task).map(|p| p.task.attempt) else {
                 // Not awaited any more: nothing to ask.
                 self.fairness.answered(lm, task);
                 continue;
             };
+            if self.fairness.asking(now, lm, task) {
+                self.stats.held_asks_unanswered += 1;
+            }
             self.stats.held_asks_sent += 1;
             match asks.iter_mut().find(|a| a.lm == lm) {
                 Some(ask) => ask.preempts.push((task, run)),
