@@ -191,6 +191,13 @@ pub struct PreemptRequest {
     pub lm: LmId,
     pub task: TaskSpec,
     pub victim: QueueId,
+    /// The sending GM's count of preemption requests in its life, this one
+    /// included (1 for the first): an LM that told the GM it holds no request for
+    /// this task ([`ReconcileRequest::preempts`]) refuses, as
+    /// [`PreemptRefusal::Void`], every request for it numbered up to the ask's
+    /// [`ReconcileRequest::preempt_seq`] (a late copy), never a later one.
+    #[serde(default)]
+    pub seq: u64,
 }
 
 /// Why an LM refused a preemption. Externally tagged: it travels in bincode.
@@ -217,6 +224,10 @@ pub enum PreemptRefusal {
     RateLimited,
     /// The task's job was cancelled while the LM held the request.
     Cancelled,
+    /// A late copy of a request the LM told its GM it did not hold (the GM's
+    /// ask about an overdue held request, [`ReconcileRequest::preempts`]): the GM
+    /// queued the task again, so the LM never carries it out.
+    Void,
 }
 
 impl PreemptRefusal {
@@ -230,6 +241,7 @@ impl PreemptRefusal {
             PreemptRefusal::Invalid { .. } => "invalid",
             PreemptRefusal::RateLimited => "rate_limited",
             PreemptRefusal::Cancelled => "cancelled",
+            PreemptRefusal::Void => "void",
         }
     }
 }
@@ -307,6 +319,44 @@ pub struct ReconcileRequest {
     /// more (issue 33, seed 14212). 0: not fenced, fences nothing.
     #[serde(default)]
     pub life: u64,
+    /// Held preemption requests of `gm` whose final answer is overdue (the hold
+    /// plus a margin passed), each task with the run the GM sent out: the LM
+    /// answers for each whether it still holds the request, launched the task, or
+    /// neither ([`ReconcileResponse::preempts`]). Neither is final: every request
+    /// of `gm` for that task numbered up to `preempt_seq` is void at that LM from
+    /// then on (a late copy is refused [`PreemptRefusal::Void`]), so the GM may
+    /// queue the task again without it ever running twice.
+    #[serde(default)]
+    pub preempts: Vec<(TaskId, u32)>,
+    /// The newest [`PreemptRequest::seq`] `gm` had sent when it asked.
+    #[serde(default)]
+    pub preempt_seq: u64,
+}
+
+/// What an LM says of a held preemption request a GM asks about
+/// ([`ReconcileRequest::preempts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldPreemptState {
+    /// Still held: the hold's end (or room freeing first) decides, and the final
+    /// answer follows on the GM's stream.
+    StillHeld,
+    /// The task launched here (it runs, or ran: its end reaches the GM).
+    Launched,
+    /// Neither held nor launched, and void here from now on: the GM queues the
+    /// task again.
+    NotHeld,
+}
+
+impl HeldPreemptState {
+    /// A short snake_case name (metrics label, logs).
+    pub fn label(self) -> &'static str {
+        match self {
+            HeldPreemptState::StillHeld => "still_held",
+            HeldPreemptState::Launched => "launched",
+            HeldPreemptState::NotHeld => "not_held",
+        }
+    }
 }
 
 /// The LM's answer to a [`ReconcileRequest`].
@@ -324,6 +374,10 @@ pub struct ReconcileResponse {
     /// true of that life; a GM that later sees another life asks again.
     #[serde(default)]
     pub incarnation: u64,
+    /// The held preemption requests asked about ([`ReconcileRequest::preempts`]),
+    /// each with what this LM says of it.
+    #[serde(default)]
+    pub preempts: Vec<(TaskId, HeldPreemptState)>,
 }
 
 /// The LM's answer to a [`CancelRequest`], with its state piggybacked.

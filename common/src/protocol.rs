@@ -116,6 +116,11 @@ impl GmToLm {
             ),
             GmToLm::Preempt(p) => format!("preemption for {} to {}", p.task.id, p.lm),
             GmToLm::Cancel(c) => format!("cancel of {} to {}", c.job, c.lm),
+            GmToLm::Reconcile(r) if !r.preempts.is_empty() => format!(
+                "ask about {} held preemption requests to {}",
+                r.preempts.len(),
+                r.lm
+            ),
             GmToLm::Reconcile(r) => {
                 format!("reconcile of {} tasks with {}", r.tasks.len(), r.lm)
             }

@@ -77,14 +77,25 @@ pub struct Fairness {
     /// This GM's queues with tasks waiting (as of the pass): they want room, so
     /// they lend none of their share ([`FairnessConfig::entitled`]).
     wanting: Vec<QueueId>,
+    /// Preemption requests sent in this GM's life ([`PreemptRequest::seq`] of the
+    /// newest).
+    ///
+    /// [`PreemptRequest::seq`]: common::messages::PreemptRequest::seq
+    preempt_seq: u64,
 }
 
 /// How long after a held request's hold should have ended (by this GM's clock:
 /// the hold counted from the `held` answer) the GM still waits for its final
-/// answer before it forgets the claim and may ask again: the LM answers at the
-/// hold's end, so only an LM that died or restarted, or a link down this long,
-/// leaves a claim unanswered so late.
+/// answer before it asks the LM whether it still holds the request (or launched
+/// its task): the LM answers at the hold's end, so only an LM that died or
+/// restarted, a lost final answer, or a link down this long, leaves a claim
+/// unanswered so late.
 pub const HELD_ANSWER_MARGIN: Micros = Micros(300_000_000);
+
+/// How often the GM asks again about a held request while the LM does not
+/// answer, or answers that it still holds it. The task is never queued again
+/// meanwhile: the LM's life that held it may still launch it.
+pub const HELD_ASK_PERIOD: Micros = Micros(30_000_000);
 
 /// A request an LM holds for this GM: the LM, the task, the claim (its queue and
 /// resources) and when this GM stops waiting for the final answer.
@@ -94,7 +105,11 @@ pub struct HeldClaim {
     pub task: TaskId,
     pub queue: QueueId,
     pub resources: Resources,
+    /// When this GM next asks the LM about it (first at the hold's end plus
+    /// [`HELD_ANSWER_MARGIN`], then every [`HELD_ASK_PERIOD`]).
     pub expires: Micros,
+    /// An ask about it is out, unanswered.
+    pub ask_out: bool,
 }
 
 impl Fairness {
@@ -107,6 +122,7 @@ impl Fairness {
             slot_waiters: VecDeque::new(),
             held: Vec::new(),
             wanting: Vec::new(),
+            preempt_seq: 0,
         }
     }
 
@@ -205,8 +221,18 @@ impl Fairness {
     }
 
     /// A preemption request to `lm` leaves: its slot is taken until the answer.
-    pub fn asked(&mut self, lm: LmId) {
+    /// Returns its number in this GM's life ([`PreemptRequest::seq`]).
+    ///
+    /// [`PreemptRequest::seq`]: common::messages::PreemptRequest::seq
+    pub fn asked(&mut self, lm: LmId) -> u64 {
         self.in_flight[lm.index()] = true;
+        self.preempt_seq += 1;
+        self.preempt_seq
+    }
+
+    /// The number of the newest preemption request sent.
+    pub fn preempt_seq(&self) -> u64 {
+        self.preempt_seq
     }
 
     /// The victim's LMs are all busy: the task waits for a slot.
@@ -234,6 +260,7 @@ impl Fairness {
             queue,
             resources,
             expires: now + hold + HELD_ANSWER_MARGIN,
+            ask_out: false,
         });
         self.usage_cache = None;
     }
@@ -250,6 +277,30 @@ impl Fairness {
         found
     }
 
+    /// Whether this GM waits for `lm`'s final answer to its request for `task`.
+    pub fn waits_for(&self, lm: LmId, task: TaskId) -> bool {
+        self.held.iter().any(|h| (h.lm, h.task) == (lm, task))
+    }
+
+    /// This GM asks `lm` now about its request for `task` (its final answer is
+    /// overdue): the next ask is due a period later. True if the previous ask
+    /// got no answer within its period.
+    pub fn asking(&mut self, now: Micros, lm: LmId, task: TaskId) -> bool {
+        let Some(h) = (self.held.iter_mut()).find(|h| (h.lm, h.task) == (lm, task)) else {
+            return false;
+        };
+        h.expires = now + HELD_ASK_PERIOD;
+        std::mem::replace(&mut h.ask_out, true)
+    }
+
+    /// `lm` answered this GM's ask about its request for `task`: it still holds
+    /// it (the next ask stays due a period after this one).
+    pub fn still_held(&mut self, lm: LmId, task: TaskId) {
+        if let Some(h) = (self.held.iter_mut()).find(|h| (h.lm, h.task) == (lm, task)) {
+            h.ask_out = false;
+        }
+    }
+
     /// The tasks whose requests `lm` holds.
     pub fn held_at(&self, lm: LmId) -> Vec<TaskId> {
         (self.held.iter())
@@ -258,7 +309,8 @@ impl Fairness {
             .collect()
     }
 
-    /// The held requests whose final answer is overdue at `now` (LM, task).
+    /// The held requests whose final answer is overdue at `now`, or whose ask is
+    /// due again (LM, task).
     pub fn held_expired(&self, now: Micros) -> Vec<(LmId, TaskId)> {
         (self.held.iter())
             .filter(|h| h.expires <= now)
@@ -266,7 +318,8 @@ impl Fairness {
             .collect()
     }
 
-    /// When the first held request's final answer becomes overdue.
+    /// When the first held request's final answer becomes overdue (or its ask is
+    /// due again).
     pub fn next_held_expiry(&self) -> Option<Micros> {
         self.held.iter().map(|h| h.expires).min()
     }

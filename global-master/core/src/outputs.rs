@@ -138,9 +138,17 @@ pub struct GmStats {
     pub preempt_refused: u64,
     /// Tasks of this GM's queues that were preempted and queued again.
     pub preempted_requeued: u64,
-    /// Held preemption requests whose final answer never came in time (the LM
-    /// died or restarted): forgotten, their tasks queued again.
-    pub held_preempts_expired: u64,
+    /// Asks about held preemption requests whose final answer is overdue (one
+    /// per request per ask), and their outcomes: still held (asked again a
+    /// period later), launched (it runs), not held (queued again), unanswered
+    /// within the period (asked again), late (about a request no longer waited
+    /// for: a repeated answer, or one settled meanwhile).
+    pub held_asks_sent: u64,
+    pub held_asks_still_held: u64,
+    pub held_asks_launched: u64,
+    pub held_asks_not_held: u64,
+    pub held_asks_unanswered: u64,
+    pub held_asks_late: u64,
     /// Final answers of held requests that came after the GM forgot them.
     pub held_answers_late: u64,
     /// QUEUEABLE tasks sent to a node by queuing-delay estimate.

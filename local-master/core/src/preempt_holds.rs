@@ -5,9 +5,20 @@
 //! one writer of its nodes, gives it to the waiting task before any GM's launch
 //! can take it for a queue that is over its share already. Only a claim that no
 //! room served within the hold kills.
+//!
+//! A request the LM told its GM it does not hold (the GM's ask about an overdue
+//! final answer, [`common::messages::ReconcileRequest::preempts`]) is void here
+//! from then on: the GM queued its task again, so a late copy must never launch
+//! it ([`PreemptHolds::is_void`]).
 
 use common::messages::PreemptRequest;
 use common::{GmId, JobId, Micros, TaskId};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
+
+/// How many void requests an LM remembers (oldest forgotten first): one per task
+/// a GM asked about while this LM held nothing for it, a rare event.
+pub const VOID_MEMORY: usize = 1 << 16;
 
 /// One held request and the end of its hold.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +31,11 @@ pub struct HeldPreempt {
 pub struct PreemptHolds {
     /// Oldest first: the first room that frees goes to the oldest claim it fits.
     held: Vec<HeldPreempt>,
+    /// Per GM life and task: requests numbered up to this
+    /// ([`PreemptRequest::seq`]) are void.
+    void: HashMap<(GmId, u64, TaskId), u64>,
+    /// `void`'s keys in the order they came, to forget the oldest.
+    void_order: VecDeque<(GmId, u64, TaskId)>,
 }
 
 impl PreemptHolds {
@@ -68,5 +84,31 @@ impl PreemptHolds {
             .partition(|h| h.request.gm == gm && h.request.task.id.job == job);
         self.held = kept;
         gone
+    }
+
+    /// `gm` (life `life`) was told this LM holds no request for `task`: its
+    /// requests for it numbered up to `seq` are void from now on.
+    pub fn void(&mut self, gm: GmId, life: u64, task: TaskId, seq: u64) {
+        let key = (gm, life, task);
+        match self.void.get_mut(&key) {
+            Some(upto) => *upto = (*upto).max(seq),
+            None => {
+                self.void.insert(key, seq);
+                self.void_order.push_back(key);
+            }
+        }
+        while self.void.len() > VOID_MEMORY {
+            let Some(old) = self.void_order.pop_front() else {
+                break;
+            };
+            self.void.remove(&old);
+        }
+    }
+
+    /// Whether `request` is a late copy of one this LM told its GM it did not
+    /// hold (see [`PreemptHolds::void`]).
+    pub fn is_void(&self, request: &PreemptRequest) -> bool {
+        let key = (request.gm, request.life, request.task.id);
+        self.void.get(&key).is_some_and(|&upto| request.seq <= upto)
     }
 }

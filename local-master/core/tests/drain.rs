@@ -127,6 +127,7 @@ fn a_preemption_never_makes_room_on_a_drained_node() {
         task: TaskSpec::short(TaskId::new(task, 0), Resources::cores(1, 10), Micros(5))
             .with_queue(QueueId(1)),
         victim: QueueId(0),
+        seq: 1,
     };
     let refused = lm
         .handle_preempt(Micros(6), request(2))

@@ -32,6 +32,8 @@ fn reconciled_finished(lm: &mut LocalMaster, tasks: Vec<(TaskId, u32)>) -> Vec<T
         tasks,
         forget: false,
         life: 0,
+        preempts: Vec::new(),
+        preempt_seq: 0,
     });
     let out = lm
         .step(Micros(5), LmInput::Gm(request))

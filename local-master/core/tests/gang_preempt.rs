@@ -52,6 +52,7 @@ fn preempt(lm: &mut LocalMaster) -> (PreemptOutcome, usize) {
         task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5))
             .with_queue(QueueId(1)),
         victim: QueueId(0),
+        seq: 1,
     };
     let out = lm.handle_preempt(Micros(6), request).expect("for this LM");
     (

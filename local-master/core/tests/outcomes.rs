@@ -232,6 +232,8 @@ fn reconcile_names_held_and_finished_tasks() {
         ],
         forget: false,
         life: 0,
+        preempts: Vec::new(),
+        preempt_seq: 0,
     });
     let out = lm
         .step(Micros(11), lm_core::LmInput::Gm(request))
@@ -263,6 +265,8 @@ fn a_restarted_lms_unknown_tasks_end_lost_when_their_gm_asks() {
             tasks: vec![(TaskId::new(1, 0), 1), (gone, 2)],
             forget: true,
             life: 0,
+            preempts: Vec::new(),
+            preempt_seq: 0,
         })
     };
     let out = lm
@@ -359,6 +363,8 @@ fn an_adopted_task_is_the_asking_gms_and_its_end_goes_there() {
         tasks: vec![(task.id, 1)],
         forget: true,
         life: 0,
+        preempts: Vec::new(),
+        preempt_seq: 0,
     });
     let out = lm.step(Micros(2), LmInput::Gm(ask)).expect("for this LM");
     let answer = out.to_gms.iter().find_map(|(_, m)| match m {
@@ -480,6 +486,8 @@ fn a_reconcile_fences_the_older_life_before_it_answers() {
             tasks: vec![(task, 1)],
             forget: false,
             life,
+            preempts: Vec::new(),
+            preempt_seq: 0,
         })
     };
     let out = lm

@@ -193,6 +193,7 @@ fn the_lm_refuses_when_its_authoritative_state_shows_the_victim_within_share() {
         lm: LmId(0),
         task: queued_task(1, 1, 5),
         victim: QueueId(0),
+        seq: 1,
     };
     let fx = lm.handle_preempt(Micros(30), request).expect("our LM");
     let response = fx.preempt_response.expect("an answer");

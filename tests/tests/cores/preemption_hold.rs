@@ -95,6 +95,7 @@ fn ask(lm: &mut LocalMaster, task: TaskSpec, victim: u16, at: Micros) -> Preempt
         lm: LmId(0),
         task,
         victim: QueueId(victim),
+        seq: 1,
     };
     let out = lm
         .step(at, LmInput::Gm(GmToLm::Preempt(request)))
@@ -241,6 +242,7 @@ fn a_victim_not_over_its_share_is_refused_not_held() {
         lm: LmId(0),
         task: task(1, 0),
         victim: QueueId(1),
+        seq: 1,
     };
     let out = lm
         .step(Micros(10), LmInput::Gm(GmToLm::Preempt(request)))

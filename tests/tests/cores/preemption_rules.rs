@@ -77,6 +77,7 @@ fn ask(lm: &mut LocalMaster, job: u64, at: Micros) -> PreemptOutcome {
         lm: LmId(0),
         task: task(job, 1),
         victim: QueueId(0),
+        seq: 1,
     };
     let fx = lm.handle_preempt(at, request).expect("our LM");
     fx.preempt_response.expect("an answer").outcome

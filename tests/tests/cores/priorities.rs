@@ -168,6 +168,7 @@ fn priority_preemption_takes_lower_classes_of_its_own_queue_only() {
         lm: LmId(0),
         task: task(2, 0, 10),
         victim: QueueId(0),
+        seq: 1,
     };
     let fx = lm.handle_preempt(Micros(5), request).expect("our LM");
     assert_eq!(

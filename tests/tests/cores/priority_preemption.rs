@@ -77,6 +77,7 @@ fn ask(lm: &mut LocalMaster, now: Micros, task: TaskSpec, victim: u16) -> Preemp
         lm: LmId(0),
         task,
         victim: QueueId(victim),
+        seq: 1,
     };
     let fx = lm.handle_preempt(now, request).expect("our LM");
     fx.preempt_response.expect("an answer").outcome

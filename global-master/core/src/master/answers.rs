@@ -8,8 +8,9 @@ use crate::cluster_view::SnapshotApplied;
 use crate::outputs::ResponseOutput;
 use common::messages::{
     LaunchOutcome, LaunchResponse, LmSnapshot, Placement, PreemptOutcome, PreemptRefusal,
-    PreemptResponse, PreemptedTasks,
+    PreemptResponse, PreemptedTasks, ReconcileRequest,
 };
+use common::protocol::GmToLm;
 use common::reasons::{PendingReason, RejectReason};
 use common::{LmId, Micros, TaskId};
 
@@ -186,8 +187,12 @@ impl GlobalMaster {
     /// room its victims left) or goes back to its queue to try the next candidate.
     pub fn handle_preempt_response(&mut self, now: Micros, response: &PreemptResponse) -> bool {
         self.apply_snapshot(now, &response.snapshot);
-        // Held: the task waits at the LM for room, and the LM's slot stays taken
-        // until the final answer.
+        // The refusal of a late copy of a request already settled (the LM told
+        // this GM it did not hold it): nothing awaits it (the service counts it,
+        // `megha_gm_preempt_refused_total{reason="void"}`).
+        if let PreemptOutcome::Refused(PreemptRefusal::Void) = response.outcome {
+            return false;
+        }
         // Held: the task waits at the LM for room (its resources count as its
         // queue's usage meanwhile), and the LM may take this GM's next request.
         if let PreemptOutcome::Held { .. } = response.outcome {
@@ -231,16 +236,21 @@ impl GlobalMaster {
         }
     }
 
-    /// The final answer of a held request this GM no longer waits for (it
-    /// expired, or the LM's life that held it was replaced): the task was queued
-    /// again, and may have been asked for elsewhere. If it launched here after
-    /// all, it leaves the queues (it runs); a refusal changes nothing.
+    /// The final answer of a held request this GM no longer waits for (the LM's
+    /// life that held it was replaced, or an ask's answer settled it first): the
+    /// task may have been queued again, and asked for elsewhere. If it launched
+    /// here after all, it leaves the queues (it runs); a refusal changes nothing.
     fn late_held_answer(&mut self, response: &PreemptResponse) -> bool {
         self.stats.held_answers_late += 1;
         let PreemptOutcome::Launched { .. } = response.outcome else {
             return false;
         };
-        let task = response.task;
+        self.withdraw_launched(response.task)
+    }
+
+    /// `task` launched at an LM by a held request this GM no longer waited for:
+    /// out of the queues if it is still there (true: it runs).
+    pub(super) fn withdraw_launched(&mut self, task: TaskId) -> bool {
         let withdrawn = self.backlog.remove_task(task).is_some()
             || !self.fairness.remove_if(&|t| *t == task).is_empty();
         if withdrawn {
@@ -249,24 +259,38 @@ impl GlobalMaster {
         withdrawn
     }
 
-    /// Held requests whose final answer is overdue (their LM died, or restarted
-    /// in a way this GM has not seen yet): forgotten, their tasks back in their
-    /// queues, so that they may ask again (any LM). True if any went back.
-    pub(super) fn held_preempts_due(&mut self, now: Micros) -> bool {
-        let mut any = false;
+    /// Held requests whose final answer is overdue (their LM died, is cut off,
+    /// lost the answer, or restarted in a way this GM has not seen yet): the GM
+    /// asks their LM whether it still holds each or launched its task, one ask
+    /// per LM, again every [`crate::fairness::HELD_ASK_PERIOD`] while it gets no
+    /// answer. The task is never queued again blind meanwhile: that LM's life
+    /// may still launch it (see `master/held_asks.rs` for the answer).
+    pub(super) fn held_preempts_due(&mut self, now: Micros, out: &mut super::step::GmOutput) {
+        let mut asks: Vec<ReconcileRequest> = Vec::new();
         for (lm, task) in self.fairness.held_expired(now) {
-            self.fairness.answered(lm, task);
-            self.stats.held_preempts_expired += 1;
-            let Some(mut pending) = self.dispatcher.answered(&task) else {
+            let Some(run) = self.dispatcher.awaiting(&task).map(|p| p.task.attempt) else {
+                // Not awaited any more: nothing to ask.
+                self.fairness.answered(lm, task);
                 continue;
             };
-            self.stats.preempt_refused += 1;
-            pending.preempting = None;
-            pending.reason = Some(PendingReason::LmUnreachable { lm });
-            self.backlog.push_ready(pending);
-            any = true;
+            if self.fairness.asking(now, lm, task) {
+                self.stats.held_asks_unanswered += 1;
+            }
+            self.stats.held_asks_sent += 1;
+            match asks.iter_mut().find(|a| a.lm == lm) {
+                Some(ask) => ask.preempts.push((task, run)),
+                None => asks.push(ReconcileRequest {
+                    gm: self.config.id,
+                    lm,
+                    tasks: Vec::new(),
+                    forget: false,
+                    life: self.config.life,
+                    preempts: vec![(task, run)],
+                    preempt_seq: self.fairness.preempt_seq(),
+                }),
+            }
         }
-        any
+        out.to_lms.extend(asks.into_iter().map(GmToLm::Reconcile));
     }
 
     /// Tasks of this GM's queues preempted by an LM: back to their queue, to be

@@ -18,6 +18,7 @@ mod answers;
 mod busy;
 mod cancel;
 mod gangs;
+mod held_asks;
 mod lra;
 mod ordering;
 mod pass;

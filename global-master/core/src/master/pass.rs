@@ -326,7 +326,7 @@ impl GlobalMaster {
             }
             Contention::Preempt { lm, victim } => {
                 self.stats.preempt_attempts += 1;
-                self.fairness.asked(lm);
+                let seq = self.fairness.asked(lm);
                 pending.attempts += 1;
                 out.preempts.push(PreemptRequest {
                     gm: self.config.id,
@@ -334,6 +334,7 @@ impl GlobalMaster {
                     lm,
                     task: pending.task.clone(),
                     victim,
+                    seq,
                 });
                 pending.preempting = Some((lm, victim));
                 self.dispatcher.await_answer(pending);

@@ -110,7 +110,8 @@ pub enum Undelivered {
         job: JobId,
     },
     /// A restarted GM's question to an LM (asked by the service, which resumes the
-    /// tasks without that LM's answer): nothing for the core to undo.
+    /// tasks without that LM's answer), or the core's ask about held preemption
+    /// requests (asked again a period later): nothing for the core to undo.
     Reconcile {
         lm: LmId,
     },
@@ -188,7 +189,8 @@ pub struct GmOutput {
     /// undelivered request: how many tasks went back to their queues.
     pub affected: usize,
     /// For an undelivered request: the tasks that went back to their queue (or to
-    /// the LRA path), and why.
+    /// the LRA path), and why; for an LM's answer about held preemption requests,
+    /// the tasks of those it does not hold.
     pub requeued: Vec<(TaskId, PendingReason)>,
     /// For an LM's `Ended` message: the tasks of this GM that finished or failed.
     pub ended: Vec<TaskEnd>,
@@ -271,8 +273,8 @@ impl GlobalMaster {
         // Gangs: an attempt not answered in time is released, a gang past its
         // timeout fails or runs partially.
         out.wants_pass |= self.gangs_due(now, &mut out);
-        // Held preemption requests never answered in time go back to their queues.
-        out.wants_pass |= self.held_preempts_due(now);
+        // Held preemption requests whose final answer is overdue: their LM is asked.
+        self.held_preempts_due(now, &mut out);
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -431,7 +433,11 @@ impl GlobalMaster {
                 self.cancel_answered(now, &response);
                 out.cancelled.extend(response.cancelled);
             }
-            // Read by the service that asked (a restarted GM resuming its journal).
+            // About held preemption requests: asked by the core. Otherwise read by
+            // the service that asked (a restarted GM resuming its journal).
+            LmToGm::ReconcileAnswer(answer) if !answer.preempts.is_empty() => {
+                self.held_asks_answered(&answer, out);
+            }
             LmToGm::ReconcileAnswer(_) => return,
             LmToGm::GangAnswer(answer) => self.gang_answered(now, &answer, out),
         }

@@ -219,11 +219,15 @@ impl GmActor {
                 LmToGm::GangAnswer(r) => {
                     tracing::debug!(job = r.job.0, lm = %r.lm, generation = r.generation, op = %r.op, outcome = r.outcome.label(), "gang answer");
                 }
+                LmToGm::ReconcileAnswer(r) => {
+                    for (task, state) in &r.preempts {
+                        tracing::info!(task = %task, job = task.job.0, lm = %r.lm, state = state.label(), "LM answered the ask about an overdue held preemption request");
+                    }
+                }
                 LmToGm::LaunchAnswer(_)
                 | LmToGm::State(_)
                 | LmToGm::Ended(_)
-                | LmToGm::Started(_)
-                | LmToGm::ReconcileAnswer(_) => {}
+                | LmToGm::Started(_) => {}
             },
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;

@@ -69,6 +69,8 @@ impl GmActor {
             tasks: tasks.clone(),
             forget: true,
             life: self.core.life(),
+            preempts: Vec::new(),
+            preempt_seq: 0,
         });
         let me = ctx.address();
         tokio::spawn(async move {

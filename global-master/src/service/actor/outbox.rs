@@ -33,6 +33,9 @@ impl GmActor {
             GmToLm::Cancel(c) => {
                 tracing::debug!(job = c.job.0, %lm, "asking the LM to stop a cancelled job's tasks");
             }
+            GmToLm::Reconcile(r) if !r.preempts.is_empty() => {
+                tracing::warn!(%lm, requests = r.preempts.len(), "final answer of held preemption requests overdue: asking the LM whether it still holds them or launched them (their tasks stay out of the queues until it answers)");
+            }
             GmToLm::Reconcile(_) => {}
             GmToLm::Gang(g) => {
                 tracing::debug!(job = g.job.0, %lm, generation = g.generation, op = g.op.label(), "gang request");

@@ -50,6 +50,24 @@ impl GmActor {
             "reason",
             &refused,
         );
+        let asks = [
+            ("still_held", s.held_asks_still_held),
+            ("launched", s.held_asks_launched),
+            ("not_held", s.held_asks_not_held),
+            ("unanswered", s.held_asks_unanswered),
+            ("late", s.held_asks_late),
+        ];
+        let asks: Vec<(String, f64)> = (asks.iter())
+            .map(|(outcome, n)| (outcome.to_string(), *n as f64))
+            .collect();
+        family(
+            out,
+            "megha_gm_held_expiry_asks_total",
+            "counter",
+            "Asks to an LM about held preemption requests whose final answer is overdue, by outcome: still_held (asked again a period later), launched (the task runs), not_held (the LM voided the request; the task is queued again), unanswered (no answer within the period; asked again), late (an answer about a request no longer waited for).",
+            "outcome",
+            &asks,
+        );
         single(
             out,
             "megha_gm_preempted_requeued_total",

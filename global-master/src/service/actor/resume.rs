@@ -141,6 +141,8 @@ impl GmActor {
                     tasks: tasks.clone(),
                     forget: false,
                     life,
+                    preempts: Vec::new(),
+                    preempt_seq: 0,
                 });
                 async move {
                     let call = link.call(request);

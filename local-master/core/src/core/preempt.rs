@@ -41,6 +41,11 @@ impl LocalMaster {
         let mut effects = LmEffects::default();
         let (gm, task) = (request.gm, request.task.id);
         let outcome = match self.preempt_holds.until_of(gm, task) {
+            // A late copy of a request this LM told the GM it did not hold: the
+            // task went back to its queue and may run elsewhere.
+            _ if self.preempt_holds.is_void(&request) => {
+                PreemptOutcome::Refused(PreemptRefusal::Void)
+            }
             // Sent again while held: the same answer, held once.
             Some(until) => PreemptOutcome::Held { until },
             None => match self.verify(now, &request) {

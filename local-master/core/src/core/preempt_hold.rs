@@ -7,12 +7,17 @@
 //! and the GM of a queue over its share, with a long backlog, takes most of it;
 //! the queue under its share then preempts again and the kill was wasted. The LM
 //! is the one writer of its nodes, so a claim it holds cannot lose that race.
+//!
+//! A GM whose final answer to a held request is overdue asks the LM about it
+//! ([`common::messages::ReconcileRequest::preempts`]); the LM answers still
+//! held, launched, or neither, and voids the request in the same step when it
+//! answers neither, so that the answer stays true: the GM queues the task again.
 
 use super::preempt::VictimChoice;
 use super::LocalMaster;
 use crate::effects::LmEffects;
-use common::messages::{PreemptOutcome, PreemptRefusal, PreemptRequest};
-use common::{JobId, Micros, NodeId};
+use common::messages::{HeldPreemptState, PreemptOutcome, PreemptRefusal, PreemptRequest};
+use common::{GmId, JobId, Micros, NodeId, TaskId};
 
 impl LocalMaster {
     /// Serves the held requests: each one that now fits on a node launches there
@@ -92,5 +97,36 @@ impl LocalMaster {
     /// Preemption requests held now.
     pub fn held_preempts(&self) -> usize {
         self.preempt_holds.len()
+    }
+
+    /// `gm` (life `life`, its newest request numbered `seq`) asks about its held
+    /// requests for `asked` (task, run) whose final answer it has not had: each
+    /// is still held, launched (it runs, is being stopped, or ended here), or
+    /// neither, and then void from now on (nothing of `gm` numbered up to `seq`
+    /// for that task launches here any more), in this one step.
+    pub(super) fn held_asked(
+        &mut self,
+        (gm, life, seq): (GmId, u64, u64),
+        asked: &[(TaskId, u32)],
+    ) -> Vec<(TaskId, HeldPreemptState)> {
+        let mut states = Vec::with_capacity(asked.len());
+        for &(task, run) in asked {
+            let state = if self.preempt_holds.until_of(gm, task).is_some() {
+                HeldPreemptState::StillHeld
+            } else if self.running.contains_key(&task)
+                || self.queued.contains_key(&task)
+                || self.pending_kills.contains_key(&task)
+                || self.restarted.has_finished(&task, run)
+                || self.restarted.has_failed(task, run)
+                || self.lost.contains(&(task, run))
+            {
+                HeldPreemptState::Launched
+            } else {
+                self.preempt_holds.void(gm, life, task, seq);
+                HeldPreemptState::NotHeld
+            };
+            states.push((task, state));
+        }
+        states
     }
 }

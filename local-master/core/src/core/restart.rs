@@ -173,7 +173,9 @@ impl LocalMaster {
     /// event stream, and recorded, so that a worker registering later with one is
     /// told to kill it (see [`common::messages::ReconcileRequest::forget`]).
     /// Otherwise nothing changes, except that a task adopted after a restart is
-    /// the asker's from then on (see `claim_adopted`).
+    /// the asker's from then on (see `claim_adopted`), and that a held preemption
+    /// request asked about that this LM answers it does not hold is void from
+    /// then on (see `held_asked`).
     pub fn handle_reconcile(
         &mut self,
         now: Micros,
@@ -222,12 +224,15 @@ impl LocalMaster {
                 None => {}
             }
         }
+        let asker = (request.gm, request.life, request.preempt_seq);
+        let preempts = self.held_asked(asker, &request.preempts);
         effects.reconcile_response = Some(common::messages::ReconcileResponse {
             lm,
             gm: request.gm,
             held,
             finished,
             incarnation: self.incarnation,
+            preempts,
         });
         Ok(effects)
     }

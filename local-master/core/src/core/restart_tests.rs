@@ -195,6 +195,8 @@ fn a_listed_failure_is_announced_once_and_not_reported_lost() {
                 tasks: vec![(failed, 2), (unknown, 1)],
                 forget: true,
                 life: 0,
+                preempts: Vec::new(),
+                preempt_seq: 0,
             },
         )
         .expect("reconcile");

@@ -288,6 +288,8 @@ mod tests {
             tasks: vec![(task, 1)],
             forget: true,
             life: 0,
+            preempts: Vec::new(),
+            preempt_seq: 0,
         });
         let out = lm.step(Micros(4), LmInput::Gm(ask)).expect("for this LM");
         let [(_, LmToGm::ReconcileAnswer(a))] = &out.to_gms[..] else {

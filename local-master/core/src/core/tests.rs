@@ -205,6 +205,7 @@ fn a_victim_that_starts_and_finishes_before_its_kill_lands_reports_both() {
         task: TaskSpec::short(TaskId::new(2, 0), Resources::cores(1, 10), Micros(5))
             .with_queue(QueueId(1)),
         victim: QueueId(0),
+        seq: 1,
     };
     let fx = lm.handle_preempt(Micros(1), request).unwrap();
     assert_eq!(fx.kills.len(), 1);
@@ -388,6 +389,7 @@ fn a_gm_life_older_than_one_seen_is_refused() {
         lm: LmId(0),
         task: TaskSpec::short(TaskId::new(4, 0), Resources::cores(1, 10), Micros(5)),
         victim: common::QueueId(0),
+        seq: 1,
     };
     assert!(matches!(
         lm.handle_preempt(Micros(4), preempt),

@@ -147,6 +147,9 @@ impl LmActor {
             }
             GmToLm::Preempt(_) => c.preempt_requests += 1,
             GmToLm::Cancel(_) => c.cancel_requests += 1,
+            GmToLm::Reconcile(r) if !r.preempts.is_empty() => {
+                tracing::info!(gm = %r.gm, requests = r.preempts.len(), "a GM asks about held preemption requests whose final answer it has not had")
+            }
             GmToLm::Reconcile(r) => {
                 tracing::info!(gm = %r.gm, tasks = r.tasks.len(), "a restarted GM asks which of its tasks this LM holds")
             }
@@ -197,6 +200,11 @@ impl LmActor {
                 if !r.not_yours.is_empty() {
                     c.cancel_not_yours += r.not_yours.len() as u64;
                     tracing::warn!(job = r.job.0, gm = %r.gm, tasks = r.not_yours.len(), "cancel request for tasks another GM launched; left running");
+                }
+            }
+            LmToGm::ReconcileAnswer(r) if !r.preempts.is_empty() => {
+                for (task, state) in &r.preempts {
+                    tracing::info!(gm = %r.gm, task = %task, job = task.job.0, state = state.label(), "answered a GM's ask about a held preemption request (not_held: void here from now on)");
                 }
             }
             LmToGm::ReconcileAnswer(r) => {

@@ -29,6 +29,7 @@ fn requests() -> [GmToLm; 4] {
             lm,
             task,
             victim: QueueId(1),
+            seq: 1,
         }),
         GmToLm::Cancel(CancelRequest {
             gm,
@@ -41,6 +42,8 @@ fn requests() -> [GmToLm; 4] {
             tasks: vec![],
             forget: true,
             life: 0,
+            preempts: Vec::new(),
+            preempt_seq: 0,
         }),
     ]
 }

@@ -160,6 +160,8 @@ impl World<'_> {
                 tasks,
                 forget: false,
                 life,
+                preempts: Vec::new(),
+                preempt_seq: 0,
             });
             let Some(lm) = self.lms[l as usize].as_mut() else {
                 silent.push(l);

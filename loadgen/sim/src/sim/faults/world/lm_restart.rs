@@ -86,6 +86,8 @@ impl World<'_> {
             tasks: asked,
             forget: true,
             life: self.gms[g as usize].as_ref().map_or(0, |gm| gm.life()),
+            preempts: Vec::new(),
+            preempt_seq: 0,
         });
         self.call(g, request);
     }

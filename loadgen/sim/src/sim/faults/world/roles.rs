@@ -52,8 +52,11 @@ impl World<'_> {
             _ => None,
         };
         let answered_by = match input {
-            // Read by the GM service that asked (a restarted LM's answer).
-            GmInput::Lm(LmToGm::ReconcileAnswer(a)) => return self.lm_reconciled(g, a),
+            // Read by the GM service that asked (a restarted LM's answer); one
+            // about held preemption requests is the core's (no fairness here yet).
+            GmInput::Lm(LmToGm::ReconcileAnswer(a)) if a.preempts.is_empty() => {
+                return self.lm_reconciled(g, a)
+            }
             GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
             GmInput::Lm(LmToGm::GangAnswer(ref r)) => Some(r.lm.0),
             _ => None,
