@@ -34,6 +34,8 @@ pub struct PreemptHolds {
     /// Per GM life and task: requests numbered up to this
     /// ([`PreemptRequest::seq`]) are void.
     void: HashMap<(GmId, u64, TaskId), u64>,
+    /// Void requests forgotten because [`VOID_MEMORY`] was full (oldest first).
+    void_forgotten: u64,
     /// `void`'s keys in the order they came, to forget the oldest.
     void_order: VecDeque<(GmId, u64, TaskId)>,
 }
@@ -102,7 +104,14 @@ impl PreemptHolds {
                 break;
             };
             self.void.remove(&old);
+            self.void_forgotten += 1;
         }
+    }
+
+    /// Void requests forgotten because their memory was full ([`VOID_MEMORY`]):
+    /// a late copy of one would be served as a new request.
+    pub fn void_forgotten(&self) -> u64 {
+        self.void_forgotten
     }
 
     /// Whether `request` is a late copy of one this LM told its GM it did not
@@ -110,5 +119,46 @@ impl PreemptHolds {
     pub fn is_void(&self, request: &PreemptRequest) -> bool {
         let key = (request.gm, request.life, request.task.id);
         self.void.get(&key).is_some_and(|&upto| request.seq <= upto)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::messages::PreemptRequest;
+    use common::{LmId, Micros, QueueId, Resources, TaskSpec};
+
+    fn request(task: TaskId, seq: u64) -> PreemptRequest {
+        PreemptRequest {
+            gm: GmId(0),
+            life: 1,
+            lm: LmId(0),
+            task: TaskSpec::short(task, Resources::cores(1, 1), Micros(1)),
+            victim: QueueId(1),
+            seq,
+        }
+    }
+
+    /// The void memory is bounded: past [`VOID_MEMORY`] the oldest goes, and the
+    /// forgetting is counted (the service logs it and shows it as a metric).
+    #[test]
+    fn the_oldest_void_request_is_forgotten_and_counted_when_the_memory_is_full() {
+        let mut holds = PreemptHolds::default();
+        let first = TaskId::new(1, 0);
+        holds.void(GmId(0), 1, first, 3);
+        assert!(holds.is_void(&request(first, 3)));
+        assert!(
+            !holds.is_void(&request(first, 4)),
+            "a later request is served"
+        );
+        for i in 0..VOID_MEMORY as u32 {
+            holds.void(GmId(0), 1, TaskId::new(2, i), 1);
+        }
+        assert_eq!(holds.void_forgotten(), 1);
+        assert!(
+            !holds.is_void(&request(first, 3)),
+            "the oldest was forgotten"
+        );
+        assert!(holds.is_void(&request(TaskId::new(2, 0), 1)));
     }
 }

@@ -128,6 +128,8 @@ pub struct LmActor {
     slot_down: Vec<bool>,
     /// Lost runs the core had forgotten (its memory is bounded) when last logged.
     lost_forgotten_logged: u64,
+    /// The count of forgotten void preemption requests last logged.
+    voids_forgotten_logged: u64,
     /// Launch batches (GM, sequence number) this life answered busy, not applied:
     /// a late first copy is answered busy again (see `GmRequestError::AnsweredBusy`).
     /// Readiness and late copies of batches answered busy (lm-core's rule).
@@ -189,6 +191,7 @@ impl LmActor {
             last_seen: vec![now; slots],
             slot_down: vec![false; slots],
             lost_forgotten_logged: 0,
+            voids_forgotten_logged: 0,
             drain_dir: None,
         }
     }
@@ -429,6 +432,16 @@ impl Actor for LmActor {
                     "the oldest lost runs were forgotten (memory full): a late report of one is taken as one of a task this LM does not hold"
                 );
                 act.lost_forgotten_logged = forgotten;
+            }
+            let voids = act.core.void_preempts_forgotten();
+            if voids > act.voids_forgotten_logged {
+                tracing::warn!(
+                    forgotten = voids,
+                    since_last = voids - act.voids_forgotten_logged,
+                    limit = lm_core::preempt_holds::VOID_MEMORY,
+                    "the oldest void preemption requests were forgotten (memory full): a late copy of one would be served as a new request"
+                );
+                act.voids_forgotten_logged = voids;
             }
         });
         if let Some(timeout) = self.worker_timeout {

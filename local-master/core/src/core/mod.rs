@@ -434,6 +434,12 @@ impl LocalMaster {
         self.lost.forgotten() + self.lost_ended.forgotten()
     }
 
+    /// Void preemption requests forgotten because their memory was full
+    /// ([`crate::preempt_holds::VOID_MEMORY`]).
+    pub fn void_preempts_forgotten(&self) -> u64 {
+        self.preempt_holds.void_forgotten()
+    }
+
     /// Launch batches and preemptions refused because their GM life was older than
     /// one seen (a replaced GM, fenced).
     pub fn older_gm_life_refused(&self) -> u64 {

@@ -95,6 +95,13 @@ impl Handler<RenderMetrics> for LmActor {
         );
         single(
             &mut out,
+            "megha_lm_void_preempts_forgotten_total",
+            "counter",
+            "Preemption requests this LM told their GM it did not hold (void) that it forgot because that memory was full (oldest first).",
+            self.core.void_preempts_forgotten() as f64,
+        );
+        single(
+            &mut out,
             "megha_lm_task_ends_reported_total",
             "counter",
             "Task ends (finished, failed) sent to the GMs that launched them.",
