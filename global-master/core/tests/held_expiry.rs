@@ -91,7 +91,7 @@ fn held_request(lm: &mut LocalMaster, gm1: &mut GlobalMaster, at: Micros) -> GmO
         .expect("an answer")
         .clone();
     assert_eq!(answer.outcome, PreemptOutcome::Held { until: at + HOLD });
-    gm1.step(at, GmInput::Lm(LmToGm::PreemptAnswer(answer)))
+    gm1.step(at, GmInput::Lm(LmToGm::PreemptAnswer(Box::new(answer))))
 }
 
 fn preempt_of(out: &GmOutput) -> Option<common::messages::PreemptRequest> {
@@ -141,7 +141,7 @@ fn a_final_answer_after_the_expiry_takes_a_launched_task_out_of_the_queue() {
         .to_gms
         .iter()
         .find_map(|(_, m)| match m {
-            LmToGm::PreemptAnswer(r) if r.held => Some(r.clone()),
+            LmToGm::PreemptAnswer(r) if r.held => Some(PreemptResponse::clone(r)),
             _ => None,
         })
         .expect("the final answer");
@@ -152,7 +152,7 @@ fn a_final_answer_after_the_expiry_takes_a_launched_task_out_of_the_queue() {
     assert_eq!(gm1.ready_len(), 1);
     gm1.step(
         expires + Micros(1),
-        GmInput::Lm(LmToGm::PreemptAnswer(answer)),
+        GmInput::Lm(LmToGm::PreemptAnswer(Box::new(answer))),
     );
     assert_eq!(gm1.stats().held_answers_late, 1);
     assert_eq!(

@@ -222,13 +222,13 @@ impl LocalMaster {
                 None => {}
             }
         }
-        effects.reconcile_response = Some(common::messages::ReconcileResponse {
+        effects.reconcile_response = Some(Box::new(common::messages::ReconcileResponse {
             lm,
             gm: request.gm,
             held,
             finished,
             incarnation: self.incarnation,
-        });
+        }));
         Ok(effects)
     }
 }
