@@ -154,7 +154,9 @@ pub enum LmRoute {
 #[serde(rename_all = "snake_case")]
 pub enum LmToGm {
     LaunchAnswer(LaunchResponse),
-    PreemptAnswer(PreemptResponse),
+    /// Boxed, as `CancelAnswer` and `GangAnswer`: rare (fairness), and inline it
+    /// made every message larger than the common launch answer.
+    PreemptAnswer(Box<PreemptResponse>),
     /// The LM's periodic state (heartbeat), for every GM.
     State(LmSnapshot),
     /// Tasks of the GM's queues the LM preempted: queue them again.
@@ -163,10 +165,10 @@ pub enum LmToGm {
     Ended(TasksEnded),
     /// Tasks the GM launched that started at their workers.
     Started(TasksStarted),
-    CancelAnswer(CancelResponse),
+    CancelAnswer(Box<CancelResponse>),
     ReconcileAnswer(ReconcileResponse),
-    /// The answer to a step of a gang's transaction.
-    GangAnswer(GangAnswer),
+    /// The answer to a step of a gang's transaction (boxed, as above).
+    GangAnswer(Box<GangAnswer>),
 }
 
 impl LmToGm {

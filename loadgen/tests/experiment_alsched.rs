@@ -2,7 +2,8 @@
 //! what holds whatever the numbers: every job finishes under every policy, `hard`
 //! puts every task of a preferring job in its set, utilisation lies in (0, 1], p95
 //! is at least the mean's half, and the seed is printed; each run's tasks.csv has a
-//! row per task, and a `branch` column exactly under the tree policies.
+//! row per task, and a `branch` column exactly under the tree policies; only
+//! `soft_ilp` runs the designated GM's exact solve.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -32,6 +33,7 @@ fn a_tiny_alsched_experiment_writes_a_sane_summary() {
             "soft_task",
             "soft",
             "soft_delay",
+            "soft_ilp",
         ] {
             let m = &summary["loads"][load][policy];
             let get = |field: &str| {
@@ -49,12 +51,19 @@ fn a_tiny_alsched_experiment_writes_a_sane_summary() {
             if policy == "hard" {
                 assert_eq!(share, 1.0, "hard constraints always hold");
             }
+            // Only `soft_ilp` solves exactly (its designated GM, at its passes).
+            let solves = get("soft_ilp_solves") + get("soft_ilp_fallbacks");
+            assert_eq!(
+                solves > 0.0,
+                policy == "soft_ilp",
+                "{load} {policy}: {text}"
+            );
         }
     }
     assert!(summary["goal"]["hard_over_soft_at_highest_load"].is_number());
     for load in ["0.5", "0.9"] {
         let mut rows = None;
-        for policy in ["none", "hard", "soft", "soft_delay"] {
+        for policy in ["none", "hard", "soft", "soft_delay", "soft_ilp"] {
             let path = out.path().join(format!("x{load}/{policy}/tasks.csv"));
             let csv = std::fs::read_to_string(&path).unwrap();
             let mut lines = csv.lines();

@@ -222,6 +222,12 @@ impl SoftPlacement {
         self.held.push((relax_at, pending));
     }
 
+    /// True when a task is held back (its timer is then worth asking about).
+    #[inline]
+    pub fn holds_any(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// The tasks held back now.
     pub fn held(&self) -> impl Iterator<Item = &Pending> {
         self.held.iter().map(|(_, p)| p.as_ref())

@@ -65,8 +65,25 @@ pub struct GmConfig {
     /// Soft constraints (docs/alsched.md): `Some(ms)` solves the ready tasks of
     /// the jobs with utility trees exactly at each pass, an ILP under a cap of `ms`
     /// ([`crate::alsched::SoftPlacement::plan_batch`]), before the greedy step;
-    /// `None` (the default): the greedy step alone. Meant for the designated GM.
+    /// `None` (the default): the greedy step alone. Only the designated GM solves
+    /// (as only it runs the LRA placer); another GM ignores it
+    /// ([`GmConfig::soft_ilp`]).
     pub soft_ilp_ms: Option<u64>,
+}
+
+/// The largest [`GmConfig::soft_ilp_ms`]: the designated GM's pass waits for the
+/// solve.
+pub const MAX_SOFT_ILP_MS: u64 = 60_000;
+
+/// Checks a cap for [`GmConfig::soft_ilp_ms`]; the fault says why, for the flag
+/// that gave it to name.
+pub fn check_soft_ilp_ms(ms: u64) -> Result<u64, String> {
+    match ms {
+        1..=MAX_SOFT_ILP_MS => Ok(ms),
+        _ => Err(format!(
+            "must be between 1 and {MAX_SOFT_ILP_MS} ms (the pass waits for the solve), not {ms}; leave it out to place greedily"
+        )),
+    }
 }
 
 /// Which blocked tasks a gain of resources wakes.
@@ -122,5 +139,11 @@ impl GmConfig {
             priorities: Arc::default(),
             soft_ilp_ms: None,
         }
+    }
+
+    /// The cap of the exact batch solve of soft constraints this GM runs: `soft_ilp_ms`
+    /// on the designated GM, `None` on any other (it places greedily).
+    pub fn soft_ilp(&self) -> Option<u64> {
+        self.soft_ilp_ms.filter(|_| self.id == self.designated_gm)
     }
 }

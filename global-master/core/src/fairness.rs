@@ -318,6 +318,13 @@ impl Fairness {
             .collect()
     }
 
+    /// True when an LM holds a preemption request of this GM (its expiry is then
+    /// worth asking about).
+    #[inline]
+    pub fn holds_any(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// When the first held request's final answer becomes overdue (or its ask is
     /// due again).
     pub fn next_held_expiry(&self) -> Option<Micros> {

@@ -65,7 +65,7 @@ pub mod queue;
 pub mod quota;
 pub mod view;
 
-pub use config::WakePolicy;
+pub use config::{check_soft_ilp_ms, WakePolicy, MAX_SOFT_ILP_MS};
 pub use master::step;
 
 pub use master::{

@@ -121,7 +121,7 @@ fn held_for(
         .expect("an answer")
         .clone();
     assert_eq!(answer.outcome, PreemptOutcome::Held { until: at + hold });
-    let out = gm1.step(at, GmInput::Lm(LmToGm::PreemptAnswer(answer)));
+    let out = gm1.step(at, GmInput::Lm(LmToGm::PreemptAnswer(Box::new(answer))));
     (out, request)
 }
 
@@ -174,7 +174,7 @@ fn ask_at(
 fn final_answers(out: &LmOutput) -> Vec<PreemptResponse> {
     (out.to_gms.iter())
         .filter_map(|(_, m)| match m {
-            LmToGm::PreemptAnswer(r) if r.held => Some(r.clone()),
+            LmToGm::PreemptAnswer(r) if r.held => Some((**r).clone()),
             _ => None,
         })
         .collect()
@@ -333,7 +333,7 @@ fn not_held_queues_the_task_again_and_a_late_copy_of_its_request_is_void() {
     assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0));
     gm1.step(
         expires + Micros(3),
-        GmInput::Lm(LmToGm::PreemptAnswer(late)),
+        GmInput::Lm(LmToGm::PreemptAnswer(Box::new(late))),
     );
     assert_eq!((gm1.outstanding(), gm1.ready_len()), (1, 0), "still awaits");
     // The ask's answer repeated: late, the task is not queued twice.
@@ -368,7 +368,10 @@ fn a_request_still_held_keeps_the_gm_waiting_for_its_final_answer() {
     let [done] = &final_answers(&out)[..] else {
         panic!("the final answer");
     };
-    let out = gm1.step(at + long, GmInput::Lm(LmToGm::PreemptAnswer(done.clone())));
+    let out = gm1.step(
+        at + long,
+        GmInput::Lm(LmToGm::PreemptAnswer(Box::new(done.clone()))),
+    );
     assert_eq!(out.preempt_launched, Some(true));
     assert_eq!((gm1.outstanding(), gm1.ready_len()), (0, 0));
     // The second ask's answer comes after: late, nothing booked twice.
@@ -409,7 +412,7 @@ fn a_new_life_of_the_lm_voids_its_held_requests_at_once_and_a_late_launch_is_wit
         panic!("the final answer");
     };
     assert!(matches!(answer.outcome, PreemptOutcome::Launched { .. }));
-    let late = GmInput::Lm(LmToGm::PreemptAnswer(answer.clone()));
+    let late = GmInput::Lm(LmToGm::PreemptAnswer(Box::new(answer.clone())));
     gm1.step(at + HOLD + Micros(1), late);
     assert_eq!(gm1.stats().held_answers_late, 1);
     assert_eq!(

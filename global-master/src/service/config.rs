@@ -221,6 +221,13 @@ pub struct GmArgs {
     /// constraints by number and trees name them `c0` .. `c63`. Default none.
     #[arg(long, env = "MEGHA_CLUSTER_FILE", value_name = "FILE")]
     pub cluster_file: Option<PathBuf>,
+    /// The exact solve of soft constraints (docs/alsched.md): at each pass the
+    /// designated GM solves the waiting tasks of jobs with utility trees together,
+    /// an ILP capped at MS milliseconds (1 to 60000), before its greedy step; a
+    /// timeout or a solver fault leaves them to the greedy step. Another GM ignores
+    /// it (and says so at start). Default: off, the greedy step alone.
+    #[arg(long, env = "MEGHA_GM_SOFT_ILP_MS", value_name = "MS")]
+    pub soft_ilp_ms: Option<u64>,
     /// QUEUEABLE work goes to one of the K nodes with the least estimated queuing
     /// delay (Mercury's top-k), round-robin. Default 4.
     #[arg(long, env = "MEGHA_GM_QUEUEABLE_TOP_K", value_name = "K")]
@@ -346,6 +353,8 @@ pub struct GmSettings {
     pub lm_broker_user: Option<String>,
     /// The attribute names jobs may use (`--cluster-file`; else `c0` .. `c63`).
     pub attributes: Arc<common::attributes::Attributes>,
+    /// See `--soft-ilp-ms` (checked; used on the designated GM only).
+    pub soft_ilp_ms: Option<u64>,
 }
 
 impl GmArgs {
@@ -404,7 +413,7 @@ impl GmArgs {
             )?
         };
         let gms = self.gms.unwrap_or(1);
-        let attributes = Arc::new(attribute_names(self.cluster_file.as_deref(), gms)?);
+        let attributes = Arc::new(alsched::attribute_names(self.cluster_file.as_deref(), gms)?);
         let fairness = service_kit::settings::queues_with_rules(
             self.queues.as_deref(),
             self.share_policy,
@@ -479,6 +488,7 @@ impl GmArgs {
             queueable_quota,
             order: order_config(self.job_order.as_deref(), self.altruism)?,
             attributes,
+            soft_ilp_ms: alsched::soft_ilp_ms(self.soft_ilp_ms)?,
         };
         if s.standby.is_some() && s.data_dir.is_none() {
             bail!("--standby needs --data-dir: the primary's journal, which it waits to take over");
@@ -544,6 +554,7 @@ fn lra_config(
     })
 }
 
+mod alsched;
 #[cfg(test)]
 mod tests;
 
@@ -569,30 +580,4 @@ fn order_config(
     };
     config.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     Ok(config)
-}
-
-/// The attribute names of `--cluster-file` (a described cluster), or the numbered
-/// ones (`c0` .. `c63`) without a file or for a Megha config. The file must be the
-/// cluster of `gms` GMs the LMs run.
-fn attribute_names(
-    file: Option<&std::path::Path>,
-    gms: u16,
-) -> Result<common::attributes::Attributes> {
-    let Some(path) = file else {
-        return Ok(common::attributes::Attributes::numbered());
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read --cluster-file {}", path.display()))?;
-    // Capacities do not matter here: only the names are kept.
-    let (cluster, names) =
-        common::cluster_described::read_cluster_file(&text, common::Resources::cores(1, 1))
-            .with_context(|| format!("in --cluster-file {}", path.display()))?;
-    if cluster.gms != gms {
-        bail!(
-            "--cluster-file {} has {} partitions per LM but --gms is {gms}",
-            path.display(),
-            cluster.gms
-        );
-    }
-    Ok(names.or_numbered())
 }

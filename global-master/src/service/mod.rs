@@ -109,8 +109,17 @@ pub async fn serve(s: config::GmSettings) -> Result<()> {
         first_batch_seq,
         life,
         retry: s.retry,
+        soft_ilp_ms: s.soft_ilp_ms,
         ..GmConfig::new(GmId(s.id), s.gms, s.lm_urls.len() as u16)
     };
+    match (s.soft_ilp_ms, core.soft_ilp()) {
+        (Some(_), None) => tracing::info!(
+            designated_gm = s.designated_gm,
+            "--soft-ilp-ms is ignored: only the designated GM solves soft constraints exactly; this GM places them greedily"
+        ),
+        (_, Some(ms)) => tracing::info!(cap_ms = ms, "soft constraints: the batch of jobs with utility trees is solved exactly at each pass"),
+        (None, None) => {}
+    }
     let gm = actor::GmActor::new(
         core,
         links,

@@ -13,7 +13,8 @@ mod tables;
 pub use cluster::ClusterArgs;
 pub use mercury::MercuryArgs;
 pub use model::{
-    separate_identical_arrivals, whole_second_durations, LmPublishMode, ModelArgs, Preset,
+    parse_soft_ilp_ms, separate_identical_arrivals, whole_second_durations, LmPublishMode,
+    ModelArgs, Preset,
 };
 pub use preempt::PreemptArgs;
 pub use tables::{print_table, print_task_types};

@@ -8,7 +8,9 @@ use common::messages::{
 };
 use common::{GmId, JobId, LmId, Micros, NodeId, TaskId, TaskSpec};
 
-/// What the LM wants done after handling an input.
+/// What the LM wants done after handling an input. The rare answers (preemption,
+/// cancel, reconcile, gang) are boxed: inline they made every step's effects
+/// (built and moved at every step) several hundred bytes larger.
 #[derive(Debug, Default)]
 pub struct LmEffects {
     /// The answer to a launch batch (send to that GM).
@@ -19,7 +21,7 @@ pub struct LmEffects {
     pub starts: Vec<StartTask>,
     pub events: Vec<TaskEvent>,
     /// The answer to a preemption request (send to that GM).
-    pub preempt_response: Option<PreemptResponse>,
+    pub preempt_response: Option<Box<PreemptResponse>>,
     /// Final answers to preemption requests held before (each to its GM, on the
     /// GM's stream).
     pub held_preempt_answers: Vec<PreemptResponse>,
@@ -34,15 +36,15 @@ pub struct LmEffects {
     /// Tasks that started at their workers, for the GMs that launched them.
     pub started: Vec<TasksStarted>,
     /// The answer to a cancel request (send to that GM).
-    pub cancel_response: Option<CancelResponse>,
+    pub cancel_response: Option<Box<CancelResponse>>,
     /// The answer to a restarted GM's reconcile request (send to that GM).
-    pub reconcile_response: Option<common::messages::ReconcileResponse>,
+    pub reconcile_response: Option<Box<common::messages::ReconcileResponse>>,
     /// Tasks a worker reported finished that this LM did not hold (see
     /// `LocalMaster::handle_worker_report`): remembered for their GM's reconcile
     /// request; the driver logs and counts them.
     pub unowned_finished: Vec<TaskId>,
     /// The answer to a step of a gang transaction (send to that GM).
-    pub gang_response: Option<common::messages::GangAnswer>,
+    pub gang_response: Option<Box<common::messages::GangAnswer>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -20,23 +20,32 @@ fn utility(json: &str) -> Arc<common::utility::Utility> {
     Arc::new(compile(&tree, &names, 1, "utility").expect("test fixture"))
 }
 
-/// Two one-core nodes, a GPU one and an SSD one. Job 1 prefers either, job 2 the
-/// GPU only. Greedily job 1 takes the GPU (the first node of its set) and job 2
-/// falls back to the SSD node: total utility 1. The batch solve puts job 1 on the
-/// SSD node and job 2 on the GPU: 2.
+/// Two one-core nodes in the GM's partition, a GPU one and an SSD one. Job 1
+/// prefers either, job 2 the GPU only. Greedily job 1 takes the GPU (the first
+/// node of its set) and job 2 falls back to the SSD node: total utility 1. The
+/// batch solve puts job 1 on the SSD node and job 2 on the GPU: 2. Only the
+/// designated GM (GM 0) solves: GM 1 of two, given the option, places greedily.
 #[test]
 fn the_batch_solve_beats_the_greedy_step_where_it_is_suboptimal() {
-    // (the option, each job's node, the total utility)
-    let table = [(None, [0, 1], 1.0), (Some(5_000), [1, 0], 2.0)];
-    for (soft_ilp_ms, expected_nodes, expected_total) in table {
-        let cluster = ClusterBuilder::new(1, 1, 2)
-            .node_constraints(0, 0, 0, &[GPU])
-            .node_constraints(0, 0, 1, &[SSD])
+    // (GMs, the GM placing, the option, each job's slot in its partition (0: the
+    // GPU node, 1: the SSD node), the total utility)
+    let table = [
+        (1, 0, None, [0, 1], 1.0),
+        (1, 0, Some(5_000), [1, 0], 2.0),
+        (2, 0, Some(5_000), [1, 0], 2.0),
+        (2, 1, Some(5_000), [0, 1], 1.0),
+    ];
+    for (gms, gm, soft_ilp_ms, expected_slots, expected_total) in table {
+        let row = format!("GM {gm} of {gms}, option {soft_ilp_ms:?}");
+        let cluster = ClusterBuilder::new(gms, 1, 2)
+            .node_constraints(0, gm, 0, &[GPU])
+            .node_constraints(0, gm, 1, &[SSD])
             .build();
         let mut h = Harness::new(&cluster);
-        h.gms[0] = GlobalMaster::new(GmConfig {
+        let g = gm as usize;
+        h.gms[g] = GlobalMaster::new(GmConfig {
             soft_ilp_ms,
-            ..GmConfig::new(GmId(0), 1, 1)
+            ..GmConfig::new(GmId(gm), gms, 1)
         });
         h.heartbeat(Micros(0));
         let trees = [
@@ -45,37 +54,37 @@ fn the_batch_solve_beats_the_greedy_step_where_it_is_suboptimal() {
         ];
         for (j, tree) in trees.iter().enumerate() {
             let job = j as u64 + 1;
-            h.gms[0].set_utility(JobId(job), utility(tree));
+            h.gms[g].set_utility(JobId(job), utility(tree));
             let task = TaskSpec::short(
                 TaskId::new(job, 0),
                 Resources::cores(1, 1),
                 Micros::from_secs(1),
             );
-            h.gms[0].submit(Micros(0), task);
+            h.gms[g].submit(Micros(0), task);
         }
-        let out = h.gms[0].schedule(Micros(0));
+        let out = h.gms[g].schedule(Micros(0));
         let mut nodes = [u32::MAX; 2];
         for r in out.batches.iter().flat_map(|b| &b.requests) {
             nodes[r.task.id.job.0 as usize - 1] = r.node.0;
         }
-        assert_eq!(nodes, expected_nodes, "option {soft_ilp_ms:?}");
+        // Node ids run partition by partition, two nodes each.
+        let expected_nodes = expected_slots.map(|slot| 2 * u32::from(gm) + slot);
+        assert_eq!(nodes, expected_nodes, "{row}");
         let total: f64 = [1, 2]
             .iter()
-            .map(|&j| h.gms[0].soft().job_utility(JobId(j)).expect("a tree"))
+            .map(|&j| h.gms[g].soft().job_utility(JobId(j)).expect("a tree"))
             .sum();
-        assert!(
-            (total - expected_total).abs() < 1e-9,
-            "option {soft_ilp_ms:?}: {total}"
-        );
-        let branch = h.gms[0]
+        assert!((total - expected_total).abs() < 1e-9, "{row}: {total}");
+        let branch = h.gms[g]
             .soft()
             .choice(TaskId::new(2, 0))
             .and_then(|c| c.branch.clone());
         let want = (expected_total > 1.5).then(|| "utility.prefer".to_owned());
-        assert_eq!(branch, want, "option {soft_ilp_ms:?}: job 2's branch");
+        assert_eq!(branch, want, "{row}: job 2's branch");
         assert_eq!(
-            h.gms[0].stats().soft_ilp_solves,
-            u64::from(soft_ilp_ms.is_some())
+            h.gms[g].stats().soft_ilp_solves,
+            u64::from(expected_total > 1.5),
+            "{row}"
         );
     }
 }

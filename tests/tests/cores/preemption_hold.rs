@@ -112,7 +112,7 @@ fn held_answers(out: &LmOutput) -> Vec<&PreemptResponse> {
         .filter_map(|(_, m)| match m {
             LmToGm::PreemptAnswer(r) if r.held => {
                 assert_eq!(m.route(), LmRoute::Stream, "after the reply: on the stream");
-                Some(r)
+                Some(&**r)
             }
             _ => None,
         })

@@ -34,7 +34,7 @@ impl GlobalMaster {
         // Tasks held back for a preferred placement (delay scheduling) try again.
         let held = self.soft.begin_pass(now);
         self.backlog.push_all_ready(held);
-        if let Some(ms) = self.config.soft_ilp_ms {
+        if let Some(ms) = self.config.soft_ilp() {
             self.plan_soft_batch(ms);
         }
         // Every task ready now is decided in this pass (the woken ones come on top).

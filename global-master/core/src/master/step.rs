@@ -182,7 +182,9 @@ pub struct GmOutput {
     pub preempt_launched: Option<bool>,
     /// For an LRA placer run: what it placed, left waiting or refused (its decisions
     /// and batches are in `decisions` and `to_lms`).
-    pub lra_pass: Option<LraPassOutput>,
+    /// Boxed: rare (the designated GM's LRA interval), and inline it made every
+    /// step's output (returned at every step) 200 bytes larger.
+    pub lra_pass: Option<Box<LraPassOutput>>,
     /// For an LRA submission: why it was refused (nothing of it was kept).
     pub lra_refused: Option<LraRefused>,
     /// For a task end: whether it was a running LRA container of this GM. For an
@@ -268,13 +270,21 @@ impl GlobalMaster {
         // input places them at once), and so do LMs whose busy time is over.
         out.wants_pass |= self.lifecycle_due(now, &mut out);
         out.wants_pass |= self.lms_back(now);
+        // The timers below are scanned only when something of theirs is pending
+        // (the common case, at every step of a run without them, is nothing).
         // Delay scheduling: a held task's wait is over.
-        out.wants_pass |= self.soft.relax_due(now);
+        if self.soft.holds_any() {
+            out.wants_pass |= self.soft.relax_due(now);
+        }
         // Gangs: an attempt not answered in time is released, a gang past its
         // timeout fails or runs partially.
-        out.wants_pass |= self.gangs_due(now, &mut out);
+        if !self.gangs.is_empty() {
+            out.wants_pass |= self.gangs_due(now, &mut out);
+        }
         // Held preemption requests whose final answer is overdue: their LM is asked.
-        self.held_preempts_due(now, &mut out);
+        if self.fairness.holds_any() {
+            self.held_preempts_due(now, &mut out);
+        }
         match input {
             GmInput::Client(ClientToGm::Submit(tasks)) => {
                 let policy = self.lifecycle.default_policy();
@@ -328,7 +338,7 @@ impl GlobalMaster {
             GmInput::LraPass => {
                 if let Some(mut lra) = self.lra_pass(now) {
                     out.pass(std::mem::take(&mut lra.pass));
-                    out.lra_pass = Some(lra);
+                    out.lra_pass = Some(Box::new(lra));
                 }
             }
             GmInput::TaskEnded(task) => {
@@ -363,22 +373,35 @@ impl GlobalMaster {
         if !out.retries.is_empty() {
             out.wants_pass |= self.lifecycle_due(now, &mut out);
         }
-        out.next_wakeup = match (self.lifecycle.next_wakeup(), self.next_lm_back()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(gang) = self.gangs.next_wakeup() {
-            out.next_wakeup = Some(out.next_wakeup.map_or(gang, |t| t.min(gang)));
-        }
-        if let Some(relax) = self.soft.next_relax() {
-            out.next_wakeup = Some(out.next_wakeup.map_or(relax, |t| t.min(relax)));
-        }
-        if let Some(expiry) = self.fairness.next_held_expiry() {
-            out.next_wakeup = Some(out.next_wakeup.map_or(expiry, |t| t.min(expiry)));
-        }
+        out.next_wakeup = self.next_wakeup();
         out.lm_new_lives = std::mem::take(&mut self.new_lives);
         out.misses_settled = self.backlog.take_settled();
         out
+    }
+
+    /// When the core next needs a step: a retry's backoff or a cancel resend, a
+    /// busy LM back, and the timers of gangs, delay scheduling and held preemptions,
+    /// each asked only when it has something pending (the earliest of them).
+    fn next_wakeup(&self) -> Option<Micros> {
+        let mut next = self.lifecycle.next_wakeup();
+        let mut take = |at: Option<Micros>| {
+            if let Some(at) = at {
+                next = Some(next.map_or(at, |t| t.min(at)));
+            }
+        };
+        if !self.busy_lms.is_empty() {
+            take(self.next_lm_back());
+        }
+        if !self.gangs.is_empty() {
+            take(self.gangs.next_wakeup());
+        }
+        if self.soft.holds_any() {
+            take(self.soft.next_relax());
+        }
+        if self.fairness.holds_any() {
+            take(self.fairness.next_held_expiry());
+        }
+        next
     }
 
     /// Pays every known miss still owed by a waiting task (the end of a run): the

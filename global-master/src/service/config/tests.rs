@@ -255,3 +255,30 @@ fn the_cluster_file_names_the_attributes() {
     assert!(e.contains("cannot read --cluster-file"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--soft-ilp-ms` (docs/alsched.md): off by default; flag, environment and file
+/// as every setting; 0 or more than a minute refused naming the flag.
+#[test]
+fn the_soft_ilp_cap_layers_like_every_setting_and_is_checked() {
+    assert_eq!(resolve(&[]).expect("defaults").soft_ilp_ms, None);
+    let file = std::env::temp_dir().join(format!("gm-soft-ilp-{}.toml", std::process::id()));
+    std::fs::write(&file, "soft_ilp_ms = 300\n").expect("write");
+    let config = file.to_str().expect("path");
+    let s = resolve(&["--config", config]).expect("file");
+    assert_eq!(s.soft_ilp_ms, Some(300), "file");
+    // Only this test reads the variable (and only valid values are set).
+    std::env::set_var("MEGHA_GM_SOFT_ILP_MS", "400");
+    let env = resolve(&["--config", config]).expect("env").soft_ilp_ms;
+    let flag = resolve(&["--config", config, "--soft-ilp-ms", "500"]).expect("flag");
+    std::env::remove_var("MEGHA_GM_SOFT_ILP_MS");
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(env, Some(400), "env beats file");
+    assert_eq!(flag.soft_ilp_ms, Some(500), "flag beats env");
+    for bad in ["0", "60001"] {
+        let err = resolve(&["--soft-ilp-ms", bad]).expect_err(bad).to_string();
+        assert!(
+            err.contains("--soft-ilp-ms") && err.contains("between 1 and 60000"),
+            "{err}"
+        );
+    }
+}

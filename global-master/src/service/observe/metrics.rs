@@ -59,6 +59,15 @@ fn placements(g: &GmActor, _: Micros) -> Vec<(String, f64)> {
     ]
 }
 
+/// The exact batch solves of soft constraints, by outcome.
+fn soft_ilp_solves(g: &GmActor, _: Micros) -> Vec<(String, f64)> {
+    let s = g.core().stats();
+    vec![
+        ("planned".into(), s.soft_ilp_solves as f64),
+        ("fallback".into(), s.soft_ilp_fallbacks as f64),
+    ]
+}
+
 /// Age of the newest state of each LM (infinite before the first).
 fn heartbeat_ages(g: &GmActor, now: Micros) -> Vec<(String, f64)> {
     g.shell_metrics()
@@ -473,6 +482,12 @@ pub const GM_METRICS: &[Metric] = &[
         kind: "gauge",
         help: "Gangs waiting to start together.",
         read: One(|g| g.core().gangs().len() as f64),
+    },
+    Metric {
+        name: "megha_gm_soft_ilp_solves_total",
+        kind: "counter",
+        help: "Exact solves of the waiting tasks of jobs with utility trees (--soft-ilp-ms, the designated GM only), by outcome: planned, or fallback (a timeout or a solver fault left them to the greedy step).",
+        read: By("outcome", soft_ilp_solves),
     },
     Metric {
         name: "megha_gm_submissions_refused_total",

@@ -81,6 +81,12 @@ pub struct SimConfig {
     /// its GM) and its placement-dependent run time (Megha driver only). `None`: no
     /// job has either.
     pub soft_jobs: Option<Arc<super::soft::SoftJobs>>,
+    /// Soft constraints: the designated GM solves the waiting tasks of jobs with
+    /// trees exactly at each pass, an ILP capped at this many ms
+    /// (`gm_core::GmConfig::soft_ilp_ms`; the other GMs place greedily). `None`:
+    /// the greedy step alone. A cap the solve reaches makes a run depend on the
+    /// machine's speed.
+    pub soft_ilp_ms: Option<u64>,
     /// Gangs (issue 37): per job id (the trace job's dense number), its gang; such
     /// a job is submitted as one gang to its GM. `None`: no job is a gang.
     pub gangs: Option<Arc<rustc_hash::FxHashMap<u64, common::gang::GangSpec>>>,
@@ -206,6 +212,7 @@ impl Default for SimConfig {
             lra_operator_constraints: Vec::new(),
             priorities: Arc::default(),
             soft_jobs: None,
+            soft_ilp_ms: None,
             gangs: None,
         }
     }

@@ -44,6 +44,11 @@ pub struct SimCounters {
     /// (`SimConfig::bulk_known_misses`): a measure of the work saved, not of the
     /// schedule (not in `summary.json`).
     pub bulk_misses: u64,
+    /// The designated GM's exact solves of soft constraints
+    /// (`SimConfig::soft_ilp_ms`) that planned, and those that fell back to the
+    /// greedy step (not in `summary.json`).
+    pub soft_ilp_solves: u64,
+    pub soft_ilp_fallbacks: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).

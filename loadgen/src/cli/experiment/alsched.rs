@@ -16,7 +16,10 @@
 //!   are in the set (`nCk(set, n, 1)`: a job ends with its last task), so the GM
 //!   takes it only when the set has room for the whole job;
 //! - `soft_delay`: the `soft` tree with `relax_after_s` (delay scheduling): a task
-//!   waits up to `--relax-after-s` for its set, then falls back.
+//!   waits up to `--relax-after-s` for its set, then falls back;
+//! - `soft_ilp`: the `soft` tree, and the designated GM (GM 0) solves the waiting
+//!   tasks of its jobs exactly at each pass (`--soft-ilp-ms`, the GM's flag); the
+//!   other GMs place theirs greedily.
 //!
 //! Writes DIR/summary.json (per load, per policy: mean and p95 completion, utilisation,
 //! preferred share), per load and policy `DIR/x<load>/<policy>/tasks.csv` (with the
@@ -42,13 +45,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The policies compared, in table order.
-pub const POLICIES: [&str; 6] = [
+pub const POLICIES: [&str; 7] = [
     "none",
     "hard",
     "soft_plain",
     "soft_task",
     "soft",
     "soft_delay",
+    "soft_ilp",
 ];
 
 #[derive(Args, Debug)]
@@ -93,6 +97,10 @@ pub struct AlschedArgs {
     /// `soft_delay`: how long a job waits for its preferred set, seconds.
     #[arg(long, default_value_t = 5.0)]
     pub relax_after_s: f64,
+    /// `soft_ilp`: the cap of the designated GM's exact solve per pass, ms. A cap
+    /// the solve reaches makes the run depend on the machine's speed.
+    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = crate::cli::simulate::parse_soft_ilp_ms)]
+    pub soft_ilp_ms: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// No table on stdout.
@@ -128,6 +136,9 @@ struct Measured {
     /// Launches an LM refused (the GM's view was stale), and tasks requeued.
     lm_rejections: u64,
     requeues: u64,
+    /// The designated GM's exact solves (`soft_ilp`), planned and fallen back.
+    soft_ilp_solves: u64,
+    soft_ilp_fallbacks: u64,
     wall_s: f64,
 }
 
@@ -142,6 +153,8 @@ impl Measured {
             "jobs_finished": self.jobs_finished,
             "lm_rejections": self.lm_rejections,
             "requeues": self.requeues,
+            "soft_ilp_solves": self.soft_ilp_solves,
+            "soft_ilp_fallbacks": self.soft_ilp_fallbacks,
             "wall_s": self.wall_s,
         })
     }
@@ -229,7 +242,7 @@ fn shape(
         let tree = match policy {
             "soft_plain" => soft_tree(&d.preference, false, relax),
             "soft_task" => soft_tree(&d.preference, true, relax),
-            "soft" | "soft_delay" => whole_job_tree(&d.preference, d.tasks, relax),
+            "soft" | "soft_delay" | "soft_ilp" => whole_job_tree(&d.preference, d.tasks, relax),
             _ => None,
         };
         let utility = match tree {
@@ -384,6 +397,8 @@ fn measure(
         jobs_finished: done.len(),
         lm_rejections: outcome.counters.lm_rejections,
         requeues: outcome.counters.requeues,
+        soft_ilp_solves: outcome.counters.soft_ilp_solves,
+        soft_ilp_fallbacks: outcome.counters.soft_ilp_fallbacks,
         wall_s: 0.0,
     }
 }
@@ -412,6 +427,7 @@ pub fn run(args: AlschedArgs) -> Result<()> {
             let config = SimConfig {
                 seed: args.seed,
                 soft_jobs: Some(Arc::new(soft.clone())),
+                soft_ilp_ms: (policy == "soft_ilp").then_some(args.soft_ilp_ms),
                 ..SimConfig::default()
             };
             let t = Instant::now();
@@ -464,6 +480,7 @@ pub fn run(args: AlschedArgs) -> Result<()> {
         "gpu_slowdown": args.gpu_slowdown,
         "rack_slowdown": args.rack_slowdown,
         "task_s": args.task_s,
+        "soft_ilp_ms": args.soft_ilp_ms,
         "loads": Value::Object(by_load),
         "goal": {
             "soft_beats_none_and_hard_at_every_load": goals.iter().all(|g| g.1),

@@ -114,6 +114,20 @@ pub struct ModelArgs {
     /// The rules that bound preemption (docs/fairness.md).
     #[command(flatten)]
     pub preempt: super::preempt::PreemptArgs,
+    /// Soft constraints: the designated GM solves the waiting tasks of jobs with
+    /// utility trees exactly at each pass, an ILP capped at MS ms (1 to 60000), as
+    /// the GM's --soft-ilp-ms (docs/alsched.md). Traces carry no trees; `loadgen
+    /// experiment alsched` has it as its `soft_ilp` policy. Default: off.
+    #[arg(long, value_name = "MS", value_parser = parse_soft_ilp_ms)]
+    pub soft_ilp_ms: Option<u64>,
+}
+
+/// `--soft-ilp-ms`, checked as the GM checks it.
+pub fn parse_soft_ilp_ms(text: &str) -> Result<u64, String> {
+    let ms = text
+        .parse::<u64>()
+        .map_err(|e| format!("{text:?} is not a number of ms: {e}"))?;
+    global_master::core::check_soft_ilp_ms(ms)
 }
 
 /// `--lm-publish`: when a simulated LM sends its state (see [`sim::LmPublish`]).
@@ -224,6 +238,7 @@ impl ModelArgs {
             wake: self.wake_policy(),
             order: self.order_config()?,
             lm_publish,
+            soft_ilp_ms: self.soft_ilp_ms,
             ..SimConfig::default()
         })
     }

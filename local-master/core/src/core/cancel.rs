@@ -23,14 +23,14 @@ impl LocalMaster {
         let job = request.job;
         let (cancelled, not_yours) = self.stop_job(request.gm, job, &mut effects);
         self.cancel_held_preempts(now, request.gm, job, &mut effects);
-        effects.cancel_response = Some(CancelResponse {
+        effects.cancel_response = Some(Box::new(CancelResponse {
             lm: self.topology.lm,
             gm: request.gm,
             job,
             cancelled,
             not_yours,
             snapshot: self.snapshot(now),
-        });
+        }));
         Ok(effects)
     }
 

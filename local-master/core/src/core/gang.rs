@@ -50,7 +50,7 @@ impl LocalMaster {
             }
             GangOp::Stop { members } => self.gang_stop(gm, job, generation, &members, &mut effects),
         };
-        effects.gang_response = Some(GangAnswer {
+        effects.gang_response = Some(Box::new(GangAnswer {
             lm: self.topology.lm,
             gm,
             job,
@@ -58,7 +58,7 @@ impl LocalMaster {
             op: label.to_owned(),
             outcome,
             snapshot: self.snapshot(now),
-        });
+        }));
         Ok(effects)
     }
 

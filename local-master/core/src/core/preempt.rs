@@ -62,7 +62,8 @@ impl LocalMaster {
                 }
             },
         };
-        effects.preempt_response = Some(self.preempt_answer(now, gm, task, outcome, false));
+        effects.preempt_response =
+            Some(Box::new(self.preempt_answer(now, gm, task, outcome, false)));
         Ok(effects)
     }
 

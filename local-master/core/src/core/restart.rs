@@ -226,14 +226,14 @@ impl LocalMaster {
         }
         let asker = (request.gm, request.life, request.preempt_seq);
         let preempts = self.held_asked(asker, &request.preempts);
-        effects.reconcile_response = Some(common::messages::ReconcileResponse {
+        effects.reconcile_response = Some(Box::new(common::messages::ReconcileResponse {
             lm,
             gm: request.gm,
             held,
             finished,
             incarnation: self.incarnation,
             preempts,
-        });
+        }));
         Ok(effects)
     }
 }

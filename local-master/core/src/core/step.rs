@@ -69,7 +69,7 @@ impl LmOutput {
     /// The answer to a preemption request among the messages, if this step made one.
     pub fn preempt_answer(&self) -> Option<&common::messages::PreemptResponse> {
         self.to_gms.iter().find_map(|(_, m)| match m {
-            LmToGm::PreemptAnswer(r) => Some(r),
+            LmToGm::PreemptAnswer(r) => Some(&**r),
             _ => None,
         })
     }
@@ -151,13 +151,13 @@ impl LocalMaster {
             to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(r)));
         }
         for r in held_preempt_answers {
-            to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(r)));
+            to_gms.push((GmAddress::One(r.gm), LmToGm::PreemptAnswer(Box::new(r))));
         }
         for r in requeues {
             to_gms.push((GmAddress::One(r.gm), LmToGm::Requeue(r)));
         }
         if let Some(r) = reconcile_response {
-            to_gms.push((GmAddress::One(r.gm), LmToGm::ReconcileAnswer(r)));
+            to_gms.push((GmAddress::One(r.gm), LmToGm::ReconcileAnswer(*r)));
         }
         if let Some(r) = cancel_response {
             to_gms.push((GmAddress::One(r.gm), LmToGm::CancelAnswer(r)));

@@ -144,6 +144,7 @@ pub fn simulate(
                 bulk_known_misses: config.bulk_known_misses,
                 order: config.order,
                 priorities: config.priorities.clone(),
+                soft_ilp_ms: config.soft_ilp_ms,
                 ..GmConfig::new(GmId(g as u16), cluster.gms, lm_count as u16)
             }))
         })
@@ -253,6 +254,8 @@ pub fn simulate(
     for gm in &sim.gms {
         sim.counters.retries += gm.stats().retries;
         sim.counters.woken += gm.stats().woken;
+        sim.counters.soft_ilp_solves += gm.stats().soft_ilp_solves;
+        sim.counters.soft_ilp_fallbacks += gm.stats().soft_ilp_fallbacks;
     }
     let branches = super::soft::branches_taken(&sim.gms, &sim.records);
     SimOutcome {

@@ -195,3 +195,18 @@ fn the_job_order_defaults_to_fifo_and_bad_values_name_the_flag() {
         .expect("refused");
     assert!(bad.to_string().contains("unknown job order"), "{bad}");
 }
+
+/// `--soft-ilp-ms` reaches the GMs' configuration, checked as the GM checks its
+/// own flag (the designated GM alone uses it: gm-core).
+#[test]
+fn the_soft_ilp_cap_reaches_the_simulated_gms_and_is_checked() {
+    let config = |args: &[&str]| model(args).sim_config(SchedulerKind::Megha, 2);
+    assert_eq!(config(&[]).expect("default").soft_ilp_ms, None);
+    let set = config(&["--soft-ilp-ms", "250"]).expect("valid");
+    assert_eq!(set.soft_ilp_ms, Some(250));
+    for bad in ["0", "60001", "soon"] {
+        let argv = ["simulate", "--soft-ilp-ms", bad];
+        let err = Cli::try_parse_from(argv).err().expect(bad).to_string();
+        assert!(err.contains("--soft-ilp-ms"), "{bad}: {err}");
+    }
+}
