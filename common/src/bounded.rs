@@ -1,8 +1,8 @@
-//! A set that remembers at most a fixed number of entries, forgetting the oldest
-//! first: the LM's memories of runs (finished, reported lost) and the GM's of tasks
+//! A set ([`Bounded`]) and a map of largest values ([`BoundedMax`]) that remember at
+//! most a fixed number of entries, forgetting the oldest first: the LM's memories of runs (finished, reported lost) and the GM's of tasks
 //! ended for good stay bounded however long they run. A leaf.
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::VecDeque;
 use std::hash::Hash;
 
@@ -72,9 +72,105 @@ impl<T: Copy + Eq + Hash> Bounded<T> {
     }
 }
 
+/// A map that keeps, per key, the largest value it was given ([`BoundedMax::raise`])
+/// for at most `limit` keys, forgetting the oldest key first (and counting it): the
+/// LM's memories of the latest finished run per task and of void preemption
+/// requests per GM life and task.
+#[derive(Debug)]
+pub struct BoundedMax<K, V> {
+    map: HashMap<K, V>,
+    /// Keys in the order they came; may still name removed ones (skipped when
+    /// forgetting, dropped when the queue is compacted).
+    order: VecDeque<K>,
+    limit: usize,
+    forgotten: u64,
+}
+
+impl<K: Copy + Eq + Hash, V: Copy + Ord> BoundedMax<K, V> {
+    pub fn new(limit: usize) -> Self {
+        BoundedMax {
+            map: HashMap::default(),
+            order: VecDeque::new(),
+            limit: limit.max(1),
+            forgotten: 0,
+        }
+    }
+
+    /// `key`'s value becomes the larger of `value` and what it had. Over the limit,
+    /// the oldest key is forgotten (and counted).
+    pub fn raise(&mut self, key: K, value: V) {
+        match self.map.get_mut(&key) {
+            Some(held) => *held = (*held).max(value),
+            None => {
+                self.map.insert(key, value);
+                self.order.push_back(key);
+            }
+        }
+        while self.map.len() > self.limit {
+            match self.order.pop_front() {
+                Some(old) => {
+                    if self.map.remove(&old).is_some() {
+                        self.forgotten += 1;
+                    }
+                }
+                None => break,
+            }
+        }
+        if self.order.len() > 2 * self.limit {
+            let map = &self.map;
+            self.order.retain(|k| map.contains_key(k));
+        }
+    }
+
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.map.get(key).copied()
+    }
+
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        self.map.remove(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Keys forgotten because the limit was reached.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Bounded;
+    use super::{Bounded, BoundedMax};
+
+    #[test]
+    fn a_bounded_max_keeps_the_largest_value_and_forgets_the_oldest_key() {
+        let mut m = BoundedMax::new(2);
+        m.raise('a', 3);
+        m.raise('a', 1);
+        assert_eq!(m.get(&'a'), Some(3), "never lowered");
+        m.raise('b', 1);
+        assert_eq!(m.remove(&'b'), Some(1));
+        m.raise('b', 2);
+        assert_eq!((m.len(), m.forgotten()), (2, 0));
+        m.raise('c', 5);
+        assert_eq!(m.get(&'a'), None, "the oldest key is forgotten");
+        assert_eq!(
+            (m.get(&'b'), m.get(&'c'), m.forgotten()),
+            (Some(2), Some(5), 1)
+        );
+        for k in 0..1000u32 {
+            let mut n = BoundedMax::new(4);
+            n.raise(k, k);
+            n.remove(&k);
+            assert!(n.is_empty());
+        }
+    }
 
     #[test]
     fn the_oldest_is_forgotten_first_and_removed_entries_do_not_count() {

@@ -11,10 +11,9 @@
 //! from then on: the GM queued its task again, so a late copy must never launch
 //! it ([`PreemptHolds::is_void`]).
 
+use common::bounded::BoundedMax;
 use common::messages::PreemptRequest;
 use common::{GmId, JobId, Micros, TaskId};
-use rustc_hash::FxHashMap as HashMap;
-use std::collections::VecDeque;
 
 /// How many void requests an LM remembers (oldest forgotten first): one per task
 /// a GM asked about while this LM held nothing for it, a rare event.
@@ -27,17 +26,22 @@ pub struct HeldPreempt {
     pub until: Micros,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PreemptHolds {
     /// Oldest first: the first room that frees goes to the oldest claim it fits.
     held: Vec<HeldPreempt>,
     /// Per GM life and task: requests numbered up to this
     /// ([`PreemptRequest::seq`]) are void.
-    void: HashMap<(GmId, u64, TaskId), u64>,
-    /// Void requests forgotten because [`VOID_MEMORY`] was full (oldest first).
-    void_forgotten: u64,
-    /// `void`'s keys in the order they came, to forget the oldest.
-    void_order: VecDeque<(GmId, u64, TaskId)>,
+    void: BoundedMax<(GmId, u64, TaskId), u64>,
+}
+
+impl Default for PreemptHolds {
+    fn default() -> Self {
+        PreemptHolds {
+            held: Vec::new(),
+            void: BoundedMax::new(VOID_MEMORY),
+        }
+    }
 }
 
 impl PreemptHolds {
@@ -91,34 +95,20 @@ impl PreemptHolds {
     /// `gm` (life `life`) was told this LM holds no request for `task`: its
     /// requests for it numbered up to `seq` are void from now on.
     pub fn void(&mut self, gm: GmId, life: u64, task: TaskId, seq: u64) {
-        let key = (gm, life, task);
-        match self.void.get_mut(&key) {
-            Some(upto) => *upto = (*upto).max(seq),
-            None => {
-                self.void.insert(key, seq);
-                self.void_order.push_back(key);
-            }
-        }
-        while self.void.len() > VOID_MEMORY {
-            let Some(old) = self.void_order.pop_front() else {
-                break;
-            };
-            self.void.remove(&old);
-            self.void_forgotten += 1;
-        }
+        self.void.raise((gm, life, task), seq);
     }
 
     /// Void requests forgotten because their memory was full ([`VOID_MEMORY`]):
     /// a late copy of one would be served as a new request.
     pub fn void_forgotten(&self) -> u64 {
-        self.void_forgotten
+        self.void.forgotten()
     }
 
     /// Whether `request` is a late copy of one this LM told its GM it did not
     /// hold (see [`PreemptHolds::void`]).
     pub fn is_void(&self, request: &PreemptRequest) -> bool {
         let key = (request.gm, request.life, request.task.id);
-        self.void.get(&key).is_some_and(|&upto| request.seq <= upto)
+        self.void.get(&key).is_some_and(|upto| request.seq <= upto)
     }
 }
 

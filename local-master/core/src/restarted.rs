@@ -10,10 +10,9 @@
 //! announced once per life and never reported lost: their GM may retry the task.
 //! Both memories are bounded ([`FINISHED_MEMORY`], oldest forgotten first). A leaf.
 
-use common::bounded::Bounded;
+use common::bounded::{Bounded, BoundedMax};
 use common::TaskId;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::collections::VecDeque;
+use rustc_hash::FxHashSet as HashSet;
 
 /// How many finished tasks an LM remembers (about 40 bytes each).
 pub const FINISHED_MEMORY: usize = 1 << 18;
@@ -21,10 +20,7 @@ pub const FINISHED_MEMORY: usize = 1 << 18;
 #[derive(Debug)]
 pub struct Restarted {
     /// Per finished task, the latest run that finished.
-    finished_before: HashMap<TaskId, u32>,
-    /// `finished_before`'s keys in the order they came, to forget the oldest (may
-    /// still name forgotten ones: skipped).
-    finished_order: VecDeque<TaskId>,
+    finished_before: BoundedMax<TaskId, u32>,
     failed: Bounded<(TaskId, u32)>,
     adopted: HashSet<TaskId>,
 }
@@ -32,8 +28,7 @@ pub struct Restarted {
 impl Default for Restarted {
     fn default() -> Self {
         Restarted {
-            finished_before: HashMap::default(),
-            finished_order: VecDeque::new(),
+            finished_before: BoundedMax::new(FINISHED_MEMORY),
             failed: Bounded::new(FINISHED_MEMORY),
             adopted: HashSet::default(),
         }
@@ -48,23 +43,7 @@ impl Restarted {
 
     /// Run `attempt` of a task finished (before this LM started, or since).
     pub fn finished(&mut self, task: TaskId, attempt: u32) {
-        match self.finished_before.get_mut(&task) {
-            Some(run) => *run = (*run).max(attempt),
-            None => {
-                self.finished_before.insert(task, attempt);
-                self.finished_order.push_back(task);
-            }
-        }
-        while self.finished_before.len() > FINISHED_MEMORY {
-            let Some(old) = self.finished_order.pop_front() else {
-                break;
-            };
-            self.finished_before.remove(&old);
-        }
-        if self.finished_order.len() > 2 * FINISHED_MEMORY {
-            let kept = &self.finished_before;
-            self.finished_order.retain(|t| kept.contains_key(t));
-        }
+        self.finished_before.raise(task, attempt);
     }
 
     /// Run `attempt` of a task failed (before this LM started, or since).
@@ -85,7 +64,7 @@ impl Restarted {
     /// Forgets a finish of `task` by a run before `next` (its gang was restarted
     /// whole: that run was void, its GM runs the task again as run `next`).
     pub fn forget_finished(&mut self, task: TaskId, next: u32) {
-        if self.finished_before.get(&task).is_some_and(|f| *f < next) {
+        if self.finished_before.get(&task).is_some_and(|f| f < next) {
             self.finished_before.remove(&task);
         }
     }
@@ -94,9 +73,7 @@ impl Restarted {
     /// the task ended for that run. A finish of an earlier run is not (that run
     /// was void or lost for its GM, which launched the later one).
     pub fn has_finished(&self, task: &TaskId, attempt: u32) -> bool {
-        self.finished_before
-            .get(task)
-            .is_some_and(|f| *f >= attempt)
+        self.finished_before.get(task).is_some_and(|f| f >= attempt)
     }
 
     /// An adopted task ended (a finish is remembered by the caller with its run).
