@@ -12,7 +12,14 @@
 //! `step(now, input)` and returns the ones it sends, addressed, in its effects. A
 //! driver (the simulator, the embedded mode, the services) moves them without
 //! knowing their variants: a new message is a variant here and a handler in the
-//! receiving core. The payload structs live in [`crate::messages`].
+//! receiving core. What the drivers need to know of a message (the tasks it names
+//! and what it says of each, its log lines, its class under a broker backlog) are
+//! facts on these enums ([`facts`]), so that their only exhaustive matches are the
+//! cores' handlers and this module's. The payload structs live in
+//! [`crate::messages`].
+
+pub mod facts;
+pub use facts::{Asked, Backlog, KindCounts, Level, Note, Side, TaskFact};
 
 use crate::dag::JobDag;
 use crate::messages::{
@@ -67,11 +74,11 @@ impl GmToLm {
     /// A short snake_case name (logs, metrics labels).
     pub fn kind(&self) -> &'static str {
         match self {
-            GmToLm::Launch(_) => "launch",
-            GmToLm::Preempt(_) => "preempt",
-            GmToLm::Cancel(_) => "cancel",
-            GmToLm::Reconcile(_) => "reconcile",
-            GmToLm::Gang(_) => "gang",
+            GmToLm::Launch(_) => facts::kind::LAUNCH,
+            GmToLm::Preempt(_) => facts::kind::PREEMPT,
+            GmToLm::Cancel(_) => facts::kind::CANCEL,
+            GmToLm::Reconcile(_) => facts::kind::RECONCILE,
+            GmToLm::Gang(_) => facts::kind::GANG,
         }
     }
 
@@ -85,7 +92,9 @@ impl GmToLm {
                 crate::messages::GangOp::Reserve { requests, .. } => {
                     requests.iter().map(|r| r.task.id).collect()
                 }
-                _ => Vec::new(),
+                crate::messages::GangOp::Commit
+                | crate::messages::GangOp::Release
+                | crate::messages::GangOp::Stop { .. } => Vec::new(),
             },
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         }
@@ -256,17 +265,18 @@ impl LmToGm {
         }
     }
 
+    /// A short snake_case name (logs, metrics labels): [`facts::kind`].
     pub fn kind(&self) -> &'static str {
         match self {
-            LmToGm::LaunchAnswer(_) => "launch_answer",
-            LmToGm::PreemptAnswer(_) => "preempt_answer",
-            LmToGm::State(_) => "state",
-            LmToGm::Requeue(_) => "requeue",
-            LmToGm::Ended(_) => "ended",
-            LmToGm::Started(_) => "started",
-            LmToGm::CancelAnswer(_) => "cancel_answer",
-            LmToGm::ReconcileAnswer(_) => "reconcile_answer",
-            LmToGm::GangAnswer(_) => "gang_answer",
+            LmToGm::LaunchAnswer(_) => facts::kind::LAUNCH_ANSWER,
+            LmToGm::PreemptAnswer(_) => facts::kind::PREEMPT_ANSWER,
+            LmToGm::State(_) => facts::kind::STATE,
+            LmToGm::Requeue(_) => facts::kind::REQUEUE,
+            LmToGm::Ended(_) => facts::kind::ENDED,
+            LmToGm::Started(_) => facts::kind::STARTED,
+            LmToGm::CancelAnswer(_) => facts::kind::CANCEL_ANSWER,
+            LmToGm::ReconcileAnswer(_) => facts::kind::RECONCILE_ANSWER,
+            LmToGm::GangAnswer(_) => facts::kind::GANG_ANSWER,
         }
     }
 }

@@ -4,7 +4,8 @@
 use super::Sim;
 use crate::sim::{probe, CostModel};
 use common::messages::WorkerReport;
-use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
+use common::protocol::facts::kind;
+use common::protocol::{LmToWorker, TaskFact, WorkerToLm};
 use common::{Micros, TaskId, TaskKind};
 use lm_core::{LmInput, LmOutput};
 
@@ -17,7 +18,7 @@ impl Sim<'_> {
                 // A batch's, a preemption's or a gang reserve's tasks.
                 let tasks: Vec<TaskId> = request.placed_tasks();
                 let (start, done) = self.lm_serve(now, l, &tasks);
-                let launch = matches!(request, GmToLm::Launch(_));
+                let launch = request.kind() == kind::LAUNCH;
                 let t0 = probe::start(self.probe.is_some());
                 let result = self.lms[l].step(start, LmInput::Gm(request));
                 let ns = probe::stop(t0);
@@ -134,19 +135,26 @@ impl Sim<'_> {
     /// Books preempted tasks handed back to their GMs.
     pub(super) fn observe_requeues(&mut self, out: &LmOutput) {
         for (_, message) in &out.to_gms {
-            let LmToGm::Requeue(preempted) = message else {
-                continue;
-            };
-            for (task, lost) in &preempted.tasks {
-                if task.kind == TaskKind::Queueable {
-                    self.counters.queueable_kills += 1;
+            message.for_each_task(|_, fact| match fact {
+                TaskFact::Requeued { spec, lost } => {
+                    if spec.kind == TaskKind::Queueable {
+                        self.counters.queueable_kills += 1;
+                    }
+                    self.counters.preemptions += 1;
+                    self.counters.wasted += lost;
+                    let rec = self.record(spec.id);
+                    rec.preemptions += 1;
+                    rec.lost_work += lost;
                 }
-                self.counters.preemptions += 1;
-                self.counters.wasted += *lost;
-                let rec = self.record(task.id);
-                rec.preemptions += 1;
-                rec.lost_work += *lost;
-            }
+                TaskFact::Launched { .. }
+                | TaskFact::Rejected(_)
+                | TaskFact::PreemptedToLaunch { .. }
+                | TaskFact::PreemptHeld { .. }
+                | TaskFact::Cancelled
+                | TaskFact::NotYours
+                | TaskFact::Ended(_)
+                | TaskFact::Started => {}
+            });
         }
     }
 }
