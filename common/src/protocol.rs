@@ -361,3 +361,13 @@ pub enum GmAddress {
     /// Every GM (heartbeats).
     All,
 }
+
+impl std::fmt::Display for GmAddress {
+    /// `gm3`, or `every GM`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GmAddress::One(gm) => gm.fmt(f),
+            GmAddress::All => f.write_str("every GM"),
+        }
+    }
+}

@@ -136,9 +136,9 @@ impl GmToLm {
             GmToLm::Launch(b) => b.requests.iter().for_each(|r| f(r.task.id, Asked::Launch)),
             GmToLm::Preempt(p) => f(p.task.id, Asked::Preempt),
             GmToLm::Gang(g) => match &g.op {
-                GangOp::Reserve { requests, .. } => {
-                    requests.iter().for_each(|r| f(r.task.id, Asked::GangReserve))
-                }
+                GangOp::Reserve { requests, .. } => requests
+                    .iter()
+                    .for_each(|r| f(r.task.id, Asked::GangReserve)),
                 GangOp::Commit | GangOp::Release | GangOp::Stop { .. } => {}
             },
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
@@ -271,7 +271,10 @@ impl LmToGm {
                     f(spec.id, TaskFact::Requeued { spec, lost: *lost });
                 }
             }
-            LmToGm::Ended(e) => e.ends.iter().for_each(|end| f(end.task, TaskFact::Ended(end))),
+            LmToGm::Ended(e) => e
+                .ends
+                .iter()
+                .for_each(|end| f(end.task, TaskFact::Ended(end))),
             LmToGm::Started(s) => s.starts.iter().for_each(|st| f(st.task, TaskFact::Started)),
             LmToGm::CancelAnswer(r) => {
                 r.cancelled.iter().for_each(|t| f(*t, TaskFact::Cancelled));

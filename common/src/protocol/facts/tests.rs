@@ -9,11 +9,7 @@ use crate::messages::{
 use crate::{GmId, JobId, LmId, Resources};
 
 fn spec(job: u64, index: u32) -> TaskSpec {
-    TaskSpec::short(
-        TaskId::new(job, index),
-        Resources::new(1000, 10),
-        Micros(5),
-    )
+    TaskSpec::short(TaskId::new(job, index), Resources::new(1000, 10), Micros(5))
 }
 
 fn request(job: u64, index: u32) -> LaunchRequest {
@@ -55,7 +51,11 @@ fn a_gang_reserve_is_refused_as_a_launch_under_backlog_its_commit_never() {
             (TaskId::new(7, 1), Asked::GangReserve)
         ]
     );
-    for op in [GangOp::Commit, GangOp::Release, GangOp::Stop { members: vec![] }] {
+    for op in [
+        GangOp::Commit,
+        GangOp::Release,
+        GangOp::Stop { members: vec![] },
+    ] {
         let m = gang(op);
         assert_eq!(m.backlog(), Backlog::Taken, "{}", m.describe());
         assert!(asked(&m).is_empty());
@@ -94,7 +94,10 @@ fn ends_the_gm_publishes_and_what_each_message_says_of_its_tasks() {
         LmToGm::Ended(TasksEnded {
             lm: LmId(1),
             gm: GmId(0),
-            ends: vec![end(0, None), end(1, Some(TaskFailure::Lost { reason: "x".into() }))],
+            ends: vec![
+                end(0, None),
+                end(1, Some(TaskFailure::Lost { reason: "x".into() })),
+            ],
             publish,
         })
     };
@@ -121,7 +124,10 @@ fn ends_the_gm_publishes_and_what_each_message_says_of_its_tasks() {
         TaskFact::Requeued { spec, lost } => facts.push((t, spec.id, lost)),
         other => panic!("a requeue says {other:?}"),
     });
-    assert_eq!(facts, vec![(TaskId::new(9, 3), TaskId::new(9, 3), Micros(250))]);
+    assert_eq!(
+        facts,
+        vec![(TaskId::new(9, 3), TaskId::new(9, 3), Micros(250))]
+    );
     assert!(requeue.notes(Side::Sender).is_empty());
 }
 

@@ -165,23 +165,23 @@ impl LmActor {
             }
             TaskFact::Rejected(reason) => {
                 c.rejections += 1;
-                tracing::debug!(task = %task, job = task.job.0, ?gm, %reason, "launch refused");
+                tracing::debug!(task = %task, job = task.job.0, %gm, %reason, "launch refused");
             }
             TaskFact::PreemptedToLaunch { node, victims } => {
                 c.preemptions += 1;
-                tracing::info!(task = %task, job = task.job.0, ?gm, %node, victims, "preempted to launch a task");
+                tracing::info!(task = %task, job = task.job.0, %gm, %node, victims, "preempted to launch a task");
             }
             TaskFact::PreemptRefused(why) => {
                 *c.preempt_refused.entry(why.label()).or_default() += 1;
-                tracing::info!(task = %task, job = task.job.0, ?gm, reason = why.label(), "preemption refused");
+                tracing::info!(task = %task, job = task.job.0, %gm, reason = why.label(), "preemption refused");
             }
             TaskFact::PreemptHeld { until } => {
-                tracing::info!(task = %task, job = task.job.0, ?gm, until_us = until.0, "preemption held for room that frees by itself");
+                tracing::info!(task = %task, job = task.job.0, %gm, until_us = until.0, "preemption held for room that frees by itself");
             }
             TaskFact::Requeued { lost, .. } => {
                 c.requeued += 1;
                 c.wasted += lost;
-                tracing::info!(task = %task, job = task.job.0, ?gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
+                tracing::info!(task = %task, job = task.job.0, %gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
             }
             TaskFact::Cancelled => c.tasks_cancelled += 1,
             TaskFact::NotYours => c.cancel_not_yours += 1,
@@ -189,7 +189,7 @@ impl LmActor {
             TaskFact::Started => c.starts_reported += 1,
         });
         for note in message.notes(Side::Sender) {
-            service_kit::log_note!(&note, ?gm);
+            service_kit::log_note!(&note, %gm);
         }
     }
 

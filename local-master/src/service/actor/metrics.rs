@@ -1,8 +1,8 @@
 //! The LM's Prometheus metrics.
 
 use super::LmActor;
-use common::protocol::facts::kind;
 use actix::prelude::*;
+use common::protocol::facts::kind;
 use service_kit::metrics::{single, Page};
 
 #[derive(Message, Debug)]

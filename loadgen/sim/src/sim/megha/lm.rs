@@ -149,6 +149,7 @@ impl Sim<'_> {
                 TaskFact::Launched { .. }
                 | TaskFact::Rejected(_)
                 | TaskFact::PreemptedToLaunch { .. }
+                | TaskFact::PreemptRefused(_)
                 | TaskFact::PreemptHeld { .. }
                 | TaskFact::Cancelled
                 | TaskFact::NotYours

@@ -259,28 +259,28 @@ impl World<'_> {
                 }
             });
             for task in &duplicates {
-                    let running = self
-                        .workers
-                        .iter()
-                        .flatten()
-                        .any(|w| w.running().iter().any(|x| x.task == *task));
-                    if !running && self.checker.is_retry(task) {
-                        self.checker
-                            .mark_known(*task, Known::RetryAnsweredDuplicate);
-                    }
-                    // A run resumed from a GM journal answered `Duplicate` by an
-                    // LM that holds an earlier run (the GM could not reach it when
-                    // it asked): the GM awaits the resumed run's end, and that of
-                    // the earlier run is stale to it.
-                    let older = self.lms[l as usize]
-                        .as_ref()
-                        .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
-                    let asked_run = self.journal_runs.get(task).map(|r| r.0);
-                    if self.checker.was_resubmitted(task)
-                        && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
-                    {
-                        self.checker.mark_known(*task, Known::JournalRerun);
-                    }
+                let running = self
+                    .workers
+                    .iter()
+                    .flatten()
+                    .any(|w| w.running().iter().any(|x| x.task == *task));
+                if !running && self.checker.is_retry(task) {
+                    self.checker
+                        .mark_known(*task, Known::RetryAnsweredDuplicate);
+                }
+                // A run resumed from a GM journal answered `Duplicate` by an
+                // LM that holds an earlier run (the GM could not reach it when
+                // it asked): the GM awaits the resumed run's end, and that of
+                // the earlier run is stale to it.
+                let older = self.lms[l as usize]
+                    .as_ref()
+                    .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
+                let asked_run = self.journal_runs.get(task).map(|r| r.0);
+                if self.checker.was_resubmitted(task)
+                    && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
+                {
+                    self.checker.mark_known(*task, Known::JournalRerun);
+                }
             }
             if answered != asked {
                 let detail = format!(
