@@ -19,7 +19,6 @@
 //! [`crate::messages`].
 
 pub mod facts;
-pub use facts::{Asked, Backlog, KindCounts, Level, Note, Side, TaskFact};
 
 use crate::dag::JobDag;
 use crate::messages::{
@@ -31,6 +30,25 @@ use crate::retry::RetryPolicy;
 use crate::{GmId, JobId, LmId, NodeId, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// The labels of [`GmToLm::kind`] and [`LmToGm::kind`] (logs, metrics labels,
+/// [`KindCounts`]).
+pub mod kind {
+    pub const LAUNCH: &str = "launch";
+    pub const PREEMPT: &str = "preempt";
+    pub const CANCEL: &str = "cancel";
+    pub const RECONCILE: &str = "reconcile";
+    pub const GANG: &str = "gang";
+    pub const LAUNCH_ANSWER: &str = "launch_answer";
+    pub const PREEMPT_ANSWER: &str = "preempt_answer";
+    pub const STATE: &str = "state";
+    pub const REQUEUE: &str = "requeue";
+    pub const ENDED: &str = "ended";
+    pub const STARTED: &str = "started";
+    pub const CANCEL_ANSWER: &str = "cancel_answer";
+    pub const RECONCILE_ANSWER: &str = "reconcile_answer";
+    pub const GANG_ANSWER: &str = "gang_answer";
+}
 
 /// GM -> LM requests. The LM validates each against its authoritative state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -74,11 +92,11 @@ impl GmToLm {
     /// A short snake_case name (logs, metrics labels).
     pub fn kind(&self) -> &'static str {
         match self {
-            GmToLm::Launch(_) => facts::kind::LAUNCH,
-            GmToLm::Preempt(_) => facts::kind::PREEMPT,
-            GmToLm::Cancel(_) => facts::kind::CANCEL,
-            GmToLm::Reconcile(_) => facts::kind::RECONCILE,
-            GmToLm::Gang(_) => facts::kind::GANG,
+            GmToLm::Launch(_) => kind::LAUNCH,
+            GmToLm::Preempt(_) => kind::PREEMPT,
+            GmToLm::Cancel(_) => kind::CANCEL,
+            GmToLm::Reconcile(_) => kind::RECONCILE,
+            GmToLm::Gang(_) => kind::GANG,
         }
     }
 
@@ -265,18 +283,18 @@ impl LmToGm {
         }
     }
 
-    /// A short snake_case name (logs, metrics labels): [`facts::kind`].
+    /// A short snake_case name (logs, metrics labels): [`kind`].
     pub fn kind(&self) -> &'static str {
         match self {
-            LmToGm::LaunchAnswer(_) => facts::kind::LAUNCH_ANSWER,
-            LmToGm::PreemptAnswer(_) => facts::kind::PREEMPT_ANSWER,
-            LmToGm::State(_) => facts::kind::STATE,
-            LmToGm::Requeue(_) => facts::kind::REQUEUE,
-            LmToGm::Ended(_) => facts::kind::ENDED,
-            LmToGm::Started(_) => facts::kind::STARTED,
-            LmToGm::CancelAnswer(_) => facts::kind::CANCEL_ANSWER,
-            LmToGm::ReconcileAnswer(_) => facts::kind::RECONCILE_ANSWER,
-            LmToGm::GangAnswer(_) => facts::kind::GANG_ANSWER,
+            LmToGm::LaunchAnswer(_) => kind::LAUNCH_ANSWER,
+            LmToGm::PreemptAnswer(_) => kind::PREEMPT_ANSWER,
+            LmToGm::State(_) => kind::STATE,
+            LmToGm::Requeue(_) => kind::REQUEUE,
+            LmToGm::Ended(_) => kind::ENDED,
+            LmToGm::Started(_) => kind::STARTED,
+            LmToGm::CancelAnswer(_) => kind::CANCEL_ANSWER,
+            LmToGm::ReconcileAnswer(_) => kind::RECONCILE_ANSWER,
+            LmToGm::GangAnswer(_) => kind::GANG_ANSWER,
         }
     }
 }

@@ -25,7 +25,7 @@ pub fn init(format: LogFormat) {
     };
 }
 
-/// Logs a message's [`common::protocol::Note`] at its level, with the given
+/// Logs a message's [`common::protocol::facts::Note`] at its level, with the given
 /// fields: `log_note!(&note, %lm)`. A macro, so that the event's target is the
 /// caller's module (as a `tracing::info!` there would be).
 #[macro_export]
@@ -47,6 +47,6 @@ macro_rules! log_note {
 }
 
 #[doc(hidden)]
-pub use common::protocol::{Level, Note};
+pub use common::protocol::facts::{Level, Note};
 #[doc(hidden)]
 pub use tracing;

@@ -9,33 +9,14 @@
 //! compiler points to each) and nothing in the drivers, unless it says something of
 //! a task no [`TaskFact`] says yet.
 
-use super::{GmToLm, LmToGm};
 use crate::messages::{
     EndsPublished, GangOp, GangOutcome, LaunchOutcome, Placement, PreemptOutcome, PreemptRefusal,
     TaskEnd, TasksEnded,
 };
+use crate::protocol::{kind, GmToLm, LmToGm};
 use crate::reasons::RejectReason;
 use crate::{Micros, NodeId, TaskId, TaskSpec};
 use std::collections::BTreeMap;
-
-/// The labels of [`GmToLm::kind`] and [`LmToGm::kind`] (logs, metrics labels,
-/// [`KindCounts`]).
-pub mod kind {
-    pub const LAUNCH: &str = "launch";
-    pub const PREEMPT: &str = "preempt";
-    pub const CANCEL: &str = "cancel";
-    pub const RECONCILE: &str = "reconcile";
-    pub const GANG: &str = "gang";
-    pub const LAUNCH_ANSWER: &str = "launch_answer";
-    pub const PREEMPT_ANSWER: &str = "preempt_answer";
-    pub const STATE: &str = "state";
-    pub const REQUEUE: &str = "requeue";
-    pub const ENDED: &str = "ended";
-    pub const STARTED: &str = "started";
-    pub const CANCEL_ANSWER: &str = "cancel_answer";
-    pub const RECONCILE_ANSWER: &str = "reconcile_answer";
-    pub const GANG_ANSWER: &str = "gang_answer";
-}
 
 /// How loud a [`Note`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +92,8 @@ pub enum Backlog {
     Taken,
 }
 
-/// Messages counted by [`GmToLm::kind`] (a shell's counters by kind).
+/// Messages counted by [`GmToLm::kind`] or [`LmToGm::kind`] (a shell's counters by
+/// kind).
 #[derive(Clone, Debug, Default)]
 pub struct KindCounts(BTreeMap<&'static str, u64>);
 

@@ -35,7 +35,8 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use common::protocol::{Backlog, GmToLm};
+use common::protocol::facts::Backlog;
+use common::protocol::GmToLm;
 use service_kit::amqp::Publisher;
 use service_kit::metrics::{family, single, Page};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! The actor's own counters (those the core does not keep), read by the metrics
 //! page ([`crate::service::observe::report`]) and the dashboard.
 
-use common::protocol::KindCounts;
+use common::protocol::facts::KindCounts;
 use common::Micros;
 use service_kit::metrics::Histogram;
 use std::collections::BTreeMap;

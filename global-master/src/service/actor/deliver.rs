@@ -18,7 +18,7 @@ use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::EndsPublished;
 use common::messages::{LaunchBatch, PreemptRefusal};
-use common::protocol::{Side, TaskFact};
+use common::protocol::facts::{Side, TaskFact};
 use common::reasons::PendingReason;
 use common::{Micros, TaskId};
 use service_kit::clock;

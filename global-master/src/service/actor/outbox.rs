@@ -6,7 +6,8 @@ use super::deliver::{Deliver, StillInDoubt};
 use super::GmActor;
 use crate::core::{GmInput, Undelivered};
 use actix::prelude::*;
-use common::protocol::{GmToLm, Side};
+use common::protocol::facts::Side;
+use common::protocol::GmToLm;
 use common::Micros;
 use service_kit::links::{call_until_settled_refreshing, LinkError};
 

@@ -9,7 +9,7 @@
 //! back to its queue and is never lost.
 
 use crate::service::actor::GmActor;
-use common::protocol::facts::kind;
+use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl GmActor {

@@ -10,7 +10,8 @@
 
 use super::LmActor;
 use actix::prelude::*;
-use common::protocol::{Asked, GmToLm, LmToGm, Side, TaskFact};
+use common::protocol::facts::{Asked, Side, TaskFact};
+use common::protocol::{GmToLm, LmToGm};
 use lm_core::gate::Refusal;
 use lm_core::LmInput;
 use service_kit::clock;

@@ -2,7 +2,7 @@
 
 use super::LmActor;
 use actix::prelude::*;
-use common::protocol::facts::kind;
+use common::protocol::kind;
 use service_kit::metrics::{single, Page};
 
 #[derive(Message, Debug)]

@@ -5,7 +5,7 @@
 //! each kill is confirmed, the preempted task back to its GM.
 
 use super::LmActor;
-use common::protocol::facts::kind;
+use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl LmActor {

@@ -14,7 +14,8 @@ use common::events::TaskEvent;
 use common::messages::{
     HeldTask, TaskFailure, WorkerAlive, WorkerAliveAnswer, WorkerAssignment, WorkerReport,
 };
-use common::protocol::{TaskFact, WorkerToLm};
+use common::protocol::facts::TaskFact;
+use common::protocol::WorkerToLm;
 use common::{Micros, NodeId};
 use lm_core::LmInput;
 use service_kit::clock;

@@ -4,8 +4,9 @@
 use super::Sim;
 use crate::sim::{probe, CostModel};
 use common::messages::WorkerReport;
-use common::protocol::facts::kind;
-use common::protocol::{LmToWorker, TaskFact, WorkerToLm};
+use common::protocol::facts::TaskFact;
+use common::protocol::kind;
+use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId, TaskKind};
 use lm_core::{LmInput, LmOutput};
 

@@ -7,7 +7,8 @@ use super::{
 };
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::{Link, Role};
-use common::protocol::{Asked, GmToLm, LmToGm, TaskFact};
+use common::protocol::facts::{Asked, TaskFact};
+use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
 use gm_core::{GmInput, Undelivered};
 use lm_core::gate::Refusal;
