@@ -13,7 +13,7 @@ use crate::messages::{
     EndsPublished, GangOp, GangOutcome, LaunchOutcome, Placement, PreemptOutcome, PreemptRefusal,
     TaskEnd, TasksEnded,
 };
-use crate::protocol::{kind, GmToLm, LmToGm};
+use crate::protocol::{GmToLm, LmToGm};
 use crate::reasons::RejectReason;
 use crate::{Micros, NodeId, TaskId, TaskSpec};
 use std::collections::BTreeMap;

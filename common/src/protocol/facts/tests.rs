@@ -2,6 +2,7 @@
 //! had it before they moved here (issue 34).
 
 use super::*;
+use crate::protocol::kind;
 use crate::messages::{
     CancelRequest, EndsPublished, GangRequest, LaunchBatch, LaunchRequest, PreemptedTasks,
     TaskFailure, TasksEnded,
