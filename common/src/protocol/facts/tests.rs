@@ -2,11 +2,11 @@
 //! had it before they moved here (issue 34).
 
 use super::*;
-use crate::protocol::kind;
 use crate::messages::{
     CancelRequest, EndsPublished, GangRequest, LaunchBatch, LaunchRequest, PreemptedTasks,
     TaskFailure, TasksEnded,
 };
+use crate::protocol::kind;
 use crate::{GmId, JobId, LmId, Resources};
 
 fn spec(job: u64, index: u32) -> TaskSpec {
