@@ -118,32 +118,28 @@ fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOut
                     partial += 1;
                 }
             }
-            if starts.len() < recs.len() || recs.is_empty() {
-                unfinished += 1;
-                continue;
+            if starts.len() == recs.len() && !recs.is_empty() {
+                let last = *starts.iter().max().expect("some");
+                let first = *starts.iter().min().expect("some");
+                spread_max = spread_max.max((last - first).as_secs_f64());
+                idle += starts
+                    .iter()
+                    .map(|s| (last - *s).as_secs_f64())
+                    .sum::<f64>();
             }
-            let last = *starts.iter().max().expect("some");
-            let first = *starts.iter().min().expect("some");
-            spread_max = spread_max.max((last - first).as_secs_f64());
-            idle += starts
-                .iter()
-                .map(|s| (last - *s).as_secs_f64())
-                .sum::<f64>();
-            let end = last + job.tasks[0].duration;
-            let jct = (end - job.arrival).as_secs_f64();
-            gang_jct.push(jct);
-            all.push(jct);
-        } else {
-            let finishes: Vec<Micros> = recs.iter().filter_map(|r| r.finish).collect();
-            if finishes.len() < recs.len() || recs.is_empty() {
-                unfinished += 1;
-                continue;
-            }
-            let end = *finishes.iter().max().expect("some");
-            let jct = (end - job.arrival).as_secs_f64();
-            rest.push(jct);
-            all.push(jct);
         }
+        let finishes: Vec<Micros> = recs.iter().filter_map(|r| r.finish).collect();
+        if finishes.len() < recs.len() || recs.is_empty() {
+            unfinished += 1;
+            continue;
+        }
+        let end = *finishes.iter().max().expect("some");
+        let jct = (end - job.arrival).as_secs_f64();
+        match gangs.contains_key(&job.id) {
+            true => gang_jct.push(jct),
+            false => rest.push(jct),
+        }
+        all.push(jct);
     }
     json!({
         "jct_all": stats(all),
@@ -155,6 +151,7 @@ fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOut
         "unfinished_jobs": unfinished,
         "drained": outcome.drained,
         "lm_rejections": outcome.counters.lm_rejections,
+        "barrier_stuck": outcome.counters.barrier_stuck,
     })
 }
 
@@ -218,6 +215,8 @@ pub fn run(args: GangsArgs) -> Result<()> {
         let mut config = flags.model.sim_config(SchedulerKind::Megha, cluster.gms)?;
         if name == "gang_aware" {
             config.gangs = Some(Arc::new(specs.clone()));
+        } else {
+            config.start_barrier = Some(Arc::new(gangs.keys().copied().collect()));
         }
         let started = std::time::Instant::now();
         let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
