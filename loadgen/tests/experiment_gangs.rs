@@ -1,7 +1,8 @@
-//! `loadgen experiment gangs` on a tiny trace: the shape of summary.json, no partial
-//! start when gang-aware, partial starts and idle reserved node-seconds when one by
-//! one on a cluster too small for a gang and the rest at once, and bad flags refused
-//! before anything runs.
+//! `loadgen experiment gangs` on a tiny trace: the shape of summary.json and
+//! jobs.csv, no partial start when gang-aware, partial starts and idle reserved
+//! node-seconds when one by one on a cluster too small for a gang and the rest at
+//! once (its members held at their start barrier, none left stuck there), and bad
+//! flags refused before anything runs.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -82,6 +83,22 @@ fn a_tiny_gang_experiment_starts_no_gang_partially() {
         single["idle_reserved_node_s"].as_f64().unwrap() > 0.0,
         "{text}"
     );
+    assert_eq!(single["barrier_stuck"], 0, "{text}");
+    // Every job, with its completion time in both runs; the gangs are marked.
+    let csv = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("job,arrival_s,tasks,gang,work_s,jct_gang_aware_s,jct_one_by_one_s")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 20, "{csv}");
+    let gangs = rows.iter().filter(|r| r[3] == "1").count();
+    assert_eq!(Some(gangs as u64), s["gangs"].as_u64(), "{csv}");
+    for r in &rows {
+        let jct: Vec<f64> = r[5..].iter().map(|x| x.parse().unwrap()).collect();
+        assert!(jct.len() == 2 && jct.iter().all(|x| *x > 0.0), "{r:?}");
+    }
 }
 
 #[test]
