@@ -310,6 +310,16 @@ pub fn run(args: GangsArgs) -> Result<()> {
                 r["partial_starts"]
             );
         }
+        for name in ["gang_aware", "one_by_one"] {
+            let r = &summary["runs"][name];
+            if r["barrier_stuck"].as_u64().unwrap_or(0) > 0 {
+                println!(
+                    "{name}: deadlocked, {} tasks held nodes at their start barrier when the run \
+                     ended; {} jobs unfinished (not in the means)",
+                    r["barrier_stuck"], r["unfinished_jobs"]
+                );
+            }
+        }
         println!("written to {}", path.display());
     }
     Ok(())
