@@ -1,7 +1,9 @@
-//! `loadgen experiment gangs` on a tiny trace: the shape of summary.json, no partial
-//! start when gang-aware, partial starts and idle reserved node-seconds when one by
-//! one on a cluster too small for a gang and the rest at once, and bad flags refused
-//! before anything runs.
+//! `loadgen experiment gangs` on a tiny trace: the shape of summary.json and
+//! jobs.csv; gang-aware, no partial start and every job done; one by one on a
+//! cluster too small for the gangs and the rest at once, partial starts, idle
+//! reserved node-seconds and a deadlock (every node held by members waiting at
+//! their start barrier for members that can never start), reported rather than
+//! waited out; and bad flags refused before anything runs.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -67,11 +69,10 @@ fn a_tiny_gang_experiment_starts_no_gang_partially() {
     assert!(s["gangs"].as_u64().unwrap() >= 3, "{text}");
     let aware = &s["runs"]["gang_aware"];
     let single = &s["runs"]["one_by_one"];
-    for r in [aware, single] {
-        assert_eq!(r["unfinished_jobs"], 0, "{text}");
-        assert_eq!(r["jct_all"]["jobs"], 20, "{text}");
-        assert_eq!(r["drained"], true, "{text}");
-    }
+    assert_eq!(aware["unfinished_jobs"], 0, "{text}");
+    assert_eq!(aware["jct_all"]["jobs"], 20, "{text}");
+    assert_eq!(aware["drained"], true, "{text}");
+    assert_eq!(aware["barrier_stuck"], 0, "{text}");
     assert_eq!(aware["partial_starts"], 0, "{text}");
     assert!(
         aware["max_gang_start_spread_s"].as_f64().unwrap() < 0.1,
@@ -82,6 +83,34 @@ fn a_tiny_gang_experiment_starts_no_gang_partially() {
         single["idle_reserved_node_s"].as_f64().unwrap() > 0.0,
         "{text}"
     );
+    // One by one deadlocked: all 32 one-core nodes held at barriers, the jobs
+    // waiting for them never done.
+    assert_eq!(single["barrier_stuck"], 32, "{text}");
+    assert_eq!(single["drained"], false, "{text}");
+    let unfinished = single["unfinished_jobs"].as_u64().unwrap();
+    assert!(unfinished > 0, "{text}");
+    assert_eq!(single["jct_all"]["jobs"].as_u64(), Some(20 - unfinished));
+    // Every job, with its completion time in each run (none if unfinished); the
+    // gangs are marked.
+    let csv = std::fs::read_to_string(out.join("jobs.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("job,arrival_s,tasks,gang,work_s,jct_gang_aware_s,jct_one_by_one_s")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 20, "{csv}");
+    let gangs = rows.iter().filter(|r| r[3] == "1").count();
+    assert_eq!(Some(gangs as u64), s["gangs"].as_u64(), "{csv}");
+    for r in &rows {
+        assert!(r[5].parse::<f64>().unwrap() > 0.0, "{r:?}");
+        assert!(
+            r[6].is_empty() || r[6].parse::<f64>().unwrap() > 0.0,
+            "{r:?}"
+        );
+    }
+    let empty = rows.iter().filter(|r| r[6].is_empty()).count();
+    assert_eq!(empty as u64, unfinished, "{csv}");
 }
 
 #[test]

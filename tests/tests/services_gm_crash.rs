@@ -149,10 +149,17 @@ fn tasks_a_silent_lm_may_run_wait_for_its_answer_before_they_resume() {
         cluster.metric(&cluster.gms, "megha_gm_resume_doubt_expired_total"),
         0.0
     );
+    // A failure here (seen once in about 20 runs, on a loaded machine; 6 resumed)
+    // is not understood yet (issue 31). The counters say whether the restarted LM
+    // 1 declared its worker's slot down before the worker registered (then its
+    // reconcile answer could not name the two finished runs, and their
+    // re-announced finishes withdrew the two resumed before they went out).
     assert_eq!(
         cluster.metric(&cluster.gms, "megha_gm_recovered_tasks_total"),
         4.0,
-        "only the 4 never sent were resumed; logs in {}",
+        "only the 4 never sent were resumed; LM workers lost {}, ends re-announced {}; logs in {}",
+        cluster.metric(&cluster.lms, "megha_lm_workers_lost_total"),
+        cluster.metric(&cluster.lms, "megha_lm_ends_reannounced_total"),
         dir.display()
     );
     cluster.terminate_all_cleanly();

@@ -152,3 +152,66 @@ fn a_run_started_through_join_exec_is_in_its_cgroups_as_its_user() {
     let _ = std::fs::remove_file(&out_path);
     remove(&limits, vec![run_limits]);
 }
+
+/// A frozen worker, as its task supervisor sees it: the socket stays open but no
+/// newer lease comes. When the lease runs out the supervisor kills the run (and
+/// what it started), starts nothing until a lease in the future comes, and then
+/// starts again. (The whole story over the services, with SIGSTOP, is the tests
+/// crate's services_worker_frozen.)
+#[test]
+fn when_the_workers_lease_runs_out_its_supervisor_kills_every_run_and_starts_none() {
+    need_root();
+    let limits = Limits::detect(true);
+    let (ours, mut supervisor) = supervisor();
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("null");
+    let lease = |ms: u64| {
+        let kill_at_ns = Some(wire::monotonic_ns() + ms * 1_000_000);
+        wire::send(&ours, &Order::Lease { kill_at_ns }, &[]).expect("lease");
+    };
+    // A lease well in the future while the run starts, then a short one.
+    lease(60_000);
+    let run_limits = limits.for_run(9_996, 64, 500, 64);
+    let spec = sh_spec(
+        "setsid sleep 619 & sleep 621",
+        UIDS.1 - 3,
+        &run_limits,
+        run_limits.v2,
+    );
+    let report = start(&ours, 9_996, spec.clone(), &null);
+    assert!(matches!(report, Report::Started { .. }), "{report:?}");
+    lease(300);
+    // A supervisor that ignored the lease would let it run for 621 s: wait 10.
+    rustix::net::sockopt::set_socket_timeout(
+        &ours,
+        rustix::net::sockopt::Timeout::Recv,
+        Some(Duration::from_secs(10)),
+    )
+    .expect("receive timeout");
+    // Nothing else is said: the run ends, killed, and nothing of it is left.
+    assert_eq!(next(&ours, 9_996), Report::Signal { signal: 9 });
+    for needle in ["sleep 619", "sleep 621"] {
+        assert_eq!(processes_with(needle), Vec::<u32>::new(), "`{needle}` left");
+    }
+    // No start while the lease is out.
+    let refused = start(&ours, 9_995, spec.clone(), &null);
+    assert!(
+        matches!(&refused, Report::Error { reason } if reason.contains("lease")),
+        "{refused:?}"
+    );
+    // A lease in the future: runs start again.
+    lease(60_000);
+    let spec = sh_spec("exit 3", UIDS.1 - 3, &run_limits, run_limits.v2);
+    assert!(matches!(
+        start(&ours, 9_994, spec, &null),
+        Report::Started { .. }
+    ));
+    assert_eq!(next(&ours, 9_994), Report::Exit { code: 3 });
+    // No lease at all: never acts on time.
+    wire::send(&ours, &Order::Lease { kill_at_ns: None }, &[]).expect("no lease");
+    drop(ours);
+    supervisor.wait().expect("supervisor ends");
+    remove(&limits, vec![run_limits]);
+}

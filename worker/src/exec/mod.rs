@@ -156,6 +156,11 @@ impl Executors {
         })
     }
 
+    /// The task supervisor (told the worker's lease by the fence guard).
+    pub fn supervisor(&self) -> Arc<Supervisor> {
+        self.supervisor.clone()
+    }
+
     /// Whom exec tasks run as.
     pub fn identity(&self) -> &TaskIdentity {
         &self.identity

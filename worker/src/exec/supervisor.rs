@@ -24,6 +24,9 @@ pub struct Supervisor {
     /// Supervisors that ended while the worker ran.
     lost: Arc<AtomicU64>,
     stopped: Arc<AtomicBool>,
+    /// The worker's lease as last told ([`Order::Lease`]): sent to each new
+    /// supervisor process before its first run.
+    lease: Mutex<Option<u64>>,
 }
 
 /// One supervisor process.
@@ -83,6 +86,23 @@ impl Supervisor {
             current: Mutex::new(None),
             lost: Arc::new(AtomicU64::new(0)),
             stopped: Arc::new(AtomicBool::new(false)),
+            lease: Mutex::new(None),
+        }
+    }
+
+    /// The worker's lease: without a newer one, at `kill_at` the supervisor kills
+    /// every run and starts none (a frozen worker cannot fence itself); `None`: no
+    /// lease. Told to the running supervisor at once, and to the next one first.
+    pub fn lease(&self, kill_at: Option<std::time::Instant>) {
+        let kill_at_ns = kill_at.map(|at| {
+            let left = at.saturating_duration_since(std::time::Instant::now());
+            wire::monotonic_ns().saturating_add(u64::try_from(left.as_nanos()).unwrap_or(u64::MAX))
+        });
+        *lock(&self.lease) = kill_at_ns;
+        let current = lock(&self.current);
+        if let Some(live) = current.as_ref().filter(|l| !l.gone.load(Ordering::Relaxed)) {
+            // A supervisor gone has killed its runs already.
+            let _ = wire::send(&live.control, &Order::Lease { kill_at_ns }, &[]);
         }
     }
 
@@ -144,6 +164,13 @@ impl Supervisor {
             return Err("the worker is stopping".into());
         }
         let live = spawn(&self.program, self.lost.clone(), self.stopped.clone())?;
+        let kill_at_ns = *lock(&self.lease);
+        if kill_at_ns.is_some() {
+            let order = Order::Lease { kill_at_ns };
+            if let Err(e) = wire::send(&live.control, &order, &[]) {
+                tracing::warn!(error = %e, "cannot tell the new task supervisor the worker's lease");
+            }
+        }
         *current = Some(live.clone());
         Ok(live)
     }

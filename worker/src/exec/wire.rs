@@ -3,7 +3,9 @@
 //! boundaries kept, so a message and the descriptors sent with it arrive together).
 //!
 //! - worker -> supervisor: [`Order`]s: start a run (with its stdout and stderr log
-//!   files as descriptors), SIGTERM or SIGKILL every process of a run;
+//!   files as descriptors), SIGTERM or SIGKILL every process of a run, and the
+//!   worker's lease (until when its LM counts it alive: a supervisor whose worker
+//!   froze kills every run itself when the lease runs out, [`super::helper`]);
 //! - supervisor -> worker: [`Event`]s: a run started (its pid), ended (exit code or
 //!   signal, after every process of the run was killed), or could not start (why).
 //!
@@ -63,6 +65,17 @@ pub enum Order {
     Term { run: u64 },
     /// SIGKILL to every process of the run.
     Kill { run: u64 },
+    /// The worker's lease: at `kill_at_ns` (`CLOCK_MONOTONIC`, nanoseconds; one
+    /// clock for every process of the host) without a newer lease, the supervisor
+    /// kills every run and starts none until a lease in the future comes. `None`:
+    /// no lease (the LM gives none), never act on time.
+    Lease { kill_at_ns: Option<u64> },
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock of [`Order::Lease`]).
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 /// Supervisor -> worker: what became of `run`.

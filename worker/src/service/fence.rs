@@ -36,6 +36,13 @@ pub fn fence_after(lease: Duration) -> Duration {
     Duration::from_micros(crate::core::fence_after(micros).0)
 }
 
+/// When the worker's own fence has killed every run (3/5 + 1/5 of the lease after
+/// the confirmed message was sent), and so when the task supervisor kills them
+/// itself if the worker could not (it froze): still before the LM's timeout.
+pub fn kill_at(c: Confirmed) -> Instant {
+    c.sent + fence_after(c.lease) + fence_grace(c.lease)
+}
+
 /// How long a fenced task may take to end after SIGTERM (1/5 of the lease).
 pub fn fence_grace(lease: Duration) -> Duration {
     lease / 5
@@ -78,13 +85,22 @@ impl Lease {
 
 /// Fences the worker when no confirmation comes within [`fence_after`] of the last
 /// one, and lifts the fence at the next. Ends when every [`Lease`] is dropped.
+///
+/// Each confirmation also goes to the task `supervisor`, which kills every run
+/// itself at [`kill_at`] unless a newer one comes: a worker that froze (SIGSTOP, a
+/// cgroup freezer) cannot fence, and its runs would otherwise go on beside their
+/// retries elsewhere (issue 31).
 pub async fn guard(
     mut confirmed: watch::Receiver<Option<Confirmed>>,
     worker: actix::Addr<WorkerActor>,
+    supervisor: std::sync::Arc<crate::exec::supervisor::Supervisor>,
 ) {
     let mut fenced = false;
     loop {
         let current = *confirmed.borrow_and_update();
+        // Before the fence is lifted, so that the supervisor has the new lease
+        // before any start order the lifted fence lets through.
+        supervisor.lease(current.map(|c| kill_at(c).into_std()));
         if fenced {
             // Changed since the fence: confirmed again (or the LM life that
             // answered gives no lease).

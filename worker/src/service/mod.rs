@@ -69,6 +69,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     let owner = format!("{} {} {}", s.cluster_name, s.lm_url, s.slot);
     let ended = ended_runs::EndedRuns::open(&s.exec.data_dir, &owner);
     let ended_before = ended.list();
+    let supervisor = executors.supervisor();
     let worker = actor::WorkerActor::new(reports)
         .with_ended_runs(ended)
         .with_queueing(s.queue_order, s.queueable_cap)
@@ -138,7 +139,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     let (lease, confirmed) = fence::Lease::new(assignment.lease_ms);
     lease.confirm(sent, lease.ms);
     log_lease(lease.ms, s.lm_check);
-    let guard = tokio::spawn(fence::guard(confirmed, worker.clone()));
+    let guard = tokio::spawn(fence::guard(confirmed, worker.clone(), supervisor));
     its_lm.set(assignment.lm);
     worker.do_send(actor::Assign(assignment));
     let watcher = tokio::spawn(watch_lm(

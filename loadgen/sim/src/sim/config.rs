@@ -90,6 +90,12 @@ pub struct SimConfig {
     /// Gangs (issue 37): per job id (the trace job's dense number), its gang; such
     /// a job is submitted as one gang to its GM. `None`: no job is a gang.
     pub gangs: Option<Arc<rustc_hash::FxHashMap<u64, common::gang::GangSpec>>>,
+    /// Start barriers (issue 37's one-by-one baseline): per job id, its tasks are
+    /// ordinary tasks placed one by one, but each waits, holding its node, until
+    /// every task of the job has started; when the last starts at `t`, each ends at
+    /// `t` plus its duration, as the members of a real gang do (Megha driver only;
+    /// `megha/barrier.rs`). `None`: no job waits.
+    pub start_barrier: Option<Arc<rustc_hash::FxHashSet<u64>>>,
 }
 
 /// When a simulated LM sends its state to every GM. Both piggyback the state on
@@ -214,6 +220,7 @@ impl Default for SimConfig {
             soft_jobs: None,
             soft_ilp_ms: None,
             gangs: None,
+            start_barrier: None,
         }
     }
 }

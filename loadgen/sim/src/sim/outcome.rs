@@ -49,6 +49,10 @@ pub struct SimCounters {
     /// greedy step (not in `summary.json`).
     pub soft_ilp_solves: u64,
     pub soft_ilp_fallbacks: u64,
+    /// Tasks still waiting at their job's start barrier when the run ended
+    /// ([`SimConfig::start_barrier`](super::SimConfig)): nonzero when placing
+    /// barrier jobs one by one deadlocked (not in `summary.json`).
+    pub barrier_stuck: u64,
 }
 
 /// One run of a task on a worker (a preempted task has several).

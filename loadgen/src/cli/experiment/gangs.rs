@@ -5,17 +5,23 @@
 //!
 //! - `gang_aware`: each gang is submitted as one (`ClientToGm::SubmitGang`): its
 //!   members are reserved on their LMs and launched on one commit.
-//! - `one_by_one`: its tasks are ordinary tasks. A gang's work begins when its last
-//!   member starts, so its completion is that start plus the members' duration, and
-//!   every member started earlier holds its node idle meanwhile.
+//! - `one_by_one`: its tasks are ordinary tasks, placed one by one, with a start
+//!   barrier (`SimConfig::start_barrier`, `megha/barrier.rs` in the simulator): a
+//!   member that starts before the others waits there, holding its node; when the
+//!   last member starts at `t`, every member ends at `t` plus its duration, as the
+//!   ranks of an MPI job or the workers of a distributed training job do. (Before
+//!   the barrier model, the simulator freed an early member's node after its own
+//!   duration, which favoured this run.)
 //!
-//! Per run: job completion time (all jobs, gangs, the rest), idle reserved
-//! node-seconds (per gang, the sum over members of last start - own start; one
-//! task per one-core node), `partial_starts` (gangs of which a member started before
-//! every member's room was secured: held at its LM for a gang, launched otherwise),
-//! the widest spread of a gang's member starts. The simulator runs a one-by-one
-//! member for its duration from its own start (it frees its node earlier than a
-//! real gang member would): the one-by-one run is favoured, not penalised.
+//! Per run: job completion time (a job's last task's finish - its arrival; all
+//! jobs, gangs, the rest), idle reserved node-seconds (per gang, the sum over
+//! members of last start - own start: the time members held a node at the
+//! barrier; one task per one-core node), `partial_starts` (gangs of which a member
+//! started before every member's room was secured: held at its LM for a gang,
+//! launched otherwise), the widest spread of a gang's member starts, and
+//! `barrier_stuck` (members still waiting when the run ended: one-by-one placement
+//! deadlocked, every node held at barriers; the jobs then count as unfinished).
+//! `DIR/jobs.csv` has every job's completion time in each run.
 
 use super::flags::TraceFlags;
 use crate::cli::simulate::read_trace;
@@ -33,7 +39,8 @@ use std::sync::Arc;
 
 #[derive(Args, Debug)]
 pub struct GangsArgs {
-    /// Output directory (created if missing): summary.json.
+    /// Output directory (created if missing): summary.json and jobs.csv (per job:
+    /// arrival, tasks, gang or not, work, completion time in each run).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[arg(long, default_value = "data/traces/YH1_sub.tr", value_name = "FILE")]
@@ -99,14 +106,20 @@ fn make_gangs(jobs: &mut [workload::Job], args: &GangsArgs) -> FxHashMap<u64, u3
     gangs
 }
 
-/// The figures of one run.
-fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOutcome) -> Value {
+/// The figures of one run, and each job's completion time (seconds; `None`:
+/// unfinished), in `jobs` order.
+fn measure(
+    jobs: &[workload::Job],
+    gangs: &FxHashMap<u64, u32>,
+    outcome: &SimOutcome,
+) -> (Value, Vec<Option<f64>>) {
     let mut by_job: FxHashMap<u64, Vec<&sim::ledger::TaskRecord>> = FxHashMap::default();
     for r in &outcome.records {
         by_job.entry(r.job).or_default().push(r);
     }
     let (mut all, mut gang_jct, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     let (mut idle, mut partial, mut spread_max, mut unfinished) = (0.0f64, 0u64, 0.0f64, 0u64);
+    let mut per_job = Vec::with_capacity(jobs.len());
     for job in jobs {
         let recs = by_job.get(&job.id).map(Vec::as_slice).unwrap_or(&[]);
         let starts: Vec<Micros> = recs.iter().filter_map(|r| r.start).collect();
@@ -118,34 +131,32 @@ fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOut
                     partial += 1;
                 }
             }
-            if starts.len() < recs.len() || recs.is_empty() {
-                unfinished += 1;
-                continue;
+            if starts.len() == recs.len() && !recs.is_empty() {
+                let last = *starts.iter().max().expect("some");
+                let first = *starts.iter().min().expect("some");
+                spread_max = spread_max.max((last - first).as_secs_f64());
+                idle += starts
+                    .iter()
+                    .map(|s| (last - *s).as_secs_f64())
+                    .sum::<f64>();
             }
-            let last = *starts.iter().max().expect("some");
-            let first = *starts.iter().min().expect("some");
-            spread_max = spread_max.max((last - first).as_secs_f64());
-            idle += starts
-                .iter()
-                .map(|s| (last - *s).as_secs_f64())
-                .sum::<f64>();
-            let end = last + job.tasks[0].duration;
-            let jct = (end - job.arrival).as_secs_f64();
-            gang_jct.push(jct);
-            all.push(jct);
-        } else {
-            let finishes: Vec<Micros> = recs.iter().filter_map(|r| r.finish).collect();
-            if finishes.len() < recs.len() || recs.is_empty() {
-                unfinished += 1;
-                continue;
-            }
-            let end = *finishes.iter().max().expect("some");
-            let jct = (end - job.arrival).as_secs_f64();
-            rest.push(jct);
-            all.push(jct);
         }
+        let finishes: Vec<Micros> = recs.iter().filter_map(|r| r.finish).collect();
+        if finishes.len() < recs.len() || recs.is_empty() {
+            unfinished += 1;
+            per_job.push(None);
+            continue;
+        }
+        let end = *finishes.iter().max().expect("some");
+        let jct = (end - job.arrival).as_secs_f64();
+        match gangs.contains_key(&job.id) {
+            true => gang_jct.push(jct),
+            false => rest.push(jct),
+        }
+        all.push(jct);
+        per_job.push(Some(jct));
     }
-    json!({
+    let figures = json!({
         "jct_all": stats(all),
         "jct_gangs": stats(gang_jct),
         "jct_other": stats(rest),
@@ -155,7 +166,44 @@ fn measure(jobs: &[workload::Job], gangs: &FxHashMap<u64, u32>, outcome: &SimOut
         "unfinished_jobs": unfinished,
         "drained": outcome.drained,
         "lm_rejections": outcome.counters.lm_rejections,
-    })
+        "barrier_stuck": outcome.counters.barrier_stuck,
+    });
+    (figures, per_job)
+}
+
+/// `DIR/jobs.csv`: per job, its arrival, tasks, whether it is a gang, its work
+/// (the sum of its tasks' durations) and its completion time in each run.
+fn write_jobs_csv(
+    out: &std::path::Path,
+    jobs: &[workload::Job],
+    gangs: &FxHashMap<u64, u32>,
+    jct: &[(&str, Vec<Option<f64>>)],
+) -> Result<()> {
+    let mut text = String::from("job,arrival_s,tasks,gang,work_s");
+    for (name, _) in jct {
+        text.push_str(&format!(",jct_{name}_s"));
+    }
+    text.push('\n');
+    for (i, job) in jobs.iter().enumerate() {
+        let work: u64 = job.tasks.iter().map(|t| t.duration.0).sum();
+        text.push_str(&format!(
+            "{},{:.3},{},{},{:.3}",
+            job.id,
+            job.arrival.as_secs_f64(),
+            job.tasks.len(),
+            u8::from(gangs.contains_key(&job.id)),
+            Micros(work).as_secs_f64()
+        ));
+        for (_, per_job) in jct {
+            match per_job.get(i).copied().flatten() {
+                Some(s) => text.push_str(&format!(",{s:.3}")),
+                None => text.push(','),
+            }
+        }
+        text.push('\n');
+    }
+    let path = out.join("jobs.csv");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub fn run(args: GangsArgs) -> Result<()> {
@@ -214,15 +262,20 @@ pub fn run(args: GangsArgs) -> Result<()> {
         .map(|(job, size)| (*job, GangSpec::all(*size, Micros::from_secs_f64(86_400.0))))
         .collect();
     let mut runs = serde_json::Map::new();
+    let mut per_job = Vec::new();
     for name in ["gang_aware", "one_by_one"] {
         let mut config = flags.model.sim_config(SchedulerKind::Megha, cluster.gms)?;
         if name == "gang_aware" {
             config.gangs = Some(Arc::new(specs.clone()));
+        } else {
+            config.start_barrier = Some(Arc::new(gangs.keys().copied().collect()));
         }
         let started = std::time::Instant::now();
         let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
         eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
-        runs.insert(name.into(), measure(&jobs, &gangs, &outcome));
+        let (figures, jct) = measure(&jobs, &gangs, &outcome);
+        runs.insert(name.into(), figures);
+        per_job.push((name, jct));
     }
     let summary = json!({
         "seed": args.seed,
@@ -240,6 +293,7 @@ pub fn run(args: GangsArgs) -> Result<()> {
         "runs": runs,
     });
     let path = super::output::write_summary(&args.out, &summary)?;
+    write_jobs_csv(&args.out, &jobs, &gangs, &per_job)?;
     if !args.quiet {
         println!("| run | JCT mean s (all) | gangs mean s | gangs p95 s | others mean s | idle reserved node-s | partial starts |");
         println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
@@ -255,6 +309,16 @@ pub fn run(args: GangsArgs) -> Result<()> {
                 f(&r["idle_reserved_node_s"]),
                 r["partial_starts"]
             );
+        }
+        for name in ["gang_aware", "one_by_one"] {
+            let r = &summary["runs"][name];
+            if r["barrier_stuck"].as_u64().unwrap_or(0) > 0 {
+                println!(
+                    "{name}: deadlocked, {} tasks held nodes at their start barrier when the run \
+                     ended; {} jobs unfinished (not in the means)",
+                    r["barrier_stuck"], r["unfinished_jobs"]
+                );
+            }
         }
         println!("written to {}", path.display());
     }

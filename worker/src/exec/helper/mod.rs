@@ -23,7 +23,11 @@
 //!    `exit` or `signal` (or `error` with the reason when it could not start);
 //! 4. obeys `term` (SIGTERM to every process of the run) and `kill` (SIGKILL);
 //! 5. when the worker's end of the socket closes (the worker died, or stopped), it
-//!    kills every process of every run and exits.
+//!    kills every process of every run and exits;
+//! 6. when the worker's lease ([`Order::Lease`]) runs out without a newer one (the
+//!    worker froze: it can neither fence itself nor close the socket), it kills
+//!    every process of every run and starts none until a lease in the future comes
+//!    (see `WorkerLease`).
 //!
 //! "Every process of the run" is every process in the run's cgroup (whatever its
 //! session or process group); without cgroups, the command's process group and,
@@ -74,13 +78,32 @@ pub fn main() -> i32 {
     let waiters = Arc::new(Waiters::new(&control, runs.clone()));
     let mut spawner = Spawner::default();
     let mut buffer = vec![0u8; wire::MAX_MESSAGE];
+    let mut lease = WorkerLease::default();
     loop {
+        match lease.wait(&control) {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!("megha-task-exec: the worker's lease ran out without a newer one (the worker is frozen, or cut off from its LM): killing every run before its LM declares the worker lost");
+                runs.kill_every_run();
+                continue;
+            }
+            Err(e) => {
+                eprintln!("megha-task-exec: cannot wait for the worker: {e}; stopping every run");
+                break;
+            }
+        }
         match wire::recv::<Order>(&control, &mut buffer) {
             Ok(Some((Order::Start { run, spec }, fds))) => {
-                start(&control, &runs, &waiters, &mut spawner, run, spec, fds)
+                if lease.expired {
+                    let reason = "the worker's lease ran out (its LM may have declared it lost): no run starts until the LM confirms the worker again".to_owned();
+                    report(&control, run, Report::Error { reason });
+                } else {
+                    start(&control, &runs, &waiters, &mut spawner, run, spec, fds)
+                }
             }
             Ok(Some((Order::Term { run }, _))) => runs.signal(run, rustix::process::Signal::TERM),
             Ok(Some((Order::Kill { run }, _))) => runs.signal(run, rustix::process::Signal::KILL),
+            Ok(Some((Order::Lease { kill_at_ns }, _))) => lease.renew(kill_at_ns),
             Ok(None) => break,
             Err(e) => {
                 eprintln!("megha-task-exec: {e}; stopping every run");
@@ -91,6 +114,58 @@ pub fn main() -> i32 {
     // The worker is gone (or stopped): nothing of any run may outlive it.
     runs.kill_every_run();
     0
+}
+
+/// The worker's lease as the supervisor enforces it ([`Order::Lease`]): a worker
+/// that froze (SIGSTOP, a cgroup freezer, a host thrashing) can neither fence
+/// itself nor close its socket, while its LM declares it lost and its GMs run its
+/// tasks elsewhere. So the supervisor kills every run itself when the lease runs
+/// out, at the moment the worker's own fence would have killed them (4/5 of the
+/// lease after the last confirmation, before the LM's timeout), and starts none
+/// until a lease in the future comes.
+#[derive(Debug, Default)]
+struct WorkerLease {
+    kill_at_ns: Option<u64>,
+    /// The lease ran out and every run was killed; no run starts.
+    expired: bool,
+}
+
+impl WorkerLease {
+    fn renew(&mut self, kill_at_ns: Option<u64>) {
+        self.kill_at_ns = kill_at_ns;
+        self.expired = kill_at_ns.is_some_and(|at| at <= wire::monotonic_ns());
+    }
+
+    /// Waits until an order can be read (`true`) or the lease runs out (`false`,
+    /// once: the lease is then expired).
+    fn wait(&mut self, control: &OwnedFd) -> Result<bool, String> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let live = self.kill_at_ns.filter(|_| !self.expired);
+        let timeout = match live {
+            None => None,
+            Some(at) => {
+                let left = at.saturating_sub(wire::monotonic_ns());
+                if left == 0 {
+                    self.expired = true;
+                    return Ok(false);
+                }
+                Some(Timespec {
+                    tv_sec: (left / 1_000_000_000) as i64,
+                    tv_nsec: (left % 1_000_000_000) as i64,
+                })
+            }
+        };
+        let mut fds = [PollFd::new(control, PollFlags::IN)];
+        loop {
+            match poll(&mut fds, timeout.as_ref()) {
+                // Timed out: the next call finds the lease run out.
+                Ok(0) => return self.wait(control),
+                Ok(_) => return Ok(true),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
 }
 
 fn control_socket() -> Result<OwnedFd, String> {

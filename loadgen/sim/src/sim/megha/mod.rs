@@ -7,6 +7,7 @@
 //! [`publish`] the LMs' change-triggered state publication (off by default),
 //! [`mail`] the events and the inputs they carry.
 
+mod barrier;
 mod publish;
 mod workers;
 
@@ -24,6 +25,8 @@ use rustc_hash::FxHashMap as HashMap;
 use worker_core::Worker;
 use worker_core::{WorkerInput, WorkerOutput};
 
+#[cfg(test)]
+mod barrier_tests;
 #[cfg(test)]
 mod bulk_tests;
 mod gm;
@@ -82,6 +85,8 @@ struct Sim<'a> {
     /// Per worker: its node's attributes, when some job's run time depends on its
     /// placement ([`SimConfig::soft_jobs`]); empty otherwise.
     node_attrs: Vec<common::ConstraintSet>,
+    /// Jobs whose members wait at a start barrier ([`SimConfig::start_barrier`]).
+    barriers: barrier::Barriers,
 }
 
 /// Whether an event counts as in flight: everything but trace arrivals and LM ticks.
@@ -205,6 +210,13 @@ pub fn simulate(
                 .collect(),
             None => Vec::new(),
         },
+        barriers: barrier::Barriers::new(match &config.start_barrier {
+            Some(set) => (jobs.iter())
+                .filter(|j| set.contains(&j.id))
+                .map(|j| (j.id, j.tasks.len()))
+                .collect(),
+            None => Vec::new(),
+        }),
     };
     sim.install_operator_constraints();
     for (k, job) in jobs.iter().enumerate() {
@@ -257,6 +269,7 @@ pub fn simulate(
         sim.counters.soft_ilp_solves += gm.stats().soft_ilp_solves;
         sim.counters.soft_ilp_fallbacks += gm.stats().soft_ilp_fallbacks;
     }
+    sim.counters.barrier_stuck = sim.barriers.waiting();
     let branches = super::soft::branches_taken(&sim.gms, &sim.records);
     SimOutcome {
         drained,
@@ -472,9 +485,11 @@ impl Sim<'_> {
     }
 
     /// Nothing running, nothing in flight but heartbeats: counts towards the end of
-    /// a run that can no longer make progress.
+    /// a run that can no longer make progress. Members waiting at a start barrier
+    /// count as not running: when they are all that runs, no room can ever free
+    /// (one-by-one placement deadlocked, every waiting task's room held by them).
     fn idle_check(&mut self) {
-        let quiet = self.running == 0
+        let quiet = self.running == self.barriers.waiting()
             && self.arrived == self.jobs
             && self
                 .gms

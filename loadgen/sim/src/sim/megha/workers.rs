@@ -38,11 +38,22 @@ impl Sim<'_> {
                 }
                 self.schedule_wake(w);
             }
-            // The simulator runs synthetic tasks only: their ends come from Wake;
-            // nothing cuts a worker off from its LM here (see `loadgen faults`).
-            WorkerInput::Exited { .. } | WorkerInput::Fence { .. } => {}
+            // A synthetic task's end comes from Wake; an exit, from a released start
+            // barrier (`barrier.rs`); nothing cuts a worker off from its LM here
+            // (see `loadgen faults`).
+            input @ WorkerInput::Exited { .. } => {
+                if let Ok(out) = self.workers[w].step(now, input) {
+                    self.worker_reports(now, w, out);
+                    self.schedule_wake(w);
+                }
+            }
+            WorkerInput::Fence { .. } => {}
             WorkerInput::Lm(LmToWorker::Start(mut order)) => {
                 self.record(order.task.id).in_flight_until(now);
+                // A member whose start barrier holds waits there (`barrier.rs`).
+                if self.barriers.holds(order.task.id.job.0) {
+                    self.barriers.order(&mut order.task);
+                }
                 // Placement-dependent run time (alsched): slower off the preferred set.
                 if let Some(soft) = self.config.soft_jobs.as_ref() {
                     if let Some(job) = soft.get(&order.task.id.job.0) {
@@ -71,13 +82,14 @@ impl Sim<'_> {
                 }
             }
             WorkerInput::Lm(LmToWorker::Kill(kill)) => {
-                let task = kill.task;
+                let (task, attempt) = (kill.task, kill.attempt);
                 let was_running = self.workers[w].running().iter().any(|r| r.task == task);
                 if let Ok(out) = self.workers[w].step(now, WorkerInput::Lm(LmToWorker::Kill(kill)))
                 {
                     if was_running {
                         self.end_run(task, now);
                         self.running -= 1;
+                        self.barriers.ended(task, attempt);
                     }
                     // The room is left to the work the LM killed for, whose start
                     // follows; queued work may take what that leaves.
@@ -97,13 +109,30 @@ impl Sim<'_> {
         }
     }
 
+    /// A member of a barrier job started: when it is the last one, every member's
+    /// exit is queued (`barrier.rs`).
+    fn release_barrier(&mut self, now: Micros, w: usize, task: TaskId, attempt: u32) {
+        if !self.barriers.holds(task.job.0) {
+            return;
+        }
+        for exit in self.barriers.started(now, w, task, attempt) {
+            let input = WorkerInput::Exited {
+                task: exit.task,
+                attempt: exit.attempt,
+                failure: None,
+                used: None,
+            };
+            self.push_worker(exit.at, exit.worker, input);
+        }
+    }
+
     /// Books a worker's reports (starts, finishes, kills it made on its own) and
     /// sends them to its LM.
     fn worker_reports(&mut self, now: Micros, w: usize, out: WorkerOutput) {
         for WorkerToLm::Report(report) in &out.to_lm {
             match report {
-                WorkerReport::Started { task, .. } => {
-                    let task = *task;
+                WorkerReport::Started { task, attempt, .. } => {
+                    let (task, attempt) = (*task, *attempt);
                     let (resources, kind) = self.workers[w]
                         .running()
                         .iter()
@@ -127,6 +156,7 @@ impl Sim<'_> {
                     });
                     self.running += 1;
                     self.idle_ticks = 0;
+                    self.release_barrier(now, w, task, attempt);
                 }
                 // Failed: real executors only, never in the simulator.
                 WorkerReport::Finished { task, at, .. } | WorkerReport::Failed { task, at, .. } => {
@@ -142,10 +172,13 @@ impl Sim<'_> {
                         self.push_gm(at, d, GmInput::TaskEnded(task));
                     }
                 }
-                WorkerReport::Killed { task, at, .. } => {
+                WorkerReport::Killed {
+                    task, at, attempt, ..
+                } => {
                     let (task, at) = (*task, *at);
                     self.end_run(task, at);
                     self.running -= 1;
+                    self.barriers.ended(task, *attempt);
                 }
             }
         }

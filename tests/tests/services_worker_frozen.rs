@@ -1,0 +1,140 @@
+//! Issue 31 ("a run reported lost is never still running when its retry starts"),
+//! for a worker that is frozen rather than dead: SIGSTOP (a debugger, a cgroup
+//! freezer, a host thrashing in swap). A frozen worker cannot fence itself and
+//! its socket to the task supervisor stays open, but its tasks' processes run
+//! on. Its LM declares it lost after the worker timeout and the GM retries the
+//! tasks elsewhere: without a lease enforced by the supervisor itself, the old and
+//! the new run of a task ran side by side until the worker thawed.
+//!
+//! The tasks append `start|tick|end TASK ATTEMPT` lines to a marker file; after
+//! the first line of a task's retry, no line of an earlier run of it may follow.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tests::broker::require_rabbitmq;
+use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
+use worker::exec::helper::processes_with;
+
+fn flags(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| a.to_string()).collect()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Marker lines by task: (word, attempt) in file order.
+fn runs_by_task(text: &str) -> BTreeMap<String, Vec<(String, u32)>> {
+    let mut per_task: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        let (Some(word), Some(task), Some(attempt)) = (parts.next(), parts.next(), parts.next())
+        else {
+            panic!("marker line {line:?}");
+        };
+        let attempt = attempt.parse().expect("attempt");
+        per_task
+            .entry(task.to_owned())
+            .or_default()
+            .push((word.to_owned(), attempt));
+    }
+    per_task
+}
+
+#[test]
+fn a_frozen_workers_runs_end_before_their_retries_start() {
+    let broker = require_rabbitmq();
+    let dir = std::env::temp_dir().join(format!("megha-worker-frozen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = dir.join("logs");
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).expect("shared dir");
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).expect("chmod")
+    };
+    mode(&shared, 0o1777);
+    let markers = shared.join("markers");
+    std::fs::write(&markers, "").expect("markers");
+    mode(&markers, 0o666);
+    let extra = RoleArgs {
+        gm: flags(&["--max-attempts", "3"]),
+        lm: flags(&["--worker-timeout-ms", "2000"]),
+        worker: flags(&["--lm-check-ms", "200"]),
+        ..RoleArgs::default()
+    };
+    // 1 GM, 1 LM of 8 one-core nodes, 2 workers (nodes alternate between them).
+    let mut cluster = LoopbackCluster::start_with_args(1, 1, 8, 2, &broker.url, &logs, &[], &extra);
+    let gm = cluster.gms[0].url.clone();
+    let tag = format!("megha-frozen-{}", std::process::id());
+    // About 12 s of ticks: well past the 2 s worker timeout.
+    let script = format!(
+        "m={m}; r=\"$MEGHA_TASK $MEGHA_ATTEMPT\"; echo start $r >> $m; i=0; while [ $i -lt 120 ]; do echo tick $r >> $m; sleep 0.1; i=$((i+1)); done; echo end $r >> $m # {tag}",
+        m = markers.display()
+    );
+    let task = format!(
+        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
+        serde_json::to_string(&script).expect("json")
+    );
+    let job = submit_tasks(&gm, &task, 4)["job"].as_u64().expect("job id");
+    wait_until("the 4 tasks running", Duration::from_secs(60), || {
+        std::fs::read_to_string(&markers)
+            .map(|t| t.lines().filter(|l| l.starts_with("start ")).count() == 4)
+            .unwrap_or(false)
+    });
+    // Which of them worker 0 runs (its slot holds the nodes of even index).
+    let frozen: Vec<u64> = (0..4)
+        .filter(|i| {
+            let t = get_json(&format!("{gm}/v1/tasks/{job}/{i}"));
+            t["node"].as_u64().is_some_and(|n| n % 2 == 0)
+        })
+        .collect();
+    assert!(
+        !frozen.is_empty(),
+        "the test needs a task on worker 0 (nodes alternate between the two workers); logs in {}",
+        dir.display()
+    );
+    let pid = cluster.workers[0].pid();
+    signal(pid, "-STOP");
+    // The LM declares worker 0 lost (2 s) and the GM retries its tasks on worker
+    // 1's free nodes: wait for every retry's first line, then a little more.
+    wait_until(
+        "the frozen worker's tasks started again elsewhere",
+        Duration::from_secs(30),
+        || {
+            let text = std::fs::read_to_string(&markers).unwrap_or_default();
+            let started = text.lines().filter(|l| l.starts_with("start ")).count();
+            started >= 4 + frozen.len()
+        },
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    signal(pid, "-CONT");
+    wait_until("the job finished", Duration::from_secs(120), || {
+        get_json(&format!("{gm}/v1/jobs/{job}"))["state"] == "finished"
+    });
+    let text = std::fs::read_to_string(&markers).expect("markers");
+    for (task, lines) in runs_by_task(&text) {
+        let last = lines.iter().map(|(_, a)| *a).max().expect("a line");
+        let first_of_last = lines.iter().position(|(_, a)| *a == last).expect("first");
+        let late: Vec<_> = lines[first_of_last..]
+            .iter()
+            .filter(|(_, a)| *a != last)
+            .collect();
+        assert!(
+            late.is_empty(),
+            "task {task}: an earlier run went on after run {last} started ({} lines, e.g. {:?}); logs in {}",
+            late.len(),
+            late.first(),
+            dir.display()
+        );
+        let ends = lines.iter().filter(|(w, _)| w == "end").count();
+        assert_eq!(ends, 1, "task {task} ran to its end once: {lines:?}");
+    }
+    assert_eq!(processes_with(&tag), Vec::<u32>::new());
+    cluster.terminate_all_cleanly();
+    let _ = std::fs::remove_dir_all(&dir);
+}
