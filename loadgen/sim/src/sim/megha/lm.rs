@@ -4,7 +4,6 @@
 use super::Sim;
 use crate::sim::{probe, CostModel};
 use common::messages::WorkerReport;
-use common::protocol::facts::TaskFact;
 use common::protocol::kind;
 use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId, TaskKind};
@@ -135,28 +134,21 @@ impl Sim<'_> {
 
     /// Books preempted tasks handed back to their GMs.
     pub(super) fn observe_requeues(&mut self, out: &LmOutput) {
+        // One variant's own accounting: no other message requeues a task.
         for (_, message) in &out.to_gms {
-            message.for_each_task(|_, fact| match fact {
-                TaskFact::Requeued { spec, lost } => {
-                    if spec.kind == TaskKind::Queueable {
-                        self.counters.queueable_kills += 1;
-                    }
-                    self.counters.preemptions += 1;
-                    self.counters.wasted += lost;
-                    let rec = self.record(spec.id);
-                    rec.preemptions += 1;
-                    rec.lost_work += lost;
+            let common::protocol::LmToGm::Requeue(preempted) = message else {
+                continue;
+            };
+            for (task, lost) in &preempted.tasks {
+                if task.kind == TaskKind::Queueable {
+                    self.counters.queueable_kills += 1;
                 }
-                TaskFact::Launched { .. }
-                | TaskFact::Rejected(_)
-                | TaskFact::PreemptedToLaunch { .. }
-                | TaskFact::PreemptRefused(_)
-                | TaskFact::PreemptHeld { .. }
-                | TaskFact::Cancelled
-                | TaskFact::NotYours
-                | TaskFact::Ended(_)
-                | TaskFact::Started => {}
-            });
+                self.counters.preemptions += 1;
+                self.counters.wasted += *lost;
+                let rec = self.record(task.id);
+                rec.preemptions += 1;
+                rec.lost_work += *lost;
+            }
         }
     }
 }
