@@ -9,7 +9,6 @@
 //! back to its queue and is never lost.
 
 use crate::service::actor::GmActor;
-use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl GmActor {
@@ -29,7 +28,7 @@ impl GmActor {
             "megha_gm_preempt_requests_total",
             "counter",
             "Preemption requests sent to LMs.",
-            self.metrics.sent.get(kind::PREEMPT) as f64,
+            p.requests as f64,
         );
         single(
             out,

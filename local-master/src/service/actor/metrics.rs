@@ -2,7 +2,6 @@
 
 use super::LmActor;
 use actix::prelude::*;
-use common::protocol::kind;
 use service_kit::metrics::{single, Page};
 
 #[derive(Message, Debug)]
@@ -117,7 +116,7 @@ impl Handler<RenderMetrics> for LmActor {
             (
                 "megha_lm_cancel_requests_total",
                 "Cancel requests received from GMs.",
-                c.received.get(kind::CANCEL),
+                c.cancel_requests,
             ),
             (
                 "megha_lm_tasks_cancelled_total",
@@ -221,7 +220,7 @@ impl Handler<RenderMetrics> for LmActor {
             "megha_lm_launch_batches_total",
             "counter",
             "Launch batches received.",
-            c.received.get(kind::LAUNCH) as f64,
+            c.batches as f64,
         );
         single(
             &mut out,

@@ -5,7 +5,6 @@
 //! each kill is confirmed, the preempted task back to its GM.
 
 use super::LmActor;
-use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl LmActor {
@@ -17,7 +16,7 @@ impl LmActor {
             "megha_lm_preempt_requests_total",
             "counter",
             "Preemption requests from GMs.",
-            c.received.get(kind::PREEMPT) as f64,
+            c.preempt_requests as f64,
         );
         single(
             out,
