@@ -30,6 +30,14 @@ fn supervisor() -> (OwnedFd, std::process::Child) {
     (ours, child)
 }
 
+/// `/dev/null` for writing: the runs' stdout and stderr when nothing reads them.
+fn dev_null() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("null")
+}
+
 /// `sh -c script` as task uid `uid` in `limits`, output to `out`.
 fn sh_spec(script: &str, uid: u32, limits: &RunLimits, v2: bool) -> Spec {
     Spec {
@@ -80,10 +88,7 @@ fn when_the_worker_goes_away_its_supervisor_kills_every_run() {
     need_root();
     let limits = Limits::detect(true);
     let (ours, mut supervisor) = supervisor();
-    let null = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/null")
-        .expect("null");
+    let null = dev_null();
     let mut runs = Vec::new();
     for (run, daemon, main) in [(9_998u64, 613, 611), (9_999, 615, 617)] {
         let run_limits = limits.for_run(run, 64, 500, 64);
@@ -163,10 +168,7 @@ fn when_the_workers_lease_runs_out_its_supervisor_kills_every_run_and_starts_non
     need_root();
     let limits = Limits::detect(true);
     let (ours, mut supervisor) = supervisor();
-    let null = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/null")
-        .expect("null");
+    let null = dev_null();
     let lease = |ms: u64| {
         let kill_at_ns = Some(wire::monotonic_ns() + ms * 1_000_000);
         wire::send(&ours, &Order::Lease { kill_at_ns }, &[]).expect("lease");
