@@ -10,7 +10,7 @@
 //! Layout: [`bins`] (building and finding the binaries), [`credentials`](mod@credentials) (the test
 //! clusters' secret and tokens), [`process`] ([`Proc`]), [`client`] (HTTP calls),
 //! [`cluster`] ([`LoopbackCluster`]), [`replay`] (running `loadgen`), [`megha`]
-//! (running the client); every name is
+//! (running the client), [`markers`] (a file exec tasks append to); every name is
 //! re-exported here, so tests use `tests::procs::NAME`.
 
 pub mod bins;
@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod credentials;
 pub mod fake_peer;
 pub mod identity;
+pub mod markers;
 pub mod megha;
 pub mod process;
 pub mod reach;
@@ -29,6 +30,7 @@ pub use client::{get_json, http, http_bytes, http_raw, submit_tasks};
 pub use cluster::{free_port, LoopbackCluster, RoleArgs};
 pub use credentials::{credentials, random_hex, role_files, Credentials, RoleKeys};
 pub use identity::{task_identity, task_identity_args, TASK_UIDS};
+pub use markers::Markers;
 pub use megha::{job_of, megha_as, run_megha};
 pub use process::Proc;
 pub use replay::{loadgen, replay_sample_trace};

@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
 use tests::procs::{
-    credentials, get_json, http_raw, submit_tasks, wait_until, LoopbackCluster, Proc, RoleArgs,
+    credentials, get_json, http_raw, submit_tasks, wait_until, LoopbackCluster, Markers, Proc,
+    RoleArgs,
 };
 use worker::exec::helper::processes_with;
 
@@ -30,22 +31,7 @@ fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
     let dir = std::env::temp_dir().join(format!("megha-task-containment-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let logs = dir.join("logs");
-    // The marker file's directory: writable by every task uid.
-    let shared = dir.join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
-    std::fs::set_permissions(
-        &shared,
-        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
-    )
-    .expect("chmod");
-    let markers = shared.join("markers");
-    // One file every task uid appends to.
-    std::fs::write(&markers, "").expect("markers");
-    std::fs::set_permissions(
-        &markers,
-        std::os::unix::fs::PermissionsExt::from_mode(0o666),
-    )
-    .expect("chmod");
+    let markers = Markers::create(&dir);
     let extra = RoleArgs {
         gm: flags(&["--max-attempts", "3"]),
         lm: flags(&["--worker-timeout-ms", "2000"]),
@@ -58,19 +44,10 @@ fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
     let lm = cluster.lms[0].url.clone();
     // A unique word in each command line, to find its processes in /proc.
     let tag = format!("megha-contain-{}", std::process::id());
-    let script = format!(
-        "m={m}; echo start $MEGHA_TASK >> $m; i=0; while [ $i -lt 60 ]; do echo tick $MEGHA_TASK >> $m; sleep 0.1; i=$((i+1)); done; echo end $MEGHA_TASK >> $m # {tag}",
-        m = markers.display()
-    );
-    let task = format!(
-        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
-        serde_json::to_string(&script).expect("json")
-    );
+    let task = markers.task_json("$MEGHA_TASK", 60, &tag);
     let job = submit_tasks(&gm, &task, 8)["job"].as_u64().expect("job id");
     wait_until("the 8 tasks running", Duration::from_secs(60), || {
-        std::fs::read_to_string(&markers)
-            .map(|t| t.lines().filter(|l| l.starts_with("start ")).count() == 8)
-            .unwrap_or(false)
+        markers.starts() == 8
     });
     assert!(!processes_with(&tag).is_empty(), "the tasks' processes run");
     let worker_args: Vec<String> = {
@@ -96,12 +73,12 @@ fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
         Vec::<u32>::new(),
         "processes of the dead worker's runs"
     );
-    let ticks_at_death = std::fs::read_to_string(&markers).expect("markers");
+    let ticks_at_death = markers.read();
     cluster.workers[0] = Proc::spawn("worker", &worker_args, &logs, "worker0.0-again");
     wait_until("the job finished", Duration::from_secs(120), || {
         get_json(&format!("{gm}/v1/jobs/{job}"))["state"] == "finished"
     });
-    let text = std::fs::read_to_string(&markers).expect("markers");
+    let text = markers.read();
     // Nothing of an old run wrote after the kill: the lines written since are the
     // retries' own (each retry starts with `start`).
     let since = &text[ticks_at_death.len()..];

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tests::broker::require_rabbitmq;
-use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, RoleArgs};
+use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, Markers, RoleArgs};
 use worker::exec::helper::processes_with;
 
 fn flags(list: &[&str]) -> Vec<String> {
@@ -52,15 +52,7 @@ fn a_frozen_workers_runs_end_before_their_retries_start() {
     let dir = std::env::temp_dir().join(format!("megha-worker-frozen-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let logs = dir.join("logs");
-    let shared = dir.join("shared");
-    std::fs::create_dir_all(&shared).expect("shared dir");
-    let mode = |p: &std::path::Path, m: u32| {
-        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m)).expect("chmod")
-    };
-    mode(&shared, 0o1777);
-    let markers = shared.join("markers");
-    std::fs::write(&markers, "").expect("markers");
-    mode(&markers, 0o666);
+    let markers = Markers::create(&dir);
     let extra = RoleArgs {
         gm: flags(&["--max-attempts", "3"]),
         lm: flags(&["--worker-timeout-ms", "2000"]),
@@ -72,19 +64,10 @@ fn a_frozen_workers_runs_end_before_their_retries_start() {
     let gm = cluster.gms[0].url.clone();
     let tag = format!("megha-frozen-{}", std::process::id());
     // About 12 s of ticks: well past the 2 s worker timeout.
-    let script = format!(
-        "m={m}; r=\"$MEGHA_TASK $MEGHA_ATTEMPT\"; echo start $r >> $m; i=0; while [ $i -lt 120 ]; do echo tick $r >> $m; sleep 0.1; i=$((i+1)); done; echo end $r >> $m # {tag}",
-        m = markers.display()
-    );
-    let task = format!(
-        r#"{{"resources":{{"cpu_millis":1000,"memory_mb":64}},"executor":{{"type":"exec","command":["sh","-c",{}]}}}}"#,
-        serde_json::to_string(&script).expect("json")
-    );
+    let task = markers.task_json("$MEGHA_TASK $MEGHA_ATTEMPT", 120, &tag);
     let job = submit_tasks(&gm, &task, 4)["job"].as_u64().expect("job id");
     wait_until("the 4 tasks running", Duration::from_secs(60), || {
-        std::fs::read_to_string(&markers)
-            .map(|t| t.lines().filter(|l| l.starts_with("start ")).count() == 4)
-            .unwrap_or(false)
+        markers.starts() == 4
     });
     // Which of them worker 0 runs (its slot holds the nodes of even index).
     let frozen: Vec<u64> = (0..4)
@@ -106,7 +89,7 @@ fn a_frozen_workers_runs_end_before_their_retries_start() {
         "the frozen worker's tasks started again elsewhere",
         Duration::from_secs(30),
         || {
-            let text = std::fs::read_to_string(&markers).unwrap_or_default();
+            let text = markers.read();
             let started = text.lines().filter(|l| l.starts_with("start ")).count();
             started >= 4 + frozen.len()
         },
@@ -116,7 +99,7 @@ fn a_frozen_workers_runs_end_before_their_retries_start() {
     wait_until("the job finished", Duration::from_secs(120), || {
         get_json(&format!("{gm}/v1/jobs/{job}"))["state"] == "finished"
     });
-    let text = std::fs::read_to_string(&markers).expect("markers");
+    let text = markers.read();
     for (task, lines) in runs_by_task(&text) {
         let last = lines.iter().map(|(_, a)| *a).max().expect("a line");
         let first_of_last = lines.iter().position(|(_, a)| *a == last).expect("first");

@@ -77,6 +77,8 @@ pub struct ReplayResult {
     pub waited_for_resources: usize,
     /// What the events do not say, read from the GMs by the caller after the run.
     pub facts: ClusterFacts,
+    /// Every event received, in order (`events.jsonl`).
+    pub events: Vec<super::recorder::LoggedEvent>,
 }
 
 /// Converts a job's tasks for submission, durations divided by `speedup`.
@@ -219,7 +221,9 @@ pub async fn replay(
     bar.finish_and_clear();
     let span = clock::now().since(t0);
     let (overhead_s, waited_for_resources) = rec.overhead();
+    let events = rec.take_log();
     ReplayResult {
+        events,
         overhead_s,
         waited_for_resources,
         unfinished: rec.unfinished(),

@@ -45,6 +45,21 @@ pub struct Recorder {
     /// (its last placement's), for `tasks.csv`.
     branches: Branches,
     pub counters: SimCounters,
+    /// Every event applied (duplicates dropped), in the order it was received:
+    /// `events.jsonl` of the replay's report.
+    log: Vec<LoggedEvent>,
+}
+
+/// One event as the replay received it, in trace coordinates: a line of
+/// `events.jsonl`. Times are seconds since the replay started, as in `tasks.csv`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoggedEvent {
+    /// The trace job (as in `tasks.csv`).
+    pub job: u64,
+    pub task: u32,
+    pub at_s: f64,
+    #[serde(flatten)]
+    pub kind: TaskEventKind,
 }
 
 impl Recorder {
@@ -85,7 +100,14 @@ impl Recorder {
             done: 0,
             branches: Branches::default(),
             counters: SimCounters::default(),
+            log: Vec::new(),
         }
+    }
+
+    /// Every event applied so far, in the order received (see [`LoggedEvent`]),
+    /// taken out of the recorder.
+    pub fn take_log(&mut self) -> Vec<LoggedEvent> {
+        std::mem::take(&mut self.log)
     }
 
     pub fn total(&self) -> usize {
@@ -132,6 +154,12 @@ impl Recorder {
         self.counters.events += 1;
         let i = self.job_offset[k] + ev.task.index as usize;
         let at = ev.at.since(self.t0);
+        self.log.push(LoggedEvent {
+            job: k as u64,
+            task: ev.task.index,
+            at_s: at.as_secs_f64(),
+            kind: ev.kind.clone(),
+        });
         let r = &mut self.records[i];
         match ev.kind {
             TaskEventKind::Queued { gm } => r.gm = Some(gm),

@@ -3,11 +3,13 @@
 //! phases print, and the assertion that nothing was lost or ran twice.
 
 use std::collections::HashSet;
-use tests::checks::{assert_no_overlap_on_nodes, read_tasks_csv, Row};
+use tests::checks::{overlaps_on_nodes, read_tasks_csv, Row};
 use tests::compose::say;
 
 /// A replay's report.
 pub(crate) struct Report {
+    /// The replay's output directory.
+    out: std::path::PathBuf,
     pub(crate) problems: String,
     pub(crate) rows: Vec<Row>,
     /// (trace job, task) started more than once.
@@ -20,6 +22,7 @@ impl Report {
     pub(crate) fn read(out: &std::path::Path) -> Report {
         let problems = std::fs::read_to_string(out.join("problems.txt")).unwrap_or_default();
         Report {
+            out: out.to_owned(),
             rows: read_tasks_csv(out),
             twice: listed(&problems, "tasks started more than once"),
             never: listed(&problems, "submitted tasks never finished"),
@@ -69,7 +72,33 @@ impl Report {
             "{}",
             self.problems
         );
-        assert_no_overlap_on_nodes(&self.rows);
+        let overlaps = overlaps_on_nodes(&self.rows);
+        assert!(
+            overlaps.is_empty(),
+            "{}\nevery event of these tasks, as received (events.jsonl):\n{}",
+            overlaps
+                .iter()
+                .map(|o| o.2.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            self.events_of(overlaps.iter().flat_map(|o| [o.0, o.1]).collect())
+        );
+    }
+
+    /// The lines of the replay's `events.jsonl` about the (trace job, task) pairs.
+    fn events_of(&self, tasks: HashSet<(u64, u32)>) -> String {
+        let text = std::fs::read_to_string(self.out.join("events.jsonl"))
+            .unwrap_or_else(|e| format!("(no events.jsonl: {e})"));
+        text.lines()
+            .filter(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+                match (v["job"].as_u64(), v["task"].as_u64()) {
+                    (Some(j), Some(t)) => tasks.contains(&(j, t as u32)),
+                    _ => false,
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
