@@ -309,10 +309,14 @@ where
 /// Sends items in order over a link, batching whatever has queued up, retrying a
 /// failed batch until it goes through. Used where order matters (a worker's
 /// `Started` must reach the LM before its `Finished`).
+///
+/// Dropping every handle lets what was queued go on being delivered (a worker's
+/// last reports); [`OrderedSender::abandon`] stops the stream at once.
 #[derive(Clone)]
 pub struct OrderedSender<T> {
     tx: tokio::sync::mpsc::UnboundedSender<Item<T>>,
     pending: Arc<AtomicUsize>,
+    task: Arc<tokio::task::AbortHandle>,
 }
 
 /// An item to send, or a marker that fires once everything sent before it is
@@ -334,7 +338,7 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Item<T>>();
         let pending = Arc::new(AtomicUsize::new(0));
         let counter = pending.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
                 // A batch ends at the first marker, which fires once it is delivered.
                 let mut batch = Vec::new();
@@ -373,7 +377,24 @@ impl<T: Clone + Send + 'static> OrderedSender<T> {
                 }
             }
         });
-        OrderedSender { tx, pending }
+        OrderedSender {
+            tx,
+            pending,
+            task: Arc::new(task.abort_handle()),
+        }
+    }
+
+    /// Gives the peer up: the call in flight is dropped (its connection closed)
+    /// and nothing queued is sent, now or later. Returns how many items were
+    /// accepted and not delivered. For a peer declared gone (an LM's lost worker):
+    /// an order that went on being delivered after it was counted dropped would
+    /// start a run the LM no longer counts, on a node it gives to other work. A
+    /// call whose bytes had all left before this may still arrive; the receiver's
+    /// own checks cover it (a worker's fence and lease, the LM's kill of a lost
+    /// run it hears started).
+    pub fn abandon(self) -> usize {
+        self.task.abort();
+        self.pending.swap(0, Ordering::SeqCst)
     }
 
     pub fn send(&self, item: T) {

@@ -227,3 +227,57 @@ async fn a_503_with_retry_after_is_busy() {
     assert!(matches!(call("/down").await, Err(LinkError::Failed(_))));
     assert!(matches!(call("/bad").await, Err(LinkError::Refused(_))));
 }
+
+#[tokio::test]
+async fn an_abandoned_stream_delivers_nothing_more_not_even_its_call_in_flight() {
+    let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let (record, wait) = (seen.clone(), gate.clone());
+    // A peer cut off: the first call hangs until the gate opens (the network is
+    // back), then every call gets through.
+    let link = fn_link(move |batch: Vec<u32>| {
+        let (record, wait) = (record.clone(), wait.clone());
+        async move {
+            wait.notified().await;
+            wait.notify_one();
+            record.lock().expect("lock").extend(batch);
+            Ok(())
+        }
+    });
+    let sender = OrderedSender::start(link);
+    sender.send(0);
+    // The first batch is in flight before more queue behind it.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    sender.send(1);
+    sender.send(2);
+    let kept = sender.clone();
+    assert_eq!(sender.abandon(), 3, "accepted and undelivered");
+    gate.notify_one();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*seen.lock().expect("lock"), Vec::<u32>::new());
+    // A clone left behind sends nothing either.
+    kept.send(3);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(*seen.lock().expect("lock"), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn a_dropped_stream_still_delivers_what_it_accepted() {
+    let seen: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let record = seen.clone();
+    let link = fn_link(move |batch: Vec<u32>| {
+        let record = record.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            record.lock().expect("lock").extend(batch);
+            Ok(())
+        }
+    });
+    let sender = OrderedSender::start(link);
+    for i in 0..3 {
+        sender.send(i);
+    }
+    drop(sender);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*seen.lock().expect("lock"), vec![0, 1, 2]);
+}

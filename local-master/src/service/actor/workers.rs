@@ -34,8 +34,11 @@ impl LmActor {
     /// `lost` at the GMs that launched them.
     pub(crate) fn lose_worker(&mut self, slot: usize, reason: &str, ctx: &mut Context<Self>) {
         let was_ready = self.ready();
+        // Abandoned, not just dropped: the orders it still holds must never reach
+        // the worker (they would start runs reported lost here, on nodes given to
+        // other work once the worker is back).
         if let Some(sender) = self.workers[slot].take() {
-            self.counters.orders_dropped += sender.pending() as u64;
+            self.counters.orders_dropped += sender.abandon() as u64;
         }
         self.counters.orders_dropped += std::mem::take(&mut self.held_orders[slot]).len() as u64;
         self.slot_down[slot] = true;
