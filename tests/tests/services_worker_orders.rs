@@ -48,6 +48,7 @@ fn fake_lm(seen: Arc<Mutex<Seen>>) -> String {
                     )],
                     incarnation: 1,
                     lease_ms: 0,
+                    orders_from: 0,
                 })
             }
             "/v1/worker/alive" => cluster.encode(&WorkerAliveAnswer {

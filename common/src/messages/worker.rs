@@ -105,4 +105,10 @@ pub struct WorkerAssignment {
     /// it lost, so that a task the GM retries is not also still running here (see
     /// the worker's `fence`).
     pub lease_ms: u64,
+    /// The first start order of this registration: the [`Dispatch::seq`] of the
+    /// LM's life `incarnation` from which its orders are for it. A start order of
+    /// that life numbered below was sent for an earlier registration of the slot
+    /// (a stream the LM gave up when it declared the worker lost, whose bytes may
+    /// still arrive after a network cut) and is refused. 0: no floor.
+    pub orders_from: u64,
 }

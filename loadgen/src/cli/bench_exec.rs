@@ -115,6 +115,7 @@ async fn at_worker(n: u32, cgroups: bool) -> Result<()> {
             nodes: vec![(NodeId(0), Resources::cores(4, 4096))],
             incarnation: 1,
             lease_ms: 0,
+            orders_from: 0,
         }))
         .await?;
     let true_cmd = Executor::Exec(Arc::new(ExecCommand {

@@ -104,6 +104,9 @@ pub struct LmActor {
     /// the slot's nodes must carry it. `None`: none bound yet (refused over HTTP).
     worker_sessions: Vec<Option<[u8; 32]>>,
     held_orders: Vec<Vec<WorkerOrder>>,
+    /// Per slot: the first start order of its current registration
+    /// ([`common::messages::WorkerAssignment::orders_from`]).
+    orders_from: Vec<u64>,
     /// Per GM: preempted, reclaimed or shed tasks on their way back to it.
     /// Per GM: the LM's own messages to it (requeues, task ends), in order, retried
     /// until delivered.
@@ -176,6 +179,7 @@ impl LmActor {
             worker_processes: vec![None; slots],
             worker_sessions: vec![None; slots],
             held_orders: vec![Vec::new(); slots],
+            orders_from: vec![0; slots],
             to_gm: Vec::new(),
             gate: lm_core::gate::Gate::default(),
             snapshots,

@@ -41,6 +41,7 @@ async fn ended_runs_are_listed_as_they_ended() {
             nodes: vec![(NodeId(0), Resources::new(4000, 4096))],
             incarnation: 1,
             lease_ms: 0,
+            orders_from: 0,
         }))
         .await
         .unwrap();

@@ -36,21 +36,28 @@ pub fn router(worker: Addr<WorkerActor>, guard: ClusterGuard, cluster: Cluster) 
     router_with_order_key(worker, guard, cluster, None, ItsLm::default())
 }
 
-/// The LM this worker registered with (its number; unknown before the first
-/// registration's answer). With per-process credentials, a call signed by another
-/// LM is refused (issue 32): only its own LM orders it or reads its logs.
+/// What this worker's registrations told it, for its HTTP layer: the LM it
+/// registered with (its number; unknown before the first registration's answer),
+/// and the start orders it takes ([`StartedRuns`]). With per-process credentials,
+/// a call signed by another LM is refused (issue 32): only its own LM orders it or
+/// reads its logs.
 #[derive(Clone, Debug, Default)]
-pub struct ItsLm(Arc<std::sync::OnceLock<u16>>);
+pub struct ItsLm {
+    lm: Arc<std::sync::OnceLock<u16>>,
+    runs: Arc<StartedRuns>,
+}
 
 impl ItsLm {
-    /// Records the LM of a registration's answer (the first: a worker registers
-    /// again with the same LM only).
-    pub fn set(&self, lm: common::LmId) {
-        let _ = self.0.set(lm.0);
+    /// Takes a registration's answer: its LM (the first: a worker registers again
+    /// with the same LM only), and the first start order meant for this
+    /// registration (those of the LM's life numbered below are refused).
+    pub fn assigned(&self, a: &common::messages::WorkerAssignment) {
+        let _ = self.lm.set(a.lm.0);
+        self.runs.floor(a.incarnation, a.orders_from);
     }
 
     fn get(&self) -> Option<u16> {
-        self.0.get().copied()
+        self.lm.get().copied()
     }
 }
 
@@ -107,7 +114,7 @@ pub fn router_with_order_key(
     order_key: Option<Vec<u8>>,
     its_lm: ItsLm,
 ) -> Router {
-    let runs = Arc::new(StartedRuns::default());
+    let runs = its_lm.runs.clone();
     let routes = Router::new()
         .route("/v1/messages", post(from_lm))
         .route("/v1/tasks/{job}/{index}/logs", get(task_logs))
@@ -144,9 +151,10 @@ pub const RUNS_KEPT: usize = 100_000;
 /// [`RUNS_KEPT`]: each dispatch runs once. A start order of a dispatch already taken
 /// (resent by its LM after a lost answer, or replayed by someone who captured it),
 /// of an LM life since replaced by another (lives are told apart by number, not
-/// ordered by it: a clock may go back), or older than every dispatch
-/// remembered of the current life, is dropped, counted and logged. A preempted task
-/// started again (with the same attempt) is a new dispatch and runs.
+/// ordered by it: a clock may go back), older than every dispatch
+/// remembered of the current life, or sent before this worker's current
+/// registration ([`StartedRuns::floor`]), is dropped, counted and logged. A
+/// preempted task started again (with the same attempt) is a new dispatch and runs.
 #[derive(Debug, Default)]
 pub struct StartedRuns {
     seen: Mutex<Seen>,
@@ -172,7 +180,46 @@ struct Seen {
 /// LM lives remembered as retired.
 const LIVES_KEPT: usize = 64;
 
+impl Seen {
+    /// Enters LM life `life`; false when it is a retired one. A life not seen
+    /// before means the LM restarted: the current one is retired.
+    fn enter(&mut self, life: u64) -> bool {
+        if life == self.life {
+            return true;
+        }
+        if self.retired.contains(&life) {
+            return false;
+        }
+        let old = self.life;
+        if old != 0 {
+            if self.retired.len() == LIVES_KEPT {
+                self.retired.pop_front();
+            }
+            self.retired.push_back(old);
+        }
+        self.life = life;
+        self.forgotten = 0;
+        true
+    }
+}
+
 impl StartedRuns {
+    /// This worker registered (again) with LM life `life`, whose start orders for
+    /// this registration are numbered from `from` (0: no floor): those numbered
+    /// below were sent for an earlier registration (a stream the LM abandoned
+    /// when it declared this worker lost, delivered after a network cut) and
+    /// must not run: the LM reported their runs lost and gave their nodes to
+    /// other work.
+    pub fn floor(&self, life: u64, from: u64) {
+        if life == 0 || from == 0 {
+            return;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.enter(life) {
+            seen.forgotten = seen.forgotten.max(from - 1);
+        }
+    }
+
     /// True when `dispatch` may run (it is remembered), false when it may not.
     /// The default dispatch (no LM's: tests, benches) always may.
     pub fn first(&self, dispatch: Dispatch) -> bool {
@@ -180,20 +227,8 @@ impl StartedRuns {
             return true;
         }
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if dispatch.lm_life != seen.life {
-            if seen.retired.contains(&dispatch.lm_life) {
-                return false;
-            }
-            // A life not seen before: the LM restarted; the old one is retired.
-            let old = seen.life;
-            if old != 0 {
-                if seen.retired.len() == LIVES_KEPT {
-                    seen.retired.pop_front();
-                }
-                seen.retired.push_back(old);
-            }
-            seen.life = dispatch.lm_life;
-            seen.forgotten = 0;
+        if !seen.enter(dispatch.lm_life) {
+            return false;
         }
         if dispatch.seq <= seen.forgotten {
             return false;
@@ -224,7 +259,7 @@ impl StartedRuns {
                 return true;
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(task = %s.task.id, job = s.task.id.job.0, attempt = s.task.attempt, node = %s.node, lm_life = s.dispatch.lm_life, dispatch = s.dispatch.seq, "start order dropped: this dispatch already ran here, or is of an LM life since replaced (a resent or replayed order)");
+            tracing::warn!(task = %s.task.id, job = s.task.id.job.0, attempt = s.task.attempt, node = %s.node, lm_life = s.dispatch.lm_life, dispatch = s.dispatch.seq, "start order dropped: this dispatch already ran here, is of an LM life since replaced, or was sent before this worker registered again (a resent, replayed or abandoned order)");
             false
         });
     }
@@ -396,7 +431,7 @@ async fn metrics(
                 &mut page,
                 "megha_worker_replayed_starts_total",
                 "counter",
-                "Start orders dropped: their dispatch (LM life, number) already ran here or is of an LM life since replaced (a resent or replayed order).",
+                "Start orders dropped: their dispatch (LM life, number) already ran here, is of an LM life since replaced, or was sent before this worker registered again (a resent, replayed or abandoned order).",
                 runs.replayed.load(Ordering::Relaxed) as f64,
             );
             cluster.render(&mut page);
@@ -445,5 +480,28 @@ mod tests {
         assert!(!runs.first(d(9, 2)), "the life it replaced");
         assert!(!runs.first(d(5, RUNS_KEPT as u64 + 30)), "an earlier one");
         assert!(!runs.first(d(7, 1)), "a replay within the life");
+    }
+
+    #[test]
+    fn orders_sent_before_a_registration_are_refused_after_it() {
+        let runs = StartedRuns::default();
+        assert!(runs.first(d(5, 1)));
+        assert!(runs.first(d(5, 2)));
+        // Declared lost, registered again: the new registration's orders start
+        // at 4; 3 was on the abandoned stream.
+        runs.floor(5, 4);
+        assert!(!runs.first(d(5, 3)), "an order of the abandoned stream");
+        assert!(runs.first(d(5, 4)), "the new registration's first order");
+        assert!(runs.first(d(5, 6)));
+        assert!(!runs.first(d(5, 5 - 2)), "still below the floor");
+        // A floor never goes down; 0 means none.
+        runs.floor(5, 2);
+        runs.floor(5, 0);
+        assert!(!runs.first(d(5, 3)));
+        assert!(runs.first(d(5, 5)));
+        // A restarted LM: its first registration sets the floor of its life.
+        runs.floor(9, 1);
+        assert!(runs.first(d(9, 1)));
+        assert!(!runs.first(d(5, 7)), "the replaced life");
     }
 }

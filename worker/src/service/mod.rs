@@ -140,7 +140,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
     lease.confirm(sent, lease.ms);
     log_lease(lease.ms, s.lm_check);
     let guard = tokio::spawn(fence::guard(confirmed, worker.clone(), supervisor));
-    its_lm.set(assignment.lm);
+    its_lm.assigned(&assignment);
     worker.do_send(actor::Assign(assignment));
     let watcher = tokio::spawn(watch_lm(
         client,
@@ -148,7 +148,7 @@ pub async fn serve(s: config::WorkerSettings) -> Result<()> {
         s.lm_check,
         register,
         registration,
-        worker.clone(),
+        (worker.clone(), its_lm.clone()),
         lease,
     ));
     let served = server.await.context("server task");
@@ -249,7 +249,7 @@ async fn watch_lm(
     period: Duration,
     register: HttpLink,
     registration: WorkerRegistration,
-    worker: actix::Addr<actor::WorkerActor>,
+    (worker, its_lm): (actix::Addr<actor::WorkerActor>, http::ItsLm),
     mut lease: fence::Lease,
 ) {
     let alive = HttpLink {
@@ -296,6 +296,7 @@ async fn watch_lm(
                 }
                 lease.ms = a.lease_ms;
                 lease.confirm(sent, a.lease_ms);
+                its_lm.assigned(&a);
                 worker.do_send(actor::Assign(a));
             }
             Err(e) => tracing::warn!(error = %e, "registering again failed; will retry"),

@@ -43,6 +43,7 @@ pub async fn one_node_worker(data_dir: &Path, cgroups: bool) -> (Addr<WorkerActo
             nodes: vec![(NodeId(0), Resources::cores(4, 4096))],
             incarnation: 1,
             lease_ms: 0,
+            orders_from: 0,
         }))
         .await
         .expect("assign");

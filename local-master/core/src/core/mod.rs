@@ -211,6 +211,12 @@ impl LocalMaster {
         self.total
     }
 
+    /// The number the next start order of this life will carry
+    /// ([`common::messages::Dispatch::seq`]).
+    pub fn next_dispatch(&self) -> u64 {
+        self.dispatches + 1
+    }
+
     pub fn id(&self) -> LmId {
         self.topology.lm
     }
