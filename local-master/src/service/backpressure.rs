@@ -35,6 +35,7 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use common::protocol::facts::Backlog;
 use common::protocol::GmToLm;
 use service_kit::amqp::Publisher;
 use service_kit::metrics::{family, single, Page};
@@ -66,15 +67,10 @@ impl BrokerBackpressure {
     /// The answer to `message` when the broker's backlog refuses it (see the module
     /// documentation); `None`: handle it.
     pub fn refuse(&self, message: &GmToLm) -> Option<Response> {
-        let counter = match message {
-            GmToLm::Launch(_) => &self.refused_launches,
-            GmToLm::Preempt(_) => &self.refused_preemptions,
-            // A reserve places work as a launch does; a gang's commit or release
-            // must never be refused (a refused commit would break its gang).
-            GmToLm::Gang(g) if matches!(g.op, common::messages::GangOp::Reserve { .. }) => {
-                &self.refused_launches
-            }
-            GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,
+        let counter = match message.backlog() {
+            Backlog::RefusedAsLaunch => &self.refused_launches,
+            Backlog::RefusedAsPreemption => &self.refused_preemptions,
+            Backlog::Taken => return None,
         };
         let pending = self.publisher.pending_bytes();
         let limit = self.publisher.backlog_limit();
@@ -97,18 +93,7 @@ impl BrokerBackpressure {
                 "events waiting for the broker are over --max-broker-backlog-bytes: refusing launch batches and preemptions (503) until it takes them"
             );
         }
-        match message {
-            GmToLm::Launch(b) => {
-                tracing::debug!(gm = %b.gm, seq = b.seq, tasks = b.requests.len(), pending_bytes = pending, "launch batch refused: broker backlog")
-            }
-            GmToLm::Preempt(p) => {
-                tracing::debug!(gm = %p.gm, task = %p.task.id, pending_bytes = pending, "preemption refused: broker backlog")
-            }
-            GmToLm::Gang(g) => {
-                tracing::debug!(gm = %g.gm, job = g.job.0, pending_bytes = pending, "gang reserve refused: broker backlog")
-            }
-            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
-        }
+        tracing::debug!(gm = %message.gm(), what = message.describe(), pending_bytes = pending, "refused: broker backlog");
         let error = format!(
             "the broker is behind: {pending} bytes of task events wait for it (limit {limit}, --max-broker-backlog-bytes); nothing was applied, send again later"
         );

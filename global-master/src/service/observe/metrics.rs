@@ -307,7 +307,7 @@ pub const GM_METRICS: &[Metric] = &[
         name: "megha_gm_batches_sent_total",
         kind: "counter",
         help: "Launch batches sent.",
-        read: One(|g| g.shell_metrics().batches_sent as f64),
+        read: One(|g| g.shell_metrics().sent.get(common::protocol::kind::LAUNCH) as f64),
     },
     Metric {
         name: "megha_gm_launch_resends_moot_total",

@@ -2,6 +2,7 @@
 
 use super::LmActor;
 use actix::prelude::*;
+use common::protocol::kind;
 use service_kit::metrics::{single, Page};
 
 #[derive(Message, Debug)]
@@ -116,7 +117,7 @@ impl Handler<RenderMetrics> for LmActor {
             (
                 "megha_lm_cancel_requests_total",
                 "Cancel requests received from GMs.",
-                c.cancel_requests,
+                c.received.get(kind::CANCEL),
             ),
             (
                 "megha_lm_tasks_cancelled_total",
@@ -220,7 +221,7 @@ impl Handler<RenderMetrics> for LmActor {
             "megha_lm_launch_batches_total",
             "counter",
             "Launch batches received.",
-            c.batches as f64,
+            c.received.get(kind::LAUNCH) as f64,
         );
         single(
             &mut out,

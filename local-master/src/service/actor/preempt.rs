@@ -5,6 +5,7 @@
 //! each kill is confirmed, the preempted task back to its GM.
 
 use super::LmActor;
+use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl LmActor {
@@ -16,7 +17,7 @@ impl LmActor {
             "megha_lm_preempt_requests_total",
             "counter",
             "Preemption requests from GMs.",
-            c.preempt_requests as f64,
+            c.received.get(kind::PREEMPT) as f64,
         );
         single(
             out,
