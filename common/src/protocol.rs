@@ -12,7 +12,13 @@
 //! `step(now, input)` and returns the ones it sends, addressed, in its effects. A
 //! driver (the simulator, the embedded mode, the services) moves them without
 //! knowing their variants: a new message is a variant here and a handler in the
-//! receiving core. The payload structs live in [`crate::messages`].
+//! receiving core. What the drivers need to know of a message (the tasks it names
+//! and what it says of each, its log lines, its class under a broker backlog) are
+//! facts on these enums ([`facts`]), so that their only exhaustive matches are the
+//! cores' handlers and this module's. The payload structs live in
+//! [`crate::messages`].
+
+pub mod facts;
 
 use crate::dag::JobDag;
 use crate::messages::{
@@ -24,6 +30,25 @@ use crate::retry::RetryPolicy;
 use crate::{GmId, JobId, LmId, NodeId, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// The labels of [`GmToLm::kind`] and [`LmToGm::kind`] (logs, metrics labels,
+/// [`KindCounts`]).
+pub mod kind {
+    pub const LAUNCH: &str = "launch";
+    pub const PREEMPT: &str = "preempt";
+    pub const CANCEL: &str = "cancel";
+    pub const RECONCILE: &str = "reconcile";
+    pub const GANG: &str = "gang";
+    pub const LAUNCH_ANSWER: &str = "launch_answer";
+    pub const PREEMPT_ANSWER: &str = "preempt_answer";
+    pub const STATE: &str = "state";
+    pub const REQUEUE: &str = "requeue";
+    pub const ENDED: &str = "ended";
+    pub const STARTED: &str = "started";
+    pub const CANCEL_ANSWER: &str = "cancel_answer";
+    pub const RECONCILE_ANSWER: &str = "reconcile_answer";
+    pub const GANG_ANSWER: &str = "gang_answer";
+}
 
 /// GM -> LM requests. The LM validates each against its authoritative state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,11 +92,11 @@ impl GmToLm {
     /// A short snake_case name (logs, metrics labels).
     pub fn kind(&self) -> &'static str {
         match self {
-            GmToLm::Launch(_) => "launch",
-            GmToLm::Preempt(_) => "preempt",
-            GmToLm::Cancel(_) => "cancel",
-            GmToLm::Reconcile(_) => "reconcile",
-            GmToLm::Gang(_) => "gang",
+            GmToLm::Launch(_) => kind::LAUNCH,
+            GmToLm::Preempt(_) => kind::PREEMPT,
+            GmToLm::Cancel(_) => kind::CANCEL,
+            GmToLm::Reconcile(_) => kind::RECONCILE,
+            GmToLm::Gang(_) => kind::GANG,
         }
     }
 
@@ -85,7 +110,9 @@ impl GmToLm {
                 crate::messages::GangOp::Reserve { requests, .. } => {
                     requests.iter().map(|r| r.task.id).collect()
                 }
-                _ => Vec::new(),
+                crate::messages::GangOp::Commit
+                | crate::messages::GangOp::Release
+                | crate::messages::GangOp::Stop { .. } => Vec::new(),
             },
             GmToLm::Cancel(_) | GmToLm::Reconcile(_) => Vec::new(),
         }
@@ -256,17 +283,18 @@ impl LmToGm {
         }
     }
 
+    /// A short snake_case name (logs, metrics labels): [`kind`].
     pub fn kind(&self) -> &'static str {
         match self {
-            LmToGm::LaunchAnswer(_) => "launch_answer",
-            LmToGm::PreemptAnswer(_) => "preempt_answer",
-            LmToGm::State(_) => "state",
-            LmToGm::Requeue(_) => "requeue",
-            LmToGm::Ended(_) => "ended",
-            LmToGm::Started(_) => "started",
-            LmToGm::CancelAnswer(_) => "cancel_answer",
-            LmToGm::ReconcileAnswer(_) => "reconcile_answer",
-            LmToGm::GangAnswer(_) => "gang_answer",
+            LmToGm::LaunchAnswer(_) => kind::LAUNCH_ANSWER,
+            LmToGm::PreemptAnswer(_) => kind::PREEMPT_ANSWER,
+            LmToGm::State(_) => kind::STATE,
+            LmToGm::Requeue(_) => kind::REQUEUE,
+            LmToGm::Ended(_) => kind::ENDED,
+            LmToGm::Started(_) => kind::STARTED,
+            LmToGm::CancelAnswer(_) => kind::CANCEL_ANSWER,
+            LmToGm::ReconcileAnswer(_) => kind::RECONCILE_ANSWER,
+            LmToGm::GangAnswer(_) => kind::GANG_ANSWER,
         }
     }
 }
@@ -350,4 +378,14 @@ pub enum GmAddress {
     One(GmId),
     /// Every GM (heartbeats).
     All,
+}
+
+impl std::fmt::Display for GmAddress {
+    /// `gm3`, or `every GM`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GmAddress::One(gm) => gm.fmt(f),
+            GmAddress::All => f.write_str("every GM"),
+        }
+    }
 }

@@ -13,7 +13,8 @@
 //! - [`logging`]: `tracing` set-up, text or JSON.
 //! - [`runtime`]: the shared `main`: settings, logging, actix on tokio, exit code.
 //! - [`shutdown`]: waiting for SIGTERM / SIGINT.
-//! - [`metrics`]: Prometheus text exposition helpers and a histogram.
+//! - [`metrics`]: Prometheus text exposition helpers, a histogram, and
+//!   [`metrics::table`]: a role's families declared once as a table.
 //! - [`links`]: transport-agnostic request/response links and fire-and-forget sinks,
 //!   with an HTTP (bincode) implementation and an in-memory one.
 //! - [`amqp`]: RabbitMQ publisher and subscriber with reconnection and backoff.

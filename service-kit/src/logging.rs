@@ -24,3 +24,29 @@ pub fn init(format: LogFormat) {
         LogFormat::Json => builder.json().try_init(),
     };
 }
+
+/// Logs a message's [`common::protocol::facts::Note`] at its level, with the given
+/// fields: `log_note!(&note, %lm)`. A macro, so that the event's target is the
+/// caller's module (as a `tracing::info!` there would be).
+#[macro_export]
+macro_rules! log_note {
+    ($note:expr, $($field:tt)+) => {{
+        let note: &$crate::logging::Note = $note;
+        match note.level {
+            $crate::logging::Level::Debug => {
+                $crate::logging::tracing::debug!($($field)+, "{}", note.text)
+            }
+            $crate::logging::Level::Info => {
+                $crate::logging::tracing::info!($($field)+, "{}", note.text)
+            }
+            $crate::logging::Level::Warn => {
+                $crate::logging::tracing::warn!($($field)+, "{}", note.text)
+            }
+        }
+    }};
+}
+
+#[doc(hidden)]
+pub use common::protocol::facts::{Level, Note};
+#[doc(hidden)]
+pub use tracing;

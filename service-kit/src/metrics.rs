@@ -10,6 +10,10 @@
 //! Conventions (checked by `promtool check metrics` in `tests/tests/metrics_lint.rs`):
 //! counters end in `_total`, units are base units in the name (`_seconds`, `_bytes`),
 //! latencies are histograms. The list of families is in `docs/metrics.md`.
+//!
+//! A role declares its own families once as a [`table`] of [`table::Metric`]s.
+
+pub mod table;
 
 use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 use prometheus::{CounterVec, GaugeVec, Opts, Registry, TextEncoder};

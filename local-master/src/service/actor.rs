@@ -25,6 +25,7 @@ use common::cluster::LmSpec;
 use common::events::TaskEvent;
 use common::fairness::FairnessConfig;
 use common::messages::LmSnapshot;
+use common::protocol::facts::{KindCounts, TaskFact};
 use common::protocol::{GmAddress, LmRoute, LmToGm};
 use common::{Micros, NodeId};
 use lm_core::{LmInput, LmOutput};
@@ -36,7 +37,9 @@ use std::time::Duration;
 
 #[derive(Debug, Default)]
 pub struct LmCounters {
-    pub batches: u64,
+    /// Requests received from GMs, by kind ([`GmToLm::kind`](common::protocol::GmToLm::kind)).
+    pub received: KindCounts,
+    /// Launch requests in the launch batches received.
     pub requests: u64,
     pub launched: u64,
     pub rejections: u64,
@@ -48,7 +51,6 @@ pub struct LmCounters {
     pub adopted: u64,
     /// Reports of tasks that ended while this LM was away (published, no state).
     pub orphan_reports: u64,
-    pub preempt_requests: u64,
     pub preemptions: u64,
     /// Preemption refusals by reason.
     pub preempt_refused: BTreeMap<&'static str, u64>,
@@ -76,9 +78,8 @@ pub struct LmCounters {
     pub tasks_lost: u64,
     /// Orders to a lost worker that were never delivered (dropped with it).
     pub orders_dropped: u64,
-    /// Cancel requests, tasks they stopped, and tasks they named that another GM
+    /// Tasks cancel requests stopped, and tasks they named that another GM
     /// launched (left running).
-    pub cancel_requests: u64,
     pub tasks_cancelled: u64,
     pub cancel_not_yours: u64,
     /// Task starts reported to the GMs that launched them.
@@ -344,28 +345,7 @@ impl LmActor {
     /// Sends one of the LM's own messages (not an answer, not the state) to its GM
     /// on that GM's ordered stream, retried until delivered.
     pub(super) fn send_to_gm(&mut self, to: GmAddress, message: LmToGm) {
-        match &message {
-            LmToGm::Requeue(preempted) => {
-                self.counters.requeued += preempted.tasks.len() as u64;
-                for (task, lost) in &preempted.tasks {
-                    self.counters.wasted += *lost;
-                    tracing::info!(task = %task.id, job = task.id.job.0, gm = %preempted.gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
-                }
-            }
-            LmToGm::Ended(ended) => self.counters.ends_reported += ended.ends.len() as u64,
-            LmToGm::Started(started) => {
-                self.counters.starts_reported += started.starts.len() as u64
-            }
-            // The final answer to a held preemption request does (its reply went).
-            LmToGm::PreemptAnswer(r) if r.held => self.count_answer(&message),
-            // Answers and the state do not travel on a GM's stream.
-            LmToGm::LaunchAnswer(_)
-            | LmToGm::PreemptAnswer(_)
-            | LmToGm::State(_)
-            | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_)
-            | LmToGm::GangAnswer(_) => {}
-        }
+        self.count_sent(&message);
         let gms: Vec<usize> = match to {
             GmAddress::One(gm) => vec![gm.index()],
             GmAddress::All => (0..self.to_gm.len()).collect(),
@@ -376,18 +356,20 @@ impl LmActor {
                 None => {
                     // Without a link the GM learns ends from the event stream: the
                     // ends left for it to publish are published here.
-                    if let LmToGm::Ended(e) = &message {
-                        if e.publish != common::messages::EndsPublished::ByLm {
-                            let events = (e.ends.iter())
-                                .map(|end| TaskEvent::of_end(e.lm, end, e.publish))
-                                .collect();
-                            (self.events)(events);
-                            continue;
-                        }
+                    if let Some(e) = message.ends_gm_publishes() {
+                        let events = (e.ends.iter())
+                            .map(|end| TaskEvent::of_end(e.lm, end, e.publish))
+                            .collect();
+                        (self.events)(events);
+                        continue;
                     }
                     self.counters.gm_undeliverable += 1;
-                    if matches!(message, LmToGm::Requeue(_)) || self.counters.gm_undeliverable == 1
-                    {
+                    // Dropping tasks handed back loses them: always said.
+                    let mut hands_back = false;
+                    message.for_each_task(|_, fact| {
+                        hands_back |= matches!(fact, TaskFact::Requeued { .. })
+                    });
+                    if hands_back || self.counters.gm_undeliverable == 1 {
                         tracing::error!(
                             gm = g,
                             kind = message.kind(),

@@ -35,9 +35,12 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use common::protocol::facts::Backlog;
 use common::protocol::GmToLm;
 use service_kit::amqp::Publisher;
-use service_kit::metrics::{family, single, Page};
+use service_kit::clock;
+use service_kit::metrics::table::{self, Metric, Read::By, Read::One};
+use service_kit::metrics::Page;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Seconds a refused GM is told to wait (`Retry-After`).
@@ -66,15 +69,10 @@ impl BrokerBackpressure {
     /// The answer to `message` when the broker's backlog refuses it (see the module
     /// documentation); `None`: handle it.
     pub fn refuse(&self, message: &GmToLm) -> Option<Response> {
-        let counter = match message {
-            GmToLm::Launch(_) => &self.refused_launches,
-            GmToLm::Preempt(_) => &self.refused_preemptions,
-            // A reserve places work as a launch does; a gang's commit or release
-            // must never be refused (a refused commit would break its gang).
-            GmToLm::Gang(g) if matches!(g.op, common::messages::GangOp::Reserve { .. }) => {
-                &self.refused_launches
-            }
-            GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => return None,
+        let counter = match message.backlog() {
+            Backlog::RefusedAsLaunch => &self.refused_launches,
+            Backlog::RefusedAsPreemption => &self.refused_preemptions,
+            Backlog::Taken => return None,
         };
         let pending = self.publisher.pending_bytes();
         let limit = self.publisher.backlog_limit();
@@ -97,18 +95,7 @@ impl BrokerBackpressure {
                 "events waiting for the broker are over --max-broker-backlog-bytes: refusing launch batches and preemptions (503) until it takes them"
             );
         }
-        match message {
-            GmToLm::Launch(b) => {
-                tracing::debug!(gm = %b.gm, seq = b.seq, tasks = b.requests.len(), pending_bytes = pending, "launch batch refused: broker backlog")
-            }
-            GmToLm::Preempt(p) => {
-                tracing::debug!(gm = %p.gm, task = %p.task.id, pending_bytes = pending, "preemption refused: broker backlog")
-            }
-            GmToLm::Gang(g) => {
-                tracing::debug!(gm = %g.gm, job = g.job.0, pending_bytes = pending, "gang reserve refused: broker backlog")
-            }
-            GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
-        }
+        tracing::debug!(gm = %message.gm(), what = message.describe(), pending_bytes = pending, "refused: broker backlog");
         let error = format!(
             "the broker is behind: {pending} bytes of task events wait for it (limit {limit}, --max-broker-backlog-bytes); nothing was applied, send again later"
         );
@@ -122,56 +109,52 @@ impl BrokerBackpressure {
         )
     }
 
-    /// The `/metrics` families of the broker publisher and its backpressure.
+    /// The `/metrics` families of the broker publisher and its backpressure
+    /// ([`BACKPRESSURE_METRICS`]).
     pub fn render(&self, page: &mut Page) {
-        single(
-            page,
-            "megha_lm_broker_backlog_bytes",
-            "gauge",
-            "Bytes published (task events, the newest state) not yet confirmed by the broker.",
-            self.publisher.pending_bytes() as f64,
-        );
-        single(
-            page,
-            "megha_lm_broker_backlog_limit_bytes",
-            "gauge",
-            "--max-broker-backlog-bytes: past it, launch batches and preemptions are refused (503).",
-            self.publisher.backlog_limit() as f64,
-        );
-        family(
-            page,
-            "megha_lm_broker_backlog_refusals_total",
-            "counter",
-            "GM requests refused (503, Retry-After) while the broker backlog was over its limit, resends included.",
-            "request",
-            &[
-                (
-                    "launch".into(),
-                    self.refused_launches.load(Ordering::Relaxed) as f64,
-                ),
-                (
-                    "preempt".into(),
-                    self.refused_preemptions.load(Ordering::Relaxed) as f64,
-                ),
-            ],
-        );
-        let status = &self.publisher.status;
-        single(
-            page,
-            "megha_lm_snapshots_superseded_total",
-            "counter",
-            "State snapshots replaced by a newer one before the broker took them (only the newest waits while it is away).",
-            status.superseded.load(Ordering::Relaxed) as f64,
-        );
-        single(
-            page,
-            "megha_lm_broker_connected",
-            "gauge",
-            "1 while the publisher is connected to the broker.",
-            f64::from(u8::from(status.is_connected())),
-        );
+        table::render(BACKPRESSURE_METRICS, self, clock::now(), page);
     }
 }
+
+/// The families of the broker publisher and its backpressure, in the order they are
+/// added to the page.
+pub const BACKPRESSURE_METRICS: &[Metric<BrokerBackpressure>] = &[
+    Metric {
+        name: "megha_lm_broker_backlog_bytes",
+        kind: "gauge",
+        help: "Bytes published (task events, the newest state) not yet confirmed by the broker.",
+        read: One(|b| b.publisher.pending_bytes() as f64),
+    },
+    Metric {
+        name: "megha_lm_broker_backlog_limit_bytes",
+        kind: "gauge",
+        help: "--max-broker-backlog-bytes: past it, launch batches and preemptions are refused (503).",
+        read: One(|b| b.publisher.backlog_limit() as f64),
+    },
+    Metric {
+        name: "megha_lm_broker_backlog_refusals_total",
+        kind: "counter",
+        help: "GM requests refused (503, Retry-After) while the broker backlog was over its limit, resends included.",
+        read: By("request", |b, _| {
+            vec![
+                ("launch".into(), b.refused_launches.load(Ordering::Relaxed) as f64),
+                ("preempt".into(), b.refused_preemptions.load(Ordering::Relaxed) as f64),
+            ]
+        }),
+    },
+    Metric {
+        name: "megha_lm_snapshots_superseded_total",
+        kind: "counter",
+        help: "State snapshots replaced by a newer one before the broker took them (only the newest waits while it is away).",
+        read: One(|b| b.publisher.status.superseded.load(Ordering::Relaxed) as f64),
+    },
+    Metric {
+        name: "megha_lm_broker_connected",
+        kind: "gauge",
+        help: "1 while the publisher is connected to the broker.",
+        read: One(|b| f64::from(u8::from(b.publisher.status.is_connected()))),
+    },
+];
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The actor's own counters (those the core does not keep), read by the metrics
 //! page ([`crate::service::observe::report`]) and the dashboard.
 
+use common::protocol::facts::KindCounts;
 use common::Micros;
 use service_kit::metrics::Histogram;
 use std::collections::BTreeMap;
@@ -10,7 +11,8 @@ use std::collections::BTreeMap;
 pub struct ShellMetrics {
     pub launch_latency: Histogram,
     pub passes: u64,
-    pub batches_sent: u64,
+    /// Requests sent to the LMs, by kind ([`GmToLm::kind`](common::protocol::GmToLm::kind)).
+    pub sent: KindCounts,
     pub batches_abandoned: u64,
     /// Failures a worker listed to a restarted LM that this GM took as their
     /// tasks' ends and published (their event may have died with the LM).
@@ -56,7 +58,7 @@ impl ShellMetrics {
         ShellMetrics {
             launch_latency: launch_latency(),
             passes: 0,
-            batches_sent: 0,
+            sent: KindCounts::default(),
             resends_moot: 0,
             resend_runs_left_out: 0,
             batches_abandoned: 0,
@@ -82,8 +84,6 @@ impl ShellMetrics {
 /// Preemption counters of the shell (the core counts attempts and requeues).
 #[derive(Debug, Default)]
 pub struct PreemptMetrics {
-    /// Requests sent to LMs.
-    pub requests: u64,
     /// Requests the LM carried out (the task launched in the freed room).
     pub preemptions: u64,
     /// Refusals, by reason (`transport` when the LM could not be reached).

@@ -17,10 +17,10 @@ use crate::service::actor::GmActor;
 use actix::prelude::*;
 use common::events::{TaskEvent, TaskEventKind};
 use common::messages::EndsPublished;
-use common::messages::{LaunchBatch, PreemptOutcome, PreemptRefusal};
-use common::protocol::LmToGm;
+use common::messages::{LaunchBatch, PreemptRefusal};
+use common::protocol::facts::{Side, TaskFact};
 use common::reasons::PendingReason;
-use common::Micros;
+use common::{Micros, TaskId};
 use service_kit::clock;
 
 pub use super::links::LmLink;
@@ -118,10 +118,10 @@ impl GmActor {
             _ => None,
         };
         let to_publish = match &mut input {
-            GmInput::Lm(LmToGm::Ended(e)) if e.publish != EndsPublished::ByLm => {
+            GmInput::Lm(message) => message.ends_gm_publishes_mut().map(|e| {
                 self.current_runs_only(e);
-                Some((e.lm, e.publish))
-            }
+                (e.lm, e.publish)
+            }),
             _ => None,
         };
         let mut out = self.core.step(now, input);
@@ -199,36 +199,34 @@ impl GmActor {
     /// What the shell keeps of an input before the core sees it.
     fn observe(&mut self, now: Micros, input: &GmInput) {
         match input {
-            GmInput::Lm(message) => match message {
-                LmToGm::PreemptAnswer(r) => {
-                    if let PreemptOutcome::Refused(why) = &r.outcome {
+            GmInput::Lm(message) => {
+                let lm = message.lm();
+                let mut requeued = Vec::new();
+                message.for_each_task(|task, fact| match fact {
+                    TaskFact::PreemptRefused(why) => {
                         let label = why.label();
-                        tracing::info!(task = %r.task, job = r.task.job.0, lm = %r.lm, reason = label, "preemption refused; the task waits in its queue");
+                        tracing::info!(task = %task, job = task.job.0, %lm, reason = label, "preemption refused; the task waits in its queue");
                         if *why != PreemptRefusal::Duplicate {
                             *self.preempt.refused.entry(label).or_default() += 1;
                         }
                     }
+                    TaskFact::Requeued { lost, .. } => requeued.push((task, lost)),
+                    TaskFact::Launched { .. }
+                    | TaskFact::Rejected(_)
+                    | TaskFact::PreemptedToLaunch { .. }
+                    | TaskFact::PreemptHeld { .. }
+                    | TaskFact::Cancelled
+                    | TaskFact::NotYours
+                    | TaskFact::Ended(_)
+                    | TaskFact::Started => {}
+                });
+                if !requeued.is_empty() {
+                    self.observe_requeue(now, lm, &requeued);
                 }
-                LmToGm::Requeue(preempted) => self.observe_requeue(now, preempted),
-                LmToGm::CancelAnswer(r) => {
-                    tracing::info!(job = r.job.0, lm = %r.lm, stopped = r.cancelled.len(), "LM answered the cancel");
-                    if !r.not_yours.is_empty() {
-                        tracing::warn!(job = r.job.0, lm = %r.lm, tasks = r.not_yours.len(), "the LM holds tasks of this job that another GM launched; it left them running");
-                    }
+                for note in message.notes(Side::Receiver) {
+                    service_kit::log_note!(&note, %lm);
                 }
-                LmToGm::GangAnswer(r) => {
-                    tracing::debug!(job = r.job.0, lm = %r.lm, generation = r.generation, op = %r.op, outcome = r.outcome.label(), "gang answer");
-                }
-                LmToGm::ReconcileAnswer(r) => {
-                    for (task, state) in &r.preempts {
-                        tracing::info!(task = %task, job = task.job.0, lm = %r.lm, state = state.label(), "LM answered the ask about an overdue held preemption request");
-                    }
-                }
-                LmToGm::LaunchAnswer(_)
-                | LmToGm::State(_)
-                | LmToGm::Ended(_)
-                | LmToGm::Started(_) => {}
-            },
+            }
             GmInput::Undelivered(Undelivered::Batch { .. }) => {
                 self.metrics.batches_abandoned += 1;
             }
@@ -259,19 +257,18 @@ impl GmActor {
     }
 
     /// Tasks of this GM's queues an LM preempted: counted, logged, `requeued` events.
-    fn observe_requeue(&mut self, now: Micros, preempted: &common::messages::PreemptedTasks) {
+    fn observe_requeue(&mut self, now: Micros, lm: common::LmId, tasks: &[(TaskId, Micros)]) {
         let gm = self.core.id();
-        let reason = PendingReason::Preempted { lm: preempted.lm };
-        let mut events = Vec::with_capacity(preempted.tasks.len());
-        for (spec, lost) in &preempted.tasks {
-            tracing::info!(task = %spec.id, job = spec.id.job.0, lm = %preempted.lm, lost_ms = lost.0 / 1000, "preempted task queued again");
+        let reason = PendingReason::Preempted { lm };
+        let mut events = Vec::with_capacity(tasks.len());
+        for &(task, lost) in tasks {
+            tracing::info!(task = %task, job = task.job.0, %lm, lost_ms = lost.0 / 1000, "preempted task queued again");
             self.preempt.requeued += 1;
-            self.preempt.lost_work += *lost;
-            self.charge_preempted(now, spec.id, *lost);
-            self.tracker
-                .killed(spec.id, preempted.lm, &reason, *lost, now);
+            self.preempt.lost_work += lost;
+            self.charge_preempted(now, task, lost);
+            self.tracker.killed(task, lm, &reason, lost, now);
             events.push(TaskEvent {
-                task: spec.id,
+                task,
                 at: now,
                 kind: TaskEventKind::Requeued {
                     gm,

@@ -6,6 +6,7 @@ use super::deliver::{Deliver, StillInDoubt};
 use super::GmActor;
 use crate::core::{GmInput, Undelivered};
 use actix::prelude::*;
+use common::protocol::facts::Side;
 use common::protocol::GmToLm;
 use common::Micros;
 use service_kit::links::{call_until_settled_refreshing, LinkError};
@@ -24,22 +25,9 @@ impl GmActor {
             ctx.notify(Deliver(GmInput::Undelivered(Undelivered::of(&message))));
             return;
         };
-        match &message {
-            GmToLm::Launch(_) => self.metrics.batches_sent += 1,
-            GmToLm::Preempt(p) => {
-                self.preempt.requests += 1;
-                tracing::info!(task = %p.task.id, job = p.task.id.job.0, %lm, victim = %p.victim, "asking the LM to preempt");
-            }
-            GmToLm::Cancel(c) => {
-                tracing::debug!(job = c.job.0, %lm, "asking the LM to stop a cancelled job's tasks");
-            }
-            GmToLm::Reconcile(r) if !r.preempts.is_empty() => {
-                tracing::warn!(%lm, requests = r.preempts.len(), "final answer of held preemption requests overdue: asking the LM whether it still holds them or launched them (their tasks stay out of the queues until it answers)");
-            }
-            GmToLm::Reconcile(_) => {}
-            GmToLm::Gang(g) => {
-                tracing::debug!(job = g.job.0, %lm, generation = g.generation, op = g.op.label(), "gang request");
-            }
+        self.metrics.sent.add(message.kind());
+        for note in message.notes(Side::Sender) {
+            service_kit::log_note!(&note, %lm);
         }
         let me = ctx.address();
         let doubt_timeout = self.doubt_timeout;
@@ -52,15 +40,13 @@ impl GmActor {
             let refresh = move |req: GmToLm| {
                 let asker = asker.clone();
                 async move {
-                    match req {
-                        GmToLm::Launch(batch) => {
-                            match asker.send(StillInDoubt(batch.clone())).await {
-                                Ok(rest) => rest.map(GmToLm::Launch),
-                                // The actor is gone (shutting down): sent as it was.
-                                Err(_) => Some(GmToLm::Launch(batch)),
-                            }
-                        }
-                        other => Some(other),
+                    let GmToLm::Launch(batch) = req else {
+                        return Some(req);
+                    };
+                    match asker.send(StillInDoubt(batch.clone())).await {
+                        Ok(rest) => rest.map(GmToLm::Launch),
+                        // The actor is gone (shutting down): sent as it was.
+                        Err(_) => Some(GmToLm::Launch(batch)),
                     }
                 }
             };

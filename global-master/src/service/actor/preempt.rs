@@ -9,6 +9,7 @@
 //! back to its queue and is never lost.
 
 use crate::service::actor::GmActor;
+use common::protocol::kind;
 use service_kit::metrics::{family, single, Page};
 
 impl GmActor {
@@ -28,7 +29,7 @@ impl GmActor {
             "megha_gm_preempt_requests_total",
             "counter",
             "Preemption requests sent to LMs.",
-            p.requests as f64,
+            self.metrics.sent.get(kind::PREEMPT) as f64,
         );
         single(
             out,

@@ -1,41 +1,19 @@
 //! The GM's Prometheus metrics, declared once as a table ([`GM_METRICS`]): each
-//! family's name, type, help text and how to read its value from the actor. The
+//! family's name, type, help text and how to read its value from the actor (the
+//! table type is `service_kit::metrics::table`'s, shared with the LM and worker). The
 //! names and help texts are those of `docs/metrics.md` (linted against them).
 //! Rendered in this order, then the preemption, launch-latency and LRA families.
 
 use crate::service::actor::GmActor;
 use common::Micros;
-use service_kit::metrics::{family, single, Page};
-
-/// One metric family of `/metrics`.
-#[derive(Debug)]
-pub struct Metric {
-    pub name: &'static str,
-    /// `counter` or `gauge`.
-    pub kind: &'static str,
-    pub help: &'static str,
-    pub read: Read,
-}
-
-/// How a family's value is read.
-#[derive(Debug)]
-pub enum Read {
-    /// One value.
-    One(fn(&GmActor) -> f64),
-    /// One value per label value (the label's name first).
-    By(&'static str, fn(&GmActor, Micros) -> Vec<(String, f64)>),
-}
+use service_kit::metrics::table::{self, Metric, Read};
+use service_kit::metrics::Page;
 
 use Read::{By, One};
 
 /// Appends every family of [`GM_METRICS`] to `out`, read at `now`.
 pub fn render(g: &GmActor, now: Micros, out: &mut Page) {
-    for m in GM_METRICS {
-        match &m.read {
-            One(read) => single(out, m.name, m.kind, m.help, read(g)),
-            By(label, read) => family(out, m.name, m.kind, m.help, label, &read(g, now)),
-        }
-    }
+    table::render(GM_METRICS, g, now, out);
 }
 
 /// Tasks waiting in each user queue, by queue name.
@@ -92,7 +70,7 @@ fn usage_by_queue(g: &GmActor, read: fn(&super::usage::Totals) -> f64) -> Vec<(S
 }
 
 /// The GM's own families, in the order `/metrics` shows them.
-pub const GM_METRICS: &[Metric] = &[
+pub const GM_METRICS: &[Metric<GmActor>] = &[
     Metric {
         name: "megha_gm_queue_length",
         kind: "gauge",
@@ -307,7 +285,7 @@ pub const GM_METRICS: &[Metric] = &[
         name: "megha_gm_batches_sent_total",
         kind: "counter",
         help: "Launch batches sent.",
-        read: One(|g| g.shell_metrics().batches_sent as f64),
+        read: One(|g| g.shell_metrics().sent.get(common::protocol::kind::LAUNCH) as f64),
     },
     Metric {
         name: "megha_gm_launch_resends_moot_total",

@@ -10,7 +10,7 @@
 
 use super::LmActor;
 use actix::prelude::*;
-use common::messages::{LaunchOutcome, Placement, PreemptOutcome};
+use common::protocol::facts::{Asked, Side, TaskFact};
 use common::protocol::{GmToLm, LmToGm};
 use lm_core::gate::Refusal;
 use lm_core::LmInput;
@@ -134,96 +134,63 @@ impl LmActor {
         let answer = self
             .apply(out, ctx)
             .ok_or_else(|| GmRequestError::Invalid("the core produced no answer".to_owned()))?;
-        self.count_answer(&answer);
+        self.count_sent(&answer);
         Ok((answer, self.deliveries(&slots)))
     }
 
     fn count_request(&mut self, message: &GmToLm) {
         let c = &mut self.counters;
-        match message {
-            GmToLm::Launch(batch) => {
-                c.batches += 1;
-                c.requests += batch.requests.len() as u64;
-            }
-            GmToLm::Preempt(_) => c.preempt_requests += 1,
-            GmToLm::Cancel(_) => c.cancel_requests += 1,
-            GmToLm::Reconcile(r) if !r.preempts.is_empty() => {
-                tracing::info!(gm = %r.gm, requests = r.preempts.len(), "a GM asks about held preemption requests whose final answer it has not had")
-            }
-            GmToLm::Reconcile(r) => {
-                tracing::info!(gm = %r.gm, tasks = r.tasks.len(), "a restarted GM asks which of its tasks this LM holds")
-            }
-            GmToLm::Gang(g) => {
-                tracing::debug!(gm = %g.gm, job = g.job.0, generation = g.generation, op = g.op.label(), "gang request")
-            }
+        c.received.add(message.kind());
+        message.for_each_task(|_, asked| match asked {
+            Asked::Launch => c.requests += 1,
+            Asked::Preempt | Asked::GangReserve => {}
+        });
+        let gm = message.gm();
+        for note in message.notes(Side::Receiver) {
+            service_kit::log_note!(&note, %gm);
         }
     }
 
-    /// Counters and log lines of an answer.
-    pub(super) fn count_answer(&mut self, answer: &LmToGm) {
+    /// Counters and log lines of a message this LM sends to a GM: an answer, or one
+    /// of its own on the GM's stream (requeues, ends, starts, a held preemption
+    /// request's final answer).
+    pub(super) fn count_sent(&mut self, message: &LmToGm) {
         let c = &mut self.counters;
-        match answer {
-            LmToGm::LaunchAnswer(r) => {
-                for (task, outcome) in &r.outcomes {
-                    match outcome {
-                        LaunchOutcome::Launched { placement } => {
-                            c.launched += 1;
-                            if *placement == Placement::Repartition {
-                                c.repartitions += 1;
-                            }
-                        }
-                        LaunchOutcome::Rejected(reason) => {
-                            c.rejections += 1;
-                            tracing::debug!(task = %task, job = task.job.0, gm = %r.gm, seq = r.seq, %reason, "launch refused");
-                        }
-                    }
+        let gm = message.to();
+        message.for_each_task(|task, fact| match fact {
+            TaskFact::Launched { repartition } => {
+                c.launched += 1;
+                if repartition {
+                    c.repartitions += 1;
                 }
             }
-            LmToGm::PreemptAnswer(r) => match &r.outcome {
-                PreemptOutcome::Launched { node, preempted } => {
-                    c.preemptions += 1;
-                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, %node, victims = preempted.len(), "preempted to launch a task");
-                }
-                PreemptOutcome::Refused(why) => {
-                    *c.preempt_refused.entry(why.label()).or_default() += 1;
-                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, reason = why.label(), "preemption refused");
-                }
-                PreemptOutcome::Held { until } => {
-                    tracing::info!(task = %r.task, job = r.task.job.0, gm = %r.gm, until_us = until.0, "preemption held for room that frees by itself");
-                }
-            },
-            LmToGm::CancelAnswer(r) => {
-                c.tasks_cancelled += r.cancelled.len() as u64;
-                if !r.cancelled.is_empty() {
-                    tracing::info!(job = r.job.0, gm = %r.gm, tasks = r.cancelled.len(), "cancelled: stopping the job's tasks");
-                }
-                if !r.not_yours.is_empty() {
-                    c.cancel_not_yours += r.not_yours.len() as u64;
-                    tracing::warn!(job = r.job.0, gm = %r.gm, tasks = r.not_yours.len(), "cancel request for tasks another GM launched; left running");
-                }
+            TaskFact::Rejected(reason) => {
+                c.rejections += 1;
+                tracing::debug!(task = %task, job = task.job.0, %gm, %reason, "launch refused");
             }
-            LmToGm::ReconcileAnswer(r) if !r.preempts.is_empty() => {
-                for (task, state) in &r.preempts {
-                    tracing::info!(gm = %r.gm, task = %task, job = task.job.0, state = state.label(), "answered a GM's ask about a held preemption request (not_held: void here from now on)");
-                }
+            TaskFact::PreemptedToLaunch { node, victims } => {
+                c.preemptions += 1;
+                tracing::info!(task = %task, job = task.job.0, %gm, %node, victims, "preempted to launch a task");
             }
-            LmToGm::ReconcileAnswer(r) => {
-                tracing::info!(gm = %r.gm, held = r.held.len(), finished = r.finished.len(), "told a restarted GM which of its tasks this LM holds");
+            TaskFact::PreemptRefused(why) => {
+                *c.preempt_refused.entry(why.label()).or_default() += 1;
+                tracing::info!(task = %task, job = task.job.0, %gm, reason = why.label(), "preemption refused");
             }
-            LmToGm::GangAnswer(r) => match &r.outcome {
-                // A request of an abandoned generation, or a commit of a part not
-                // held (expired): nothing was done for it (the core counts them).
-                common::messages::GangOutcome::Stale { newest } => {
-                    tracing::info!(job = r.job.0, gm = %r.gm, generation = r.generation, newest, op = %r.op, "gang request of an abandoned generation ignored")
-                }
-                common::messages::GangOutcome::NotHeld => {
-                    tracing::warn!(job = r.job.0, gm = %r.gm, generation = r.generation, "gang commit of a part not held (expired or released): nothing launched")
-                }
-                outcome => {
-                    tracing::debug!(job = r.job.0, gm = %r.gm, generation = r.generation, op = %r.op, outcome = outcome.label(), "gang answer")
-                }
-            },
-            LmToGm::State(_) | LmToGm::Requeue(_) | LmToGm::Ended(_) | LmToGm::Started(_) => {}
+            TaskFact::PreemptHeld { until } => {
+                tracing::info!(task = %task, job = task.job.0, %gm, until_us = until.0, "preemption held for room that frees by itself");
+            }
+            TaskFact::Requeued { lost, .. } => {
+                c.requeued += 1;
+                c.wasted += lost;
+                tracing::info!(task = %task, job = task.job.0, %gm, lost_ms = lost.0 / 1000, "handing a preempted task back to its GM");
+            }
+            TaskFact::Cancelled => c.tasks_cancelled += 1,
+            TaskFact::NotYours => c.cancel_not_yours += 1,
+            TaskFact::Ended(_) => c.ends_reported += 1,
+            TaskFact::Started => c.starts_reported += 1,
+        });
+        for note in message.notes(Side::Sender) {
+            service_kit::log_note!(&note, %gm);
         }
     }
 

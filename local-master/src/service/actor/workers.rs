@@ -14,6 +14,7 @@ use common::events::TaskEvent;
 use common::messages::{
     HeldTask, TaskFailure, WorkerAlive, WorkerAliveAnswer, WorkerAssignment, WorkerReport,
 };
+use common::protocol::facts::TaskFact;
 use common::protocol::WorkerToLm;
 use common::{Micros, NodeId};
 use lm_core::LmInput;
@@ -50,19 +51,14 @@ impl LmActor {
         };
         match self.core.step(clock::now(), input) {
             Ok(out) => {
-                let lost = out
-                    .to_gms
-                    .iter()
-                    .filter_map(|(_, m)| match m {
-                        common::protocol::LmToGm::Ended(e) => Some(
-                            e.ends
-                                .iter()
-                                .filter(|e| matches!(e.failure, Some(TaskFailure::Lost { .. })))
-                                .count(),
-                        ),
-                        _ => None,
-                    })
-                    .sum::<usize>();
+                let mut lost = 0usize;
+                for (_, m) in &out.to_gms {
+                    m.for_each_task(|_, fact| {
+                        if let TaskFact::Ended(end) = fact {
+                            lost += matches!(end.failure, Some(TaskFailure::Lost { .. })) as usize;
+                        }
+                    });
+                }
                 self.counters.tasks_lost += lost as u64;
                 tracing::warn!(lm = %self.core.id(), slot, url = self.worker_urls[slot].as_deref().unwrap_or("-"), tasks_lost = lost, reason, "worker lost: its nodes are down and its tasks reported lost to their GMs");
                 self.apply(out, ctx);

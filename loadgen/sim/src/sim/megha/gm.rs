@@ -4,8 +4,10 @@
 use super::Sim;
 use crate::sim::ledger::Decision;
 use crate::sim::{probe, CostModel};
-use common::messages::{LaunchOutcome, LmSnapshot, Placement, PreemptOutcome};
-use common::protocol::{GmToLm, LmToGm};
+use common::messages::LmSnapshot;
+use common::protocol::facts::{Asked, TaskFact};
+use common::protocol::kind;
+use common::protocol::LmToGm;
 use common::reasons::PendingReason;
 use common::{Micros, TaskId};
 use gm_core::{DecisionOutcome, GmInput, GmOutput};
@@ -47,7 +49,7 @@ impl Sim<'_> {
                     self.charge_snapshot(now, g, snapshot);
                 }
                 self.observe_lm_message(now, message);
-                let answer = matches!(message, LmToGm::LaunchAnswer(_));
+                let answer = message.kind() == kind::LAUNCH_ANSWER;
                 let t0 = probe::start(self.probe.is_some());
                 let out = self.gms[g].step(now, input);
                 let ns = probe::stop(t0);
@@ -128,48 +130,36 @@ impl Sim<'_> {
 
     /// Books what an LM's message tells about tasks: launches, refusals, preemptions.
     fn observe_lm_message(&mut self, now: Micros, message: &LmToGm) {
-        match message {
-            LmToGm::LaunchAnswer(response) => {
-                for (task, outcome) in &response.outcomes {
-                    match outcome {
-                        LaunchOutcome::Launched {
-                            placement: Placement::Repartition,
-                        } => self.counters.repartitions += 1,
-                        LaunchOutcome::Launched { .. } => {}
-                        LaunchOutcome::Rejected(_) => {
-                            let rec = self.record(*task);
-                            rec.in_flight_until(now);
-                            rec.rejections += 1;
-                            rec.decision = Decision::Pending;
-                            rec.lm = None;
-                            rec.node = None;
-                            self.counters.lm_rejections += 1;
-                        }
-                    }
+        message.for_each_task(|task, fact| match fact {
+            TaskFact::Launched { repartition } => {
+                if repartition {
+                    self.counters.repartitions += 1;
                 }
             }
-            LmToGm::PreemptAnswer(response) => {
-                let rec = self.record(response.task);
-                match &response.outcome {
-                    PreemptOutcome::Launched { .. } => rec.decision = Decision::Preemption,
-                    PreemptOutcome::Refused(_) => {
-                        rec.in_flight_until(now);
-                        self.counters.preempt_refused += 1;
-                    }
-                    // The task waits at the LM for room; the final answer follows.
-                    PreemptOutcome::Held { .. } => {}
-                }
+            TaskFact::Rejected(_) => {
+                let rec = self.record(task);
+                rec.in_flight_until(now);
+                rec.rejections += 1;
+                rec.decision = Decision::Pending;
+                rec.lm = None;
+                rec.node = None;
+                self.counters.lm_rejections += 1;
             }
+            TaskFact::PreemptedToLaunch { .. } => self.record(task).decision = Decision::Preemption,
+            TaskFact::PreemptRefused(_) => {
+                self.record(task).in_flight_until(now);
+                self.counters.preempt_refused += 1;
+            }
+            // The task waits at the LM for room; the final answer follows.
+            TaskFact::PreemptHeld { .. } => {}
             // Starts and ends are booked from the worker reports (zero cost here, no
             // pass); the simulator cancels nothing.
-            LmToGm::State(_)
-            | LmToGm::Requeue(_)
-            | LmToGm::Ended(_)
-            | LmToGm::Started(_)
-            | LmToGm::CancelAnswer(_)
-            | LmToGm::ReconcileAnswer(_)
-            | LmToGm::GangAnswer(_) => {}
-        }
+            TaskFact::Requeued { .. }
+            | TaskFact::Cancelled
+            | TaskFact::NotYours
+            | TaskFact::Ended(_)
+            | TaskFact::Started => {}
+        });
     }
 
     /// Charges a GM pass's decisions, records them and sends its requests.
@@ -232,15 +222,12 @@ impl Sim<'_> {
         self.gm_busy[g] = t;
         self.gms[g].recycle_decisions(out.decisions);
         for message in &out.to_lms {
-            match message {
-                GmToLm::Launch(batch) => {
-                    for req in &batch.requests {
-                        self.record(req.task.id).queued_until(t);
-                    }
-                    self.counters.launch_batches += 1;
-                }
-                GmToLm::Preempt(request) => self.record(request.task.id).queued_until(t),
-                GmToLm::Gang(_) | GmToLm::Cancel(_) | GmToLm::Reconcile(_) => {}
+            message.for_each_task(|task, asked| match asked {
+                Asked::Launch | Asked::Preempt => self.record(task).queued_until(t),
+                Asked::GangReserve => {}
+            });
+            if message.kind() == kind::LAUNCH {
+                self.counters.launch_batches += 1;
             }
         }
         self.send_from_gm(t, out.to_lms);

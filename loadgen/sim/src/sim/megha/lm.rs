@@ -4,7 +4,8 @@
 use super::Sim;
 use crate::sim::{probe, CostModel};
 use common::messages::WorkerReport;
-use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
+use common::protocol::kind;
+use common::protocol::{LmToWorker, WorkerToLm};
 use common::{Micros, TaskId, TaskKind};
 use lm_core::{LmInput, LmOutput};
 
@@ -17,7 +18,7 @@ impl Sim<'_> {
                 // A batch's, a preemption's or a gang reserve's tasks.
                 let tasks: Vec<TaskId> = request.placed_tasks();
                 let (start, done) = self.lm_serve(now, l, &tasks);
-                let launch = matches!(request, GmToLm::Launch(_));
+                let launch = request.kind() == kind::LAUNCH;
                 let t0 = probe::start(self.probe.is_some());
                 let result = self.lms[l].step(start, LmInput::Gm(request));
                 let ns = probe::stop(t0);
@@ -133,8 +134,9 @@ impl Sim<'_> {
 
     /// Books preempted tasks handed back to their GMs.
     pub(super) fn observe_requeues(&mut self, out: &LmOutput) {
+        // One variant's own accounting: no other message requeues a task.
         for (_, message) in &out.to_gms {
-            let LmToGm::Requeue(preempted) = message else {
+            let common::protocol::LmToGm::Requeue(preempted) = message else {
                 continue;
             };
             for (task, lost) in &preempted.tasks {

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::{Link, Role};
+use common::protocol::facts::{Asked, TaskFact};
 use common::protocol::{GmToLm, LmToGm};
 use common::{Micros, TaskId};
 use gm_core::{GmInput, Undelivered};
@@ -272,10 +273,11 @@ impl World<'_> {
             }
         }
         // A gang's answer names no task (it answers for the part as a whole).
-        let asked: Vec<TaskId> = match &message {
-            GmToLm::Gang(_) => Vec::new(),
-            _ => message.placed_tasks(),
-        };
+        let mut asked: Vec<TaskId> = Vec::new();
+        message.for_each_task(|task, what| match what {
+            Asked::Launch | Asked::Preempt => asked.push(task),
+            Asked::GangReserve => {}
+        });
         let lm_life = self.lm_life[l as usize];
         let attempt = match self.calls.get_mut(&id) {
             Some(c) => {
@@ -303,14 +305,22 @@ impl World<'_> {
         if self.gm_life[c.gm as usize] == c.life && self.gms[c.gm as usize].is_some() {
             // "Launched" for a run whose end (lost) the GM heard and retries since the
             // call began: the GM may take it for the retry's launch.
-            if let LmToGm::LaunchAnswer(r) = &message {
-                for (task, _) in &r.outcomes {
-                    if self.checker.retried_since(task, c.started) {
-                        self.checker
-                            .mark_known(*task, Known::StaleAnswerTakenForRetry);
+            let checker = &mut self.checker;
+            message.for_each_task(|task, fact| match fact {
+                TaskFact::Launched { .. } | TaskFact::Rejected(_) => {
+                    if checker.retried_since(&task, c.started) {
+                        checker.mark_known(task, Known::StaleAnswerTakenForRetry);
                     }
                 }
-            }
+                TaskFact::PreemptedToLaunch { .. }
+                | TaskFact::PreemptRefused(_)
+                | TaskFact::PreemptHeld { .. }
+                | TaskFact::Requeued { .. }
+                | TaskFact::Cancelled
+                | TaskFact::NotYours
+                | TaskFact::Ended(_)
+                | TaskFact::Started => {}
+            });
             self.gm_step(c.gm, GmInput::Lm(message));
         }
     }

@@ -6,6 +6,7 @@ use crate::sim::faults::check::{self, Known};
 use crate::sim::faults::plan::{Fault, Link, Role};
 use common::messages::EndsPublished;
 use common::messages::WorkerReport;
+use common::protocol::facts::TaskFact;
 use common::protocol::{ClientToGm, GmAddress, LmRoute, LmToGm, LmToWorker, WorkerToLm};
 use common::{GmId, Micros, TaskId};
 use gm_core::{DecisionOutcome, GlobalMaster, GmConfig, GmInput};
@@ -41,24 +42,29 @@ impl World<'_> {
         }
         // Ends the LM left for the GM to publish: as the GM service, only those of
         // an open task's current run go to the core (`current_runs_only`).
-        let to_publish = match &mut input {
-            GmInput::Lm(LmToGm::Ended(e)) if e.publish != EndsPublished::ByLm => {
+        let mut to_publish = None;
+        if let GmInput::Lm(message) = &mut input {
+            if let Some(e) = message.ends_gm_publishes_mut() {
                 let ends = std::mem::take(&mut e.ends);
                 e.ends = (ends.into_iter())
                     .filter(|end| self.current_run_at_gm(end.task, end.attempt))
                     .collect();
-                Some((e.lm, e.publish))
+                to_publish = Some((e.lm, e.publish));
             }
-            _ => None,
-        };
-        let answered_by = match input {
-            // Read by the GM service that asked (a restarted LM's answer); one
-            // about held preemption requests is the core's (no fairness here yet).
-            GmInput::Lm(LmToGm::ReconcileAnswer(a)) if a.preempts.is_empty() => {
-                return self.lm_reconciled(g, a)
+        }
+        // The answer to a reconcile request of a restarted LM is read by the GM
+        // service that asked it (the simulator's `lm_reconcile`); one about held
+        // preemption requests is the core's (no fairness here yet).
+        if let GmInput::Lm(LmToGm::ReconcileAnswer(a)) = input {
+            if a.preempts.is_empty() {
+                return self.lm_reconciled(g, a);
             }
-            GmInput::Lm(LmToGm::LaunchAnswer(ref r)) => Some(r.lm.0),
-            GmInput::Lm(LmToGm::GangAnswer(ref r)) => Some(r.lm.0),
+            input = GmInput::Lm(LmToGm::ReconcileAnswer(a));
+        }
+        // The tasks an answer launched (the step's other launches, of gang timers,
+        // are not the answer's), at the LM that answered.
+        let answered_by = match &input {
+            GmInput::Lm(m) if m.route() == LmRoute::Answer => Some(m.lm().0),
             _ => None,
         };
         let Some(gm) = self.gms[g as usize].as_mut() else {
@@ -138,14 +144,12 @@ impl World<'_> {
             return;
         };
         // A gang commit: checked once its launches are booked.
-        let commit = match &input {
-            LmInput::Gm(common::protocol::GmToLm::Gang(g))
-                if g.op == common::messages::GangOp::Commit =>
-            {
-                Some((g.gm, g.job))
+        let mut commit = None;
+        if let LmInput::Gm(common::protocol::GmToLm::Gang(g)) = &input {
+            if g.op == common::messages::GangOp::Commit {
+                commit = Some((g.gm, g.job));
             }
-            _ => None,
-        };
+        }
         let end = match &input {
             LmInput::Worker(WorkerToLm::Report(
                 r @ (WorkerReport::Finished { .. } | WorkerReport::Failed { .. }),
@@ -197,7 +201,7 @@ impl World<'_> {
         let ready = self.ready(l);
         let mut answer = None;
         for (to, message) in out.to_gms {
-            if let LmToGm::Ended(e) = &message {
+            if let Some(e) = message.ends_gm_publishes() {
                 if e.publish == EndsPublished::ByGm {
                     for end in &e.ends {
                         self.checker.verdict_lost(end.task);
@@ -249,37 +253,34 @@ impl World<'_> {
             let answered: Vec<TaskId> = answer.answered_tasks();
             // A retry answered `Duplicate` because the LM took the failed run for
             // finished (its worker listed it on registering again): it never runs.
-            if let LmToGm::LaunchAnswer(r) = &answer {
-                for (task, outcome) in &r.outcomes {
-                    let duplicate = matches!(
-                        outcome,
-                        common::messages::LaunchOutcome::Rejected(
-                            common::reasons::RejectReason::Duplicate
-                        )
-                    );
-                    let running = self
-                        .workers
-                        .iter()
-                        .flatten()
-                        .any(|w| w.running().iter().any(|x| x.task == *task));
-                    if duplicate && !running && self.checker.is_retry(task) {
-                        self.checker
-                            .mark_known(*task, Known::RetryAnsweredDuplicate);
-                    }
-                    // A run resumed from a GM journal answered `Duplicate` by an
-                    // LM that holds an earlier run (the GM could not reach it when
-                    // it asked): the GM awaits the resumed run's end, and that of
-                    // the earlier run is stale to it.
-                    let older = self.lms[l as usize]
-                        .as_ref()
-                        .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
-                    let asked_run = self.journal_runs.get(task).map(|r| r.0);
-                    if duplicate
-                        && self.checker.was_resubmitted(task)
-                        && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
-                    {
-                        self.checker.mark_known(*task, Known::JournalRerun);
-                    }
+            let mut duplicates = Vec::new();
+            answer.for_each_task(|task, fact| {
+                if let TaskFact::Rejected(common::reasons::RejectReason::Duplicate) = fact {
+                    duplicates.push(task);
+                }
+            });
+            for task in &duplicates {
+                let running = self
+                    .workers
+                    .iter()
+                    .flatten()
+                    .any(|w| w.running().iter().any(|x| x.task == *task));
+                if !running && self.checker.is_retry(task) {
+                    self.checker
+                        .mark_known(*task, Known::RetryAnsweredDuplicate);
+                }
+                // A run resumed from a GM journal answered `Duplicate` by an
+                // LM that holds an earlier run (the GM could not reach it when
+                // it asked): the GM awaits the resumed run's end, and that of
+                // the earlier run is stale to it.
+                let older = self.lms[l as usize]
+                    .as_ref()
+                    .and_then(|lm| lm.running().get(task).map(|a| a.task.attempt));
+                let asked_run = self.journal_runs.get(task).map(|r| r.0);
+                if self.checker.was_resubmitted(task)
+                    && older.is_some_and(|o| asked_run.is_some_and(|a| o < a))
+                {
+                    self.checker.mark_known(*task, Known::JournalRerun);
                 }
             }
             if answered != asked {

@@ -1,7 +1,7 @@
 //! One-line descriptions of events and messages for the history and the trace.
 
 use super::event::{Ev, Item};
-use common::messages::{LaunchOutcome, WorkerReport};
+use common::messages::WorkerReport;
 use common::protocol::{GmToLm, LmToGm, LmToWorker, WorkerToLm};
 use common::TaskId;
 
@@ -34,63 +34,11 @@ pub(super) fn tasks(ids: impl Iterator<Item = TaskId>) -> String {
 }
 
 pub(super) fn describe_request(m: &GmToLm) -> String {
-    match m {
-        GmToLm::Launch(b) => format!(
-            "launch gm{}->lm{} seq {} [{}]",
-            b.gm.0,
-            b.lm.0,
-            b.seq,
-            tasks(b.requests.iter().map(|r| r.task.id))
-        ),
-        GmToLm::Preempt(p) => format!("preempt gm{}->lm{} for {}", p.gm.0, p.lm.0, p.task.id),
-        GmToLm::Cancel(c) => format!("cancel gm{}->lm{} job {}", c.gm.0, c.lm.0, c.job.0),
-        GmToLm::Reconcile(r) => format!(
-            "reconcile gm{}->lm{} [{}]",
-            r.gm.0,
-            r.lm.0,
-            tasks(r.tasks.iter().map(|t| t.0))
-        ),
-        GmToLm::Gang(g) => format!(
-            "gang {} gm{}->lm{} job {} gen {} [{}]",
-            g.op.label(),
-            g.gm.0,
-            g.lm.0,
-            g.job.0,
-            g.generation,
-            tasks(m.placed_tasks().into_iter())
-        ),
-    }
+    m.trace()
 }
 
 fn describe_lm_to_gm(m: &LmToGm) -> String {
-    match m {
-        LmToGm::LaunchAnswer(r) => format!(
-            "launch answer lm{} seq {} [{}]",
-            r.lm.0,
-            r.seq,
-            r.outcomes
-                .iter()
-                .map(|(t, o)| match o {
-                    LaunchOutcome::Launched { .. } => format!("{t} ok"),
-                    LaunchOutcome::Rejected(r) => format!("{t} rejected {r:?}"),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        LmToGm::State(s) => format!("state of lm{} v{}", s.lm.0, s.version),
-        LmToGm::Ended(e) => format!(
-            "ended [{}]",
-            e.ends
-                .iter()
-                .map(|x| match &x.failure {
-                    None => format!("{}#{} finished", x.task, x.attempt),
-                    Some(f) => format!("{}#{} {f}", x.task, x.attempt),
-                })
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        other => other.kind().to_string(),
-    }
+    m.trace()
 }
 
 pub(super) fn describe_item(item: &Item) -> String {
