@@ -108,18 +108,17 @@ pub fn overlaps_on_nodes(rows: &[Row]) -> Vec<Overlap> {
     found
 }
 
+/// The descriptions of `overlaps`, a line each.
+pub fn describe_overlaps(overlaps: &[Overlap]) -> String {
+    (overlaps.iter().map(|o| o.2.as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// With one-core nodes and one-core tasks, no two tasks may overlap on a node.
 pub fn assert_no_overlap_on_nodes(rows: &[Row]) {
     let found = overlaps_on_nodes(rows);
-    assert!(
-        found.is_empty(),
-        "{}",
-        found
-            .iter()
-            .map(|o| o.2.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert!(found.is_empty(), "{}", describe_overlaps(&found));
 }
 
 /// Sums a metric family (all label sets) in a Prometheus text page.

@@ -3,7 +3,7 @@
 //! phases print, and the assertion that nothing was lost or ran twice.
 
 use std::collections::HashSet;
-use tests::checks::{overlaps_on_nodes, read_tasks_csv, Row};
+use tests::checks::{describe_overlaps, overlaps_on_nodes, read_tasks_csv, Row};
 use tests::compose::say;
 
 /// A replay's report.
@@ -76,11 +76,7 @@ impl Report {
         assert!(
             overlaps.is_empty(),
             "{}\nevery event of these tasks, as received (events.jsonl):\n{}",
-            overlaps
-                .iter()
-                .map(|o| o.2.as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
+            describe_overlaps(&overlaps),
             self.events_of(overlaps.iter().flat_map(|o| [o.0, o.1]).collect())
         );
     }
