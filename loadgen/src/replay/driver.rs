@@ -78,7 +78,7 @@ pub struct ReplayResult {
     /// What the events do not say, read from the GMs by the caller after the run.
     pub facts: ClusterFacts,
     /// Every event received, in order (`events.jsonl`).
-    pub events: Vec<super::recorder::LoggedEvent>,
+    pub events: Vec<super::event_log::LoggedEvent>,
 }
 
 /// Converts a job's tasks for submission, durations divided by `speedup`.

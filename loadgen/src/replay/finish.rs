@@ -28,23 +28,6 @@ pub struct ReportOptions<'a> {
     pub queues: Option<(&'a FairnessConfig, Micros)>,
 }
 
-/// `DIR/events.jsonl`: every task event the replay received, one JSON object a line,
-/// in the order received (duplicates dropped): what `tasks.csv` sums up per task
-/// (its last attempt's node, start and finish), per run. Times as in `tasks.csv`.
-fn write_events(out: &Path, events: &[super::recorder::LoggedEvent]) -> Result<()> {
-    use std::io::Write as _;
-    let path = out.join("events.jsonl");
-    let file =
-        std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    for e in events {
-        serde_json::to_writer(&mut w, e)?;
-        w.write_all(b"\n")?;
-    }
-    w.flush()
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
 /// Writes the reports; returns `Ok(false)` (after listing them) when tasks went
 /// missing, were refused or ran twice.
 pub fn finish(
@@ -91,7 +74,7 @@ pub fn finish_with(result: &ReplayResult, o: &ReportOptions) -> Result<bool> {
     }
     write_run(o.out, &result.outcome, &summary)
         .with_context(|| format!("cannot write reports to {}", o.out.display()))?;
-    write_events(o.out, &result.events)?;
+    super::event_log::write(o.out, &result.events)?;
     if !o.quiet {
         print_table(std::slice::from_ref(&summary));
         println!("written to {}", o.out.display());

@@ -504,16 +504,10 @@ impl Handler<Register> for LmActor {
             (self.events)(republished);
         }
         if !repeat {
-            // A new registration's orders start here: those held for the slot,
-            // else the next one. Whatever an earlier registration's stream still
-            // carries is numbered below, and the worker refuses it.
-            self.orders_from[slot] = (self.held_orders[slot].iter())
-                .filter_map(|o| match o {
-                    common::protocol::LmToWorker::Start(s) => Some(s.dispatch.seq),
-                    _ => None,
-                })
-                .min()
-                .unwrap_or_else(|| self.core.next_dispatch());
+            self.orders_from[slot] = crate::service::orders::first_of_registration(
+                &self.held_orders[slot],
+                self.core.next_dispatch(),
+            );
             // A repeat keeps its stream: orders on their way to the process stay.
             let sender = OrderedSender::start(msg.link);
             for order in std::mem::take(&mut self.held_orders[slot]) {
