@@ -30,7 +30,7 @@ pub use client::{get_json, http, http_bytes, http_raw, submit_tasks};
 pub use cluster::{free_port, LoopbackCluster, RoleArgs};
 pub use credentials::{credentials, random_hex, role_files, Credentials, RoleKeys};
 pub use identity::{task_identity, task_identity_args, TASK_UIDS};
-pub use markers::Markers;
+pub use markers::{MarkedCluster, Markers};
 pub use megha::{job_of, megha_as, run_megha};
 pub use process::Proc;
 pub use replay::{loadgen, replay_sample_trace};

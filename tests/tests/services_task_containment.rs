@@ -16,30 +16,21 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
 use tests::procs::{
-    credentials, get_json, http_raw, submit_tasks, wait_until, LoopbackCluster, Markers, Proc,
-    RoleArgs,
+    credentials, get_json, http_raw, submit_tasks, wait_until, LoopbackCluster, MarkedCluster,
+    Proc, RoleArgs,
 };
 use worker::exec::helper::processes_with;
 
-fn flags(list: &[&str]) -> Vec<String> {
-    list.iter().map(|a| a.to_string()).collect()
-}
-
 #[test]
 fn a_killed_workers_tasks_die_with_it_and_each_runs_to_its_end_once() {
-    let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-task-containment-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let logs = dir.join("logs");
-    let markers = Markers::create(&dir);
-    let extra = RoleArgs {
-        gm: flags(&["--max-attempts", "3"]),
-        lm: flags(&["--worker-timeout-ms", "2000"]),
-        worker: flags(&["--lm-check-ms", "200"]),
-        ..RoleArgs::default()
-    };
     // 1 GM, 1 LM of 8 one-core nodes, 1 worker.
-    let mut cluster = LoopbackCluster::start_with_args(1, 1, 8, 1, &broker.url, &logs, &[], &extra);
+    let MarkedCluster {
+        broker: _broker,
+        mut cluster,
+        markers,
+        dir,
+        logs,
+    } = MarkedCluster::start("task-containment", 1);
     let gm = cluster.gms[0].url.clone();
     let lm = cluster.lms[0].url.clone();
     // A unique word in each command line, to find its processes in /proc.

@@ -11,13 +11,8 @@
 
 use std::collections::BTreeMap;
 use std::time::Duration;
-use tests::broker::require_rabbitmq;
-use tests::procs::{get_json, submit_tasks, wait_until, LoopbackCluster, Markers, RoleArgs};
+use tests::procs::{get_json, submit_tasks, wait_until, MarkedCluster};
 use worker::exec::helper::processes_with;
-
-fn flags(list: &[&str]) -> Vec<String> {
-    list.iter().map(|a| a.to_string()).collect()
-}
 
 fn signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill")
@@ -48,19 +43,14 @@ fn runs_by_task(text: &str) -> BTreeMap<String, Vec<(String, u32)>> {
 
 #[test]
 fn a_frozen_workers_runs_end_before_their_retries_start() {
-    let broker = require_rabbitmq();
-    let dir = std::env::temp_dir().join(format!("megha-worker-frozen-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let logs = dir.join("logs");
-    let markers = Markers::create(&dir);
-    let extra = RoleArgs {
-        gm: flags(&["--max-attempts", "3"]),
-        lm: flags(&["--worker-timeout-ms", "2000"]),
-        worker: flags(&["--lm-check-ms", "200"]),
-        ..RoleArgs::default()
-    };
     // 1 GM, 1 LM of 8 one-core nodes, 2 workers (nodes alternate between them).
-    let mut cluster = LoopbackCluster::start_with_args(1, 1, 8, 2, &broker.url, &logs, &[], &extra);
+    let MarkedCluster {
+        broker: _broker,
+        mut cluster,
+        markers,
+        dir,
+        ..
+    } = MarkedCluster::start("worker-frozen", 2);
     let gm = cluster.gms[0].url.clone();
     let tag = format!("megha-frozen-{}", std::process::id());
     // About 12 s of ticks: well past the 2 s worker timeout.

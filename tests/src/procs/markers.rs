@@ -53,3 +53,52 @@ impl Markers {
             .count()
     }
 }
+
+/// The containment tests' cluster: 1 GM (3 attempts per task), 1 LM of 8 one-core
+/// nodes (a worker silent for 2 s is lost), `workers` workers checking in every
+/// 200 ms (nodes alternate between them), and a marker file; everything under
+/// `$TMPDIR/megha-NAME-<pid>`.
+#[derive(Debug)]
+pub struct MarkedCluster {
+    /// Kept for the test's life (its vhost).
+    pub broker: crate::broker::TestBroker,
+    pub cluster: super::LoopbackCluster,
+    pub markers: Markers,
+    /// The test's directory (logs, marker file), and the processes' logs in it.
+    pub dir: PathBuf,
+    pub logs: PathBuf,
+}
+
+impl MarkedCluster {
+    pub fn start(name: &str, workers: u32) -> MarkedCluster {
+        let broker = crate::broker::require_rabbitmq();
+        let dir = std::env::temp_dir().join(format!("megha-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let logs = dir.join("logs");
+        let markers = Markers::create(&dir);
+        let flags = |list: &[&str]| list.iter().map(|a| a.to_string()).collect();
+        let extra = super::RoleArgs {
+            gm: flags(&["--max-attempts", "3"]),
+            lm: flags(&["--worker-timeout-ms", "2000"]),
+            worker: flags(&["--lm-check-ms", "200"]),
+            ..super::RoleArgs::default()
+        };
+        let cluster = super::LoopbackCluster::start_with_args(
+            1,
+            1,
+            8,
+            workers,
+            &broker.url,
+            &logs,
+            &[],
+            &extra,
+        );
+        MarkedCluster {
+            broker,
+            cluster,
+            markers,
+            dir,
+            logs,
+        }
+    }
+}
