@@ -85,24 +85,22 @@ fn a_start_order_sent_before_the_worker_was_declared_lost_never_runs() {
         || lone.metric("megha_lm_nodes_down") == 0.0,
     );
     to_worker.release();
-    wait_until(
-        "the held start orders to reach the worker (refused or started)",
-        Duration::from_secs(10),
-        || {
-            worker_metric("megha_worker_replayed_starts_total") >= 2.0
-                || worker_metric("megha_worker_started_total") > started_before
-        },
-    );
-    std::thread::sleep(Duration::from_millis(500));
+    // What the relay held reaches the worker now (its close 500 ms later). Two
+    // outcomes are right: the worker refuses each held start order (sent before
+    // it registered again), or an order never arrives (queued behind the held call
+    // when the LM abandoned the stream, or dropped with its connection). Wrong:
+    // any of them starts.
+    std::thread::sleep(Duration::from_secs(3));
+    let refused = worker_metric("megha_worker_replayed_starts_total");
+    eprintln!("held start orders refused by the worker: {refused} of 2");
     assert_eq!(
         worker_metric("megha_worker_started_total"),
         started_before,
         "a start order of the registration the LM gave up ran"
     );
     assert_eq!(worker_metric("megha_worker_running_tasks"), 0.0);
-    assert_eq!(
-        worker_metric("megha_worker_replayed_starts_total"),
-        2.0,
-        "job 2's two start orders refused"
+    assert!(
+        refused <= 2.0,
+        "job 2 has two start orders, {refused} refused"
     );
 }
