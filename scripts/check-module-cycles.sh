@@ -5,7 +5,8 @@
 # `pub use` re-exports to the file that defines the name, and reports every cycle
 # (two files importing each other, directly or through others). An inherent
 # `impl Type` in another file than Type's counts as Type's file importing it (its
-# methods live there), unless that file is a submodule of Type's. Test code is left
+# methods live there), unless that file is a submodule of Type's or defines a Type
+# of its own. Test code is left
 # out: inline `#[cfg(test)] mod ... { }` blocks and files declared under `#[cfg(test)]`.
 # Run by scripts/test.sh.
 #
@@ -192,7 +193,12 @@ class Crate:
         for mod in graph:
             code = self.code[mod]
             for m in re.finditer(r"^impl\s*(?:<[^>{]*>)?\s*(" + IDENT + r")\s*(?:<[^>{]*>)?\s*\{", code, re.M):
-                for home in defined.get(m.group(1), ()):
+                homes = defined.get(m.group(1), set())
+                if mod in homes:
+                    # The file defines a type of that name itself: the impl is its
+                    # own (another file's type of the same name is another type).
+                    continue
+                for home in homes:
                     if home != mod and mod[: len(home)] != home and home in graph:
                         graph[home].add(mod)
 

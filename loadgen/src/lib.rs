@@ -7,8 +7,9 @@
 //! `megha-client` crate (`loadgen/client`).
 //!
 //! Layout:
-//! - [`cli`]: command-line front ends, one file per subcommand (`simulate`, `bench*`,
-//!   `trace`, `lra`, `replay`, `calibrate`, `faults`, `report`, `certs`).
+//! - [`cli`]: the subcommands that need the services, one file each (`replay`,
+//!   `embedded`, `dev`, `bench-e2e`, `bench-exec`, `calibrate`). The credential tools (`certs`, ...) are `service_kit::admin`. The
+//!   simulators' subcommands are `megha_sim::cli`; `loadgen` takes them too.
 //! - [`replay`]: replaying a trace against running services (HTTP + RabbitMQ) or an
 //!   embedded cluster, and rebuilding the same reports from the event stream.
 //! - re-exported from `megha-sim`: [`trace`], [`sim`], [`report`], [`plots`],

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use clap::Parser;
-use loadgen::cli::trace::{run, TraceCommand};
+use megha_sim::cli::trace::{run, TraceCommand};
 use std::path::Path;
 
 #[derive(Debug, Parser)]

@@ -22,7 +22,11 @@
 //! - [`tls`]: optional HTTPS (rustls, ring): serving, and the CA clients trust;
 //!   [`pki`]: a cluster's private CA and the certificates workers issue themselves.
 //! - [`topology`]: exchange names and routing keys.
+//! - [`admin`]: the operator's tools behind `loadgen certs`, `role-credentials`,
+//!   `broker-users` and `healthcheck`: they write the files [`pki`], [`roles`] and
+//!   [`topology`] read.
 
+pub mod admin;
 pub mod amqp;
 pub mod auth;
 pub mod body_budget;

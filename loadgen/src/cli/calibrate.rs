@@ -16,11 +16,11 @@
 //! network delay, the client's submission, the GM's real per-decision cost, and the
 //! worker's start as a distribution.
 
-use super::validate;
 use anyhow::{Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::{Micros, Resources};
+use megha_sim::cli::validate;
 use megha_sim::sim::probe::Probe;
 use megha_sim::sim::workload::{self, ConstraintMode, WorkloadOptions};
 use megha_sim::sim::{self, CostModel, SimConfig};
@@ -118,8 +118,12 @@ fn calibration_run(args: &CalibrateArgs) -> Result<Probe> {
     if args.partition_size == 0 {
         anyhow::bail!("--partition-size must be positive");
     }
-    let trace =
-        super::simulate::read_trace(&args.trace, TraceFormat::Tr, Default::default(), args.seed)?;
+    let trace = megha_sim::cli::simulate::read_trace(
+        &args.trace,
+        TraceFormat::Tr,
+        Default::default(),
+        args.seed,
+    )?;
     let cluster = ClusterSpec::generate(
         5,
         5,

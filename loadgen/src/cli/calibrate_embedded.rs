@@ -20,8 +20,8 @@
 //!   median (`worker_start_ns`) and its distribution (`worker_start_quantiles_ns`,
 //!   p0 to p100 by 5).
 
-use super::validate;
 use anyhow::{bail, Context, Result};
+use megha_sim::cli::validate;
 use megha_sim::sim::CostModel;
 use std::collections::BTreeMap;
 use std::path::Path;

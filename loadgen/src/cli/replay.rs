@@ -1,7 +1,6 @@
 //! `loadgen replay` (against running services over HTTP + RabbitMQ) and
 //! `loadgen embedded` (every role in this process), sharing the workload options.
 
-use super::simulate::MercuryArgs;
 use crate::replay::driver::{replay, Gangs, ReplayOptions, ReplayResult};
 use crate::replay::finish::{finish_with, ReportOptions};
 use crate::replay::{embedded, net, queues};
@@ -12,6 +11,7 @@ use common::events::TaskEvent;
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::gang::GangSpec;
 use common::{Micros, Resources};
+use megha_sim::cli::simulate::MercuryArgs;
 use megha_sim::sim::task_types::{self, TaskTypes};
 use megha_sim::sim::workload::{self, ConstraintMode, Job, WorkloadOptions};
 use megha_sim::trace::tpch::TpchArgs;
@@ -112,7 +112,7 @@ impl WorkloadArgs {
             bail!("--task-cpu-millis and --task-memory-mb must be positive");
         }
         let source = SourceConfig {
-            tpch: super::trace::tpch_config(self.format, &self.tpch, self.seed)?,
+            tpch: megha_sim::cli::trace::tpch_config(self.format, &self.tpch, self.seed)?,
             ..SourceConfig::default()
         };
         let mut reader =

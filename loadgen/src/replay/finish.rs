@@ -4,10 +4,10 @@
 //! and none may have started twice.
 
 use super::driver::ReplayResult;
-use crate::cli::simulate::print_table;
 use anyhow::{Context, Result};
 use common::fairness::FairnessConfig;
 use common::Micros;
+use megha_sim::cli::simulate::print_table;
 use megha_sim::report::{write_run, Summary};
 use std::fmt::Write as _;
 use std::path::Path;

@@ -12,9 +12,9 @@ use clap::Parser;
 use common::{GmId, Micros, Resources, TaskId, TaskKind, TaskSpec};
 use global_master::core::WakePolicy;
 use global_master::lra::Placer;
-use loadgen::cli::simulate::{run, run_one, SimulateArgs};
 use loadgen::sim::workload::Job;
 use loadgen::sim::{SchedulerKind, SimConfig};
+use megha_sim::cli::simulate::{run, run_one, SimulateArgs};
 use std::path::{Path, PathBuf};
 use tests::ClusterBuilder;
 

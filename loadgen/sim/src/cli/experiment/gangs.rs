@@ -25,13 +25,13 @@
 
 use super::flags::TraceFlags;
 use crate::cli::simulate::read_trace;
+use crate::sim::{self, workload, SchedulerKind, SimOutcome};
+use crate::trace::TraceFormat;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::gang::GangSpec;
 use common::rng::{seeded, streams, Rng};
 use common::{Micros, TaskId};
-use megha_sim::sim::{self, workload, SchedulerKind, SimOutcome};
-use megha_sim::trace::TraceFormat;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 use std::path::PathBuf;

@@ -8,12 +8,12 @@
 
 use super::flags::TraceFlags;
 use crate::cli::simulate::{read_trace, run_one, PreemptArgs};
+use crate::report::Summary;
+use crate::sim::{workload, SchedulerKind};
+use crate::trace::TraceFormat;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::Micros;
-use megha_sim::report::Summary;
-use megha_sim::sim::{workload, SchedulerKind};
-use megha_sim::trace::TraceFormat;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 

@@ -1,13 +1,13 @@
 //! `loadgen trace ...`: statistics, conversion to `.tr`, and the streaming benchmark.
 
+use crate::trace::bench::{self, BenchFormat};
+use crate::trace::options::{clock_seed, TraceOptionsArgs};
+use crate::trace::stats::{write_csv, write_table, TraceStats};
+use crate::trace::tpch::TpchArgs;
+use crate::trace::tr::write_tr;
+use crate::trace::{open_trace, SourceConfig, TraceFormat, TraceJob, TraceSource};
 use anyhow::Context;
 use common::Micros;
-use megha_sim::trace::bench::{self, BenchFormat};
-use megha_sim::trace::options::{clock_seed, TraceOptionsArgs};
-use megha_sim::trace::stats::{write_csv, write_table, TraceStats};
-use megha_sim::trace::tpch::TpchArgs;
-use megha_sim::trace::tr::write_tr;
-use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob, TraceSource};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -149,7 +149,7 @@ pub fn tpch_config(
     format: TraceFormat,
     tpch: &TpchArgs,
     default_seed: u64,
-) -> anyhow::Result<megha_sim::trace::tpch::TpchConfig> {
+) -> anyhow::Result<crate::trace::tpch::TpchConfig> {
     if format != TraceFormat::Tpch {
         anyhow::ensure!(
             !tpch.any_given(),

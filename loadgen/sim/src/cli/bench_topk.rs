@@ -11,9 +11,9 @@ use common::cluster::ClusterSpec;
 use common::constraint_model::synthesize_task_constraints;
 use common::rng::{seeded, streams, Rng};
 use common::{Micros, Resources, TaskId, TaskSpec};
-use global_master::core::opportunistic::{top_k, top_k_scan, Candidate};
-use global_master::core::view::LmView;
-use local_master::{LmConfig, LocalMaster};
+use gm_core::opportunistic::{top_k, top_k_scan, Candidate};
+use gm_core::view::LmView;
+use lm_core::{LmConfig, LocalMaster};
 use std::time::Instant;
 
 #[derive(Args, Debug)]

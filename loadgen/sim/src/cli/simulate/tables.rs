@@ -1,7 +1,7 @@
 //! The tables `loadgen simulate` prints: allocation delays per scheduler, and
 //! throughput and job latency per task-type policy.
 
-use megha_sim::report::Summary;
+use crate::report::Summary;
 
 /// Task throughput, job latency and QUEUEABLE kills per task-type policy, with the
 /// throughput gain over the first policy of the same scheduler.

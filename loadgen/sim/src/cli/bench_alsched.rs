@@ -13,8 +13,8 @@ use common::cluster::ClusterSpec;
 use common::cluster_described::{DescribedCluster, DescribedLm, NodeGroup};
 use common::utility::{compile, UtilityTree};
 use common::{JobId, Micros, Resources, TaskId, TaskSpec};
-use global_master::core::{GlobalMaster, GmConfig};
-use local_master::{LmConfig, LocalMaster};
+use gm_core::{GlobalMaster, GmConfig};
+use lm_core::{LmConfig, LocalMaster};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -101,12 +101,7 @@ fn pass(
     let placed = out
         .decisions
         .iter()
-        .filter(|d| {
-            matches!(
-                d.outcome,
-                global_master::core::DecisionOutcome::Dispatched { .. }
-            )
-        })
+        .filter(|d| matches!(d.outcome, gm_core::DecisionOutcome::Dispatched { .. }))
         .count();
     Ok((secs, placed))
 }

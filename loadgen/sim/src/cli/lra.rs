@@ -3,13 +3,13 @@
 //!
 //! The placers read no clock; latency is measured here around each `solve` call.
 
+use crate::lra_workload::{cluster, hbase, hbase_paired, lras_for_utilisation, manager};
 use anyhow::{anyhow, Context};
 use common::NodeId;
-use global_master::lra::{
+use lra_placer::{
     quality_of, ClusterState, ConstraintManager, IlpConfig, LraId, LraOutcome, LraRequest, Placer,
     Problem, FRAGMENT_THRESHOLD,
 };
-use megha_sim::lra_workload::{cluster, hbase, hbase_paired, lras_for_utilisation, manager};
 use std::collections::BTreeSet;
 use std::time::Instant;
 

@@ -7,13 +7,13 @@
 
 use super::jobs::{completion_times, metrics, slowed, JobMetrics};
 use crate::cli::simulate::{read_trace_from, ClusterArgs, ModelArgs};
+use crate::sim::{self, workload, SchedulerKind};
+use crate::trace::options::TraceOptionsArgs;
+use crate::trace::tpch::TpchArgs;
+use crate::trace::{SourceConfig, TraceFormat};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::Micros;
-use megha_sim::sim::{self, workload, SchedulerKind};
-use megha_sim::trace::options::TraceOptionsArgs;
-use megha_sim::trace::tpch::TpchArgs;
-use megha_sim::trace::{SourceConfig, TraceFormat};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::time::Instant;

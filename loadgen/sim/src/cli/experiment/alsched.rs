@@ -27,6 +27,10 @@
 //! DIR/x<load>` overlays the policies), and prints a table and the seed.
 
 use super::jobs::completion_times;
+use crate::report::write_tasks_file;
+use crate::sim::soft::{SoftJob, SoftJobs};
+use crate::sim::workload::Job;
+use crate::sim::{self, SimConfig, SimOutcome};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::attributes::Attributes;
@@ -35,10 +39,6 @@ use common::cluster_described::{DescribedCluster, DescribedLm, NodeGroup};
 use common::rng::{seeded, Rng};
 use common::utility::{compile, SetExpr, SetOp, UtilityTree};
 use common::{ConstraintSet, Micros, Resources, TaskId, TaskSpec};
-use megha_sim::report::write_tasks_file;
-use megha_sim::sim::soft::{SoftJob, SoftJobs};
-use megha_sim::sim::workload::Job;
-use megha_sim::sim::{self, SimConfig, SimOutcome};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;

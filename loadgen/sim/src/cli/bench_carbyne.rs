@@ -1,5 +1,5 @@
 //! `loadgen bench-carbyne`: what one job-ordering decision costs a GM: a plan over
-//! every waiting task ([`global_master::core::carbyne::plan`]) at 10,000 and 50,000
+//! every waiting task ([`gm_core::carbyne::plan`]) at 10,000 and 50,000
 //! pending tasks, Carbyne against DRF (and Tetris, SJF) on the same seeded jobs.
 //! The GM makes one at a job's arrival or end and at most one per replan interval
 //! on task ends (the paper: +2 ms and +4 ms per heartbeat). Prints figures; asserts
@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use common::rng::{seeded, streams, Rng};
 use common::{JobId, Micros, Resources, TaskId};
-use global_master::core::carbyne::{plan, JobOrder, JobWork, OrderConfig, Runnable, StageWork};
+use gm_core::carbyne::{plan, JobOrder, JobWork, OrderConfig, Runnable, StageWork};
 use std::time::Instant;
 
 #[derive(Args, Debug)]

@@ -1,9 +1,9 @@
 //! Job-level metrics of a simulated run: completion times (JCT), makespan, Jain's
 //! fairness index over windows, and slowdowns against a baseline run.
 
+use crate::sim::workload::Job;
+use crate::sim::SimOutcome;
 use common::Micros;
-use megha_sim::sim::workload::Job;
-use megha_sim::sim::SimOutcome;
 use std::collections::BTreeMap;
 
 /// What one policy gave.

@@ -49,7 +49,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
-    megha_sim::sim::CostModel::load(costs)?;
+    crate::sim::CostModel::load(costs)?;
     let [g, l, p] = args.check_cluster[..] else {
         bail!("--check-cluster: expected G,L,P (three numbers)");
     };
@@ -103,7 +103,7 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
     // The calibrated model with its start distribution replaced by its median: what
     // the distribution adds.
     let median_model = args.check_out.join("costs-median-start.toml");
-    let mut median = megha_sim::sim::CostModel::load(costs)?;
+    let mut median = crate::sim::CostModel::load(costs)?;
     median.worker_start_quantiles_ns.clear();
     std::fs::create_dir_all(&args.check_out)
         .with_context(|| format!("cannot create {}", args.check_out.display()))?;

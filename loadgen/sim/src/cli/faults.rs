@@ -1,13 +1,13 @@
 //! `loadgen faults`: seeded fault injection over small simulated clusters driven
-//! through the real cores (see [`megha_sim::sim::faults`]). Runs many seeds on threads and
+//! through the real cores (see [`crate::sim::faults`]). Runs many seeds on threads and
 //! prints the throughput and every violation with its seed; `--replay SEED` runs one
 //! seed again, printing every event and the violation with its history. Exits
 //! non-zero when an invariant broke.
 
+use crate::sim::faults::{self, FaultConfig, Schedule};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::Micros;
-use megha_sim::sim::faults::{self, FaultConfig, Schedule};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

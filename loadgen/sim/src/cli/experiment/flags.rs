@@ -3,8 +3,8 @@
 //! definition for the fairness, priorities and gangs experiments.
 
 use crate::cli::simulate::{ClusterArgs, ModelArgs};
+use crate::trace::options::TraceOptionsArgs;
 use clap::Parser;
-use megha_sim::trace::options::TraceOptionsArgs;
 
 #[derive(Parser, Debug)]
 pub struct TraceFlags {

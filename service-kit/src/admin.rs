@@ -1,11 +1,15 @@
-//! `loadgen certs`: a cluster's private CA and its certificates, for the TLS examples
-//! (docker-compose.tls.yml, k8s/make-secrets.sh) on images without openssl; and
-//! `loadgen healthcheck`: a service's `/healthz` over HTTP or HTTPS, for container
-//! healthchecks (docker/healthcheck.sh uses it when the service serves TLS).
+//! The operator's tools for a cluster's credentials, beside the PKI, role and broker
+//! code they drive (the `loadgen` subcommands of the same names call them):
+//! - `loadgen certs`: a cluster's private CA and its certificates, for the TLS examples
+//!   (docker-compose.tls.yml, k8s/make-secrets.sh) on images without openssl;
+//! - `loadgen role-credentials`: each process's signing key and its certificate;
+//! - `loadgen broker-users`: the broker users and their permissions;
+//! - `loadgen healthcheck`: a service's `/healthz` over HTTP or HTTPS, for container
+//!   healthchecks (docker/healthcheck.sh uses it when the service serves TLS).
 
+use crate::pki::{ClusterPki, Pem};
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use service_kit::pki::{ClusterPki, Pem};
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
@@ -86,7 +90,7 @@ pub fn run_certs(args: CertsArgs) -> Result<()> {
         .iter()
         .map(|s| parse_server(s))
         .collect::<Result<Vec<_>>>()?;
-    let networks = service_kit::auth::WorkerNetworks::parse(&args.worker_networks)
+    let networks = crate::auth::WorkerNetworks::parse(&args.worker_networks)
         .map_err(|e| anyhow::anyhow!("{e:#}").context("--worker-networks"))?;
     if args.out.join("ca.pem").exists() {
         println!("certificates already in {} (kept)", args.out.display());
@@ -138,8 +142,8 @@ pub struct RoleCredentialsArgs {
 
 /// `loadgen role-credentials DIR`: the credential files of a cluster's processes.
 pub fn run_role_credentials(args: RoleCredentialsArgs) -> Result<()> {
-    use service_kit::auth::signed::{new_seed, Authority, Identity};
-    use service_kit::roles::{hex, unhex, Role, RoleCredential};
+    use crate::auth::signed::{new_seed, Authority, Identity};
+    use crate::roles::{hex, unhex, Role, RoleCredential};
     let dir = &args.dir;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -227,7 +231,7 @@ pub struct BrokerUsersArgs {
 /// `loadgen broker-users`: the broker users of a cluster and their permissions
 /// (only LMs write the state exchange, only LMs and GMs the events; issue 32).
 pub fn run_broker_users(args: BrokerUsersArgs) -> Result<()> {
-    use service_kit::topology::{broker_permissions, rabbit_password_hash, BrokerUser};
+    use crate::topology::{broker_permissions, rabbit_password_hash, BrokerUser};
     let cluster = common::ClusterName::new(&args.cluster_name)
         .map_err(|e| anyhow::anyhow!("--cluster-name: {e}"))?;
     let kind = |text: &str, field: &str| {
@@ -252,7 +256,7 @@ pub fn run_broker_users(args: BrokerUsersArgs) -> Result<()> {
         };
         let password = std::fs::read_to_string(file)
             .with_context(|| format!("--user {name}: password file {file}"))?;
-        let salt: [u8; 4] = service_kit::auth::signed::new_seed()?[..4]
+        let salt: [u8; 4] = crate::auth::signed::new_seed()?[..4]
             .try_into()
             .unwrap_or_default();
         users.push(serde_json::json!({
@@ -305,14 +309,14 @@ fn unhealthy(body: &serde_json::Value, ready: bool) -> Option<String> {
 
 pub fn run_healthcheck(args: HealthcheckArgs) -> Result<()> {
     if let Some(ca) = &args.tls_ca_file {
-        service_kit::tls::trust_ca(ca)?;
+        crate::tls::trust_ca(ca)?;
     }
     let url = format!("{}/healthz", args.url.trim_end_matches('/'));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let body: serde_json::Value = rt.block_on(async {
-        let client = service_kit::tls::client_builder()
+        let client = crate::tls::client_builder()
             .timeout(Duration::from_millis(args.timeout_ms))
             .build()?;
         let resp = client
@@ -340,7 +344,7 @@ mod tests {
 
     #[test]
     fn role_credentials_keep_their_authoritys_files_and_replace_planted_ones() {
-        use service_kit::roles::RoleCredential;
+        use crate::roles::RoleCredential;
         let dir = std::env::temp_dir().join(format!("megha-rolecreds-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let args = |lms| RoleCredentialsArgs {
@@ -378,8 +382,8 @@ mod tests {
                 .expect(name)
                 .is_symlink());
             let c = RoleCredential::parse(&read(name), name).expect(name);
-            let authority = service_kit::auth::signed::Authority::from_seed(
-                &service_kit::roles::unhex(ca.trim()).expect("ca-key"),
+            let authority = crate::auth::signed::Authority::from_seed(
+                &crate::roles::unhex(ca.trim()).expect("ca-key"),
             )
             .expect("authority");
             assert_eq!(c.verifier.ca(), &authority.public_key(), "{name}");
@@ -464,11 +468,9 @@ mod tests {
             cert: std::fs::read_to_string(out.join("worker-issuer.pem")).expect("issuer"),
             key: std::fs::read_to_string(out.join("worker-issuer-key.pem")).expect("key"),
         };
-        service_kit::pki::issue_worker_cert(&issuer, "172.20.0.5".parse().expect("ip"))
+        crate::pki::issue_worker_cert(&issuer, "172.20.0.5".parse().expect("ip"))
             .expect("inside 172.16.0.0/12");
-        assert!(
-            service_kit::pki::issue_worker_cert(&issuer, "10.0.0.5".parse().expect("ip")).is_err()
-        );
+        assert!(crate::pki::issue_worker_cert(&issuer, "10.0.0.5".parse().expect("ip")).is_err());
     }
 
     #[test]

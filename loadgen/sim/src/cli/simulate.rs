@@ -19,17 +19,17 @@ pub use model::{
 pub use preempt::PreemptArgs;
 pub use tables::{print_table, print_task_types};
 
+use crate::report::{write_summary, write_tasks_file, Summary};
+use crate::sim::task_types;
+use crate::sim::workload;
+use crate::sim::{self, SchedulerKind, SimConfig};
+use crate::trace::options::TraceOptionsArgs;
+use crate::trace::tpch::TpchArgs;
+use crate::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::cluster::ClusterSpec;
 use common::Micros;
-use megha_sim::report::{write_summary, write_tasks_file, Summary};
-use megha_sim::sim::task_types;
-use megha_sim::sim::workload;
-use megha_sim::sim::{self, SchedulerKind, SimConfig};
-use megha_sim::trace::options::TraceOptionsArgs;
-use megha_sim::trace::tpch::TpchArgs;
-use megha_sim::trace::{open_trace, SourceConfig, TraceFormat, TraceJob};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -199,9 +199,9 @@ pub fn run_one(
             b.set_position(done);
         }
     };
-    let cpu_before = megha_sim::report::cpu_seconds();
+    let cpu_before = crate::report::cpu_seconds();
     let outcome = sim::run(cluster, jobs, config, &mut progress);
-    let cpu = megha_sim::report::cpu_seconds()
+    let cpu = crate::report::cpu_seconds()
         .zip(cpu_before)
         .map_or(0.0, |(after, before)| after - before);
     if let Some(b) = bar {
@@ -223,7 +223,7 @@ pub fn run_one(
         summary.cpu_time_s = cpu;
         if let Some(f) = &config.fairness {
             let total = cluster.total_capacity();
-            let fair = megha_sim::fairness::report(dir, f, total, &outcome, fairness_window)
+            let fair = crate::fairness::report(dir, f, total, &outcome, fairness_window)
                 .with_context(|| format!("cannot write {}", dir.join("shares.csv").display()))?;
             summary.fairness = Some(fair);
         }

@@ -2,13 +2,13 @@
 //! sizes, constraints, costs, heartbeats, publication, fairness, and the `megha3`
 //! preset with the trace adjustments it implies.
 
+use crate::sim::workload::{ConstraintMode, WorkloadOptions};
+use crate::sim::{self, SchedulerKind, SimConfig};
+use crate::trace::TraceJob;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use common::fairness::FairnessConfig;
 use common::{Micros, Resources};
-use megha_sim::sim::workload::{ConstraintMode, WorkloadOptions};
-use megha_sim::sim::{self, SchedulerKind, SimConfig};
-use megha_sim::trace::TraceJob;
 use std::path::PathBuf;
 
 /// Workload and model options shared by simulate and bench.
@@ -63,13 +63,13 @@ pub struct ModelArgs {
     /// with the backlog) or all (every one, as the paper's simulator does)
     /// [default: indexed; megha3: all].
     #[arg(long, value_name = "POLICY", value_parser = parse_wake)]
-    pub wake: Option<global_master::core::WakePolicy>,
+    pub wake: Option<gm_core::WakePolicy>,
     /// In which order a GM tries its waiting tasks: fifo (user queues in turn, each
     /// in arrival order: the default), drf (fairness between jobs), tetris (packing),
     /// sjf (shortest remaining critical path), or carbyne (altruistic: DRF shares,
     /// leftover to the jobs closest to completion, then packed; docs/carbyne.md).
     #[arg(long, default_value = "fifo", value_name = "POLICY", value_parser = parse_order)]
-    pub order: global_master::core::carbyne::JobOrder,
+    pub order: gm_core::carbyne::JobOrder,
     /// With --order carbyne: P(altruism), the probability that a job gives away
     /// what it need not run now (0 = DRF, 1 = every job).
     #[arg(long, default_value_t = 1.0, value_name = "P")]
@@ -127,7 +127,7 @@ pub fn parse_soft_ilp_ms(text: &str) -> Result<u64, String> {
     let ms = text
         .parse::<u64>()
         .map_err(|e| format!("{text:?} is not a number of ms: {e}"))?;
-    global_master::core::check_soft_ilp_ms(ms)
+    gm_core::check_soft_ilp_ms(ms)
 }
 
 /// `--lm-publish`: when a simulated LM sends its state (see [`sim::LmPublish`]).
@@ -160,8 +160,8 @@ impl ModelArgs {
     }
 
     /// The wake rule in effect (flag, else preset, else indexed).
-    pub fn wake_policy(&self) -> global_master::core::WakePolicy {
-        use global_master::core::WakePolicy;
+    pub fn wake_policy(&self) -> gm_core::WakePolicy {
+        use gm_core::WakePolicy;
         self.wake.unwrap_or(match self.megha3() {
             true => WakePolicy::All,
             false => WakePolicy::Indexed,
@@ -244,12 +244,12 @@ impl ModelArgs {
     }
 
     /// The job-ordering policy (`--order`, `--altruism`, `--replan-ms`).
-    pub fn order_config(&self) -> Result<global_master::core::carbyne::OrderConfig> {
+    pub fn order_config(&self) -> Result<gm_core::carbyne::OrderConfig> {
         let ms = self.replan_ms;
         if !(ms.is_finite() && ms >= 0.0) {
             bail!("--replan-ms must be a non-negative number of ms, not {ms}");
         }
-        let config = global_master::core::carbyne::OrderConfig {
+        let config = gm_core::carbyne::OrderConfig {
             order: self.order,
             altruism: self.altruism,
             seed: self.seed,
@@ -297,20 +297,20 @@ impl ModelArgs {
     }
 }
 
-fn parse_wake(name: &str) -> Result<global_master::core::WakePolicy, String> {
-    global_master::core::WakePolicy::parse(name).ok_or_else(|| {
+fn parse_wake(name: &str) -> Result<gm_core::WakePolicy, String> {
+    gm_core::WakePolicy::parse(name).ok_or_else(|| {
         format!(
             "unknown wake policy {name:?}; expected one of: {}",
-            global_master::core::WakePolicy::NAMES.join(", ")
+            gm_core::WakePolicy::NAMES.join(", ")
         )
     })
 }
 
-fn parse_order(name: &str) -> Result<global_master::core::carbyne::JobOrder, String> {
-    global_master::core::carbyne::JobOrder::parse(name).ok_or_else(|| {
+fn parse_order(name: &str) -> Result<gm_core::carbyne::JobOrder, String> {
+    gm_core::carbyne::JobOrder::parse(name).ok_or_else(|| {
         format!(
             "unknown job order {name:?}; expected one of: {}",
-            global_master::core::carbyne::JobOrder::NAMES.join(", ")
+            gm_core::carbyne::JobOrder::NAMES.join(", ")
         )
     })
 }

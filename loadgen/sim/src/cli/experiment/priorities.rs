@@ -7,11 +7,11 @@
 
 use super::flags::TraceFlags;
 use crate::cli::simulate::read_trace;
+use crate::sim::{self, workload, SchedulerKind};
+use crate::trace::TraceFormat;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
 use common::priority::PriorityClasses;
-use megha_sim::sim::{self, workload, SchedulerKind};
-use megha_sim::trace::TraceFormat;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;

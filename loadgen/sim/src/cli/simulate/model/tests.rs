@@ -1,8 +1,8 @@
 //! Unit tests of `model.rs`.
 
 use super::*;
+use crate::trace::TraceTask;
 use clap::Parser;
-use megha_sim::trace::TraceTask;
 
 #[derive(Parser)]
 struct Cli {
@@ -30,7 +30,7 @@ fn job(arrival_us: u64, durations_us: &[u64]) -> TraceJob {
 
 #[test]
 fn the_megha3_preset_changes_only_the_defaults_not_given() {
-    use global_master::core::WakePolicy::{self, All, Indexed};
+    use gm_core::WakePolicy::{self, All, Indexed};
     // (arguments, constraints, heartbeat s, whole seconds and separated arrivals,
     // wake rule)
     type Row<'a> = (&'a [&'a str], ConstraintMode, f64, bool, WakePolicy);
@@ -74,7 +74,7 @@ fn the_megha3_preset_changes_only_the_defaults_not_given() {
         assert_eq!(m.heartbeat_secs(), *heartbeat, "{args:?}");
         assert_eq!(m.wake_policy(), *wake, "{args:?}");
         let config = m
-            .sim_config(megha_sim::sim::SchedulerKind::Megha, 1)
+            .sim_config(crate::sim::SchedulerKind::Megha, 1)
             .expect("a valid model");
         assert_eq!(config.wake, *wake, "{args:?}: the simulator's rule");
         let mut jobs = vec![job(1_000_000, &[2_700_000]), job(1_000_000, &[500_000])];
@@ -179,7 +179,7 @@ fn the_default_cost_model_charges_what_the_microsecond_model_did() {
 
 #[test]
 fn the_job_order_defaults_to_fifo_and_bad_values_name_the_flag() {
-    use global_master::core::carbyne::JobOrder;
+    use gm_core::carbyne::JobOrder;
     let config = model(&[]).order_config().expect("defaults");
     assert_eq!(config.order, JobOrder::Fifo);
     let config = model(&["--order", "carbyne", "--altruism", "0.5"])

@@ -10,9 +10,9 @@
 //! DIR/<workload>-hb<S>/<policy>/ (`loadgen report` reads them).
 
 use crate::cli::simulate::{self, SimulateArgs};
+use crate::sim::task_types::TaskTypes;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser};
-use megha_sim::sim::task_types::TaskTypes;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 

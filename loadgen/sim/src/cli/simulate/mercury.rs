@@ -1,11 +1,11 @@
 //! Mercury's flags ([`MercuryArgs`]): task types, and the QUEUEABLE placement and
 //! load-shaping knobs.
 
+use crate::sim::task_types::TaskTypes;
+use crate::sim::SimConfig;
 use anyhow::{bail, Result};
 use clap::Args;
 use common::Micros;
-use megha_sim::sim::task_types::TaskTypes;
-use megha_sim::sim::SimConfig;
 
 /// Mercury's task types and their placement and load-shaping knobs.
 #[derive(Args, Debug, Clone)]
@@ -84,7 +84,7 @@ impl MercuryArgs {
     }
 
     /// The QUEUEABLE knobs, checked (simulator and embedded services alike).
-    pub fn options(&self) -> Result<megha_sim::sim::MercuryOptions> {
+    pub fn options(&self) -> Result<crate::sim::MercuryOptions> {
         if !(self.queueable_cap > 0.0 && self.queueable_cap <= 1.0) {
             bail!("--queueable-cap must be in (0, 1]");
         }
@@ -106,19 +106,19 @@ impl MercuryArgs {
         if self.promote_per_tick == 0 {
             bail!("--promote-per-tick must be at least 1");
         }
-        Ok(megha_sim::sim::MercuryOptions {
+        Ok(crate::sim::MercuryOptions {
             top_k: self.top_k,
             cap: self.queueable_cap,
             queue_order: match self.queue_order.as_str() {
-                "job" => worker::core::QueueOrder::JobSubmission,
-                "fifo" => worker::core::QueueOrder::Fifo,
+                "job" => worker_core::QueueOrder::JobSubmission,
+                "fifo" => worker_core::QueueOrder::Fifo,
                 other => bail!("--queue-order {other:?}: expected job or fifo"),
             },
             shed_sigma: self.shed_sigma,
             quota,
             promote_after,
             promote_per_tick: self.promote_per_tick,
-            ..megha_sim::sim::MercuryOptions::default()
+            ..crate::sim::MercuryOptions::default()
         })
     }
 }

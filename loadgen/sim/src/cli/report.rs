@@ -17,7 +17,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<()> {
-    let written = megha_sim::plots::report(&args.dirs, &args.out)?;
+    let written = crate::plots::report(&args.dirs, &args.out)?;
     for f in &written.figures {
         println!("{}: {}", f.title, f.path.display());
     }
