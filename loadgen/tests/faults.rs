@@ -93,34 +93,75 @@ fn the_journal_and_worker_liveness_of_issue_14_end_what_crashes_left_stuck() {
     );
 }
 
+/// Tasks of up to 30 s, longer than the worker timeout (10 s), with 120 quiet seconds
+/// to end them.
+fn long_tasks() -> FaultConfig {
+    FaultConfig {
+        max_duration: common::Micros::from_secs(30),
+        quiet: common::Micros::from_secs(120),
+        ..FaultConfig::default()
+    }
+}
+
+/// The "task ran twice" violations of 300 seeds under `config`.
+fn ran_twice(config: &FaultConfig) -> Vec<faults::Violation> {
+    let report = faults::search(1, 300, 2, config, None);
+    (report.violations.into_iter())
+        .filter(|v| v.invariant == Invariant::RanTwice)
+        .collect()
+}
+
+/// Tasks longer than the worker timeout, with what keeps them from running twice
+/// (each undone by one of the tests below): worker fences, the helpers that kill a
+/// dead worker's runs, the order floor of each registration. No violation at all.
+#[test]
+fn long_tasks_break_no_invariant() {
+    let report = faults::search(1, 300, 2, &long_tasks(), None);
+    assert!(
+        report.violations.is_empty(),
+        "{:?}",
+        report.violations.first()
+    );
+}
+
 /// Tasks longer than the worker timeout: a worker cut off from its LM past the
 /// timeout still runs a task when its GM retries it elsewhere, unless the worker
 /// fenced itself first (the LM's `--worker-fence`, on by default).
 #[test]
 fn worker_fences_keep_a_retried_long_task_from_running_twice() {
-    let long = FaultConfig {
-        max_duration: common::Micros::from_secs(30),
-        quiet: common::Micros::from_secs(120),
-        ..FaultConfig::default()
-    };
-    let fenced = faults::search(1, 300, 2, &long, None);
-    assert!(
-        fenced.violations.is_empty(),
-        "{:?}",
-        fenced.violations.first()
-    );
     let unfenced = FaultConfig {
         worker_fence: false,
-        ..long
+        ..long_tasks()
     };
-    let report = faults::search(1, 300, 2, &unfenced, None);
     assert!(
-        report
-            .violations
-            .iter()
-            .any(|v| v.invariant == Invariant::RanTwice),
-        "without fences no task ran twice in 300 seeds: {:?}",
-        report.known
+        !ran_twice(&unfenced).is_empty(),
+        "without fences no task ran twice in 300 seeds"
+    );
+}
+
+/// Issue 31 (the compose over-commit): an LM that declares a worker lost abandons
+/// its order stream, but a start order already on its way may still arrive once the
+/// network is back (`FaultConfig::late_orders`, on by default). A worker cut off past
+/// the timeout registers again after the heal (fence lifted), and the late start of
+/// a run the LM reported lost, and its GM retried elsewhere, reaches it. With the
+/// order floor (each registration names its first start order, the worker refuses
+/// those below) it never runs; without it, it runs beside its retry.
+#[test]
+fn a_late_start_order_of_an_abandoned_stream_never_runs() {
+    assert!(long_tasks().late_orders && long_tasks().order_floor);
+    let unfloored = FaultConfig {
+        order_floor: false,
+        ..long_tasks()
+    };
+    let twice = ran_twice(&unfloored);
+    assert!(
+        !twice.is_empty(),
+        "without the order floor no late start ran beside its retry in 300 seeds"
+    );
+    println!(
+        "{} of 300 seeds ran a task twice; first: {}",
+        twice.len(),
+        twice[0]
     );
 }
 
@@ -131,31 +172,16 @@ fn worker_fences_keep_a_retried_long_task_from_running_twice() {
 /// never.
 #[test]
 fn a_dead_workers_runs_are_gone_before_their_retries_start() {
-    let long = FaultConfig {
-        max_duration: common::Micros::from_secs(30),
-        quiet: common::Micros::from_secs(120),
-        ..FaultConfig::default()
-    };
-    let helpers = faults::search(1, 300, 2, &long, None);
-    assert!(
-        helpers.violations.is_empty(),
-        "{:?}",
-        helpers.violations.first()
-    );
     let before = FaultConfig {
         orphan_linger: common::Micros::from_secs(60),
-        ..long
+        ..long_tasks()
     };
-    let report = faults::search(1, 300, 2, &before, None);
-    let twice: Vec<_> = report
-        .violations
-        .iter()
-        .filter(|v| v.invariant == Invariant::RanTwice && v.detail.contains("dead"))
+    let twice: Vec<_> = (ran_twice(&before).into_iter())
+        .filter(|v| v.detail.contains("dead"))
         .collect();
     assert!(
         !twice.is_empty(),
-        "with a dead worker's processes running on, no retry overlapped them in 300 seeds: {:?}",
-        report.violations.first()
+        "with a dead worker's processes running on, no retry overlapped them in 300 seeds"
     );
     println!(
         "{} of 300 seeds ran a task twice; first: {}",

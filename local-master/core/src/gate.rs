@@ -3,12 +3,29 @@
 //! known down, so that it places nothing on nodes whose running tasks it does not
 //! know yet) and the late-copy rule (a first copy of a launch batch answered busy and
 //! not applied is answered busy again: its GM took the batch back and may have placed
-//! its tasks elsewhere; a resend, from a GM still in doubt, is applied). The services
-//! and the fault simulator both ask this gate, so they cannot drift apart.
+//! its tasks elsewhere; a resend, from a GM still in doubt, is applied), and the first
+//! start order of a worker's registration (orders numbered below it were sent to an
+//! earlier registration, and the worker refuses them). The services and the fault
+//! simulator both ask this gate, so they cannot drift apart.
 
 use common::bounded::Bounded;
-use common::protocol::GmToLm;
+use common::protocol::{GmToLm, LmToWorker};
 use common::GmId;
+
+/// The first start order of a new registration of a worker: the lowest of the start
+/// orders held for its slot, else `next` (the LM's next dispatch number,
+/// [`crate::LocalMaster::next_dispatch`]). Whatever an earlier registration's stream
+/// still carries is numbered below, and the worker refuses it
+/// ([`common::messages::WorkerAssignment::orders_from`], worker-core's `OrderFilter`).
+pub fn first_of_registration<'a>(held: impl IntoIterator<Item = &'a LmToWorker>, next: u64) -> u64 {
+    (held.into_iter())
+        .filter_map(|o| match o {
+            LmToWorker::Start(s) => Some(s.dispatch.seq),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(next)
+}
 
 /// Launch batches answered busy that an LM remembers (the newest).
 pub const ANSWERED_BUSY_KEPT: usize = 4096;

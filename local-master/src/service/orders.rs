@@ -15,17 +15,3 @@ pub type GmLink = Link<Vec<LmToGm>, ()>;
 /// One order to a worker, in the order the LM decided them: the protocol's
 /// LM -> worker message.
 pub type WorkerOrder = common::protocol::LmToWorker;
-
-/// The first start order of a new registration of a worker: the lowest of the start
-/// orders held for its slot, else `next` (the LM's next dispatch number). Whatever an
-/// earlier registration's stream still carries is numbered below, and the worker
-/// refuses it ([`common::messages::WorkerAssignment::orders_from`]).
-pub fn first_of_registration(held: &[WorkerOrder], next: u64) -> u64 {
-    (held.iter())
-        .filter_map(|o| match o {
-            WorkerOrder::Start(s) => Some(s.dispatch.seq),
-            _ => None,
-        })
-        .min()
-        .unwrap_or(next)
-}

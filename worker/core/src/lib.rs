@@ -15,9 +15,12 @@
 //! from [`WorkerInput::Exited`].
 //!
 //! Layout: `io.rs` what the core takes and gives ([`WorkerInput`], [`WorkerOutput`],
-//! [`ExecOrder`]); `step.rs` the one entry point; here the [`Worker`] and its state.
+//! [`ExecOrder`]); `step.rs` the one entry point; [`orders`] which start orders may run
+//! (dispatch numbers, LM lives, the floor of a registration); here the [`Worker`] and
+//! its state.
 
 mod io;
+pub mod orders;
 mod step;
 pub use io::{ExecOrder, WorkerInput, WorkerOutput};
 

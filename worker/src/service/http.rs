@@ -25,9 +25,9 @@ use common::messages::Dispatch;
 use common::protocol::LmToWorker;
 use service_kit::auth::ClusterGuard;
 use service_kit::cluster::Cluster;
-use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use worker_core::orders::OrderFilter;
 
 /// The routes; every one but `/healthz` and `/metrics` needs the cluster credential
 /// of `guard` (401 otherwise, nothing applied); a call of another cluster than
@@ -144,108 +144,32 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-/// How many dispatches a worker remembers (the newest; about 2 MB).
-pub const RUNS_KEPT: usize = 100_000;
+/// How many dispatches a worker remembers.
+pub use worker_core::orders::RUNS_KEPT;
 
-/// The start orders (their [`Dispatch`]) this worker took in this life, the newest
-/// [`RUNS_KEPT`]: each dispatch runs once. A start order of a dispatch already taken
-/// (resent by its LM after a lost answer, or replayed by someone who captured it),
-/// of an LM life since replaced by another (lives are told apart by number, not
-/// ordered by it: a clock may go back), older than every dispatch
-/// remembered of the current life, or sent before this worker's current
-/// registration ([`StartedRuns::floor`]), is dropped, counted and logged. A
-/// preempted task started again (with the same attempt) is a new dispatch and runs.
+/// The start orders this worker took in this life ([`OrderFilter`]: each dispatch
+/// runs once, none of a replaced LM life or sent before this worker's current
+/// registration); what it refuses is dropped, counted and logged.
 #[derive(Debug, Default)]
 pub struct StartedRuns {
-    seen: Mutex<Seen>,
+    filter: Mutex<OrderFilter>,
     /// Start orders dropped so.
     pub replayed: AtomicU64,
 }
 
-#[derive(Debug, Default)]
-struct Seen {
-    set: HashSet<Dispatch>,
-    order: VecDeque<Dispatch>,
-    /// The LM life whose orders run: the last one seen that was not retired.
-    life: u64,
-    /// The highest sequence number forgotten of that life.
-    forgotten: u64,
-    /// LM lives replaced by a later one (the most recent [`LIVES_KEPT`]): their
-    /// orders are refused. A life is known by its number, not ordered by it: an
-    /// LM restarted with its clock behind numbers its new life below the old one
-    /// (issue 33: wall-clock lives), and its orders must run.
-    retired: VecDeque<u64>,
-}
-
-/// LM lives remembered as retired.
-const LIVES_KEPT: usize = 64;
-
-impl Seen {
-    /// Enters LM life `life`; false when it is a retired one. A life not seen
-    /// before means the LM restarted: the current one is retired.
-    fn enter(&mut self, life: u64) -> bool {
-        if life == self.life {
-            return true;
-        }
-        if self.retired.contains(&life) {
-            return false;
-        }
-        let old = self.life;
-        if old != 0 {
-            if self.retired.len() == LIVES_KEPT {
-                self.retired.pop_front();
-            }
-            self.retired.push_back(old);
-        }
-        self.life = life;
-        self.forgotten = 0;
-        true
-    }
-}
-
 impl StartedRuns {
-    /// This worker registered (again) with LM life `life`, whose start orders for
-    /// this registration are numbered from `from` (0: no floor): those numbered
-    /// below were sent for an earlier registration (a stream the LM abandoned
-    /// when it declared this worker lost, delivered after a network cut) and
-    /// must not run: the LM reported their runs lost and gave their nodes to
-    /// other work.
+    /// This worker registered (again): [`OrderFilter::floor`].
     pub fn floor(&self, life: u64, from: u64) {
-        if life == 0 || from == 0 {
-            return;
-        }
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.enter(life) {
-            seen.forgotten = seen.forgotten.max(from - 1);
-        }
+        self.lock().floor(life, from);
     }
 
-    /// True when `dispatch` may run (it is remembered), false when it may not.
-    /// The default dispatch (no LM's: tests, benches) always may.
+    /// [`OrderFilter::first`].
     pub fn first(&self, dispatch: Dispatch) -> bool {
-        if dispatch == Dispatch::default() {
-            return true;
-        }
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if !seen.enter(dispatch.lm_life) {
-            return false;
-        }
-        if dispatch.seq <= seen.forgotten {
-            return false;
-        }
-        if !seen.set.insert(dispatch) {
-            return false;
-        }
-        seen.order.push_back(dispatch);
-        if seen.order.len() > RUNS_KEPT {
-            if let Some(old) = seen.order.pop_front() {
-                seen.set.remove(&old);
-                if old.lm_life == seen.life {
-                    seen.forgotten = seen.forgotten.max(old.seq);
-                }
-            }
-        }
-        true
+        self.lock().first(dispatch)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, OrderFilter> {
+        self.filter.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Drops from `orders` the starts that may not run (see the type), counting
@@ -439,69 +363,5 @@ async fn metrics(
             ([(header::CONTENT_TYPE, content_type)], page.encode()).into_response()
         }
         Err(e) => bad(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn d(lm_life: u64, seq: u64) -> Dispatch {
-        Dispatch { lm_life, seq }
-    }
-
-    #[test]
-    fn a_dispatch_runs_once_and_the_memory_is_bounded() {
-        let runs = StartedRuns::default();
-        assert!(runs.first(d(5, 1)));
-        assert!(!runs.first(d(5, 1)), "a resent or replayed order");
-        assert!(
-            runs.first(d(5, 2)),
-            "another dispatch (a preempted task's restart)"
-        );
-        assert!(
-            runs.first(Dispatch::default()),
-            "no dispatch: orders of tests"
-        );
-        assert!(runs.first(Dispatch::default()));
-        for seq in 3..RUNS_KEPT as u64 + 10 {
-            assert!(runs.first(d(5, seq)));
-        }
-        assert!(
-            !runs.first(d(5, 1)),
-            "a dispatch forgotten past RUNS_KEPT is still refused (below the watermark)"
-        );
-        assert!(runs.first(d(9, 1)), "a new LM life");
-        assert!(!runs.first(d(5, RUNS_KEPT as u64 + 20)), "an older LM life");
-        // An LM restarted with its clock behind: its life is numbered below the
-        // current one, never seen, so its orders run; the lives it replaced do not.
-        assert!(runs.first(d(7, 1)), "a new life numbered lower");
-        assert!(runs.first(d(7, 2)));
-        assert!(!runs.first(d(9, 2)), "the life it replaced");
-        assert!(!runs.first(d(5, RUNS_KEPT as u64 + 30)), "an earlier one");
-        assert!(!runs.first(d(7, 1)), "a replay within the life");
-    }
-
-    #[test]
-    fn orders_sent_before_a_registration_are_refused_after_it() {
-        let runs = StartedRuns::default();
-        assert!(runs.first(d(5, 1)));
-        assert!(runs.first(d(5, 2)));
-        // Declared lost, registered again: the new registration's orders start
-        // at 4; 3 was on the abandoned stream.
-        runs.floor(5, 4);
-        assert!(!runs.first(d(5, 3)), "an order of the abandoned stream");
-        assert!(runs.first(d(5, 4)), "the new registration's first order");
-        assert!(runs.first(d(5, 6)));
-        assert!(!runs.first(d(5, 5 - 2)), "still below the floor");
-        // A floor never goes down; 0 means none.
-        runs.floor(5, 2);
-        runs.floor(5, 0);
-        assert!(!runs.first(d(5, 3)));
-        assert!(runs.first(d(5, 5)));
-        // A restarted LM: its first registration sets the floor of its life.
-        runs.floor(9, 1);
-        assert!(runs.first(d(9, 1)));
-        assert!(!runs.first(d(5, 7)), "the replaced life");
     }
 }

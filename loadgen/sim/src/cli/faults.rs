@@ -47,6 +47,15 @@ pub struct FaultsArgs {
     /// them when it dies: 50; before issue 31 they ran to their end: give e.g. 60000).
     #[arg(long, default_value_t = 50)]
     pub orphan_linger_ms: u64,
+    /// Model a network whose abandoned orders never arrive: a start order in flight
+    /// when its LM declared the worker lost is dropped (by default it may arrive
+    /// late, after the network comes back).
+    #[arg(long)]
+    pub no_late_orders: bool,
+    /// Model the worker before its order floor: it runs a late start order sent
+    /// to an earlier registration of it (the compose over-commit of issue 31).
+    #[arg(long)]
+    pub no_order_floor: bool,
     /// Model the GM that does not ask a restarted LM which of its tasks it still holds (`--lm-reconcile-delay-ms`).
     #[arg(long)]
     pub no_lm_reconcile: bool,
@@ -121,6 +130,8 @@ impl FaultsArgs {
             worker_timeout: (!self.no_liveness).then(|| Micros::from_secs(10)),
             worker_fence: !self.no_worker_fence,
             orphan_linger: Micros::from_millis(self.orphan_linger_ms),
+            late_orders: !self.no_late_orders,
+            order_floor: !self.no_order_floor,
             lm_reconcile: (!self.no_lm_reconcile).then(|| Micros::from_secs(5)),
             strict: self.strict,
             batch_seq_from_zero: self.batch_seq_from_zero,

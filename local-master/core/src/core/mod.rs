@@ -217,6 +217,11 @@ impl LocalMaster {
         self.dispatches + 1
     }
 
+    /// This life's number (its start time, µs): the `lm_life` of its dispatches.
+    pub fn life(&self) -> u64 {
+        self.incarnation
+    }
+
     pub fn id(&self) -> LmId {
         self.topology.lm
     }

@@ -504,7 +504,7 @@ impl Handler<Register> for LmActor {
             (self.events)(republished);
         }
         if !repeat {
-            self.orders_from[slot] = crate::service::orders::first_of_registration(
+            self.orders_from[slot] = lm_core::gate::first_of_registration(
                 &self.held_orders[slot],
                 self.core.next_dispatch(),
             );

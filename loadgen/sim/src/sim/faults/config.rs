@@ -50,6 +50,17 @@ pub struct FaultConfig {
     /// few milliseconds). A retry of such a task started meanwhile anywhere is a run
     /// twice. Before issue 31 they ran to their end (model it with a long linger).
     pub orphan_linger: Micros,
+    /// A start order in flight when its LM declared the worker lost arrives late
+    /// (issue 31: the LM abandons the worker's order stream, but a request already
+    /// sent, or bytes in a kernel's send buffer, still get through after the network
+    /// comes back), at a seeded time within three worker timeouts. Off: abandoned
+    /// orders never arrive.
+    pub late_orders: bool,
+    /// Each registration tells its worker the first start order sent for it, and
+    /// the worker refuses every order numbered below (as the worker service does:
+    /// `WorkerAssignment::orders_from`, worker-core's `OrderFilter`). Off: the worker
+    /// before it, which runs a late order of an earlier registration.
+    pub order_floor: bool,
     /// The GM's question to a restarted LM (as the GM service asks it,
     /// `--lm-reconcile-delay-ms`, 5 s after it saw the new life): which of its tasks
     /// there the LM still holds; the others end finished or lost. `None`: the GM
@@ -95,6 +106,8 @@ impl Default for FaultConfig {
             worker_timeout: Some(Micros::from_secs(10)),
             worker_fence: true,
             orphan_linger: Micros::from_millis(50),
+            late_orders: true,
+            order_floor: true,
             lm_reconcile: Some(Micros::from_secs(5)),
             strict: false,
             retry: common::retry::RetryPolicy {

@@ -19,7 +19,12 @@
 //!   after its start (503).
 //! - LM -> worker orders, worker -> LM reports and LM -> GM `Requeue`/`Ended` are
 //!   ordered streams retried until delivered: a loss is a later resend, a duplicate a
-//!   resend whose first copy arrived; their content dies with the sender.
+//!   resend whose first copy arrived; their content dies with the sender. When an
+//!   LM declares a worker lost it abandons the stream, but the start order in flight
+//!   may still arrive, late ([`FaultConfig::late_orders`]); a worker takes a start
+//!   order only through worker-core's `OrderFilter` (each dispatch once, none of a
+//!   replaced LM life or numbered below its registration's first order), as the
+//!   worker service does.
 //! - State updates (heartbeats) go over the broker: lost while it is down or the
 //!   sides are cut, and may be lost, duplicated, delayed or reordered.
 //!

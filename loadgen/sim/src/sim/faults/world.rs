@@ -37,6 +37,8 @@ use trace::{describe, describe_item, describe_request, tasks};
 /// Stream of the per-message faults (the workload's is in `workload.rs`; the
 /// schedule has its own).
 const NET_STREAM: u64 = 0xFA18;
+/// Its own stream, so that late orders leave every other draw of a seed as it was.
+const LATE_STREAM: u64 = 0xFA1A7E;
 /// Every role's clock reads this plus simulated time plus its skew, so that a clock
 /// behind by seconds stays positive.
 const EPOCH: u64 = 1_000_000_000_000;
@@ -164,6 +166,11 @@ pub(super) struct World<'a> {
     /// (worker, task, attempt, until).
     orphans: Vec<(u32, TaskId, u32, Micros)>,
     fence_pending: Vec<bool>,
+    /// Per worker: the start orders its process may run (worker-core's
+    /// `OrderFilter`, as the worker service keeps it; a new process starts empty).
+    filters: Vec<worker_core::orders::OrderFilter>,
+    /// Late deliveries of abandoned start orders (`FaultConfig::late_orders`).
+    late: SeededRng,
     skew: HashMap<Role, i64>,
     pending_skew: HashMap<Role, i64>,
     broker_down: bool,
@@ -231,6 +238,7 @@ impl<'a> World<'a> {
             config,
             schedule,
             net: seeded(seed, NET_STREAM),
+            late: seeded(seed, LATE_STREAM),
             queue: EventQueue::default(),
             cluster,
             jobs,
@@ -268,6 +276,7 @@ impl<'a> World<'a> {
             fenced: vec![false; n],
             orphans: Vec::new(),
             fence_pending: vec![false; n],
+            filters: (0..n).map(|_| Default::default()).collect(),
             skew: HashMap::new(),
             pending_skew: HashMap::new(),
             broker_down: false,
@@ -503,6 +512,7 @@ impl<'a> World<'a> {
             Ev::Tick(l, life) => self.tick(l, life),
             Ev::Wake(w, life) => self.wake(w, life),
             Ev::Fence(w, life) => self.fence_due(w, life),
+            Ev::Late(l, w, order, life) => self.late_order(l, w, order, life),
             Ev::Attempt(call) => self.attempt(call),
             Ev::Timeout(call, attempt) => self.timeout(call, attempt),
             Ev::Request(call, _life, message) => self.request(call, message),

@@ -32,6 +32,9 @@ pub(super) enum Ev {
     Wake(u32, u32),
     /// A worker's fence timer: (worker, its life).
     Fence(u32, u32),
+    /// A start order of a stream its LM abandoned arrives after all: (LM, worker,
+    /// the order, the worker process life whose order key signed it).
+    Late(u16, u32, LmToWorker, u32),
     Attempt(u64),
     Timeout(u64, u32),
     Request(u64, u32, GmToLm),

@@ -7,12 +7,13 @@
 //! ([`LmInput::WorkerBack`]); a restarted LM is ready once every worker registered or
 //! is down (never registered within the timeout of its start).
 
-use super::{Item, World};
+use super::{Ev, Item, World};
 use crate::sim::faults::check::Known;
 use crate::sim::faults::plan::Role;
 use common::messages::EndsPublished;
 use common::messages::{HeldTask, TaskEnd};
 use common::protocol::{LmToWorker, WorkerToLm};
+use common::rng::Rng as _;
 use common::{Micros, TaskId};
 use lm_core::LmInput;
 
@@ -71,6 +72,29 @@ impl World<'_> {
     pub(super) fn lose_worker(&mut self, l: u16, w: u32, reason: &str) {
         self.note(|| format!("  lm{l} loses w{w}: {reason}"));
         if let Some(stream) = self.streams.remove(&(Role::Lm(l), Role::Worker(w))) {
+            // The first order may be on its way already (a call in flight, bytes
+            // in a send buffer): it may still arrive, later.
+            if let Some(Item::ToWorker(LmToWorker::Start(s), _)) = stream.items.front() {
+                if let Some(timeout) = self
+                    .config
+                    .worker_timeout
+                    .filter(|_| self.config.late_orders)
+                {
+                    let at =
+                        self.now + Micros(self.late.random_range(timeout.0 / 2..=3 * timeout.0));
+                    let order = LmToWorker::Start(s.clone());
+                    // Signed with the order key of the process whose registration
+                    // the LM took: only that process takes it.
+                    let life = self.keyed[w as usize];
+                    self.note(|| {
+                        format!(
+                            "  lm{l}'s start {} for w{w} may arrive late (at {} µs)",
+                            s.task.id, at.0
+                        )
+                    });
+                    self.queue.push(at, Ev::Late(l, w, order, life));
+                }
+            }
             for item in stream.items {
                 if let Item::ToWorker(order, call) = item {
                     if let LmToWorker::Start(s) = &order {
@@ -158,6 +182,22 @@ impl World<'_> {
             // if the GM's retry has not gone out; a failure reaches it with its
             // cause.
             self.ends_to_gms(l, runs);
+        }
+        if !repeat {
+            // The registration's answer tells the worker the first start order sent
+            // for it (the LM service's `orders_from`); earlier ones it refuses.
+            let held = self.streams.get(&(Role::Lm(l), Role::Worker(w)));
+            let held = held
+                .into_iter()
+                .flat_map(|s| s.items.iter())
+                .filter_map(|i| match i {
+                    Item::ToWorker(order, _) => Some(order),
+                    _ => None,
+                });
+            if let (Some(lm), true) = (self.lms[l as usize].as_ref(), self.config.order_floor) {
+                let from = lm_core::gate::first_of_registration(held, lm.next_dispatch());
+                self.filters[i].floor(lm.life(), from);
+            }
         }
         self.registered[i] = true;
         self.keyed[i] = life;

@@ -13,6 +13,11 @@ pub(super) fn describe(ev: &Ev) -> String {
         Ev::Tick(l, _) => format!("lm{l} tick"),
         Ev::Wake(w, _) => format!("w{w} wake"),
         Ev::Fence(w, _) => format!("w{w} fence timer"),
+        Ev::Late(l, w, o, _) => format!(
+            "lm{l}'s abandoned {} {} reaches w{w}",
+            o.kind(),
+            order_task(o)
+        ),
         Ev::Attempt(c) => format!("call {c} attempt"),
         Ev::Timeout(c, a) => format!("call {c} attempt {a} timeout?"),
         Ev::Request(c, life, m) => {

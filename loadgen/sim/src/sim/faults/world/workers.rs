@@ -28,6 +28,16 @@ impl World<'_> {
             LmToWorker::Start(s) => Some((s.task.id, s.task.attempt)),
             _ => None,
         };
+        if let LmToWorker::Start(s) = &order {
+            // Dropped before anything else looks at it, as the worker service's
+            // HTTP layer does: a dispatch already taken, of a replaced LM life, or
+            // sent before this process's current registration.
+            if !self.filters[w as usize].first(s.dispatch) {
+                let (task, seq) = (s.task.id, s.dispatch.seq);
+                self.note(|| format!("  w{w} drops start {task} (dispatch {seq}): taken before, or sent before its registration"));
+                return;
+            }
+        }
         let refusing = self.refusing[w as usize] || self.fenced[w as usize];
         if let (Some((task, attempt)), true) = (start, refusing) {
             let report = worker_core::refused_start(node, task, attempt, now, "fault injection");
@@ -135,6 +145,19 @@ impl World<'_> {
         }
     }
 
+    /// A start order of a stream LM `l` abandoned (`lose_worker`) arrives at worker
+    /// `w` after all, if the process it was signed for still lives (a new process
+    /// has another order key and refuses it, as in `deliver`): then only its fence
+    /// and its order floor stand between it and a run the LM reported lost and may
+    /// have retried elsewhere.
+    pub(super) fn late_order(&mut self, l: u16, w: u32, order: LmToWorker, life: u32) {
+        if self.worker_life[w as usize] != life || self.workers[w as usize].is_none() {
+            return;
+        }
+        self.note(|| format!("  late: lm{l}'s abandoned {} reaches w{w}", order.kind()));
+        self.deliver(Role::Lm(l), Role::Worker(w), Item::ToWorker(order, None));
+    }
+
     pub(super) fn start_worker(&mut self, w: u32) {
         let (l, node) = self.placement[w as usize];
         let capacity = self.cluster.lms[l as usize]
@@ -142,6 +165,7 @@ impl World<'_> {
             .find(|(id, _, _)| *id == node)
             .map_or_else(Resources::default, |(_, _, n)| n.capacity);
         self.workers[w as usize] = Some(Worker::new(node, capacity));
+        self.filters[w as usize] = Default::default();
         self.reset_fence(w);
     }
 }
