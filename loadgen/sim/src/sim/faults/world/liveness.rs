@@ -321,10 +321,18 @@ impl World<'_> {
     /// timeout for them runs from now.
     pub(super) fn lm_started(&mut self, l: u16, restarted: bool) {
         let mine: Vec<u32> = self.workers_of(l).collect();
+        // The workers of a first start count as registered from the beginning: the
+        // answers of those registrations told them this LM life and its first order.
+        let first = (self.lms[l as usize].as_ref())
+            .filter(|_| !restarted && self.config.order_floor)
+            .map(|lm| (lm.life(), lm.next_dispatch()));
         for w in mine {
             self.registered[w as usize] = !restarted;
             self.slot_down[w as usize] = false;
             self.last_seen[w as usize] = self.now.max(Micros::ZERO);
+            if let Some((life, from)) = first {
+                self.filters[w as usize].floor(life, from);
+            }
         }
     }
 }
