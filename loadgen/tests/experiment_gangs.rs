@@ -137,3 +137,77 @@ fn bad_gang_flags_are_refused() {
         assert!(!out.join("summary.json").exists());
     }
 }
+
+/// `--seeds N`: each seed in `DIR/seed-S` as a one-seed run writes it, and
+/// `DIR/summary.json` over all of them, its ratios the mean of the per-seed ones.
+#[test]
+fn many_seeds_are_written_one_by_one_and_compared_over_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let out = dir.path().join("out");
+    let args = [
+        "--first-jobs",
+        "20",
+        "--gang-share",
+        "0.3",
+        "--min-gang",
+        "2",
+        "--max-gang",
+        "4",
+        "--gms",
+        "2",
+        "--lms",
+        "2",
+        "--partition-size",
+        "8",
+        "--seed",
+        "7",
+        "--seeds",
+        "3",
+    ];
+    let done = run(&args, &trace, &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let read = |path: std::path::PathBuf| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let s = read(out.join("summary.json"));
+    assert_eq!(
+        (s["first_seed"].as_u64(), s["seeds"].as_u64()),
+        (Some(7), Some(3))
+    );
+    let mut ratios = Vec::new();
+    let mut partial = 0;
+    for seed in 7..10 {
+        let one = read(out.join(format!("seed-{seed}")).join("summary.json"));
+        assert_eq!(one["seed"].as_u64(), Some(seed));
+        assert!(out.join(format!("seed-{seed}")).join("jobs.csv").is_file());
+        let mean = |run: &str| one["runs"][run]["jct_all"]["mean_s"].as_f64().unwrap();
+        ratios.push(mean("gang_aware") / mean("one_by_one"));
+        partial += one["runs"]["gang_aware"]["partial_starts"]
+            .as_u64()
+            .unwrap();
+    }
+    let all = &s["ratio_gang_aware_over_one_by_one"]["jct_all"];
+    let mean = ratios.iter().sum::<f64>() / 3.0;
+    assert!(
+        (all["ratio_mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{s}"
+    );
+    let better = ratios.iter().filter(|r| **r < 1.0).count() as u64;
+    assert_eq!(all["gang_aware_better"].as_u64(), Some(better), "{s}");
+    let ci = &all["ratio_ci95"];
+    assert!(
+        ci[0].as_f64().unwrap() <= mean && mean <= ci[1].as_f64().unwrap(),
+        "{s}"
+    );
+    assert_eq!(s["partial_starts"]["gang_aware"].as_u64(), Some(partial));
+    assert_eq!(partial, 0, "{s}");
+
+    let refused = run(&["--seeds", "0"], &trace, &dir.path().join("none"));
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--seeds"));
+}

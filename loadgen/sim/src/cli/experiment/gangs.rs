@@ -65,6 +65,15 @@ pub struct GangsArgs {
     pub partition_size: usize,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Run this many seeds, from --seed on: each in DIR/seed-S (its own summary.json
+    /// and jobs.csv), and DIR/summary.json compares the two placements over all of
+    /// them (per-seed ratios of the mean completion times: their mean, spread and
+    /// 95% interval of the mean (normal approximation), and on how many seeds
+    /// gang-aware is better). One seed's result
+    /// swings by several percent with pass timing alone (docs/gangs.md): compare
+    /// placements over many seeds.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seeds: u64,
     /// No table on stdout.
     #[arg(long)]
     pub quiet: bool,
@@ -82,8 +91,8 @@ fn stats(mut xs: Vec<f64>) -> Value {
 }
 
 /// Turns a seeded share of `jobs` into gangs; returns each gang's size by job id.
-fn make_gangs(jobs: &mut [workload::Job], args: &GangsArgs) -> FxHashMap<u64, u32> {
-    let mut rng = seeded(args.seed, streams::GANGS);
+fn make_gangs(jobs: &mut [workload::Job], args: &GangsArgs, seed: u64) -> FxHashMap<u64, u32> {
+    let mut rng = seeded(seed, streams::GANGS);
     let mut gangs = FxHashMap::default();
     for job in jobs.iter_mut() {
         if job.tasks.is_empty() || job.dag.is_some() || !rng.random_bool(args.gang_share) {
@@ -207,6 +216,104 @@ fn write_jobs_csv(
 }
 
 pub fn run(args: GangsArgs) -> Result<()> {
+    if args.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    if args.seeds == 1 {
+        return run_one(&args, args.seed, &args.out, args.quiet).map(|_| ());
+    }
+    let last = args.seed + args.seeds - 1;
+    println!("seeds: {} to {last}", args.seed);
+    let mut each = Vec::new();
+    for seed in args.seed..=last {
+        let dir = args.out.join(format!("seed-{seed}"));
+        each.push(run_one(&args, seed, &dir, true)?);
+    }
+    let summary = over_seeds(&args, &each);
+    let path = super::output::write_summary(&args.out, &summary)?;
+    if !args.quiet {
+        print_over_seeds(&summary);
+        println!("written to {} (each seed in seed-S/)", path.display());
+    }
+    Ok(())
+}
+
+/// The two placements compared over many seeds: per group of jobs (all, gangs,
+/// others), the per-seed ratio gang-aware / one by one of the mean completion time.
+fn over_seeds(args: &GangsArgs, each: &[Value]) -> Value {
+    let mut groups = serde_json::Map::new();
+    for group in ["jct_all", "jct_gangs", "jct_other"] {
+        let pairs: Vec<(f64, f64)> = (each.iter())
+            .filter_map(|s| {
+                let mean = |run: &str| s["runs"][run][group]["mean_s"].as_f64();
+                Some((mean("gang_aware")?, mean("one_by_one")?))
+            })
+            .collect();
+        let ratios: Vec<f64> = pairs.iter().map(|(g, o)| g / o).collect();
+        let n = ratios.len() as f64;
+        let mean = ratios.iter().sum::<f64>() / n.max(1.0);
+        let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        let half = 1.96 * (var / n.max(1.0)).sqrt();
+        let pooled =
+            |side: fn(&(f64, f64)) -> f64| pairs.iter().map(side).sum::<f64>() / n.max(1.0);
+        groups.insert(
+            group.into(),
+            json!({
+                "seeds": ratios.len(),
+                "gang_aware_better": ratios.iter().filter(|r| **r < 1.0).count(),
+                "ratio_mean": mean,
+                "ratio_sd": var.sqrt(),
+                "ratio_ci95": [mean - half, mean + half],
+                "mean_of_means_s": {"gang_aware": pooled(|p| p.0), "one_by_one": pooled(|p| p.1)},
+            }),
+        );
+    }
+    let total = |run: &str, field: &str| -> u64 {
+        each.iter()
+            .map(|s| s["runs"][run][field].as_u64().unwrap_or(0))
+            .sum()
+    };
+    json!({
+        "first_seed": args.seed,
+        "seeds": args.seeds,
+        "trace": args.trace.display().to_string(),
+        "first_jobs": args.first_jobs,
+        "gang_share": args.gang_share,
+        "gang_sizes": [args.min_gang, args.max_gang],
+        "ratio_gang_aware_over_one_by_one": groups,
+        "partial_starts": {"gang_aware": total("gang_aware", "partial_starts"), "one_by_one": total("one_by_one", "partial_starts")},
+        "unfinished_jobs": {"gang_aware": total("gang_aware", "unfinished_jobs"), "one_by_one": total("one_by_one", "unfinished_jobs")},
+        "seeds_deadlocked_one_by_one": each.iter().filter(|s| s["runs"]["one_by_one"]["barrier_stuck"].as_u64().unwrap_or(0) > 0).count(),
+    })
+}
+
+fn print_over_seeds(summary: &Value) {
+    println!("| jobs | gang-aware better on | mean of ratios (gang-aware / one by one) | 95% interval | sd |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for group in ["jct_all", "jct_gangs", "jct_other"] {
+        let g = &summary["ratio_gang_aware_over_one_by_one"][group];
+        let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.4}"));
+        println!(
+            "| {} | {} of {} seeds | {} | [{}, {}] | {} |",
+            &group[4..],
+            g["gang_aware_better"],
+            g["seeds"],
+            f(&g["ratio_mean"]),
+            f(&g["ratio_ci95"][0]),
+            f(&g["ratio_ci95"][1]),
+            f(&g["ratio_sd"])
+        );
+    }
+    println!(
+        "partial starts: gang-aware {}, one by one {}; seeds where one by one deadlocked: {}",
+        summary["partial_starts"]["gang_aware"],
+        summary["partial_starts"]["one_by_one"],
+        summary["seeds_deadlocked_one_by_one"]
+    );
+}
+
+/// One seed: both placements, DIR/summary.json and DIR/jobs.csv; the summary.
+fn run_one(args: &GangsArgs, seed: u64, out: &std::path::Path, quiet: bool) -> Result<Value> {
     if args.first_jobs == 0 || args.gms == 0 || args.lms == 0 || args.partition_size == 0 {
         bail!("--first-jobs, --gms, --lms and --partition-size must be at least 1");
     }
@@ -219,7 +326,9 @@ pub fn run(args: GangsArgs) -> Result<()> {
     if args.min_gang == 0 || args.min_gang > args.max_gang {
         bail!("--min-gang must be at least 1 and at most --max-gang");
     }
-    println!("seed: {}", args.seed);
+    if !quiet {
+        println!("seed: {seed}");
+    }
     let argv: Vec<String> = [
         "experiment",
         "--gms",
@@ -231,7 +340,7 @@ pub fn run(args: GangsArgs) -> Result<()> {
         "--constraints",
         "none",
         "--seed",
-        &args.seed.to_string(),
+        &seed.to_string(),
         "--first-jobs",
         &args.first_jobs.to_string(),
     ]
@@ -239,7 +348,7 @@ pub fn run(args: GangsArgs) -> Result<()> {
     .map(|s| s.to_string())
     .collect();
     let flags = TraceFlags::try_parse_from(argv).context("experiment flags")?;
-    let cluster = flags.cluster.load(args.seed)?;
+    let cluster = flags.cluster.load(seed)?;
     let nodes = args.gms as usize * args.lms as usize * args.partition_size;
     if (args.max_gang as usize) > nodes {
         bail!(
@@ -247,15 +356,10 @@ pub fn run(args: GangsArgs) -> Result<()> {
             args.max_gang
         );
     }
-    let mut trace = read_trace(
-        &args.trace,
-        TraceFormat::Tr,
-        flags.selection.clone(),
-        args.seed,
-    )?;
+    let mut trace = read_trace(&args.trace, TraceFormat::Tr, flags.selection.clone(), seed)?;
     flags.model.adjust_trace(&mut trace);
     let mut jobs = workload::build(&trace, &flags.model.workload()?);
-    let gangs = make_gangs(&mut jobs, &args);
+    let gangs = make_gangs(&mut jobs, args, seed);
     let tasks: usize = jobs.iter().map(|j| j.tasks.len()).sum();
     let gang_tasks: u64 = gangs.values().map(|s| u64::from(*s)).sum();
     let specs: FxHashMap<u64, GangSpec> = (gangs.iter())
@@ -272,13 +376,15 @@ pub fn run(args: GangsArgs) -> Result<()> {
         }
         let started = std::time::Instant::now();
         let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
-        eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+        if !quiet {
+            eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+        }
         let (figures, jct) = measure(&jobs, &gangs, &outcome);
         runs.insert(name.into(), figures);
         per_job.push((name, jct));
     }
     let summary = json!({
-        "seed": args.seed,
+        "seed": seed,
         "trace": args.trace.display().to_string(),
         "first_jobs": args.first_jobs,
         "nodes": nodes,
@@ -292,9 +398,9 @@ pub fn run(args: GangsArgs) -> Result<()> {
         "gang_sizes": [args.min_gang, args.max_gang],
         "runs": runs,
     });
-    let path = super::output::write_summary(&args.out, &summary)?;
-    write_jobs_csv(&args.out, &jobs, &gangs, &per_job)?;
-    if !args.quiet {
+    let path = super::output::write_summary(out, &summary)?;
+    write_jobs_csv(out, &jobs, &gangs, &per_job)?;
+    if !quiet {
         println!("| run | JCT mean s (all) | gangs mean s | gangs p95 s | others mean s | idle reserved node-s | partial starts |");
         println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
         for name in ["gang_aware", "one_by_one"] {
@@ -322,5 +428,5 @@ pub fn run(args: GangsArgs) -> Result<()> {
         }
         println!("written to {}", path.display());
     }
-    Ok(())
+    Ok(summary)
 }
