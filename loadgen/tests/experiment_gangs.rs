@@ -33,27 +33,33 @@ fn run(args: &[&str], trace: &std::path::Path, out: &std::path::Path) -> std::pr
         .unwrap()
 }
 
-#[test]
-fn a_tiny_gang_experiment_starts_no_gang_partially() {
-    let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path());
-    let out = dir.path().join("out");
-    let args = [
+/// The tiny experiment's flags: its 20 jobs on 2 GMs x 2 LMs x 8 nodes, this share
+/// of them gangs of `min` to `max` tasks.
+fn tiny_cluster(share: &'static str, min: &'static str, max: &'static str) -> Vec<&'static str> {
+    vec![
         "--first-jobs",
         "20",
         "--gang-share",
-        "0.5",
+        share,
         "--min-gang",
-        "8",
+        min,
         "--max-gang",
-        "16",
+        max,
         "--gms",
         "2",
         "--lms",
         "2",
         "--partition-size",
         "8",
-    ];
+    ]
+}
+
+#[test]
+fn a_tiny_gang_experiment_starts_no_gang_partially() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let out = dir.path().join("out");
+    let args = tiny_cluster("0.5", "8", "16");
     let done = run(&args, &trace, &out);
     assert!(
         done.status.success(),
@@ -145,26 +151,8 @@ fn many_seeds_are_written_one_by_one_and_compared_over_all() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace(dir.path());
     let out = dir.path().join("out");
-    let args = [
-        "--first-jobs",
-        "20",
-        "--gang-share",
-        "0.3",
-        "--min-gang",
-        "2",
-        "--max-gang",
-        "4",
-        "--gms",
-        "2",
-        "--lms",
-        "2",
-        "--partition-size",
-        "8",
-        "--seed",
-        "7",
-        "--seeds",
-        "3",
-    ];
+    let mut args = tiny_cluster("0.3", "2", "4");
+    args.extend(["--seed", "7", "--seeds", "3"]);
     let done = run(&args, &trace, &out);
     assert!(
         done.status.success(),
@@ -210,4 +198,31 @@ fn many_seeds_are_written_one_by_one_and_compared_over_all() {
     let refused = run(&["--seeds", "0"], &trace, &dir.path().join("none"));
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--seeds"));
+    let max = u64::MAX.to_string();
+    let past = run(
+        &["--seed", max.as_str(), "--seeds", "2"],
+        &trace,
+        &dir.path().join("past"),
+    );
+    assert!(!past.status.success());
+    assert!(String::from_utf8_lossy(&past.stderr).contains("--seed"));
+
+    // No gang at all: nothing to compare for gangs, said as null, not as a ratio.
+    let mut none = tiny_cluster("0", "2", "4");
+    none.extend(["--seeds", "2"]);
+    let out = dir.path().join("no-gangs");
+    let done = run(&none, &trace, &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let s = read(out.join("summary.json"));
+    let gangs = &s["ratio_gang_aware_over_one_by_one"]["jct_gangs"];
+    assert_eq!(gangs["seeds"].as_u64(), Some(0), "{s}");
+    assert!(gangs["ratio_mean"].is_null(), "{s}");
+    assert_eq!(
+        s["ratio_gang_aware_over_one_by_one"]["jct_all"]["seeds"].as_u64(),
+        Some(2)
+    );
 }

@@ -144,9 +144,6 @@ fn bad(status: StatusCode, msg: String) -> Response {
     (status, Json(serde_json::json!({"error": msg}))).into_response()
 }
 
-/// How many dispatches a worker remembers.
-pub use worker_core::orders::RUNS_KEPT;
-
 /// The start orders this worker took in this life ([`OrderFilter`]: each dispatch
 /// runs once, none of a replaced LM life or sent before this worker's current
 /// registration); what it refuses is dropped, counted and logged.

@@ -222,7 +222,14 @@ pub fn run(args: GangsArgs) -> Result<()> {
     if args.seeds == 1 {
         return run_one(&args, args.seed, &args.out, args.quiet).map(|_| ());
     }
-    let last = args.seed + args.seeds - 1;
+    let Some(last) = args.seed.checked_add(args.seeds - 1) else {
+        bail!(
+            "--seed {} with --seeds {}: the last seed is past {}",
+            args.seed,
+            args.seeds,
+            u64::MAX
+        );
+    };
     println!("seeds: {} to {last}", args.seed);
     let mut each = Vec::new();
     for seed in args.seed..=last {
@@ -250,6 +257,12 @@ fn over_seeds(args: &GangsArgs, each: &[Value]) -> Value {
             })
             .collect();
         let ratios: Vec<f64> = pairs.iter().map(|(g, o)| g / o).collect();
+        if ratios.is_empty() {
+            // No seed had such jobs finished in both runs (e.g. --gang-share 0):
+            // nothing to compare, said as such rather than as a ratio of 0.
+            groups.insert(group.into(), json!({"seeds": 0, "gang_aware_better": 0, "ratio_mean": null, "ratio_sd": null, "ratio_ci95": null, "mean_of_means_s": null}));
+            continue;
+        }
         let n = ratios.len() as f64;
         let mean = ratios.iter().sum::<f64>() / n.max(1.0);
         let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
