@@ -96,3 +96,91 @@ fn a_tiny_alsched_experiment_writes_a_sane_summary() {
         }
     }
 }
+
+/// `--seeds N`: each seed in `DIR/seed-S` as a one-seed run writes it, and
+/// `DIR/summary.json` over all of them: per load, every policy's ratio to `soft`,
+/// the mean of the per-seed ratios, the seeds on which each side is faster, and the
+/// seeds on which the goal holds, all from the seeds' own summaries.
+#[test]
+fn many_seeds_are_written_one_by_one_and_compared_over_all() {
+    let out = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_loadgen"))
+            .args(["experiment", "alsched", "--quiet", "--jobs", "30"])
+            .args(["--racks", "2", "--rack-nodes", "4", "--loads", "0.6,0.9"])
+            .args(extra)
+            .arg("--out")
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    let done = run(&["--seed", "5", "--seeds", "3"], out.path());
+    assert!(done.status.success(), "{done:?}");
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(stdout.contains("seeds: 5 to 7"), "{stdout}");
+    let read = |path: std::path::PathBuf| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    let s = read(out.path().join("summary.json"));
+    assert_eq!(
+        (s["first_seed"].as_u64(), s["seeds"].as_u64()),
+        (Some(5), Some(3))
+    );
+    let each: Vec<Value> = (5..8)
+        .map(|seed| {
+            let dir = out.path().join(format!("seed-{seed}"));
+            assert!(dir.join("x0.9/soft/tasks.csv").is_file(), "{dir:?}");
+            let one = read(dir.join("summary.json"));
+            assert_eq!(one["seed"].as_u64(), Some(seed));
+            one
+        })
+        .collect();
+    for load in ["0.6", "0.9"] {
+        for policy in ["none", "hard", "soft_delay", "soft_ilp"] {
+            let mean =
+                |one: &Value, p: &str| one["loads"][load][p]["mean_completion_s"].as_f64().unwrap();
+            let ratios: Vec<f64> = each
+                .iter()
+                .map(|o| mean(o, policy) / mean(o, "soft"))
+                .collect();
+            let r = &s["loads"][load]["ratio_over_soft"][policy];
+            let expected = ratios.iter().sum::<f64>() / 3.0;
+            assert!(
+                (r["ratio_mean"].as_f64().unwrap() - expected).abs() < 1e-9,
+                "{load} {policy}: {r}"
+            );
+            let faster = ratios.iter().filter(|x| **x > 1.0).count() as u64;
+            assert_eq!(
+                r["soft_better"].as_u64(),
+                Some(faster),
+                "{load} {policy}: {r}"
+            );
+            let ci = &r["ratio_ci95"];
+            assert!(ci[0].as_f64().unwrap() <= expected && expected <= ci[1].as_f64().unwrap());
+        }
+        assert!(s["loads"][load]["ratio_over_soft_delay"]["soft"]["ratio_mean"].is_number());
+    }
+    let holds = each
+        .iter()
+        .filter(|o| o["goal"]["soft_beats_none_and_hard_at_every_load"] == true)
+        .count() as u64;
+    assert_eq!(
+        s["goal"]["seeds_where_soft_beats_none_and_hard_at_every_load"].as_u64(),
+        Some(holds),
+        "{s}"
+    );
+
+    for bad in [
+        &["--seeds", "0"][..],
+        &["--seed", "18446744073709551615", "--seeds", "2"],
+    ] {
+        let dir = out.path().join("refused");
+        let refused = run(bad, &dir);
+        assert!(!refused.status.success(), "{bad:?} accepted");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("--seeds"),
+            "{refused:?}"
+        );
+        assert!(!dir.exists(), "{bad:?} wrote {dir:?}");
+    }
+}

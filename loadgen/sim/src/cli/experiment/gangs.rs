@@ -24,6 +24,7 @@
 //! `DIR/jobs.csv` has every job's completion time in each run.
 
 use super::flags::TraceFlags;
+use super::seeds::{self, Ratios};
 use crate::cli::simulate::read_trace;
 use crate::sim::{self, workload, SchedulerKind, SimOutcome};
 use crate::trace::TraceFormat;
@@ -216,25 +217,14 @@ fn write_jobs_csv(
 }
 
 pub fn run(args: GangsArgs) -> Result<()> {
-    if args.seeds == 0 {
-        bail!("--seeds must be at least 1");
-    }
+    let seeds = seeds::range(args.seed, args.seeds)?;
     if args.seeds == 1 {
         return run_one(&args, args.seed, &args.out, args.quiet).map(|_| ());
     }
-    let Some(last) = args.seed.checked_add(args.seeds - 1) else {
-        bail!(
-            "--seed {} with --seeds {}: the last seed is past {}",
-            args.seed,
-            args.seeds,
-            u64::MAX
-        );
-    };
-    println!("seeds: {} to {last}", args.seed);
+    println!("seeds: {} to {}", seeds.start(), seeds.end());
     let mut each = Vec::new();
-    for seed in args.seed..=last {
-        let dir = args.out.join(format!("seed-{seed}"));
-        each.push(run_one(&args, seed, &dir, true)?);
+    for seed in seeds {
+        each.push(run_one(&args, seed, &seeds::dir(&args.out, seed), true)?);
     }
     let summary = over_seeds(&args, &each);
     let path = super::output::write_summary(&args.out, &summary)?;
@@ -256,29 +246,10 @@ fn over_seeds(args: &GangsArgs, each: &[Value]) -> Value {
                 Some((mean("gang_aware")?, mean("one_by_one")?))
             })
             .collect();
-        let ratios: Vec<f64> = pairs.iter().map(|(g, o)| g / o).collect();
-        if ratios.is_empty() {
-            // No seed had such jobs finished in both runs (e.g. --gang-share 0):
-            // nothing to compare, said as such rather than as a ratio of 0.
-            groups.insert(group.into(), json!({"seeds": 0, "gang_aware_better": 0, "ratio_mean": null, "ratio_sd": null, "ratio_ci95": null, "mean_of_means_s": null}));
-            continue;
-        }
-        let n = ratios.len() as f64;
-        let mean = ratios.iter().sum::<f64>() / n.max(1.0);
-        let var = ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-        let half = 1.96 * (var / n.max(1.0)).sqrt();
-        let pooled =
-            |side: fn(&(f64, f64)) -> f64| pairs.iter().map(side).sum::<f64>() / n.max(1.0);
+        let ratios = Ratios::of(&pairs);
         groups.insert(
             group.into(),
-            json!({
-                "seeds": ratios.len(),
-                "gang_aware_better": ratios.iter().filter(|r| **r < 1.0).count(),
-                "ratio_mean": mean,
-                "ratio_sd": var.sqrt(),
-                "ratio_ci95": [mean - half, mean + half],
-                "mean_of_means_s": {"gang_aware": pooled(|p| p.0), "one_by_one": pooled(|p| p.1)},
-            }),
+            Ratios::json(ratios.as_ref(), "gang_aware", "one_by_one"),
         );
     }
     let total = |run: &str, field: &str| -> u64 {

@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod mercury;
 pub mod output;
 pub mod priorities;
+pub mod seeds;
 
 use clap::Subcommand;
 

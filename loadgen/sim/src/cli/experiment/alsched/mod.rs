@@ -24,9 +24,15 @@
 //! Writes DIR/summary.json (per load, per policy: mean and p95 completion, utilisation,
 //! preferred share), per load and policy `DIR/x<load>/<policy>/tasks.csv` (with the
 //! branch of its job's tree each task got, for the tree policies; `loadgen report
-//! DIR/x<load>` overlays the policies), and prints a table and the seed.
+//! DIR/x<load>` overlays the policies), and prints a table and the seed. With
+//! `--seeds N`, each seed writes all that in `DIR/seed-S`, and `DIR/summary.json`
+//! compares the policies over the seeds ([`over_seeds`]): one seed's result moves
+//! with pass timing.
+
+mod over_seeds;
 
 use super::jobs::completion_times;
+use super::seeds;
 use crate::report::write_tasks_file;
 use crate::sim::soft::{SoftJob, SoftJobs};
 use crate::sim::workload::Job;
@@ -39,8 +45,9 @@ use common::cluster_described::{DescribedCluster, DescribedLm, NodeGroup};
 use common::rng::{seeded, Rng};
 use common::utility::{compile, SetExpr, SetOp, UtilityTree};
 use common::{ConstraintSet, Micros, Resources, TaskId, TaskSpec};
+use over_seeds::{over_seeds, print_over_seeds};
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -103,6 +110,13 @@ pub struct AlschedArgs {
     pub soft_ilp_ms: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Run this many seeds, from --seed on: each in DIR/seed-S as a one-seed run
+    /// writes it, and DIR/summary.json compares `soft` and `soft_delay` with every
+    /// other policy over all of them, per load: the per-seed ratios of the mean
+    /// completion times (policy / soft), their mean, spread and 95% interval, on
+    /// how many seeds each side is faster, and on how many seeds the goal holds.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seeds: u64,
     /// No table on stdout.
     #[arg(long)]
     pub quiet: bool,
@@ -187,8 +201,8 @@ fn cluster(args: &AlschedArgs) -> Result<(ClusterSpec, Attributes)> {
 
 /// The seeded mix: 30 % GPU jobs, 40 % rack-local, 30 % without a preference;
 /// 4 to 10 tasks each; Poisson arrivals for `load`.
-fn draw(args: &AlschedArgs, load: f64, cores: f64) -> Vec<Drawn> {
-    let mut rng = seeded(args.seed, 36);
+fn draw(args: &AlschedArgs, seed: u64, load: f64, cores: f64) -> Vec<Drawn> {
+    let mut rng = seeded(seed, 36);
     let mean_tasks = 7.0;
     let gap_s = mean_tasks * args.task_s / (cores * load);
     let mut t = 0.0;
@@ -413,32 +427,55 @@ pub fn run(args: AlschedArgs) -> Result<()> {
     if let Some(x) = args.loads.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
         bail!("--loads: {x} is not a positive number");
     }
-    println!("seed: {}", args.seed);
+    let seeds = seeds::range(args.seed, args.seeds)?;
+    if args.seeds == 1 {
+        return run_one(&args, args.seed, &args.out, args.quiet).map(|_| ());
+    }
+    println!("seeds: {} to {}", seeds.start(), seeds.end());
+    let mut each = Vec::new();
+    for seed in seeds {
+        each.push(run_one(&args, seed, &seeds::dir(&args.out, seed), true)?);
+    }
+    let summary = over_seeds(&args, &each);
+    let path = super::output::write_summary(&args.out, &summary)?;
+    if !args.quiet {
+        print_over_seeds(&summary);
+        println!("written to {} (each seed in seed-S/)", path.display());
+    }
+    Ok(())
+}
+
+/// One seed: every policy at every load, `out/summary.json` and the runs'
+/// `tasks.csv`; the summary.
+fn run_one(args: &AlschedArgs, seed: u64, out: &Path, quiet: bool) -> Result<Value> {
+    println!("seed: {seed}");
     let started = Instant::now();
-    let (cluster, names) = cluster(&args)?;
+    let (cluster, names) = cluster(args)?;
     let cores = cluster.total_capacity().cpu_millis as f64 / 1000.0;
     let mut by_load = Map::new();
     let mut goals = Vec::new();
     for &load in &args.loads {
-        let drawn = draw(&args, load, cores);
+        let drawn = draw(args, seed, load, cores);
         let mut table = Vec::new();
         for policy in POLICIES {
-            let (jobs, soft) = shape(&args, &drawn, &names, policy)?;
+            let (jobs, soft) = shape(args, &drawn, &names, policy)?;
             let config = SimConfig {
-                seed: args.seed,
+                seed,
                 soft_jobs: Some(Arc::new(soft.clone())),
                 soft_ilp_ms: (policy == "soft_ilp").then_some(args.soft_ilp_ms),
                 ..SimConfig::default()
             };
             let t = Instant::now();
             let outcome = sim::run(&cluster, &jobs, &config, &mut |_, _| {});
-            let dir = args.out.join(format!("x{load}")).join(policy);
+            let dir = out.join(format!("x{load}")).join(policy);
             std::fs::create_dir_all(&dir)
                 .and_then(|()| write_tasks_file(&dir, &outcome))
                 .with_context(|| format!("writing {}", dir.join("tasks.csv").display()))?;
             let mut m = measure(&cluster, &jobs, &soft, &outcome, cores);
             m.wall_s = t.elapsed().as_secs_f64();
-            eprintln!("load {load} {policy}: {:.1} s", m.wall_s);
+            if !quiet {
+                eprintln!("load {load} {policy}: {:.1} s", m.wall_s);
+            }
             table.push((policy, m));
         }
         let mean = |p: &str| {
@@ -457,7 +494,7 @@ pub fn run(args: AlschedArgs) -> Result<()> {
             hard / soft,
             delay < none && delay < hard,
         ));
-        if !args.quiet {
+        if !quiet {
             print_table(load, &table);
         }
         let mut entry = Map::new();
@@ -470,7 +507,7 @@ pub fn run(args: AlschedArgs) -> Result<()> {
     }
     let (top, _, top_ratio, _) = goals.last().copied().unwrap_or((0.0, false, 0.0, false));
     let summary = json!({
-        "seed": args.seed,
+        "seed": seed,
         "jobs": args.jobs,
         "racks": args.racks,
         "rack_nodes": args.rack_nodes,
@@ -491,11 +528,11 @@ pub fn run(args: AlschedArgs) -> Result<()> {
         },
         "wall_s": started.elapsed().as_secs_f64(),
     });
-    let path = super::output::write_summary(&args.out, &summary)?;
-    if !args.quiet {
+    let path = super::output::write_summary(out, &summary)?;
+    if !quiet {
         println!("written to {}", path.display());
     }
-    Ok(())
+    Ok(summary)
 }
 
 fn print_table(load: f64, table: &[(&str, Measured)]) {
