@@ -168,6 +168,18 @@ impl SoftPlacement {
         self.choices.remove(&job);
     }
 
+    /// A restarted GM takes `task` up as running on a node with attributes `node`
+    /// (an LM still holds it): it counts in its job's utility again, as it did
+    /// before the restart. No choice is recorded: the branch it took is not known.
+    pub fn running(&mut self, task: TaskId, node: ConstraintSet) {
+        if let Some(job) = self.jobs.get_mut(&task.job) {
+            if let Some(before) = job.counted.insert(task.index, node) {
+                job.utility.uncount(before, &mut job.counts);
+            }
+            job.utility.count(node, &mut job.counts);
+        }
+    }
+
     /// The LM refused the launch of `task`: it no longer counts in its job's
     /// utility, and its choice goes (it is placed again).
     pub fn refused(&mut self, task: TaskId) {

@@ -153,6 +153,30 @@ impl GlobalMaster {
         self.soft.set(job, utility);
     }
 
+    /// A restarted GM resumes `task` as running on `lm`'s `node` (the LM's answer
+    /// to its reconcile): with a utility tree ([`GlobalMaster::set_utility`] first),
+    /// the task counts in its job's utility again, so that the job's other tasks
+    /// are placed knowing where it runs. False when the job has no tree or the
+    /// view does not know the node yet (not counted).
+    pub fn resumed_running(
+        &mut self,
+        task: common::TaskId,
+        lm: common::LmId,
+        node: common::NodeId,
+    ) -> bool {
+        if !self.soft.has(task.job) {
+            return false;
+        }
+        let Some(attributes) = (self.view.get(lm.index()))
+            .and_then(|v| v.topology.constraints.get(node.index()))
+            .copied()
+        else {
+            return false;
+        };
+        self.soft.running(task, attributes);
+        true
+    }
+
     /// How this GM runs gang transactions (hold and retry times).
     pub fn set_gang_config(&mut self, config: crate::gang::GangConfig) {
         self.gangs = crate::gang::Gangs::new(config);

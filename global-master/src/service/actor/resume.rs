@@ -268,6 +268,14 @@ impl Handler<Resume> for GmActor {
             let mut ran_gang = Vec::new();
             for (mut spec, failed) in tasks {
                 if let Some(&(lm, node, run)) = held.get(&spec.id) {
+                    // With a tree, it counts in its job's utility again (its job's
+                    // other tasks are placed knowing where it runs).
+                    if self.core.soft().has(spec.id.job)
+                        && !self.core.resumed_running(spec.id, lm, node)
+                    {
+                        tracing::warn!(task = %spec.id, job = spec.id.job.0, lm = lm.0, node = node.0,
+                            "resumed task not counted in its job's utility: the view does not know its node yet");
+                    }
                     self.tracker.resumed_as(spec.id, run);
                     self.tracker.dispatched(spec.id, lm, node);
                     self.tracker.launched(spec.id, now);
