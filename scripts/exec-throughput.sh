@@ -4,9 +4,9 @@
 # 8 one-core nodes), runs `loadgen bench-exec --worker-tasks 1 --gm URL --tasks N
 # --cpu-millis 1000` (N one-task jobs of 0 ms synthetic tasks, then N of exec
 # `true`), and prints, besides the bench's own lines, the CPU each kind of process
-# used during the run (from /proc/<pid>/stat before and after; a command's CPU is
-# counted under the process that reaped it: `true` under megha-task-exec) and the
-# machine's CPU split. Stops the cluster at the end.
+# used during each phase (from /proc/<pid>/stat at the phase's start and end; a
+# command's CPU is counted under the process that reaped it: `true` under
+# megha-task-exec) and the machine's CPU split. Stops the cluster at the end.
 #   cargo build --release --bins
 #   scripts/exec-throughput.sh [--tasks N] [--runs R]     (as root: task uids, cgroups)
 # Options (or environment): --tasks N (TASKS, default 2000), --runs R (RUNS, default
@@ -56,21 +56,39 @@ for run in $(seq 1 "$RUNS"); do
   fi
   sleep 3
   gm=$(cut -d, -f1 out/cluster-logs/gm-urls)
-  snapshot >"$logs/before"; head -1 /proc/stat >"$logs/stat-before"
+  snapshot >"$logs/s0"; head -1 /proc/stat >"$logs/stat0"
   echo "== run $run of $RUNS: $TASKS tasks of each executor ($BIN)"
-  MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token "$BIN/loadgen" bench-exec --worker-tasks 1 \
-    --gm "$gm" --tasks "$TASKS" --cpu-millis 1000 | grep '^e2e'
-  snapshot >"$logs/after"; head -1 /proc/stat >"$logs/stat-after"
-  echo "CPU during the run, by process kind (own CPU per task of the $((2 * TASKS)) of both phases):"
-  awk -v hz="$hz" -v tasks="$TASKS" '
-    NR == FNR { own[$1 " " $2] = $3; kids[$1 " " $2] = $4; next }
-    { k = $1 " " $2; o[$2] += $3 - own[k]; c[$2] += $4 - kids[k] }
-    END {
-      for (n in o) if (o[n] + c[n] >= hz / 10)
-        printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s\n", n, o[n] / hz, 1000 * o[n] / hz / (2 * tasks), c[n] / hz
-    }' "$logs/before" "$logs/after" | sort -k3 -rn
-  paste "$logs/stat-before" "$logs/stat-after" | awk -v hz="$hz" '{
-    printf "machine: user %.2f s, system %.2f s, idle %.2f s, softirq %.2f s, steal %.2f s\n",
-      ($13 - $2) / hz, ($15 - $4) / hz, ($16 - $5) / hz, ($19 - $8) / hz, ($20 - $9) / hz }'
+  # A CPU snapshot as each phase's line comes out: the CPU of each phase apart.
+  phase=0
+  while IFS= read -r line; do
+    case "$line" in
+      e2e*submit*'->'*running*'ended in'*)
+        phase=$((phase + 1))
+        snapshot >"$logs/s$phase"; head -1 /proc/stat >"$logs/stat$phase"
+        echo "$line" ;;
+      e2e*) echo "$line" ;;
+    esac
+  done < <(MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token "$BIN/loadgen" bench-exec --worker-tasks 1 \
+    --gm "$gm" --tasks "$TASKS" --cpu-millis 1000)
+  if [ "$phase" != 2 ]; then
+    echo "exec-throughput.sh: the bench did not end both phases" >&2
+    kill -TERM "$cluster"; wait "$cluster" 2>/dev/null || true
+    exit 1
+  fi
+  for p in 1 2; do
+    name=$([ "$p" = 1 ] && echo "synthetic 0 ms" || echo "exec true")
+    echo "CPU during the $name phase, by process kind (own CPU per task of its $TASKS):"
+    awk -v hz="$hz" -v tasks="$TASKS" '
+      NR == FNR { own[$1 " " $2] = $3; kids[$1 " " $2] = $4; next }
+      { k = $1 " " $2; o[$2] += $3 - own[k]; c[$2] += $4 - kids[k] }
+      END {
+        for (n in o) if (o[n] + c[n] >= hz / 20)
+          printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s\n", n, o[n] / hz, 1000 * o[n] / hz / tasks, c[n] / hz
+      }' "$logs/s$((p - 1))" "$logs/s$p" | sort -k3 -rn
+    paste "$logs/stat$((p - 1))" "$logs/stat$p" | awk -v hz="$hz" -v tasks="$TASKS" '{
+      busy = ($13 - $2) + ($14 - $3) + ($15 - $4) + ($18 - $7) + ($19 - $8)
+      printf "  machine: user %.2f s, system %.2f s, idle %.2f s, softirq %.2f s, steal %.2f s; busy %.3f ms/task\n",
+        ($13 - $2) / hz, ($15 - $4) / hz, ($16 - $5) / hz, ($19 - $8) / hz, ($20 - $9) / hz, 1000 * busy / hz / tasks }'
+  done
   kill -TERM "$cluster"; wait "$cluster" 2>/dev/null || true
 done
