@@ -13,7 +13,10 @@
 //! LMs' minimum interval); `sim-median-start` is the last with the worker's start
 //! cost fixed at its median instead of drawn from its distribution. All use the
 //! embedded run's heartbeat. Every run is a child process (`loadgen embedded`,
-//! `loadgen simulate`) writing its reports under `--check-out`.
+//! `loadgen simulate`) writing its reports under `--check-out`. With `--check-runs
+//! N`, N runs of each kind (the simulations under N seeds) are pooled before the
+//! distances are taken, and the 5% critical distance of samples that size is printed
+//! beside the floor.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -46,6 +49,13 @@ pub struct ValidateArgs {
     /// Where the runs write their reports (with --validate).
     #[arg(long, default_value = "out/calibrate", value_name = "DIR")]
     pub check_out: PathBuf,
+    /// Runs of each kind, pooled (with --validate): N embedded runs, N more
+    /// (`embedded-again`), and each simulation under N seeds from --seed on, each in
+    /// `<kind>/run-<i>`; the distances are between the pooled samples, so that the
+    /// floor is less a matter of one draw (two samples of n tasks each differ by
+    /// a KS distance above 1.36 x sqrt(2/n) only 5% of the time; printed).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub check_runs: u64,
 }
 
 pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
@@ -56,6 +66,19 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
     if g == 0 || l == 0 || p == 0 || args.check_speedup.is_nan() || args.check_speedup <= 0.0 {
         bail!("--check-cluster and --check-speedup must be positive");
     }
+    if args.check_runs == 0 || seed.checked_add(args.check_runs - 1).is_none() {
+        bail!(
+            "--check-runs must be at least 1, and --seed {seed} plus --check-runs {} must not pass {}",
+            args.check_runs,
+            u64::MAX
+        );
+    }
+    let runs_n = args.check_runs;
+    // One run's directory: `<kind>` alone, or `<kind>/run-<i>` when pooling.
+    let run_dir = |name: &str, i: u64| match runs_n {
+        1 => args.check_out.join(name),
+        _ => args.check_out.join(name).join(format!("run-{i}")),
+    };
     let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
     let trace = args.check_trace.display().to_string();
     let speedup = args.check_speedup.to_string();
@@ -67,7 +90,7 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         "--partition-size".into(),
         p.to_string(),
     ];
-    let common_args = |out: &Path| {
+    let common_args = |out: &Path, seed: u64| {
         let mut v: Vec<String> = vec!["--trace".into(), trace.clone()];
         v.extend(cluster.iter().cloned());
         v.extend([
@@ -79,25 +102,37 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         ]);
         v
     };
-    println!("seed: {seed}");
+    match runs_n {
+        1 => println!("seed: {seed}"),
+        n => println!(
+            "seeds: {seed} to {} ({n} runs of each kind, pooled)",
+            seed + n - 1
+        ),
+    }
     let mut runs = Vec::new();
     // The live system twice: the KS distance of the second run to the first is how
     // far two runs of the same system are apart on this machine (the floor for the
-    // simulations' distances).
-    for name in ["embedded", "embedded-again"] {
-        let dir = args.check_out.join(name);
-        let mut a = common_args(&dir);
-        a.extend([
-            "--speedup".into(),
-            speedup.clone(),
-            "--heartbeat-ms".into(),
-            args.check_heartbeat_ms.to_string(),
-            "--publish-min-interval-ms".into(),
-            args.check_publish_min_interval_ms.to_string(),
-        ]);
-        child(&exe, "embedded", a)?;
-        runs.push((name.to_owned(), Spans::read(&dir)?));
+    // simulations' distances). Pooled, the two kinds alternate.
+    let mut live = [Spans::default(), Spans::default()];
+    for i in 0..runs_n {
+        for (k, name) in ["embedded", "embedded-again"].iter().enumerate() {
+            let dir = run_dir(name, i);
+            let mut a = common_args(&dir, seed);
+            a.extend([
+                "--speedup".into(),
+                speedup.clone(),
+                "--heartbeat-ms".into(),
+                args.check_heartbeat_ms.to_string(),
+                "--publish-min-interval-ms".into(),
+                args.check_publish_min_interval_ms.to_string(),
+            ]);
+            child(&exe, "embedded", a)?;
+            live[k].extend(Spans::read(&dir)?);
+        }
     }
+    let [first, again] = live;
+    runs.push(("embedded".to_owned(), first));
+    runs.push(("embedded-again".to_owned(), again));
     let heartbeat_s = (args.check_heartbeat_ms as f64 / 1000.0).to_string();
     let min_interval = args.check_publish_min_interval_ms.to_string();
     // The calibrated model with its start distribution replaced by its median: what
@@ -118,31 +153,35 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         ("sim-costs-publish", Some(costs), "changes"),
         ("sim-median-start", Some(median_model.as_path()), "changes"),
     ] {
-        let dir = args.check_out.join(name);
-        let mut a = common_args(&dir);
-        a.extend([
-            "--lm-publish".into(),
-            publish.into(),
-            "--publish-min-interval-ms".into(),
-            min_interval.clone(),
-        ]);
-        a.extend(
-            [
-                "--speedup",
-                &speedup,
-                "--speedup-durations",
-                "--heartbeat-s",
-                &heartbeat_s,
-                "--constraints",
-                "none",
-            ]
-            .map(String::from),
-        );
-        if let Some(m) = model {
-            a.extend(["--cost-model".into(), m.display().to_string()]);
+        let mut pooled = Spans::default();
+        for i in 0..runs_n {
+            let dir = run_dir(name, i);
+            let mut a = common_args(&dir, seed + i);
+            a.extend([
+                "--lm-publish".into(),
+                publish.into(),
+                "--publish-min-interval-ms".into(),
+                min_interval.clone(),
+            ]);
+            a.extend(
+                [
+                    "--speedup",
+                    &speedup,
+                    "--speedup-durations",
+                    "--heartbeat-s",
+                    &heartbeat_s,
+                    "--constraints",
+                    "none",
+                ]
+                .map(String::from),
+            );
+            if let Some(m) = model {
+                a.extend(["--cost-model".into(), m.display().to_string()]);
+            }
+            child(&exe, "simulate", a)?;
+            pooled.extend(Spans::read(&dir)?);
         }
-        child(&exe, "simulate", a)?;
-        runs.push((name.to_owned(), Spans::read(&dir)?));
+        runs.push((name.to_owned(), pooled));
     }
     println!(
         "{:<18} {:>6} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>10} {:>10}",
@@ -180,10 +219,25 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         "(KS: to embedded, KS2: to embedded-again; a->l: arrival to the LM's launch, l->s: \
          launch to the worker's start, medians in ms)"
     );
+    let (n, m) = (reference.len() as f64, again.len() as f64);
+    let noise = 1.36 * ((n + m) / (n * m).max(1.0)).sqrt();
+    let floor = ks_distance(&reference, &again);
+    if let Some((_, model)) = runs.iter().find(|(name, _)| name == "sim-costs-publish") {
+        let worst =
+            ks_distance(&reference, &model.allocation).max(ks_distance(&again, &model.allocation));
+        println!(
+            "floor (embedded to embedded-again) {floor:.3}; 5% critical distance of two samples of \
+             one distribution this size {noise:.3}; sim-costs-publish worst {worst:.3}, {:.1}x the floor, \
+             {:.1}x the critical distance",
+            worst / floor.max(1e-9),
+            worst / noise
+        );
+    }
     Ok(())
 }
 
 /// The spans of one run's started tasks (seconds, each sorted).
+#[derive(Default)]
 struct Spans {
     allocation: Vec<f64>,
     arrival_to_launch: Vec<f64>,
@@ -191,6 +245,18 @@ struct Spans {
 }
 
 impl Spans {
+    /// Pools another run's spans into these.
+    fn extend(&mut self, other: Spans) {
+        for (mine, theirs) in [
+            (&mut self.allocation, other.allocation),
+            (&mut self.arrival_to_launch, other.arrival_to_launch),
+            (&mut self.launch_to_start, other.launch_to_start),
+        ] {
+            mine.extend(theirs);
+            mine.sort_by(f64::total_cmp);
+        }
+    }
+
     fn read(dir: &Path) -> Result<Spans> {
         Ok(Spans {
             allocation: allocations(dir)?,
@@ -302,7 +368,43 @@ pub fn ks_distance(a: &[f64], b: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{ks_distance, quantile};
+    use super::{ks_distance, quantile, Spans};
+
+    #[test]
+    fn pooled_spans_hold_every_run_sorted() {
+        let mut pooled = Spans::default();
+        for (a, b) in [([0.3, 0.5], [0.2]), ([0.1, 0.4], [0.6])] {
+            pooled.extend(Spans {
+                allocation: a.to_vec(),
+                arrival_to_launch: b.to_vec(),
+                launch_to_start: vec![],
+            });
+        }
+        assert_eq!(pooled.allocation, vec![0.1, 0.3, 0.4, 0.5]);
+        assert_eq!(pooled.arrival_to_launch, vec![0.2, 0.6]);
+    }
+
+    #[test]
+    fn no_runs_or_runs_past_the_last_seed_are_refused_before_any_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let costs = dir.path().join("costs.toml");
+        let model = toml::to_string(&crate::sim::CostModel::default()).expect("toml");
+        std::fs::write(&costs, model).expect("write");
+        for (runs, seed) in [(0, 1), (2, u64::MAX)] {
+            let args = super::ValidateArgs {
+                check_trace: "data/traces/YH_small.tr".into(),
+                check_speedup: 50.0,
+                check_cluster: vec![2, 2, 2],
+                check_heartbeat_ms: 1000,
+                check_publish_min_interval_ms: 5,
+                check_out: dir.path().join("out"),
+                check_runs: runs,
+            };
+            let e = super::run(&costs, &args, seed).expect_err("refused");
+            assert!(e.to_string().contains("--check-runs"), "{e}");
+            assert!(!dir.path().join("out").exists(), "nothing ran");
+        }
+    }
 
     #[test]
     fn ks_distance_of_equal_samples_is_zero_and_of_disjoint_ones_is_one() {
