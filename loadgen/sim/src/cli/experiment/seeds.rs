@@ -28,6 +28,59 @@ pub fn dir(out: &Path, seed: u64) -> PathBuf {
     out.join(format!("seed-{seed}"))
 }
 
+/// What an experiment does per seed and over them (see [`run`]).
+pub struct Experiment<'a, One, Compare, Print> {
+    pub out: &'a Path,
+    pub first: u64,
+    pub seeds: u64,
+    pub quiet: bool,
+    /// One seed's run: writes its files to the directory given, prints its own
+    /// table unless told quiet, and returns its summary.
+    pub one: One,
+    /// The comparison over every seed's summary, written to `out/summary.json`.
+    pub compare: Compare,
+    /// Prints the comparison.
+    pub print: Print,
+}
+
+impl<One, Compare, Print> std::fmt::Debug for Experiment<'_, One, Compare, Print> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment")
+            .field("out", &self.out)
+            .field("first", &self.first)
+            .field("seeds", &self.seeds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `--seed FIRST --seeds N`: one seed writes to `out` itself; many each to
+/// `out/seed-S` (quietly, one line per seed: its number), then their comparison to
+/// `out/summary.json`, printed unless quiet.
+pub fn run<One, Compare, Print>(e: Experiment<'_, One, Compare, Print>) -> Result<()>
+where
+    One: FnMut(u64, &Path, bool) -> Result<Value>,
+    Compare: FnOnce(&[Value]) -> Value,
+    Print: FnOnce(&Value),
+{
+    let seeds = range(e.first, e.seeds)?;
+    let mut one = e.one;
+    if e.seeds == 1 {
+        return one(e.first, e.out, e.quiet).map(|_| ());
+    }
+    println!("seeds: {} to {}", seeds.start(), seeds.end());
+    let mut each = Vec::new();
+    for seed in seeds {
+        each.push(one(seed, &dir(e.out, seed), true)?);
+    }
+    let summary = (e.compare)(&each);
+    let path = super::output::write_summary(e.out, &summary)?;
+    if !e.quiet {
+        (e.print)(&summary);
+        println!("written to {} (each seed in seed-S/)", path.display());
+    }
+    Ok(())
+}
+
 /// Policy A against policy B over seeds: per seed, `a / b` of some figure (a mean
 /// completion time: below 1, A is better).
 #[derive(Clone, Debug, PartialEq)]

@@ -427,22 +427,15 @@ pub fn run(args: AlschedArgs) -> Result<()> {
     if let Some(x) = args.loads.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
         bail!("--loads: {x} is not a positive number");
     }
-    let seeds = seeds::range(args.seed, args.seeds)?;
-    if args.seeds == 1 {
-        return run_one(&args, args.seed, &args.out, args.quiet).map(|_| ());
-    }
-    println!("seeds: {} to {}", seeds.start(), seeds.end());
-    let mut each = Vec::new();
-    for seed in seeds {
-        each.push(run_one(&args, seed, &seeds::dir(&args.out, seed), true)?);
-    }
-    let summary = over_seeds(&args, &each);
-    let path = super::output::write_summary(&args.out, &summary)?;
-    if !args.quiet {
-        print_over_seeds(&summary);
-        println!("written to {} (each seed in seed-S/)", path.display());
-    }
-    Ok(())
+    seeds::run(seeds::Experiment {
+        out: &args.out,
+        first: args.seed,
+        seeds: args.seeds,
+        quiet: args.quiet,
+        one: |seed, out: &Path, quiet| run_one(&args, seed, out, quiet),
+        compare: |each: &[Value]| over_seeds(&args, each),
+        print: print_over_seeds,
+    })
 }
 
 /// One seed: every policy at every load, `out/summary.json` and the runs'
