@@ -433,8 +433,17 @@ pub fn run(args: AlschedArgs) -> Result<()> {
         seeds: args.seeds,
         quiet: args.quiet,
         one: |seed, out: &Path, quiet| run_one(&args, seed, out, quiet),
-        compare: |each: &[Value]| over_seeds(&args, each),
-        print: print_over_seeds,
+        compare: |each: &[Value]| {
+            let setup = over_seeds::Setup {
+                first_seed: args.seed,
+                seeds: args.seeds,
+                jobs: args.jobs,
+                loads: &args.loads,
+                policies: &POLICIES,
+            };
+            over_seeds(setup, each)
+        },
+        print: |summary: &Value| print_over_seeds(summary, &POLICIES),
     })
 }
 

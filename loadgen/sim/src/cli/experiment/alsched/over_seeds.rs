@@ -1,19 +1,29 @@
 //! `experiment alsched --seeds N`: every policy against `soft` and `soft_delay` over
 //! the seeds, per load (DIR/summary.json), from each seed's own summary.
 
-use super::{AlschedArgs, POLICIES};
 use crate::cli::experiment::seeds::Ratios;
 use serde_json::{json, Map, Value};
 
+/// What the comparison names: the run's flags it depends on, and the policies.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    pub first_seed: u64,
+    pub seeds: u64,
+    pub jobs: u64,
+    pub loads: &'a [f64],
+    pub policies: &'a [&'a str],
+}
+
 /// Every policy against `soft` and `soft_delay` over the seeds, per load.
-pub(super) fn over_seeds(args: &AlschedArgs, each: &[Value]) -> Value {
+pub fn over_seeds(args: Setup<'_>, each: &[Value]) -> Value {
+    let policies = args.policies;
     let mut by_load = Map::new();
-    for load in &args.loads {
+    for load in args.loads {
         let key = format!("{load}");
         let mut entry = Map::new();
         for base in ["soft", "soft_delay"] {
             let mut against = Map::new();
-            for policy in POLICIES.iter().filter(|p| **p != base) {
+            for policy in policies.iter().filter(|p| **p != base) {
                 let pairs: Vec<(f64, f64)> = (each.iter())
                     .filter_map(|s| {
                         let mean = |p: &str| s["loads"][&key][p]["mean_completion_s"].as_f64();
@@ -43,7 +53,7 @@ pub(super) fn over_seeds(args: &AlschedArgs, each: &[Value]) -> Value {
     let top_ratio = mean_ratio(&top, "hard");
     let beats_both = on_average("none") && on_average("hard");
     json!({
-        "first_seed": args.seed,
+        "first_seed": args.first_seed,
         "seeds": args.seeds,
         "jobs": args.jobs,
         "loads": Value::Object(by_load),
@@ -63,13 +73,14 @@ pub(super) fn over_seeds(args: &AlschedArgs, each: &[Value]) -> Value {
     })
 }
 
-pub(super) fn print_over_seeds(summary: &Value) {
+/// The comparison as a table, `policies` in order.
+pub fn print_over_seeds(summary: &Value, policies: &[&str]) {
     println!("| load | policy | / soft: mean of ratios | 95% interval | soft faster on |");
     println!("| --- | --- | ---: | ---: | ---: |");
     let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.3}"));
     if let Some(loads) = summary["loads"].as_object() {
         for (load, entry) in loads {
-            for policy in POLICIES.iter().filter(|p| **p != "soft") {
+            for policy in policies.iter().filter(|p| **p != "soft") {
                 let r = &entry["ratio_over_soft"][*policy];
                 println!(
                     "| {load} | {policy} | {} | [{}, {}] | {} of {} seeds |",
