@@ -12,7 +12,7 @@ use global_master::core::DecisionOutcome;
 use std::sync::Arc;
 use tests::{ClusterBuilder, Harness};
 
-const GPU: u64 = 5;
+pub(crate) const GPU: u64 = 5;
 const SSD: u64 = 6;
 
 fn names() -> Attributes {
@@ -22,7 +22,7 @@ fn names() -> Attributes {
     a
 }
 
-fn tasks(job: u64, n: u32) -> Vec<TaskSpec> {
+pub(crate) fn tasks(job: u64, n: u32) -> Vec<TaskSpec> {
     (0..n)
         .map(|i| {
             TaskSpec::short(
@@ -34,12 +34,12 @@ fn tasks(job: u64, n: u32) -> Vec<TaskSpec> {
         .collect()
 }
 
-fn utility(json: &str, n: u32) -> Arc<common::utility::Utility> {
+pub(crate) fn utility(json: &str, n: u32) -> Arc<common::utility::Utility> {
     let tree: UtilityTree = serde_json::from_str(json).expect("test fixture");
     Arc::new(compile(&tree, &names(), n, "utility").expect("test fixture"))
 }
 
-fn nodes(out: &global_master::core::PassOutput) -> Vec<Option<u32>> {
+pub(crate) fn nodes(out: &global_master::core::PassOutput) -> Vec<Option<u32>> {
     out.decisions
         .iter()
         .map(|d| match d.outcome {
@@ -570,48 +570,4 @@ fn burn_tasks_run_slow_off_their_branch() {
         vec![(0, Some(fast)), (1, Some(Micros::from_secs(30)))],
         "the GPU task burns its duration, the other its slow duration"
     );
-}
-
-/// A restarted GM counts the tasks an LM still holds in their job's utility again
-/// ([`GlobalMaster::resumed_running`], from the LM's reconcile answer): a job of 2
-/// under `nCk(gpu, 2)` whose first task runs on a GPU node when its GM restarts
-/// places its second on the other GPU node (the set needs 1 more, and has room for
-/// 1); counted from zero, it would need 2, see room for 1, and run off the GPUs.
-#[test]
-fn a_restarted_gm_counts_the_running_tasks_of_a_job_with_a_tree() {
-    use global_master::core::{GlobalMaster, GmConfig};
-    let cluster = ClusterBuilder::new(1, 1, 4)
-        .node_constraints(0, 0, 2, &[GPU])
-        .node_constraints(0, 0, 3, &[GPU])
-        .build();
-    let tree = r#"{"nCk": {"set": "gpu", "k": 2, "u": 1}}"#;
-    let second = |counted: bool| {
-        let mut h = Harness::new(&cluster);
-        h.heartbeat(Micros(0));
-        h.gms[0].set_utility(common::JobId(1), utility(tree, 2));
-        h.gms[0].submit(Micros(0), tasks(1, 2).remove(0));
-        let batch = h.gms[0].schedule(Micros(0)).batches.remove(0);
-        let (lm, node) = (batch.lm, batch.requests[0].node);
-        assert!(node.0 >= 2, "the first task on a GPU node: {node:?}");
-        assert_eq!(h.deliver(Micros(1), batch).starts.len(), 1);
-        // The GM restarts: a new life, the LM's state, the tree back from the spec.
-        h.gms[0] = GlobalMaster::new(GmConfig::new(common::GmId(0), 1, 1));
-        h.heartbeat(Micros(2));
-        h.gms[0].set_utility(common::JobId(1), utility(tree, 2));
-        if counted {
-            assert!(h.gms[0].resumed_running(TaskId::new(1, 0), lm, node));
-            assert_eq!(h.gms[0].soft().job_utility(common::JobId(1)), Some(0.0));
-        }
-        h.gms[0].submit(Micros(2), tasks(1, 2).remove(1));
-        let out = h.gms[0].schedule(Micros(2));
-        let choice = h.gms[0].soft().choice(TaskId::new(1, 1)).cloned();
-        (nodes(&out), choice.expect("a choice"), node.0)
-    };
-    let (placed, choice, first) = second(true);
-    assert_eq!(placed, vec![Some(5 - first)], "the other GPU node");
-    assert_eq!(choice.branch.as_deref(), Some("utility.nCk"), "{choice:?}");
-    assert!((choice.utility - 1.0).abs() < 1e-9, "{choice:?}");
-    let (placed, choice, _) = second(false);
-    assert!(placed[0].is_some_and(|n| n < 2), "off the GPUs: {placed:?}");
-    assert_eq!(choice.branch, None, "{choice:?}");
 }

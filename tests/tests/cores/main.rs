@@ -6,6 +6,7 @@
 
 mod alsched;
 mod alsched_ilp;
+mod alsched_restart;
 mod api_fuzz;
 mod dag;
 mod determinism;
