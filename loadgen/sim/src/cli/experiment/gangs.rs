@@ -64,20 +64,8 @@ pub struct GangsArgs {
     /// One-core nodes per partition (nodes = gms x lms x this).
     #[arg(long, default_value_t = 40, value_name = "N")]
     pub partition_size: usize,
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Run this many seeds, from --seed on: each in DIR/seed-S (its own summary.json
-    /// and jobs.csv), and DIR/summary.json compares the two placements over all of
-    /// them (per-seed ratios of the mean completion times: their mean, spread and
-    /// 95% interval of the mean (normal approximation), and on how many seeds
-    /// gang-aware is better). One seed's result
-    /// swings by several percent with pass timing alone (docs/gangs.md): compare
-    /// placements over many seeds.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub seeds: u64,
-    /// No table on stdout.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub runs: seeds::SeedFlags,
 }
 
 /// Mean, p50 and p95, seconds.
@@ -219,9 +207,7 @@ fn write_jobs_csv(
 pub fn run(args: GangsArgs) -> Result<()> {
     seeds::run(seeds::Experiment {
         out: &args.out,
-        first: args.seed,
-        seeds: args.seeds,
-        quiet: args.quiet,
+        flags: &args.runs,
         one: |seed, out: &std::path::Path, quiet| run_one(&args, seed, out, quiet),
         compare: |each: &[Value]| over_seeds(&args, each),
         print: print_over_seeds,
@@ -251,8 +237,8 @@ fn over_seeds(args: &GangsArgs, each: &[Value]) -> Value {
             .sum()
     };
     json!({
-        "first_seed": args.seed,
-        "seeds": args.seeds,
+        "first_seed": args.runs.seed,
+        "seeds": args.runs.seeds,
         "trace": args.trace.display().to_string(),
         "first_jobs": args.first_jobs,
         "gang_share": args.gang_share,

@@ -65,28 +65,62 @@ pub fn completion_times(jobs: &[Job], outcome: &SimOutcome) -> BTreeMap<u64, Opt
         .collect()
 }
 
+/// The completion times of one run's jobs, and what every experiment reads off them.
+#[derive(Clone, Debug)]
+pub struct Completions {
+    /// Per job, its completion time in seconds (`None`: unfinished).
+    pub jct: BTreeMap<u64, Option<f64>>,
+    /// The finished jobs' completion times, sorted.
+    pub done: Vec<f64>,
+    /// Their mean and p95 (nearest rank); 0 when no job finished.
+    pub mean: f64,
+    pub p95: f64,
+    /// The first arrival and the last task's end (the first arrival if none ended).
+    pub first: Micros,
+    pub last: Micros,
+}
+
+impl Completions {
+    pub fn of(jobs: &[Job], outcome: &SimOutcome) -> Completions {
+        let jct = completion_times(jobs, outcome);
+        let mut done: Vec<f64> = jct.values().flatten().copied().collect();
+        done.sort_by(f64::total_cmp);
+        let mean = done.iter().sum::<f64>() / done.len().max(1) as f64;
+        let p95 = done
+            .get(((done.len() as f64 * 0.95).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0);
+        let first = jobs.iter().map(|j| j.arrival).min().unwrap_or(Micros::ZERO);
+        let last = (outcome.records.iter())
+            .filter_map(|r| r.finish)
+            .max()
+            .unwrap_or(first);
+        Completions {
+            jct,
+            done,
+            mean,
+            p95,
+            first,
+            last,
+        }
+    }
+}
+
 /// The metrics of `outcome`; `window` for Jain's index.
 pub fn metrics(jobs: &[Job], outcome: &SimOutcome, window: Micros, cpu_total: f64) -> JobMetrics {
-    let jct = completion_times(jobs, outcome);
-    let mut done: Vec<f64> = jct.values().flatten().copied().collect();
-    done.sort_by(f64::total_cmp);
-    let avg = done.iter().sum::<f64>() / done.len().max(1) as f64;
-    let p95 = done
-        .get(((done.len() as f64 * 0.95).ceil() as usize).saturating_sub(1))
-        .copied()
-        .unwrap_or(0.0);
-    let first = jobs.iter().map(|j| j.arrival).min().unwrap_or(Micros::ZERO);
-    let last = outcome
-        .records
-        .iter()
-        .filter_map(|r| r.finish)
-        .max()
-        .unwrap_or(first);
+    let Completions {
+        jct,
+        done,
+        mean,
+        p95,
+        first,
+        last,
+    } = Completions::of(jobs, outcome);
     let (jain_mean, jain_min) = jain(jobs, outcome, &jct, window, cpu_total);
     JobMetrics {
         jobs_finished: done.len(),
         jobs_unfinished: jct.len() - done.len(),
-        avg_jct_s: avg,
+        avg_jct_s: mean,
         p95_jct_s: p95,
         makespan_s: last.0.saturating_sub(first.0) as f64 / 1e6,
         jain_mean,

@@ -31,7 +31,7 @@
 
 mod over_seeds;
 
-use super::jobs::completion_times;
+use super::jobs::Completions;
 use super::seeds;
 use crate::report::write_tasks_file;
 use crate::sim::soft::{SoftJob, SoftJobs};
@@ -108,18 +108,8 @@ pub struct AlschedArgs {
     /// the solve reaches makes the run depend on the machine's speed.
     #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = crate::cli::simulate::parse_soft_ilp_ms)]
     pub soft_ilp_ms: u64,
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Run this many seeds, from --seed on: each in DIR/seed-S as a one-seed run
-    /// writes it, and DIR/summary.json compares `soft` and `soft_delay` with every
-    /// other policy over all of them, per load: the per-seed ratios of the mean
-    /// completion times (policy / soft), their mean, spread and 95% interval, on
-    /// how many seeds each side is faster, and on how many seeds the goal holds.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub seeds: u64,
-    /// No table on stdout.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub runs: seeds::SeedFlags,
 }
 
 /// What a job prefers.
@@ -351,22 +341,15 @@ fn measure(
     outcome: &SimOutcome,
     cores: f64,
 ) -> Measured {
-    let jct = completion_times(jobs, outcome);
-    let mut done: Vec<f64> = jct.values().flatten().copied().collect();
-    done.sort_by(f64::total_cmp);
-    let mean = done.iter().sum::<f64>() / done.len().max(1) as f64;
-    let p95 = done
-        .get(((done.len() as f64 * 0.95).ceil() as usize).saturating_sub(1))
-        .copied()
-        .unwrap_or(0.0);
+    let Completions {
+        done,
+        mean,
+        p95,
+        first,
+        last,
+        ..
+    } = Completions::of(jobs, outcome);
     // Busy core-seconds over the cores times the span from first arrival to last end.
-    let first = jobs.iter().map(|j| j.arrival).min().unwrap_or(Micros::ZERO);
-    let last = outcome
-        .records
-        .iter()
-        .filter_map(|r| r.finish)
-        .max()
-        .unwrap_or(first);
     let busy: f64 = outcome
         .runs
         .iter()
@@ -429,14 +412,12 @@ pub fn run(args: AlschedArgs) -> Result<()> {
     }
     seeds::run(seeds::Experiment {
         out: &args.out,
-        first: args.seed,
-        seeds: args.seeds,
-        quiet: args.quiet,
+        flags: &args.runs,
         one: |seed, out: &Path, quiet| run_one(&args, seed, out, quiet),
         compare: |each: &[Value]| {
             let setup = over_seeds::Setup {
-                first_seed: args.seed,
-                seeds: args.seeds,
+                first_seed: args.runs.seed,
+                seeds: args.runs.seeds,
                 jobs: args.jobs,
                 loads: &args.loads,
                 policies: &POLICIES,
