@@ -387,6 +387,7 @@ pub fn parse_job_request(
         super::utility_api::check_utility(request.utility.take(), count, &queues.attributes)?;
     let executors = tasks.iter().map(|t| t.executor.as_ref());
     super::executor_api::check_burn_needs_tree(executors, utility.is_some())?;
+    super::utility_api::check_tree_kinds(&kinds, utility.is_some())?;
     let gang = super::gang_api::check_gang(request.gang.take(), &kinds, dag.is_some())?;
     Ok(NewJob {
         tasks,

@@ -9,6 +9,7 @@
 use super::error::ApiError;
 use common::attributes::Attributes;
 use common::utility::{compile, Utility, UtilityTree};
+use common::TaskKind;
 use std::sync::Arc;
 
 /// The compiled tree of a job of `tasks` tasks (`None` without one).
@@ -32,6 +33,29 @@ pub fn check_utility(
     let utility = compile(&tree, names, tasks, "utility")
         .map_err(|e| ApiError::new(400, e.path, e.reason))?;
     Ok(Some(Arc::new(utility)))
+}
+
+/// A tree is refused on a job with long-running (LRA) tasks: the LRA placer (MEDEA's
+/// ILP) places the whole LRA at once by its tag constraints and does not read trees,
+/// and a preference it would silently drop is worse than a clear refusal. The job's
+/// node preferences go in its tasks' `constraints` (hard) or in MEDEA placement
+/// constraints; its other kinds follow trees (GUARANTEED and short tasks by the pass,
+/// QUEUEABLE by the best branch's set).
+pub fn check_tree_kinds(kinds: &[TaskKind], has_tree: bool) -> Result<(), ApiError> {
+    if !has_tree {
+        return Ok(());
+    }
+    match kinds.iter().position(|k| *k == TaskKind::LongRunning) {
+        Some(i) => Err(ApiError::new(
+            400,
+            "utility",
+            format!(
+                "tasks[{i}] is long-running (an LRA container), and the LRA placer does not follow utility trees: \
+                 give its node preferences as `constraints` or MEDEA placement constraints, or drop `utility`"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The tree of a job from its spec as submitted (the `POST /v1/jobs` body the
@@ -75,6 +99,18 @@ mod tests {
             }
         }
         assert_eq!(check_utility(None, 2, &Attributes::numbered()), Ok(None));
+    }
+
+    #[test]
+    fn a_tree_on_a_job_with_an_lra_task_is_refused_naming_the_task() {
+        use TaskKind::*;
+        let e = check_tree_kinds(&[Short, LongRunning], true).expect_err("refused");
+        assert_eq!((e.status, e.field.as_str()), (400, "utility"));
+        assert!(e.error.contains("tasks[1] is long-running"), "{}", e.error);
+        for kinds in [&[Short, Guaranteed, Queueable][..], &[]] {
+            assert_eq!(check_tree_kinds(kinds, true), Ok(()));
+        }
+        assert_eq!(check_tree_kinds(&[LongRunning], false), Ok(()));
     }
 
     #[test]
