@@ -51,6 +51,15 @@ pub struct CalibrateArgs {
         value_name = "BOOL"
     )]
     pub embedded: bool,
+    /// What the embedded part replays. `spaced`: jobs of 1 to 48 tasks, one a
+    /// second, on 80 idle one-core nodes (each job measured alone). `check`: the
+    /// trace, speed-up, cluster, heartbeat and publication interval of the check
+    /// (`--check-*`, as `--validate` replays them), under a seed of its own
+    /// (`--seed` + 1,000,000): the costs at the load the model is to predict, since
+    /// an actor's wake-up and hop cost move with how busy the roles are
+    /// (docs/simulator-performance.md).
+    #[arg(long, value_enum, default_value_t = EmbeddedWorkload::Spaced, value_name = "W")]
+    pub embedded_workload: EmbeddedWorkload,
     /// Round trips timed for each message hop.
     #[arg(long, default_value_t = 20_000, value_name = "N")]
     pub hops: u32,
@@ -63,6 +72,13 @@ pub struct CalibrateArgs {
     pub check: validate::ValidateArgs,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// What the embedded calibration run replays (`--embedded-workload`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmbeddedWorkload {
+    Spaced,
+    Check,
 }
 
 /// Message costs measured outside the simulation.
@@ -80,14 +96,22 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     if let Some(file) = &args.validate {
         return validate::run(file, &args.check, args.seed);
     }
+    if args.embedded && args.embedded_workload == EmbeddedWorkload::Check {
+        validate::check_cluster(&args.check)?;
+    }
     println!("seed: {}", args.seed);
     let probe = calibration_run(&args)?;
     let hops = measure_hops(args.hops, args.partition_size)?;
     let mut model = fit(&probe, &hops);
     if args.embedded {
+        let workload = match args.embedded_workload {
+            EmbeddedWorkload::Spaced => None,
+            EmbeddedWorkload::Check => Some(&args.check),
+        };
         super::calibrate_embedded::calibrate(
             &args.check.check_out,
             args.seed,
+            workload,
             hops.in_memory_ns,
             &mut model,
         )?;

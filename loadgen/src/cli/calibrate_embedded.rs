@@ -43,16 +43,88 @@ const JOB_SIZES: [u32; 4] = [1, 4, 16, 48];
 /// with room, which the model then predicted 20x too slow (KS 0.70 on 80 nodes).
 const JOB_GAP_S: f64 = 1.0;
 
+/// The seed of an embedded calibration run on the check's workload is `--seed` plus
+/// this, so that it is none of the check's own runs (`--seed` up).
+pub const CHECK_WORKLOAD_SEED_OFFSET: u64 = 1_000_000;
+
 /// Runs the embedded calibration (reports under DIR/embedded-calibration) and sets
 /// the costs it measures in `model`; `mailbox_ns` is the tight-loop actix hop.
-pub fn calibrate(dir: &Path, seed: u64, mailbox_ns: u64, model: &mut CostModel) -> Result<()> {
+/// `check`: replay the check's workload instead of the spaced jobs.
+pub fn calibrate(
+    dir: &Path,
+    seed: u64,
+    check: Option<&validate::ValidateArgs>,
+    mailbox_ns: u64,
+    model: &mut CostModel,
+) -> Result<()> {
     let out = run(dir, seed)?;
     let tasks = read(&out)?;
     if tasks.is_empty() {
         bail!("the embedded run in {} started no task", out.display());
     }
     println!("{}", fit(&tasks, mailbox_ns, model));
+    if let Some(check) = check {
+        let out = run_check(dir, seed, check)?;
+        let tasks = read(&out)?;
+        if tasks.is_empty() {
+            bail!("the embedded run in {} started no task", out.display());
+        }
+        println!("{}", refit_at_load(&tasks, mailbox_ns, model));
+    }
     Ok(())
+}
+
+/// Sets the load-dependent costs (the submission, the hop, the worker's start) from
+/// a run of the check's workload, keeping the per-task cost of the spaced run's fit
+/// (a handful of jobs of mixed sizes does not pin a line): per task, the submission
+/// is its arrival to dispatch, and the hop its dispatch to launch less its job's
+/// pass (`gm_decision_ns + gm_dispatch_ns` per task of the job) and one LM batch;
+/// medians over the tasks; the start's quantiles as [`fit`] takes them.
+fn refit_at_load(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) -> String {
+    let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
+    let mut sizes: BTreeMap<u64, f64> = BTreeMap::new();
+    for t in tasks {
+        *sizes.entry(t.job).or_default() += 1.0;
+    }
+    let per_task = (model.gm_decision_ns + model.gm_dispatch_ns) as f64 / 1e9;
+    let batch = model.lm_batch_ns as f64 / 1e9;
+    let mut submit: Vec<f64> = tasks.iter().map(|t| t.dispatch - t.arrival).collect();
+    let mut hop: Vec<f64> = tasks
+        .iter()
+        .map(|t| t.launch - t.dispatch - per_task * sizes[&t.job] - batch)
+        .collect();
+    model.submit_ns = ns(median(&mut submit));
+    let hop = ns(median(&mut hop)).max(mailbox_ns);
+    model.network_delay_ns = Some(hop);
+    set_starts(tasks, mailbox_ns, model);
+    format!(
+        "embedded run at the check's load: {} jobs, {} tasks; arrival to dispatch median {} ns \
+         -> submit_ns; dispatch to launch less the pass and a batch, median -> network_delay_ns \
+         {hop}; launch to start median -> worker_start_ns {}",
+        sizes.len(),
+        tasks.len(),
+        model.submit_ns,
+        model.worker_start_ns,
+    )
+}
+
+/// The worker's start from `tasks`' launch to start: its median and quantiles less
+/// the tight-loop hop (`worker_link_ns`).
+fn set_starts(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) {
+    let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
+    let mut starts: Vec<f64> = tasks.iter().map(|t| t.start - t.launch).collect();
+    starts.sort_by(f64::total_cmp);
+    model.worker_link_ns = Some(mailbox_ns);
+    model.worker_start_ns = ns(validate::quantile(&starts, 0.5)).saturating_sub(mailbox_ns);
+    model.worker_start_quantiles_ns = (0..=START_QUANTILES)
+        .map(|k| {
+            let s = match k {
+                0 => starts[0],
+                k => validate::quantile(&starts, f64::from(k) / f64::from(START_QUANTILES)),
+            };
+            ns(s).saturating_sub(mailbox_ns)
+        })
+        .collect();
 }
 
 /// Sets the costs the started `tasks` measure in `model` (see the module's text) and
@@ -92,19 +164,9 @@ fn fit(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) -> String {
         .saturating_sub(model.lm_batch_ns)
         .max(mailbox_ns);
     model.network_delay_ns = Some(hop);
-    model.worker_link_ns = Some(mailbox_ns);
+    set_starts(tasks, mailbox_ns, model);
     let mut starts: Vec<f64> = tasks.iter().map(|t| t.start - t.launch).collect();
     starts.sort_by(f64::total_cmp);
-    model.worker_start_ns = ns(validate::quantile(&starts, 0.5)).saturating_sub(mailbox_ns);
-    model.worker_start_quantiles_ns = (0..=START_QUANTILES)
-        .map(|k| {
-            let s = match k {
-                0 => starts[0],
-                k => validate::quantile(&starts, f64::from(k) / f64::from(START_QUANTILES)),
-            };
-            ns(s).saturating_sub(mailbox_ns)
-        })
-        .collect();
     let sizes: Vec<String> = points
         .iter()
         .map(|(n, y)| format!("{n}: {} ns", ns(*y)))
@@ -195,6 +257,45 @@ fn run(dir: &Path, seed: u64) -> Result<std::path::PathBuf> {
     Ok(out)
 }
 
+/// The embedded run on the check's workload (its trace, speed-up, cluster,
+/// heartbeat and publication interval), under its own seed.
+fn run_check(dir: &Path, seed: u64, check: &validate::ValidateArgs) -> Result<std::path::PathBuf> {
+    let [g, l, p] = validate::check_cluster(check)?;
+    let seed = seed
+        .checked_add(CHECK_WORKLOAD_SEED_OFFSET)
+        .context("--seed is too large for the check workload's own seed")?;
+    println!("embedded calibration on the check's workload: seed {seed}");
+    let out = dir.join("embedded-calibration").join("embedded");
+    let args = [
+        "--trace".to_owned(),
+        check.check_trace.display().to_string(),
+        "--gms".into(),
+        g.to_string(),
+        "--lms".into(),
+        l.to_string(),
+        "--partition-size".into(),
+        p.to_string(),
+        "--speedup".into(),
+        check.check_speedup.to_string(),
+        "--heartbeat-ms".into(),
+        check.check_heartbeat_ms.to_string(),
+        "--publish-min-interval-ms".into(),
+        check.check_publish_min_interval_ms.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+        "--quiet".into(),
+        "--out".into(),
+        out.display().to_string(),
+    ]
+    .to_vec();
+    validate::child(
+        &std::env::current_exe().context("cannot find the loadgen executable")?,
+        "embedded",
+        args,
+    )?;
+    Ok(out)
+}
+
 /// The started tasks of DIR/tasks.csv (dispatch = arrival + framework queuing).
 fn read(dir: &Path) -> Result<Vec<Spans>> {
     Ok(validate::columns(
@@ -220,7 +321,7 @@ fn read(dir: &Path) -> Result<Vec<Spans>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fit, line, median, Spans};
+    use super::{fit, line, median, refit_at_load, Spans};
     use megha_sim::sim::CostModel;
 
     /// Jobs of 1, 4, 16, 48 tasks: submission 80 us, a hop of 60 us plus 1.5 us per
@@ -265,6 +366,39 @@ mod tests {
         assert!(q.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(model.worker_start_ns, q[10]);
         assert!(said.contains("network_delay_ns 59000"), "{said}");
+    }
+
+    #[test]
+    fn at_the_checks_load_the_hop_submission_and_starts_are_taken_again() {
+        let mut model = CostModel {
+            gm_decision_ns: 300,
+            lm_batch_ns: 1_000,
+            ..CostModel::default()
+        };
+        fit(&tasks(), 200, &mut model);
+        // The same jobs at a load where every submission takes 150 us and every hop
+        // 110 us more, and every start 50 us more.
+        let busier: Vec<Spans> = tasks()
+            .into_iter()
+            .map(|t| Spans {
+                dispatch: t.dispatch + 70e-6,
+                launch: t.launch + 120e-6,
+                start: t.start + 170e-6,
+                ..t
+            })
+            .collect();
+        let said = refit_at_load(&busier, 200, &mut model);
+        assert_eq!(model.submit_ns, 150_000);
+        // The pass (1.5 us per task of the job) and a batch (1 us) are taken out.
+        assert_eq!(model.network_delay_ns, Some(109_000));
+        assert_eq!(
+            model.gm_dispatch_ns, 1_200,
+            "the per-task cost stays the spaced run's"
+        );
+        let q = &model.worker_start_quantiles_ns;
+        assert_eq!((q[0], q[20]), (149_800, 239_800));
+        assert_eq!(model.worker_start_ns, q[10]);
+        assert!(said.contains("network_delay_ns 109000"), "{said}");
     }
 
     #[test]

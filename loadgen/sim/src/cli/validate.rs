@@ -58,14 +58,21 @@ pub struct ValidateArgs {
     pub check_runs: u64,
 }
 
-pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
-    crate::sim::CostModel::load(costs)?;
+/// The check's cluster (GMs, LMs, nodes per partition), refused unless three
+/// positive numbers, and its speed-up, refused unless positive.
+pub fn check_cluster(args: &ValidateArgs) -> Result<[usize; 3]> {
     let [g, l, p] = args.check_cluster[..] else {
         bail!("--check-cluster: expected G,L,P (three numbers)");
     };
     if g == 0 || l == 0 || p == 0 || args.check_speedup.is_nan() || args.check_speedup <= 0.0 {
         bail!("--check-cluster and --check-speedup must be positive");
     }
+    Ok([g, l, p])
+}
+
+pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
+    crate::sim::CostModel::load(costs)?;
+    let [g, l, p] = check_cluster(args)?;
     if args.check_runs == 0 || seed.checked_add(args.check_runs - 1).is_none() {
         bail!(
             "--check-runs must be at least 1, and --seed {seed} plus --check-runs {} must not pass {}",
