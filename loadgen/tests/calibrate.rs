@@ -63,6 +63,7 @@ fn a_calibration_at_the_checks_load_runs_the_checks_workload_under_its_own_seed(
     assert!(q.windows(2).all(|w| w[0].as_integer() <= w[1].as_integer()));
     assert!(model["network_delay_ns"].as_integer().unwrap() > 0);
     assert!(model["submit_ns"].as_integer().unwrap() > 0);
+    assert!(model["lm_fanout_ns"].as_integer().unwrap() > 0);
 }
 
 #[test]

@@ -203,6 +203,7 @@ fn fit(p: &Probe, hops: &Hops) -> CostModel {
         worker_link_ns: None,
         sparrow_probe_ns: CostModel::default().sparrow_probe_ns,
         network_delay_ns: Some(hops.in_memory_ns),
+        lm_fanout_ns: hops.in_memory_ns,
     }
 }
 

@@ -65,6 +65,15 @@ pub struct CostModel {
     /// embedded mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_delay_ns: Option<u64>,
+    /// LM: the cost of each send when it sends one message to every GM (its state,
+    /// and what goes to all of them), one GM after the other: GM `g` receives it
+    /// `g` sends after GM 0, so GM 0 hears first, as in the embedded mode's fan-out
+    /// (`loadgen calibrate`: one mailbox hop; see [`CostModel::fanout`]). Zero: every GM at once (the default;
+    /// schedules as before). Races between GMs for a freed node turn on it: without
+    /// it the 8-node check flipped between two schedules as the other costs moved
+    /// (docs/simulator-performance.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lm_fanout_ns: u64,
 }
 
 impl Default for CostModel {
@@ -84,6 +93,7 @@ impl Default for CostModel {
             worker_link_ns: None,
             sparrow_probe_ns: 1_000,
             network_delay_ns: None,
+            lm_fanout_ns: 0,
         }
     }
 }
@@ -106,12 +116,20 @@ impl CostModel {
             worker_link_ns: None,
             sparrow_probe_ns: 0,
             network_delay_ns: None,
+            lm_fanout_ns: 0,
         }
     }
 
     /// Rounds a cost in nanoseconds up to whole microseconds (the simulator's tick).
     pub fn micros(ns: u64) -> Micros {
         Micros(ns.div_ceil(1000))
+    }
+
+    /// How much later than GM 0 GM `g` receives an LM's message to every GM: `g`
+    /// sends of `lm_fanout_ns` each, a send rounded up to a whole microsecond (the
+    /// simulator's tick) so that GM `g + 1` always hears after GM `g`.
+    pub fn fanout(&self, g: usize) -> Micros {
+        Micros((g as u64).saturating_mul(Self::micros(self.lm_fanout_ns).0))
     }
 
     /// Charges `units` at `ns` nanoseconds each, rounded up to whole microseconds.
@@ -177,7 +195,7 @@ impl CostModel {
                  gm_snapshot_node_ns, lm_batch_ns, lm_request_ns, lm_snapshot_node_ns, \
                  lm_report_ns, sparrow_probe_ns (integers, nanoseconds), and optionally \
                  gm_dispatch_ns, worker_start_ns, worker_start_quantiles_ns (a list), submit_ns, \
-                 worker_link_ns and network_delay_ns",
+                 worker_link_ns, network_delay_ns and lm_fanout_ns",
                 path.display()
             )
         })?;
@@ -218,6 +236,23 @@ mod tests {
             job: JobId(job),
             index,
         }
+    }
+
+    #[test]
+    fn gm_g_hears_an_lms_fan_out_g_sends_after_gm_0() {
+        let none = CostModel::default();
+        assert_eq!((none.fanout(0), none.fanout(3)), (Micros(0), Micros(0)));
+        let sub_microsecond = CostModel {
+            lm_fanout_ns: 230,
+            ..CostModel::default()
+        };
+        let at: Vec<u64> = (0..3).map(|g| sub_microsecond.fanout(g).0).collect();
+        assert_eq!(at, vec![0, 1, 2], "a send takes at least a tick");
+        let slow = CostModel {
+            lm_fanout_ns: 1_500,
+            ..CostModel::default()
+        };
+        assert_eq!(slow.fanout(2), Micros(4));
     }
 
     #[test]

@@ -456,7 +456,8 @@ impl Sim<'_> {
                 GmAddress::One(g) => self.push_gm(arrive, g.index(), GmInput::Lm(message)),
                 GmAddress::All => {
                     for g in 0..self.gms.len() {
-                        self.push_gm(arrive, g, GmInput::Lm(message.clone()));
+                        let at = arrive + self.costs.fanout(g);
+                        self.push_gm(at, g, GmInput::Lm(message.clone()));
                     }
                 }
             }

@@ -52,7 +52,7 @@ impl Sim<'_> {
         let gms = self.gms.len();
         for g in 0..gms {
             let message = LmToGm::State(snapshot.clone());
-            self.push_gm(arrive, g, GmInput::Lm(message));
+            self.push_gm(arrive + self.costs.fanout(g), g, GmInput::Lm(message));
         }
     }
 }
