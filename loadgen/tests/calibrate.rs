@@ -51,11 +51,21 @@ fn a_calibration_at_the_checks_load_runs_the_checks_workload_under_its_own_seed(
         stdout.contains("embedded run at the check's load"),
         "{stdout}"
     );
-    let ran = dir
-        .path()
-        .join("check/embedded-calibration/embedded/tasks.csv");
-    let rows = std::fs::read_to_string(&ran).unwrap().lines().count();
-    assert!(rows > 1, "the check's workload ran: {}", ran.display());
+    // The spaced run and the run at the check's load, each in its own directory.
+    let runs = dir.path().join("check/embedded-calibration");
+    let spaced = std::fs::read_to_string(runs.join("embedded/tasks.csv")).unwrap();
+    assert!(spaced.lines().count() > 1, "the spaced jobs ran");
+    let check_trace = std::fs::read_to_string(trace("YH_2_jobs.tr")).unwrap();
+    let tasks: usize = check_trace
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .sum();
+    let at_load = std::fs::read_to_string(runs.join("at-check-load/tasks.csv")).unwrap();
+    assert_eq!(
+        at_load.lines().count(),
+        tasks + 1,
+        "every task of the check's trace ran (and a header)"
+    );
     let model: toml::Value =
         toml::from_str(&std::fs::read_to_string(dir.path().join("costs.toml")).unwrap()).unwrap();
     let q = model["worker_start_quantiles_ns"].as_array().unwrap();

@@ -98,6 +98,9 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     }
     if args.embedded && args.embedded_workload == EmbeddedWorkload::Check {
         validate::check_cluster(&args.check)?;
+        args.seed
+            .checked_add(super::calibrate_embedded::CHECK_WORKLOAD_SEED_OFFSET)
+            .context("--seed is too large for the check workload's own seed (--seed + 1000000)")?;
     }
     println!("seed: {}", args.seed);
     let probe = calibration_run(&args)?;

@@ -258,14 +258,15 @@ fn run(dir: &Path, seed: u64) -> Result<std::path::PathBuf> {
 }
 
 /// The embedded run on the check's workload (its trace, speed-up, cluster,
-/// heartbeat and publication interval), under its own seed.
+/// heartbeat and publication interval), under its own seed; its reports go to
+/// DIR/embedded-calibration/at-check-load, beside the spaced run's.
 fn run_check(dir: &Path, seed: u64, check: &validate::ValidateArgs) -> Result<std::path::PathBuf> {
     let [g, l, p] = validate::check_cluster(check)?;
     let seed = seed
         .checked_add(CHECK_WORKLOAD_SEED_OFFSET)
         .context("--seed is too large for the check workload's own seed")?;
     println!("embedded calibration on the check's workload: seed {seed}");
-    let out = dir.join("embedded-calibration").join("embedded");
+    let out = dir.join("embedded-calibration").join("at-check-load");
     let args = [
         "--trace".to_owned(),
         check.check_trace.display().to_string(),
