@@ -109,8 +109,8 @@ fn refit_at_load(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) -> Str
 }
 
 /// The worker's start from `tasks`' launch to start: its median and quantiles less
-/// the tight-loop hop (`worker_link_ns`).
-fn set_starts(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) {
+/// the tight-loop hop (`worker_link_ns`); returns the launches to starts, sorted.
+fn set_starts(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) -> Vec<f64> {
     let ns = |s: f64| (s * 1e9).round().max(0.0) as u64;
     let mut starts: Vec<f64> = tasks.iter().map(|t| t.start - t.launch).collect();
     starts.sort_by(f64::total_cmp);
@@ -125,6 +125,7 @@ fn set_starts(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) {
             ns(s).saturating_sub(mailbox_ns)
         })
         .collect();
+    starts
 }
 
 /// Sets the costs the started `tasks` measure in `model` (see the module's text) and
@@ -164,9 +165,7 @@ fn fit(tasks: &[Spans], mailbox_ns: u64, model: &mut CostModel) -> String {
         .saturating_sub(model.lm_batch_ns)
         .max(mailbox_ns);
     model.network_delay_ns = Some(hop);
-    set_starts(tasks, mailbox_ns, model);
-    let mut starts: Vec<f64> = tasks.iter().map(|t| t.start - t.launch).collect();
-    starts.sort_by(f64::total_cmp);
+    let starts = set_starts(tasks, mailbox_ns, model);
     let sizes: Vec<String> = points
         .iter()
         .map(|(n, y)| format!("{n}: {} ns", ns(*y)))
@@ -261,39 +260,12 @@ fn run(dir: &Path, seed: u64) -> Result<std::path::PathBuf> {
 /// heartbeat and publication interval), under its own seed; its reports go to
 /// DIR/embedded-calibration/at-check-load, beside the spaced run's.
 fn run_check(dir: &Path, seed: u64, check: &validate::ValidateArgs) -> Result<std::path::PathBuf> {
-    let [g, l, p] = validate::check_cluster(check)?;
     let seed = seed
         .checked_add(CHECK_WORKLOAD_SEED_OFFSET)
         .context("--seed is too large for the check workload's own seed")?;
     println!("embedded calibration on the check's workload: seed {seed}");
     let out = dir.join("embedded-calibration").join("at-check-load");
-    let args = [
-        "--trace".to_owned(),
-        check.check_trace.display().to_string(),
-        "--gms".into(),
-        g.to_string(),
-        "--lms".into(),
-        l.to_string(),
-        "--partition-size".into(),
-        p.to_string(),
-        "--speedup".into(),
-        check.check_speedup.to_string(),
-        "--heartbeat-ms".into(),
-        check.check_heartbeat_ms.to_string(),
-        "--publish-min-interval-ms".into(),
-        check.check_publish_min_interval_ms.to_string(),
-        "--seed".into(),
-        seed.to_string(),
-        "--quiet".into(),
-        "--out".into(),
-        out.display().to_string(),
-    ]
-    .to_vec();
-    validate::child(
-        &std::env::current_exe().context("cannot find the loadgen executable")?,
-        "embedded",
-        args,
-    )?;
+    validate::embedded_run(check, &out, seed)?;
     Ok(out)
 }
 

@@ -70,6 +70,44 @@ pub fn check_cluster(args: &ValidateArgs) -> Result<[usize; 3]> {
     Ok([g, l, p])
 }
 
+/// The arguments every run of the check takes: its trace and cluster, `seed`, and
+/// `out` for its reports.
+fn common_args(args: &ValidateArgs, [g, l, p]: [usize; 3], out: &Path, seed: u64) -> Vec<String> {
+    vec![
+        "--trace".into(),
+        args.check_trace.display().to_string(),
+        "--gms".into(),
+        g.to_string(),
+        "--lms".into(),
+        l.to_string(),
+        "--partition-size".into(),
+        p.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+        "--quiet".into(),
+        "--out".into(),
+        out.display().to_string(),
+    ]
+}
+
+/// One live run of the check's workload (`loadgen embedded`: its trace, cluster,
+/// speed-up, heartbeat and publication interval) under `seed`, its reports in
+/// `out`: the check's own live runs, and `loadgen calibrate --embedded-workload
+/// check`'s.
+pub fn embedded_run(args: &ValidateArgs, out: &Path, seed: u64) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
+    let mut a = common_args(args, check_cluster(args)?, out, seed);
+    a.extend([
+        "--speedup".into(),
+        args.check_speedup.to_string(),
+        "--heartbeat-ms".into(),
+        args.check_heartbeat_ms.to_string(),
+        "--publish-min-interval-ms".into(),
+        args.check_publish_min_interval_ms.to_string(),
+    ]);
+    child(&exe, "embedded", a)
+}
+
 pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
     crate::sim::CostModel::load(costs)?;
     let [g, l, p] = check_cluster(args)?;
@@ -87,28 +125,8 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
         _ => args.check_out.join(name).join(format!("run-{i}")),
     };
     let exe = std::env::current_exe().context("cannot find the loadgen executable")?;
-    let trace = args.check_trace.display().to_string();
     let speedup = args.check_speedup.to_string();
-    let cluster = [
-        "--gms".to_owned(),
-        g.to_string(),
-        "--lms".into(),
-        l.to_string(),
-        "--partition-size".into(),
-        p.to_string(),
-    ];
-    let common_args = |out: &Path, seed: u64| {
-        let mut v: Vec<String> = vec!["--trace".into(), trace.clone()];
-        v.extend(cluster.iter().cloned());
-        v.extend([
-            "--seed".into(),
-            seed.to_string(),
-            "--quiet".into(),
-            "--out".into(),
-            out.display().to_string(),
-        ]);
-        v
-    };
+    let common_args = |out: &Path, seed: u64| common_args(args, [g, l, p], out, seed);
     match runs_n {
         1 => println!("seed: {seed}"),
         n => println!(
@@ -124,16 +142,7 @@ pub fn run(costs: &Path, args: &ValidateArgs, seed: u64) -> Result<()> {
     for i in 0..runs_n {
         for (k, name) in ["embedded", "embedded-again"].iter().enumerate() {
             let dir = run_dir(name, i);
-            let mut a = common_args(&dir, seed);
-            a.extend([
-                "--speedup".into(),
-                speedup.clone(),
-                "--heartbeat-ms".into(),
-                args.check_heartbeat_ms.to_string(),
-                "--publish-min-interval-ms".into(),
-                args.check_publish_min_interval_ms.to_string(),
-            ]);
-            child(&exe, "embedded", a)?;
+            embedded_run(args, &dir, seed)?;
             live[k].extend(Spans::read(&dir)?);
         }
     }
