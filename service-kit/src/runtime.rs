@@ -1,16 +1,26 @@
 //! The entry point every service binary shares: resolve settings (exit 2 with the
-//! reason when they are invalid), start logging, run `serve` on an actix System backed
-//! by a multi-threaded tokio runtime (a plain `#[tokio::main]` cannot host actix
-//! actors), and turn the outcome into an exit code.
+//! reason when they are invalid), start logging, run `serve` on an actix System (a
+//! plain `#[tokio::main]` cannot host actix actors) backed by a tokio runtime of
+//! `--runtime-threads` (one thread by default: requests, actors and timers share it
+//! and no message crosses threads), and turn the outcome into an exit code.
 
 use crate::logging::{self, LogFormat};
 use std::future::Future;
 use std::process::ExitCode;
 
+/// How a service process runs, of its common settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessSettings {
+    pub log_format: LogFormat,
+    /// 1: one thread for everything (tokio's current-thread runtime); N > 1: a
+    /// multi-threaded runtime of N worker threads beside the actors' thread.
+    pub runtime_threads: usize,
+}
+
 pub fn run_service<S, F, Fut>(
     role: &str,
     settings: anyhow::Result<S>,
-    log_format: impl FnOnce(&S) -> LogFormat,
+    process: impl FnOnce(&S) -> ProcessSettings,
     serve: F,
 ) -> ExitCode
 where
@@ -24,13 +34,30 @@ where
             return ExitCode::from(2);
         }
     };
-    logging::init(log_format(&settings));
-    let system = actix_rt::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_multi_thread()
+    let process = process(&settings);
+    logging::init(process.log_format);
+    let threads = process.runtime_threads;
+    let system = actix_rt::System::with_tokio_rt(move || {
+        let mut builder = if threads <= 1 {
+            tokio::runtime::Builder::new_current_thread()
+        } else {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(threads);
+            b
+        };
+        builder
             .enable_all()
             .build()
             .expect("the tokio runtime must start")
     });
+    if threads <= 1 {
+        tracing::info!("runtime: one thread for requests, actors and timers (--runtime-threads 1)");
+    } else {
+        tracing::info!(
+            threads,
+            "runtime: {threads} request threads beside the actors' thread (--runtime-threads)"
+        );
+    }
     match system.block_on(serve(settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -9,7 +9,6 @@ use common::fairness::{FairnessConfig, SharePolicy};
 use common::quota::QueueableQuota;
 use common::Micros;
 use serde::{Deserialize, Serialize};
-use service_kit::logging::LogFormat;
 use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -320,7 +319,7 @@ pub struct GmSettings {
     pub fairness: Option<Arc<FairnessConfig>>,
     /// Priority classes (`--priority-class`).
     pub priorities: Arc<common::priority::PriorityClasses>,
-    pub log_format: LogFormat,
+    pub process: service_kit::runtime::ProcessSettings,
     pub designated_gm: u16,
     /// Base URL of the designated GM, when this GM knows it.
     pub designated_url: Option<String>,
@@ -477,7 +476,7 @@ impl GmArgs {
                 )
                 .map_err(|e| anyhow::anyhow!("--priority-class: {e}"))?,
             ),
-            log_format: self.common.log_format(),
+            process: self.common.process()?,
             designated_gm,
             designated_url,
             gm_urls: self.gm_urls.clone().unwrap_or_default(),

@@ -271,5 +271,5 @@ fn limits(s: &config::GmSettings, publisher: &Publisher) -> http::Limits {
 /// What ends the HTTP server.
 /// The binary's entry point: parse settings, start the runtime, serve.
 pub fn main_with(args: config::GmArgs) -> std::process::ExitCode {
-    service_kit::runtime::run_service("global master", args.resolve(), |s| s.log_format, serve)
+    service_kit::runtime::run_service("global master", args.resolve(), |s| s.process, serve)
 }

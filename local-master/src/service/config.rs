@@ -8,7 +8,6 @@ use common::cluster::{ClusterSpec, LmSpec};
 use common::fairness::{FairnessConfig, SharePolicy};
 use common::{Micros, Resources};
 use serde::{Deserialize, Serialize};
-use service_kit::logging::LogFormat;
 use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -236,7 +235,7 @@ pub struct LmSettings {
     pub gm_urls: Vec<String>,
     /// QUEUEABLE work (Mercury); `None`: QUEUEABLE requests are refused.
     pub queueable: Option<QueueableConfig>,
-    pub log_format: LogFormat,
+    pub process: service_kit::runtime::ProcessSettings,
     /// `None`: open mode (loopback only; checked when serving).
     pub cluster_secret: Option<service_kit::auth::ClusterSecret>,
     /// See `--cluster-name`.
@@ -349,7 +348,7 @@ impl LmArgs {
             fairness,
             gm_urls,
             queueable,
-            log_format: self.common.log_format(),
+            process: self.common.process()?,
         })
     }
 

@@ -155,5 +155,5 @@ pub async fn serve(s: config::LmSettings) -> Result<()> {
 
 /// The binary's entry point.
 pub fn main_with(args: config::LmArgs) -> std::process::ExitCode {
-    service_kit::runtime::run_service("local master", args.resolve(), |s| s.log_format, serve)
+    service_kit::runtime::run_service("local master", args.resolve(), |s| s.process, serve)
 }

@@ -6,7 +6,6 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use common::Executor;
 use serde::{Deserialize, Serialize};
-use service_kit::logging::LogFormat;
 use service_kit::settings::{load_file, CommonArgs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -195,7 +194,7 @@ pub struct WorkerSettings {
     pub advertise_url: Option<String>,
     pub drain_timeout: Duration,
     pub lm_check: Duration,
-    pub log_format: LogFormat,
+    pub process: service_kit::runtime::ProcessSettings,
     pub queue_order: QueueOrder,
     /// Share of a node running QUEUEABLE work may hold (1.0: no cap).
     pub queueable_cap: f64,
@@ -264,7 +263,7 @@ impl WorkerArgs {
                 0 => bail!("--lm-check-ms must be positive"),
                 ms => Duration::from_millis(ms),
             },
-            log_format: self.common.log_format(),
+            process: self.common.process()?,
             queue_order,
             queueable_cap,
             default_executor,

@@ -306,5 +306,5 @@ async fn watch_lm(
 
 /// The binary's entry point.
 pub fn main_with(args: config::WorkerArgs) -> std::process::ExitCode {
-    service_kit::runtime::run_service("worker", args.resolve(), |s| s.log_format, serve)
+    service_kit::runtime::run_service("worker", args.resolve(), |s| s.process, serve)
 }
