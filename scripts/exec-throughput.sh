@@ -6,7 +6,8 @@
 # `true`), and prints, besides the bench's own lines, the CPU each kind of process
 # used during each phase (from /proc/<pid>/stat at the phase's start and end; a
 # command's CPU is counted under the process that reaped it: `true` under
-# megha-task-exec) and the machine's CPU split. Stops the cluster at the end.
+# megha-task-exec) with its thread switches per task (voluntary and not, from
+# /proc/<pid>/task/*/status), and the machine's CPU split. Stops the cluster at the end.
 #   cargo build --release --bins
 #   scripts/exec-throughput.sh [--tasks N] [--runs R]     (as root: task uids, cgroups)
 # Options (or environment): --tasks N (TASKS, default 2000), --runs R (RUNS, default
@@ -20,23 +21,29 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) TASKS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "exec-throughput.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
 for b in loadgen global-master local-master worker megha-task-exec; do
   [ -x "$BIN/$b" ] || { echo "exec-throughput.sh: $BIN/$b is missing: cargo build --release --bins" >&2; exit 2; }
 done
-snapshot() { # per process: comm, own CPU ticks, reaped children's CPU ticks
-  # One cat for all (a cat per process cost the run about 0.5 ms per task).
-  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '{
+snapshot() { # per process: comm, own CPU ticks, reaped children's CPU ticks, thread switches
+  # One cat for all (a cat per process cost the run about 0.5 ms per task); the
+  # switches (voluntary and not) summed over the threads alive at the snapshot.
+  { grep -s -H ctxt_switches /proc/[0-9]*/task/[0-9]*/status || true
+    echo "--"
+    cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '
+    !stat && $0 == "--" { stat = 1; next }
+    !stat { split($1, p, "/"); sw[p[3]] += $NF; next }
+    {
     line = $0; lp = index(line, "("); rp = 0
     for (i = length(line); i > 0; i--) if (substr(line, i, 1) == ")") { rp = i; break }
     if (!lp || !rp) next
     comm = substr(line, lp + 1, rp - lp - 1); gsub(/ /, "_", comm)
     split(substr(line, rp + 2), f, " ")
     pid = substr(line, 1, lp - 2)
-    print pid, comm, f[12] + f[13], f[14] + f[15]
+    print pid, comm, f[12] + f[13], f[14] + f[15], sw[pid] + 0
   }'
 }
 logs=$(mktemp -d)
@@ -80,11 +87,13 @@ for run in $(seq 1 "$RUNS"); do
     awk -v hz="$hz" -v tasks="$TASKS" '
       # Keyed by pid: a kernel worker renames itself with its work item, so a
       # name-keyed delta counted such a thread'"'"'s whole lifetime (up to 1 ms/task).
-      NR == FNR { own[$1] = $3; kids[$1] = $4; next }
-      { n = $2; if (n ~ /^kworker/) n = "kworker"; o[n] += $3 - own[$1]; c[n] += $4 - kids[$1] }
+      # Thread switches: of the threads alive at each snapshot (a thread or
+      # process that ended within the phase, such as `true`, is not counted).
+      NR == FNR { own[$1] = $3; kids[$1] = $4; sw[$1] = $5; next }
+      { n = $2; if (n ~ /^kworker/) n = "kworker"; o[n] += $3 - own[$1]; c[n] += $4 - kids[$1]; s[n] += $5 - sw[$1] }
       END {
         for (n in o) if (o[n] + c[n] >= hz / 20)
-          printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s\n", n, o[n] / hz, 1000 * o[n] / hz / tasks, c[n] / hz
+          printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s   thread switches %5.1f/task\n", n, o[n] / hz, 1000 * o[n] / hz / tasks, c[n] / hz, s[n] / tasks
       }' "$logs/s$((p - 1))" "$logs/s$p" | sort -k3 -rn
     paste "$logs/stat$((p - 1))" "$logs/stat$p" | awk -v hz="$hz" -v tasks="$TASKS" '{
       busy = ($13 - $2) + ($14 - $3) + ($15 - $4) + ($18 - $7) + ($19 - $8)

@@ -23,8 +23,8 @@ pub struct CommonArgs {
     pub log_format: Option<LogFormat>,
     /// Threads that run this process's requests, actors and timers: 1 (the
     /// default) runs them all on one thread, so that no message is handed between
-    /// threads (on the 2-core loopback cluster 15% more task starts/s and 9% less
-    /// CPU per task than 2: docs/security.md); N > 1 serves requests on a pool
+    /// threads (on the 2-core loopback cluster about 15% more task starts/s and 8%
+    /// less CPU per task than 2: docs/security.md); N > 1 serves requests on a pool
     /// of N threads beside the actors' thread, so that `/healthz`, `/metrics` and
     /// reads not bound to the actor answer while it is busy (e.g. a designated GM
     /// with a long --lra-ilp-time-ms, or a journal on a slow disk).
