@@ -8,6 +8,12 @@ use crate::logging::{self, LogFormat};
 use std::future::Future;
 use std::process::ExitCode;
 
+/// The name of a service's request threads (`--runtime-threads` > 1; tokio's
+/// blocking pool too there).
+pub const POOL_THREAD_NAME: &str = "megha-rt";
+/// The name of a one-thread service's blocking-pool threads.
+pub const BLOCKING_THREAD_NAME: &str = "megha-blocking";
+
 /// How a service process runs, of its common settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcessSettings {
@@ -37,12 +43,17 @@ where
     let process = process(&settings);
     logging::init(process.log_format);
     let threads = process.runtime_threads;
+    let one_thread = threads <= 1;
     let system = actix_rt::System::with_tokio_rt(move || {
-        let mut builder = if threads <= 1 {
-            tokio::runtime::Builder::new_current_thread()
+        // Named so that `top -H` and /proc tell them apart: on one thread only
+        // tokio's blocking pool has threads of its own.
+        let mut builder = if one_thread {
+            let mut b = tokio::runtime::Builder::new_current_thread();
+            b.thread_name(BLOCKING_THREAD_NAME);
+            b
         } else {
             let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(threads);
+            b.worker_threads(threads).thread_name(POOL_THREAD_NAME);
             b
         };
         builder
@@ -50,7 +61,7 @@ where
             .build()
             .expect("the tokio runtime must start")
     });
-    if threads <= 1 {
+    if one_thread {
         tracing::info!("runtime: one thread for requests, actors and timers (--runtime-threads 1)");
     } else {
         tracing::info!(
