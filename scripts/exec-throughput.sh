@@ -4,24 +4,28 @@
 # 8 one-core nodes), runs `loadgen bench-exec --worker-tasks 1 --gm URL --tasks N
 # --cpu-millis 1000` (N one-task jobs of 0 ms synthetic tasks, then N of exec
 # `true`), and prints, besides the bench's own lines, the CPU each kind of process
-# used during each phase (from /proc/<pid>/stat at the phase's start and end; a
+# used during each phase (from /proc/<pid>/stat at its first submission and at its
+# last task's end, so not the reading of the task records after it; a
 # command's CPU is counted under the process that reaped it: `true` under
 # megha-task-exec) with its thread switches per task (voluntary and not, from
 # /proc/<pid>/task/*/status), and the machine's CPU split. Stops the cluster at the end.
 #   cargo build --release --bins
-#   scripts/exec-throughput.sh [--tasks N] [--runs R]     (as root: task uids, cgroups)
+#   scripts/exec-throughput.sh [--tasks N] [--runs R] [--submitters S]   (as root)
 # Options (or environment): --tasks N (TASKS, default 2000), --runs R (RUNS, default
-# 1; one cluster per run), BIN (default target/release) to measure another build.
+# 1; one cluster per run), --submitters S (SUBMITTERS, default 1: POSTs in flight at
+# once), BIN (default target/release) to measure another build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TASKS=${TASKS:-2000}
 RUNS=${RUNS:-1}
+SUBMITTERS=${SUBMITTERS:-1}
 BIN=${BIN:-target/release}
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) TASKS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --submitters) SUBMITTERS=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "exec-throughput.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,21 +66,22 @@ for run in $(seq 1 "$RUNS"); do
   fi
   sleep 3
   gm=$(cut -d, -f1 out/cluster-logs/gm-urls)
-  snapshot >"$logs/s0"; head -1 /proc/stat >"$logs/stat0"
   echo "== run $run of $RUNS: $TASKS tasks of each executor ($BIN)"
-  # A CPU snapshot as each phase's line comes out: the CPU of each phase apart.
+  # A CPU snapshot as each phase starts submitting and as its last task ends: the
+  # CPU of each phase apart, without the reading of its tasks' records after it.
   phase=0
   while IFS= read -r line; do
     case "$line" in
-      e2e*submit*'->'*running*'ended in'*)
+      e2e*': submitting '*)
         phase=$((phase + 1))
-        head -1 /proc/stat >"$logs/stat$phase"; snapshot >"$logs/s$phase"
-        echo "$line" ;;
+        head -1 /proc/stat >"$logs/stat${phase}a"; snapshot >"$logs/s${phase}a" ;;
+      e2e*': all ended in '*)
+        head -1 /proc/stat >"$logs/stat${phase}b"; snapshot >"$logs/s${phase}b" ;;
       e2e*) echo "$line" ;;
     esac
   done < <(MEGHA_TOKEN_FILE=out/cluster-secrets/admin-token "$BIN/loadgen" bench-exec --worker-tasks 1 \
-    --gm "$gm" --tasks "$TASKS" --cpu-millis 1000)
-  if [ "$phase" != 2 ]; then
+    --gm "$gm" --tasks "$TASKS" --submitters "$SUBMITTERS" --cpu-millis 1000)
+  if [ "$phase" != 2 ] || [ ! -s "$logs/s2b" ]; then
     echo "exec-throughput.sh: the bench did not end both phases" >&2
     kill -TERM "$cluster"; wait "$cluster" 2>/dev/null || true
     exit 1
@@ -94,8 +99,8 @@ for run in $(seq 1 "$RUNS"); do
       END {
         for (n in o) if (o[n] + c[n] >= hz / 20)
           printf "  %-28s own %7.2f s %6.3f ms/task   reaped children %6.2f s   thread switches %5.1f/task\n", n, o[n] / hz, 1000 * o[n] / hz / tasks, c[n] / hz, s[n] / tasks
-      }' "$logs/s$((p - 1))" "$logs/s$p" | sort -k3 -rn
-    paste "$logs/stat$((p - 1))" "$logs/stat$p" | awk -v hz="$hz" -v tasks="$TASKS" '{
+      }' "$logs/s${p}a" "$logs/s${p}b" | sort -k3 -rn
+    paste "$logs/stat${p}a" "$logs/stat${p}b" | awk -v hz="$hz" -v tasks="$TASKS" '{
       busy = ($13 - $2) + ($14 - $3) + ($15 - $4) + ($18 - $7) + ($19 - $8)
       printf "  machine: user %.2f s, system %.2f s, idle %.2f s, softirq %.2f s, steal %.2f s; busy %.3f ms/task\n",
         ($13 - $2) / hz, ($15 - $4) / hz, ($16 - $5) / hz, ($19 - $8) / hz, ($20 - $9) / hz, 1000 * busy / hz / tasks }'

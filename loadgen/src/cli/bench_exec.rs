@@ -8,9 +8,14 @@
 //!    exec, exit, reap, limits set up and cleaned up).
 //! 2. End to end, with `--gm URL` (e.g. the loopback cluster of
 //!    scripts/loopback-cluster.sh, dedicated to the run): `--tasks` one-task jobs
-//!    submitted back to back over HTTP, synthetic (0 ms) then exec `true`; the GM's
-//!    own record of each task gives submit-to-running (`started_at_us` at the worker
-//!    minus `submitted_at_us` at the GM; one host, one clock).
+//!    submitted over HTTP (`--submitters` at a time; 1: back to back), synthetic
+//!    (0 ms) then exec `true`; the GM's own record of each task gives
+//!    submit-to-running (`started_at_us` at the worker minus `submitted_at_us` at the
+//!    GM; one host, one clock) and the start rate (tasks over the span from the
+//!    first submission to the last start, from the same records). While the tasks
+//!    run, the bench asks only whether any job is still active (one small request
+//!    every 20 ms); each task's record is read after all have ended, outside the
+//!    timed span.
 
 use actix::prelude::*;
 use anyhow::{bail, Context, Result};
@@ -18,6 +23,7 @@ use clap::Args;
 use common::messages::{StartTask, WorkerAssignment, WorkerReport};
 use common::protocol::LmToWorker;
 use common::{ExecCommand, Executor, LmId, Micros, NodeId, Resources, TaskId, TaskSpec};
+use futures_util::{StreamExt, TryStreamExt};
 use megha_sim::report::Distribution;
 use serde_json::{json, Value};
 use service_kit::links::fn_link;
@@ -46,6 +52,10 @@ pub struct BenchExecArgs {
     /// End to end: file holding the API token (or the token in MEGHA_TOKEN).
     #[arg(long, env = "MEGHA_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// End to end: submissions in flight at once (1: each POST waits for the
+    /// previous answer, as one client submitting a list).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub submitters: u16,
     /// End to end: give up waiting for the tasks after this many seconds.
     #[arg(long, default_value_t = 300)]
     pub timeout_s: u64,
@@ -199,58 +209,87 @@ async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
         ),
     ] {
         let body = json!({"tasks": [task]});
+        // Lines a measuring script can take its snapshots at (this phase alone).
+        println!("e2e {name}: submitting {} tasks", args.tasks);
         let t0 = Instant::now();
-        let mut jobs = Vec::with_capacity(args.tasks);
-        for _ in 0..args.tasks {
-            let answer = client
-                .post(format!("{base}/v1/jobs"))
-                .json(&body)
-                .send()
-                .await?;
-            let status = answer.status();
-            let text = answer.text().await?;
-            if !status.is_success() {
-                bail!("POST {base}/v1/jobs: {status}: {text}");
-            }
-            let v: Value = serde_json::from_str(&text)?;
-            jobs.push(v["job"].as_u64().context("no job id in the answer")?);
-        }
-        let submitted_in = t0.elapsed();
-        // Wait for every job to end, then read each task's record.
-        let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
-        let mut latencies = Vec::with_capacity(jobs.len());
-        let mut failed = 0;
-        for job in &jobs {
-            loop {
-                let t: Value = client
-                    .get(format!("{base}/v1/tasks/{job}/0"))
+        let submit = |_| {
+            let (client, body) = (&client, &body);
+            async move {
+                let answer = client
+                    .post(format!("{base}/v1/jobs"))
+                    .json(body)
                     .send()
-                    .await?
-                    .json()
                     .await?;
-                let state = t["state"].as_str().unwrap_or("?");
-                if matches!(state, "finished" | "failed" | "cancelled" | "unplaceable") {
-                    match (t["started_at_us"].as_u64(), t["submitted_at_us"].as_u64()) {
-                        (Some(s), Some(sub)) if state == "finished" => {
-                            latencies.push(s.saturating_sub(sub) as f64 / 1e6)
-                        }
-                        _ => failed += 1,
-                    }
-                    break;
+                let status = answer.status();
+                let text = answer.text().await?;
+                if !status.is_success() {
+                    bail!("POST {base}/v1/jobs: {status}: {text}");
                 }
-                if Instant::now() > deadline {
-                    bail!("{name}: job {job} still {state} after {} s", args.timeout_s);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                let v: Value = serde_json::from_str(&text)?;
+                v["job"].as_u64().context("no job id in the answer")
             }
+        };
+        let jobs: Vec<u64> = futures_util::stream::iter(0..args.tasks)
+            .map(submit)
+            .buffer_unordered(usize::from(args.submitters))
+            .try_collect()
+            .await?;
+        let submitted_in = t0.elapsed();
+        // Wait until none of this GM's jobs is active (one small answer per ask).
+        let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
+        loop {
+            let page: Value = client
+                .get(format!("{base}/v1/jobs?state=active&limit=1&all_gms=false"))
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            if page["jobs"].as_array().is_some_and(|j| j.is_empty()) {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("{name}: jobs still active after {} s", args.timeout_s);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let total = t0.elapsed();
+        println!("e2e {name}: all ended in {:.2} s", total.as_secs_f64());
+        // Each task's record, read after the timed span.
+        let mut latencies = Vec::with_capacity(jobs.len());
+        let (mut first_submit, mut last_start) = (u64::MAX, 0u64);
+        let mut failed = 0;
+        for job in &jobs {
+            let t: Value = client
+                .get(format!("{base}/v1/tasks/{job}/0"))
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            let state = t["state"].as_str().unwrap_or("?");
+            match (t["started_at_us"].as_u64(), t["submitted_at_us"].as_u64()) {
+                (Some(s), Some(sub)) if state == "finished" => {
+                    latencies.push(s.saturating_sub(sub) as f64 / 1e6);
+                    first_submit = first_submit.min(sub);
+                    last_start = last_start.max(s);
+                }
+                _ => failed += 1,
+            }
+        }
         let d = distribution(&latencies);
+        let span_s = last_start.saturating_sub(first_submit) as f64 / 1e6;
+        let rate = latencies.len() as f64 / span_s.max(1e-6);
         println!(
             "{}  (submitted in {:.2} s, all ended in {:.2} s, {failed} not finished)",
             line(&format!("e2e {name}: submit -> running"), &d),
             submitted_in.as_secs_f64(),
             total.as_secs_f64()
+        );
+        println!(
+            "e2e {name}: {rate:.0} starts/s ({} started within {span_s:.2} s of the first submission; {} submitter(s))",
+            latencies.len(),
+            args.submitters
         );
         p.push((d.p50, d.p99));
     }
