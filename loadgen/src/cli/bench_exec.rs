@@ -77,6 +77,68 @@ pub fn run(args: BenchExecArgs) -> Result<()> {
     })
 }
 
+/// One finished run, from its task's record: its node (LM, node) and when it
+/// started and ended (µs).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    slot: (u64, u64),
+    start: u64,
+    end: u64,
+}
+
+/// How the nodes' time was used: the share of each node's span (first start to
+/// last end) that a run held it, the mean run, and the gaps between one run's end
+/// and the next start on the same node (ms).
+#[derive(Debug)]
+struct SlotUse {
+    slots: usize,
+    busy: f64,
+    run_ms: f64,
+    gap_ms: GapStats,
+}
+
+#[derive(Debug)]
+struct GapStats {
+    mean: f64,
+    p50: f64,
+    p90: f64,
+}
+
+/// `None` without two runs on any one node.
+fn slot_use(runs: &mut [Run]) -> Option<SlotUse> {
+    runs.sort_by_key(|r| (r.slot, r.start));
+    let (mut gaps, mut held, mut spans, mut slots) = (Vec::new(), 0u64, 0u64, 0usize);
+    for node in runs.chunk_by(|a, b| a.slot == b.slot) {
+        slots += 1;
+        held += node
+            .iter()
+            .map(|r| r.end.saturating_sub(r.start))
+            .sum::<u64>();
+        let last_end = node.iter().map(|r| r.end).max().unwrap_or(0);
+        spans += last_end.saturating_sub(node[0].start);
+        gaps.extend(
+            node.windows(2)
+                .map(|w| w[1].start.saturating_sub(w[0].end) as f64 / 1e3),
+        );
+    }
+    if gaps.is_empty() || spans == 0 {
+        return None;
+    }
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    gaps.sort_by(f64::total_cmp);
+    let at = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
+    Some(SlotUse {
+        slots,
+        busy: held as f64 / spans as f64,
+        run_ms: held as f64 / 1e3 / runs.len() as f64,
+        gap_ms: GapStats {
+            mean,
+            p50: at(0.5),
+            p90: at(0.9),
+        },
+    })
+}
+
 fn line(name: &str, d: &Distribution) -> String {
     format!(
         "{name:<40} n={:<5} p50={:>8.3} ms  p99={:>8.3} ms  max={:>8.3} ms",
@@ -258,6 +320,7 @@ async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
         // Each task's record, read after the timed span.
         let mut latencies = Vec::with_capacity(jobs.len());
         let (mut first_submit, mut last_start) = (u64::MAX, 0u64);
+        let mut runs = Vec::with_capacity(jobs.len());
         let mut failed = 0;
         for job in &jobs {
             let t: Value = client
@@ -273,6 +336,17 @@ async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
                     latencies.push(s.saturating_sub(sub) as f64 / 1e6);
                     first_submit = first_submit.min(sub);
                     last_start = last_start.max(s);
+                    if let (Some(lm), Some(node), Some(end)) = (
+                        t["lm"].as_u64(),
+                        t["node"].as_u64(),
+                        t["ended_at_us"].as_u64(),
+                    ) {
+                        runs.push(Run {
+                            slot: (lm, node),
+                            start: s,
+                            end,
+                        });
+                    }
                 }
                 _ => failed += 1,
             }
@@ -291,6 +365,17 @@ async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
             latencies.len(),
             args.submitters
         );
+        if let Some(u) = slot_use(&mut runs) {
+            println!(
+                "e2e {name}: where a slot's time goes: {} slots busy {:.0}% of the span from their first start to their last end; a run (start -> end) {:.2} ms on average, then {:.2} ms (p50 {:.2}, p90 {:.2}) until the next run on its node starts",
+                u.slots,
+                100.0 * u.busy,
+                u.run_ms,
+                u.gap_ms.mean,
+                u.gap_ms.p50,
+                u.gap_ms.p90
+            );
+        }
         p.push((d.p50, d.p99));
     }
     if let [(s50, s99), (e50, e99)] = p[..] {
@@ -301,4 +386,31 @@ async fn end_to_end(gm: &str, args: &BenchExecArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slot_use, Run};
+
+    #[test]
+    fn slot_use_takes_runs_and_gaps_per_node() {
+        let run = |slot, start, end| Run { slot, start, end };
+        // Node (0, 0): runs 0-1000 and 3000-4000 µs (gap 2 ms); node (1, 0): runs
+        // 0-2000 and 2500-4500 (gap 0.5 ms), listed out of order.
+        let mut runs = vec![
+            run((1, 0), 2500, 4500),
+            run((0, 0), 3000, 4000),
+            run((1, 0), 0, 2000),
+            run((0, 0), 0, 1000),
+        ];
+        let u = slot_use(&mut runs).expect("two runs per node");
+        assert_eq!(u.slots, 2);
+        // Held 2 + 4 ms of spans 4 + 4.5 ms.
+        assert!((u.busy - 6.0 / 8.5).abs() < 1e-9, "{u:?}");
+        assert!((u.run_ms - 1.5).abs() < 1e-9, "{u:?}");
+        assert!((u.gap_ms.mean - 1.25).abs() < 1e-9, "{u:?}");
+        assert!((u.gap_ms.p90 - 2.0).abs() < 1e-9, "{u:?}");
+        // One run per node: no gap to measure.
+        assert!(slot_use(&mut [run((0, 0), 0, 1), run((0, 1), 0, 1)]).is_none());
+    }
 }
