@@ -60,7 +60,8 @@ pub fn event_key(kind: &TaskEventKind) -> &'static str {
 pub enum BrokerUser {
     /// An LM: publishes its state and task events.
     Lm,
-    /// A GM: publishes task events, reads the LMs' state through a queue of its own.
+    /// A GM: publishes task events, reads the LMs' state and the task events through
+    /// queues of its own.
     Gm,
     /// An observer (loadgen, a user's tool): reads task events through queues of its
     /// own; publishes nothing.
@@ -81,7 +82,8 @@ impl BrokerUser {
 /// The RabbitMQ permissions (configure, write, read: regular expressions over
 /// exchange and queue names) of a broker user of `cluster` on the cluster's virtual
 /// host: only an LM may write the state exchange, only LMs and GMs the event
-/// exchange, only a GM read the state; each may declare the cluster's exchanges
+/// exchange, only a GM read the state (GMs and observers read the events; an LM
+/// reads nothing); each may declare the cluster's exchanges
 /// and its own queues (server-named `amq.gen-*`, or named `<cluster>.<name>`). The
 /// scripts, docker compose and the tests give each user these (issue 32).
 pub fn broker_permissions(cluster: &ClusterName, who: BrokerUser) -> [String; 3] {
@@ -91,10 +93,12 @@ pub fn broker_permissions(cluster: &ClusterName, who: BrokerUser) -> [String; 3]
     let configure = format!("^({c}\\.state|{c}\\.events|{own_queues})$");
     match who {
         BrokerUser::Lm => [configure, format!("^{c}\\.(state|events)$"), "^$".into()],
+        // A GM reads the events too: the designated GM learns from them that its
+        // LRA containers ended (`task.finished`, `task.preempted`).
         BrokerUser::Gm => [
             configure,
             format!("^({c}\\.events|{own_queues})$"),
-            format!("^({c}\\.state|{own_queues})$"),
+            format!("^({c}\\.state|{c}\\.events|{own_queues})$"),
         ],
         BrokerUser::Observer => [
             configure,
@@ -123,6 +127,8 @@ mod permission_tests {
 
     #[test]
     fn only_lms_write_state_and_observers_write_nothing_shared() {
+        // (What each may read is checked against a real broker too: the designated GM
+        // reads the task events, tests/tests/services_broker_permissions.rs.)
         let c = ClusterName::new("blue").expect("name");
         let [lm_conf, lm_write, lm_read] = broker_permissions(&c, BrokerUser::Lm);
         let [_, gm_write, gm_read] = broker_permissions(&c, BrokerUser::Gm);
@@ -132,7 +138,7 @@ mod permission_tests {
         assert_eq!(lm_write, "^blue\\.(state|events)$");
         assert_eq!(lm_read, "^$");
         assert!(gm_write.contains("blue\\.events") && !gm_write.contains("blue\\.state|"));
-        assert!(gm_read.starts_with("^(blue\\.state|"));
+        assert!(gm_read.starts_with("^(blue\\.state|blue\\.events|"));
         assert!(!ob_write.contains("blue\\.events|") && !ob_write.contains("blue\\.state|"));
         assert!(ob_read.starts_with("^(blue\\.events|"));
         assert!(lm_conf.contains("amq\\.gen-.*"));

@@ -5,7 +5,8 @@
 //! state exchange, only LMs and GMs the event exchange, an observer reads events.
 //!
 //! A GM (GM user), an LM (LM user) and an observer (observer user) run a job: the
-//! GM's view has the LM's state, and the observer sees the GM's and the LM's events.
+//! GM's view has the LM's state, the observer sees the GM's and the LM's events, and
+//! the designated GM hears its LRA container end (it reads the task events).
 //! Then an intruder LM, also numbered 0 but with fewer nodes, logs in as the
 //! observer: the broker refuses its state, and the GM's view of LM 0 never changes,
 //! although the GM runs without `--lm-broker-user` (only the broker guards it here).
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use tests::broker::require_rabbitmq;
 use tests::lone_lm::LoneLm;
 use tests::observer::Observer;
-use tests::procs::{bin_dir, get_json, random_hex, submit_tasks, LoopbackCluster, RoleArgs};
+use tests::procs::{bin_dir, get_json, http, random_hex, submit_tasks, LoopbackCluster, RoleArgs};
 
 #[test]
 fn only_an_lm_writes_state_and_the_cluster_runs_under_these_permissions() {
@@ -112,6 +113,25 @@ fn only_an_lm_writes_state_and_the_cluster_runs_under_these_permissions() {
                 && has(&kinds, |k| matches!(k, TaskEventKind::Finished { .. })),
             "task {index}: the GM's (queued) and the LM's (started, finished) events reach the observer: {kinds:?}"
         );
+    }
+
+    // The designated GM (GM 0) learns that its LRA containers ended from the task
+    // events, so the GM's broker user must be able to read them: before, its read
+    // permission left the event exchange out, the subscription was refused
+    // (ACCESS_REFUSED, retried for ever) and an ended container's tags counted on.
+    let lra = r#"{"containers":[{"resources":{"cpu_millis":100,"memory_mb":1},"tags":["w"],
+        "count":1,"duration_ms":100}]}"#;
+    let (status, _, body) = http("POST", &format!("{gm}/v1/lras"), Some(lra)).expect("post");
+    assert_eq!(status, 202, "{body}");
+    let ended = || cluster.metric(&cluster.gms, "megha_gm_lra_containers_ended_total");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ended() < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the designated GM never heard its LRA container end (the task events under the GM's broker permissions); logs in {}",
+            dir.join("logs").display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 
     // An intruder LM 0 of 2 nodes (heartbeat 50 ms) logging in as the observer.
