@@ -25,8 +25,11 @@ pub struct ShellMetrics {
     pub resends_moot: u64,
     pub resend_runs_left_out: u64,
     pub submissions_refused_full: u64,
-    /// Launch outcomes for tasks this GM was not waiting for (logged and ignored).
+    /// Launch outcomes for tasks this GM was not waiting for (logged and ignored),
+    /// other than those of [`Self::answers_after_end`].
     pub unexpected_outcomes: u64,
+    /// Launch answers that came after their task's end (the end overtook them).
+    pub answers_after_end: u64,
     /// Journal writes that failed (submissions refused, ends not recorded).
     pub journal_errors: u64,
     /// Tasks resubmitted from the journal at start.
@@ -66,6 +69,7 @@ impl ShellMetrics {
             reannounced_stale: 0,
             submissions_refused_full: 0,
             unexpected_outcomes: 0,
+            answers_after_end: 0,
             journal_errors: 0,
             recovered_tasks: 0,
             launches_withheld: 0,

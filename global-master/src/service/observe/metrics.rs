@@ -302,8 +302,14 @@ pub const GM_METRICS: &[Metric<GmActor>] = &[
     Metric {
         name: "megha_gm_unexpected_outcomes_total",
         kind: "counter",
-        help: "Launch outcomes for tasks this GM was not waiting for (already answered or unknown), ignored.",
+        help: "Launch outcomes for tasks this GM was not waiting for (already answered or unknown, and not ended), ignored.",
         read: One(|g| g.shell_metrics().unexpected_outcomes as f64),
+    },
+    Metric {
+        name: "megha_gm_answers_after_end_total",
+        kind: "counter",
+        help: "Launch answers that came after their task's end (a short run's end, on the LM's stream, overtook the answer): expected, ignored.",
+        read: One(|g| g.shell_metrics().answers_after_end as f64),
     },
     Metric {
         name: "megha_gm_journal_errors_total",

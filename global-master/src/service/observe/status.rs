@@ -393,6 +393,11 @@ impl Tracker {
         self.tasks.get(&task)
     }
 
+    /// Whether `task` is known here and in a final state (its end was heard).
+    pub fn has_ended(&self, task: TaskId) -> bool {
+        self.tasks.get(&task).is_some_and(|t| t.state.is_final())
+    }
+
     /// Forgets the jobs that ended longer than the retention time ago, and the
     /// oldest ended ones beyond the retention count. Returns how many.
     pub fn expire(&mut self, now: Micros) -> usize {

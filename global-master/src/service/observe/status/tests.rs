@@ -22,8 +22,11 @@ fn ends_are_final_and_make_the_job_state() {
     t.accepted(b, Micros(1));
     t.dispatched(a, LmId(0), NodeId(3));
     assert_eq!(t.job(a.job).expect("job").state, JobState::Active);
+    assert!(!t.has_ended(a), "dispatched, not ended");
     // The end can overtake the launch answer: the late answer changes nothing.
     t.ended(&end(a, None), Micros(60));
+    assert!(t.has_ended(a));
+    assert!(!t.has_ended(b) && !t.has_ended(TaskId::new(9, 0)));
     assert!(t.launched(a, Micros(9)).is_none());
     assert!(!t.pending(a, &PendingReason::NoStateYet, false));
     assert_eq!(t.task(a).expect("a").state, TaskState::Finished);
