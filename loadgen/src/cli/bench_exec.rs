@@ -94,14 +94,8 @@ struct SlotUse {
     slots: usize,
     busy: f64,
     run_ms: f64,
-    gap_ms: GapStats,
-}
-
-#[derive(Debug)]
-struct GapStats {
-    mean: f64,
-    p50: f64,
-    p90: f64,
+    /// Milliseconds (the project's [`Distribution`], its values in ms here).
+    gap_ms: Distribution,
 }
 
 /// `None` without two runs on any one node.
@@ -124,18 +118,11 @@ fn slot_use(runs: &mut [Run]) -> Option<SlotUse> {
     if gaps.is_empty() || spans == 0 {
         return None;
     }
-    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-    gaps.sort_by(f64::total_cmp);
-    let at = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
     Some(SlotUse {
         slots,
         busy: held as f64 / spans as f64,
         run_ms: held as f64 / 1e3 / runs.len() as f64,
-        gap_ms: GapStats {
-            mean,
-            p50: at(0.5),
-            p90: at(0.9),
-        },
+        gap_ms: distribution(&gaps),
     })
 }
 
